@@ -1,0 +1,61 @@
+# Developer build of the C parts without pip: the CLI, its C unit tests, sanitizer
+# builds.  setup.py builds the same sources for installation.
+#
+#   make            build/threadgraph (the CLI)
+#   make test-c     C unit tests of the analysis library
+#   make check-asan CLI + C tests + CLI end-to-end tests under ASan/UBSan
+#   make test       everything CI runs: C tests, then pytest on every pyenv Python
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+WARN    := -std=gnu11 -Wall -Wextra -Wno-missing-field-initializers
+INC     := -Isrc/common -Isrc/lib -Isrc/cli
+LIBS    := -lm -lz
+SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+LIB_SRC  := $(sort $(wildcard src/lib/*.c))
+CLI_SRC  := $(sort $(wildcard src/cli/*.c))
+HDRS     := $(wildcard src/*/*.h)
+CTESTS   := $(sort $(wildcard tests/c/test_*.c))
+
+B        := build
+CLI      := $(B)/threadgraph
+ASAN_CLI := $(B)/asan/threadgraph
+
+.PHONY: all test test-c test-python check-asan clean
+
+all: $(CLI)
+
+$(CLI): $(LIB_SRC) $(CLI_SRC) $(HDRS)
+	@mkdir -p $(B)
+	$(CC) $(WARN) $(CFLAGS) $(INC) -o $@ $(LIB_SRC) $(CLI_SRC) $(LIBS)
+
+$(ASAN_CLI): $(LIB_SRC) $(CLI_SRC) $(HDRS)
+	@mkdir -p $(B)/asan
+	$(CC) $(WARN) -O1 -g $(SAN) $(INC) -o $@ $(LIB_SRC) $(CLI_SRC) $(LIBS)
+
+# Each tests/c/test_X.c is a program linked against the library; exit 0 = pass.
+$(B)/ctest/%: tests/c/%.c tests/c/tg_test.h $(LIB_SRC) $(HDRS)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) $(INC) -Itests/c -o $@ $< $(LIB_SRC) $(LIBS)
+
+$(B)/asan/ctest/%: tests/c/%.c tests/c/tg_test.h $(LIB_SRC) $(HDRS)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) $(INC) -Itests/c -o $@ $< $(LIB_SRC) $(LIBS)
+
+CTEST_BINS      := $(patsubst tests/c/%.c,$(B)/ctest/%,$(CTESTS))
+ASAN_CTEST_BINS := $(patsubst tests/c/%.c,$(B)/asan/ctest/%,$(CTESTS))
+
+test-c: $(CTEST_BINS) $(CLI)
+	@set -e; for t in $(CTEST_BINS); do echo "== $$t"; $$t; done
+
+check-asan: $(ASAN_CTEST_BINS) $(ASAN_CLI)
+	@set -e; for t in $(ASAN_CTEST_BINS); do echo "== $$t"; $$t; done
+	TG_CLI=$(abspath $(ASAN_CLI)) ASAN_OPTIONS=detect_leaks=1 python3 -m pytest -q tests/cli
+
+test-python:
+	bash tests/run_pythons.sh
+
+test: test-c check-asan test-python
+
+clean:
+	rm -rf $(B) threadgraph/_bin threadgraph/*.so

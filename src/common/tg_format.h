@@ -1,0 +1,65 @@
+/*
+ * tg_format.h - the on-disk text formats shared by the recorder and the CLI.
+ *
+ * This header is the single definition of the dump line formats; docs/formats.md
+ * describes them for users.  The formats are the original ThreadGraph's, byte for
+ * byte, so dumps written by the original are read by our CLI and ours by any tool
+ * written for the original.
+ *
+ *   <Thread>.mem   one line per return:  [TIME#]FILE:LINE:FUNCTION=>DELTA
+ *   <Thread>.stack one line per call:    INDENT[TIME#]FILE:LINE:FUNCTION
+ *   process.mem    one line per sample:  [TIME#]BYTES
+ *
+ * TIME is Unix time in seconds with a fractional part.  The recorder writes
+ * exactly TG_TIME_FRAC_DIGITS decimals; readers accept any number (including
+ * none), as the original wrote str(time.time()).
+ */
+#ifndef TG_FORMAT_H
+#define TG_FORMAT_H
+
+/* Separates TIME from the rest of a line (absent when timestamps are off). */
+#define TG_TIME_SEP '#'
+/* Separates FILE, LINE and FUNCTION; readers split on the last two. */
+#define TG_FIELD_SEP ':'
+/* Separates the call site from DELTA in .mem lines; readers split on the last. */
+#define TG_DELTA_SEP "=>"
+#define TG_DELTA_SEP_LEN 2
+/* One indentation unit per nesting level in .stack lines (depth 0 has none). */
+#define TG_INDENT_CHAR ' '
+
+/* Decimals the recorder writes after the point of TIME (microseconds). */
+#define TG_TIME_FRAC_DIGITS 6
+
+/* File name suffixes; the base name before the last '.' names the thread. */
+#define TG_MEM_SUFFIX ".mem"
+#define TG_STACK_SUFFIX ".stack"
+/* Base name of the per-process RSS file; no thread file may use it. */
+#define TG_PROCESS_BASENAME "process"
+#define TG_RUNINFO_NAME "runinfo.json"
+
+/*
+ * Name given to C functions whose __module__ is None or missing, as the original
+ * wrote str(None).
+ */
+#define TG_NONE_MODULE "None"
+
+/*
+ * Characters of FILE and FUNCTION that the recorder escapes as \xHH so that every
+ * record stays on one line: bytes below 0x20 and 0x7f.  Readers print what they
+ * read; they never unescape.
+ */
+#define TG_NEEDS_ESCAPE(c) ((unsigned char)(c) < 0x20 || (unsigned char)(c) == 0x7f)
+
+/*
+ * Thread name to file base name (recorder side):
+ *   - the name is encoded as UTF-8 (surrogates backslash-escaped);
+ *   - '/', '%', '\\', bytes below 0x20 and 0x7f become %HH;
+ *   - a leading '.' becomes %2E (no ".", "..", or hidden files);
+ *   - an empty name becomes "%00";
+ *   - at most TG_NAME_MAX bytes are kept (cut on a UTF-8 boundary);
+ *   - "process" and names already used by another thread of the run get a
+ *     suffix "~N", N = 2, 3, ... (first free).
+ */
+#define TG_NAME_MAX 200
+
+#endif /* TG_FORMAT_H */
