@@ -1,0 +1,33 @@
+"""The ``threadgraph`` command: ``run`` in Python, everything else in C.
+
+``threadgraph run ...`` (and ``python -m threadgraph run ...``) runs a program under
+the profiler; it needs a Python interpreter, so it lives in threadgraph/_run.py.
+Every other argument list (memg, peaks, memh, nesting, interleave, decorate-stack,
+--help, --version, ...) is handed unchanged to the C processor by threadgraph/_cli.py.
+"""
+import sys
+
+RUN_USAGE = (
+    "threadgraph run [options] script.py [args...] | -m module [args...]\n"
+    "    run a Python program under the profiler, unchanged "
+    "(see 'threadgraph run --help')\n"
+)
+
+
+def main(argv=None):
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] == "run":
+        from threadgraph._run import main as run_main
+
+        return run_main(args[1:])
+    from threadgraph._cli import exec_cli
+
+    if not args or args[0] in ("-h", "--help", "help"):
+        # The C program's help lists its own commands; add the one Python owns.
+        sys.stdout.write(RUN_USAGE + "\n")
+    exec_cli(args)
+    return 2  # not reached: exec_cli replaces the process or exits
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,436 @@
+"""``threadgraph run``: run a Python program under the profiler, unchanged.
+
+    threadgraph run [options] script.py [args...]
+    threadgraph run [options] -m module [args...]
+
+The program sees what it would see if started with ``python script.py`` (or
+``python -m module``): ``sys.argv``, a ``__main__`` module, ``sys.path[0]``.  The
+profiler is enabled before the program's first line and disabled after the program
+and its non-daemon threads have finished, whatever way it ended, so the dump files
+are always complete.  The program's exit status is kept.
+
+Output: ``ProcessProfile`` always writes into ``<base>/<pid>/``; ``-o BASE`` sets the
+base, by default ``threadgraph-<script stem>`` (``threadgraph-<module>`` with ``-m``)
+in the current directory.  The directory actually used is printed when the program
+starts, and a summary (threads, records, the biggest peaks, what to run next) when
+it ends.  Everything threadgraph itself prints goes to stderr.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import traceback
+import types
+
+PROG = "threadgraph run"
+TOP_PEAKS = 5
+
+# Options that take a value; the first argument that is neither one of these
+# options nor a value of one is the script (everything after it is the program's).
+VALUE_OPTIONS = (
+    "-o",
+    "--output",
+    "--profile",
+    "--filter",
+    "--memory",
+    "--process-memory-frequency",
+)
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        usage="%(prog)s [options] script.py [args...]\n"
+        "       %(prog)s [options] -m module [args...]",
+        description="Run a Python program under the threadgraph memory profiler, "
+        "without changing it. The program gets sys.argv, __main__ and sys.path[0] "
+        "as if it were run directly, and its exit status is kept.",
+        epilog="Files go to BASE/<pid>/ (one .mem, and with --stack one .stack, per "
+        "thread, plus process.mem and runinfo.json). Then, for example: "
+        "threadgraph memg BASE/<pid>/*.mem",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="BASE",
+        help="base directory; the files are written into BASE/<pid>/ "
+        "(default: threadgraph-<script name without .py>, or threadgraph-<module> "
+        "with -m, in the current directory)",
+    )
+    parser.add_argument(
+        "--profile",
+        choices=("python", "c", "both"),
+        help="which calls to record: Python functions, C functions (builtins), "
+        "or both (default: both, as ProcessProfile)",
+    )
+    parser.add_argument(
+        "--filter",
+        metavar="PREFIX",
+        help="record only functions whose file name starts with PREFIX "
+        "(ProcessProfile.setFilter)",
+    )
+    parser.add_argument(
+        "--stack",
+        action="store_true",
+        help="also write a .stack file per thread, needed by decorate-stack and "
+        "nesting (ProcessProfile.trackStack)",
+    )
+    parser.add_argument(
+        "--memory",
+        choices=("thread", "process", "rss"),
+        help="what a call's memory delta measures (default: thread, the bytes the "
+        "thread allocated minus freed, exact); see docs/api.md",
+    )
+    parser.add_argument(
+        "--no-sleep-correction",
+        action="store_true",
+        help="turn off the context-switch correction around sleeps and lock "
+        "acquires (ProcessProfile.trackSleeps(False))",
+    )
+    parser.add_argument(
+        "--follow-fork",
+        action="store_true",
+        help="keep profiling in child processes after os.fork(), each into "
+        "BASE/<child pid>/ (ProcessProfile.enableForkedProfile)",
+    )
+    parser.add_argument(
+        "--process-memory-frequency",
+        metavar="N",
+        type=int,
+        help="write a process.mem sample every N profile events, 0 for none "
+        "(default: 1000; ProcessProfile.setProcessMemoryFrequence)",
+    )
+    parser.add_argument(
+        "--no-timestamps",
+        action="store_true",
+        help="write lines without the TIME# prefix (ProcessProfile.logTimestamps"
+        "(False)); the processor then needs --no_time",
+    )
+    parser.add_argument(
+        "-m",
+        dest="module",
+        metavar="module",
+        help="run a library module as a script, like python -m",
+    )
+    return parser
+
+
+def split_argv(argv):
+    """Split ``argv`` into (our options, target, the program's arguments).
+
+    ``target`` is ("module", name), ("script", path) or None.  Parsing stops at the
+    script or at ``-m module``, so the program's own options are never ours.
+    """
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            if i + 1 < len(argv):
+                return argv[:i], ("script", argv[i + 1]), argv[i + 2 :]
+            return argv[:i], None, []
+        if arg == "-m":
+            if i + 1 < len(argv):
+                return argv[:i], ("module", argv[i + 1]), argv[i + 2 :]
+            return argv, None, []  # argparse reports the missing value
+        if arg.startswith("-m") and not arg.startswith("--"):
+            return argv[:i], ("module", arg[2:]), argv[i + 1 :]
+        if arg in VALUE_OPTIONS:
+            i += 2
+            continue
+        if arg.startswith("-") and arg != "-":
+            i += 1
+            continue
+        return argv[:i], ("script", arg), argv[i + 1 :]
+    return argv, None, []
+
+
+def default_base(target):
+    kind, name = target
+    if kind == "module":
+        stem = name
+    else:
+        stem = os.path.basename(os.path.normpath(name))
+        if stem.endswith(".py"):
+            stem = stem[:-3]
+    return "threadgraph-" + (stem or "program")
+
+
+def display_path(path):
+    """``path`` relative to the current directory when it is below it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
+
+
+def say(msg):
+    sys.stderr.write("threadgraph: %s\n" % msg)
+    sys.stderr.flush()
+
+
+def make_profiler(opts, base):
+    from threadgraph import ProcessProfile
+
+    kwargs = {"default_log_path": base}
+    if opts.profile:
+        kwargs["profile"] = opts.profile
+    if opts.memory:
+        kwargs["memory"] = opts.memory
+    prof = ProcessProfile(**kwargs)
+    if opts.filter:
+        prof.setFilter(opts.filter)
+    if opts.stack:
+        prof.trackStack(True)
+    if opts.no_sleep_correction:
+        prof.trackSleeps(False)
+    if opts.follow_fork:
+        prof.enableForkedProfile()
+    if opts.process_memory_frequency is not None:
+        prof.setProcessMemoryFrequence(opts.process_memory_frequency)
+    if opts.no_timestamps:
+        prof.logTimestamps(False)
+    return prof
+
+
+# --- running the target as python would ----------------------------------------
+
+
+def prepare_script(path, args):
+    """Set up sys for ``python path args``; return (code, module) or raise OSError."""
+    with open(path, "rb") as f:
+        source = f.read()
+    # Python 3.9+ makes __file__ of the main script absolute; 3.8 keeps it as given.
+    filename = os.path.abspath(path) if sys.version_info >= (3, 9) else path
+    code = compile(source, filename, "exec", dont_inherit=True)
+    module = types.ModuleType("__main__")
+    module.__dict__.update(
+        {
+            "__file__": filename,
+            "__builtins__": __builtins__,
+            "__cached__": None,
+            "__package__": None,
+            "__spec__": None,
+        }
+    )
+    sys.argv[:] = [path] + list(args)
+    sys.path[0] = os.path.dirname(os.path.realpath(path))
+    return code, module
+
+
+def run_script(code, module):
+    # The program's objects must be reachable as __main__ (pickle, multiprocessing).
+    sys.modules["__main__"] = module
+    exec(code, module.__dict__)
+
+
+def prepare_module(name, args):
+    import importlib.util
+
+    sys.argv[:] = [name] + list(args)  # runpy puts the module's file in argv[0]
+    sys.path[0] = os.getcwd()
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError) as exc:
+        return "%s" % exc
+    if spec is None:
+        return "No module named %s" % name
+    return None
+
+
+def run_module(name):
+    import runpy
+
+    runpy.run_module(name, run_name="__main__", alter_sys=True)
+
+
+def wait_for_threads():
+    """Join the non-daemon threads, as the interpreter does before it exits."""
+    me = threading.current_thread()
+    for t in threading.enumerate():
+        if t is not me and not t.daemon and t.is_alive():
+            t.join()
+
+
+def report_exception(exc_type, exc, tb):
+    """Print a traceback as python would, without threadgraph's own frames."""
+    own = (os.path.abspath(__file__),)
+    while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in own:
+        tb = tb.tb_next
+    while tb is not None and "runpy" in os.path.basename(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    traceback.print_exception(exc_type, exc, tb)
+
+
+def exit_code_of(exc):
+    """The status python gives for SystemExit(exc.code), printing as it does."""
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    sys.stderr.write("%s\n" % (code,))
+    return 1
+
+
+# --- the summary ------------------------------------------------------------------
+
+
+def thread_mem_files(out_dir):
+    try:
+        names = sorted(os.listdir(out_dir))
+    except OSError:
+        return []
+    return [
+        os.path.join(out_dir, n) for n in names if n.endswith(".mem") and n != "process.mem"
+    ]
+
+
+def top_peaks(out_dir, mem_files, timestamps):
+    """The biggest peaks from the C processor, or (None, reason)."""
+    from threadgraph._cli import CliNotFound, cli_path
+
+    if not mem_files:
+        return None, "no thread .mem files"
+    try:
+        cli = cli_path()
+    except CliNotFound:
+        return None, "the command-line processor is missing"
+    cmd = [cli]
+    if not timestamps:
+        cmd.append("--no_time")
+    cmd += ["peaks", "--json", "--top", str(TOP_PEAKS), "--sort", "size"] + mem_files
+    try:
+        proc = subprocess.run(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True
+        )
+    except OSError as exc:
+        return None, str(exc)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
+        return None, "threadgraph peaks failed: %s" % last
+    try:
+        return json.loads(proc.stdout), None
+    except ValueError:
+        return None, "threadgraph peaks printed no JSON"
+
+
+def print_summary(prof, opts, status):
+    stats = prof.stats()
+    out_dir = stats.get("output_dir") or prof.output_dir
+    shown = display_path(out_dir)
+    say(
+        "program exited with status %d; %d threads seen, %d records written%s to %s/"
+        % (
+            status,
+            stats.get("threads", 0),
+            stats.get("records", 0),
+            " (%d stack records)" % stats["stack_records"]
+            if opts.stack and "stack_records" in stats
+            else "",
+            shown,
+        )
+    )
+    mem_files = thread_mem_files(out_dir)
+    peaks, why = top_peaks(out_dir, mem_files, not opts.no_timestamps)
+    if peaks is None:
+        say("top peaks: unavailable (%s)" % why)
+    elif not peaks:
+        say("top peaks: none (no recorded call changed memory)")
+    else:
+        say("top peaks (thread, function, delta):")
+        width = max(len(str(p.get("thread", ""))) for p in peaks)
+        for p in peaks:
+            site = "%s:%s" % (os.path.basename(str(p.get("file", ""))), p.get("line", ""))
+            sys.stderr.write(
+                "    %-*s  %s (%s)  %+d B\n"
+                % (width, p.get("thread", ""), p.get("function", ""), site, int(p.get("delta", 0)))
+            )
+    no_time = "--no_time " if opts.no_timestamps else ""
+    say("next:")
+    sys.stderr.write("    threadgraph %smemg %s/*.mem\n" % (no_time, shown))
+    sys.stderr.write("    threadgraph %speaks %s/*.mem\n" % (no_time, shown))
+    if opts.stack and peaks:
+        top = peaks[0]
+        mem = display_path(str(top.get("mem_file", "")))
+        if mem.endswith(".mem"):
+            sys.stderr.write(
+                "    threadgraph %sdecorate-stack %s %s %s\n"
+                % (no_time, mem, mem[:-4] + ".stack", top.get("mem_line", ""))
+            )
+    sys.stderr.flush()
+
+
+# --- main -------------------------------------------------------------------------
+
+
+def main(argv):
+    parser = build_parser()
+    ours, target, prog_args = split_argv(list(argv))
+    opts = parser.parse_args(ours)
+    if target is None and opts.module:
+        target = ("module", opts.module)
+    if target is None:
+        parser.error("give a script to run, or -m module")
+    if opts.process_memory_frequency is not None and opts.process_memory_frequency < 0:
+        parser.error("--process-memory-frequency must be 0 or more")
+
+    kind, name = target
+    if kind == "script":
+        try:
+            code, module = prepare_script(name, prog_args)
+        except OSError as exc:
+            sys.stderr.write(
+                "%s: can't open file %r: [Errno %d] %s\n"
+                % (PROG, os.path.abspath(name), exc.errno or 0, exc.strerror or exc)
+            )
+            return 2
+        except SyntaxError:
+            traceback.print_exc(limit=0)
+            return 1
+    else:
+        problem = prepare_module(name, prog_args)
+        if problem:
+            sys.stderr.write("%s: %s\n" % (PROG, problem))
+            return 1
+
+    base = os.path.abspath(opts.output or default_base(target))
+    prof = make_profiler(opts, base)
+    try:
+        prof.enable()
+    except OSError as exc:
+        sys.stderr.write("%s: cannot write the profile under %s: %s\n" % (PROG, base, exc))
+        return 1
+    main_pid = os.getpid()
+    say("profiling %s; writing to %s/" % (name, display_path(prof.output_dir)))
+
+    status = 0
+    try:
+        try:
+            if kind == "script":
+                run_script(code, module)
+            else:
+                run_module(name)
+        except SystemExit as exc:
+            status = exit_code_of(exc)
+        except KeyboardInterrupt:
+            report_exception(*sys.exc_info())
+            status = 130
+        except BaseException:
+            report_exception(*sys.exc_info())
+            status = 1
+        try:
+            wait_for_threads()
+        except KeyboardInterrupt:
+            status = 130
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass  # the program closed or broke its stdout; not ours to report
+    finally:
+        prof.disable()
+    if os.getpid() == main_pid:
+        print_summary(prof, opts, status)
+    return status
