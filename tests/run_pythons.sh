@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Install threadgraph into a fresh virtual environment for every CPython from 3.8 to
+# 3.13 that is present, and run the Python and CLI test suites there.
+#
+#   bash tests/run_pythons.sh [3.X ...]     (default: 3.8 3.9 3.10 3.11 3.12 3.13)
+#
+# A Python that is not installed is skipped with a message.  Each version gets
+# build/venv-3.X, created anew, with pytest and a real (non-editable) `pip install .`
+# so the tests exercise the installed package: its extension, its C executable and
+# its console script.  Exit status: 0 only if every present version passed.  The
+# last line is "N passed, N failed", the sum over all versions.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+VERSIONS=("$@")
+[ ${#VERSIONS[@]} -gt 0 ] || VERSIONS=(3.8 3.9 3.10 3.11 3.12 3.13)
+
+find_python() {  # $1 = 3.X; prints the interpreter's path or nothing
+    local v=$1 p
+    for p in "$HOME"/.pyenv/versions/"$v".*/bin/python "$HOME"/.pyenv/versions/"$v"/bin/python; do
+        if [ -x "$p" ]; then echo "$p"; return; fi
+    done
+    # pyenv shims exist for versions that are not installed; only trust a real one.
+    p=$(PYENV_VERSION= command -v "python$v" 2>/dev/null) || return 0
+    if "$p" -c 'import sys; sys.exit(0)' >/dev/null 2>&1 &&
+       [ "$("$p" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" = "$v" ]; then
+        echo "$p"
+    fi
+}
+
+total_passed=0
+total_failed=0
+summary=()
+status=0
+
+for v in "${VERSIONS[@]}"; do
+    py=$(find_python "$v")
+    if [ -z "$py" ]; then
+        echo "skipping Python $v: not installed"
+        summary+=("Python $v: skipped (not installed)")
+        continue
+    fi
+    echo "=== Python $v ($py)"
+    venv="$ROOT/build/venv-$v"
+    log="$ROOT/build/pytest-$v.log"
+    mkdir -p "$ROOT/build"
+    if ! "$py" -m venv --clear "$venv" ||
+       ! "$venv/bin/python" -m pip install -q --disable-pip-version-check pytest ||
+       ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "$ROOT"; then
+        echo "Python $v: installing threadgraph failed"
+        summary+=("Python $v: FAILED (install)")
+        total_failed=$((total_failed + 1))
+        status=1
+        continue
+    fi
+    # Run from inside the venv directory so the source tree's threadgraph/ (which has
+    # no compiled parts for this version) never shadows the installed package.
+    (
+        cd "$venv" &&
+        PATH="$venv/bin:$PATH" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+            --rootdir="$ROOT" -c "$ROOT/pyproject.toml" \
+            "$ROOT/tests/python" "$ROOT/tests/cli"
+    ) 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    line=$(grep -E '[0-9]+ (passed|failed|error)' "$log" | tail -n 1)
+    passed=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+' || true)
+    failed=$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+' || true)
+    errors=$(echo "$line" | grep -oE '[0-9]+ errors?' | grep -oE '[0-9]+' || true)
+    passed=${passed:-0}
+    failed=$(( ${failed:-0} + ${errors:-0} ))
+    total_passed=$((total_passed + passed))
+    if [ "$rc" -eq 5 ]; then
+        echo "Python $v: pytest collected no tests"
+        summary+=("Python $v: FAILED (no tests collected)")
+        total_failed=$((total_failed + 1))
+        status=1
+    elif [ "$rc" -ne 0 ]; then
+        [ "$failed" -gt 0 ] || failed=1
+        total_failed=$((total_failed + failed))
+        summary+=("Python $v: FAILED (pytest exit $rc; $passed passed, $failed failed)")
+        status=1
+    else
+        summary+=("Python $v: ok ($passed passed)")
+    fi
+done
+
+ran=0
+for s in "${summary[@]}"; do case "$s" in *skipped*) ;; *) ran=1 ;; esac; done
+if [ "$ran" -eq 0 ]; then
+    echo "no Python from ${VERSIONS[*]} is installed: nothing was tested"
+    status=1
+fi
+
+echo
+echo "=== per-version summary"
+for s in "${summary[@]}"; do echo "$s"; done
+echo "$total_passed passed, $total_failed failed"
+exit $status
