@@ -1,0 +1,129 @@
+"""Packaging: the wheel, the console script, the compatibility import.
+
+`pip wheel` builds from a clean copy of the source tree (no build/ left over from a
+developer build), so what is checked is what a fresh machine gets.
+"""
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+TIMEOUT = 900  # seconds: a wheel build compiles the extension and the CLI
+
+SKIP_DIRS = {".git", "build", "dist", "__pycache__", "_bin", ".pytest_cache"}
+
+
+def ignore(dirname, names):
+    return [
+        n
+        for n in names
+        if n in SKIP_DIRS
+        or n.endswith((".so", ".o", ".egg-info"))
+        or n.startswith((".venv", "threadgraph-"))
+    ]
+
+
+def run(cmd, cwd=None, env=None):
+    return subprocess.run(
+        cmd,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        timeout=TIMEOUT,
+    )
+
+
+def console_script():
+    path = os.path.join(os.path.dirname(sys.executable), "threadgraph")
+    if not os.path.exists(path):
+        pytest.skip("the threadgraph console script is not installed next to %s" % sys.executable)
+    return path
+
+
+def packaged_cli():
+    import threadgraph
+
+    path = os.path.join(os.path.dirname(threadgraph.__file__), "_bin", "threadgraph")
+    assert os.access(path, os.X_OK), "installed package has no executable %s" % path
+    return path
+
+
+def test_pip_wheel_has_the_extension_and_the_cli(tmp_path):
+    src = str(tmp_path / "src")
+    shutil.copytree(ROOT, src, ignore=ignore)
+    out = str(tmp_path / "wheels")
+    res = run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--disable-pip-version-check",
+         "-w", out, src]
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    wheels = [w for w in os.listdir(out) if w.endswith(".whl")]
+    assert len(wheels) == 1, wheels
+    tag = "cp%d%d" % sys.version_info[:2]
+    assert tag in wheels[0] and "linux" in wheels[0]
+    with zipfile.ZipFile(os.path.join(out, wheels[0])) as whl:
+        names = whl.namelist()
+        infos = {i.filename: i for i in whl.infolist()}
+        entry_points = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+        assert entry_points
+        ep = whl.read(entry_points[0]).decode()
+    assert any(n.startswith("threadgraph/_recorder") and n.endswith(".so") for n in names), names
+    assert "threadgraph/_bin/threadgraph" in names
+    mode = infos["threadgraph/_bin/threadgraph"].external_attr >> 16
+    assert mode & 0o111, "the CLI is not executable in the wheel (mode %o)" % mode
+    for py in ("threadgraph/__init__.py", "threadgraph/__main__.py", "threadgraph/_run.py",
+               "threadgraph/_cli.py", "thread_graph/__init__.py", "thread_graph/Profiler.py"):
+        assert py in names
+    assert "threadgraph = threadgraph.__main__:main" in ep
+
+
+def test_console_script_runs_the_c_cli():
+    script = console_script()
+    direct = run([packaged_cli(), "--version"])
+    assert direct.returncode == 0, direct.stderr
+    assert direct.stdout.strip()
+    env = dict(os.environ)
+    env.pop("TG_CLI", None)
+    via_script = run([script, "--version"], env=env)
+    assert via_script.returncode == 0, via_script.stderr
+    assert via_script.stdout == direct.stdout
+    via_module = run([sys.executable, "-m", "threadgraph", "--version"], env=env, cwd=HERE)
+    assert via_module.returncode == 0, via_module.stderr
+    assert via_module.stdout == direct.stdout
+
+
+def test_console_script_passes_exit_codes_and_help():
+    script = console_script()
+    env = dict(os.environ)
+    env.pop("TG_CLI", None)
+    res = run([script, "no-such-command"], env=env)
+    assert res.returncode == 2  # the C program's usage error, unchanged
+    res = run([script, "--help"], env=env)
+    assert res.returncode == 0
+    assert "threadgraph run" in res.stdout
+    for cmd in ("memg", "peaks", "decorate-stack"):
+        assert cmd in res.stdout
+
+
+def test_missing_cli_is_a_clear_error(tmp_path):
+    script = console_script()
+    env = dict(os.environ, TG_CLI=str(tmp_path / "missing"))
+    res = run([script, "peaks"], env=env)
+    assert res.returncode == 2
+    assert "command-line processor is missing" in res.stderr
+
+
+def test_compat_import():
+    from thread_graph.Profiler import ProcessProfile
+    import threadgraph
+
+    assert ProcessProfile is threadgraph.ProcessProfile
+    for name in ("enable", "disable", "setFilter", "trackStack", "setProcessMemoryFrequence"):
+        assert callable(getattr(ProcessProfile, name))

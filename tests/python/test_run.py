@@ -1,0 +1,425 @@
+"""`threadgraph run`: a program runs under the profiler exactly as if run directly.
+
+Each test starts real processes: the installed `threadgraph` console script (or
+`python -m threadgraph` when the script is not next to this interpreter) on small
+programs written into a temporary directory, and checks what the program saw, its
+exit status, the dump files and the summary on stderr.
+"""
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DOCS_RUN = os.path.join(HERE, "..", "..", "docs", "run.md")
+TIMEOUT = 120  # seconds; only a hang gets near it
+
+
+def threadgraph_cmd():
+    """How to call the installed console script from this interpreter."""
+    script = os.path.join(os.path.dirname(sys.executable), "threadgraph")
+    if os.path.exists(script):
+        return [script]
+    return [sys.executable, "-m", "threadgraph"]
+
+
+def tg(args, cwd, env=None, cmd=None):
+    full_env = dict(os.environ)
+    full_env.pop("TG_CLI", None)  # the summary must use the packaged processor
+    full_env.update(env or {})
+    return subprocess.run(
+        (cmd or threadgraph_cmd()) + list(args),
+        cwd=str(cwd),
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        timeout=TIMEOUT,
+    )
+
+
+def write(path, text):
+    path = str(path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(textwrap.dedent(text))
+    return path
+
+
+def only_run_dir(base):
+    """The single <pid> directory a run made under ``base``."""
+    dirs = [d for d in glob.glob(os.path.join(str(base), "*")) if os.path.isdir(d)]
+    assert len(dirs) == 1, "expected one run directory in %s, found %r" % (base, dirs)
+    return dirs[0]
+
+
+def mem_records(path):
+    with open(path) as f:
+        return [line.rstrip("\n") for line in f if line.strip()]
+
+
+def functions_in(path):
+    """FUNCTION of every record in a .mem file (split as docs/formats.md says)."""
+    names = []
+    for rec in mem_records(path):
+        body = rec.split("#", 1)[1] if "#" in rec.split("=>")[0] else rec
+        site = body.rsplit("=>", 1)[0]
+        names.append(site.rsplit(":", 2)[2])
+    return names
+
+
+def runinfo(run_dir):
+    with open(os.path.join(run_dir, "runinfo.json")) as f:
+        return json.load(f)
+
+
+# A program that reports what it saw, as JSON, into the file named by $TG_REPORT.
+PROBE = """\
+import json, os, sys
+def alloc():
+    return [0] * 100000
+keep = alloc()
+main = sys.modules["__main__"]
+json.dump({
+    "argv": sys.argv,
+    "name": __name__,
+    "path0": sys.path[0],
+    "file": __file__,
+    "main_is_module": main.__dict__ is globals(),
+    "spec": repr(__spec__) if __spec__ is None else __spec__.name,
+}, open(os.environ["TG_REPORT"], "w"))
+"""
+
+
+def probe_direct(argv, cwd, report):
+    env = dict(os.environ, TG_REPORT=str(report))
+    subprocess.run([sys.executable] + argv, cwd=str(cwd), env=env, check=True, timeout=TIMEOUT)
+    with open(str(report)) as f:
+        return json.load(f)
+
+
+def test_script_sees_what_python_gives_it(tmp_path):
+    write(tmp_path / "app" / "probe.py", PROBE)
+    direct = probe_direct(["app/probe.py", "a", "--stack", "-o", "x"], tmp_path, tmp_path / "d.json")
+    res = tg(
+        ["run", "-o", "out", "app/probe.py", "a", "--stack", "-o", "x"],
+        tmp_path,
+        env={"TG_REPORT": str(tmp_path / "r.json")},
+    )
+    assert res.returncode == 0, res.stderr
+    with open(str(tmp_path / "r.json")) as f:
+        profiled = json.load(f)
+    assert profiled == direct
+    assert profiled["argv"] == ["app/probe.py", "a", "--stack", "-o", "x"]
+    assert profiled["name"] == "__main__"
+    assert profiled["path0"] == str(tmp_path / "app")
+    assert profiled["main_is_module"] is True
+    # The program's own "-o x" and "--stack" were not taken as ours.
+    assert not os.path.exists(str(tmp_path / "x"))
+    run_dir = only_run_dir(tmp_path / "out")
+    assert not glob.glob(os.path.join(run_dir, "*.stack"))
+    assert "alloc" in functions_in(os.path.join(run_dir, "MainThread.mem"))
+
+
+def test_module_sees_what_python_m_gives_it(tmp_path):
+    write(tmp_path / "pkg" / "__init__.py", "")
+    write(tmp_path / "pkg" / "probe.py", PROBE)
+    direct = probe_direct(["-m", "pkg.probe", "b", "-m", "c"], tmp_path, tmp_path / "d.json")
+    res = tg(
+        ["run", "-o", "out", "-m", "pkg.probe", "b", "-m", "c"],
+        tmp_path,
+        env={"TG_REPORT": str(tmp_path / "r.json")},
+    )
+    assert res.returncode == 0, res.stderr
+    with open(str(tmp_path / "r.json")) as f:
+        profiled = json.load(f)
+    assert profiled == direct
+    assert profiled["argv"][1:] == ["b", "-m", "c"]
+    assert profiled["path0"] == str(tmp_path)
+    assert profiled["spec"] == "pkg.probe"
+    run_dir = only_run_dir(tmp_path / "out")
+    assert "alloc" in functions_in(os.path.join(run_dir, "MainThread.mem"))
+
+
+def test_python_dash_m_threadgraph_run(tmp_path):
+    write(tmp_path / "probe.py", PROBE)
+    res = tg(
+        ["run", "probe.py", "z"],
+        tmp_path,
+        env={"TG_REPORT": str(tmp_path / "r.json")},
+        cmd=[sys.executable, "-m", "threadgraph"],
+    )
+    assert res.returncode == 0, res.stderr
+    with open(str(tmp_path / "r.json")) as f:
+        assert json.load(f)["argv"] == ["probe.py", "z"]
+    # Default output: threadgraph-<script stem>/<pid>/ in the current directory.
+    run_dir = only_run_dir(tmp_path / "threadgraph-probe")
+    assert os.path.isfile(os.path.join(run_dir, "MainThread.mem"))
+
+
+EXITS = """\
+import sys
+def work():
+    x = [1] * 50000
+    return len(x)
+def finish(how):
+    work()
+    if how == "exit3":
+        sys.exit(3)
+    if how == "raise":
+        raise ValueError("boom from the program")
+    if how == "exitmsg":
+        sys.exit("leaving with a message")
+finish(sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize(
+    "how, status",
+    [("exit3", 3), ("raise", 1), ("exitmsg", 1), ("normal", 0)],
+)
+def test_exit_status_kept_and_files_complete(tmp_path, how, status):
+    write(tmp_path / "exits.py", EXITS)
+    res = tg(["run", "-o", "out", "exits.py", how], tmp_path)
+    assert res.returncode == status, res.stderr
+    if how == "raise":
+        assert "ValueError: boom from the program" in res.stderr
+        assert "Traceback (most recent call last)" in res.stderr
+        assert 'exits.py", line' in res.stderr
+        assert "_run.py" not in res.stderr  # the profiler's own frames are hidden
+    if how == "exitmsg":
+        assert "leaving with a message" in res.stderr
+    run_dir = only_run_dir(tmp_path / "out")
+    funcs = functions_in(os.path.join(run_dir, "MainThread.mem"))
+    # work() returned, and finish() left (by return, SystemExit or the exception).
+    assert "work" in funcs and "finish" in funcs
+    info = runinfo(run_dir)
+    assert info["end_time"] is not None  # disable() ran and rewrote runinfo.json
+    assert "program exited with status %d" % status in res.stderr
+
+
+def test_non_daemon_threads_finish_before_the_profile_closes(tmp_path):
+    write(
+        tmp_path / "late.py",
+        """\
+        import threading, time
+        def slow():
+            time.sleep(0.3)
+            return bytearray(300000)
+        def worker():
+            slow()
+        threading.Thread(target=worker, name="late").start()
+        # main returns at once; python waits for "late", and so must the profiler
+        """,
+    )
+    res = tg(["run", "-o", "out", "late.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    run_dir = only_run_dir(tmp_path / "out")
+    assert "slow" in functions_in(os.path.join(run_dir, "late.mem"))
+
+
+ALLOCATOR = """\
+import threading
+def big():
+    return bytearray(600000)
+def small():
+    return bytearray(1000)
+keep = []
+def worker():
+    keep.append(big())
+    keep.append(small())
+ts = [threading.Thread(target=worker, name="worker-%d" % i) for i in range(3)]
+for t in ts: t.start()
+for t in ts: t.join()
+"""
+
+
+def test_start_line_and_summary(tmp_path):
+    write(tmp_path / "alloc.py", ALLOCATOR)
+    res = tg(["run", "--stack", "alloc.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    lines = [l for l in res.stderr.splitlines() if l.strip()]
+    run_dir = only_run_dir(tmp_path / "threadgraph-alloc")
+    rel = os.path.relpath(run_dir, str(tmp_path))
+    # First line: where the output goes.
+    assert lines[0] == "threadgraph: profiling alloc.py; writing to %s/" % rel
+    text = res.stderr
+    m = re.search(r"(\d+) threads seen, (\d+) records written", text)
+    assert m, text
+    assert int(m.group(1)) == 4  # MainThread + 3 workers
+    records = sum(
+        len(mem_records(p))
+        for p in glob.glob(os.path.join(run_dir, "*.mem"))
+        if not p.endswith("process.mem")
+    )
+    assert int(m.group(2)) == records
+    # Top peaks: the three big() calls, biggest first, with thread, function, delta.
+    peak_lines = text.split("top peaks (thread, function, delta):\n", 1)[1].split("threadgraph: next:")[0]
+    peaks = [l.split() for l in peak_lines.strip().splitlines()]
+    assert peaks, text
+    assert peaks[0][0].startswith("worker-")
+    assert peaks[0][1] == "big" or peaks[0][1] == "worker"
+    assert any(p[1] == "big" for p in peaks)
+    delta = int(peaks[0][-2])
+    assert delta >= 600000
+    # The next commands name the real directory and work as printed.
+    assert "threadgraph memg %s/*.mem" % rel in text
+    assert "threadgraph peaks %s/*.mem" % rel in text
+    deco = [l for l in lines if "threadgraph decorate-stack " in l]
+    assert deco, text
+    argv = deco[0].split()[2:]
+    res2 = tg(argv, tmp_path)
+    assert res2.returncode == 0, res2.stderr
+    assert res2.stdout.split("@", 1)[0] in ("big", "worker")
+
+
+def test_output_dir_cannot_be_created(tmp_path):
+    write(tmp_path / "probe.py", "print('ran')\n")
+    write(tmp_path / "blocker", "a file, not a directory\n")
+    res = tg(["run", "-o", "blocker/sub", "probe.py"], tmp_path)
+    assert res.returncode == 1
+    assert "cannot write the profile" in res.stderr
+    assert "ran" not in res.stdout  # the program did not start unprofiled
+
+
+def test_missing_script_and_module(tmp_path):
+    res = tg(["run", "nope.py"], tmp_path)
+    assert res.returncode == 2
+    assert "can't open file" in res.stderr and "nope.py" in res.stderr
+    res = tg(["run", "-m", "no_such_module_tg"], tmp_path)
+    assert res.returncode == 1
+    assert "No module named no_such_module_tg" in res.stderr
+    res = tg(["run"], tmp_path)
+    assert res.returncode == 2
+    assert "script" in res.stderr
+
+
+# --- every option is accepted and changes what is recorded -------------------------
+
+OPTS_PROG = """\
+import os, sys, threading, time
+def alloc():
+    return [0] * 100000
+def sleeper():
+    time.sleep(0.01)
+    return alloc()
+keep = [sleeper() for _ in range(5)]
+if sys.argv[1:] == ["fork"]:
+    pid = os.fork()
+    if pid == 0:
+        keep.append(alloc())
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+
+
+def run_opts(tmp_path, *opts, prog_args=()):
+    write(tmp_path / "prog.py", OPTS_PROG)
+    out = tmp_path / ("out-%d" % len(os.listdir(str(tmp_path))))
+    res = tg(["run", "-o", str(out)] + list(opts) + ["prog.py"] + list(prog_args), tmp_path)
+    assert res.returncode == 0, res.stderr
+    return out, res
+
+
+def test_option_profile(tmp_path):
+    out, _ = run_opts(tmp_path, "--profile", "python")
+    run_dir = only_run_dir(out)
+    funcs = functions_in(os.path.join(run_dir, "MainThread.mem"))
+    assert "alloc" in funcs and "sleep" not in funcs
+    assert runinfo(run_dir)["profile"] == "python"
+    out, _ = run_opts(tmp_path, "--profile", "c")
+    run_dir = only_run_dir(out)
+    funcs = functions_in(os.path.join(run_dir, "MainThread.mem"))
+    assert "sleep" in funcs and "alloc" not in funcs
+    assert runinfo(run_dir)["profile"] == "c"
+    out, _ = run_opts(tmp_path, "--profile", "both")
+    funcs = functions_in(os.path.join(only_run_dir(out), "MainThread.mem"))
+    assert "sleep" in funcs and "alloc" in funcs
+
+
+def test_option_filter(tmp_path):
+    out, _ = run_opts(tmp_path, "--filter", str(tmp_path))
+    run_dir = only_run_dir(out)
+    recs = mem_records(os.path.join(run_dir, "MainThread.mem"))
+    assert recs
+    for rec in recs:
+        assert rec.split("#", 1)[1].startswith(str(tmp_path)), rec
+    out, _ = run_opts(tmp_path, "--filter", "/no/such/prefix")
+    run_dir = only_run_dir(out)
+    path = os.path.join(run_dir, "MainThread.mem")
+    assert not os.path.exists(path) or mem_records(path) == []
+
+
+def test_option_stack(tmp_path):
+    out, _ = run_opts(tmp_path, "--stack", "--profile", "python")
+    run_dir = only_run_dir(out)
+    with open(os.path.join(run_dir, "MainThread.stack")) as f:
+        stack = f.read()
+    assert re.search(r"^ +[0-9.]+#.*prog\.py:2:alloc$", stack, re.M), stack
+    assert runinfo(run_dir)["stack"] is True
+
+
+def test_option_memory(tmp_path):
+    for mode in ("thread", "process", "rss"):
+        out, _ = run_opts(tmp_path, "--memory", mode)
+        assert runinfo(only_run_dir(out))["memory_mode"] == mode
+
+
+def test_option_no_sleep_correction(tmp_path):
+    out, _ = run_opts(tmp_path)
+    assert runinfo(only_run_dir(out))["sleep_correction"] is True
+    out, _ = run_opts(tmp_path, "--no-sleep-correction")
+    assert runinfo(only_run_dir(out))["sleep_correction"] is False
+
+
+def test_option_follow_fork(tmp_path):
+    out, _ = run_opts(tmp_path, prog_args=["fork"])
+    assert len([d for d in os.listdir(str(out))]) == 1
+    out, res = run_opts(tmp_path, "--follow-fork", prog_args=["fork"])
+    dirs = sorted(os.listdir(str(out)))
+    assert len(dirs) == 2, dirs
+    parent = re.search(r"writing to .*?([0-9]+(?:-[0-9]+)?)/$", res.stderr.splitlines()[0]).group(1)
+    child = [d for d in dirs if d != parent][0]
+    assert "alloc" in functions_in(os.path.join(str(out), child, "MainThread.mem"))
+
+
+def test_option_process_memory_frequency(tmp_path):
+    out, _ = run_opts(tmp_path, "--process-memory-frequency", "1")
+    with open(os.path.join(only_run_dir(out), "process.mem")) as f:
+        every = [l for l in f if l.strip()]
+    out, _ = run_opts(tmp_path, "--process-memory-frequency", "50")
+    path = os.path.join(only_run_dir(out), "process.mem")
+    with open(path) as f:
+        sparse = [l for l in f if l.strip()]
+    assert len(every) > len(sparse)
+    assert re.match(r"^[0-9.]+#[0-9]+$", every[0])
+    out, _ = run_opts(tmp_path, "--process-memory-frequency", "0")
+    path = os.path.join(only_run_dir(out), "process.mem")
+    assert not os.path.exists(path) or os.path.getsize(path) == 0
+
+
+def test_option_no_timestamps(tmp_path):
+    out, res = run_opts(tmp_path, "--no-timestamps", "--profile", "python")
+    run_dir = only_run_dir(out)
+    recs = mem_records(os.path.join(run_dir, "MainThread.mem"))
+    assert recs and all("#" not in r for r in recs)
+    assert runinfo(run_dir)["timestamps"] is False
+    assert "threadgraph --no_time memg" in res.stderr
+
+
+def test_documented_options_are_in_help(tmp_path):
+    """Every option docs/run.md documents is accepted by `threadgraph run`."""
+    res = tg(["run", "--help"], tmp_path)
+    assert res.returncode == 0
+    with open(DOCS_RUN) as f:
+        doc = f.read()
+    documented = set(re.findall(r"^\s*[-*]\s+`(-[-a-zA-Z]+)", doc, re.M))
+    assert {"--output", "--profile", "--filter", "--stack", "--memory"} <= documented
+    for opt in documented:
+        assert re.search(r"(^|[\s,])%s\b" % re.escape(opt), res.stdout), opt
