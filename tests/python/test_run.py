@@ -419,7 +419,10 @@ def test_documented_options_are_in_help(tmp_path):
     assert res.returncode == 0
     with open(DOCS_RUN) as f:
         doc = f.read()
-    documented = set(re.findall(r"^\s*[-*]\s+`(-[-a-zA-Z]+)", doc, re.M))
+    section = doc.split("## Options", 1)[1]
+    documented = set()
+    for bullet in re.findall(r"^- (`-.*?) \u2014 ", section, re.M):
+        documented.update(re.findall(r"`(-[-a-zA-Z]+)", bullet))
     assert {"--output", "--profile", "--filter", "--stack", "--memory"} <= documented
     for opt in documented:
         assert re.search(r"(^|[\s,])%s\b" % re.escape(opt), res.stdout), opt
