@@ -1,0 +1,580 @@
+#!/usr/bin/env python3
+"""Run the benchmark harness and regenerate bench/RESULTS.md, results.json, overhead.svg.
+
+    python3 bench/run.py [--quick] [--pairs N] [--only WORKLOAD,...] [--configs C,...]
+                         [--no-cli] [--cli-only] [--cli-mb MB] [--no-hotpath]
+                         [--threadgraph-path DIR] [--render-only]
+
+Overhead: for every workload, every configuration is measured in pairs with the
+unprofiled run (a fresh bench/runner.py process each), the two runs of a pair in
+alternating order, the configurations in an order rotated every round.  A pair gives
+the ratio profiled/unprofiled of wall time and of peak RSS; the tables show the
+median over the pairs.  Only ratios are reported: the machine is shared and noisy.
+
+CLI throughput: bench/cli_bench.py on a generated dump (bench/gen_dump.py).
+Hot path: bench/hotpath.py (perf record of the recorder on the call-heavy workload).
+See bench/README.md.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import runner  # noqa: E402  (configuration table)
+from workloads import pyperformance_subset as pps  # noqa: E402
+
+RESULTS_JSON = os.path.join(HERE, "results.json")
+RESULTS_MD = os.path.join(HERE, "RESULTS.md")
+CHART = os.path.join(HERE, "overhead.svg")
+BUILD = os.path.join(HERE, "build")
+
+CUSTOM_WORKLOADS = ["call_heavy", "alloc_heavy", "generator_heavy", "threads_locks", "stdlib_mix"]
+PP_WORKLOADS = ["pp_" + n for n in pps.NAMES]
+QUICK_PP = ["pp_richards", "pp_json_loads", "pp_regex_v8"]
+QUICK_SCALE = 0.25
+
+FULL = "tg-thread"          # threadgraph's full recording: memory, stacks, all threads
+CHART_CONFIGS = ["noop", "tg-thread", "tg-thread-nostack", "tracemalloc-1",
+                 "tracemalloc-25", "memray", "memray-tpa", "cprofile"]
+HEADLINE = ["noop", "tg-thread", "tracemalloc-1", "memray", "memray-tpa", "cprofile"]
+
+TARGET_FLOOR = 1.25
+TARGET_RSS = 1.3
+TARGET_CLI_MBS = 300.0
+
+
+def log(msg):
+    print("[%s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- running
+
+def child_env(tg_path):
+    env = dict(os.environ)
+    if tg_path:
+        env["PYTHONPATH"] = tg_path + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.pop("PYTHONTRACEMALLOC", None)
+    env.pop("PYTHONPROFILEIMPORTTIME", None)
+    return env
+
+
+def run_child(args, env, timeout):
+    cmd = [sys.executable, os.path.join(HERE, "runner.py")] + args
+    try:
+        p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, "timeout after %ds" % timeout
+    if p.returncode != 0:
+        err = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
+        try:  # --check explains itself on stdout
+            err = json.loads(p.stdout.strip().splitlines()[-1])["error"]
+        except (ValueError, IndexError, KeyError, TypeError):
+            pass
+        return None, err
+    try:
+        return json.loads(p.stdout.strip().splitlines()[-1]), None
+    except (ValueError, IndexError):
+        return None, "bad output: %r" % p.stdout[-200:]
+
+
+def check_configs(configs, env):
+    avail, why = [], {}
+    for c in configs:
+        res, err = run_child(["--check", c], env, 120)
+        if err is None and res and res.get("ok"):
+            avail.append(c)
+        else:
+            why[c] = (res or {}).get("error") or err
+            log("config %s unavailable: %s" % (c, why[c]))
+    return avail, why
+
+
+def measure_overhead(workloads, configs, pairs, scale, env, timeout, results, save):
+    others = [c for c in configs if c != "none"]
+    total = len(workloads) * len(others) * pairs
+    done = 0
+    t_start = time.time()
+    for w in workloads:
+        wres = results["overhead"].setdefault(w, {})
+        for r in range(pairs):
+            k = r % len(others)
+            order = others[k:] + others[:k]
+            for i, c in enumerate(order):
+                seq = ["none", c] if (r + i) % 2 == 0 else [c, "none"]
+                got = {}
+                for name in seq:
+                    res, err = run_child([name, w, "--scale", str(scale)], env, timeout)
+                    got[name] = res if err is None else {"error": err}
+                entry = wres.setdefault(c, {"pairs": [], "errors": []})
+                if "error" in got[c] or "error" in got["none"]:
+                    entry["errors"].append(got[c].get("error") or got["none"].get("error"))
+                    log("%s/%s failed: %s" % (w, c, entry["errors"][-1]))
+                else:
+                    entry["pairs"].append({"base": got["none"], "prof": got[c], "order": seq[0]})
+                done += 1
+            el = time.time() - t_start
+            log("%s round %d/%d done; %d/%d pairs, ETA %.0f s"
+                % (w, r + 1, pairs, done, total, el / done * (total - done)))
+        save()
+
+
+# ---------------------------------------------------------------- statistics
+
+def summarize(results):
+    """Per workload and config: median ratios (time, RSS), spread, output size."""
+    summ = {}
+    for w, per in results["overhead"].items():
+        sw = summ.setdefault(w, {})
+        base_walls = []
+        for c, e in per.items():
+            ps = e["pairs"]
+            if not ps:
+                sw[c] = {"n": 0, "errors": e["errors"][:3]}
+                continue
+            tr = [p["prof"]["wall"] / p["base"]["wall"] for p in ps]
+            rr = [p["prof"]["maxrss_kb"] / p["base"]["maxrss_kb"] for p in ps]
+            base_walls += [p["base"]["wall"] for p in ps]
+            sw[c] = {
+                "n": len(ps),
+                "time_ratio": statistics.median(tr),
+                "time_ratio_min": min(tr),
+                "time_ratio_max": max(tr),
+                "rss_ratio": statistics.median(rr),
+                "out_mb": statistics.median(p["prof"]["out_bytes"] for p in ps) / 1e6,
+                "prof_wall": statistics.median(p["prof"]["wall"] for p in ps),
+                "errors": e["errors"][:3],
+            }
+        if base_walls:
+            med = statistics.median(base_walls)
+            sw["none"] = {"n": len(base_walls), "time_ratio": 1.0, "rss_ratio": 1.0,
+                          "base_wall": med,
+                          "noise": (max(base_walls) - min(base_walls)) / med}
+        floor = sw.get("noop", {}).get("time_ratio")
+        for c, s in sw.items():
+            if floor and "time_ratio" in s:
+                s["vs_floor"] = s["time_ratio"] / floor
+    return summ
+
+
+def geomean(xs):
+    xs = [x for x in xs if x and x > 0]
+    if not xs:
+        return None
+    return math.exp(sum(math.log(x) for x in xs) / len(xs))
+
+
+# ---------------------------------------------------------------- rendering
+
+def fmt(x, nd=2, suffix="x"):
+    if x is None:
+        return "n/a"
+    return ("%." + str(nd) + "f%s") % (x, suffix)
+
+
+def table(rows_workloads, cols, summ, key, nd=2, suffix="x", geo_rows=()):
+    out = ["| workload | " + " | ".join(cols) + " |",
+           "|---|" + "---:|" * len(cols)]
+    for w in rows_workloads:
+        if w not in summ:
+            continue
+        cells = []
+        for c in cols:
+            s = summ[w].get(c)
+            cells.append(fmt(s.get(key), nd, suffix) if s and s.get("n") else
+                         ("n/a" if not s else "failed"))
+        out.append("| %s | %s |" % (w, " | ".join(cells)))
+    for label, ws in geo_rows:
+        cells = []
+        for c in cols:
+            g = geomean([summ[w][c].get(key) for w in ws if w in summ and c in summ[w]
+                         and summ[w][c].get(key)])
+            cells.append(fmt(g, nd, suffix))
+        out.append("| **%s** | %s |" % (label, " | ".join(cells)))
+    return "\n".join(out)
+
+
+def targets(summ, results):
+    """[(target, met: True/False/None, text)]"""
+    t = []
+    ws = [w for w in summ if FULL in summ[w] and summ[w][FULL].get("n")]
+    pp = [w for w in ws if w.startswith("pp_")]
+    if not ws:
+        return [("threadgraph targets", None, "threadgraph was not measured (%s)"
+                 % results.get("unavailable", {}).get(FULL, "not run"))]
+    # 1. floor
+    vals = [(summ[w][FULL].get("vs_floor"), w) for w in ws if summ[w][FULL].get("vs_floor")]
+    if vals:
+        worst = max(vals)
+        bad = ["%s %.2fx" % (w, v) for v, w in sorted(vals, reverse=True) if v > TARGET_FLOOR]
+        t.append(("ratio <= %.2fx the no-op floor on every workload" % TARGET_FLOOR,
+                  worst[0] <= TARGET_FLOOR,
+                  "worst %s: %.2fx; over target: %s" % (worst[1], worst[0], ", ".join(bad) or "none")))
+    # 2. below tracemalloc-1
+    cmp_ = [(w, summ[w][FULL]["time_ratio"], summ[w]["tracemalloc-1"]["time_ratio"])
+            for w in ws if summ[w].get("tracemalloc-1", {}).get("n")]
+    if cmp_:
+        bad = ["%s %.2fx vs %.2fx" % x for x in cmp_ if x[1] >= x[2]]
+        t.append(("below tracemalloc(1 frame) on every workload", not bad,
+                  "%d/%d workloads below; not below: %s"
+                  % (len(cmp_) - len(bad), len(cmp_), ", ".join(bad) or "none")))
+    # 3. geomean vs memray-tpa on pyperformance
+    if pp:
+        both = [w for w in pp if summ[w].get("memray-tpa", {}).get("n")]
+        g_tg = geomean([summ[w][FULL]["time_ratio"] for w in both])
+        g_mr = geomean([summ[w]["memray-tpa"]["time_ratio"] for w in both])
+        if g_tg and g_mr:
+            t.append(("pyperformance geomean <= memray --trace-python-allocators", g_tg <= g_mr,
+                      "threadgraph %.2fx vs memray-tpa %.2fx (%d benchmarks)" % (g_tg, g_mr, len(both))))
+    # 4. RSS
+    rss = [(summ[w][FULL]["rss_ratio"], w) for w in ws]
+    worst = max(rss)
+    bad = ["%s %.2fx" % (w, v) for v, w in sorted(rss, reverse=True) if v > TARGET_RSS]
+    t.append(("peak RSS ratio <= %.1f on every workload" % TARGET_RSS, worst[0] <= TARGET_RSS,
+              "worst %s: %.2fx; over target: %s" % (worst[1], worst[0], ", ".join(bad) or "none")))
+    return t
+
+
+def cli_targets(cli):
+    if not cli or not cli.get("commands"):
+        return []
+    out = []
+    for name, r in cli["commands"].items():
+        if name in ("wc -l", "python original loop") or r.get("mbs") is None:
+            continue
+        out.append(("CLI %s >= %d MB/s" % (name, TARGET_CLI_MBS), r["mbs"] >= TARGET_CLI_MBS,
+                    "%.0f MB/s" % r["mbs"]))
+    return out
+
+
+def render(results):
+    summ = summarize(results)
+    results["summary"] = summ
+    configs = [c for c in runner.CONFIGS if c != "none"
+               and any(c in summ[w] for w in summ)]
+    workloads = [w for w in CUSTOM_WORKLOADS + PP_WORKLOADS if w in summ]
+    custom = [w for w in workloads if not w.startswith("pp_")]
+    pp = [w for w in workloads if w.startswith("pp_")]
+    geo = []
+    if custom:
+        geo.append(("geomean (own workloads)", custom))
+    if pp:
+        geo.append(("geomean (pyperformance)", pp))
+    if custom and pp:
+        geo.append(("geomean (all)", workloads))
+    m = results["meta"]
+    L = []
+    L.append("# Benchmark results\n")
+    L.append("Generated by `python3 bench/run.py%s` on %s. Regenerate with the same command; "
+             "bench/README.md explains the method.\n" % (m.get("argv_str", ""), m["date"]))
+    L.append("## Machine and versions\n")
+    for k in ("machine", "cpus", "load_before", "load_after", "python", "threadgraph",
+              "memray", "pyperformance", "pyperf", "gnuplot", "pairs", "scale"):
+        if k in m:
+            L.append("- %s: %s" % (k, m[k]))
+    L.append("")
+    L.append("**Noise.** The machine has %s cores shared with other engineers compiling and "
+             "testing during the run. Every number below is a ratio of two runs made next to "
+             "each other, and the median of %s such pairs; the `noise` column gives the spread "
+             "(max-min)/median of the unprofiled wall times of a workload over the run. Ratios "
+             "whose spread is large should be read as approximate; results.json keeps every "
+             "pair.\n" % (m.get("cpus"), m.get("pairs")))
+    if results.get("unavailable"):
+        L.append("Configurations not measured: " + "; ".join(
+            "`%s` (%s)" % (c, e) for c, e in results["unavailable"].items()) + "\n")
+
+    L.append("## Targets\n")
+    L.append("threadgraph full recording = `%s` (memory and stacks, all threads, text files, "
+             "profile \"both\").\n" % FULL)
+    L.append("| target | met | measured |")
+    L.append("|---|---|---|")
+    for name, ok, text in targets(summ, results) + cli_targets(results.get("cli")):
+        L.append("| %s | %s | %s |" % (name, {True: "met", False: "**not met**", None: "n/a"}[ok], text))
+    L.append("")
+
+    if summ:
+        L.append("## Headline: wall-time ratio vs no profiler\n")
+        L.append(table(workloads, HEADLINE, summ, "time_ratio", geo_rows=geo))
+        L.append("")
+        L.append("![overhead](overhead.svg)\n")
+        L.append("## All configurations: wall-time ratio vs no profiler (median of pairs)\n")
+        L.append("`none s` is the median unprofiled wall time in seconds (for scale only).\n")
+        cols = ["none"] + configs
+        t = table(workloads, configs, summ, "time_ratio", geo_rows=geo).splitlines()
+        t[0] = t[0].replace("| workload |", "| workload | none s | noise |")
+        t[1] = "|---|---:|---:|" + t[1][len("|---|"):]
+        for i in range(2, len(t)):
+            w = t[i].split("|")[1].strip()
+            if w in summ and "none" in summ[w]:
+                extra = "%.2f | %.0f%% |" % (summ[w]["none"]["base_wall"], 100 * summ[w]["none"]["noise"])
+            else:
+                extra = " | |"
+            parts = t[i].split("|", 2)
+            t[i] = "|" + parts[1] + "| " + extra + parts[2]
+        L += t
+        L.append("")
+        L.append("## Ratio vs the no-op floor (config ratio / noop ratio)\n")
+        L.append(table(workloads, [c for c in configs if c != "noop"], summ, "vs_floor", geo_rows=geo))
+        L.append("")
+        L.append("## Peak RSS ratio vs no profiler (ru_maxrss, median of pairs)\n")
+        L.append(table(workloads, configs, summ, "rss_ratio", geo_rows=geo))
+        L.append("")
+        L.append("## Output written (MB, median per run)\n")
+        outcols = [c for c in configs if c.startswith("tg-") or c.startswith("memray")]
+        if outcols:
+            L.append(table(workloads, outcols, summ, "out_mb", nd=2, suffix=""))
+            L.append("")
+        L.append("## Spread of the time ratio (min-max over pairs)\n")
+        rows = ["| workload | " + " | ".join(HEADLINE) + " |", "|---|" + "---:|" * len(HEADLINE)]
+        for w in workloads:
+            cells = []
+            for c in HEADLINE:
+                s = summ[w].get(c)
+                cells.append("%.2f-%.2f" % (s["time_ratio_min"], s["time_ratio_max"])
+                             if s and s.get("n") else "n/a")
+            rows.append("| %s | %s |" % (w, " | ".join(cells)))
+        L += rows
+        L.append("")
+        errs = [(w, c, s["errors"]) for w in summ for c, s in summ[w].items() if s.get("errors")]
+        if errs:
+            L.append("## Failed runs\n")
+            for w, c, e in errs:
+                L.append("- %s / %s: %s" % (w, c, "; ".join(e)))
+            L.append("")
+
+    cli = results.get("cli")
+    L.append("## CLI throughput\n")
+    if cli and cli.get("commands"):
+        L.append("Dump: %s (%.0f MB .mem, %.0f MB .stack, %d .mem lines, %d peaks above "
+                 "200 KB), generated by bench/gen_dump.py%s. Page cache warm (one `cat` "
+                 "before timing). Median of %d runs. MB/s = input bytes read / wall time.\n"
+                 % (cli["dump"], cli["mem_bytes"] / 1e6, cli["stack_bytes"] / 1e6,
+                    cli["mem_lines"], cli["peaks"], cli.get("note", ""), cli["repeats"]))
+        L.append("| command | input MB | seconds | MB/s | vs wc -l | vs Python loop |")
+        L.append("|---|---:|---:|---:|---:|---:|")
+        wc = cli["commands"].get("wc -l", {}).get("mbs")
+        py = cli["commands"].get("python original loop", {}).get("mbs")
+        for name, r in cli["commands"].items():
+            if r.get("mbs") is None:
+                L.append("| `%s` | | | failed: %s | | |" % (name, r.get("error")))
+                continue
+            L.append("| `%s` | %.0f | %.2f | %.0f | %s | %s |" % (
+                name, r["bytes"] / 1e6, r["seconds"], r["mbs"],
+                "%.2f" % (r["mbs"] / wc) if wc else "", "%.1fx" % (r["mbs"] / py) if py else ""))
+        L.append("")
+        for name, r in cli["commands"].items():
+            if r.get("cmd"):
+                L.append("- `%s`: `%s`" % (name, r["cmd"]))
+        L.append("")
+    else:
+        L.append("Not measured in this run%s.\n" % (": " + cli["error"] if cli and cli.get("error") else ""))
+
+    hp = results.get("hotpath")
+    L.append("## Hot path of the recorder\n")
+    if hp and hp.get("markdown"):
+        L.append(hp["markdown"])
+    else:
+        L.append("Not measured in this run%s.\n" % (": " + hp["error"] if hp and hp.get("error") else ""))
+
+    L.append("## Configurations\n")
+    for c, (_, _, desc) in runner.CONFIGS.items():
+        L.append("- `%s`: %s" % (c, desc))
+    L.append("")
+    with open(RESULTS_MD, "w") as f:
+        f.write("\n".join(L) + "\n")
+    chart(summ, workloads)
+
+
+def chart(summ, workloads):
+    if not shutil.which("gnuplot") or not workloads:
+        return
+    cols = [c for c in CHART_CONFIGS if any(summ[w].get(c, {}).get("n") for w in workloads)]
+    os.makedirs(BUILD, exist_ok=True)
+    dat = os.path.join(BUILD, "overhead.dat")
+    with open(dat, "w") as f:
+        f.write("# workload " + " ".join(cols) + "\n")
+        for w in workloads:
+            vals = []
+            for c in cols:
+                s = summ[w].get(c)
+                vals.append("%.4f" % s["time_ratio"] if s and s.get("n") else "NaN")
+            f.write("%s %s\n" % (w.replace("_", "-"), " ".join(vals)))
+    plot = ", ".join("'%s' using %d:xtic(1) title '%s'" % (dat, i + 2, c) if i == 0 else
+                     "'' using %d title '%s'" % (i + 2, c) for i, c in enumerate(cols))
+    script = """set terminal svg size 1600,700 dynamic font 'sans,11'
+set output '%s'
+set title 'Wall-time ratio profiled / unprofiled (median of pairs; log scale; lower is better)'
+set style data histogram
+set style histogram clustered gap 1
+set style fill solid 0.85 border -1
+set boxwidth 0.9
+set logscale y 2
+set yrange [0.9:*]
+set grid ytics
+set ylabel 'ratio vs no profiler'
+set xtics rotate by 30 right scale 0 noenhanced
+set bmargin 7
+set xrange [-0.6:%g]
+set key top left noenhanced
+set datafile missing 'NaN'
+plot %s
+""" % (CHART, len(workloads) - 0.4, plot)
+    p = subprocess.run(["gnuplot"], input=script, text=True, capture_output=True)
+    if p.returncode != 0:
+        log("gnuplot failed: " + p.stderr.strip())
+
+
+# ---------------------------------------------------------------- meta
+
+def tool_version(cmd):
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip().splitlines()[0]
+    except Exception:
+        return None
+
+
+def py_version(mod, env):
+    code = ("import importlib.metadata as m, sys\n"
+            "try: print(m.version(sys.argv[1]))\n"
+            "except Exception as e: print('not installed')")
+    return subprocess.run([sys.executable, "-c", code, mod], env=env, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def meta(args, env):
+    cpu = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    tg = subprocess.run([sys.executable, "-c", "import threadgraph,os;print(os.path.dirname(threadgraph.__file__))"],
+                        env=env, capture_output=True, text=True).stdout.strip()
+    git = subprocess.run(["git", "-C", tg or ROOT, "log", "-1", "--format=%h %s"],
+                         capture_output=True, text=True).stdout.strip()
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": "%s, %s, %s" % (platform.machine(), cpu, platform.platform()),
+        "cpus": os.cpu_count(),
+        "load_before": "%.2f %.2f %.2f" % os.getloadavg(),
+        "python": "%s (%s)" % (platform.python_version(), sys.executable),
+        "threadgraph": ("%s at %s" % (git, tg)) if tg else "not importable",
+        "memray": py_version("memray", env),
+        "pyperformance": py_version("pyperformance", env),
+        "pyperf": py_version("pyperf", env),
+        "gnuplot": tool_version(["gnuplot", "--version"]),
+        "pairs": args.pairs,
+        "scale": args.scale,
+    }
+
+
+# ---------------------------------------------------------------- main
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="few-minute sanity run: smaller "
+                    "workloads, 3 pairs, 3 pyperformance benchmarks, 50 MB dump")
+    ap.add_argument("--pairs", type=int, help="pairs per configuration and workload (default 5, quick 3)")
+    ap.add_argument("--only", help="comma-separated workloads (e.g. call_heavy,pp_richards)")
+    ap.add_argument("--configs", help="comma-separated configurations (default: all)")
+    ap.add_argument("--scale", type=float, help="workload size factor (default 1, quick %.2f)" % QUICK_SCALE)
+    ap.add_argument("--timeout", type=int, default=900, help="seconds per measurement")
+    ap.add_argument("--no-cli", action="store_true", help="skip the CLI throughput part")
+    ap.add_argument("--cli-only", action="store_true", help="only the CLI throughput part")
+    ap.add_argument("--cli-mb", type=int, help="size of the generated .mem in MB (default 1000, quick 50)")
+    ap.add_argument("--cli", help="the threadgraph CLI executable (default: build/threadgraph, "
+                    "then threadgraph/_bin/threadgraph)")
+    ap.add_argument("--no-hotpath", action="store_true", help="skip the perf profile of the recorder")
+    ap.add_argument("--threadgraph-path", help="directory put first on the children's PYTHONPATH "
+                    "(a tree with threadgraph and its built _recorder)")
+    ap.add_argument("--render-only", action="store_true", help="rewrite RESULTS.md and the chart "
+                    "from results.json")
+    ap.add_argument("--keep", action="store_true", help="merge into the existing results.json "
+                    "instead of starting afresh (re-measured workloads are replaced)")
+    args = ap.parse_args()
+    if args.pairs is None:
+        args.pairs = 3 if args.quick else 5
+    if args.scale is None:
+        args.scale = QUICK_SCALE if args.quick else 1.0
+    if args.cli_mb is None:
+        args.cli_mb = 50 if args.quick else 1000
+
+    if args.render_only:
+        with open(RESULTS_JSON) as f:
+            results = json.load(f)
+        render(results)
+        with open(RESULTS_JSON, "w") as f:
+            json.dump(results, f, indent=1)
+        return 0
+
+    env = child_env(args.threadgraph_path)
+    sys.path.insert(0, os.path.join(HERE, "noop"))
+    import build as noop_build
+    noop_build.build()
+
+    results = {"overhead": {}}
+    if args.keep and os.path.exists(RESULTS_JSON):
+        with open(RESULTS_JSON) as f:
+            results = json.load(f)
+        results.pop("summary", None)
+    results["meta"] = meta(args, env)
+    results["meta"]["argv_str"] = (" " + " ".join(sys.argv[1:])) if sys.argv[1:] else ""
+
+    def save():
+        with open(RESULTS_JSON, "w") as f:
+            json.dump(results, f, indent=1)
+
+    if not args.cli_only:
+        configs = args.configs.split(",") if args.configs else list(runner.CONFIGS)
+        if "none" not in configs:
+            configs.insert(0, "none")
+        avail, why = check_configs(configs, env)
+        results.setdefault("unavailable", {}).update(why)
+        for c in avail:
+            results["unavailable"].pop(c, None)
+        if args.only:
+            workloads = args.only.split(",")
+        else:
+            workloads = list(CUSTOM_WORKLOADS)
+            if pps.available():
+                workloads += QUICK_PP if args.quick else PP_WORKLOADS
+            else:
+                log("pyperformance not installed: pip install pyperformance pyperf")
+        for w in workloads:
+            results["overhead"].pop(w, None)
+        measure_overhead(workloads, avail, args.pairs, args.scale, env, args.timeout, results, save)
+
+        if not args.no_hotpath and FULL in avail:
+            import hotpath
+            log("hot path profile")
+            results["hotpath"] = hotpath.profile(env, quick=args.quick)
+            save()
+
+    if not args.no_cli and (args.cli_only or not args.only):
+        import cli_bench
+        log("CLI throughput")
+        results["cli"] = cli_bench.bench(args.cli_mb, args.cli, quick=args.quick)
+        save()
+
+    results["meta"]["load_after"] = "%.2f %.2f %.2f" % os.getloadavg()
+    render(results)
+    save()
+    log("wrote %s, %s, %s" % (RESULTS_MD, RESULTS_JSON, CHART))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

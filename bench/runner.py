@@ -1,0 +1,272 @@
+"""One measurement: run WORKLOAD under profiler CONFIG in this fresh process.
+
+    python3 bench/runner.py CONFIG WORKLOAD [--scale S]
+    python3 bench/runner.py --check CONFIG      (exit 0 if CONFIG can run here)
+
+The workload is imported and prepared first (outside the timed section); then the
+profiler is started, the workload run, the profiler stopped, and one JSON object is
+printed on stdout:
+
+    wall      seconds from before the profiler starts to after it stops (files flushed)
+    run       seconds of the workload alone, profiler running
+    maxrss_kb peak resident set size of this process (getrusage ru_maxrss)
+    rss0_kb   resident set size just before the profiler started
+    out_bytes bytes the profiler wrote to its output directory (then deleted)
+
+Every configuration is set up the same way, in-process, so that the only difference
+between two measurements is the profiler.  See bench/README.md.
+"""
+import gc
+import json
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+
+# ---------------------------------------------------------------- configurations
+
+class NoProfiler:
+    """The unprofiled baseline."""
+
+    def start(self, outdir):
+        pass
+
+    def stop(self):
+        return {}
+
+
+class NoopHook:
+    """A C profile function that returns 0, in every thread (bench/noop/noophook.c)."""
+
+    def __init__(self):
+        sys.path.insert(0, os.path.join(HERE, "build"))
+        import noophook
+        self.mod = noophook
+
+    def start(self, outdir):
+        self.mod.enable()
+
+    def stop(self):
+        self.mod.disable()
+        return {}
+
+
+def _threadgraph_module():
+    import threadgraph
+    import threadgraph._recorder  # noqa: F401  (the C recorder must be there)
+    return threadgraph
+
+
+class Threadgraph:
+    """threadgraph's ProcessProfile: profile "both" (the default), all threads, text files."""
+
+    def __init__(self, memory_mode, stack):
+        self.memory_mode = memory_mode
+        self.stack = stack
+        self.tg = _threadgraph_module()
+
+    def start(self, outdir):
+        tg = self.tg
+        try:
+            self.prof = tg.ProcessProfile(default_log_path=outdir, memory=self.memory_mode)
+        except TypeError:  # an API without the keyword: try the setters
+            self.prof = tg.ProcessProfile(default_log_path=outdir)
+            _set_memory_mode(self.prof, self.memory_mode)
+        self.prof.trackStack(self.stack)
+        self.prof.enable()
+
+    def stop(self):
+        self.prof.disable()
+        return {}
+
+
+def _set_memory_mode(prof, mode):
+    """Select the recorder's memory mode, whichever spelling the API uses."""
+    for name in ("setMemoryMode", "set_memory_mode", "trackMemoryMode", "memoryMode"):
+        fn = getattr(prof, name, None)
+        if callable(fn):
+            fn(mode)
+            return
+    for attr in ("memory_mode", "memory"):
+        if hasattr(prof, attr):
+            setattr(prof, attr, mode)
+            return
+    raise RuntimeError("cannot find how to set threadgraph's memory mode to %r" % mode)
+
+
+class Tracemalloc:
+    def __init__(self, frames):
+        self.frames = frames
+
+    def start(self, outdir):
+        import tracemalloc
+        self.tm = tracemalloc
+        tracemalloc.start(self.frames)
+
+    def stop(self):
+        peak = self.tm.get_traced_memory()[1]
+        self.tm.stop()
+        return {"traced_peak": peak}
+
+
+class Memray:
+    def __init__(self, tpa):
+        import memray
+        self.memray = memray
+        self.tpa = tpa
+
+    def start(self, outdir):
+        self.tracker = self.memray.Tracker(os.path.join(outdir, "memray.bin"),
+                                           trace_python_allocators=self.tpa)
+        self.tracker.__enter__()
+
+    def stop(self):
+        self.tracker.__exit__(None, None, None)
+        return {}
+
+
+class CProfile:
+    """cProfile in every thread started after start(): one Profile per thread.
+
+    Before 3.12 a Profile only sees the thread that enabled it, so threading's
+    per-thread hook enables a fresh Profile in each new thread, which replaces the
+    hook on the thread's first event.  From 3.12 on cProfile uses sys.monitoring,
+    which covers all threads with one Profile (and allows only one).
+    """
+
+    def start(self, outdir):
+        import cProfile
+        self.profiles = []
+        if sys.version_info < (3, 12):
+            def thread_hook(*args):
+                p = cProfile.Profile()
+                self.profiles.append(p)
+                p.enable()
+            threading.setprofile(thread_hook)
+        self.main = cProfile.Profile()
+        self.main.enable()
+
+    def stop(self):
+        self.main.disable()
+        threading.setprofile(None)
+        self.main.create_stats()
+        return {"threads_profiled": 1 + len(self.profiles)}
+
+
+CONFIGS = {
+    "none": (NoProfiler, (), "no profiler"),
+    "noop": (NoopHook, (), "no-op C profile function in every thread (the floor)"),
+    "tg-thread": (Threadgraph, ("thread", True), "threadgraph, thread mode, stacks on (full recording)"),
+    "tg-thread-nostack": (Threadgraph, ("thread", False), "threadgraph, thread mode, stacks off"),
+    "tg-process": (Threadgraph, ("process", True), "threadgraph, process mode, stacks on"),
+    "tg-process-nostack": (Threadgraph, ("process", False), "threadgraph, process mode, stacks off"),
+    "tg-rss": (Threadgraph, ("rss", True), "threadgraph, rss mode, stacks on"),
+    "tg-rss-nostack": (Threadgraph, ("rss", False), "threadgraph, rss mode, stacks off"),
+    "tracemalloc-1": (Tracemalloc, (1,), "tracemalloc.start(1)"),
+    "tracemalloc-25": (Tracemalloc, (25,), "tracemalloc.start(25)"),
+    "memray": (Memray, (False,), "memray.Tracker, default"),
+    "memray-tpa": (Memray, (True,), "memray.Tracker(trace_python_allocators=True)"),
+    "cprofile": (CProfile, (), "cProfile.Profile in every thread"),
+}
+
+
+def make_config(name):
+    cls, args, _ = CONFIGS[name]
+    return cls(*args)
+
+
+# ---------------------------------------------------------------- workloads
+
+def prepare_workload(name, scale):
+    """Import the workload; return a zero-argument callable (nothing timed yet)."""
+    if name.startswith("pp_"):
+        from workloads import pyperformance_subset as pp
+        return pp.prepare(name[3:], scale)
+    import importlib
+    mod = importlib.import_module("workloads." + name)
+    return lambda: mod.run(scale)
+
+
+def _rss_kb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+
+
+def _dir_bytes(path):
+    total = 0
+    for root, _, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(root, f)).st_size
+            except OSError:
+                pass
+    return total
+
+
+def measure(config, workload, scale):
+    fn = prepare_workload(workload, scale)
+    cfg = make_config(config)
+    outdir = tempfile.mkdtemp(prefix="tgbench-")
+    try:
+        gc.collect()
+        rss0 = _rss_kb()
+        t0 = time.perf_counter()
+        cfg.start(outdir)
+        t1 = time.perf_counter()
+        fn()
+        t2 = time.perf_counter()
+        extra = cfg.stop()
+        t3 = time.perf_counter()
+        maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        out_bytes = _dir_bytes(outdir)
+    finally:
+        shutil.rmtree(outdir, ignore_errors=True)
+    res = {"config": config, "workload": workload, "scale": scale,
+           "wall": t3 - t0, "run": t2 - t1, "maxrss_kb": maxrss, "rss0_kb": rss0,
+           "out_bytes": out_bytes}
+    res.update(extra)
+    return res
+
+
+def check(config):
+    """Raise if CONFIG cannot run in this interpreter."""
+    cfg = make_config(config)
+    outdir = tempfile.mkdtemp(prefix="tgbench-check-")
+    try:
+        cfg.start(outdir)
+        sum(i for i in range(10))
+        cfg.stop()
+    finally:
+        shutil.rmtree(outdir, ignore_errors=True)
+
+
+def main(argv):
+    if len(argv) == 2 and argv[0] == "--check":
+        try:
+            check(argv[1])
+        except Exception as e:  # report why, for RESULTS.md
+            print(json.dumps({"ok": False, "error": "%s: %s" % (type(e).__name__, e)}))
+            return 1
+        print(json.dumps({"ok": True}))
+        return 0
+    scale = 1.0
+    if "--scale" in argv:
+        i = argv.index("--scale")
+        scale = float(argv[i + 1])
+        del argv[i:i + 2]
+    if len(argv) != 2 or argv[0] not in CONFIGS:
+        print(__doc__, file=sys.stderr)
+        return 2
+    print(json.dumps(measure(argv[0], argv[1], scale)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
