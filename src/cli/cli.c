@@ -1,0 +1,160 @@
+/*
+ * cli.c - messages and helpers shared by the subcommands.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "fmt.h"
+#include "memg.h"
+#include "timeparse.h"
+
+/* Warnings printed one by one before the rest are only counted. */
+#define TG_CLI_MAX_WARNINGS 20
+
+int tg_global_no_time;
+
+int error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return TG_EXIT_ERROR;
+}
+
+void warning(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("warning: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int usage_error(const char *usage, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("error: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nusage: %s\n(see --help for the options)\n", usage);
+	return TG_EXIT_USAGE;
+}
+
+void tg_cli_put(FILE *f, const char *s)
+{
+	tg_fputs_safe(f, s, strlen(s));
+}
+
+static void cli_warn_malformed(void *ctx, const char *path, unsigned long lineno,
+			       const char *why)
+{
+	struct tg_diag *d = ctx;
+
+	if (d->malformed > TG_CLI_MAX_WARNINGS)
+		return;
+	fputs("warning: ", stderr);
+	tg_cli_put(stderr, path);
+	fprintf(stderr, ":%lu: malformed line skipped (%s)\n", lineno, why);
+	if (d->malformed == TG_CLI_MAX_WARNINGS)
+		fputs("warning: further malformed lines are only counted\n", stderr);
+}
+
+void tg_cli_diag_init(struct tg_diag *d, const struct tg_common_args *c)
+{
+	memset(d, 0, sizeof(*d));
+	d->strict = c->strict;
+	d->warn = cli_warn_malformed;
+	d->warn_ctx = d;
+}
+
+void tg_cli_diag_summary(const struct tg_diag *d)
+{
+	if (d->malformed && !d->strict)
+		warning("%lu malformed line%s skipped", d->malformed,
+			d->malformed == 1 ? "" : "s");
+}
+
+int tg_cli_graph_opts(struct tg_graph_args *g, struct tg_plot_opts *po,
+		      const char *def_term, int def_w, int def_h, const char *usage)
+{
+	struct stat st;
+
+	po->dir = g->outdir ? g->outdir : ".";
+	po->terminal = g->terminal ? g->terminal : def_term;
+	po->width = g->size[0] ? g->size[0] : def_w;
+	po->height = g->size[1] ? g->size[1] : def_h;
+	po->script_only = g->script_only;
+	if (!tg_gp_terminal_known(po->terminal))
+		return usage_error(usage, "unknown terminal '%s' (expected svg, png or pdf)",
+				   po->terminal);
+	if (stat(po->dir, &st) < 0)
+		return error("unable to use output directory '%s': %s", po->dir,
+			     strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return error("output directory '%s' is not a directory", po->dir);
+	return 0;
+}
+
+int tg_cli_files(char **paths, int n, struct tg_dumpfile **files)
+{
+	*files = calloc((size_t)(n ? n : 1), sizeof(**files));
+	if (!*files)
+		return error("out of memory");
+	for (int i = 0; i < n; i++)
+		if (tg_dumpfile_init(&(*files)[i], paths[i]) < 0) {
+			tg_cli_files_free(*files, i);
+			return error("out of memory");
+		}
+	return 0;
+}
+
+void tg_cli_files_free(struct tg_dumpfile *files, int n)
+{
+	for (int i = 0; i < n; i++)
+		tg_dumpfile_release(&files[i]);
+	free(files);
+}
+
+int tg_cli_peak_opts(const struct tg_peak_args *p, struct tg_memg_opts *o, const char *usage)
+{
+	time_t now = time(NULL);
+
+	o->peak.peak_kb = p->peak;
+	o->peak.delta_time = p->delta_time;
+	o->peak.delta_value_kb = p->delta_value;
+	if (p->time_from || p->time_to) {
+		if (!o->has_time)
+			return usage_error(usage, "--time_from/--time_to need timestamps "
+					   "(not with --no_time)");
+	}
+	if (p->time_from) {
+		if (tg_timespec_parse(p->time_from, now, &o->from) < 0)
+			return usage_error(usage, "bad --time_from '%s' (expected dd/mm/yyyy HH:MM, "
+					   "dd/mm/yy HH:MM, dd/mm/yyyy, dd/mm/yy or HH:MM)",
+					   p->time_from);
+		o->has_from = 1;
+	}
+	if (p->time_to) {
+		if (tg_timespec_parse(p->time_to, now, &o->to) < 0)
+			return usage_error(usage, "bad --time_to '%s' (expected dd/mm/yyyy HH:MM, "
+					   "dd/mm/yy HH:MM, dd/mm/yyyy, dd/mm/yy or HH:MM)",
+					   p->time_to);
+		o->has_to = 1;
+	}
+	if (o->has_from && o->has_to && o->from > o->to)
+		return usage_error(usage, "--time_from is after --time_to");
+	return 0;
+}

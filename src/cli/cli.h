@@ -1,0 +1,125 @@
+/*
+ * cli.h - what the subcommands share: messages, common options, callbacks that
+ * print the library's reports, and the command table's entry points.
+ *
+ * Adding a command: write cmd_<name>.c (options and printing only), add its row
+ * to the table in main.c, put the work in src/lib/, add a C unit test in tests/c/
+ * and an end-to-end test in tests/cli/, and a section in docs/cli.md (checked
+ * against --help by tests/cli/test_docs_options.py).
+ */
+#ifndef TG_CLI_H
+#define TG_CLI_H
+
+#include <stdio.h>
+
+#include "diag.h"
+#include "dumpfile.h"
+#include "gnuplot.h"
+#include "parse_options.h"
+
+#define TG_VERSION "0.1.0"
+
+/* Exit codes. */
+#define TG_EXIT_OK 0
+#define TG_EXIT_ERROR 1   /* runtime error: missing file, gnuplot failure... */
+#define TG_EXIT_USAGE 2   /* bad command line */
+
+/* Prints "error: MSG" on stderr; returns TG_EXIT_ERROR. */
+int error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "warning: MSG" on stderr. */
+void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "error: MSG" and a hint to use --help; returns TG_EXIT_USAGE. */
+int usage_error(const char *usage, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Options every command takes. */
+struct tg_common_args {
+	int no_time;     /* dumps have no TIME# prefix (the original's global option) */
+	int strict;      /* malformed lines are errors */
+};
+
+#define TG_COMMON_OPTIONS(c) \
+	{ "no_time", 0, TG_OPT_BOOL, &(c)->no_time, NULL, NULL, \
+	  "the dumps have no timestamps (also accepted before the command)" }, \
+	{ "strict", 0, TG_OPT_BOOL, &(c)->strict, NULL, NULL, \
+	  "treat a malformed line as an error instead of skipping it" }
+
+/* Options every graph command takes. */
+struct tg_graph_args {
+	const char *outdir;   /* -o/--output */
+	const char *terminal; /* --terminal */
+	int size[2];          /* --size WxH */
+	int script_only;      /* --script-only */
+};
+
+#define TG_GRAPH_OPTIONS(g) \
+	{ "output", 'o', TG_OPT_STRING, &(g)->outdir, NULL, "DIR", \
+	  "write the graph and its files into DIR (default: the current directory)" }, \
+	{ "terminal", 0, TG_OPT_STRING, &(g)->terminal, NULL, "TERM", \
+	  "gnuplot terminal and graph format: svg, png or pdf" }, \
+	{ "size", 0, TG_OPT_SIZE, (g)->size, NULL, "WxH", \
+	  "graph size in pixels (pdf: at 96 per inch)" }, \
+	{ "script-only", 0, TG_OPT_BOOL, &(g)->script_only, NULL, NULL, \
+	  "write the gnuplot script and data files, do not run gnuplot" }
+
+/* The peak and time-range options of memg and peaks. */
+struct tg_peak_args {
+	double peak, delta_time, delta_value;
+	const char *time_from, *time_to;
+};
+
+#define TG_PEAK_ARGS_DEFAULT { 200, 60, 500, NULL, NULL }
+
+#define TG_PEAK_OPTIONS(p) \
+	{ "peak", 0, TG_OPT_NUMBER, &(p)->peak, NULL, "N", \
+	  "a return whose |delta| exceeds N KB is a peak (default 200)" }, \
+	{ "peak_delta_time", 0, TG_OPT_NUMBER, &(p)->delta_time, NULL, "S", \
+	  "keep a peak more than S seconds after the last kept one (default 60)" }, \
+	{ "peak_delta_value", 0, TG_OPT_NUMBER, &(p)->delta_value, NULL, "N", \
+	  "... or more than N KB away from it in value (default 500)" }, \
+	{ "time_from", 0, TG_OPT_STRING, &(p)->time_from, NULL, "TIME", \
+	  "start at TIME: dd/mm/yyyy HH:MM, dd/mm/yy HH:MM, dd/mm/yyyy, dd/mm/yy, HH:MM" }, \
+	{ "time_to", 0, TG_OPT_STRING, &(p)->time_to, NULL, "TIME", \
+	  "end at TIME (same formats, local time)" }
+
+struct tg_memg_opts;
+/*
+ * Fills the peak and range fields of o from p (and o->has_time); returns 0 or
+ * TG_EXIT_USAGE after printing the error.
+ */
+int tg_cli_peak_opts(const struct tg_peak_args *p, struct tg_memg_opts *o, const char *usage);
+
+/* Global --no_time seen before the command name. */
+extern int tg_global_no_time;
+
+/*
+ * Sets up d for a command: malformed lines are printed as warnings (the first
+ * ones; the rest are counted), strict mode from c.
+ */
+void tg_cli_diag_init(struct tg_diag *d, const struct tg_common_args *c);
+/* Prints the count of malformed lines skipped, if any. */
+void tg_cli_diag_summary(const struct tg_diag *d);
+
+/*
+ * Checks the graph options and fills po (defaults: terminal def_term, size
+ * def_w x def_h, output "."); returns 0 or TG_EXIT_USAGE / TG_EXIT_ERROR.
+ */
+int tg_cli_graph_opts(struct tg_graph_args *g, struct tg_plot_opts *po,
+		      const char *def_term, int def_w, int def_h, const char *usage);
+
+/* Classifies the n operand paths; *files must be freed with tg_cli_files_free. */
+int tg_cli_files(char **paths, int n, struct tg_dumpfile **files);
+void tg_cli_files_free(struct tg_dumpfile *files, int n);
+
+/* Prints dump text to f with control bytes as \xHH. */
+void tg_cli_put(FILE *f, const char *s);
+
+/* The subcommands. */
+int cmd_memg(int argc, char **argv);
+int cmd_peaks(int argc, char **argv);
+int cmd_memh(int argc, char **argv);
+int cmd_nesting(int argc, char **argv);
+int cmd_interleave(int argc, char **argv);
+int cmd_decorate_stack(int argc, char **argv);
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * cmd_decorate_stack.c - threadgraph decorate-stack: one call's subtree with the
+ * time and memory of each call.
+ */
+#include "cli.h"
+#include "decorate.h"
+
+static const char decorate_usage[] =
+	"threadgraph decorate-stack [options] MEM STACK EVENT";
+
+static void decorate_step(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "%s\n", msg);
+}
+
+static void decorate_mismatch(void *ctx, unsigned long stack_line, unsigned long mem_line)
+{
+	const char *const *paths = ctx;
+
+	fputs("warning: call at ", stderr);
+	tg_cli_put(stderr, paths[1]);
+	fprintf(stderr, ":%lu paired with a return of another function at ", stack_line);
+	tg_cli_put(stderr, paths[0]);
+	fprintf(stderr, ":%lu\n", mem_line);
+}
+
+int cmd_decorate_stack(int argc, char **argv)
+{
+	struct tg_common_args c = { .no_time = tg_global_no_time };
+	struct tg_decorate_opts o = { NULL, " " };
+	struct tg_decorate_report r = { decorate_step, decorate_mismatch, NULL };
+	struct tg_diag d;
+	int nargs, ret;
+	const struct tg_option opts[] = {
+		{ "prefix", 0, TG_OPT_STRING, &o.prefix, NULL, "P",
+		  "strip P from file names that start with it" },
+		{ "indent", 0, TG_OPT_STRING, &o.indent, NULL, "S",
+		  "indent each nesting level with S (default one space)" },
+		TG_COMMON_OPTIONS(&c),
+		TG_OPT_END_ROW,
+	};
+
+	ret = tg_parse_options(argc, argv, opts, decorate_usage,
+			       "Prints the call subtree that ends with EVENT (a line number of MEM, "
+			       "or the text of a\nMEM line or of a memg.txt line), each call as\n"
+			       "FUNCTION@FILE:START-END, Time: SECONDS s, Memory: DELTA B", &nargs);
+	if (ret)
+		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	if (nargs != 3)
+		return usage_error(decorate_usage, "expected MEM STACK EVENT, got %d argument%s",
+				   nargs, nargs == 1 ? "" : "s");
+	if (c.no_time)
+		return error("decorate-stack needs timestamps: dumps written without them "
+			     "(--no_time) cannot be paired");
+	r.ctx = argv;
+	tg_cli_diag_init(&d, &c);
+	ret = tg_decorate_run(argv[0], argv[1], argv[2], &o, stdout, &r, &d) < 0 ?
+		error("%s", d.msg) : 0;
+	tg_cli_diag_summary(&d);
+	return ret;
+}

@@ -1,0 +1,80 @@
+/*
+ * cmd_memg.c - threadgraph memg: memory graph per thread with numbered peaks.
+ */
+#include <string.h>
+
+#include "cli.h"
+#include "memg.h"
+
+static const char memg_usage[] = "threadgraph memg [options] FILES...";
+
+static void memg_start(void *ctx, const struct tg_dumpfile *df)
+{
+	(void)ctx;
+	if (df->kind == TG_DUMP_PROCESS) {
+		fputs("Processing data for the process\n", stderr);
+		return;
+	}
+	fputs("Processing data for thread ", stderr);
+	tg_cli_put(stderr, df->thread);
+	fputc('\n', stderr);
+}
+
+static void memg_skip(void *ctx, const struct tg_dumpfile *df, const char *why)
+{
+	(void)ctx;
+	fputs("warning: '", stderr);
+	tg_cli_put(stderr, df->path);
+	fprintf(stderr, "' not plotted: %s\n", why);
+}
+
+static void memg_plotting(void *ctx)
+{
+	(void)ctx;
+	fputs("Running gnuplot.\n", stderr);
+}
+
+int cmd_memg(int argc, char **argv)
+{
+	struct tg_common_args c = { .no_time = tg_global_no_time };
+	struct tg_graph_args g = { 0 };
+	struct tg_peak_args p = TG_PEAK_ARGS_DEFAULT;
+	struct tg_memg_opts o = { .rebase_kb = 30000 };
+	struct tg_plot_opts po;
+	struct tg_memg_report r = { memg_start, memg_skip, memg_plotting, NULL };
+	struct tg_dumpfile *files;
+	struct tg_diag d;
+	int nargs, ret;
+	const struct tg_option opts[] = {
+		{ "cap", 0, TG_OPT_NUMBER, &o.cap_kb, &o.has_cap, "N",
+		  "clip plotted values to +-N KB" },
+		{ "no_process", 0, TG_OPT_BOOL, &o.no_process, NULL, NULL,
+		  "ignore process files (process.mem)" },
+		{ "process_rebase", 0, TG_OPT_NUMBER, &o.rebase_kb, NULL, "N",
+		  "subtract N KB from the process memory (default 30000)" },
+		TG_PEAK_OPTIONS(&p),
+		TG_COMMON_OPTIONS(&c),
+		TG_GRAPH_OPTIONS(&g),
+		TG_OPT_END_ROW,
+	};
+
+	ret = tg_parse_options(argc, argv, opts, memg_usage,
+			       "Plots each thread's memory deltas (KB) and the process memory "
+			       "against time,\nlabels the peaks, and writes the legend memg.txt "
+			       "(N: THREAD>FILE:LINE:FUNCTION=>DELTA).", &nargs);
+	if (ret)
+		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	if (!nargs)
+		return usage_error(memg_usage, "no dump files given");
+	o.has_time = !c.no_time;
+	if ((ret = tg_cli_peak_opts(&p, &o, memg_usage)) ||
+	    (ret = tg_cli_graph_opts(&g, &po, "svg", 1920, 1080, memg_usage)))
+		return ret;
+	if ((ret = tg_cli_files(argv, nargs, &files)))
+		return ret;
+	tg_cli_diag_init(&d, &c);
+	ret = tg_memg_run(&o, &po, files, (size_t)nargs, &r, &d) < 0 ? error("%s", d.msg) : 0;
+	tg_cli_diag_summary(&d);
+	tg_cli_files_free(files, nargs);
+	return ret;
+}

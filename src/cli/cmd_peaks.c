@@ -1,0 +1,93 @@
+/*
+ * cmd_peaks.c - threadgraph peaks: the peaks memg would label, as text or JSON.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "memg.h"
+#include "peaks_out.h"
+
+static const char peaks_usage[] = "threadgraph peaks [options] FILES...";
+
+/* Sort orders of the list. */
+static const struct {
+	const char *name;
+	void (*sort)(struct tg_peaks *p);
+} peaks_sorts[] = {
+	{ "time", NULL },   /* selection order, which is time order */
+	{ "size", tg_peaks_sort_size },
+};
+
+static void peaks_skip(void *ctx, const struct tg_dumpfile *df, const char *why)
+{
+	(void)ctx;
+	fputs("warning: '", stderr);
+	tg_cli_put(stderr, df->path);
+	fprintf(stderr, "' skipped: %s\n", why);
+}
+
+int cmd_peaks(int argc, char **argv)
+{
+	struct tg_common_args c = { .no_time = tg_global_no_time };
+	struct tg_peak_args p = TG_PEAK_ARGS_DEFAULT;
+	struct tg_memg_opts o = { 0 };
+	struct tg_memg_report r = { NULL, peaks_skip, NULL, NULL };
+	struct tg_dumpfile *files;
+	struct tg_peaks peaks;
+	struct tg_diag d;
+	const char *sort = "time";
+	unsigned long top = 0;
+	int nargs, ret, json = 0, has_top = 0;
+	size_t s;
+	const struct tg_option opts[] = {
+		TG_PEAK_OPTIONS(&p),
+		{ "json", 0, TG_OPT_BOOL, &json, NULL, NULL, "print a JSON array of objects" },
+		{ "top", 0, TG_OPT_COUNT, &top, &has_top, "N",
+		  "keep only the N peaks of largest |delta|" },
+		{ "sort", 0, TG_OPT_STRING, &sort, NULL, "KEY",
+		  "order: time (default) or size (largest |delta| first)" },
+		TG_COMMON_OPTIONS(&c),
+		TG_OPT_END_ROW,
+	};
+
+	ret = tg_parse_options(argc, argv, opts, peaks_usage,
+			       "Prints the peaks of the thread .mem files, one per line:\n"
+			       "N<TAB>TIME<TAB>THREAD<TAB>DELTA<TAB>MEMFILE<TAB>LINE<TAB>FILE:LINE:FUNCTION\n"
+			       "(N is the label memg gives the peak; MEMFILE and LINE can be handed "
+			       "to decorate-stack).", &nargs);
+	if (ret)
+		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	if (!nargs)
+		return usage_error(peaks_usage, "no dump files given");
+	for (s = 0; s < sizeof(peaks_sorts) / sizeof(peaks_sorts[0]); s++)
+		if (!strcmp(peaks_sorts[s].name, sort))
+			break;
+	if (s == sizeof(peaks_sorts) / sizeof(peaks_sorts[0]))
+		return usage_error(peaks_usage, "unknown sort key '%s' (expected time or size)",
+				   sort);
+	o.has_time = !c.no_time;
+	if ((ret = tg_cli_peak_opts(&p, &o, peaks_usage)))
+		return ret;
+	if ((ret = tg_cli_files(argv, nargs, &files)))
+		return ret;
+	tg_cli_diag_init(&d, &c);
+	tg_peaks_init(&peaks);
+	if (tg_peaks_collect(&o, files, (size_t)nargs, &peaks, &r, &d) < 0) {
+		ret = error("%s", d.msg);
+		goto out;
+	}
+	if (has_top)
+		tg_peaks_top(&peaks, top);
+	if (peaks_sorts[s].sort)
+		peaks_sorts[s].sort(&peaks);
+	if (json)
+		tg_peaks_write_json(stdout, &peaks, files, o.has_time);
+	else
+		tg_peaks_write_text(stdout, &peaks, files, o.has_time);
+out:
+	tg_cli_diag_summary(&d);
+	tg_peaks_release(&peaks);
+	tg_cli_files_free(files, nargs);
+	return ret;
+}

@@ -1,0 +1,75 @@
+/*
+ * main.c - threadgraph: the command table and the global options.
+ *
+ * threadgraph [--no_time] [--version] [--help] COMMAND [options] ARGS...
+ * Each command returns its exit code; stdout is flushed and checked afterwards so
+ * that a full disk or a closed pipe is an error, not silent truncation.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+struct tg_cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct tg_cmd tg_commands[] = {
+	{ "memg", cmd_memg, "memory graph per thread with numbered peaks (memg.svg, memg.txt)" },
+	{ "peaks", cmd_peaks, "list the peaks memg would label, on stdout" },
+	{ "decorate-stack", cmd_decorate_stack,
+	  "one call's subtree from a .stack dump with time and memory" },
+};
+
+static void main_usage(FILE *f)
+{
+	fputs("usage: threadgraph [--no_time] [--version] [-h|--help] COMMAND [options] ARGS...\n"
+	      "\ncommands:\n", f);
+	for (size_t i = 0; i < sizeof(tg_commands) / sizeof(tg_commands[0]); i++)
+		fprintf(f, "    %-16s %s\n", tg_commands[i].name, tg_commands[i].summary);
+	fputs("\nglobal options:\n"
+	      "    --no_time        the dumps have no timestamps\n"
+	      "    --version        print the version and exit\n"
+	      "    -h, --help       show this help and exit\n"
+	      "\nRun 'threadgraph COMMAND --help' for a command's options.\n", f);
+}
+
+int main(int argc, char **argv)
+{
+	int i, ret;
+
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		if (!strcmp(argv[i], "--no_time")) {
+			tg_global_no_time = 1;
+		} else if (!strcmp(argv[i], "--version")) {
+			printf("threadgraph %s\n", TG_VERSION);
+			return fflush(stdout) || ferror(stdout) ? TG_EXIT_ERROR : TG_EXIT_OK;
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			main_usage(stdout);
+			return fflush(stdout) || ferror(stdout) ? TG_EXIT_ERROR : TG_EXIT_OK;
+		} else {
+			fprintf(stderr, "error: unknown option '%s'\n", argv[i]);
+			main_usage(stderr);
+			return TG_EXIT_USAGE;
+		}
+	}
+	if (i == argc) {
+		main_usage(stderr);
+		return TG_EXIT_USAGE;
+	}
+	for (size_t c = 0; c < sizeof(tg_commands) / sizeof(tg_commands[0]); c++) {
+		if (strcmp(argv[i], tg_commands[c].name))
+			continue;
+		ret = tg_commands[c].fn(argc - i, argv + i);
+		if (fflush(stdout) || ferror(stdout)) {
+			fprintf(stderr, "error: unable to write to standard output\n");
+			return TG_EXIT_ERROR;
+		}
+		return ret;
+	}
+	fprintf(stderr, "error: unknown command '%s'\n", argv[i]);
+	main_usage(stderr);
+	return TG_EXIT_USAGE;
+}

@@ -1,0 +1,95 @@
+/*
+ * atomic_out.c - temp file + rename for every output.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "atomic_out.h"
+
+/* Output files are large and written sequentially. */
+#define TG_AOUT_BUF (1 << 20)
+
+int tg_aout_names(struct tg_aout *a, const char *dir, const char *name, struct tg_diag *d)
+{
+	size_t n = strlen(dir) + strlen(name) + 64;
+
+	memset(a, 0, sizeof(*a));
+	a->final = malloc(n);
+	a->tmp = malloc(n);
+	if (!a->final || !a->tmp) {
+		tg_aout_release(a);
+		return tg_error(d, "out of memory");
+	}
+	snprintf(a->final, n, "%s/%s", dir, name);
+	snprintf(a->tmp, n, "%s/.%s.tmp.%ld", dir, name, (long)getpid());
+	return 0;
+}
+
+int tg_aout_open(struct tg_aout *a, const char *dir, const char *name, struct tg_diag *d)
+{
+	int fd;
+
+	if (tg_aout_names(a, dir, name, d) < 0)
+		return -1;
+	unlink(a->tmp); /* a leftover of a killed run with our pid */
+	fd = open(a->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		tg_error(d, "unable to create '%s': %s", a->tmp, strerror(errno));
+		tg_aout_release(a);
+		return -1;
+	}
+	a->f = fdopen(fd, "w");
+	if (!a->f) {
+		close(fd);
+		tg_aout_abort(a);
+		return tg_error(d, "out of memory");
+	}
+	setvbuf(a->f, NULL, _IOFBF, TG_AOUT_BUF);
+	return 0;
+}
+
+int tg_aout_commit(struct tg_aout *a, struct tg_diag *d)
+{
+	int bad = 0;
+
+	if (a->f) {
+		bad = fflush(a->f) != 0 || ferror(a->f);
+		if (fclose(a->f) != 0)
+			bad = 1;
+		a->f = NULL;
+		if (bad) {
+			tg_error(d, "unable to write '%s': %s", a->tmp, strerror(errno));
+			goto fail;
+		}
+	}
+	if (rename(a->tmp, a->final) < 0) {
+		tg_error(d, "unable to rename '%s' to '%s': %s", a->tmp, a->final,
+			 strerror(errno));
+		goto fail;
+	}
+	return 0;
+fail:
+	unlink(a->tmp);
+	return -1;
+}
+
+void tg_aout_abort(struct tg_aout *a)
+{
+	if (a->f) {
+		fclose(a->f);
+		a->f = NULL;
+	}
+	if (a->tmp)
+		unlink(a->tmp);
+	tg_aout_release(a);
+}
+
+void tg_aout_release(struct tg_aout *a)
+{
+	free(a->final);
+	free(a->tmp);
+	a->final = a->tmp = NULL;
+}

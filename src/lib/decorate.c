@@ -1,0 +1,404 @@
+/*
+ * decorate.c - the decorate-stack algorithm of the original, streamed.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "decorate.h"
+#include "fmt.h"
+#include "linereader.h"
+#include "records.h"
+
+/* One call of the subtree. */
+struct dec_node {
+	unsigned depth;             /* indentation in the .stack file */
+	unsigned long first_line;   /* LINE of the .stack record (function start) */
+	unsigned long stack_lineno; /* line in the .stack file */
+	double t_call;              /* call time */
+	size_t file_off, file_len;  /* FILE in the arena */
+	size_t func_off, func_len;  /* FUNCTION in the arena */
+	/* from the paired .mem record: */
+	unsigned long end_line;     /* LINE at the return */
+	unsigned long mem_lineno;   /* line in the .mem file */
+	long long delta;            /* DELTA */
+	double t_ret;               /* return time */
+};
+
+/* A copy of one .mem line, reused across the ring. */
+struct dec_slot {
+	char *buf;
+	size_t cap, len;
+	unsigned long lineno;
+};
+
+struct dec_state {
+	struct dec_node *nodes;     /* the subtree in pre-order */
+	size_t n, alloc;
+	char *arena;                /* FILE and FUNCTION texts of the nodes */
+	size_t arena_len, arena_alloc;
+	size_t *post;               /* node indices in post-order */
+	struct dec_slot *ring;      /* the K .mem records ending with the event */
+};
+
+static int dec_is_number(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			return 0;
+	return 1;
+}
+
+/* Non-zero when line (with rest = the part after TIME#) is what event names. */
+static int dec_line_matches(const char *event, size_t elen, const char *line, size_t len,
+			    const struct tg_str *rest)
+{
+	const char *p;
+
+	if (elen == len && !memcmp(event, line, len))
+		return 1;
+	if (!rest)
+		return 0;
+	if (elen == rest->len && !memcmp(event, rest->s, elen))
+		return 1;
+	/* memg.txt legend line: "N: THREAD>REST" */
+	if (elen <= rest->len + 1 || event[elen - rest->len - 1] != '>' ||
+	    memcmp(event + elen - rest->len, rest->s, rest->len))
+		return 0;
+	for (p = event; *p >= '0' && *p <= '9'; p++)
+		;
+	return p > event && p[0] == ':' && p[1] == ' ';
+}
+
+int tg_decorate_find_event(const char *mem_path, const char *event, unsigned long *lineno,
+			   struct tg_diag *d)
+{
+	struct tg_lr lr;
+	const char *line;
+	size_t len, elen = strlen(event);
+	int got, number = dec_is_number(event);
+	unsigned long want = number ? strtoul(event, NULL, 10) : 0;
+
+	if (number && want == 0)
+		return tg_error(d, "bad event '%s': line numbers start at 1", event);
+	if (tg_lr_open(&lr, mem_path, 0, d) < 0)
+		return -1;
+	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0) {
+		const char *hash;
+		struct tg_str rest;
+
+		if (number) {
+			if (lr.lineno == want)
+				break;
+			continue;
+		}
+		if (lr.overlong)
+			continue;
+		hash = memchr(line, '#', len);
+		rest.s = hash ? hash + 1 : line;
+		rest.len = hash ? len - (size_t)(hash + 1 - line) : len;
+		if (dec_line_matches(event, elen, line, len, &rest))
+			break;
+	}
+	*lineno = lr.lineno;
+	tg_lr_release(&lr);
+	if (got < 0)
+		return -1;
+	if (got == 0) {
+		if (number)
+			return tg_error(d, "no event at line %lu: '%s' has %lu lines", want,
+					mem_path, *lineno);
+		return tg_error(d, "event not found in '%s'", mem_path);
+	}
+	return 0;
+}
+
+static int dec_arena_add(struct dec_state *s, const struct tg_str *t, size_t *off,
+			 struct tg_diag *d)
+{
+	if (s->arena_len + t->len > s->arena_alloc) {
+		size_t na = s->arena_alloc ? s->arena_alloc * 2 : 4096;
+		char *nb;
+		while (na < s->arena_len + t->len)
+			na *= 2;
+		nb = realloc(s->arena, na);
+		if (!nb)
+			return tg_error(d, "out of memory");
+		s->arena = nb;
+		s->arena_alloc = na;
+	}
+	memcpy(s->arena + s->arena_len, t->s, t->len);
+	*off = s->arena_len;
+	s->arena_len += t->len;
+	return 0;
+}
+
+static int dec_node_add(struct dec_state *s, const struct tg_stackrec *r,
+			unsigned long lineno, struct tg_diag *d)
+{
+	struct dec_node *n;
+
+	if (s->n == s->alloc) {
+		size_t na = s->alloc ? s->alloc * 2 : 64;
+		struct dec_node *nv = realloc(s->nodes, na * sizeof(*nv));
+		if (!nv)
+			return tg_error(d, "out of memory");
+		s->nodes = nv;
+		s->alloc = na;
+	}
+	n = &s->nodes[s->n];
+	memset(n, 0, sizeof(*n));
+	n->depth = r->depth;
+	n->first_line = r->line;
+	n->stack_lineno = lineno;
+	n->t_call = tg_time_exact(&r->time.text);
+	n->file_len = r->file.len;
+	n->func_len = r->func.len;
+	if (dec_arena_add(s, &r->file, &n->file_off, d) < 0 ||
+	    dec_arena_add(s, &r->func, &n->func_off, d) < 0)
+		return -1;
+	s->n++;
+	return 0;
+}
+
+/* Scans the stack for the last call of file:func at or before t and its subtree. */
+static int dec_scan_stack(struct dec_state *s, const char *path, const struct tg_str *file,
+			  const struct tg_str *func, double t, struct tg_diag *d)
+{
+	struct tg_lr lr;
+	struct tg_stackrec r;
+	const char *line, *why;
+	size_t len;
+	int got, ret = -1, open_tree = 0;
+
+	if (tg_lr_open(&lr, path, 0, d) < 0)
+		return -1;
+	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0) {
+		why = lr.overlong ? "line too long" : tg_stackrec_parse(&r, line, len, 1);
+		if (why) {
+			if (tg_malformed(d, path, lr.lineno, why) < 0)
+				goto release;
+			continue;
+		}
+		if (r.time.v > t && tg_time_exact(&r.time.text) > t)
+			break;
+		if (r.file.len == file->len && r.func.len == func->len &&
+		    !memcmp(r.file.s, file->s, file->len) && !memcmp(r.func.s, func->s, func->len)) {
+			s->n = 0; /* a later call: forget the earlier subtree */
+			s->arena_len = 0;
+			open_tree = 1;
+		} else if (open_tree && r.depth <= s->nodes[0].depth) {
+			open_tree = 0;
+		}
+		if (open_tree && dec_node_add(s, &r, lr.lineno, d) < 0)
+			goto release;
+	}
+	if (got < 0)
+		goto release;
+	if (!s->n) {
+		tg_error(d, "no call of %.*s (%.*s) at or before the event's time in '%s'",
+			 (int)func->len, func->s, (int)file->len, file->s, path);
+		goto release;
+	}
+	ret = 0;
+release:
+	tg_lr_release(&lr);
+	return ret;
+}
+
+/* Reads the K = s->n valid .mem records ending at line `lineno` into the ring. */
+static int dec_read_ring(struct dec_state *s, const char *path, unsigned long lineno,
+			 size_t *start, struct tg_diag *d)
+{
+	struct tg_lr lr;
+	struct tg_memrec r;
+	const char *line, *why;
+	size_t len, k = s->n, next = 0, have = 0;
+	int got, ret = -1;
+
+	s->ring = calloc(k, sizeof(*s->ring));
+	if (!s->ring)
+		return tg_error(d, "out of memory");
+	if (tg_lr_open(&lr, path, 0, d) < 0)
+		return -1;
+	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0 && lr.lineno <= lineno) {
+		struct dec_slot *sl = &s->ring[next];
+
+		why = lr.overlong ? "line too long" : tg_memrec_parse(&r, line, len, 1);
+		if (why) {
+			if (tg_malformed(d, path, lr.lineno, why) < 0)
+				goto release;
+			continue;
+		}
+		if (sl->cap < len) {
+			char *nb = realloc(sl->buf, len);
+			if (!nb) {
+				tg_error(d, "out of memory");
+				goto release;
+			}
+			sl->buf = nb;
+			sl->cap = len;
+		}
+		memcpy(sl->buf, line, len);
+		sl->len = len;
+		sl->lineno = lr.lineno;
+		next = (next + 1) % k;
+		have++;
+	}
+	if (got < 0)
+		goto release;
+	if (have < k) {
+		tg_error(d, "the call has %zu calls in its subtree but only %zu memory events "
+			 "end at line %lu of '%s'", k, have, lineno, path);
+		goto release;
+	}
+	*start = next; /* the oldest of the K records */
+	ret = 0;
+release:
+	tg_lr_release(&lr);
+	return ret;
+}
+
+/* Fills s->post with the nodes in post-order (children before parent). */
+static int dec_post_order(struct dec_state *s, struct tg_diag *d)
+{
+	size_t *open = malloc(s->n * sizeof(*open)), top = 0, out = 0;
+
+	s->post = malloc(s->n * sizeof(*s->post));
+	if (!open || !s->post) {
+		free(open);
+		return tg_error(d, "out of memory");
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		while (top && s->nodes[open[top - 1]].depth >= s->nodes[i].depth)
+			s->post[out++] = open[--top];
+		open[top++] = i;
+	}
+	while (top)
+		s->post[out++] = open[--top];
+	free(open);
+	return 0;
+}
+
+static void dec_step(const struct tg_decorate_report *r, const char *msg)
+{
+	if (r && r->step)
+		r->step(r->ctx, msg);
+}
+
+static void dec_state_release(struct dec_state *s)
+{
+	if (s->ring)
+		for (size_t i = 0; i < s->n; i++)
+			free(s->ring[i].buf);
+	free(s->ring);
+	free(s->nodes);
+	free(s->arena);
+	free(s->post);
+}
+
+/* Reads line `lineno` of path as a .mem record into r, its text into *copy. */
+static int dec_read_event(const char *path, unsigned long lineno, struct tg_memrec *r,
+			  char **copy, struct tg_diag *d)
+{
+	struct tg_lr lr;
+	const char *line, *why;
+	size_t len;
+	int got;
+
+	if (tg_lr_open(&lr, path, 0, d) < 0)
+		return -1;
+	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0 && lr.lineno < lineno)
+		;
+	if (got <= 0) {
+		tg_lr_release(&lr);
+		return got < 0 ? -1 : tg_error(d, "no event at line %lu of '%s'", lineno, path);
+	}
+	*copy = malloc(len + 1);
+	if (!*copy) {
+		tg_lr_release(&lr);
+		return tg_error(d, "out of memory");
+	}
+	memcpy(*copy, line, len);
+	(*copy)[len] = '\0';
+	tg_lr_release(&lr);
+	why = tg_memrec_parse(r, *copy, len, 1);
+	if (why)
+		return tg_error(d, "line %lu of '%s' is not a memory event: %s", lineno, path, why);
+	return 0;
+}
+
+int tg_decorate_run(const char *mem_path, const char *stack_path, const char *event,
+		    const struct tg_decorate_opts *o, FILE *out,
+		    const struct tg_decorate_report *r, struct tg_diag *d)
+{
+	struct dec_state s;
+	struct tg_memrec ev;
+	char *evcopy = NULL;
+	unsigned long lineno;
+	size_t start = 0, i, plen = o->prefix ? strlen(o->prefix) : 0;
+	const char *indent = o->indent ? o->indent : " ";
+	int ret = -1;
+
+	memset(&s, 0, sizeof(s));
+	dec_step(r, "Scanning memory file looking for the event.");
+	if (tg_decorate_find_event(mem_path, event, &lineno, d) < 0 ||
+	    dec_read_event(mem_path, lineno, &ev, &evcopy, d) < 0)
+		goto out;
+	dec_step(r, "Scanning stack file looking for a matching event.");
+	if (dec_scan_stack(&s, stack_path, &ev.file, &ev.func, tg_time_exact(&ev.time.text),
+			   d) < 0)
+		goto out;
+	dec_step(r, "Reversing memory events of interest.");
+	if (dec_read_ring(&s, mem_path, lineno, &start, d) < 0)
+		goto out;
+	dec_step(r, "Parsing stack trace into a tree.");
+	if (dec_post_order(&s, d) < 0)
+		goto out;
+	dec_step(r, "Reconciling trace and memory.");
+	for (i = 0; i < s.n; i++) {
+		struct dec_slot *sl = &s.ring[(start + i) % s.n];
+		struct dec_node *n = &s.nodes[s.post[i]];
+		struct tg_memrec m;
+		const char *why = tg_memrec_parse(&m, sl->buf, sl->len, 1);
+
+		if (why) { /* cannot happen: checked when read */
+			tg_error(d, "line %lu of '%s': %s", sl->lineno, mem_path, why);
+			goto out;
+		}
+		n->end_line = m.line;
+		n->delta = m.delta;
+		n->t_ret = tg_time_exact(&m.time.text);
+		n->mem_lineno = sl->lineno;
+		if ((m.func.len != n->func_len || memcmp(m.func.s, s.arena + n->func_off, m.func.len) ||
+		     m.file.len != n->file_len || memcmp(m.file.s, s.arena + n->file_off, m.file.len)) &&
+		    r && r->mismatch)
+			r->mismatch(r->ctx, n->stack_lineno, n->mem_lineno);
+	}
+	dec_step(r, "Decorating trace.");
+	for (i = 0; i < s.n; i++) {
+		const struct dec_node *n = &s.nodes[i];
+		const char *file = s.arena + n->file_off;
+		size_t flen = n->file_len;
+		char secs[40];
+
+		for (unsigned k = n->depth - s.nodes[0].depth; k; k--)
+			fputs(indent, out);
+		if (plen && flen >= plen && !memcmp(file, o->prefix, plen)) {
+			file += plen;
+			flen -= plen;
+		}
+		tg_fputs_safe(out, s.arena + n->func_off, n->func_len);
+		putc('@', out);
+		tg_fputs_safe(out, file, flen);
+		tg_fmt_pyfloat(secs, n->t_ret - n->t_call);
+		fprintf(out, ":%lu-%lu, Time: %s s, Memory: %lld B\n", n->first_line, n->end_line,
+			secs, n->delta);
+	}
+	ret = 0;
+out:
+	free(evcopy);
+	dec_state_release(&s);
+	return ret;
+}

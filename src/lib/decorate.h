@@ -1,0 +1,51 @@
+/*
+ * decorate.h - one call's subtree from a .stack dump, decorated with the time and
+ * memory of the matching .mem events (the decorate-stack command).
+ *
+ * The event (a .mem line) gives a time T, FILE and FUNCTION.  The call is the last
+ * .stack line of that FILE and FUNCTION with time <= T; its subtree is that line
+ * and the following deeper lines.  Its K calls, in post-order, pair with the K
+ * .mem records that end with the event (returns come children first).  Only the
+ * subtree and those K records are held in memory.
+ */
+#ifndef TG_DECORATE_H
+#define TG_DECORATE_H
+
+#include <stdio.h>
+
+#include "diag.h"
+
+struct tg_decorate_opts {
+	const char *prefix;  /* stripped from file names that start with it (or NULL) */
+	const char *indent;  /* one nesting level of output (default " ") */
+};
+
+struct tg_decorate_report {
+	/* a step begins: one of the original's six progress messages */
+	void (*step)(void *ctx, const char *msg);
+	/* a call and the memory event paired with it name different functions */
+	void (*mismatch)(void *ctx, unsigned long stack_line, unsigned long mem_line);
+	void *ctx;
+};
+
+/*
+ * Finds the event in mem_path: event is a 1-based line number (all digits) or
+ * the text of a line -- the whole line, the line without "TIME#", or a memg.txt
+ * legend line "N: THREAD>FILE:LINE:FUNCTION=>DELTA"; the first matching line
+ * counts.  Stores its line number in *lineno.  Returns 0 or -1 (d->msg set).
+ */
+int tg_decorate_find_event(const char *mem_path, const char *event, unsigned long *lineno,
+			   struct tg_diag *d);
+
+/*
+ * Finds the event (as tg_decorate_find_event) and writes its decorated subtree
+ * to out, one line per call in pre-order:
+ *   INDENT*depth FUNCTION@FILE:START-END, Time: SECONDS s, Memory: DELTA B
+ * SECONDS is printed as Python's repr(float).  Needs timestamped dumps.
+ * Returns 0 or -1 (d->msg set).
+ */
+int tg_decorate_run(const char *mem_path, const char *stack_path, const char *event,
+		    const struct tg_decorate_opts *o, FILE *out,
+		    const struct tg_decorate_report *r, struct tg_diag *d);
+
+#endif

@@ -1,0 +1,27 @@
+/*
+ * dumpfile.h - what a dump path holds, from its name.
+ *
+ * The base name before the last '.' is the thread's name; the base name
+ * "process" is the process file.  A trailing ".gz" is ignored for naming.
+ */
+#ifndef TG_DUMPFILE_H
+#define TG_DUMPFILE_H
+
+enum tg_dump_kind {
+	TG_DUMP_MEM,     /* <Thread>.mem, or any other thread file */
+	TG_DUMP_STACK,   /* <Thread>.stack */
+	TG_DUMP_PROCESS, /* process.mem (any suffix with base name "process") */
+};
+
+struct tg_dumpfile {
+	const char *path;       /* as given (not owned) */
+	char *thread;           /* thread name (owned), "process" for the process file */
+	enum tg_dump_kind kind;
+};
+
+/* Fills df from path; returns 0, or -1 when out of memory. */
+int tg_dumpfile_init(struct tg_dumpfile *df, const char *path);
+/* Frees df->thread. */
+void tg_dumpfile_release(struct tg_dumpfile *df);
+
+#endif

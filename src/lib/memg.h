@@ -1,0 +1,75 @@
+/*
+ * memg.h - the memory graph (memg) and the peak list (peaks) of thread dumps.
+ *
+ * Thread series are DELTA in KB per .mem event, with runs of zero deltas
+ * collapsed to their first and last point; the process series is RSS in KB minus
+ * a rebase.  Points go straight to data files as the dumps are read, and only
+ * peak candidates stay in memory, so files of any size are streamed.
+ */
+#ifndef TG_MEMG_H
+#define TG_MEMG_H
+
+#include <stdio.h>
+
+#include "diag.h"
+#include "dumpfile.h"
+#include "gnuplot.h"
+#include "peaks.h"
+
+struct tg_memg_opts {
+	int has_time;            /* dumps carry TIME# (no --no_time) */
+	int has_cap;             /* clip plotted values to +-cap_kb */
+	double cap_kb;
+	int no_process;          /* ignore process files */
+	double rebase_kb;        /* subtracted from process values */
+	struct tg_peak_opts peak;
+	int has_from, has_to;    /* time range (seconds); events outside are skipped */
+	double from, to;
+};
+
+/* Progress and per-file reports for the caller to print (may be NULL). */
+struct tg_memg_report {
+	/* a file is about to be read (thread or process) */
+	void (*start)(void *ctx, const struct tg_dumpfile *df);
+	/* a file was skipped or gave nothing to plot: why ("no events") */
+	void (*skip)(void *ctx, const struct tg_dumpfile *df, const char *why);
+	/* gnuplot is about to run */
+	void (*plotting)(void *ctx);
+	void *ctx;
+};
+
+/*
+ * Reads one thread .mem file.  Candidates go into peaks (thread is the file's
+ * index, kept in each peak); series points are written to out unless it is
+ * NULL.  *events counts the events in range.  Returns 0 or -1 (d->msg set).
+ */
+int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *df,
+			unsigned thread, FILE *out, struct tg_peaks *peaks,
+			unsigned long *events, struct tg_diag *d);
+
+/* Reads a process file, writing its series to out; as above. */
+int tg_memg_read_process(const struct tg_memg_opts *o, const struct tg_dumpfile *df,
+			 FILE *out, unsigned long *events, struct tg_diag *d);
+
+/*
+ * Collects and selects the peaks of the thread files among files[0..n) (stack
+ * and process files skipped, reported through r).  Returns 0 or -1.
+ */
+int tg_peaks_collect(const struct tg_memg_opts *o, const struct tg_dumpfile *files,
+		     size_t n, struct tg_peaks *peaks, const struct tg_memg_report *r,
+		     struct tg_diag *d);
+
+/*
+ * The whole memg command: data files memg-N.dat (thread N), memg-process-N.dat,
+ * memg-peaks.dat, the script memg.gp, the legend memg.txt and the graph, in
+ * po->dir.  Returns 0 or -1 (d->msg set; no graph or legend left behind).
+ */
+int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
+		const struct tg_dumpfile *files, size_t n, const struct tg_memg_report *r,
+		struct tg_diag *d);
+
+/* Writes the legend line "N: THREAD>REST" of a peak; returns 0 or EOF. */
+int tg_peak_write_legend(FILE *f, const struct tg_peaks *p, const struct tg_peak *k,
+			 const char *thread);
+
+#endif

@@ -1,0 +1,119 @@
+/*
+ * peaks.c - candidate collection and peak selection.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "peaks.h"
+
+void tg_peaks_init(struct tg_peaks *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+
+void tg_peaks_release(struct tg_peaks *p)
+{
+	free(p->v);
+	free(p->arena);
+	tg_peaks_init(p);
+}
+
+int tg_peaks_add(struct tg_peaks *p, const struct tg_peak *c, const char *time_text,
+		 size_t time_len, const char *rest, size_t rest_len, struct tg_diag *d)
+{
+	size_t need = time_len + rest_len;
+
+	if (p->n == p->alloc) {
+		size_t na = p->alloc ? 2 * p->alloc : 256;
+		struct tg_peak *nv = realloc(p->v, na * sizeof(*nv));
+		if (!nv)
+			return tg_error(d, "out of memory (%zu peak candidates)", p->n);
+		p->v = nv;
+		p->alloc = na;
+	}
+	if (p->arena_len + need > p->arena_alloc) {
+		size_t na = p->arena_alloc ? 2 * p->arena_alloc : 65536;
+		char *nb;
+		while (na < p->arena_len + need)
+			na *= 2;
+		nb = realloc(p->arena, na);
+		if (!nb)
+			return tg_error(d, "out of memory (%zu peak candidates)", p->n);
+		p->arena = nb;
+		p->arena_alloc = na;
+	}
+	p->v[p->n] = *c;
+	p->v[p->n].text_off = p->arena_len;
+	p->v[p->n].time_len = (unsigned)time_len;
+	p->v[p->n].rest_len = (unsigned)rest_len;
+	memcpy(p->arena + p->arena_len, time_text, time_len);
+	memcpy(p->arena + p->arena_len + time_len, rest, rest_len);
+	p->arena_len += need;
+	p->n++;
+	return 0;
+}
+
+/* Time order; ties by thread file, then line, so the result is deterministic. */
+static int peaks_cmp_time(const void *a, const void *b)
+{
+	const struct tg_peak *x = a, *y = b;
+
+	if (x->x != y->x)
+		return x->x < y->x ? -1 : 1;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->lineno < y->lineno ? -1 : x->lineno > y->lineno;
+}
+
+static int peaks_cmp_size(const void *a, const void *b)
+{
+	const struct tg_peak *x = a, *y = b;
+	long long ax = llabs(x->delta), ay = llabs(y->delta);
+
+	if (ax != ay)
+		return ax > ay ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int peaks_cmp_id(const void *a, const void *b)
+{
+	const struct tg_peak *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+void tg_peaks_select(struct tg_peaks *p, const struct tg_peak_opts *o)
+{
+	size_t i, kept = 0;
+
+	qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_time);
+	for (i = 0; i < p->n; i++) {
+		const struct tg_peak *last = kept ? &p->v[kept - 1] : NULL;
+		double dv;
+
+		if (last) {
+			dv = fabs((double)(p->v[i].delta - last->delta) / 1024.0);
+			if (!(fabs(p->v[i].x - last->x) > o->delta_time || dv > o->delta_value_kb))
+				continue;
+		}
+		p->v[kept] = p->v[i];
+		p->v[kept].id = kept;
+		kept++;
+	}
+	p->n = kept;
+}
+
+void tg_peaks_sort_size(struct tg_peaks *p)
+{
+	qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_size);
+}
+
+void tg_peaks_top(struct tg_peaks *p, size_t n)
+{
+	if (n >= p->n)
+		return;
+	tg_peaks_sort_size(p);
+	p->n = n;
+	qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_id);
+}

@@ -1,0 +1,78 @@
+/*
+ * peaks.h - peak selection, as the original memg did it (minus its unit bug).
+ *
+ * A .mem event is a candidate when |DELTA| > peak KB.  All candidates of all
+ * threads are sorted by time; the first is kept, and each later one is kept when
+ * it is more than delta_time seconds, or more than delta_value KB, away from the
+ * last kept peak.  Only candidates are held in memory, with the text of their
+ * line kept for the legend.
+ */
+#ifndef TG_PEAKS_H
+#define TG_PEAKS_H
+
+#include <stddef.h>
+
+#include "diag.h"
+
+struct tg_peak_opts {
+	double peak_kb;        /* |delta| must exceed this (KB) */
+	double delta_time;     /* seconds (index units without timestamps) */
+	double delta_value_kb; /* KB */
+};
+
+struct tg_peak {
+	double x;              /* time in seconds, or event index without timestamps */
+	double y;              /* plotted value, KB (after --cap) */
+	long long delta;       /* DELTA, bytes */
+	unsigned thread;       /* index of the thread's file in the caller's list */
+	unsigned long lineno;  /* line of the event in its .mem file (1-based) */
+	size_t text_off;       /* offset of TIME text then rest text in the arena */
+	unsigned time_len;     /* length of the TIME text (0 without timestamps) */
+	unsigned rest_len;     /* length of FILE:LINE:FUNCTION=>DELTA */
+	size_t id;             /* number in the legend after selection (0-based) */
+};
+
+struct tg_peaks {
+	struct tg_peak *v;     /* candidates, then (after select) kept peaks */
+	size_t n, alloc;
+	char *arena;           /* line texts */
+	size_t arena_len, arena_alloc;
+};
+
+void tg_peaks_init(struct tg_peaks *p);
+void tg_peaks_release(struct tg_peaks *p);
+
+/* Non-zero when an event of this delta is a peak candidate. */
+static inline int tg_peak_is_candidate(const struct tg_peak_opts *o, long long delta)
+{
+	double kb = (double)(delta < 0 ? -delta : delta) / 1024.0;
+	return kb > o->peak_kb;
+}
+
+/*
+ * Adds a candidate; copies the TIME text and the rest of the line (FILE:LINE:
+ * FUNCTION=>DELTA) into the arena.  Returns 0 or -1 (out of memory, d->msg set).
+ */
+int tg_peaks_add(struct tg_peaks *p, const struct tg_peak *c, const char *time_text,
+		 size_t time_len, const char *rest, size_t rest_len, struct tg_diag *d);
+
+/* Sorts the candidates by time (then thread, then line) and keeps the peaks. */
+void tg_peaks_select(struct tg_peaks *p, const struct tg_peak_opts *o);
+
+/* Keeps the n kept peaks of largest |delta| (ties: earlier first), in time order. */
+void tg_peaks_top(struct tg_peaks *p, size_t n);
+
+/* Sorts kept peaks by |delta| descending (ties: time order). */
+void tg_peaks_sort_size(struct tg_peaks *p);
+
+/* Pointers to a peak's texts in the arena (not NUL-terminated). */
+static inline const char *tg_peak_time(const struct tg_peaks *p, const struct tg_peak *k)
+{
+	return p->arena + k->text_off;
+}
+static inline const char *tg_peak_rest(const struct tg_peaks *p, const struct tg_peak *k)
+{
+	return p->arena + k->text_off + k->time_len;
+}
+
+#endif

@@ -1,0 +1,135 @@
+/*
+ * peaks_out.c - print the peak list.
+ */
+#include <string.h>
+
+#include "fmt.h"
+#include "peaks_out.h"
+#include "records.h"
+
+/* Length of the UTF-8 sequence at s (at most n bytes), or 0 if invalid. */
+static size_t json_utf8_len(const unsigned char *s, size_t n)
+{
+	size_t need, i;
+	unsigned cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		need = 2;
+		cp = s[0] & 0x1f;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		need = 3;
+		cp = s[0] & 0x0f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		need = 4;
+		cp = s[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < need)
+		return 0;
+	for (i = 1; i < need; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((need == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (need == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return need;
+}
+
+int tg_json_string(FILE *f, const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0;
+
+	putc('"', f);
+	while (i < len) {
+		size_t l;
+		if (u[i] == '"' || u[i] == '\\') {
+			putc('\\', f);
+			putc(u[i], f);
+			i++;
+		} else if (u[i] < 0x20 || u[i] == 0x7f) {
+			fprintf(f, "\\u%04x", u[i]);
+			i++;
+		} else if ((l = json_utf8_len(u + i, len - i))) {
+			fwrite(u + i, 1, l, f);
+			i += l;
+		} else {
+			fputs("\\ufffd", f);
+			i++;
+		}
+	}
+	return putc('"', f) == EOF ? EOF : 0;
+}
+
+/* Splits a peak's rest text back into its fields. */
+static void peaks_fields(const struct tg_peaks *p, const struct tg_peak *k,
+			 struct tg_memrec *r)
+{
+	/* rest was parsed when the peak was collected, so this cannot fail */
+	if (tg_memrec_parse(r, tg_peak_rest(p, k), k->rest_len, 0))
+		memset(r, 0, sizeof(*r));
+}
+
+int tg_peaks_write_text(FILE *f, const struct tg_peaks *p, const struct tg_dumpfile *files,
+			int has_time)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		const struct tg_peak *k = &p->v[i];
+		struct tg_memrec r;
+
+		peaks_fields(p, k, &r);
+		fprintf(f, "%zu\t", k->id);
+		if (has_time)
+			fwrite(tg_peak_time(p, k), 1, k->time_len, f);
+		else
+			fprintf(f, "%.0f", k->x);
+		putc('\t', f);
+		tg_fputs_safe(f, files[k->thread].thread, strlen(files[k->thread].thread));
+		fprintf(f, "\t%lld\t", k->delta);
+		tg_fputs_safe(f, files[k->thread].path, strlen(files[k->thread].path));
+		fprintf(f, "\t%lu\t", k->lineno);
+		tg_fputs_safe(f, r.site.s, r.site.len);
+		if (putc('\n', f) == EOF)
+			return EOF;
+	}
+	return 0;
+}
+
+int tg_peaks_write_json(FILE *f, const struct tg_peaks *p, const struct tg_dumpfile *files,
+			int has_time)
+{
+	putc('[', f);
+	for (size_t i = 0; i < p->n; i++) {
+		const struct tg_peak *k = &p->v[i];
+		const struct tg_dumpfile *df = &files[k->thread];
+		struct tg_memrec r;
+
+		peaks_fields(p, k, &r);
+		fprintf(f, "%s\n  {\"index\": %zu, \"time\": ", i ? "," : "", k->id);
+		if (has_time) {
+			fwrite(tg_peak_time(p, k), 1, k->time_len, f);
+			if (k->time_len && tg_peak_time(p, k)[k->time_len - 1] == '.')
+				putc('0', f);
+		} else {
+			fputs("null", f);
+		}
+		fputs(", \"thread\": ", f);
+		tg_json_string(f, df->thread, strlen(df->thread));
+		fputs(", \"site\": ", f);
+		tg_json_string(f, r.site.s, r.site.len);
+		fputs(", \"file\": ", f);
+		tg_json_string(f, r.file.s, r.file.len);
+		fprintf(f, ", \"line\": %lu, \"function\": ", r.line);
+		tg_json_string(f, r.func.s, r.func.len);
+		fprintf(f, ", \"delta\": %lld, \"mem_file\": ", k->delta);
+		tg_json_string(f, df->path, strlen(df->path));
+		fprintf(f, ", \"mem_line\": %lu}", k->lineno);
+	}
+	fputs(p->n ? "\n]\n" : "]\n", f);
+	return ferror(f) ? EOF : 0;
+}

@@ -1,0 +1,75 @@
+/*
+ * records.h - parsing one line of a .mem, .stack or process.mem dump.
+ *
+ * The formats are defined in src/common/tg_format.h and docs/formats.md.  The
+ * parsers never copy: every text field points into the caller's line.  Splitting
+ * follows the format's rules so that odd names survive: TIME is everything before
+ * the first '#', DELTA follows the last "=>", and LINE and FUNCTION follow the last
+ * two ':' of the call site, so FILE may contain ':', '#' and "=>".
+ */
+#ifndef TG_RECORDS_H
+#define TG_RECORDS_H
+
+#include <stddef.h>
+
+/* A piece of a line: not NUL-terminated. */
+struct tg_str {
+	const char *s;
+	size_t len;
+};
+
+/* A timestamp: its value and its text as written in the dump. */
+struct tg_time {
+	double v;         /* seconds since the epoch (0 without timestamps) */
+	struct tg_str text; /* the TIME text, empty without timestamps */
+};
+
+/* One .mem line: [TIME#]FILE:LINE:FUNCTION=>DELTA */
+struct tg_memrec {
+	struct tg_time time;
+	struct tg_str rest;  /* everything after "TIME#": FILE:LINE:FUNCTION=>DELTA */
+	struct tg_str site;  /* FILE:LINE:FUNCTION */
+	struct tg_str file;
+	struct tg_str func;
+	unsigned long line;  /* LINE */
+	long long delta;     /* DELTA, bytes */
+};
+
+/* One .stack line: INDENT[TIME#]FILE:LINE:FUNCTION */
+struct tg_stackrec {
+	unsigned depth;      /* number of leading spaces */
+	struct tg_time time;
+	struct tg_str site;  /* FILE:LINE:FUNCTION */
+	struct tg_str file;
+	struct tg_str func;
+	unsigned long line;  /* LINE: the function's first line */
+};
+
+/* One process.mem line: [TIME#]BYTES */
+struct tg_procrec {
+	struct tg_time time;
+	long long bytes;     /* resident set size */
+};
+
+/*
+ * Each parser fills *r from the len bytes at s (no line terminator).  has_time is
+ * zero for dumps written without timestamps (--no_time).  Returns NULL on success
+ * or a short reason ("bad memory delta") when the line is malformed; *r is then
+ * unspecified.
+ */
+const char *tg_memrec_parse(struct tg_memrec *r, const char *s, size_t len, int has_time);
+const char *tg_stackrec_parse(struct tg_stackrec *r, const char *s, size_t len, int has_time);
+const char *tg_procrec_parse(struct tg_procrec *r, const char *s, size_t len, int has_time);
+
+/*
+ * Parses TIME text: digits, optionally '.' and more digits.  Returns 0 and the
+ * value in *v, or -1 if the text is not a time.  Fast and within one unit in the
+ * last place; tg_time_exact() gives the correctly rounded value (strtod).
+ */
+int tg_time_parse(const char *s, size_t len, double *v);
+double tg_time_exact(const struct tg_str *text);
+
+/* Parses an optionally signed decimal integer filling all len bytes; 0 or -1. */
+int tg_int_parse(const char *s, size_t len, long long *v);
+
+#endif
