@@ -136,7 +136,7 @@ int tg_lr_next(struct tg_lr *lr, const char **line, size_t *len, struct tg_diag 
 			lr->bytes += nl ? l + 1 : l;
 			lr->no_newline = !nl;
 			lr->lineno++;
-			lr->overlong = lr->discarding;
+			lr->overlong = lr->discarding || l > TG_LR_MAX_LINE;
 			lr->discarding = 0;
 			if (lr->overlong)
 				l = 0;

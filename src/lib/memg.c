@@ -208,9 +208,9 @@ int tg_peaks_collect(const struct tg_memg_opts *o, const struct tg_dumpfile *fil
 		unsigned long events;
 
 		if (files[i].kind != TG_DUMP_MEM) {
-			if (r && r->skip)
-				r->skip(r->ctx, &files[i], files[i].kind == TG_DUMP_STACK ?
-					"a stack file" : "a process file");
+			/* process files hold no peaks: skipped quietly, as memh does */
+			if (r && r->skip && files[i].kind == TG_DUMP_STACK)
+				r->skip(r->ctx, &files[i], "a stack file");
 			continue;
 		}
 		if (r && r->start)

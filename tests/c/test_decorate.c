@@ -1,0 +1,138 @@
+/* Unit tests of decorate-stack's pairing and output (decorate.c). */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "decorate.h"
+#include "tg_test.h"
+
+static char dir[] = "/tmp/tg_test_dec.XXXXXX";
+
+static char *put(const char *name, const char *text)
+{
+	char *path = malloc(256);
+	FILE *f;
+
+	snprintf(path, 256, "%s/%s", dir, name);
+	f = fopen(path, "w");
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+/* Runs decorate; returns its output (or "ERROR: msg"), caller frees. */
+static char *run(const char *mem, const char *stack, const char *event,
+		 const char *prefix, const char *indent)
+{
+	struct tg_decorate_opts o = { prefix, indent };
+	struct tg_diag d = { 0 };
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+	int rc = tg_decorate_run(mem, stack, event, &o, f, NULL, &d);
+
+	fclose(f);
+	if (rc < 0) {
+		free(buf);
+		buf = malloc(strlen(d.msg) + 8);
+		sprintf(buf, "ERROR: %s", d.msg);
+	}
+	return buf;
+}
+
+int main(void)
+{
+	char *mem, *stack, *out;
+	unsigned long line;
+	struct tg_diag d = { 0 };
+
+	if (!mkdtemp(dir))
+		return 2;
+	/* f calls g (which calls h) and then g again; an unrelated k before */
+	stack = put("T.stack",
+		    "1.0#/src/k.py:1:k\n"
+		    "2.0#/src/a.py:10:f\n"
+		    " 2.5#/src/a.py:20:g\n"
+		    "  2.5#None:0:h\n"
+		    " 3.25#/src/a.py:20:g\n"
+		    "9.0#/src/a.py:10:f\n");
+	mem = put("T.mem",
+		  "1.5#/src/k.py:2:k=>4096\n"
+		  "2.5#None:0:h=>0\n"
+		  "3.0#/src/a.py:22:g=>-4096\n"
+		  "3.5#/src/a.py:22:g=>8192\n"
+		  "4.0#/src/a.py:15:f=>167936\n"
+		  "9.5#/src/a.py:15:f=>0\n");
+	out = run(mem, stack, "5", "/src/", NULL);
+	CHECK_STR(out, "f@a.py:10-15, Time: 2.0 s, Memory: 167936 B\n"
+		       " g@a.py:20-22, Time: 0.5 s, Memory: -4096 B\n"
+		       "  h@None:0-0, Time: 0.0 s, Memory: 0 B\n"
+		       " g@a.py:20-22, Time: 0.25 s, Memory: 8192 B\n");
+	free(out);
+	/* the same event by text: whole line, without TIME#, memg.txt legend line */
+	out = run(mem, stack, "4.0#/src/a.py:15:f=>167936", NULL, "..");
+	CHECK_STR(out, "f@/src/a.py:10-15, Time: 2.0 s, Memory: 167936 B\n"
+		       "..g@/src/a.py:20-22, Time: 0.5 s, Memory: -4096 B\n"
+		       "....h@None:0-0, Time: 0.0 s, Memory: 0 B\n"
+		       "..g@/src/a.py:20-22, Time: 0.25 s, Memory: 8192 B\n");
+	free(out);
+	CHECK_INT(tg_decorate_find_event(mem, "/src/a.py:15:f=>167936", &line, &d), 0);
+	CHECK_INT(line, 5);
+	CHECK_INT(tg_decorate_find_event(mem, "12: T>/src/a.py:15:f=>167936", &line, &d), 0);
+	CHECK_INT(line, 5);
+	CHECK_INT(tg_decorate_find_event(mem, "12: T>/src/a.py:15:f=>16793", &line, &d), -1);
+	CHECK_INT(tg_decorate_find_event(mem, "x: T>/src/a.py:15:f=>167936", &line, &d), -1);
+	/* a leaf event */
+	out = run(mem, stack, "2", NULL, NULL);
+	CHECK_STR(out, "h@None:0-0, Time: 0.0 s, Memory: 0 B\n");
+	free(out);
+	/* the later call of f (time 9.0 <= 9.5) is picked for the last event */
+	out = run(mem, stack, "6", NULL, NULL);
+	CHECK_STR(out, "f@/src/a.py:10-15, Time: 0.5 s, Memory: 0 B\n");
+	free(out);
+	/* errors */
+	out = run(mem, stack, "7", NULL, NULL);
+	CHECK(!strncmp(out, "ERROR: no event at line 7: ", 27));
+	CHECK(strstr(out, "has 6 lines") != NULL);
+	free(out);
+	out = run(mem, stack, "0", NULL, NULL);
+	CHECK(strstr(out, "line numbers start at 1") != NULL);
+	free(out);
+	out = run(mem, stack, "nothing like it", NULL, NULL);
+	CHECK(strstr(out, "ERROR: event not found in") != NULL);
+	free(out);
+	{ /* event earlier than any matching call */
+		char *m2 = put("U.mem", "0.5#/src/a.py:15:f=>1\n");
+		out = run(m2, stack, "1", NULL, NULL);
+		CHECK(strstr(out, "ERROR: no call of f (/src/a.py) at or before") != NULL);
+		free(out);
+		free(m2);
+	}
+	{ /* the subtree has more calls than memory events before the event */
+		char *m3 = put("V.mem", "4.0#/src/a.py:15:f=>1\n");
+		out = run(m3, stack, "1", NULL, NULL);
+		CHECK(strstr(out, "4 calls in its subtree but only 1 memory events") != NULL);
+		free(out);
+		free(m3);
+	}
+	{ /* malformed lines inside the range are skipped (warned), pairing by records */
+		char *m4 = put("W.mem",
+			       "2.5#None:0:h=>0\n"
+			       "garbage\n"
+			       "3.0#/src/a.py:22:g=>-4096\n"
+			       "3.5#/src/a.py:22:g=>8192\n"
+			       "4.0#/src/a.py:15:f=>167936\n");
+		out = run(m4, stack, "5", "/src/", NULL);
+		CHECK(!strncmp(out, "f@a.py:10-15, Time: 2.0 s, Memory: 167936 B\n", 44));
+		free(out);
+		free(m4);
+	}
+	free(mem);
+	free(stack);
+	{
+		char cmd[64];
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+		if (system(cmd) != 0)
+			return 2;
+	}
+	TG_TEST_DONE();
+}

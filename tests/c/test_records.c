@@ -1,0 +1,133 @@
+/* Unit tests of the dump line parsers (records.c). */
+#include "records.h"
+#include "tg_test.h"
+
+#define S(lit) lit, sizeof(lit) - 1
+
+static void test_mem_plain(void)
+{
+	struct tg_memrec r;
+
+	CHECK(!tg_memrec_parse(&r, S("1394031433.4#main.py:39:doStuff=>167936"), 1));
+	CHECK_MEM(r.time.text.s, r.time.text.len, "1394031433.4");
+	CHECK(r.time.v > 1394031433.39 && r.time.v < 1394031433.41);
+	CHECK_MEM(r.rest.s, r.rest.len, "main.py:39:doStuff=>167936");
+	CHECK_MEM(r.site.s, r.site.len, "main.py:39:doStuff");
+	CHECK_MEM(r.file.s, r.file.len, "main.py");
+	CHECK_MEM(r.func.s, r.func.len, "doStuff");
+	CHECK_INT(r.line, 39);
+	CHECK_INT(r.delta, 167936);
+}
+
+static void test_mem_weird_names(void)
+{
+	struct tg_memrec r;
+
+	/* FILE with ':', '#' and "=>"; TIME ends at the first '#' */
+	CHECK(!tg_memrec_parse(&r, S("5.25#C:\\a#b=>c:d.py:7:f=>-4096"), 1));
+	CHECK_MEM(r.time.text.s, r.time.text.len, "5.25");
+	CHECK_MEM(r.file.s, r.file.len, "C:\\a#b=>c:d.py");
+	CHECK_MEM(r.func.s, r.func.len, "f");
+	CHECK_INT(r.line, 7);
+	CHECK_INT(r.delta, -4096);
+	/* None module of a C function, no decimals in the time */
+	CHECK(!tg_memrec_parse(&r, S("1394031413#None:0:sleep=>0"), 1));
+	CHECK_MEM(r.file.s, r.file.len, "None");
+	CHECK(r.time.v == 1394031413.0);
+	/* six and nine decimals */
+	CHECK(!tg_memrec_parse(&r, S("1394031413.123456#a:1:b=>1"), 1));
+	CHECK(r.time.v > 1394031413.123456 - 5e-7 && r.time.v < 1394031413.123456 + 5e-7);
+	CHECK(!tg_memrec_parse(&r, S("1394031413.123456789#a:1:b=>1"), 1));
+	/* function names may be empty or odd */
+	CHECK(!tg_memrec_parse(&r, S("1.0#a.py:3:<lambda>=>12"), 1));
+	CHECK_MEM(r.func.s, r.func.len, "<lambda>");
+}
+
+static void test_mem_no_time(void)
+{
+	struct tg_memrec r;
+
+	CHECK(!tg_memrec_parse(&r, S("x#y.py:3:f=>5"), 0));
+	CHECK_MEM(r.file.s, r.file.len, "x#y.py");
+	CHECK_INT(r.time.text.len, 0);
+	CHECK_MEM(r.rest.s, r.rest.len, "x#y.py:3:f=>5");
+	/* a timestamped line read as no-time: the file keeps the time, still valid */
+	CHECK(!tg_memrec_parse(&r, S("1.5#a:1:f=>2"), 0));
+	CHECK_MEM(r.file.s, r.file.len, "1.5#a");
+}
+
+static void test_mem_malformed(void)
+{
+	struct tg_memrec r;
+
+	CHECK_STR(tg_memrec_parse(&r, S(""), 1), "no '#' after the time");
+	CHECK_STR(tg_memrec_parse(&r, S("abc#a:1:f=>2"), 1), "bad time");
+	CHECK_STR(tg_memrec_parse(&r, S("1.2.3#a:1:f=>2"), 1), "bad time");
+	CHECK_STR(tg_memrec_parse(&r, S("1.5#a:1:f"), 1), "no '=>' before the memory delta");
+	CHECK_STR(tg_memrec_parse(&r, S("1.5#a:1:f=>"), 1), "bad memory delta");
+	CHECK_STR(tg_memrec_parse(&r, S("1.5#a:1:f=>12x"), 1), "bad memory delta");
+	CHECK_STR(tg_memrec_parse(&r, S("1.5#a:1:f=>1.5"), 1), "bad memory delta");
+	CHECK_STR(tg_memrec_parse(&r, S("1.5#a1f=>2"), 1), "no FILE:LINE:FUNCTION");
+	CHECK_STR(tg_memrec_parse(&r, S("1.5#a:x:f=>2"), 1), "bad line number");
+	CHECK_STR(tg_memrec_parse(&r, S("1.5#a::f=>2"), 1), "bad line number");
+	CHECK_STR(tg_memrec_parse(&r, "1.5#a:1:f\0=>2", 13, 1), "NUL byte in line");
+	/* truncated in the middle of a record */
+	CHECK(tg_memrec_parse(&r, S("1394031433.4#main.py:3"), 1) != NULL);
+}
+
+static void test_stack(void)
+{
+	struct tg_stackrec r;
+
+	CHECK(!tg_stackrec_parse(&r, S("   1394031412.5#/x/random.py:173:randrange"), 1));
+	CHECK_INT(r.depth, 3);
+	CHECK_MEM(r.time.text.s, r.time.text.len, "1394031412.5");
+	CHECK_MEM(r.file.s, r.file.len, "/x/random.py");
+	CHECK_MEM(r.func.s, r.func.len, "randrange");
+	CHECK_INT(r.line, 173);
+	CHECK(!tg_stackrec_parse(&r, S("main.py:27:doStuff"), 0));
+	CHECK_INT(r.depth, 0);
+	CHECK_STR(tg_stackrec_parse(&r, S(" 1.5#main.py:doStuff"), 1), "no FILE:LINE:FUNCTION");
+}
+
+static void test_proc(void)
+{
+	struct tg_procrec r;
+
+	CHECK(!tg_procrec_parse(&r, S("1394031409.9#31457280"), 1));
+	CHECK_INT(r.bytes, 31457280);
+	CHECK(!tg_procrec_parse(&r, S("31457280"), 0));
+	CHECK_INT(r.bytes, 31457280);
+	CHECK_STR(tg_procrec_parse(&r, S("1.0#"), 1), "bad memory size");
+	CHECK_STR(tg_procrec_parse(&r, S("1.0#12MB"), 1), "bad memory size");
+}
+
+static void test_numbers(void)
+{
+	double v;
+	long long x;
+	struct tg_str t = { "1394031433.4", 12 };
+
+	CHECK(!tg_time_parse(S("0"), &v) && v == 0);
+	CHECK(!tg_time_parse(S("12."), &v) && v == 12);
+	CHECK(tg_time_parse(S(".5"), &v) < 0);
+	CHECK(tg_time_parse(S("-1"), &v) < 0);
+	CHECK(tg_time_parse(S("1e9"), &v) < 0);
+	CHECK(tg_time_exact(&t) == 1394031433.4);
+	CHECK(!tg_int_parse(S("-0"), &x) && x == 0);
+	CHECK(!tg_int_parse(S("+7"), &x) && x == 7);
+	CHECK(tg_int_parse(S("-"), &x) < 0);
+	CHECK(tg_int_parse(S("1234567890123456789"), &x) < 0);
+}
+
+int main(void)
+{
+	test_mem_plain();
+	test_mem_weird_names();
+	test_mem_no_time();
+	test_mem_malformed();
+	test_stack();
+	test_proc();
+	test_numbers();
+	TG_TEST_DONE();
+}
