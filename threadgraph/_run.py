@@ -301,7 +301,10 @@ def top_peaks(out_dir, mem_files, timestamps):
     cmd = [cli]
     if not timestamps:
         cmd.append("--no_time")
-    cmd += ["peaks", "--json", "--top", str(TOP_PEAKS), "--sort", "size"] + mem_files
+    # Every return is a candidate (--peak 0) and none is hidden by its neighbours in
+    # time or value: the summary wants the largest deltas, whatever their spacing.
+    cmd += ["peaks", "--json", "--top", str(TOP_PEAKS), "--sort", "size", "--peak", "0",
+            "--peak_delta_time", "0", "--peak_delta_value", "0"] + mem_files
     try:
         proc = subprocess.run(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True
