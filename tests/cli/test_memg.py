@@ -1,0 +1,188 @@
+"""memg end to end: options, output files, atomicity, gnuplot failures."""
+import os
+import re
+import stat
+
+import pytest
+
+from conftest import FIXTURES, needs_gnuplot, tutorial_mems
+
+PEAK_ARGS = ["--peak=20", "--peak_delta_time=0", "--peak_delta_value=50"]
+
+
+def dat(path):
+    return [l.split() for l in path.read_text().splitlines()]
+
+
+def test_script_only_series(tg, tmp_path):
+    r = tg("memg", "--script-only", "-o", tmp_path, *PEAK_ARGS, *tutorial_mems())
+    assert r.returncode == 0, r.stderr
+    assert "Running gnuplot." not in r.stderr
+    names = sorted(os.listdir(tmp_path))
+    assert names == ["memg-0.dat", "memg-1.dat", "memg-2.dat", "memg-3.dat",
+                     "memg-peaks.dat", "memg.gp", "memg.txt"]
+    # Thread-6: three zero deltas collapse to first and last; KB values
+    assert dat(tmp_path / "memg-1.dat") == [
+        ["1394031412.5", "0"], ["1394031413", "0"], ["1394031420.123456", "-4"],
+        ["1394031425.5", "208"], ["1394031433.45", "-40"]]
+    # process: RSS KB minus the default rebase of 30000 KB
+    assert dat(tmp_path / "memg-3.dat") == [
+        ["1394031409.9", "720"], ["1394031420.0", "2768"], ["1394031440.0", "1744"]]
+    # peak labels: x, y (KB), number
+    assert dat(tmp_path / "memg-peaks.dat") == [
+        ["1394031425.5", "208", "0"], ["1394031433.4", "164", "1"],
+        ["1394031433.45", "-40", "2"], ["1394031440.0", "24", "3"]]
+    gp = (tmp_path / "memg.gp").read_text()
+    assert "title 'Thread-6'" in gp and "title 'Process'" in gp
+    assert "set terminal svg size 1920,1080" in gp
+
+
+def test_cap_rebase_no_process(tg, tmp_path):
+    r = tg("memg", "--script-only", "-o", tmp_path, "--cap", "100", "--process_rebase",
+           "31000", *PEAK_ARGS, *tutorial_mems())
+    assert r.returncode == 0, r.stderr
+    assert dat(tmp_path / "memg-1.dat")[3] == ["1394031425.5", "100"]
+    assert dat(tmp_path / "memg-3.dat")[0] == ["1394031409.9", "-100"]
+    assert dat(tmp_path / "memg-peaks.dat")[0] == ["1394031425.5", "100", "0"]
+    out2 = tmp_path / "np"
+    out2.mkdir()
+    r = tg("memg", "--script-only", "-o", out2, "--no_process", *tutorial_mems())
+    assert r.returncode == 0
+    assert "Processing data for the process" not in r.stderr
+    assert not (out2 / "memg-3.dat").exists()
+    assert "Process" not in (out2 / "memg.gp").read_text()
+
+
+def test_default_peak_options(tg, tmp_path):
+    # defaults: peak 200 KB, 60 s, 500 KB: only run=>212992 (208 KB) qualifies
+    r = tg("memg", "--script-only", "-o", tmp_path, *tutorial_mems())
+    assert r.returncode == 0
+    assert (tmp_path / "memg.txt").read_text() == "0: Thread-6>main.py:44:run=>212992\n"
+
+
+def test_time_range(tg, tmp_path, monkeypatch):
+    env = {"TZ": "UTC"}
+    # 1394031425.5 is 05/03/2014 14:57:05 UTC
+    r = tg("memg", "--script-only", "-o", tmp_path, "--time_from", "05/03/2014 14:57",
+           "--time_to=05/03/2014 15:00", *PEAK_ARGS, *tutorial_mems(), env=env)
+    assert r.returncode == 0, r.stderr
+    assert "set xrange ['1394031420.000000':'1394031600.000000']" in \
+        (tmp_path / "memg.gp").read_text()
+    legend = (tmp_path / "memg.txt").read_text()
+    assert legend.startswith("0: Thread-6>main.py:44:run=>212992\n")
+    assert len(legend.splitlines()) == 4
+    assert all(float(x[0]) >= 1394031420 for x in dat(tmp_path / "memg-1.dat"))
+    early = tmp_path / "early"
+    early.mkdir()
+    r = tg("memg", "--script-only", "-o", early, "--time_to", "05/03/2014 14:57",
+           *PEAK_ARGS, *tutorial_mems(), env=env)
+    assert r.returncode == 0, r.stderr
+    assert (early / "memg.txt").read_text() == ""
+    assert not (early / "memg-peaks.dat").exists()
+    assert dat(early / "memg-1.dat") == [["1394031412.5", "0"], ["1394031413", "0"]]
+    bad = tg("memg", "--time_from", "2014-03-05", *tutorial_mems(), cwd=tmp_path)
+    assert bad.returncode == 2
+    assert "bad --time_from '2014-03-05'" in bad.stderr
+
+
+def test_no_time(tg, tmp_path, fixtures):
+    files = [os.path.join(fixtures, "notime", f) for f in ("Worker.mem", "process.mem")]
+    for args in (["--no_time", "memg"], ["memg", "--no_time"]):
+        out = tmp_path / args[0].strip("-")
+        out.mkdir()
+        r = tg(*args, "--script-only", "-o", out, "--peak=100", *files)
+        assert r.returncode == 0, r.stderr
+        assert dat(out / "memg-0.dat") == [["0", "0"], ["2", "0"], ["3", "400"],
+                                           ["4", "-300"], ["5", "0"]]
+        assert (out / "memg.txt").read_text() == ("0: Worker>None:0:len=>409600\n"
+                                                 "1: Worker>main.py:9:g=>-307200\n")
+        assert "xdata time" not in (out / "memg.gp").read_text()
+
+
+def test_gnuplot_missing(tg, tmp_path):
+    r = tg("memg", *PEAK_ARGS, *tutorial_mems(), cwd=tmp_path,
+           env={"GNUPLOT": "/nonexistent/gnuplot"})
+    assert r.returncode == 1
+    assert "error: gnuplot not found ('/nonexistent/gnuplot')" in r.stderr
+    names = os.listdir(tmp_path)
+    assert "memg.gp" in names and "memg-0.dat" in names
+    assert "memg.svg" not in names and "memg.txt" not in names
+    assert not [n for n in names if n.startswith(".")]
+
+
+def test_gnuplot_fails_atomic(tg, tmp_path):
+    # an earlier good legend and graph stay untouched by a failed run
+    (tmp_path / "memg.txt").write_text("old legend\n")
+    r = tg("memg", *PEAK_ARGS, *tutorial_mems(), cwd=tmp_path, env={"GNUPLOT": "/bin/false"})
+    assert r.returncode == 1
+    assert "error: gnuplot ('/bin/false') failed with exit status 1" in r.stderr
+    assert (tmp_path / "memg.txt").read_text() == "old legend\n"
+    assert not (tmp_path / "memg.svg").exists()
+    assert (tmp_path / "memg.gp").exists()
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".")]
+
+
+def test_gnuplot_fails_no_legend(tg, tmp_path):
+    r = tg("memg", *PEAK_ARGS, *tutorial_mems(), cwd=tmp_path, env={"GNUPLOT": "/bin/false"})
+    assert r.returncode == 1
+    assert not (tmp_path / "memg.txt").exists() and not (tmp_path / "memg.svg").exists()
+
+
+def test_gnuplot_writes_nothing(tg, tmp_path):
+    r = tg("memg", *tutorial_mems(), cwd=tmp_path, env={"GNUPLOT": "/bin/true"})
+    assert r.returncode == 1
+    assert "gnuplot wrote no graph" in r.stderr
+    assert not (tmp_path / "memg.svg").exists() and not (tmp_path / "memg.txt").exists()
+
+
+def test_output_dir_errors(tg, tmp_path):
+    r = tg("memg", "-o", tmp_path / "missing", *tutorial_mems())
+    assert r.returncode == 1
+    assert "unable to use output directory" in r.stderr
+    f = tmp_path / "file"
+    f.write_text("")
+    r = tg("memg", "--output", f, *tutorial_mems())
+    assert r.returncode == 1 and "is not a directory" in r.stderr
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        if os.access(ro, os.W_OK):
+            pytest.skip("running as a user who can write anywhere")
+        r = tg("memg", "-o", ro, *tutorial_mems())
+        assert r.returncode == 1 and "unable to create" in r.stderr
+    finally:
+        ro.chmod(0o755)
+
+
+@needs_gnuplot
+@pytest.mark.parametrize("term,magic", [("png", b"\x89PNG"), ("pdf", b"%PDF")])
+def test_terminals(tg, tmp_path, term, magic):
+    r = tg("memg", "--terminal", term, "--size", "640x480", "-o", tmp_path,
+           *tutorial_mems())
+    assert r.returncode == 0, r.stderr
+    with open(tmp_path / ("memg." + term), "rb") as f:
+        assert f.read(4) == magic
+    assert not (tmp_path / "memg.svg").exists()
+
+
+def test_terminal_and_size_errors(tg, tmp_path):
+    r = tg("memg", "--terminal", "x11", *tutorial_mems(), cwd=tmp_path)
+    assert r.returncode == 2 and "unknown terminal 'x11'" in r.stderr
+    r = tg("memg", "--size", "100", *tutorial_mems(), cwd=tmp_path)
+    assert r.returncode == 2 and "expects WIDTHxHEIGHT" in r.stderr
+
+
+@needs_gnuplot
+def test_real_gnuplot_svg_has_titles_and_labels(tg, tmp_path):
+    r = tg("memg", "--process_rebase=5500", *PEAK_ARGS, *tutorial_mems(), cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    svg = (tmp_path / "memg.svg").read_text()
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+    texts += re.findall(r"<text[^>]*><tspan[^>]*>([^<]*)</tspan>", svg)
+    for title in ("MainThread", "Thread-6", "Thread-7", "Process"):
+        assert title in texts, title
+    for label in ("0", "1", "2", "3"):
+        assert label in texts, label
+    legend = (tmp_path / "memg.txt").read_text().splitlines()
+    assert [l.split(":")[0] for l in legend] == ["0", "1", "2", "3"]
