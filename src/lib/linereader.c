@@ -14,6 +14,22 @@
 /* Bytes looked at for NUL bytes when deciding that a file is binary. */
 #define TG_LR_SNIFF 4096
 
+/*
+ * Non-zero when more than one byte in eight of the file's start are NUL or
+ * control bytes other than tab, CR and LF: an executable, an image, a core file.
+ * A text dump with one bad line is not binary; that line is reported as malformed.
+ */
+static int lr_looks_binary(const char *p, size_t n)
+{
+	size_t bad = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p[i];
+		bad += c < 0x20 && c != '\t' && c != '\n' && c != '\r';
+	}
+	return bad * 8 > n;
+}
+
 /* Reads up to n bytes into p; returns the count, 0 at EOF, -1 on error. */
 static long lr_read(struct tg_lr *lr, char *p, size_t n, struct tg_diag *d)
 {
@@ -103,7 +119,7 @@ int tg_lr_open(struct tg_lr *lr, const char *path, size_t bufsize, struct tg_dia
 	}
 	if (lr_fill(lr, d) < 0)
 		goto fail_gz;
-	if (memchr(lr->buf, '\0', lr->end < TG_LR_SNIFF ? lr->end : TG_LR_SNIFF)) {
+	if (lr_looks_binary(lr->buf, lr->end < TG_LR_SNIFF ? lr->end : TG_LR_SNIFF)) {
 		tg_error(d, "'%s' is a binary file, not a threadgraph dump", path);
 		goto fail_gz;
 	}

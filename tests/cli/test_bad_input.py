@@ -1,0 +1,140 @@
+"""Bad input: empty, missing, unreadable, binary, CRLF, truncated, malformed, gzip."""
+import gzip
+import os
+
+import pytest
+
+from conftest import tutorial_mems
+
+GOOD = ("1394031412.5#main.py:3:f=>409600\n"
+        "1394031413.25#main.py:4:g=>-4096\n")
+
+
+def write(path, data, mode="w"):
+    with open(path, mode) as f:
+        f.write(data)
+    return str(path)
+
+
+def test_missing_file(tg, tmp_path):
+    r = tg("peaks", tmp_path / "nope.mem")
+    assert r.returncode == 1
+    assert r.stderr == "error: unable to open '%s': No such file or directory\n" % (
+        tmp_path / "nope.mem")
+    r = tg("memg", "-o", tmp_path, tmp_path / "nope.mem")
+    assert r.returncode == 1 and "unable to open" in r.stderr
+    assert not (tmp_path / "memg.txt").exists()
+
+
+def test_unreadable_file(tg, tmp_path):
+    p = write(tmp_path / "T.mem", GOOD)
+    os.chmod(p, 0)
+    try:
+        if os.access(p, os.R_OK):
+            pytest.skip("running as a user who can read anything")
+        r = tg("peaks", p)
+        assert r.returncode == 1 and "Permission denied" in r.stderr
+    finally:
+        os.chmod(p, 0o644)
+
+
+def test_directory(tg, tmp_path):
+    r = tg("peaks", tmp_path)
+    assert r.returncode == 1 and "is a directory" in r.stderr
+
+
+def test_binary_file(tg, tmp_path):
+    p = write(tmp_path / "T.mem", b"\x7fELF\x02\x01\x01\x00\x00\x00" * 100, "wb")
+    r = tg("peaks", p)
+    assert r.returncode == 1
+    assert "is a binary file, not a threadgraph dump" in r.stderr
+
+
+def test_empty_file(tg, tmp_path):
+    p = write(tmp_path / "T.mem", "")
+    r = tg("peaks", p)
+    assert r.returncode == 0 and r.stdout == ""
+    assert "'%s' skipped: no events" % p in r.stderr
+    r = tg("memg", "--script-only", "-o", tmp_path, p)
+    assert r.returncode == 1 and "error: no events to plot" in r.stderr
+    q = write(tmp_path / "U.mem", GOOD)
+    r = tg("memg", "--script-only", "-o", tmp_path, p, q)
+    assert r.returncode == 0, r.stderr
+    assert "not plotted: no events" in r.stderr
+    assert "memg-0.dat" not in (tmp_path / "memg.gp").read_text()
+
+
+def test_crlf_and_no_final_newline(tg, tmp_path):
+    p = write(tmp_path / "T.mem", GOOD.replace("\n", "\r\n").rstrip("\r\n"), "w")
+    with open(p, "rb") as f:
+        assert f.read().count(b"\r\n") == 1
+    r = tg("peaks", "--peak=1", "--peak_delta_time=0", p)
+    assert r.returncode == 0 and r.stderr == ""
+    assert [l.split("\t")[3] for l in r.stdout.splitlines()] == ["409600", "-4096"]
+
+
+def test_truncated_last_line(tg, tmp_path):
+    p = write(tmp_path / "T.mem", GOOD + "1394031414.5#main.py:3")
+    r = tg("peaks", "--peak=1", "--peak_delta_time=0", p)
+    assert r.returncode == 0
+    assert "warning: %s:3: malformed line skipped (no '=>' before the memory delta)" % p \
+        in r.stderr
+    assert "warning: 1 malformed line skipped" in r.stderr
+    assert len(r.stdout.splitlines()) == 2
+
+
+def test_malformed_lines_counted_and_strict(tg, tmp_path):
+    bad = "".join("junk %d\n" % i for i in range(30))
+    p = write(tmp_path / "T.mem", GOOD + bad + "1.5#a:1:f=>1\x00\n")
+    r = tg("peaks", "--peak=1", p)
+    assert r.returncode == 0
+    lines = r.stderr.splitlines()
+    assert lines[0] == "warning: %s:3: malformed line skipped (no '#' after the time)" % p
+    assert "warning: further malformed lines are only counted" in lines
+    assert lines[-1] == "warning: 31 malformed lines skipped"
+    r = tg("peaks", "--strict", "--peak=1", p)
+    assert r.returncode == 1
+    assert r.stderr == "error: %s:3: no '#' after the time\n" % p
+    r = tg("memg", "--strict", "-o", tmp_path, p)
+    assert r.returncode == 1 and not (tmp_path / "memg.txt").exists()
+
+
+def test_gzip_dump(tg, tmp_path):
+    p = tmp_path / "T.mem.gz"
+    with gzip.open(p, "wt") as f:
+        f.write(GOOD)
+    r = tg("peaks", "--peak=1", p)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\t")[2] == "T"
+    cut = tmp_path / "C.mem.gz"
+    with open(p, "rb") as f:
+        data = f.read()
+    cut.write_bytes(data[: len(data) // 2])
+    r = tg("peaks", cut)
+    assert r.returncode == 1 and "unable to read" in r.stderr
+
+
+def test_stack_file_given_to_memg(tg, tmp_path, tutorial):
+    r = tg("memg", "--script-only", "-o", tmp_path, os.path.join(tutorial, "Thread-7.stack"),
+           *tutorial_mems())
+    assert r.returncode == 0
+    assert "Thread-7.stack' not plotted: a stack file" in r.stderr
+
+
+def test_decorate_errors(tg, tmp_path, tutorial):
+    mem = os.path.join(tutorial, "Thread-7.mem")
+    stack = os.path.join(tutorial, "Thread-7.stack")
+    r = tg("decorate-stack", mem, stack, "99")
+    assert r.returncode == 1
+    assert "error: no event at line 99: '%s' has 32 lines" % mem in r.stderr
+    r = tg("decorate-stack", mem, stack, "no such event")
+    assert r.returncode == 1 and "error: event not found in '%s'" % mem in r.stderr
+    r = tg("decorate-stack", mem, tmp_path / "x.stack", "30")
+    assert r.returncode == 1 and "unable to open" in r.stderr
+    e = write(tmp_path / "E.stack", "")
+    r = tg("decorate-stack", mem, e, "30")
+    assert r.returncode == 1 and "error: no call of doStuff" in r.stderr
+    r = tg("decorate-stack", mem, stack)
+    assert r.returncode == 2 and "expected MEM STACK EVENT" in r.stderr
+    r = tg("--no_time", "decorate-stack", mem, stack, "30")
+    assert r.returncode == 1 and "needs timestamps" in r.stderr
