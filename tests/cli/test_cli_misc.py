@@ -1,0 +1,70 @@
+"""Global options, help, usage errors, exit codes, stdout errors."""
+import subprocess
+
+from conftest import CLI, tutorial_mems
+
+COMMANDS = ["memg", "peaks", "memh", "nesting", "interleave", "decorate-stack"]
+
+
+def test_version(tg):
+    r = tg("--version")
+    assert r.returncode == 0 and r.stdout == "threadgraph 0.1.0\n"
+
+
+def test_help(tg):
+    r = tg("--help")
+    assert r.returncode == 0
+    for c in COMMANDS:
+        assert "\n    %s " % c in r.stdout
+    r = tg("-h")
+    assert r.returncode == 0
+
+
+def test_no_command(tg):
+    r = tg()
+    assert r.returncode == 2 and r.stderr.startswith("usage: threadgraph")
+
+
+def test_unknown_command_and_option(tg):
+    r = tg("frobnicate")
+    assert r.returncode == 2 and "error: unknown command 'frobnicate'" in r.stderr
+    r = tg("--bogus", "memg")
+    assert r.returncode == 2 and "error: unknown option '--bogus'" in r.stderr
+    for c in COMMANDS:
+        r = tg(c, "--bogus", "x.mem")
+        assert r.returncode == 2, c
+        assert r.stderr.startswith("error: unknown option '--bogus'\nusage: threadgraph " + c)
+
+
+def test_command_help(tg):
+    for c in COMMANDS:
+        r = tg(c, "--help")
+        assert r.returncode == 0, c
+        assert r.stdout.startswith("usage: threadgraph " + c)
+        assert "--help" in r.stdout
+
+
+def test_option_value_forms_and_errors(tg, tmp_path):
+    a = tg("peaks", "--peak=20", "--peak_delta_time", "0", *tutorial_mems()).stdout
+    b = tg("peaks", "--peak", "20", "--peak_delta_time=0", *tutorial_mems()).stdout
+    assert a == b and a
+    r = tg("peaks", "--peak=abc", *tutorial_mems())
+    assert r.returncode == 2
+    assert r.stderr == "error: option '--peak' expects a number, got 'abc'\n"
+    r = tg("peaks", *tutorial_mems(), "--peak")
+    assert r.returncode == 2 and "option '--peak' requires a value" in r.stderr
+    r = tg("memg", "--no_process=1", *tutorial_mems())
+    assert r.returncode == 2 and "takes no value" in r.stderr
+    r = tg("peaks")
+    assert r.returncode == 2 and "no dump files given" in r.stderr
+    # "--" ends the options
+    r = tg("peaks", "--", "--peak")
+    assert r.returncode == 1 and "unable to open '--peak'" in r.stderr
+
+
+def test_stdout_write_error():
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([CLI, "peaks", "--peak=1", "--peak_delta_time=0"] + tutorial_mems(),
+                           stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert r.returncode == 1
+    assert "error: unable to write to standard output" in r.stderr

@@ -1,0 +1,94 @@
+"""peaks: the list memg labels, as text or JSON, for piping into decorate-stack."""
+import json
+import os
+
+from conftest import tutorial_mems
+
+PEAK_ARGS = ["--peak=20", "--peak_delta_time=0", "--peak_delta_value=50"]
+
+
+def rows(out):
+    return [l.split("\t") for l in out.splitlines()]
+
+
+def test_text(tg, tutorial):
+    r = tg("peaks", *PEAK_ARGS, *tutorial_mems())
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""
+    t6 = os.path.join(tutorial, "Thread-6.mem")
+    t7 = os.path.join(tutorial, "Thread-7.mem")
+    mt = os.path.join(tutorial, "MainThread.mem")
+    assert rows(r.stdout) == [
+        ["0", "1394031425.5", "Thread-6", "212992", t6, "5", "main.py:44:run"],
+        ["1", "1394031433.4", "Thread-7", "167936", t7, "30",
+         "/data/code/thread_graph/examples/main.py:39:doStuff"],
+        ["2", "1394031433.45", "Thread-6", "-40960", t6, "6", "main.py:44:run"],
+        ["3", "1394031440.0", "MainThread", "24576", mt, "2", "main.py:66:main"],
+    ]
+
+
+def test_matches_memg_legend(tg, tmp_path):
+    r = tg("memg", "--script-only", "-o", tmp_path, *PEAK_ARGS, *tutorial_mems())
+    assert r.returncode == 0
+    legend = (tmp_path / "memg.txt").read_text().splitlines()
+    p = rows(tg("peaks", *PEAK_ARGS, *tutorial_mems()).stdout)
+    assert len(p) == len(legend)
+    for row, line in zip(p, legend):
+        assert line.startswith("%s: %s>%s=>%s" % (row[0], row[2], row[6], row[3]))
+
+
+def test_pipe_into_decorate(tg, tutorial):
+    p = rows(tg("peaks", *PEAK_ARGS, *tutorial_mems()).stdout)
+    row = [x for x in p if x[2] == "Thread-7"][0]
+    stack = row[4][: -len(".mem")] + ".stack"
+    r = tg("decorate-stack", row[4], stack, row[5])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("doStuff@")
+
+
+def test_json(tg, tutorial):
+    r = tg("peaks", "--json", *PEAK_ARGS, *tutorial_mems())
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data[1] == {
+        "index": 1, "time": 1394031433.4, "thread": "Thread-7",
+        "site": "/data/code/thread_graph/examples/main.py:39:doStuff",
+        "file": "/data/code/thread_graph/examples/main.py", "line": 39,
+        "function": "doStuff", "delta": 167936,
+        "mem_file": os.path.join(tutorial, "Thread-7.mem"), "mem_line": 30}
+    assert [d["index"] for d in data] == [0, 1, 2, 3]
+    empty = tg("peaks", "--json", "--peak=100000", *tutorial_mems())
+    assert json.loads(empty.stdout) == []
+
+
+def test_json_odd_text(tg, tmp_path):
+    p = tmp_path / 'q"\\.mem'
+    p.write_bytes(b'1.5#a\xff"\\.py:1:f\x01=>409600\n')
+    data = json.loads(tg("peaks", "--json", "--peak=1", p).stdout)
+    assert data[0]["thread"] == 'q"\\'
+    assert data[0]["file"] == 'a\ufffd"\\.py'
+    assert data[0]["function"] == "f\x01"
+
+
+def test_top_and_sort(tg):
+    r = tg("peaks", "--top", "2", *PEAK_ARGS, *tutorial_mems())
+    assert [x[0] for x in rows(r.stdout)] == ["0", "1"]
+    r = tg("peaks", "--top=3", "--sort=size", *PEAK_ARGS, *tutorial_mems())
+    assert [x[3] for x in rows(r.stdout)] == ["212992", "167936", "-40960"]
+    r = tg("peaks", "--sort", "size", *PEAK_ARGS, *tutorial_mems())
+    assert [x[0] for x in rows(r.stdout)] == ["0", "1", "2", "3"]
+    r = tg("peaks", "--top", "0", *PEAK_ARGS, *tutorial_mems())
+    assert r.stdout == ""
+    r = tg("peaks", "--sort", "name", *tutorial_mems())
+    assert r.returncode == 2 and "unknown sort key 'name'" in r.stderr
+    r = tg("peaks", "--top", "-1", *tutorial_mems())
+    assert r.returncode == 2 and "expects a non-negative integer" in r.stderr
+
+
+def test_no_time(tg, fixtures):
+    mem = os.path.join(fixtures, "notime", "Worker.mem")
+    r = tg("--no_time", "peaks", "--peak=100", mem)
+    assert [x[:4] for x in rows(r.stdout)] == [["0", "3", "Worker", "409600"],
+                                                ["1", "4", "Worker", "-307200"]]
+    data = json.loads(tg("peaks", "--no_time", "--json", "--peak=100", mem).stdout)
+    assert data[0]["time"] is None and data[0]["mem_line"] == 4
