@@ -1,0 +1,189 @@
+/*
+ * alloc_hooks.c - allocator wrappers for exact per-thread byte counts.
+ *
+ * tracemalloc's pattern: each domain's wrapper holds the previous allocator as its
+ * context.  pymalloc hands large requests to PyMem_RawMalloc, which is hooked too,
+ * so a wrapper marks the thread TG_BUSY_HOOK while it calls down and nested calls
+ * pass through uncounted (no double count).  While the profile function itself
+ * runs (TG_BUSY_TRACER), its allocations are neither counted nor entered in the
+ * table, and its frees only remove entries.
+ */
+#include "alloc_hooks.h"
+#include "ptrtable.h"
+
+#include <string.h>
+
+_Thread_local struct tg_tls tg_tls;
+_Atomic int64_t tg_process_total;
+int tg_hooks_count_total;
+
+struct tg_hook_domain {
+    PyMemAllocatorDomain domain;
+    PyMemAllocatorEx orig;       /* the allocator we wrap; set at install with the GIL */
+    PyMemAllocatorEx ours;
+};
+
+/* Installed wrappers; written at install/uninstall with the GIL held. */
+static struct tg_hook_domain tg_domains[3];
+static int tg_installed;
+/* Cleared when another allocator wrapped ours and we could not unhook: the
+ * wrappers then pass through.  Relaxed atomic: read without the GIL (raw). */
+static _Atomic int tg_tracking;
+
+static inline void
+tg_account(int64_t alloc, int64_t freed)
+{
+    tg_tls.allocated += alloc;
+    tg_tls.freed += freed;
+    if (tg_hooks_count_total)
+        atomic_fetch_add_explicit(&tg_process_total, alloc - freed, memory_order_relaxed);
+}
+
+static void *
+tg_hook_malloc(void *ctx, size_t size)
+{
+    struct tg_hook_domain *d = ctx;
+    int saved = tg_tls.busy;
+    void *p;
+
+    if ((saved & TG_BUSY_HOOK) || !atomic_load_explicit(&tg_tracking, memory_order_relaxed))
+        return d->orig.malloc(d->orig.ctx, size);
+    tg_tls.busy = saved | TG_BUSY_HOOK;
+    p = d->orig.malloc(d->orig.ctx, size);
+    tg_tls.busy = saved;
+    if (p != NULL && !(saved & TG_BUSY_TRACER)) {
+        tg_ptrtable_insert(p, size);
+        tg_account((int64_t)size, 0);
+    }
+    return p;
+}
+
+static void *
+tg_hook_calloc(void *ctx, size_t nelem, size_t elsize)
+{
+    struct tg_hook_domain *d = ctx;
+    int saved = tg_tls.busy;
+    void *p;
+
+    if ((saved & TG_BUSY_HOOK) || !atomic_load_explicit(&tg_tracking, memory_order_relaxed))
+        return d->orig.calloc(d->orig.ctx, nelem, elsize);
+    tg_tls.busy = saved | TG_BUSY_HOOK;
+    p = d->orig.calloc(d->orig.ctx, nelem, elsize);
+    tg_tls.busy = saved;
+    /* The allocator checked nelem * elsize for overflow before succeeding. */
+    if (p != NULL && !(saved & TG_BUSY_TRACER)) {
+        tg_ptrtable_insert(p, nelem * elsize);
+        tg_account((int64_t)(nelem * elsize), 0);
+    }
+    return p;
+}
+
+static void *
+tg_hook_realloc(void *ctx, void *ptr, size_t size)
+{
+    struct tg_hook_domain *d = ctx;
+    int saved = tg_tls.busy;
+    size_t old = 0;
+    int known = 0;
+    void *p;
+
+    if ((saved & TG_BUSY_HOOK) || !atomic_load_explicit(&tg_tracking, memory_order_relaxed))
+        return d->orig.realloc(d->orig.ctx, ptr, size);
+    /* Remove the old entry before the block is released: afterwards another
+     * thread could get the same address and enter it. */
+    if (ptr != NULL)
+        known = tg_ptrtable_remove(ptr, &old);
+    tg_tls.busy = saved | TG_BUSY_HOOK;
+    p = d->orig.realloc(d->orig.ctx, ptr, size);
+    tg_tls.busy = saved;
+    if (p == NULL) {
+        if (known)  /* the old block is untouched */
+            tg_ptrtable_insert(ptr, old);
+        return NULL;
+    }
+    if (saved & TG_BUSY_TRACER)
+        return p;
+    /* An unknown old block (allocated before enable) counts as freeing 0 bytes,
+     * like its free would; the new block is known from now on. */
+    tg_ptrtable_insert(p, size);
+    tg_account((int64_t)size, known ? (int64_t)old : 0);
+    return p;
+}
+
+static void
+tg_hook_free(void *ctx, void *ptr)
+{
+    struct tg_hook_domain *d = ctx;
+    int saved = tg_tls.busy;
+    size_t size;
+
+    if (ptr == NULL || (saved & TG_BUSY_HOOK)
+            || !atomic_load_explicit(&tg_tracking, memory_order_relaxed)) {
+        d->orig.free(d->orig.ctx, ptr);
+        return;
+    }
+    if (tg_ptrtable_remove(ptr, &size) && !(saved & TG_BUSY_TRACER))
+        tg_account(0, (int64_t)size);
+    tg_tls.busy = saved | TG_BUSY_HOOK;
+    d->orig.free(d->orig.ctx, ptr);
+    tg_tls.busy = saved;
+}
+
+int
+tg_hooks_install(int count_total)
+{
+    static const PyMemAllocatorDomain domains[3] = {
+        PYMEM_DOMAIN_RAW, PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ
+    };
+    int i;
+
+    tg_hooks_count_total = count_total;
+    atomic_store(&tg_process_total, 0);
+    atomic_store(&tg_tracking, 1);
+    if (tg_installed)  /* still in another allocator's chain since last time */
+        return 0;
+    for (i = 0; i < 3; i++) {
+        struct tg_hook_domain *d = &tg_domains[i];
+        d->domain = domains[i];
+        PyMem_GetAllocator(d->domain, &d->orig);
+        d->ours.ctx = d;
+        d->ours.malloc = tg_hook_malloc;
+        d->ours.calloc = tg_hook_calloc;
+        d->ours.realloc = tg_hook_realloc;
+        d->ours.free = tg_hook_free;
+        PyMem_SetAllocator(d->domain, &d->ours);
+    }
+    tg_installed = 1;
+    return 0;
+}
+
+void
+tg_hooks_uninstall(void)
+{
+    int i, all_ours = 1;
+
+    if (!tg_installed)
+        return;
+    for (i = 0; i < 3; i++) {
+        PyMemAllocatorEx cur;
+        PyMem_GetAllocator(tg_domains[i].domain, &cur);
+        if (cur.malloc != tg_hook_malloc || cur.ctx != &tg_domains[i])
+            all_ours = 0;
+    }
+    if (all_ours) {
+        for (i = 0; i < 3; i++)
+            PyMem_SetAllocator(tg_domains[i].domain, &tg_domains[i].orig);
+        tg_installed = 0;
+    }
+    /* Otherwise something (tracemalloc) wrapped our wrappers: they must stay in
+     * the chain, and pass through from now on. */
+    atomic_store(&tg_tracking, 0);
+    tg_hooks_count_total = 0;
+    tg_ptrtable_clear();
+}
+
+int
+tg_hooks_installed(void)
+{
+    return tg_installed;
+}

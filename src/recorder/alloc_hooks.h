@@ -1,0 +1,50 @@
+/*
+ * alloc_hooks.h - PyMem_SetAllocator wrappers that count each thread's bytes.
+ *
+ * Wrappers for the raw, mem and obj domains call the previous allocator and add
+ * the requested size to the calling thread's `allocated` counter; a free adds the
+ * exact size the block was allocated with (from the pointer table) to `freed`.
+ * The counters are thread-local variables rather than fields of struct tg_thread:
+ * the hooks then never dereference recorder state, so a thread that is not (or no
+ * longer) profiled, or a raw allocation racing with disable(), is always safe.
+ */
+#ifndef TG_ALLOC_HOOKS_H
+#define TG_ALLOC_HOOKS_H
+
+#include "tg_compat.h"
+#include <stdatomic.h>
+#include <stdint.h>
+
+/* Bits of tg_tls.busy. */
+#define TG_BUSY_TRACER 1  /* the profile function is doing its own work */
+#define TG_BUSY_HOOK 2    /* inside a hook: nested calls (pymalloc -> raw) pass through */
+
+struct tg_thread;
+
+/* Everything the recorder keeps per OS thread.  Thread-local: only its own thread
+ * reads or writes it. */
+struct tg_tls {
+    struct tg_thread *thread;  /* this thread's recorder state, valid iff gen matches */
+    uint64_t gen;              /* run generation `thread` belongs to */
+    int64_t allocated;         /* bytes allocated by this thread while hooked */
+    int64_t freed;             /* bytes freed (exact sizes) by this thread while hooked */
+    int busy;                  /* TG_BUSY_* bits */
+};
+
+extern _Thread_local struct tg_tls tg_tls;
+
+/* Process-wide traced bytes (allocated - freed, all threads); relaxed atomics,
+ * maintained only while tg_hooks_count_total is set (memory="process"). */
+extern _Atomic int64_t tg_process_total;
+extern int tg_hooks_count_total;  /* written at enable/disable with the GIL */
+
+/* Install the wrappers on the three domains.  Returns 0. */
+int tg_hooks_install(int count_total);
+/* Remove them (restore the previous allocators if ours are still installed; if
+ * another tool wrapped ours since, ours stay but stop tracking).  Then clears the
+ * pointer table. */
+void tg_hooks_uninstall(void);
+/* Whether the wrappers are installed. */
+int tg_hooks_installed(void);
+
+#endif /* TG_ALLOC_HOOKS_H */

@@ -1,0 +1,554 @@
+/*
+ * lifecycle.c - enable/disable, installing the profile function on every
+ * thread, the background flusher, and fork.
+ *
+ * Everything here runs with the GIL, except the flusher thread (which never
+ * touches Python) and the pthread_atfork handlers (which only take locks, drop
+ * buffers and close descriptors).
+ */
+#include "recorder.h"
+#include "alloc_hooks.h"
+#include "ptrtable.h"
+#include "tg_format.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Source of run generations; GIL. */
+static uint64_t tg_gen_counter;
+
+void
+tg_recorder_init(struct tg_recorder *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->statm_fd = -1;
+    r->process_w.fd = -1;
+    r->sample_every = 1000;
+    r->record_python = r->record_c = 1;
+    r->track_memory = 1;
+    r->track_sleeps = 1;
+    r->timestamps = 1;
+    pthread_mutex_init(&r->reg_lock, NULL);
+    pthread_mutex_init(&r->process_lock, NULL);
+    pthread_mutex_init(&r->flusher_lock, NULL);
+    pthread_cond_init(&r->flusher_cond, NULL);
+}
+
+static void
+tg_free_states(struct tg_thread **list)
+{
+    struct tg_thread *t = *list;
+    while (t != NULL) {
+        struct tg_thread *next = t->next;
+        tg_writer_release(&t->mem);
+        tg_writer_release(&t->stack);
+        tg_thread_free(t);
+        t = next;
+    }
+    *list = NULL;
+}
+
+static void
+tg_free_log(struct tg_recorder *r)
+{
+    size_t i;
+    for (i = 0; i < r->n_log; i++) {
+        free(r->log[i].name);
+        free(r->log[i].base);
+    }
+    free(r->log);
+    r->log = NULL;
+    r->n_log = r->log_cap = 0;
+}
+
+/* Release the configuration that enable() reads. */
+void
+tg_recorder_clear_config(struct tg_recorder *r)
+{
+    size_t i;
+    free(r->filter);
+    r->filter = NULL;
+    r->filter_len = 0;
+    free(r->exclude_file);
+    r->exclude_file = NULL;
+    r->exclude_len = 0;
+    free(r->outdir);
+    r->outdir = NULL;
+    Py_CLEAR(r->stream_factory);
+    free(r->trig_defs);
+    r->trig_defs = NULL;
+    r->n_trig_defs = 0;
+    for (i = 0; i < r->n_trig_codes; i++)
+        Py_DECREF(r->trig_codes[i]);
+    free(r->trig_codes);
+    r->trig_codes = NULL;
+    r->n_trig_codes = 0;
+}
+
+void
+tg_recorder_dealloc(struct tg_recorder *r)
+{
+    /* Never active here: the active recorder is referenced by tg_active. */
+    tg_free_states(&r->retired);
+    tg_free_states(&r->threads);
+    tg_free_log(r);
+    tg_recorder_clear_config(r);
+    Py_CLEAR(r->errors);
+    Py_CLEAR(r->wrapped);
+    tg_writer_release(&r->process_w);
+    pthread_mutex_destroy(&r->reg_lock);
+    pthread_mutex_destroy(&r->process_lock);
+    pthread_mutex_destroy(&r->flusher_lock);
+    pthread_cond_destroy(&r->flusher_cond);
+}
+
+/* --- profile function on every thread ------------------------------------ */
+
+void
+tg_profile_all_threads(struct tg_recorder_object *self, int install)
+{
+#if TG_HAVE_SETPROFILE_ALL
+    if (install)
+        PyEval_SetProfileAllThreads(tg_profile, (PyObject *)self);
+    else
+        PyEval_SetProfileAllThreads(NULL, NULL);
+#else
+    PyThreadState *ts = PyInterpreterState_ThreadHead(tg_tstate_interp(PyThreadState_Get()));
+    for (; ts != NULL; ts = PyThreadState_Next(ts)) {
+        if (install)
+            tg_set_profile_on(ts, tg_profile, (PyObject *)self);
+        else if (ts->c_profilefunc == tg_profile)
+            tg_set_profile_on(ts, NULL, NULL);
+    }
+#endif
+}
+
+/* --- flusher --------------------------------------------------------------- */
+
+/* Write out every descriptor-backed buffer of R.  Any thread, no GIL needed. */
+static void
+tg_flush_all_fd(struct tg_recorder *r)
+{
+    struct tg_thread *t;
+
+    pthread_mutex_lock(&r->reg_lock);
+    for (t = r->threads; t != NULL; t = t->next) {
+        if (t->mem.pyfile != NULL || t->stack.pyfile != NULL)
+            continue;  /* Python streams: flushed by their thread, with the GIL */
+        pthread_mutex_lock(&t->lock);
+        tg_writer_flush_unlocked(&t->mem);
+        tg_writer_flush_unlocked(&t->stack);
+        pthread_mutex_unlock(&t->lock);
+    }
+    pthread_mutex_unlock(&r->reg_lock);
+    pthread_mutex_lock(&r->process_lock);
+    tg_writer_flush_unlocked(&r->process_w);
+    pthread_mutex_unlock(&r->process_lock);
+}
+
+#define TG_FLUSH_PERIOD_NS 500000000L
+
+static void *
+tg_flusher_main(void *arg)
+{
+    struct tg_recorder *r = arg;
+
+    pthread_mutex_lock(&r->flusher_lock);
+    while (!r->flusher_stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += TG_FLUSH_PERIOD_NS;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&r->flusher_cond, &r->flusher_lock, &ts);
+        if (r->flusher_stop)
+            break;
+        pthread_mutex_unlock(&r->flusher_lock);
+        tg_flush_all_fd(r);
+        pthread_mutex_lock(&r->flusher_lock);
+    }
+    pthread_mutex_unlock(&r->flusher_lock);
+    return NULL;
+}
+
+int
+tg_flusher_start(struct tg_recorder *r)
+{
+    sigset_t all, old;
+    int e;
+
+    if (r->flusher_running)
+        return 0;
+    r->flusher_stop = 0;
+    /* Signals are for Python's main thread, never for the flusher. */
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    e = pthread_create(&r->flusher, NULL, tg_flusher_main, r);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0)
+        return -e;
+    r->flusher_running = 1;
+    return 0;
+}
+
+void
+tg_flusher_stop(struct tg_recorder *r)
+{
+    if (!r->flusher_running)
+        return;
+    pthread_mutex_lock(&r->flusher_lock);
+    r->flusher_stop = 1;
+    pthread_cond_signal(&r->flusher_cond);
+    pthread_mutex_unlock(&r->flusher_lock);
+    Py_BEGIN_ALLOW_THREADS
+    pthread_join(r->flusher, NULL);
+    Py_END_ALLOW_THREADS
+    r->flusher_running = 0;
+}
+
+/* --- enable / disable ------------------------------------------------------ */
+
+static int
+tg_open_process_file(struct tg_recorder *r)
+{
+    char *path;
+    size_t n = strlen(r->outdir) + sizeof(TG_PROCESS_BASENAME) + sizeof(TG_MEM_SUFFIX) + 2;
+    int ret;
+
+    if (r->sample_every <= 0)
+        return 0;
+    path = malloc(n);
+    if (path == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    snprintf(path, n, "%s/%s%s", r->outdir, TG_PROCESS_BASENAME, TG_MEM_SUFFIX);
+    ret = tg_writer_open_path(&r->process_w, path);
+    if (ret < 0) {
+        errno = -ret;
+        PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+        tg_writer_release(&r->process_w);
+    }
+    free(path);
+    return ret < 0 ? -1 : 0;
+}
+
+/* Close every live state (flush, note errors) and move it to the retired
+ * list.  GIL held, flusher stopped. */
+static void
+tg_retire_threads(struct tg_recorder *r)
+{
+    struct tg_thread *t, *next;
+
+    pthread_mutex_lock(&r->reg_lock);
+    t = r->threads;
+    r->threads = NULL;
+    pthread_mutex_unlock(&r->reg_lock);
+    for (; t != NULL; t = next) {
+        next = t->next;
+        tg_thread_close(r, t);
+        pthread_mutex_lock(&r->reg_lock);
+        r->done_records += t->n_records;
+        r->done_stack_records += t->n_stack_records;
+        pthread_mutex_unlock(&r->reg_lock);
+        t->next = r->retired;
+        r->retired = t;
+    }
+}
+
+int
+tg_recorder_enable(struct tg_recorder_object *self)
+{
+    struct tg_recorder *r = &self->r;
+    struct tg_thread *t;
+    PyObject *errors;
+
+    if (tg_active != NULL) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "another ProcessProfile is already enabled in this process; "
+                        "only one can record at a time: disable() it first");
+        return -1;
+    }
+    if (r->outdir == NULL) {
+        PyErr_SetString(PyExc_ValueError, "no output directory configured");
+        return -1;
+    }
+    errors = PyList_New(0);
+    if (errors == NULL)
+        return -1;
+    Py_XSETREF(r->errors, errors);
+    tg_free_states(&r->retired);
+    tg_free_log(r);
+    r->done_records = r->done_stack_records = 0;
+    r->dummy_counter = 0;
+    atomic_store(&r->events, 0);
+    r->gen = ++tg_gen_counter;
+    r->page_size = sysconf(_SC_PAGESIZE);
+    r->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (tg_open_process_file(r) < 0)
+        goto fail;
+
+    /* The enabling thread's files open now so that a bad directory fails here. */
+    if (r->track_memory || r->track_stack) {
+        t = tg_thread_attach(self, NULL);
+        if (t == NULL) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        if (t->mem.err || t->stack.err) {
+            struct tg_writer *w = t->mem.err ? &t->mem : &t->stack;
+            errno = w->err;
+            PyErr_SetFromErrnoWithFilename(PyExc_OSError, w->path);
+            goto fail_thread;
+        }
+        if (PyList_GET_SIZE(r->errors) > 0) {  /* stream_factory failed */
+            PyErr_SetObject(PyExc_RuntimeError, PyList_GET_ITEM(r->errors, 0));
+            goto fail_thread;
+        }
+        /* The rest of the Python enable() that called us is plumbing. */
+        t->suppress_key = (uintptr_t)PyEval_GetFrame();
+    }
+    if (tg_threads_wrap(self) < 0)
+        goto fail_thread;
+    if (tg_flusher_start(r) < 0) {
+        PyErr_SetString(PyExc_OSError, "cannot start the flusher thread");
+        goto fail_unwrap;
+    }
+    tg_hooks_install(r->memory_mode == TG_MEM_PROCESS);
+    r->active = 1;
+    Py_INCREF(self);
+    tg_active = self;
+    tg_profile_all_threads(self, 1);
+    return 0;
+
+fail_unwrap:
+    tg_threads_unwrap(self);
+fail_thread:
+    tg_retire_threads(r);
+    tg_tls.thread = NULL;
+fail:
+    tg_writer_release(&r->process_w);
+    if (r->statm_fd >= 0)
+        close(r->statm_fd);
+    r->statm_fd = -1;
+    r->gen = ++tg_gen_counter;
+    return -1;
+}
+
+int
+tg_recorder_disable(struct tg_recorder_object *self)
+{
+    struct tg_recorder *r = &self->r;
+
+    if (!r->active)
+        return 0;
+    r->active = 0;
+    tg_profile_all_threads(self, 0);
+    tg_threads_unwrap(self);
+    tg_hooks_uninstall();
+    tg_flusher_stop(r);
+    tg_retire_threads(r);
+    pthread_mutex_lock(&r->process_lock);
+    tg_writer_flush_unlocked(&r->process_w);
+    pthread_mutex_unlock(&r->process_lock);
+    tg_note_writer_error(r, &r->process_w);
+    tg_writer_release(&r->process_w);
+    if (r->statm_fd >= 0)
+        close(r->statm_fd);
+    r->statm_fd = -1;
+    if (tg_active == self) {
+        tg_active = NULL;
+        Py_DECREF(self);
+    }
+    return 0;
+}
+
+/* --- fork ------------------------------------------------------------------ */
+
+/* pthread_atfork handlers: hold every lock across fork() so the child inherits
+ * consistent tables and buffers; in the child, drop what was inherited. */
+static void
+tg_atfork_prepare(void)
+{
+    struct tg_recorder_object *a = tg_active;
+    if (a != NULL) {
+        struct tg_thread *t;
+        pthread_mutex_lock(&a->r.reg_lock);
+        for (t = a->r.threads; t != NULL; t = t->next)
+            pthread_mutex_lock(&t->lock);
+        pthread_mutex_lock(&a->r.process_lock);
+    }
+    tg_ptrtable_lock_all();
+}
+
+static void
+tg_atfork_unlock(struct tg_recorder_object *a)
+{
+    tg_ptrtable_unlock_all();
+    if (a != NULL) {
+        struct tg_thread *t;
+        pthread_mutex_unlock(&a->r.process_lock);
+        for (t = a->r.threads; t != NULL; t = t->next)
+            pthread_mutex_unlock(&t->lock);
+        pthread_mutex_unlock(&a->r.reg_lock);
+    }
+}
+
+static void
+tg_atfork_parent(void)
+{
+    tg_atfork_unlock(tg_active);
+}
+
+static void
+tg_atfork_child(void)
+{
+    struct tg_recorder_object *a = tg_active;
+    tg_atfork_unlock(a);
+    if (a != NULL) {
+        struct tg_thread *t;
+        /* The parent writes these buffers itself: never a second time here. */
+        for (t = a->r.threads; t != NULL; t = t->next) {
+            tg_writer_drop_in_child(&t->mem);
+            tg_writer_drop_in_child(&t->stack);
+        }
+        tg_writer_drop_in_child(&a->r.process_w);
+        /* The flusher does not exist in the child; its lock may have been held. */
+        a->r.flusher_running = 0;
+        pthread_mutex_init(&a->r.flusher_lock, NULL);
+        pthread_cond_init(&a->r.flusher_cond, NULL);
+        a->r.fork_child_pending = 1;
+    }
+}
+
+int
+tg_recorder_module_init(void)
+{
+    if (tg_recorder_module_init_code_index() < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "no free code object extra slot");
+        return -1;
+    }
+    if (pthread_atfork(tg_atfork_prepare, tg_atfork_parent, tg_atfork_child) != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "pthread_atfork failed");
+        return -1;
+    }
+    return 0;
+}
+
+/* The states of threads that do not exist in the child, and the inherited
+ * (dropped) writers, are freed; the calling thread's state is returned unlinked
+ * or NULL. */
+static struct tg_thread *
+tg_fork_child_reap(struct tg_recorder *r)
+{
+    struct tg_thread *me = (tg_tls.gen == r->gen) ? tg_tls.thread : NULL;
+    struct tg_thread *t = r->threads, *next;
+
+    r->threads = NULL;
+    for (; t != NULL; t = next) {
+        next = t->next;
+        if (t == me)
+            continue;
+        tg_writer_release(&t->mem);
+        tg_writer_release(&t->stack);
+        tg_thread_free(t);
+    }
+    tg_free_states(&r->retired);
+    if (me != NULL)
+        me->next = NULL;
+    return me;
+}
+
+void
+tg_fork_child_stop(struct tg_recorder_object *self)
+{
+    struct tg_recorder *r = &self->r;
+    struct tg_thread *me;
+
+    if (!r->active)
+        return;
+    r->fork_child_pending = 0;
+    r->active = 0;
+    tg_profile_all_threads(self, 0);
+    tg_threads_unwrap(self);
+    tg_hooks_uninstall();
+    me = tg_fork_child_reap(r);
+    if (me != NULL) {
+        tg_writer_release(&me->mem);
+        tg_writer_release(&me->stack);
+        tg_thread_free(me);
+    }
+    tg_tls.thread = NULL;
+    tg_writer_release(&r->process_w);
+    if (r->statm_fd >= 0)
+        close(r->statm_fd);
+    r->statm_fd = -1;
+    if (tg_active == self) {
+        tg_active = NULL;
+        Py_DECREF(self);
+    }
+}
+
+int
+tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir)
+{
+    struct tg_recorder *r = &self->r;
+    struct tg_thread *me;
+    char *dup = strdup(outdir);
+    char *name = NULL;
+    uintptr_t suppress = 0;
+
+    if (dup == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    r->fork_child_pending = 0;
+    free(r->outdir);
+    r->outdir = dup;
+    me = tg_fork_child_reap(r);
+    if (me != NULL) {
+        /* Keep the thread's name; its open calls belong to the parent's files:
+         * their returns are ignored here, so the child's files pair up. */
+        size_t i;
+        for (i = 0; i < r->n_log; i++)
+            if (r->log[i].ident == me->ident)
+                name = strdup(r->log[i].name);
+        suppress = me->suppress_key;
+        tg_writer_release(&me->mem);
+        tg_writer_release(&me->stack);
+        tg_thread_free(me);
+    }
+    tg_tls.thread = NULL;
+    tg_free_log(r);
+    r->done_records = r->done_stack_records = 0;
+    atomic_store(&r->events, 0);
+    tg_writer_release(&r->process_w);
+    if (r->statm_fd >= 0)
+        close(r->statm_fd);
+    r->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (tg_open_process_file(r) < 0) {
+        free(name);
+        tg_fork_child_stop(self);
+        return -1;
+    }
+    if (r->track_memory || r->track_stack) {
+        me = tg_thread_attach(self, name);
+        if (me != NULL)
+            me->suppress_key = suppress;  /* still inside the fork hook */
+    }
+    free(name);
+    if (tg_flusher_start(r) < 0) {
+        tg_fork_child_stop(self);
+        PyErr_SetString(PyExc_OSError, "cannot start the flusher thread");
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,449 @@
+/*
+ * module.c - the Python binding: module threadgraph._recorder and its type
+ * Recorder.  Argument parsing and conversion only; the engine is recorder.c
+ * and lifecycle.c.  threadgraph/profiler.py wraps Recorder as ProcessProfile.
+ */
+#include "recorder.h"
+#include "alloc_hooks.h"
+#include "ptrtable.h"
+#include "names.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+PyTypeObject *tg_recorder_type_ptr;
+
+static PyObject *
+tg_rec_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    struct tg_recorder_object *self;
+    (void)args;
+    (void)kwargs;
+    self = (struct tg_recorder_object *)type->tp_alloc(type, 0);
+    if (self != NULL)
+        tg_recorder_init(&self->r);
+    return (PyObject *)self;
+}
+
+static void
+tg_rec_dealloc(struct tg_recorder_object *self)
+{
+    tg_recorder_dealloc(&self->r);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Escaped UTF-8 copy of STR as the records would show it (malloc'ed). */
+static char *
+tg_escaped_copy(PyObject *str, size_t *len)
+{
+    PyObject *b = PyUnicode_AsEncodedString(str, "utf-8", "backslashreplace");
+    char *res;
+    size_t n;
+    if (b == NULL)
+        return NULL;
+    n = tg_escaped_len(PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+    res = malloc(n + 1);
+    if (res == NULL) {
+        Py_DECREF(b);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    tg_escape(res, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+    res[n] = '\0';
+    *len = n;
+    Py_DECREF(b);
+    return res;
+}
+
+/* Convert the sleep triggers (C functions, method descriptors, Python functions
+ * or code objects) into R's tables.  Returns 0 or -1 with TypeError. */
+static int
+tg_set_triggers(struct tg_recorder *r, PyObject *seq)
+{
+    PyObject *fast = PySequence_Fast(seq, "triggers must be a sequence");
+    Py_ssize_t i, n;
+
+    if (fast == NULL)
+        return -1;
+    n = PySequence_Fast_GET_SIZE(fast);
+    r->trig_defs = calloc((size_t)n + 1, sizeof(*r->trig_defs));
+    r->trig_codes = calloc((size_t)n + 1, sizeof(*r->trig_codes));
+    if (r->trig_defs == NULL || r->trig_codes == NULL) {
+        Py_DECREF(fast);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(fast, i);
+        if (PyCFunction_Check(o)) {
+            r->trig_defs[r->n_trig_defs++] = ((PyCFunctionObject *)o)->m_ml;
+        } else if (Py_TYPE(o) == &PyMethodDescr_Type) {
+            r->trig_defs[r->n_trig_defs++] = ((PyMethodDescrObject *)o)->d_method;
+        } else if (PyFunction_Check(o) || PyCode_Check(o)) {
+            PyObject *code = PyFunction_Check(o) ? PyFunction_GET_CODE(o) : o;
+            Py_INCREF(code);
+            r->trig_codes[r->n_trig_codes++] = code;
+        } else {
+            PyErr_Format(PyExc_TypeError,
+                         "a sleep trigger must be a builtin function, a method "
+                         "descriptor or a Python function, not %.100s",
+                         Py_TYPE(o)->tp_name);
+            Py_DECREF(fast);
+            return -1;
+        }
+    }
+    Py_DECREF(fast);
+    return 0;
+}
+
+PyDoc_STRVAR(tg_rec_enable_doc,
+"enable(outdir, *, profile='both', memory='thread', filter=None, track_memory=True,\n"
+"       track_stack=False, track_sleeps=True, timestamps=True, sample_every=1000,\n"
+"       stream_factory=None, exclude_file=None, triggers=())\n"
+"Start recording into the existing directory OUTDIR.");
+
+static PyObject *
+tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"outdir", "profile", "memory", "filter", "track_memory",
+                             "track_stack", "track_sleeps", "timestamps", "sample_every",
+                             "stream_factory", "exclude_file", "triggers", NULL};
+    struct tg_recorder *r = &self->r;
+    const char *outdir, *profile = "both", *memory = "thread";
+    PyObject *filter = Py_None, *factory = Py_None, *exclude = Py_None, *triggers = NULL;
+    int track_memory = 1, track_stack = 0, track_sleeps = 1, timestamps = 1;
+    long sample_every = 1000;
+
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOppppLOOO:enable", kwlist,
+                                     &outdir, &profile, &memory, &filter, &track_memory,
+                                     &track_stack, &track_sleeps, &timestamps,
+                                     &sample_every, &factory, &exclude, &triggers))
+        return NULL;
+    if (r->active) {
+        PyErr_SetString(PyExc_RuntimeError, "this profiler is already enabled");
+        return NULL;
+    }
+    if (tg_active != NULL) {
+        tg_recorder_enable(self);  /* raises the one-profiler-at-a-time error */
+        return NULL;
+    }
+    tg_recorder_clear_config(r);
+    if (strcmp(profile, "both") == 0) {
+        r->record_python = r->record_c = 1;
+    } else if (strcmp(profile, "python") == 0) {
+        r->record_python = 1;
+        r->record_c = 0;
+    } else if (strcmp(profile, "c") == 0) {
+        r->record_python = 0;
+        r->record_c = 1;
+    } else {
+        PyErr_Format(PyExc_ValueError, "profile must be 'python', 'c' or 'both', not '%s'",
+                     profile);
+        return NULL;
+    }
+    if (strcmp(memory, "thread") == 0)
+        r->memory_mode = TG_MEM_THREAD;
+    else if (strcmp(memory, "process") == 0)
+        r->memory_mode = TG_MEM_PROCESS;
+    else if (strcmp(memory, "rss") == 0)
+        r->memory_mode = TG_MEM_RSS;
+    else {
+        PyErr_SetString(PyExc_ValueError, "memory must be 'thread', 'process' or 'rss'");
+        return NULL;
+    }
+    r->track_memory = track_memory;
+    r->track_stack = track_stack;
+    r->track_sleeps = track_sleeps;
+    r->timestamps = timestamps;
+    r->sample_every = sample_every > 0 ? sample_every : 0;
+    r->outdir = strdup(outdir);
+    if (r->outdir == NULL)
+        goto nomem;
+    if (filter != Py_None) {
+        if (!PyUnicode_Check(filter)) {
+            PyErr_SetString(PyExc_TypeError, "filter must be a str or None");
+            goto fail;
+        }
+        if (PyUnicode_GET_LENGTH(filter) > 0
+                && (r->filter = tg_escaped_copy(filter, &r->filter_len)) == NULL)
+            goto fail;
+    }
+    if (exclude != Py_None) {
+        if (!PyUnicode_Check(exclude)) {
+            PyErr_SetString(PyExc_TypeError, "exclude_file must be a str or None");
+            goto fail;
+        }
+        if ((r->exclude_file = tg_escaped_copy(exclude, &r->exclude_len)) == NULL)
+            goto fail;
+    }
+    if (factory != Py_None) {
+        if (!PyCallable_Check(factory)) {
+            PyErr_SetString(PyExc_TypeError, "stream_factory must be callable");
+            goto fail;
+        }
+        Py_INCREF(factory);
+        r->stream_factory = factory;
+    }
+    if (triggers != NULL && tg_set_triggers(r, triggers) < 0)
+        goto fail;
+    if (tg_recorder_enable(self) < 0)
+        goto fail;
+    Py_RETURN_NONE;
+nomem:
+    PyErr_NoMemory();
+fail:
+    tg_recorder_clear_config(r);
+    return NULL;
+}
+
+static PyObject *
+tg_rec_disable(struct tg_recorder_object *self, PyObject *unused)
+{
+    PyObject *errors;
+    (void)unused;
+    if (tg_recorder_disable(self) < 0)
+        return NULL;
+    errors = self->r.errors ? self->r.errors : PyList_New(0);
+    if (self->r.errors)
+        Py_INCREF(errors);
+    Py_CLEAR(self->r.errors);
+    self->r.errors = PyList_New(0);
+    if (self->r.errors == NULL)
+        PyErr_Clear();
+    return errors;
+}
+
+static PyObject *
+tg_rec_threads(struct tg_recorder_object *self, PyObject *unused)
+{
+    struct tg_recorder *r = &self->r;
+    PyObject *list = PyList_New(0);
+    size_t i;
+    (void)unused;
+
+    if (list == NULL)
+        return NULL;
+    pthread_mutex_lock(&r->reg_lock);
+    for (i = 0; i < r->n_log; i++) {
+        struct tg_thread_log *e = &r->log[i];
+        char mem[TG_BASENAME_CAP + 8], stack[TG_BASENAME_CAP + 8];
+        PyObject *d;
+        snprintf(mem, sizeof(mem), "%s.mem", e->base);
+        snprintf(stack, sizeof(stack), "%s.stack", e->base);
+        d = Py_BuildValue("{s:N,s:k,s:k,s:s,s:z,s:z}",
+                          "name", PyUnicode_DecodeUTF8(e->name, (Py_ssize_t)strlen(e->name),
+                                                       "surrogateescape"),
+                          "native_id", e->native_id, "ident", e->ident,
+                          "base", e->base,
+                          "mem", (e->has_mem && !e->custom) ? mem : NULL,
+                          "stack", (e->has_stack && !e->custom) ? stack : NULL);
+        if (d == NULL || PyList_Append(list, d) < 0) {
+            Py_XDECREF(d);
+            Py_CLEAR(list);
+            break;
+        }
+        Py_DECREF(d);
+    }
+    pthread_mutex_unlock(&r->reg_lock);
+    return list;
+}
+
+static PyObject *
+tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
+{
+    struct tg_recorder *r = &self->r;
+    unsigned long long records, stack_records;
+    size_t threads;
+    struct tg_thread *t;
+    (void)unused;
+
+    pthread_mutex_lock(&r->reg_lock);
+    records = r->done_records;
+    stack_records = r->done_stack_records;
+    threads = r->n_log;
+    for (t = r->threads; t != NULL; t = t->next) {
+        if (r->stream_factory == NULL)
+            pthread_mutex_lock(&t->lock);
+        records += t->n_records;
+        stack_records += t->n_stack_records;
+        if (r->stream_factory == NULL)
+            pthread_mutex_unlock(&t->lock);
+    }
+    pthread_mutex_unlock(&r->reg_lock);
+    return Py_BuildValue("{s:n,s:K,s:K,s:z}", "threads", (Py_ssize_t)threads,
+                         "records", records, "stack_records", stack_records,
+                         "output_dir", r->outdir);
+}
+
+static PyObject *
+tg_rec_before_fork(struct tg_recorder_object *self, PyObject *unused)
+{
+    (void)unused;
+    /* No flusher during fork(): it could hold locks, and on 3.12+ a running
+     * extra thread makes os.fork() warn about forking a multi-threaded process. */
+    if (self->r.active)
+        tg_flusher_stop(&self->r);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+tg_rec_after_fork_parent(struct tg_recorder_object *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->r.active && tg_flusher_start(&self->r) < 0)
+        PyErr_Clear();  /* flushing then happens when buffers fill and at disable */
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+tg_rec_fork_child(struct tg_recorder_object *self, PyObject *args)
+{
+    const char *outdir = NULL;
+    if (!PyArg_ParseTuple(args, "|z:fork_child", &outdir))
+        return NULL;
+    if (!self->r.active)
+        Py_RETURN_NONE;
+    if (outdir == NULL) {
+        tg_fork_child_stop(self);
+        Py_RETURN_NONE;
+    }
+    if (tg_fork_child_continue(self, outdir) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+tg_rec_get_active(struct tg_recorder_object *self, void *closure)
+{
+    (void)closure;
+    return PyBool_FromLong(self->r.active);
+}
+
+static PyObject *
+tg_rec_get_outdir(struct tg_recorder_object *self, void *closure)
+{
+    (void)closure;
+    if (self->r.outdir == NULL)
+        Py_RETURN_NONE;
+    return PyUnicode_DecodeFSDefault(self->r.outdir);
+}
+
+PyMethodDef tg_recorder_methods[] = {
+    {"enable", (PyCFunction)(void (*)(void))tg_rec_enable, METH_VARARGS | METH_KEYWORDS,
+     tg_rec_enable_doc},
+    {"disable", (PyCFunction)tg_rec_disable, METH_NOARGS,
+     "Stop recording; returns a list of messages for streams that failed."},
+    {"threads", (PyCFunction)tg_rec_threads, METH_NOARGS,
+     "Threads seen in this run: list of dicts (name, native_id, ident, base, mem, stack)."},
+    {"stats", (PyCFunction)tg_rec_stats, METH_NOARGS,
+     "dict: threads, records, stack_records, output_dir."},
+    {"before_fork", (PyCFunction)tg_rec_before_fork, METH_NOARGS, "os.register_at_fork hook"},
+    {"after_fork_parent", (PyCFunction)tg_rec_after_fork_parent, METH_NOARGS,
+     "os.register_at_fork hook"},
+    {"fork_child", (PyCFunction)tg_rec_fork_child, METH_VARARGS,
+     "fork_child(outdir=None): in a forked child, keep recording into OUTDIR or stop."},
+    {NULL, NULL, 0, NULL}
+};
+size_t tg_recorder_n_methods = sizeof(tg_recorder_methods) / sizeof(tg_recorder_methods[0]) - 1;
+
+static PyGetSetDef tg_rec_getset[] = {
+    {"active", (getter)tg_rec_get_active, NULL, "whether this recorder is recording", NULL},
+    {"outdir", (getter)tg_rec_get_outdir, NULL, "output directory of the last enable()", NULL},
+    {NULL, NULL, NULL, NULL, NULL}
+};
+
+static PyTypeObject tg_recorder_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "threadgraph._recorder.Recorder",
+    .tp_basicsize = sizeof(struct tg_recorder_object),
+    .tp_dealloc = (destructor)tg_rec_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The C recording engine behind threadgraph.ProcessProfile.",
+    .tp_methods = tg_recorder_methods,
+    .tp_getset = tg_rec_getset,
+    .tp_new = tg_rec_new,
+};
+
+static PyObject *
+tg_mod_safe_basename(PyObject *mod, PyObject *arg)
+{
+    PyObject *b;
+    char out[TG_BASENAME_CAP];
+    (void)mod;
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "expected str");
+        return NULL;
+    }
+    b = PyUnicode_AsEncodedString(arg, "utf-8", "backslashreplace");
+    if (b == NULL)
+        return NULL;
+    tg_safe_basename(PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b), out);
+    Py_DECREF(b);
+    return PyUnicode_DecodeUTF8(out, (Py_ssize_t)strlen(out), "surrogateescape");
+}
+
+static PyObject *
+tg_mod_active(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    if (tg_active == NULL)
+        Py_RETURN_NONE;
+    Py_INCREF(tg_active);
+    return (PyObject *)tg_active;
+}
+
+static PyObject *
+tg_mod_tracked_blocks(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    return PyLong_FromSize_t(tg_ptrtable_count());
+}
+
+static PyObject *
+tg_mod_thread_counters(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    return Py_BuildValue("(LL)", (long long)tg_tls.allocated, (long long)tg_tls.freed);
+}
+
+static PyMethodDef tg_module_methods[] = {
+    {"safe_basename", tg_mod_safe_basename, METH_O,
+     "File base name for a thread name (without the ~N suffix)."},
+    {"active", tg_mod_active, METH_NOARGS, "The recording Recorder, or None."},
+    {"tracked_blocks", tg_mod_tracked_blocks, METH_NOARGS,
+     "Number of live blocks in the pointer table."},
+    {"thread_counters", tg_mod_thread_counters, METH_NOARGS,
+     "(allocated, freed) bytes of the calling thread while hooked."},
+    {NULL, NULL, 0, NULL}
+};
+
+static struct PyModuleDef tg_module = {
+    PyModuleDef_HEAD_INIT, "threadgraph._recorder",
+    "threadgraph's recording engine (C).  Use threadgraph.ProcessProfile.",
+    -1, tg_module_methods, NULL, NULL, NULL, NULL
+};
+
+PyMODINIT_FUNC
+PyInit__recorder(void)
+{
+    PyObject *m;
+
+    if (tg_recorder_module_init() < 0 || tg_threads_module_init() < 0)
+        return NULL;
+    if (PyType_Ready(&tg_recorder_type) < 0)
+        return NULL;
+    tg_recorder_type_ptr = &tg_recorder_type;
+    m = PyModule_Create(&tg_module);
+    if (m == NULL)
+        return NULL;
+    Py_INCREF(&tg_recorder_type);
+    if (PyModule_AddObject(m, "Recorder", (PyObject *)&tg_recorder_type) < 0) {
+        Py_DECREF(&tg_recorder_type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

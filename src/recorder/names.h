@@ -1,0 +1,29 @@
+/*
+ * names.h - untrusted text to safe output: thread names to file base names, and
+ * FILE / FUNCTION fields of records (rules in src/common/tg_format.h).
+ */
+#ifndef TG_NAMES_H
+#define TG_NAMES_H
+
+#include <stddef.h>
+
+/* Worst case size of tg_safe_basename's output, suffix and NUL included. */
+#define TG_BASENAME_CAP (3 * 4 + 200 + 32)
+
+/* Map the UTF-8 thread name NAME (LEN bytes) to a file base name in OUT (at least
+ * TG_BASENAME_CAP bytes, NUL-terminated): '/', '%', '\\', bytes < 0x20 and 0x7f
+ * as %HH, a leading '.' as %2E, empty as %00, cut to TG_NAME_MAX bytes on a
+ * character boundary.  No "~N" suffix: see tg_unique_basename. */
+void tg_safe_basename(const char *name, size_t len, char *out);
+
+/* Make OUT (a tg_safe_basename result, buffer of TG_BASENAME_CAP) distinct from
+ * the N names in USED and from "process" by appending "~2", "~3", ... (the first
+ * free).  Returns 0. */
+int tg_unique_basename(char *out, char *const *used, size_t n);
+
+/* Length of SRC (LEN bytes) once bytes < 0x20 and 0x7f are written as \xHH. */
+size_t tg_escaped_len(const char *src, size_t len);
+/* Write the escaped form of SRC into DST (tg_escaped_len bytes); returns the end. */
+char *tg_escape(char *dst, const char *src, size_t len);
+
+#endif /* TG_NAMES_H */

@@ -1,0 +1,190 @@
+/*
+ * ptrtable.c - sharded open-addressing pointer -> size table (see ptrtable.h).
+ */
+#include "ptrtable.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#define TG_SHARD_BITS 4
+#define TG_SHARDS (1u << TG_SHARD_BITS)
+#define TG_SHARD_MIN_CAP 1024
+
+struct tg_shard {
+    pthread_mutex_t lock;  /* guards every field below */
+    uintptr_t *keys;       /* 0 = empty slot */
+    size_t *sizes;
+    size_t mask;           /* capacity - 1; capacity is a power of two */
+    size_t count;
+    char pad[64];          /* keep shards' locks on separate cache lines */
+};
+
+/* Shards; each one's fields are guarded by its own lock. */
+static struct tg_shard tg_shards[TG_SHARDS] = {
+#define TG_S { PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, {0} }
+    TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S,
+    TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S,
+#undef TG_S
+};
+
+static inline uint64_t
+tg_ptr_hash(uintptr_t p)
+{
+    uint64_t h = ((uint64_t)p >> 4) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 29);
+}
+
+static inline struct tg_shard *
+tg_shard_of(uint64_t h)
+{
+    return &tg_shards[h >> (64 - TG_SHARD_BITS)];
+}
+
+/* Grow S to twice its size (or the minimum); returns 0 or -1 (S unchanged). */
+static int
+tg_shard_grow_unlocked(struct tg_shard *s)
+{
+    size_t old_cap = s->keys ? s->mask + 1 : 0;
+    size_t cap = old_cap ? old_cap * 2 : TG_SHARD_MIN_CAP;
+    uintptr_t *keys = calloc(cap, sizeof(*keys));
+    size_t *sizes = malloc(cap * sizeof(*sizes));
+    size_t i;
+
+    if (keys == NULL || sizes == NULL) {
+        free(keys);
+        free(sizes);
+        return -1;
+    }
+    for (i = 0; i < old_cap; i++) {
+        uintptr_t k = s->keys[i];
+        size_t j;
+        if (k == 0)
+            continue;
+        j = tg_ptr_hash(k) & (cap - 1);
+        while (keys[j] != 0)
+            j = (j + 1) & (cap - 1);
+        keys[j] = k;
+        sizes[j] = s->sizes[i];
+    }
+    free(s->keys);
+    free(s->sizes);
+    s->keys = keys;
+    s->sizes = sizes;
+    s->mask = cap - 1;
+    return 0;
+}
+
+void
+tg_ptrtable_insert(void *ptr, size_t size)
+{
+    uintptr_t k = (uintptr_t)ptr;
+    uint64_t h = tg_ptr_hash(k);
+    struct tg_shard *s = tg_shard_of(h);
+    size_t i;
+
+    pthread_mutex_lock(&s->lock);
+    if (s->keys == NULL || (s->count + 1) * 2 > s->mask + 1) {
+        if (tg_shard_grow_unlocked(s) < 0 && s->keys == NULL)
+            goto unlock;
+        if (s->count + 1 > s->mask)  /* full and could not grow */
+            goto unlock;
+    }
+    i = h & s->mask;
+    while (s->keys[i] != 0 && s->keys[i] != k)
+        i = (i + 1) & s->mask;
+    if (s->keys[i] == 0) {
+        s->keys[i] = k;
+        s->count++;
+    }
+    s->sizes[i] = size;
+unlock:
+    pthread_mutex_unlock(&s->lock);
+}
+
+int
+tg_ptrtable_remove(void *ptr, size_t *size)
+{
+    uintptr_t k = (uintptr_t)ptr;
+    uint64_t h = tg_ptr_hash(k);
+    struct tg_shard *s = tg_shard_of(h);
+    size_t i, j;
+    int found = 0;
+
+    pthread_mutex_lock(&s->lock);
+    if (s->keys == NULL)
+        goto unlock;
+    i = h & s->mask;
+    while (s->keys[i] != k) {
+        if (s->keys[i] == 0)
+            goto unlock;
+        i = (i + 1) & s->mask;
+    }
+    *size = s->sizes[i];
+    found = 1;
+    /* Backward-shift deletion: pull later members of the probe run into the hole
+     * when their home slot does not lie cyclically in (hole, j]. */
+    j = i;
+    for (;;) {
+        size_t home;
+        j = (j + 1) & s->mask;
+        if (s->keys[j] == 0)
+            break;
+        home = tg_ptr_hash(s->keys[j]) & s->mask;
+        if ((i <= j) ? (home <= i || home > j) : (home <= i && home > j)) {
+            s->keys[i] = s->keys[j];
+            s->sizes[i] = s->sizes[j];
+            i = j;
+        }
+    }
+    s->keys[i] = 0;
+    s->count--;
+unlock:
+    pthread_mutex_unlock(&s->lock);
+    return found;
+}
+
+void
+tg_ptrtable_clear(void)
+{
+    unsigned n;
+    for (n = 0; n < TG_SHARDS; n++) {
+        struct tg_shard *s = &tg_shards[n];
+        pthread_mutex_lock(&s->lock);
+        free(s->keys);
+        free(s->sizes);
+        s->keys = NULL;
+        s->sizes = NULL;
+        s->mask = 0;
+        s->count = 0;
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
+size_t
+tg_ptrtable_count(void)
+{
+    size_t total = 0;
+    unsigned n;
+    for (n = 0; n < TG_SHARDS; n++) {
+        pthread_mutex_lock(&tg_shards[n].lock);
+        total += tg_shards[n].count;
+        pthread_mutex_unlock(&tg_shards[n].lock);
+    }
+    return total;
+}
+
+void
+tg_ptrtable_lock_all(void)
+{
+    unsigned n;
+    for (n = 0; n < TG_SHARDS; n++)
+        pthread_mutex_lock(&tg_shards[n].lock);
+}
+
+void
+tg_ptrtable_unlock_all(void)
+{
+    unsigned n = TG_SHARDS;
+    while (n-- > 0)
+        pthread_mutex_unlock(&tg_shards[n].lock);
+}

@@ -1,0 +1,853 @@
+/*
+ * recorder.c - the hot path: the profile function, per-thread state and the
+ * per-code-object cache.
+ *
+ * The profile function runs for every call and return of every profiled thread
+ * with the GIL held.  It never raises and never changes the exception in flight:
+ * on any failure it simply does not record.  While it works, tg_tls.busy has
+ * TG_BUSY_TRACER set so the allocator hooks ignore the tracer's own allocations.
+ * No Python code runs per event; Python APIs are called only on a cache miss
+ * (first sight of a code object) and when a thread is first seen.
+ */
+#include "recorder.h"
+#include "alloc_hooks.h"
+#include "names.h"
+#include "tg_format.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct tg_recorder_object *tg_active;
+
+/* --- per-code-object cache ---------------------------------------------- */
+
+/* Stored in the code object's co_extra slot; freed with the code object. */
+struct tg_code_info {
+    uint64_t gen;       /* run generation the flags were computed for */
+    int pass;           /* recorded under this run's filter */
+    int excluded;       /* profiler plumbing (profiler.py): it and its callees are hidden */
+    int trigger;        /* a Python sleep trigger in this run */
+    int firstlineno;
+    size_t file_len;
+    size_t func_len;
+    char *file;         /* escaped UTF-8 co_filename (points into data) */
+    char *func;         /* escaped UTF-8 co_name (points into data) */
+    char data[];
+};
+
+/* co_extra index; set once at module init with the GIL. */
+static Py_ssize_t tg_code_index = -1;
+
+static void
+tg_code_info_free(void *p)
+{
+    free(p);
+}
+
+/* Escaped UTF-8 bytes of STR (a new bytes object), surrogates backslash-escaped. */
+static PyObject *
+tg_utf8_bytes(PyObject *str)
+{
+    if (str == NULL || !PyUnicode_Check(str))
+        return PyBytes_FromString(TG_NONE_MODULE);
+    return PyUnicode_AsEncodedString(str, "utf-8", "backslashreplace");
+}
+
+/* Build and attach the cache entry of CODE.  GIL held; the caller saved the
+ * exception in flight.  Returns NULL (no exception) on failure. */
+static struct tg_code_info *
+tg_code_info_build(PyCodeObject *code)
+{
+    PyObject *fb = tg_utf8_bytes(code->co_filename);
+    PyObject *nb = tg_utf8_bytes(code->co_name);
+    struct tg_code_info *info = NULL;
+    size_t flen, nlen;
+    char *end;
+
+    if (fb == NULL || nb == NULL)
+        goto cleanup;
+    flen = tg_escaped_len(PyBytes_AS_STRING(fb), (size_t)PyBytes_GET_SIZE(fb));
+    nlen = tg_escaped_len(PyBytes_AS_STRING(nb), (size_t)PyBytes_GET_SIZE(nb));
+    info = malloc(sizeof(*info) + flen + nlen + 2);
+    if (info == NULL)
+        goto cleanup;
+    info->gen = 0;
+    info->pass = 0;
+    info->excluded = 0;
+    info->trigger = 0;
+    info->firstlineno = code->co_firstlineno;
+    info->file = info->data;
+    end = tg_escape(info->file, PyBytes_AS_STRING(fb), (size_t)PyBytes_GET_SIZE(fb));
+    *end = '\0';
+    info->file_len = flen;
+    info->func = end + 1;
+    end = tg_escape(info->func, PyBytes_AS_STRING(nb), (size_t)PyBytes_GET_SIZE(nb));
+    *end = '\0';
+    info->func_len = nlen;
+    if (tg_code_set_extra((PyObject *)code, tg_code_index, info) < 0) {
+        free(info);
+        info = NULL;
+    }
+cleanup:
+    Py_XDECREF(fb);
+    Py_XDECREF(nb);
+    PyErr_Clear();
+    return info;
+}
+
+/* Recompute the run-dependent flags of INFO for R's configuration. */
+static void
+tg_code_info_refresh(struct tg_recorder *r, struct tg_code_info *info, PyCodeObject *code)
+{
+    size_t i;
+    info->gen = r->gen;
+    info->pass = 1;
+    info->excluded = r->exclude_file != NULL && info->file_len == r->exclude_len
+                     && memcmp(info->file, r->exclude_file, r->exclude_len) == 0;
+    if (r->filter != NULL && (info->file_len < r->filter_len
+            || memcmp(info->file, r->filter, r->filter_len) != 0))
+        info->pass = 0;
+    info->trigger = 0;
+    for (i = 0; i < r->n_trig_codes; i++)
+        if (r->trig_codes[i] == (PyObject *)code)
+            info->trigger = 1;
+}
+
+/* The cache entry of CODE, built on first use.  NULL on failure. */
+static inline struct tg_code_info *
+tg_code_info_get(struct tg_recorder *r, PyCodeObject *code)
+{
+    void *extra = NULL;
+    struct tg_code_info *info;
+
+    if (tg_code_get_extra((PyObject *)code, tg_code_index, &extra) < 0) {
+        PyErr_Clear();
+        return NULL;
+    }
+    info = extra;
+    if (info == NULL) {
+        tg_saved_exc saved;
+        tg_exc_save(&saved);
+        info = tg_code_info_build(code);
+        tg_exc_restore(&saved);
+        if (info == NULL)
+            return NULL;
+    }
+    if (info->gen != r->gen)
+        tg_code_info_refresh(r, info, code);
+    return info;
+}
+
+int
+tg_recorder_module_init_code_index(void)
+{
+    tg_code_index = tg_code_request_extra_index(tg_code_info_free);
+    return tg_code_index < 0 ? -1 : 0;
+}
+
+/* --- formatting (no snprintf on the hot path) --------------------------- */
+
+static inline char *
+tg_fmt_u64(char *p, uint64_t v)
+{
+    char tmp[20];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+static inline char *
+tg_fmt_i64(char *p, int64_t v)
+{
+    if (v < 0) {
+        *p++ = '-';
+        return tg_fmt_u64(p, (uint64_t)0 - (uint64_t)v);
+    }
+    return tg_fmt_u64(p, (uint64_t)v);
+}
+
+/* Longest "SECONDS.MICROS#". */
+#define TG_TIME_MAX 32
+#define TG_INT_MAX 21
+
+static inline char *
+tg_fmt_time(char *p)
+{
+    struct timespec ts;
+    long us;
+    int i;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    p = tg_fmt_u64(p, (uint64_t)ts.tv_sec);
+    *p++ = '.';
+    us = ts.tv_nsec / 1000;
+    for (i = TG_TIME_FRAC_DIGITS - 1; i >= 0; i--) {
+        p[i] = (char)('0' + us % 10);
+        us /= 10;
+    }
+    p += TG_TIME_FRAC_DIGITS;
+    *p++ = TG_TIME_SEP;
+    return p;
+}
+
+/* --- memory readings ---------------------------------------------------- */
+
+/* Resident set size in bytes from /proc/self/statm (kept open), or 0. */
+static int64_t
+tg_rss_bytes(struct tg_recorder *r)
+{
+    char buf[128];
+    ssize_t n;
+    const char *p;
+    int64_t pages = 0;
+
+    if (r->statm_fd < 0)
+        return 0;
+    n = pread(r->statm_fd, buf, sizeof(buf) - 1, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    p = buf;
+    while (*p && *p != ' ')  /* skip the total program size */
+        p++;
+    while (*p == ' ')
+        p++;
+    while (*p >= '0' && *p <= '9')
+        pages = pages * 10 + (*p++ - '0');
+    return pages * r->page_size;
+}
+
+/* The calling thread's memory reading for R's mode (see docs/api.md). */
+static inline int64_t
+tg_memory_now(struct tg_recorder *r, struct tg_thread *t)
+{
+    switch (r->memory_mode) {
+    case TG_MEM_PROCESS:
+        return atomic_load_explicit(&tg_process_total, memory_order_relaxed) - t->correction;
+    case TG_MEM_RSS:
+        return tg_rss_bytes(r) - t->correction;
+    default:
+        return tg_tls.allocated - tg_tls.freed;
+    }
+}
+
+/* --- records ------------------------------------------------------------ */
+
+static inline void
+tg_thread_lock(struct tg_recorder *r, struct tg_thread *t)
+{
+    /* Python streams are only touched with the GIL and may release it inside
+     * write(): they must not be flushed under this lock (fork would deadlock). */
+    if (r->stream_factory == NULL)
+        pthread_mutex_lock(&t->lock);
+}
+
+static inline void
+tg_thread_unlock(struct tg_recorder *r, struct tg_thread *t)
+{
+    if (r->stream_factory == NULL)
+        pthread_mutex_unlock(&t->lock);
+}
+
+/* Append a field, escaping it when ESC. */
+static inline char *
+tg_put(char *p, const char *s, size_t len, int esc)
+{
+    if (esc)
+        return tg_escape(p, s, len);
+    memcpy(p, s, len);
+    return p + len;
+}
+
+/* Write "INDENT[TIME#]FILE:LINE:FUNCTION\n" to T's stack stream. */
+static void
+tg_write_stack_line(struct tg_recorder *r, struct tg_thread *t, size_t depth,
+                    const char *file, size_t file_len, long line,
+                    const char *func, size_t func_len, int esc)
+{
+    size_t max = depth + TG_TIME_MAX + (file_len + func_len) * (esc ? 4 : 1) + TG_INT_MAX + 3;
+    char *start, *p;
+
+    tg_thread_lock(r, t);
+    start = p = tg_writer_reserve_unlocked(&t->stack, max);
+    if (p == NULL)
+        goto unlock;
+    memset(p, TG_INDENT_CHAR, depth);
+    p += depth;
+    if (r->timestamps)
+        p = tg_fmt_time(p);
+    p = tg_put(p, file, file_len, esc);
+    *p++ = TG_FIELD_SEP;
+    p = tg_fmt_i64(p, line);
+    *p++ = TG_FIELD_SEP;
+    p = tg_put(p, func, func_len, esc);
+    *p++ = '\n';
+    tg_writer_commit_unlocked(&t->stack, (size_t)(p - start), tg_monotonic_ns());
+    t->n_stack_records++;
+unlock:
+    tg_thread_unlock(r, t);
+}
+
+/* Write "[TIME#]FILE:LINE:FUNCTION=>DELTA\n" to T's mem stream. */
+static void
+tg_write_mem_line(struct tg_recorder *r, struct tg_thread *t,
+                  const char *file, size_t file_len, long line,
+                  const char *func, size_t func_len, int esc, int64_t delta)
+{
+    size_t max = TG_TIME_MAX + (file_len + func_len) * (esc ? 4 : 1) + 2 * TG_INT_MAX + 5;
+    char *start, *p;
+
+    tg_thread_lock(r, t);
+    start = p = tg_writer_reserve_unlocked(&t->mem, max);
+    if (p == NULL)
+        goto unlock;
+    if (r->timestamps)
+        p = tg_fmt_time(p);
+    p = tg_put(p, file, file_len, esc);
+    *p++ = TG_FIELD_SEP;
+    p = tg_fmt_i64(p, line);
+    *p++ = TG_FIELD_SEP;
+    p = tg_put(p, func, func_len, esc);
+    memcpy(p, TG_DELTA_SEP, TG_DELTA_SEP_LEN);
+    p += TG_DELTA_SEP_LEN;
+    p = tg_fmt_i64(p, delta);
+    *p++ = '\n';
+    tg_writer_commit_unlocked(&t->mem, (size_t)(p - start), tg_monotonic_ns());
+    t->n_records++;
+unlock:
+    tg_thread_unlock(r, t);
+}
+
+/* Python streams are flushed only by their thread, with the GIL: here, once
+ * their oldest line is more than a second old. */
+static void
+tg_flush_py_if_old(struct tg_thread *t)
+{
+    int64_t now = tg_monotonic_ns();
+    if (t->mem.pyfile && t->mem.len && now - t->mem.first_ns > 1000000000)
+        tg_writer_flush_unlocked(&t->mem);
+    if (t->stack.pyfile && t->stack.len && now - t->stack.first_ns > 1000000000)
+        tg_writer_flush_unlocked(&t->stack);
+}
+
+/* UTF-8 view of a C function's module and name. ESC tells whether they may
+ * need escaping.  Never disturbs the exception in flight. */
+static void
+tg_cfunc_names(PyObject *callable, const char **mod, size_t *mod_len,
+               const char **name, size_t *name_len)
+{
+    PyCFunctionObject *fn = (PyCFunctionObject *)callable;
+    PyObject *m = fn->m_module;
+
+    *mod = TG_NONE_MODULE;
+    *mod_len = sizeof(TG_NONE_MODULE) - 1;
+    if (m != NULL && PyUnicode_Check(m)) {
+        if (PyUnicode_IS_COMPACT_ASCII(m)) {
+            *mod = (const char *)PyUnicode_DATA(m);
+            *mod_len = (size_t)PyUnicode_GET_LENGTH(m);
+        } else {
+            tg_saved_exc saved;
+            Py_ssize_t n;
+            const char *s;
+            tg_exc_save(&saved);
+            s = PyUnicode_AsUTF8AndSize(m, &n);
+            if (s != NULL) {
+                *mod = s;
+                *mod_len = (size_t)n;
+            }
+            PyErr_Clear();
+            tg_exc_restore(&saved);
+        }
+    }
+    *name = fn->m_ml->ml_name;
+    *name_len = strlen(*name);
+}
+
+/* Whether ML is a configured C sleep trigger. */
+static inline int
+tg_is_trigger_def(struct tg_recorder *r, PyMethodDef *ml)
+{
+    size_t i;
+    for (i = 0; i < r->n_trig_defs; i++)
+        if (r->trig_defs[i] == ml)
+            return 1;
+    return 0;
+}
+
+/* Calls into the Recorder type itself are plumbing, never recorded. */
+static inline int
+tg_is_own_def(PyMethodDef *ml)
+{
+    return ml >= tg_recorder_methods && ml < tg_recorder_methods + tg_recorder_n_methods;
+}
+
+static int
+tg_frames_grow(struct tg_thread *t)
+{
+    size_t cap = t->frames_cap ? t->frames_cap * 2 : 64;
+    struct tg_frame_entry *f = realloc(t->frames, cap * sizeof(*f));
+    if (f == NULL)
+        return -1;
+    t->frames = f;
+    t->frames_cap = cap;
+    return 0;
+}
+
+/* Open a recorded call KEY (stack line already described by the fields). */
+static void
+tg_open_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key,
+             const char *file, size_t file_len, long line,
+             const char *func, size_t func_len, int esc)
+{
+    if (t->depth == t->frames_cap && tg_frames_grow(t) < 0)
+        return;  /* out of memory: neither line is written, pairing holds */
+    if (r->track_stack)
+        tg_write_stack_line(r, t, t->depth, file, file_len, line, func, func_len, esc);
+    t->frames[t->depth].key = key;
+    t->frames[t->depth].start = r->track_memory ? tg_memory_now(r, t) : 0;
+    t->depth++;
+}
+
+/* Close the recorded call KEY if it is the innermost open one; returns the
+ * delta through *DELTA and 1, or 0 when the return has no recorded call
+ * (a frame running since before enable(), or a filtered one). */
+static inline int
+tg_close_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key, int64_t *delta)
+{
+    if (t->depth == 0 || t->frames[t->depth - 1].key != key)
+        return 0;
+    t->depth--;
+    *delta = r->track_memory ? tg_memory_now(r, t) - t->frames[t->depth].start : 0;
+    return 1;
+}
+
+/* Sampling of process.mem: every sample_every events of the process. */
+static void
+tg_maybe_sample(struct tg_recorder *r)
+{
+    uint64_t n = atomic_fetch_add_explicit(&r->events, 1, memory_order_relaxed) + 1;
+    char *start, *p;
+
+    if (n % (uint64_t)r->sample_every != 0)
+        return;
+    pthread_mutex_lock(&r->process_lock);
+    start = p = tg_writer_reserve_unlocked(&r->process_w, TG_TIME_MAX + TG_INT_MAX + 2);
+    if (p != NULL) {
+        if (r->timestamps)
+            p = tg_fmt_time(p);
+        p = tg_fmt_i64(p, tg_rss_bytes(r));
+        *p++ = '\n';
+        tg_writer_commit_unlocked(&r->process_w, (size_t)(p - start), tg_monotonic_ns());
+    }
+    pthread_mutex_unlock(&r->process_lock);
+}
+
+static inline int
+tg_sleep_correction_on(struct tg_recorder *r)
+{
+    return r->track_sleeps && r->memory_mode != TG_MEM_THREAD;
+}
+
+static void
+tg_on_py_call(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame)
+{
+    PyCodeObject *code = tg_frame_code(frame);
+    struct tg_code_info *info = tg_code_info_get(r, code);
+
+    if (info == NULL)
+        return;
+    if (info->excluded) {
+        t->suppress_key = (uintptr_t)frame;
+        return;
+    }
+    if (info->trigger && t->trig_key == 0 && tg_sleep_correction_on(r)) {
+        t->trig_key = (uintptr_t)frame;
+        t->trig_before = tg_memory_now(r, t);
+    }
+    if (!r->record_python || !info->pass)
+        return;
+    tg_open_call(r, t, (uintptr_t)frame, info->file, info->file_len,
+                 info->firstlineno, info->func, info->func_len, 0);
+}
+
+static void
+tg_on_py_return(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame)
+{
+    int64_t delta;
+    if (t->trig_key == (uintptr_t)frame) {
+        t->correction += tg_memory_now(r, t) - t->trig_before;
+        t->trig_key = 0;
+    }
+    if (!tg_close_call(r, t, (uintptr_t)frame, &delta) || !r->track_memory)
+        return;
+    {
+        PyCodeObject *code = tg_frame_code(frame);
+        struct tg_code_info *info = tg_code_info_get(r, code);
+        if (info == NULL)
+            return;
+        tg_write_mem_line(r, t, info->file, info->file_len, PyFrame_GetLineNumber(frame),
+                          info->func, info->func_len, 0, delta);
+    }
+}
+
+/* Whether a C call made from FRAME passes the filter (its caller's file). */
+static inline int
+tg_c_call_passes(struct tg_recorder *r, PyFrameObject *frame)
+{
+    struct tg_code_info *info;
+    if (r->filter == NULL)
+        return 1;
+    info = tg_code_info_get(r, tg_frame_code(frame));
+    return info != NULL && info->pass;
+}
+
+static void
+tg_on_c_call(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame, PyObject *arg)
+{
+    PyMethodDef *ml;
+    const char *mod, *name;
+    size_t mod_len, name_len;
+
+    if (!PyCFunction_Check(arg))
+        return;
+    ml = ((PyCFunctionObject *)arg)->m_ml;
+    if (t->trig_key == 0 && tg_sleep_correction_on(r) && tg_is_trigger_def(r, ml)) {
+        t->trig_key = (uintptr_t)frame | 1;
+        t->trig_before = tg_memory_now(r, t);
+    }
+    if (!r->record_c || tg_is_own_def(ml) || !tg_c_call_passes(r, frame))
+        return;
+    tg_cfunc_names(arg, &mod, &mod_len, &name, &name_len);
+    tg_open_call(r, t, (uintptr_t)frame | 1, mod, mod_len, PyFrame_GetLineNumber(frame),
+                 name, name_len, 1);
+}
+
+static void
+tg_on_c_return(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame, PyObject *arg)
+{
+    const char *mod, *name;
+    size_t mod_len, name_len;
+    int64_t delta;
+
+    if (t->trig_key == ((uintptr_t)frame | 1)) {
+        t->correction += tg_memory_now(r, t) - t->trig_before;
+        t->trig_key = 0;
+    }
+    if (!tg_close_call(r, t, (uintptr_t)frame | 1, &delta) || !r->track_memory)
+        return;
+    if (!PyCFunction_Check(arg))
+        return;
+    tg_cfunc_names(arg, &mod, &mod_len, &name, &name_len);
+    tg_write_mem_line(r, t, mod, mod_len, PyFrame_GetLineNumber(frame),
+                      name, name_len, 1, delta);
+}
+
+int
+tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    struct tg_recorder *r = &((struct tg_recorder_object *)obj)->r;
+    struct tg_thread *t;
+
+    if (!r->active || (tg_tls.busy & TG_BUSY_TRACER) || frame == NULL)
+        return 0;
+    t = tg_tls.thread;
+    if (t == NULL || tg_tls.gen != r->gen) {
+        t = tg_thread_attach((struct tg_recorder_object *)obj, NULL);
+        if (t == NULL)
+            return 0;
+    }
+    tg_tls.busy |= TG_BUSY_TRACER;
+    if (r->sample_every > 0)
+        tg_maybe_sample(r);
+    if (t->suppress_key != 0) {
+        /* Inside profiler plumbing: record nothing until its frame returns. */
+        if (what == PyTrace_RETURN && t->suppress_key == (uintptr_t)frame)
+            t->suppress_key = 0;
+        goto done;
+    }
+    switch (what) {
+    case PyTrace_CALL:
+        tg_on_py_call(r, t, frame);
+        break;
+    case PyTrace_RETURN:
+        tg_on_py_return(r, t, frame);
+        break;
+    case PyTrace_C_CALL:
+        tg_on_c_call(r, t, frame, arg);
+        break;
+    case PyTrace_C_RETURN:
+    case PyTrace_C_EXCEPTION:
+        tg_on_c_return(r, t, frame, arg);
+        break;
+    default:
+        break;
+    }
+    if (r->stream_factory != NULL)
+        tg_flush_py_if_old(t);
+done:
+    tg_tls.busy &= ~TG_BUSY_TRACER;
+    return 0;
+}
+
+/* --- thread state ------------------------------------------------------- */
+
+/* Name of the calling thread as threading knows it (malloc'ed UTF-8), without
+ * creating a _DummyThread (threading.current_thread() would); "Dummy-N" when
+ * threading does not know it.  GIL held, exception state saved by the caller. */
+static char *
+tg_thread_name_lookup(struct tg_recorder *r, unsigned long ident)
+{
+    PyObject *modname = PyUnicode_FromString("threading");
+    PyObject *threading = NULL, *active = NULL, *key = NULL, *name = NULL, *b = NULL;
+    PyObject *th;
+    char *res = NULL;
+
+    if (modname == NULL)
+        goto fallback;
+    threading = PyImport_GetModule(modname);
+    if (threading == NULL)
+        goto fallback;
+    active = PyObject_GetAttrString(threading, "_active");
+    if (active == NULL || !PyDict_Check(active))
+        goto fallback;
+    key = PyLong_FromUnsignedLong(ident);
+    if (key == NULL)
+        goto fallback;
+    th = PyDict_GetItem(active, key);  /* borrowed */
+    if (th == NULL)
+        goto fallback;
+    name = PyObject_GetAttrString(th, "_name");
+    if (name == NULL || !PyUnicode_Check(name))
+        goto fallback;
+    b = PyUnicode_AsEncodedString(name, "utf-8", "backslashreplace");
+    if (b != NULL)
+        res = strdup(PyBytes_AS_STRING(b));
+fallback:
+    PyErr_Clear();
+    if (res == NULL) {
+        char buf[48];
+        snprintf(buf, sizeof(buf), "Dummy-%lu", ++r->dummy_counter);
+        res = strdup(buf);
+    }
+    Py_XDECREF(modname);
+    Py_XDECREF(threading);
+    Py_XDECREF(active);
+    Py_XDECREF(key);
+    Py_XDECREF(name);
+    Py_XDECREF(b);
+    return res;
+}
+
+/* Append "PATH: reason" for a stopped writer to r->errors.  GIL held. */
+void
+tg_note_writer_error(struct tg_recorder *r, struct tg_writer *w)
+{
+    PyObject *msg;
+    if (!w->err || r->errors == NULL)
+        return;
+    msg = PyUnicode_FromFormat("%s: %s (errno %d)", w->path ? w->path : "?",
+                               strerror(w->err), w->err);
+    if (msg != NULL) {
+        PyList_Append(r->errors, msg);
+        Py_DECREF(msg);
+    }
+    PyErr_Clear();
+}
+
+/* Open W as STREAM ("mem" or "stack") for a thread with base name BASE: the
+ * stream_factory's file, or <outdir>/<base>.<stream>.  Failures leave W stopped
+ * (reported at disable) and return -1. */
+static int
+tg_thread_open_stream(struct tg_recorder *r, struct tg_writer *w, const char *base,
+                      const char *stream)
+{
+    char *path;
+    size_t n;
+    int ret;
+
+    n = strlen(r->outdir) + strlen(base) + strlen(stream) + 3;
+    path = malloc(n);
+    if (path == NULL)
+        return -1;
+    snprintf(path, n, "%s/%s.%s", r->outdir, base, stream);
+    if (r->stream_factory != NULL) {
+        PyObject *f = PyObject_CallFunction(r->stream_factory, "s", stream);
+        if (f == NULL) {
+            PyObject *msg = PyUnicode_FromFormat("stream_factory(%s) failed for %s", stream, base);
+            PyErr_Clear();
+            if (msg != NULL) {
+                PyList_Append(r->errors, msg);
+                Py_DECREF(msg);
+            }
+            PyErr_Clear();
+            ret = -1;
+        } else {
+            ret = tg_writer_open_pyfile(w, f, path);
+            Py_DECREF(f);
+        }
+    } else {
+        ret = tg_writer_open_path(w, path);
+    }
+    free(path);
+    return ret < 0 ? -1 : 0;
+}
+
+/* Open T's files under the base name of log entry LOG.  GIL held. */
+int
+tg_thread_open_files(struct tg_recorder *r, struct tg_thread *t, struct tg_thread_log *log)
+{
+    int ret = 0;
+    if (r->track_memory && tg_thread_open_stream(r, &t->mem, log->base, "mem") < 0)
+        ret = -1;
+    if (r->track_stack && tg_thread_open_stream(r, &t->stack, log->base, "stack") < 0)
+        ret = -1;
+    return ret;
+}
+
+/* Add a runinfo entry for a thread called NAME (takes ownership of NAME);
+ * returns its index or -1.  reg_lock held. */
+static long
+tg_log_add_unlocked(struct tg_recorder *r, char *name, unsigned long ident,
+                    unsigned long native_id)
+{
+    char base[TG_BASENAME_CAP];
+    char **used;
+    struct tg_thread_log *e;
+    size_t i;
+
+    if (r->n_log == r->log_cap) {
+        size_t cap = r->log_cap ? r->log_cap * 2 : 16;
+        struct tg_thread_log *nl = realloc(r->log, cap * sizeof(*nl));
+        if (nl == NULL)
+            return -1;
+        r->log = nl;
+        r->log_cap = cap;
+    }
+    tg_safe_basename(name, strlen(name), base);
+    used = malloc((r->n_log + 1) * sizeof(*used));
+    if (used == NULL)
+        return -1;
+    for (i = 0; i < r->n_log; i++)
+        used[i] = r->log[i].base;
+    tg_unique_basename(base, used, r->n_log);
+    free(used);
+    e = &r->log[r->n_log];
+    e->base = strdup(base);
+    if (e->base == NULL)
+        return -1;
+    e->name = name;
+    e->ident = ident;
+    e->native_id = native_id;
+    e->has_mem = r->track_memory;
+    e->has_stack = r->track_stack;
+    e->custom = r->stream_factory != NULL;
+    return (long)r->n_log++;
+}
+
+struct tg_thread *
+tg_thread_attach(struct tg_recorder_object *self, const char *name)
+{
+    struct tg_recorder *r = &self->r;
+    struct tg_thread *t;
+    tg_saved_exc saved;
+    int busy = tg_tls.busy;
+    char *owned_name;
+    long idx;
+
+    tg_tls.busy |= TG_BUSY_TRACER;
+    tg_exc_save(&saved);
+    t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        goto done;
+    pthread_mutex_init(&t->lock, NULL);
+    t->gen = r->gen;
+    t->ident = PyThread_get_thread_ident();
+    t->native_id = PyThread_get_thread_native_id();
+    t->mem.fd = t->stack.fd = -1;
+    owned_name = name ? strdup(name) : tg_thread_name_lookup(r, t->ident);
+    if (owned_name == NULL)
+        goto fail;
+    pthread_mutex_lock(&r->reg_lock);
+    idx = tg_log_add_unlocked(r, owned_name, t->ident, t->native_id);
+    pthread_mutex_unlock(&r->reg_lock);
+    if (idx < 0) {
+        free(owned_name);
+        goto fail;
+    }
+    /* log entries only move on realloc under reg_lock, and only this (GIL
+     * holding) code path adds them: the pointer is stable during the open. */
+    tg_thread_open_files(r, t, &r->log[idx]);
+    pthread_mutex_lock(&r->reg_lock);
+    t->next = r->threads;
+    r->threads = t;
+    pthread_mutex_unlock(&r->reg_lock);
+    tg_tls.thread = t;
+    tg_tls.gen = r->gen;
+    goto done;
+fail:
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+    t = NULL;
+done:
+    tg_exc_restore(&saved);
+    tg_tls.busy = busy;
+    return t;
+}
+
+/* Flush and close T's streams, noting errors; GIL held, T unreachable by the
+ * flusher (unlinked, or reg_lock held by the caller). */
+void
+tg_thread_close(struct tg_recorder *r, struct tg_thread *t)
+{
+    tg_thread_lock(r, t);
+    tg_writer_flush_unlocked(&t->mem);
+    tg_writer_flush_unlocked(&t->stack);
+    tg_thread_unlock(r, t);
+    tg_note_writer_error(r, &t->mem);
+    tg_note_writer_error(r, &t->stack);
+    tg_writer_release(&t->mem);
+    tg_writer_release(&t->stack);
+}
+
+void
+tg_thread_free(struct tg_thread *t)
+{
+    free(t->frames);
+    pthread_mutex_destroy(&t->lock);
+    free(t);
+}
+
+void
+tg_thread_detach(struct tg_recorder_object *self)
+{
+    struct tg_recorder *r = &self->r;
+    struct tg_thread *t = tg_tls.thread, **pp;
+    int busy = tg_tls.busy;
+
+    if (t == NULL || !r->active || tg_tls.gen != r->gen)
+        return;  /* disable() already retired it */
+    tg_tls.busy |= TG_BUSY_TRACER;
+    pthread_mutex_lock(&r->reg_lock);
+    for (pp = &r->threads; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == t) {
+            *pp = t->next;
+            break;
+        }
+    }
+    r->done_records += t->n_records;
+    r->done_stack_records += t->n_stack_records;
+    pthread_mutex_unlock(&r->reg_lock);
+    tg_thread_close(r, t);
+    tg_tls.thread = NULL;
+    tg_tls.gen = 0;
+    tg_thread_free(t);
+    tg_tls.busy = busy;
+}

@@ -1,0 +1,178 @@
+/*
+ * recorder.h - the recording engine: per-thread state, the profile function,
+ * enable/disable, the background flusher and fork handling.
+ *
+ * One struct tg_recorder lives inside each Python Recorder object (module.c); at
+ * most one is active per process (tg_active).  Per-thread state (struct
+ * tg_thread) is created by the thread itself, reached through the thread-local
+ * tg_tls.thread, and listed in the recorder's registry so that disable(), the
+ * flusher and fork can reach every thread's buffers.
+ */
+#ifndef TG_RECORDER_H
+#define TG_RECORDER_H
+
+#include "tg_compat.h"
+#include "writer.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+enum tg_memory_mode { TG_MEM_THREAD = 0, TG_MEM_PROCESS = 1, TG_MEM_RSS = 2 };
+
+/* One open recorded call. */
+struct tg_frame_entry {
+    uintptr_t key;   /* frame address; | 1 for a C call made from that frame */
+    int64_t start;   /* memory reading at the call */
+};
+
+/*
+ * A profiled thread.  Created by its own thread (tg_thread_attach), owned by the
+ * recorder's registry; freed by its thread when it ends through our thread
+ * wrapper, otherwise put on the retired list by disable() and freed at the next
+ * enable() (a raw-domain hook racing with disable never touches it: the hooks
+ * only use thread-locals, but the callback might still hold it).
+ */
+struct tg_thread {
+    struct tg_thread *next;        /* registry link; recorder reg_lock */
+    uint64_t gen;                  /* run generation; immutable */
+    pthread_mutex_t lock;          /* guards mem, stack and the counters below
+                                    * against the flusher, disable() and fork;
+                                    * uncontended on the hot path (one owner) */
+    struct tg_writer mem;          /* lock */
+    struct tg_writer stack;        /* lock */
+    uint64_t n_records;            /* .mem lines written; lock */
+    uint64_t n_stack_records;      /* .stack lines written; lock */
+    struct tg_frame_entry *frames; /* open recorded calls; owner only (GIL) */
+    size_t depth;                  /* used entries of frames; owner only */
+    size_t frames_cap;             /* owner only */
+    int64_t correction;            /* bytes not charged (sleep/lock); owner only */
+    uintptr_t suppress_key;        /* frame of profiler plumbing running now: nothing
+                                    * is recorded until it returns (0 = none); owner */
+    uintptr_t trig_key;            /* pending sleep trigger call (0 = none); owner */
+    int64_t trig_before;           /* memory reading at its call; owner */
+    unsigned long ident;           /* threading ident; immutable */
+    unsigned long native_id;       /* OS thread id; immutable */
+};
+
+/* A thread as listed in runinfo.json; the log lives for the whole run. */
+struct tg_thread_log {
+    char *name;        /* thread name, UTF-8 */
+    char *base;        /* file base name, unique in the run */
+    unsigned long ident;
+    unsigned long native_id;
+    int has_mem, has_stack, custom;  /* custom: stream_factory files */
+};
+
+struct tg_recorder {
+    /* --- configuration: written by enable() with the GIL, then read-only --- */
+    int active;                /* GIL */
+    uint64_t gen;              /* run generation; GIL */
+    int record_python;         /* record Python calls */
+    int record_c;              /* record C calls */
+    int track_memory;          /* write .mem */
+    int track_stack;           /* write .stack */
+    int track_sleeps;          /* sleep/lock correction (process, rss modes) */
+    int timestamps;            /* TIME# prefixes */
+    int memory_mode;           /* enum tg_memory_mode */
+    long sample_every;         /* process.mem every N events; 0 = off */
+    char *filter;              /* escaped co_filename prefix, or NULL */
+    size_t filter_len;
+    char *exclude_file;        /* escaped file name of profiler.py: never recorded */
+    size_t exclude_len;
+    char *outdir;              /* output directory */
+    PyObject *stream_factory;  /* or NULL; GIL */
+    PyMethodDef **trig_defs;   /* sleep triggers that are C functions */
+    size_t n_trig_defs;
+    PyObject **trig_codes;     /* sleep triggers that are Python code (strong refs) */
+    size_t n_trig_codes;
+    PyObject *wrapped;         /* list of (module, attr, original, wrapper); GIL */
+    int statm_fd;              /* /proc/self/statm, or -1 */
+    long page_size;
+
+    /* --- threads --- */
+    pthread_mutex_t reg_lock;          /* guards threads, log*, done_* */
+    struct tg_thread *threads;         /* live states of this run */
+    struct tg_thread *retired;         /* states of past runs, freed at enable; GIL */
+    struct tg_thread_log *log;
+    size_t n_log, log_cap;
+    uint64_t done_records, done_stack_records;  /* from freed states */
+    unsigned long dummy_counter;       /* for Dummy-N; GIL */
+    PyObject *errors;                  /* list of str: stopped streams; GIL */
+
+    /* --- process.mem --- */
+    pthread_mutex_t process_lock;      /* guards process_w */
+    struct tg_writer process_w;
+    _Atomic uint64_t events;           /* profile events seen (relaxed) */
+
+    /* --- background flusher (a pthread, not a Python thread) --- */
+    pthread_mutex_t flusher_lock;      /* guards flusher_stop */
+    pthread_cond_t flusher_cond;
+    int flusher_stop;
+    int flusher_running;               /* GIL */
+    pthread_t flusher;
+
+    int fork_child_pending;            /* set by the atfork child handler */
+};
+
+struct tg_recorder_object {
+    PyObject_HEAD
+    struct tg_recorder r;
+};
+
+/* The active recorder object, or NULL; GIL (read by the atfork handlers, which
+ * run in the forking thread while it holds the GIL). */
+extern struct tg_recorder_object *tg_active;
+
+extern PyTypeObject *tg_recorder_type_ptr;
+/* Method table of the Recorder type: calls into it are never recorded. */
+extern PyMethodDef tg_recorder_methods[];
+extern size_t tg_recorder_n_methods;
+
+/* One-time set up at module import (code extra index, pthread_atfork). */
+int tg_recorder_module_init(void);
+
+void tg_recorder_init(struct tg_recorder *r);
+void tg_recorder_dealloc(struct tg_recorder *r);
+void tg_recorder_clear_config(struct tg_recorder *r);
+
+/* Start recording into OUTDIR with the configuration already stored in R.
+ * Returns 0, or -1 with a Python exception set and nothing installed. */
+int tg_recorder_enable(struct tg_recorder_object *self);
+/* Stop: uninstall everything, flush and close all files.  Returns 0, or -1 with
+ * an exception.  Stopped streams are appended to r->errors. */
+int tg_recorder_disable(struct tg_recorder_object *self);
+
+/* Profile function (PyEval_SetProfile); OBJ is the recorder object. */
+int tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+
+/* Create the calling thread's state, named NAME (UTF-8) or, if NULL, after
+ * threading._active.  Needs the GIL.  Returns NULL on failure (no exception). */
+struct tg_thread *tg_thread_attach(struct tg_recorder_object *self, const char *name);
+/* The calling thread ends: flush, close and free its state.  GIL held. */
+void tg_thread_detach(struct tg_recorder_object *self);
+
+/* Internal helpers shared by recorder.c and lifecycle.c (GIL held). */
+int tg_recorder_module_init_code_index(void);
+void tg_note_writer_error(struct tg_recorder *r, struct tg_writer *w);
+int tg_thread_open_files(struct tg_recorder *r, struct tg_thread *t, struct tg_thread_log *log);
+void tg_thread_close(struct tg_recorder *r, struct tg_thread *t);
+void tg_thread_free(struct tg_thread *t);
+
+/* Install/remove the thread-start wrappers (threads.c). */
+int tg_threads_module_init(void);
+int tg_threads_wrap(struct tg_recorder_object *self);
+void tg_threads_unwrap(struct tg_recorder_object *self);
+
+/* Install the profile function on every existing thread, or remove it. */
+void tg_profile_all_threads(struct tg_recorder_object *self, int install);
+
+/* Flusher thread. */
+int tg_flusher_start(struct tg_recorder *r);
+void tg_flusher_stop(struct tg_recorder *r);
+
+/* Fork (called from Python os.register_at_fork hooks, GIL held). */
+void tg_fork_child_stop(struct tg_recorder_object *self);
+int tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir);
+
+#endif /* TG_RECORDER_H */

@@ -1,0 +1,88 @@
+/*
+ * tg_compat.h - CPython version differences the recorder needs, in one place.
+ *
+ * The recorder supports CPython 3.8 to 3.13.  Everything that is spelled
+ * differently between those versions (code extra slots, frame accessors, the
+ * per-thread profile installer, exception save/restore) is wrapped here so the
+ * engine reads the same on every version.
+ */
+#ifndef TG_COMPAT_H
+#define TG_COMPAT_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <frameobject.h>
+
+#if PY_VERSION_HEX >= 0x030C0000
+#  define TG_HAVE_SETPROFILE_ALL 1
+#  define tg_code_request_extra_index PyUnstable_Eval_RequestCodeExtraIndex
+#  define tg_code_get_extra PyUnstable_Code_GetExtra
+#  define tg_code_set_extra PyUnstable_Code_SetExtra
+#else
+#  define TG_HAVE_SETPROFILE_ALL 0
+#  define tg_code_request_extra_index _PyEval_RequestCodeExtraIndex
+#  define tg_code_get_extra _PyCode_GetExtra
+#  define tg_code_set_extra _PyCode_SetExtra
+#endif
+
+/* Borrowed code object of a frame (3.8 has no accessor; later ones return a new
+ * reference, which is released at once: the frame keeps the code alive). */
+static inline PyCodeObject *
+tg_frame_code(PyFrameObject *frame)
+{
+#if PY_VERSION_HEX >= 0x03090000
+    PyCodeObject *code = PyFrame_GetCode(frame);
+    Py_DECREF(code);
+    return code;
+#else
+    return frame->f_code;
+#endif
+}
+
+/* Save and restore the exception in flight around the tracer's own Python calls,
+ * so that a hook never changes or clears the profiled program's exception. */
+#if PY_VERSION_HEX >= 0x030C0000
+typedef struct { PyObject *exc; } tg_saved_exc;
+static inline void tg_exc_save(tg_saved_exc *s) { s->exc = PyErr_GetRaisedException(); }
+static inline void tg_exc_restore(tg_saved_exc *s) { PyErr_SetRaisedException(s->exc); }
+#else
+typedef struct { PyObject *type, *value, *tb; } tg_saved_exc;
+static inline void tg_exc_save(tg_saved_exc *s) { PyErr_Fetch(&s->type, &s->value, &s->tb); }
+static inline void tg_exc_restore(tg_saved_exc *s) { PyErr_Restore(s->type, s->value, s->tb); }
+#endif
+
+/* Install (func != NULL) or remove the profile function on another thread state.
+ * Only for versions without PyEval_SetProfileAllThreads; the GIL must be held. */
+#if !TG_HAVE_SETPROFILE_ALL
+static inline void
+tg_set_profile_on(PyThreadState *ts, Py_tracefunc func, PyObject *arg)
+{
+#if PY_VERSION_HEX >= 0x03090000
+    if (_PyEval_SetProfile(ts, func, arg) < 0)
+        PyErr_Clear();
+#else
+    /* 3.8 has no per-thread-state setter: the body of PyEval_SetProfile. */
+    PyObject *old = ts->c_profileobj;
+    Py_XINCREF(arg);
+    ts->c_profilefunc = NULL;
+    ts->c_profileobj = NULL;
+    ts->use_tracing = ts->c_tracefunc != NULL;
+    Py_XDECREF(old);
+    ts->c_profilefunc = func;
+    ts->c_profileobj = arg;
+    ts->use_tracing = (func != NULL) || (ts->c_tracefunc != NULL);
+#endif
+}
+#endif
+
+static inline PyInterpreterState *
+tg_tstate_interp(PyThreadState *ts)
+{
+#if PY_VERSION_HEX >= 0x03090000
+    return PyThreadState_GetInterpreter(ts);
+#else
+    return ts->interp;
+#endif
+}
+
+#endif /* TG_COMPAT_H */

@@ -1,0 +1,10 @@
+"""threadgraph: exact per-thread, per-call memory profiler for multi-threaded Python.
+
+``ProcessProfile`` records, for every thread, each traced call's memory delta and the
+call stack into the original ThreadGraph's dump files; the ``threadgraph`` command
+turns them into graphs.  See docs/api.md.
+"""
+from threadgraph.profiler import ProcessProfile
+
+__version__ = "0.1.0"
+__all__ = ["ProcessProfile", "__version__"]

@@ -1,0 +1,374 @@
+"""ProcessProfile: the Python face of the C recorder (threadgraph._recorder).
+
+This module only keeps settings, creates the output directory, writes
+runinfo.json and handles forks.  Everything that runs per event is C.  Calls of
+this module's functions, and everything they call, are never recorded: the
+recorder recognises this file and hides its frames.
+"""
+from __future__ import annotations
+
+import atexit
+import errno
+import importlib
+import json
+import os
+import sys
+import threading
+import time
+import warnings
+from typing import IO, Any, Callable, Dict, List, Optional, Tuple
+
+from threadgraph import _recorder
+
+__all__ = ["ProcessProfile", "DEFAULT_SLEEP_TRIGGERS"]
+
+PROFILE_MODES = ("python", "c", "both")
+MEMORY_MODES = ("thread", "process", "rss")
+
+#: Calls during which a thread is likely to give the CPU away; memory that grows
+#: while a thread is inside one of them is not charged to it (memory="process" and
+#: memory="rss" only).  (module, attribute path) pairs; entries a Python version
+#: lacks are skipped.
+DEFAULT_SLEEP_TRIGGERS: Tuple[Tuple[str, str], ...] = (
+    ("time", "sleep"),
+    ("_thread", "LockType.acquire"),
+    ("_thread", "LockType.__enter__"),
+    ("_thread", "RLock.acquire"),
+    ("_thread", "RLock.__enter__"),
+)
+
+_FILE = os.path.abspath(__file__)
+if _FILE.endswith((".pyc", ".pyo")):
+    _FILE = _FILE[:-1]
+
+
+def _resolve(module: str, name: str) -> Any:
+    obj: Any = importlib.import_module(module)
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _make_output_dir(base: str) -> str:
+    """Create <base>/<pid>, or <pid>-2, -3, ... if it exists and is not empty."""
+    base = os.path.abspath(base)
+    try:
+        os.makedirs(base, mode=0o755, exist_ok=True)
+    except OSError as exc:
+        raise OSError(exc.errno, "cannot create the profile directory: %s" % exc.strerror,
+                      base) from exc
+    pid = os.getpid()
+    n = 1
+    while True:
+        path = os.path.join(base, str(pid) if n == 1 else "%d-%d" % (pid, n))
+        try:
+            os.mkdir(path, 0o755)
+            return path
+        except FileExistsError:
+            if (not os.path.islink(path) and os.path.isdir(path)
+                    and not os.listdir(path)):
+                return path
+        except OSError as exc:
+            raise OSError(exc.errno, "cannot create the profile directory: %s"
+                          % exc.strerror, path) from exc
+        n += 1
+        if n > 10000:
+            raise OSError(errno.EEXIST, "no free profile directory", path)
+
+
+class ProcessProfile:
+    """Records every thread's calls, returns and memory deltas into files.
+
+    ``ProcessProfile(stream_factory=None, default_log_path=None, profile=None,
+    memory="thread")``
+
+    * ``default_log_path``: base directory (default ``"."``); files go to
+      ``<default_log_path>/<pid>/`` (see ``output_dir``).
+    * ``profile``: ``"python"``, ``"c"`` or ``"both"`` (``None`` means ``"both"``).
+    * ``stream_factory(stream_type)``: optional callable returning a writable file
+      object for the calling thread, ``stream_type`` being ``"mem"`` or ``"stack"``.
+    * ``memory``: ``"thread"`` (exact bytes allocated minus freed by the thread),
+      ``"process"`` (all threads' traced bytes, with the sleep correction) or
+      ``"rss"`` (resident set size, with the sleep correction, as the original).
+
+    Settings changed while enabled take effect at the next ``enable()``.  Only one
+    ProcessProfile can be enabled in a process at a time.
+    """
+
+    def __init__(self, stream_factory: Optional[Callable[[str], IO[Any]]] = None,
+                 default_log_path: Optional[str] = None, profile: Optional[str] = None,
+                 memory: str = "thread") -> None:
+        if profile is None:
+            profile = "both"
+        if profile not in PROFILE_MODES:
+            raise ValueError("profile must be 'python', 'c' or 'both', not %r" % (profile,))
+        if memory not in MEMORY_MODES:
+            raise ValueError("memory must be 'thread', 'process' or 'rss', not %r" % (memory,))
+        if stream_factory is not None and not callable(stream_factory):
+            raise TypeError("stream_factory must be callable")
+        self.stream_factory = stream_factory
+        self.default_log_path = default_log_path if default_log_path is not None else "."
+        self.profile = profile
+        self.memory = memory
+        self._filter: Optional[str] = None
+        self._forked = False
+        self._stack = False
+        self._memory = True
+        self._sleeps = True
+        self._timestamps = True
+        self._frequence: int = 1000
+        self._triggers: List[Tuple[str, str]] = []
+        self._rec = _recorder.Recorder()
+        self._output_dir: Optional[str] = None
+        self._start_time: Optional[float] = None
+        self._end_time: Optional[float] = None
+
+    # -- settings (camelCase as the original, snake_case aliases below) --
+
+    def setFilter(self, prefix: Optional[str]) -> None:
+        """Record only functions whose file name starts with ``prefix``.
+
+        C functions are recorded when the Python code calling them passes.
+        ``None`` or ``""`` removes the filter."""
+        if prefix is not None and not isinstance(prefix, str):
+            raise TypeError("the filter prefix must be a str or None")
+        self._filter = prefix or None
+
+    def enableForkedProfile(self) -> None:
+        """After os.fork() the child records into ``<base>/<childpid>/``."""
+        self._forked = True
+
+    def disableForkedProfile(self) -> None:
+        """After os.fork() the child stops profiling (the default)."""
+        self._forked = False
+
+    def trackStack(self, enable: bool = True) -> None:
+        """Also write ``<Thread>.stack``, one line per call (off by default)."""
+        self._stack = bool(enable)
+
+    def trackMemory(self, enable: bool = True) -> None:
+        """Write ``<Thread>.mem``, one line per return (on by default)."""
+        self._memory = bool(enable)
+
+    def trackSleeps(self, enable: bool = True) -> None:
+        """Context-switch correction for memory="process"/"rss" (on by default).
+
+        Memory that grows while a thread is inside a sleep trigger (time.sleep,
+        lock acquires, see addSleepTrigger) is not charged to that thread.
+        memory="thread" is exact per thread and needs no correction."""
+        self._sleeps = bool(enable)
+
+    def logTimestamps(self, enable: bool = True) -> None:
+        """Prefix every line with ``TIME#`` (on by default)."""
+        self._timestamps = bool(enable)
+
+    def setProcessMemoryFrequence(self, frequence: Optional[int]) -> None:
+        """Write a process.mem RSS sample every ``frequence`` profile events
+        (default 1000); ``None`` or 0 turns process.mem off."""
+        if frequence is None:
+            frequence = 0
+        frequence = int(frequence)
+        if frequence < 0:
+            raise ValueError("the frequence must be >= 0")
+        self._frequence = frequence
+
+    def addSleepTrigger(self, module: str, name: str) -> None:
+        """Add ``module``'s attribute ``name`` (dotted path, e.g. ``"Event.wait"``)
+        to the sleep triggers.  Builtin functions, methods of C types and Python
+        functions are accepted; raises if it cannot be resolved."""
+        obj = _resolve(module, name)
+        if not (callable(obj) or hasattr(obj, "__code__")):
+            raise TypeError("%s.%s is not a function" % (module, name))
+        self._triggers.append((module, name))
+
+    def sleepTriggers(self) -> List[Tuple[str, str]]:
+        """The (module, name) pairs in use: the defaults plus the added ones."""
+        return list(DEFAULT_SLEEP_TRIGGERS) + list(self._triggers)
+
+    # -- running --
+
+    @property
+    def output_dir(self) -> str:
+        """Directory of this process's files: the real one once enabled (it may be
+        ``<pid>-2`` ...), before that the planned ``<default_log_path>/<pid>``."""
+        if self._output_dir is not None:
+            return self._output_dir
+        return os.path.join(os.path.abspath(self.default_log_path), str(os.getpid()))
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._rec.active)
+
+    def _trigger_objects(self) -> List[Any]:
+        objs: List[Any] = []
+        for module, name in DEFAULT_SLEEP_TRIGGERS:
+            try:
+                objs.append(_resolve(module, name))
+            except (ImportError, AttributeError):
+                pass
+        for module, name in self._triggers:
+            objs.append(_resolve(module, name))
+        return objs
+
+    def enable(self) -> None:
+        """Start profiling every thread of the process.
+
+        Raises OSError if the directory cannot be created or written, and
+        RuntimeError if another ProcessProfile is enabled."""
+        if self._rec.active:
+            return
+        active = _recorder.active()
+        if active is not None:
+            raise RuntimeError("another ProcessProfile is already enabled in this process; "
+                               "only one can record at a time: disable() it first")
+        triggers = self._trigger_objects()
+        outdir = _make_output_dir(self.default_log_path)
+        self._output_dir = outdir
+        self._start_time = time.time()
+        self._end_time = None
+        self._rec.enable(outdir, profile=self.profile, memory=self.memory,
+                         filter=self._filter, track_memory=self._memory,
+                         track_stack=self._stack, track_sleeps=self._sleeps,
+                         timestamps=self._timestamps, sample_every=self._frequence,
+                         stream_factory=self.stream_factory, exclude_file=_FILE,
+                         triggers=triggers)
+        global _ACTIVE
+        _ACTIVE = self
+        _install_process_hooks()
+        self._write_runinfo()
+
+    def disable(self) -> None:
+        """Stop profiling all threads, flush and close every file.
+
+        A stream that failed to write (disk full...) stopped at its first error;
+        each one is reported here as a RuntimeWarning naming the file and errno."""
+        global _ACTIVE
+        if not self._rec.active:
+            return
+        errors = self._rec.disable()
+        if _ACTIVE is self:
+            _ACTIVE = None
+        self._end_time = time.time()
+        try:
+            self._write_runinfo()
+        except OSError as exc:
+            errors.append("%s: %s" % (os.path.join(self.output_dir, "runinfo.json"), exc))
+        for message in errors:
+            warnings.warn("threadgraph: output stopped: %s" % message, RuntimeWarning,
+                          stacklevel=2)
+
+    def stats(self) -> Dict[str, Any]:
+        """{"threads", "records", "stack_records", "output_dir"} of the current or
+        last run."""
+        s = self._rec.stats()
+        s["output_dir"] = self._output_dir
+        return s
+
+    def threads(self) -> List[Dict[str, Any]]:
+        """The runinfo.json thread table of the current or last run."""
+        return [{"name": t["name"], "native_id": t["native_id"], "ident": t["ident"],
+                 "mem": t["mem"], "stack": t["stack"]} for t in self._rec.threads()]
+
+    def _write_runinfo(self) -> None:
+        if self._output_dir is None:
+            return
+        info = {
+            "format": 1,
+            "pid": os.getpid(),
+            "ppid": os.getppid(),
+            "executable": sys.executable,
+            "argv": list(sys.argv),
+            "python_version": "%d.%d.%d" % sys.version_info[:3],
+            "start_time": self._start_time,
+            "end_time": self._end_time,
+            "memory_mode": self.memory,
+            "profile": self.profile,
+            "timestamps": self._timestamps,
+            "stack": self._stack,
+            "sleep_correction": self._sleeps,
+            "threads": self.threads(),
+        }
+        path = os.path.join(self._output_dir, "runinfo.json")
+        tmp = path + ".tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+                     | getattr(os, "O_CLOEXEC", 0), 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(info, f, indent=2, ensure_ascii=False)
+            f.write("\n")
+        os.replace(tmp, path)
+
+    def _after_fork_child(self) -> None:
+        if not self._forked:
+            self._rec.fork_child(None)
+            return
+        try:
+            outdir = _make_output_dir(self.default_log_path)
+        except OSError as exc:
+            self._rec.fork_child(None)
+            warnings.warn("threadgraph: forked child not profiled: %s" % exc, RuntimeWarning)
+            return
+        self._output_dir = outdir
+        self._start_time = time.time()
+        self._rec.fork_child(outdir)
+        self._write_runinfo()
+
+    def __enter__(self) -> "ProcessProfile":
+        self.enable()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.disable()
+
+    # snake_case aliases
+    set_filter = setFilter
+    enable_forked_profile = enableForkedProfile
+    disable_forked_profile = disableForkedProfile
+    track_stack = trackStack
+    track_memory = trackMemory
+    track_sleeps = trackSleeps
+    log_timestamps = logTimestamps
+    set_process_memory_frequence = setProcessMemoryFrequence
+    set_process_memory_frequency = setProcessMemoryFrequence
+    add_sleep_trigger = addSleepTrigger
+    sleep_triggers = sleepTriggers
+
+
+# The enabled ProcessProfile (at most one per process); process-wide hooks
+# (atexit, fork) are registered once and act on it.
+_ACTIVE: Optional[ProcessProfile] = None
+_HOOKS_INSTALLED = False
+
+
+def _atexit() -> None:
+    if _ACTIVE is not None:
+        _ACTIVE.disable()
+
+
+def _before_fork() -> None:
+    if _ACTIVE is not None:
+        _ACTIVE._rec.before_fork()
+
+
+def _after_fork_parent() -> None:
+    if _ACTIVE is not None:
+        _ACTIVE._rec.after_fork_parent()
+
+
+def _after_fork_child() -> None:
+    global _ACTIVE
+    if _ACTIVE is not None:
+        profile = _ACTIVE
+        profile._after_fork_child()
+        if not profile._rec.active:
+            _ACTIVE = None
+
+
+def _install_process_hooks() -> None:
+    global _HOOKS_INSTALLED
+    if _HOOKS_INSTALLED:
+        return
+    _HOOKS_INSTALLED = True
+    atexit.register(_atexit)
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent,
+                            after_in_child=_after_fork_child)
