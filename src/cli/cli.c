@@ -158,3 +158,33 @@ int tg_cli_peak_opts(const struct tg_peak_args *p, struct tg_memg_opts *o, const
 		return usage_error(usage, "--time_from is after --time_to");
 	return 0;
 }
+
+static void cli_report_start(void *ctx, const struct tg_dumpfile *df)
+{
+	(void)ctx;
+	if (df->kind == TG_DUMP_PROCESS) {
+		fputs("Processing data for the process\n", stderr);
+		return;
+	}
+	fputs("Processing data for thread ", stderr);
+	tg_cli_put(stderr, df->thread);
+	fputc('\n', stderr);
+}
+
+static void cli_report_skip(void *ctx, const struct tg_dumpfile *df, const char *why)
+{
+	(void)ctx;
+	fputs("warning: '", stderr);
+	tg_cli_put(stderr, df->path);
+	fprintf(stderr, "' not plotted: %s\n", why);
+}
+
+static void cli_report_plotting(void *ctx)
+{
+	(void)ctx;
+	fputs("Running gnuplot.\n", stderr);
+}
+
+const struct tg_memg_report tg_cli_report = {
+	cli_report_start, cli_report_skip, cli_report_plotting, NULL
+};

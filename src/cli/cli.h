@@ -89,6 +89,14 @@ struct tg_memg_opts;
  */
 int tg_cli_peak_opts(const struct tg_peak_args *p, struct tg_memg_opts *o, const char *usage);
 
+/*
+ * Progress for the graph commands, as the original printed it on stderr:
+ * "Processing data for thread NAME", "Processing data for the process",
+ * "Running gnuplot.", and a warning for each file not plotted.
+ */
+struct tg_memg_report;
+extern const struct tg_memg_report tg_cli_report;
+
 /* Global --no_time seen before the command name. */
 extern int tg_global_no_time;
 

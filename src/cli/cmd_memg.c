@@ -8,32 +8,6 @@
 
 static const char memg_usage[] = "threadgraph memg [options] FILES...";
 
-static void memg_start(void *ctx, const struct tg_dumpfile *df)
-{
-	(void)ctx;
-	if (df->kind == TG_DUMP_PROCESS) {
-		fputs("Processing data for the process\n", stderr);
-		return;
-	}
-	fputs("Processing data for thread ", stderr);
-	tg_cli_put(stderr, df->thread);
-	fputc('\n', stderr);
-}
-
-static void memg_skip(void *ctx, const struct tg_dumpfile *df, const char *why)
-{
-	(void)ctx;
-	fputs("warning: '", stderr);
-	tg_cli_put(stderr, df->path);
-	fprintf(stderr, "' not plotted: %s\n", why);
-}
-
-static void memg_plotting(void *ctx)
-{
-	(void)ctx;
-	fputs("Running gnuplot.\n", stderr);
-}
-
 int cmd_memg(int argc, char **argv)
 {
 	struct tg_common_args c = { .no_time = tg_global_no_time };
@@ -41,7 +15,7 @@ int cmd_memg(int argc, char **argv)
 	struct tg_peak_args p = TG_PEAK_ARGS_DEFAULT;
 	struct tg_memg_opts o = { .rebase_kb = 30000 };
 	struct tg_plot_opts po;
-	struct tg_memg_report r = { memg_start, memg_skip, memg_plotting, NULL };
+	struct tg_memg_report r = tg_cli_report;
 	struct tg_dumpfile *files;
 	struct tg_diag d;
 	int nargs, ret;

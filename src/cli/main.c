@@ -19,6 +19,10 @@ struct tg_cmd {
 static const struct tg_cmd tg_commands[] = {
 	{ "memg", cmd_memg, "memory graph per thread with numbered peaks (memg.svg, memg.txt)" },
 	{ "peaks", cmd_peaks, "list the peaks memg would label, on stdout" },
+	{ "memh", cmd_memh, "functions that allocate and free the most (memh.svg, memh.txt)" },
+	{ "nesting", cmd_nesting, "stack depth of each call against time (nesting.png)" },
+	{ "interleave", cmd_interleave,
+	  "which thread ran when (interleave.png, interleave.txt)" },
 	{ "decorate-stack", cmd_decorate_stack,
 	  "one call's subtree from a .stack dump with time and memory" },
 };

@@ -1,0 +1,42 @@
+/*
+ * cmd_nesting.c - threadgraph nesting: stack depth of each call against time.
+ */
+#include "cli.h"
+#include "graphs.h"
+
+static const char nesting_usage[] = "threadgraph nesting [options] FILES...";
+
+int cmd_nesting(int argc, char **argv)
+{
+	struct tg_common_args c = { .no_time = tg_global_no_time };
+	struct tg_graph_args g = { 0 };
+	struct tg_graph_opts o = { 0 };
+	struct tg_plot_opts po;
+	struct tg_dumpfile *files;
+	struct tg_diag d;
+	int nargs, ret;
+	const struct tg_option opts[] = {
+		TG_COMMON_OPTIONS(&c),
+		TG_GRAPH_OPTIONS(&g),
+		TG_OPT_END_ROW,
+	};
+
+	ret = tg_parse_options(argc, argv, opts, nesting_usage,
+			       "Plots the depth of each call of the .stack files against its time, one "
+			       "series per thread\n(nesting.png).", &nargs);
+	if (ret)
+		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	if (!nargs)
+		return usage_error(nesting_usage, "no dump files given");
+	o.has_time = !c.no_time;
+	if ((ret = tg_cli_graph_opts(&g, &po, "png", 1920, 1080, nesting_usage)))
+		return ret;
+	if ((ret = tg_cli_files(argv, nargs, &files)))
+		return ret;
+	tg_cli_diag_init(&d, &c);
+	ret = tg_nesting_run(&o, &po, files, (size_t)nargs, &tg_cli_report, &d) < 0 ?
+		error("%s", d.msg) : 0;
+	tg_cli_diag_summary(&d);
+	tg_cli_files_free(files, nargs);
+	return ret;
+}

@@ -1,0 +1,400 @@
+/*
+ * graphs.c - memh, nesting and interleave: read dumps, write data, script, legend.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "fmt.h"
+#include "graphs.h"
+#include "linereader.h"
+#include "records.h"
+
+/* Opens the script NAME.gp and writes the preamble; 0 or -1. */
+static int graph_script(struct tg_aout *script, const struct tg_plot_opts *po,
+			const char *name, struct tg_diag *d)
+{
+	char file[64];
+
+	snprintf(file, sizeof(file), "%s.gp", name);
+	if (tg_aout_open(script, po->dir, file, d) < 0)
+		return -1;
+	tg_gp_preamble(script->f, po, name);
+	return 0;
+}
+
+static void graph_report_start(const struct tg_memg_report *r, const struct tg_dumpfile *df)
+{
+	if (r && r->start)
+		r->start(r->ctx, df);
+}
+
+static void graph_report_skip(const struct tg_memg_report *r, const struct tg_dumpfile *df,
+			      const char *why)
+{
+	if (r && r->skip)
+		r->skip(r->ctx, df, why);
+}
+
+static void graph_report_plotting(const struct tg_memg_report *r,
+				  const struct tg_plot_opts *po)
+{
+	if (r && r->plotting && !po->script_only)
+		r->plotting(r->ctx);
+}
+
+/* ---- memh ---- */
+
+static int memh_read(const struct tg_graph_opts *o, const struct tg_dumpfile *df,
+		     struct tg_sitetab *t, struct tg_diag *d)
+{
+	struct tg_lr lr;
+	struct tg_memrec m;
+	const char *line, *why;
+	size_t len;
+	int got, ret = -1;
+
+	if (tg_lr_open(&lr, df->path, 0, d) < 0)
+		return -1;
+	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0) {
+		why = lr.overlong ? "line too long" : tg_memrec_parse(&m, line, len, o->has_time);
+		if (why) {
+			if (tg_malformed(d, df->path, lr.lineno, why) < 0)
+				goto release;
+			continue;
+		}
+		if (m.delta && tg_sitetab_add(t, m.site.s, m.site.len, m.delta, d) < 0)
+			goto release;
+	}
+	ret = got < 0 ? -1 : 0;
+release:
+	tg_lr_release(&lr);
+	return ret;
+}
+
+int tg_memh_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
+		const struct tg_dumpfile *files, size_t n, const struct tg_memg_report *r,
+		struct tg_diag *d)
+{
+	struct tg_sitetab t;
+	const struct tg_site_sum *pick[2 * TG_MEMH_SIDE];
+	struct tg_aout dat, script, legend;
+	long k;
+	int ret = -1;
+
+	tg_sitetab_init(&t);
+	for (size_t i = 0; i < n; i++) {
+		if (files[i].kind == TG_DUMP_STACK)
+			graph_report_skip(r, &files[i], "a stack file");
+		if (files[i].kind != TG_DUMP_MEM)
+			continue;
+		graph_report_start(r, &files[i]);
+		if (memh_read(o, &files[i], &t, d) < 0)
+			goto out;
+	}
+	k = tg_sitetab_extremes(&t, TG_MEMH_SIDE, pick);
+	if (k < 0) {
+		tg_error(d, "out of memory");
+		goto out;
+	}
+	if (k == 0) {
+		tg_error(d, "no memory deltas to plot");
+		goto out;
+	}
+	if (tg_aout_open(&dat, po->dir, "memh.dat", d) < 0)
+		goto out;
+	for (long i = 0; i < k; i++) {
+		char m[TG_FMT_MILLI_MAX];
+		tg_fmt_milli(m, tg_bytes_to_milli_kb(pick[i]->sum));
+		fprintf(dat.f, "%ld %s %ld\n", i, m, i);
+	}
+	if (tg_aout_commit(&dat, d) < 0) {
+		tg_aout_abort(&dat);
+		goto out;
+	}
+	tg_aout_release(&dat);
+	if (tg_aout_open(&legend, po->dir, "memh.txt", d) < 0)
+		goto out;
+	for (long i = 0; i < k; i++) {
+		fprintf(legend.f, "%ld: ", i);
+		fwrite(t.arena + pick[i]->off, 1, pick[i]->len, legend.f);
+		putc('\n', legend.f);
+	}
+	if (graph_script(&script, po, "memh", d) < 0) {
+		tg_aout_abort(&legend);
+		goto out;
+	}
+	fprintf(script.f,
+		"set title 'Memory allocated (+) and freed (-) by function, summed over threads (KB)'\n"
+		"set ylabel 'KB'\nset xlabel 'Function (see memh.txt)'\n"
+		"set grid ytics\nset xtics 1\nset xrange [-1:%ld]\nset style fill solid 0.5\n"
+		"set boxwidth 0.8\n"
+		"plot 'memh.dat' using 1:2 with boxes notitle, \\\n"
+		"     'memh.dat' using 1:2:3 with labels offset char 0,0.8 notitle\n", k);
+	graph_report_plotting(r, po);
+	ret = tg_plot_finish(po, "memh", &script, &legend, d);
+out:
+	tg_sitetab_release(&t);
+	return ret;
+}
+
+/* ---- nesting ---- */
+
+static int nesting_read(const struct tg_graph_opts *o, const struct tg_dumpfile *df,
+			FILE *out, unsigned long *events, struct tg_diag *d)
+{
+	struct tg_lr lr;
+	struct tg_stackrec s;
+	const char *line, *why;
+	size_t len;
+	int got, ret = -1;
+
+	*events = 0;
+	if (tg_lr_open(&lr, df->path, 0, d) < 0)
+		return -1;
+	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0) {
+		why = lr.overlong ? "line too long" : tg_stackrec_parse(&s, line, len, o->has_time);
+		if (why) {
+			if (tg_malformed(d, df->path, lr.lineno, why) < 0)
+				goto release;
+			continue;
+		}
+		if (o->has_time)
+			fwrite_unlocked(s.time.text.s, 1, s.time.text.len, out);
+		else
+			fprintf(out, "%lu", *events);
+		fprintf(out, " %u\n", s.depth);
+		(*events)++;
+	}
+	ret = got < 0 ? -1 : 0;
+release:
+	tg_lr_release(&lr);
+	return ret;
+}
+
+int tg_nesting_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
+		   const struct tg_dumpfile *files, size_t n, const struct tg_memg_report *r,
+		   struct tg_diag *d)
+{
+	unsigned long *events = calloc(n ? n : 1, sizeof(*events));
+	struct tg_aout dat, script;
+	size_t plotted = 0;
+	int first = 1, ret = -1;
+	char name[64];
+
+	if (!events)
+		return tg_error(d, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		if (files[i].kind != TG_DUMP_STACK) {
+			graph_report_skip(r, &files[i], "not a stack file");
+			continue;
+		}
+		graph_report_start(r, &files[i]);
+		snprintf(name, sizeof(name), "nesting-%zu.dat", i);
+		if (tg_aout_open(&dat, po->dir, name, d) < 0)
+			goto out;
+		if (nesting_read(o, &files[i], dat.f, &events[i], d) < 0 ||
+		    tg_aout_commit(&dat, d) < 0) {
+			tg_aout_abort(&dat);
+			goto out;
+		}
+		tg_aout_release(&dat);
+		if (!events[i])
+			graph_report_skip(r, &files[i], "no events");
+		plotted += events[i] != 0;
+	}
+	if (!plotted) {
+		tg_error(d, "no calls to plot");
+		goto out;
+	}
+	if (graph_script(&script, po, "nesting", d) < 0)
+		goto out;
+	fputs("set title 'Stack depth by thread'\nset ylabel 'Depth'\n"
+	      "set key outside right top\nset grid\n", script.f);
+	if (o->has_time)
+		fputs("set xlabel 'Time'\nset xdata time\nset timefmt '%s'\n"
+		      "set format x '%H:%M:%S'\n", script.f);
+	else
+		fputs("set xlabel 'Call'\n", script.f);
+	fputs("plot", script.f);
+	for (size_t i = 0; i < n; i++) {
+		if (!events[i])
+			continue;
+		fprintf(script.f, "%s 'nesting-%zu.dat' using 1:2 with points pt 7 ps 0.4 title ",
+			first ? "" : ", \\\n    ", i);
+		tg_gp_quote(script.f, files[i].thread, strlen(files[i].thread));
+		first = 0;
+	}
+	fputs("\n", script.f);
+	graph_report_plotting(r, po);
+	ret = tg_plot_finish(po, "nesting", &script, NULL, d);
+out:
+	free(events);
+	return ret;
+}
+
+/* ---- interleave ---- */
+
+/* One input of the merge: a thread's reader and its current event. */
+struct il_input {
+	struct tg_lr lr;
+	const struct tg_dumpfile *df;
+	unsigned index;      /* thread index in the legend */
+	int open, live;      /* reader opened; has a current event */
+	double t;            /* current event's time */
+	char text[48];       /* its TIME text */
+	size_t tlen;
+	unsigned long events;
+};
+
+/* Advances in to its next event in range; 0 (maybe at EOF) or -1. */
+static int il_next(const struct tg_graph_opts *o, struct il_input *in, struct tg_diag *d)
+{
+	const char *line, *why;
+	size_t len;
+	struct tg_memrec m;
+	int got;
+
+	while ((got = tg_lr_next(&in->lr, &line, &len, d)) > 0) {
+		why = in->lr.overlong ? "line too long" : tg_memrec_parse(&m, line, len, 1);
+		if (why) {
+			if (tg_malformed(d, in->df->path, in->lr.lineno, why) < 0)
+				return -1;
+			continue;
+		}
+		if ((o->has_from && m.time.v < o->from) || (o->has_to && m.time.v > o->to))
+			continue;
+		in->t = m.time.v;
+		in->tlen = m.time.text.len < sizeof(in->text) ? m.time.text.len : sizeof(in->text);
+		memcpy(in->text, m.time.text.s, in->tlen);
+		in->events++;
+		return 0;
+	}
+	in->live = 0;
+	return got < 0 ? -1 : 0;
+}
+
+static void il_point(FILE *f, const char *t, size_t tlen, unsigned idx)
+{
+	fwrite(t, 1, tlen, f);
+	fprintf(f, " %u\n", idx);
+}
+
+int tg_interleave_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
+		      const struct tg_dumpfile *files, size_t n,
+		      const struct tg_memg_report *r, struct tg_diag *d)
+{
+	struct il_input *in = calloc(n ? n : 1, sizeof(*in));
+	struct tg_aout dat, script, legend;
+	size_t k = 0, i;
+	int ret = -1, dat_open = 0;
+	struct il_input *cur = NULL;
+	char first[48], last[48];
+	size_t flen = 0, llen = 0;
+	unsigned long segments = 0;
+
+	if (!in)
+		return tg_error(d, "out of memory");
+	if (!o->has_time) {
+		tg_error(d, "interleave needs timestamps (not with --no_time)");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		if (files[i].kind == TG_DUMP_STACK)
+			graph_report_skip(r, &files[i], "a stack file");
+		if (files[i].kind != TG_DUMP_MEM)
+			continue;
+		graph_report_start(r, &files[i]);
+		in[k].df = &files[i];
+		in[k].index = (unsigned)k;
+		/* small buffers: one per thread is open at a time */
+		if (tg_lr_open(&in[k].lr, files[i].path, 2 * TG_LR_MAX_LINE, d) < 0)
+			goto out;
+		in[k].open = in[k].live = 1;
+		if (il_next(o, &in[k], d) < 0)
+			goto out;
+		k++;
+	}
+	if (!k) {
+		tg_error(d, "no thread .mem files given");
+		goto out;
+	}
+	if (tg_aout_open(&dat, po->dir, "interleave.dat", d) < 0)
+		goto out;
+	dat_open = 1;
+	for (;;) {
+		struct il_input *min = NULL;
+		for (i = 0; i < k; i++)
+			if (in[i].live && (!min || in[i].t < min->t))
+				min = &in[i];
+		if (!min)
+			break;
+		if (min != cur) {
+			if (cur) {
+				il_point(dat.f, first, flen, cur->index);
+				il_point(dat.f, last, llen, cur->index);
+				fputc('\n', dat.f);
+				segments++;
+			}
+			cur = min;
+			memcpy(first, min->text, min->tlen);
+			flen = min->tlen;
+		}
+		memcpy(last, min->text, min->tlen);
+		llen = min->tlen;
+		if (il_next(o, min, d) < 0)
+			goto out;
+	}
+	if (cur) {
+		il_point(dat.f, first, flen, cur->index);
+		il_point(dat.f, last, llen, cur->index);
+		segments++;
+	}
+	if (!segments) {
+		tg_error(d, "no events to plot");
+		goto out;
+	}
+	dat_open = 0;
+	if (tg_aout_commit(&dat, d) < 0) {
+		tg_aout_abort(&dat);
+		goto out;
+	}
+	tg_aout_release(&dat);
+	for (i = 0; i < k; i++)
+		if (!in[i].events)
+			graph_report_skip(r, in[i].df, "no events");
+	if (tg_aout_open(&legend, po->dir, "interleave.txt", d) < 0)
+		goto out;
+	for (i = 0; i < k; i++)
+		fprintf(legend.f, "%u: %s\n", in[i].index, in[i].df->thread);
+	if (graph_script(&script, po, "interleave", d) < 0) {
+		tg_aout_abort(&legend);
+		goto out;
+	}
+	fprintf(script.f, "set title 'Which thread ran when (see interleave.txt)'\n"
+		"set ylabel 'Thread'\nset xlabel 'Time'\nset xdata time\nset timefmt '%%s'\n"
+		"set format x '%%H:%%M:%%S'\nset grid\nset ytics 1\nset yrange [-1:%zu]\n", k);
+	if (o->has_from || o->has_to) {
+		fputs("set xrange [", script.f);
+		if (o->has_from)
+			fprintf(script.f, "'%.6f'", o->from);
+		else
+			fputs("*", script.f);
+		if (o->has_to)
+			fprintf(script.f, ":'%.6f']\n", o->to);
+		else
+			fputs(":*]\n", script.f);
+	}
+	fputs("plot 'interleave.dat' using 1:2:($2+1) with linespoints lc variable pt 7 "
+	      "ps 0.5 lw 3 notitle\n", script.f);
+	graph_report_plotting(r, po);
+	ret = tg_plot_finish(po, "interleave", &script, &legend, d);
+out:
+	if (dat_open)
+		tg_aout_abort(&dat);
+	for (i = 0; i < n; i++)
+		if (in[i].open)
+			tg_lr_release(&in[i].lr);
+	free(in);
+	return ret;
+}
