@@ -1,0 +1,101 @@
+"""memh, nesting and interleave end to end."""
+import os
+
+from conftest import needs_gnuplot, tutorial_mems
+
+
+def dat(path):
+    return [l.split() for l in path.read_text().splitlines()]
+
+
+def test_memh(tg, tmp_path, tutorial):
+    r = tg("memh", "--script-only", "-o", tmp_path, *tutorial_mems())
+    assert r.returncode == 0, r.stderr
+    # sums over all threads, sorted ascending; zero sums left out
+    assert (tmp_path / "memh.txt").read_text() == (
+        "0: /data/code/thread_graph/examples/main.py:55:setup\n"
+        "1: None:0:sleep\n"
+        "2: main.py:60:main\n"
+        "3: /data/code/thread_graph/examples/main.py:62:warm\n"
+        "4: /home/stefano/pys/py27/lib/python2.7/random.py:240:randint\n"
+        "5: main.py:66:main\n"
+        "6: /data/code/thread_graph/examples/main.py:39:doStuff\n"
+        "7: main.py:44:run\n")
+    # run: 212992 - 40960 = 172032 B = 168 KB; doStuff 167936 - 4096 = 160 KB
+    assert dat(tmp_path / "memh.dat")[-2:] == [["6", "160", "6"], ["7", "168", "7"]]
+
+
+def test_memh_keeps_30_per_side(tg, tmp_path):
+    mem = tmp_path / "T.mem"
+    with open(mem, "w") as f:
+        for i in range(100):
+            f.write("1.0#a.py:%d:f=>%d\n" % (i, (i - 50) * 1024))
+    r = tg("memh", "--script-only", "-o", tmp_path, mem)
+    assert r.returncode == 0, r.stderr
+    legend = (tmp_path / "memh.txt").read_text().splitlines()
+    assert len(legend) == 60
+    assert legend[0] == "0: a.py:0:f" and legend[29] == "29: a.py:29:f"
+    assert legend[30] == "30: a.py:70:f" and legend[59] == "59: a.py:99:f"
+
+
+def test_memh_nothing(tg, tmp_path):
+    mem = tmp_path / "T.mem"
+    mem.write_text("1.0#a.py:1:f=>0\n")
+    r = tg("memh", "-o", tmp_path, mem)
+    assert r.returncode == 1 and "error: no memory deltas to plot" in r.stderr
+
+
+def test_nesting(tg, tmp_path, tutorial, fixtures):
+    r = tg("nesting", "--script-only", "-o", tmp_path, os.path.join(tutorial, "Thread-7.stack"))
+    assert r.returncode == 0, r.stderr
+    d = dat(tmp_path / "nesting-0.dat")
+    assert d[:5] == [["1394031410.1", "0"], ["1394031410.1", "1"], ["1394031410.25", "2"],
+                     ["1394031410.3", "1"], ["1394031411.37", "1"]]
+    assert len(d) == 33
+    gp = (tmp_path / "nesting.gp").read_text()
+    assert "title 'Thread-7'" in gp and "pngcairo" in gp
+    nt = tmp_path / "nt"
+    nt.mkdir()
+    r = tg("--no_time", "nesting", "--script-only", "-o", nt,
+           os.path.join(fixtures, "notime", "Worker.stack"))
+    assert r.returncode == 0, r.stderr
+    assert dat(nt / "nesting-0.dat") == [["0", "0"], ["1", "1"], ["2", "2"]]
+    r = tg("nesting", "-o", tmp_path, *tutorial_mems())
+    assert r.returncode == 1 and "no calls to plot" in r.stderr
+
+
+def test_interleave(tg, tmp_path, tutorial):
+    r = tg("interleave", "--script-only", "-o", tmp_path, *tutorial_mems())
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "interleave.txt").read_text() == "0: MainThread\n1: Thread-6\n2: Thread-7\n"
+    blocks = [b.split("\n") for b in (tmp_path / "interleave.dat").read_text().strip().split("\n\n")]
+    assert blocks[0] == ["1394031409.9 0", "1394031409.9 0"]
+    assert blocks[1] == ["1394031410.25 2", "1394031412.05 2"]
+    assert blocks[2] == ["1394031412.5 1", "1394031413 1"]
+    assert blocks[-1] == ["1394031440.0 0", "1394031440.0 0"]
+    assert len(blocks) == 11
+
+
+def test_interleave_range_and_no_time(tg, tmp_path):
+    r = tg("interleave", "--script-only", "-o", tmp_path, "--time_from", "05/03/2014 14:57",
+           *tutorial_mems(), env={"TZ": "UTC"})
+    assert r.returncode == 0, r.stderr
+    blocks = (tmp_path / "interleave.dat").read_text().strip().split("\n\n")
+    assert blocks[0].split("\n")[0] == "1394031420.123456 1"
+    r = tg("--no_time", "interleave", *tutorial_mems(), cwd=tmp_path)
+    assert r.returncode == 1 and "interleave needs timestamps" in r.stderr
+
+
+@needs_gnuplot
+def test_graphs_real_gnuplot(tg, tmp_path, tutorial):
+    files = [os.path.join(tutorial, f) for f in sorted(os.listdir(tutorial))]
+    for cmd, out in (("memh", "memh.svg"), ("nesting", "nesting.png"),
+                     ("interleave", "interleave.png")):
+        r = tg(cmd, "-o", tmp_path, *files)
+        assert r.returncode == 0, (cmd, r.stderr)
+        assert r.stderr.endswith("Running gnuplot.\n")
+        assert (tmp_path / out).stat().st_size > 1000
+    svg = (tmp_path / "memh.svg").read_text()
+    assert ">7<" in svg
+    with open(tmp_path / "nesting.png", "rb") as f:
+        assert f.read(4) == b"\x89PNG"
