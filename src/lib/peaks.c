@@ -87,6 +87,8 @@ void tg_peaks_select(struct tg_peaks *p, const struct tg_peak_opts *o)
 {
 	size_t i, kept = 0;
 
+	if (!p->n)
+		return; /* p->v may be NULL: qsort must not see it */
 	qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_time);
 	for (i = 0; i < p->n; i++) {
 		const struct tg_peak *last = kept ? &p->v[kept - 1] : NULL;
@@ -106,7 +108,8 @@ void tg_peaks_select(struct tg_peaks *p, const struct tg_peak_opts *o)
 
 void tg_peaks_sort_size(struct tg_peaks *p)
 {
-	qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_size);
+	if (p->n)
+		qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_size);
 }
 
 void tg_peaks_top(struct tg_peaks *p, size_t n)
@@ -115,5 +118,6 @@ void tg_peaks_top(struct tg_peaks *p, size_t n)
 		return;
 	tg_peaks_sort_size(p);
 	p->n = n;
-	qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_id);
+	if (n)
+		qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_id);
 }

@@ -17,7 +17,7 @@ TUTORIAL = os.path.join(FIXTURES, "tutorial")
 def _find_cli():
     env = os.environ.get("TG_CLI")
     if env:
-        return env
+        return os.path.abspath(env)
     local = os.path.join(REPO, "build", "threadgraph")
     if os.path.exists(os.path.join(REPO, "Makefile")):
         subprocess.run(["make", "-s", "-C", REPO, "build/threadgraph"], check=False)
