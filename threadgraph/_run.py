@@ -26,6 +26,9 @@ import types
 
 PROG = "threadgraph run"
 TOP_PEAKS = 5
+CANDIDATE_PEAKS = 100  # asked of `threadgraph peaks`, before nested calls are merged
+NEAR_BYTES = 4096  # deltas this close, or NEAR_FRACTION of the delta, are one allocation
+NEAR_FRACTION = 0.02
 
 # Options that take a value; the first argument that is neither one of these
 # options nor a value of one is the script (everything after it is the program's).
@@ -220,30 +223,36 @@ def prepare_script(path, args):
     return code, module
 
 
-def run_script(code, module):
-    # The program's objects must be reachable as __main__ (pickle, multiprocessing).
-    sys.modules["__main__"] = module
-    exec(code, module.__dict__)
-
-
 def prepare_module(name, args):
-    import importlib.util
+    """Set up sys for ``python -m name args``; return (code, module).
 
-    sys.argv[:] = [name] + list(args)  # runpy puts the module's file in argv[0]
-    sys.path[0] = os.getcwd()
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError) as exc:
-        return "%s" % exc
-    if spec is None:
-        return "No module named %s" % name
-    return None
-
-
-def run_module(name):
+    Raises ImportError with python's message when the module cannot be run.  As
+    with ``python -m``, the module's parent packages are imported here (before the
+    profiler starts); the module itself runs in run_code.
+    """
     import runpy
 
-    runpy.run_module(name, run_name="__main__", alter_sys=True)
+    sys.argv[:] = [name] + list(args)
+    sys.path[0] = os.getcwd()
+    try:
+        mod_name, spec, code = runpy._get_module_details(name)
+    except ImportError:
+        raise
+    except Exception as exc:  # runpy's own error type for "is a package", etc.
+        raise ImportError(str(exc))
+    module = types.ModuleType("__main__")
+    module.__dict__.update(
+        {
+            "__file__": spec.origin,
+            "__builtins__": __builtins__,
+            "__cached__": spec.cached,
+            "__loader__": spec.loader,
+            "__package__": spec.parent,
+            "__spec__": spec,
+        }
+    )
+    sys.argv[0] = spec.origin  # python -m shows the module's file in argv[0]
+    return code, module
 
 
 def wait_for_threads():
@@ -259,20 +268,17 @@ def report_exception(exc_type, exc, tb):
     own = (os.path.abspath(__file__),)
     while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in own:
         tb = tb.tb_next
-    while tb is not None and "runpy" in os.path.basename(tb.tb_frame.f_code.co_filename):
-        tb = tb.tb_next
     traceback.print_exception(exc_type, exc, tb)
 
 
 def exit_code_of(exc):
-    """The status python gives for SystemExit(exc.code), printing as it does."""
+    """The status python gives for SystemExit(exc.code)."""
     code = exc.code
     if code is None:
         return 0
     if isinstance(code, int):
         return code & 0xFF
-    sys.stderr.write("%s\n" % (code,))
-    return 1
+    return 1  # python prints the message; main() does, once profiling stops
 
 
 # --- the summary ------------------------------------------------------------------
@@ -303,7 +309,7 @@ def top_peaks(out_dir, mem_files, timestamps):
         cmd.append("--no_time")
     # Every return is a candidate (--peak 0) and none is hidden by its neighbours in
     # time or value: the summary wants the largest deltas, whatever their spacing.
-    cmd += ["peaks", "--json", "--top", str(TOP_PEAKS), "--sort", "size", "--peak", "0",
+    cmd += ["peaks", "--json", "--top", str(CANDIDATE_PEAKS), "--sort", "size", "--peak", "0",
             "--peak_delta_time", "0", "--peak_delta_value", "0"] + mem_files
     try:
         proc = subprocess.run(
@@ -315,9 +321,39 @@ def top_peaks(out_dir, mem_files, timestamps):
         last = (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
         return None, "threadgraph peaks failed: %s" % last
     try:
-        return json.loads(proc.stdout), None
+        peaks = json.loads(proc.stdout)
     except ValueError:
         return None, "threadgraph peaks printed no JSON"
+    # threadgraph's own few calls around the program (printing the first line,
+    # waiting for threads) are recorded too; they are not the program's peaks.
+    own = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    peaks = [p for p in peaks if not str(p.get("file", "")).startswith(own)]
+    return innermost(peaks)[:TOP_PEAKS], None
+
+
+def innermost(peaks):
+    """Keep, of calls nested in one another with (almost) the same delta, the inner one.
+
+    A thread's allocation shows in every enclosing call (threading's _bootstrap,
+    run, the target, ...) with about the same delta; the summary names the call that
+    made it.  Two peaks of one .mem file whose deltas have the same sign and differ
+    by at most NEAR are taken as one, and the one that returned first (the
+    innermost: callees return before their callers) is kept.  Order is kept.
+    """
+    kept = []
+    for p in peaks:
+        delta = int(p.get("delta", 0))
+        for i, q in enumerate(kept):
+            qd = int(q.get("delta", 0))
+            near = max(NEAR_BYTES, NEAR_FRACTION * abs(delta))
+            if q.get("mem_file") == p.get("mem_file") and (qd < 0) == (delta < 0) \
+                    and abs(qd - delta) <= near:
+                if int(p.get("mem_line", 0)) < int(q.get("mem_line", 0)):
+                    kept[i] = p
+                break
+        else:
+            kept.append(p)
+    return kept
 
 
 def print_summary(prof, opts, status):
@@ -356,7 +392,8 @@ def print_summary(prof, opts, status):
     sys.stderr.write("    threadgraph %smemg %s/*.mem\n" % (no_time, shown))
     sys.stderr.write("    threadgraph %speaks %s/*.mem\n" % (no_time, shown))
     if opts.stack and peaks:
-        top = peaks[0]
+        # The whole program's <module> is rarely the call worth decorating first.
+        top = next((p for p in peaks if p.get("function") != "<module>"), peaks[0])
         mem = display_path(str(top.get("mem_file", "")))
         if mem.endswith(".mem"):
             sys.stderr.write(
@@ -381,49 +418,54 @@ def main(argv):
         parser.error("--process-memory-frequency must be 0 or more")
 
     kind, name = target
-    if kind == "script":
-        try:
+    try:
+        if kind == "script":
             code, module = prepare_script(name, prog_args)
-        except OSError as exc:
-            sys.stderr.write(
-                "%s: can't open file %r: [Errno %d] %s\n"
-                % (PROG, os.path.abspath(name), exc.errno or 0, exc.strerror or exc)
-            )
-            return 2
-        except SyntaxError:
-            traceback.print_exc(limit=0)
-            return 1
-    else:
-        problem = prepare_module(name, prog_args)
-        if problem:
-            sys.stderr.write("%s: %s\n" % (PROG, problem))
-            return 1
+        else:
+            code, module = prepare_module(name, prog_args)
+    except OSError as exc:
+        sys.stderr.write(
+            "%s: can't open file %r: [Errno %d] %s\n"
+            % (PROG, os.path.abspath(name), exc.errno or 0, exc.strerror or exc)
+        )
+        return 2
+    except SyntaxError:
+        traceback.print_exc(limit=0)
+        return 1
+    except ImportError as exc:
+        sys.stderr.write("%s: %s\n" % (PROG, exc))
+        return 1
 
     base = os.path.abspath(opts.output or default_base(target))
     prof = make_profiler(opts, base)
+    main_pid = os.getpid()
     try:
         prof.enable()
     except OSError as exc:
         sys.stderr.write("%s: cannot write the profile under %s: %s\n" % (PROG, base, exc))
         return 1
-    main_pid = os.getpid()
     say("profiling %s; writing to %s/" % (name, display_path(prof.output_dir)))
 
     status = 0
+    failure = None  # the program's uncaught exception, reported once profiling stops
     try:
         try:
-            if kind == "script":
-                run_script(code, module)
-            else:
-                run_module(name)
+            # The program's objects must be reachable as __main__ (pickle,
+            # multiprocessing).  Its module code runs as the body of a function made
+            # from it: module code has no CO_NEWLOCALS, so its locals are its globals,
+            # exactly as under exec().  Unlike exec() (a C call) or runpy (several
+            # Python frames), this wraps no recorded frame of ours around the
+            # program: the first recorded call is the program's own <module>.
+            sys.modules["__main__"] = module
+            types.FunctionType(code, module.__dict__)()
         except SystemExit as exc:
-            status = exit_code_of(exc)
+            status, failure = exit_code_of(exc), None
+            if not isinstance(exc.code, (int, type(None))):
+                failure = ("message", exc.code)
         except KeyboardInterrupt:
-            report_exception(*sys.exc_info())
-            status = 130
+            status, failure = 130, ("exception", sys.exc_info())
         except BaseException:
-            report_exception(*sys.exc_info())
-            status = 1
+            status, failure = 1, ("exception", sys.exc_info())
         try:
             wait_for_threads()
         except KeyboardInterrupt:
@@ -433,7 +475,14 @@ def main(argv):
         except (OSError, ValueError):
             pass  # the program closed or broke its stdout; not ours to report
     finally:
+        # Stop recording before printing anything: formatting a traceback allocates,
+        # and that is threadgraph's work, not the program's.
         prof.disable()
+    if failure is not None and failure[0] == "exception":
+        report_exception(*failure[1])
+    elif failure is not None:
+        sys.stderr.write("%s\n" % (failure[1],))
+    failure = None
     if os.getpid() == main_pid:
         print_summary(prof, opts, status)
     return status
