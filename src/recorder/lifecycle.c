@@ -298,7 +298,7 @@ tg_recorder_enable(struct tg_recorder_object *self)
 
     /* The enabling thread's files open now so that a bad directory fails here. */
     if (r->track_memory || r->track_stack) {
-        t = tg_thread_attach(self, NULL);
+        t = tg_thread_attach(self, NULL, 0);
         if (t == NULL) {
             PyErr_NoMemory();
             goto fail;
@@ -504,6 +504,7 @@ tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir)
     struct tg_thread *me;
     char *dup = strdup(outdir);
     char *name = NULL;
+    size_t name_len = 0;
     uintptr_t suppress = 0;
 
     if (dup == NULL) {
@@ -519,8 +520,12 @@ tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir)
          * their returns are ignored here, so the child's files pair up. */
         size_t i;
         for (i = 0; i < r->n_log; i++)
-            if (r->log[i].ident == me->ident)
-                name = strdup(r->log[i].name);
+            if (r->log[i].ident == me->ident && name == NULL) {
+                name_len = r->log[i].name_len;
+                name = malloc(name_len + 1);
+                if (name != NULL)
+                    memcpy(name, r->log[i].name, name_len + 1);
+            }
         suppress = me->suppress_key;
         tg_writer_release(&me->mem);
         tg_writer_release(&me->stack);
@@ -540,7 +545,7 @@ tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir)
         return -1;
     }
     if (r->track_memory || r->track_stack) {
-        me = tg_thread_attach(self, name);
+        me = tg_thread_attach(self, name, name_len);
         if (me != NULL)
             me->suppress_key = suppress;  /* still inside the fork hook */
     }

@@ -231,7 +231,7 @@ tg_rec_threads(struct tg_recorder_object *self, PyObject *unused)
         snprintf(mem, sizeof(mem), "%s.mem", e->base);
         snprintf(stack, sizeof(stack), "%s.stack", e->base);
         d = Py_BuildValue("{s:N,s:k,s:k,s:s,s:z,s:z}",
-                          "name", PyUnicode_DecodeUTF8(e->name, (Py_ssize_t)strlen(e->name),
+                          "name", PyUnicode_DecodeUTF8(e->name, (Py_ssize_t)e->name_len,
                                                        "surrogateescape"),
                           "native_id", e->native_id, "ident", e->ident,
                           "base", e->base,

@@ -560,7 +560,7 @@ tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
         return 0;
     t = tg_tls.thread;
     if (t == NULL || tg_tls.gen != r->gen) {
-        t = tg_thread_attach((struct tg_recorder_object *)obj, NULL);
+        t = tg_thread_attach((struct tg_recorder_object *)obj, NULL, 0);
         if (t == NULL)
             return 0;
     }
@@ -603,7 +603,7 @@ done:
  * creating a _DummyThread (threading.current_thread() would); "Dummy-N" when
  * threading does not know it.  GIL held, exception state saved by the caller. */
 static char *
-tg_thread_name_lookup(struct tg_recorder *r, unsigned long ident)
+tg_thread_name_lookup(struct tg_recorder *r, unsigned long ident, size_t *len)
 {
     PyObject *modname = PyUnicode_FromString("threading");
     PyObject *threading = NULL, *active = NULL, *key = NULL, *name = NULL, *b = NULL;
@@ -628,14 +628,19 @@ tg_thread_name_lookup(struct tg_recorder *r, unsigned long ident)
     if (name == NULL || !PyUnicode_Check(name))
         goto fallback;
     b = PyUnicode_AsEncodedString(name, "utf-8", "backslashreplace");
-    if (b != NULL)
-        res = strdup(PyBytes_AS_STRING(b));
+    if (b != NULL) {
+        *len = (size_t)PyBytes_GET_SIZE(b);
+        res = malloc(*len + 1);
+        if (res != NULL)
+            memcpy(res, PyBytes_AS_STRING(b), *len + 1);
+    }
 fallback:
     PyErr_Clear();
     if (res == NULL) {
         char buf[48];
         snprintf(buf, sizeof(buf), "Dummy-%lu", ++r->dummy_counter);
         res = strdup(buf);
+        *len = strlen(buf);
     }
     Py_XDECREF(modname);
     Py_XDECREF(threading);
@@ -715,7 +720,7 @@ tg_thread_open_files(struct tg_recorder *r, struct tg_thread *t, struct tg_threa
 /* Add a runinfo entry for a thread called NAME (takes ownership of NAME);
  * returns its index or -1.  reg_lock held. */
 static long
-tg_log_add_unlocked(struct tg_recorder *r, char *name, unsigned long ident,
+tg_log_add_unlocked(struct tg_recorder *r, char *name, size_t name_len, unsigned long ident,
                     unsigned long native_id)
 {
     char base[TG_BASENAME_CAP];
@@ -731,7 +736,7 @@ tg_log_add_unlocked(struct tg_recorder *r, char *name, unsigned long ident,
         r->log = nl;
         r->log_cap = cap;
     }
-    tg_safe_basename(name, strlen(name), base);
+    tg_safe_basename(name, name_len, base);
     used = malloc((r->n_log + 1) * sizeof(*used));
     if (used == NULL)
         return -1;
@@ -744,6 +749,7 @@ tg_log_add_unlocked(struct tg_recorder *r, char *name, unsigned long ident,
     if (e->base == NULL)
         return -1;
     e->name = name;
+    e->name_len = name_len;
     e->ident = ident;
     e->native_id = native_id;
     e->has_mem = r->track_memory;
@@ -753,7 +759,7 @@ tg_log_add_unlocked(struct tg_recorder *r, char *name, unsigned long ident,
 }
 
 struct tg_thread *
-tg_thread_attach(struct tg_recorder_object *self, const char *name)
+tg_thread_attach(struct tg_recorder_object *self, const char *name, size_t name_len)
 {
     struct tg_recorder *r = &self->r;
     struct tg_thread *t;
@@ -772,11 +778,19 @@ tg_thread_attach(struct tg_recorder_object *self, const char *name)
     t->ident = PyThread_get_thread_ident();
     t->native_id = PyThread_get_thread_native_id();
     t->mem.fd = t->stack.fd = -1;
-    owned_name = name ? strdup(name) : tg_thread_name_lookup(r, t->ident);
+    if (name != NULL) {
+        owned_name = malloc(name_len + 1);
+        if (owned_name != NULL) {
+            memcpy(owned_name, name, name_len);
+            owned_name[name_len] = '\0';
+        }
+    } else {
+        owned_name = tg_thread_name_lookup(r, t->ident, &name_len);
+    }
     if (owned_name == NULL)
         goto fail;
     pthread_mutex_lock(&r->reg_lock);
-    idx = tg_log_add_unlocked(r, owned_name, t->ident, t->native_id);
+    idx = tg_log_add_unlocked(r, owned_name, name_len, t->ident, t->native_id);
     pthread_mutex_unlock(&r->reg_lock);
     if (idx < 0) {
         free(owned_name);

@@ -57,7 +57,8 @@ struct tg_thread {
 
 /* A thread as listed in runinfo.json; the log lives for the whole run. */
 struct tg_thread_log {
-    char *name;        /* thread name, UTF-8 */
+    char *name;        /* thread name, UTF-8 (may contain NUL) */
+    size_t name_len;
     char *base;        /* file base name, unique in the run */
     unsigned long ident;
     unsigned long native_id;
@@ -146,9 +147,11 @@ int tg_recorder_disable(struct tg_recorder_object *self);
 /* Profile function (PyEval_SetProfile); OBJ is the recorder object. */
 int tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
 
-/* Create the calling thread's state, named NAME (UTF-8) or, if NULL, after
- * threading._active.  Needs the GIL.  Returns NULL on failure (no exception). */
-struct tg_thread *tg_thread_attach(struct tg_recorder_object *self, const char *name);
+/* Create the calling thread's state, named NAME (NAME_LEN bytes of UTF-8) or,
+ * if NAME is NULL, after threading._active.  Needs the GIL.  Returns NULL on
+ * failure (no exception). */
+struct tg_thread *tg_thread_attach(struct tg_recorder_object *self, const char *name,
+                                   size_t name_len);
 /* The calling thread ends: flush, close and free its state.  GIL held. */
 void tg_thread_detach(struct tg_recorder_object *self);
 

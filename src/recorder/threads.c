@@ -21,6 +21,7 @@ typedef struct {
     uint64_t gen;      /* run the thread was started in */
     PyObject *func;    /* the real thread function */
     char *name;        /* threading.Thread name, or NULL (looked up in the thread) */
+    size_t name_len;
 } tg_boot;
 
 static void
@@ -39,7 +40,7 @@ tg_boot_call(tg_boot *b, PyObject *args, PyObject *kwargs)
     PyObject *res;
 
     if (self->r.active && self->r.gen == b->gen) {
-        tg_thread_attach(self, b->name);
+        tg_thread_attach(self, b->name, b->name_len);
         PyEval_SetProfile(tg_profile, (PyObject *)self);
     }
     res = PyObject_Call(b->func, args, kwargs);
@@ -74,7 +75,7 @@ tg_threads_module_init(void)
 /* The name of the threading.Thread whose bound method FUNC is, or NULL.  Reads
  * the _name attribute directly: no Python code runs in the starting thread. */
 static char *
-tg_thread_name_of(PyObject *func)
+tg_thread_name_of(PyObject *func, size_t *len)
 {
     PyObject *owner, *name, *b;
     char *res = NULL;
@@ -87,7 +88,10 @@ tg_thread_name_of(PyObject *func)
             && PyObject_HasAttrString(owner, "_bootstrap_inner")) {
         b = PyUnicode_AsEncodedString(name, "utf-8", "backslashreplace");
         if (b != NULL) {
-            res = strdup(PyBytes_AS_STRING(b));
+            *len = (size_t)PyBytes_GET_SIZE(b);
+            res = malloc(*len + 1);
+            if (res != NULL)
+                memcpy(res, PyBytes_AS_STRING(b), *len + 1);
             Py_DECREF(b);
         }
     }
@@ -118,7 +122,8 @@ tg_wrap_start(PyObject *orig, PyObject *args, PyObject *kwargs)
     boot->gen = rec->r.gen;
     boot->func = PyTuple_GET_ITEM(args, 0);
     Py_INCREF(boot->func);
-    boot->name = tg_thread_name_of(boot->func);
+    boot->name_len = 0;
+    boot->name = tg_thread_name_of(boot->func, &boot->name_len);
     newargs = PyTuple_New(n);
     if (newargs == NULL) {
         Py_DECREF(boot);

@@ -1,0 +1,580 @@
+"""Recorder tests: real threads, each scenario in a fresh interpreter.
+
+Tolerances are named: in memory="thread" a function's delta is exact to the
+byte, but "what a bytearray costs" includes its object header and the extra
+byte bytearray keeps for a NUL, and keeping it in a list may grow the list.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import (MEM_RE, PROCESS_RE, STACK_RE, check_pairing, load_runinfo, only_dir,
+                      parse_mem, parse_stack, read_lines, run_scenario)
+
+# Object header + NUL byte of a bytearray + one growth of the list keeping it.
+OBJECT_HEADER_TOLERANCE = 256
+# A function that builds and drops temporaries: allocator free lists and caches
+# may keep a few small blocks.
+TEMPORARY_TOLERANCE = 256
+BIG = 10 ** 7
+# Scripted correction scenario: what the other thread allocates.
+OTHER_THREAD_BYTES = 50 * 2 ** 20
+
+PRELUDE = """
+import gc, os, sys, threading, _thread, time
+from threadgraph import ProcessProfile
+"""
+
+
+def deltas(records, func):
+    return [d for _site, _line, f, d in records if f == func]
+
+
+def test_thread_mode_exact_under_concurrent_churn(tmp_path):
+    run_scenario(tmp_path, PRELUDE + """
+gc.disable()
+keep = []
+N_CHURN = 3
+barrier = threading.Barrier(N_CHURN + 1)
+stop = threading.Event()
+
+def keep_big():
+    b = bytearray(%d)
+    keep.append(b)
+
+def churn_once():
+    x = [bytes(100) for _ in range(200)]
+    y = {i: str(i) for i in range(200)}
+    del x, y
+
+MIN_CHURNS = 20
+def churner():
+    barrier.wait()
+    n = 0
+    while n < MIN_CHURNS or not stop.is_set():
+        churn_once()
+        n += 1
+
+p = ProcessProfile(default_log_path="out", profile="python")
+p.enable()
+threads = [threading.Thread(target=churner, name="churn-%%d" %% i) for i in range(N_CHURN)]
+for t in threads:
+    t.start()
+barrier.wait()
+for _ in range(5):
+    keep_big()
+stop.set()
+for t in threads:
+    t.join()
+p.disable()
+""" % BIG)
+    run_dir = only_dir(tmp_path / "out")
+    main = parse_mem(os.path.join(run_dir, "MainThread.mem"))
+    bigs = deltas(main, "keep_big")
+    assert len(bigs) == 5
+    for d in bigs:
+        assert BIG <= d <= BIG + OBJECT_HEADER_TOLERANCE, bigs
+    for i in range(3):
+        churn = deltas(parse_mem(os.path.join(run_dir, "churn-%d.mem" % i)), "churn_once")
+        assert churn, "churner %d recorded nothing" % i
+        assert all(abs(d) <= TEMPORARY_TOLERANCE for d in churn), churn
+
+
+def test_temporaries_net_to_zero_and_kept_memory_shows(tmp_path):
+    run_scenario(tmp_path, PRELUDE + """
+gc.disable()
+keep = []
+def temp():
+    x = [str(i) for i in range(10000)]
+    del x
+def keeper():
+    keep.append([str(i) for i in range(10000)])
+p = ProcessProfile(default_log_path="out", profile="python")
+p.enable()
+for _ in range(3):
+    temp()
+keeper()
+p.disable()
+""")
+    main = parse_mem(os.path.join(only_dir(tmp_path / "out"), "MainThread.mem"))
+    temps = deltas(main, "temp")
+    assert len(temps) == 3 and all(abs(d) <= TEMPORARY_TOLERANCE for d in temps), temps
+    (kept,) = deltas(main, "keeper")
+    assert kept > 10000 * 40  # 10000 small str objects and a list, well above any noise
+
+
+def test_pre_existing_and_thread_module_threads(tmp_path):
+    run_scenario(tmp_path, PRELUDE + """
+go = threading.Event()
+def early_work():
+    return sum(range(10))
+def early():
+    go.wait()
+    early_work()
+early_thread = threading.Thread(target=early, name="early")
+early_thread.start()
+
+done = _thread.allocate_lock()
+done.acquire()
+def raw_work():
+    return [1, 2, 3]
+def raw():
+    raw_work()
+    done.release()
+
+p = ProcessProfile(default_log_path="out", profile="python")
+p.enable()
+_thread.start_new_thread(raw, ())
+done.acquire()
+go.set()
+early_thread.join()
+p.disable()
+""")
+    run_dir = only_dir(tmp_path / "out")
+    assert deltas(parse_mem(os.path.join(run_dir, "early.mem")), "early_work")
+    raw = parse_mem(os.path.join(run_dir, "Dummy-1.mem"))
+    assert deltas(raw, "raw_work") and deltas(raw, "raw")
+    names = {t["name"] for t in load_runinfo(run_dir)["threads"]}
+    assert {"MainThread", "early", "Dummy-1"} <= names
+
+
+def test_disable_stops_every_thread(tmp_path):
+    run_scenario(tmp_path, PRELUDE + """
+stop = threading.Event()
+disabled = threading.Event()
+after = []
+def tick():
+    return 1
+def spin():
+    while not stop.is_set():
+        tick()
+        if disabled.is_set():
+            after.append(1)
+            if len(after) > 1000:
+                stop.set()
+p = ProcessProfile(default_log_path="out", profile="python")
+p.enable()
+t = threading.Thread(target=spin, name="spinner")
+t.start()
+while True:  # let the spinner record something first
+    if p.stats()["records"] > 100:
+        break
+p.disable()
+size = os.path.getsize(os.path.join(p.output_dir, "spinner.mem"))
+disabled.set()
+t.join()
+assert os.path.getsize(os.path.join(p.output_dir, "spinner.mem")) == size
+""")
+
+
+def test_filter_profile_modes_and_timestamps(tmp_path):
+    script = PRELUDE + """
+import json
+here = os.path.dirname(os.path.abspath(__file__))
+def work():
+    sorted([3, 1, 2])
+    json.dumps({"a": 1})
+p = ProcessProfile(default_log_path=sys.argv[1], profile=sys.argv[2] if sys.argv[2] != "none" else None)
+if sys.argv[3] == "filter":
+    p.setFilter(here)
+if sys.argv[4] == "notime":
+    p.logTimestamps(False)
+p.trackStack()
+p.enable()
+work()
+p.disable()
+"""
+    (tmp_path / "s.py").write_text(script)
+    import conftest
+    env = dict(os.environ, PYTHONPATH=conftest.PKG_PARENT)
+
+    def run(name, *args):
+        subprocess.run([sys.executable, "s.py", name] + list(args), cwd=str(tmp_path),
+                       env=env, check=True)
+        run_dir = only_dir(tmp_path / name)
+        timestamps = "notime" not in args
+        mem = parse_mem(os.path.join(run_dir, "MainThread.mem"), timestamps)
+        stack = parse_stack(os.path.join(run_dir, "MainThread.stack"), timestamps)
+        check_pairing(stack, mem)
+        return mem
+
+    script_path = str(tmp_path / "s.py")
+    both = run("both", "both", "nofilter", "time")
+    assert ("builtins", "sorted") in {(s, f) for s, _l, f, _d in both}
+    assert (script_path, "work") in {(s, f) for s, _l, f, _d in both}
+    assert any(s.endswith("json/__init__.py") for s, _l, _f, _d in both)
+    assert run("default", "none", "nofilter", "time") and True
+
+    python = run("python", "python", "nofilter", "time")
+    assert (script_path, "work") in {(s, f) for s, _l, f, _d in python}
+    assert all(s.endswith(".py") for s, _l, _f, _d in python), python
+
+    c_only = run("c", "c", "nofilter", "time")
+    assert ("builtins", "sorted") in {(s, f) for s, _l, f, _d in c_only}
+    assert not any(s.endswith(".py") for s, _l, _f, _d in c_only), c_only
+
+    filtered = run("filtered", "both", "filter", "time")
+    funcs = {f for _s, _l, f, _d in filtered}
+    # json.dumps lives outside the prefix, and so do the C calls made inside json;
+    # sorted() is called from the script itself.
+    assert [f for _s, _l, f, _d in filtered] == ["sorted", "work"], filtered
+    assert filtered[1][0] == script_path
+
+    notime = run("notime", "python", "nofilter", "notime")
+    assert notime
+
+
+def test_hostile_and_same_named_threads(tmp_path):
+    run_scenario(tmp_path, PRELUDE + r"""
+names = ["worker", "worker", "../evil", "a/b", "nul\x00x", "line\nbreak", "process",
+         ".hidden", "", "..", "pct%20", "x" * 300]
+def work():
+    return 1
+def body():
+    work()
+p = ProcessProfile(default_log_path="out", profile="python")
+p.enable()
+for n in names:
+    t = threading.Thread(target=body)
+    t.name = n          # (the constructor would replace "" by Thread-N)
+    t.start()
+    t.join()
+p.disable()
+""")
+    out = tmp_path / "out"
+    run_dir = only_dir(out)
+    assert os.listdir(str(out)) == [os.path.basename(run_dir)]
+    files = sorted(os.listdir(run_dir))
+    info = load_runinfo(run_dir)
+    table = info["threads"]
+    assert [t["name"] for t in table[1:]] == ["worker", "worker", "../evil", "a/b", "nul\x00x",
+                                              "line\nbreak", "process", ".hidden", "", "..",
+                                              "pct%20", "x" * 300]
+    mems = [t["mem"] for t in table]
+    assert len(set(mems)) == len(mems)
+    expected = ["MainThread.mem", "worker.mem", "worker~2.mem", "%2E.%2Fevil.mem", "a%2Fb.mem",
+                "nul%00x.mem", "line%0Abreak.mem", "process~2.mem", "%2Ehidden.mem", "%00.mem",
+                "%2E..mem", "pct%2520.mem", "x" * 200 + ".mem"]
+    assert mems == expected
+    for m in mems:
+        assert "/" not in m and not m.startswith(".")
+        assert m in files
+    for m in mems[1:]:
+        assert deltas(parse_mem(os.path.join(run_dir, m)), "work")
+    assert "process.mem" in files
+
+
+def test_fork_with_and_without_forked_profile(tmp_path):
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork")
+    script = PRELUDE + """
+import warnings
+warnings.simplefilter("ignore", DeprecationWarning)
+def marker():
+    return 1
+def child_work():
+    return 2
+p = ProcessProfile(default_log_path="out", profile="python")
+if sys.argv[1] == "forked":
+    p.enableForkedProfile()
+p.enable()
+for _ in range(10):
+    marker()          # still buffered in the parent at fork time
+pid = os.fork()
+if pid == 0:
+    child_work()
+    p.disable()
+    os._exit(0)
+os.waitpid(pid, 0)
+for _ in range(5):
+    marker()
+p.disable()
+print(pid)
+"""
+    (tmp_path / "s.py").write_text(script)
+    import conftest
+    env = dict(os.environ, PYTHONPATH=conftest.PKG_PARENT)
+    for mode in ("forked", "plain"):
+        base = tmp_path / mode
+        base.mkdir()
+        (base / "s.py").write_text(script)
+        proc = subprocess.run([sys.executable, "s.py", mode], cwd=str(base), env=env,
+                              stdout=subprocess.PIPE, universal_newlines=True, check=True)
+        child_pid = int(proc.stdout.split()[-1])
+        dirs = sorted(os.listdir(str(base / "out")))
+        parent_dir = [d for d in dirs if d != str(child_pid)]
+        assert len(parent_dir) == 1
+        parent_dir = str(base / "out" / parent_dir[0])
+        parent = parse_mem(os.path.join(parent_dir, "MainThread.mem"))
+        assert len(deltas(parent, "marker")) == 15  # no duplicate from the child
+        assert not deltas(parent, "child_work")
+        if mode == "forked":
+            assert str(child_pid) in dirs
+            child_dir = str(base / "out" / str(child_pid))
+            child = parse_mem(os.path.join(child_dir, "MainThread.mem"))
+            assert deltas(child, "child_work")
+            assert not deltas(child, "marker")
+            info = load_runinfo(child_dir)
+            assert info["pid"] == child_pid and info["ppid"] == int(os.path.basename(parent_dir))
+        else:
+            assert dirs == [os.path.basename(parent_dir)]
+
+
+CORRECTION_SCENARIO = PRELUDE + """
+sys.setswitchinterval(100)  # threads switch only when one blocks: deterministic order
+gc.disable()
+mode, sleeps = sys.argv[1], sys.argv[2] == "on"
+keep = []
+gate = _thread.allocate_lock()
+gate.acquire()
+started = threading.Event()
+
+def waiter():
+    started.set()
+    gate.acquire()      # blocks; the other thread allocates meanwhile
+
+def a():
+    waiter()
+
+def b():
+    started.wait()
+    keep.append(bytearray(%d))
+    gate.release()
+
+p = ProcessProfile(default_log_path="out", profile="python", memory=mode)
+p.trackSleeps(sleeps)
+p.enable()
+ta = threading.Thread(target=a, name="A")
+tb = threading.Thread(target=b, name="B")
+ta.start(); tb.start(); ta.join(); tb.join()
+p.disable()
+""" % OTHER_THREAD_BYTES
+
+
+@pytest.mark.parametrize("mode", ["process", "rss", "thread"])
+def test_sleep_correction_direction(tmp_path, mode):
+    results = {}
+    for sleeps in ("on", "off"):
+        base = tmp_path / sleeps
+        base.mkdir()
+        (base / "s.py").write_text(CORRECTION_SCENARIO)
+        import conftest
+        env = dict(os.environ, PYTHONPATH=conftest.PKG_PARENT)
+        subprocess.run([sys.executable, "s.py", mode, sleeps], cwd=str(base), env=env,
+                       check=True)
+        run_dir = only_dir(base / "out")
+        (d,) = deltas(parse_mem(os.path.join(run_dir, "A.mem")), "waiter")
+        results[sleeps] = d
+        info = load_runinfo(run_dir)
+        assert info["memory_mode"] == mode and info["sleep_correction"] == (sleeps == "on")
+    if mode == "thread":
+        # Exact per thread: the other thread's allocation never shows, no correction needed.
+        assert abs(results["on"]) <= TEMPORARY_TOLERANCE and abs(results["off"]) <= TEMPORARY_TOLERANCE
+    else:
+        assert results["off"] >= OTHER_THREAD_BYTES * 0.9, results
+        assert results["on"] < OTHER_THREAD_BYTES * 0.1, results
+
+
+def test_deep_recursion_pairs(tmp_path):
+    run_scenario(tmp_path, PRELUDE + """
+DEPTH = 100000
+sys.setrecursionlimit(DEPTH + 1000)
+threading.stack_size(512 * 1024 * 1024)
+def rec(n):
+    if n:
+        rec(n - 1)
+def deep():
+    rec(DEPTH)
+p = ProcessProfile(default_log_path="out", profile="python")
+p.enable()
+t = threading.Thread(target=deep, name="deep")
+t.start(); t.join()
+p.disable()
+""")
+    mem = parse_mem(os.path.join(only_dir(tmp_path / "out"), "deep.mem"))
+    assert len(deltas(mem, "rec")) == 100001
+    funcs = [f for _s, _l, f, _d in mem]
+    first = funcs.index("rec")
+    assert funcs[first:first + 100001] == ["rec"] * 100001 and funcs[first + 100001] == "deep"
+
+
+def test_generators_exceptions_pairing_and_formats(tmp_path):
+    run_scenario(tmp_path, PRELUDE + """
+import asyncio
+def gen():
+    yield 1
+    yield 2
+    yield 3
+def boom():
+    raise ValueError("x")
+def catcher():
+    try:
+        boom()
+    except ValueError:
+        pass
+async def co():
+    await asyncio.sleep(0)
+    return 5
+def main():
+    list(gen())
+    catcher()
+    asyncio.run(co())
+p = ProcessProfile(default_log_path="out")
+p.trackStack()
+p.setProcessMemoryFrequence(5)
+p.enable()
+main()
+p.disable()
+""")
+    run_dir = only_dir(tmp_path / "out")
+    mem = parse_mem(os.path.join(run_dir, "MainThread.mem"))
+    stack = parse_stack(os.path.join(run_dir, "MainThread.stack"))
+    check_pairing(stack, mem)
+    assert len(deltas(mem, "gen")) == 4  # three yields and the end
+    assert len([s for s in stack if s[3] == "gen"]) == 4
+    assert len(deltas(mem, "boom")) == 1 and len(deltas(mem, "catcher")) == 1
+    assert len(deltas(mem, "co")) >= 2   # resumed after its await
+    lines = read_lines(os.path.join(run_dir, "process.mem"))
+    assert lines and all(PROCESS_RE.match(l) and "#" in l for l in lines)
+    for name in os.listdir(run_dir):
+        path = os.path.join(run_dir, name)
+        if name.endswith(".mem") and name != "process.mem":
+            assert all(MEM_RE.match(l) for l in read_lines(path))
+        elif name.endswith(".stack"):
+            assert all(STACK_RE.match(l) for l in read_lines(path))
+
+
+def test_runinfo_output_dir_and_errors(tmp_path):
+    proc = run_scenario(tmp_path, PRELUDE + """
+import json, warnings
+base = os.path.abspath("out")
+os.makedirs(os.path.join(base, str(os.getpid())))
+open(os.path.join(base, str(os.getpid()), "old.mem"), "w").close()
+p = ProcessProfile(default_log_path="out", profile="python", memory="process")
+assert p.output_dir == os.path.join(base, str(os.getpid()))
+p.trackStack()
+with p:
+    assert p.output_dir == os.path.join(base, "%d-2" % os.getpid())
+    q = ProcessProfile(default_log_path="out2")
+    try:
+        q.enable()
+    except RuntimeError as e:
+        assert "already enabled" in str(e)
+    else:
+        raise AssertionError("second profiler enabled")
+    t = threading.Thread(target=lambda: None, name="helper")
+    t.start(); t.join()
+print(json.dumps(p.stats()))
+
+open("afile", "w").close()
+bad = ProcessProfile(default_log_path="afile/sub")
+try:
+    bad.enable()
+except OSError as e:
+    assert "afile" in str(e), e
+else:
+    raise AssertionError("enable() into a file succeeded")
+
+class Failing:
+    def write(self, s):
+        raise OSError(28, "No space left on device")
+    def flush(self):
+        pass
+f = ProcessProfile(stream_factory=lambda kind: Failing(), default_log_path="out3")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    f.enable()
+    sum(range(3))
+    f.disable()
+assert any(issubclass(w.category, RuntimeWarning) and "stopped" in str(w.message)
+           for w in caught), [str(w.message) for w in caught]
+""")
+    stats = json.loads(proc.stdout.strip().splitlines()[-1])
+    run_dir = str(tmp_path / "out" / ("%s-2" % os.path.basename(stats["output_dir"]).split("-")[0]))
+    assert stats["output_dir"] == run_dir and stats["threads"] == 2 and stats["records"] > 0
+    info = load_runinfo(run_dir)
+    assert info["format"] == 1 and info["pid"] == int(os.path.basename(run_dir).split("-")[0])
+    assert info["ppid"] > 0 and info["executable"] == sys.executable
+    assert info["argv"][0].endswith("scenario.py")
+    assert info["python_version"] == "%d.%d.%d" % sys.version_info[:3]
+    assert info["end_time"] >= info["start_time"] > 0
+    assert info["memory_mode"] == "process" and info["profile"] == "python"
+    assert info["timestamps"] is True and info["stack"] is True and info["sleep_correction"]
+    assert [(t["name"], t["mem"], t["stack"]) for t in info["threads"]] == [
+        ("MainThread", "MainThread.mem", "MainThread.stack"),
+        ("helper", "helper.mem", "helper.stack")]
+    assert all(t["native_id"] > 0 and t["ident"] > 0 for t in info["threads"])
+    assert stats["records"] == len(read_lines(os.path.join(run_dir, "helper.mem"))) + \
+        len(read_lines(os.path.join(run_dir, "MainThread.mem")))
+
+
+def test_records_reach_disk_within_a_second_of_a_kill(tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text(PRELUDE + """
+def work():
+    return 1
+p = ProcessProfile(default_log_path="out", profile="python")
+p.enable()
+for _ in range(100):
+    work()
+print(p.output_dir, flush=True)
+threading.Event().wait()   # idle forever: only the background flusher can write
+""")
+    import conftest
+    env = dict(os.environ, PYTHONPATH=conftest.PKG_PARENT)
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path), env=env,
+                            stdout=subprocess.PIPE, universal_newlines=True)
+    try:
+        run_dir = proc.stdout.readline().strip()
+        path = os.path.join(run_dir, "MainThread.mem")
+        deadline = time.time() + 1.5   # the guarantee: about a second
+        count = 0
+        while time.time() < deadline:
+            with open(path) as f:
+                count = sum(1 for line in f if line.split("#", 1)[-1].startswith(str(script)))
+            if count >= 100:
+                break
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert count >= 100
+    read_lines(path)  # complete lines only
+
+
+def test_stream_factory_and_sleep_triggers(tmp_path):
+    run_scenario(tmp_path, PRELUDE + """
+import io
+streams = {}
+class Keep(io.StringIO):
+    def close(self):
+        pass
+def factory(kind):
+    s = Keep()
+    streams[(threading.get_ident(), kind)] = s
+    return s
+def work():
+    return [1]
+p = ProcessProfile(stream_factory=factory, default_log_path="out", profile="python")
+p.trackStack()
+p.addSleepTrigger("threading", "Event.wait")
+assert ("threading", "Event.wait") in p.sleep_triggers()
+try:
+    p.addSleepTrigger("time", "no_such_function")
+except AttributeError:
+    pass
+else:
+    raise AssertionError("unknown trigger accepted")
+p.enable()
+work()
+p.disable()
+mem = streams[(threading.get_ident(), "mem")].getvalue()
+stack = streams[(threading.get_ident(), "stack")].getvalue()
+assert "work=>" in mem and ":work\\n" in stack, (mem, stack)
+assert sorted(os.listdir(p.output_dir)) == ["process.mem", "runinfo.json"]
+""")
