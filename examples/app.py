@@ -33,6 +33,7 @@ class DummyThread(threading.Thread):
     def run(self):
         for _ in range(ROUNDS):
             self.doStuff()
+            time.sleep(0.002)  # a pause between rounds
         # Drop most of it again: a negative delta for run().
         self.data = self.data[-2:]
         return

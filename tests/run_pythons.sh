@@ -54,30 +54,37 @@ for v in "${VERSIONS[@]}"; do
         continue
     fi
     # Run from inside the venv directory so the source tree's threadgraph/ (which has
-    # no compiled parts for this version) never shadows the installed package.
-    (
-        cd "$venv" &&
-        PATH="$venv/bin:$PATH" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-            --rootdir="$ROOT" -c "$ROOT/pyproject.toml" \
-            "$ROOT/tests/python" "$ROOT/tests/cli"
-    ) 2>&1 | tee "$log"
-    rc=${PIPESTATUS[0]}
-    line=$(grep -E '[0-9]+ (passed|failed|error)' "$log" | tail -n 1)
-    passed=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+' || true)
-    failed=$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+' || true)
-    errors=$(echo "$line" | grep -oE '[0-9]+ errors?' | grep -oE '[0-9]+' || true)
-    passed=${passed:-0}
-    failed=$(( ${failed:-0} + ${errors:-0} ))
+    # no compiled parts for this version) never shadows the installed package.  The
+    # two suites run as two pytest sessions: each has its own conftest.py, imported
+    # as "conftest" by its tests.
+    rc=0 passed=0 failed=0
+    : > "$log"
+    for suite in tests/python tests/cli; do
+        (
+            cd "$venv" &&
+            PATH="$venv/bin:$PATH" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+                --rootdir="$ROOT" -c "$ROOT/pyproject.toml" "$ROOT/$suite"
+        ) 2>&1 | tee "$log.part"
+        src=${PIPESTATUS[0]}
+        cat "$log.part" >> "$log"
+        line=$(grep -E '[0-9]+ (passed|failed|error)|no tests ran' "$log.part" | tail -n 1)
+        p=$(echo "$line" | grep -oE '[0-9]+ passed' | grep -oE '[0-9]+' || true)
+        f=$(echo "$line" | grep -oE '[0-9]+ failed' | grep -oE '[0-9]+' || true)
+        e=$(echo "$line" | grep -oE '[0-9]+ errors?' | grep -oE '[0-9]+' || true)
+        passed=$((passed + ${p:-0}))
+        f=$(( ${f:-0} + ${e:-0} ))
+        if [ "$src" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi  # exit 5 (no tests), crash
+        failed=$((failed + f))
+        if [ "$src" -eq 5 ]; then
+            echo "Python $v: pytest collected no tests in $suite"
+        fi
+        [ "$src" -eq 0 ] || rc=$src
+    done
+    rm -f "$log.part"
     total_passed=$((total_passed + passed))
-    if [ "$rc" -eq 5 ]; then
-        echo "Python $v: pytest collected no tests"
-        summary+=("Python $v: FAILED (no tests collected)")
-        total_failed=$((total_failed + 1))
-        status=1
-    elif [ "$rc" -ne 0 ]; then
-        [ "$failed" -gt 0 ] || failed=1
+    if [ "$rc" -ne 0 ]; then
         total_failed=$((total_failed + failed))
-        summary+=("Python $v: FAILED (pytest exit $rc; $passed passed, $failed failed)")
+        summary+=("Python $v: FAILED ($passed passed, $failed failed)")
         status=1
     else
         summary+=("Python $v: ok ($passed passed)")
