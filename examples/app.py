@@ -34,7 +34,7 @@ class DummyThread(threading.Thread):
         for _ in range(ROUNDS):
             self.doStuff()
             time.sleep(0.002)  # a pause between rounds
-        # Drop most of it again: a negative delta for run().
+        # Drop most of it again: run() keeps only the last round's memory.
         self.data = self.data[-2:]
         return
 
