@@ -207,7 +207,9 @@ def prepare_script(path, args):
         source = f.read()
     # Python 3.9+ makes __file__ of the main script absolute; 3.8 keeps it as given.
     filename = os.path.abspath(path) if sys.version_info >= (3, 9) else path
-    code = compile(source, filename, "exec", dont_inherit=True)
+    # The code's file name is absolute on every version, so that the dumps name the
+    # script the same way wherever it was started from and --filter $PWD/ matches.
+    code = compile(source, os.path.abspath(path), "exec", dont_inherit=True)
     module = types.ModuleType("__main__")
     module.__dict__.update(
         {
