@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus tests/fuzz/seeds/<target>/ from tests/cli/fixtures.
+
+Run from anywhere; rewrites the seed directories (the seeds are kept in git, so
+this only needs rerunning when the fixtures or the targets change).
+"""
+import gzip
+import os
+import shutil
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIX = os.path.join(HERE, "..", "cli", "fixtures")
+SEEDS = os.path.join(HERE, "seeds")
+
+
+def read(*p):
+    with open(os.path.join(FIX, *p), "rb") as f:
+        return f.read()
+
+
+def lines(*p):
+    return read(*p).splitlines()
+
+
+def write(target, name, data):
+    d = os.path.join(SEEDS, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(data)
+
+
+def main():
+    shutil.rmtree(SEEDS, ignore_errors=True)
+    mem7 = read("tutorial", "Thread-7.mem")
+    stack7 = read("tutorial", "Thread-7.stack")
+    odd = [b"1394031433.4#a:b#c=>d.py:1:2:f=>-5", b"1.#x:1:y=>+0", b"x:99:f=>1",
+           b"1394031433.456789#/p/q.py:123456789:g\\x1b=>-9223372036",
+           b"12#C:\\dir\\f.py:7:<lambda>=>1\r", b"#:1:=>", b"1#::=>=>1"]
+    for i, ln in enumerate(lines("tutorial", "Thread-7.mem")[:8] +
+                           lines("notime", "Worker.mem") + odd):
+        write("fuzz_memrec", "line%02d" % i, ln)
+    for i, ln in enumerate(lines("tutorial", "Thread-7.stack")[:8] +
+                           lines("notime", "Worker.stack") +
+                           [b"   1.5#a:b:1:c", b"      x:1:y", b"1#:0:"]):
+        write("fuzz_stackrec", "line%02d" % i, ln)
+    for i, ln in enumerate(lines("tutorial", "process.mem") + lines("notime", "process.mem") +
+                           [b"1394031433.123456789012345678901#-1", b"+0", b"1.#1"]):
+        write("fuzz_procrec", "line%02d" % i, ln)
+    for name in ("Thread-7.mem", "Thread-7.stack", "process.mem", "MainThread.mem"):
+        write("fuzz_linereader", name, read("tutorial", name))
+    write("fuzz_linereader", "Thread-7.mem.gz", gzip.compress(mem7))
+    write("fuzz_linereader", "crlf-nonl", b"a\r\nb\r\n\r\nlast")
+    write("fuzz_linereader", "overlong", b"x" * (64 * 1024 + 10) + b"\nshort\n" + b"y" * 70000)
+    write("fuzz_linereader", "binary", bytes(range(32)) * 8)
+    write("fuzz_decorate", "tutorial-line30", b"30\0" + mem7 + b"\0" + stack7)
+    write("fuzz_decorate", "tutorial-text",
+          b"1394031433.4#/data/code/thread_graph/examples/main.py:39:doStuff=>167936\0" +
+          mem7 + b"\0" + stack7)
+    write("fuzz_decorate", "tutorial-legend",
+          b"19: Thread-7>/data/code/thread_graph/examples/main.py:39:doStuff=>167936\0" +
+          mem7 + b"\0" + stack7)
+    write("fuzz_decorate", "small", b"3\0" + b"1#a:2:g=>1\n2#a:3:f=>5\n3#a:1:r=>9\n" +
+          b"\0" + b"0#a:1:r\n 1#a:2:g\n 2#a:3:f\n")
+    for i, t in enumerate([b"05/03/2014 15:30", b"05/03/14 15:30", b"05/03/2014", b"05/03/14",
+                           b"15:30", b"29/02/2000", b"31/12/1969 23:59", b"00:00"]):
+        write("fuzz_timeparse", "t%d" % i, t)
+    for i, n in enumerate([b"Thread-7", b"x`touch /tmp/pwned`", b"it's", b"a'\n'b\r\x1b",
+                           b"\"; system(\"id\"); \"", b"@outfile", b"\xc3\xa9t\xc3\xa9"]):
+        write("fuzz_gpquote", "s%d" % i, n)
+    for i, n in enumerate([b"MainThread", b"Thread-1", b"../../etc/x", b"a/b", b"\x00",
+                           b"..", b".", b"process", b"\x1b[2J", b"", b"%2E", b"~2",
+                           "\u00e9t\u00e9 \u65e5\u672c".encode(), b"x" * 300,
+                           b"\xf0\x9f\x98\x80" * 60, b"process\0process\0process~2",
+                           b"a\0a\0a~2\0a~3"]):
+        write("fuzz_names", "n%02d" % i, n)
+    # regressions: a lead byte without its continuation bytes once let the
+    # bytes after it ('/', control bytes) through unescaped
+    for i, n in enumerate([b"\xefc\x01", b"\xc0/..", b"\xe0\x80/x", b"\xf0\n\x1b[2J"]):
+        write("fuzz_names", "regress-utf8-%d" % i, n)
+    write("fuzz_peaks", "tutorial-thread7", b"\x00" + mem7)
+    write("fuzz_peaks", "tutorial-thread7-json-top", b"\x62" + mem7)
+    write("fuzz_peaks", "notime", b"\x03" + read("notime", "Worker.mem"))
+    # regression: TIME "05" was copied into --json as a number with a leading zero
+    write("fuzz_peaks", "regress-json-time", b"\x00" + b"05#a:1:f=>999999\n007.5#a:1:f=>-999999\n")
+    write("fuzz_peaks", "thread6", b"\x1e" + read("tutorial", "Thread-6.mem"))
+
+
+if __name__ == "__main__":
+    main()
