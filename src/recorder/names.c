@@ -20,17 +20,30 @@ tg_basename_needs_pct(unsigned char c)
     return c == '/' || c == '%' || c == '\\' || c < 0x20 || c == 0x7f;
 }
 
-/* Length of the UTF-8 sequence starting with byte C (1 for stray bytes). */
+/* Length of the UTF-8 sequence at NAME[I] (LEN bytes in all): its lead byte's
+ * length when that many continuation bytes (0x80-0xBF) follow, else 1.  A byte
+ * that does not start a whole sequence is copied alone and the bytes after it
+ * are looked at one by one, so a '/' or a control byte can never ride inside
+ * a malformed "sequence" (the name comes from Python as valid UTF-8, but this
+ * function's contract holds for any bytes). */
 static size_t
-tg_utf8_seq_len(unsigned char c)
+tg_utf8_seq_len(const char *name, size_t i, size_t len)
 {
+    unsigned char c = (unsigned char)name[i];
+    size_t n = 1, k;
+
     if (c >= 0xf0 && c < 0xf8)
-        return 4;
-    if (c >= 0xe0)
-        return c < 0xf0 ? 3 : 1;
-    if (c >= 0xc0)
-        return 2;
-    return 1;
+        n = 4;
+    else if (c >= 0xe0 && c < 0xf0)
+        n = 3;
+    else if (c >= 0xc0 && c < 0xe0)
+        n = 2;
+    if (i + n > len)
+        return 1;
+    for (k = 1; k < n; k++)
+        if (((unsigned char)name[i + k] & 0xc0) != 0x80)
+            return 1;
+    return n;
 }
 
 void
@@ -52,9 +65,7 @@ tg_safe_basename(const char *name, size_t len, char *out)
             out[o++] = tg_hex_upper[c & 15];
             i++;
         } else {
-            size_t n = tg_utf8_seq_len(c);
-            if (i + n > len)
-                n = len - i;
+            size_t n = tg_utf8_seq_len(name, i, len);
             if (o + n > TG_NAME_MAX)
                 break;
             memcpy(out + o, name + i, n);
