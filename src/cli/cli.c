@@ -17,6 +17,30 @@
 
 int tg_global_no_time;
 
+/*
+ * Prints a formatted message to stderr with control bytes as \xHH: messages
+ * quote file names and dump text ("no call of FUNCTION ...", "unable to open
+ * 'PATH'"), which are untrusted and must not reach a terminal raw.
+ */
+static void cli_vput(const char *fmt, va_list ap)
+{
+	char small[1024], *buf = small;
+	va_list ap2;
+	int n;
+
+	va_copy(ap2, ap);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
+	if (n >= (int)sizeof(small) && (buf = malloc((size_t)n + 1)))
+		vsnprintf(buf, (size_t)n + 1, fmt, ap2);
+	else
+		buf = small;
+	va_end(ap2);
+	if (n > 0)
+		tg_fputs_safe(stderr, buf, strlen(buf));
+	if (buf != small)
+		free(buf);
+}
+
 int error(const char *fmt, ...)
 {
 	va_list ap;
@@ -24,7 +48,7 @@ int error(const char *fmt, ...)
 	fflush(stdout);
 	fputs("error: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	cli_vput(fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
 	return TG_EXIT_ERROR;
@@ -36,7 +60,7 @@ void warning(const char *fmt, ...)
 
 	fputs("warning: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	cli_vput(fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
 }
@@ -47,7 +71,7 @@ int usage_error(const char *usage, const char *fmt, ...)
 
 	fputs("error: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	cli_vput(fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\nusage: %s\n(see --help for the options)\n", usage);
 	return TG_EXIT_USAGE;
