@@ -100,6 +100,22 @@ int tg_peaks_write_text(FILE *f, const struct tg_peaks *p, const struct tg_dumpf
 	return 0;
 }
 
+/*
+ * Writes TIME text (digits, optionally '.' and digits: checked when parsed) as a
+ * JSON number: redundant leading zeros dropped ("05" is not JSON) and "123."
+ * completed to "123.0".
+ */
+static void peaks_json_time(FILE *f, const char *t, size_t n)
+{
+	while (n > 1 && t[0] == '0' && t[1] != '.') {
+		t++;
+		n--;
+	}
+	fwrite(t, 1, n, f);
+	if (n && t[n - 1] == '.')
+		putc('0', f);
+}
+
 int tg_peaks_write_json(FILE *f, const struct tg_peaks *p, const struct tg_dumpfile *files,
 			int has_time)
 {
@@ -112,9 +128,7 @@ int tg_peaks_write_json(FILE *f, const struct tg_peaks *p, const struct tg_dumpf
 		peaks_fields(p, k, &r);
 		fprintf(f, "%s\n  {\"index\": %zu, \"time\": ", i ? "," : "", k->id);
 		if (has_time) {
-			fwrite(tg_peak_time(p, k), 1, k->time_len, f);
-			if (k->time_len && tg_peak_time(p, k)[k->time_len - 1] == '.')
-				putc('0', f);
+			peaks_json_time(f, tg_peak_time(p, k), k->time_len);
 		} else {
 			fputs("null", f);
 		}
