@@ -1,0 +1,267 @@
+"""Hostile input to the CLI, beyond test_injection.py and test_bad_input.py.
+
+Dumps and their file names are written by others: whatever they hold, every
+command exits 0 or 1 (never a signal), prints no raw control byte to the
+terminal (on any path: progress, warnings, errors, results), writes only its
+fixed output names inside -o DIR, never writes through a symlink planted there,
+and runs nothing through gnuplot.  docs/security.md lists what is checked where.
+"""
+import gzip
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import CLI, needs_gnuplot
+
+ESC_NAMES = ["\x1b]0;pwned\x07", "\x1b[31m", "\x1b[2J\x1b[H", "a\rb\x7f"]
+GRAPHS = ["memg", "memh", "nesting", "interleave"]
+
+
+def run(*args, cwd=None, env=None):
+    """Runs the CLI with bytes output, so that no decoding hides a raw byte."""
+    full_env = dict(os.environ)
+    full_env.pop("GNUPLOT", None)
+    full_env.update(env or {})
+    return subprocess.run([CLI] + [os.fsencode(str(a)) for a in args], cwd=cwd,
+                          env=full_env, capture_output=True, timeout=60)
+
+
+def assert_exit_ok_or_error(r):
+    assert r.returncode in (0, 1), (r.returncode, r.stderr[-2000:])
+
+
+def assert_no_raw_controls(r):
+    """Neither stream holds a control byte other than newline and tab."""
+    for name, data in (("stdout", r.stdout), ("stderr", r.stderr)):
+        bad = sorted({b for b in data if (b < 0x20 and b not in (9, 10)) or b == 0x7f})
+        assert not bad, "%s holds raw control bytes %r: %r" % (name, bad, data[-500:])
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data if isinstance(data, bytes) else data.encode("utf-8", "surrogateescape"))
+    return str(path)
+
+
+def hostile_dir(tmp_path, name):
+    """A dump directory whose thread files and dump text carry escape sequences."""
+    d = tmp_path / "dumps"
+    d.mkdir(exist_ok=True)
+    mem = write(d / (name + ".mem"),
+                "1394031412.2#a.py:4:g=>-409600\n"
+                "1394031412.5#%s.py:3:%s=>409600\n" % (name, name))
+    stack = write(d / (name + ".stack"),
+                  "1394031412.0#%s.py:1:%s\n"
+                  " 1394031412.1#a.py:2:g\n" % (name, name))
+    proc = write(d / "process.mem", "1394031412.0#31457280\n")
+    return d, mem, stack, proc
+
+
+@pytest.mark.parametrize("name", ESC_NAMES, ids=["osc-title", "sgr", "clear", "cr-del"])
+def test_every_command_escapes_dump_text(tmp_path, name):
+    d, mem, stack, proc = hostile_dir(tmp_path, name)
+    out = tmp_path / "out"
+    out.mkdir()
+    for args in (["peaks", "--peak=1", mem], ["peaks", "--json", "--peak=1", mem],
+                 ["memg", "--script-only", "--peak=1", "-o", out, mem, proc, stack],
+                 ["memh", "--script-only", "-o", out, mem, stack],
+                 ["nesting", "--script-only", "-o", out, stack, mem],
+                 ["interleave", "--script-only", "-o", out, mem, stack],
+                 ["decorate-stack", mem, stack, "2"]):
+        r = run(*args)
+        assert r.returncode == 0, (args, r.stderr)
+        assert_no_raw_controls(r)
+    # the peak's text is shown, escaped
+    r = run("peaks", "--peak=1", mem)
+    esc = name.replace("\x1b", "\\x1b").replace("\x07", "\\x07").replace(
+        "\r", "\\x0d").replace("\x7f", "\\x7f")
+    assert esc.encode("utf-8") in r.stdout
+
+
+def test_error_messages_escape_file_names(tmp_path):
+    """Errors quote file names: a hostile name in a dump directory (DIR/*)."""
+    d = tmp_path / "d"
+    d.mkdir()
+    missing = d / "\x1b]0;pwned\x07.mem"
+    binary = write(d / "\x1b[2Jbin.mem", b"\x00\x01\x02\x03" * 100)
+    for args in (["peaks", missing], ["peaks", binary],
+                 ["memg", "--script-only", "-o", tmp_path, missing],
+                 ["decorate-stack", missing, missing, "1"],
+                 ["peaks", "--strict", write(d / "\x1b[31mbad.mem", "garbage\n")]):
+        r = run(*args)
+        assert r.returncode == 1, (args, r.stderr)
+        assert_no_raw_controls(r)
+        assert b"\\x1b" in r.stderr
+
+
+def test_error_messages_escape_dump_text(tmp_path):
+    """decorate-stack's "no call of FUNCTION (FILE)" quotes the dump's text."""
+    mem = write(tmp_path / "T.mem", "1394031412.5#\x1b]0;pwned\x07.py:3:f\x1b[2J=>5\n")
+    stack = write(tmp_path / "T.stack", "1394031412.0#other.py:1:g\n")
+    r = run("decorate-stack", mem, stack, "1")
+    assert r.returncode == 1
+    assert_no_raw_controls(r)
+    assert b"no call of f\\x1b[2J" in r.stderr
+
+
+def test_malformed_line_warnings_are_escaped(tmp_path):
+    mem = write(tmp_path / "\x1b[31mT.mem",
+                "junk \x1b]0;x\x07\n" * 3 + "1394031412.5#a.py:3:f=>409600\n")
+    r = run("peaks", "--peak=1", mem)
+    assert r.returncode == 0
+    assert_no_raw_controls(r)
+    assert b"malformed line skipped" in r.stderr
+
+
+def snapshot(root):
+    """Every path under root, with the content of regular files."""
+    seen = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for n in dirnames + filenames:
+            p = os.path.join(dirpath, n)
+            if os.path.islink(p):
+                seen[p] = ("link", os.readlink(p))
+            elif os.path.isfile(p):
+                with open(p, "rb") as f:
+                    seen[p] = ("file", f.read())
+            else:
+                seen[p] = ("dir", None)
+    return seen
+
+
+TRAVERSAL_NAMES = ["..", "...", "%2E%2E%2F%2E%2Eevil", "-o", "--output=..", "process~2",
+                   "\n system('touch PWNED_NL')\n", "@outfile", "x\\", "memg"]
+
+
+def test_outputs_stay_in_output_dir(tmp_path):
+    """Thread names never pick an output path: only memg.* files appear in -o DIR."""
+    base = tmp_path / "base"
+    dumps = base / "dumps"
+    out = base / "out"
+    dumps.mkdir(parents=True)
+    out.mkdir()
+    mems = []
+    for i, n in enumerate(TRAVERSAL_NAMES):
+        mems.append(write(dumps / (n + ".mem"),
+                          "1394031412.%d#a.py:3:f=>%d\n" % (i, 409600 + i)))
+        mems.append(write(dumps / (n + ".stack"), "1394031412.%d#a.py:3:f\n" % i))
+    before = snapshot(base)
+    for cmd in GRAPHS:
+        r = run(cmd, "--script-only", "-o", out, "--", *mems)
+        assert r.returncode == 0, (cmd, r.stderr)
+        assert_no_raw_controls(r)
+    after = snapshot(base)
+    new = sorted(set(after) - set(before))
+    assert all(os.path.dirname(p) == str(out) for p in new), new
+    for p in new:
+        n = os.path.basename(p)
+        assert n.split(".")[0].split("-")[0] in GRAPHS, n
+        assert not n.startswith("."), "temporary file left behind: " + n
+    assert {p: v for p, v in after.items() if p in before} == before
+
+
+def planted(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious\n")
+    return out, victim
+
+
+@pytest.mark.parametrize("target", ["memg.txt", "memg.gp", "memg-0.dat", "memg-peaks.dat",
+                                    "memg-1.dat"])
+def test_planted_symlink_is_replaced_not_followed(tmp_path, tutorial, target):
+    out, victim = planted(tmp_path)
+    os.symlink(victim, out / target)
+    r = run("memg", "--script-only", "--peak=20", "-o", out,
+            os.path.join(tutorial, "Thread-7.mem"), os.path.join(tutorial, "process.mem"))
+    assert r.returncode == 0, r.stderr
+    assert victim.read_bytes() == b"precious\n"
+    assert not os.path.islink(out / target) and os.path.isfile(out / target)
+
+
+def test_planted_dangling_symlink_creates_nothing_outside(tmp_path, tutorial):
+    out, victim = planted(tmp_path)
+    ghost = tmp_path / "ghost"
+    os.symlink(ghost, out / "memg.txt")
+    r = run("memg", "--script-only", "-o", out, os.path.join(tutorial, "Thread-7.mem"))
+    assert r.returncode == 0, r.stderr
+    assert not ghost.exists()
+    assert os.path.isfile(out / "memg.txt") and not os.path.islink(out / "memg.txt")
+
+
+@needs_gnuplot
+def test_planted_symlink_as_graph(tmp_path, tutorial):
+    out, victim = planted(tmp_path)
+    os.symlink(victim, out / "memg.svg")
+    r = run("memg", "--peak=20", "-o", out, os.path.join(tutorial, "Thread-7.mem"))
+    assert r.returncode == 0, r.stderr
+    assert victim.read_bytes() == b"precious\n"
+    assert not os.path.islink(out / "memg.svg")
+    assert (out / "memg.svg").read_bytes().lstrip().startswith(b"<?xml")
+
+
+@needs_gnuplot
+def test_newline_and_macro_in_thread_name_run_nothing(tmp_path):
+    """A file name may hold a newline: it must not end the gnuplot command."""
+    d = tmp_path / "d"
+    d.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    names = ["x'\nsystem('touch PWNED_A')\n'", "@outfile", "`touch PWNED_B`",
+             "x\\'; system(\"touch PWNED_C\"); '"]
+    mems = [write(d / (n + ".mem"), "1394031412.%d#a.py:3:f=>409600\n" % i)
+            for i, n in enumerate(names)]
+    for cmd in ("memg", "interleave"):
+        r = run(cmd, "-o", out, *mems, cwd=tmp_path)
+        assert r.returncode == 0, (cmd, r.stderr)
+        subprocess.run(["gnuplot", cmd + ".gp"], cwd=out, capture_output=True, timeout=60)
+    for root in (tmp_path, d, out):
+        assert not [n for n in os.listdir(root) if n.startswith("PWNED")], os.listdir(root)
+
+
+def test_json_time_is_a_json_number(tmp_path):
+    """Regression: TIME "05" (no leading-zero rule in dumps) made --json invalid."""
+    mem = write(tmp_path / "T.mem", "05#a.py:1:f=>999999\n007.5#a.py:2:g=>-999999\n"
+                "0.25#a.py:3:h=>999999\n12.#a.py:4:i=>-999999\n")
+    r = run("peaks", "--json", "--peak=1", "--peak_delta_time=0", mem)
+    assert r.returncode == 0, r.stderr
+    got = [p["time"] for p in json.loads(r.stdout)]
+    assert sorted(got) == [0.25, 5, 7.5, 12.0]
+
+
+HOSTILE_CONTENT = {
+    "nul-bytes": b"1.5#a.py:1:f=>5\n\x00\x00\x00\n2.5#a.py:2:\x00=>6\n",
+    "huge-numbers": b"99999999999999999999#a:1:f=>1\n1#a:99999999999:f=>1\n"
+                    b"1#a:1:f=>-999999999999999999\n1#a:1:f=>9999999999999999999999\n",
+    "only-separators": b"#\n=>\n::\n#::=>\n=>=>=>\n:::::::\n##\n",
+    "overlong": b"1#a:1:f=>1\n" + b"1#" + b"a" * 200000 + b":1:f=>1\n2#a:1:f=>2",
+    "deep-stack": b"".join(b" " * i + b"1.%d#a.py:%d:f\n" % (i, i) for i in range(3000)),
+    "crlf-mess": b"\r\r\n\r1#a:1:f=>1\r\n\r\n",
+    "invalid-utf8": b"1#\xff\xfe\xc0\xaf.py:1:\xed\xa0\x80=>409600\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE_CONTENT))
+def test_hostile_content_never_crashes(tmp_path, kind):
+    d = tmp_path / "d"
+    d.mkdir()
+    data = HOSTILE_CONTENT[kind]
+    mem = write(d / "T.mem", data)
+    stack = write(d / "T.stack", data)
+    gz = write(d / "G.mem.gz", gzip.compress(data))
+    trunc = write(d / "H.mem.gz", gzip.compress(data)[:-7])
+    for args in (["peaks", "--peak=0", mem, gz, trunc], ["peaks", "--json", "--peak=0", mem, gz],
+                 ["memg", "--script-only", "--peak=0", "-o", tmp_path, mem, gz],
+                 ["memh", "--script-only", "-o", tmp_path, mem],
+                 ["nesting", "--script-only", "-o", tmp_path, stack],
+                 ["interleave", "--script-only", "-o", tmp_path, mem, gz],
+                 ["decorate-stack", mem, stack, "1"], ["decorate-stack", mem, stack, "3"],
+                 ["--no_time", "peaks", "--peak=0", mem]):
+        r = run(*args)
+        assert_exit_ok_or_error(r)
+        assert_no_raw_controls(r)
+        if args[0] == "peaks" and "--json" in args and r.returncode == 0:
+            json.loads(r.stdout.decode("utf-8"))
