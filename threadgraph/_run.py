@@ -230,17 +230,19 @@ def prepare_module(name, args):
 
     Raises ImportError with python's message when the module cannot be run.  As
     with ``python -m``, the module's parent packages are imported here (before the
-    profiler starts); the module itself runs in run_code.
+    profiler starts); the module itself runs in main(), under the profiler.
     """
     import runpy
 
     sys.argv[:] = [name] + list(args)
     sys.path[0] = os.getcwd()
     try:
-        mod_name, spec, code = runpy._get_module_details(name)
+        # The helper python -m itself uses (3.8 to 3.13): finds the module, or a
+        # package's __main__, and compiles it, with python's error messages.
+        _, spec, code = runpy._get_module_details(name)
     except ImportError:
         raise
-    except Exception as exc:  # runpy's own error type for "is a package", etc.
+    except Exception as exc:  # e.g. runpy's error for a namespace package
         raise ImportError(str(exc))
     module = types.ModuleType("__main__")
     module.__dict__.update(
