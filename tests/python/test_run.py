@@ -435,3 +435,19 @@ def test_documented_options_are_in_help(tmp_path):
     assert {"--output", "--profile", "--filter", "--stack", "--memory"} <= documented
     for opt in documented:
         assert re.search(r"(^|[\s,])%s\b" % re.escape(opt), res.stdout), opt
+
+
+def test_package_main_and_syntax_error(tmp_path):
+    write(tmp_path / "app" / "__init__.py", "")
+    write(tmp_path / "app" / "__main__.py", PROBE)
+    direct = probe_direct(["-m", "app", "q"], tmp_path, tmp_path / "d.json")
+    res = tg(["run", "-o", "out", "-m", "app", "q"], tmp_path,
+             env={"TG_REPORT": str(tmp_path / "r.json")})
+    assert res.returncode == 0, res.stderr
+    with open(str(tmp_path / "r.json")) as f:
+        assert json.load(f) == direct
+    write(tmp_path / "bad.py", "def f(:\n")
+    res = tg(["run", "-o", "out2", "bad.py"], tmp_path)
+    assert res.returncode == 1
+    assert "SyntaxError" in res.stderr
+    assert not os.path.exists(str(tmp_path / "out2"))  # nothing ran, nothing written
