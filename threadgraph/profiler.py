@@ -18,7 +18,7 @@ import time
 import warnings
 from typing import IO, Any, Callable, Dict, List, Optional, Tuple
 
-from threadgraph import _recorder
+from threadgraph import _accounting, _recorder
 
 __all__ = ["ProcessProfile", "DEFAULT_SLEEP_TRIGGERS"]
 
@@ -97,7 +97,8 @@ class ProcessProfile:
 
     def __init__(self, stream_factory: Optional[Callable[[str], IO[Any]]] = None,
                  default_log_path: Optional[str] = None, profile: Optional[str] = None,
-                 memory: str = "thread") -> None:
+                 memory: str = "thread", accounting: bool = False,
+                 compress: bool = False) -> None:
         if profile is None:
             profile = "both"
         if profile not in PROFILE_MODES:
@@ -110,6 +111,10 @@ class ProcessProfile:
         self.default_log_path = default_log_path if default_log_path is not None else "."
         self.profile = profile
         self.memory = memory
+        #: Allocation accounting (summary, histograms, sites, snapshots; see
+        #: docs/accounting.md); off by default.  compress gzips its outputs.
+        self.accounting = bool(accounting)
+        self.compress = bool(compress)
         self._filter: Optional[str] = None
         self._forked = False
         self._stack = False
@@ -231,7 +236,8 @@ class ProcessProfile:
                          track_stack=self._stack, track_sleeps=self._sleeps,
                          timestamps=self._timestamps, sample_every=self._frequence,
                          stream_factory=self.stream_factory, exclude_file=_FILE,
-                         triggers=triggers)
+                         triggers=triggers, accounting=self.accounting,
+                         compress=self.compress)
         global _ACTIVE
         _ACTIVE = self
         _install_process_hooks()
@@ -246,6 +252,13 @@ class ProcessProfile:
         if not self._rec.active:
             return
         errors = self._rec.disable()
+        if self.accounting and self._output_dir is not None:
+            try:
+                figures = self._rec.accounting()
+                if figures is not None:
+                    _accounting.write_summary(self._output_dir, figures, self.compress)
+            except OSError as exc:
+                errors.append("%s: %s" % (os.path.join(self._output_dir, "summary.json"), exc))
         if _ACTIVE is self:
             _ACTIVE = None
         self._end_time = time.time()
@@ -256,6 +269,33 @@ class ProcessProfile:
         for message in errors:
             warnings.warn("threadgraph: output stopped: %s" % message, RuntimeWarning,
                           stacklevel=2)
+
+    # -- allocation accounting (accounting=True; docs/accounting.md) --
+
+    def snapshot(self, label: str = "snapshot") -> str:
+        """Write a heap snapshot (live and total bytes by call site) now, as
+        ``<output_dir>/snapshot-<N>-<label>`` (``.gz`` with compress); returns
+        its path."""
+        return self._rec.snapshot(str(label))
+
+    def snapshot_every(self, start_after: int = 0, stop_after: Optional[int] = None,
+                       every: int = 1, function: Any = None, seconds: bool = False) -> None:
+        """Periodic snapshots, as Gaudi's JemallocProfile: at the count
+        ``start_after``, then every ``every``, up to ``stop_after`` (None: no
+        end).  The count is the number of calls of ``function`` (a function,
+        code object or "module:qualname"), or, with ``seconds=True`` and no
+        function, seconds since this call."""
+        if seconds == (function is not None):
+            raise ValueError("give either function or seconds=True")
+        code = None if seconds else _accounting.resolve_function(function)
+        self._rec.snapshot_every(start_after=int(start_after),
+                                 stop_after=-1 if stop_after is None else int(stop_after),
+                                 every=int(every), code=code)
+
+    def window(self, name: str) -> "_accounting.Window":
+        """``with profile.window("event loop"):`` records the accounting figures
+        of what happens inside (summary.json "windows"; ``.figures`` after)."""
+        return _accounting.Window(self._rec, str(name))
 
     def stats(self) -> Dict[str, Any]:
         """{"threads", "records", "stack_records", "output_dir"} of the current or

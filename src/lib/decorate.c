@@ -175,7 +175,7 @@ static int dec_scan_stack(struct dec_state *s, const char *path, const struct tg
 	if (tg_lr_open(&lr, path, 0, d) < 0)
 		return -1;
 	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0) {
-		why = lr.overlong ? "line too long" : tg_stackrec_parse(&r, line, len, 1);
+		why = tg_lr_bad(&lr) ?: tg_stackrec_parse(&r, line, len, 1);
 		if (why) {
 			if (tg_malformed(d, path, lr.lineno, why) < 0)
 				goto release;
@@ -225,7 +225,7 @@ static int dec_read_ring(struct dec_state *s, const char *path, unsigned long li
 	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0 && lr.lineno <= lineno) {
 		struct dec_slot *sl = &s->ring[next];
 
-		why = lr.overlong ? "line too long" : tg_memrec_parse(&r, line, len, 1);
+		why = tg_lr_bad(&lr) ?: tg_memrec_parse(&r, line, len, 1);
 		if (why) {
 			if (tg_malformed(d, path, lr.lineno, why) < 0)
 				goto release;
@@ -314,6 +314,11 @@ static int dec_read_event(const char *path, unsigned long lineno, struct tg_memr
 	if (got <= 0) {
 		tg_lr_release(&lr);
 		return got < 0 ? -1 : tg_error(d, "no event at line %lu of '%s'", lineno, path);
+	}
+	if (tg_lr_bad(&lr)) {
+		why = tg_lr_bad(&lr);
+		tg_lr_release(&lr);
+		return tg_error(d, "line %lu of '%s' is not a memory event: %s", lineno, path, why);
 	}
 	*copy = malloc(len + 1);
 	if (!*copy) {

@@ -57,7 +57,7 @@ static int memh_read(const struct tg_graph_opts *o, const struct tg_dumpfile *df
 	if (tg_lr_open(&lr, df->path, 0, d) < 0)
 		return -1;
 	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0) {
-		why = lr.overlong ? "line too long" : tg_memrec_parse(&m, line, len, o->has_time);
+		why = tg_lr_bad(&lr) ?: tg_memrec_parse(&m, line, len, o->has_time);
 		if (why) {
 			if (tg_malformed(d, df->path, lr.lineno, why) < 0)
 				goto release;
@@ -153,7 +153,7 @@ static int nesting_read(const struct tg_graph_opts *o, const struct tg_dumpfile 
 	if (tg_lr_open(&lr, df->path, 0, d) < 0)
 		return -1;
 	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0) {
-		why = lr.overlong ? "line too long" : tg_stackrec_parse(&s, line, len, o->has_time);
+		why = tg_lr_bad(&lr) ?: tg_stackrec_parse(&s, line, len, o->has_time);
 		if (why) {
 			if (tg_malformed(d, df->path, lr.lineno, why) < 0)
 				goto release;
@@ -256,7 +256,7 @@ static int il_next(const struct tg_graph_opts *o, struct il_input *in, struct tg
 	int got;
 
 	while ((got = tg_lr_next(&in->lr, &line, &len, d)) > 0) {
-		why = in->lr.overlong ? "line too long" : tg_memrec_parse(&m, line, len, 1);
+		why = tg_lr_bad(&in->lr) ?: tg_memrec_parse(&m, line, len, 1);
 		if (why) {
 			if (tg_malformed(d, in->df->path, in->lr.lineno, why) < 0)
 				return -1;

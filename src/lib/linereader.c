@@ -65,8 +65,12 @@ static int lr_fill(struct tg_lr *lr, struct tg_diag *d)
 {
 	long r;
 
+	char *nul;
+
 	if (lr->pos) {
 		memmove(lr->buf, lr->buf + lr->pos, lr->end - lr->pos);
+		if (lr->nul_at != SIZE_MAX)
+			lr->nul_at -= lr->pos;
 		lr->end -= lr->pos;
 		lr->pos = 0;
 	}
@@ -75,6 +79,8 @@ static int lr_fill(struct tg_lr *lr, struct tg_diag *d)
 		return -1;
 	if (r == 0)
 		lr->eof = 1;
+	if (lr->nul_at == SIZE_MAX && (nul = memchr(lr->buf + lr->end, '\0', (size_t)r)))
+		lr->nul_at = (size_t)(nul - lr->buf);
 	lr->end += (size_t)r;
 	return 0;
 }
@@ -86,6 +92,7 @@ int tg_lr_open(struct tg_lr *lr, const char *path, size_t bufsize, struct tg_dia
 	ssize_t n;
 
 	memset(lr, 0, sizeof(*lr));
+	lr->nul_at = SIZE_MAX;
 	lr->path = path;
 	lr->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (lr->fd < 0)
@@ -138,7 +145,7 @@ fail_fd:
 	return -1;
 }
 
-int tg_lr_next(struct tg_lr *lr, const char **line, size_t *len, struct tg_diag *d)
+int tg_lr_next_slow(struct tg_lr *lr, const char **line, size_t *len, struct tg_diag *d)
 {
 	for (;;) {
 		char *s = lr->buf + lr->pos;
@@ -149,11 +156,15 @@ int tg_lr_next(struct tg_lr *lr, const char **line, size_t *len, struct tg_diag 
 		if (nl || (lr->eof && avail)) {
 			l = nl ? (size_t)(nl - s) : avail;
 			lr->pos += nl ? l + 1 : l;
-			lr->bytes += nl ? l + 1 : l;
 			lr->no_newline = !nl;
 			lr->lineno++;
 			lr->overlong = lr->discarding || l > TG_LR_MAX_LINE;
 			lr->discarding = 0;
+			lr->has_nul = lr->nul_at < lr->pos;
+			if (lr->has_nul) {
+				char *nul = memchr(lr->buf + lr->pos, '\0', lr->end - lr->pos);
+				lr->nul_at = nul ? (size_t)(nul - lr->buf) : SIZE_MAX;
+			}
 			if (lr->overlong)
 				l = 0;
 			else if (l && s[l - 1] == '\r')
@@ -167,6 +178,7 @@ int tg_lr_next(struct tg_lr *lr, const char **line, size_t *len, struct tg_diag 
 				/* an overlong last line without newline */
 				lr->discarding = 0;
 				lr->overlong = 1;
+				lr->has_nul = 0;
 				lr->no_newline = 1;
 				lr->lineno++;
 				*line = lr->buf;
@@ -176,8 +188,8 @@ int tg_lr_next(struct tg_lr *lr, const char **line, size_t *len, struct tg_diag 
 			return 0;
 		}
 		if (lr->discarding || avail >= TG_LR_MAX_LINE) {
-			lr->bytes += avail;
 			lr->pos = lr->end = 0;
+			lr->nul_at = SIZE_MAX;
 			lr->discarding = 1;
 		}
 		if (lr_fill(lr, d) < 0)

@@ -12,13 +12,15 @@
 #define TG_LINEREADER_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "diag.h"
 
 /* Longest line kept whole; longer lines are reported as overlong. */
 #define TG_LR_MAX_LINE (64 * 1024)
 /* Default buffer size: big reads amortise the system calls. */
-#define TG_LR_BUFSIZE (1024 * 1024)
+#define TG_LR_BUFSIZE (256 * 1024)
 
 struct tg_lr {
 	const char *path;     /* file name, for messages (not owned) */
@@ -32,8 +34,9 @@ struct tg_lr {
 	int discarding;       /* skipping the rest of an overlong line */
 	int overlong;         /* the last line returned was overlong (and emptied) */
 	int no_newline;       /* the last line returned had no final newline */
+	int has_nul;          /* the last line returned contains a NUL byte */
+	size_t nul_at;        /* index in buf of the first NUL at or after pos, or SIZE_MAX */
 	unsigned long lineno; /* 1-based number of the last line returned */
-	unsigned long long bytes; /* bytes consumed so far (uncompressed) */
 };
 
 /*
@@ -43,11 +46,45 @@ struct tg_lr {
  */
 int tg_lr_open(struct tg_lr *lr, const char *path, size_t bufsize, struct tg_diag *d);
 
+/* The general case of tg_lr_next(): refills, overlong lines, NULs, last line. */
+int tg_lr_next_slow(struct tg_lr *lr, const char **line, size_t *len, struct tg_diag *d);
+
 /*
  * Returns 1 and the next line in *line and *len (not NUL-terminated, valid until the
- * next call), 0 at end of file, or -1 with d->msg set on a read error.
+ * next call), 0 at end of file, or -1 with d->msg set on a read error.  Inline: the
+ * common case (a whole, ordinary line in the buffer) costs one memchr.
  */
-int tg_lr_next(struct tg_lr *lr, const char **line, size_t *len, struct tg_diag *d);
+static inline int tg_lr_next(struct tg_lr *lr, const char **line, size_t *len,
+			     struct tg_diag *d)
+{
+	char *s = lr->buf + lr->pos, *nl;
+	size_t l;
+
+	if (lr->pos < lr->end && !lr->discarding &&
+	    (nl = memchr(s, '\n', lr->end - lr->pos)) != NULL) {
+		l = (size_t)(nl - s);
+		if (l <= TG_LR_MAX_LINE && lr->nul_at > lr->pos + l) {
+			lr->pos += l + 1;
+			lr->lineno++;
+			lr->overlong = lr->has_nul = lr->no_newline = 0;
+			if (l && s[l - 1] == '\r')
+				l--;
+			*line = s;
+			*len = l;
+			return 1;
+		}
+	}
+	return tg_lr_next_slow(lr, line, len, d);
+}
+
+/*
+ * Why the last line returned cannot be a record ("line too long", "NUL byte in
+ * line"), or NULL.  NUL bytes are found once per buffer fill, not per line.
+ */
+static inline const char *tg_lr_bad(const struct tg_lr *lr)
+{
+	return lr->overlong ? "line too long" : lr->has_nul ? "NUL byte in line" : NULL;
+}
 
 /* Closes the file and frees the buffer; safe to call twice. */
 void tg_lr_release(struct tg_lr *lr);

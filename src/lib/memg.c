@@ -126,8 +126,7 @@ int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *
 	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0) {
 		double x;
 
-		why = lr.overlong ? "line too long" :
-			tg_memrec_parse(&r, line, len, o->has_time);
+		why = tg_lr_bad(&lr) ?: tg_memrec_parse(&r, line, len, o->has_time);
 		if (why) {
 			if (tg_malformed(d, df->path, lr.lineno, why) < 0)
 				goto release;
@@ -179,8 +178,7 @@ int tg_memg_read_process(const struct tg_memg_opts *o, const struct tg_dumpfile 
 	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0) {
 		double x;
 
-		why = lr.overlong ? "line too long" :
-			tg_procrec_parse(&r, line, len, o->has_time);
+		why = tg_lr_bad(&lr) ?: tg_procrec_parse(&r, line, len, o->has_time);
 		if (why) {
 			if (tg_malformed(d, df->path, lr.lineno, why) < 0)
 				goto release;

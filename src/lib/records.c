@@ -4,6 +4,9 @@
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "records.h"
 #include "tg_format.h"
@@ -16,32 +19,36 @@ static const double tg_pow10[] = {
 int tg_time_parse(const char *s, size_t len, double *v)
 {
 	unsigned long long ip = 0, fp = 0;
-	size_t i = 0, nd = 0, nf = 0;
+	const char *p = s, *e = s + len, *dot;
+	unsigned dgt;
+	size_t nf;
 
-	while (i < len && (unsigned)(s[i] - '0') < 10) {
-		if (nd < 18)
-			ip = ip * 10 + (unsigned)(s[i] - '0');
-		else
-			return -1; /* beyond any plausible timestamp */
-		nd++;
-		i++;
-	}
-	if (!nd)
+	/* at most 18 digits before the point: no overflow, any real timestamp */
+	if (!len || len > 64)
 		return -1;
-	if (i < len) {
-		if (s[i] != '.')
-			return -1;
-		i++;
-		while (i < len && (unsigned)(s[i] - '0') < 10) {
-			if (nf < 18) {
-				fp = fp * 10 + (unsigned)(s[i] - '0');
-				nf++;
-			}
-			i++;
-		}
-		if (i != len)
-			return -1;
+	while (p < e && (dgt = (unsigned)(*p - '0')) < 10) {
+		ip = ip * 10 + dgt;
+		p++;
 	}
+	if (p == s || p - s > 18)
+		return -1;
+	if (p == e) {
+		*v = (double)ip;
+		return 0;
+	}
+	if (*p != '.')
+		return -1;
+	dot = p++;
+	while (p < e && (dgt = (unsigned)(*p - '0')) < 10) {
+		if (p - dot <= 18)
+			fp = fp * 10 + dgt;
+		p++;
+	}
+	if (p != e)
+		return -1;
+	nf = (size_t)(p - dot - 1);
+	if (nf > 18)
+		nf = 18;
 	*v = (double)ip + (nf ? (double)fp / tg_pow10[nf] : 0.0);
 	return 0;
 }
@@ -59,17 +66,17 @@ double tg_time_exact(const struct tg_str *text)
 int tg_int_parse(const char *s, size_t len, long long *v)
 {
 	unsigned long long x = 0;
-	size_t i = 0;
+	const char *p = s, *e = s + len;
 	int neg = 0;
 
-	if (len && (s[0] == '-' || s[0] == '+')) {
-		neg = s[0] == '-';
-		i = 1;
+	if (len && (*p == '-' || *p == '+')) {
+		neg = *p == '-';
+		p++;
 	}
-	if (i == len || len - i > 18)
+	if (p == e || e - p > 18)
 		return -1;
-	for (; i < len; i++) {
-		unsigned dgt = (unsigned)(s[i] - '0');
+	for (; p < e; p++) {
+		unsigned dgt = (unsigned)(*p - '0');
 		if (dgt > 9)
 			return -1;
 		x = x * 10 + dgt;
@@ -78,20 +85,70 @@ int tg_int_parse(const char *s, size_t len, long long *v)
 	return 0;
 }
 
+static const double tg_pow10_inv[] = {
+	1e0, 1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9,
+	1e-10, 1e-11, 1e-12, 1e-13, 1e-14, 1e-15, 1e-16, 1e-17, 1e-18,
+};
+
+/*
+ * The common case of "[TIME#]": digits, '.', digits, '#', parsed in one pass.
+ * Returns 1 and advances *s past the '#', or 0 (nothing changed) so that the
+ * general code decides (and names the error).
+ */
+static int rec_time_fast(struct tg_time *t, const char **s, size_t *len)
+{
+	const char *p = *s, *e = *s + *len, *dot;
+	unsigned long long ip = 0, fp = 0;
+	unsigned dgt;
+	size_t nf;
+
+	while (p < e && (dgt = (unsigned)(*p - '0')) < 10) {
+		ip = ip * 10 + dgt;
+		p++;
+	}
+	if (p == *s || p - *s > 18 || p == e)
+		return 0;
+	if (*p == '.') {
+		dot = p++;
+		while (p < e && (dgt = (unsigned)(*p - '0')) < 10) {
+			fp = fp * 10 + dgt;
+			p++;
+		}
+		nf = (size_t)(p - dot - 1);
+		if (nf > 18 || p == e)
+			return 0;
+	} else {
+		nf = 0;
+	}
+	if (*p != TG_TIME_SEP)
+		return 0;
+	t->v = (double)ip + (double)fp * tg_pow10_inv[nf];
+	t->text.s = *s;
+	t->text.len = (size_t)(p - *s);
+	*len -= t->text.len + 1;
+	*s = p + 1;
+	return 1;
+}
+
 /* Splits "[TIME#]rest"; returns NULL or the reason the line is malformed. */
 static const char *rec_time(struct tg_time *t, const char **s, size_t *len, int has_time)
 {
-	const char *hash;
+	const char *hash, *p, *e;
 
-	if (memchr(*s, '\0', *len))
-		return "NUL byte in line";
 	if (!has_time) {
 		t->v = 0;
 		t->text.s = *s;
 		t->text.len = 0;
 		return NULL;
 	}
-	hash = memchr(*s, TG_TIME_SEP, *len);
+	if (rec_time_fast(t, s, len))
+		return NULL;
+	/* the time is short: a plain loop beats memchr's setup */
+	for (p = *s, e = *s + *len, hash = NULL; p < e; p++)
+		if (*p == TG_TIME_SEP) {
+			hash = p;
+			break;
+		}
 	if (!hash)
 		return "no '#' after the time";
 	t->text.s = *s;
@@ -107,15 +164,21 @@ static const char *rec_time(struct tg_time *t, const char **s, size_t *len, int 
 static const char *rec_site(const char *s, size_t len, struct tg_str *file,
 			    unsigned long *line, struct tg_str *func)
 {
-	const char *c2 = memrchr(s, TG_FIELD_SEP, len), *c1;
+	const char *c2, *c1;
 	unsigned long x = 0;
 	const char *p;
 
-	if (!c2)
+	/* FUNCTION and LINE are short: scan back by hand (memrchr costs more) */
+	for (c2 = s + len; c2 > s && c2[-1] != TG_FIELD_SEP; c2--)
+		;
+	if (c2 == s)
 		return "no FILE:LINE:FUNCTION";
-	c1 = memrchr(s, TG_FIELD_SEP, (size_t)(c2 - s));
-	if (!c1)
+	c2--;
+	for (c1 = c2; c1 > s && c1[-1] != TG_FIELD_SEP; c1--)
+		;
+	if (c1 == s)
 		return "no FILE:LINE:FUNCTION";
+	c1--;
 	if (c1 + 1 == c2 || c2 - c1 > 10)
 		return "bad line number";
 	for (p = c1 + 1; p < c2; p++) {
@@ -132,25 +195,86 @@ static const char *rec_site(const char *s, size_t len, struct tg_str *file,
 	return NULL;
 }
 
+/*
+ * The common case of "FILE:LINE:FUNCTION=>DELTA" in one backward pass: DELTA's
+ * digits, "=>", FUNCTION up to its ':', LINE's digits up to their ':'.  Returns 1
+ * with r filled, or 0 so that the general code decides (and names the error).
+ */
+static int mem_tail_fast(struct tg_memrec *r, const char *s, size_t len)
+{
+	const char *p = s + len, *gt, *c2;
+	unsigned long long x = 0, mul = 1;
+	unsigned long line = 0, lmul = 1;
+	int nd = 0;
+
+	while (p > s && (unsigned)(p[-1] - '0') < 10 && nd < 18) {
+		x += (unsigned long long)(p[-1] - '0') * mul;
+		mul *= 10;
+		nd++;
+		p--;
+	}
+	if (!nd || p - s < 2)
+		return 0;
+	if (p[-1] == '-' || p[-1] == '+') {
+		if (p[-1] == '-')
+			x = 0 - x;
+		p--;
+	}
+	if (p - s < 2 || p[-1] != '>' || p[-2] != '=')
+		return 0;
+	gt = p - 1;
+	r->delta = (long long)x;
+	r->site.s = s;
+	r->site.len = (size_t)(gt - 1 - s);
+	p = gt - 1;
+#ifdef __SSE2__
+	/* FUNCTION is usually shorter than 16 bytes: find its ':' in one compare */
+	if (p - s >= 16) {
+		__m128i w = _mm_loadu_si128((const __m128i *)(const void *)(p - 16));
+		unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(w, _mm_set1_epi8(TG_FIELD_SEP)));
+		if (m)
+			p = p - 16 + (31 - __builtin_clz(m)) + 1;
+		else
+			p -= 16;
+	}
+#endif
+	for (; p > s && p[-1] != TG_FIELD_SEP; p--)
+		;
+	if (p == s)
+		return 0;
+	c2 = p - 1;
+	nd = 0;
+	for (p = c2; p > s && (unsigned)(p[-1] - '0') < 10 && nd < 9; p--, nd++) {
+		line += (unsigned long)(p[-1] - '0') * lmul;
+		lmul *= 10;
+	}
+	if (!nd || p == s || p[-1] != TG_FIELD_SEP)
+		return 0;
+	r->line = line;
+	r->file.s = s;
+	r->file.len = (size_t)(p - 1 - s);
+	r->func.s = c2 + 1;
+	r->func.len = (size_t)(gt - 1 - (c2 + 1));
+	return 1;
+}
+
 const char *tg_memrec_parse(struct tg_memrec *r, const char *s, size_t len, int has_time)
 {
 	const char *why, *gt;
-	size_t n;
 
 	if ((why = rec_time(&r->time, &s, &len, has_time)))
 		return why;
 	r->rest.s = s;
 	r->rest.len = len;
-	/* last "=>" */
-	n = len;
-	for (;;) {
-		gt = n ? memrchr(s, '>', n) : NULL;
-		if (!gt || gt == s)
-			return "no '=>' before the memory delta";
-		if (gt[-1] == '=')
-			break;
-		n = (size_t)(gt - s);
-	}
+	if (mem_tail_fast(r, s, len))
+		return NULL;
+	/* last "=>": DELTA is short, scan back by hand */
+	if (len < 2)
+		return "no '=>' before the memory delta";
+	for (gt = s + len - 1; gt > s && !(gt[0] == '>' && gt[-1] == '='); gt--)
+		;
+	if (gt <= s)
+		return "no '=>' before the memory delta";
 	if (tg_int_parse(gt + 1, len - (size_t)(gt + 1 - s), &r->delta) < 0)
 		return "bad memory delta";
 	r->site.s = s;

@@ -58,6 +58,20 @@ int main(void)
 	p = tmpfile_with("crlf.mem", "a\r\nb\r\n\r\nc", 9);
 	CHECK_INT(read_all(p, out, sizeof(out), &d, &ov), 4);
 	CHECK_STR(out, "a|b||c|");
+	{ /* a NUL byte marks its line only, wherever buffers end */
+		struct tg_lr lr;
+		const char *line;
+		size_t len;
+		int nuls[4] = { 0 }, i = 0;
+
+		p = tmpfile_with("nul.mem", "aaaa\nb\0b\ncccc\nd\0\n", 17);
+		CHECK_INT(tg_lr_open(&lr, p, 0, &d), 0);
+		while (i < 4 && tg_lr_next(&lr, &line, &len, &d) > 0)
+			nuls[i++] = lr.has_nul;
+		tg_lr_release(&lr);
+		CHECK(!nuls[0] && nuls[1] && !nuls[2] && nuls[3]);
+		CHECK_INT(i, 4);
+	}
 	p = tmpfile_with("empty.mem", "", 0);
 	CHECK_INT(read_all(p, out, sizeof(out), &d, &ov), 0);
 	p = tmpfile_with("nl.mem", "\n", 1);

@@ -1,0 +1,1144 @@
+/*
+ * accounting.c - allocation accounting (see accounting.h, docs/accounting.md).
+ *
+ * Counters:
+ *  - per thread: a struct tg_acct_thread created by the thread on its first
+ *    counted allocation (malloc, never PyMem), reached through a thread-local
+ *    pointer and listed in tg_acct_threads.  Only its thread writes it (plain
+ *    relaxed load + store, no lock prefix); summaries read it with relaxed loads.
+ *    States are never freed during a run, so threads that ended keep their
+ *    figures ("retired" by construction); all are freed at the next start.
+ *  - process: live bytes as one relaxed atomic (fetch_add), its peak and the
+ *    window peak as CAS-max registers; totals are sums over the thread states.
+ *  - sites: a site is (innermost recorded call, its caller).  Sites are interned
+ *    with the GIL in the profile function; each has four relaxed atomic counters
+ *    (allocated bytes/count, freed bytes/count) in fixed chunks that never move,
+ *    because raw-domain hooks update them without the GIL from any thread.
+ *    Atomics rather than per-thread arrays: a snapshot then needs no merge and a
+ *    thread that ends needs no fold; contention only arises when two threads
+ *    allocate at the same site at the same time.
+ * A block's site id travels in its pointer-table word (accounting.h), so a free
+ * on any thread credits the site that allocated it.
+ */
+#include "accounting.h"
+#include "alloc_hooks.h"
+#include "names.h"
+#include "recorder.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define TG_RELAXED memory_order_relaxed
+/* Owner-only update of a counter that other threads may read. */
+#define TG_OWN_ADD(x, v) \
+    atomic_store_explicit(&(x), atomic_load_explicit(&(x), TG_RELAXED) + (v), TG_RELAXED)
+#define TG_LOAD(x) atomic_load_explicit(&(x), TG_RELAXED)
+
+_Atomic int tg_acct_on;
+
+/* --- per-thread state ---------------------------------------------------- */
+
+struct tg_acct_frame {
+    uint32_t fid;   /* function entry of the recorded call */
+    uint32_t sid;   /* site (fid, caller fid) */
+};
+
+struct tg_acct_thread {
+    struct tg_acct_thread *next;       /* tg_acct_threads link; tg_acct_lock */
+    unsigned long ident;               /* pthread id; immutable */
+    unsigned long native_id;           /* OS thread id; immutable */
+    _Atomic int64_t alloc_calls;       /* owner writes, anyone reads (relaxed) */
+    _Atomic int64_t free_calls;
+    _Atomic int64_t requested;         /* bytes requested by its allocations */
+    _Atomic int64_t freed;             /* bytes of the blocks it freed */
+    _Atomic int64_t peak;              /* highest requested - freed seen */
+    _Atomic int64_t hist_alloc[TG_ACCT_BINS];  /* requested sizes */
+    _Atomic int64_t hist_free[TG_ACCT_BINS];   /* freed sizes */
+    uint32_t cur_site;                 /* site of new allocations; owner only */
+    struct tg_acct_frame *stack;       /* open recorded calls; owner only (GIL) */
+    size_t depth, cap;                 /* owner only */
+};
+
+/* The calling thread's state, valid iff gen == tg_acct_gen. */
+static _Thread_local struct {
+    struct tg_acct_thread *t;
+    uint64_t gen;
+} tg_acct_tls;
+
+/* Run generation; written with the GIL at start, read by hooks (relaxed). */
+static _Atomic uint64_t tg_acct_gen;
+/* Guards tg_acct_threads (appends from hooks on any thread, reads with GIL). */
+static pthread_mutex_t tg_acct_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct tg_acct_thread *tg_acct_threads;
+/* Whether the last run had accounting; GIL. */
+static int tg_acct_had_run;
+
+/* Process figures; relaxed atomics written by every hook. */
+static _Atomic int64_t tg_acct_live;
+static _Atomic int64_t tg_acct_peak;
+static _Atomic int64_t tg_acct_win_peak;
+static _Atomic int tg_acct_nwin;  /* open windows; the hooks skip win_peak at 0 */
+
+/* --- sites ----------------------------------------------------------------- */
+
+struct tg_acct_site_ctr {
+    _Atomic int64_t alloc_bytes, alloc_count;  /* relaxed fetch_add from hooks */
+    _Atomic int64_t free_bytes, free_count;
+};
+
+#define TG_SITE_CHUNK_BITS 12
+#define TG_SITE_CHUNK (1u << TG_SITE_CHUNK_BITS)
+#define TG_SITE_NCHUNKS (TG_ACCT_MAX_SITES / TG_SITE_CHUNK)
+/* Site 0: allocations outside any recorded call.  The last id collects the
+ * sites that do not fit once the table is full. */
+#define TG_SITE_NONE 0u
+#define TG_SITE_FULL (TG_ACCT_MAX_SITES - 1)
+
+/* Counter chunks: a chunk pointer is published (release) before any id in it is
+ * handed out, and never changes until the next start. */
+static struct tg_acct_site_ctr *_Atomic tg_site_chunks[TG_SITE_NCHUNKS];
+
+/* A function entry: what the recorder writes for a call (GIL only). */
+struct tg_acct_func {
+    char *file, *func;     /* as the recorder passed them (one malloc: file) */
+    size_t file_len, func_len;
+    long line;
+    int esc;               /* file and func still need escaping on output */
+    uint64_t hash;
+};
+
+/* Site keys (GIL only). */
+struct tg_acct_site {
+    uint32_t fid, caller;  /* caller: fid of the enclosing recorded call, 0 none */
+};
+
+/* Interning tables; all GIL only.  fid 0 and sid 0 are "no frame". */
+static struct tg_acct_func *tg_funcs;
+static size_t tg_nfuncs, tg_funcs_cap;
+static uint32_t *tg_func_hash;       /* open addressing: fid or 0 */
+static size_t tg_func_hash_mask;
+static struct tg_acct_site *tg_sites;
+static size_t tg_nsites, tg_sites_cap;
+static uint32_t *tg_site_hash;       /* open addressing: sid or 0 */
+static size_t tg_site_hash_mask;
+
+/* --- run configuration (GIL) ------------------------------------------------ */
+
+static char *tg_acct_outdir;
+static int tg_acct_compress;
+static unsigned tg_acct_nsnap;       /* snapshots written this run */
+
+struct tg_acct_sched {
+    int active;
+    long start, stop, every;
+    long next;                  /* next count (calls or seconds) that snapshots */
+    PyObject *code;             /* strong ref, or NULL for seconds */
+    long calls;                 /* calls of code seen */
+    double t0;                  /* monotonic seconds at schedule */
+};
+static struct tg_acct_sched tg_sched;
+
+/* --- windows (GIL) ------------------------------------------------------------ */
+
+struct tg_acct_figs {
+    int64_t alloc_calls, free_calls, requested, freed, live;
+};
+
+#define TG_MAX_WINDOWS 64
+struct tg_acct_window {
+    long id;
+    char *name;
+    struct tg_acct_thread *thread;     /* opener's state (may be NULL) */
+    struct tg_acct_figs proc0, thr0;   /* figures at open */
+    int64_t saved_peak;                /* win_peak register before our reset */
+    double t0;
+};
+static struct tg_acct_window tg_windows[TG_MAX_WINDOWS];
+static int tg_nwindows;
+static long tg_window_ids;
+static PyObject *tg_closed_windows;   /* list of dicts for summary.json */
+
+/* --- helpers -------------------------------------------------------------- */
+
+static inline int
+tg_acct_bin(size_t size)
+{
+    return size == 0 ? 0 : 64 - __builtin_clzll((unsigned long long)size);
+}
+
+static inline void
+tg_acct_max(_Atomic int64_t *reg, int64_t v)
+{
+    int64_t cur = atomic_load_explicit(reg, TG_RELAXED);
+    while (v > cur && !atomic_compare_exchange_weak_explicit(reg, &cur, v, TG_RELAXED,
+                                                             TG_RELAXED))
+        ;
+}
+
+static double
+tg_acct_monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static inline struct tg_acct_site_ctr *
+tg_site_ctr(uint32_t sid)
+{
+    struct tg_acct_site_ctr *c =
+        atomic_load_explicit(&tg_site_chunks[sid >> TG_SITE_CHUNK_BITS], memory_order_acquire);
+    return c ? &c[sid & (TG_SITE_CHUNK - 1)] : NULL;
+}
+
+/* The calling thread's state for this run, created on first use; NULL if out
+ * of memory.  Any thread, no GIL needed: only malloc and a mutex. */
+static struct tg_acct_thread *
+tg_acct_self(void)
+{
+    uint64_t gen = atomic_load_explicit(&tg_acct_gen, TG_RELAXED);
+    struct tg_acct_thread *t;
+
+    if (tg_acct_tls.gen == gen && tg_acct_tls.t != NULL)
+        return tg_acct_tls.t;
+    t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return NULL;
+    t->ident = PyThread_get_thread_ident();
+    t->native_id = PyThread_get_thread_native_id();
+    pthread_mutex_lock(&tg_acct_lock);
+    t->next = tg_acct_threads;
+    tg_acct_threads = t;
+    pthread_mutex_unlock(&tg_acct_lock);
+    tg_acct_tls.t = t;
+    tg_acct_tls.gen = gen;
+    return t;
+}
+
+/* --- hooks ------------------------------------------------------------------ */
+
+uint64_t
+tg_acct_alloc(size_t size)
+{
+    struct tg_acct_thread *t = tg_acct_self();
+    struct tg_acct_site_ctr *c;
+    uint32_t sid = TG_SITE_NONE;
+    int64_t live;
+
+    if (size > TG_ACCT_SIZE_MASK)  /* >= 16 TiB: counted at the mask (documented) */
+        size = TG_ACCT_SIZE_MASK;
+    if (t != NULL) {
+        int64_t own;
+        sid = t->cur_site;
+        TG_OWN_ADD(t->alloc_calls, 1);
+        TG_OWN_ADD(t->requested, (int64_t)size);
+        TG_OWN_ADD(t->hist_alloc[tg_acct_bin(size)], 1);
+        own = TG_LOAD(t->requested) - TG_LOAD(t->freed);
+        if (own > TG_LOAD(t->peak))
+            atomic_store_explicit(&t->peak, own, TG_RELAXED);
+    }
+    live = atomic_fetch_add_explicit(&tg_acct_live, (int64_t)size, TG_RELAXED) + (int64_t)size;
+    tg_acct_max(&tg_acct_peak, live);
+    if (atomic_load_explicit(&tg_acct_nwin, TG_RELAXED))
+        tg_acct_max(&tg_acct_win_peak, live);
+    c = tg_site_ctr(sid);
+    if (c != NULL) {
+        atomic_fetch_add_explicit(&c->alloc_bytes, (int64_t)size, TG_RELAXED);
+        atomic_fetch_add_explicit(&c->alloc_count, 1, TG_RELAXED);
+    }
+    return (uint64_t)size | ((uint64_t)sid << TG_ACCT_SIZE_BITS);
+}
+
+size_t
+tg_acct_free(uint64_t word, int count_thread)
+{
+    size_t size = TG_ACCT_ENTRY_SIZE(word);
+    uint32_t sid = (uint32_t)(word >> TG_ACCT_SIZE_BITS);
+    struct tg_acct_site_ctr *c = tg_site_ctr(sid);
+
+    if (count_thread) {
+        struct tg_acct_thread *t = tg_acct_self();
+        if (t != NULL) {
+            TG_OWN_ADD(t->free_calls, 1);
+            TG_OWN_ADD(t->freed, (int64_t)size);
+            TG_OWN_ADD(t->hist_free[tg_acct_bin(size)], 1);
+        }
+    }
+    atomic_fetch_sub_explicit(&tg_acct_live, (int64_t)size, TG_RELAXED);
+    if (c != NULL) {
+        atomic_fetch_add_explicit(&c->free_bytes, (int64_t)size, TG_RELAXED);
+        atomic_fetch_add_explicit(&c->free_count, 1, TG_RELAXED);
+    }
+    return size;
+}
+
+/* --- interning (GIL) ------------------------------------------------------- */
+
+static uint64_t
+tg_acct_hash(const char *s, size_t n, uint64_t h)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Publish counters for SID (allocating its chunk); 0 or -1. */
+static int
+tg_site_chunk_ensure(uint32_t sid)
+{
+    size_t k = sid >> TG_SITE_CHUNK_BITS;
+    struct tg_acct_site_ctr *c;
+    if (atomic_load_explicit(&tg_site_chunks[k], TG_RELAXED) != NULL)
+        return 0;
+    c = calloc(TG_SITE_CHUNK, sizeof(*c));
+    if (c == NULL)
+        return -1;
+    atomic_store_explicit(&tg_site_chunks[k], c, memory_order_release);
+    return 0;
+}
+
+/* Double an open-addressing table of ids; REHASH gives an id's hash. */
+static int
+tg_idhash_grow(uint32_t **tab, size_t *mask, size_t n, uint64_t (*rehash)(uint32_t))
+{
+    size_t cap = *tab ? (*mask + 1) * 2 : 1024, i;
+    uint32_t *nt = calloc(cap, sizeof(*nt));
+    if (nt == NULL)
+        return -1;
+    for (i = 1; i < n; i++) {
+        size_t j = rehash((uint32_t)i) & (cap - 1);
+        while (nt[j])
+            j = (j + 1) & (cap - 1);
+        nt[j] = (uint32_t)i;
+    }
+    free(*tab);
+    *tab = nt;
+    *mask = cap - 1;
+    return 0;
+}
+
+static uint64_t tg_func_rehash(uint32_t id) { return tg_funcs[id].hash; }
+
+static uint64_t
+tg_site_key_hash(uint32_t fid, uint32_t caller)
+{
+    uint64_t h = ((uint64_t)fid << 32 | caller) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 31);
+}
+
+static uint64_t tg_site_rehash(uint32_t id)
+{
+    return tg_site_key_hash(tg_sites[id].fid, tg_sites[id].caller);
+}
+
+/* Function id of (FILE, LINE, FUNC) as the recorder passed them (raw bytes;
+ * ESC: they still need escaping on output); 0 on failure. */
+static uint32_t
+tg_func_intern(const char *file, size_t file_len, long line, const char *func,
+               size_t func_len, int esc)
+{
+    uint64_t h = tg_acct_hash(file, file_len, 0xcbf29ce484222325ull ^ (uint64_t)line);
+    struct tg_acct_func *f;
+    size_t j;
+    char *mem;
+
+    h = tg_acct_hash(func, func_len, h * 31 + (uint64_t)esc);
+    if (tg_func_hash != NULL) {
+        for (j = h & tg_func_hash_mask; tg_func_hash[j]; j = (j + 1) & tg_func_hash_mask) {
+            f = &tg_funcs[tg_func_hash[j]];
+            if (f->hash == h && f->line == line && f->esc == esc && f->file_len == file_len
+                    && f->func_len == func_len && memcmp(f->file, file, file_len) == 0
+                    && memcmp(f->func, func, func_len) == 0)
+                return tg_func_hash[j];
+        }
+    }
+    if (tg_nfuncs == 0)
+        tg_nfuncs = 1;  /* id 0 is "no frame" */
+    if (tg_nfuncs >= UINT32_MAX / 2)
+        return 0;
+    if (tg_nfuncs >= tg_funcs_cap) {
+        size_t cap = tg_funcs_cap ? tg_funcs_cap * 2 : 1024;
+        struct tg_acct_func *nf = realloc(tg_funcs, cap * sizeof(*nf));
+        if (nf == NULL)
+            return 0;
+        tg_funcs = nf;
+        tg_funcs_cap = cap;
+    }
+    if (tg_func_hash == NULL || (tg_nfuncs + 1) * 2 > tg_func_hash_mask + 1) {
+        if (tg_idhash_grow(&tg_func_hash, &tg_func_hash_mask, tg_nfuncs, tg_func_rehash) < 0)
+            return 0;
+    }
+    mem = malloc(file_len + func_len + 2);
+    if (mem == NULL)
+        return 0;
+    f = &tg_funcs[tg_nfuncs];
+    f->file = mem;
+    memcpy(mem, file, file_len);
+    mem[file_len] = '\0';
+    f->func = mem + file_len + 1;
+    memcpy(f->func, func, func_len);
+    f->func[func_len] = '\0';
+    f->file_len = file_len;
+    f->func_len = func_len;
+    f->line = line;
+    f->esc = esc;
+    f->hash = h;
+    for (j = h & tg_func_hash_mask; tg_func_hash[j]; j = (j + 1) & tg_func_hash_mask)
+        ;
+    tg_func_hash[j] = (uint32_t)tg_nfuncs;
+    return (uint32_t)tg_nfuncs++;
+}
+
+/* Site id of (FID called from CALLER); TG_SITE_FULL when the table is full. */
+static uint32_t
+tg_site_intern(uint32_t fid, uint32_t caller)
+{
+    uint64_t h = tg_site_key_hash(fid, caller);
+    size_t j;
+
+    if (tg_site_hash != NULL) {
+        for (j = h & tg_site_hash_mask; tg_site_hash[j]; j = (j + 1) & tg_site_hash_mask) {
+            struct tg_acct_site *s = &tg_sites[tg_site_hash[j]];
+            if (s->fid == fid && s->caller == caller)
+                return tg_site_hash[j];
+        }
+    }
+    if (tg_nsites == 0)
+        tg_nsites = 1;
+    if (tg_nsites >= TG_SITE_FULL)
+        return TG_SITE_FULL;
+    if (tg_nsites >= tg_sites_cap) {
+        size_t cap = tg_sites_cap ? tg_sites_cap * 2 : 1024;
+        struct tg_acct_site *ns = realloc(tg_sites, cap * sizeof(*ns));
+        if (ns == NULL)
+            return TG_SITE_FULL;
+        tg_sites = ns;
+        tg_sites_cap = cap;
+    }
+    if (tg_site_hash == NULL || (tg_nsites + 1) * 2 > tg_site_hash_mask + 1) {
+        if (tg_idhash_grow(&tg_site_hash, &tg_site_hash_mask, tg_nsites, tg_site_rehash) < 0)
+            return TG_SITE_FULL;
+    }
+    if (tg_site_chunk_ensure((uint32_t)tg_nsites) < 0)
+        return TG_SITE_FULL;
+    tg_sites[tg_nsites].fid = fid;
+    tg_sites[tg_nsites].caller = caller;
+    for (j = h & tg_site_hash_mask; tg_site_hash[j]; j = (j + 1) & tg_site_hash_mask)
+        ;
+    tg_site_hash[j] = (uint32_t)tg_nsites;
+    return (uint32_t)tg_nsites++;
+}
+
+void
+tg_acct_push(const char *file, size_t file_len, long line, const char *func,
+             size_t func_len, int esc)
+{
+    struct tg_acct_thread *t = tg_acct_self();
+    uint32_t fid, caller;
+
+    if (t == NULL)
+        return;
+    if (t->depth > t->cap) {  /* already past a failed grow */
+        t->depth++;
+        return;
+    }
+    if (t->depth == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 64;
+        struct tg_acct_frame *ns = realloc(t->stack, cap * sizeof(*ns));
+        if (ns == NULL) {
+            /* Keep push/pop paired: count the frame, charge its caller's site. */
+            t->depth++;
+            return;
+        }
+        t->stack = ns;
+        t->cap = cap;
+    }
+    caller = t->depth ? t->stack[t->depth - 1].fid : 0;
+    fid = tg_func_intern(file, file_len, line, func, func_len, esc);
+    t->stack[t->depth].fid = fid;
+    t->stack[t->depth].sid = fid ? tg_site_intern(fid, caller) : TG_SITE_FULL;
+    t->cur_site = t->stack[t->depth].sid;
+    t->depth++;
+}
+
+void
+tg_acct_pop(void)
+{
+    struct tg_acct_thread *t = tg_acct_self();
+    if (t == NULL || t->depth == 0)
+        return;
+    t->depth--;
+    if (t->depth > t->cap)  /* frames that did not fit (see push) */
+        return;
+    t->cur_site = t->depth ? t->stack[t->depth - 1].sid : TG_SITE_NONE;
+}
+
+/* --- snapshots (GIL) -------------------------------------------------------- */
+
+struct tg_snap_row {
+    int64_t live_bytes, live_count, total_bytes, total_count;
+    uint32_t sid;
+};
+
+static int
+tg_snap_row_cmp(const void *a, const void *b)
+{
+    const struct tg_snap_row *x = a, *y = b;
+    if (x->live_bytes != y->live_bytes)
+        return x->live_bytes < y->live_bytes ? 1 : -1;
+    if (x->total_bytes != y->total_bytes)
+        return x->total_bytes < y->total_bytes ? 1 : -1;
+    return x->sid < y->sid ? -1 : x->sid > y->sid;
+}
+
+/* Output sink: stdio or gzip. */
+struct tg_sink {
+    FILE *f;
+    gzFile gz;
+    int err;
+};
+
+static void
+tg_sink_printf(struct tg_sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+tg_sink_printf(struct tg_sink *s, const char *fmt, ...)
+{
+    char buf[8192];
+    va_list ap;
+    int n;
+    va_start(ap, fmt);
+    n = vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        s->err = EINVAL;
+        return;
+    }
+    if ((size_t)n >= sizeof(buf))
+        n = sizeof(buf) - 1;
+    if (s->gz != NULL) {
+        if (n > 0 && gzwrite(s->gz, buf, (unsigned)n) != n)
+            s->err = EIO;
+    } else if (fwrite(buf, 1, (size_t)n, s->f) != (size_t)n) {
+        s->err = errno ? errno : EIO;
+    }
+}
+
+/* Write FILE or FUNC of an entry, escaped as the records are. */
+static void
+tg_sink_put_text(struct tg_sink *s, const char *txt, size_t len, int esc)
+{
+    char small[512], *buf = small;
+    size_t n = esc ? tg_escaped_len(txt, len) : len;
+    if (n + 1 > sizeof(small) && (buf = malloc(n + 1)) == NULL) {
+        s->err = ENOMEM;
+        return;
+    }
+    if (esc)
+        tg_escape(buf, txt, len);
+    else
+        memcpy(buf, txt, len);
+    buf[n] = '\0';
+    if (s->gz != NULL) {
+        if (n > 0 && gzwrite(s->gz, buf, (unsigned)n) != (int)n)
+            s->err = EIO;
+    } else if (fwrite(buf, 1, n, s->f) != n) {
+        s->err = EIO;
+    }
+    if (buf != small)
+        free(buf);
+}
+
+static void
+tg_sink_put_func(struct tg_sink *s, uint32_t fid)
+{
+    struct tg_acct_func *f;
+    if (fid == 0 || fid >= tg_nfuncs) {
+        tg_sink_printf(s, "<no python frame>");
+        return;
+    }
+    f = &tg_funcs[fid];
+    tg_sink_put_text(s, f->file, f->file_len, f->esc);
+    tg_sink_printf(s, ":%ld:", f->line);
+    tg_sink_put_text(s, f->func, f->func_len, f->esc);
+}
+
+/* Write the snapshot file PATH (tmp + rename). 0 or -errno. */
+static int
+tg_acct_write_snapshot(const char *path, const char *label, unsigned number)
+{
+    size_t nids = tg_nsites > 0 ? tg_nsites : 1, i, nrows = 0;
+    struct tg_snap_row *rows;
+    int64_t sums[4] = {0, 0, 0, 0};
+    char *tmp;
+    struct tg_sink s = {NULL, NULL, 0};
+    struct timespec now;
+    int ret = 0;
+
+    rows = malloc((nids + 1) * sizeof(*rows));
+    tmp = malloc(strlen(path) + 8);
+    if (rows == NULL || tmp == NULL) {
+        ret = -ENOMEM;
+        goto out_free;
+    }
+    /* Every interned site, then the overflow site. */
+    for (i = 0; i <= nids; i++) {
+        uint32_t sid = i < nids ? (uint32_t)i : TG_SITE_FULL;
+        struct tg_acct_site_ctr *c = tg_site_ctr(sid);
+        struct tg_snap_row *r = &rows[nrows];
+        if (c == NULL)
+            continue;
+        r->total_bytes = TG_LOAD(c->alloc_bytes);
+        r->total_count = TG_LOAD(c->alloc_count);
+        r->live_bytes = r->total_bytes - TG_LOAD(c->free_bytes);
+        r->live_count = r->total_count - TG_LOAD(c->free_count);
+        r->sid = sid;
+        if (r->total_count == 0 && r->live_count == 0)
+            continue;
+        sums[0] += r->live_bytes;
+        sums[1] += r->live_count;
+        sums[2] += r->total_bytes;
+        sums[3] += r->total_count;
+        nrows++;
+    }
+    qsort(rows, nrows, sizeof(*rows), tg_snap_row_cmp);
+    sprintf(tmp, "%s.tmp", path);
+    if (tg_acct_compress) {
+        s.gz = gzopen(tmp, "wb6");
+        if (s.gz == NULL) {
+            ret = errno ? -errno : -EIO;
+            goto out_free;
+        }
+    } else {
+        s.f = fopen(tmp, "w");
+        if (s.f == NULL) {
+            ret = -errno;
+            goto out_free;
+        }
+    }
+    clock_gettime(CLOCK_REALTIME, &now);
+    tg_sink_printf(&s, "# threadgraph snapshot 1\n# label: %s\n# number: %u\n"
+                   "# time: %lld.%06ld\n# pid: %ld\n# live_bytes: %lld\n# live_count: %lld\n"
+                   "# total_bytes: %lld\n# total_count: %lld\n# process_live_bytes: %lld\n"
+                   "# process_peak_bytes: %lld\n"
+                   "# columns: LIVE_BYTES LIVE_COUNT TOTAL_BYTES TOTAL_COUNT SITE\n",
+                   label, number, (long long)now.tv_sec, now.tv_nsec / 1000, (long)getpid(),
+                   (long long)sums[0], (long long)sums[1], (long long)sums[2],
+                   (long long)sums[3], (long long)TG_LOAD(tg_acct_live),
+                   (long long)TG_LOAD(tg_acct_peak));
+    for (i = 0; i < nrows; i++) {
+        struct tg_snap_row *r = &rows[i];
+        tg_sink_printf(&s, "%lld %lld %lld %lld ", (long long)r->live_bytes,
+                       (long long)r->live_count, (long long)r->total_bytes,
+                       (long long)r->total_count);
+        if (r->sid == TG_SITE_FULL) {
+            tg_sink_printf(&s, "<site table full>");
+        } else {
+            tg_sink_put_func(&s, r->sid ? tg_sites[r->sid].fid : 0);
+            if (r->sid && tg_sites[r->sid].caller) {
+                tg_sink_printf(&s, "<-");
+                tg_sink_put_func(&s, tg_sites[r->sid].caller);
+            }
+        }
+        tg_sink_printf(&s, "\n");
+    }
+    if (s.gz != NULL) {
+        if (gzclose(s.gz) != Z_OK && !s.err)
+            s.err = EIO;
+    } else if (fclose(s.f) != 0 && !s.err) {
+        s.err = errno ? errno : EIO;
+    }
+    if (s.err) {
+        unlink(tmp);
+        ret = -s.err;
+    } else if (rename(tmp, path) != 0) {
+        ret = -errno;
+        unlink(tmp);
+    }
+out_free:
+    free(rows);
+    free(tmp);
+    return ret;
+}
+
+PyObject *
+tg_acct_snapshot(const char *label)
+{
+    char base[TG_BASENAME_CAP];
+    char *path;
+    size_t n;
+    int busy = tg_tls.busy, ret;
+    PyObject *res = NULL;
+
+    if (tg_acct_outdir == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "allocation accounting is not on");
+        return NULL;
+    }
+    tg_tls.busy |= TG_BUSY_TRACER;  /* our own buffers are not the program's */
+    tg_safe_basename(label, strlen(label), base);
+    n = strlen(tg_acct_outdir) + strlen(base) + 40;
+    path = malloc(n);
+    if (path == NULL) {
+        tg_tls.busy = busy;
+        return PyErr_NoMemory();
+    }
+    tg_acct_nsnap++;
+    snprintf(path, n, "%s/snapshot-%u-%s%s", tg_acct_outdir, tg_acct_nsnap, base,
+             tg_acct_compress ? ".gz" : "");
+    ret = tg_acct_write_snapshot(path, label, tg_acct_nsnap);
+    tg_tls.busy = busy;
+    if (ret < 0) {
+        errno = -ret;
+        PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+    } else {
+        res = PyUnicode_DecodeFSDefault(path);
+    }
+    free(path);
+    return res;
+}
+
+/* --- periodic snapshots ------------------------------------------------------ */
+
+int
+tg_acct_schedule(long start, long stop, long every, PyObject *code)
+{
+    if (every <= 0 || start < 0 || (stop >= 0 && stop < start)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "need every > 0, start_after >= 0 and stop_after >= start_after");
+        return -1;
+    }
+    Py_CLEAR(tg_sched.code);
+    Py_XINCREF(code);
+    tg_sched.code = code;
+    tg_sched.start = start;
+    tg_sched.stop = stop;
+    tg_sched.every = every;
+    tg_sched.next = start;
+    tg_sched.calls = 0;
+    tg_sched.t0 = tg_acct_monotonic();
+    tg_sched.active = 1;
+    return 0;
+}
+
+/* Write the periodic snapshot labelled by the count reached; failures are
+ * swallowed (the hook never raises) and noted as a skipped number. */
+static void
+tg_acct_sched_fire(long count)
+{
+    char label[64];
+    PyObject *p;
+    tg_saved_exc saved;
+
+    snprintf(label, sizeof(label), tg_sched.code ? "call-%ld" : "t-%lds", count);
+    tg_exc_save(&saved);
+    p = tg_acct_snapshot(label);
+    Py_XDECREF(p);
+    PyErr_Clear();
+    tg_exc_restore(&saved);
+    tg_sched.next += tg_sched.every;
+    if (tg_sched.stop >= 0 && tg_sched.next > tg_sched.stop)
+        tg_sched.active = 0;
+}
+
+void
+tg_acct_on_call(PyObject *code)
+{
+    if (!tg_sched.active)
+        return;
+    if (tg_sched.code != NULL) {
+        if (code != tg_sched.code)
+            return;
+        tg_sched.calls++;
+        if (tg_sched.calls == tg_sched.next)
+            tg_acct_sched_fire(tg_sched.calls);
+    } else {
+        double el = tg_acct_monotonic() - tg_sched.t0;
+        if (el >= (double)tg_sched.next)
+            tg_acct_sched_fire(tg_sched.next);
+    }
+}
+
+/* --- figures (GIL) ------------------------------------------------------------- */
+
+static void
+tg_thread_figs(struct tg_acct_thread *t, struct tg_acct_figs *f)
+{
+    f->alloc_calls = TG_LOAD(t->alloc_calls);
+    f->free_calls = TG_LOAD(t->free_calls);
+    f->requested = TG_LOAD(t->requested);
+    f->freed = TG_LOAD(t->freed);
+    f->live = f->requested - f->freed;
+}
+
+static void
+tg_process_figs(struct tg_acct_figs *f)
+{
+    struct tg_acct_thread *t;
+    memset(f, 0, sizeof(*f));
+    pthread_mutex_lock(&tg_acct_lock);
+    for (t = tg_acct_threads; t != NULL; t = t->next) {
+        struct tg_acct_figs g;
+        tg_thread_figs(t, &g);
+        f->alloc_calls += g.alloc_calls;
+        f->free_calls += g.free_calls;
+        f->requested += g.requested;
+        f->freed += g.freed;
+    }
+    pthread_mutex_unlock(&tg_acct_lock);
+    /* Exact live bytes: frees made by the tracer count here but in no thread. */
+    f->live = TG_LOAD(tg_acct_live);
+}
+
+/* d[key] = v, stealing V (which may be NULL after a failed constructor). */
+static int
+tg_dict_set_steal(PyObject *d, const char *key, PyObject *v)
+{
+    int r;
+    if (v == NULL)
+        return -1;
+    r = PyDict_SetItemString(d, key, v);
+    Py_DECREF(v);
+    return r;
+}
+
+static PyObject *
+tg_hist_list(_Atomic int64_t *h)
+{
+    PyObject *l = PyList_New(TG_ACCT_BINS);
+    int i;
+    if (l == NULL)
+        return NULL;
+    for (i = 0; i < TG_ACCT_BINS; i++) {
+        PyObject *v = PyLong_FromLongLong((long long)TG_LOAD(h[i]));
+        if (v == NULL) {
+            Py_DECREF(l);
+            return NULL;
+        }
+        PyList_SET_ITEM(l, i, v);
+    }
+    return l;
+}
+
+static PyObject *
+tg_figs_dict(const struct tg_acct_figs *f, int64_t peak)
+{
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L}",
+                         "total_requested_bytes", (long long)f->requested,
+                         "freed_bytes", (long long)f->freed,
+                         "alloc_calls", (long long)f->alloc_calls,
+                         "free_calls", (long long)f->free_calls,
+                         "live_bytes", (long long)f->live,
+                         "peak_bytes", (long long)peak);
+}
+
+/* Name of thread T from the recorder's log (new str), or "native-<id>". */
+static PyObject *
+tg_thread_name(struct tg_recorder *r, struct tg_acct_thread *t, PyObject **base)
+{
+    size_t i;
+    *base = NULL;
+    if (r != NULL) {
+        pthread_mutex_lock(&r->reg_lock);
+        for (i = r->n_log; i-- > 0;) {
+            if (r->log[i].ident == t->ident && r->log[i].native_id == t->native_id) {
+                PyObject *n = PyUnicode_DecodeUTF8(r->log[i].name, (Py_ssize_t)r->log[i].name_len,
+                                                   "surrogateescape");
+                *base = PyUnicode_FromString(r->log[i].base);
+                pthread_mutex_unlock(&r->reg_lock);
+                return n;
+            }
+        }
+        pthread_mutex_unlock(&r->reg_lock);
+    }
+    *base = PyUnicode_FromFormat("native-%lu", t->native_id);
+    return PyUnicode_FromFormat("native-%lu", t->native_id);
+}
+
+PyObject *
+tg_acct_figures(struct tg_recorder *r)
+{
+    struct tg_acct_figs pf;
+    struct tg_acct_thread *t;
+    PyObject *res = NULL, *proc = NULL, *threads = NULL, *ha = NULL, *hf = NULL;
+    int64_t pha[TG_ACCT_BINS], phf[TG_ACCT_BINS];
+    int i;
+
+    memset(pha, 0, sizeof(pha));
+    memset(phf, 0, sizeof(phf));
+    tg_process_figs(&pf);
+    threads = PyList_New(0);
+    if (threads == NULL)
+        goto done;
+    pthread_mutex_lock(&tg_acct_lock);
+    t = tg_acct_threads;
+    pthread_mutex_unlock(&tg_acct_lock);
+    /* The list only grows at its head: walking from a read head is safe. */
+    for (; t != NULL; t = t->next) {
+        struct tg_acct_figs f;
+        PyObject *d, *name, *base, *a, *b;
+        tg_thread_figs(t, &f);
+        for (i = 0; i < TG_ACCT_BINS; i++) {
+            pha[i] += TG_LOAD(t->hist_alloc[i]);
+            phf[i] += TG_LOAD(t->hist_free[i]);
+        }
+        if (f.alloc_calls == 0 && f.free_calls == 0)
+            continue;
+        d = tg_figs_dict(&f, TG_LOAD(t->peak));
+        name = tg_thread_name(r, t, &base);
+        a = tg_hist_list(t->hist_alloc);
+        b = tg_hist_list(t->hist_free);
+        if (d == NULL || name == NULL || base == NULL || a == NULL || b == NULL
+                || PyDict_SetItemString(d, "name", name) < 0
+                || PyDict_SetItemString(d, "base", base) < 0
+                || tg_dict_set_steal(d, "native_id", PyLong_FromUnsignedLong(t->native_id)) < 0
+                || PyDict_SetItemString(d, "hist_alloc", a) < 0
+                || PyDict_SetItemString(d, "hist_free", b) < 0
+                || PyList_Append(threads, d) < 0) {
+            Py_XDECREF(d);
+            Py_XDECREF(name);
+            Py_XDECREF(base);
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            goto done;
+        }
+        Py_DECREF(d);
+        Py_DECREF(name);
+        Py_DECREF(base);
+        Py_DECREF(a);
+        Py_DECREF(b);
+    }
+    proc = tg_figs_dict(&pf, TG_LOAD(tg_acct_peak));
+    if (proc == NULL)
+        goto done;
+    ha = PyList_New(TG_ACCT_BINS);
+    hf = PyList_New(TG_ACCT_BINS);
+    if (ha == NULL || hf == NULL)
+        goto done;
+    for (i = 0; i < TG_ACCT_BINS; i++) {
+        PyList_SET_ITEM(ha, i, PyLong_FromLongLong((long long)pha[i]));
+        PyList_SET_ITEM(hf, i, PyLong_FromLongLong((long long)phf[i]));
+    }
+    if (PyDict_SetItemString(proc, "hist_alloc", ha) < 0
+            || PyDict_SetItemString(proc, "hist_free", hf) < 0)
+        goto done;
+    res = Py_BuildValue("{s:O,s:O,s:O,s:I}", "process", proc, "threads", threads,
+                        "windows", tg_closed_windows ? tg_closed_windows : Py_None,
+                        "snapshots", tg_acct_nsnap);
+done:
+    Py_XDECREF(proc);
+    Py_XDECREF(threads);
+    Py_XDECREF(ha);
+    Py_XDECREF(hf);
+    return res;
+}
+
+/* --- windows (GIL) ----------------------------------------------------------- */
+
+long
+tg_acct_window_open(const char *name)
+{
+    struct tg_acct_window *w;
+    int64_t live;
+
+    if (!atomic_load(&tg_acct_on)) {
+        PyErr_SetString(PyExc_RuntimeError, "allocation accounting is not on");
+        return -1;
+    }
+    if (tg_nwindows == TG_MAX_WINDOWS) {
+        PyErr_SetString(PyExc_RuntimeError, "too many open windows");
+        return -1;
+    }
+    w = &tg_windows[tg_nwindows];
+    w->name = strdup(name);
+    if (w->name == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    w->id = ++tg_window_ids;
+    w->thread = tg_acct_self();
+    if (w->thread != NULL)
+        tg_thread_figs(w->thread, &w->thr0);
+    else
+        memset(&w->thr0, 0, sizeof(w->thr0));
+    tg_process_figs(&w->proc0);
+    w->t0 = tg_acct_monotonic();
+    live = TG_LOAD(tg_acct_live);
+    /* The register now tracks the peak since this open; what it held (the peak
+     * since the previous open) is kept for the windows still open. */
+    w->saved_peak = atomic_exchange(&tg_acct_win_peak, live);
+    tg_nwindows++;
+    atomic_store(&tg_acct_nwin, tg_nwindows);
+    return w->id;
+}
+
+PyObject *
+tg_acct_window_close(long id)
+{
+    struct tg_acct_window *w = NULL;
+    struct tg_acct_figs p1, t1, pd, td;
+    int64_t peak;
+    int i, k;
+    PyObject *d = NULL, *pdict = NULL, *tdict = NULL;
+
+    for (i = 0; i < tg_nwindows; i++)
+        if (tg_windows[i].id == id)
+            w = &tg_windows[i];
+    if (w == NULL) {
+        PyErr_SetString(PyExc_ValueError, "no such open window");
+        return NULL;
+    }
+    k = (int)(w - tg_windows);
+    /* Peak over [open, now]: the register (since the latest open) and what each
+     * later-opened window saved (the stretch before its own open). */
+    peak = TG_LOAD(tg_acct_win_peak);
+    for (i = k + 1; i < tg_nwindows; i++)
+        if (tg_windows[i].saved_peak > peak)
+            peak = tg_windows[i].saved_peak;
+    /* Removing window k: its stretch merges into the next one's (or the register). */
+    if (k + 1 < tg_nwindows) {
+        if (w->saved_peak > tg_windows[k + 1].saved_peak)
+            tg_windows[k + 1].saved_peak = w->saved_peak;
+    } else {
+        tg_acct_max(&tg_acct_win_peak, w->saved_peak);
+    }
+    tg_process_figs(&p1);
+    if (w->thread != NULL)
+        tg_thread_figs(w->thread, &t1);
+    else
+        memset(&t1, 0, sizeof(t1));
+    pd.alloc_calls = p1.alloc_calls - w->proc0.alloc_calls;
+    pd.free_calls = p1.free_calls - w->proc0.free_calls;
+    pd.requested = p1.requested - w->proc0.requested;
+    pd.freed = p1.freed - w->proc0.freed;
+    pd.live = p1.live - w->proc0.live;
+    td.alloc_calls = t1.alloc_calls - w->thr0.alloc_calls;
+    td.free_calls = t1.free_calls - w->thr0.free_calls;
+    td.requested = t1.requested - w->thr0.requested;
+    td.freed = t1.freed - w->thr0.freed;
+    td.live = t1.live - w->thr0.live;
+    pdict = tg_figs_dict(&pd, peak);
+    tdict = tg_figs_dict(&td, 0);
+    if (pdict == NULL || tdict == NULL)
+        goto done;
+    if (tg_dict_set_steal(pdict, "live_bytes_at_start", PyLong_FromLongLong(w->proc0.live)) < 0
+            || tg_dict_set_steal(pdict, "peak_above_start_bytes",
+                                 PyLong_FromLongLong(peak - w->proc0.live)) < 0)
+        goto done;
+    PyDict_DelItemString(tdict, "peak_bytes");
+    d = Py_BuildValue("{s:s,s:d,s:O,s:O}", "name", w->name,
+                      "seconds", tg_acct_monotonic() - w->t0, "process", pdict, "thread", tdict);
+    if (d != NULL && tg_closed_windows != NULL && PyList_Append(tg_closed_windows, d) < 0)
+        Py_CLEAR(d);
+done:
+    Py_XDECREF(pdict);
+    Py_XDECREF(tdict);
+    free(w->name);
+    memmove(w, w + 1, (size_t)(tg_nwindows - k - 1) * sizeof(*w));
+    tg_nwindows--;
+    atomic_store(&tg_acct_nwin, tg_nwindows);
+    return d;
+}
+
+/* --- start / stop ------------------------------------------------------------ */
+
+static void
+tg_acct_free_all(void)
+{
+    struct tg_acct_thread *t, *next;
+    size_t i;
+
+    pthread_mutex_lock(&tg_acct_lock);
+    t = tg_acct_threads;
+    tg_acct_threads = NULL;
+    pthread_mutex_unlock(&tg_acct_lock);
+    for (; t != NULL; t = next) {
+        next = t->next;
+        free(t->stack);
+        free(t);
+    }
+    for (i = 1; i < tg_nfuncs; i++)
+        free(tg_funcs[i].file);
+    free(tg_funcs);
+    free(tg_func_hash);
+    free(tg_sites);
+    free(tg_site_hash);
+    tg_funcs = NULL;
+    tg_func_hash = NULL;
+    tg_sites = NULL;
+    tg_site_hash = NULL;
+    tg_nfuncs = tg_funcs_cap = tg_nsites = tg_sites_cap = 0;
+    tg_func_hash_mask = tg_site_hash_mask = 0;
+    for (i = 0; i < TG_SITE_NCHUNKS; i++) {
+        free(atomic_load(&tg_site_chunks[i]));
+        atomic_store(&tg_site_chunks[i], NULL);
+    }
+    for (i = 0; i < (size_t)tg_nwindows; i++)
+        free(tg_windows[i].name);
+    tg_nwindows = 0;
+    atomic_store(&tg_acct_nwin, 0);
+    Py_CLEAR(tg_closed_windows);
+    Py_CLEAR(tg_sched.code);
+    memset(&tg_sched, 0, sizeof(tg_sched));
+}
+
+int
+tg_acct_start(const char *outdir, int compress)
+{
+    /* States of the last run are freed only now: a raw-domain hook that was
+     * still running when it ended may have been writing into them. */
+    tg_acct_free_all();
+    free(tg_acct_outdir);
+    tg_acct_outdir = strdup(outdir);
+    tg_closed_windows = PyList_New(0);
+    if (tg_acct_outdir == NULL || tg_closed_windows == NULL
+            || tg_site_chunk_ensure(TG_SITE_NONE) < 0 || tg_site_chunk_ensure(TG_SITE_FULL) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    tg_acct_compress = compress;
+    tg_acct_nsnap = 0;
+    atomic_store(&tg_acct_live, 0);
+    atomic_store(&tg_acct_peak, 0);
+    atomic_store(&tg_acct_win_peak, 0);
+    atomic_fetch_add(&tg_acct_gen, 1);
+    tg_acct_had_run = 1;
+    atomic_store(&tg_acct_on, 1);
+    return 0;
+}
+
+void
+tg_acct_stop(void)
+{
+    atomic_store(&tg_acct_on, 0);
+    tg_sched.active = 0;
+}
+
+int
+tg_acct_was_on(void)
+{
+    return tg_acct_had_run;
+}
+
+int
+tg_acct_finish(struct tg_recorder *r)
+{
+    PyObject *p;
+    (void)r;
+    while (tg_nwindows > 0) {  /* windows left open end with the run */
+        p = tg_acct_window_close(tg_windows[tg_nwindows - 1].id);
+        Py_XDECREF(p);
+        PyErr_Clear();
+    }
+    p = tg_acct_snapshot("final");
+    if (p == NULL)
+        return -1;
+    Py_DECREF(p);
+    return 0;
+}

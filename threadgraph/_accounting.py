@@ -1,0 +1,117 @@
+"""Allocation accounting, Python side: windows, periodic-snapshot settings and
+the summary files written at disable() (docs/accounting.md).
+
+The counting itself is C (src/recorder/accounting.c); this module turns its
+figures into ``summary.json`` (for people and tools) and ``summary.txt`` (a
+tab-separated line format the C command line reads, so that it needs no JSON
+parser), both gzip-compressed when the profile was asked to compress.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from typing import Any, Dict, List, Optional
+
+#: Keys of the process, thread and window figures, in the order printed.
+FIGURES = ("total_requested_bytes", "freed_bytes", "alloc_calls", "free_calls",
+           "live_bytes", "peak_bytes")
+
+
+def _clean(name: str) -> str:
+    """A name safe for one tab-separated field: control characters as \\xHH."""
+    return "".join(c if c >= " " and c != "\x7f" else "\\x%02x" % ord(c) for c in name)
+
+
+def summary_lines(figures: Dict[str, Any]) -> List[str]:
+    """The summary.txt lines for FIGURES (RecorderObject.accounting())."""
+    out = ["# threadgraph summary 1"]
+    proc = figures["process"]
+    for key in FIGURES:
+        out.append("process\t%s\t%d" % (key, proc[key]))
+    for kind in ("alloc", "free"):
+        for b, n in enumerate(proc["hist_" + kind]):
+            if n:
+                out.append("hist\t%s\t%d\t%d\t%s" % (kind, b, n, "process"))
+    for t in figures["threads"]:
+        name = _clean(t["name"])
+        for key in FIGURES:
+            out.append("thread\t%s\t%d\t%s" % (key, t[key], name))
+        for kind in ("alloc", "free"):
+            for b, n in enumerate(t["hist_" + kind]):
+                if n:
+                    out.append("hist\t%s\t%d\t%d\tthread %s" % (kind, b, n, name))
+    for w in figures.get("windows") or []:
+        name = _clean(w["name"])
+        for key in FIGURES:
+            out.append("window\t%s\t%d\t%s" % (key, w["process"][key], name))
+    return out
+
+
+def write_summary(outdir: str, figures: Dict[str, Any], compress: bool) -> List[str]:
+    """Write summary.json and summary.txt (``.gz`` when COMPRESS) into OUTDIR;
+    returns the paths written.  Each file appears whole (tmp + rename)."""
+    doc = {
+        "format": 1,
+        "process": figures["process"],
+        "threads": figures["threads"],
+        "windows": figures.get("windows") or [],
+        "snapshots": figures.get("snapshots", 0),
+        "histogram_bins": "bin b holds sizes of bit length b: 0 -> 0, b >= 1 -> [2^(b-1), 2^b)",
+    }
+    texts = {
+        "summary.json": json.dumps(doc, indent=2, ensure_ascii=False) + "\n",
+        "summary.txt": "\n".join(summary_lines(figures)) + "\n",
+    }
+    written = []
+    for name, text in texts.items():
+        path = os.path.join(outdir, name + (".gz" if compress else ""))
+        tmp = path + ".tmp"
+        data = text.encode("utf-8", "surrogateescape")
+        if compress:
+            data = gzip.compress(data, 6)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+                     | getattr(os, "O_CLOEXEC", 0), 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+        written.append(path)
+    return written
+
+
+class Window:
+    """``with profile.window(name):`` -- the accounting figures of what happened
+    between enter and exit; ``.figures`` holds them after exit."""
+
+    def __init__(self, rec: Any, name: str) -> None:
+        self._rec = rec
+        self.name = name
+        self._id: Optional[int] = None
+        self.figures: Optional[Dict[str, Any]] = None
+
+    def __enter__(self) -> "Window":
+        self._id = self._rec.window_open(self.name)
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self._id is not None and self._rec.active:
+            self.figures = self._rec.window_close(self._id)
+        self._id = None
+
+
+def resolve_function(spec: Any) -> Any:
+    """The code object of SPEC: a function, a code object, or "module:qualname"."""
+    import importlib
+    if isinstance(spec, str):
+        if ":" not in spec:
+            raise ValueError("function must be 'module:qualname', not %r" % (spec,))
+        modname, qual = spec.split(":", 1)
+        obj: Any = importlib.import_module(modname)
+        for part in qual.split("."):
+            obj = getattr(obj, part)
+        spec = obj
+    code = getattr(spec, "__code__", spec)
+    if not hasattr(code, "co_code"):
+        raise TypeError("function must be a Python function, a code object or "
+                        "'module:qualname'")
+    return code
