@@ -10,17 +10,17 @@
  */
 #include "alloc_hooks.h"
 #include "ptrtable.h"
-#include "accounting.h"
 
 #include <string.h>
 
-_Thread_local struct tg_tls tg_tls;
+_Thread_local struct tg_tls tg_tls __attribute__((tls_model("initial-exec")));
 _Atomic int64_t tg_process_total;
 int tg_hooks_count_total;
 
 struct tg_hook_domain {
     PyMemAllocatorDomain domain;
     PyMemAllocatorEx orig;       /* the allocator we wrap; set at install with the GIL */
+    struct tg_ptrtable *table;   /* tg_ptrtable_raw, or tg_ptrtable_gil (mem, obj) */
     PyMemAllocatorEx ours;
 };
 
@@ -40,26 +40,6 @@ tg_account(int64_t alloc, int64_t freed)
         atomic_fetch_add_explicit(&tg_process_total, alloc - freed, memory_order_relaxed);
 }
 
-/* Pointer-table word of a new block of SIZE bytes: the size, plus its call site
- * when allocation accounting is on (which also counts the allocation). */
-static inline size_t
-tg_entry_word(size_t size)
-{
-    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
-        return (size_t)tg_acct_alloc(size);
-    return size;
-}
-
-/* Size of a removed block from its table word; accounting credits its site
- * (and, if COUNT_THREAD, the freeing thread). */
-static inline size_t
-tg_entry_free(size_t word, int count_thread)
-{
-    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
-        return tg_acct_free(word, count_thread);
-    return word;
-}
-
 static void *
 tg_hook_malloc(void *ctx, size_t size)
 {
@@ -73,7 +53,7 @@ tg_hook_malloc(void *ctx, size_t size)
     p = d->orig.malloc(d->orig.ctx, size);
     tg_tls.busy = saved;
     if (p != NULL && !(saved & TG_BUSY_TRACER)) {
-        tg_ptrtable_insert(p, tg_entry_word(size));
+        tg_ptrtable_insert(d->table, p, size);
         tg_account((int64_t)size, 0);
     }
     return p;
@@ -93,7 +73,7 @@ tg_hook_calloc(void *ctx, size_t nelem, size_t elsize)
     tg_tls.busy = saved;
     /* The allocator checked nelem * elsize for overflow before succeeding. */
     if (p != NULL && !(saved & TG_BUSY_TRACER)) {
-        tg_ptrtable_insert(p, tg_entry_word(nelem * elsize));
+        tg_ptrtable_insert(d->table, p, nelem * elsize);
         tg_account((int64_t)(nelem * elsize), 0);
     }
     return p;
@@ -113,24 +93,20 @@ tg_hook_realloc(void *ctx, void *ptr, size_t size)
     /* Remove the old entry before the block is released: afterwards another
      * thread could get the same address and enter it. */
     if (ptr != NULL)
-        known = tg_ptrtable_remove(ptr, &old);
+        known = tg_ptrtable_remove(d->table, ptr, &old);
     tg_tls.busy = saved | TG_BUSY_HOOK;
     p = d->orig.realloc(d->orig.ctx, ptr, size);
     tg_tls.busy = saved;
     if (p == NULL) {
         if (known)  /* the old block is untouched */
-            tg_ptrtable_insert(ptr, old);
+            tg_ptrtable_insert(d->table, ptr, old);
         return NULL;
     }
-    if (saved & TG_BUSY_TRACER) {
-        if (known)
-            tg_entry_free(old, 0);
+    if (saved & TG_BUSY_TRACER)
         return p;
-    }
     /* An unknown old block (allocated before enable) counts as freeing 0 bytes,
      * like its free would; the new block is known from now on. */
-    old = known ? tg_entry_free(old, 1) : 0;
-    tg_ptrtable_insert(p, tg_entry_word(size));
+    tg_ptrtable_insert(d->table, p, size);
     tg_account((int64_t)size, known ? (int64_t)old : 0);
     return p;
 }
@@ -147,11 +123,8 @@ tg_hook_free(void *ctx, void *ptr)
         d->orig.free(d->orig.ctx, ptr);
         return;
     }
-    if (tg_ptrtable_remove(ptr, &size)) {
-        size = tg_entry_free(size, !(saved & TG_BUSY_TRACER));
-        if (!(saved & TG_BUSY_TRACER))
-            tg_account(0, (int64_t)size);
-    }
+    if (tg_ptrtable_remove(d->table, ptr, &size) && !(saved & TG_BUSY_TRACER))
+        tg_account(0, (int64_t)size);
     tg_tls.busy = saved | TG_BUSY_HOOK;
     d->orig.free(d->orig.ctx, ptr);
     tg_tls.busy = saved;
@@ -173,6 +146,7 @@ tg_hooks_install(int count_total)
     for (i = 0; i < 3; i++) {
         struct tg_hook_domain *d = &tg_domains[i];
         d->domain = domains[i];
+        d->table = d->domain == PYMEM_DOMAIN_RAW ? &tg_ptrtable_raw : &tg_ptrtable_gil;
         PyMem_GetAllocator(d->domain, &d->orig);
         d->ours.ctx = d;
         d->ours.malloc = tg_hook_malloc;

@@ -31,7 +31,9 @@ struct tg_tls {
     int busy;                  /* TG_BUSY_* bits */
 };
 
-extern _Thread_local struct tg_tls tg_tls;
+/* initial-exec: a direct %fs access instead of a __tls_get_addr call per hook;
+ * the struct is small enough for glibc's static TLS reserve for dlopen. */
+extern _Thread_local struct tg_tls tg_tls __attribute__((tls_model("initial-exec")));
 
 /* Process-wide traced bytes (allocated - freed, all threads); relaxed atomics,
  * maintained only while tg_hooks_count_total is set (memory="process"). */

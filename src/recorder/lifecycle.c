@@ -28,14 +28,13 @@ tg_recorder_init(struct tg_recorder *r)
 {
     memset(r, 0, sizeof(*r));
     r->statm_fd = -1;
-    r->process_w.fd = -1;
     r->sample_every = 1000;
     r->record_python = r->record_c = 1;
     r->track_memory = 1;
     r->track_sleeps = 1;
     r->timestamps = 1;
     pthread_mutex_init(&r->reg_lock, NULL);
-    pthread_mutex_init(&r->process_lock, NULL);
+    tg_writer_init(&r->process_w);
     pthread_mutex_init(&r->flusher_lock, NULL);
     pthread_cond_init(&r->flusher_cond, NULL);
 }
@@ -103,7 +102,7 @@ tg_recorder_dealloc(struct tg_recorder *r)
     Py_CLEAR(r->wrapped);
     tg_writer_release(&r->process_w);
     pthread_mutex_destroy(&r->reg_lock);
-    pthread_mutex_destroy(&r->process_lock);
+    tg_writer_destroy(&r->process_w);
     pthread_mutex_destroy(&r->flusher_lock);
     pthread_cond_destroy(&r->flusher_cond);
 }
@@ -139,17 +138,12 @@ tg_flush_all_fd(struct tg_recorder *r)
 
     pthread_mutex_lock(&r->reg_lock);
     for (t = r->threads; t != NULL; t = t->next) {
-        if (t->mem.pyfile != NULL || t->stack.pyfile != NULL)
-            continue;  /* Python streams: flushed by their thread, with the GIL */
-        pthread_mutex_lock(&t->lock);
-        tg_writer_flush_unlocked(&t->mem);
-        tg_writer_flush_unlocked(&t->stack);
-        pthread_mutex_unlock(&t->lock);
+        /* Python streams are skipped inside: their thread flushes them. */
+        tg_writer_flush_nogil(&t->mem);
+        tg_writer_flush_nogil(&t->stack);
     }
     pthread_mutex_unlock(&r->reg_lock);
-    pthread_mutex_lock(&r->process_lock);
-    tg_writer_flush_unlocked(&r->process_w);
-    pthread_mutex_unlock(&r->process_lock);
+    tg_writer_flush_nogil(&r->process_w);
 }
 
 #define TG_FLUSH_PERIOD_NS 500000000L
@@ -256,8 +250,8 @@ tg_retire_threads(struct tg_recorder *r)
         next = t->next;
         tg_thread_close(r, t);
         pthread_mutex_lock(&r->reg_lock);
-        r->done_records += t->n_records;
-        r->done_stack_records += t->n_stack_records;
+        r->done_records += atomic_load(&t->n_records);
+        r->done_stack_records += atomic_load(&t->n_stack_records);
         pthread_mutex_unlock(&r->reg_lock);
         t->next = r->retired;
         r->retired = t;
@@ -289,7 +283,7 @@ tg_recorder_enable(struct tg_recorder_object *self)
     tg_free_log(r);
     r->done_records = r->done_stack_records = 0;
     r->dummy_counter = 0;
-    atomic_store(&r->events, 0);
+    r->sample_countdown = r->sample_every;
     r->gen = ++tg_gen_counter;
     r->page_size = sysconf(_SC_PAGESIZE);
     r->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
@@ -303,9 +297,9 @@ tg_recorder_enable(struct tg_recorder_object *self)
             PyErr_NoMemory();
             goto fail;
         }
-        if (t->mem.err || t->stack.err) {
-            struct tg_writer *w = t->mem.err ? &t->mem : &t->stack;
-            errno = w->err;
+        if (atomic_load(&t->mem.err) || atomic_load(&t->stack.err)) {
+            struct tg_writer *w = atomic_load(&t->mem.err) ? &t->mem : &t->stack;
+            errno = atomic_load(&w->err);
             PyErr_SetFromErrnoWithFilename(PyExc_OSError, w->path);
             goto fail_thread;
         }
@@ -356,9 +350,7 @@ tg_recorder_disable(struct tg_recorder_object *self)
     tg_hooks_uninstall();
     tg_flusher_stop(r);
     tg_retire_threads(r);
-    pthread_mutex_lock(&r->process_lock);
-    tg_writer_flush_unlocked(&r->process_w);
-    pthread_mutex_unlock(&r->process_lock);
+    tg_writer_flush(&r->process_w);
     tg_note_writer_error(r, &r->process_w);
     tg_writer_release(&r->process_w);
     if (r->statm_fd >= 0)
@@ -382,9 +374,11 @@ tg_atfork_prepare(void)
     if (a != NULL) {
         struct tg_thread *t;
         pthread_mutex_lock(&a->r.reg_lock);
-        for (t = a->r.threads; t != NULL; t = t->next)
-            pthread_mutex_lock(&t->lock);
-        pthread_mutex_lock(&a->r.process_lock);
+        for (t = a->r.threads; t != NULL; t = t->next) {
+            tg_writer_lock_for_fork(&t->mem);
+            tg_writer_lock_for_fork(&t->stack);
+        }
+        tg_writer_lock_for_fork(&a->r.process_w);
     }
     tg_ptrtable_lock_all();
 }
@@ -395,9 +389,11 @@ tg_atfork_unlock(struct tg_recorder_object *a)
     tg_ptrtable_unlock_all();
     if (a != NULL) {
         struct tg_thread *t;
-        pthread_mutex_unlock(&a->r.process_lock);
-        for (t = a->r.threads; t != NULL; t = t->next)
-            pthread_mutex_unlock(&t->lock);
+        tg_writer_unlock_for_fork(&a->r.process_w);
+        for (t = a->r.threads; t != NULL; t = t->next) {
+            tg_writer_unlock_for_fork(&t->stack);
+            tg_writer_unlock_for_fork(&t->mem);
+        }
         pthread_mutex_unlock(&a->r.reg_lock);
     }
 }
@@ -534,7 +530,7 @@ tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir)
     tg_tls.thread = NULL;
     tg_free_log(r);
     r->done_records = r->done_stack_records = 0;
-    atomic_store(&r->events, 0);
+    r->sample_countdown = r->sample_every;
     tg_writer_release(&r->process_w);
     if (r->statm_fd >= 0)
         close(r->statm_fd);

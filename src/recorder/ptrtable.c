@@ -1,5 +1,5 @@
 /*
- * ptrtable.c - sharded open-addressing pointer -> size table (see ptrtable.h).
+ * ptrtable.c - sharded open-addressing pointer -> size tables (see ptrtable.h).
  */
 #include "ptrtable.h"
 
@@ -11,7 +11,7 @@
 #define TG_SHARD_MIN_CAP 1024
 
 struct tg_shard {
-    pthread_mutex_t lock;  /* guards every field below */
+    pthread_mutex_t lock;  /* guards every field below (raw table only) */
     uintptr_t *keys;       /* 0 = empty slot */
     size_t *sizes;
     size_t mask;           /* capacity - 1; capacity is a power of two */
@@ -19,13 +19,20 @@ struct tg_shard {
     char pad[64];          /* keep shards' locks on separate cache lines */
 };
 
-/* Shards; each one's fields are guarded by its own lock. */
-static struct tg_shard tg_shards[TG_SHARDS] = {
-#define TG_S { PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, {0} }
-    TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S,
-    TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S,
-#undef TG_S
+struct tg_ptrtable {
+    int locked;                        /* take the shard locks (raw domain) */
+    struct tg_shard shards[TG_SHARDS];
 };
+
+#define TG_S { PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, {0} }
+#define TG_SHARDS_INIT { TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, \
+                         TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S }
+/* Raw domain: each shard's fields are guarded by its own lock. */
+struct tg_ptrtable tg_ptrtable_raw = { 1, TG_SHARDS_INIT };
+/* Mem and obj domains: guarded by the GIL. */
+struct tg_ptrtable tg_ptrtable_gil = { 0, TG_SHARDS_INIT };
+#undef TG_S
+#undef TG_SHARDS_INIT
 
 static inline uint64_t
 tg_ptr_hash(uintptr_t p)
@@ -35,9 +42,9 @@ tg_ptr_hash(uintptr_t p)
 }
 
 static inline struct tg_shard *
-tg_shard_of(uint64_t h)
+tg_shard_of(struct tg_ptrtable *t, uint64_t h)
 {
-    return &tg_shards[h >> (64 - TG_SHARD_BITS)];
+    return &t->shards[h >> (64 - TG_SHARD_BITS)];
 }
 
 /* Grow S to twice its size (or the minimum); returns 0 or -1 (S unchanged). */
@@ -75,14 +82,15 @@ tg_shard_grow_unlocked(struct tg_shard *s)
 }
 
 void
-tg_ptrtable_insert(void *ptr, size_t size)
+tg_ptrtable_insert(struct tg_ptrtable *t, void *ptr, size_t size)
 {
     uintptr_t k = (uintptr_t)ptr;
     uint64_t h = tg_ptr_hash(k);
-    struct tg_shard *s = tg_shard_of(h);
+    struct tg_shard *s = tg_shard_of(t, h);
     size_t i;
 
-    pthread_mutex_lock(&s->lock);
+    if (t->locked)
+        pthread_mutex_lock(&s->lock);
     if (s->keys == NULL || (s->count + 1) * 2 > s->mask + 1) {
         if (tg_shard_grow_unlocked(s) < 0 && s->keys == NULL)
             goto unlock;
@@ -98,19 +106,21 @@ tg_ptrtable_insert(void *ptr, size_t size)
     }
     s->sizes[i] = size;
 unlock:
-    pthread_mutex_unlock(&s->lock);
+    if (t->locked)
+        pthread_mutex_unlock(&s->lock);
 }
 
 int
-tg_ptrtable_remove(void *ptr, size_t *size)
+tg_ptrtable_remove(struct tg_ptrtable *t, void *ptr, size_t *size)
 {
     uintptr_t k = (uintptr_t)ptr;
     uint64_t h = tg_ptr_hash(k);
-    struct tg_shard *s = tg_shard_of(h);
+    struct tg_shard *s = tg_shard_of(t, h);
     size_t i, j;
     int found = 0;
 
-    pthread_mutex_lock(&s->lock);
+    if (t->locked)
+        pthread_mutex_lock(&s->lock);
     if (s->keys == NULL)
         goto unlock;
     i = h & s->mask;
@@ -139,16 +149,17 @@ tg_ptrtable_remove(void *ptr, size_t *size)
     s->keys[i] = 0;
     s->count--;
 unlock:
-    pthread_mutex_unlock(&s->lock);
+    if (t->locked)
+        pthread_mutex_unlock(&s->lock);
     return found;
 }
 
-void
-tg_ptrtable_clear(void)
+static void
+tg_table_clear(struct tg_ptrtable *t)
 {
     unsigned n;
     for (n = 0; n < TG_SHARDS; n++) {
-        struct tg_shard *s = &tg_shards[n];
+        struct tg_shard *s = &t->shards[n];
         pthread_mutex_lock(&s->lock);
         free(s->keys);
         free(s->sizes);
@@ -160,17 +171,30 @@ tg_ptrtable_clear(void)
     }
 }
 
-size_t
-tg_ptrtable_count(void)
+void
+tg_ptrtable_clear(void)
+{
+    tg_table_clear(&tg_ptrtable_raw);
+    tg_table_clear(&tg_ptrtable_gil);
+}
+
+static size_t
+tg_table_count(struct tg_ptrtable *t)
 {
     size_t total = 0;
     unsigned n;
     for (n = 0; n < TG_SHARDS; n++) {
-        pthread_mutex_lock(&tg_shards[n].lock);
-        total += tg_shards[n].count;
-        pthread_mutex_unlock(&tg_shards[n].lock);
+        pthread_mutex_lock(&t->shards[n].lock);
+        total += t->shards[n].count;
+        pthread_mutex_unlock(&t->shards[n].lock);
     }
     return total;
+}
+
+size_t
+tg_ptrtable_count(void)
+{
+    return tg_table_count(&tg_ptrtable_raw) + tg_table_count(&tg_ptrtable_gil);
 }
 
 void
@@ -178,7 +202,7 @@ tg_ptrtable_lock_all(void)
 {
     unsigned n;
     for (n = 0; n < TG_SHARDS; n++)
-        pthread_mutex_lock(&tg_shards[n].lock);
+        pthread_mutex_lock(&tg_ptrtable_raw.shards[n].lock);
 }
 
 void
@@ -186,5 +210,5 @@ tg_ptrtable_unlock_all(void)
 {
     unsigned n = TG_SHARDS;
     while (n-- > 0)
-        pthread_mutex_unlock(&tg_shards[n].lock);
+        pthread_mutex_unlock(&tg_ptrtable_raw.shards[n].lock);
 }

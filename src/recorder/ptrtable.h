@@ -1,12 +1,17 @@
 /*
- * ptrtable.h - the pointer -> size table behind exact frees.
+ * ptrtable.h - the pointer -> size tables behind exact frees.
  *
  * Every block allocated through a hooked domain while the recorder is enabled is
  * entered here with its requested size, so that its free can be credited with
  * exactly that size.  Open addressing with linear probing and backward-shift
- * deletion, split into shards by pointer hash with one mutex per shard: the raw
- * domain is called without the GIL, from any thread.  The arrays come from
- * malloc(), never from the hooked allocators.
+ * deletion, split into shards by pointer hash.  Two tables, because each domain
+ * frees only its own blocks:
+ *   - tg_ptrtable_raw, for PYMEM_DOMAIN_RAW, which is called without the GIL from
+ *     any thread: one mutex per shard;
+ *   - tg_ptrtable_gil, for PYMEM_DOMAIN_MEM and PYMEM_DOMAIN_OBJ, which CPython
+ *     only calls with the GIL held: the GIL protects it and it takes no lock
+ *     (those locks were most of the recorder's cost).
+ * The arrays come from malloc(), never from the hooked allocators.
  */
 #ifndef TG_PTRTABLE_H
 #define TG_PTRTABLE_H
@@ -14,16 +19,23 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Record PTR with SIZE (replacing a stale entry for the same address).  When the
- * table cannot grow the entry is dropped and its free will count 0. */
-void tg_ptrtable_insert(void *ptr, size_t size);
-/* Remove PTR; returns 1 and its size in *SIZE if it was known, else 0. */
-int tg_ptrtable_remove(void *ptr, size_t *size);
-/* Drop every entry and free the arrays (at disable, after unhooking). */
+struct tg_ptrtable;
+
+extern struct tg_ptrtable tg_ptrtable_raw;
+extern struct tg_ptrtable tg_ptrtable_gil;
+
+/* Record PTR with SIZE in T (replacing a stale entry for the same address).  When
+ * the table cannot grow the entry is dropped and its free will count 0. */
+void tg_ptrtable_insert(struct tg_ptrtable *t, void *ptr, size_t size);
+/* Remove PTR from T; returns 1 and its size in *SIZE if it was known, else 0. */
+int tg_ptrtable_remove(struct tg_ptrtable *t, void *ptr, size_t *size);
+/* Drop every entry of both tables and free the arrays (at disable, after
+ * unhooking; GIL held). */
 void tg_ptrtable_clear(void);
-/* Number of entries (tests and stats; takes every lock). */
+/* Number of entries in both tables (GIL held). */
 size_t tg_ptrtable_count(void);
-/* fork(): take every shard lock before, release them after (parent and child). */
+/* fork(): take every lock of the raw table before, release them after (parent
+ * and child).  The GIL table needs nothing: the forking thread holds the GIL. */
 void tg_ptrtable_lock_all(void);
 void tg_ptrtable_unlock_all(void);
 

@@ -11,7 +11,6 @@
  */
 #include "recorder.h"
 #include "alloc_hooks.h"
-#include "accounting.h"
 #include "names.h"
 #include "tg_format.h"
 
@@ -242,20 +241,12 @@ tg_memory_now(struct tg_recorder *r, struct tg_thread *t)
 
 /* --- records ------------------------------------------------------------ */
 
+/* Owner-only increment of a counter other threads read. */
 static inline void
-tg_thread_lock(struct tg_recorder *r, struct tg_thread *t)
+tg_count(_Atomic uint64_t *c)
 {
-    /* Python streams are only touched with the GIL and may release it inside
-     * write(): they must not be flushed under this lock (fork would deadlock). */
-    if (r->stream_factory == NULL)
-        pthread_mutex_lock(&t->lock);
-}
-
-static inline void
-tg_thread_unlock(struct tg_recorder *r, struct tg_thread *t)
-{
-    if (r->stream_factory == NULL)
-        pthread_mutex_unlock(&t->lock);
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
 }
 
 /* Append a field, escaping it when ESC. */
@@ -277,10 +268,9 @@ tg_write_stack_line(struct tg_recorder *r, struct tg_thread *t, size_t depth,
     size_t max = depth + TG_TIME_MAX + (file_len + func_len) * (esc ? 4 : 1) + TG_INT_MAX + 3;
     char *start, *p;
 
-    tg_thread_lock(r, t);
-    start = p = tg_writer_reserve_unlocked(&t->stack, max);
+    start = p = tg_writer_reserve(&t->stack, max);
     if (p == NULL)
-        goto unlock;
+        return;
     memset(p, TG_INDENT_CHAR, depth);
     p += depth;
     if (r->timestamps)
@@ -291,10 +281,8 @@ tg_write_stack_line(struct tg_recorder *r, struct tg_thread *t, size_t depth,
     *p++ = TG_FIELD_SEP;
     p = tg_put(p, func, func_len, esc);
     *p++ = '\n';
-    tg_writer_commit_unlocked(&t->stack, (size_t)(p - start), tg_monotonic_ns());
-    t->n_stack_records++;
-unlock:
-    tg_thread_unlock(r, t);
+    tg_writer_commit(&t->stack, (size_t)(p - start));
+    tg_count(&t->n_stack_records);
 }
 
 /* Write "[TIME#]FILE:LINE:FUNCTION=>DELTA\n" to T's mem stream. */
@@ -306,10 +294,9 @@ tg_write_mem_line(struct tg_recorder *r, struct tg_thread *t,
     size_t max = TG_TIME_MAX + (file_len + func_len) * (esc ? 4 : 1) + 2 * TG_INT_MAX + 5;
     char *start, *p;
 
-    tg_thread_lock(r, t);
-    start = p = tg_writer_reserve_unlocked(&t->mem, max);
+    start = p = tg_writer_reserve(&t->mem, max);
     if (p == NULL)
-        goto unlock;
+        return;
     if (r->timestamps)
         p = tg_fmt_time(p);
     p = tg_put(p, file, file_len, esc);
@@ -321,10 +308,8 @@ tg_write_mem_line(struct tg_recorder *r, struct tg_thread *t,
     p += TG_DELTA_SEP_LEN;
     p = tg_fmt_i64(p, delta);
     *p++ = '\n';
-    tg_writer_commit_unlocked(&t->mem, (size_t)(p - start), tg_monotonic_ns());
-    t->n_records++;
-unlock:
-    tg_thread_unlock(r, t);
+    tg_writer_commit(&t->mem, (size_t)(p - start));
+    tg_count(&t->n_records);
 }
 
 /* Python streams are flushed only by their thread, with the GIL: here, once
@@ -333,10 +318,12 @@ static void
 tg_flush_py_if_old(struct tg_thread *t)
 {
     int64_t now = tg_monotonic_ns();
-    if (t->mem.pyfile && t->mem.len && now - t->mem.first_ns > 1000000000)
-        tg_writer_flush_unlocked(&t->mem);
-    if (t->stack.pyfile && t->stack.len && now - t->stack.first_ns > 1000000000)
-        tg_writer_flush_unlocked(&t->stack);
+    if (t->mem.pyfile && atomic_load_explicit(&t->mem.len, memory_order_relaxed)
+            && now - t->mem.first_ns > 1000000000)
+        tg_writer_flush(&t->mem);
+    if (t->stack.pyfile && atomic_load_explicit(&t->stack.len, memory_order_relaxed)
+            && now - t->stack.first_ns > 1000000000)
+        tg_writer_flush(&t->stack);
 }
 
 /* UTF-8 view of a C function's module and name. ESC tells whether they may
@@ -415,8 +402,6 @@ tg_open_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key,
     t->frames[t->depth].key = key;
     t->frames[t->depth].start = r->track_memory ? tg_memory_now(r, t) : 0;
     t->depth++;
-    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
-        tg_acct_push(file, file_len, line, func, func_len, esc);
 }
 
 /* Close the recorded call KEY if it is the innermost open one; returns the
@@ -428,8 +413,6 @@ tg_close_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key, int64_t
     if (t->depth == 0 || t->frames[t->depth - 1].key != key)
         return 0;
     t->depth--;
-    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
-        tg_acct_pop();
     *delta = r->track_memory ? tg_memory_now(r, t) - t->frames[t->depth].start : 0;
     return 1;
 }
@@ -438,21 +421,19 @@ tg_close_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key, int64_t
 static void
 tg_maybe_sample(struct tg_recorder *r)
 {
-    uint64_t n = atomic_fetch_add_explicit(&r->events, 1, memory_order_relaxed) + 1;
     char *start, *p;
 
-    if (n % (uint64_t)r->sample_every != 0)
+    if (--r->sample_countdown > 0)
         return;
-    pthread_mutex_lock(&r->process_lock);
-    start = p = tg_writer_reserve_unlocked(&r->process_w, TG_TIME_MAX + TG_INT_MAX + 2);
+    r->sample_countdown = r->sample_every;
+    start = p = tg_writer_reserve(&r->process_w, TG_TIME_MAX + TG_INT_MAX + 2);
     if (p != NULL) {
         if (r->timestamps)
             p = tg_fmt_time(p);
         p = tg_fmt_i64(p, tg_rss_bytes(r));
         *p++ = '\n';
-        tg_writer_commit_unlocked(&r->process_w, (size_t)(p - start), tg_monotonic_ns());
+        tg_writer_commit(&r->process_w, (size_t)(p - start));
     }
-    pthread_mutex_unlock(&r->process_lock);
 }
 
 static inline int
@@ -473,8 +454,6 @@ tg_on_py_call(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame)
         t->suppress_key = (uintptr_t)frame;
         return;
     }
-    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
-        tg_acct_on_call((PyObject *)code);
     if (info->trigger && t->trig_key == 0 && tg_sleep_correction_on(r)) {
         t->trig_key = (uintptr_t)frame;
         t->trig_before = tg_memory_now(r, t);
@@ -663,10 +642,11 @@ void
 tg_note_writer_error(struct tg_recorder *r, struct tg_writer *w)
 {
     PyObject *msg;
-    if (!w->err || r->errors == NULL)
+    int err = atomic_load(&w->err);
+    if (!err || r->errors == NULL)
         return;
     msg = PyUnicode_FromFormat("%s: %s (errno %d)", w->path ? w->path : "?",
-                               strerror(w->err), w->err);
+                               strerror(err), err);
     if (msg != NULL) {
         PyList_Append(r->errors, msg);
         Py_DECREF(msg);
@@ -780,11 +760,11 @@ tg_thread_attach(struct tg_recorder_object *self, const char *name, size_t name_
     t = calloc(1, sizeof(*t));
     if (t == NULL)
         goto done;
-    pthread_mutex_init(&t->lock, NULL);
+    tg_writer_init(&t->mem);
+    tg_writer_init(&t->stack);
     t->gen = r->gen;
     t->ident = PyThread_get_thread_ident();
     t->native_id = PyThread_get_thread_native_id();
-    t->mem.fd = t->stack.fd = -1;
     if (name != NULL) {
         owned_name = malloc(name_len + 1);
         if (owned_name != NULL) {
@@ -814,7 +794,8 @@ tg_thread_attach(struct tg_recorder_object *self, const char *name, size_t name_
     tg_tls.gen = r->gen;
     goto done;
 fail:
-    pthread_mutex_destroy(&t->lock);
+    tg_writer_destroy(&t->mem);
+    tg_writer_destroy(&t->stack);
     free(t);
     t = NULL;
 done:
@@ -828,10 +809,8 @@ done:
 void
 tg_thread_close(struct tg_recorder *r, struct tg_thread *t)
 {
-    tg_thread_lock(r, t);
-    tg_writer_flush_unlocked(&t->mem);
-    tg_writer_flush_unlocked(&t->stack);
-    tg_thread_unlock(r, t);
+    tg_writer_flush(&t->mem);
+    tg_writer_flush(&t->stack);
     tg_note_writer_error(r, &t->mem);
     tg_note_writer_error(r, &t->stack);
     tg_writer_release(&t->mem);
@@ -842,7 +821,8 @@ void
 tg_thread_free(struct tg_thread *t)
 {
     free(t->frames);
-    pthread_mutex_destroy(&t->lock);
+    tg_writer_destroy(&t->mem);
+    tg_writer_destroy(&t->stack);
     free(t);
 }
 
@@ -863,8 +843,8 @@ tg_thread_detach(struct tg_recorder_object *self)
             break;
         }
     }
-    r->done_records += t->n_records;
-    r->done_stack_records += t->n_stack_records;
+    r->done_records += atomic_load(&t->n_records);
+    r->done_stack_records += atomic_load(&t->n_stack_records);
     pthread_mutex_unlock(&r->reg_lock);
     tg_thread_close(r, t);
     tg_tls.thread = NULL;

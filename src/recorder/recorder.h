@@ -36,13 +36,11 @@ struct tg_frame_entry {
 struct tg_thread {
     struct tg_thread *next;        /* registry link; recorder reg_lock */
     uint64_t gen;                  /* run generation; immutable */
-    pthread_mutex_t lock;          /* guards mem, stack and the counters below
-                                    * against the flusher, disable() and fork;
-                                    * uncontended on the hot path (one owner) */
-    struct tg_writer mem;          /* lock */
-    struct tg_writer stack;        /* lock */
-    uint64_t n_records;            /* .mem lines written; lock */
-    uint64_t n_stack_records;      /* .stack lines written; lock */
+    struct tg_writer mem;          /* producer: this thread; see writer.h */
+    struct tg_writer stack;        /* producer: this thread; see writer.h */
+    _Atomic uint64_t n_records;    /* .mem lines written; owner stores, others read
+                                    * (relaxed: a plain load/store, no lock prefix) */
+    _Atomic uint64_t n_stack_records;  /* .stack lines written; as n_records */
     struct tg_frame_entry *frames; /* open recorded calls; owner only (GIL) */
     size_t depth;                  /* used entries of frames; owner only */
     size_t frames_cap;             /* owner only */
@@ -102,9 +100,11 @@ struct tg_recorder {
     PyObject *errors;                  /* list of str: stopped streams; GIL */
 
     /* --- process.mem --- */
-    pthread_mutex_t process_lock;      /* guards process_w */
-    struct tg_writer process_w;
-    _Atomic uint64_t events;           /* profile events seen (relaxed) */
+    struct tg_writer process_w;        /* producers: any thread with the GIL */
+    long sample_countdown;             /* profile events until the next process.mem
+                                        * sample; GIL (every event holds it, so a
+                                        * plain counter: a locked add here cost more
+                                        * than the rest of the profile function) */
 
     /* --- background flusher (a pthread, not a Python thread) --- */
     pthread_mutex_t flusher_lock;      /* guards flusher_stop */

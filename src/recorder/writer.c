@@ -1,5 +1,6 @@
 /*
- * writer.c - buffered whole-line output streams (see writer.h).
+ * writer.c - buffered whole-line output streams (see writer.h for the
+ * producer/consumer rules).
  *
  * Flushing never raises: a failed write records its errno in the writer, which
  * stops that stream for good; disable() reports stopped streams as a warning.
@@ -21,15 +22,24 @@ tg_monotonic_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+void
+tg_writer_init(struct tg_writer *w)
+{
+    memset(w, 0, sizeof(*w));
+    pthread_mutex_init(&w->lock, NULL);
+    w->fd = -1;
+}
+
 static int
 tg_writer_init_buffer(struct tg_writer *w, const char *label)
 {
     w->fd = -1;
     w->pyfile = NULL;
     w->py_bytes = 0;
-    w->len = 0;
+    atomic_store(&w->len, 0);
+    w->flushed = 0;
     w->first_ns = 0;
-    w->err = 0;
+    atomic_store(&w->err, 0);
     w->dropped = 0;
     w->in_py_write = 0;
     w->cap = TG_WRITER_BUFSIZE;
@@ -54,7 +64,7 @@ tg_writer_open_path(struct tg_writer *w, const char *path)
     w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (w->fd < 0) {
         ret = -errno;
-        w->err = errno;
+        atomic_store(&w->err, errno);
         return ret;
     }
     return 0;
@@ -88,26 +98,41 @@ tg_write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
+/* Write [flushed, len) to the descriptor; lock held. */
+static void
+tg_writer_write_pending_locked(struct tg_writer *w)
+{
+    size_t end = atomic_load_explicit(&w->len, memory_order_acquire);
+    if (end > w->flushed && w->fd >= 0 && !w->dropped
+            && !atomic_load_explicit(&w->err, memory_order_relaxed)) {
+        int e = tg_write_all(w->fd, w->buf + w->flushed, end - w->flushed);
+        if (e)
+            atomic_store(&w->err, e);
+    }
+    w->flushed = end;
+}
+
 /* Hand the pending bytes to the Python stream.  The GIL is held.  The buffer is
  * emptied before the call because file.write() may release the GIL and let
  * another flush of this writer run. */
 static void
-tg_writer_flush_py_unlocked(struct tg_writer *w)
+tg_writer_flush_py(struct tg_writer *w)
 {
     tg_saved_exc saved;
     PyObject *data, *res;
+    size_t len = atomic_load_explicit(&w->len, memory_order_relaxed);
 
-    if (w->in_py_write)
+    if (w->in_py_write || len == 0)
         return;
     tg_exc_save(&saved);
     if (w->py_bytes)
-        data = PyBytes_FromStringAndSize(w->buf, (Py_ssize_t)w->len);
+        data = PyBytes_FromStringAndSize(w->buf, (Py_ssize_t)len);
     else
-        data = PyUnicode_DecodeUTF8(w->buf, (Py_ssize_t)w->len, "surrogateescape");
-    w->len = 0;
+        data = PyUnicode_DecodeUTF8(w->buf, (Py_ssize_t)len, "surrogateescape");
+    atomic_store(&w->len, 0);
     w->first_ns = 0;
     if (data == NULL) {
-        w->err = ENOMEM;
+        atomic_store(&w->err, ENOMEM);
         PyErr_Clear();
         goto restore;
     }
@@ -127,7 +152,7 @@ tg_writer_flush_py_unlocked(struct tg_writer *w)
     w->in_py_write = 0;
     Py_DECREF(data);
     if (res == NULL) {
-        w->err = EIO;
+        atomic_store(&w->err, EIO);
         PyErr_Clear();
     }
     Py_XDECREF(res);
@@ -136,91 +161,143 @@ restore:
 }
 
 void
-tg_writer_flush_unlocked(struct tg_writer *w)
+tg_writer_flush_nogil(struct tg_writer *w)
 {
-    if (w->len == 0 || w->buf == NULL)
+    if (w->buf == NULL || w->pyfile != NULL)
         return;
-    if (w->err || w->dropped) {
-        w->len = 0;
+    if (atomic_load_explicit(&w->len, memory_order_relaxed) == w->flushed)
+        return;  /* racy peek; the locked path re-reads */
+    pthread_mutex_lock(&w->lock);
+    if (w->buf != NULL)
+        tg_writer_write_pending_locked(w);
+    pthread_mutex_unlock(&w->lock);
+}
+
+void
+tg_writer_flush(struct tg_writer *w)
+{
+    if (w->buf == NULL)
+        return;
+    if (atomic_load_explicit(&w->err, memory_order_relaxed) || w->dropped) {
+        atomic_store(&w->len, 0);
+        w->flushed = 0;
         return;
     }
     if (w->pyfile != NULL) {
-        tg_writer_flush_py_unlocked(w);
+        tg_writer_flush_py(w);
         return;
     }
-    if (w->fd >= 0) {
-        int e = tg_write_all(w->fd, w->buf, w->len);
-        if (e)
-            w->err = e;
-    }
-    w->len = 0;
-    w->first_ns = 0;
+    pthread_mutex_lock(&w->lock);
+    tg_writer_write_pending_locked(w);
+    atomic_store_explicit(&w->len, 0, memory_order_relaxed);
+    w->flushed = 0;
+    pthread_mutex_unlock(&w->lock);
 }
 
 char *
-tg_writer_reserve_unlocked(struct tg_writer *w, size_t n)
+tg_writer_reserve(struct tg_writer *w, size_t n)
 {
+    size_t len;
+
     if (!tg_writer_usable(w))
         return NULL;
-    if (w->len + n > w->cap) {
-        /* Python writers are only flushed here with the GIL: reserve is only
-         * called from the profile function, which holds it. */
-        tg_writer_flush_unlocked(w);
+    len = atomic_load_explicit(&w->len, memory_order_relaxed);
+    if (len + n > w->cap) {
+        tg_writer_flush(w);
         if (!tg_writer_usable(w))
             return NULL;
         if (n > w->cap) {
-            /* One record larger than the buffer (a huge file name): grow. */
-            char *nb = realloc(w->buf, n);
+            /* One record larger than the buffer (a huge file name): grow, under
+             * the lock so that the flusher never reads a moving buffer. */
+            char *nb;
+            int pyfile = w->pyfile != NULL;
+            if (!pyfile)
+                pthread_mutex_lock(&w->lock);
+            nb = realloc(w->buf, n);
+            if (nb != NULL) {
+                w->buf = nb;
+                w->cap = n;
+            }
+            if (!pyfile)
+                pthread_mutex_unlock(&w->lock);
             if (nb == NULL)
                 return NULL;
-            w->buf = nb;
-            w->cap = n;
         }
+        len = 0;
     }
-    return w->buf + w->len;
+    if (len == 0)
+        w->first_ns = tg_monotonic_ns();
+    return w->buf + len;
 }
 
 void
 tg_writer_release(struct tg_writer *w)
 {
+    int pyfile = w->pyfile != NULL;
+
     if (w->buf == NULL && w->path == NULL && w->pyfile == NULL && w->fd < 0)
         return;
     /* callers that report errors read w->err and w->path before releasing */
-    tg_writer_flush_unlocked(w);
-    if (w->fd >= 0) {
-        close(w->fd);
-        w->fd = -1;
-    }
-    if (w->pyfile != NULL) {
+    tg_writer_flush(w);
+    if (pyfile) {
         tg_saved_exc saved;
         tg_exc_save(&saved);
         if (!w->dropped) {
             PyObject *res = PyObject_CallMethod(w->pyfile, "flush", NULL);
             if (res == NULL) {
                 PyErr_Clear();
-                if (!w->err)
-                    w->err = EIO;
+                if (!atomic_load(&w->err))
+                    atomic_store(&w->err, EIO);
             }
             Py_XDECREF(res);
         }
         Py_CLEAR(w->pyfile);
         tg_exc_restore(&saved);
     }
+    if (!pyfile)
+        pthread_mutex_lock(&w->lock);
+    if (w->fd >= 0) {
+        close(w->fd);
+        w->fd = -1;
+    }
     free(w->buf);
     w->buf = NULL;
-    w->len = 0;
+    w->cap = 0;
+    atomic_store(&w->len, 0);
+    w->flushed = 0;
     free(w->path);
     w->path = NULL;
+    if (!pyfile)
+        pthread_mutex_unlock(&w->lock);
+}
+
+void
+tg_writer_destroy(struct tg_writer *w)
+{
+    pthread_mutex_destroy(&w->lock);
 }
 
 void
 tg_writer_drop_in_child(struct tg_writer *w)
 {
-    w->len = 0;
+    atomic_store(&w->len, 0);
+    w->flushed = 0;
     w->first_ns = 0;
     w->dropped = 1;
     if (w->fd >= 0) {
         close(w->fd);
         w->fd = -1;
     }
+}
+
+void
+tg_writer_lock_for_fork(struct tg_writer *w)
+{
+    pthread_mutex_lock(&w->lock);
+}
+
+void
+tg_writer_unlock_for_fork(struct tg_writer *w)
+{
+    pthread_mutex_unlock(&w->lock);
 }
