@@ -10,6 +10,7 @@
  */
 #include "alloc_hooks.h"
 #include "ptrtable.h"
+#include "accounting.h"
 
 #include <string.h>
 
@@ -40,6 +41,26 @@ tg_account(int64_t alloc, int64_t freed)
         atomic_fetch_add_explicit(&tg_process_total, alloc - freed, memory_order_relaxed);
 }
 
+/* Pointer-table word of a new block of SIZE bytes: the size, plus its call site
+ * when allocation accounting is on (which also counts the allocation). */
+static inline size_t
+tg_entry_word(size_t size)
+{
+    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
+        return (size_t)tg_acct_alloc(size);
+    return size;
+}
+
+/* Size of a removed block from its table word; accounting credits its site
+ * (and, if COUNT_THREAD, the freeing thread). */
+static inline size_t
+tg_entry_free(size_t word, int count_thread)
+{
+    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
+        return tg_acct_free(word, count_thread);
+    return word;
+}
+
 static void *
 tg_hook_malloc(void *ctx, size_t size)
 {
@@ -53,7 +74,7 @@ tg_hook_malloc(void *ctx, size_t size)
     p = d->orig.malloc(d->orig.ctx, size);
     tg_tls.busy = saved;
     if (p != NULL && !(saved & TG_BUSY_TRACER)) {
-        tg_ptrtable_insert(d->table, p, size);
+        tg_ptrtable_insert(d->table, p, tg_entry_word(size));
         tg_account((int64_t)size, 0);
     }
     return p;
@@ -73,7 +94,7 @@ tg_hook_calloc(void *ctx, size_t nelem, size_t elsize)
     tg_tls.busy = saved;
     /* The allocator checked nelem * elsize for overflow before succeeding. */
     if (p != NULL && !(saved & TG_BUSY_TRACER)) {
-        tg_ptrtable_insert(d->table, p, nelem * elsize);
+        tg_ptrtable_insert(d->table, p, tg_entry_word(nelem * elsize));
         tg_account((int64_t)(nelem * elsize), 0);
     }
     return p;
@@ -102,11 +123,15 @@ tg_hook_realloc(void *ctx, void *ptr, size_t size)
             tg_ptrtable_insert(d->table, ptr, old);
         return NULL;
     }
-    if (saved & TG_BUSY_TRACER)
+    if (saved & TG_BUSY_TRACER) {
+        if (known)
+            tg_entry_free(old, 0);
         return p;
+    }
     /* An unknown old block (allocated before enable) counts as freeing 0 bytes,
      * like its free would; the new block is known from now on. */
-    tg_ptrtable_insert(d->table, p, size);
+    old = known ? tg_entry_free(old, 1) : 0;
+    tg_ptrtable_insert(d->table, p, tg_entry_word(size));
     tg_account((int64_t)size, known ? (int64_t)old : 0);
     return p;
 }
@@ -123,8 +148,11 @@ tg_hook_free(void *ctx, void *ptr)
         d->orig.free(d->orig.ctx, ptr);
         return;
     }
-    if (tg_ptrtable_remove(d->table, ptr, &size) && !(saved & TG_BUSY_TRACER))
-        tg_account(0, (int64_t)size);
+    if (tg_ptrtable_remove(d->table, ptr, &size)) {
+        size = tg_entry_free(size, !(saved & TG_BUSY_TRACER));
+        if (!(saved & TG_BUSY_TRACER))
+            tg_account(0, (int64_t)size);
+    }
     tg_tls.busy = saved | TG_BUSY_HOOK;
     d->orig.free(d->orig.ctx, ptr);
     tg_tls.busy = saved;

@@ -5,6 +5,7 @@
  */
 #include "recorder.h"
 #include "alloc_hooks.h"
+#include "accounting.h"
 #include "ptrtable.h"
 #include "names.h"
 
@@ -99,7 +100,8 @@ tg_set_triggers(struct tg_recorder *r, PyObject *seq)
 PyDoc_STRVAR(tg_rec_enable_doc,
 "enable(outdir, *, profile='both', memory='thread', filter=None, track_memory=True,\n"
 "       track_stack=False, track_sleeps=True, timestamps=True, sample_every=1000,\n"
-"       stream_factory=None, exclude_file=None, triggers=())\n"
+"       stream_factory=None, exclude_file=None, triggers=(), accounting=False,\n"
+"       compress=False)\n"
 "Start recording into the existing directory OUTDIR.");
 
 static PyObject *
@@ -107,17 +109,20 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"outdir", "profile", "memory", "filter", "track_memory",
                              "track_stack", "track_sleeps", "timestamps", "sample_every",
-                             "stream_factory", "exclude_file", "triggers", NULL};
+                             "stream_factory", "exclude_file", "triggers", "accounting",
+                             "compress", NULL};
     struct tg_recorder *r = &self->r;
     const char *outdir, *profile = "both", *memory = "thread";
     PyObject *filter = Py_None, *factory = Py_None, *exclude = Py_None, *triggers = NULL;
     int track_memory = 1, track_stack = 0, track_sleeps = 1, timestamps = 1;
     long sample_every = 1000;
+    int accounting = 0, compress = 0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOppppLOOO:enable", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOppppLOOOpp:enable", kwlist,
                                      &outdir, &profile, &memory, &filter, &track_memory,
                                      &track_stack, &track_sleeps, &timestamps,
-                                     &sample_every, &factory, &exclude, &triggers))
+                                     &sample_every, &factory, &exclude, &triggers,
+                                     &accounting, &compress))
         return NULL;
     if (r->active) {
         PyErr_SetString(PyExc_RuntimeError, "this profiler is already enabled");
@@ -186,8 +191,12 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     }
     if (triggers != NULL && tg_set_triggers(r, triggers) < 0)
         goto fail;
-    if (tg_recorder_enable(self) < 0)
+    if (accounting && tg_acct_start(outdir, compress) < 0)
         goto fail;
+    if (tg_recorder_enable(self) < 0) {
+        tg_acct_stop();
+        goto fail;
+    }
     Py_RETURN_NONE;
 nomem:
     PyErr_NoMemory();
@@ -201,8 +210,25 @@ tg_rec_disable(struct tg_recorder_object *self, PyObject *unused)
 {
     PyObject *errors;
     (void)unused;
+    int acct = atomic_load(&tg_acct_on);
     if (tg_recorder_disable(self) < 0)
         return NULL;
+    if (acct) {
+        /* After the hooks are gone: the figures and the final snapshot are still. */
+        tg_acct_stop();
+        if (tg_acct_finish(&self->r) < 0) {
+            PyObject *t, *v, *tb, *msg;
+            PyErr_Fetch(&t, &v, &tb);
+            msg = v ? PyObject_Str(v) : NULL;
+            if (msg != NULL && self->r.errors != NULL)
+                PyList_Append(self->r.errors, msg);
+            Py_XDECREF(msg);
+            Py_XDECREF(t);
+            Py_XDECREF(v);
+            Py_XDECREF(tb);
+            PyErr_Clear();
+        }
+    }
     errors = self->r.errors ? self->r.errors : PyList_New(0);
     if (self->r.errors)
         Py_INCREF(errors);
@@ -271,6 +297,76 @@ tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
                          "output_dir", r->outdir);
 }
 
+/* --- allocation accounting (accounting.c) --- */
+
+static PyObject *
+tg_rec_snapshot(struct tg_recorder_object *self, PyObject *args)
+{
+    const char *label = "snapshot";
+    (void)self;
+    if (!PyArg_ParseTuple(args, "|s:snapshot", &label))
+        return NULL;
+    if (!atomic_load(&tg_acct_on)) {
+        PyErr_SetString(PyExc_RuntimeError, "allocation accounting is not on");
+        return NULL;
+    }
+    return tg_acct_snapshot(label);
+}
+
+static PyObject *
+tg_rec_snapshot_every(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"start_after", "stop_after", "every", "code", NULL};
+    long start = 0, stop = -1, every = 1;
+    PyObject *code = Py_None;
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|lllO:snapshot_every", kwlist,
+                                     &start, &stop, &every, &code))
+        return NULL;
+    if (!atomic_load(&tg_acct_on)) {
+        PyErr_SetString(PyExc_RuntimeError, "allocation accounting is not on");
+        return NULL;
+    }
+    if (code != Py_None && !PyCode_Check(code)) {
+        PyErr_SetString(PyExc_TypeError, "code must be a code object or None");
+        return NULL;
+    }
+    if (tg_acct_schedule(start, stop, every, code == Py_None ? NULL : code) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+tg_rec_window_open(struct tg_recorder_object *self, PyObject *args)
+{
+    const char *name;
+    long id;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "s:window_open", &name))
+        return NULL;
+    id = tg_acct_window_open(name);
+    return id < 0 ? NULL : PyLong_FromLong(id);
+}
+
+static PyObject *
+tg_rec_window_close(struct tg_recorder_object *self, PyObject *args)
+{
+    long id;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "l:window_close", &id))
+        return NULL;
+    return tg_acct_window_close(id);
+}
+
+static PyObject *
+tg_rec_accounting(struct tg_recorder_object *self, PyObject *unused)
+{
+    (void)unused;
+    if (!tg_acct_was_on())
+        Py_RETURN_NONE;
+    return tg_acct_figures(&self->r);
+}
+
 static PyObject *
 tg_rec_before_fork(struct tg_recorder_object *self, PyObject *unused)
 {
@@ -333,6 +429,18 @@ PyMethodDef tg_recorder_methods[] = {
      "Threads seen in this run: list of dicts (name, native_id, ident, base, mem, stack)."},
     {"stats", (PyCFunction)tg_rec_stats, METH_NOARGS,
      "dict: threads, records, stack_records, output_dir."},
+    {"snapshot", (PyCFunction)tg_rec_snapshot, METH_VARARGS,
+     "snapshot(label='snapshot'): write snapshot-<N>-<label> now; returns its path."},
+    {"snapshot_every", (PyCFunction)(void (*)(void))tg_rec_snapshot_every,
+     METH_VARARGS | METH_KEYWORDS,
+     "snapshot_every(start_after=0, stop_after=-1, every=1, code=None): periodic "
+     "snapshots counted in calls of CODE, or in seconds when CODE is None."},
+    {"window_open", (PyCFunction)tg_rec_window_open, METH_VARARGS,
+     "window_open(name) -> id: start an accounting window."},
+    {"window_close", (PyCFunction)tg_rec_window_close, METH_VARARGS,
+     "window_close(id) -> dict: the window's figures."},
+    {"accounting", (PyCFunction)tg_rec_accounting, METH_NOARGS,
+     "Accounting figures of the current or last run (dict), or None."},
     {"before_fork", (PyCFunction)tg_rec_before_fork, METH_NOARGS, "os.register_at_fork hook"},
     {"after_fork_parent", (PyCFunction)tg_rec_after_fork_parent, METH_NOARGS,
      "os.register_at_fork hook"},

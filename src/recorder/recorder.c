@@ -11,6 +11,7 @@
  */
 #include "recorder.h"
 #include "alloc_hooks.h"
+#include "accounting.h"
 #include "names.h"
 #include "tg_format.h"
 
@@ -402,6 +403,8 @@ tg_open_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key,
     t->frames[t->depth].key = key;
     t->frames[t->depth].start = r->track_memory ? tg_memory_now(r, t) : 0;
     t->depth++;
+    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
+        tg_acct_push(file, file_len, line, func, func_len, esc);
 }
 
 /* Close the recorded call KEY if it is the innermost open one; returns the
@@ -413,6 +416,8 @@ tg_close_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key, int64_t
     if (t->depth == 0 || t->frames[t->depth - 1].key != key)
         return 0;
     t->depth--;
+    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
+        tg_acct_pop();
     *delta = r->track_memory ? tg_memory_now(r, t) - t->frames[t->depth].start : 0;
     return 1;
 }
@@ -454,6 +459,8 @@ tg_on_py_call(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame)
         t->suppress_key = (uintptr_t)frame;
         return;
     }
+    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
+        tg_acct_on_call((PyObject *)code);
     if (info->trigger && t->trig_key == 0 && tg_sleep_correction_on(r)) {
         t->trig_key = (uintptr_t)frame;
         t->trig_before = tg_memory_now(r, t);
