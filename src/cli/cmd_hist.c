@@ -1,0 +1,46 @@
+/*
+ * cmd_hist.c - threadgraph hist: power-of-two histograms of allocation sizes.
+ */
+#include "acct_out.h"
+#include "cli.h"
+
+static const char hist_usage[] = "threadgraph hist [options] DIR";
+
+int cmd_hist(int argc, char **argv)
+{
+	struct tg_common_args c = { 0 };
+	struct tg_graph_args g = { 0 };
+	struct tg_plot_opts po;
+	struct tg_summary s;
+	struct tg_diag d;
+	int nargs, ret, no_graph = 0;
+	const struct tg_option opts[] = {
+		TG_GRAPH_OPTIONS(&g),
+		{ "no-graph", 0, TG_OPT_BOOL, &no_graph, NULL, NULL,
+		  "print the table only, write no graph" },
+		{ "strict", 0, TG_OPT_BOOL, &c.strict, NULL, NULL,
+		  "treat a malformed line as an error instead of skipping it" },
+		TG_OPT_END_ROW,
+	};
+
+	ret = tg_parse_options(argc, argv, opts, hist_usage,
+			       "Prints the sizes requested and freed, in power-of-two bins, for the "
+			       "process and\neach thread, and draws the process histogram "
+			       "(hist.svg; data hist.dat).", &nargs);
+	if (ret)
+		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	if (nargs != 1)
+		return usage_error(hist_usage, "expected one run directory");
+	if ((ret = tg_cli_graph_opts(&g, &po, "svg", 1280, 720, hist_usage)))
+		return ret;
+	tg_cli_diag_init(&d, &c);
+	if (tg_summary_read(&s, argv[0], &d) < 0)
+		return error("%s", d.msg);
+	tg_hist_print(stdout, &s);
+	ret = TG_EXIT_OK;
+	if (!no_graph && tg_hist_plot(&s, &po, &d) < 0)
+		ret = error("%s", d.msg);
+	tg_summary_release(&s);
+	tg_cli_diag_summary(&d);
+	return ret;
+}

@@ -1,0 +1,152 @@
+/*
+ * acct_out.c - printing the allocation-accounting reports (see acct_out.h).
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "acct_out.h"
+
+void tg_summary_print(FILE *f, const struct tg_summary *s)
+{
+	fprintf(f, "%-12s %-24s", "", "");
+	for (int k = 0; k < TG_SUM_NFIG; k++)
+		fprintf(f, " %22s", tg_sum_figures[k]);
+	fputc('\n', f);
+	fprintf(f, "%-12s %-24s", "process", "");
+	for (int k = 0; k < TG_SUM_NFIG; k++)
+		fprintf(f, " %22" PRId64, s->process.fig[k]);
+	fputc('\n', f);
+	for (size_t i = 0; i < s->n_threads; i++) {
+		fprintf(f, "%-12s %-24s", "thread", s->threads[i].name);
+		for (int k = 0; k < TG_SUM_NFIG; k++)
+			fprintf(f, " %22" PRId64, s->threads[i].fig[k]);
+		fputc('\n', f);
+	}
+	for (size_t i = 0; i < s->n_windows; i++) {
+		fprintf(f, "%-12s %-24s", "window", s->windows[i].name);
+		for (int k = 0; k < TG_SUM_NFIG; k++)
+			fprintf(f, " %22" PRId64, s->windows[i].fig[k]);
+		fputc('\n', f);
+	}
+}
+
+void tg_hist_bin_name(char *buf, size_t n, int b)
+{
+	static const char *const unit[] = { "", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei" };
+	uint64_t lo, hi;
+
+	if (b <= 1) {
+		snprintf(buf, n, "%d", b);
+		return;
+	}
+	lo = UINT64_C(1) << (b - 1);
+	hi = b < 64 ? (UINT64_C(1) << b) : 0;
+	if (b - 1 < 10)
+		snprintf(buf, n, "%" PRIu64 "-%" PRIu64, lo, hi - 1);
+	else
+		snprintf(buf, n, "%" PRIu64 "%s-%" PRIu64 "%s", lo >> ((b - 1) / 10 * 10),
+			 unit[(b - 1) / 10], b < 64 ? (hi >> ((b - 1) / 10 * 10)) : 0,
+			 unit[(b - 1) / 10]);
+}
+
+static void hist_table(FILE *f, const char *title, const struct tg_sum_entity *e)
+{
+	fprintf(f, "%s\n%4s %-14s %14s %14s\n", title, "BIN", "SIZE", "ALLOCATIONS", "FREES");
+	for (int b = 0; b < TG_SUM_BINS; b++) {
+		char name[48];
+		if (!e->hist_alloc[b] && !e->hist_free[b])
+			continue;
+		tg_hist_bin_name(name, sizeof(name), b);
+		fprintf(f, "%4d %-14s %14" PRId64 " %14" PRId64 "\n", b, name, e->hist_alloc[b],
+			e->hist_free[b]);
+	}
+}
+
+void tg_hist_print(FILE *f, const struct tg_summary *s)
+{
+	hist_table(f, "process", &s->process);
+	for (size_t i = 0; i < s->n_threads; i++) {
+		char title[600];
+		snprintf(title, sizeof(title), "\nthread %s", s->threads[i].name);
+		hist_table(f, title, &s->threads[i]);
+	}
+}
+
+int tg_hist_plot(const struct tg_summary *s, const struct tg_plot_opts *o, struct tg_diag *d)
+{
+	struct tg_aout dat = { 0 }, script = { 0 };
+	int lo = TG_SUM_BINS, hi = -1;
+
+	for (int b = 0; b < TG_SUM_BINS; b++) {
+		if (s->process.hist_alloc[b] || s->process.hist_free[b]) {
+			if (b < lo)
+				lo = b;
+			hi = b;
+		}
+	}
+	if (hi < 0)
+		return tg_error(d, "the summary has no allocations to plot");
+	if (tg_aout_open(&dat, o->dir, "hist.dat", d) < 0)
+		return -1;
+	for (int b = lo; b <= hi; b++) {
+		char name[48];
+		tg_hist_bin_name(name, sizeof(name), b);
+		/* Counts of 0 would break the log scale: gnuplot skips "NaN" points. */
+		fprintf(dat.f, "%d %s ", b, name);
+		if (s->process.hist_alloc[b])
+			fprintf(dat.f, "%" PRId64, s->process.hist_alloc[b]);
+		else
+			fputs("NaN", dat.f);
+		if (s->process.hist_free[b])
+			fprintf(dat.f, " %" PRId64 "\n", s->process.hist_free[b]);
+		else
+			fputs(" NaN\n", dat.f);
+	}
+	if (tg_aout_commit(&dat, d) < 0) {
+		tg_aout_abort(&dat);
+		return -1;
+	}
+	tg_aout_release(&dat);
+	if (tg_aout_open(&script, o->dir, "hist.gp", d) < 0)
+		return -1;
+	tg_gp_preamble(script.f, o, "hist");
+	fprintf(script.f,
+		"set title 'Allocation sizes, whole process (power-of-two bins)'\n"
+		"set xlabel 'requested size (bytes)'\nset ylabel 'calls'\n"
+		"set logscale y\nset grid ytics\nset style data histograms\n"
+		"set style histogram clustered gap 1\nset style fill solid 0.6 border -1\n"
+		"set xtics rotate by -45\n"
+		"plot 'hist.dat' using 3:xtic(2) title 'allocations', \\\n"
+		"     '' using 4 title 'frees'\n");
+	return tg_plot_finish(o, "hist", &script, NULL, d);
+}
+
+void tg_top_print(FILE *f, const struct tg_snapshot *s, size_t top)
+{
+	size_t n = top && top < s->n ? top : s->n;
+	fprintf(f, "# %s%s%s: %zu sites, live %" PRId64 " bytes, allocated %" PRId64 " bytes\n",
+		s->path, s->label ? " label " : "", s->label ? s->label : "", s->n, s->live_bytes,
+		s->total_bytes);
+	fprintf(f, "%14s %10s %16s %12s  %s\n", "LIVE_BYTES", "LIVE_COUNT", "TOTAL_BYTES",
+		"TOTAL_COUNT", "SITE");
+	for (size_t i = 0; i < n; i++)
+		fprintf(f, "%14" PRId64 " %10" PRId64 " %16" PRId64 " %12" PRId64 "  %s\n",
+			s->sites[i].live_bytes, s->sites[i].live_count, s->sites[i].total_bytes,
+			s->sites[i].total_count, s->sites[i].site);
+}
+
+void tg_diff_print(FILE *f, const struct tg_snapshot *base, const struct tg_snapshot *s,
+		   const struct tg_snap_delta *v, size_t n, size_t top)
+{
+	size_t m = top && top < n ? top : n;
+	fprintf(f, "# base %s: live %" PRId64 " bytes\n# new  %s: live %" PRId64
+		" bytes\n# growth: %+" PRId64 " bytes live, %+" PRId64 " bytes allocated\n",
+		base->path, base->live_bytes, s->path, s->live_bytes,
+		s->live_bytes - base->live_bytes, s->total_bytes - base->total_bytes);
+	fprintf(f, "%14s %10s %14s %14s %16s  %s\n", "LIVE_GROWTH", "COUNT", "BASE_LIVE", "LIVE",
+		"TOTAL_GROWTH", "SITE");
+	for (size_t i = 0; i < m; i++)
+		fprintf(f, "%+14" PRId64 " %+10" PRId64 " %14" PRId64 " %14" PRId64 " %+16" PRId64
+			"  %s\n", v[i].live_bytes, v[i].live_count, v[i].base_live, v[i].live,
+			v[i].total_bytes, v[i].site);
+}
