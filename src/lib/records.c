@@ -2,6 +2,7 @@
  * records.c - hand-written parsers for dump lines (no sscanf/strtod per line).
  */
 #define _GNU_SOURCE
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef __SSE2__
@@ -90,6 +91,23 @@ static const double tg_pow10_inv[] = {
 	1e-10, 1e-11, 1e-12, 1e-13, 1e-14, 1e-15, 1e-16, 1e-17, 1e-18,
 };
 
+/* Non-zero when the 8 bytes of v (read from memory) are all ASCII digits. */
+static inline int rec_le64_is_digits(uint64_t v)
+{
+	return ((v & 0xF0F0F0F0F0F0F0F0ULL) |
+		(((v + 0x0606060606060606ULL) & 0xF0F0F0F0F0F0F0F0ULL) >> 4)) ==
+	       0x3333333333333333ULL;
+}
+
+/* The value of 8 ASCII digits read into v (first digit in the low byte). */
+static inline uint64_t rec_le64_digits(uint64_t v)
+{
+	v -= 0x3030303030303030ULL;
+	v = (v * 10) + (v >> 8);
+	return (((v & 0x000000FF000000FFULL) * (100 + (1000000ULL << 32))) +
+		(((v >> 16) & 0x000000FF000000FFULL) * (1 + (10000ULL << 32)))) >> 32;
+}
+
 /*
  * The common case of "[TIME#]": digits, '.', digits, '#', parsed in one pass.
  * Returns 1 and advances *s past the '#', or 0 (nothing changed) so that the
@@ -102,6 +120,17 @@ static int rec_time_fast(struct tg_time *t, const char **s, size_t *len)
 	unsigned dgt;
 	size_t nf;
 
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (e - p >= 8) {
+		/* eight digits at once (SWAR, little-endian byte order) */
+		uint64_t v;
+		memcpy(&v, p, 8);
+		if (rec_le64_is_digits(v)) {
+			ip = rec_le64_digits(v);
+			p += 8;
+		}
+	}
+#endif
 	while (p < e && (dgt = (unsigned)(*p - '0')) < 10) {
 		ip = ip * 10 + dgt;
 		p++;

@@ -34,5 +34,9 @@ def test_documented_options_in_help(tg):
 def test_global_options_documented(tg):
     with open(os.path.join(REPO, "docs", "cli.md")) as f:
         text = f.read()
-    for opt in OPT.findall(tg("--help").stdout):
+    helptext = tg("--help").stdout
+    global_part = helptext[helptext.index("global options:"):]
+    opts = OPT.findall(global_part)
+    assert "--no_time" in opts and "--version" in opts
+    for opt in opts:
         assert opt in text, opt
