@@ -10,10 +10,15 @@
 #define TG_SHARDS (1u << TG_SHARD_BITS)
 #define TG_SHARD_MIN_CAP 1024
 
+/* Key and size side by side: a lookup touches one cache line, not two. */
+struct tg_slot {
+    uintptr_t key;         /* 0 = empty slot */
+    size_t size;
+};
+
 struct tg_shard {
     pthread_mutex_t lock;  /* guards every field below (raw table only) */
-    uintptr_t *keys;       /* 0 = empty slot */
-    size_t *sizes;
+    struct tg_slot *slots;
     size_t mask;           /* capacity - 1; capacity is a power of two */
     size_t count;
     char pad[64];          /* keep shards' locks on separate cache lines */
@@ -24,7 +29,7 @@ struct tg_ptrtable {
     struct tg_shard shards[TG_SHARDS];
 };
 
-#define TG_S { PTHREAD_MUTEX_INITIALIZER, NULL, NULL, 0, 0, {0} }
+#define TG_S { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, {0} }
 #define TG_SHARDS_INIT { TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, \
                          TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S }
 /* Raw domain: each shard's fields are guarded by its own lock. */
@@ -51,32 +56,25 @@ tg_shard_of(struct tg_ptrtable *t, uint64_t h)
 static int
 tg_shard_grow_unlocked(struct tg_shard *s)
 {
-    size_t old_cap = s->keys ? s->mask + 1 : 0;
+    size_t old_cap = s->slots ? s->mask + 1 : 0;
     size_t cap = old_cap ? old_cap * 2 : TG_SHARD_MIN_CAP;
-    uintptr_t *keys = calloc(cap, sizeof(*keys));
-    size_t *sizes = malloc(cap * sizeof(*sizes));
+    struct tg_slot *slots = calloc(cap, sizeof(*slots));
     size_t i;
 
-    if (keys == NULL || sizes == NULL) {
-        free(keys);
-        free(sizes);
+    if (slots == NULL)
         return -1;
-    }
     for (i = 0; i < old_cap; i++) {
-        uintptr_t k = s->keys[i];
+        uintptr_t k = s->slots[i].key;
         size_t j;
         if (k == 0)
             continue;
         j = tg_ptr_hash(k) & (cap - 1);
-        while (keys[j] != 0)
+        while (slots[j].key != 0)
             j = (j + 1) & (cap - 1);
-        keys[j] = k;
-        sizes[j] = s->sizes[i];
+        slots[j] = s->slots[i];
     }
-    free(s->keys);
-    free(s->sizes);
-    s->keys = keys;
-    s->sizes = sizes;
+    free(s->slots);
+    s->slots = slots;
     s->mask = cap - 1;
     return 0;
 }
@@ -91,20 +89,20 @@ tg_ptrtable_insert(struct tg_ptrtable *t, void *ptr, size_t size)
 
     if (t->locked)
         pthread_mutex_lock(&s->lock);
-    if (s->keys == NULL || (s->count + 1) * 2 > s->mask + 1) {
-        if (tg_shard_grow_unlocked(s) < 0 && s->keys == NULL)
+    if (s->slots == NULL || (s->count + 1) * 2 > s->mask + 1) {
+        if (tg_shard_grow_unlocked(s) < 0 && s->slots == NULL)
             goto unlock;
         if (s->count + 1 > s->mask)  /* full and could not grow */
             goto unlock;
     }
     i = h & s->mask;
-    while (s->keys[i] != 0 && s->keys[i] != k)
+    while (s->slots[i].key != 0 && s->slots[i].key != k)
         i = (i + 1) & s->mask;
-    if (s->keys[i] == 0) {
-        s->keys[i] = k;
+    if (s->slots[i].key == 0) {
+        s->slots[i].key = k;
         s->count++;
     }
-    s->sizes[i] = size;
+    s->slots[i].size = size;
 unlock:
     if (t->locked)
         pthread_mutex_unlock(&s->lock);
@@ -121,15 +119,15 @@ tg_ptrtable_remove(struct tg_ptrtable *t, void *ptr, size_t *size)
 
     if (t->locked)
         pthread_mutex_lock(&s->lock);
-    if (s->keys == NULL)
+    if (s->slots == NULL)
         goto unlock;
     i = h & s->mask;
-    while (s->keys[i] != k) {
-        if (s->keys[i] == 0)
+    while (s->slots[i].key != k) {
+        if (s->slots[i].key == 0)
             goto unlock;
         i = (i + 1) & s->mask;
     }
-    *size = s->sizes[i];
+    *size = s->slots[i].size;
     found = 1;
     /* Backward-shift deletion: pull later members of the probe run into the hole
      * when their home slot does not lie cyclically in (hole, j]. */
@@ -137,16 +135,15 @@ tg_ptrtable_remove(struct tg_ptrtable *t, void *ptr, size_t *size)
     for (;;) {
         size_t home;
         j = (j + 1) & s->mask;
-        if (s->keys[j] == 0)
+        if (s->slots[j].key == 0)
             break;
-        home = tg_ptr_hash(s->keys[j]) & s->mask;
+        home = tg_ptr_hash(s->slots[j].key) & s->mask;
         if ((i <= j) ? (home <= i || home > j) : (home <= i && home > j)) {
-            s->keys[i] = s->keys[j];
-            s->sizes[i] = s->sizes[j];
+            s->slots[i] = s->slots[j];
             i = j;
         }
     }
-    s->keys[i] = 0;
+    s->slots[i].key = 0;
     s->count--;
 unlock:
     if (t->locked)
@@ -161,10 +158,8 @@ tg_table_clear(struct tg_ptrtable *t)
     for (n = 0; n < TG_SHARDS; n++) {
         struct tg_shard *s = &t->shards[n];
         pthread_mutex_lock(&s->lock);
-        free(s->keys);
-        free(s->sizes);
-        s->keys = NULL;
-        s->sizes = NULL;
+        free(s->slots);
+        s->slots = NULL;
         s->mask = 0;
         s->count = 0;
         pthread_mutex_unlock(&s->lock);
