@@ -79,26 +79,6 @@ def write_summary(outdir: str, figures: Dict[str, Any], compress: bool) -> List[
     return written
 
 
-class Window:
-    """``with profile.window(name):`` -- the accounting figures of what happened
-    between enter and exit; ``.figures`` holds them after exit."""
-
-    def __init__(self, rec: Any, name: str) -> None:
-        self._rec = rec
-        self.name = name
-        self._id: Optional[int] = None
-        self.figures: Optional[Dict[str, Any]] = None
-
-    def __enter__(self) -> "Window":
-        self._id = self._rec.window_open(self.name)
-        return self
-
-    def __exit__(self, *exc_info: Any) -> None:
-        if self._id is not None and self._rec.active:
-            self.figures = self._rec.window_close(self._id)
-        self._id = None
-
-
 def resolve_function(spec: Any) -> Any:
     """The code object of SPEC: a function, a code object, or "module:qualname"."""
     import importlib

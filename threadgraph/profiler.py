@@ -292,10 +292,10 @@ class ProcessProfile:
                                  stop_after=-1 if stop_after is None else int(stop_after),
                                  every=int(every), code=code)
 
-    def window(self, name: str) -> "_accounting.Window":
+    def window(self, name: str) -> "_AccountingWindow":
         """``with profile.window("event loop"):`` records the accounting figures
         of what happens inside (summary.json "windows"; ``.figures`` after)."""
-        return _accounting.Window(self._rec, str(name))
+        return _AccountingWindow(self._rec, str(name))
 
     def stats(self) -> Dict[str, Any]:
         """{"threads", "records", "stack_records", "output_dir"} of the current or
@@ -371,6 +371,26 @@ class ProcessProfile:
     set_process_memory_frequency = setProcessMemoryFrequence
     add_sleep_trigger = addSleepTrigger
     sleep_triggers = sleepTriggers
+
+
+class _AccountingWindow:
+    """The context manager of ProcessProfile.window (defined here so that its
+    frames are hidden like the rest of this file's); ``.figures`` after exit."""
+
+    def __init__(self, rec: Any, name: str) -> None:
+        self._rec = rec
+        self.name = name
+        self._id: Optional[int] = None
+        self.figures: Optional[Dict[str, Any]] = None
+
+    def __enter__(self) -> "_AccountingWindow":
+        self._id = self._rec.window_open(self.name)
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self._id is not None and self._rec.active:
+            self.figures = self._rec.window_close(self._id)
+        self._id = None
 
 
 # The enabled ProcessProfile (at most one per process); process-wide hooks

@@ -756,7 +756,7 @@ tg_acct_on_call(PyObject *code)
         if (code != tg_sched.code)
             return;
         tg_sched.calls++;
-        if (tg_sched.calls == tg_sched.next)
+        if (tg_sched.calls >= tg_sched.next)
             tg_acct_sched_fire(tg_sched.calls);
     } else {
         double el = tg_acct_monotonic() - tg_sched.t0;
@@ -861,8 +861,8 @@ tg_thread_name(struct tg_recorder *r, struct tg_acct_thread *t, PyObject **base)
     return PyUnicode_FromFormat("native-%lu", t->native_id);
 }
 
-PyObject *
-tg_acct_figures(struct tg_recorder *r)
+static PyObject *
+tg_acct_figures_impl(struct tg_recorder *r)
 {
     struct tg_acct_figs pf;
     struct tg_acct_thread *t;
@@ -941,8 +941,8 @@ done:
 
 /* --- windows (GIL) ----------------------------------------------------------- */
 
-long
-tg_acct_window_open(const char *name)
+static long
+tg_acct_window_open_impl(const char *name)
 {
     struct tg_acct_window *w;
     int64_t live;
@@ -978,8 +978,8 @@ tg_acct_window_open(const char *name)
     return w->id;
 }
 
-PyObject *
-tg_acct_window_close(long id)
+static PyObject *
+tg_acct_window_close_impl(long id)
 {
     struct tg_acct_window *w = NULL;
     struct tg_acct_figs p1, t1, pd, td;
@@ -1141,4 +1141,40 @@ tg_acct_finish(struct tg_recorder *r)
         return -1;
     Py_DECREF(p);
     return 0;
+}
+
+long
+tg_acct_window_open(const char *name)
+{
+    /* What we allocate to report is the tracer's, not the program's. */
+    int busy = tg_tls.busy;
+    long res;
+    tg_tls.busy |= TG_BUSY_TRACER;
+    res = tg_acct_window_open_impl(name);
+    tg_tls.busy = busy;
+    return res;
+}
+
+PyObject *
+tg_acct_window_close(long id)
+{
+    /* What we allocate to report is the tracer's, not the program's. */
+    int busy = tg_tls.busy;
+    PyObject * res;
+    tg_tls.busy |= TG_BUSY_TRACER;
+    res = tg_acct_window_close_impl(id);
+    tg_tls.busy = busy;
+    return res;
+}
+
+PyObject *
+tg_acct_figures(struct tg_recorder *r)
+{
+    /* What we allocate to report is the tracer's, not the program's. */
+    int busy = tg_tls.busy;
+    PyObject * res;
+    tg_tls.busy |= TG_BUSY_TRACER;
+    res = tg_acct_figures_impl(r);
+    tg_tls.busy = busy;
+    return res;
 }

@@ -1,0 +1,277 @@
+"""Allocation accounting (docs/accounting.md) on known programs: a planted leak,
+planted allocation sizes and a known peak, checked exactly where the interpreter
+allows and within named tolerances where it does not.
+
+Each scenario runs in a fresh interpreter (run_scenario) and prints the run
+directory; the test reads summary.json, summary.txt and the snapshots, and runs
+the CLI on them.
+"""
+import gzip
+import json
+import os
+import subprocess
+
+import pytest
+
+import threadgraph
+from conftest import run_scenario
+
+# A bytearray of N bytes is one block of N + 1 bytes (the buffer, with its NUL)
+# plus its object (about 57 bytes); anything else live at the site is noise.
+HEADER_TOLERANCE = 1024
+# Interpreter allocations around a planted peak (frames, small objects).
+PEAK_TOLERANCE = 64 * 1024
+LEAK = 1_000_000
+CHURN = 100_000   # bit length 17: bin 17 holds [64 KiB, 128 KiB)
+CHURN_BIN = CHURN.bit_length()
+N_CHURN = 10
+
+CLI = os.path.join(os.path.dirname(threadgraph.__file__), "_bin", "threadgraph")
+
+PROGRAM = """
+import sys, threading
+from threadgraph import ProcessProfile
+
+KEEP = []
+
+def leak_it():
+    KEEP.append(bytearray(%(leak)d))
+
+def churn():
+    for _ in range(%(n)d):
+        b = bytearray(%(churn)d)
+        del b
+
+def peak():
+    a = bytearray(5_000_000)
+    del a
+    b = bytearray(3_000_000)
+    del b
+
+def step():
+    pass
+
+def main(p):
+    p.snapshot("before")
+    p.snapshot_every(start_after=2, stop_after=6, every=2, function=step)
+    t = threading.Thread(target=leak_it, name="leaker")
+    t.start(); t.join()
+    t = threading.Thread(target=churn, name="churner")
+    t.start(); t.join()
+    for _ in range(10):
+        step()
+    with p.window("event loop") as w:
+        peak()
+    print("WINDOW", w.figures)
+
+p = ProcessProfile(default_log_path="out", accounting=True, compress=%(compress)s)
+p.enable()
+main(p)
+p.disable()
+print(p.output_dir)
+""" % {"leak": LEAK, "churn": CHURN, "n": N_CHURN, "compress": "%(compress)s"}
+
+
+def run_program(tmp_path, compress=False):
+    proc = run_scenario(tmp_path, PROGRAM % {"compress": compress})
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def read(path):
+    if path.endswith(".gz"):
+        with gzip.open(path, "rt") as f:
+            return f.read()
+    with open(path) as f:
+        return f.read()
+
+
+def snapshot_rows(path):
+    rows = []
+    for line in read(path).splitlines():
+        if line.startswith("#") or not line:
+            continue
+        lb, lc, tb, tc, site = line.split(" ", 4)
+        rows.append((int(lb), int(lc), int(tb), int(tc), site))
+    return rows
+
+
+def cli(*args):
+    return subprocess.run([CLI] + list(args), capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("acct")
+    return run_program(tmp)
+
+
+def test_files(run):
+    names = sorted(os.listdir(run))
+    assert "summary.json" in names and "summary.txt" in names
+    snaps = [n for n in names if n.startswith("snapshot-")]
+    # before, three periodic ones (calls 2, 4, 6 of step), the final one
+    assert sorted(snaps, key=lambda n: int(n.split("-")[1])) == [
+        "snapshot-1-before", "snapshot-2-call-2", "snapshot-3-call-4",
+        "snapshot-4-call-6", "snapshot-5-final"]
+
+
+def test_leak_site_in_final_snapshot(run):
+    rows = snapshot_rows(os.path.join(run, "snapshot-5-final"))
+    leak = [r for r in rows if r[4].split("<-")[0].endswith(":leak_it")]
+    assert len(leak) == 1, rows[:5]
+    live_bytes, live_count = leak[0][0], leak[0][1]
+    assert LEAK <= live_bytes <= LEAK + HEADER_TOLERANCE
+    assert live_count >= 1
+    # the biggest live site of the run is the leak
+    assert rows[0] == leak[0]
+    # the churn site allocated 10 x 100 KB and kept none of it
+    churn = [r for r in rows if ":churn" in r[4].split("<-")[0]]
+    assert churn
+    assert churn[0][0] < HEADER_TOLERANCE
+    assert N_CHURN * CHURN <= churn[0][2] <= N_CHURN * CHURN + N_CHURN * HEADER_TOLERANCE
+
+
+def test_leak_absent_before(run):
+    rows = snapshot_rows(os.path.join(run, "snapshot-1-before"))
+    assert not [r for r in rows if "leak_it" in r[4]]
+
+
+def test_histogram_bins_exact(run):
+    with open(os.path.join(run, "summary.json")) as f:
+        s = json.load(f)
+    churner = [t for t in s["threads"] if t["name"] == "churner"]
+    assert len(churner) == 1
+    # The churn thread's only allocations in [64 KiB, 128 KiB) are the planted ones.
+    assert churner[0]["hist_alloc"][CHURN_BIN] == N_CHURN
+    assert churner[0]["hist_free"][CHURN_BIN] == N_CHURN
+    leaker = [t for t in s["threads"] if t["name"] == "leaker"][0]
+    assert leaker["hist_alloc"][LEAK.bit_length()] == 1
+    assert leaker["hist_free"][LEAK.bit_length()] == 0
+    proc = s["process"]
+    assert proc["hist_alloc"][CHURN_BIN] >= N_CHURN
+    assert sum(proc["hist_alloc"]) == proc["alloc_calls"]
+    assert sum(proc["hist_free"]) == proc["free_calls"]
+
+
+def test_summary_figures(run):
+    with open(os.path.join(run, "summary.json")) as f:
+        s = json.load(f)
+    proc = s["process"]
+    planted = LEAK + N_CHURN * CHURN + 5_000_000 + 3_000_000
+    assert proc["total_requested_bytes"] >= planted
+    assert proc["live_bytes"] >= LEAK
+    assert proc["live_bytes"] == proc["total_requested_bytes"] - proc["freed_bytes"] or \
+        proc["live_bytes"] <= proc["total_requested_bytes"] - proc["freed_bytes"]
+    assert proc["peak_bytes"] >= 5_000_000 + LEAK
+    assert proc["alloc_calls"] >= 1 + N_CHURN + 2
+    leaker = [t for t in s["threads"] if t["name"] == "leaker"][0]
+    assert LEAK <= leaker["live_bytes"] <= LEAK + PEAK_TOLERANCE
+    churner = [t for t in s["threads"] if t["name"] == "churner"][0]
+    assert churner["peak_bytes"] < 2 * CHURN + PEAK_TOLERANCE
+
+
+def test_window_peak(run):
+    with open(os.path.join(run, "summary.json")) as f:
+        s = json.load(f)
+    (w,) = s["windows"]
+    assert w["name"] == "event loop"
+    p = w["process"]
+    # 5 MB, freed, then 3 MB: the peak inside is 5 MB above the level at entry
+    assert abs(p["peak_above_start_bytes"] - 5_000_000) <= PEAK_TOLERANCE
+    assert 8_000_000 <= p["total_requested_bytes"] <= 8_000_000 + PEAK_TOLERANCE
+    assert abs(p["live_bytes"]) < PEAK_TOLERANCE
+    assert p["alloc_calls"] >= 2 and p["free_calls"] >= 2
+
+
+def test_cli_summary_and_hist(run, tmp_path):
+    r = cli("summary", run)
+    assert r.returncode == 0, r.stderr
+    assert "total_requested_bytes" in r.stdout and "churner" in r.stdout
+    r = cli("summary", "--json", run)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["process"]["peak_bytes"] > 0
+    r = cli("hist", run, "-o", str(tmp_path), "--script-only")
+    assert r.returncode == 0, r.stderr
+    assert os.path.exists(tmp_path / "hist.gp") and os.path.exists(tmp_path / "hist.dat")
+    lines = r.stdout.split("\n\nthread churner\n")[1].splitlines()
+    row = [l.split() for l in lines if l.split() and l.split()[0] == str(CHURN_BIN)]
+    assert row == [[str(CHURN_BIN), "64Ki-128Ki", str(N_CHURN), str(N_CHURN)]]
+
+
+def test_cli_diff_shows_the_leak_first(run):
+    r = cli("diff", "--base", os.path.join(run, "snapshot-1-before"), run, "--top", "3")
+    assert r.returncode == 0, r.stderr
+    data = [l for l in r.stdout.splitlines() if not l.startswith("#")][1:]
+    first = data[0].split(None, 5)
+    assert "leak_it" in first[5]
+    assert LEAK <= int(first[0]) <= LEAK + HEADER_TOLERANCE
+
+
+def test_cli_top(run):
+    r = cli("top", run, "--top", "1")
+    assert r.returncode == 0, r.stderr
+    data = [l for l in r.stdout.splitlines() if not l.startswith("#")][1:]
+    assert len(data) == 1 and "leak_it" in data[0]
+    r = cli("top", run, "--sort", "total", "--top", "1")
+    assert r.returncode == 0, r.stderr
+
+
+def test_compressed_outputs(tmp_path):
+    run = run_program(tmp_path, compress=True)
+    names = os.listdir(run)
+    assert "summary.json.gz" in names and "summary.txt.gz" in names
+    assert "snapshot-5-final.gz" in names
+    with gzip.open(os.path.join(run, "snapshot-5-final.gz"), "rt") as f:
+        assert f.readline() == "# threadgraph snapshot 1\n"
+    r = cli("top", os.path.join(run, "snapshot-5-final.gz"), "--top", "1")
+    assert r.returncode == 0 and "leak_it" in r.stdout, r.stderr
+    r = cli("summary", "--json", run)
+    assert r.returncode == 0 and json.loads(r.stdout)["process"]["live_bytes"] >= LEAK
+    r = cli("diff", "--base", os.path.join(run, "snapshot-1-before.gz"), run)
+    assert r.returncode == 0 and "leak_it" in r.stdout.splitlines()[4], r.stdout
+
+
+def test_off_by_default(tmp_path):
+    proc = run_scenario(tmp_path, """
+        from threadgraph import ProcessProfile
+        p = ProcessProfile(default_log_path="out")
+        p.enable()
+        x = [bytearray(1000) for _ in range(10)]
+        try:
+            p.snapshot("x")
+        except RuntimeError as e:
+            print("RAISED", e)
+        p.disable()
+        print(p.output_dir)
+    """)
+    out = proc.stdout.strip().splitlines()
+    assert out[0].startswith("RAISED")
+    names = os.listdir(out[-1])
+    assert not [n for n in names if n.startswith(("summary", "snapshot"))]
+
+
+def test_seconds_schedule_and_bad_arguments(tmp_path):
+    proc = run_scenario(tmp_path, """
+        import time
+        from threadgraph import ProcessProfile
+        def work():
+            return bytearray(10)
+        p = ProcessProfile(default_log_path="out", accounting=True)
+        p.enable()
+        for bad in (dict(every=0, seconds=True), dict(seconds=True, function=work),
+                    dict(every=1)):
+            try:
+                p.snapshot_every(**bad)
+            except (ValueError, TypeError) as e:
+                print("BAD", type(e).__name__)
+        p.snapshot_every(start_after=0, stop_after=0, every=1, seconds=True)
+        end = time.time() + 0.3
+        while time.time() < end:
+            work()
+        p.disable()
+        print(p.output_dir)
+    """)
+    out = proc.stdout.strip().splitlines()
+    assert out[:3] == ["BAD ValueError"] * 3
+    snaps = sorted(n for n in os.listdir(out[-1]) if n.startswith("snapshot-"))
+    assert snaps == ["snapshot-1-t-0s", "snapshot-2-final"]
