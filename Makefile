@@ -59,3 +59,40 @@ test: test-c check-asan test-python
 
 clean:
 	rm -rf $(B) threadgraph/_bin threadgraph/*.so
+
+# --- Reliability and security checks (docs/security.md) ---------------------
+#   make fuzz-smoke        build every libFuzzer target, run each ~20 s (CI)
+#   make check-asan-python recorder tests against an ASan/UBSan build of the extension
+#   make valgrind          valgrind memcheck of every CLI command over the fixtures
+FUZZ_CC       ?= clang
+FUZZ_FLAGS    := -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined \
+		 -fno-sanitize-recover=all
+FUZZ_SRC      := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_TARGETS  := $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC))
+FUZZ_BINS     := $(addprefix $(B)/fuzz/,$(FUZZ_TARGETS))
+FUZZ_SECONDS  ?= 20
+
+.PHONY: fuzz-build fuzz-smoke check-asan-python valgrind
+
+# The thread-name mapping is recorder code but pure C: built alone, no Python.
+$(B)/fuzz/fuzz_names: tests/fuzz/fuzz_names.c tests/fuzz/fuzz_util.h src/recorder/names.c \
+		      src/recorder/names.h src/common/tg_format.h
+	@mkdir -p $(B)/fuzz
+	$(FUZZ_CC) $(WARN) $(FUZZ_FLAGS) -Isrc/common -Isrc/recorder -o $@ $< src/recorder/names.c
+
+$(B)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_util.h $(LIB_SRC) $(HDRS)
+	@mkdir -p $(B)/fuzz
+	$(FUZZ_CC) $(WARN) $(FUZZ_FLAGS) $(INC) -o $@ $< $(LIB_SRC) $(LIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz-smoke: $(FUZZ_BINS)
+	@set -e; for t in $(FUZZ_TARGETS); do sh tests/fuzz/run.sh $$t $(FUZZ_SECONDS); done
+
+check-asan-python:
+	bash tests/asan_python.sh
+
+VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect
+
+valgrind: $(CLI)
+	@bash tests/valgrind_cli.sh "$(VALGRIND)" $(abspath $(CLI))

@@ -1,0 +1,67 @@
+#!/bin/bash
+# tests/valgrind_cli.sh "VALGRIND COMMAND" CLI - every CLI command on the fixture
+# dumps (tests/cli/fixtures) under valgrind memcheck (make valgrind).
+#
+# Each run must exit as it does without valgrind (0, or 1 for the expected
+# error cases) and valgrind must report nothing: its --error-exitcode (99)
+# marks memory errors and definite/indirect leaks.  Graph commands run with
+# --script-only (gnuplot is not ours to check) and write into a temporary
+# directory.  Prints one line per run and a summary; exits 1 if any run failed.
+set -uo pipefail
+
+vg=$1
+cli=$2
+root=$(cd "$(dirname "$0")/.." && pwd)
+fx=$root/tests/cli/fixtures
+tut=$fx/tutorial
+nt=$fx/notime
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+printf '1394031412.5#a.py:3:f\x1b[2J=>409600\n05#b.py:1:g=>-409600\ngarbage\n' > "$tmp/hostile.mem"
+printf '1394031412.0#c.py:1:h\n' > "$tmp/hostile.stack"
+gzip -c "$tut/Thread-7.mem" > "$tmp/Thread-7.mem.gz"
+
+runs=0
+failed=0
+# check EXPECTED_EXIT ARGS...
+check() {
+    local want=$1 rc
+    shift
+    runs=$((runs + 1))
+    $vg "$cli" "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    if [ $rc -ne "$want" ]; then
+        failed=$((failed + 1))
+        echo "FAIL (exit $rc, expected $want): threadgraph $*"
+        tail -n 30 "$tmp/err"
+    else
+        echo "ok   threadgraph $*"
+    fi
+}
+
+o="-o $tmp"
+check 0 peaks --peak=20 --peak_delta_time=0 --peak_delta_value=50 "$tut"/*.mem
+check 0 peaks --json --top=3 --sort=size "$tut"/*.mem "$tmp/Thread-7.mem.gz"
+check 0 --no_time peaks --peak=1 "$nt"/Worker.mem
+check 0 memg --script-only $o --process_rebase=5500 --peak=20 --peak_delta_time=0 \
+    --peak_delta_value=50 --time_from "05/03/2014 14:00" --time_to "05/03/2030" "$tut"/*.mem
+check 0 memg --script-only $o --no_time --cap 100 "$nt"/Worker.mem "$nt"/process.mem
+check 0 memh --script-only $o "$tut"/*.mem "$tut"/*.stack
+check 0 nesting --script-only $o "$tut"/Thread-7.stack
+check 0 --no_time nesting --script-only $o "$nt"/Worker.stack
+check 0 interleave --script-only $o "$tut"/*.mem
+check 0 decorate-stack --prefix=/data/code/thread_graph/examples/ \
+    "$tut"/Thread-7.mem "$tut"/Thread-7.stack 30
+check 0 decorate-stack "$tut"/Thread-7.mem "$tut"/Thread-7.stack \
+    "19: Thread-7>/data/code/thread_graph/examples/main.py:39:doStuff=>167936"
+check 0 peaks --json --peak=1 "$tmp/hostile.mem"
+check 1 decorate-stack "$tmp/hostile.mem" "$tmp/hostile.stack" 1
+check 1 peaks --strict "$tmp/hostile.mem"
+check 1 peaks "$tmp/missing.mem"
+check 1 memg --script-only $o "$tut"/Thread-7.stack
+check 2 peaks --peak=abc "$tut"/Thread-7.mem
+check 0 --help
+check 0 memg --help
+
+echo "valgrind: $runs runs, $((runs - failed)) clean, $failed failed"
+[ $failed -eq 0 ]
