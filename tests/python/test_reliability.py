@@ -782,3 +782,37 @@ print(p.output_dir)
     assert os.stat(str(tmp_path / "deep" / "base")).st_mode & 0o777 == 0o750
     for f in os.listdir(run_dir):
         assert os.stat(os.path.join(run_dir, f)).st_mode & 0o777 == 0o640, f
+
+
+def test_hostile_code_names_stay_on_one_line(tmp_path):
+    """FILE and FUNCTION come from the program too: a code object's name or file
+    name with a newline or an escape sequence still gives one parsable line, and
+    the CLI prints it escaped."""
+    proc = run_py(tmp_path, PRELUDE + r"""
+src = "def f():\n    return [0] * 10\n"
+ns = {}
+exec(compile(src, "evil\nfile\x1b]0;pwned\x07.py", "exec"), ns)
+f = ns["f"]
+f.__code__ = f.__code__.replace(co_name="bad\nname\x1b[2J\r")
+p = ProcessProfile(default_log_path="out")
+p.trackStack()
+p.enable()
+for _ in range(3):
+    f()
+p.disable()
+print(p.output_dir)
+""")
+    run_dir = proc.stdout.strip()
+    mem = os.path.join(run_dir, "MainThread.mem")
+    recs = whole_lines(mem, MEM_RE)
+    evil = [m for m in recs if m.group(4).startswith("bad")]
+    assert len(evil) == 3
+    assert evil[0].group(4) == "bad\\x0aname\\x1b[2J\\x0d"
+    assert evil[0].group(2) == "evil\\x0afile\\x1b]0;pwned\\x07.py"
+    check_pairing(os.path.join(run_dir, "MainThread.stack"), mem)
+    cli = find_cli()
+    if cli is None:
+        pytest.skip("threadgraph CLI not built")
+    r = subprocess.run([cli, "peaks", "--peak=0", "--json", mem], capture_output=True,
+                       timeout=60)
+    assert r.returncode == 0 and b"\x1b" not in r.stdout + r.stderr
