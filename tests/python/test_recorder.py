@@ -581,3 +581,97 @@ stack = streams[(threading.get_ident(), "stack")].getvalue()
 assert "work=>" in mem and ":work\\n" in stack, (mem, stack)
 assert sorted(os.listdir(p.output_dir)) == ["process.mem", "runinfo.json"]
 """)
+
+
+def test_blocks_from_before_enable_count_zero_when_freed(tmp_path):
+    run_scenario(tmp_path, PRELUDE + """
+gc.disable()
+old = [bytearray(%d)]
+def drop_old():
+    old.pop()
+def make_and_drop():
+    b = bytearray(%d)
+    del b
+p = ProcessProfile(default_log_path="out", profile="python")
+p.enable()
+drop_old()
+make_and_drop()
+p.disable()
+""" % (BIG, BIG))
+    main = parse_mem(os.path.join(only_dir(tmp_path / "out"), "MainThread.mem"))
+    (dropped,) = deltas(main, "drop_old")
+    (both,) = deltas(main, "make_and_drop")
+    # The pre-existing block is unknown to the recorder: its free counts 0.
+    assert abs(dropped) <= TEMPORARY_TOLERANCE, dropped
+    assert abs(both) <= TEMPORARY_TOLERANCE, both
+
+
+def test_write_failure_stops_the_stream_and_warns(tmp_path):
+    proc = run_scenario(tmp_path, PRELUDE + """
+import resource, signal, warnings
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # write(2) then fails with EFBIG
+def work():
+    return 1
+p = ProcessProfile(default_log_path="out", profile="python")
+p.enable()
+resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))
+for _ in range(2000):   # more than 4096 bytes of records
+    work()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    p.disable()
+resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+for w in caught:
+    print(w.category.__name__, w.message)
+""")
+    out = proc.stdout
+    assert "RuntimeWarning" in out and "MainThread.mem" in out and "errno 27" in out, out
+    # Written up to the limit (the last line may be cut there), nothing after.
+    with open(os.path.join(only_dir(tmp_path / "out"), "MainThread.mem")) as f:
+        lines = f.read().split("\n")
+    assert 0 < sum(len(l) + 1 for l in lines) - 1 <= 4096
+    assert all(MEM_RE.match(l) for l in lines[:-1])
+
+
+def test_interpreter_exit_flushes_without_disable(tmp_path):
+    run_scenario(tmp_path, PRELUDE + """
+def work():
+    return 1
+def worker():
+    work()
+p = ProcessProfile(default_log_path="out", profile="python")
+p.trackStack()
+p.enable()
+t = threading.Thread(target=worker, name="w")
+t.start(); t.join()
+work()
+# no disable(): the atexit hook stops the profiler and flushes
+""")
+    run_dir = only_dir(tmp_path / "out")
+    main = parse_mem(os.path.join(run_dir, "MainThread.mem"))
+    assert deltas(main, "work")
+    assert deltas(parse_mem(os.path.join(run_dir, "w.mem")), "work")
+    assert load_runinfo(run_dir)["end_time"] is not None
+
+
+def test_api_aliases_and_argument_checks(tmp_path):
+    import threadgraph
+    from threadgraph import ProcessProfile
+    assert threadgraph.__version__ == "0.1.0"
+    pairs = [("setFilter", "set_filter"), ("enableForkedProfile", "enable_forked_profile"),
+             ("disableForkedProfile", "disable_forked_profile"), ("trackStack", "track_stack"),
+             ("trackMemory", "track_memory"), ("trackSleeps", "track_sleeps"),
+             ("logTimestamps", "log_timestamps"),
+             ("setProcessMemoryFrequence", "set_process_memory_frequence"),
+             ("setProcessMemoryFrequence", "set_process_memory_frequency"),
+             ("addSleepTrigger", "add_sleep_trigger")]
+    for camel, snake in pairs:
+        assert getattr(ProcessProfile, camel) is getattr(ProcessProfile, snake)
+    for bad in (dict(profile="java"), dict(memory="heap")):
+        with pytest.raises(ValueError):
+            ProcessProfile(**bad)
+    p = ProcessProfile(default_log_path=str(tmp_path))
+    assert p.output_dir == os.path.join(str(tmp_path), str(os.getpid()))
+    assert not p.enabled
+    p.disable()   # not enabled: nothing happens
+    assert not os.listdir(str(tmp_path))
