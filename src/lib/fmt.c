@@ -121,13 +121,23 @@ int tg_fputs_safe(FILE *f, const char *s, size_t len)
 	size_t i, start = 0;
 
 	for (i = 0; i < len; i++) {
-		if (!TG_NEEDS_ESCAPE(s[i]))
+		unsigned char c = (unsigned char)s[i];
+		size_t n = 0;
+
+		if (TG_NEEDS_ESCAPE(c))
+			n = 1;
+		else if (c == 0xc2 && i + 1 < len && (unsigned char)s[i + 1] >= 0x80 &&
+			 (unsigned char)s[i + 1] <= 0x9f)
+			n = 2; /* U+0080-U+009F, the C1 controls: U+009B is CSI to some terminals */
+		if (!n)
 			continue;
 		if (i > start && fwrite(s + start, 1, i - start, f) != i - start)
 			return EOF;
-		if (fprintf(f, "\\x%02x", (unsigned char)s[i]) < 0)
-			return EOF;
-		start = i + 1;
+		for (size_t k = 0; k < n; k++)
+			if (fprintf(f, "\\x%02x", (unsigned char)s[i + k]) < 0)
+				return EOF;
+		start = i + n;
+		i += n - 1;
 	}
 	if (len > start && fwrite(s + start, 1, len - start, f) != len - start)
 		return EOF;

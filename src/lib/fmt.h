@@ -29,8 +29,9 @@ size_t tg_fmt_milli(char *buf, long long m);
 size_t tg_fmt_pyfloat(char *buf, double v);
 
 /*
- * Writes len bytes of dump text to f with bytes below 0x20 and 0x7f as \xHH, so
- * text from a dump cannot carry terminal escape sequences.  Returns 0 or EOF.
+ * Writes len bytes of dump text to f with bytes below 0x20 and 0x7f, and the
+ * UTF-8 C1 controls U+0080-U+009F (C2 80-C2 9F), as \xHH, so text from a dump
+ * cannot carry terminal escape sequences.  Returns 0 or EOF.
  */
 int tg_fputs_safe(FILE *f, const char *s, size_t len);
 

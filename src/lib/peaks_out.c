@@ -55,7 +55,12 @@ int tg_json_string(FILE *f, const char *s, size_t len)
 		} else if (u[i] < 0x20 || u[i] == 0x7f) {
 			fprintf(f, "\\u%04x", u[i]);
 			i++;
-		} else if ((l = json_utf8_len(u + i, len - i))) {
+		} else if ((l = json_utf8_len(u + i, len - i)) == 2 && u[i] == 0xc2 &&
+			   u[i + 1] <= 0x9f) {
+			/* C1 controls (U+0080-U+009F; U+009B is CSI): escaped like C0 */
+			fprintf(f, "\\u%04x", u[i + 1]);
+			i += 2;
+		} else if (l) {
 			fwrite(u + i, 1, l, f);
 			i += l;
 		} else {
