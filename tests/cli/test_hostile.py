@@ -9,13 +9,14 @@ and runs nothing through gnuplot.  docs/security.md lists what is checked where.
 import gzip
 import json
 import os
+import re
 import subprocess
 
 import pytest
 
 from conftest import CLI, needs_gnuplot
 
-ESC_NAMES = ["\x1b]0;pwned\x07", "\x1b[31m", "\x1b[2J\x1b[H", "a\rb\x7f"]
+ESC_NAMES = ["\x1b]0;pwned\x07", "\x1b[31m", "\x1b[2J\x1b[H", "a\rb\x7f", "\u009b31m\u0085"]
 GRAPHS = ["memg", "memh", "nesting", "interleave"]
 
 
@@ -32,11 +33,16 @@ def assert_exit_ok_or_error(r):
     assert r.returncode in (0, 1), (r.returncode, r.stderr[-2000:])
 
 
+C1_UTF8 = re.compile(b"\xc2[\x80-\x9f]")
+
+
 def assert_no_raw_controls(r):
-    """Neither stream holds a control byte other than newline and tab."""
+    """Neither stream holds a control byte other than newline and tab, nor a
+    UTF-8 C1 control (U+0080-U+009F: U+009B is CSI to some terminals)."""
     for name, data in (("stdout", r.stdout), ("stderr", r.stderr)):
         bad = sorted({b for b in data if (b < 0x20 and b not in (9, 10)) or b == 0x7f})
         assert not bad, "%s holds raw control bytes %r: %r" % (name, bad, data[-500:])
+        assert not C1_UTF8.search(data), "%s holds a raw C1 control: %r" % (name, data[-500:])
 
 
 def write(path, data):
@@ -59,7 +65,7 @@ def hostile_dir(tmp_path, name):
     return d, mem, stack, proc
 
 
-@pytest.mark.parametrize("name", ESC_NAMES, ids=["osc-title", "sgr", "clear", "cr-del"])
+@pytest.mark.parametrize("name", ESC_NAMES, ids=["osc-title", "sgr", "clear", "cr-del", "c1"])
 def test_every_command_escapes_dump_text(tmp_path, name):
     d, mem, stack, proc = hostile_dir(tmp_path, name)
     out = tmp_path / "out"
@@ -76,7 +82,8 @@ def test_every_command_escapes_dump_text(tmp_path, name):
     # the peak's text is shown, escaped
     r = run("peaks", "--peak=1", mem)
     esc = name.replace("\x1b", "\\x1b").replace("\x07", "\\x07").replace(
-        "\r", "\\x0d").replace("\x7f", "\\x7f")
+        "\r", "\\x0d").replace("\x7f", "\\x7f").replace(
+        "\u009b", "\\xc2\\x9b").replace("\u0085", "\\xc2\\x85")
     assert esc.encode("utf-8") in r.stdout
 
 

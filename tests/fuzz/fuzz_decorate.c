@@ -5,8 +5,8 @@
  * Input layout: EVENT '\0' MEM '\0' STACK (missing parts are empty).  EVENT is a
  * line number or line text, as on the command line.
  * Properties: no sanitizer report; the output (dump text) holds no control
- * byte but '\n' and no DEL, so it cannot drive a terminal; a failed run sets a
- * message.
+ * byte but '\n', no DEL and no UTF-8 C1 control, so it cannot drive a terminal;
+ * a failed run sets a message.
  */
 #include "fuzz_util.h"  /* first: it defines _GNU_SOURCE */
 #include "decorate.h"
@@ -51,6 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		unsigned char c = (unsigned char)out[i];
 		FZ_ASSERT(c == '\n' || (c >= 0x20 && c != 0x7f));
 	}
+	FZ_ASSERT(!fz_has_c1(out, outlen));
 	free(out);
 	free(event);
 	fz_file_close(&fm);

@@ -6,7 +6,8 @@
  * The first input byte picks options (timestamps or not, thresholds, --top);
  * the rest is the dump.  Properties: no sanitizer report; the text output holds
  * no control byte but tab and newline; the JSON output holds no control byte
- * but newline and its brackets balance outside strings.
+ * but newline, its brackets balance outside strings and every "time" is a JSON
+ * number; neither holds a UTF-8 C1 control.
  */
 #include "fuzz_util.h"  /* first: it defines _GNU_SOURCE */
 #include "dumpfile.h"
@@ -74,6 +75,7 @@ static void fz_check_text(const char *s, size_t n, int json)
 		else if (c == ']' || c == '}')
 			FZ_ASSERT(--depth >= 0);
 	}
+	FZ_ASSERT(!fz_has_c1(s, n));
 	if (json) {
 		FZ_ASSERT(depth == 0 && !in_str);
 		fz_check_json_times(s, n);

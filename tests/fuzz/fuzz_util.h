@@ -87,4 +87,15 @@ static inline int fz_within(const char *p, size_t len, const char *base, size_t 
 	return p >= base && len <= n && (size_t)(p - base) <= n - len;
 }
 
+/* Non-zero when s[0..n) holds a UTF-8 C1 control (U+0080-U+009F: C2 80-C2 9F),
+ * which some terminals take as CSI and friends. */
+static inline int fz_has_c1(const char *s, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i++)
+		if ((unsigned char)s[i] == 0xc2 && (unsigned char)s[i + 1] >= 0x80 &&
+		    (unsigned char)s[i + 1] <= 0x9f)
+			return 1;
+	return 0;
+}
+
 #endif

@@ -82,6 +82,7 @@ def main():
     write("fuzz_peaks", "notime", b"\x03" + read("notime", "Worker.mem"))
     # regression: TIME "05" was copied into --json as a number with a leading zero
     write("fuzz_peaks", "regress-json-time", b"\x00" + b"05#a:1:f=>999999\n007.5#a:1:f=>-999999\n")
+    write("fuzz_peaks", "c1-controls", b"\x00" + b"1#a\xc2\x9b.py:1:f\xc2\x85=>999999\n")
     write("fuzz_peaks", "thread6", b"\x1e" + read("tutorial", "Thread-6.mem"))
 
 
