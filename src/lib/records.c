@@ -109,6 +109,30 @@ static inline uint64_t rec_le64_digits(uint64_t v)
 }
 
 /*
+ * How many of the last bytes of v (the 8 bytes read before some point) are ASCII
+ * digits, counting back from that point: 0 to 8.  Exact for any byte values.
+ */
+static inline int rec_le64_trailing_digits(uint64_t v)
+{
+	uint64_t x = (v & 0xF0F0F0F0F0F0F0F0ULL) ^ 0x3030303030303030ULL;
+	uint64_t y = ((v & 0x0F0F0F0F0F0F0F0FULL) + 0x0606060606060606ULL) &
+		     0xF0F0F0F0F0F0F0F0ULL;
+	uint64_t z = x | y; /* a byte is zero iff it is a digit */
+	uint64_t m = (((z & 0x7F7F7F7F7F7F7F7FULL) + 0x7F7F7F7F7F7F7F7FULL) | z) &
+		     0x8080808080808080ULL;
+
+	return m ? __builtin_clzll(m) / 8 : 8;
+}
+
+/* The value of the last nd (1..7) digits of v, as rec_le64_trailing_digits counted. */
+static inline uint64_t rec_le64_last_digits(uint64_t v, int nd)
+{
+	uint64_t keep = ~0ULL << (8 * (8 - nd));
+
+	return rec_le64_digits((v & keep) | (0x3030303030303030ULL & ~keep));
+}
+
+/*
  * The common case of "[TIME#]": digits, '.', digits, '#', parsed in one pass.
  * Returns 1 and advances *s past the '#', or 0 (nothing changed) so that the
  * general code decides (and names the error).
@@ -236,6 +260,21 @@ static int mem_tail_fast(struct tg_memrec *r, const char *s, size_t len)
 	unsigned long line = 0, lmul = 1;
 	int nd = 0;
 
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* DELTA's digits without a loop (SWAR); 8 digits or more take the loop */
+	if (len >= 16) {
+		uint64_t v;
+		memcpy(&v, p - 8, 8);
+		nd = rec_le64_trailing_digits(v);
+		if (nd && nd < 8) {
+			x = rec_le64_last_digits(v, nd);
+			p -= nd;
+		} else {
+			nd = 0;
+		}
+	}
+	if (!nd)
+#endif
 	while (p > s && (unsigned)(p[-1] - '0') < 10 && nd < 18) {
 		x += (unsigned long long)(p[-1] - '0') * mul;
 		mul *= 10;
@@ -244,10 +283,10 @@ static int mem_tail_fast(struct tg_memrec *r, const char *s, size_t len)
 	}
 	if (!nd || p - s < 2)
 		return 0;
-	if (p[-1] == '-' || p[-1] == '+') {
-		if (p[-1] == '-')
-			x = 0 - x;
-		p--;
+	{ /* branch-free: signs are random, a branch would mispredict */
+		int neg = p[-1] == '-', sign = neg | (p[-1] == '+');
+		x = neg ? 0 - x : x;
+		p -= sign;
 	}
 	if (p - s < 2 || p[-1] != '>' || p[-2] != '=')
 		return 0;
@@ -273,6 +312,21 @@ static int mem_tail_fast(struct tg_memrec *r, const char *s, size_t len)
 		return 0;
 	c2 = p - 1;
 	nd = 0;
+	p = c2;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	if (c2 - s >= 9) {
+		uint64_t v;
+		memcpy(&v, c2 - 8, 8);
+		nd = rec_le64_trailing_digits(v);
+		if (nd && nd < 8) {
+			line = (unsigned long)rec_le64_last_digits(v, nd);
+			p = c2 - nd;
+		} else {
+			nd = 0;
+		}
+	}
+	if (!nd)
+#endif
 	for (p = c2; p > s && (unsigned)(p[-1] - '0') < 10 && nd < 9; p--, nd++) {
 		line += (unsigned long)(p[-1] - '0') * lmul;
 		lmul *= 10;

@@ -43,6 +43,52 @@ static void test_mem_weird_names(void)
 	CHECK_MEM(r.func.s, r.func.len, "<lambda>");
 }
 
+/* The SWAR fast paths and their fallbacks give the general parser's results. */
+static void test_mem_digit_paths(void)
+{
+	struct tg_memrec r;
+	static const char *const deltas[] = {
+		"0", "7", "-7", "+7", "1234567", "-1234567", "12345678", "-12345678",
+		"123456789012345678", "-99999999", "00000001",
+	};
+	static const long long values[] = {
+		0, 7, -7, 7, 1234567, -1234567, 12345678, -12345678,
+		123456789012345678LL, -99999999, 1,
+	};
+	static const char *const lines[] = { "1", "1234567", "12345678", "123456789" };
+	static const unsigned long lvalues[] = { 1, 1234567, 12345678, 123456789 };
+	char buf[256];
+
+	for (size_t i = 0; i < sizeof(deltas) / sizeof(deltas[0]); i++)
+		for (size_t j = 0; j < sizeof(lines) / sizeof(lines[0]); j++) {
+			int n = snprintf(buf, sizeof(buf), "1763766000.000054#/usr/lib/x.py:%s:fn=>%s",
+					 lines[j], deltas[i]);
+			CHECK(!tg_memrec_parse(&r, buf, (size_t)n, 1));
+			CHECK_INT(r.delta, values[i]);
+			CHECK_INT(r.line, lvalues[j]);
+			CHECK_MEM(r.func.s, r.func.len, "fn");
+			CHECK_MEM(r.file.s, r.file.len, "/usr/lib/x.py");
+			/* short lines take the scalar paths */
+			n = snprintf(buf, sizeof(buf), "a:%s:f=>%s", lines[j], deltas[i]);
+			CHECK(!tg_memrec_parse(&r, buf, (size_t)n, 0));
+			CHECK_INT(r.delta, values[i]);
+			CHECK_INT(r.line, lvalues[j]);
+		}
+	/* too many digits, bytes >= 0x80 next to digits, a sign without digits */
+	CHECK_STR(tg_memrec_parse(&r, S("1.5#/usr/lib/x.py:1:f=>1234567890123456789"), 1),
+		  "bad memory delta");
+	CHECK_STR(tg_memrec_parse(&r, S("1.5#/usr/lib/x.py:1234567890:f=>1"), 1),
+		  "bad line number");
+	CHECK_STR(tg_memrec_parse(&r, S("1.5#/usr/lib/x\xff.py:1:f=>\xb9\xb0"), 1),
+		  "bad memory delta");
+	CHECK_STR(tg_memrec_parse(&r, S("1.5#/usr/lib/x.py:1:f=>-"), 1), "bad memory delta");
+	CHECK_STR(tg_memrec_parse(&r, S("1.5#/usr/lib/x.py:1\xb1:f=>5"), 1), "bad line number");
+	CHECK(!tg_memrec_parse(&r, S("1.5#/usr/lib/x.py:1:\xb1\xb2=>5"), 1));
+	CHECK_MEM(r.func.s, r.func.len, "\xb1\xb2");
+	CHECK(!tg_memrec_parse(&r, S("1.5#/usr/lib/x.py:1:a_very_long_function_name_here=>5"), 1));
+	CHECK_MEM(r.func.s, r.func.len, "a_very_long_function_name_here");
+}
+
 static void test_mem_no_time(void)
 {
 	struct tg_memrec r;
@@ -124,6 +170,7 @@ int main(void)
 	test_mem_plain();
 	test_mem_weird_names();
 	test_mem_no_time();
+	test_mem_digit_paths();
 	test_mem_malformed();
 	test_stack();
 	test_proc();
