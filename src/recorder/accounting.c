@@ -1120,6 +1120,14 @@ tg_acct_stop(void)
     tg_sched.active = 0;
 }
 
+void
+tg_acct_fork_child(void)
+{
+    atomic_store(&tg_acct_on, 0);
+    tg_sched.active = 0;
+    tg_acct_had_run = 0;
+}
+
 int
 tg_acct_was_on(void)
 {

@@ -66,6 +66,9 @@ void tg_acct_stop(void);
 /* After tg_acct_stop: final snapshot and summary.json/summary.txt (GIL).
  * R gives thread names.  Returns 0 or -1 with a Python exception. */
 int tg_acct_finish(struct tg_recorder *r);
+/* In a forked child (GIL): stop accounting and forget the inherited run, so
+ * that the child writes no summary or snapshot into the parent's directory. */
+void tg_acct_fork_child(void);
 /* Whether the last run had accounting (for the Python layer). */
 int tg_acct_was_on(void);
 

@@ -52,13 +52,14 @@ tg_entry_word(size_t size)
 }
 
 /* Size of a removed block from its table word; accounting credits its site
- * (and, if COUNT_THREAD, the freeing thread). */
+ * (and, if COUNT_THREAD, the freeing thread).  Masked even when accounting is
+ * off: a forked child stops accounting but inherits the parent's entries. */
 static inline size_t
 tg_entry_free(size_t word, int count_thread)
 {
     if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
         return tg_acct_free(word, count_thread);
-    return word;
+    return TG_ACCT_ENTRY_SIZE(word);
 }
 
 static void *

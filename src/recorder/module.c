@@ -395,6 +395,7 @@ tg_rec_fork_child(struct tg_recorder_object *self, PyObject *args)
         return NULL;
     if (!self->r.active)
         Py_RETURN_NONE;
+    tg_acct_fork_child();  /* the parent's figures are not the child's */
     if (outdir == NULL) {
         tg_fork_child_stop(self);
         Py_RETURN_NONE;

@@ -275,3 +275,32 @@ def test_seconds_schedule_and_bad_arguments(tmp_path):
     assert out[:3] == ["BAD ValueError"] * 3
     snaps = sorted(n for n in os.listdir(out[-1]) if n.startswith("snapshot-"))
     assert snaps == ["snapshot-1-t-0s", "snapshot-2-final"]
+
+
+def test_forked_child_does_no_accounting(tmp_path):
+    proc = run_scenario(tmp_path, """
+        import os
+        from threadgraph import ProcessProfile
+        KEEP = []
+        def leak_it():
+            KEEP.append(bytearray(1_000_000))
+        p = ProcessProfile(default_log_path="out", accounting=True)
+        p.enableForkedProfile()
+        p.enable()
+        pid = os.fork()
+        if pid == 0:
+            leak_it()
+            p.disable()
+            print("CHILD", p.output_dir, flush=True)
+            os._exit(0)
+        os.waitpid(pid, 0)
+        leak_it()
+        p.disable()
+        print("PARENT", p.output_dir)
+    """)
+    dirs = dict(l.split(" ", 1) for l in proc.stdout.splitlines())
+    assert not [n for n in os.listdir(dirs["CHILD"]) if n.startswith(("summary", "snapshot"))]
+    names = os.listdir(dirs["PARENT"])
+    assert "summary.json" in names and "snapshot-1-final" in names
+    rows = snapshot_rows(os.path.join(dirs["PARENT"], "snapshot-1-final"))
+    assert [r for r in rows if r[4].split("<-")[0].endswith(":leak_it") and r[0] >= LEAK]
