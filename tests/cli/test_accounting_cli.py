@@ -1,0 +1,145 @@
+"""threadgraph summary, hist, top and diff on small accounting fixtures
+(tests/cli/fixtures/accounting: two snapshots, one gzip-compressed, a summary)."""
+import gzip
+import os
+import re
+
+import pytest
+
+from conftest import FIXTURES, HAVE_GNUPLOT, REPO
+
+ACC = os.path.join(FIXTURES, "accounting")
+BEFORE = os.path.join(ACC, "snapshot-1-before")
+FINAL = os.path.join(ACC, "snapshot-2-final")
+LEAK_SITE = "/app/leak.py:3:leak it<-/app/main.py:1:main"
+COMMANDS = ["summary", "hist", "top", "diff"]
+OPT = re.compile(r"(?<![\w-])--[a-z][a-z_-]*[a-z]")
+
+
+def rows(text):
+    return [l.split(None, 4) if not l.startswith(" ") else l.split(None, 4)
+            for l in text.splitlines() if l and not l.startswith("#")][1:]
+
+
+def test_top_live_and_total(tg):
+    r = tg("top", FINAL)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[0] == (
+        "# %s label final: 4 sites, live 1004500 bytes, allocated 2110000 bytes" % FINAL)
+    data = [l.split(None, 4) for l in r.stdout.splitlines()[2:]]
+    assert data[0] == ["1000057", "2", "1000057", "2", LEAK_SITE]
+    assert [d[0] for d in data] == ["1000057", "2500", "1000", "943"]
+    r = tg("top", "--sort", "total", "--top", "1", FINAL)
+    assert r.returncode == 0, r.stderr
+    data = [l.split(None, 4) for l in r.stdout.splitlines()[2:]]
+    assert data == [["943", "1", "1100443", "26", "/app/churn.py:5:churn<-/app/main.py:1:main"]]
+
+
+def test_top_reads_gzip_and_run_dirs(tg, tmp_path):
+    plain = tg("top", FINAL).stdout.splitlines()[1:]
+    assert tg("top", os.path.join(ACC, "final.gz")).stdout.splitlines()[1:] == plain
+    assert tg("top", ACC).stdout.splitlines()[1:] == plain
+    # a run directory whose only snapshots are compressed
+    with open(BEFORE, "rb") as f:
+        (tmp_path / "snapshot-1-x.gz").write_bytes(gzip.compress(f.read()))
+    r = tg("top", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "snapshot-1-x.gz label before" in r.stdout
+
+
+def test_diff_largest_growth_first(tg):
+    r = tg("diff", "--base", BEFORE, FINAL)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[2] == "# growth: +1001500 bytes live, +2101000 bytes allocated"
+    data = [l.split(None, 5) for l in lines[4:]]
+    assert data == [
+        ["+1000057", "+2", "0", "1000057", "+1000057", LEAK_SITE],
+        ["+943", "+1", "0", "943", "+1100443", "/app/churn.py:5:churn<-/app/main.py:1:main"],
+        ["+500", "+1", "2000", "2500", "+500", "<no python frame>"],
+    ]
+    r = tg("diff", "--base", BEFORE, ACC, "--top", "1")
+    assert [l.split(None, 5)[5] for l in r.stdout.splitlines()[4:]] == [LEAK_SITE]
+    # the other way round the leak is the largest shrink: last
+    r = tg("diff", "--base", FINAL, BEFORE)
+    assert r.stdout.splitlines()[-1].split(None, 5)[5] == LEAK_SITE
+
+
+def test_summary_table_and_json(tg):
+    r = tg("summary", ACC)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["total_requested_bytes", "freed_bytes", "alloc_calls",
+                                "free_calls", "live_bytes", "peak_bytes"]
+    assert lines[1].split() == ["process", "2110000", "1105500", "70", "54", "1004500", "5005000"]
+    assert lines[2].split() == ["thread", "leaker", "1000057", "0", "2", "0", "1000057", "1000057"]
+    assert lines[3].split() == ["window", "event", "loop", "8000000", "8000000", "2", "2", "0",
+                                "5005000"]
+    r = tg("summary", "--json", ACC)
+    assert r.returncode == 0, r.stderr
+    assert '"peak_bytes": 5005000' in r.stdout
+
+
+def test_hist_table(tg, tmp_path):
+    r = tg("hist", "--no-graph", ACC)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[:5] == [
+        "process",
+        " BIN SIZE              ALLOCATIONS          FREES",
+        "   6 32-63                      59             44",
+        "  17 64Ki-128Ki                 10             10",
+        "  20 512Ki-1024Ki                1              0",
+    ]
+    assert "thread leaker" in r.stdout
+    r = tg("hist", "--script-only", "-o", str(tmp_path), ACC)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "hist.dat").read_text().splitlines() == [
+        "6 32-63 59 44", "7 64-127 NaN NaN", "8 128-255 NaN NaN", "9 256-511 NaN NaN",
+        "10 512-1023 NaN NaN", "11 1Ki-2Ki NaN NaN", "12 2Ki-4Ki NaN NaN",
+        "13 4Ki-8Ki NaN NaN", "14 8Ki-16Ki NaN NaN", "15 16Ki-32Ki NaN NaN",
+        "16 32Ki-64Ki NaN NaN", "17 64Ki-128Ki 10 10", "18 128Ki-256Ki NaN NaN",
+        "19 256Ki-512Ki NaN NaN", "20 512Ki-1024Ki 1 NaN"]
+    assert "plot 'hist.dat'" in (tmp_path / "hist.gp").read_text()
+
+
+@pytest.mark.skipif(not HAVE_GNUPLOT, reason="gnuplot not installed")
+def test_hist_graph(tg, tmp_path):
+    r = tg("hist", "-o", str(tmp_path), ACC)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "hist.svg").stat().st_size > 0
+
+
+def test_bad_input(tg, tmp_path):
+    assert tg("top").returncode == 2
+    assert tg("diff", FINAL).returncode == 2
+    assert tg("top", "--sort", "size", FINAL).returncode == 2
+    r = tg("top", str(tmp_path))
+    assert r.returncode == 1 and "no snapshot" in r.stderr
+    r = tg("summary", str(tmp_path))
+    assert r.returncode == 1 and "no summary.txt" in r.stderr
+    (tmp_path / "x").write_text("hello\n")
+    r = tg("top", str(tmp_path / "x"))
+    assert r.returncode == 1 and "not a threadgraph snapshot" in r.stderr
+    bad = tmp_path / "snapshot-1-bad"
+    bad.write_text("# threadgraph snapshot 1\n12 x 3 4 site\n5 1 5 1 ok site\n")
+    r = tg("top", str(bad))
+    assert r.returncode == 0 and "ok site" in r.stdout and "warning" in r.stderr
+    r = tg("top", "--strict", str(bad))
+    assert r.returncode == 1
+
+
+def sections():
+    with open(os.path.join(REPO, "docs", "cli.md")) as f:
+        text = f.read()
+    parts = re.split(r"^## ", text, flags=re.M)
+    return {p.split("\n", 1)[0].strip(): p for p in parts[1:]}
+
+
+def test_documented_options_in_help(tg):
+    docs = sections()
+    for cmd in COMMANDS:
+        assert cmd in docs, cmd
+        documented = set(OPT.findall(docs[cmd]))
+        in_help = set(OPT.findall(tg(cmd, "--help").stdout))
+        assert documented - in_help == set(), (cmd, documented - in_help)
+        assert in_help - documented - {"--help"} == set(), (cmd, in_help - documented)
