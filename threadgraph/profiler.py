@@ -351,6 +351,13 @@ class ProcessProfile:
         self._start_time = time.time()
         self._rec.fork_child(outdir)
         self._write_runinfo()
+        # A multiprocessing child ends with os._exit(), which skips atexit: have
+        # it disable() (and so flush) through multiprocessing's exit hooks.  The
+        # child clears its finalizers after this hook, then runs its after-fork
+        # callbacks: register from one of those.
+        util = sys.modules.get("multiprocessing.util")
+        if util is not None:
+            util.register_after_fork(self, _mp_child_started)
 
     def __enter__(self) -> "ProcessProfile":
         self.enable()
@@ -421,6 +428,12 @@ def _after_fork_child() -> None:
         profile._after_fork_child()
         if not profile._rec.active:
             _ACTIVE = None
+
+
+def _mp_child_started(profile: ProcessProfile) -> None:
+    if profile._rec.active:
+        util = sys.modules["multiprocessing.util"]
+        util.Finalize(None, profile.disable, exitpriority=-100)
 
 
 def _install_process_hooks() -> None:

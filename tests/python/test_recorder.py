@@ -675,3 +675,53 @@ def test_api_aliases_and_argument_checks(tmp_path):
     assert not p.enabled
     p.disable()   # not enabled: nothing happens
     assert not os.listdir(str(tmp_path))
+
+
+def test_multiprocessing_fork_child_is_flushed(tmp_path):
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork")
+    run_scenario(tmp_path, PRELUDE + """
+import multiprocessing, warnings
+warnings.simplefilter("ignore", DeprecationWarning)
+def child_work():
+    return 3
+def child():
+    child_work()   # then multiprocessing ends the child with os._exit()
+p = ProcessProfile(default_log_path="out", profile="python")
+p.enableForkedProfile()
+p.enable()
+proc = multiprocessing.get_context("fork").Process(target=child)
+proc.start(); proc.join()
+assert proc.exitcode == 0
+p.disable()
+print(proc.pid)
+""")
+    dirs = sorted(os.listdir(str(tmp_path / "out")))
+    assert len(dirs) == 2
+    found = [d for d in dirs
+             if deltas(parse_mem(os.path.join(str(tmp_path / "out"), d, "MainThread.mem")),
+                       "child_work")]
+    assert len(found) == 1
+    info = load_runinfo(os.path.join(str(tmp_path / "out"), found[0]))
+    assert info["end_time"] is not None
+
+
+def test_odd_function_and_file_names_stay_on_one_line(tmp_path):
+    run_scenario(tmp_path, PRELUDE + r"""
+src = "def f():\n    return 1\n"
+ns = {}
+exec(compile(src, "dir/with\nnewline\x7f.py", "exec"), ns)
+f = ns["f"]
+f.__code__ = f.__code__.replace(co_name="a\tb" + "n" * 100000)
+p = ProcessProfile(default_log_path="out", profile="python")
+p.trackStack()
+p.enable()
+f()
+p.disable()
+""")
+    run_dir = only_dir(tmp_path / "out")
+    mem = parse_mem(os.path.join(run_dir, "MainThread.mem"))
+    stack = parse_stack(os.path.join(run_dir, "MainThread.stack"))
+    check_pairing(stack, mem)
+    (rec,) = [m for m in mem if m[2].startswith("a\\x09b")]
+    assert rec[0] == "dir/with\\x0anewline\\x7f.py" and len(rec[2]) == 100000 + 6
