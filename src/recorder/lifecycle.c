@@ -23,6 +23,7 @@
 /* Source of run generations; GIL. */
 static uint64_t tg_gen_counter;
 
+/* Defaults of a new Recorder: the original's settings, nothing open. */
 void
 tg_recorder_init(struct tg_recorder *r)
 {
@@ -39,6 +40,7 @@ tg_recorder_init(struct tg_recorder *r)
     pthread_cond_init(&r->flusher_cond, NULL);
 }
 
+/* Release and free every state of LIST (not reachable by the flusher). */
 static void
 tg_free_states(struct tg_thread **list)
 {
@@ -53,6 +55,7 @@ tg_free_states(struct tg_thread **list)
     *list = NULL;
 }
 
+/* Forget the run's thread table (GIL held, no thread attaching). */
 static void
 tg_free_log(struct tg_recorder *r)
 {
@@ -210,6 +213,7 @@ tg_flusher_stop(struct tg_recorder *r)
 
 /* --- enable / disable ------------------------------------------------------ */
 
+/* Open <outdir>/process.mem if sampling is on.  Returns 0, or -1 with OSError. */
 static int
 tg_open_process_file(struct tg_recorder *r)
 {

@@ -447,6 +447,9 @@ tg_sleep_correction_on(struct tg_recorder *r)
     return r->track_sleeps && r->memory_mode != TG_MEM_THREAD;
 }
 
+/* PyTrace_CALL: a Python frame starts or resumes.  Starts hiding the profiler's
+ * own frames, arms a Python sleep trigger, and opens a recorded call if the
+ * frame passes the filter. */
 static void
 tg_on_py_call(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame)
 {
@@ -471,6 +474,8 @@ tg_on_py_call(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame)
                  info->firstlineno, info->func, info->func_len, 0);
 }
 
+/* PyTrace_RETURN (return, exception or yield): settles a pending Python sleep
+ * trigger and closes the frame's recorded call, writing its .mem line. */
 static void
 tg_on_py_return(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame)
 {
@@ -502,6 +507,8 @@ tg_c_call_passes(struct tg_recorder *r, PyFrameObject *frame)
     return info != NULL && info->pass;
 }
 
+/* PyTrace_C_CALL: arms a C sleep trigger (even when C calls are not recorded)
+ * and opens a recorded C call keyed by the calling frame. */
 static void
 tg_on_c_call(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame, PyObject *arg)
 {
@@ -523,6 +530,8 @@ tg_on_c_call(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame, P
                  name, name_len, 1);
 }
 
+/* PyTrace_C_RETURN / PyTrace_C_EXCEPTION: settles a pending C sleep trigger
+ * (its memory change goes to the thread's correction) and closes the call. */
 static void
 tg_on_c_return(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame, PyObject *arg)
 {
@@ -824,6 +833,7 @@ tg_thread_close(struct tg_recorder *r, struct tg_thread *t)
     tg_writer_release(&t->stack);
 }
 
+/* Free a state whose writers were released; nobody may reach it any more. */
 void
 tg_thread_free(struct tg_thread *t)
 {
