@@ -725,3 +725,26 @@ p.disable()
     check_pairing(stack, mem)
     (rec,) = [m for m in mem if m[2].startswith("a\\x09b")]
     assert rec[0] == "dir/with\\x0anewline\\x7f.py" and len(rec[2]) == 100000 + 6
+
+
+def test_fork_does_not_warn_and_process_file_can_be_off(tmp_path):
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork")
+    run_scenario(tmp_path, PRELUDE + """
+import warnings
+# Python 3.12+ warns when forking a multi-threaded process: the recorder's
+# flusher thread is stopped around fork() so that it never causes that warning.
+warnings.simplefilter("error", DeprecationWarning)
+p = ProcessProfile(default_log_path="out")
+p.setProcessMemoryFrequence(None)
+p.enableForkedProfile()
+p.enable()
+pid = os.fork()
+if pid == 0:
+    p.disable()
+    os._exit(0)
+os.waitpid(pid, 0)
+p.disable()
+for d in os.listdir("out"):
+    assert "process.mem" not in os.listdir(os.path.join("out", d)), d
+""")
