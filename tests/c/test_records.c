@@ -89,6 +89,31 @@ static void test_mem_digit_paths(void)
 	CHECK_MEM(r.func.s, r.func.len, "a_very_long_function_name_here");
 }
 
+/* Every length of fraction (SWAR and loop paths) reads back as strtod does. */
+static void test_time_fraction_paths(void)
+{
+	static const char *const fracs[] = {
+		"", ".", ".4", ".45", ".456789", ".4567890", ".45678901", ".456789012345678901",
+		".0000001", ".9999999",
+	};
+	static const char *const ints[] = { "1394031433", "7", "123456789012" };
+	struct tg_memrec r;
+	char buf[128];
+
+	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
+		for (size_t j = 0; j < sizeof(fracs) / sizeof(fracs[0]); j++) {
+			int n = snprintf(buf, sizeof(buf), "%s%s#m.py:1:f=>2", ints[i], fracs[j]);
+			double want;
+			CHECK(!tg_memrec_parse(&r, buf, (size_t)n, 1));
+			CHECK_INT(r.time.text.len, strlen(ints[i]) + strlen(fracs[j]));
+			want = tg_time_exact(&r.time.text);
+			CHECK(r.time.v - want <= 5e-7 && want - r.time.v <= 5e-7);
+			CHECK_MEM(r.rest.s, r.rest.len, "m.py:1:f=>2");
+		}
+	CHECK_STR(tg_memrec_parse(&r, S("1394031433.45678x#m.py:1:f=>2"), 1), "bad time");
+	CHECK_STR(tg_memrec_parse(&r, S("1394031433.4567#"), 1), "no '=>' before the memory delta");
+}
+
 static void test_mem_no_time(void)
 {
 	struct tg_memrec r;
@@ -171,6 +196,7 @@ int main(void)
 	test_mem_weird_names();
 	test_mem_no_time();
 	test_mem_digit_paths();
+	test_time_fraction_paths();
 	test_mem_malformed();
 	test_stack();
 	test_proc();
