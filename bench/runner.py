@@ -67,9 +67,10 @@ def _threadgraph_module():
 class Threadgraph:
     """threadgraph's ProcessProfile: profile "both" (the default), all threads, text files."""
 
-    def __init__(self, memory_mode, stack):
+    def __init__(self, memory_mode, stack, accounting=False):
         self.memory_mode = memory_mode
         self.stack = stack
+        self.accounting = accounting
         self.tg = _threadgraph_module()
 
     def start(self, outdir):
@@ -80,6 +81,8 @@ class Threadgraph:
             self.prof = tg.ProcessProfile(default_log_path=outdir)
             _set_memory_mode(self.prof, self.memory_mode)
         self.prof.trackStack(self.stack)
+        if self.accounting:  # allocation accounting (docs/accounting.md)
+            self.prof.accounting = True
         self.prof.enable()
 
     def stop(self):
@@ -169,6 +172,8 @@ CONFIGS = {
     "tg-process-nostack": (Threadgraph, ("process", False), "threadgraph, process mode, stacks off"),
     "tg-rss": (Threadgraph, ("rss", True), "threadgraph, rss mode, stacks on"),
     "tg-rss-nostack": (Threadgraph, ("rss", False), "threadgraph, rss mode, stacks off"),
+    "tg-thread-nostack-acct": (Threadgraph, ("thread", False, True),
+                               "threadgraph, thread mode, stacks off, allocation accounting on"),
     "tracemalloc-1": (Tracemalloc, (1,), "tracemalloc.start(1)"),
     "tracemalloc-25": (Tracemalloc, (25,), "tracemalloc.start(25)"),
     "memray": (Memray, (False,), "memray.Tracker, default"),

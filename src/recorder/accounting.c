@@ -338,10 +338,50 @@ static uint64_t tg_site_rehash(uint32_t id)
     return tg_site_key_hash(tg_sites[id].fid, tg_sites[id].caller);
 }
 
+/* Direct-mapped cache in front of tg_func_intern, keyed by the addresses of the
+ * strings the recorder passes (they live in the code object's cache entry or the
+ * C function's definition, so they repeat call after call).  A hit is confirmed
+ * by comparing the text: a freed code object's address may be reused.  GIL. */
+#define TG_FCACHE_SIZE 4096
+static struct {
+    const char *file, *func;
+    long line;
+    uint32_t fid;
+} tg_fcache[TG_FCACHE_SIZE];
+
+static uint32_t tg_func_intern_slow(const char *file, size_t file_len, long line,
+                                    const char *func, size_t func_len, int esc);
+
+static inline uint32_t
+tg_func_intern(const char *file, size_t file_len, long line, const char *func,
+               size_t func_len, int esc)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)file ^ ((uint64_t)(uintptr_t)func * 31)
+                  ^ (uint64_t)line) * 0x9E3779B97F4A7C15ull;
+    size_t k = (size_t)(h >> 52) & (TG_FCACHE_SIZE - 1);
+    uint32_t fid = tg_fcache[k].fid;
+
+    if (fid != 0 && fid < tg_nfuncs && tg_fcache[k].file == file && tg_fcache[k].func == func
+            && tg_fcache[k].line == line) {
+        struct tg_acct_func *f = &tg_funcs[fid];
+        if (f->esc == esc && f->file_len == file_len && f->func_len == func_len
+                && memcmp(f->file, file, file_len) == 0 && memcmp(f->func, func, func_len) == 0)
+            return fid;
+    }
+    fid = tg_func_intern_slow(file, file_len, line, func, func_len, esc);
+    if (fid != 0) {
+        tg_fcache[k].file = file;
+        tg_fcache[k].func = func;
+        tg_fcache[k].line = line;
+        tg_fcache[k].fid = fid;
+    }
+    return fid;
+}
+
 /* Function id of (FILE, LINE, FUNC) as the recorder passed them (raw bytes;
  * ESC: they still need escaping on output); 0 on failure. */
 static uint32_t
-tg_func_intern(const char *file, size_t file_len, long line, const char *func,
+tg_func_intern_slow(const char *file, size_t file_len, long line, const char *func,
                size_t func_len, int esc)
 {
     uint64_t h = tg_acct_hash(file, file_len, 0xcbf29ce484222325ull ^ (uint64_t)line);
@@ -1074,6 +1114,7 @@ tg_acct_free_all(void)
     tg_sites = NULL;
     tg_site_hash = NULL;
     tg_nfuncs = tg_funcs_cap = tg_nsites = tg_sites_cap = 0;
+    memset(tg_fcache, 0, sizeof(tg_fcache));
     tg_func_hash_mask = tg_site_hash_mask = 0;
     for (i = 0; i < TG_SITE_NCHUNKS; i++) {
         free(atomic_load(&tg_site_chunks[i]));
