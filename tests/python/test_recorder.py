@@ -748,3 +748,49 @@ p.disable()
 for d in os.listdir("out"):
     assert "process.mem" not in os.listdir(os.path.join("out", d)), d
 """)
+
+
+TRIGGER_SCENARIO = PRELUDE + """
+sys.setswitchinterval(100)  # threads switch only when one blocks: deterministic order
+gc.disable()
+trigger = sys.argv[1]
+keep = []
+r, w = os.pipe()
+started = threading.Event()
+
+def blocking_read(fd):
+    return os.read(fd, 1)      # blocking I/O: not a default sleep trigger
+
+def waiter():
+    started.set()
+    blocking_read(r)
+
+def b():
+    started.wait()
+    keep.append(bytearray(%d))
+    os.write(w, b"x")
+
+p = ProcessProfile(default_log_path="out", profile="python", memory="process")
+if trigger == "builtin":
+    p.addSleepTrigger("os", "read")
+elif trigger == "python":
+    p.addSleepTrigger("__main__", "blocking_read")
+p.enable()
+ta = threading.Thread(target=waiter, name="A")
+tb = threading.Thread(target=b, name="B")
+ta.start(); tb.start(); ta.join(); tb.join()
+p.disable()
+""" % OTHER_THREAD_BYTES
+
+
+@pytest.mark.parametrize("trigger", ["none", "builtin", "python"])
+def test_added_sleep_triggers_correct_blocking_calls(tmp_path, trigger):
+    (tmp_path / "s.py").write_text(TRIGGER_SCENARIO)
+    import conftest
+    env = dict(os.environ, PYTHONPATH=conftest.PKG_PARENT)
+    subprocess.run([sys.executable, "s.py", trigger], cwd=str(tmp_path), env=env, check=True)
+    (d,) = deltas(parse_mem(os.path.join(only_dir(tmp_path / "out"), "A.mem")), "waiter")
+    if trigger == "none":
+        assert d >= OTHER_THREAD_BYTES * 0.9, d   # the other thread's bytes leak in
+    else:
+        assert d < OTHER_THREAD_BYTES * 0.1, d    # corrected away
