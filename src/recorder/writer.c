@@ -98,9 +98,9 @@ tg_write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
-/* Write [flushed, len) to the descriptor; lock held. */
+/* Write [flushed, len) to the descriptor; the caller holds w->lock. */
 static void
-tg_writer_write_pending_locked(struct tg_writer *w)
+tg_writer_write_pending_unlocked(struct tg_writer *w)
 {
     size_t end = atomic_load_explicit(&w->len, memory_order_acquire);
     if (end > w->flushed && w->fd >= 0 && !w->dropped
@@ -169,7 +169,7 @@ tg_writer_flush_nogil(struct tg_writer *w)
         return;  /* racy peek; the locked path re-reads */
     pthread_mutex_lock(&w->lock);
     if (w->buf != NULL)
-        tg_writer_write_pending_locked(w);
+        tg_writer_write_pending_unlocked(w);
     pthread_mutex_unlock(&w->lock);
 }
 
@@ -188,7 +188,7 @@ tg_writer_flush(struct tg_writer *w)
         return;
     }
     pthread_mutex_lock(&w->lock);
-    tg_writer_write_pending_locked(w);
+    tg_writer_write_pending_unlocked(w);
     atomic_store_explicit(&w->len, 0, memory_order_relaxed);
     w->flushed = 0;
     pthread_mutex_unlock(&w->lock);
