@@ -304,3 +304,64 @@ def test_forked_child_does_no_accounting(tmp_path):
     assert "summary.json" in names and "snapshot-1-final" in names
     rows = snapshot_rows(os.path.join(dirs["PARENT"], "snapshot-1-final"))
     assert [r for r in rows if r[4].split("<-")[0].endswith(":leak_it") and r[0] >= LEAK]
+
+
+def test_threads_racing_stay_consistent(tmp_path):
+    """Eight threads allocate and free, half of their blocks freed by another
+    thread: the process figures, the sums over threads and the sums over sites
+    must agree exactly."""
+    proc = run_scenario(tmp_path, """
+        import queue, threading
+        from threadgraph import ProcessProfile
+        q = queue.Queue()
+        def producer():
+            for i in range(3000):
+                b = bytearray(100 + i % 900)
+                if i % 2:
+                    q.put(b)
+                del b
+        def consumer():
+            while True:
+                b = q.get()
+                if b is None:
+                    return
+                del b
+        p = ProcessProfile(default_log_path="out", accounting=True)
+        p.enable()
+        def main():
+            cs = [threading.Thread(target=consumer) for _ in range(2)]
+            ps = [threading.Thread(target=producer) for _ in range(6)]
+            for t in cs + ps:
+                t.start()
+            for t in ps:
+                t.join()
+            for _ in cs:
+                q.put(None)
+            for t in cs:
+                t.join()
+        main()
+        p.disable()
+        print(p.output_dir)
+    """)
+    run = proc.stdout.strip().splitlines()[-1]
+    with open(os.path.join(run, "summary.json")) as f:
+        s = json.load(f)
+    proc_f = s["process"]
+    threads = s["threads"]
+    assert len([t for t in threads if t["name"].startswith("Thread-")]) == 8
+    assert proc_f["total_requested_bytes"] == sum(t["total_requested_bytes"] for t in threads)
+    assert proc_f["alloc_calls"] == sum(t["alloc_calls"] for t in threads)
+    assert proc_f["free_calls"] == sum(t["free_calls"] for t in threads)
+    assert sum(proc_f["hist_alloc"]) == proc_f["alloc_calls"]
+    header = {}
+    rows = []
+    for line in read(os.path.join(run, "snapshot-1-final")).splitlines():
+        if line.startswith("# ") and ": " in line:
+            k, v = line[2:].split(": ", 1)
+            header[k] = v
+        elif not line.startswith("#"):
+            rows.append(line)
+    assert int(header["live_bytes"]) == int(header["process_live_bytes"]) == proc_f["live_bytes"]
+    assert int(header["total_bytes"]) == proc_f["total_requested_bytes"]
+    assert int(header["total_count"]) == proc_f["alloc_calls"]
+    assert proc_f["peak_bytes"] >= proc_f["live_bytes"]
