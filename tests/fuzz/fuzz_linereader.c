@@ -3,9 +3,11 @@
  * gzip (a fuzz input starting with 1f 8b is read through zlib).
  *
  * Properties: no sanitizer report; no line holds '\n' or is longer than
- * TG_LR_MAX_LINE; line numbers count up by one; for plain input the lines and
- * their terminators account for every byte (bytes == input size at EOF) and,
- * except for overlong lines, each line is the input's text at that place.
+ * TG_LR_MAX_LINE; has_nul is set exactly for lines holding a NUL byte, and
+ * tg_lr_bad() names a reason exactly for overlong or NUL lines; line numbers
+ * count up by one; for plain input the lines and their terminators account for
+ * every byte, only the last line may lack its newline, and (overlong lines
+ * aside) each line is the input's text at that place.
  */
 #include "fuzz_util.h"  /* first: it defines _GNU_SOURCE */
 #include "linereader.h"
@@ -31,6 +33,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FZ_ASSERT(len <= TG_LR_MAX_LINE);
 		FZ_ASSERT(!memchr(line, '\n', len));
 		FZ_ASSERT(!lr.overlong || len == 0);
+		/* NULs are found once per buffer fill: the flag must match the line */
+		if (!lr.overlong)
+			FZ_ASSERT(lr.has_nul == (memchr(line, '\0', len) != NULL));
+		FZ_ASSERT((tg_lr_bad(&lr) != NULL) == (lr.overlong || lr.has_nul));
 		if (!gz && ok && !lr.overlong) {
 			/* the line is the input's text at the current offset */
 			FZ_ASSERT(off + len <= size && !memcmp(line, data + off, len));
@@ -39,11 +45,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			/* overlong lines are skipped whole; find where the next begins */
 			const uint8_t *nl = off < size ? memchr(data + off, '\n', size - off) : NULL;
 			off = nl ? (size_t)(nl - data) + 1 : size;
-			FZ_ASSERT(lr.bytes == off);
+			FZ_ASSERT(lr.no_newline == !nl);
 		}
 	}
 	if (got == 0 && !gz)
-		FZ_ASSERT(off == size && lr.bytes == size);
+		FZ_ASSERT(off == size);
 	tg_lr_release(&lr);
 	tg_lr_release(&lr); /* documented as safe twice */
 	fz_file_close(&f);

@@ -52,6 +52,7 @@ def main():
     write("fuzz_linereader", "crlf-nonl", b"a\r\nb\r\n\r\nlast")
     write("fuzz_linereader", "overlong", b"x" * (64 * 1024 + 10) + b"\nshort\n" + b"y" * 70000)
     write("fuzz_linereader", "binary", bytes(range(32)) * 8)
+    write("fuzz_linereader", "nul-bytes", b"1#a:1:f=>1\nx\0y\n\0\n" + b"z" * 5000 + b"\0\nlast\0")
     write("fuzz_decorate", "tutorial-line30", b"30\0" + mem7 + b"\0" + stack7)
     write("fuzz_decorate", "tutorial-text",
           b"1394031433.4#/data/code/thread_graph/examples/main.py:39:doStuff=>167936\0" +
