@@ -138,3 +138,31 @@ def test_decorate_errors(tg, tmp_path, tutorial):
     assert r.returncode == 2 and "expected MEM STACK EVENT" in r.stderr
     r = tg("--no_time", "decorate-stack", mem, stack, "30")
     assert r.returncode == 1 and "needs timestamps" in r.stderr
+
+
+def test_decorate_pairing_mismatch_warns(tg, tmp_path):
+    stack = write(tmp_path / "T.stack", "1.0#a.py:1:f\n 1.5#a.py:5:g\n")
+    mem = write(tmp_path / "T.mem", "1.6#a.py:9:h=>4096\n2.0#a.py:3:f=>8192\n")
+    r = tg("decorate-stack", mem, stack, "2")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ("f@a.py:1-3, Time: 1.0 s, Memory: 8192 B\n"
+                        " g@a.py:5-9, Time: 0.10000000000000009 s, Memory: 4096 B\n")
+    assert "warning: call at %s:2 paired with a return of another function at %s:1" % (
+        stack, mem) in r.stderr
+
+
+def test_decorate_crlf_and_gzip(tg, tmp_path, tutorial):
+    import gzip
+    with open(os.path.join(tutorial, "Thread-7.mem")) as f:
+        mem_text = f.read()
+    with open(os.path.join(tutorial, "Thread-7.stack")) as f:
+        stack_text = f.read()
+    mem = write(tmp_path / "Thread-7.mem", mem_text.replace("\n", "\r\n"), "w")
+    stack = tmp_path / "Thread-7.stack.gz"
+    with gzip.open(stack, "wt") as f:
+        f.write(stack_text)
+    r = tg("decorate-stack", mem, stack, "30")
+    assert r.returncode == 0, r.stderr
+    want = tg("decorate-stack", os.path.join(tutorial, "Thread-7.mem"),
+              os.path.join(tutorial, "Thread-7.stack"), "30").stdout
+    assert r.stdout == want and want
