@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -131,6 +132,33 @@ tg_profile_all_threads(struct tg_recorder_object *self, int install)
 #endif
 }
 
+/* --- /proc/self/statm --------------------------------------------------------- */
+
+/* Open the RSS source, remembering its identity.  Failure leaves -1 (RSS reads 0). */
+static void
+tg_statm_open(struct tg_recorder *r)
+{
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0) {
+        r->statm_dev = st.st_dev;
+        r->statm_ino = st.st_ino;
+    } else if (fd >= 0) {
+        close(fd);
+        fd = -1;
+    }
+    atomic_store(&r->statm_fd, fd);
+}
+
+/* Close it, unless the program closed it and reused the number. */
+static void
+tg_statm_close(struct tg_recorder *r)
+{
+    int fd = atomic_exchange(&r->statm_fd, -1);
+    if (tg_fd_is_ours(fd, r->statm_dev, r->statm_ino))
+        close(fd);
+}
+
 /* --- flusher --------------------------------------------------------------- */
 
 /* Write out every descriptor-backed buffer of R.  Any thread, no GIL needed. */
@@ -147,6 +175,13 @@ tg_flush_all_fd(struct tg_recorder *r)
     }
     pthread_mutex_unlock(&r->reg_lock);
     tg_writer_flush_nogil(&r->process_w);
+    {
+        /* A program that closed our /proc/self/statm descriptor: stop reading it
+         * (pread never changes a file the number may now name). */
+        int fd = atomic_load_explicit(&r->statm_fd, memory_order_relaxed);
+        if (fd >= 0 && !tg_fd_is_ours(fd, r->statm_dev, r->statm_ino))
+            atomic_compare_exchange_strong(&r->statm_fd, &fd, -1);
+    }
 }
 
 #define TG_FLUSH_PERIOD_NS 500000000L
@@ -290,7 +325,7 @@ tg_recorder_enable(struct tg_recorder_object *self)
     r->sample_countdown = r->sample_every;
     r->gen = ++tg_gen_counter;
     r->page_size = sysconf(_SC_PAGESIZE);
-    r->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    tg_statm_open(r);
     if (tg_open_process_file(r) < 0)
         goto fail;
 
@@ -334,9 +369,7 @@ fail_thread:
     tg_tls.thread = NULL;
 fail:
     tg_writer_release(&r->process_w);
-    if (r->statm_fd >= 0)
-        close(r->statm_fd);
-    r->statm_fd = -1;
+    tg_statm_close(r);
     r->gen = ++tg_gen_counter;
     return -1;
 }
@@ -357,9 +390,7 @@ tg_recorder_disable(struct tg_recorder_object *self)
     tg_writer_flush(&r->process_w);
     tg_note_writer_error(r, &r->process_w);
     tg_writer_release(&r->process_w);
-    if (r->statm_fd >= 0)
-        close(r->statm_fd);
-    r->statm_fd = -1;
+    tg_statm_close(r);
     if (tg_active == self) {
         tg_active = NULL;
         Py_DECREF(self);
@@ -488,9 +519,7 @@ tg_fork_child_stop(struct tg_recorder_object *self)
     }
     tg_tls.thread = NULL;
     tg_writer_release(&r->process_w);
-    if (r->statm_fd >= 0)
-        close(r->statm_fd);
-    r->statm_fd = -1;
+    tg_statm_close(r);
     if (tg_active == self) {
         tg_active = NULL;
         Py_DECREF(self);
@@ -536,9 +565,8 @@ tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir)
     r->done_records = r->done_stack_records = 0;
     r->sample_countdown = r->sample_every;
     tg_writer_release(&r->process_w);
-    if (r->statm_fd >= 0)
-        close(r->statm_fd);
-    r->statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    tg_statm_close(r);
+    tg_statm_open(r);
     if (tg_open_process_file(r) < 0) {
         free(name);
         tg_fork_child_stop(self);

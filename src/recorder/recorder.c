@@ -210,9 +210,11 @@ tg_rss_bytes(struct tg_recorder *r)
     const char *p;
     int64_t pages = 0;
 
-    if (r->statm_fd < 0)
+    int fd = atomic_load_explicit(&r->statm_fd, memory_order_relaxed);
+
+    if (fd < 0)
         return 0;
-    n = pread(r->statm_fd, buf, sizeof(buf) - 1, 0);
+    n = pread(fd, buf, sizeof(buf) - 1, 0);
     if (n <= 0)
         return 0;
     buf[n] = '\0';

@@ -86,7 +86,10 @@ struct tg_recorder {
     PyObject **trig_codes;     /* sleep triggers that are Python code (strong refs) */
     size_t n_trig_codes;
     PyObject *wrapped;         /* list of (module, attr, original, wrapper); GIL */
-    int statm_fd;              /* /proc/self/statm, or -1 */
+    _Atomic int statm_fd;      /* /proc/self/statm, or -1; the flusher resets it to
+                                * -1 if the program closed it (relaxed atomic) */
+    dev_t statm_dev;           /* its identity (see tg_fd_is_ours) */
+    ino_t statm_ino;
     long page_size;
 
     /* --- threads --- */

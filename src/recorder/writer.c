@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +21,28 @@ tg_monotonic_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int
+tg_fd_is_ours(int fd, dev_t dev, ino_t ino)
+{
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+/* Before touching W's descriptor: if the program closed it (and maybe reused its
+ * number for a file of its own), forget it without closing and stop the stream. */
+static int
+tg_writer_check_fd(struct tg_writer *w)
+{
+    if (w->fd < 0)
+        return 0;
+    if (tg_fd_is_ours(w->fd, w->dev, w->ino))
+        return 1;
+    w->fd = -1;
+    if (!atomic_load_explicit(&w->err, memory_order_relaxed))
+        atomic_store(&w->err, EBADF);
+    return 0;
 }
 
 void
@@ -67,6 +90,18 @@ tg_writer_open_path(struct tg_writer *w, const char *path)
         atomic_store(&w->err, errno);
         return ret;
     }
+    {
+        struct stat st;
+        if (fstat(w->fd, &st) < 0) {
+            ret = -errno;
+            atomic_store(&w->err, errno);
+            close(w->fd);
+            w->fd = -1;
+            return ret;
+        }
+        w->dev = st.st_dev;
+        w->ino = st.st_ino;
+    }
     return 0;
 }
 
@@ -104,7 +139,8 @@ tg_writer_write_pending_unlocked(struct tg_writer *w)
 {
     size_t end = atomic_load_explicit(&w->len, memory_order_acquire);
     if (end > w->flushed && w->fd >= 0 && !w->dropped
-            && !atomic_load_explicit(&w->err, memory_order_relaxed)) {
+            && !atomic_load_explicit(&w->err, memory_order_relaxed)
+            && tg_writer_check_fd(w)) {
         int e = tg_write_all(w->fd, w->buf + w->flushed, end - w->flushed);
         if (e)
             atomic_store(&w->err, e);
@@ -256,10 +292,9 @@ tg_writer_release(struct tg_writer *w)
     }
     if (!pyfile)
         pthread_mutex_lock(&w->lock);
-    if (w->fd >= 0) {
+    if (tg_writer_check_fd(w))
         close(w->fd);
-        w->fd = -1;
-    }
+    w->fd = -1;
     free(w->buf);
     w->buf = NULL;
     w->cap = 0;
@@ -284,10 +319,9 @@ tg_writer_drop_in_child(struct tg_writer *w)
     w->flushed = 0;
     w->first_ns = 0;
     w->dropped = 1;
-    if (w->fd >= 0) {
+    if (tg_fd_is_ours(w->fd, w->dev, w->ino))
         close(w->fd);
-        w->fd = -1;
-    }
+    w->fd = -1;
 }
 
 void

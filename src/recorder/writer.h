@@ -26,6 +26,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define TG_WRITER_BUFSIZE (64 * 1024)
 
@@ -44,6 +45,9 @@ struct tg_writer {
     int dropped;            /* set in a forked child: inherited data is discarded */
     int in_py_write;        /* a Python write is in progress; GIL */
     char *path;             /* for error messages; malloc'ed */
+    dev_t dev;              /* identity of the file opened on fd: a program that */
+    ino_t ino;              /* closes and reopens descriptors must not get our
+                             * records or lose its file to our close() */
 };
 
 /* Make W a closed, empty writer (safe to release).  Call once before use. */
@@ -87,5 +91,10 @@ void tg_writer_lock_for_fork(struct tg_writer *w);
 void tg_writer_unlock_for_fork(struct tg_writer *w);
 
 int64_t tg_monotonic_ns(void);
+
+/* Whether FD still refers to the file with identity DEV/INO (the program may have
+ * closed our descriptor and opened something else under its number).
+ * Async-signal-safe (fstat only). */
+int tg_fd_is_ours(int fd, dev_t dev, ino_t ino);
 
 #endif /* TG_WRITER_H */

@@ -794,3 +794,33 @@ def test_added_sleep_triggers_correct_blocking_calls(tmp_path, trigger):
         assert d >= OTHER_THREAD_BYTES * 0.9, d   # the other thread's bytes leak in
     else:
         assert d < OTHER_THREAD_BYTES * 0.1, d    # corrected away
+
+
+def test_descriptors_closed_and_reused_by_the_program_are_left_alone(tmp_path):
+    proc = run_scenario(tmp_path, PRELUDE + """
+import warnings
+p = ProcessProfile(default_log_path="out", memory="rss")
+p.setProcessMemoryFrequence(10)
+p.enable()
+def work():
+    return [0] * 100
+for _ in range(100):
+    work()
+os.closerange(3, 1024)    # a daemon closing what it inherited, ours included
+fds = [os.open("own%d.txt" % i, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+       for i in range(4)]
+for _ in range(100):
+    work()
+p.stats()
+for fd in fds:
+    os.write(fd, b"program line\\n")
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    p.disable()
+for fd in fds:
+    os.close(fd)          # still the program's: the recorder did not close them
+print(len(caught), all("errno 9" in str(w.message) for w in caught))
+""")
+    assert proc.stdout.split() == ["2", "True"]   # MainThread.mem and process.mem stopped
+    for i in range(4):
+        assert (tmp_path / ("own%d.txt" % i)).read_text() == "program line\n"
