@@ -131,18 +131,30 @@ def leaf(n):
 def mid(i):
     keep = [leaf(64 + i % 512) for _ in range(4)]
     return len(keep)
-def worker():
+def worker(k, slow=False):
+    # hb-K holds the time of this thread's latest recorded calls, written
+    # outside the profiler's files: if the machine starves the thread, the
+    # test knows which records existed to be flushed.
+    hb = os.open("hb-%d" % k, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     i = 0
+    start = time.time()
     while True:
         mid(i)
         i += 1
-        time.sleep(0.0002)   # busy, but files of a few MB, quick to check
+        if i % 16 == 0 or slow:
+            os.pwrite(hb, b"%20.6f" % time.time(), 0)
+        if slow and time.time() - start > 0.5:
+            # a thread that goes idle with records in its buffer, far from
+            # full: only the background flusher can put them on disk
+            threading.Event().wait()
+        time.sleep(0.01 if slow else 0.0002)   # files of a few MB, quick to check
 p = ProcessProfile(default_log_path="out")
 p.trackStack()
 p.setProcessMemoryFrequence(200)
 p.enable()
 for k in range(3):
-    threading.Thread(target=worker, name="busy-%d" % k, daemon=True).start()
+    threading.Thread(target=worker, args=(k,), name="busy-%d" % k, daemon=True).start()
+threading.Thread(target=worker, args=(3, True), name="slow", daemon=True).start()
 print(p.output_dir, flush=True)
 threading.Event().wait()
 """
@@ -164,23 +176,32 @@ def test_sigkill_at_a_random_point_keeps_older_records(tmp_path):
         time.sleep(2.5 + random.uniform(0, 1.0))
         kill_time = time.time()
         proc.send_signal(signal.SIGKILL)
+        busy.append(os.path.join(run_dir, "slow.mem"))
     finally:
         proc.kill()
         proc.wait()
     assert proc.returncode == -signal.SIGKILL
-    for path in busy:
+    for k, path in enumerate(busy):
+        # records made up to the heartbeat existed; those older than about a
+        # second before the kill must be on disk
+        heartbeat = float((tmp_path / ("hb-%d" % k)).read_text())
+        due = min(heartbeat, kill_time - FLUSH_SLACK)
         recs = whole_lines(path, MEM_RE, torn_last_ok=True)
+        assert recs, "%s: no record on disk, the last made %.2f s before the kill" % (
+            path, kill_time - heartbeat)
         newest = max(float(m.group(1)) for m in recs)
-        assert newest >= kill_time - FLUSH_SLACK, (
-            "%s: newest record on disk is %.2f s older than the kill"
-            % (path, kill_time - newest))
+        assert newest >= due, (
+            "%s: newest record on disk %.2f s before the kill, %.2f s before the "
+            "thread's last heartbeat" % (path, kill_time - newest, heartbeat - newest))
         stack = whole_lines(path[:-4] + ".stack", STACK_RE, torn_last_ok=True)
-        assert max(float(m.group(2)) for m in stack) >= kill_time - FLUSH_SLACK
+        assert max(float(m.group(2)) for m in stack) >= due
+        assert kill_time - heartbeat < 30, "the workload did not run"
     whole_lines(os.path.join(run_dir, "process.mem"), PROCESS_RE, torn_last_ok=True)
     cli = find_cli()
     if cli is None:
         pytest.skip("threadgraph CLI not built")
     mems = busy + [os.path.join(run_dir, "process.mem")]
+    assert len(whole_lines(busy[3], MEM_RE, torn_last_ok=True)) < 900   # never filled a buffer
     r = subprocess.run([cli, "peaks", "--peak=0"] + mems, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
