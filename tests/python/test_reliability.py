@@ -839,8 +839,6 @@ print(p.output_dir)
     assert r.returncode == 0 and b"\x1b" not in r.stdout + r.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="open bug (docs/security.md): the recorder keeps "
-                   "using descriptor numbers the program closed and reopened")
 def test_program_closing_all_descriptors_is_left_alone(tmp_path):
     """A daemon closes every inherited descriptor (os.closerange(3, N)) and opens
     its own files, which get the recorder's old numbers.  The recorder must not
