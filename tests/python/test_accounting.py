@@ -365,3 +365,50 @@ def test_threads_racing_stay_consistent(tmp_path):
     assert int(header["total_bytes"]) == proc_f["total_requested_bytes"]
     assert int(header["total_count"]) == proc_f["alloc_calls"]
     assert proc_f["peak_bytes"] >= proc_f["live_bytes"]
+
+
+def test_nested_windows_and_named_function(tmp_path):
+    """Each window's peak covers exactly its own stretch, whether its highest
+    point came inside a nested window or after it; periodic snapshots counted
+    in calls of a function named "module:qualname"."""
+    proc = run_scenario(tmp_path, """
+        import json
+        from threadgraph import ProcessProfile
+        MB = 1_000_000
+        def work(p):
+            p.snapshot_every(start_after=1, stop_after=2, every=1, function="json:dumps")
+            for _ in range(3):
+                json.dumps(1)
+            res = {}
+            with p.window("outer-a") as oa:
+                a = bytearray(2 * MB)
+                with p.window("inner-a") as ia:
+                    b = bytearray(5 * MB)
+                    del b
+                c = bytearray(6 * MB)
+                del c, a
+            with p.window("outer-b") as ob:
+                a = bytearray(2 * MB)
+                with p.window("inner-b") as ib:
+                    b = bytearray(5 * MB)
+                    del b
+                c = bytearray(1 * MB)
+                del c, a
+            for w in (oa, ia, ob, ib):
+                res[w.name] = w.figures["process"]["peak_above_start_bytes"]
+            return res
+        p = ProcessProfile(default_log_path="out", accounting=True)
+        p.enable()
+        res = work(p)
+        p.disable()
+        print(json.dumps(res))
+        print(p.output_dir)
+    """)
+    out = proc.stdout.strip().splitlines()
+    peaks = json.loads(out[-2])
+    MB = 1_000_000
+    expect = {"outer-a": 8 * MB, "inner-a": 5 * MB, "outer-b": 7 * MB, "inner-b": 5 * MB}
+    for name, value in expect.items():
+        assert abs(peaks[name] - value) <= PEAK_TOLERANCE, (name, peaks)
+    snaps = sorted(n for n in os.listdir(out[-1]) if n.startswith("snapshot-"))
+    assert snaps == ["snapshot-1-call-1", "snapshot-2-call-2", "snapshot-3-final"]
