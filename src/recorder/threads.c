@@ -12,11 +12,21 @@
 #include "recorder.h"
 #include "alloc_hooks.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#if PY_VERSION_HEX >= 0x03090000
+#  define TG_TPFLAGS_HAVE_VECTORCALL Py_TPFLAGS_HAVE_VECTORCALL
+#  define tg_vectorcall PyObject_Vectorcall
+#else
+#  define TG_TPFLAGS_HAVE_VECTORCALL _Py_TPFLAGS_HAVE_VECTORCALL
+#  define tg_vectorcall _PyObject_Vectorcall
+#endif
+
 typedef struct {
     PyObject_HEAD
+    vectorcallfunc vectorcall;  /* tg_boot_vectorcall */
     PyObject *rec;     /* the recorder object (strong) */
     uint64_t gen;      /* run the thread was started in */
     PyObject *func;    /* the real thread function */
@@ -33,9 +43,14 @@ tg_boot_dealloc(tg_boot *b)
     Py_TYPE(b)->tp_free((PyObject *)b);
 }
 
+/* The new thread's first call.  Called through vectorcall, not tp_call: a
+ * tp_call counts one level of recursion, and a thread started while profiling
+ * would then hit RecursionError one frame earlier than without the profiler. */
 static PyObject *
-tg_boot_call(tg_boot *b, PyObject *args, PyObject *kwargs)
+tg_boot_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                   PyObject *kwnames)
 {
+    tg_boot *b = (tg_boot *)callable;
     struct tg_recorder_object *self = (struct tg_recorder_object *)b->rec;
     PyObject *res;
 
@@ -43,7 +58,7 @@ tg_boot_call(tg_boot *b, PyObject *args, PyObject *kwargs)
         tg_thread_attach(self, b->name, b->name_len);
         PyEval_SetProfile(tg_profile, (PyObject *)self);
     }
-    res = PyObject_Call(b->func, args, kwargs);
+    res = tg_vectorcall(b->func, args, nargsf, kwnames);
     if (PyThreadState_Get()->c_profilefunc == tg_profile) {
         tg_saved_exc saved;
         tg_exc_save(&saved);
@@ -61,8 +76,9 @@ static PyTypeObject tg_boot_type = {
     .tp_name = "threadgraph._recorder._ThreadBoot",
     .tp_basicsize = sizeof(tg_boot),
     .tp_dealloc = (destructor)tg_boot_dealloc,
-    .tp_call = (ternaryfunc)tg_boot_call,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_vectorcall_offset = offsetof(tg_boot, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | TG_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "Starts a thread under the active recorder (internal).",
 };
 
@@ -117,6 +133,7 @@ tg_wrap_start(PyObject *orig, PyObject *args, PyObject *kwargs)
     boot = PyObject_New(tg_boot, &tg_boot_type);
     if (boot == NULL)
         goto restore;
+    boot->vectorcall = tg_boot_vectorcall;
     Py_INCREF(rec);
     boot->rec = (PyObject *)rec;
     boot->gen = rec->r.gen;

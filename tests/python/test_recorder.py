@@ -824,3 +824,29 @@ print(len(caught), all("errno 9" in str(w.message) for w in caught))
     assert proc.stdout.split() == ["2", "True"]   # MainThread.mem and process.mem stopped
     for i in range(4):
         assert (tmp_path / ("own%d.txt" % i)).read_text() == "program line\n"
+
+
+def test_threads_started_while_profiling_keep_their_recursion_limit(tmp_path):
+    proc = run_scenario(tmp_path, PRELUDE + """
+sys.setrecursionlimit(2000)
+def depth_at_error():
+    n = [0]
+    def rec():
+        n[0] += 1
+        rec()
+    try:
+        rec()
+    except RecursionError:
+        return n[0]
+res = {}
+def run(key):
+    res[key] = depth_at_error()
+t = threading.Thread(target=run, args=("plain",)); t.start(); t.join()
+p = ProcessProfile(default_log_path="out", profile="python")
+p.enable()
+t = threading.Thread(target=run, args=("profiled",)); t.start(); t.join()
+p.disable()
+print(res["plain"], res["profiled"])
+""")
+    plain, profiled = proc.stdout.split()
+    assert plain == profiled
