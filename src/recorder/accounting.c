@@ -143,6 +143,9 @@ struct tg_acct_sched {
     double t0;                  /* monotonic seconds at schedule */
 };
 static struct tg_acct_sched tg_sched;
+/* First periodic-snapshot failure of the run ("" if none): the profile function
+ * never raises, so disable() reports it.  GIL. */
+static char tg_acct_sched_err[512];
 
 /* --- windows (GIL) ------------------------------------------------------------ */
 
@@ -779,6 +782,17 @@ tg_acct_sched_fire(long count)
     snprintf(label, sizeof(label), tg_sched.code ? "call-%ld" : "t-%lds", count);
     tg_exc_save(&saved);
     p = tg_acct_snapshot(label);
+    if (p == NULL && tg_acct_sched_err[0] == '\0') {
+        PyObject *t, *v, *tb, *msg;
+        PyErr_Fetch(&t, &v, &tb);
+        msg = v != NULL ? PyObject_Str(v) : NULL;
+        snprintf(tg_acct_sched_err, sizeof(tg_acct_sched_err), "periodic snapshot %s failed: %s",
+                 label, msg != NULL && PyUnicode_Check(msg) ? PyUnicode_AsUTF8(msg) : "?");
+        Py_XDECREF(msg);
+        Py_XDECREF(t);
+        Py_XDECREF(v);
+        Py_XDECREF(tb);
+    }
     Py_XDECREF(p);
     PyErr_Clear();
     tg_exc_restore(&saved);
@@ -1145,6 +1159,7 @@ tg_acct_start(const char *outdir, int compress)
     }
     tg_acct_compress = compress;
     tg_acct_nsnap = 0;
+    tg_acct_sched_err[0] = '\0';
     atomic_store(&tg_acct_live, 0);
     atomic_store(&tg_acct_peak, 0);
     atomic_store(&tg_acct_win_peak, 0);
@@ -1189,6 +1204,10 @@ tg_acct_finish(struct tg_recorder *r)
     if (p == NULL)
         return -1;
     Py_DECREF(p);
+    if (tg_acct_sched_err[0] != '\0') {
+        PyErr_SetString(PyExc_RuntimeError, tg_acct_sched_err);
+        return -1;
+    }
     return 0;
 }
 

@@ -412,3 +412,26 @@ def test_nested_windows_and_named_function(tmp_path):
         assert abs(peaks[name] - value) <= PEAK_TOLERANCE, (name, peaks)
     snaps = sorted(n for n in os.listdir(out[-1]) if n.startswith("snapshot-"))
     assert snaps == ["snapshot-1-call-1", "snapshot-2-call-2", "snapshot-3-final"]
+
+
+def test_failed_periodic_snapshot_is_reported_at_disable(tmp_path):
+    proc = run_scenario(tmp_path, """
+        import os, shutil, warnings
+        from threadgraph import ProcessProfile
+        def step():
+            pass
+        p = ProcessProfile(default_log_path="out", accounting=True)
+        p.enable()
+        p.snapshot_every(start_after=1, every=1, stop_after=1, function=step)
+        os.mkdir(os.path.join(p.output_dir, "snapshot-1-call-1"))  # cannot be replaced
+        step()
+        os.rmdir(os.path.join(p.output_dir, "snapshot-1-call-1"))
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            p.disable()
+        print([str(x.message) for x in w])
+        print(sorted(n for n in os.listdir(p.output_dir) if n.startswith("snapshot")))
+    """)
+    out = proc.stdout.strip().splitlines()
+    assert "periodic snapshot call-1 failed" in out[0]
+    assert out[1] == "['snapshot-2-final']"
