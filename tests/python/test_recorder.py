@@ -850,3 +850,24 @@ print(res["plain"], res["profiled"])
 """)
     plain, profiled = proc.stdout.split()
     assert plain == profiled
+
+
+def test_realloc_counts_new_minus_old_size_exactly(tmp_path):
+    proc = run_scenario(tmp_path, PRELUDE + """
+import itertools
+gc.disable()
+p = ProcessProfile(default_log_path="out", profile="python")
+p.enable()
+lst = [None]                  # its item array is allocated while recording
+before = sys.getsizeof(lst)
+def grow():
+    for _ in itertools.repeat(None, 10000):
+        lst.append(None)      # many reallocs of the item array
+grow()
+after = sys.getsizeof(lst)
+p.disable()
+print(after - before)
+""")
+    expected = int(proc.stdout.split()[-1])
+    (d,) = deltas(parse_mem(os.path.join(only_dir(tmp_path / "out"), "MainThread.mem")), "grow")
+    assert expected > 10000 * 8 and d == expected
