@@ -32,7 +32,8 @@ struct tg_recorder;
 /* Whether accounting is on for this run; written with the GIL at enable and
  * disable, read by the hooks (relaxed: a hook racing with the switch either
  * counts or does not, both are safe). */
-extern _Atomic int tg_acct_on;
+extern _Atomic int tg_acct_on __attribute__((visibility("hidden")));
+/* (hidden: read with one RIP-relative load, not through the GOT, on the hot path) */
 
 /* Packing of the site id next to the size in a pointer-table entry: the low
  * TG_ACCT_SIZE_BITS bits are the size, the rest the site id (0 when accounting
