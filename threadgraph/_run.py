@@ -112,6 +112,17 @@ def build_parser():
         "(False)); the processor then needs --no_time",
     )
     parser.add_argument(
+        "--accounting",
+        action="store_true",
+        help="allocation accounting: summary.json, size histograms, heap snapshots by "
+        "call site (ProcessProfile(accounting=True); docs/accounting.md)",
+    )
+    parser.add_argument(
+        "--compress",
+        action="store_true",
+        help="gzip the accounting outputs (ProcessProfile(compress=True))",
+    )
+    parser.add_argument(
         "-m",
         dest="module",
         metavar="module",
@@ -182,6 +193,9 @@ def make_profiler(opts, base):
         kwargs["profile"] = opts.profile
     if opts.memory:
         kwargs["memory"] = opts.memory
+    if opts.accounting:
+        kwargs["accounting"] = True
+        kwargs["compress"] = opts.compress
     prof = ProcessProfile(**kwargs)
     if opts.filter:
         prof.setFilter(opts.filter)

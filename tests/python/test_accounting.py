@@ -10,6 +10,7 @@ import gzip
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -435,3 +436,21 @@ def test_failed_periodic_snapshot_is_reported_at_disable(tmp_path):
     out = proc.stdout.strip().splitlines()
     assert "periodic snapshot call-1 failed" in out[0]
     assert out[1] == "['snapshot-2-final']"
+
+
+def test_threadgraph_run_accounting(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text("KEEP = []\ndef leak_it():\n    KEEP.append(bytearray(1_000_000))\n"
+                      "leak_it()\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.path.dirname(os.path.dirname(threadgraph.__file__))
+    res = subprocess.run([sys.executable, "-m", "threadgraph", "run", "--accounting",
+                          "--compress", "-o", str(tmp_path / "out"), str(script)],
+                         cwd=str(tmp_path), env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode == 0, res.stderr
+    (run,) = [os.path.join(tmp_path, "out", d) for d in os.listdir(tmp_path / "out")]
+    names = os.listdir(run)
+    assert "summary.json.gz" in names and "snapshot-1-final.gz" in names
+    r = cli("top", run, "--top", "1")
+    assert r.returncode == 0 and "leak_it" in r.stdout, (r.stdout, r.stderr)
