@@ -10,10 +10,13 @@ Times, on bench/gen_dump.py's dump (page cache warm):
                                                 script, without running gnuplot
     threadgraph decorate-stack MEM STACK LINE   a late event: both files read to the end
     python3 bench/orig_parse.py MEM process.mem the original's parsing loop in Python
-MB/s is the bytes of the files the command is given divided by its median wall time.
+MB/s is the bytes of the files the command is given divided by its median wall time;
+CPU MB/s divides by the median CPU time (user + sys) instead, which a loaded machine
+disturbs less.
 run.py calls bench(); the result goes into results.json and RESULTS.md.
 """
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -41,16 +44,20 @@ def dump_dir(mb):
 
 
 def _time(cmd, cwd=None, repeats=3):
-    times = []
+    """Median wall seconds and median CPU seconds (user + sys of the child)."""
+    times, cpus = [], []
     for _ in range(repeats):
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
         dt = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         if p.returncode != 0:
             err = p.stderr.decode(errors="replace").strip().splitlines()
-            return None, "exit %d: %s" % (p.returncode, err[-1] if err else "")
+            return None, None, "exit %d: %s" % (p.returncode, err[-1] if err else "")
         times.append(dt)
-    return statistics.median(times), None
+        cpus.append((r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime))
+    return statistics.median(times), statistics.median(cpus), None
 
 
 def bench(mb=1000, cli=None, quick=False, directory=None):
@@ -89,14 +96,15 @@ def bench(mb=1000, cli=None, quick=False, directory=None):
         res["note"] += " (threadgraph CLI not built: run make)"
     try:
         for name, cmd, nbytes, rep in cmds:
-            secs, err = _time(cmd, cwd=out, repeats=rep)
+            secs, cpu, err = _time(cmd, cwd=out, repeats=rep)
             shown = " ".join(os.path.basename(c) if c in (mem, stack, proc, exe) else c for c in cmd)
             shown = shown.replace(out, "OUT").replace(sys.executable, "python3")
             r = {"cmd": shown, "bytes": nbytes, "repeats": rep}
             if err:
                 r.update({"mbs": None, "error": err})
             else:
-                r.update({"seconds": secs, "mbs": nbytes / 1e6 / secs})
+                r.update({"seconds": secs, "mbs": nbytes / 1e6 / secs, "cpu_seconds": cpu,
+                          "cpu_mbs": nbytes / 1e6 / cpu if cpu > 0 else None})
             res["commands"][name] = r
             print("%-32s %s" % (name, ("%.0f MB/s (%.2f s)" % (r["mbs"], secs)) if not err else err),
                   file=sys.stderr, flush=True)

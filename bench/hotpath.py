@@ -145,12 +145,95 @@ def markdown(h, config):
     return "\n".join(L)
 
 
+
+
+# ---------------------------------------------------------------- callgrind
+
+def callgrind(env=None, workload="call_heavy", config="tg-thread", scale=0.02, top=25, keep=None):
+    """Exact instruction counts per function (valgrind --tool=callgrind), self and inclusive."""
+    env = env or dict(os.environ)
+    if not shutil.which("valgrind"):
+        return {"error": "valgrind not installed"}
+    d = tempfile.mkdtemp(prefix="tgbench-cg-")
+    out = os.path.join(d, "callgrind.out")
+    try:
+        p = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out,
+                            sys.executable, RUNNER, config, workload, "--scale", str(scale)],
+                           env=env, capture_output=True, text=True)
+        if p.returncode != 0:
+            return {"error": "valgrind failed: " + p.stderr.strip()[-300:]}
+        res = {"workload": workload, "config": config, "scale": scale}
+        for kind, flag in (("self", "--inclusive=no"), ("inclusive", "--inclusive=yes")):
+            a = subprocess.run(["callgrind_annotate", flag, "--threshold=99", "--auto=no", out],
+                               capture_output=True, text=True).stdout
+            rows = []
+            total = None
+            for line in a.splitlines():
+                if "annotated source" in line.lower():
+                    break
+                m = re.match(r"\s*([\d,]+)\s+\(\s*([\d.]+)%\)\s+(.*?)\s*$", line)
+                if m:
+                    n = int(m.group(1).replace(",", ""))
+                    name = m.group(3)
+                    if "PROGRAM TOTALS" in name:
+                        total = n
+                        continue
+                    name = re.sub(r"\s*\[[^\]]*\]$", "", name)
+                    name = name.split(":", 1)[1] if ":" in name and not name.startswith("0x") else name
+                    rows.append((float(m.group(2)), n, name))
+            res[kind] = rows[:top] if kind == "self" else [r for r in rows if r[2].startswith("tg_")][:top]
+            res["total"] = total or res.get("total")
+        res["markdown"] = callgrind_markdown(res)
+        if keep:
+            shutil.copy(out, keep)
+        return res
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def callgrind_markdown(res):
+    L = ["`valgrind --tool=callgrind` of `%s` on `%s` at scale %s (whole process, start-up "
+         "included; %s instructions in all). Self cost, top functions:\n"
+         % (res["config"], res["workload"], res["scale"],
+            "{:,}".format(res["total"]) if res.get("total") else "?")]
+    L.append("| % of Ir | Ir | function |")
+    L.append("|---:|---:|---|")
+    for pct, n, name in res.get("self", []):
+        L.append("| %.1f | {:,} | `%s` |".format(n) % (pct, name))
+    L.append("")
+    if res.get("inclusive"):
+        L.append("Inclusive cost of the recorder's functions (callees included):\n")
+        L.append("| % of Ir | Ir | function |")
+        L.append("|---:|---:|---|")
+        for pct, n, name in res["inclusive"]:
+            L.append("| %.1f | {:,} | `%s` |".format(n) % (pct, name))
+        L.append("")
+    return "\n".join(L)
+
+
 if __name__ == "__main__":
     import argparse
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--workload", default="call_heavy")
     ap.add_argument("--config", default="tg-thread")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--callgrind", action="store_true", help="callgrind instead of perf")
+    ap.add_argument("--scale", type=float, default=0.02, help="workload scale under callgrind")
+    ap.add_argument("--keep", metavar="FILE", help="copy callgrind's output file to FILE")
+    ap.add_argument("--save", action="store_true", help="store the result in bench/results.json "
+                    "(then: python3 bench/run.py --render-only)")
     a = ap.parse_args()
-    h = profile(workload=a.workload, config=a.config, quick=a.quick)
-    print(h["markdown"])
+    if a.callgrind:
+        h = callgrind(workload=a.workload, config=a.config, scale=a.scale, keep=a.keep)
+        key = "callgrind"
+    else:
+        h = profile(workload=a.workload, config=a.config, quick=a.quick)
+        key = "hotpath"
+    print(h.get("markdown") or h.get("error"))
+    if a.save:
+        path = os.path.join(HERE, "results.json")
+        with open(path) as f:
+            results = json.load(f)
+        results[key] = h
+        with open(path, "w") as f:
+            json.dump(results, f, indent=1)
