@@ -8,6 +8,7 @@
  */
 #include "recorder.h"
 #include "alloc_hooks.h"
+#include "names.h"
 #include "ptrtable.h"
 #include "tg_format.h"
 
@@ -68,6 +69,8 @@ tg_free_log(struct tg_recorder *r)
     free(r->log);
     r->log = NULL;
     r->n_log = r->log_cap = 0;
+    tg_nameset_free(r->names);
+    r->names = NULL;
 }
 
 /* Release the configuration that enable() reads. */

@@ -8,7 +8,9 @@
 #include "names.h"
 #include "tg_format.h"
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char tg_hex_upper[] = "0123456789ABCDEF";
@@ -92,6 +94,121 @@ tg_unique_basename(char *out, char *const *used, size_t n)
         k++;
         snprintf(out + base_len, TG_BASENAME_CAP - base_len, "~%lu", k);
     }
+}
+
+/* One name of a set, and for a name that others were derived from, the suffix
+ * to try next (all smaller ones are taken: names are never removed). */
+struct tg_name_entry {
+    char *name;           /* malloc'ed; NULL = empty slot */
+    unsigned long next;   /* next "~N" to try for copies of this name */
+};
+
+struct tg_nameset {
+    struct tg_name_entry *slots;
+    size_t mask;          /* capacity - 1 (a power of two) */
+    size_t count;
+};
+
+static uint64_t
+tg_name_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;  /* FNV-1a */
+    while (*s)
+        h = (h ^ (unsigned char)*s++) * 1099511628211ull;
+    return h;
+}
+
+/* The slot holding NAME, or the empty slot where it would go. */
+static struct tg_name_entry *
+tg_nameset_slot(struct tg_nameset *s, const char *name)
+{
+    size_t i = tg_name_hash(name) & s->mask;
+    while (s->slots[i].name != NULL && strcmp(s->slots[i].name, name) != 0)
+        i = (i + 1) & s->mask;
+    return &s->slots[i];
+}
+
+/* Add NAME (copied); returns its entry or NULL when out of memory. */
+static struct tg_name_entry *
+tg_nameset_add(struct tg_nameset *s, const char *name)
+{
+    struct tg_name_entry *e;
+    if ((s->count + 1) * 2 > s->mask + 1) {
+        size_t cap = (s->mask + 1) * 2, i;
+        struct tg_name_entry *old = s->slots;
+        struct tg_name_entry *slots = calloc(cap, sizeof(*slots));
+        size_t old_cap = s->mask + 1;
+        if (slots == NULL)
+            return NULL;
+        s->slots = slots;
+        s->mask = cap - 1;
+        for (i = 0; i < old_cap; i++)
+            if (old[i].name != NULL)
+                *tg_nameset_slot(s, old[i].name) = old[i];
+        free(old);
+    }
+    e = tg_nameset_slot(s, name);
+    if (e->name == NULL) {
+        e->name = strdup(name);
+        if (e->name == NULL)
+            return NULL;
+        e->next = 2;
+        s->count++;
+    }
+    return e;
+}
+
+struct tg_nameset *
+tg_nameset_new(void)
+{
+    struct tg_nameset *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return NULL;
+    s->mask = 15;
+    s->slots = calloc(s->mask + 1, sizeof(*s->slots));
+    if (s->slots == NULL || tg_nameset_add(s, TG_PROCESS_BASENAME) == NULL) {
+        tg_nameset_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void
+tg_nameset_free(struct tg_nameset *s)
+{
+    size_t i;
+    if (s == NULL)
+        return;
+    if (s->slots != NULL)
+        for (i = 0; i <= s->mask; i++)
+            free(s->slots[i].name);
+    free(s->slots);
+    free(s);
+}
+
+int
+tg_nameset_claim(struct tg_nameset *s, char *out)
+{
+    size_t base_len = strlen(out);
+    struct tg_name_entry *base = tg_nameset_slot(s, out);
+    unsigned long k;
+
+    if (base->name == NULL)
+        return tg_nameset_add(s, out) == NULL ? -1 : 0;
+    for (k = base->next;; k++) {
+        snprintf(out + base_len, TG_BASENAME_CAP - base_len, "~%lu", k);
+        if (tg_nameset_slot(s, out)->name == NULL)
+            break;
+    }
+    /* base may move when the table grows: find it again after adding */
+    if (tg_nameset_add(s, out) == NULL) {
+        out[base_len] = '\0';
+        return -1;
+    }
+    out[base_len] = '\0';
+    tg_nameset_slot(s, out)->next = k + 1;
+    snprintf(out + base_len, TG_BASENAME_CAP - base_len, "~%lu", k);
+    return 0;
 }
 
 size_t

@@ -21,6 +21,20 @@ void tg_safe_basename(const char *name, size_t len, char *out);
  * free).  Returns 0. */
 int tg_unique_basename(char *out, char *const *used, size_t n);
 
+/* The file base names of one run, for making new ones unique in O(1) per try
+ * (tg_unique_basename scans a list: fine for a few names, quadratic for a
+ * server that starts thousands of threads with the same name). */
+struct tg_nameset;
+
+/* A set holding "process" (reserved); NULL when out of memory. */
+struct tg_nameset *tg_nameset_new(void);
+void tg_nameset_free(struct tg_nameset *s);
+/* Make OUT (a tg_safe_basename result, buffer of TG_BASENAME_CAP) distinct from
+ * every name in S by appending "~2", "~3", ... (the first free: the same result
+ * as tg_unique_basename), and add it to S.  Returns 0, or -1 when out of memory
+ * (S unchanged). */
+int tg_nameset_claim(struct tg_nameset *s, char *out);
+
 /* Length of SRC (LEN bytes) once bytes < 0x20 and 0x7f are written as \xHH. */
 size_t tg_escaped_len(const char *src, size_t len);
 /* Write the escaped form of SRC into DST (tg_escaped_len bytes); returns the end. */

@@ -729,9 +729,7 @@ tg_log_add_unlocked(struct tg_recorder *r, char *name, size_t name_len, unsigned
                     unsigned long native_id)
 {
     char base[TG_BASENAME_CAP];
-    char **used;
     struct tg_thread_log *e;
-    size_t i;
 
     if (r->n_log == r->log_cap) {
         size_t cap = r->log_cap ? r->log_cap * 2 : 16;
@@ -741,14 +739,11 @@ tg_log_add_unlocked(struct tg_recorder *r, char *name, size_t name_len, unsigned
         r->log = nl;
         r->log_cap = cap;
     }
-    tg_safe_basename(name, name_len, base);
-    used = malloc((r->n_log + 1) * sizeof(*used));
-    if (used == NULL)
+    if (r->names == NULL && (r->names = tg_nameset_new()) == NULL)
         return -1;
-    for (i = 0; i < r->n_log; i++)
-        used[i] = r->log[i].base;
-    tg_unique_basename(base, used, r->n_log);
-    free(used);
+    tg_safe_basename(name, name_len, base);
+    if (tg_nameset_claim(r->names, base) < 0)
+        return -1;
     e = &r->log[r->n_log];
     e->base = strdup(base);
     if (e->base == NULL)

@@ -98,6 +98,7 @@ struct tg_recorder {
     struct tg_thread *retired;         /* states of past runs, freed at enable; GIL */
     struct tg_thread_log *log;
     size_t n_log, log_cap;
+    struct tg_nameset *names;          /* the log's base names (names.h) */
     uint64_t done_records, done_stack_records;  /* from freed states */
     unsigned long dummy_counter;       /* for Dummy-N; GIL */
     PyObject *errors;                  /* list of str: stopped streams; GIL */

@@ -871,3 +871,20 @@ print(after - before)
     expected = int(proc.stdout.split()[-1])
     (d,) = deltas(parse_mem(os.path.join(only_dir(tmp_path / "out"), "MainThread.mem")), "grow")
     assert expected > 10000 * 8 and d == expected
+
+
+def test_many_same_named_threads_get_first_free_suffixes(tmp_path):
+    run_scenario(tmp_path, PRELUDE + """
+def work():
+    return 1
+p = ProcessProfile(default_log_path="out", profile="python")
+p.enable()
+for name in ["w~3"] + ["w"] * 300:
+    t = threading.Thread(target=work, name=name)
+    t.start(); t.join()
+p.disable()
+""")
+    table = load_runinfo(only_dir(tmp_path / "out"))["threads"][1:]
+    mems = [t["mem"] for t in table]
+    assert mems[:5] == ["w~3.mem", "w.mem", "w~2.mem", "w~4.mem", "w~5.mem"]
+    assert mems[-1] == "w~301.mem" and len(set(mems)) == 301
