@@ -20,6 +20,14 @@
 
 enum tg_memory_mode { TG_MEM_THREAD = 0, TG_MEM_PROCESS = 1, TG_MEM_RSS = 2 };
 
+/* The "SECONDS." part of the last timestamp formatted, reused while the second
+ * stays the same (formats.md TIME: only the microseconds change). */
+struct tg_time_cache {
+    int64_t sec;       /* the second TEXT holds; valid iff len != 0 */
+    size_t len;        /* bytes of TEXT used, the '.' included */
+    char text[24];     /* up to 20 digits and '.' */
+};
+
 /* One open recorded call. */
 struct tg_frame_entry {
     uintptr_t key;   /* frame address; | 1 for a C call made from that frame */
@@ -45,6 +53,7 @@ struct tg_thread {
     size_t depth;                  /* used entries of frames; owner only */
     size_t frames_cap;             /* owner only */
     int64_t correction;            /* bytes not charged (sleep/lock); owner only */
+    struct tg_time_cache clock;    /* timestamps of this thread's lines; owner only */
     uintptr_t suppress_key;        /* frame of profiler plumbing running now: nothing
                                     * is recorded until it returns (0 = none); owner */
     uintptr_t trig_key;            /* pending sleep trigger call (0 = none); owner */
@@ -105,6 +114,7 @@ struct tg_recorder {
 
     /* --- process.mem --- */
     struct tg_writer process_w;        /* producers: any thread with the GIL */
+    struct tg_time_cache process_clock;  /* process_w's timestamps; GIL */
     long sample_countdown;             /* profile events until the next process.mem
                                         * sample; GIL (every event holds it, so a
                                         * plain counter: a locked add here cost more
