@@ -117,7 +117,9 @@ int tg_decorate_find_event(const char *mem_path, const char *event, unsigned lon
 static int dec_arena_add(struct dec_state *s, const struct tg_str *t, size_t *off,
 			 struct tg_diag *d)
 {
-	if (s->arena_len + t->len > s->arena_alloc) {
+	/* allocated on the first add even for an empty text: node offsets are
+	 * applied to the arena, and NULL + 0 is undefined */
+	if (!s->arena || s->arena_len + t->len > s->arena_alloc) {
 		size_t na = s->arena_alloc ? s->arena_alloc * 2 : 4096;
 		char *nb;
 		while (na < s->arena_len + t->len)
