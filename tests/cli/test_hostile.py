@@ -248,6 +248,9 @@ HOSTILE_CONTENT = {
     "deep-stack": b"".join(b" " * i + b"1.%d#a.py:%d:f\n" % (i, i) for i in range(3000)),
     "crlf-mess": b"\r\r\n\r1#a:1:f=>1\r\n\r\n",
     "invalid-utf8": b"1#\xff\xfe\xc0\xaf.py:1:\xed\xa0\x80=>409600\n",
+    # empty FILE and FUNCTION fields, in decorate-stack's subtree too (found by
+    # fuzz_decorate: UBSan flagged the empty first copy into the arena)
+    "empty-fields": b"0#:1:\n 1#:2:g\n1#:2:g=>5\n2#:1:=>9\n",
 }
 
 

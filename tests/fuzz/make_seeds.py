@@ -62,6 +62,13 @@ def main():
           mem7 + b"\0" + stack7)
     write("fuzz_decorate", "small", b"3\0" + b"1#a:2:g=>1\n2#a:3:f=>5\n3#a:1:r=>9\n" +
           b"\0" + b"0#a:1:r\n 1#a:2:g\n 2#a:3:f\n")
+    # regression: an empty FILE as the subtree's first text applied an offset
+    # to the still-NULL arena (UBSan: applying zero offset to null pointer)
+    write("fuzz_decorate", "regress-empty-file",
+          b"3\0" + b"1#a:2:g=>5\n2#`:3:f=a>5\n3#:1:r=>9\n" + b"\0" +
+          b"0#a:1:r\n 1#:2:r\n 1#:2:g>")
+    write("fuzz_decorate", "regress-all-empty", b"3\0" + b"0#:1:\n1#:2:=>5\n2#:1:=>9\n" +
+          b"\0" + b"0#:1:\n 1#:2:\n")
     for i, t in enumerate([b"05/03/2014 15:30", b"05/03/14 15:30", b"05/03/2014", b"05/03/14",
                            b"15:30", b"29/02/2000", b"31/12/1969 23:59", b"00:00"]):
         write("fuzz_timeparse", "t%d" % i, t)
