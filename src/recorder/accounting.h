@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#pragma GCC visibility push(hidden)
+
 struct tg_recorder;
 
 /* Power-of-two size bins: bin b holds sizes with bit length b (0 for size 0,
@@ -87,5 +89,7 @@ PyObject *tg_acct_window_close(long id);
 
 /* Figures now: {"process": {...}, "threads": [...]} (GIL). */
 PyObject *tg_acct_figures(struct tg_recorder *r);
+
+#pragma GCC visibility pop
 
 #endif /* TG_ACCOUNTING_H */

@@ -15,6 +15,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#pragma GCC visibility push(hidden)
+
 /* Bits of tg_tls.busy. */
 #define TG_BUSY_TRACER 1  /* the profile function is doing its own work */
 #define TG_BUSY_HOOK 2    /* inside a hook: nested calls (pymalloc -> raw) pass through */
@@ -48,5 +50,7 @@ int tg_hooks_install(int count_total);
 void tg_hooks_uninstall(void);
 /* Whether the wrappers are installed. */
 int tg_hooks_installed(void);
+
+#pragma GCC visibility pop
 
 #endif /* TG_ALLOC_HOOKS_H */

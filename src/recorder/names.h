@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#pragma GCC visibility push(hidden)
+
 /* Worst case size of tg_safe_basename's output, suffix and NUL included. */
 #define TG_BASENAME_CAP (3 * 4 + 200 + 32)
 
@@ -39,5 +41,7 @@ int tg_nameset_claim(struct tg_nameset *s, char *out);
 size_t tg_escaped_len(const char *src, size_t len);
 /* Write the escaped form of SRC into DST (tg_escaped_len bytes); returns the end. */
 char *tg_escape(char *dst, const char *src, size_t len);
+
+#pragma GCC visibility pop
 
 #endif /* TG_NAMES_H */

@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#pragma GCC visibility push(hidden)
+
 struct tg_ptrtable;
 
 extern struct tg_ptrtable tg_ptrtable_raw;
@@ -38,5 +40,7 @@ size_t tg_ptrtable_count(void);
  * and child).  The GIL table needs nothing: the forking thread holds the GIL. */
 void tg_ptrtable_lock_all(void);
 void tg_ptrtable_unlock_all(void);
+
+#pragma GCC visibility pop
 
 #endif /* TG_PTRTABLE_H */

@@ -18,6 +18,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+/* Our symbols are internal to the extension (only PyInit__recorder is exported):
+ * hidden, calls between our files are direct instead of through the PLT and
+ * globals are not read through the GOT on the hot path. */
+#pragma GCC visibility push(hidden)
+
 enum tg_memory_mode { TG_MEM_THREAD = 0, TG_MEM_PROCESS = 1, TG_MEM_RSS = 2 };
 
 /* The "SECONDS." part of the last timestamp formatted, reused while the second
@@ -191,5 +196,7 @@ void tg_flusher_stop(struct tg_recorder *r);
 /* Fork (called from Python os.register_at_fork hooks, GIL held). */
 void tg_fork_child_stop(struct tg_recorder_object *self);
 int tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir);
+
+#pragma GCC visibility pop
 
 #endif /* TG_RECORDER_H */

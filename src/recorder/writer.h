@@ -28,6 +28,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#pragma GCC visibility push(hidden)
+
 #define TG_WRITER_BUFSIZE (64 * 1024)
 
 struct tg_writer {
@@ -96,5 +98,7 @@ int64_t tg_monotonic_ns(void);
  * closed our descriptor and opened something else under its number).
  * Async-signal-safe (fstat only). */
 int tg_fd_is_ours(int fd, dev_t dev, ino_t ino);
+
+#pragma GCC visibility pop
 
 #endif /* TG_WRITER_H */
