@@ -52,8 +52,10 @@ tg_shard_of(struct tg_ptrtable *t, uint64_t h)
     return &t->shards[h >> (64 - TG_SHARD_BITS)];
 }
 
-/* Grow S to twice its size (or the minimum); returns 0 or -1 (S unchanged). */
-static int
+/* Grow S to twice its size (or the minimum); returns 0 or -1 (S unchanged).
+ * Out of line and cold: inlined, its registers and calls made every insert pay
+ * a full prologue. */
+static __attribute__((noinline, cold)) int
 tg_shard_grow_unlocked(struct tg_shard *s)
 {
     size_t old_cap = s->slots ? s->mask + 1 : 0;
@@ -79,56 +81,76 @@ tg_shard_grow_unlocked(struct tg_shard *s)
     return 0;
 }
 
+/* Make room for one more entry in S; 0, or -1 when S is full and cannot grow. */
+static __attribute__((noinline, cold)) int
+tg_shard_make_room_unlocked(struct tg_shard *s)
+{
+    if (tg_shard_grow_unlocked(s) < 0 && s->slots == NULL)
+        return -1;
+    if (s->count + 1 > s->mask)  /* full and could not grow */
+        return -1;
+    return 0;
+}
+
+static inline void
+tg_shard_insert_unlocked(struct tg_shard *s, uintptr_t k, uint64_t h, size_t size)
+{
+    struct tg_slot *slot;
+    size_t i;
+
+    if (__builtin_expect(s->slots == NULL || (s->count + 1) * 2 > s->mask + 1, 0)
+            && tg_shard_make_room_unlocked(s) < 0)
+        return;
+    i = h & s->mask;
+    slot = &s->slots[i];
+    while (slot->key != 0 && slot->key != k) {
+        i = (i + 1) & s->mask;
+        slot = &s->slots[i];
+    }
+    if (slot->key == 0) {
+        slot->key = k;
+        s->count++;
+    }
+    slot->size = size;
+}
+
+/* The raw table's path, apart so that the lock calls do not weigh on the GIL
+ * table's (a leaf function without a stack frame). */
+static __attribute__((noinline)) void
+tg_shard_insert_locked(struct tg_shard *s, uintptr_t k, uint64_t h, size_t size)
+{
+    pthread_mutex_lock(&s->lock);
+    tg_shard_insert_unlocked(s, k, h, size);
+    pthread_mutex_unlock(&s->lock);
+}
+
 void
 tg_ptrtable_insert(struct tg_ptrtable *t, void *ptr, size_t size)
 {
     uintptr_t k = (uintptr_t)ptr;
     uint64_t h = tg_ptr_hash(k);
     struct tg_shard *s = tg_shard_of(t, h);
-    size_t i;
 
     if (t->locked)
-        pthread_mutex_lock(&s->lock);
-    if (s->slots == NULL || (s->count + 1) * 2 > s->mask + 1) {
-        if (tg_shard_grow_unlocked(s) < 0 && s->slots == NULL)
-            goto unlock;
-        if (s->count + 1 > s->mask)  /* full and could not grow */
-            goto unlock;
-    }
-    i = h & s->mask;
-    while (s->slots[i].key != 0 && s->slots[i].key != k)
-        i = (i + 1) & s->mask;
-    if (s->slots[i].key == 0) {
-        s->slots[i].key = k;
-        s->count++;
-    }
-    s->slots[i].size = size;
-unlock:
-    if (t->locked)
-        pthread_mutex_unlock(&s->lock);
+        tg_shard_insert_locked(s, k, h, size);
+    else
+        tg_shard_insert_unlocked(s, k, h, size);
 }
 
-int
-tg_ptrtable_remove(struct tg_ptrtable *t, void *ptr, size_t *size)
+static inline int
+tg_shard_remove_unlocked(struct tg_shard *s, uintptr_t k, uint64_t h, size_t *size)
 {
-    uintptr_t k = (uintptr_t)ptr;
-    uint64_t h = tg_ptr_hash(k);
-    struct tg_shard *s = tg_shard_of(t, h);
     size_t i, j;
-    int found = 0;
 
-    if (t->locked)
-        pthread_mutex_lock(&s->lock);
     if (s->slots == NULL)
-        goto unlock;
+        return 0;
     i = h & s->mask;
     while (s->slots[i].key != k) {
         if (s->slots[i].key == 0)
-            goto unlock;
+            return 0;
         i = (i + 1) & s->mask;
     }
     *size = s->slots[i].size;
-    found = 1;
     /* Backward-shift deletion: pull later members of the probe run into the hole
      * when their home slot does not lie cyclically in (hole, j]. */
     j = i;
@@ -145,10 +167,30 @@ tg_ptrtable_remove(struct tg_ptrtable *t, void *ptr, size_t *size)
     }
     s->slots[i].key = 0;
     s->count--;
-unlock:
-    if (t->locked)
-        pthread_mutex_unlock(&s->lock);
+    return 1;
+}
+
+/* The raw table's path (see tg_shard_insert_locked). */
+static __attribute__((noinline)) int
+tg_shard_remove_locked(struct tg_shard *s, uintptr_t k, uint64_t h, size_t *size)
+{
+    int found;
+    pthread_mutex_lock(&s->lock);
+    found = tg_shard_remove_unlocked(s, k, h, size);
+    pthread_mutex_unlock(&s->lock);
     return found;
+}
+
+int
+tg_ptrtable_remove(struct tg_ptrtable *t, void *ptr, size_t *size)
+{
+    uintptr_t k = (uintptr_t)ptr;
+    uint64_t h = tg_ptr_hash(k);
+    struct tg_shard *s = tg_shard_of(t, h);
+
+    if (t->locked)
+        return tg_shard_remove_locked(s, k, h, size);
+    return tg_shard_remove_unlocked(s, k, h, size);
 }
 
 static void
