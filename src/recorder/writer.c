@@ -231,7 +231,7 @@ tg_writer_flush(struct tg_writer *w)
 }
 
 char *
-tg_writer_reserve(struct tg_writer *w, size_t n)
+tg_writer_reserve_slow(struct tg_writer *w, size_t n)
 {
     size_t len;
 

@@ -65,10 +65,22 @@ static inline int tg_writer_usable(struct tg_writer *w)
     return w->buf != NULL && !atomic_load_explicit(&w->err, memory_order_relaxed)
            && !w->dropped;
 }
+/* The slow path of tg_writer_reserve: first line of an empty buffer (stamps
+ * first_ns), full buffer (flushes or grows), stopped stream. */
+char *tg_writer_reserve_slow(struct tg_writer *w, size_t n);
 /* Producer (GIL held): space for N more bytes at the end of the buffer, flushing
  * or growing first as needed; NULL if the stream is stopped or memory ran out.
- * Follow with tg_writer_commit. */
-char *tg_writer_reserve(struct tg_writer *w, size_t n);
+ * Follow with tg_writer_commit.  Inline: on most records it is three loads and a
+ * compare (an empty or released buffer has len 0 and takes the slow path). */
+static inline char *
+tg_writer_reserve(struct tg_writer *w, size_t n)
+{
+    size_t len = atomic_load_explicit(&w->len, memory_order_relaxed);
+    if (__builtin_expect(len != 0 && n <= w->cap - len && !w->dropped
+                         && !atomic_load_explicit(&w->err, memory_order_relaxed), 1))
+        return w->buf + len;
+    return tg_writer_reserve_slow(w, n);
+}
 /* Producer: publish USED bytes written at the pointer reserve returned. */
 static inline void tg_writer_commit(struct tg_writer *w, size_t used)
 {
