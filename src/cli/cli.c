@@ -212,3 +212,20 @@ static void cli_report_plotting(void *ctx)
 const struct tg_memg_report tg_cli_report = {
 	cli_report_start, cli_report_skip, cli_report_plotting, NULL
 };
+
+int tg_cli_run_graph(tg_graph_run_fn run, const struct tg_graph_opts *o,
+		     const struct tg_plot_opts *po, const struct tg_common_args *c,
+		     char **argv, int nargs)
+{
+	struct tg_dumpfile *files;
+	struct tg_diag d;
+	int ret;
+
+	if ((ret = tg_cli_files(argv, nargs, &files)))
+		return ret;
+	tg_cli_diag_init(&d, c);
+	ret = run(o, po, files, (size_t)nargs, &tg_cli_report, &d) < 0 ? error("%s", d.msg) : 0;
+	tg_cli_diag_summary(&d);
+	tg_cli_files_free(files, nargs);
+	return ret;
+}

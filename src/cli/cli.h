@@ -119,6 +119,20 @@ int tg_cli_graph_opts(struct tg_graph_args *g, struct tg_plot_opts *po,
 int tg_cli_files(char **paths, int n, struct tg_dumpfile **files);
 void tg_cli_files_free(struct tg_dumpfile *files, int n);
 
+/* A graph command's library entry point (graphs.h). */
+struct tg_graph_opts;
+typedef int (*tg_graph_run_fn)(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
+			       const struct tg_dumpfile *files, size_t n,
+			       const struct tg_memg_report *r, struct tg_diag *d);
+/*
+ * The shared tail of memh, nesting and interleave: classifies the nargs operands,
+ * runs RUN on them with the CLI's reporting, prints the malformed-line count.
+ * Returns the command's exit code.
+ */
+int tg_cli_run_graph(tg_graph_run_fn run, const struct tg_graph_opts *o,
+		     const struct tg_plot_opts *po, const struct tg_common_args *c,
+		     char **argv, int nargs);
+
 /* Prints dump text to f with control bytes as \xHH. */
 void tg_cli_put(FILE *f, const char *s);
 

@@ -15,8 +15,6 @@ int cmd_interleave(int argc, char **argv)
 	struct tg_memg_opts mo = { 0 };
 	struct tg_graph_opts o = { 0 };
 	struct tg_plot_opts po;
-	struct tg_dumpfile *files;
-	struct tg_diag d;
 	int nargs, ret;
 	const struct tg_option opts[] = {
 		{ "time_from", 0, TG_OPT_STRING, &p.time_from, NULL, "TIME",
@@ -47,12 +45,5 @@ int cmd_interleave(int argc, char **argv)
 	o.from = mo.from;
 	o.has_to = mo.has_to;
 	o.to = mo.to;
-	if ((ret = tg_cli_files(argv, nargs, &files)))
-		return ret;
-	tg_cli_diag_init(&d, &c);
-	ret = tg_interleave_run(&o, &po, files, (size_t)nargs, &tg_cli_report, &d) < 0 ?
-		error("%s", d.msg) : 0;
-	tg_cli_diag_summary(&d);
-	tg_cli_files_free(files, nargs);
-	return ret;
+	return tg_cli_run_graph(tg_interleave_run, &o, &po, &c, argv, nargs);
 }

@@ -12,8 +12,6 @@ int cmd_nesting(int argc, char **argv)
 	struct tg_graph_args g = { 0 };
 	struct tg_graph_opts o = { 0 };
 	struct tg_plot_opts po;
-	struct tg_dumpfile *files;
-	struct tg_diag d;
 	int nargs, ret;
 	const struct tg_option opts[] = {
 		TG_COMMON_OPTIONS(&c),
@@ -31,12 +29,5 @@ int cmd_nesting(int argc, char **argv)
 	o.has_time = !c.no_time;
 	if ((ret = tg_cli_graph_opts(&g, &po, "png", 1920, 1080, nesting_usage)))
 		return ret;
-	if ((ret = tg_cli_files(argv, nargs, &files)))
-		return ret;
-	tg_cli_diag_init(&d, &c);
-	ret = tg_nesting_run(&o, &po, files, (size_t)nargs, &tg_cli_report, &d) < 0 ?
-		error("%s", d.msg) : 0;
-	tg_cli_diag_summary(&d);
-	tg_cli_files_free(files, nargs);
-	return ret;
+	return tg_cli_run_graph(tg_nesting_run, &o, &po, &c, argv, nargs);
 }
