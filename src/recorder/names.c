@@ -221,11 +221,75 @@ tg_escaped_len(const char *src, size_t len)
     return n;
 }
 
+/* Whether any byte of the 8 in X is below 0x20 or is 0x7f (TG_NEEDS_ESCAPE).
+ * The borrow trick: (b - n) & ~b has its top bit set for some byte iff some
+ * byte b < n (n <= 0x80), exactly; 0x7f is found as a zero of X ^ 0x7f..7f. */
+static inline int
+tg_word_needs_escape(uint64_t x)
+{
+    const uint64_t ones = 0x0101010101010101ull, high = 0x8080808080808080ull;
+    uint64_t y = x ^ (ones * 0x7f);
+    return (((x - ones * 0x20) & ~x) | ((y - ones) & ~y)) & high ? 1 : 0;
+}
+
+/* The same for the 4 bytes of X. */
+static inline int
+tg_word32_needs_escape(uint32_t x)
+{
+    const uint32_t ones = 0x01010101u, high = 0x80808080u;
+    uint32_t y = x ^ (ones * 0x7f);
+    return (((x - ones * 0x20) & ~x) | ((y - ones) & ~y)) & high ? 1 : 0;
+}
+
 char *
 tg_escape(char *dst, const char *src, size_t len)
 {
-    size_t i;
-    for (i = 0; i < len; i++) {
+    size_t i = 0;
+
+    /* Names almost never need escaping, and C calls escape theirs on every
+     * record: whole words are checked and copied at once (overlapping loads
+     * for the tail, all inside SRC), byte by byte only from the first word
+     * with something to escape. */
+    if (len >= 8) {
+        uint64_t w;
+        for (; i + 8 <= len; i += 8) {
+            memcpy(&w, src + i, 8);
+            if (tg_word_needs_escape(w))
+                goto bytewise;
+            memcpy(dst, &w, 8);
+            dst += 8;
+        }
+        if (i < len) {
+            memcpy(&w, src + len - 8, 8);
+            if (tg_word_needs_escape(w))
+                goto bytewise;
+            memcpy(dst + (len - i) - 8, &w, 8);
+            dst += len - i;
+        }
+        return dst;
+    }
+    if (len >= 4) {
+        uint32_t a, b;
+        memcpy(&a, src, 4);
+        memcpy(&b, src + len - 4, 4);
+        if (tg_word32_needs_escape(a) || tg_word32_needs_escape(b))
+            goto bytewise;
+        memcpy(dst, &a, 4);
+        memcpy(dst + len - 4, &b, 4);
+        return dst + len;
+    }
+    if (len > 0) {
+        char c0 = src[0], c1 = src[len / 2], c2 = src[len - 1];
+        if (TG_NEEDS_ESCAPE(c0) || TG_NEEDS_ESCAPE(c1) || TG_NEEDS_ESCAPE(c2))
+            goto bytewise;
+        dst[0] = c0;
+        dst[len / 2] = c1;
+        dst[len - 1] = c2;
+        return dst + len;
+    }
+    return dst;
+bytewise:
+    for (; i < len; i++) {
         unsigned char c = (unsigned char)src[i];
         if (TG_NEEDS_ESCAPE(c)) {
             *dst++ = '\\';
