@@ -312,8 +312,24 @@ tg_put(char *p, const char *s, size_t len, int esc)
     return p + len;
 }
 
+/* Write DEPTH indent characters at P, eight at a time: up to 7 bytes past the
+ * indent are written too, inside the record's reservation (the TG_TIME_MAX
+ * bytes after the indent), and overwritten by the fields that follow. */
+static inline void
+tg_put_indent(char *p, size_t depth)
+{
+    uint64_t w = 0x0101010101010101ull * (unsigned char)TG_INDENT_CHAR;
+    size_t i;
+    if (depth > 64) {  /* deep: libc's vector memset wins */
+        memset(p, TG_INDENT_CHAR, depth);
+        return;
+    }
+    for (i = 0; i < depth; i += 8)
+        memcpy(p + i, &w, 8);
+}
+
 /* Write "INDENT[TIME#]FILE:LINE:FUNCTION\n" to T's stack stream. */
-static void
+static inline __attribute__((always_inline)) void
 tg_write_stack_line(struct tg_recorder *r, struct tg_thread *t, size_t depth,
                     const char *file, size_t file_len, long line,
                     const char *func, size_t func_len, int esc)
@@ -324,7 +340,7 @@ tg_write_stack_line(struct tg_recorder *r, struct tg_thread *t, size_t depth,
     start = p = tg_writer_reserve(&t->stack, max);
     if (p == NULL)
         return;
-    memset(p, TG_INDENT_CHAR, depth);
+    tg_put_indent(p, depth);
     p += depth;
     if (r->timestamps)
         p = tg_fmt_time(p, &t->clock);
@@ -339,7 +355,7 @@ tg_write_stack_line(struct tg_recorder *r, struct tg_thread *t, size_t depth,
 }
 
 /* Write "[TIME#]FILE:LINE:FUNCTION=>DELTA\n" to T's mem stream. */
-static void
+static inline __attribute__((always_inline)) void
 tg_write_mem_line(struct tg_recorder *r, struct tg_thread *t,
                   const char *file, size_t file_len, long line,
                   const char *func, size_t func_len, int esc, int64_t delta)
@@ -443,7 +459,7 @@ tg_frames_grow(struct tg_thread *t)
 }
 
 /* Open a recorded call KEY (stack line already described by the fields). */
-static void
+static inline __attribute__((always_inline)) void
 tg_open_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key,
              const char *file, size_t file_len, long line,
              const char *func, size_t func_len, int esc)
