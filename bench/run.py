@@ -264,7 +264,11 @@ def cli_targets(cli):
 
 
 def render(results):
+    excluded = results.get("excluded", {})
     summ = summarize(results)
+    for w in summ:
+        for c in excluded:
+            summ[w].pop(c, None)
     results["summary"] = summ
     configs = [c for c in runner.CONFIGS if c != "none"
                and any(c in summ[w] for w in summ)]
@@ -300,6 +304,11 @@ def render(results):
              "(max-min)/median of the unprofiled wall times of a workload over the run. Ratios "
              "whose spread is large should be read as approximate; results.json keeps every "
              "pair.\n" % (m.get("cpus"), m.get("pairs")))
+    if results.get("noise_note"):
+        L.append(results["noise_note"] + "\n")
+    if excluded:
+        L.append("Configurations left out of the tables: " + "; ".join(
+            "`%s` (%s)" % (c, e) for c, e in excluded.items()) + "\n")
     if results.get("unavailable"):
         L.append("Configurations not measured: " + "; ".join(
             "`%s` (%s)" % (c, e) for c, e in results["unavailable"].items()) + "\n")
@@ -421,7 +430,8 @@ def render(results):
 
     L.append("## Configurations\n")
     for c, (_, _, desc) in runner.CONFIGS.items():
-        L.append("- `%s`: %s" % (c, desc))
+        if c not in excluded:
+            L.append("- `%s`: %s" % (c, desc))
     L.append("")
     with open(RESULTS_MD, "w") as f:
         f.write("\n".join(L) + "\n")
@@ -452,13 +462,13 @@ set style histogram clustered gap 1
 set style fill solid 0.85 border -1
 set boxwidth 0.9
 set logscale y 2
-set yrange [0.9:*]
+set yrange [0.5:*]
 set grid ytics
 set ylabel 'ratio vs no profiler'
 set xtics rotate by 30 right scale 0 noenhanced
 set bmargin 7
 set xrange [-0.6:%g]
-set key top left noenhanced
+set key outside right top noenhanced
 set datafile missing 'NaN'
 plot %s
 """ % (CHART, len(workloads) - 0.4, plot)
@@ -493,8 +503,10 @@ def meta(args, env):
                 break
     except OSError:
         pass
+    # From bench/, as the runner imports it: not from the current directory, which may be
+    # a source tree without the built extension.
     tg = subprocess.run([sys.executable, "-c", "import threadgraph,os;print(os.path.dirname(threadgraph.__file__))"],
-                        env=env, capture_output=True, text=True).stdout.strip()
+                        env=env, capture_output=True, text=True, cwd=HERE).stdout.strip()
     git = subprocess.run(["git", "-C", tg or ROOT, "log", "-1", "--format=%h %s"],
                          capture_output=True, text=True).stdout.strip()
     return {
