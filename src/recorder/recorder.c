@@ -26,6 +26,20 @@ struct tg_recorder_object *tg_active;
 
 /* --- per-code-object cache ---------------------------------------------- */
 
+/*
+ * From 3.12 the profile hook no longer sets the frame's line number, so
+ * PyFrame_GetLineNumber decodes the line table on every call (about 500
+ * instructions on 3.13, the largest single cost of a record).  The code info
+ * then caches offset -> line; a miss computes it as CPython does,
+ * PyCode_Addr2Line(code, lasti).  3.8-3.11 keep PyFrame_GetLineNumber, which
+ * reads a line the interpreter already set.
+ */
+#if PY_VERSION_HEX >= 0x030C0000
+#  define TG_LINE_CACHE 16
+#else
+#  define TG_LINE_CACHE 0
+#endif
+
 /* Stored in the code object's co_extra slot; freed with the code object. */
 struct tg_code_info {
     uint64_t gen;       /* run generation the flags were computed for */
@@ -37,6 +51,11 @@ struct tg_code_info {
     size_t func_len;
     char *file;         /* escaped UTF-8 co_filename (points into data) */
     char *func;         /* escaped UTF-8 co_name (points into data) */
+#if TG_LINE_CACHE
+    /* Instruction offset -> line, direct-mapped.  Written and read with the GIL
+     * (the code object, and so this entry, is shared by every thread). */
+    struct { int lasti; int line; } lines[TG_LINE_CACHE];
+#endif
     char data[];
 };
 
@@ -81,6 +100,10 @@ tg_code_info_build(PyCodeObject *code)
     info->excluded = 0;
     info->trigger = 0;
     info->firstlineno = code->co_firstlineno;
+#if TG_LINE_CACHE
+    for (int i = 0; i < TG_LINE_CACHE; i++)
+        info->lines[i].lasti = -1;  /* no valid offset is negative */
+#endif
     info->file = info->data;
     end = tg_escape(info->file, PyBytes_AS_STRING(fb), (size_t)PyBytes_GET_SIZE(fb));
     *end = '\0';
@@ -141,6 +164,43 @@ tg_code_info_get(struct tg_recorder *r, PyCodeObject *code)
     if (info->gen != r->gen)
         tg_code_info_refresh(r, info, code);
     return info;
+}
+
+/* The line FRAME (running CODE, whose entry is INFO) is executing; the value
+ * PyFrame_GetLineNumber gives when no trace function set the frame's line. */
+static inline int
+tg_frame_line(struct tg_code_info *info, PyCodeObject *code, PyFrameObject *frame)
+{
+#if TG_LINE_CACHE
+    int lasti = PyFrame_GetLasti(frame);
+    unsigned slot;
+
+    if (lasti < 0 || info == NULL)
+        return PyFrame_GetLineNumber(frame);
+    slot = ((unsigned)lasti >> 1) % TG_LINE_CACHE;  /* offsets are even */
+    if (info->lines[slot].lasti != lasti) {
+        info->lines[slot].line = PyCode_Addr2Line(code, lasti);
+        info->lines[slot].lasti = lasti;
+    }
+    return info->lines[slot].line;
+#else
+    (void)info;
+    (void)code;
+    return PyFrame_GetLineNumber(frame);
+#endif
+}
+
+/* The line FRAME is executing, for C calls made from it. */
+static inline int
+tg_caller_line(struct tg_recorder *r, PyFrameObject *frame)
+{
+#if TG_LINE_CACHE
+    PyCodeObject *code = tg_frame_code(frame);
+    return tg_frame_line(tg_code_info_get(r, code), code, frame);
+#else
+    (void)r;
+    return PyFrame_GetLineNumber(frame);
+#endif
 }
 
 int
@@ -559,7 +619,7 @@ tg_on_py_return(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame
         struct tg_code_info *info = tg_code_info_get(r, code);
         if (info == NULL)
             return;
-        tg_write_mem_line(r, t, info->file, info->file_len, PyFrame_GetLineNumber(frame),
+        tg_write_mem_line(r, t, info->file, info->file_len, tg_frame_line(info, code, frame),
                           info->func, info->func_len, 0, delta);
     }
 }
@@ -594,7 +654,7 @@ tg_on_c_call(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame, P
     if (!r->record_c || tg_is_own_def(ml) || !tg_c_call_passes(r, frame))
         return;
     tg_cfunc_names(arg, &mod, &mod_len, &name, &name_len);
-    tg_open_call(r, t, (uintptr_t)frame | 1, mod, mod_len, PyFrame_GetLineNumber(frame),
+    tg_open_call(r, t, (uintptr_t)frame | 1, mod, mod_len, tg_caller_line(r, frame),
                  name, name_len, 1);
 }
 
@@ -616,7 +676,7 @@ tg_on_c_return(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame,
     if (!PyCFunction_Check(arg))
         return;
     tg_cfunc_names(arg, &mod, &mod_len, &name, &name_len);
-    tg_write_mem_line(r, t, mod, mod_len, PyFrame_GetLineNumber(frame),
+    tg_write_mem_line(r, t, mod, mod_len, tg_caller_line(r, frame),
                       name, name_len, 1, delta);
 }
 
