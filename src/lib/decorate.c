@@ -1,5 +1,13 @@
 /*
  * decorate.c - the decorate-stack algorithm of the original, streamed.
+ *
+ * The call an event returns from is found by position first: calls and returns
+ * pair up (docs/formats.md), so the event, the K-th memory record, closes the
+ * K-th call to close in the stack file.  Only when that call does not name the
+ * event's FILE and FUNCTION (dumps whose pairing is broken) does the original's
+ * rule apply: the last call of that FILE and FUNCTION at or before the event's
+ * time.  The original's rule alone picks the wrong call when a return and the
+ * next call of the same function share a timestamp.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -164,9 +172,14 @@ static int dec_node_add(struct dec_state *s, const struct tg_stackrec *r,
 	return 0;
 }
 
-/* Scans the stack for the last call of file:func at or before t and its subtree. */
+/*
+ * Collects into s the subtree of the call at line at_line of the stack if that
+ * line is a call of file:func; with at_line 0, of the last call of file:func at
+ * or before t.  Leaves s->n 0 when there is no such call.  Returns 0 or -1.
+ */
 static int dec_scan_stack(struct dec_state *s, const char *path, const struct tg_str *file,
-			  const struct tg_str *func, double t, struct tg_diag *d)
+			  const struct tg_str *func, double t, unsigned long at_line,
+			  struct tg_diag *d)
 {
 	struct tg_lr lr;
 	struct tg_stackrec r;
@@ -183,9 +196,11 @@ static int dec_scan_stack(struct dec_state *s, const char *path, const struct tg
 				goto release;
 			continue;
 		}
-		if (r.time.v > t && tg_time_exact(&r.time.text) > t)
+		if (at_line ? lr.lineno > at_line && !open_tree
+			    : r.time.v > t && tg_time_exact(&r.time.text) > t)
 			break;
-		if (r.file.len == file->len && r.func.len == func->len &&
+		if ((!at_line || lr.lineno == at_line) &&
+		    r.file.len == file->len && r.func.len == func->len &&
 		    !memcmp(r.file.s, file->s, file->len) && !memcmp(r.func.s, func->s, func->len)) {
 			s->n = 0; /* a later call: forget the earlier subtree */
 			s->arena_len = 0;
@@ -198,13 +213,86 @@ static int dec_scan_stack(struct dec_state *s, const char *path, const struct tg
 	}
 	if (got < 0)
 		goto release;
-	if (!s->n) {
-		tg_error(d, "no call of %.*s (%.*s) at or before the event's time in '%s'",
-			 (int)func->len, func->s, (int)file->len, file->s, path);
-		goto release;
-	}
 	ret = 0;
 release:
+	tg_lr_release(&lr);
+	return ret;
+}
+
+/*
+ * Counts in *k the valid .mem records of path up to and including line lineno
+ * (malformed lines are reported by the other passes).  Returns 0 or -1.
+ */
+static int dec_count_records(const char *path, unsigned long lineno, unsigned long *k,
+			     struct tg_diag *d)
+{
+	struct tg_lr lr;
+	struct tg_memrec r;
+	const char *line;
+	size_t len;
+	int got;
+
+	*k = 0;
+	if (tg_lr_open(&lr, path, 0, d) < 0)
+		return -1;
+	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0 && lr.lineno <= lineno)
+		if (!tg_lr_bad(&lr) && !tg_memrec_parse(&r, line, len, 1))
+			(*k)++;
+	tg_lr_release(&lr);
+	return got < 0 ? -1 : 0;
+}
+
+/*
+ * Finds in *call_line the stack line of the k-th call to close: a record at
+ * depth D closes the open calls at depth D or deeper, deepest first, and the end
+ * of the file closes the rest.  Holds only the open calls.  Returns 1 when
+ * found, 0 when fewer than k calls close, -1 on error.
+ */
+static int dec_kth_closed_call(const char *path, unsigned long k, unsigned long *call_line,
+			       struct tg_diag *d)
+{
+	struct tg_lr lr;
+	struct tg_stackrec r;
+	const char *line;
+	size_t len, top = 0, alloc = 0;
+	struct { unsigned depth; unsigned long lineno; } *open = NULL;
+	unsigned long closed = 0;
+	int got, ret = -1;
+
+	if (tg_lr_open(&lr, path, 0, d) < 0)
+		return -1;
+	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0) {
+		if (tg_lr_bad(&lr) || tg_stackrec_parse(&r, line, len, 1))
+			continue;
+		while (top && open[top - 1].depth >= r.depth)
+			if (++closed, top--, closed == k)
+				goto found;
+		if (top == alloc) {
+			size_t na = alloc ? alloc * 2 : 64;
+			void *nv = realloc(open, na * sizeof(*open));
+			if (!nv) {
+				tg_error(d, "out of memory");
+				goto release;
+			}
+			open = nv;
+			alloc = na;
+		}
+		open[top].depth = r.depth;
+		open[top].lineno = lr.lineno;
+		top++;
+	}
+	if (got < 0)
+		goto release;
+	ret = 0;
+	while (top)
+		if (++closed, top--, closed == k)
+			goto found;
+	goto release;
+found:
+	*call_line = open[top].lineno;
+	ret = 1;
+release:
+	free(open);
 	tg_lr_release(&lr);
 	return ret;
 }
@@ -343,7 +431,8 @@ int tg_decorate_run(const char *mem_path, const char *stack_path, const char *ev
 	struct dec_state s;
 	struct tg_memrec ev;
 	char *evcopy = NULL;
-	unsigned long lineno;
+	unsigned long lineno, k, call_line = 0;
+	int found;
 	size_t start = 0, i, plen = o->prefix ? strlen(o->prefix) : 0;
 	const char *indent = o->indent ? o->indent : " ";
 	int ret = -1;
@@ -354,9 +443,18 @@ int tg_decorate_run(const char *mem_path, const char *stack_path, const char *ev
 	    dec_read_event(mem_path, lineno, &ev, &evcopy, d) < 0)
 		goto out;
 	dec_step(r, "Scanning stack file looking for a matching event.");
-	if (dec_scan_stack(&s, stack_path, &ev.file, &ev.func, tg_time_exact(&ev.time.text),
-			   d) < 0)
+	if (dec_count_records(mem_path, lineno, &k, d) < 0 ||
+	    (found = dec_kth_closed_call(stack_path, k, &call_line, d)) < 0 ||
+	    (found && dec_scan_stack(&s, stack_path, &ev.file, &ev.func, 0, call_line, d) < 0))
 		goto out;
+	if (!s.n && dec_scan_stack(&s, stack_path, &ev.file, &ev.func,
+				   tg_time_exact(&ev.time.text), 0, d) < 0)
+		goto out;
+	if (!s.n) {
+		tg_error(d, "no call of %.*s (%.*s) at or before the event's time in '%s'",
+			 (int)ev.func.len, ev.func.s, (int)ev.file.len, ev.file.s, stack_path);
+		goto out;
+	}
 	dec_step(r, "Reversing memory events of interest.");
 	if (dec_read_ring(&s, mem_path, lineno, &start, d) < 0)
 		goto out;

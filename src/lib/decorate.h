@@ -2,9 +2,11 @@
  * decorate.h - one call's subtree from a .stack dump, decorated with the time and
  * memory of the matching .mem events (the decorate-stack command).
  *
- * The event (a .mem line) gives a time T, FILE and FUNCTION.  The call is the last
- * .stack line of that FILE and FUNCTION with time <= T; its subtree is that line
- * and the following deeper lines.  Its K calls, in post-order, pair with the K
+ * The event, the K-th valid .mem record, returns from the K-th call to close in
+ * the .stack dump (calls and returns pair up).  If that call is not of the
+ * event's FILE and FUNCTION (dumps whose pairing is broken), the call is the
+ * original's choice: the last .stack line of that FILE and FUNCTION with time
+ * <= the event's.  Its subtree is that line and the following deeper lines.  Its K calls, in post-order, pair with the K
  * .mem records that end with the event (returns come children first).  Only the
  * subtree and those K records are held in memory.
  */
