@@ -315,13 +315,16 @@ def render(results):
 
     L.append("## Targets\n")
     L.append("threadgraph full recording = `%s` (memory and stacks, all threads, text files, "
-             "profile \"both\").\n" % FULL)
+             "profile \"both\"); threadgraph measured: %s.\n"
+             % (FULL, (m.get("threadgraph") or "?").split(" ")[0]))
     L.append("| target | met | measured |")
     L.append("|---|---|---|")
     for name, ok, text in targets(summ, results) + cli_targets(results.get("cli")):
         L.append("| %s | %s | %s |" % (name, {True: "met", False: "**not met**", None: "n/a"}[ok], text))
     L.append("")
 
+    if results.get("spot_check", {}).get("markdown"):
+        L.append(results["spot_check"]["markdown"])
     if summ:
         L.append("## Headline: wall-time ratio vs no profiler\n")
         L.append(table(workloads, HEADLINE, summ, "time_ratio", geo_rows=geo))
