@@ -55,8 +55,7 @@ for v in "${VERSIONS[@]}"; do
     fi
     # Run from inside the venv directory so the source tree's threadgraph/ (which has
     # no compiled parts for this version) never shadows the installed package.  The
-    # two suites run as two pytest sessions: each has its own conftest.py, imported
-    # as "conftest" by its tests.
+    # two suites run as two pytest sessions so each reports its own count.
     rc=0 passed=0 failed=0
     : > "$log"
     for suite in tests/python tests/cli; do

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import FIXTURES, HAVE_GNUPLOT, REPO
+from clisupport import FIXTURES, HAVE_GNUPLOT, REPO
 
 ACC = os.path.join(FIXTURES, "accounting")
 BEFORE = os.path.join(ACC, "snapshot-1-before")

@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from conftest import tutorial_mems
+from clisupport import tutorial_mems
 
 GOOD = ("1394031412.5#main.py:3:f=>409600\n"
         "1394031413.25#main.py:4:g=>-4096\n")

@@ -1,7 +1,7 @@
 """Global options, help, usage errors, exit codes, stdout errors."""
 import subprocess
 
-from conftest import CLI, tutorial_mems
+from clisupport import CLI, tutorial_mems
 
 COMMANDS = ["memg", "peaks", "memh", "nesting", "interleave", "decorate-stack"]
 

@@ -3,7 +3,7 @@ is in that command's --help, and every option in --help is documented there."""
 import os
 import re
 
-from conftest import REPO
+from clisupport import REPO
 
 COMMANDS = ["memg", "peaks", "memh", "nesting", "interleave", "decorate-stack"]
 OPT = re.compile(r"(?<![\w-])--[a-z][a-z_-]*[a-z]")

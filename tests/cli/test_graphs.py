@@ -1,7 +1,7 @@
 """memh, nesting and interleave end to end."""
 import os
 
-from conftest import needs_gnuplot, tutorial_mems
+from clisupport import needs_gnuplot, tutorial_mems
 
 
 def dat(path):

@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from conftest import CLI, needs_gnuplot
+from clisupport import CLI, needs_gnuplot
 
 ESC_NAMES = ["\x1b]0;pwned\x07", "\x1b[31m", "\x1b[2J\x1b[H", "a\rb\x7f", "\u009b31m\u0085"]
 GRAPHS = ["memg", "memh", "nesting", "interleave"]

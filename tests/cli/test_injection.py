@@ -2,7 +2,7 @@
 anything through gnuplot (backquotes, system(), quotes, newlines)."""
 import os
 
-from conftest import needs_gnuplot
+from clisupport import needs_gnuplot
 
 HOSTILE_THREAD = "x`touch PWNED_T`'; system(\"touch PWNED_S\") #"
 HOSTILE_FUNC = "f`touch PWNED_F`\"); system(\"touch PWNED_G\"); print(\""

@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from conftest import FIXTURES, needs_gnuplot, tutorial_mems
+from clisupport import FIXTURES, needs_gnuplot, tutorial_mems
 
 PEAK_ARGS = ["--peak=20", "--peak_delta_time=0", "--peak_delta_value=50"]
 

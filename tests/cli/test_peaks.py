@@ -2,7 +2,7 @@
 import json
 import os
 
-from conftest import tutorial_mems
+from clisupport import tutorial_mems
 
 PEAK_ARGS = ["--peak=20", "--peak_delta_time=0", "--peak_delta_value=50"]
 

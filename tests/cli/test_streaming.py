@@ -4,7 +4,7 @@ import subprocess
 
 import pytest
 
-from conftest import CLI
+from clisupport import CLI
 
 LINES = 400_000  # about 26 MB
 TIME = "/usr/bin/time"

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 import threadgraph
-from conftest import run_scenario
+from tgtest import run_scenario
 
 # A bytearray of N bytes is one block of N + 1 bytes (the buffer, with its NUL)
 # plus its object (about 57 bytes); anything else live at the site is noise.

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import (MEM_RE, PROCESS_RE, STACK_RE, check_pairing, load_runinfo, only_dir,
+from tgtest import (MEM_RE, PROCESS_RE, STACK_RE, check_pairing, load_runinfo, only_dir,
                       parse_mem, parse_stack, read_lines, run_scenario)
 
 # Object header + NUL byte of a bytearray + one growth of the list keeping it.
@@ -193,8 +193,8 @@ work()
 p.disable()
 """
     (tmp_path / "s.py").write_text(script)
-    import conftest
-    env = dict(os.environ, PYTHONPATH=conftest.PKG_PARENT)
+    import tgtest
+    env = dict(os.environ, PYTHONPATH=tgtest.PKG_PARENT)
 
     def run(name, *args):
         subprocess.run([sys.executable, str(tmp_path / "s.py"), name] + list(args), cwd=str(tmp_path),
@@ -300,8 +300,8 @@ p.disable()
 print(pid)
 """
     (tmp_path / "s.py").write_text(script)
-    import conftest
-    env = dict(os.environ, PYTHONPATH=conftest.PKG_PARENT)
+    import tgtest
+    env = dict(os.environ, PYTHONPATH=tgtest.PKG_PARENT)
     for mode in ("forked", "plain"):
         base = tmp_path / mode
         base.mkdir()
@@ -366,8 +366,8 @@ def test_sleep_correction_direction(tmp_path, mode):
         base = tmp_path / sleeps
         base.mkdir()
         (base / "s.py").write_text(CORRECTION_SCENARIO)
-        import conftest
-        env = dict(os.environ, PYTHONPATH=conftest.PKG_PARENT)
+        import tgtest
+        env = dict(os.environ, PYTHONPATH=tgtest.PKG_PARENT)
         subprocess.run([sys.executable, "s.py", mode, sleeps], cwd=str(base), env=env,
                        check=True)
         run_dir = only_dir(base / "out")
@@ -528,8 +528,8 @@ for _ in range(100):
 print(p.output_dir, flush=True)
 threading.Event().wait()   # idle forever: only the background flusher can write
 """)
-    import conftest
-    env = dict(os.environ, PYTHONPATH=conftest.PKG_PARENT)
+    import tgtest
+    env = dict(os.environ, PYTHONPATH=tgtest.PKG_PARENT)
     proc = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path), env=env,
                             stdout=subprocess.PIPE, universal_newlines=True)
     try:
@@ -786,8 +786,8 @@ p.disable()
 @pytest.mark.parametrize("trigger", ["none", "builtin", "python"])
 def test_added_sleep_triggers_correct_blocking_calls(tmp_path, trigger):
     (tmp_path / "s.py").write_text(TRIGGER_SCENARIO)
-    import conftest
-    env = dict(os.environ, PYTHONPATH=conftest.PKG_PARENT)
+    import tgtest
+    env = dict(os.environ, PYTHONPATH=tgtest.PKG_PARENT)
     subprocess.run([sys.executable, "s.py", trigger], cwd=str(tmp_path), env=env, check=True)
     (d,) = deltas(parse_mem(os.path.join(only_dir(tmp_path / "out"), "A.mem")), "waiter")
     if trigger == "none":

@@ -8,7 +8,7 @@ different lines of one function.
 """
 import os
 
-from conftest import only_dir, parse_mem, parse_stack, run_scenario
+from tgtest import only_dir, parse_mem, parse_stack, run_scenario
 
 SCENARIO = '''
 import sys, threadgraph

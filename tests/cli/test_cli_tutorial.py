@@ -2,7 +2,7 @@
 `python ProfilerGraph.py`, on an original-style fixture run."""
 import os
 
-from conftest import FIXTURES, needs_gnuplot, tutorial_mems
+from clisupport import FIXTURES, needs_gnuplot, tutorial_mems
 
 TUTORIAL_LEGEND = """\
 0: Thread-6>main.py:44:run=>212992

@@ -1,0 +1,70 @@
+"""Shared helpers and fixtures of the CLI end-to-end tests (conftest.py exports the fixtures).
+
+The binary under test: $TG_CLI, else <repo>/build/threadgraph (built with `make`
+if missing), else the installed package's threadgraph/_bin/threadgraph.
+"""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+TUTORIAL = os.path.join(FIXTURES, "tutorial")
+
+
+def _find_cli():
+    env = os.environ.get("TG_CLI")
+    if env:
+        return os.path.abspath(env)
+    local = os.path.join(REPO, "build", "threadgraph")
+    if os.path.exists(os.path.join(REPO, "Makefile")):
+        subprocess.run(["make", "-s", "-C", REPO, "build/threadgraph"], check=False)
+        if os.path.exists(local):
+            return local
+    try:
+        import threadgraph
+        path = os.path.join(os.path.dirname(threadgraph.__file__), "_bin", "threadgraph")
+        if os.path.exists(path):
+            return path
+    except ImportError:
+        pass
+    pytest.exit("threadgraph CLI not found: set TG_CLI or run make", returncode=2)
+
+
+CLI = _find_cli()
+HAVE_GNUPLOT = shutil.which("gnuplot") is not None
+
+
+def run_cli(*args, cwd=None, env=None, input=None):
+    """Runs the CLI; returns CompletedProcess with text stdout/stderr."""
+    full_env = dict(os.environ)
+    full_env.pop("GNUPLOT", None)
+    if env:
+        full_env.update(env)
+    return subprocess.run([CLI] + [str(a) for a in args], cwd=cwd, env=full_env,
+                          input=input, capture_output=True, text=True, errors="replace",
+                          timeout=60)
+
+
+@pytest.fixture
+def tg():
+    return run_cli
+
+
+@pytest.fixture
+def tutorial():
+    return TUTORIAL
+
+
+@pytest.fixture
+def fixtures():
+    return FIXTURES
+
+
+def tutorial_mems():
+    return sorted(os.path.join(TUTORIAL, f) for f in os.listdir(TUTORIAL) if f.endswith(".mem"))
+
+
+needs_gnuplot = pytest.mark.skipif(not HAVE_GNUPLOT, reason="gnuplot not installed")
