@@ -4,7 +4,8 @@
 #   make            build/threadgraph (the CLI)
 #   make test-c     C unit tests of the analysis library
 #   make check-asan CLI + C tests + CLI end-to-end tests under ASan/UBSan
-#   make test       everything CI runs: C tests, then pytest on every pyenv Python
+#   make test       everything CI runs: C tests, sanitizers, valgrind, a short fuzz
+#                   run, then pytest on every pyenv Python
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -std=gnu11 -Wall -Wextra -Wno-missing-field-initializers
@@ -55,7 +56,11 @@ check-asan: $(ASAN_CTEST_BINS) $(ASAN_CLI)
 test-python:
 	bash tests/run_pythons.sh
 
-test: test-c check-asan test-python
+# CI's whole run: a short fuzz run of every target (FUZZ_SECONDS each) keeps the
+# targets building and catches regressions the corpus already reaches.
+test: test-c check-asan check-asan-python valgrind
+	$(MAKE) fuzz-smoke FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
+	$(MAKE) test-python
 
 clean:
 	rm -rf $(B) threadgraph/_bin threadgraph/*.so
@@ -71,6 +76,7 @@ FUZZ_SRC      := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_TARGETS  := $(patsubst tests/fuzz/%.c,%,$(FUZZ_SRC))
 FUZZ_BINS     := $(addprefix $(B)/fuzz/,$(FUZZ_TARGETS))
 FUZZ_SECONDS  ?= 20
+CI_FUZZ_SECONDS ?= 8
 
 .PHONY: fuzz-build fuzz-smoke check-asan-python valgrind
 
