@@ -24,6 +24,7 @@ __all__ = ["ProcessProfile", "DEFAULT_SLEEP_TRIGGERS"]
 
 PROFILE_MODES = ("python", "c", "both")
 MEMORY_MODES = ("thread", "process", "rss")
+BACKENDS = ("auto", "setprofile", "monitoring")
 
 #: Calls during which a thread is likely to give the CPU away; memory that grows
 #: while a thread is inside one of them is not charged to it (memory="process" and
@@ -90,6 +91,11 @@ class ProcessProfile:
     * ``memory``: ``"thread"`` (exact bytes allocated minus freed by the thread),
       ``"process"`` (all threads' traced bytes, with the sleep correction) or
       ``"rss"`` (resident set size, with the sleep correction, as the original).
+    * ``backend``: where the events come from: ``"setprofile"`` (a C profile
+      function on every thread, all versions), ``"monitoring"`` (sys.monitoring,
+      CPython 3.12 and 3.13: no frame object per event) or ``"auto"`` (the
+      default: monitoring where available); ``None`` reads the
+      ``THREADGRAPH_BACKEND`` environment variable, else ``"auto"``.
 
     Settings changed while enabled take effect at the next ``enable()``.  Only one
     ProcessProfile can be enabled in a process at a time.
@@ -98,19 +104,26 @@ class ProcessProfile:
     def __init__(self, stream_factory: Optional[Callable[[str], IO[Any]]] = None,
                  default_log_path: Optional[str] = None, profile: Optional[str] = None,
                  memory: str = "thread", accounting: bool = False,
-                 compress: bool = False) -> None:
+                 compress: bool = False, backend: Optional[str] = None) -> None:
         if profile is None:
             profile = "both"
         if profile not in PROFILE_MODES:
             raise ValueError("profile must be 'python', 'c' or 'both', not %r" % (profile,))
         if memory not in MEMORY_MODES:
             raise ValueError("memory must be 'thread', 'process' or 'rss', not %r" % (memory,))
+        if backend is None:
+            backend = os.environ.get("THREADGRAPH_BACKEND") or "auto"
+        if backend not in BACKENDS:
+            raise ValueError("backend must be 'auto', 'setprofile' or 'monitoring', not %r"
+                             % (backend,))
         if stream_factory is not None and not callable(stream_factory):
             raise TypeError("stream_factory must be callable")
         self.stream_factory = stream_factory
         self.default_log_path = default_log_path if default_log_path is not None else "."
         self.profile = profile
         self.memory = memory
+        #: Event source asked for; ``backend_used`` tells which one ran.
+        self.backend = backend
         #: Allocation accounting (summary, histograms, sites, snapshots; see
         #: docs/accounting.md); off by default.  compress gzips its outputs.
         self.accounting = bool(accounting)
@@ -201,6 +214,12 @@ class ProcessProfile:
         return os.path.join(os.path.abspath(self.default_log_path), str(os.getpid()))
 
     @property
+    def backend_used(self) -> Optional[str]:
+        """The event source of the last ``enable()``: ``"setprofile"`` or
+        ``"monitoring"`` (``None`` before the first)."""
+        return self._rec.backend if self._output_dir is not None else None
+
+    @property
     def enabled(self) -> bool:
         return bool(self._rec.active)
 
@@ -237,7 +256,7 @@ class ProcessProfile:
                          timestamps=self._timestamps, sample_every=self._frequence,
                          stream_factory=self.stream_factory, exclude_file=_FILE,
                          triggers=triggers, accounting=self.accounting,
-                         compress=self.compress)
+                         compress=self.compress, backend=self.backend)
         global _ACTIVE
         _ACTIVE = self
         _install_process_hooks()
@@ -322,6 +341,7 @@ class ProcessProfile:
             "start_time": self._start_time,
             "end_time": self._end_time,
             "memory_mode": self.memory,
+            "backend": self._rec.backend,
             "profile": self.profile,
             "timestamps": self._timestamps,
             "stack": self._stack,

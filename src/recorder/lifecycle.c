@@ -36,6 +36,7 @@ tg_recorder_init(struct tg_recorder *r)
     r->track_memory = 1;
     r->track_sleeps = 1;
     r->timestamps = 1;
+    r->mon_tool = -1;
     pthread_mutex_init(&r->reg_lock, NULL);
     tg_writer_init(&r->process_w);
     pthread_mutex_init(&r->flusher_lock, NULL);
@@ -87,6 +88,7 @@ tg_recorder_clear_config(struct tg_recorder *r)
     free(r->outdir);
     r->outdir = NULL;
     Py_CLEAR(r->stream_factory);
+    Py_CLEAR(r->mon_missing);
     free(r->trig_defs);
     r->trig_defs = NULL;
     r->n_trig_defs = 0;
@@ -119,6 +121,10 @@ tg_recorder_dealloc(struct tg_recorder *r)
 void
 tg_profile_all_threads(struct tg_recorder_object *self, int install)
 {
+    if (!install)
+        tg_monitor_uninstall(self);  /* nothing if the backend is setprofile */
+    if (install && self->r.backend != TG_BACKEND_SETPROFILE)
+        return;  /* sys.monitoring: installed by enable() */
 #if TG_HAVE_SETPROFILE_ALL
     if (install)
         PyEval_SetProfileAllThreads(tg_profile, (PyObject *)self);
@@ -329,6 +335,13 @@ tg_recorder_enable(struct tg_recorder_object *self)
     r->gen = ++tg_gen_counter;
     r->page_size = sysconf(_SC_PAGESIZE);
     tg_statm_open(r);
+    /* Events flow from here on but are ignored until r->active is set. */
+    if (r->backend == TG_BACKEND_MONITORING && tg_monitor_install(self) < 0) {
+        if (!r->backend_auto)
+            goto fail;
+        PyErr_Clear();  /* every tool id taken: profile functions instead */
+        r->backend = TG_BACKEND_SETPROFILE;
+    }
     if (tg_open_process_file(r) < 0)
         goto fail;
 
@@ -350,7 +363,12 @@ tg_recorder_enable(struct tg_recorder_object *self)
             goto fail_thread;
         }
         /* The rest of the Python enable() that called us is plumbing. */
-        t->suppress_key = (uintptr_t)PyEval_GetFrame();
+#if TG_HAVE_MONITORING
+        if (r->backend == TG_BACKEND_MONITORING)
+            t->suppress_key = tg_current_frame_key();
+        else
+#endif
+            t->suppress_key = (uintptr_t)PyEval_GetFrame();
     }
     if (tg_threads_wrap(self) < 0)
         goto fail_thread;
@@ -358,6 +376,9 @@ tg_recorder_enable(struct tg_recorder_object *self)
         PyErr_SetString(PyExc_OSError, "cannot start the flusher thread");
         goto fail_unwrap;
     }
+#if TG_HAVE_MONITORING
+    r->offset_int_size = tg_offset_int_size();
+#endif
     tg_hooks_install(r->memory_mode == TG_MEM_PROCESS);
     r->active = 1;
     Py_INCREF(self);
@@ -371,6 +392,7 @@ fail_thread:
     tg_retire_threads(r);
     tg_tls.thread = NULL;
 fail:
+    tg_monitor_uninstall(self);
     tg_writer_release(&r->process_w);
     tg_statm_close(r);
     r->gen = ++tg_gen_counter;

@@ -101,7 +101,7 @@ PyDoc_STRVAR(tg_rec_enable_doc,
 "enable(outdir, *, profile='both', memory='thread', filter=None, track_memory=True,\n"
 "       track_stack=False, track_sleeps=True, timestamps=True, sample_every=1000,\n"
 "       stream_factory=None, exclude_file=None, triggers=(), accounting=False,\n"
-"       compress=False)\n"
+"       compress=False, backend='auto')\n"
 "Start recording into the existing directory OUTDIR.");
 
 static PyObject *
@@ -110,19 +110,19 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     static char *kwlist[] = {"outdir", "profile", "memory", "filter", "track_memory",
                              "track_stack", "track_sleeps", "timestamps", "sample_every",
                              "stream_factory", "exclude_file", "triggers", "accounting",
-                             "compress", NULL};
+                             "compress", "backend", NULL};
     struct tg_recorder *r = &self->r;
-    const char *outdir, *profile = "both", *memory = "thread";
+    const char *outdir, *profile = "both", *memory = "thread", *backend = "auto";
     PyObject *filter = Py_None, *factory = Py_None, *exclude = Py_None, *triggers = NULL;
     int track_memory = 1, track_stack = 0, track_sleeps = 1, timestamps = 1;
     long sample_every = 1000;
     int accounting = 0, compress = 0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOppppLOOOpp:enable", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOppppLOOOpps:enable", kwlist,
                                      &outdir, &profile, &memory, &filter, &track_memory,
                                      &track_stack, &track_sleeps, &timestamps,
                                      &sample_every, &factory, &exclude, &triggers,
-                                     &accounting, &compress))
+                                     &accounting, &compress, &backend))
         return NULL;
     if (r->active) {
         PyErr_SetString(PyExc_RuntimeError, "this profiler is already enabled");
@@ -154,6 +154,21 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
         r->memory_mode = TG_MEM_RSS;
     else {
         PyErr_SetString(PyExc_ValueError, "memory must be 'thread', 'process' or 'rss'");
+        return NULL;
+    }
+    r->backend_auto = strcmp(backend, "auto") == 0;
+    if (r->backend_auto)
+        r->backend = TG_HAVE_MONITORING ? TG_BACKEND_MONITORING : TG_BACKEND_SETPROFILE;
+    else if (strcmp(backend, "setprofile") == 0)
+        r->backend = TG_BACKEND_SETPROFILE;
+    else if (strcmp(backend, "monitoring") == 0 && TG_HAVE_MONITORING)
+        r->backend = TG_BACKEND_MONITORING;
+    else {
+        PyErr_Format(PyExc_ValueError,
+                     strcmp(backend, "monitoring") == 0
+                     ? "backend 'monitoring' needs CPython 3.12 or 3.13 (sys.monitoring)"
+                     : "backend must be 'auto', 'setprofile' or 'monitoring', not '%s'",
+                     backend);
         return NULL;
     }
     r->track_memory = track_memory;
@@ -451,8 +466,18 @@ PyMethodDef tg_recorder_methods[] = {
 };
 size_t tg_recorder_n_methods = sizeof(tg_recorder_methods) / sizeof(tg_recorder_methods[0]) - 1;
 
+static PyObject *
+tg_rec_get_backend(struct tg_recorder_object *self, void *closure)
+{
+    (void)closure;
+    return PyUnicode_FromString(self->r.backend == TG_BACKEND_MONITORING ? "monitoring"
+                                                                       : "setprofile");
+}
+
 static PyGetSetDef tg_rec_getset[] = {
     {"active", (getter)tg_rec_get_active, NULL, "whether this recorder is recording", NULL},
+    {"backend", (getter)tg_rec_get_backend, NULL,
+     "event source of the last enable(): 'setprofile' or 'monitoring'", NULL},
     {"outdir", (getter)tg_rec_get_outdir, NULL, "output directory of the last enable()", NULL},
     {NULL, NULL, NULL, NULL, NULL}
 };

@@ -166,40 +166,60 @@ tg_code_info_get(struct tg_recorder *r, PyCodeObject *code)
     return info;
 }
 
-/* The line FRAME (running CODE, whose entry is INFO) is executing; the value
- * PyFrame_GetLineNumber gives when no trace function set the frame's line. */
-static inline int
-tg_frame_line(struct tg_code_info *info, PyCodeObject *code, PyFrameObject *frame)
-{
 #if TG_LINE_CACHE
-    int lasti = PyFrame_GetLasti(frame);
-    unsigned slot;
-
-    if (lasti < 0 || info == NULL)
-        return PyFrame_GetLineNumber(frame);
-    slot = ((unsigned)lasti >> 1) % TG_LINE_CACHE;  /* offsets are even */
+/* The line of CODE (whose entry is INFO, not NULL) at instruction offset LASTI
+ * (bytes, >= 0), through INFO's cache. */
+static inline int
+tg_offset_line(struct tg_code_info *info, PyCodeObject *code, int lasti)
+{
+    unsigned slot = ((unsigned)lasti >> 1) % TG_LINE_CACHE;  /* offsets are even */
     if (info->lines[slot].lasti != lasti) {
         info->lines[slot].line = PyCode_Addr2Line(code, lasti);
         info->lines[slot].lasti = lasti;
     }
     return info->lines[slot].line;
+}
+#endif
+
+/*
+ * Where an event happened.  KEY identifies the running frame: a recorded call
+ * is closed by the return with the same key (| 1 for a C call made from that
+ * frame).  The line is computed only when a record needs it: from FRAME with
+ * the setprofile backend, from CODE at offset LASTI with sys.monitoring.
+ */
+struct tg_at {
+    uintptr_t key;
+    PyCodeObject *code;    /* borrowed */
+    PyFrameObject *frame;  /* borrowed; NULL under sys.monitoring */
+    int lasti;             /* sys.monitoring: instruction offset in bytes */
+};
+
+/* The line AT's frame (running AT->code, whose entry is INFO) is executing:
+ * the value PyFrame_GetLineNumber gives when no trace function set the line. */
+static inline int
+tg_at_line(struct tg_code_info *info, const struct tg_at *at)
+{
+#if TG_LINE_CACHE
+    int lasti = at->frame != NULL ? PyFrame_GetLasti(at->frame) : at->lasti;
+    if (lasti < 0 || info == NULL)
+        return at->frame != NULL ? PyFrame_GetLineNumber(at->frame)
+                                 : PyCode_Addr2Line(at->code, lasti < 0 ? 0 : lasti);
+    return tg_offset_line(info, at->code, lasti);
 #else
     (void)info;
-    (void)code;
-    return PyFrame_GetLineNumber(frame);
+    return PyFrame_GetLineNumber(at->frame);  /* no sys.monitoring before 3.12 */
 #endif
 }
 
-/* The line FRAME is executing, for C calls made from it. */
+/* The line AT's frame is executing, for C calls made from it. */
 static inline int
-tg_caller_line(struct tg_recorder *r, PyFrameObject *frame)
+tg_caller_line(struct tg_recorder *r, const struct tg_at *at)
 {
 #if TG_LINE_CACHE
-    PyCodeObject *code = tg_frame_code(frame);
-    return tg_frame_line(tg_code_info_get(r, code), code, frame);
+    return tg_at_line(tg_code_info_get(r, at->code), at);
 #else
     (void)r;
-    return PyFrame_GetLineNumber(frame);
+    return PyFrame_GetLineNumber(at->frame);
 #endif
 }
 
@@ -344,11 +364,12 @@ tg_memory_now(struct tg_recorder *r, struct tg_thread *t)
 {
     switch (r->memory_mode) {
     case TG_MEM_PROCESS:
-        return atomic_load_explicit(&tg_process_total, memory_order_relaxed) - t->correction;
+        return atomic_load_explicit(&tg_process_total, memory_order_relaxed) - t->correction
+               - t->event_bias;
     case TG_MEM_RSS:
         return tg_rss_bytes(r) - t->correction;
     default:
-        return tg_tls.allocated - tg_tls.freed;
+        return tg_tls.allocated - tg_tls.freed - t->event_bias;
     }
 }
 
@@ -455,14 +476,40 @@ tg_flush_py_if_old(struct tg_thread *t)
         tg_writer_flush(&t->stack);
 }
 
-/* UTF-8 view of a C function's module and name. ESC tells whether they may
- * need escaping.  Never disturbs the exception in flight. */
+/* A C function as the profile events name it: its method definition and its
+ * module (a str, or NULL). */
+struct tg_cfunc {
+    PyMethodDef *ml;
+    PyObject *module;  /* borrowed */
+};
+
+/* Whether CALLABLE, called with first argument ARG0 (NULL: unknown, or none
+ * when MISSING), is a C function for the profile events, and which: a builtin
+ * function or method, or (sys.monitoring) a method descriptor called with its
+ * self, which the setprofile events report as the bound builtin method. */
+static inline int
+tg_cfunc_of(PyObject *callable, PyObject *arg0, PyObject *missing, struct tg_cfunc *cf)
+{
+    if (PyCFunction_Check(callable)) {
+        cf->ml = ((PyCFunctionObject *)callable)->m_ml;
+        cf->module = ((PyCFunctionObject *)callable)->m_module;
+        return 1;
+    }
+    if (Py_IS_TYPE(callable, &PyMethodDescr_Type) && arg0 != NULL && arg0 != missing) {
+        cf->ml = ((PyMethodDescrObject *)callable)->d_method;
+        cf->module = NULL;  /* a bound builtin method has no module */
+        return 1;
+    }
+    return 0;
+}
+
+/* UTF-8 view of a C function's module and name.  Never disturbs the exception
+ * in flight. */
 static void
-tg_cfunc_names(PyObject *callable, const char **mod, size_t *mod_len,
+tg_cfunc_names(const struct tg_cfunc *cf, const char **mod, size_t *mod_len,
                const char **name, size_t *name_len)
 {
-    PyCFunctionObject *fn = (PyCFunctionObject *)callable;
-    PyObject *m = fn->m_module;
+    PyObject *m = cf->module;
 
     *mod = TG_NONE_MODULE;
     *mod_len = sizeof(TG_NONE_MODULE) - 1;
@@ -484,7 +531,7 @@ tg_cfunc_names(PyObject *callable, const char **mod, size_t *mod_len,
             tg_exc_restore(&saved);
         }
     }
-    *name = fn->m_ml->ml_name;
+    *name = cf->ml->ml_name;
     *name_len = strlen(*name);
 }
 
@@ -579,105 +626,148 @@ tg_sleep_correction_on(struct tg_recorder *r)
  * own frames, arms a Python sleep trigger, and opens a recorded call if the
  * frame passes the filter. */
 static void
-tg_on_py_call(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame)
+tg_on_py_call(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at)
 {
-    PyCodeObject *code = tg_frame_code(frame);
-    struct tg_code_info *info = tg_code_info_get(r, code);
+    struct tg_code_info *info = tg_code_info_get(r, at->code);
 
     if (info == NULL)
         return;
     if (info->excluded) {
-        t->suppress_key = (uintptr_t)frame;
+        t->suppress_key = at->key;
         return;
     }
     if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
-        tg_acct_on_call((PyObject *)code);
+        tg_acct_on_call((PyObject *)at->code);
     if (info->trigger && t->trig_key == 0 && tg_sleep_correction_on(r)) {
-        t->trig_key = (uintptr_t)frame;
+        t->trig_key = at->key;
         t->trig_before = tg_memory_now(r, t);
     }
     if (!r->record_python || !info->pass)
         return;
-    tg_open_call(r, t, (uintptr_t)frame, info->file, info->file_len,
+    tg_open_call(r, t, at->key, info->file, info->file_len,
                  info->firstlineno, info->func, info->func_len, 0);
 }
 
 /* PyTrace_RETURN (return, exception or yield): settles a pending Python sleep
  * trigger and closes the frame's recorded call, writing its .mem line. */
 static void
-tg_on_py_return(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame)
+tg_on_py_return(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at)
 {
     int64_t delta;
-    if (t->trig_key == (uintptr_t)frame) {
+    if (t->trig_key == at->key) {
         t->correction += tg_memory_now(r, t) - t->trig_before;
         t->trig_key = 0;
     }
-    if (!tg_close_call(r, t, (uintptr_t)frame, &delta) || !r->track_memory)
+    if (!tg_close_call(r, t, at->key, &delta) || !r->track_memory)
         return;
     {
-        PyCodeObject *code = tg_frame_code(frame);
-        struct tg_code_info *info = tg_code_info_get(r, code);
+        struct tg_code_info *info = tg_code_info_get(r, at->code);
         if (info == NULL)
             return;
-        tg_write_mem_line(r, t, info->file, info->file_len, tg_frame_line(info, code, frame),
+        tg_write_mem_line(r, t, info->file, info->file_len, tg_at_line(info, at),
                           info->func, info->func_len, 0, delta);
     }
 }
 
-/* Whether a C call made from FRAME passes the filter (its caller's file). */
+/* Whether a C call made from AT's frame passes the filter (its caller's file). */
 static inline int
-tg_c_call_passes(struct tg_recorder *r, PyFrameObject *frame)
+tg_c_call_passes(struct tg_recorder *r, const struct tg_at *at)
 {
     struct tg_code_info *info;
     if (r->filter == NULL)
         return 1;
-    info = tg_code_info_get(r, tg_frame_code(frame));
+    info = tg_code_info_get(r, at->code);
     return info != NULL && info->pass;
 }
 
-/* PyTrace_C_CALL: arms a C sleep trigger (even when C calls are not recorded)
- * and opens a recorded C call keyed by the calling frame. */
+/* PyTrace_C_CALL of CF: arms a C sleep trigger (even when C calls are not
+ * recorded) and opens a recorded C call keyed by the calling frame. */
 static void
-tg_on_c_call(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame, PyObject *arg)
+tg_on_c_call(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at,
+             const struct tg_cfunc *cf)
 {
-    PyMethodDef *ml;
     const char *mod, *name;
     size_t mod_len, name_len;
 
-    if (!PyCFunction_Check(arg))
-        return;
-    ml = ((PyCFunctionObject *)arg)->m_ml;
-    if (t->trig_key == 0 && tg_sleep_correction_on(r) && tg_is_trigger_def(r, ml)) {
-        t->trig_key = (uintptr_t)frame | 1;
+    if (t->trig_key == 0 && tg_sleep_correction_on(r) && tg_is_trigger_def(r, cf->ml)) {
+        t->trig_key = at->key;
         t->trig_before = tg_memory_now(r, t);
     }
-    if (!r->record_c || tg_is_own_def(ml) || !tg_c_call_passes(r, frame))
+    if (!r->record_c || tg_is_own_def(cf->ml) || !tg_c_call_passes(r, at))
         return;
-    tg_cfunc_names(arg, &mod, &mod_len, &name, &name_len);
-    tg_open_call(r, t, (uintptr_t)frame | 1, mod, mod_len, tg_caller_line(r, frame),
-                 name, name_len, 1);
+    tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);
+    tg_open_call(r, t, at->key, mod, mod_len, tg_caller_line(r, at), name, name_len, 1);
 }
 
-/* PyTrace_C_RETURN / PyTrace_C_EXCEPTION: settles a pending C sleep trigger
- * (its memory change goes to the thread's correction) and closes the call. */
+/* PyTrace_C_RETURN / PyTrace_C_EXCEPTION of CF: settles a pending C sleep
+ * trigger (its memory change goes to the thread's correction) and closes the
+ * call. */
 static void
-tg_on_c_return(struct tg_recorder *r, struct tg_thread *t, PyFrameObject *frame, PyObject *arg)
+tg_on_c_return(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at,
+               const struct tg_cfunc *cf)
 {
     const char *mod, *name;
     size_t mod_len, name_len;
     int64_t delta;
 
-    if (t->trig_key == ((uintptr_t)frame | 1)) {
+    if (t->trig_key == at->key) {
         t->correction += tg_memory_now(r, t) - t->trig_before;
         t->trig_key = 0;
     }
-    if (!tg_close_call(r, t, (uintptr_t)frame | 1, &delta) || !r->track_memory)
+    if (!tg_close_call(r, t, at->key, &delta) || !r->track_memory)
         return;
-    if (!PyCFunction_Check(arg))
+    tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);
+    tg_write_mem_line(r, t, mod, mod_len, tg_caller_line(r, at), name, name_len, 1, delta);
+}
+
+/* The calling thread's state for R, attached on first sight; NULL when the
+ * thread ended under our thread wrapper (its late events are not recorded) or
+ * cannot be attached. */
+static inline struct tg_thread *
+tg_thread_for_event(struct tg_recorder_object *obj)
+{
+    struct tg_thread *t = tg_tls.thread;
+    if (__builtin_expect(t == NULL || tg_tls.gen != obj->r.gen, 0)) {
+        if (t == NULL && tg_tls.gen == obj->r.gen)
+            return NULL;  /* detached: see tg_thread_detach */
+        t = tg_thread_attach(obj, NULL, 0);
+    }
+    return t;
+}
+
+/* One event WHAT (a PyTrace_* value) at AT; for C events CF is the function.
+ * TG_BUSY_TRACER is set by the caller. */
+static inline __attribute__((always_inline)) void
+tg_event(struct tg_recorder *r, struct tg_thread *t, int what, const struct tg_at *at,
+         const struct tg_cfunc *cf)
+{
+    if (r->sample_every > 0)
+        tg_maybe_sample(r);
+    if (t->suppress_key != 0) {
+        /* Inside profiler plumbing: record nothing until its frame returns. */
+        if (what == PyTrace_RETURN && t->suppress_key == at->key)
+            t->suppress_key = 0;
         return;
-    tg_cfunc_names(arg, &mod, &mod_len, &name, &name_len);
-    tg_write_mem_line(r, t, mod, mod_len, tg_caller_line(r, frame),
-                      name, name_len, 1, delta);
+    }
+    switch (what) {
+    case PyTrace_CALL:
+        tg_on_py_call(r, t, at);
+        break;
+    case PyTrace_RETURN:
+        tg_on_py_return(r, t, at);
+        break;
+    case PyTrace_C_CALL:
+        tg_on_c_call(r, t, at, cf);
+        break;
+    case PyTrace_C_RETURN:
+    case PyTrace_C_EXCEPTION:
+        tg_on_c_return(r, t, at, cf);
+        break;
+    default:
+        break;
+    }
+    if (r->stream_factory != NULL)
+        tg_flush_py_if_old(t);
 }
 
 int
@@ -685,47 +775,77 @@ tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     struct tg_recorder *r = &((struct tg_recorder_object *)obj)->r;
     struct tg_thread *t;
+    struct tg_at at;
+    struct tg_cfunc cf;
 
     if (!r->active || (tg_tls.busy & TG_BUSY_TRACER) || frame == NULL)
         return 0;
-    t = tg_tls.thread;
-    if (t == NULL || tg_tls.gen != r->gen) {
-        t = tg_thread_attach((struct tg_recorder_object *)obj, NULL, 0);
-        if (t == NULL)
+    t = tg_thread_for_event((struct tg_recorder_object *)obj);
+    if (t == NULL)
+        return 0;
+    at.key = (uintptr_t)frame;
+    at.frame = frame;
+    at.lasti = 0;
+    if (what >= PyTrace_C_CALL) {
+        /* C events: the function is ARG, a builtin (anything else is not
+         * recorded: the interpreters report only builtins). */
+        if (arg == NULL || !tg_cfunc_of(arg, NULL, NULL, &cf))
             return 0;
+        at.key |= 1;
     }
+    at.code = tg_frame_code(frame);
     tg_tls.busy |= TG_BUSY_TRACER;
-    if (r->sample_every > 0)
-        tg_maybe_sample(r);
-    if (t->suppress_key != 0) {
-        /* Inside profiler plumbing: record nothing until its frame returns. */
-        if (what == PyTrace_RETURN && t->suppress_key == (uintptr_t)frame)
-            t->suppress_key = 0;
-        goto done;
-    }
-    switch (what) {
-    case PyTrace_CALL:
-        tg_on_py_call(r, t, frame);
-        break;
-    case PyTrace_RETURN:
-        tg_on_py_return(r, t, frame);
-        break;
-    case PyTrace_C_CALL:
-        tg_on_c_call(r, t, frame, arg);
-        break;
-    case PyTrace_C_RETURN:
-    case PyTrace_C_EXCEPTION:
-        tg_on_c_return(r, t, frame, arg);
-        break;
-    default:
-        break;
-    }
-    if (r->stream_factory != NULL)
-        tg_flush_py_if_old(t);
-done:
+#if TG_HAVE_MONITORING
+    /* 3.12+ derives these events from sys.monitoring's, which passes the
+     * instruction offset as an int (see tg_monitor_event): the frame's. */
+    t->event_bias = PyFrame_GetLasti(frame) > TG_SMALL_INT_MAX ? r->offset_int_size : 0;
+#endif
+    tg_event(r, t, what, &at, &cf);
+#if TG_HAVE_MONITORING
+    t->event_bias = 0;
+#endif
     tg_tls.busy &= ~TG_BUSY_TRACER;
     return 0;
 }
+
+#if TG_HAVE_MONITORING
+int
+tg_monitor_event(struct tg_recorder_object *obj, int what, PyObject *code, PyObject *offset,
+                 PyObject *callable, PyObject *arg0)
+{
+    struct tg_recorder *r = &obj->r;
+    struct tg_thread *t;
+    struct tg_at at;
+    struct tg_cfunc cf;
+    long lasti;
+
+    if (!r->active || (tg_tls.busy & TG_BUSY_TRACER) || !PyCode_Check(code))
+        return 0;
+    if (what >= PyTrace_C_CALL
+            && (callable == NULL || !tg_cfunc_of(callable, arg0, r->mon_missing, &cf)))
+        return 0;  /* a call of something else than a builtin: no C event */
+    t = tg_thread_for_event(obj);
+    if (t == NULL)
+        return 0;
+    tg_tls.busy |= TG_BUSY_TRACER;
+    lasti = PyLong_AsLong(offset);
+    if (lasti < 0) {
+        PyErr_Clear();
+        lasti = 0;
+    }
+    /* The interpreter allocated the offset int to call us unless it is one of
+     * the small ints: that is not the program's memory. */
+    t->event_bias = lasti > TG_SMALL_INT_MAX ? r->offset_int_size : 0;
+    at.key = tg_current_frame_key() | (what >= PyTrace_C_CALL);
+    at.code = (PyCodeObject *)code;
+    at.frame = NULL;
+    at.lasti = (int)lasti;
+    tg_event(r, t, what, &at, &cf);
+    t->event_bias = 0;
+    tg_tls.busy &= ~TG_BUSY_TRACER;
+    return 0;
+}
+#endif
 
 /* --- thread state ------------------------------------------------------- */
 
@@ -987,8 +1107,10 @@ tg_thread_detach(struct tg_recorder_object *self)
     r->done_stack_records += atomic_load(&t->n_stack_records);
     pthread_mutex_unlock(&r->reg_lock);
     tg_thread_close(r, t);
+    /* Thread NULL with the run's generation: the thread ended; events it still
+     * produces (sys.monitoring reaches every thread) are not recorded. */
     tg_tls.thread = NULL;
-    tg_tls.gen = 0;
+    tg_tls.gen = r->gen;
     tg_thread_free(t);
     tg_tls.busy = busy;
 }

@@ -25,6 +25,9 @@
 
 enum tg_memory_mode { TG_MEM_THREAD = 0, TG_MEM_PROCESS = 1, TG_MEM_RSS = 2 };
 
+/* Where events come from (docs/api.md "backend"). */
+enum tg_backend { TG_BACKEND_SETPROFILE = 0, TG_BACKEND_MONITORING = 1 };
+
 /* The "SECONDS." part of the last timestamp formatted, reused while the second
  * stays the same (formats.md TIME: only the microseconds change). */
 struct tg_time_cache {
@@ -58,6 +61,9 @@ struct tg_thread {
     size_t depth;                  /* used entries of frames; owner only */
     size_t frames_cap;             /* owner only */
     int64_t correction;            /* bytes not charged (sleep/lock); owner only */
+    int64_t event_bias;            /* bytes the interpreter allocated to deliver the
+                                    * current event (sys.monitoring's offset int):
+                                    * left out of memory readings; owner only */
     struct tg_time_cache clock;    /* timestamps of this thread's lines; owner only */
     uintptr_t suppress_key;        /* frame of profiler plumbing running now: nothing
                                     * is recorded until it returns (0 = none); owner */
@@ -88,6 +94,13 @@ struct tg_recorder {
     int track_sleeps;          /* sleep/lock correction (process, rss modes) */
     int timestamps;            /* TIME# prefixes */
     int memory_mode;           /* enum tg_memory_mode */
+    int backend;               /* enum tg_backend, as resolved by enable() */
+    int backend_auto;          /* backend chosen by default: may fall back */
+    int mon_tool;              /* sys.monitoring tool id in use, or -1; GIL */
+    PyObject *mon_missing;     /* sys.monitoring.MISSING (strong) or NULL; GIL */
+    int64_t offset_int_size;   /* 3.12+: bytes of the int the interpreter allocates
+                                * for an instruction offset above the small ints to
+                                * deliver an event (measured at enable) */
     long sample_every;         /* process.mem every N events; 0 = off */
     char *filter;              /* escaped co_filename prefix, or NULL */
     size_t filter_len;
@@ -165,6 +178,20 @@ int tg_recorder_disable(struct tg_recorder_object *self);
 
 /* Profile function (PyEval_SetProfile); OBJ is the recorder object. */
 int tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
+
+#if TG_HAVE_MONITORING
+/* sys.monitoring event WHAT (a PyTrace_* value) in CODE at OFFSET (an int);
+ * CALLABLE and ARG0 for C events, else NULL.  Never raises. */
+int tg_monitor_event(struct tg_recorder_object *obj, int what, PyObject *code,
+                     PyObject *offset, PyObject *callable, PyObject *arg0);
+/* Bytes the allocator is asked for by PyLong_FromSsize_t(1000), as the hooks
+ * will see it (0 if none).  GIL held, hooks not installed yet. */
+int64_t tg_offset_int_size(void);
+#endif
+/* Start or stop delivering sys.monitoring events to the recorder (monitor.c);
+ * install returns 0, or -1 with an exception (nothing installed). */
+int tg_monitor_install(struct tg_recorder_object *self);
+void tg_monitor_uninstall(struct tg_recorder_object *self);
 
 /* Create the calling thread's state, named NAME (NAME_LEN bytes of UTF-8) or,
  * if NAME is NULL, after threading._active.  Needs the GIL.  Returns NULL on

@@ -75,6 +75,35 @@ tg_set_profile_on(PyThreadState *ts, Py_tracefunc func, PyObject *arg)
 }
 #endif
 
+/*
+ * sys.monitoring (PEP 669) as a second event source, 3.12 and 3.13: events
+ * reach C callbacks without materialising frame objects, for every thread.
+ * Its callbacks get no frame: the running interpreter frame's address is the
+ * frame's identity (opaque, compared only), read from the thread state.
+ * Later versions use the setprofile backend until checked (the offset int the
+ * interpreter allocates per event must be measured exactly: see recorder.c).
+ */
+#if PY_VERSION_HEX >= 0x030C0000 && PY_VERSION_HEX < 0x030E0000
+#  define TG_HAVE_MONITORING 1
+#else
+#  define TG_HAVE_MONITORING 0
+#endif
+
+#if TG_HAVE_MONITORING
+/* Largest cached small int: ints up to it are not allocated. */
+#  define TG_SMALL_INT_MAX 256
+static inline uintptr_t
+tg_current_frame_key(void)
+{
+    PyThreadState *ts = PyThreadState_GET();
+#  if PY_VERSION_HEX >= 0x030D0000
+    return (uintptr_t)ts->current_frame;
+#  else
+    return (uintptr_t)ts->cframe->current_frame;
+#  endif
+}
+#endif
+
 static inline PyInterpreterState *
 tg_tstate_interp(PyThreadState *ts)
 {

@@ -56,7 +56,8 @@ tg_boot_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
 
     if (self->r.active && self->r.gen == b->gen) {
         tg_thread_attach(self, b->name, b->name_len);
-        PyEval_SetProfile(tg_profile, (PyObject *)self);
+        if (self->r.backend == TG_BACKEND_SETPROFILE)
+            PyEval_SetProfile(tg_profile, (PyObject *)self);
     }
     res = tg_vectorcall(b->func, args, nargsf, kwnames);
     if (PyThreadState_Get()->c_profilefunc == tg_profile) {

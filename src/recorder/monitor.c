@@ -1,0 +1,281 @@
+/*
+ * monitor.c - the sys.monitoring backend (PEP 669, CPython 3.12 and 3.13).
+ *
+ * Instead of a profile function installed on each thread, the recorder asks
+ * sys.monitoring for the same events, process-wide: PY_START, PY_RESUME and
+ * PY_THROW are calls; PY_RETURN, PY_YIELD and PY_UNWIND are returns; CALL,
+ * C_RETURN and C_RAISE of a builtin are C calls and returns (as the setprofile
+ * events of those versions, which CPython itself derives from these).  The
+ * interpreter then creates no frame object per event, which is most of what an
+ * empty profile function costs on 3.12+, and threads started by C code are
+ * seen too.
+ *
+ * The callbacks are C functions (METH_FASTCALL) bound to the recorder object;
+ * they hand the event to tg_monitor_event (recorder.c).  Everything here runs
+ * with the GIL: install at enable(), uninstall at disable() or in a forked
+ * child.
+ */
+#include "recorder.h"
+
+#if TG_HAVE_MONITORING
+
+/* --- the offset int ------------------------------------------------------ */
+
+/* Obj-domain allocator in place while the probe runs (GIL: the obj domain is
+ * only used with the GIL, which the probe holds throughout). */
+static PyMemAllocatorEx tg_probe_orig;
+static size_t tg_probe_size;
+
+static void *
+tg_probe_malloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    tg_probe_size = size;
+    return tg_probe_orig.malloc(tg_probe_orig.ctx, size);
+}
+
+int64_t
+tg_offset_int_size(void)
+{
+    PyMemAllocatorEx probe;
+    PyObject *o;
+
+    PyMem_GetAllocator(PYMEM_DOMAIN_OBJ, &tg_probe_orig);
+    probe = tg_probe_orig;
+    probe.malloc = tg_probe_malloc;
+    tg_probe_size = 0;
+    PyMem_SetAllocator(PYMEM_DOMAIN_OBJ, &probe);
+    /* What the interpreter calls per event (call_instrumentation_vector):
+     * 3.12 PyLong_FromSsize_t (an exact-size int), 3.13 PyLong_FromLong (a
+     * whole PyLongObject); tests/python/test_backends.py checks the result. */
+#if PY_VERSION_HEX >= 0x030D0000
+    o = PyLong_FromLong(1000);
+#else
+    o = PyLong_FromSsize_t(1000);
+#endif
+    PyMem_SetAllocator(PYMEM_DOMAIN_OBJ, &tg_probe_orig);
+    if (o == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_DECREF(o);
+    return (int64_t)tg_probe_size;
+}
+
+/* --- callbacks ------------------------------------------------------------- */
+
+/* The tool ids to try, in order: PROFILER_ID first (2), then ids no tool
+ * conventionally claims. */
+static const int tg_mon_tools[] = {2, 4, 3};
+
+#define TG_MON_CB(fname, what)                                                        \
+    static PyObject *                                                                 \
+    fname(PyObject *self, PyObject *const *args, Py_ssize_t nargs)                    \
+    {                                                                                 \
+        if (nargs >= 4)                                                               \
+            tg_monitor_event((struct tg_recorder_object *)self, what, args[0],       \
+                             args[1], args[2], args[3]);                              \
+        else if (nargs >= 2)                                                          \
+            tg_monitor_event((struct tg_recorder_object *)self, what, args[0],       \
+                             args[1], NULL, NULL);                                    \
+        Py_RETURN_NONE;                                                               \
+    }
+
+/* Python calls and returns take (code, offset[, value]); C calls and returns
+ * (code, offset, callable, arg0). */
+TG_MON_CB(tg_mon_py_call, PyTrace_CALL)
+TG_MON_CB(tg_mon_py_return, PyTrace_RETURN)
+TG_MON_CB(tg_mon_c_call, PyTrace_C_CALL)
+TG_MON_CB(tg_mon_c_return, PyTrace_C_RETURN)
+
+#define TG_MON_DEF(fname) \
+    {#fname, (PyCFunction)(void (*)(void))fname, METH_FASTCALL, "threadgraph event (internal)"}
+
+static PyMethodDef tg_mon_defs[] = {
+    TG_MON_DEF(tg_mon_py_call),
+    TG_MON_DEF(tg_mon_py_return),
+    TG_MON_DEF(tg_mon_c_call),
+    TG_MON_DEF(tg_mon_c_return),
+};
+
+/* sys.monitoring.events attribute -> callback (index into tg_mon_defs); C
+ * marks the events needed only for C calls. */
+static const struct {
+    const char *event;
+    int def;
+    int c;
+} tg_mon_events[] = {
+    {"PY_START", 0, 0}, {"PY_RESUME", 0, 0}, {"PY_THROW", 0, 0},
+    {"PY_RETURN", 1, 0}, {"PY_YIELD", 1, 0}, {"PY_UNWIND", 1, 0},
+    {"CALL", 2, 1}, {"C_RETURN", 3, 1}, {"C_RAISE", 3, 1},
+};
+#define TG_MON_N_EVENTS (sizeof(tg_mon_events) / sizeof(tg_mon_events[0]))
+
+static PyObject *
+tg_mon_module(void)
+{
+    PyObject *mon = PySys_GetObject("monitoring");  /* borrowed */
+    if (mon == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "sys.monitoring is not available");
+    Py_XINCREF(mon);
+    return mon;
+}
+
+/* Claim a free tool id; returns it, -2 when all are taken, -1 on error. */
+static int
+tg_mon_claim(PyObject *mon)
+{
+    size_t i;
+    for (i = 0; i < sizeof(tg_mon_tools) / sizeof(tg_mon_tools[0]); i++) {
+        PyObject *res = PyObject_CallMethod(mon, "use_tool_id", "is", tg_mon_tools[i],
+                                            "threadgraph");
+        if (res != NULL) {
+            Py_DECREF(res);
+            return tg_mon_tools[i];
+        }
+        if (!PyErr_ExceptionMatches(PyExc_ValueError))
+            return -1;
+        PyErr_Clear();  /* in use by another tool */
+    }
+    return -2;
+}
+
+/* Register CALLBACK (or None) for every event of TOOL; events not needed are
+ * skipped when NEED_C is 0.  Returns the event mask, or -1. */
+static long
+tg_mon_register(struct tg_recorder_object *self, PyObject *mon, int tool, int install,
+                int need_c)
+{
+    PyObject *events = PyObject_GetAttrString(mon, "events");
+    PyObject *cbs[sizeof(tg_mon_defs) / sizeof(tg_mon_defs[0])] = {NULL};
+    long mask = 0;
+    size_t i;
+
+    if (events == NULL)
+        return -1;
+    for (i = 0; install && i < sizeof(tg_mon_defs) / sizeof(tg_mon_defs[0]); i++) {
+        cbs[i] = PyCFunction_NewEx(&tg_mon_defs[i], (PyObject *)self, NULL);
+        if (cbs[i] == NULL) {
+            mask = -1;
+            goto done;
+        }
+    }
+    for (i = 0; i < TG_MON_N_EVENTS; i++) {
+        PyObject *ev, *res;
+        long bit;
+        if (install && tg_mon_events[i].c && !need_c)
+            continue;
+        ev = PyObject_GetAttrString(events, tg_mon_events[i].event);
+        if (ev == NULL) {
+            mask = -1;
+            goto done;
+        }
+        bit = PyLong_AsLong(ev);
+        res = PyObject_CallMethod(mon, "register_callback", "iOO", tool, ev,
+                                  install ? cbs[tg_mon_events[i].def] : Py_None);
+        Py_DECREF(ev);
+        if (res == NULL || bit < 0) {
+            Py_XDECREF(res);
+            mask = -1;
+            goto done;
+        }
+        Py_DECREF(res);
+        mask |= bit;
+    }
+done:
+    for (i = 0; i < sizeof(tg_mon_defs) / sizeof(tg_mon_defs[0]); i++)
+        Py_XDECREF(cbs[i]);
+    Py_DECREF(events);
+    return mask;
+}
+
+int
+tg_monitor_install(struct tg_recorder_object *self)
+{
+    struct tg_recorder *r = &self->r;
+    PyObject *mon = tg_mon_module(), *res;
+    int tool;
+    long mask;
+
+    if (mon == NULL)
+        return -1;
+    tool = tg_mon_claim(mon);
+    if (tool < 0) {
+        if (tool == -2)
+            PyErr_SetString(PyExc_RuntimeError,
+                            "sys.monitoring: every tool id threadgraph can use is taken "
+                            "by another tool");
+        Py_DECREF(mon);
+        return -1;
+    }
+    Py_XSETREF(r->mon_missing, PyObject_GetAttrString(mon, "MISSING"));
+    if (r->mon_missing == NULL)
+        PyErr_Clear();  /* a method descriptor then never counts as a C call */
+    /* C events also drive C sleep triggers, recorded or not. */
+    mask = tg_mon_register(self, mon, tool, 1, r->record_c || r->n_trig_defs > 0);
+    if (mask < 0)
+        goto fail;
+    r->mon_tool = tool;
+    res = PyObject_CallMethod(mon, "set_events", "il", tool, mask);
+    if (res == NULL)
+        goto fail;
+    Py_DECREF(res);
+    Py_DECREF(mon);
+    return 0;
+fail:
+    {
+        tg_saved_exc saved;
+        tg_exc_save(&saved);
+        r->mon_tool = tool;
+        tg_monitor_uninstall(self);
+        tg_exc_restore(&saved);
+    }
+    Py_DECREF(mon);
+    return -1;
+}
+
+void
+tg_monitor_uninstall(struct tg_recorder_object *self)
+{
+    struct tg_recorder *r = &self->r;
+    PyObject *mon, *res;
+    tg_saved_exc saved;
+
+    if (r->mon_tool < 0)
+        return;
+    tg_exc_save(&saved);
+    mon = tg_mon_module();
+    if (mon != NULL) {
+        res = PyObject_CallMethod(mon, "set_events", "ii", r->mon_tool, 0);
+        Py_XDECREF(res);
+        PyErr_Clear();
+        tg_mon_register(self, mon, r->mon_tool, 0, 1);
+        PyErr_Clear();
+        res = PyObject_CallMethod(mon, "free_tool_id", "i", r->mon_tool);
+        Py_XDECREF(res);
+        Py_DECREF(mon);
+    }
+    PyErr_Clear();
+    r->mon_tool = -1;
+    Py_CLEAR(r->mon_missing);
+    tg_exc_restore(&saved);
+}
+
+#else /* !TG_HAVE_MONITORING */
+
+int
+tg_monitor_install(struct tg_recorder_object *self)
+{
+    (void)self;
+    PyErr_SetString(PyExc_ValueError,
+                    "backend 'monitoring' needs CPython 3.12 or 3.13 (sys.monitoring)");
+    return -1;
+}
+
+void
+tg_monitor_uninstall(struct tg_recorder_object *self)
+{
+    (void)self;
+}
+
+#endif
