@@ -67,11 +67,16 @@ def _threadgraph_module():
 class Threadgraph:
     """threadgraph's ProcessProfile: profile "both" (the default), all threads, text files."""
 
-    def __init__(self, memory_mode, stack, accounting=False):
+    def __init__(self, memory_mode, stack, accounting=False, backend=None):
         self.memory_mode = memory_mode
         self.stack = stack
         self.accounting = accounting
+        self.backend = backend
         self.tg = _threadgraph_module()
+        if backend == "setprofile" and not (3, 12) <= sys.version_info[:2] < (3, 14):
+            # Before 3.12 (and after 3.13) setprofile is the only backend: the
+            # configuration would repeat tg-thread.
+            raise RuntimeError("the setprofile comparison needs CPython 3.12 or 3.13")
 
     def start(self, outdir):
         tg = self.tg
@@ -83,6 +88,8 @@ class Threadgraph:
         self.prof.trackStack(self.stack)
         if self.accounting:  # allocation accounting (docs/accounting.md)
             self.prof.accounting = True
+        if self.backend is not None:
+            self.prof.backend = self.backend
         self.prof.enable()
 
     def stop(self):
@@ -168,6 +175,9 @@ CONFIGS = {
     "noop": (NoopHook, (), "no-op C profile function in every thread (the floor)"),
     "tg-thread": (Threadgraph, ("thread", True), "threadgraph, thread mode, stacks on (full recording)"),
     "tg-thread-nostack": (Threadgraph, ("thread", False), "threadgraph, thread mode, stacks off"),
+    "tg-thread-setprofile": (Threadgraph, ("thread", True, False, "setprofile"),
+                             "threadgraph full recording, events from a profile function "
+                             "(3.12/3.13, where the default is sys.monitoring)"),
     "tg-process": (Threadgraph, ("process", True), "threadgraph, process mode, stacks on"),
     "tg-process-nostack": (Threadgraph, ("process", False), "threadgraph, process mode, stacks off"),
     "tg-rss": (Threadgraph, ("rss", True), "threadgraph, rss mode, stacks on"),
