@@ -36,6 +36,7 @@ VALUE_OPTIONS = (
     "-o",
     "--output",
     "--profile",
+    "--backend",
     "--filter",
     "--memory",
     "--process-memory-frequency",
@@ -123,6 +124,12 @@ def build_parser():
         help="gzip the accounting outputs (ProcessProfile(compress=True))",
     )
     parser.add_argument(
+        "--backend",
+        choices=("auto", "setprofile", "monitoring"),
+        help="where the events come from: a profile function on every thread, or "
+        "sys.monitoring (CPython 3.12/3.13); default auto (ProcessProfile(backend=...))",
+    )
+    parser.add_argument(
         "-m",
         dest="module",
         metavar="module",
@@ -196,6 +203,8 @@ def make_profiler(opts, base):
     if opts.accounting:
         kwargs["accounting"] = True
         kwargs["compress"] = opts.compress
+    if opts.backend:
+        kwargs["backend"] = opts.backend
     prof = ProcessProfile(**kwargs)
     if opts.filter:
         prof.setFilter(opts.filter)
@@ -434,6 +443,8 @@ def main(argv):
         parser.error("give a script to run, or -m module")
     if opts.process_memory_frequency is not None and opts.process_memory_frequency < 0:
         parser.error("--process-memory-frequency must be 0 or more")
+    if opts.compress and not opts.accounting:
+        parser.error("--compress gzips the accounting outputs: it needs --accounting")
 
     kind, name = target
     try:

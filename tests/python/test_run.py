@@ -451,3 +451,22 @@ def test_package_main_and_syntax_error(tmp_path):
     assert res.returncode == 1
     assert "SyntaxError" in res.stderr
     assert not os.path.exists(str(tmp_path / "out2"))  # nothing ran, nothing written
+
+
+def test_compress_without_accounting_is_a_usage_error(tmp_path):
+    write(tmp_path / "app.py", "print('ran')\n")
+    res = tg(["run", "--compress", "app.py"], tmp_path)
+    assert res.returncode == 2
+    assert "--compress gzips the accounting outputs: it needs --accounting" in res.stderr
+    assert "ran" not in res.stdout
+
+
+def test_backend_option_reaches_the_recorder(tmp_path):
+    write(tmp_path / "app.py", "def f():\n    return [0] * 10\nf()\n")
+    res = tg(["run", "--backend", "setprofile", "-o", "out", "app.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    runs = os.listdir(str(tmp_path / "out"))
+    info = json.load(open(str(tmp_path / "out" / runs[0] / "runinfo.json")))
+    assert info["backend"] == "setprofile"
+    res = tg(["run", "--backend", "ptrace", "app.py"], tmp_path)
+    assert res.returncode == 2 and "--backend" in res.stderr
