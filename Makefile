@@ -95,8 +95,14 @@ fuzz-build: $(FUZZ_BINS)
 fuzz-smoke: $(FUZZ_BINS)
 	@set -e; for t in $(FUZZ_TARGETS); do sh tests/fuzz/run.sh $$t $(FUZZ_SECONDS); done
 
+# Also under the newest pyenv 3.12/3.13 when there is one (with pytest): the
+# sys.monitoring backend only exists there.
+ASAN_PY312 := $(lastword $(sort $(wildcard $(HOME)/.pyenv/versions/3.1[23]*/bin/python)))
 check-asan-python:
 	bash tests/asan_python.sh
+	@if [ -n "$(ASAN_PY312)" ] && "$(ASAN_PY312)" -c 'import pytest' 2>/dev/null; then \
+		PYTHON="$(ASAN_PY312)" bash tests/asan_python.sh; \
+	else echo "check-asan-python: no CPython 3.12/3.13 with pytest here, sys.monitoring backend not checked under ASan"; fi
 
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect
 

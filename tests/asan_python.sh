@@ -54,7 +54,7 @@ maps = open("/proc/self/maps").read()
 assert "libasan" in maps and "libubsan" in maps, "sanitizer runtimes not loaded"'
 echo "== pytest with $got"
 if [ $# -eq 0 ]; then
-    for t in test_recorder.py test_reliability.py; do
+    for t in test_recorder.py test_reliability.py test_backends.py; do
         [ -f "$root/tests/python/$t" ] && set -- "$@" "$root/tests/python/$t"
     done
 fi
