@@ -24,8 +24,6 @@
 struct tg_clock_shared tg_clock_pub;
 _Atomic int tg_clock_src = TG_CLOCK_GETTIME;
 
-/* Shift of a rate measured here: 2^32 keeps ~30 significant bits in mult. */
-#define TG_CLOCK_SHIFT 32
 /* The spin that calibrates the rate when the kernel does not give it. */
 #define TG_CLOCK_CALIBRATE_NS 2000000
 /* A tick's measured rate is used only over at least this interval... */
@@ -49,24 +47,35 @@ tg_clock_publish(const struct tg_clock_conv *c)
     atomic_store_explicit(&tg_clock_pub.base_tsc, c->base_tsc, memory_order_relaxed);
     atomic_store_explicit(&tg_clock_pub.base_ns, c->base_ns, memory_order_relaxed);
     atomic_store_explicit(&tg_clock_pub.mult, c->mult, memory_order_relaxed);
-    atomic_store_explicit(&tg_clock_pub.shift, c->shift, memory_order_relaxed);
     atomic_store_explicit(&tg_clock_pub.seq, odd + 1, memory_order_release);
 }
 
 uint64_t
-tg_clock_rate_mult(uint64_t dns, uint64_t dtsc, uint32_t shift)
+tg_clock_rate_mult(uint64_t dns, uint64_t dtsc)
 {
 #if TG_CLOCK_HAVE_TSC
     unsigned __int128 m;
 
-    if (dtsc == 0 || shift > 63)
+    if (dtsc == 0)
         return 0;
-    m = ((unsigned __int128)dns << shift) / dtsc;
+    m = ((unsigned __int128)dns << TG_CLOCK_SHIFT) / dtsc;
     return m > UINT64_MAX ? 0 : (uint64_t)m;
 #else
-    (void)dns, (void)dtsc, (void)shift;
+    (void)dns, (void)dtsc;
     return 0;
 #endif
+}
+
+uint64_t
+tg_clock_mult_from(uint64_t mult, uint32_t shift)
+{
+    if (shift == TG_CLOCK_SHIFT)
+        return mult;
+    if (shift > TG_CLOCK_SHIFT)
+        return shift - TG_CLOCK_SHIFT >= 64 ? 0 : mult >> (shift - TG_CLOCK_SHIFT);
+    if (mult >> (64 - (TG_CLOCK_SHIFT - shift)) != 0)
+        return 0;  /* would not fit in 64 bits */
+    return mult << (TG_CLOCK_SHIFT - shift);
 }
 
 #if TG_CLOCK_HAVE_TSC
@@ -77,7 +86,6 @@ tg_clock_rate_mult(uint64_t dns, uint64_t dtsc, uint32_t shift)
  */
 static int tg_clock_cpu_ok = -1;         /* invariant TSC: -1 not checked yet */
 static uint64_t tg_clock_ref_mult;       /* reference rate (kernel or spin); 0 none */
-static uint32_t tg_clock_ref_shift;
 static struct tg_clock_conv tg_clock_cur; /* what is published now */
 
 /* 1 if /proc/cpuinfo's first "flags" line has WORD as a whole word. */
@@ -120,9 +128,10 @@ tg_clock_cpu_invariant_tsc(void)
 }
 
 /* The kernel's TSC-to-ns rate from a perf_event mmap page.  Returns 0 and sets
- * *MULT and *SHIFT, or -1 (perf events not allowed, no cap_user_time). */
+ * *MULT (at TG_CLOCK_SHIFT), or -1 (perf events not allowed, no cap_user_time:
+ * e.g. a guest whose sched_clock is not the TSC). */
 static int
-tg_clock_kernel_rate(uint64_t *mult, uint32_t *shift)
+tg_clock_kernel_rate(uint64_t *mult)
 {
     struct perf_event_attr attr;
     volatile struct perf_event_mmap_page *pc;
@@ -151,10 +160,9 @@ tg_clock_kernel_rate(uint64_t *mult, uint32_t *shift)
         sh = pc->time_shift;
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
     } while (pc->lock != seq);
-    if (cap && m != 0 && sh < 64) {
-        *mult = m;
-        *shift = sh;
-        ret = 0;
+    if (cap && m != 0) {
+        *mult = tg_clock_mult_from(m, sh);
+        ret = *mult != 0 ? 0 : -1;
     }
     munmap((void *)pc, (size_t)page);
 close_fd:
@@ -192,7 +200,7 @@ tg_clock_reference(void)
 
     if (tg_clock_ref_mult != 0)
         return 0;
-    if (tg_clock_kernel_rate(&tg_clock_ref_mult, &tg_clock_ref_shift) == 0)
+    if (tg_clock_kernel_rate(&tg_clock_ref_mult) == 0)
         return 0;
     tg_clock_anchor(&t0, &n0);
     do
@@ -200,12 +208,11 @@ tg_clock_reference(void)
     while (n1 - n0 < TG_CLOCK_CALIBRATE_NS && n1 >= n0);
     if (n1 <= n0)
         return -1;  /* the wall clock stepped back during the spin */
-    tg_clock_ref_shift = TG_CLOCK_SHIFT;
-    tg_clock_ref_mult = tg_clock_rate_mult((uint64_t)(n1 - n0), t1 - t0, TG_CLOCK_SHIFT);
+    tg_clock_ref_mult = tg_clock_rate_mult((uint64_t)(n1 - n0), t1 - t0);
     return tg_clock_ref_mult != 0 ? 0 : -1;
 }
 
-/* MULT is within TG_CLOCK_MAX_PPM of the reference rate (both at ref_shift). */
+/* MULT is within TG_CLOCK_MAX_PPM of the reference rate. */
 static int
 tg_clock_rate_plausible(uint64_t mult)
 {
@@ -226,7 +233,6 @@ tg_clock_enable(void)
         && tg_clock_reference() == 0) {
         tg_clock_anchor(&tg_clock_cur.base_tsc, &tg_clock_cur.base_ns);
         tg_clock_cur.mult = tg_clock_ref_mult;
-        tg_clock_cur.shift = tg_clock_ref_shift;
         tg_clock_publish(&tg_clock_cur);
         src = TG_CLOCK_TSC;
     }
@@ -242,11 +248,10 @@ tg_clock_tick(void)
     if (atomic_load_explicit(&tg_clock_src, memory_order_relaxed) != TG_CLOCK_TSC)
         return;
     tg_clock_anchor(&c.base_tsc, &c.base_ns);
-    c.shift = tg_clock_ref_shift;
     c.mult = tg_clock_cur.mult;
     if (c.base_ns - tg_clock_cur.base_ns >= TG_CLOCK_MIN_INTERVAL_NS) {
         uint64_t m = tg_clock_rate_mult((uint64_t)(c.base_ns - tg_clock_cur.base_ns),
-                                        c.base_tsc - tg_clock_cur.base_tsc, c.shift);
+                                        c.base_tsc - tg_clock_cur.base_tsc);
         c.mult = tg_clock_rate_plausible(m) ? m : tg_clock_ref_mult;
     } else if (c.base_ns < tg_clock_cur.base_ns) {
         c.mult = tg_clock_ref_mult;  /* stepped back: no rate to learn */

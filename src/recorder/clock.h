@@ -7,10 +7,10 @@
  * and reads the kernel's parameters under a seqlock).  On x86-64 with an invariant
  * TSC we convert rdtsc ourselves:
  *
- *     ns = base_ns + ((tsc - base_tsc) * mult) >> shift
+ *     ns = base_ns + ((tsc - base_tsc) * mult) >> 32
  *
- * with (base_tsc, base_ns) an anchor taken against CLOCK_REALTIME and mult/shift
- * the TSC rate, both renewed by the background flusher every tick
+ * with (base_tsc, base_ns) an anchor taken against CLOCK_REALTIME and mult the
+ * TSC rate, both renewed by the background flusher every tick
  * (tg_clock_tick), so the clock follows wall-clock steps and NTP slew within one
  * tick.  Everywhere else, or with THREADGRAPH_CLOCK=gettime, it is clock_gettime.
  *
@@ -37,12 +37,16 @@ enum tg_clock_source {
     TG_CLOCK_TSC = 1       /* rdtsc converted with the published parameters */
 };
 
+/* Fixed-point position of mult: a constant shift compiles to one shld of the
+ * 128-bit product (a variable one cost a shrd and a shr by %cl per read), and
+ * 2^32 keeps ~30 significant bits in mult for any TSC from 1 to 10 GHz. */
+#define TG_CLOCK_SHIFT 32
+
 /* A TSC-to-CLOCK_REALTIME conversion (a snapshot of the published one). */
 struct tg_clock_conv {
     uint64_t base_tsc;  /* TSC reading at the anchor */
     int64_t base_ns;    /* CLOCK_REALTIME at the anchor, ns since the epoch */
-    uint64_t mult;      /* ns per TSC tick, as a fixed-point fraction of 2^shift */
-    uint32_t shift;
+    uint64_t mult;      /* ns per TSC tick, times 2^TG_CLOCK_SHIFT */
 };
 
 /*
@@ -58,7 +62,6 @@ struct tg_clock_shared {
     _Atomic uint64_t base_tsc;  /* under seq */
     _Atomic int64_t base_ns;    /* under seq */
     _Atomic uint64_t mult;      /* under seq */
-    _Atomic uint32_t shift;     /* under seq */
 };
 
 extern struct tg_clock_shared tg_clock_pub;
@@ -81,7 +84,7 @@ tg_clock_conv_ns(const struct tg_clock_conv *c, uint64_t tsc)
     uint64_t d = tsc - c->base_tsc;
     if ((int64_t)d < 0)
         return c->base_ns;
-    return c->base_ns + (int64_t)(((unsigned __int128)d * c->mult) >> c->shift);
+    return c->base_ns + (int64_t)(((unsigned __int128)d * c->mult) >> TG_CLOCK_SHIFT);
 #else
     (void)tsc;
     return c->base_ns;
@@ -113,7 +116,6 @@ tg_clock_now_ns(void)
             c.base_tsc = atomic_load_explicit(&tg_clock_pub.base_tsc, memory_order_relaxed);
             c.base_ns = atomic_load_explicit(&tg_clock_pub.base_ns, memory_order_relaxed);
             c.mult = atomic_load_explicit(&tg_clock_pub.mult, memory_order_relaxed);
-            c.shift = atomic_load_explicit(&tg_clock_pub.shift, memory_order_relaxed);
             atomic_thread_fence(memory_order_acquire);
             if (!(s0 & 1)
                 && atomic_load_explicit(&tg_clock_pub.seq, memory_order_relaxed) == s0)
@@ -155,9 +157,13 @@ const char *tg_clock_source_name(void);
 
 /* --- internals, exposed for tests/c/test_clock.c --- */
 
-/* Mult for SHIFT from a measured interval: DNS nanoseconds over DTSC ticks.
- * Returns 0 if DTSC is 0 or the result does not fit. */
-uint64_t tg_clock_rate_mult(uint64_t dns, uint64_t dtsc, uint32_t shift);
+/* Mult from a measured interval: DNS nanoseconds over DTSC ticks.  Returns 0 if
+ * DTSC is 0 or the result does not fit. */
+uint64_t tg_clock_rate_mult(uint64_t dns, uint64_t dtsc);
+
+/* The kernel's MULT and SHIFT (perf_event_mmap_page) as a mult at
+ * TG_CLOCK_SHIFT, or 0 if it does not fit. */
+uint64_t tg_clock_mult_from(uint64_t mult, uint32_t shift);
 
 /* Publish C to the readers (the seqlock write side). */
 void tg_clock_publish(const struct tg_clock_conv *c);

@@ -26,8 +26,8 @@ test_conversion(void)
 {
 #if TG_CLOCK_HAVE_TSC
 	/* 3 GHz: mult = 2^32 / 3 at shift 32. */
-	uint64_t mult = tg_clock_rate_mult(1000000000, 3000000000ULL, 32);
-	struct tg_clock_conv c = { 1000, 1700000000000000000LL, mult, 32 };
+	uint64_t mult = tg_clock_rate_mult(1000000000, 3000000000ULL);
+	struct tg_clock_conv c = { 1000, 1700000000000000000LL, mult };
 	/* Ten years of ticks at 3 GHz: the 64-bit product would overflow ~40000 x. */
 	uint64_t d = 3000000000ULL * 86400 * 365 * 10;
 	int64_t want = (int64_t)(d / 3);
@@ -43,13 +43,17 @@ test_conversion(void)
 	/* A reading before the anchor (another core's early rdtsc) is the anchor. */
 	CHECK_INT(tg_clock_conv_ns(&c, c.base_tsc - 5), c.base_ns);
 
-	/* The kernel's perf mult/shift (32-bit mult, shift ~30): same result as the
-	 * kernel's split formula of perf_event_mmap_page, for a week of ticks. */
+	/* The kernel's perf mult/shift (32-bit mult, shift ~30), brought to shift
+	 * 32: same result as the kernel's split formula of perf_event_mmap_page,
+	 * for a week of ticks. */
 	{
-		struct tg_clock_conv k = { 0, 0, 1431655765U /* 2^32/3 */, 32 };
+		uint64_t km = 357913941U;  /* 2^30 / 3 */
+		uint32_t ks = 30;
+		struct tg_clock_conv k = { 0, 0, tg_clock_mult_from(km, ks) };
 		uint64_t cyc = 3000000000ULL * 86400 * 7;
-		uint64_t quot = cyc >> k.shift, rem = cyc & ((1ULL << k.shift) - 1);
-		int64_t split = (int64_t)(quot * k.mult + ((rem * k.mult) >> k.shift));
+		uint64_t quot = cyc >> ks, rem = cyc & ((1ULL << ks) - 1);
+		int64_t split = (int64_t)(quot * km + ((rem * km) >> ks));
+		CHECK_INT(k.mult, km << 2);
 		CHECK_INT(tg_clock_conv_ns(&k, cyc), split);
 	}
 #endif
@@ -59,10 +63,14 @@ static void
 test_rate_mult(void)
 {
 #if TG_CLOCK_HAVE_TSC
-	CHECK_INT(tg_clock_rate_mult(1, 0, 32), 0);             /* no ticks */
-	CHECK_INT(tg_clock_rate_mult(UINT64_MAX, 1, 32), 0);    /* does not fit */
-	CHECK_INT(tg_clock_rate_mult(500000000, 500000000, 32), 1ULL << 32);
-	CHECK_INT(tg_clock_rate_mult(1, 2, 0), 0);
+	CHECK_INT(tg_clock_rate_mult(1, 0), 0);             /* no ticks */
+	CHECK_INT(tg_clock_rate_mult(UINT64_MAX, 1), 0);    /* does not fit */
+	CHECK_INT(tg_clock_rate_mult(500000000, 500000000), 1ULL << 32);
+	CHECK_INT(tg_clock_mult_from(5, 32), 5);
+	CHECK_INT(tg_clock_mult_from(5, 33), 2);
+	CHECK_INT(tg_clock_mult_from(5, 0), 5ULL << 32);
+	CHECK_INT(tg_clock_mult_from(1ULL << 40, 0), 0);   /* does not fit */
+	CHECK_INT(tg_clock_mult_from(5, 200), 0);
 #endif
 }
 
@@ -149,7 +157,7 @@ test_race(void)
 static void
 test_torn_seq(void)
 {
-	struct tg_clock_conv c = { 0, 0, 0, 0 };
+	struct tg_clock_conv c = { 0, 0, 0 };
 	uint32_t s;
 
 	unsetenv("THREADGRAPH_CLOCK");
