@@ -43,6 +43,17 @@ $(B)/asan/ctest/%: tests/c/%.c tests/c/tg_test.h $(LIB_SRC) $(HDRS)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) $(INC) -Itests/c -o $@ $< $(LIB_SRC) $(LIBS)
 
+# The recorder's clock is pure C: its test links clock.c alone, no Python.
+CLOCK_SRC := src/recorder/clock.c src/recorder/clock.h
+
+$(B)/ctest/test_clock: tests/c/test_clock.c tests/c/tg_test.h $(CLOCK_SRC)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/clock.c -lpthread
+
+$(B)/asan/ctest/test_clock: tests/c/test_clock.c tests/c/tg_test.h $(CLOCK_SRC)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/clock.c -lpthread
+
 CTEST_BINS      := $(patsubst tests/c/%.c,$(B)/ctest/%,$(CTESTS))
 ASAN_CTEST_BINS := $(patsubst tests/c/%.c,$(B)/asan/ctest/%,$(CTESTS))
 

@@ -317,8 +317,8 @@ class ProcessProfile:
         return _AccountingWindow(self._rec, str(name))
 
     def stats(self) -> Dict[str, Any]:
-        """{"threads", "records", "stack_records", "output_dir"} of the current or
-        last run."""
+        """{"threads", "records", "stack_records", "output_dir", "clock"} of the
+        current or last run."""
         s = self._rec.stats()
         s["output_dir"] = self._output_dir
         return s
@@ -344,6 +344,7 @@ class ProcessProfile:
             "backend": self._rec.backend,
             "profile": self.profile,
             "timestamps": self._timestamps,
+            "clock": self._rec.stats()["clock"],
             "stack": self._stack,
             "sleep_correction": self._sleeps,
             "threads": self.threads(),

@@ -213,6 +213,7 @@ tg_flusher_main(void *arg)
         if (r->flusher_stop)
             break;
         pthread_mutex_unlock(&r->flusher_lock);
+        tg_clock_tick();  /* re-anchor the timestamps to CLOCK_REALTIME */
         tg_flush_all_fd(r);
         pthread_mutex_lock(&r->flusher_lock);
     }
@@ -372,6 +373,7 @@ tg_recorder_enable(struct tg_recorder_object *self)
     }
     if (tg_threads_wrap(self) < 0)
         goto fail_thread;
+    tg_clock_enable();  /* before the flusher, which then re-anchors it */
     if (tg_flusher_start(r) < 0) {
         PyErr_SetString(PyExc_OSError, "cannot start the flusher thread");
         goto fail_unwrap;

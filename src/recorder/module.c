@@ -307,9 +307,9 @@ tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
         stack_records += atomic_load_explicit(&t->n_stack_records, memory_order_relaxed);
     }
     pthread_mutex_unlock(&r->reg_lock);
-    return Py_BuildValue("{s:n,s:K,s:K,s:z}", "threads", (Py_ssize_t)threads,
+    return Py_BuildValue("{s:n,s:K,s:K,s:z,s:s}", "threads", (Py_ssize_t)threads,
                          "records", records, "stack_records", stack_records,
-                         "output_dir", r->outdir);
+                         "output_dir", r->outdir, "clock", tg_clock_source_name());
 }
 
 /* --- allocation accounting (accounting.c) --- */
@@ -444,7 +444,7 @@ PyMethodDef tg_recorder_methods[] = {
     {"threads", (PyCFunction)tg_rec_threads, METH_NOARGS,
      "Threads seen in this run: list of dicts (name, native_id, ident, base, mem, stack)."},
     {"stats", (PyCFunction)tg_rec_stats, METH_NOARGS,
-     "dict: threads, records, stack_records, output_dir."},
+     "dict: threads, records, stack_records, output_dir, clock."},
     {"snapshot", (PyCFunction)tg_rec_snapshot, METH_VARARGS,
      "snapshot(label='snapshot'): write snapshot-<N>-<label> now; returns its path."},
     {"snapshot_every", (PyCFunction)(void (*)(void))tg_rec_snapshot_every,

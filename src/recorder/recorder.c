@@ -324,8 +324,8 @@ tg_fmt_timespec(char *p, const struct timespec *ts, struct tg_time_cache *cache)
 static inline char *
 tg_fmt_time(char *p, struct tg_time_cache *cache)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    int64_t ns = tg_clock_now_ns_mono(&cache->last_ns);  /* clock.h */
+    struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
     return tg_fmt_timespec(p, &ts, cache);
 }
 

@@ -12,6 +12,7 @@
 #define TG_RECORDER_H
 
 #include "tg_compat.h"
+#include "clock.h"
 #include "writer.h"
 
 #include <pthread.h>
@@ -34,6 +35,7 @@ struct tg_time_cache {
     int64_t sec;       /* the second TEXT holds; valid iff len != 0 */
     size_t len;        /* bytes of TEXT used, the '.' included */
     char text[24];     /* up to 20 digits and '.' */
+    int64_t last_ns;   /* last time given, ns: lines never go back (clock.h) */
 };
 
 /* One open recorded call. */

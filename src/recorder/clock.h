@@ -1,0 +1,173 @@
+/*
+ * clock.h - the recorder's wall clock: CLOCK_REALTIME in nanoseconds, read from
+ * the CPU's time-stamp counter where that is safe, else from clock_gettime.
+ *
+ * clock_gettime(CLOCK_REALTIME) was the largest single cost of the profile
+ * function (one call per written line, ~20 ns: the vDSO orders rdtsc with a fence
+ * and reads the kernel's parameters under a seqlock).  On x86-64 with an invariant
+ * TSC we convert rdtsc ourselves:
+ *
+ *     ns = base_ns + ((tsc - base_tsc) * mult) >> 32
+ *
+ * with (base_tsc, base_ns) an anchor taken against CLOCK_REALTIME and mult the
+ * TSC rate, both renewed by the background flusher every tick
+ * (tg_clock_tick), so the clock follows wall-clock steps and NTP slew within one
+ * tick.  Everywhere else, or with THREADGRAPH_CLOCK=gettime, it is clock_gettime.
+ *
+ * Pure C, no Python: tests/c/test_clock.c links clock.c alone.
+ */
+#ifndef TG_CLOCK_H
+#define TG_CLOCK_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#if defined(__x86_64__) && defined(__SIZEOF_INT128__)
+#  include <x86intrin.h>
+#  define TG_CLOCK_HAVE_TSC 1
+#else
+#  define TG_CLOCK_HAVE_TSC 0
+#endif
+
+#pragma GCC visibility push(hidden)
+
+enum tg_clock_source {
+    TG_CLOCK_GETTIME = 0,  /* clock_gettime(CLOCK_REALTIME) on every read */
+    TG_CLOCK_TSC = 1       /* rdtsc converted with the published parameters */
+};
+
+/* Fixed-point position of mult: a constant shift compiles to one shld of the
+ * 128-bit product (a variable one cost a shrd and a shr by %cl per read), and
+ * 2^32 keeps ~30 significant bits in mult for any TSC from 1 to 10 GHz. */
+#define TG_CLOCK_SHIFT 32
+
+/* A TSC-to-CLOCK_REALTIME conversion (a snapshot of the published one). */
+struct tg_clock_conv {
+    uint64_t base_tsc;  /* TSC reading at the anchor */
+    int64_t base_ns;    /* CLOCK_REALTIME at the anchor, ns since the epoch */
+    uint64_t mult;      /* ns per TSC tick, times 2^TG_CLOCK_SHIFT */
+};
+
+/*
+ * The parameters the readers use.  One writer at a time (tg_clock_enable with the
+ * GIL before the flusher starts, then only the flusher's tg_clock_tick); readers
+ * are profile functions on any thread.  Every field is under the seqlock SEQ: odd
+ * while the writer rewrites them; a reader retries when SEQ was odd or changed.
+ * The fields are relaxed atomics so that the race the seqlock detects is not a
+ * data race in C11 terms (on x86-64 they compile to plain loads and stores).
+ */
+struct tg_clock_shared {
+    _Atomic uint32_t seq;       /* seqlock sequence: odd while being written */
+    _Atomic uint64_t base_tsc;  /* under seq */
+    _Atomic int64_t base_ns;    /* under seq */
+    _Atomic uint64_t mult;      /* under seq */
+};
+
+extern struct tg_clock_shared tg_clock_pub;
+/* enum tg_clock_source in use; written by tg_clock_enable (GIL, flusher
+ * stopped), read by every reader (relaxed atomic). */
+extern _Atomic int tg_clock_src;
+
+/* Readers give up on the TSC after this many torn reads in a row (the writer
+ * died mid-update: a fork() while the flusher published) and use clock_gettime. */
+#define TG_CLOCK_READ_TRIES 64
+
+/* Nanoseconds at TSC reading TSC under conversion C.  The product is 128-bit, so
+ * no delta overflows (2^64 ticks is ~190 years at 3 GHz).  A reading just before
+ * the anchor (another core's rdtsc executed early) gives the anchor itself; the
+ * caller's clamp keeps that monotonic. */
+static inline int64_t
+tg_clock_conv_ns(const struct tg_clock_conv *c, uint64_t tsc)
+{
+#if TG_CLOCK_HAVE_TSC
+    uint64_t d = tsc - c->base_tsc;
+    if ((int64_t)d < 0)
+        return c->base_ns;
+    return c->base_ns + (int64_t)(((unsigned __int128)d * c->mult) >> TG_CLOCK_SHIFT);
+#else
+    (void)tsc;
+    return c->base_ns;
+#endif
+}
+
+/* CLOCK_REALTIME in ns since the epoch, from clock_gettime. */
+static inline int64_t
+tg_clock_gettime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* CLOCK_REALTIME in ns since the epoch, from the chosen source.  Any thread; no
+ * lock, no system call. */
+static inline int64_t
+tg_clock_now_ns(void)
+{
+#if TG_CLOCK_HAVE_TSC
+    if (atomic_load_explicit(&tg_clock_src, memory_order_relaxed) == TG_CLOCK_TSC) {
+        struct tg_clock_conv c;
+        uint32_t s0;
+        int tries;
+
+        for (tries = 0; tries < TG_CLOCK_READ_TRIES; tries++) {
+            s0 = atomic_load_explicit(&tg_clock_pub.seq, memory_order_acquire);
+            c.base_tsc = atomic_load_explicit(&tg_clock_pub.base_tsc, memory_order_relaxed);
+            c.base_ns = atomic_load_explicit(&tg_clock_pub.base_ns, memory_order_relaxed);
+            c.mult = atomic_load_explicit(&tg_clock_pub.mult, memory_order_relaxed);
+            atomic_thread_fence(memory_order_acquire);
+            if (!(s0 & 1)
+                && atomic_load_explicit(&tg_clock_pub.seq, memory_order_relaxed) == s0)
+                /* A plain rdtsc, not the vDSO's fenced one: the timestamp is
+                 * printed to the microsecond, a few cycles of reordering with
+                 * the neighbouring instructions do not show. */
+                return tg_clock_conv_ns(&c, __rdtsc());
+        }
+    }
+#endif
+    return tg_clock_gettime_ns();
+}
+
+/* tg_clock_now_ns, but never less than *LAST, which it updates: one caller's
+ * timestamps never go backwards (a re-anchor a little behind the extrapolation,
+ * or a wall-clock step back, holds the time still until the clock catches up).
+ * LAST belongs to the caller (one per thread or per locked stream). */
+static inline int64_t
+tg_clock_now_ns_mono(int64_t *last)
+{
+    int64_t ns = tg_clock_now_ns();
+    if (ns < *last)
+        return *last;
+    *last = ns;
+    return ns;
+}
+
+/* Choose the source for a run (THREADGRAPH_CLOCK, the CPU's TSC flags, the
+ * calibration) and anchor it.  Call with the GIL, the flusher stopped.  Never
+ * fails: anything missing means TG_CLOCK_GETTIME.  Returns the source. */
+int tg_clock_enable(void);
+
+/* Re-anchor to CLOCK_REALTIME and re-measure the rate.  The flusher only, every
+ * tick while a run records (no-op with TG_CLOCK_GETTIME). */
+void tg_clock_tick(void);
+
+/* "tsc" or "gettime": the source now in use (runinfo.json "clock"). */
+const char *tg_clock_source_name(void);
+
+/* --- internals, exposed for tests/c/test_clock.c --- */
+
+/* Mult from a measured interval: DNS nanoseconds over DTSC ticks.  Returns 0 if
+ * DTSC is 0 or the result does not fit. */
+uint64_t tg_clock_rate_mult(uint64_t dns, uint64_t dtsc);
+
+/* The kernel's MULT and SHIFT (perf_event_mmap_page) as a mult at
+ * TG_CLOCK_SHIFT, or 0 if it does not fit. */
+uint64_t tg_clock_mult_from(uint64_t mult, uint32_t shift);
+
+/* Publish C to the readers (the seqlock write side). */
+void tg_clock_publish(const struct tg_clock_conv *c);
+
+#pragma GCC visibility pop
+
+#endif
