@@ -2,7 +2,7 @@
 # builds.  setup.py builds the same sources for installation.
 #
 #   make            build/threadgraph (the CLI)
-#   make test-c     C unit tests of the analysis library
+#   make test-c     C unit tests of the analysis library and the recorder's tables
 #   make check-asan CLI + C tests + CLI end-to-end tests under ASan/UBSan
 #   make test       everything CI runs: C tests, sanitizers, valgrind, a short fuzz
 #                   run, then pytest on every pyenv Python
@@ -42,6 +42,18 @@ $(B)/ctest/%: tests/c/%.c tests/c/tg_test.h $(LIB_SRC) $(HDRS)
 $(B)/asan/ctest/%: tests/c/%.c tests/c/tg_test.h $(LIB_SRC) $(HDRS)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) $(INC) -Itests/c -o $@ $< $(LIB_SRC) $(LIBS)
+
+# The recorder's pointer tables are pure C: their test links ptrtable.c alone.
+PTRTABLE_DEPS := tests/c/test_ptrtable.c tests/c/tg_test.h src/recorder/ptrtable.c \
+		 src/recorder/ptrtable.h
+
+$(B)/ctest/test_ptrtable: $(PTRTABLE_DEPS)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/ptrtable.c -pthread
+
+$(B)/asan/ctest/test_ptrtable: $(PTRTABLE_DEPS)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/ptrtable.c -pthread
 
 CTEST_BINS      := $(patsubst tests/c/%.c,$(B)/ctest/%,$(CTESTS))
 ASAN_CTEST_BINS := $(patsubst tests/c/%.c,$(B)/asan/ctest/%,$(CTESTS))
