@@ -324,6 +324,18 @@ tg_wide_insert_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t size
 
 /* ---- the shard: pick the array ---- */
 
+/* Enter P in S's wide array, dropping a stale compact entry for it first. */
+static inline void
+tg_shard_insert_wide_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t size)
+{
+    uint64_t kk = tg_compact_key(p);
+    size_t stale;
+
+    if (s->ccount != 0 && tg_compact_ok(kk))
+        tg_compact_remove_unlocked(s, kk, h, &stale);
+    tg_wide_insert_unlocked(s, p, h, size);
+}
+
 /* Insert when the wide array is involved: P or SIZE does not fit a compact word,
  * or the wide array is not empty and may hold a stale entry for P.  Out of line,
  * so that the common path stays a leaf without a stack frame. */
@@ -339,15 +351,17 @@ tg_shard_insert_slow_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_
         tg_compact_insert_unlocked(s, kk, h, size);
         return;
     }
-    if (s->ccount != 0 && tg_compact_ok(kk))
-        tg_compact_remove_unlocked(s, kk, h, &stale);
-    tg_wide_insert_unlocked(s, p, h, size);
+    tg_shard_insert_wide_unlocked(s, p, h, size);
 }
 
-/* Remove from the wide array (out of line, see above). */
+/* Remove when the wide array is not empty: from the compact array if it has
+ * entries and P there, else from the wide one (P is in at most one of them).
+ * Out of line, see above. */
 static __attribute__((noinline)) int
-tg_shard_remove_wide_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t *size)
+tg_shard_remove_slow_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t *size)
 {
+    if (s->ccount != 0 && tg_compact_remove_unlocked(s, tg_compact_key(p), h, size))
+        return 1;
     return tg_wide_remove_unlocked(s, p, h, size);
 }
 
@@ -369,14 +383,12 @@ tg_shard_insert_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t siz
 static inline int
 tg_shard_remove_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t *size)
 {
-    /* Compact first: with accounting off nearly every block is there, and a miss
-     * (a block from before enable()) then costs one array's probe.  A pointer the
-     * compact array cannot hold just misses there (tg_compact_key). */
-    if (tg_compact_remove_unlocked(s, tg_compact_key(p), h, size))
-        return 1;
-    if (s->wcount != 0)
-        return tg_shard_remove_wide_unlocked(s, p, h, size);
-    return 0;
+    /* With accounting off nearly every block is compact and the wide array is
+     * empty: one probe, also for a miss (a block from before enable()).  A
+     * pointer the compact array cannot hold just misses there (tg_compact_key). */
+    if (__builtin_expect(s->wcount != 0, 0))
+        return tg_shard_remove_slow_unlocked(s, p, h, size);
+    return tg_compact_remove_unlocked(s, tg_compact_key(p), h, size);
 }
 
 /* ---- the public functions ---- */
@@ -402,6 +414,20 @@ tg_ptrtable_insert(struct tg_ptrtable *t, void *ptr, size_t size)
         tg_shard_insert_locked(s, p, h, size);
     else
         tg_shard_insert_unlocked(s, p, h, size);
+}
+
+void
+tg_ptrtable_insert_wide(struct tg_ptrtable *t, void *ptr, size_t size)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    uint64_t h = tg_ptr_hash(p);
+    struct tg_shard *s = tg_shard_of(t, h);
+
+    if (t->locked)
+        pthread_mutex_lock(&s->lock);
+    tg_shard_insert_wide_unlocked(s, p, h, size);
+    if (t->locked)
+        pthread_mutex_unlock(&s->lock);
 }
 
 /* The raw table's path (see tg_shard_insert_locked). */

@@ -40,6 +40,10 @@ extern struct tg_ptrtable tg_ptrtable_gil;
  * for the same address.  When the table cannot grow the entry is dropped and its
  * free will count 0. */
 void tg_ptrtable_insert(struct tg_ptrtable *t, void *ptr, size_t size);
+/* The same, always in a wide entry: for callers whose words mostly do not fit a
+ * compact one (allocation accounting's site ids), so that the compact array stays
+ * empty and lookups skip it at the cost of one cached read. */
+void tg_ptrtable_insert_wide(struct tg_ptrtable *t, void *ptr, size_t size);
 /* Remove PTR from T; returns 1 and its size in *SIZE if it was known, else 0. */
 int tg_ptrtable_remove(struct tg_ptrtable *t, void *ptr, size_t *size);
 /* Drop every entry of both tables and free the arrays (at disable, after

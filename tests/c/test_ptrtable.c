@@ -105,6 +105,20 @@ static void test_basic(struct tg_ptrtable *t)
 	CHECK_INT(take(t, 0x6000), (long long)((size_t)1 << 50));
 	CHECK_INT(take(t, 0x6000), -1);
 
+	/* insert_wide: wide even when the word fits a compact entry, and still one
+	 * entry per address whichever way it was entered last */
+	tg_ptrtable_insert_wide(t, P(0x8000), 5);
+	CHECK_INT(entries(t, &c, &w), 1);
+	CHECK_INT(w, 1);
+	tg_ptrtable_insert(t, P(0x8000), 6);                       /* compact now */
+	CHECK_INT(entries(t, &c, &w), 1);
+	CHECK_INT(c, 1);
+	tg_ptrtable_insert_wide(t, P(0x8000), 7);
+	CHECK_INT(entries(t, &c, &w), 1);
+	CHECK_INT(w, 1);
+	CHECK_INT(take(t, 0x8000), 7);
+	CHECK_INT(take(t, 0x8000), -1);
+
 	/* clear drops everything, and the table works again afterwards */
 	tg_ptrtable_insert(t, P(0x7000), 1);
 	tg_ptrtable_insert(t, P(0x7001), 1);
@@ -190,7 +204,10 @@ static void test_random(struct tg_ptrtable *t, long ops)
 		uint64_t op = rnd() % 10;
 		if (op < 5) {                     /* allocate (or replace a stale entry) */
 			size_t size = random_size();
-			tg_ptrtable_insert(t, P(pool[k]), size);
+			if (op == 0)              /* the accounting path */
+				tg_ptrtable_insert_wide(t, P(pool[k]), size);
+			else
+				tg_ptrtable_insert(t, P(pool[k]), size);
 			live += !present[k];
 			present[k] = 1;
 			model[k] = size;
