@@ -12,9 +12,11 @@
  *   - wide 16-byte {pointer, size word} entries for everything else (unaligned or
  *     high pointers, blocks of 1 MiB or more, and size words carrying an
  *     accounting site id, accounting.h); grown past 1/2 full.
- * A pointer lives in at most one of the two; lookups try the compact array first
- * and the wide one only when it is not empty, so that a free of an unknown block
- * (allocated before enable()) costs one short probe.
+ * A pointer lives in at most one of the two.  While a shard's wide array is
+ * empty (accounting off and no large block) inserts and removes touch only the
+ * compact one, so a free of an unknown block (allocated before enable()) costs
+ * one short probe; otherwise a remove searches the compact array only when it
+ * has entries, then the wide one.
  * Two tables, because each domain frees only its own blocks:
  *   - tg_ptrtable_raw, for PYMEM_DOMAIN_RAW, which is called without the GIL from
  *     any thread: one mutex per shard;
@@ -42,7 +44,7 @@ extern struct tg_ptrtable tg_ptrtable_gil;
 void tg_ptrtable_insert(struct tg_ptrtable *t, void *ptr, size_t size);
 /* The same, always in a wide entry: for callers whose words mostly do not fit a
  * compact one (allocation accounting's site ids), so that the compact array stays
- * empty and lookups skip it at the cost of one cached read. */
+ * empty and lookups skip it. */
 void tg_ptrtable_insert_wide(struct tg_ptrtable *t, void *ptr, size_t size);
 /* Remove PTR from T; returns 1 and its size in *SIZE if it was known, else 0. */
 int tg_ptrtable_remove(struct tg_ptrtable *t, void *ptr, size_t *size);
