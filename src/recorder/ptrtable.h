@@ -46,7 +46,8 @@ void tg_ptrtable_insert(struct tg_ptrtable *t, void *ptr, size_t size);
  * compact one (allocation accounting's site ids), so that the compact array stays
  * empty and lookups skip it. */
 void tg_ptrtable_insert_wide(struct tg_ptrtable *t, void *ptr, size_t size);
-/* Remove PTR from T; returns 1 and its size in *SIZE if it was known, else 0. */
+/* Remove PTR (not NULL) from T; returns 1 and its size in *SIZE if it was known,
+ * else 0. */
 int tg_ptrtable_remove(struct tg_ptrtable *t, void *ptr, size_t *size);
 /* Drop every entry of both tables and free the arrays (at disable, after
  * unhooking; GIL held). */
