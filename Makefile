@@ -2,7 +2,7 @@
 # builds.  setup.py builds the same sources for installation.
 #
 #   make            build/threadgraph (the CLI)
-#   make test-c     C unit tests of the analysis library
+#   make test-c     C unit tests of the analysis library and the recorder's tables
 #   make check-asan CLI + C tests + CLI end-to-end tests under ASan/UBSan
 #   make test       everything CI runs: C tests, sanitizers, valgrind, a short fuzz
 #                   run, then pytest on every pyenv Python
@@ -53,6 +53,17 @@ $(B)/ctest/test_clock: tests/c/test_clock.c tests/c/tg_test.h $(CLOCK_SRC)
 $(B)/asan/ctest/test_clock: tests/c/test_clock.c tests/c/tg_test.h $(CLOCK_SRC)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/clock.c -lpthread
+# The recorder's pointer tables are pure C: their test links ptrtable.c alone.
+PTRTABLE_DEPS := tests/c/test_ptrtable.c tests/c/tg_test.h src/recorder/ptrtable.c \
+		 src/recorder/ptrtable.h
+
+$(B)/ctest/test_ptrtable: $(PTRTABLE_DEPS)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/ptrtable.c -pthread
+
+$(B)/asan/ctest/test_ptrtable: $(PTRTABLE_DEPS)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/ptrtable.c -pthread
 
 CTEST_BINS      := $(patsubst tests/c/%.c,$(B)/ctest/%,$(CTESTS))
 ASAN_CTEST_BINS := $(patsubst tests/c/%.c,$(B)/asan/ctest/%,$(CTESTS))

@@ -41,14 +41,16 @@ tg_account(int64_t alloc, int64_t freed)
         atomic_fetch_add_explicit(&tg_process_total, alloc - freed, memory_order_relaxed);
 }
 
-/* Pointer-table word of a new block of SIZE bytes: the size, plus its call site
- * when allocation accounting is on (which also counts the allocation). */
-static inline size_t
-tg_entry_word(size_t size)
+/* Enter a new block P of SIZE bytes in TABLE: its size alone (a compact entry),
+ * or, when allocation accounting is on (which also counts the allocation), the
+ * size and its call site, which take a wide entry (ptrtable.h). */
+static inline void
+tg_entry_insert(struct tg_ptrtable *table, void *p, size_t size)
 {
     if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
-        return (size_t)tg_acct_alloc(size);
-    return size;
+        tg_ptrtable_insert_wide(table, p, (size_t)tg_acct_alloc(size));
+    else
+        tg_ptrtable_insert(table, p, size);
 }
 
 /* Size of a removed block from its table word; accounting credits its site
@@ -75,7 +77,7 @@ tg_hook_malloc(void *ctx, size_t size)
     p = d->orig.malloc(d->orig.ctx, size);
     tg_tls.busy = saved;
     if (p != NULL && !(saved & TG_BUSY_TRACER)) {
-        tg_ptrtable_insert(d->table, p, tg_entry_word(size));
+        tg_entry_insert(d->table, p, size);
         tg_account((int64_t)size, 0);
     }
     return p;
@@ -95,7 +97,7 @@ tg_hook_calloc(void *ctx, size_t nelem, size_t elsize)
     tg_tls.busy = saved;
     /* The allocator checked nelem * elsize for overflow before succeeding. */
     if (p != NULL && !(saved & TG_BUSY_TRACER)) {
-        tg_ptrtable_insert(d->table, p, tg_entry_word(nelem * elsize));
+        tg_entry_insert(d->table, p, nelem * elsize);
         tg_account((int64_t)(nelem * elsize), 0);
     }
     return p;
@@ -120,7 +122,9 @@ tg_hook_realloc(void *ctx, void *ptr, size_t size)
     p = d->orig.realloc(d->orig.ctx, ptr, size);
     tg_tls.busy = saved;
     if (p == NULL) {
-        if (known)  /* the old block is untouched */
+        if (known && atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
+            tg_ptrtable_insert_wide(d->table, ptr, old);  /* old block untouched */
+        else if (known)
             tg_ptrtable_insert(d->table, ptr, old);
         return NULL;
     }
@@ -132,7 +136,7 @@ tg_hook_realloc(void *ctx, void *ptr, size_t size)
     /* An unknown old block (allocated before enable) counts as freeing 0 bytes,
      * like its free would; the new block is known from now on. */
     old = known ? tg_entry_free(old, 1) : 0;
-    tg_ptrtable_insert(d->table, p, tg_entry_word(size));
+    tg_entry_insert(d->table, p, size);
     tg_account((int64_t)size, known ? (int64_t)old : 0);
     return p;
 }

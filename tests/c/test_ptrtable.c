@@ -1,0 +1,311 @@
+/*
+ * Unit tests of the recorder's pointer -> size tables (src/recorder/ptrtable.c).
+ *
+ * The tables are pure C: pointers are only keys, never dereferenced, so any
+ * address can be tried (unaligned, above 2^48, just below the compact limits).
+ * Fixed cases first, then random operations checked against a reference model,
+ * then growth to a few hundred thousand entries and the locked (raw) table from
+ * several threads.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "ptrtable.h"
+#include "tg_test.h"
+
+/* Compact limits as the table documents them (ptrtable.h). */
+#define COMPACT_SIZE_LIMIT (UINT64_C(1) << 20)
+#define COMPACT_PTR_LIMIT (UINT64_C(1) << 48)
+
+static void *P(uint64_t v) { return (void *)(uintptr_t)v; }
+
+/* Remove PTR from T: the size found, or -1 when unknown. */
+static long long take(struct tg_ptrtable *t, uint64_t ptr)
+{
+	size_t size = 12345;
+	if (!tg_ptrtable_remove(t, P(ptr), &size))
+		return -1;
+	return (long long)size;
+}
+
+static size_t entries(struct tg_ptrtable *t, size_t *compact, size_t *wide)
+{
+	struct tg_ptrtable_stats st;
+	tg_ptrtable_stats(t, &st);
+	if (compact)
+		*compact = st.compact;
+	if (wide)
+		*wide = st.wide;
+	return st.compact + st.wide;
+}
+
+static void test_basic(struct tg_ptrtable *t)
+{
+	size_t c, w;
+
+	CHECK_INT(take(t, 0x7f0000001000), -1);          /* empty table: miss */
+	tg_ptrtable_insert(t, P(0x7f0000001000), 48);
+	CHECK_INT(entries(t, &c, &w), 1);
+	CHECK_INT(c, 1);
+	CHECK_INT(take(t, 0x7f0000001010), -1);          /* neighbour: miss */
+	CHECK_INT(take(t, 0x7f0000001008), -1);          /* same granule, unaligned */
+	CHECK_INT(take(t, 0x7f0000001000), 48);
+	CHECK_INT(take(t, 0x7f0000001000), -1);          /* removed once only */
+	CHECK_INT(tg_ptrtable_count(), 0);
+
+	/* replace: the last allocation at an address wins */
+	tg_ptrtable_insert(t, P(0x1000), 10);
+	tg_ptrtable_insert(t, P(0x1000), 0);
+	CHECK_INT(entries(t, NULL, NULL), 1);
+	CHECK_INT(take(t, 0x1000), 0);                   /* size 0 is a real size */
+
+	/* what goes wide */
+	tg_ptrtable_insert(t, P(0x1008), 5);                       /* 8-aligned */
+	tg_ptrtable_insert(t, P(0x1001), 6);                       /* odd */
+	tg_ptrtable_insert(t, P(COMPACT_PTR_LIMIT), 7);            /* too high */
+	tg_ptrtable_insert(t, P(UINT64_MAX & ~UINT64_C(15)), 8);   /* highest */
+	tg_ptrtable_insert(t, P(0x2000), COMPACT_SIZE_LIMIT);      /* too big */
+	tg_ptrtable_insert(t, P(0x3000), SIZE_MAX);                /* any word */
+	tg_ptrtable_insert(t, P(0x4000), (size_t)5 << 44 | 100);   /* site id 5 */
+	tg_ptrtable_insert(t, P(0x8), 9);                          /* below 16 */
+	/* and what stays compact: the limits minus one */
+	tg_ptrtable_insert(t, P(COMPACT_PTR_LIMIT - 16), COMPACT_SIZE_LIMIT - 1);
+	tg_ptrtable_insert(t, P(0x10), 1);
+	CHECK_INT(entries(t, &c, &w), 10);
+	CHECK_INT(c, 2);
+	CHECK_INT(w, 8);
+	CHECK_INT(take(t, 0x1000), -1);
+	CHECK_INT(take(t, 0x1008), 5);
+	CHECK_INT(take(t, 0x1001), 6);
+	CHECK_INT(take(t, COMPACT_PTR_LIMIT), 7);
+	CHECK_INT(take(t, UINT64_MAX & ~UINT64_C(15)), 8);
+	CHECK_INT(take(t, 0x2000), (long long)COMPACT_SIZE_LIMIT);
+	{
+		size_t size = 0;
+		CHECK(tg_ptrtable_remove(t, P(0x3000), &size) && size == SIZE_MAX);
+	}
+	CHECK_INT(take(t, 0x4000), (long long)((size_t)5 << 44 | 100));
+	CHECK_INT(take(t, 0x8), 9);
+	CHECK_INT(take(t, COMPACT_PTR_LIMIT - 16), (long long)(COMPACT_SIZE_LIMIT - 1));
+	CHECK_INT(take(t, 0x10), 1);
+	CHECK_INT(tg_ptrtable_count(), 0);
+
+	/* an address moving between the arrays keeps one entry, the last size */
+	tg_ptrtable_insert(t, P(0x5000), COMPACT_SIZE_LIMIT * 3);  /* wide */
+	tg_ptrtable_insert(t, P(0x5000), 64);                      /* compact */
+	CHECK_INT(entries(t, &c, &w), 1);
+	CHECK_INT(c, 1);
+	CHECK_INT(take(t, 0x5000), 64);
+	CHECK_INT(take(t, 0x5000), -1);
+	tg_ptrtable_insert(t, P(0x6000), 64);                      /* compact */
+	tg_ptrtable_insert(t, P(0x6000), (size_t)1 << 50);         /* wide */
+	CHECK_INT(entries(t, &c, &w), 1);
+	CHECK_INT(w, 1);
+	CHECK_INT(take(t, 0x6000), (long long)((size_t)1 << 50));
+	CHECK_INT(take(t, 0x6000), -1);
+
+	/* insert_wide: wide even when the word fits a compact entry, and still one
+	 * entry per address whichever way it was entered last */
+	tg_ptrtable_insert_wide(t, P(0x8000), 5);
+	CHECK_INT(entries(t, &c, &w), 1);
+	CHECK_INT(w, 1);
+	tg_ptrtable_insert(t, P(0x8000), 6);                       /* compact now */
+	CHECK_INT(entries(t, &c, &w), 1);
+	CHECK_INT(c, 1);
+	tg_ptrtable_insert_wide(t, P(0x8000), 7);
+	CHECK_INT(entries(t, &c, &w), 1);
+	CHECK_INT(w, 1);
+	CHECK_INT(take(t, 0x8000), 7);
+	CHECK_INT(take(t, 0x8000), -1);
+
+	/* clear drops everything, and the table works again afterwards */
+	tg_ptrtable_insert(t, P(0x7000), 1);
+	tg_ptrtable_insert(t, P(0x7001), 1);
+	tg_ptrtable_clear();
+	CHECK_INT(tg_ptrtable_count(), 0);
+	CHECK_INT(take(t, 0x7000), -1);
+	CHECK_INT(take(t, 0x7001), -1);
+	tg_ptrtable_insert(t, P(0x7000), 3);
+	CHECK_INT(take(t, 0x7000), 3);
+}
+
+/* Deterministic generator (xorshift64*), so a failure can be replayed. */
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void)
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 2685821657736338717ull;
+}
+
+#define POOL 6000
+static uint64_t pool[POOL];       /* the addresses tried */
+static size_t model[POOL];        /* their expected sizes when present */
+static char present[POOL];        /* whether the table should know them */
+
+/* Whether removing pool[K] from T agrees with the model (and update it). */
+static int remove_agrees(struct tg_ptrtable *t, long k)
+{
+	size_t size = 12345;
+	int found = tg_ptrtable_remove(t, P(pool[k]), &size);
+	int ok = found == present[k] && (!found || size == model[k]);
+	present[k] = 0;
+	return ok;
+}
+
+/* Addresses of every kind: mostly heap-like 16-aligned ones packed close (long
+ * probe runs, the same shard), some unaligned, some above 2^48. */
+static uint64_t random_address(void)
+{
+	uint64_t r = rnd() % 100;
+	if (r < 70)
+		return 0x55550000000ull + (rnd() % 20000) * 16;
+	if (r < 80)
+		return 0x7fff00000000ull + (rnd() % 4000) * 8;           /* half unaligned */
+	if (r < 88)
+		return (rnd() | 1) & (COMPACT_PTR_LIMIT - 1);         /* odd */
+	if (r < 94)
+		return (COMPACT_PTR_LIMIT + (rnd() % 1000) * 16) | ((rnd() & 1) << 63);
+	return (rnd() & (COMPACT_PTR_LIMIT - 1) & ~UINT64_C(15)) | 16;
+}
+
+static size_t random_size(void)
+{
+	uint64_t r = rnd() % 100;
+	if (r < 80)
+		return rnd() % 2048;
+	if (r < 88)
+		return COMPACT_SIZE_LIMIT - 2 + rnd() % 4;          /* around the limit */
+	if (r < 94)
+		return (size_t)rnd();                               /* any word */
+	return (size_t)(rnd() % 4096) << 44 | (rnd() % 4096);   /* with a site id */
+}
+
+static void test_random(struct tg_ptrtable *t, long ops)
+{
+	long i, bad = 0;
+	size_t live = 0;
+
+	for (i = 0; i < POOL; i++) {
+		long j;
+		uint64_t a;
+	again:
+		a = random_address();
+		for (j = 0; j < i; j++)
+			if (pool[j] == a)
+				goto again;
+		pool[i] = a;
+		present[i] = 0;
+	}
+	for (i = 0; i < ops; i++) {
+		long k = (long)(rnd() % POOL);
+		uint64_t op = rnd() % 10;
+		if (op < 5) {                     /* allocate (or replace a stale entry) */
+			size_t size = random_size();
+			if (op == 0)              /* the accounting path */
+				tg_ptrtable_insert_wide(t, P(pool[k]), size);
+			else
+				tg_ptrtable_insert(t, P(pool[k]), size);
+			live += !present[k];
+			present[k] = 1;
+			model[k] = size;
+		} else {                          /* free, known or not */
+			live -= present[k];
+			if (!remove_agrees(t, k))
+				bad++;
+		}
+		if (i % 4096 == 0 && entries(t, NULL, NULL) != live)
+			bad++;
+	}
+	CHECK_INT(bad, 0);
+	CHECK_INT(entries(t, NULL, NULL), live);
+	for (i = 0; i < POOL; i++)
+		if (!remove_agrees(t, i))
+			bad++;
+	CHECK_INT(bad, 0);
+	CHECK_INT(tg_ptrtable_count(), 0);
+}
+
+/* Many entries: the arrays grow several times and stay exact; the compact ones
+ * cost well under the old 32 bytes an entry. */
+static void test_growth(struct tg_ptrtable *t)
+{
+	const long n = 300000;
+	struct tg_ptrtable_stats st;
+	long i, bad = 0;
+
+	for (i = 0; i < n; i++)
+		tg_ptrtable_insert(t, P(0x7f1200000000ull + (uint64_t)i * 32), (size_t)i % 1000);
+	tg_ptrtable_stats(t, &st);
+	CHECK_INT(st.compact, n);
+	CHECK_INT(st.wide, 0);
+	CHECK(st.bytes <= (size_t)n * 8 * 8 / 3 + 16 * 1024 * 8);   /* load >= 3/8 */
+	for (i = 0; i < n; i++)                  /* the odd granules were never entered */
+		if (take(t, 0x7f1200000010ull + (uint64_t)i * 32) != -1)
+			bad++;
+	for (i = 0; i < n; i += 2)
+		if (take(t, 0x7f1200000000ull + (uint64_t)i * 32) != i % 1000)
+			bad++;
+	CHECK_INT(tg_ptrtable_count(), n / 2);
+	for (i = 1; i < n; i += 2)
+		if (take(t, 0x7f1200000000ull + (uint64_t)i * 32) != i % 1000)
+			bad++;
+	CHECK_INT(bad, 0);
+	CHECK_INT(tg_ptrtable_count(), 0);
+	tg_ptrtable_clear();
+}
+
+/* The raw table from several threads at once, each on its own addresses. */
+#define THREADS 4
+static long thread_bad[THREADS];
+
+static void *hammer(void *arg)
+{
+	long id = (long)(intptr_t)arg, i, r;
+	uint64_t base = 0x600000000000ull + (uint64_t)id * 0x100000000ull;
+
+	for (r = 0; r < 20; r++) {
+		for (i = 0; i < 5000; i++)
+			tg_ptrtable_insert(&tg_ptrtable_raw, P(base + (uint64_t)i * 16),
+					   i % 3 ? (size_t)i : (size_t)i << 30);
+		for (i = 0; i < 5000; i++)
+			if (take(&tg_ptrtable_raw, base + (uint64_t)i * 16)
+			    != (i % 3 ? i : (long long)((size_t)i << 30)))
+				thread_bad[id]++;
+	}
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	pthread_t th[THREADS];
+	long i, bad = 0;
+
+	for (i = 0; i < THREADS; i++)
+		pthread_create(&th[i], NULL, hammer, (void *)(intptr_t)i);
+	for (i = 0; i < THREADS; i++) {
+		pthread_join(th[i], NULL);
+		bad += thread_bad[i];
+	}
+	CHECK_INT(bad, 0);
+	CHECK_INT(tg_ptrtable_count(), 0);
+	/* what fork() does around the child */
+	tg_ptrtable_lock_all();
+	tg_ptrtable_unlock_all();
+	tg_ptrtable_insert(&tg_ptrtable_raw, P(0x1230), 7);
+	CHECK_INT(take(&tg_ptrtable_raw, 0x1230), 7);
+}
+
+int main(void)
+{
+	test_basic(&tg_ptrtable_gil);
+	test_basic(&tg_ptrtable_raw);
+	test_random(&tg_ptrtable_gil, 400000);
+	test_random(&tg_ptrtable_raw, 200000);
+	test_growth(&tg_ptrtable_gil);
+	test_threads();
+	tg_ptrtable_clear();
+	TG_TEST_DONE();
+}
