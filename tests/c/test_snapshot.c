@@ -51,6 +51,8 @@ static void test_read_and_sort(void)
 	CHECK_STR(s.label, "a");
 	CHECK_INT(s.live_bytes, 140);
 	CHECK_INT(s.total_bytes, 540);
+	tg_snapshot_sort(&s, TG_SNAP_LIVE);
+	CHECK_STR(s.sites[0].thread, "-");
 	CHECK_STR(s.sites[0].site, "x.py:1:f<-x.py:9:main");
 	tg_snapshot_sort(&s, TG_SNAP_TOTAL);
 	CHECK_INT(s.sites[0].total_bytes, 500);
@@ -60,6 +62,7 @@ static void test_read_and_sort(void)
 	CHECK_INT(tg_snapshot_read(&s, write_file("snapshot-2-b.gz", snap_b, 1), &d), 0);
 	CHECK_INT(s.n, 3);
 	CHECK_STR(s.label, "b b");
+	tg_snapshot_sort(&s, TG_SNAP_LIVE);
 	CHECK_STR(s.sites[0].site, "y.py:3:leak with space<-x.py:9:main");
 	tg_snapshot_release(&s);
 

@@ -26,13 +26,15 @@ def test_top_live_and_total(tg):
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0] == (
         "# %s label final: 4 sites, live 1004500 bytes, allocated 2110000 bytes" % FINAL)
-    data = [l.split(None, 4) for l in r.stdout.splitlines()[2:]]
-    assert data[0] == ["1000057", "2", "1000057", "2", LEAK_SITE]
+    # a version 1 snapshot: sites as written, no thread ("-")
+    data = [l.split(None, 5) for l in r.stdout.splitlines()[2:]]
+    assert data[0] == ["1000057", "2", "1000057", "2", "-", LEAK_SITE]
     assert [d[0] for d in data] == ["1000057", "2500", "1000", "943"]
     r = tg("top", "--sort", "total", "--top", "1", FINAL)
     assert r.returncode == 0, r.stderr
-    data = [l.split(None, 4) for l in r.stdout.splitlines()[2:]]
-    assert data == [["943", "1", "1100443", "26", "/app/churn.py:5:churn<-/app/main.py:1:main"]]
+    data = [l.split(None, 5) for l in r.stdout.splitlines()[2:]]
+    assert data == [["943", "1", "1100443", "26", "-",
+                     "/app/churn.py:5:churn<-/app/main.py:1:main"]]
 
 
 def test_top_reads_gzip_and_run_dirs(tg, tmp_path):
@@ -52,17 +54,17 @@ def test_diff_largest_growth_first(tg):
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[2] == "# growth: +1001500 bytes live, +2101000 bytes allocated"
-    data = [l.split(None, 5) for l in lines[4:]]
+    data = [l.split(None, 6) for l in lines[4:]]
     assert data == [
-        ["+1000057", "+2", "0", "1000057", "+1000057", LEAK_SITE],
-        ["+943", "+1", "0", "943", "+1100443", "/app/churn.py:5:churn<-/app/main.py:1:main"],
-        ["+500", "+1", "2000", "2500", "+500", "<no python frame>"],
+        ["+1000057", "+2", "0", "1000057", "+1000057", "*", LEAK_SITE],
+        ["+943", "+1", "0", "943", "+1100443", "*", "/app/churn.py:5:churn<-/app/main.py:1:main"],
+        ["+500", "+1", "2000", "2500", "+500", "*", "<no python frame>"],
     ]
     r = tg("diff", "--base", BEFORE, ACC, "--top", "1")
-    assert [l.split(None, 5)[5] for l in r.stdout.splitlines()[4:]] == [LEAK_SITE]
+    assert [l.split(None, 6)[6] for l in r.stdout.splitlines()[4:]] == [LEAK_SITE]
     # the other way round the leak is the largest shrink: last
     r = tg("diff", "--base", FINAL, BEFORE)
-    assert r.stdout.splitlines()[-1].split(None, 5)[5] == LEAK_SITE
+    assert r.stdout.splitlines()[-1].split(None, 6)[6] == LEAK_SITE
 
 
 def test_summary_table_and_json(tg):

@@ -86,13 +86,38 @@ def read(path):
         return f.read()
 
 
+def snapshot_nodes(path):
+    """The nodes of a version 2 snapshot: {id: (parent, thread, lb, lc, tb, tc, call)},
+    and the thread names by index."""
+    text = read(path)
+    assert text.startswith("# threadgraph snapshot 2\n")
+    nodes, threads = {}, {}
+    for line in text.splitlines():
+        if line.startswith("# thread: "):
+            ix, name = line[10:].split(" ", 1)
+            threads[ix] = name
+        elif line and not line.startswith("#"):
+            nid, parent, thread, lb, lc, tb, tc, call = line.split(" ", 7)
+            assert parent == "-" or parent in nodes      # parents first
+            nodes[nid] = (parent, thread, int(lb), int(lc), int(tb), int(tc), call)
+    return nodes, threads
+
+
 def snapshot_rows(path):
+    """One row per node with counts, largest live first:
+    (live_bytes, live_count, total_bytes, total_count, context, thread) where
+    context is the whole calling context, innermost first, "<-" separated."""
+    nodes, threads = snapshot_nodes(path)
     rows = []
-    for line in read(path).splitlines():
-        if line.startswith("#") or not line:
+    for nid, (parent, thread, lb, lc, tb, tc, call) in nodes.items():
+        if not (lb or lc or tb or tc):
             continue
-        lb, lc, tb, tc, site = line.split(" ", 4)
-        rows.append((int(lb), int(lc), int(tb), int(tc), site))
+        ctx = [call]
+        while parent != "-":
+            ctx.append(nodes[parent][6])
+            parent = nodes[parent][0]
+        rows.append((lb, lc, tb, tc, "<-".join(ctx), threads.get(thread, thread)))
+    rows.sort(key=lambda r: (-r[0], -r[1], r[4]))
     return rows
 
 
@@ -203,8 +228,8 @@ def test_cli_diff_shows_the_leak_first(run):
     r = cli("diff", "--base", os.path.join(run, "snapshot-1-before"), run, "--top", "3")
     assert r.returncode == 0, r.stderr
     data = [l for l in r.stdout.splitlines() if not l.startswith("#")][1:]
-    first = data[0].split(None, 5)
-    assert "leak_it" in first[5]
+    first = data[0].split(None, 6)
+    assert first[5] == "leaker" and "leak_it" in first[6]
     assert LEAK <= int(first[0]) <= LEAK + HEADER_TOLERANCE
 
 
@@ -223,7 +248,7 @@ def test_compressed_outputs(tmp_path):
     assert "summary.json.gz" in names and "summary.txt.gz" in names
     assert "snapshot-5-final.gz" in names
     with gzip.open(os.path.join(run, "snapshot-5-final.gz"), "rt") as f:
-        assert f.readline() == "# threadgraph snapshot 1\n"
+        assert f.readline() == "# threadgraph snapshot 2\n"
     r = cli("top", os.path.join(run, "snapshot-5-final.gz"), "--top", "1")
     assert r.returncode == 0 and "leak_it" in r.stdout, r.stderr
     r = cli("summary", "--json", run)
