@@ -173,6 +173,17 @@ static int parse_u(const char **p, const char *end, uint64_t *v)
 	return 0;
 }
 
+/* Whether TEXT (LEN bytes) holds a control character: names and calls are
+ * written escaped, so one there is a damaged or hostile file (and would reach
+ * the terminal as is). */
+static int has_control(const char *text, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)text[i] < 0x20 || text[i] == 0x7f)
+			return 1;
+	return 0;
+}
+
 /* Adds thread IX called NAME (LEN bytes); 0, or -1 when out of memory. */
 static int add_thread(struct tg_snapshot *s, uint64_t ix, const char *name, size_t len)
 {
@@ -210,7 +221,8 @@ static int snapshot_header(struct tg_snapshot *s, struct snap_hdr *h, const char
 		if (s->n_nodes)  /* nodes already point into the table */
 			return 1;
 		p = line + 10;
-		if (parse_u(&p, end, &ix) < 0 || p == end || *p != ' ' || p + 1 == end)
+		if (parse_u(&p, end, &ix) < 0 || p == end || *p != ' ' || p + 1 == end
+		    || has_control(p + 1, (size_t)(end - p - 1)))
 			return 1;
 		h->threads_sorted = 0;
 		return add_thread(s, ix, p + 1, (size_t)(end - p - 1));
@@ -328,6 +340,8 @@ static const char *parse_node(struct tg_snapshot *s, const char *line, size_t le
 	}
 	if (p == end)
 		return "not a snapshot line";
+	if (s->version >= 2 && has_control(p, (size_t)(end - p)))
+		return "control character in the call";
 	e->id = id;
 	e->live_bytes = v[0];
 	e->live_count = v[1];
@@ -497,12 +511,52 @@ static char *context_text(const struct tg_snapshot *s, size_t i, unsigned depth)
 	return buf;
 }
 
+/* Longest text all the sites' contexts may take together when they are printed
+ * whole: a deep recursion (every level allocating) makes it quadratic. */
+#define TG_SNAP_TEXT_MAX ((size_t)64 << 20)
+
+/* Bytes the contexts of S's counted nodes take at most with DEPTH frames (exact
+ * for 0: all), in O(nodes): a node's whole context is its call and its parent's
+ * whole context (parents come first).  Saturates at SIZE_MAX. */
+static size_t context_bytes(const struct tg_snapshot *s, unsigned depth, struct tg_diag *d,
+			    int *err)
+{
+	size_t *full, sum = 0;
+
+	*err = 0;
+	if (depth && depth <= 64)
+		return 0;  /* short contexts: bounded by the lines themselves */
+	if (!(full = malloc((s->n_nodes ? s->n_nodes : 1) * sizeof(*full)))) {
+		*err = tg_error(d, "out of memory");
+		return 0;
+	}
+	for (size_t i = 0; i < s->n_nodes; i++) {
+		const struct tg_snap_node *e = &s->nodes[i];
+		size_t n = strlen(e->call);
+		if (e->parent != TG_SNAP_NONE)
+			n = full[e->parent] > SIZE_MAX - n - 2 ? SIZE_MAX : n + 2 + full[e->parent];
+		full[i] = n;
+		if (e->live_bytes || e->live_count || e->total_bytes || e->total_count)
+			sum = sum > SIZE_MAX - n ? SIZE_MAX : sum + n;
+	}
+	free(full);
+	return sum;
+}
+
 int tg_snapshot_group(struct tg_snapshot *s, unsigned depth, int merge_threads,
 		      struct tg_diag *d)
 {
-	size_t k = 0;
+	size_t k = 0, bytes;
+	int err;
 
 	release_sites(s);
+	bytes = context_bytes(s, depth, d, &err);
+	if (err)
+		return -1;
+	if (bytes > TG_SNAP_TEXT_MAX)
+		return tg_error(d, "the calling contexts of '%s' are too deep to print whole "
+				"(%zu MiB of text): give a --depth of at most 64", s->path,
+				bytes >> 20);
 	s->merged = merge_threads;
 	if (!(s->sites = malloc((s->n_nodes ? s->n_nodes : 1) * sizeof(*s->sites))))
 		return tg_error(d, "out of memory");
