@@ -210,6 +210,8 @@ static int snapshot_header(struct tg_snapshot *s, struct snap_hdr *h, const char
 	uint64_t ix;
 
 	if (len > 9 && !memcmp(line, "# label: ", 9) && !s->label) {
+		if (has_control(line + 9, len - 9))
+			return 1;  /* it would be printed */
 		s->label = strndup(line + 9, len - 9);
 		return s->label ? 0 : -1;
 	}
@@ -340,7 +342,7 @@ static const char *parse_node(struct tg_snapshot *s, const char *line, size_t le
 	}
 	if (p == end)
 		return "not a snapshot line";
-	if (s->version >= 2 && has_control(p, (size_t)(end - p)))
+	if (has_control(p, (size_t)(end - p)))
 		return "control character in the call";
 	e->id = id;
 	e->live_bytes = v[0];
@@ -391,7 +393,7 @@ int tg_snapshot_read(struct tg_snapshot *s, const char *path, struct tg_diag *d)
 				tg_error(d, "out of memory");
 				goto out;
 			}
-			if (r > 0 && tg_malformed(d, s->path, lr.lineno, "not a thread line") < 0)
+			if (r > 0 && tg_malformed(d, s->path, lr.lineno, "not a thread or label line") < 0)
 				goto out;
 			continue;
 		}

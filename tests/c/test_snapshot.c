@@ -238,10 +238,10 @@ static void test_v2_malformed(void)
 		{ "5 - 0 1 1 1 x\n", "not a snapshot line" },
 		{ "5 - 0 1 1 1 1 \n", "not a snapshot line" },
 		{ "-5 - 0 1 1 1 1 x\n", "not a snapshot line" },
-		{ "5 - 0 1 1 1 1 x\n# thread: 1 late\n", "not a thread line" },
+		{ "5 - 0 1 1 1 1 x\n# thread: 1 late\n", "not a thread or label line" },
 		{ "99999999999999999999 - 0 1 1 1 1 x\n", "not a snapshot line" },
 		{ "5 - 0 1 1 1 1 x\x1b[2Jy\n", "control character in the call" },
-		{ "# thread: 2 \x1b]0;x\n5 - 0 1 1 1 1 x\n", "not a thread line" },
+		{ "# thread: 2 \x1b]0;x\n5 - 0 1 1 1 1 x\n", "not a thread or label line" },
 	};
 	char body[512];
 	struct tg_snapshot s;
