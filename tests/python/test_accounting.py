@@ -604,6 +604,12 @@ def test_diff_of_two_runs_merges_threads(tmp_path):
     assert r.returncode == 2
 
 
+# Levels of a recursion that may hold interpreter blocks besides the planted ones:
+# before 3.11, the frames of up to 200 levels stay in the frame free list (live
+# blocks to the allocator, allocated at the caller's level), plus a few more.
+FEW_LEVELS = 200 + 10
+
+
 def snapshot_after_recursion(tmp_path, depth):
     tmp_path.mkdir()
     proc = run_scenario(tmp_path, """
@@ -620,22 +626,27 @@ def snapshot_after_recursion(tmp_path, depth):
         rec(%(depth)d)
         rec(%(depth)d)       # the same contexts again: no new nodes
         p.disable()
+        print(sys.getsizeof(KEEP[0]))
         print(p.output_dir)
     """ % {"depth": depth})
-    return os.path.join(proc.stdout.split()[-1], "snapshot-1-final")
+    size, run = proc.stdout.split()
+    return os.path.join(run, "snapshot-1-final"), int(size)
 
 
 def test_deep_recursion_snapshot_is_linear(tmp_path):
-    small = snapshot_after_recursion(tmp_path / "small", 1000)
-    big = snapshot_after_recursion(tmp_path / "big", 5000)
+    small, _ = snapshot_after_recursion(tmp_path / "small", 1000)
+    big, pair = snapshot_after_recursion(tmp_path / "big", 5000)
     nodes_small, _ = snapshot_nodes(small)
     nodes_big, _ = snapshot_nodes(big)
     rec_small = [n for n in nodes_small.values() if n[6].endswith(":rec")]
     rec_big = [n for n in nodes_big.values() if n[6].endswith(":rec")]
     # one node per depth, each with its level's live block pair (the second
-    # call's bytearray replaced the first's; the ints of n - 1 come and go)
+    # call's bytearray replaced the first's; the ints of n - 1 come and go);
+    # before 3.11 some levels also keep frame objects (free list, zombie frame)
     assert len(rec_small) == 1001 and len(rec_big) == 5001
-    assert {(n[2], n[3]) for n in rec_big} == {(rec_big[0][2], 2)}, rec_big[:3]
+    assert all(n[2] >= pair and n[3] >= 2 for n in rec_big), rec_big[:3]
+    exact = [n for n in rec_big if (n[2], n[3]) == (pair, 2)]
+    assert len(exact) >= len(rec_big) - FEW_LEVELS, rec_big[:3]
     ratio = os.path.getsize(big) / os.path.getsize(small)
     assert ratio < 5 * 1.3, ratio
     # the CLI: the default depth is quick; the whole contexts are refused or fine
