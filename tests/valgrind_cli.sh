@@ -20,6 +20,9 @@ trap 'rm -rf "$tmp"' EXIT
 printf '1394031412.5#a.py:3:f\x1b[2J=>409600\n05#b.py:1:g=>-409600\ngarbage\n' > "$tmp/hostile.mem"
 printf '1394031412.0#c.py:1:h\n' > "$tmp/hostile.stack"
 gzip -c "$tut/Thread-7.mem" > "$tmp/Thread-7.mem.gz"
+acc2=$fx/accounting2
+printf '# threadgraph snapshot 2\n# thread: 0 t\n1 - 0 1 1 1 1 a\n2 9 0 1 1 1 1 orphan\n3 1 0 1 1 1 1 b\x1b[2J\n' \
+    > "$tmp/snapshot-1-hostile"
 
 runs=0
 failed=0
@@ -60,6 +63,12 @@ check 1 peaks --strict "$tmp/hostile.mem"
 check 1 peaks "$tmp/missing.mem"
 check 1 memg --script-only $o "$tut"/Thread-7.stack
 check 2 peaks --peak=abc "$tut"/Thread-7.mem
+check 0 top "$acc2/run-a"
+check 0 top --depth 1 --merge-threads --sort total "$acc2/run-a/snapshot-2-final"
+check 0 diff --base "$acc2/run-a" "$acc2/run-b"
+check 0 diff --per-thread --depth 0 --base "$fx/accounting/snapshot-1-before" "$acc2/run-a"
+check 0 top "$tmp/snapshot-1-hostile"
+check 1 top --strict "$tmp/snapshot-1-hostile"
 check 0 --help
 check 0 memg --help
 

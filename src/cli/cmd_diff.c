@@ -15,13 +15,21 @@ int cmd_diff(int argc, char **argv)
 	struct tg_snap_delta *v = NULL;
 	struct tg_diag d;
 	const char *base = NULL;
-	unsigned long top = 20;
+	unsigned long top = 20, depth = TG_SNAP_DEPTH_DEFAULT;
 	size_t n = 0;
-	int nargs, ret;
+	int nargs, ret, merge = 0, per_thread = 0;
+	unsigned dep;
 	const struct tg_option opts[] = {
 		{ "base", 0, TG_OPT_STRING, &base, NULL, "A",
 		  "the earlier snapshot, or a run directory (its final snapshot)" },
 		{ "top", 0, TG_OPT_COUNT, &top, NULL, "N", "print the N biggest growths (default 20, 0: all)" },
+		{ "depth", 0, TG_OPT_COUNT, &depth, NULL, "N",
+		  "show N frames of calling context, innermost first (default 5, 0: all); "
+		  "sites that then print the same are summed" },
+		{ "merge-threads", 0, TG_OPT_BOOL, &merge, NULL, NULL,
+		  "sum the same context over all threads (the default for snapshots of two runs)" },
+		{ "per-thread", 0, TG_OPT_BOOL, &per_thread, NULL, NULL,
+		  "one site per thread (the default for two snapshots of one run)" },
 		{ "strict", 0, TG_OPT_BOOL, &c.strict, NULL, NULL,
 		  "treat a malformed line as an error instead of skipping it" },
 		TG_OPT_END_ROW,
@@ -31,13 +39,17 @@ int cmd_diff(int argc, char **argv)
 			       "Shows how live bytes grew per call site from the base snapshot A to "
 			       "B, largest\ngrowth first (pprof --base, igprof -b).  A and B are "
 			       "snapshot files (plain or\n.gz) or run directories (their final "
-			       "snapshots).", &nargs);
+			       "snapshots).  Threads are compared by name within\none run and merged "
+			       "across runs unless told otherwise.", &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
 	if (!base)
 		return usage_error(diff_usage, "--base is required");
 	if (nargs != 1)
 		return usage_error(diff_usage, "expected one snapshot besides --base");
+	if (merge && per_thread)
+		return usage_error(diff_usage, "--merge-threads and --per-thread exclude each other");
+	dep = (unsigned)(depth > 1000000 ? 1000000 : depth);
 	tg_cli_diag_init(&d, &c);
 	if (tg_snapshot_read(&a, base, &d) < 0)
 		return error("%s", d.msg);
@@ -45,7 +57,12 @@ int cmd_diff(int argc, char **argv)
 		ret = error("%s", d.msg);
 		goto release_a;
 	}
-	if (tg_snapshot_diff(&a, &b, &v, &n, &d) < 0) {
+	/* Thread names of two runs need not match (Thread-3 in one is Thread-5 in
+	 * the other): across runs, contexts are compared over all threads. */
+	if (!merge && !per_thread)
+		merge = !tg_snapshot_same_run(&a, &b);
+	if (tg_snapshot_group(&a, dep, merge, &d) < 0 || tg_snapshot_group(&b, dep, merge, &d) < 0
+	    || tg_snapshot_diff(&a, &b, &v, &n, &d) < 0) {
 		ret = error("%s", d.msg);
 		goto release_b;
 	}

@@ -121,32 +121,49 @@ int tg_hist_plot(const struct tg_summary *s, const struct tg_plot_opts *o, struc
 	return tg_plot_finish(o, "hist", &script, NULL, d);
 }
 
+/* Width of the THREAD column for the first N sites. */
+static int thread_width(const struct tg_snap_site *v, size_t n)
+{
+	size_t w = 6;
+	for (size_t i = 0; i < n; i++)
+		if (strlen(v[i].thread) > w)
+			w = strlen(v[i].thread);
+	return w > 40 ? 40 : (int)w;
+}
+
 void tg_top_print(FILE *f, const struct tg_snapshot *s, size_t top)
 {
 	size_t n = top && top < s->n ? top : s->n;
+	int tw = thread_width(s->sites, n);
 	fprintf(f, "# %s%s%s: %zu sites, live %" PRId64 " bytes, allocated %" PRId64 " bytes\n",
 		s->path, s->label ? " label " : "", s->label ? s->label : "", s->n, s->live_bytes,
 		s->total_bytes);
-	fprintf(f, "%14s %10s %16s %12s  %s\n", "LIVE_BYTES", "LIVE_COUNT", "TOTAL_BYTES",
-		"TOTAL_COUNT", "SITE");
+	fprintf(f, "%14s %10s %16s %12s  %-*s  %s\n", "LIVE_BYTES", "LIVE_COUNT", "TOTAL_BYTES",
+		"TOTAL_COUNT", tw, "THREAD", "SITE");
 	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%14" PRId64 " %10" PRId64 " %16" PRId64 " %12" PRId64 "  %s\n",
+		fprintf(f, "%14" PRId64 " %10" PRId64 " %16" PRId64 " %12" PRId64 "  %-*s  %s\n",
 			s->sites[i].live_bytes, s->sites[i].live_count, s->sites[i].total_bytes,
-			s->sites[i].total_count, s->sites[i].site);
+			s->sites[i].total_count, tw, s->sites[i].thread, s->sites[i].site);
 }
 
 void tg_diff_print(FILE *f, const struct tg_snapshot *base, const struct tg_snapshot *s,
 		   const struct tg_snap_delta *v, size_t n, size_t top)
 {
 	size_t m = top && top < n ? top : n;
+	size_t w = 6;
+	int tw;
+	for (size_t i = 0; i < m; i++)
+		if (strlen(v[i].thread) > w)
+			w = strlen(v[i].thread);
+	tw = w > 40 ? 40 : (int)w;
 	fprintf(f, "# base %s: live %" PRId64 " bytes\n# new  %s: live %" PRId64
 		" bytes\n# growth: %+" PRId64 " bytes live, %+" PRId64 " bytes allocated\n",
 		base->path, base->live_bytes, s->path, s->live_bytes,
 		s->live_bytes - base->live_bytes, s->total_bytes - base->total_bytes);
-	fprintf(f, "%14s %10s %14s %14s %16s  %s\n", "LIVE_GROWTH", "COUNT", "BASE_LIVE", "LIVE",
-		"TOTAL_GROWTH", "SITE");
+	fprintf(f, "%14s %10s %14s %14s %16s  %-*s  %s\n", "LIVE_GROWTH", "COUNT", "BASE_LIVE",
+		"LIVE", "TOTAL_GROWTH", tw, "THREAD", "SITE");
 	for (size_t i = 0; i < m; i++)
 		fprintf(f, "%+14" PRId64 " %+10" PRId64 " %14" PRId64 " %14" PRId64 " %+16" PRId64
-			"  %s\n", v[i].live_bytes, v[i].live_count, v[i].base_live, v[i].live,
-			v[i].total_bytes, v[i].site);
+			"  %-*s  %s\n", v[i].live_bytes, v[i].live_count, v[i].base_live, v[i].live,
+			v[i].total_bytes, tw, v[i].thread, v[i].site);
 }

@@ -130,32 +130,236 @@ out:
 	return p;
 }
 
-void tg_snapshot_release(struct tg_snapshot *s)
+static void release_sites(struct tg_snapshot *s)
 {
 	for (size_t i = 0; i < s->n; i++)
 		free(s->sites[i].site);
 	free(s->sites);
+	s->sites = NULL;
+	s->n = s->cap = 0;
+}
+
+void tg_snapshot_release(struct tg_snapshot *s)
+{
+	release_sites(s);
+	for (size_t i = 0; i < s->n_nodes; i++)
+		free(s->nodes[i].call);
+	for (size_t i = 0; i < s->n_threads; i++)
+		free(s->threads[i]);
+	free(s->nodes);
+	free(s->threads);
+	free(s->thread_ix);
 	free(s->label);
+	free(s->run);
 	free(s->path);
 	memset(s, 0, sizeof(*s));
 }
 
-/* Handles a "# key: value" header line. */
-static int snapshot_header(struct tg_snapshot *s, const char *line, size_t len)
+/* What the header lines say, kept until the nodes start. */
+struct snap_hdr {
+	char *pid, *run_start;   /* owned */
+	int threads_sorted;      /* threads[] sorted by ix since the last add */
+};
+
+/* Parses an unsigned decimal at *p (for ids); 0 or -1. */
+static int parse_u(const char **p, const char *end, uint64_t *v)
 {
+	int64_t x;
+	if (*p < end && **p == '-')
+		return -1;
+	if (parse_i64(p, end, &x) < 0)
+		return -1;
+	*v = (uint64_t)x;
+	return 0;
+}
+
+/* Whether TEXT (LEN bytes) holds a control character: names and calls are
+ * written escaped, so one there is a damaged or hostile file (and would reach
+ * the terminal as is). */
+static int has_control(const char *text, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)text[i] < 0x20 || text[i] == 0x7f)
+			return 1;
+	return 0;
+}
+
+/* Adds thread IX called NAME (LEN bytes); 0, or -1 when out of memory. */
+static int add_thread(struct tg_snapshot *s, uint64_t ix, const char *name, size_t len)
+{
+	char **nt = realloc(s->threads, (s->n_threads + 1) * sizeof(*nt));
+	uint64_t *ni;
+	if (!nt)
+		return -1;
+	s->threads = nt;
+	ni = realloc(s->thread_ix, (s->n_threads + 1) * sizeof(*ni));
+	if (!ni)
+		return -1;
+	s->thread_ix = ni;
+	if (!(nt[s->n_threads] = strndup(name, len)))
+		return -1;
+	ni[s->n_threads++] = ix;
+	return 0;
+}
+
+/* Handles a "# key: value" header line: 0, 1 when malformed, -1 out of memory. */
+static int snapshot_header(struct tg_snapshot *s, struct snap_hdr *h, const char *line,
+			   size_t len)
+{
+	const char *end = line + len, *p;
+	uint64_t ix;
+
 	if (len > 9 && !memcmp(line, "# label: ", 9) && !s->label) {
+		if (has_control(line + 9, len - 9))
+			return 1;  /* it would be printed */
 		s->label = strndup(line + 9, len - 9);
 		return s->label ? 0 : -1;
 	}
+	if (len > 7 && !memcmp(line, "# pid: ", 7) && !h->pid)
+		return (h->pid = strndup(line + 7, len - 7)) ? 0 : -1;
+	if (len > 13 && !memcmp(line, "# run_start: ", 13) && !h->run_start)
+		return (h->run_start = strndup(line + 13, len - 13)) ? 0 : -1;
+	if (len > 10 && !memcmp(line, "# thread: ", 10)) {
+		if (s->n_nodes)  /* nodes already point into the table */
+			return 1;
+		p = line + 10;
+		if (parse_u(&p, end, &ix) < 0 || p == end || *p != ' ' || p + 1 == end
+		    || has_control(p + 1, (size_t)(end - p - 1)))
+			return 1;
+		h->threads_sorted = 0;
+		return add_thread(s, ix, p + 1, (size_t)(end - p - 1));
+	}
 	return 0;
+}
+
+static int cmp_thread_ix(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+	return *x < *y ? -1 : *x > *y;
+}
+
+/* Sorts the thread table by ix (names follow their ix). 0 or -1 (no memory). */
+static int sort_threads(struct tg_snapshot *s)
+{
+	struct { uint64_t ix; char *name; } *v;
+	size_t n = s->n_threads;
+
+	if (n < 2)
+		return 0;
+	if (!(v = malloc(n * sizeof(*v))))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		v[i].ix = s->thread_ix[i];
+		v[i].name = s->threads[i];
+	}
+	qsort(v, n, sizeof(*v), cmp_thread_ix);  /* ix is the first member */
+	for (size_t i = 0; i < n; i++) {
+		s->thread_ix[i] = v[i].ix;
+		s->threads[i] = v[i].name;
+	}
+	free(v);
+	return 0;
+}
+
+/* Index of thread IX, or TG_SNAP_NONE. */
+static size_t find_thread(const struct tg_snapshot *s, uint64_t ix)
+{
+	size_t lo = 0, hi = s->n_threads;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->thread_ix[mid] == ix)
+			return mid;
+		if (s->thread_ix[mid] < ix)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return TG_SNAP_NONE;
+}
+
+/* Index of the node with id ID (ids are increasing), or TG_SNAP_NONE. */
+static size_t find_node(const struct tg_snapshot *s, uint64_t id)
+{
+	size_t lo = 0, hi = s->n_nodes;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->nodes[mid].id == id)
+			return mid;
+		if (s->nodes[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return TG_SNAP_NONE;
+}
+
+/* Parses "- " or "N " at *p; *v = TG_SNAP_NONE for "-", *is_num says which. */
+static int parse_ref(const char **p, const char *end, uint64_t *v, int *is_num)
+{
+	if (*p < end && **p == '-') {
+		(*p)++;
+		*is_num = 0;
+	} else {
+		if (parse_u(p, end, v) < 0)
+			return -1;
+		*is_num = 1;
+	}
+	if (*p == end || **p != ' ')
+		return -1;
+	(*p)++;
+	return 0;
+}
+
+/* Parses one node line of version S->version into E; NULL when fine, else why
+ * the line is malformed. */
+static const char *parse_node(struct tg_snapshot *s, const char *line, size_t len,
+			      struct tg_snap_node *e)
+{
+	const char *p = line, *end = line + len;
+	int64_t v[4];
+	uint64_t id = 0, parent = 0, thread = 0;
+	int has_parent = 0, has_thread = 0;
+
+	e->parent = e->thread = TG_SNAP_NONE;
+	if (s->version >= 2) {
+		if (parse_u(&p, end, &id) < 0 || p == end || *p != ' ')
+			return "not a snapshot line";
+		p++;
+		if (parse_ref(&p, end, &parent, &has_parent) < 0
+		    || parse_ref(&p, end, &thread, &has_thread) < 0)
+			return "not a snapshot line";
+		if (s->n_nodes && id <= s->nodes[s->n_nodes - 1].id)
+			return "node id not above the previous one";
+		if (has_parent && (e->parent = find_node(s, parent)) == TG_SNAP_NONE)
+			return "parent node not listed before";
+		if (has_thread && (e->thread = find_thread(s, thread)) == TG_SNAP_NONE)
+			return "thread not listed in the header";
+	}
+	for (int k = 0; k < 4; k++) {
+		if (parse_i64(&p, end, &v[k]) < 0 || p == end || *p != ' ')
+			return "not a snapshot line";
+		p++;
+	}
+	if (p == end)
+		return "not a snapshot line";
+	if (has_control(p, (size_t)(end - p)))
+		return "control character in the call";
+	e->id = id;
+	e->live_bytes = v[0];
+	e->live_count = v[1];
+	e->total_bytes = v[2];
+	e->total_count = v[3];
+	e->call = NULL;
+	return NULL;
 }
 
 int tg_snapshot_read(struct tg_snapshot *s, const char *path, struct tg_diag *d)
 {
 	struct tg_lr lr;
+	struct snap_hdr h = { NULL, NULL, 1 };
 	const char *line;
 	size_t len;
-	int r, ret = -1, seen_header = 0;
+	int r, ret = -1;
 
 	memset(s, 0, sizeof(*s));
 	s->path = is_dir(path) ? snapshot_in_dir(path, d) : strdup(path);
@@ -167,70 +371,231 @@ int tg_snapshot_read(struct tg_snapshot *s, const char *path, struct tg_diag *d)
 	if (tg_lr_open(&lr, s->path, 0, d) < 0)
 		goto out_release;
 	while ((r = tg_lr_next(&lr, &line, &len, d)) == 1) {
-		struct tg_snap_site *e;
-		const char *p = line, *end = line + len;
-		int64_t v[4];
-		int k;
+		struct tg_snap_node e;
+		const char *why;
 
 		if (len && line[0] == '#') {
-			if (len >= 24 && !memcmp(line, "# threadgraph snapshot ", 23))
-				seen_header = 1;
-			if (snapshot_header(s, line, len) < 0) {
+			if (!s->version && len >= 24 && !memcmp(line, "# threadgraph snapshot ", 23)) {
+				const char *p = line + 23;
+				int64_t ver;
+				if (parse_i64(&p, line + len, &ver) < 0 || p != line + len
+				    || ver < 1 || ver > 2) {
+					tg_error(d, "%s:%lu: unsupported snapshot format '%.*s' (this "
+						 "threadgraph reads versions 1 and 2)", s->path,
+						 lr.lineno, (int)(len > 64 ? 64 : len), line);
+					goto out;
+				}
+				s->version = (int)ver;
+				continue;
+			}
+			r = snapshot_header(s, &h, line, len);
+			if (r < 0) {
 				tg_error(d, "out of memory");
 				goto out;
 			}
-			continue;
-		}
-		if (!len)
-			continue;
-		for (k = 0; k < 4; k++) {
-			if (parse_i64(&p, end, &v[k]) < 0 || p == end || *p != ' ')
-				break;
-			p++;
-		}
-		if (k < 4 || p == end || lr.overlong) {
-			if (tg_malformed(d, s->path, lr.lineno, "not a snapshot line") < 0)
+			if (r > 0 && tg_malformed(d, s->path, lr.lineno, "not a thread or label line") < 0)
 				goto out;
 			continue;
 		}
-		if (s->n == s->cap) {
-			size_t cap = s->cap ? s->cap * 2 : 256;
-			struct tg_snap_site *ns = realloc(s->sites, cap * sizeof(*ns));
+		if (!len && !lr.overlong)
+			continue;
+		if (!s->version)
+			break;  /* reported below */
+		if (!h.threads_sorted) {
+			if (sort_threads(s) < 0) {
+				tg_error(d, "out of memory");
+				goto out;
+			}
+			h.threads_sorted = 1;
+		}
+		why = lr.overlong ? "line too long" : parse_node(s, line, len, &e);
+		if (why) {
+			if (tg_malformed(d, s->path, lr.lineno, why) < 0)
+				goto out;
+			continue;
+		}
+		if (s->n_nodes == s->nodes_cap) {
+			size_t cap = s->nodes_cap ? s->nodes_cap * 2 : 256;
+			struct tg_snap_node *ns = realloc(s->nodes, cap * sizeof(*ns));
 			if (!ns) {
 				tg_error(d, "out of memory");
 				goto out;
 			}
-			s->sites = ns;
-			s->cap = cap;
+			s->nodes = ns;
+			s->nodes_cap = cap;
 		}
-		e = &s->sites[s->n];
-		e->live_bytes = v[0];
-		e->live_count = v[1];
-		e->total_bytes = v[2];
-		e->total_count = v[3];
-		e->site = strndup(p, (size_t)(end - p));
-		if (!e->site) {
+		{
+			/* CALL: after the last of the numeric fields. */
+			const char *p = line, *end = line + len;
+			int fields = s->version >= 2 ? 7 : 4;
+			for (int k = 0; k < fields; k++)
+				p = (const char *)memchr(p, ' ', (size_t)(end - p)) + 1;
+			e.call = strndup(p, (size_t)(end - p));
+		}
+		if (!e.call) {
 			tg_error(d, "out of memory");
 			goto out;
 		}
-		s->n++;
-		s->live_bytes += v[0];
-		s->total_bytes += v[2];
+		s->nodes[s->n_nodes++] = e;
+		s->live_bytes += e.live_bytes;
+		s->total_bytes += e.total_bytes;
 	}
 	if (r < 0)
 		goto out;
-	if (!seen_header) {
+	if (!s->version) {
 		tg_error(d, "'%s' is not a threadgraph snapshot (no '# threadgraph snapshot' line)",
 			 s->path);
 		goto out;
 	}
-	ret = 0;
+	if (h.pid && h.run_start && asprintf(&s->run, "%s %s", h.pid, h.run_start) < 0) {
+		s->run = NULL;
+		tg_error(d, "out of memory");
+		goto out;
+	}
+	ret = tg_snapshot_group(s, TG_SNAP_DEPTH_DEFAULT, 0, d);
 out:
+	free(h.pid);
+	free(h.run_start);
 	tg_lr_release(&lr);
 out_release:
 	if (ret < 0)
 		tg_snapshot_release(s);
 	return ret;
+}
+
+int tg_snapshot_same_run(const struct tg_snapshot *a, const struct tg_snapshot *b)
+{
+	return a->run && b->run && !strcmp(a->run, b->run);
+}
+
+/* Orders sites by thread, then context. */
+static int cmp_key(const struct tg_snap_site *x, const struct tg_snap_site *y)
+{
+	int c = strcmp(x->thread, y->thread);
+	return c ? c : strcmp(x->site, y->site);
+}
+
+static int cmp_key_v(const void *a, const void *b)
+{
+	return cmp_key(a, b);
+}
+
+/* The context of node I: at most DEPTH calls (0: all), innermost first.
+ * Malloc'ed, or NULL when out of memory. */
+static char *context_text(const struct tg_snapshot *s, size_t i, unsigned depth)
+{
+	size_t len = 0, cap = 128;
+	char *buf = malloc(cap);
+	unsigned k = 0;
+
+	if (!buf)
+		return NULL;
+	for (size_t j = i; j != TG_SNAP_NONE && (!depth || k < depth); j = s->nodes[j].parent, k++) {
+		size_t n = strlen(s->nodes[j].call);
+		if (len + n + 3 > cap) {
+			char *nb;
+			while (len + n + 3 > cap)
+				cap *= 2;
+			if (!(nb = realloc(buf, cap))) {
+				free(buf);
+				return NULL;
+			}
+			buf = nb;
+		}
+		if (k) {
+			memcpy(buf + len, "<-", 2);
+			len += 2;
+		}
+		memcpy(buf + len, s->nodes[j].call, n);
+		len += n;
+	}
+	buf[len] = '\0';
+	return buf;
+}
+
+/* Longest text all the sites' contexts may take together when they are printed
+ * whole: a deep recursion (every level allocating) makes it quadratic. */
+#define TG_SNAP_TEXT_MAX ((size_t)64 << 20)
+
+/* Bytes the contexts of S's counted nodes take at most with DEPTH frames (exact
+ * for 0: all), in O(nodes): a node's whole context is its call and its parent's
+ * whole context (parents come first).  Saturates at SIZE_MAX. */
+static size_t context_bytes(const struct tg_snapshot *s, unsigned depth, struct tg_diag *d,
+			    int *err)
+{
+	size_t *full, sum = 0;
+
+	*err = 0;
+	if (depth && depth <= 64)
+		return 0;  /* short contexts: bounded by the lines themselves */
+	if (!(full = malloc((s->n_nodes ? s->n_nodes : 1) * sizeof(*full)))) {
+		*err = tg_error(d, "out of memory");
+		return 0;
+	}
+	for (size_t i = 0; i < s->n_nodes; i++) {
+		const struct tg_snap_node *e = &s->nodes[i];
+		size_t n = strlen(e->call);
+		if (e->parent != TG_SNAP_NONE)
+			n = full[e->parent] > SIZE_MAX - n - 2 ? SIZE_MAX : n + 2 + full[e->parent];
+		full[i] = n;
+		if (e->live_bytes || e->live_count || e->total_bytes || e->total_count)
+			sum = sum > SIZE_MAX - n ? SIZE_MAX : sum + n;
+	}
+	free(full);
+	return sum;
+}
+
+int tg_snapshot_group(struct tg_snapshot *s, unsigned depth, int merge_threads,
+		      struct tg_diag *d)
+{
+	size_t k = 0, bytes;
+	int err;
+
+	release_sites(s);
+	bytes = context_bytes(s, depth, d, &err);
+	if (err)
+		return -1;
+	if (bytes > TG_SNAP_TEXT_MAX)
+		return tg_error(d, "the calling contexts of '%s' are too deep to print whole "
+				"(%zu MiB of text): give a --depth of at most 64", s->path,
+				bytes >> 20);
+	s->merged = merge_threads;
+	if (!(s->sites = malloc((s->n_nodes ? s->n_nodes : 1) * sizeof(*s->sites))))
+		return tg_error(d, "out of memory");
+	s->cap = s->n_nodes;
+	for (size_t i = 0; i < s->n_nodes; i++) {
+		const struct tg_snap_node *e = &s->nodes[i];
+		struct tg_snap_site *t = &s->sites[s->n];
+		if (!e->live_bytes && !e->live_count && !e->total_bytes && !e->total_count)
+			continue;  /* an ancestor kept for its children's contexts */
+		t->live_bytes = e->live_bytes;
+		t->live_count = e->live_count;
+		t->total_bytes = e->total_bytes;
+		t->total_count = e->total_count;
+		t->thread = merge_threads ? "*" : e->thread == TG_SNAP_NONE ? "-"
+			: s->threads[e->thread];
+		if (!(t->site = context_text(s, i, depth)))
+			return tg_error(d, "out of memory");
+		s->n++;
+	}
+	if (!s->n)
+		return 0;
+	/* Sites that print the same are one. */
+	qsort(s->sites, s->n, sizeof(*s->sites), cmp_key_v);
+	for (size_t i = 1; i < s->n; i++) {
+		struct tg_snap_site *x = &s->sites[k], *y = &s->sites[i];
+		if (!cmp_key(x, y)) {
+			x->live_bytes += y->live_bytes;
+			x->live_count += y->live_count;
+			x->total_bytes += y->total_bytes;
+			x->total_count += y->total_count;
+			free(y->site);
+		} else {
+			s->sites[++k] = *y;
+		}
+	}
+	s->n = k + 1;
+	return 0;
 }
 
 static int cmp_live(const void *a, const void *b)
@@ -240,7 +605,7 @@ static int cmp_live(const void *a, const void *b)
 		return x->live_bytes < y->live_bytes ? 1 : -1;
 	if (x->live_count != y->live_count)
 		return x->live_count < y->live_count ? 1 : -1;
-	return strcmp(x->site, y->site);
+	return cmp_key(x, y);
 }
 
 static int cmp_total(const void *a, const void *b)
@@ -250,7 +615,7 @@ static int cmp_total(const void *a, const void *b)
 		return x->total_bytes < y->total_bytes ? 1 : -1;
 	if (x->total_count != y->total_count)
 		return x->total_count < y->total_count ? 1 : -1;
-	return strcmp(x->site, y->site);
+	return cmp_key(x, y);
 }
 
 void tg_snapshot_sort(struct tg_snapshot *s, enum tg_snap_key key)
@@ -262,17 +627,19 @@ void tg_snapshot_sort(struct tg_snapshot *s, enum tg_snap_key key)
 static int cmp_site_ptr(const void *a, const void *b)
 {
 	const struct tg_snap_site *const *x = a, *const *y = b;
-	return strcmp((*x)->site, (*y)->site);
+	return cmp_key(*x, *y);
 }
 
 static int cmp_delta(const void *a, const void *b)
 {
 	const struct tg_snap_delta *x = a, *y = b;
+	int c;
 	if (x->live_bytes != y->live_bytes)
 		return x->live_bytes < y->live_bytes ? 1 : -1;
 	if (x->total_bytes != y->total_bytes)
 		return x->total_bytes < y->total_bytes ? 1 : -1;
-	return strcmp(x->site, y->site);
+	c = strcmp(x->thread, y->thread);
+	return c ? c : strcmp(x->site, y->site);
 }
 
 /* Pointers to S's sites sorted by site text; NULL when out of memory. */
@@ -304,7 +671,7 @@ int tg_snapshot_diff(const struct tg_snapshot *base, const struct tg_snapshot *s
 	/* Merge the two site-sorted lists; a site in one snapshot only has 0 in the other. */
 	while (i < base->n || j < s->n) {
 		const struct tg_snap_site *x = NULL, *y = NULL;
-		int c = i == base->n ? 1 : j == s->n ? -1 : strcmp(a[i]->site, b[j]->site);
+		int c = i == base->n ? 1 : j == s->n ? -1 : cmp_key(a[i], b[j]);
 		struct tg_snap_delta *e = &v[k];
 		if (c <= 0)
 			x = a[i++];
@@ -317,6 +684,7 @@ int tg_snapshot_diff(const struct tg_snapshot *base, const struct tg_snapshot *s
 		e->total_bytes = (y ? y->total_bytes : 0) - (x ? x->total_bytes : 0);
 		e->total_count = (y ? y->total_count : 0) - (x ? x->total_count : 0);
 		e->site = y ? y->site : x->site;
+		e->thread = y ? y->thread : x->thread;
 		if (e->live_bytes || e->live_count || e->total_bytes || e->total_count)
 			k++;
 	}

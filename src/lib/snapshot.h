@@ -3,9 +3,13 @@
  * summary (summary.txt[.gz]) written by the recorder's allocation accounting;
  * formats in docs/formats.md ("Allocation accounting") and docs/accounting.md.
  *
- * Snapshot: '#' header lines ("# key: value"), then one line per call site:
+ * Snapshot, version 2: '#' header lines ("# key: value", "# thread: IX BASE"),
+ * then one line per calling-context node, parents first:
+ *   ID PARENT THREAD LIVE_BYTES LIVE_COUNT TOTAL_BYTES TOTAL_COUNT CALL
+ * (PARENT and THREAD may be "-").  Version 1 (read too): one line per site,
  *   LIVE_BYTES LIVE_COUNT TOTAL_BYTES TOTAL_COUNT SITE
- * SITE is the rest of the line (it may contain spaces) and is only used as a key.
+ * read as a node without parent or thread whose CALL is the whole SITE.
+ * CALL and SITE are the rest of the line (they may contain spaces).
  *
  * Summary: tab-separated lines
  *   process KEY VALUE | thread KEY VALUE NAME | window KEY VALUE NAME
@@ -19,29 +23,65 @@
 
 #include "diag.h"
 
+/* A calling-context node as read (version 1: a whole site). */
+struct tg_snap_node {
+	int64_t live_bytes, live_count, total_bytes, total_count;
+	uint64_t id;             /* as in the file; strictly increasing */
+	size_t parent;           /* index of the parent node, or TG_SNAP_NONE */
+	size_t thread;           /* index in threads[], or TG_SNAP_NONE */
+	char *call;              /* owned, NUL-terminated */
+};
+#define TG_SNAP_NONE ((size_t)-1)
+
+/* A site as printed: a thread and a calling context cut to some depth; the
+ * nodes that print the same are summed into one. */
 struct tg_snap_site {
 	int64_t live_bytes, live_count, total_bytes, total_count;
-	char *site;              /* owned, NUL-terminated */
+	const char *thread;      /* points into the snapshot, or "-" / "*" */
+	char *site;              /* owned: innermost call first, "<-" separated */
 };
 
 struct tg_snapshot {
 	char *path;              /* the file read (owned) */
 	char *label;             /* "# label:" or NULL (owned) */
-	int64_t live_bytes;      /* sums over the sites */
+	int version;             /* 1 or 2 */
+	char *run;               /* "PID RUN_START" (version 2) or NULL (owned) */
+	int64_t live_bytes;      /* sums over the nodes */
 	int64_t total_bytes;
-	struct tg_snap_site *sites;
+	struct tg_snap_node *nodes;
+	size_t n_nodes, nodes_cap;
+	char **threads;          /* base names by index (owned) */
+	uint64_t *thread_ix;     /* their IX in the file */
+	size_t n_threads;
+	struct tg_snap_site *sites;  /* made by tg_snapshot_group */
 	size_t n, cap;
+	int merged;              /* whether the sites merge the threads */
 };
 
 enum tg_snap_key { TG_SNAP_LIVE, TG_SNAP_TOTAL };
 
+/* Frames of context a site shows unless told otherwise. */
+#define TG_SNAP_DEPTH_DEFAULT 5
+
 /*
  * Reads PATH (plain or gzip) into S, which needs no init.  PATH may also be a
  * run directory: its final snapshot (snapshot-N-final[.gz], the highest N) or,
- * without one, its highest-numbered snapshot is read.  Returns 0, or -1 with
- * d->msg set and S released.  Malformed site lines go through tg_malformed().
+ * without one, its highest-numbered snapshot is read.  The sites are then
+ * grouped per thread at TG_SNAP_DEPTH_DEFAULT frames.  Returns 0, or -1 with
+ * d->msg set and S released.  Malformed lines (bad numbers, an unknown parent or
+ * thread, ids out of order) go through tg_malformed() and are left out.
  */
 int tg_snapshot_read(struct tg_snapshot *s, const char *path, struct tg_diag *d);
+/*
+ * Rebuilds S's sites from its nodes: each node's thread (or "*" with
+ * MERGE_THREADS; "-" when unknown) and its context of at most DEPTH calls
+ * (0: all), innermost first; sites that print the same are summed.  The sites
+ * are left in no particular order.  Returns 0 or -1 (out of memory, d->msg set).
+ */
+int tg_snapshot_group(struct tg_snapshot *s, unsigned depth, int merge_threads,
+		      struct tg_diag *d);
+/* Whether A and B come from one run (version 2, same pid and start). */
+int tg_snapshot_same_run(const struct tg_snapshot *a, const struct tg_snapshot *b);
 /* Frees everything S holds; safe twice. */
 void tg_snapshot_release(struct tg_snapshot *s);
 /* Sorts the sites by KEY's bytes, largest first (ties: count, then site). */
@@ -52,11 +92,12 @@ struct tg_snap_delta {
 	int64_t live_bytes, live_count;   /* B - A */
 	int64_t total_bytes, total_count; /* B - A */
 	int64_t base_live, live;          /* A's and B's live bytes */
+	const char *thread;               /* points into A or B */
 	const char *site;                 /* points into A or B */
 };
 
 /*
- * Growth per site from BASE to S (sites in either), sorted by live-byte growth,
+ * Growth per site (thread and context) from BASE to S (sites in either), sorted by live-byte growth,
  * largest first; sites with no change at all are left out.  *OUT is malloc'ed
  * (free it), *N its length.  Returns 0 or -1 (out of memory, d->msg set).
  */

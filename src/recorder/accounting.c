@@ -10,8 +10,11 @@
  *    figures ("retired" by construction); all are freed at the next start.
  *  - process: live bytes as one relaxed atomic (fetch_add), its peak and the
  *    window peak as CAS-max registers; totals are sums over the thread states.
- *  - sites: a site is (innermost recorded call, its caller).  Sites are interned
- *    with the GIL in the profile function; each has four relaxed atomic counters
+ *  - sites: a site is a node of its thread's calling-context tree (node = parent
+ *    node + recorded call; the roots are the thread's outermost recorded calls,
+ *    under a per-thread "no python frame" node).  Nodes are interned with the
+ *    GIL in the profile function; the hook reads the thread's current node id
+ *    (one thread-local read).  Each node has four relaxed atomic counters
  *    (allocated bytes/count, freed bytes/count) in fixed chunks that never move,
  *    because raw-domain hooks update them without the GIL from any thread.
  *    Atomics rather than per-thread arrays: a snapshot then needs no merge and a
@@ -44,11 +47,6 @@ _Atomic int tg_acct_on;
 
 /* --- per-thread state ---------------------------------------------------- */
 
-struct tg_acct_frame {
-    uint32_t fid;   /* function entry of the recorded call */
-    uint32_t sid;   /* site (fid, caller fid) */
-};
-
 struct tg_acct_thread {
     struct tg_acct_thread *next;       /* tg_acct_threads link; tg_acct_lock */
     unsigned long ident;               /* pthread id; immutable */
@@ -60,8 +58,11 @@ struct tg_acct_thread {
     _Atomic int64_t peak;              /* highest requested - freed seen */
     _Atomic int64_t hist_alloc[TG_ACCT_BINS];  /* requested sizes */
     _Atomic int64_t hist_free[TG_ACCT_BINS];   /* freed sizes */
-    uint32_t cur_site;                 /* site of new allocations; owner only */
-    struct tg_acct_frame *stack;       /* open recorded calls; owner only (GIL) */
+    uint32_t ix;                       /* index in the run's thread list; immutable */
+    uint32_t cur_site;                 /* node of new allocations; owner only */
+    uint32_t root;                     /* the thread's "no python frame" node, 0
+                                        * until its first recorded call; owner (GIL) */
+    uint32_t *stack;                   /* nodes of the open recorded calls; owner (GIL) */
     size_t depth, cap;                 /* owner only */
 };
 
@@ -76,6 +77,13 @@ static _Atomic uint64_t tg_acct_gen;
 /* Guards tg_acct_threads (appends from hooks on any thread, reads with GIL). */
 static pthread_mutex_t tg_acct_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tg_acct_thread *tg_acct_threads;
+static uint32_t tg_acct_nthreads;    /* ix of the next state; tg_acct_lock */
+/* The recorder of the run (thread names for snapshots); set at start, cleared at
+ * finish and in a forked child.  GIL. */
+static struct tg_recorder *tg_acct_rec;
+/* Wall-clock start of the run, written into snapshots so that the CLI can tell
+ * two snapshots of one run from snapshots of two runs.  GIL. */
+static struct timespec tg_acct_t0;
 /* Whether the last run had accounting; GIL. */
 static int tg_acct_had_run;
 
@@ -95,8 +103,9 @@ struct tg_acct_site_ctr {
 #define TG_SITE_CHUNK_BITS 12
 #define TG_SITE_CHUNK (1u << TG_SITE_CHUNK_BITS)
 #define TG_SITE_NCHUNKS (TG_ACCT_MAX_SITES / TG_SITE_CHUNK)
-/* Site 0: allocations outside any recorded call.  The last id collects the
- * sites that do not fit once the table is full. */
+/* Node 0: allocations outside any recorded call by a thread that has not yet
+ * made one (its thread is unknown).  The last id collects the nodes that do not
+ * fit once the table is full. */
 #define TG_SITE_NONE 0u
 #define TG_SITE_FULL (TG_ACCT_MAX_SITES - 1)
 
@@ -113,9 +122,14 @@ struct tg_acct_func {
     uint64_t hash;
 };
 
-/* Site keys (GIL only). */
-struct tg_acct_site {
-    uint32_t fid, caller;  /* caller: fid of the enclosing recorded call, 0 none */
+/* Calling-context tree nodes (GIL only).  A thread's root node has fid 0 and
+ * parent 0 and is not in the hash (it is found through the thread's state);
+ * every other node has a real parent, which makes (parent, fid) its key and
+ * gives it its parent's thread.  A parent always has a smaller id. */
+struct tg_acct_node {
+    uint32_t parent;   /* enclosing node, 0 for a root */
+    uint32_t fid;      /* the recorded call, 0 for a root */
+    uint32_t tix;      /* owner thread's ix */
 };
 
 /* Interning tables; all GIL only.  fid 0 and sid 0 are "no frame". */
@@ -123,10 +137,10 @@ static struct tg_acct_func *tg_funcs;
 static size_t tg_nfuncs, tg_funcs_cap;
 static uint32_t *tg_func_hash;       /* open addressing: fid or 0 */
 static size_t tg_func_hash_mask;
-static struct tg_acct_site *tg_sites;
-static size_t tg_nsites, tg_sites_cap;
-static uint32_t *tg_site_hash;       /* open addressing: sid or 0 */
-static size_t tg_site_hash_mask;
+static struct tg_acct_node *tg_nodes;
+static size_t tg_nnodes, tg_nodes_cap;
+static uint32_t *tg_node_hash;       /* open addressing: sid or 0 */
+static size_t tg_node_hash_mask;
 
 /* --- run configuration (GIL) ------------------------------------------------ */
 
@@ -216,6 +230,7 @@ tg_acct_self(void)
     t->ident = PyThread_get_thread_ident();
     t->native_id = PyThread_get_thread_native_id();
     pthread_mutex_lock(&tg_acct_lock);
+    t->ix = tg_acct_nthreads++;
     t->next = tg_acct_threads;
     tg_acct_threads = t;
     pthread_mutex_unlock(&tg_acct_lock);
@@ -330,15 +345,18 @@ tg_idhash_grow(uint32_t **tab, size_t *mask, size_t n, uint64_t (*rehash)(uint32
 static uint64_t tg_func_rehash(uint32_t id) { return tg_funcs[id].hash; }
 
 static uint64_t
-tg_site_key_hash(uint32_t fid, uint32_t caller)
+tg_node_key_hash(uint32_t fid, uint32_t parent)
 {
-    uint64_t h = ((uint64_t)fid << 32 | caller) * 0x9E3779B97F4A7C15ull;
+    uint64_t h = ((uint64_t)fid << 32 | parent) * 0x9E3779B97F4A7C15ull;
     return h ^ (h >> 31);
 }
 
-static uint64_t tg_site_rehash(uint32_t id)
+/* A root's key cannot match a lookup (parent 0); salted with its thread so that
+ * the roots of many threads do not pile up in one probe chain. */
+static uint64_t tg_node_rehash(uint32_t id)
 {
-    return tg_site_key_hash(tg_sites[id].fid, tg_sites[id].caller);
+    const struct tg_acct_node *n = &tg_nodes[id];
+    return n->parent ? tg_node_key_hash(n->fid, n->parent) : tg_node_key_hash(UINT32_MAX, n->tix);
 }
 
 /* Direct-mapped cache in front of tg_func_intern, keyed by the addresses of the
@@ -439,44 +457,65 @@ tg_func_intern_slow(const char *file, size_t file_len, long line, const char *fu
     return (uint32_t)tg_nfuncs++;
 }
 
-/* Site id of (FID called from CALLER); TG_SITE_FULL when the table is full. */
+/* A new node (PARENT, FID) of thread TIX, not yet in the hash; its id, or
+ * TG_SITE_FULL when the table is full or memory runs out. */
 static uint32_t
-tg_site_intern(uint32_t fid, uint32_t caller)
+tg_node_add(uint32_t parent, uint32_t fid, uint32_t tix, uint64_t h)
 {
-    uint64_t h = tg_site_key_hash(fid, caller);
     size_t j;
 
-    if (tg_site_hash != NULL) {
-        for (j = h & tg_site_hash_mask; tg_site_hash[j]; j = (j + 1) & tg_site_hash_mask) {
-            struct tg_acct_site *s = &tg_sites[tg_site_hash[j]];
-            if (s->fid == fid && s->caller == caller)
-                return tg_site_hash[j];
-        }
-    }
-    if (tg_nsites == 0)
-        tg_nsites = 1;
-    if (tg_nsites >= TG_SITE_FULL)
+    if (tg_nnodes == 0)
+        tg_nnodes = 1;
+    if (tg_nnodes >= TG_SITE_FULL)
         return TG_SITE_FULL;
-    if (tg_nsites >= tg_sites_cap) {
-        size_t cap = tg_sites_cap ? tg_sites_cap * 2 : 1024;
-        struct tg_acct_site *ns = realloc(tg_sites, cap * sizeof(*ns));
+    if (tg_nnodes >= tg_nodes_cap) {
+        size_t cap = tg_nodes_cap ? tg_nodes_cap * 2 : 1024;
+        struct tg_acct_node *ns = realloc(tg_nodes, cap * sizeof(*ns));
         if (ns == NULL)
             return TG_SITE_FULL;
-        tg_sites = ns;
-        tg_sites_cap = cap;
+        tg_nodes = ns;
+        tg_nodes_cap = cap;
     }
-    if (tg_site_hash == NULL || (tg_nsites + 1) * 2 > tg_site_hash_mask + 1) {
-        if (tg_idhash_grow(&tg_site_hash, &tg_site_hash_mask, tg_nsites, tg_site_rehash) < 0)
+    if (tg_node_hash == NULL || (tg_nnodes + 1) * 2 > tg_node_hash_mask + 1) {
+        if (tg_idhash_grow(&tg_node_hash, &tg_node_hash_mask, tg_nnodes, tg_node_rehash) < 0)
             return TG_SITE_FULL;
     }
-    if (tg_site_chunk_ensure((uint32_t)tg_nsites) < 0)
+    if (tg_site_chunk_ensure((uint32_t)tg_nnodes) < 0)
         return TG_SITE_FULL;
-    tg_sites[tg_nsites].fid = fid;
-    tg_sites[tg_nsites].caller = caller;
-    for (j = h & tg_site_hash_mask; tg_site_hash[j]; j = (j + 1) & tg_site_hash_mask)
+    tg_nodes[tg_nnodes].parent = parent;
+    tg_nodes[tg_nnodes].fid = fid;
+    tg_nodes[tg_nnodes].tix = tix;
+    for (j = h & tg_node_hash_mask; tg_node_hash[j]; j = (j + 1) & tg_node_hash_mask)
         ;
-    tg_site_hash[j] = (uint32_t)tg_nsites;
-    return (uint32_t)tg_nsites++;
+    tg_node_hash[j] = (uint32_t)tg_nnodes;
+    return (uint32_t)tg_nnodes++;
+}
+
+/* The child of node PARENT (a real node, not 0 nor TG_SITE_FULL) for the call
+ * FID; TG_SITE_FULL when the table is full. */
+static uint32_t
+tg_node_intern(uint32_t parent, uint32_t fid)
+{
+    uint64_t h = tg_node_key_hash(fid, parent);
+    size_t j;
+
+    if (tg_node_hash != NULL) {
+        for (j = h & tg_node_hash_mask; tg_node_hash[j]; j = (j + 1) & tg_node_hash_mask) {
+            struct tg_acct_node *n = &tg_nodes[tg_node_hash[j]];
+            if (n->fid == fid && n->parent == parent)
+                return tg_node_hash[j];
+        }
+    }
+    return tg_node_add(parent, fid, tg_nodes[parent].tix, h);
+}
+
+/* The thread's root node ("no python frame" of thread T), made on first use. */
+static uint32_t
+tg_acct_root(struct tg_acct_thread *t)
+{
+    if (t->root == 0)
+        t->root = tg_node_add(0, 0, t->ix, tg_node_key_hash(UINT32_MAX, t->ix));
+    return t->root;
 }
 
 void
@@ -484,7 +523,7 @@ tg_acct_push(const char *file, size_t file_len, long line, const char *func,
              size_t func_len, int esc)
 {
     struct tg_acct_thread *t = tg_acct_self();
-    uint32_t fid, caller;
+    uint32_t fid, parent, node;
 
     if (t == NULL)
         return;
@@ -494,7 +533,7 @@ tg_acct_push(const char *file, size_t file_len, long line, const char *func,
     }
     if (t->depth == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 64;
-        struct tg_acct_frame *ns = realloc(t->stack, cap * sizeof(*ns));
+        uint32_t *ns = realloc(t->stack, cap * sizeof(*ns));
         if (ns == NULL) {
             /* Keep push/pop paired: count the frame, charge its caller's site. */
             t->depth++;
@@ -503,11 +542,13 @@ tg_acct_push(const char *file, size_t file_len, long line, const char *func,
         t->stack = ns;
         t->cap = cap;
     }
-    caller = t->depth ? t->stack[t->depth - 1].fid : 0;
+    parent = t->depth ? t->stack[t->depth - 1] : tg_acct_root(t);
     fid = tg_func_intern(file, file_len, line, func, func_len, esc);
-    t->stack[t->depth].fid = fid;
-    t->stack[t->depth].sid = fid ? tg_site_intern(fid, caller) : TG_SITE_FULL;
-    t->cur_site = t->stack[t->depth].sid;
+    /* Below a full table everything stays in the overflow node: a recursion
+     * past the capacity costs no more nodes. */
+    node = fid && parent != TG_SITE_FULL ? tg_node_intern(parent, fid) : TG_SITE_FULL;
+    t->stack[t->depth] = node;
+    t->cur_site = node;
     t->depth++;
 }
 
@@ -520,26 +561,10 @@ tg_acct_pop(void)
     t->depth--;
     if (t->depth > t->cap)  /* frames that did not fit (see push) */
         return;
-    t->cur_site = t->depth ? t->stack[t->depth - 1].sid : TG_SITE_NONE;
+    t->cur_site = t->depth ? t->stack[t->depth - 1] : t->root;
 }
 
 /* --- snapshots (GIL) -------------------------------------------------------- */
-
-struct tg_snap_row {
-    int64_t live_bytes, live_count, total_bytes, total_count;
-    uint32_t sid;
-};
-
-static int
-tg_snap_row_cmp(const void *a, const void *b)
-{
-    const struct tg_snap_row *x = a, *y = b;
-    if (x->live_bytes != y->live_bytes)
-        return x->live_bytes < y->live_bytes ? 1 : -1;
-    if (x->total_bytes != y->total_bytes)
-        return x->total_bytes < y->total_bytes ? 1 : -1;
-    return x->sid < y->sid ? -1 : x->sid > y->sid;
-}
 
 /* Output sink: stdio or gzip. */
 struct tg_sink {
@@ -613,45 +638,96 @@ tg_sink_put_func(struct tg_sink *s, uint32_t fid)
     tg_sink_put_text(s, f->func, f->func_len, f->esc);
 }
 
-/* Write the snapshot file PATH (tmp + rename). 0 or -errno. */
+/* Base names of the run's threads by ix (into R's log, or "native-<tid>" in
+ * NATIVE, which holds TG_BASENAME_CAP bytes per thread); N threads. */
+static void
+tg_acct_thread_bases(struct tg_recorder *r, const char **names, char *native, size_t n)
+{
+    struct tg_acct_thread *t;
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        names[i] = NULL;
+    pthread_mutex_lock(&tg_acct_lock);
+    t = tg_acct_threads;
+    pthread_mutex_unlock(&tg_acct_lock);
+    /* The list only grows at its head: walking from a read head is safe. */
+    if (r != NULL)
+        pthread_mutex_lock(&r->reg_lock);
+    for (; t != NULL; t = t->next) {
+        if (t->ix >= n)
+            continue;
+        for (i = r != NULL ? r->n_log : 0; i-- > 0;) {
+            if (r->log[i].ident == t->ident && r->log[i].native_id == t->native_id) {
+                names[t->ix] = r->log[i].base;
+                break;
+            }
+        }
+        if (names[t->ix] == NULL) {
+            char *buf = native + (size_t)t->ix * TG_BASENAME_CAP;
+            snprintf(buf, TG_BASENAME_CAP, "native-%lu", t->native_id);
+            names[t->ix] = buf;
+        }
+    }
+    if (r != NULL)
+        pthread_mutex_unlock(&r->reg_lock);
+}
+
+/* Write the snapshot file PATH (tmp + rename): the nodes that hold counts and
+ * their ancestors, parents first (docs/formats.md).  0 or -errno. */
 static int
 tg_acct_write_snapshot(const char *path, const char *label, unsigned number)
 {
-    size_t nids = tg_nsites > 0 ? tg_nsites : 1, i, nrows = 0;
-    struct tg_snap_row *rows;
+    size_t nids = tg_nnodes > 0 ? tg_nnodes : 1, nthr, i;
+    uint8_t *keep = NULL, *tused = NULL;
+    const char **tnames = NULL;
+    char *native = NULL;
     int64_t sums[4] = {0, 0, 0, 0};
     char *tmp;
     struct tg_sink s = {NULL, NULL, 0};
     struct timespec now;
     int ret = 0;
 
-    rows = malloc((nids + 1) * sizeof(*rows));
+    pthread_mutex_lock(&tg_acct_lock);
+    nthr = tg_acct_nthreads;
+    pthread_mutex_unlock(&tg_acct_lock);
     tmp = malloc(strlen(path) + 8);
-    if (rows == NULL || tmp == NULL) {
+    keep = calloc(nids + 1, 1);   /* [nids]: the overflow node */
+    tused = calloc(nthr + 1, 1);
+    tnames = calloc(nthr + 1, sizeof(*tnames));
+    native = malloc((nthr + 1) * TG_BASENAME_CAP);
+    if (tmp == NULL || keep == NULL || tused == NULL || tnames == NULL || native == NULL) {
         ret = -ENOMEM;
         goto out_free;
     }
-    /* Every interned site, then the overflow site. */
+    tg_acct_thread_bases(tg_acct_rec, tnames, native, nthr);
+    /* Nodes with counts, then their ancestors up to (not including) the thread's
+     * root: a child of a root is written as a root itself.  Each node is marked
+     * once, so this is O(nodes). */
     for (i = 0; i <= nids; i++) {
-        uint32_t sid = i < nids ? (uint32_t)i : TG_SITE_FULL;
-        struct tg_acct_site_ctr *c = tg_site_ctr(sid);
-        struct tg_snap_row *r = &rows[nrows];
+        uint32_t id = i < nids ? (uint32_t)i : TG_SITE_FULL, p;
+        struct tg_acct_site_ctr *c = tg_site_ctr(id);
+        int64_t tb, tc;
         if (c == NULL)
             continue;
-        r->total_bytes = TG_LOAD(c->alloc_bytes);
-        r->total_count = TG_LOAD(c->alloc_count);
-        r->live_bytes = r->total_bytes - TG_LOAD(c->free_bytes);
-        r->live_count = r->total_count - TG_LOAD(c->free_count);
-        r->sid = sid;
-        if (r->total_count == 0 && r->live_count == 0)
+        tb = TG_LOAD(c->alloc_bytes);
+        tc = TG_LOAD(c->alloc_count);
+        if (tc == 0 && TG_LOAD(c->free_count) == 0)
             continue;
-        sums[0] += r->live_bytes;
-        sums[1] += r->live_count;
-        sums[2] += r->total_bytes;
-        sums[3] += r->total_count;
-        nrows++;
+        sums[0] += tb - TG_LOAD(c->free_bytes);
+        sums[1] += tc - TG_LOAD(c->free_count);
+        sums[2] += tb;
+        sums[3] += tc;
+        keep[i] = 1;
+        if (i == 0 || i == nids)
+            continue;
+        for (p = tg_nodes[i].parent; p != 0 && tg_nodes[p].parent != 0 && !keep[p];
+             p = tg_nodes[p].parent)
+            keep[p] = 1;
     }
-    qsort(rows, nrows, sizeof(*rows), tg_snap_row_cmp);
+    for (i = 1; i < nids; i++)
+        if (keep[i] && tg_nodes[i].tix < nthr)
+            tused[tg_nodes[i].tix] = 1;
     sprintf(tmp, "%s.tmp", path);
     if (tg_acct_compress) {
         s.gz = gzopen(tmp, "wb6");
@@ -667,29 +743,45 @@ tg_acct_write_snapshot(const char *path, const char *label, unsigned number)
         }
     }
     clock_gettime(CLOCK_REALTIME, &now);
-    tg_sink_printf(&s, "# threadgraph snapshot 1\n# label: %s\n# number: %u\n"
-                   "# time: %lld.%06ld\n# pid: %ld\n# live_bytes: %lld\n# live_count: %lld\n"
+    tg_sink_printf(&s, "# threadgraph snapshot 2\n# label: %s\n# number: %u\n"
+                   "# time: %lld.%06ld\n# pid: %ld\n# run_start: %lld.%06ld\n"
+                   "# live_bytes: %lld\n# live_count: %lld\n"
                    "# total_bytes: %lld\n# total_count: %lld\n# process_live_bytes: %lld\n"
-                   "# process_peak_bytes: %lld\n"
-                   "# columns: LIVE_BYTES LIVE_COUNT TOTAL_BYTES TOTAL_COUNT SITE\n",
+                   "# process_peak_bytes: %lld\n",
                    label, number, (long long)now.tv_sec, now.tv_nsec / 1000, (long)getpid(),
+                   (long long)tg_acct_t0.tv_sec, tg_acct_t0.tv_nsec / 1000,
                    (long long)sums[0], (long long)sums[1], (long long)sums[2],
                    (long long)sums[3], (long long)TG_LOAD(tg_acct_live),
                    (long long)TG_LOAD(tg_acct_peak));
-    for (i = 0; i < nrows; i++) {
-        struct tg_snap_row *r = &rows[i];
-        tg_sink_printf(&s, "%lld %lld %lld %lld ", (long long)r->live_bytes,
-                       (long long)r->live_count, (long long)r->total_bytes,
-                       (long long)r->total_count);
-        if (r->sid == TG_SITE_FULL) {
+    for (i = 0; i < nthr; i++)
+        if (tused[i])
+            tg_sink_printf(&s, "# thread: %zu %s\n", i, tnames[i]);
+    tg_sink_printf(&s, "# columns: ID PARENT THREAD LIVE_BYTES LIVE_COUNT TOTAL_BYTES "
+                   "TOTAL_COUNT CALL\n");
+    for (i = 0; i <= nids && !s.err; i++) {
+        uint32_t id = i < nids ? (uint32_t)i : TG_SITE_FULL;
+        struct tg_acct_site_ctr *c;
+        const struct tg_acct_node *n = id != 0 && id != TG_SITE_FULL ? &tg_nodes[id] : NULL;
+        int64_t tb, tc;
+        if (!keep[i] || (c = tg_site_ctr(id)) == NULL)
+            continue;
+        tb = TG_LOAD(c->alloc_bytes);
+        tc = TG_LOAD(c->alloc_count);
+        tg_sink_printf(&s, "%lu ", (unsigned long)id);
+        if (n != NULL && n->parent != 0 && tg_nodes[n->parent].parent != 0)
+            tg_sink_printf(&s, "%lu ", (unsigned long)n->parent);
+        else
+            tg_sink_printf(&s, "- ");
+        if (n != NULL && n->tix < nthr)
+            tg_sink_printf(&s, "%lu ", (unsigned long)n->tix);
+        else
+            tg_sink_printf(&s, "- ");
+        tg_sink_printf(&s, "%lld %lld %lld %lld ", (long long)(tb - TG_LOAD(c->free_bytes)),
+                       (long long)(tc - TG_LOAD(c->free_count)), (long long)tb, (long long)tc);
+        if (id == TG_SITE_FULL)
             tg_sink_printf(&s, "<site table full>");
-        } else {
-            tg_sink_put_func(&s, r->sid ? tg_sites[r->sid].fid : 0);
-            if (r->sid && tg_sites[r->sid].caller) {
-                tg_sink_printf(&s, "<-");
-                tg_sink_put_func(&s, tg_sites[r->sid].caller);
-            }
-        }
+        else
+            tg_sink_put_func(&s, n != NULL ? n->fid : 0);
         tg_sink_printf(&s, "\n");
     }
     if (s.gz != NULL) {
@@ -706,7 +798,10 @@ tg_acct_write_snapshot(const char *path, const char *label, unsigned number)
         unlink(tmp);
     }
 out_free:
-    free(rows);
+    free(keep);
+    free(tused);
+    free(tnames);
+    free(native);
     free(tmp);
     return ret;
 }
@@ -1111,6 +1206,7 @@ tg_acct_free_all(void)
     pthread_mutex_lock(&tg_acct_lock);
     t = tg_acct_threads;
     tg_acct_threads = NULL;
+    tg_acct_nthreads = 0;
     pthread_mutex_unlock(&tg_acct_lock);
     for (; t != NULL; t = next) {
         next = t->next;
@@ -1121,15 +1217,15 @@ tg_acct_free_all(void)
         free(tg_funcs[i].file);
     free(tg_funcs);
     free(tg_func_hash);
-    free(tg_sites);
-    free(tg_site_hash);
+    free(tg_nodes);
+    free(tg_node_hash);
     tg_funcs = NULL;
     tg_func_hash = NULL;
-    tg_sites = NULL;
-    tg_site_hash = NULL;
-    tg_nfuncs = tg_funcs_cap = tg_nsites = tg_sites_cap = 0;
+    tg_nodes = NULL;
+    tg_node_hash = NULL;
+    tg_nfuncs = tg_funcs_cap = tg_nnodes = tg_nodes_cap = 0;
     memset(tg_fcache, 0, sizeof(tg_fcache));
-    tg_func_hash_mask = tg_site_hash_mask = 0;
+    tg_func_hash_mask = tg_node_hash_mask = 0;
     for (i = 0; i < TG_SITE_NCHUNKS; i++) {
         free(atomic_load(&tg_site_chunks[i]));
         atomic_store(&tg_site_chunks[i], NULL);
@@ -1144,7 +1240,7 @@ tg_acct_free_all(void)
 }
 
 int
-tg_acct_start(const char *outdir, int compress)
+tg_acct_start(const char *outdir, int compress, struct tg_recorder *r)
 {
     /* States of the last run are freed only now: a raw-domain hook that was
      * still running when it ended may have been writing into them. */
@@ -1158,6 +1254,8 @@ tg_acct_start(const char *outdir, int compress)
         return -1;
     }
     tg_acct_compress = compress;
+    tg_acct_rec = r;
+    clock_gettime(CLOCK_REALTIME, &tg_acct_t0);
     tg_acct_nsnap = 0;
     tg_acct_sched_err[0] = '\0';
     atomic_store(&tg_acct_live, 0);
@@ -1165,6 +1263,18 @@ tg_acct_start(const char *outdir, int compress)
     atomic_store(&tg_acct_win_peak, 0);
     atomic_fetch_add(&tg_acct_gen, 1);
     tg_acct_had_run = 1;
+    /* The enabling thread's root now, so that its allocations outside recorded
+     * calls are its own from the start (other threads get theirs at their first
+     * recorded call). */
+    {
+        int busy = tg_tls.busy;
+        struct tg_acct_thread *t;
+        tg_tls.busy |= TG_BUSY_TRACER;
+        t = tg_acct_self();
+        if (t != NULL)
+            t->cur_site = tg_acct_root(t);
+        tg_tls.busy = busy;
+    }
     atomic_store(&tg_acct_on, 1);
     return 0;
 }
@@ -1179,6 +1289,7 @@ tg_acct_stop(void)
 void
 tg_acct_fork_child(void)
 {
+    tg_acct_rec = NULL;
     atomic_store(&tg_acct_on, 0);
     tg_sched.active = 0;
     tg_acct_had_run = 0;
@@ -1194,13 +1305,14 @@ int
 tg_acct_finish(struct tg_recorder *r)
 {
     PyObject *p;
-    (void)r;
+    tg_acct_rec = r;
     while (tg_nwindows > 0) {  /* windows left open end with the run */
         p = tg_acct_window_close(tg_windows[tg_nwindows - 1].id);
         Py_XDECREF(p);
         PyErr_Clear();
     }
     p = tg_acct_snapshot("final");
+    tg_acct_rec = NULL;  /* R may go away after the run */
     if (p == NULL)
         return -1;
     Py_DECREF(p);

@@ -61,9 +61,9 @@ void tg_acct_pop(void);
 /* Profile function (GIL): a Python call of CODE; drives periodic snapshots. */
 void tg_acct_on_call(PyObject *code);
 
-/* Start accounting for a run writing into OUTDIR (GIL).  Returns 0 or -1 with
- * a Python exception. */
-int tg_acct_start(const char *outdir, int compress);
+/* Start accounting for a run writing into OUTDIR (GIL); R names the threads in
+ * snapshots until tg_acct_finish.  Returns 0 or -1 with a Python exception. */
+int tg_acct_start(const char *outdir, int compress, struct tg_recorder *r);
 /* Stop counting (GIL); the counters stay readable until the next start. */
 void tg_acct_stop(void);
 /* After tg_acct_stop: final snapshot and summary.json/summary.txt (GIL).

@@ -206,7 +206,7 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     }
     if (triggers != NULL && tg_set_triggers(r, triggers) < 0)
         goto fail;
-    if (accounting && tg_acct_start(outdir, compress) < 0)
+    if (accounting && tg_acct_start(outdir, compress, r) < 0)
         goto fail;
     if (tg_recorder_enable(self) < 0) {
         tg_acct_stop();

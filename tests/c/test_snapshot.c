@@ -51,6 +51,8 @@ static void test_read_and_sort(void)
 	CHECK_STR(s.label, "a");
 	CHECK_INT(s.live_bytes, 140);
 	CHECK_INT(s.total_bytes, 540);
+	tg_snapshot_sort(&s, TG_SNAP_LIVE);
+	CHECK_STR(s.sites[0].thread, "-");
 	CHECK_STR(s.sites[0].site, "x.py:1:f<-x.py:9:main");
 	tg_snapshot_sort(&s, TG_SNAP_TOTAL);
 	CHECK_INT(s.sites[0].total_bytes, 500);
@@ -60,6 +62,7 @@ static void test_read_and_sort(void)
 	CHECK_INT(tg_snapshot_read(&s, write_file("snapshot-2-b.gz", snap_b, 1), &d), 0);
 	CHECK_INT(s.n, 3);
 	CHECK_STR(s.label, "b b");
+	tg_snapshot_sort(&s, TG_SNAP_LIVE);
 	CHECK_STR(s.sites[0].site, "y.py:3:leak with space<-x.py:9:main");
 	tg_snapshot_release(&s);
 
@@ -137,6 +140,132 @@ static void test_summary(void)
 	CHECK_INT(tg_summary_read(&s, sub, &d), -1);  /* plain first; bin out of range */
 }
 
+/* Format 2: two threads (one with a space), f called from main via two paths. */
+static const char snap_v2[] =
+	"# threadgraph snapshot 2\n# label: v2\n# pid: 7\n# run_start: 100.000001\n"
+	"# thread: 0 Main Thread\n# thread: 3 w1\n"
+	"# columns: ID PARENT THREAD LIVE_BYTES LIVE_COUNT TOTAL_BYTES TOTAL_COUNT CALL\n"
+	"0 - - 5 1 5 1 <no python frame>\n"
+	"2 - 0 0 0 0 0 m.py:1:main\n"
+	"4 2 0 0 0 0 0 m.py:5:a\n"
+	"5 4 0 100 1 100 1 m.py:9:f\n"
+	"6 2 0 0 0 0 0 m.py:6:b\n"
+	"7 6 0 300 3 300 3 m.py:9:f\n"
+	"9 - 3 0 0 0 0 m.py:1:main\n"
+	"10 9 3 0 0 0 0 m.py:5:a\n"
+	"11 10 3 1000 1 2000 2 m.py:9:f\n";
+
+static const struct tg_snap_site *find_site(const struct tg_snapshot *s, const char *thread,
+					    const char *site)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->sites[i].thread, thread) && !strcmp(s->sites[i].site, site))
+			return &s->sites[i];
+	return NULL;
+}
+
+static void test_v2_contexts(void)
+{
+	struct tg_snapshot s, o;
+	struct tg_diag d = { .strict = 1 };
+	const struct tg_snap_site *e;
+	struct tg_snap_delta *v = NULL;
+	size_t n = 0;
+
+	CHECK_INT(tg_snapshot_read(&s, write_file("snapshot-1-v2", snap_v2, 0), &d), 0);
+	CHECK_INT(s.version, 2);
+	CHECK_INT(s.n_nodes, 9);
+	CHECK_INT(s.live_bytes, 1405);
+	CHECK_STR(s.run, "7 100.000001");
+	/* the default depth: every counted node is a site of its own */
+	CHECK_INT(s.n, 4);
+	e = find_site(&s, "Main Thread", "m.py:9:f<-m.py:6:b<-m.py:1:main");
+	CHECK(e && e->live_bytes == 300 && e->live_count == 3);
+	e = find_site(&s, "w1", "m.py:9:f<-m.py:5:a<-m.py:1:main");
+	CHECK(e && e->total_bytes == 2000);
+	CHECK(find_site(&s, "-", "<no python frame>") != NULL);
+	/* depth 1: per function and thread */
+	CHECK_INT(tg_snapshot_group(&s, 1, 0, &d), 0);
+	CHECK_INT(s.n, 3);
+	e = find_site(&s, "Main Thread", "m.py:9:f");
+	CHECK(e && e->live_bytes == 400 && e->live_count == 4);
+	/* depth 2, threads merged: f<-a of both threads is one site */
+	CHECK_INT(tg_snapshot_group(&s, 2, 1, &d), 0);
+	CHECK_INT(s.n, 3);
+	e = find_site(&s, "*", "m.py:9:f<-m.py:5:a");
+	CHECK(e && e->live_bytes == 1100 && e->total_count == 3);
+	tg_snapshot_sort(&s, TG_SNAP_LIVE);
+	CHECK_STR(s.sites[0].site, "m.py:9:f<-m.py:5:a");
+	/* all frames */
+	CHECK_INT(tg_snapshot_group(&s, 0, 0, &d), 0);
+	CHECK(find_site(&s, "w1", "m.py:9:f<-m.py:5:a<-m.py:1:main") != NULL);
+
+	/* same run: per thread diff against a version 1 snapshot works too */
+	CHECK_INT(tg_snapshot_read(&o, write_file("snapshot-2-v2", snap_v2, 0), &d), 0);
+	CHECK(tg_snapshot_same_run(&s, &o));
+	CHECK_INT(tg_snapshot_group(&s, 5, 0, &d), 0);
+	CHECK_INT(tg_snapshot_diff(&s, &o, &v, &n, &d), 0);
+	CHECK_INT(n, 0);
+	free(v);
+	tg_snapshot_release(&o);
+	CHECK_INT(tg_snapshot_read(&o, write_file("v1", snap_a, 0), &d), 0);
+	CHECK(!tg_snapshot_same_run(&s, &o));
+	tg_snapshot_release(&o);
+	tg_snapshot_release(&s);
+}
+
+/* Malformed format-2 input: each bad line is reported with its line number and
+ * left out (with the nodes that hang from it); strict mode makes it an error. */
+static unsigned long warned_line;
+static char warned_why[128];
+
+static void note_warning(void *ctx, const char *path, unsigned long lineno, const char *why)
+{
+	(void)ctx;
+	(void)path;
+	warned_line = lineno;
+	snprintf(warned_why, sizeof(warned_why), "%s", why);
+}
+
+static void test_v2_malformed(void)
+{
+	static const struct {
+		const char *body, *why;
+	} bad[] = {
+		{ "5 - 0 1 1 1 1 x\n5 - 0 1 1 1 1 y\n", "node id not above the previous one" },
+		{ "5 4 0 1 1 1 1 x\n", "parent node not listed before" },
+		{ "5 - 9 1 1 1 1 x\n", "thread not listed in the header" },
+		{ "5 - 0 1 1 1 x\n", "not a snapshot line" },
+		{ "5 - 0 1 1 1 1 \n", "not a snapshot line" },
+		{ "-5 - 0 1 1 1 1 x\n", "not a snapshot line" },
+		{ "5 - 0 1 1 1 1 x\n# thread: 1 late\n", "not a thread or label line" },
+		{ "99999999999999999999 - 0 1 1 1 1 x\n", "not a snapshot line" },
+		{ "5 - 0 1 1 1 1 x\x1b[2Jy\n", "control character in the call" },
+		{ "# thread: 2 \x1b]0;x\n5 - 0 1 1 1 1 x\n", "not a thread or label line" },
+	};
+	char body[512];
+	struct tg_snapshot s;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct tg_diag d = { .strict = 0, .warn = note_warning };
+		warned_line = 0;
+		snprintf(body, sizeof(body), "# threadgraph snapshot 2\n# thread: 0 t\n%s", bad[i].body);
+		CHECK_INT(tg_snapshot_read(&s, write_file("bad2", body, 0), &d), 0);
+		CHECK_INT(d.malformed, 1);
+		CHECK_STR(warned_why, bad[i].why);
+		CHECK(warned_line >= 3);
+		tg_snapshot_release(&s);
+		d.strict = 1;
+		CHECK_INT(tg_snapshot_read(&s, write_file("bad2", body, 0), &d), -1);
+	}
+	{
+		struct tg_diag d = { .strict = 0 };
+		CHECK_INT(tg_snapshot_read(&s, write_file("v9", "# threadgraph snapshot 9\n1 2 3 4 x\n",
+							  0), &d), -1);
+		CHECK(strstr(d.msg, "v9:1: unsupported snapshot format") != NULL);
+	}
+}
+
 static void test_bin_names(void)
 {
 	char b[48];
@@ -160,6 +289,8 @@ int main(void)
 		return 2;
 	test_read_and_sort();
 	test_diff();
+	test_v2_contexts();
+	test_v2_malformed();
 	test_summary();
 	test_bin_names();
 	{

@@ -26,13 +26,15 @@ def test_top_live_and_total(tg):
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0] == (
         "# %s label final: 4 sites, live 1004500 bytes, allocated 2110000 bytes" % FINAL)
-    data = [l.split(None, 4) for l in r.stdout.splitlines()[2:]]
-    assert data[0] == ["1000057", "2", "1000057", "2", LEAK_SITE]
+    # a version 1 snapshot: sites as written, no thread ("-")
+    data = [l.split(None, 5) for l in r.stdout.splitlines()[2:]]
+    assert data[0] == ["1000057", "2", "1000057", "2", "-", LEAK_SITE]
     assert [d[0] for d in data] == ["1000057", "2500", "1000", "943"]
     r = tg("top", "--sort", "total", "--top", "1", FINAL)
     assert r.returncode == 0, r.stderr
-    data = [l.split(None, 4) for l in r.stdout.splitlines()[2:]]
-    assert data == [["943", "1", "1100443", "26", "/app/churn.py:5:churn<-/app/main.py:1:main"]]
+    data = [l.split(None, 5) for l in r.stdout.splitlines()[2:]]
+    assert data == [["943", "1", "1100443", "26", "-",
+                     "/app/churn.py:5:churn<-/app/main.py:1:main"]]
 
 
 def test_top_reads_gzip_and_run_dirs(tg, tmp_path):
@@ -52,17 +54,17 @@ def test_diff_largest_growth_first(tg):
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[2] == "# growth: +1001500 bytes live, +2101000 bytes allocated"
-    data = [l.split(None, 5) for l in lines[4:]]
+    data = [l.split(None, 6) for l in lines[4:]]
     assert data == [
-        ["+1000057", "+2", "0", "1000057", "+1000057", LEAK_SITE],
-        ["+943", "+1", "0", "943", "+1100443", "/app/churn.py:5:churn<-/app/main.py:1:main"],
-        ["+500", "+1", "2000", "2500", "+500", "<no python frame>"],
+        ["+1000057", "+2", "0", "1000057", "+1000057", "*", LEAK_SITE],
+        ["+943", "+1", "0", "943", "+1100443", "*", "/app/churn.py:5:churn<-/app/main.py:1:main"],
+        ["+500", "+1", "2000", "2500", "+500", "*", "<no python frame>"],
     ]
     r = tg("diff", "--base", BEFORE, ACC, "--top", "1")
-    assert [l.split(None, 5)[5] for l in r.stdout.splitlines()[4:]] == [LEAK_SITE]
+    assert [l.split(None, 6)[6] for l in r.stdout.splitlines()[4:]] == [LEAK_SITE]
     # the other way round the leak is the largest shrink: last
     r = tg("diff", "--base", FINAL, BEFORE)
-    assert r.stdout.splitlines()[-1].split(None, 5)[5] == LEAK_SITE
+    assert r.stdout.splitlines()[-1].split(None, 6)[6] == LEAK_SITE
 
 
 def test_summary_table_and_json(tg):
@@ -143,3 +145,122 @@ def test_documented_options_in_help(tg):
         in_help = set(OPT.findall(tg(cmd, "--help").stdout))
         assert documented - in_help == set(), (cmd, documented - in_help)
         assert in_help - documented - {"--help"} == set(), (cmd, in_help - documented)
+
+
+# --- format 2: calling-context trees per thread -------------------------------------
+
+ACC2 = os.path.join(FIXTURES, "accounting2")
+RUN_A = os.path.join(ACC2, "run-a")
+RUN_B = os.path.join(ACC2, "run-b")
+FILL = "/app/cache.py:3:fill"
+
+
+def table(text, nnum):
+    """Data rows as (numbers..., thread, site); fixture sites have no spaces,
+    thread names may."""
+    out = []
+    for l in text.splitlines():
+        if l.startswith("#") or l.lstrip().startswith(("LIVE", "SITE")):
+            continue
+        site = "<no python frame>" if l.endswith("<no python frame>") else l.split()[-1]
+        t = l[:len(l) - len(site)].split()
+        out.append(tuple(t[:nnum]) + (" ".join(t[nnum:]), site))
+    return out
+
+
+def test_top_per_thread_contexts(tg):
+    r = tg("top", RUN_A)
+    assert r.returncode == 0, r.stderr
+    assert table(r.stdout, 4) == [
+        ("3000", "4", "3000", "4", "MainThread", FILL + "<-/app/load.py:5:load<-/app/main.py:1:main"),
+        ("3000", "3", "5000", "7", "worker 1", FILL + "<-/app/load.py:5:load<-/app/worker.py:2:run"),
+        ("1000", "2", "1000", "2", "MainThread",
+         FILL + "<-/app/refresh.py:8:refresh<-/app/main.py:1:main"),
+        ("100", "1", "100", "1", "MainThread", "<no python frame>"),
+    ]
+
+
+def test_top_depth_and_merge_threads(tg):
+    # one frame: per function and thread, the two MainThread paths summed
+    r = tg("top", "--depth", "1", RUN_A)
+    assert r.returncode == 0, r.stderr
+    assert table(r.stdout, 4)[:2] == [("4000", "6", "4000", "6", "MainThread", FILL),
+                                      ("3000", "3", "5000", "7", "worker 1", FILL)]
+    assert ": 3 sites," in r.stdout.splitlines()[0]
+    r = tg("top", "--depth", "2", "--merge-threads", "--sort", "total", RUN_A)
+    assert r.returncode == 0, r.stderr
+    assert table(r.stdout, 4) == [
+        ("6000", "7", "8000", "11", "*", FILL + "<-/app/load.py:5:load"),
+        ("1000", "2", "1000", "2", "*", FILL + "<-/app/refresh.py:8:refresh"),
+        ("100", "1", "100", "1", "*", "<no python frame>"),
+    ]
+    # all frames: the same as the default here (the contexts are 3 deep)
+    assert tg("top", "--depth", "0", RUN_A).stdout == tg("top", RUN_A).stdout
+
+
+def test_diff_same_run_per_thread(tg):
+    r = tg("diff", "--base", os.path.join(RUN_A, "snapshot-1-before"), RUN_A)
+    assert r.returncode == 0, r.stderr
+    assert table(r.stdout, 5) == [
+        ("+3000", "+3", "0", "3000", "+5000", "worker 1",
+         FILL + "<-/app/load.py:5:load<-/app/worker.py:2:run"),
+        ("+2000", "+2", "1000", "3000", "+2000", "MainThread",
+         FILL + "<-/app/load.py:5:load<-/app/main.py:1:main"),
+        ("+1000", "+2", "0", "1000", "+1000", "MainThread",
+         FILL + "<-/app/refresh.py:8:refresh<-/app/main.py:1:main"),
+    ]
+
+
+def test_diff_two_runs_merges_threads(tg):
+    """The worker thread is "worker 1" in one run and "worker 7" in the other:
+    merged (the default across runs), only the real growth shows."""
+    r = tg("diff", "--base", RUN_A, RUN_B)
+    assert r.returncode == 0, r.stderr
+    assert table(r.stdout, 5) == [
+        ("+2000", "+2", "3000", "5000", "+2000", "*",
+         FILL + "<-/app/load.py:5:load<-/app/worker.py:2:run")]
+    assert tg("diff", "--merge-threads", "--base", RUN_A, RUN_B).stdout == r.stdout
+    r = tg("diff", "--per-thread", "--depth", "1", "--base", RUN_A, RUN_B)
+    assert r.returncode == 0, r.stderr
+    assert table(r.stdout, 5) == [
+        ("+5000", "+5", "0", "5000", "+7000", "worker 7", FILL),
+        ("-3000", "-3", "3000", "0", "-5000", "worker 1", FILL)]
+    assert tg("diff", "--per-thread", "--merge-threads", "--base", RUN_A, RUN_B).returncode == 2
+
+
+def test_bad_format2_input(tg, tmp_path):
+    with open(os.path.join(RUN_A, "snapshot-2-final")) as f:
+        good = f.read()
+    # a node whose parent is missing: reported with its line, left out
+    bad = tmp_path / "snapshot-1-bad"
+    bad.write_text(good.replace("\n9 8 1 ", "\n9 77 1 "))
+    r = tg("top", str(bad))
+    assert r.returncode == 0, r.stderr
+    assert "%s:23: malformed line skipped (parent node not listed before)" % bad in r.stderr
+    assert "%s:24: malformed" % bad in r.stderr     # its child went with it
+    assert "worker" not in r.stdout
+    r = tg("top", "--strict", str(bad))
+    assert r.returncode == 1 and "%s:23" % bad in r.stderr
+    # hostile thread name: refused, not printed
+    bad.write_text(good.replace("# thread: 1 worker 1", "# thread: 1 \x1b]0;owned\x07"))
+    r = tg("top", "--strict", str(bad))
+    assert r.returncode == 1 and "\x1b" not in r.stdout + r.stderr
+    # an unknown format version
+    bad.write_text(good.replace("snapshot 2", "snapshot 3"))
+    r = tg("top", str(bad))
+    assert r.returncode == 1
+    assert "%s:1: unsupported snapshot format" % bad in r.stderr
+    # a truncated .gz
+    data = gzip.compress(good.encode())
+    (tmp_path / "snapshot-2-cut.gz").write_bytes(data[:len(data) // 2])
+    r = tg("top", str(tmp_path / "snapshot-2-cut.gz"))
+    assert r.returncode == 1 and "snapshot-2-cut.gz" in r.stderr
+    # contexts too long to print whole
+    lines = ["# threadgraph snapshot 2", "# thread: 0 t"]
+    lines += ["%d %s 0 1 1 1 1 /app/deep.py:1:%s" % (i, i - 1 if i else "-", "f" * 200)
+              for i in range(4000)]
+    bad.write_text("\n".join(lines) + "\n")
+    r = tg("top", "--depth", "0", str(bad))
+    assert r.returncode == 1 and "too deep to print whole" in r.stderr
+    r = tg("top", str(bad), "--top", "1")
+    assert r.returncode == 0 and r.stdout.count("<-") == 4

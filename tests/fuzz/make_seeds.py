@@ -92,6 +92,21 @@ def main():
     write("fuzz_peaks", "regress-json-time", b"\x00" + b"05#a:1:f=>999999\n007.5#a:1:f=>-999999\n")
     write("fuzz_peaks", "c1-controls", b"\x00" + b"1#a\xc2\x9b.py:1:f\xc2\x85=>999999\n")
     write("fuzz_peaks", "thread6", b"\x1e" + read("tutorial", "Thread-6.mem"))
+    # snapshots: option byte (depth, --merge-threads, --sort total), then the file
+    for i, (opt, parts) in enumerate([
+            (0x05, ("accounting2", "run-a", "snapshot-2-final")),
+            (0x09, ("accounting2", "run-a", "snapshot-2-final")),
+            (0x10, ("accounting2", "run-b", "snapshot-1-final")),
+            (0x02, ("accounting2", "run-a", "snapshot-1-before")),
+            (0x05, ("accounting", "snapshot-2-final")),
+            (0x18, ("accounting", "snapshot-1-before"))]):
+        write("fuzz_snapshot", "snap%d" % i, bytes([opt]) + read(*parts))
+    write("fuzz_snapshot", "gz", b"\x03" + gzip.compress(
+        read("accounting2", "run-a", "snapshot-2-final"), mtime=0))
+    write("fuzz_snapshot", "hostile", b"\x00" + b"# threadgraph snapshot 2\n# label: \x1b[2J\n"
+          b"# thread: 0 a\x07\n# thread: 1 ok\n0 - 1 1 1 1 1 <no python frame>\n"
+          b"1 0 1 1 1 1 1 x\x1bq\n2 0 1 -1 -1 -1 -1 f<-g\n2 1 1 1 1 1 1 dup\n"
+          b"3 9 1 1 1 1 1 orphan\n4 3 1 1 1 1 1 child\n")
 
 
 if __name__ == "__main__":

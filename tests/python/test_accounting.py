@@ -86,13 +86,38 @@ def read(path):
         return f.read()
 
 
+def snapshot_nodes(path):
+    """The nodes of a version 2 snapshot: {id: (parent, thread, lb, lc, tb, tc, call)},
+    and the thread names by index."""
+    text = read(path)
+    assert text.startswith("# threadgraph snapshot 2\n")
+    nodes, threads = {}, {}
+    for line in text.splitlines():
+        if line.startswith("# thread: "):
+            ix, name = line[10:].split(" ", 1)
+            threads[ix] = name
+        elif line and not line.startswith("#"):
+            nid, parent, thread, lb, lc, tb, tc, call = line.split(" ", 7)
+            assert parent == "-" or parent in nodes      # parents first
+            nodes[nid] = (parent, thread, int(lb), int(lc), int(tb), int(tc), call)
+    return nodes, threads
+
+
 def snapshot_rows(path):
+    """One row per node with counts, largest live first:
+    (live_bytes, live_count, total_bytes, total_count, context, thread) where
+    context is the whole calling context, innermost first, "<-" separated."""
+    nodes, threads = snapshot_nodes(path)
     rows = []
-    for line in read(path).splitlines():
-        if line.startswith("#") or not line:
+    for nid, (parent, thread, lb, lc, tb, tc, call) in nodes.items():
+        if not (lb or lc or tb or tc):
             continue
-        lb, lc, tb, tc, site = line.split(" ", 4)
-        rows.append((int(lb), int(lc), int(tb), int(tc), site))
+        ctx = [call]
+        while parent != "-":
+            ctx.append(nodes[parent][6])
+            parent = nodes[parent][0]
+        rows.append((lb, lc, tb, tc, "<-".join(ctx), threads.get(thread, thread)))
+    rows.sort(key=lambda r: (-r[0], -r[1], r[4]))
     return rows
 
 
@@ -203,8 +228,8 @@ def test_cli_diff_shows_the_leak_first(run):
     r = cli("diff", "--base", os.path.join(run, "snapshot-1-before"), run, "--top", "3")
     assert r.returncode == 0, r.stderr
     data = [l for l in r.stdout.splitlines() if not l.startswith("#")][1:]
-    first = data[0].split(None, 5)
-    assert "leak_it" in first[5]
+    first = data[0].split(None, 6)
+    assert first[5] == "leaker" and "leak_it" in first[6]
     assert LEAK <= int(first[0]) <= LEAK + HEADER_TOLERANCE
 
 
@@ -223,7 +248,7 @@ def test_compressed_outputs(tmp_path):
     assert "summary.json.gz" in names and "summary.txt.gz" in names
     assert "snapshot-5-final.gz" in names
     with gzip.open(os.path.join(run, "snapshot-5-final.gz"), "rt") as f:
-        assert f.readline() == "# threadgraph snapshot 1\n"
+        assert f.readline() == "# threadgraph snapshot 2\n"
     r = cli("top", os.path.join(run, "snapshot-5-final.gz"), "--top", "1")
     assert r.returncode == 0 and "leak_it" in r.stdout, r.stderr
     r = cli("summary", "--json", run)
@@ -454,3 +479,180 @@ def test_threadgraph_run_accounting(tmp_path):
     assert "summary.json.gz" in names and "snapshot-1-final.gz" in names
     r = cli("top", run, "--top", "1")
     assert r.returncode == 0 and "leak_it" in r.stdout, (r.stdout, r.stderr)
+
+
+# --- calling-context trees: sites per thread, full contexts ------------------------
+
+# A bytearray of PLANT bytes stored into a preallocated list: the only blocks
+# allocated inside the planting function are the object and its buffer.
+PLANT = 123_457
+
+
+def cli_rows(*args):
+    """The CLI's data rows of top or diff, split into their columns."""
+    r = cli(*args)
+    assert r.returncode == 0, r.stderr
+    ncol = 6 if args[0] == "top" else 7
+    return [l.split(None, ncol - 1) for l in r.stdout.splitlines()[1:]
+            if l and not l.startswith("#")][1:]
+
+
+def test_same_function_in_two_threads_is_two_sites(tmp_path):
+    proc = run_scenario(tmp_path, """
+        import sys, threading
+        from threadgraph import ProcessProfile
+        KEEP = [None] * 4
+        def plant(i):
+            KEEP[i] = bytearray(%d)
+        def worker(i):
+            plant(i)
+        p = ProcessProfile(default_log_path="out", accounting=True)
+        p.enable()
+        ts = [threading.Thread(target=worker, args=(i,), name="w%%d" %% i) for i in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        p.disable()
+        print(sys.getsizeof(KEEP[0]))
+        print(p.output_dir)
+    """ % PLANT)
+    size, run = proc.stdout.split()
+    size = int(size)
+    rows = [r for r in snapshot_rows(os.path.join(run, "snapshot-1-final"))
+            if r[4].split("<-")[0].endswith(":plant")]
+    assert sorted(r[5] for r in rows) == ["w0", "w1"]
+    for r in rows:
+        # exactly the object and its buffer, still live
+        assert r[:4] == (size, 2, size, 2), r
+        assert r[4].split("<-")[1].endswith(":worker")
+    # the CLI: one site per thread, or one for both with --merge-threads
+    top = [r for r in cli_rows("top", run, "--depth", "1", "--top", "0")
+           if r[5].endswith(":plant")]
+    assert sorted((r[4], int(r[0])) for r in top) == [("w0", size), ("w1", size)]
+    top = [r for r in cli_rows("top", run, "--depth", "1", "--top", "0", "--merge-threads")
+           if r[5].endswith(":plant")]
+    assert [(r[4], int(r[0]), int(r[1])) for r in top] == [("*", 2 * size, 4)]
+
+
+LEAK_PATHS = """
+    import sys
+    from threadgraph import ProcessProfile
+    KEEP = [None] * 4
+    def leak(i):
+        KEEP[i] = bytearray(%(plant)d)
+    def mid(i):
+        leak(i)
+    def via_a():
+        mid(0)
+    def via_b():
+        mid(1)
+        mid(2)
+    p = ProcessProfile(default_log_path="out", accounting=True)
+    p.enable()
+    via_a()
+    %(more)s
+    p.disable()
+    print(sys.getsizeof(KEEP[0]))
+    print(p.output_dir)
+"""
+
+
+def test_leak_at_depth_three_via_two_callers(tmp_path):
+    proc = run_scenario(tmp_path, LEAK_PATHS % {"plant": PLANT, "more": "via_b()"})
+    size, run = proc.stdout.split()
+    size = int(size)
+    rows = [r for r in snapshot_rows(os.path.join(run, "snapshot-1-final"))
+            if r[4].split("<-")[0].endswith(":leak")]
+    ctx = {tuple(c.rsplit(":", 1)[1] for c in r[4].split("<-")[:3]): r[:4] for r in rows}
+    assert ctx == {("leak", "mid", "via_a"): (size, 2, size, 2),
+                   ("leak", "mid", "via_b"): (2 * size, 4, 2 * size, 4)}
+    assert {r[5] for r in rows} == {"MainThread"}
+    # --depth 3 tells the two paths apart, --depth 2 sums them
+    top = cli_rows("top", run, "--depth", "3", "--top", "2")
+    assert [(int(r[0]), r[5].rsplit(":", 1)[1]) for r in top] == [
+        (2 * size, "via_b"), (size, "via_a")]
+    assert top[0][4] == "MainThread"
+    top = cli_rows("top", run, "--depth", "2", "--top", "1")
+    assert int(top[0][0]) == 3 * size and top[0][5].endswith(":mid")
+
+
+def test_diff_of_two_runs_merges_threads(tmp_path):
+    """Two runs of the leak program, the second leaking through via_b too: the
+    diff (threads merged, as the snapshots come from two runs) shows exactly
+    that growth, first.  (Same script path for both: a call is FILE:LINE:FUNCTION.)"""
+    size, run_a = run_scenario(tmp_path, LEAK_PATHS % {"plant": PLANT, "more": ""}).stdout.split()
+    size, run_b = run_scenario(tmp_path, LEAK_PATHS % {"plant": PLANT,
+                                                       "more": "via_b()"}).stdout.split()
+    assert run_a != run_b
+    size = int(size)
+    for args in ([], ["--merge-threads"]):
+        r = cli("diff", "--base", run_a, run_b, "--depth", "3", *args)
+        assert r.returncode == 0, r.stderr
+        data = [l.split(None, 6) for l in r.stdout.splitlines()[4:]]
+        assert data[0][:6] == ["+%d" % (2 * size), "+4", "0", str(2 * size),
+                               "+%d" % (2 * size), "*"]
+        assert [c.rsplit(":", 1)[1] for c in data[0][6].split("<-")] == ["leak", "mid", "via_b"]
+        # via_a leaked the same in both runs: not listed
+        assert not [d for d in data if d[6].startswith(data[0][6].split("<-")[0])
+                    and d[6].endswith(":via_a")]
+    # per thread, MainThread of one run is compared with MainThread of the other
+    r = cli("diff", "--base", run_a, run_b, "--depth", "3", "--per-thread")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[4].split(None, 6)[5] == "MainThread"
+    r = cli("diff", "--base", run_a, run_b, "--merge-threads", "--per-thread")
+    assert r.returncode == 2
+
+
+# Levels of a recursion that may hold interpreter blocks besides the planted ones:
+# before 3.11, the frames of up to 200 levels stay in the frame free list (live
+# blocks to the allocator, allocated at the caller's level), plus a few more.
+FEW_LEVELS = 200 + 10
+
+
+def snapshot_after_recursion(tmp_path, depth):
+    tmp_path.mkdir()
+    proc = run_scenario(tmp_path, """
+        import sys
+        from threadgraph import ProcessProfile
+        sys.setrecursionlimit(%(depth)d + 1000)
+        KEEP = [None] * (%(depth)d + 1)
+        def rec(n):
+            KEEP[n] = bytearray(16)
+            if n:
+                rec(n - 1)
+        p = ProcessProfile(default_log_path="out", accounting=True)
+        p.enable()
+        rec(%(depth)d)
+        rec(%(depth)d)       # the same contexts again: no new nodes
+        p.disable()
+        print(sys.getsizeof(KEEP[0]))
+        print(p.output_dir)
+    """ % {"depth": depth})
+    size, run = proc.stdout.split()
+    return os.path.join(run, "snapshot-1-final"), int(size)
+
+
+def test_deep_recursion_snapshot_is_linear(tmp_path):
+    small, _ = snapshot_after_recursion(tmp_path / "small", 1000)
+    big, pair = snapshot_after_recursion(tmp_path / "big", 5000)
+    nodes_small, _ = snapshot_nodes(small)
+    nodes_big, _ = snapshot_nodes(big)
+    rec_small = [n for n in nodes_small.values() if n[6].endswith(":rec")]
+    rec_big = [n for n in nodes_big.values() if n[6].endswith(":rec")]
+    # one node per depth, each with its level's live block pair (the second
+    # call's bytearray replaced the first's; the ints of n - 1 come and go);
+    # before 3.11 some levels also keep frame objects (free list, zombie frame)
+    assert len(rec_small) == 1001 and len(rec_big) == 5001
+    assert all(n[2] >= pair and n[3] >= 2 for n in rec_big), rec_big[:3]
+    exact = [n for n in rec_big if (n[2], n[3]) == (pair, 2)]
+    assert len(exact) >= len(rec_big) - FEW_LEVELS, rec_big[:3]
+    ratio = os.path.getsize(big) / os.path.getsize(small)
+    assert ratio < 5 * 1.3, ratio
+    # the CLI: the default depth is quick; the whole contexts are refused or fine
+    top = cli_rows("top", big, "--top", "1", "--sort", "total")
+    assert top and top[0][4] == "MainThread"
+    r = cli("top", big, "--depth", "0", "--top", "1")
+    assert r.returncode in (0, 1)
+    if r.returncode:
+        assert "too deep to print whole" in r.stderr
