@@ -14,7 +14,8 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-missing-field-initializers"]
+CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-missing-field-initializers",
+          "-Werror=implicit-function-declaration"]
 
 
 def rel_sources(pattern):

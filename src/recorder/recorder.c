@@ -495,7 +495,7 @@ tg_cfunc_of(PyObject *callable, PyObject *arg0, PyObject *missing, struct tg_cfu
         cf->module = ((PyCFunctionObject *)callable)->m_module;
         return 1;
     }
-    if (Py_IS_TYPE(callable, &PyMethodDescr_Type) && arg0 != NULL && arg0 != missing) {
+    if (Py_TYPE(callable) == &PyMethodDescr_Type && arg0 != NULL && arg0 != missing) {
         cf->ml = ((PyMethodDescrObject *)callable)->d_method;
         cf->module = NULL;  /* a bound builtin method has no module */
         return 1;
