@@ -195,28 +195,79 @@ tg_flush_all_fd(struct tg_recorder *r)
 
 #define TG_FLUSH_PERIOD_NS 500000000L
 
+/* Write the buffers writers handed off (see writer.h).  No GIL needed. */
+static void
+tg_flush_full_fd(struct tg_recorder *r)
+{
+    struct tg_thread *t;
+
+    pthread_mutex_lock(&r->reg_lock);
+    for (t = r->threads; t != NULL; t = t->next) {
+        tg_writer_flush_full_nogil(&t->mem);
+        tg_writer_flush_full_nogil(&t->stack);
+    }
+    pthread_mutex_unlock(&r->reg_lock);
+    tg_writer_flush_full_nogil(&r->process_w);
+}
+
+void
+tg_flusher_kick(void)
+{
+    struct tg_recorder_object *a = tg_active;  /* GIL held by the caller */
+
+    if (a == NULL || !a->r.flusher_running)
+        return;  /* the next flush of that writer writes it */
+    pthread_mutex_lock(&a->r.flusher_lock);
+    a->r.flusher_kicked = 1;
+    pthread_cond_signal(&a->r.flusher_cond);
+    pthread_mutex_unlock(&a->r.flusher_lock);
+}
+
+/* Every TG_FLUSH_PERIOD_NS: re-anchor the clock and write everything pending;
+ * in between, when kicked: write the handed-off buffers only. */
 static void *
 tg_flusher_main(void *arg)
 {
     struct tg_recorder *r = arg;
+    struct timespec next;
 
+    clock_gettime(CLOCK_REALTIME, &next);
     pthread_mutex_lock(&r->flusher_lock);
     while (!r->flusher_stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += TG_FLUSH_PERIOD_NS;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
+        struct timespec now;
+        int tick;
+        next.tv_nsec += TG_FLUSH_PERIOD_NS;
+        if (next.tv_nsec >= 1000000000L) {
+            next.tv_sec++;
+            next.tv_nsec -= 1000000000L;
         }
-        pthread_cond_timedwait(&r->flusher_cond, &r->flusher_lock, &ts);
-        if (r->flusher_stop)
-            break;
+        for (;;) {
+            while (!r->flusher_stop && !r->flusher_kicked
+                   && pthread_cond_timedwait(&r->flusher_cond, &r->flusher_lock, &next) == 0)
+                ;
+            if (r->flusher_stop)
+                goto out;
+            clock_gettime(CLOCK_REALTIME, &now);
+            tick = now.tv_sec > next.tv_sec
+                   || (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec);
+            if (tick)
+                break;
+            if (r->flusher_kicked) {
+                r->flusher_kicked = 0;
+                pthread_mutex_unlock(&r->flusher_lock);
+                tg_flush_full_fd(r);
+                pthread_mutex_lock(&r->flusher_lock);
+            }
+        }
+        r->flusher_kicked = 0;
         pthread_mutex_unlock(&r->flusher_lock);
         tg_clock_tick();  /* re-anchor the timestamps to CLOCK_REALTIME */
         tg_flush_all_fd(r);
         pthread_mutex_lock(&r->flusher_lock);
+        if (now.tv_sec > next.tv_sec + 1)
+            next = now;  /* the process was stopped: do not run ticks to catch up */
     }
+out:
     pthread_mutex_unlock(&r->flusher_lock);
     return NULL;
 }
@@ -481,6 +532,7 @@ tg_atfork_child(void)
         tg_writer_drop_in_child(&a->r.process_w);
         /* The flusher does not exist in the child; its lock may have been held. */
         a->r.flusher_running = 0;
+        a->r.flusher_kicked = 0;
         pthread_mutex_init(&a->r.flusher_lock, NULL);
         pthread_cond_init(&a->r.flusher_cond, NULL);
         a->r.fork_child_pending = 1;

@@ -141,9 +141,10 @@ struct tg_recorder {
                                         * than the rest of the profile function) */
 
     /* --- background flusher (a pthread, not a Python thread) --- */
-    pthread_mutex_t flusher_lock;      /* guards flusher_stop */
+    pthread_mutex_t flusher_lock;      /* guards flusher_stop, flusher_kicked */
     pthread_cond_t flusher_cond;
     int flusher_stop;
+    int flusher_kicked;                /* a writer handed off a full buffer */
     int flusher_running;               /* GIL */
     pthread_t flusher;
 

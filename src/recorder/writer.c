@@ -133,14 +133,42 @@ tg_write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
-/* Write [flushed, len) to the descriptor; the caller holds w->lock. */
+/* Whether W's descriptor may be written now; the caller holds w->lock. */
+static int
+tg_writer_writable_unlocked(struct tg_writer *w)
+{
+    return w->fd >= 0 && !w->dropped && !atomic_load_explicit(&w->err, memory_order_relaxed)
+           && tg_writer_check_fd(w);
+}
+
+/* Write the handed-off buffer, if any, and keep it as the spare; the caller
+ * holds w->lock. */
+static void
+tg_writer_write_full_unlocked(struct tg_writer *w)
+{
+    if (w->full == NULL)
+        return;
+    if (w->full_len > w->full_from && tg_writer_writable_unlocked(w)) {
+        int e = tg_write_all(w->fd, w->full + w->full_from, w->full_len - w->full_from);
+        if (e)
+            atomic_store(&w->err, e);
+    }
+    if (w->spare == NULL)
+        w->spare = w->full;
+    else
+        free(w->full);
+    w->full = NULL;
+    w->full_from = w->full_len = 0;
+}
+
+/* Write [flushed, len) to the descriptor, after the handed-off buffer; the
+ * caller holds w->lock. */
 static void
 tg_writer_write_pending_unlocked(struct tg_writer *w)
 {
     size_t end = atomic_load_explicit(&w->len, memory_order_acquire);
-    if (end > w->flushed && w->fd >= 0 && !w->dropped
-            && !atomic_load_explicit(&w->err, memory_order_relaxed)
-            && tg_writer_check_fd(w)) {
+    tg_writer_write_full_unlocked(w);
+    if (end > w->flushed && tg_writer_writable_unlocked(w)) {
         int e = tg_write_all(w->fd, w->buf + w->flushed, end - w->flushed);
         if (e)
             atomic_store(&w->err, e);
@@ -197,11 +225,22 @@ restore:
 }
 
 void
+tg_writer_flush_full_nogil(struct tg_writer *w)
+{
+    if (w->pyfile != NULL || __atomic_load_n(&w->full, __ATOMIC_RELAXED) == NULL)
+        return;  /* racy peek; the locked path re-reads */
+    pthread_mutex_lock(&w->lock);
+    tg_writer_write_full_unlocked(w);
+    pthread_mutex_unlock(&w->lock);
+}
+
+void
 tg_writer_flush_nogil(struct tg_writer *w)
 {
     if (w->buf == NULL || w->pyfile != NULL)
         return;
-    if (atomic_load_explicit(&w->len, memory_order_relaxed) == w->flushed)
+    if (atomic_load_explicit(&w->len, memory_order_relaxed) == w->flushed
+            && __atomic_load_n(&w->full, __ATOMIC_RELAXED) == NULL)
         return;  /* racy peek; the locked path re-reads */
     pthread_mutex_lock(&w->lock);
     if (w->buf != NULL)
@@ -215,6 +254,11 @@ tg_writer_flush(struct tg_writer *w)
     if (w->buf == NULL)
         return;
     if (atomic_load_explicit(&w->err, memory_order_relaxed) || w->dropped) {
+        if (w->pyfile == NULL) {
+            pthread_mutex_lock(&w->lock);
+            tg_writer_write_full_unlocked(w);  /* writes nothing: recycles it */
+            pthread_mutex_unlock(&w->lock);
+        }
         atomic_store(&w->len, 0);
         w->flushed = 0;
         return;
@@ -230,6 +274,35 @@ tg_writer_flush(struct tg_writer *w)
     pthread_mutex_unlock(&w->lock);
 }
 
+/* Hand W's filled buffer to the flusher and continue in the spare one.  GIL
+ * held (the producer).  Returns 0 when the flusher still has the previous one
+ * (or no spare can be had): the caller then writes both itself. */
+static int
+tg_writer_handoff(struct tg_writer *w)
+{
+    int done = 0;
+
+    if (w->pyfile != NULL || w->cap != TG_WRITER_BUFSIZE)
+        return 0;
+    pthread_mutex_lock(&w->lock);
+    if (w->full == NULL && w->spare == NULL)
+        w->spare = malloc(TG_WRITER_BUFSIZE);
+    if (w->full == NULL && w->spare != NULL) {
+        w->full = w->buf;
+        w->full_from = w->flushed;
+        w->full_len = atomic_load_explicit(&w->len, memory_order_relaxed);
+        w->buf = w->spare;
+        w->spare = NULL;
+        atomic_store_explicit(&w->len, 0, memory_order_relaxed);
+        w->flushed = 0;
+        done = 1;
+    }
+    pthread_mutex_unlock(&w->lock);
+    if (done)
+        tg_flusher_kick();
+    return done;
+}
+
 char *
 tg_writer_reserve_slow(struct tg_writer *w, size_t n)
 {
@@ -238,7 +311,9 @@ tg_writer_reserve_slow(struct tg_writer *w, size_t n)
     if (!tg_writer_usable(w))
         return NULL;
     len = atomic_load_explicit(&w->len, memory_order_relaxed);
-    if (len + n > w->cap) {
+    if (len + n > w->cap && n <= TG_WRITER_BUFSIZE && tg_writer_handoff(w)) {
+        len = 0;
+    } else if (len + n > w->cap) {
         tg_writer_flush(w);
         if (!tg_writer_usable(w))
             return NULL;
@@ -298,6 +373,11 @@ tg_writer_release(struct tg_writer *w)
     free(w->buf);
     w->buf = NULL;
     w->cap = 0;
+    free(w->full);
+    w->full = NULL;
+    w->full_from = w->full_len = 0;
+    free(w->spare);
+    w->spare = NULL;
     atomic_store(&w->len, 0);
     w->flushed = 0;
     free(w->path);
@@ -315,6 +395,13 @@ tg_writer_destroy(struct tg_writer *w)
 void
 tg_writer_drop_in_child(struct tg_writer *w)
 {
+    /* The inherited full buffer is the parent's to write: recycle it unwritten. */
+    if (w->full != NULL && w->spare == NULL)
+        w->spare = w->full;
+    else
+        free(w->full);
+    w->full = NULL;
+    w->full_from = w->full_len = 0;
     atomic_store(&w->len, 0);
     w->flushed = 0;
     w->first_ns = 0;

@@ -13,6 +13,15 @@
  * flusher writes [flushed, len) without the GIL and only advances `flushed`; the
  * buffer is rewound (len = flushed = 0) only by a GIL holder, under the lock,
  * when no producer can be running.  So the hot path takes no lock at all.
+ *
+ * A descriptor writer whose buffer fills does not write it itself (a 64 KiB
+ * write(2) in the program's thread, with the GIL held, was a sixth of the
+ * recorder's cost on call-heavy code): under the lock it hands the buffer to the
+ * flusher (`full`), takes the spare one and wakes the flusher
+ * (tg_flusher_kick).  If the flusher has not written the previous full buffer
+ * yet, the producer writes both itself (the memory stays bounded: two buffers
+ * per stream).  Bytes always leave in order: whoever writes takes the lock and
+ * writes `full` before the current buffer.
  * Python-stream writers are only ever touched with the GIL and take no lock (a
  * Python write may release the GIL; holding a lock across it could deadlock a
  * fork).  Buffers come from malloc(), never PyMem, so the tracer's own memory is
@@ -41,6 +50,10 @@ struct tg_writer {
     size_t cap;             /* size of buf; as buf */
     _Atomic size_t len;     /* end of appended lines; producer publishes (release) */
     size_t flushed;         /* bytes of buf already written; lock */
+    char *full;             /* a filled buffer handed to the flusher, or NULL; lock */
+    size_t full_from;       /* its bytes [full_from, full_len) are still to write; lock */
+    size_t full_len;
+    char *spare;            /* an empty TG_WRITER_BUFSIZE buffer, or NULL; lock */
     int64_t first_ns;       /* monotonic time of the oldest line since the last rewind
                              * (Python streams' age check); producer only */
     _Atomic int err;        /* errno of the first failed write: the stream is stopped */
@@ -90,6 +103,10 @@ static inline void tg_writer_commit(struct tg_writer *w, size_t used)
 /* Consumer without the GIL (the flusher): write out what is pending.  Descriptor
  * writers only; does nothing for Python streams. */
 void tg_writer_flush_nogil(struct tg_writer *w);
+/* Write W's handed-off buffer if it has one (the flusher, woken by a kick). */
+void tg_writer_flush_full_nogil(struct tg_writer *w);
+/* Wake the flusher to write handed-off buffers (lifecycle.c); GIL held. */
+void tg_flusher_kick(void);
 /* Write out what is pending and rewind the buffer.  GIL held, no producer running
  * (the owner itself, disable(), thread end). */
 void tg_writer_flush(struct tg_writer *w);

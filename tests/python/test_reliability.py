@@ -867,3 +867,49 @@ for fd in fds:
     assert "close failed" not in proc.stdout, proc.stdout
     for i in range(4):
         assert (tmp_path / ("own%d.txt" % i)).read_text() == "program line\n"
+
+
+HANDOFF = r"""
+import threading
+import threadgraph
+
+profile = threadgraph.ProcessProfile(default_log_path="out")
+profile.trackStack(True)
+profile.enable()
+
+def f0(): return 0
+def f1(): return 1
+def f2(): return 2
+def f3(): return 3
+def f4(): return 4
+FUNCS = (f0, f1, f2, f3, f4)
+
+def work(n):
+    for i in range(n):
+        FUNCS[i % 5]()
+
+threads = [threading.Thread(target=work, args=(40000,), name="w%d" % k) for k in range(3)]
+for t in threads:
+    t.start()
+work(60000)
+for t in threads:
+    t.join()
+profile.disable()
+"""
+
+
+def test_many_full_buffers_reach_the_files_complete_and_in_order(tmp_path):
+    # Several megabytes per thread: every stream fills its buffer hundreds of
+    # times, each full buffer handed to the flusher thread while the next one
+    # fills (or written by the thread itself when the flusher lags).  Every
+    # record must be there, whole and in call order.
+    run_py(tmp_path, HANDOFF, timeout=300)
+    run = only_dir(tmp_path / "out")
+    for name, n in (("MainThread", 60000), ("w0", 40000), ("w1", 40000), ("w2", 40000)):
+        for ext in ("mem", "stack"):
+            with open(os.path.join(run, "%s.%s" % (name, ext))) as f:
+                text = f.read()
+            assert text.endswith("\n")
+            funcs = [l.rpartition(":")[2].partition("=>")[0] for l in text.splitlines()
+                     if re.search(r":f[0-4](=>|$)", l)]
+            assert funcs == ["f%d" % (i % 5) for i in range(n)], (name, ext, len(funcs))
