@@ -393,20 +393,28 @@ tg_put(char *p, const char *s, size_t len, int esc)
     return p + len;
 }
 
-/* Write DEPTH indent characters at P, eight at a time: up to 7 bytes past the
- * indent are written too, inside the record's reservation (the TG_TIME_MAX
- * bytes after the indent), and overwritten by the fields that follow. */
+/* Indent bytes written in one go for shallow records (see tg_put_indent). */
+#define TG_INDENT_BLOCK 64
+
+/* Write DEPTH indent characters at P.  Up to TG_INDENT_BLOCK deep, one
+ * fixed-size copy of a block of indent characters (two vector stores; a loop
+ * here became `rep stos`, whose start-up cost more than the rest of the line):
+ * the bytes past the indent lie inside the record's reservation (it counts
+ * TG_INDENT_BLOCK extra bytes) and are overwritten by the fields that follow. */
 static inline void
 tg_put_indent(char *p, size_t depth)
 {
-    uint64_t w = 0x0101010101010101ull * (unsigned char)TG_INDENT_CHAR;
-    size_t i;
-    if (depth > 64) {  /* deep: libc's vector memset wins */
+    static const char block[TG_INDENT_BLOCK] = {
+#define TG_I8 TG_INDENT_CHAR, TG_INDENT_CHAR, TG_INDENT_CHAR, TG_INDENT_CHAR, \
+              TG_INDENT_CHAR, TG_INDENT_CHAR, TG_INDENT_CHAR, TG_INDENT_CHAR
+        TG_I8, TG_I8, TG_I8, TG_I8, TG_I8, TG_I8, TG_I8, TG_I8
+#undef TG_I8
+    };
+    if (depth > TG_INDENT_BLOCK) {  /* deep: libc's vector memset */
         memset(p, TG_INDENT_CHAR, depth);
         return;
     }
-    for (i = 0; i < depth; i += 8)
-        memcpy(p + i, &w, 8);
+    memcpy(p, block, TG_INDENT_BLOCK);
 }
 
 /* Write "INDENT[TIME#]FILE:LINE:FUNCTION\n" to T's stack stream. */
@@ -415,7 +423,8 @@ tg_write_stack_line(struct tg_recorder *r, struct tg_thread *t, size_t depth,
                     const char *file, size_t file_len, long line,
                     const char *func, size_t func_len, int esc)
 {
-    size_t max = depth + TG_TIME_MAX + (file_len + func_len) * (esc ? 4 : 1) + TG_INT_MAX + 3;
+    size_t max = depth + TG_INDENT_BLOCK + TG_TIME_MAX + (file_len + func_len) * (esc ? 4 : 1)
+                 + TG_INT_MAX + 3;
     char *start, *p;
 
     start = p = tg_writer_reserve(&t->stack, max);
