@@ -4,6 +4,8 @@
 #include "acct_out.h"
 #include "cli.h"
 
+#include <string.h>
+
 static const char hist_usage[] = "threadgraph hist [options] DIR";
 
 int cmd_hist(int argc, char **argv)
@@ -13,11 +15,16 @@ int cmd_hist(int argc, char **argv)
 	struct tg_plot_opts po;
 	struct tg_summary s;
 	struct tg_diag d;
+	const struct tg_sum_entity *e;
+	const char *thread = NULL;
 	int nargs, ret, no_graph = 0;
 	const struct tg_option opts[] = {
 		TG_GRAPH_OPTIONS(&g),
 		{ "no-graph", 0, TG_OPT_BOOL, &no_graph, NULL, NULL,
 		  "print the table only, write no graph" },
+		{ "thread", 0, TG_OPT_STRING, &thread, NULL, "NAME",
+		  "draw the histogram of thread NAME (its file base name, as in the table) "
+		  "instead of the process's" },
 		{ "strict", 0, TG_OPT_BOOL, &c.strict, NULL, NULL,
 		  "treat a malformed line as an error instead of skipping it" },
 		TG_OPT_END_ROW,
@@ -25,8 +32,8 @@ int cmd_hist(int argc, char **argv)
 
 	ret = tg_parse_options(argc, argv, opts, hist_usage,
 			       "Prints the sizes requested and freed, in power-of-two bins, for the "
-			       "process and\neach thread, and draws the process histogram "
-			       "(hist.svg; data hist.dat).", &nargs);
+			       "process and\neach thread, and draws the process histogram, or one thread's "
+			       "with --thread\n(hist.svg; data hist.dat).", &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
 	if (nargs != 1)
@@ -36,9 +43,21 @@ int cmd_hist(int argc, char **argv)
 	tg_cli_diag_init(&d, &c);
 	if (tg_summary_read(&s, argv[0], &d) < 0)
 		return error("%s", d.msg);
+	e = &s.process;
+	if (thread != NULL) {
+		e = NULL;
+		for (size_t i = 0; i < s.n_threads; i++)
+			if (strcmp(s.threads[i].name, thread) == 0)
+				e = &s.threads[i];
+		if (e == NULL) {
+			tg_summary_release(&s);
+			return error("%s: no thread named '%s' in the summary (see the table "
+				     "printed without --thread)", argv[0], thread);
+		}
+	}
 	tg_hist_print(stdout, &s);
 	ret = TG_EXIT_OK;
-	if (!no_graph && tg_hist_plot(&s, &po, &d) < 0)
+	if (!no_graph && tg_hist_plot(e, &po, &d) < 0)
 		ret = error("%s", d.msg);
 	tg_summary_release(&s);
 	tg_cli_diag_summary(&d);

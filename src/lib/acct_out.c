@@ -2,6 +2,7 @@
  * acct_out.c - printing the allocation-accounting reports (see acct_out.h).
  */
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "acct_out.h"
@@ -72,20 +73,21 @@ void tg_hist_print(FILE *f, const struct tg_summary *s)
 	}
 }
 
-int tg_hist_plot(const struct tg_summary *s, const struct tg_plot_opts *o, struct tg_diag *d)
+int tg_hist_plot(const struct tg_sum_entity *e, const struct tg_plot_opts *o, struct tg_diag *d)
 {
 	struct tg_aout dat = { 0 }, script = { 0 };
 	int lo = TG_SUM_BINS, hi = -1;
 
 	for (int b = 0; b < TG_SUM_BINS; b++) {
-		if (s->process.hist_alloc[b] || s->process.hist_free[b]) {
+		if (e->hist_alloc[b] || e->hist_free[b]) {
 			if (b < lo)
 				lo = b;
 			hi = b;
 		}
 	}
 	if (hi < 0)
-		return tg_error(d, "the summary has no allocations to plot");
+		return tg_error(d, "%s has no allocations to plot",
+				e->name ? "this thread" : "the summary");
 	if (tg_aout_open(&dat, o->dir, "hist.dat", d) < 0)
 		return -1;
 	for (int b = lo; b <= hi; b++) {
@@ -93,12 +95,12 @@ int tg_hist_plot(const struct tg_summary *s, const struct tg_plot_opts *o, struc
 		tg_hist_bin_name(name, sizeof(name), b);
 		/* Counts of 0 would break the log scale: gnuplot skips "NaN" points. */
 		fprintf(dat.f, "%d %s ", b, name);
-		if (s->process.hist_alloc[b])
-			fprintf(dat.f, "%" PRId64, s->process.hist_alloc[b]);
+		if (e->hist_alloc[b])
+			fprintf(dat.f, "%" PRId64, e->hist_alloc[b]);
 		else
 			fputs("NaN", dat.f);
-		if (s->process.hist_free[b])
-			fprintf(dat.f, " %" PRId64 "\n", s->process.hist_free[b]);
+		if (e->hist_free[b])
+			fprintf(dat.f, " %" PRId64 "\n", e->hist_free[b]);
 		else
 			fputs(" NaN\n", dat.f);
 	}
@@ -110,9 +112,24 @@ int tg_hist_plot(const struct tg_summary *s, const struct tg_plot_opts *o, struc
 	if (tg_aout_open(&script, o->dir, "hist.gp", d) < 0)
 		return -1;
 	tg_gp_preamble(script.f, o, "hist");
+	/* A thread's name comes from the run: only ever inside a quoted string. */
+	fputs("set title ", script.f);
+	if (e->name) {
+		const char *pre = "Allocation sizes, thread ";
+		size_t n = strlen(pre) + strlen(e->name) + 32;
+		char *t = malloc(n);
+		if (t == NULL) {
+			tg_aout_abort(&script);
+			return tg_error(d, "out of memory");
+		}
+		snprintf(t, n, "%s%s (power-of-two bins)", pre, e->name);
+		tg_gp_quote(script.f, t, strlen(t));
+		free(t);
+	} else {
+		fputs("'Allocation sizes, whole process (power-of-two bins)'", script.f);
+	}
 	fprintf(script.f,
-		"set title 'Allocation sizes, whole process (power-of-two bins)'\n"
-		"set xlabel 'requested size (bytes)'\nset ylabel 'calls'\n"
+		"\nset xlabel 'requested size (bytes)'\nset ylabel 'calls'\n"
 		"set logscale y\nset grid ytics\nset style data histograms\n"
 		"set style histogram clustered gap 1\nset style fill solid 0.6 border -1\n"
 		"set xtics rotate by -45\n"

@@ -15,8 +15,10 @@
 void tg_summary_print(FILE *f, const struct tg_summary *s);
 /* Power-of-two bins (only non-empty rows): process, then each thread. */
 void tg_hist_print(FILE *f, const struct tg_summary *s);
-/* hist.dat, hist.gp and hist.<terminal> in o->dir; 0 or -1 (d->msg set). */
-int tg_hist_plot(const struct tg_summary *s, const struct tg_plot_opts *o, struct tg_diag *d);
+/* The histogram of E (the process, or a thread: its name goes in the title) as
+ * hist.dat, hist.gp and hist.<terminal> in o->dir; 0 or -1 (d->msg set). */
+int tg_hist_plot(const struct tg_sum_entity *e, const struct tg_plot_opts *o,
+		 struct tg_diag *d);
 /* The first TOP sites of S (already sorted); TOP 0 = all. */
 void tg_top_print(FILE *f, const struct tg_snapshot *s, size_t top);
 /* The first TOP deltas (TOP 0 = all) with the two snapshots' totals. */

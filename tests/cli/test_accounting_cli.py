@@ -264,3 +264,17 @@ def test_bad_format2_input(tg, tmp_path):
     assert r.returncode == 1 and "too deep to print whole" in r.stderr
     r = tg("top", str(bad), "--top", "1")
     assert r.returncode == 0 and r.stdout.count("<-") == 4
+
+
+def test_hist_of_one_thread(tg, tmp_path):
+    r = tg("hist", "--thread", "leaker", "--script-only", "-o", str(tmp_path), ACC)
+    assert r.returncode == 0, r.stderr
+    rows = (tmp_path / "hist.dat").read_text().splitlines()
+    # leaker's own bins only: one 32-63 byte block and one 512Ki-1024Ki block,
+    # neither freed (the process table has 59 and 10 allocations there).
+    assert rows[0] == "6 32-63 1 NaN" and rows[-1] == "20 512Ki-1024Ki 1 NaN", rows
+    assert all(r.endswith("NaN NaN") for r in rows[1:-1]), rows
+    assert "set title 'Allocation sizes, thread leaker (power-of-two bins)'" in \
+        (tmp_path / "hist.gp").read_text()
+    r = tg("hist", "--thread", "nobody", "--no-graph", ACC)
+    assert r.returncode == 1 and "no thread named 'nobody'" in r.stderr
