@@ -78,24 +78,6 @@ tg_safe_basename(const char *name, size_t len, char *out)
     out[o] = '\0';
 }
 
-int
-tg_unique_basename(char *out, char *const *used, size_t n)
-{
-    size_t base_len = strlen(out);
-    unsigned long k = 1;
-
-    for (;;) {
-        int taken = strcmp(out, TG_PROCESS_BASENAME) == 0;
-        size_t i;
-        for (i = 0; !taken && i < n; i++)
-            taken = strcmp(out, used[i]) == 0;
-        if (!taken)
-            return 0;
-        k++;
-        snprintf(out + base_len, TG_BASENAME_CAP - base_len, "~%lu", k);
-    }
-}
-
 /* One name of a set, and for a name that others were derived from, the suffix
  * to try next (all smaller ones are taken: names are never removed). */
 struct tg_name_entry {

@@ -15,25 +15,19 @@
 /* Map the UTF-8 thread name NAME (LEN bytes) to a file base name in OUT (at least
  * TG_BASENAME_CAP bytes, NUL-terminated): '/', '%', '\\', bytes < 0x20 and 0x7f
  * as %HH, a leading '.' as %2E, empty as %00, cut to TG_NAME_MAX bytes on a
- * character boundary.  No "~N" suffix: see tg_unique_basename. */
+ * character boundary.  No "~N" suffix: see tg_nameset_claim. */
 void tg_safe_basename(const char *name, size_t len, char *out);
 
-/* Make OUT (a tg_safe_basename result, buffer of TG_BASENAME_CAP) distinct from
- * the N names in USED and from "process" by appending "~2", "~3", ... (the first
- * free).  Returns 0. */
-int tg_unique_basename(char *out, char *const *used, size_t n);
-
 /* The file base names of one run, for making new ones unique in O(1) per try
- * (tg_unique_basename scans a list: fine for a few names, quadratic for a
- * server that starts thousands of threads with the same name). */
+ * (a server may start thousands of threads with the same name). */
 struct tg_nameset;
 
 /* A set holding "process" (reserved); NULL when out of memory. */
 struct tg_nameset *tg_nameset_new(void);
 void tg_nameset_free(struct tg_nameset *s);
 /* Make OUT (a tg_safe_basename result, buffer of TG_BASENAME_CAP) distinct from
- * every name in S by appending "~2", "~3", ... (the first free: the same result
- * as tg_unique_basename), and add it to S.  Returns 0, or -1 when out of memory
+ * every name in S and from "process" by appending "~2", "~3", ... (the first
+ * free), and add it to S.  Returns 0, or -1 when out of memory
  * (S unchanged). */
 int tg_nameset_claim(struct tg_nameset *s, char *out);
 

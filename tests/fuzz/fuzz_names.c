@@ -4,10 +4,10 @@
  *
  * Input: a thread name, then (after the first NUL, if any) names already used
  * in the run, NUL-separated.
- * Properties of tg_safe_basename + tg_unique_basename: the result is not empty,
- * holds no '/', no control byte and no DEL, does not start with '.', is at most
- * TG_NAME_MAX bytes before its "~N" suffix, is not "process" and differs from
- * every used name.  The mapping is injective on names that fit: two different
+ * Properties of tg_safe_basename + tg_nameset_claim (what the recorder runs):
+ * the result is not empty, holds no '/', no control byte and no DEL, does not
+ * start with '.', is at most TG_NAME_MAX bytes before its "~N" suffix, is not
+ * "process" and differs from every name claimed before it in the run.  The mapping is injective on names that fit: two different
  * names of at most TG_NAME_MAX/3 bytes give different base names.
  * Properties of tg_escape: no control byte or DEL, length tg_escaped_len().
  */
@@ -36,6 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char out[TG_BASENAME_CAP], out2[TG_BASENAME_CAP];
 	char *used[FZ_MAX_USED];
 	size_t nused = 0, base_len;
+	struct tg_nameset *set;
 
 	tg_safe_basename(name, nlen, out);
 	fz_check_base(out);
@@ -51,25 +52,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(other);
 	}
 
-	/* used names: the rest of the input; our own result among them, twice */
+	/* used names: the rest of the input, claimed in order as threads of one
+	 * run would; then our own name twice (the second claim gets a suffix) */
+	set = tg_nameset_new();
+	FZ_ASSERT(set != NULL);
 	if (z) {
 		const uint8_t *p = z + 1, *end = data + size;
 		while (p < end && nused < FZ_MAX_USED - 2) {
 			const uint8_t *e = memchr(p, 0, (size_t)(end - p));
 			size_t l = e ? (size_t)(e - p) : (size_t)(end - p);
-			used[nused++] = fz_strdup(p, l);
+			char claimed[TG_BASENAME_CAP];
+			tg_safe_basename((const char *)p, l, claimed);
+			FZ_ASSERT(tg_nameset_claim(set, claimed) == 0);
+			used[nused++] = strdup(claimed);
 			p += l + 1;
 		}
 	}
-	used[nused++] = strdup(out);
-	FZ_ASSERT(tg_unique_basename(out, used, nused) == 0);
-	fz_check_base(out);
-	FZ_ASSERT(strcmp(out, TG_PROCESS_BASENAME) != 0);
-	for (size_t i = 0; i < nused; i++)
-		FZ_ASSERT(strcmp(out, used[i]) != 0);
-	FZ_ASSERT(strncmp(out, used[nused - 1], base_len) == 0);
+	for (int round = 0; round < 2; round++) {
+		strcpy(out2, out);
+		FZ_ASSERT(tg_nameset_claim(set, out2) == 0);
+		fz_check_base(out2);
+		FZ_ASSERT(strcmp(out2, TG_PROCESS_BASENAME) != 0);
+		for (size_t i = 0; i < nused; i++)
+			FZ_ASSERT(strcmp(out2, used[i]) != 0);
+		FZ_ASSERT(strncmp(out2, out, base_len) == 0);
+		used[nused++] = strdup(out2);
+	}
 	for (size_t i = 0; i < nused; i++)
 		free(used[i]);
+	tg_nameset_free(set);
 
 	{
 		size_t el = tg_escaped_len(name, nlen);
