@@ -52,7 +52,10 @@ int tg_xml_text(FILE *f, const char *s, size_t len)
 		case '"': fputs("&quot;", f); i++; continue;
 		case '\'': fputs("&#39;", f); i++; continue;
 		}
-		if (u[i] < 0x20 || u[i] == 0x7f) {
+		if (u[i] == '\n' || u[i] == '\t') {
+			putc(u[i], f);
+			i++;
+		} else if (u[i] < 0x20 || u[i] == 0x7f) {
 			putc('?', f);  /* not allowed in XML 1.0, or a terminal escape */
 			i++;
 		} else if (!(l = tg_utf8_len(u + i, len - i))) {

@@ -14,7 +14,7 @@ size_t tg_utf8_len(const unsigned char *s, size_t n);
 
 /*
  * Writes LEN bytes of S as XML/HTML text or attribute content: & < > " ' as
- * entities, control bytes (and C1 controls) as '?', invalid UTF-8 as U+FFFD.
+ * entities, newlines and tabs as they are, other control bytes (and C1 controls) as '?', invalid UTF-8 as U+FFFD.
  * Returns 0 or EOF.
  */
 int tg_xml_text(FILE *f, const char *s, size_t len);
