@@ -282,6 +282,7 @@ static const char fs_script[] =
 	"if(search)search.addEventListener('input',find);\n"
 	"svg.addEventListener('keydown',function(e){if(e.key==='Escape'){search.value='';"
 	"find();zoom(fr[0]);}});\n"
+	"svg.setAttribute('data-ready',String(fr.length));\n"
 	"})";
 
 int tg_flamesvg_write(FILE *out, const struct tg_fold *f, const struct tg_flamesvg_opts *o,

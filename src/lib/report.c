@@ -416,7 +416,8 @@ static int rep_flame(FILE *out, const struct tg_report_opts *o,
 
 	snprintf(id, sizeof(id), "flame-%s", m->name);
 	so.id = id;
-	fprintf(out, "<h2 id=\"%s\">Flame graph: %s</h2>\n", id, m->what);
+	/* the heading's id is not the graph's: the graph's script finds itself by id */
+	fprintf(out, "<h2 id=\"flamegraph-%s\">Flame graph: %s</h2>\n", m->name, m->what);
 	tg_fold_init(&f);
 	if (tg_fold_load(&f, &fo, &sub) < 0) {
 		rep_missing(out, cb, "flame graph (%s) left out: %s", m->name, sub.msg);
@@ -539,7 +540,7 @@ int tg_report_write(const struct tg_report_opts *o, FILE *out, const struct tg_r
 		files.has_stack ? "recorded" : "not recorded", accounting ? "on" : "off");
 	fputs("<nav><a href=\"#memory\">memory graph</a><a href=\"#peaks\">peaks</a>", out);
 	for (size_t i = 0; i < nm; i++)
-		fprintf(out, "<a href=\"#flame-%s\">flame graph (%s)</a>", metrics[i]->name,
+		fprintf(out, "<a href=\"#flamegraph-%s\">flame graph (%s)</a>", metrics[i]->name,
 			metrics[i]->name);
 	fputs("<a href=\"#accounting\">accounting</a></nav>\n", out);
 

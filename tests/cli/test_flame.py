@@ -235,8 +235,11 @@ def test_report_sections(tg, tmp_path):
            RUN, "-o", out)
     assert r.returncode == 0, r.stderr
     html = out.read_text()
-    for anchor in ("memory", "peaks", "flame-peak", "flame-alloc", "accounting"):
-        assert 'id="%s"' % anchor in html
+    for anchor in ("memory", "peaks", "flamegraph-peak", "flamegraph-alloc", "accounting"):
+        assert html.count('id="%s"' % anchor) == 1
+        assert 'href="#%s"' % anchor in html
+    for svg_id in ("flame-peak", "flame-alloc"):
+        assert html.count('id="%s"' % svg_id) == 1
     links = re.findall(r'href="#(peak-\d+)"', html)
     assert len(links) == 3  # fill, load and main: the returns above 1 KB
     for link in links:
