@@ -284,3 +284,17 @@ def test_report_of_a_run_without_stacks_or_accounting(tg, tmp_path):
     assert "flame graph (delta) left out" in html
     r = tg("report", tmp_path / "nosuch", "-o", out)
     assert r.returncode == 1
+
+
+def test_documented_options_are_the_help_options(tg):
+    """docs/cli.md's sections of the three commands and their --help agree."""
+    from clisupport import REPO
+    with open(os.path.join(REPO, "docs", "cli.md")) as f:
+        parts = re.split(r"^## ", f.read(), flags=re.M)
+    docs = {p.split("\n", 1)[0].strip(): p for p in parts[1:]}
+    opt = re.compile(r"(?<![\w-])--[a-z][a-z_-]*[a-z]")
+    for cmd in ("folded", "flamegraph", "report"):
+        documented = set(opt.findall(docs[cmd]))
+        in_help = set(opt.findall(tg(cmd, "--help").stdout))
+        assert documented - in_help == set(), (cmd, documented - in_help)
+        assert in_help - documented - {"--help"} == set(), (cmd, in_help - documented)
