@@ -104,7 +104,7 @@ int tg_fold_child(struct tg_fold *f, size_t parent, const char *text, size_t len
  * Reads what o->metric needs from o->path into F (tg_fold_init'ed) and
  * finishes it.  Without --thread and --merge-threads each thread is a frame
  * under the root.  Returns 0, or -1 with d->msg set (no such data in the run:
- * the message says how to record it).
+ * the message says how to record it); F must be released either way.
  */
 int tg_fold_load(struct tg_fold *f, const struct tg_fold_opts *o, struct tg_diag *d);
 

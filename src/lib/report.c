@@ -422,6 +422,7 @@ static int rep_flame(FILE *out, const struct tg_report_opts *o,
 	if (tg_fold_load(&f, &fo, &sub) < 0) {
 		rep_missing(out, cb, "flame graph (%s) left out: %s", m->name, sub.msg);
 		d->malformed = sub.malformed;
+		tg_fold_release(&f);
 		return 0;
 	}
 	d->malformed = sub.malformed;
