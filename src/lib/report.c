@@ -431,6 +431,9 @@ static int rep_flame(FILE *out, const struct tg_report_opts *o,
 	      "box to highlight. Also <code>threadgraph folded --metric ", out);
 	fputs(m->name, out);
 	fputs("</code>.</p>\n", out);
+	if (f.sampled)
+		rep_missing(out, cb, "sampled run (one sample per %lld bytes on average): the %s "
+			    "values are estimates", (long long)f.sampled, m->name);
 	if (tg_flamesvg_write(out, &f, &so, NULL, d) < 0) {
 		tg_fold_release(&f);
 		return -1;

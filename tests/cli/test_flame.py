@@ -138,6 +138,11 @@ def test_sampled_snapshot_is_said_to_be_estimates(tg, tmp_path):
     assert r.returncode == 0, r.stderr
     title = ET.parse(str(svg)).getroot().findall(SVG + "text")[0]
     assert "sampled: estimates" in "".join(title.itertext())
+    shutil.copy(os.path.join(RUN, "summary.txt"), str(run))
+    r = tg("report", "--metric", "peak", "-o", tmp_path / "r.html", run)
+    assert r.returncode == 0, r.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "the peak values are estimates" in html and "(sampled: estimates)" in html
 
 
 def frames(svg_path):
