@@ -13,23 +13,6 @@
 
 static const char flamegraph_usage[] = "threadgraph flamegraph [options] RUN_DIR";
 
-int tg_cli_open_output(const char *path, struct tg_aout *a, struct tg_diag *d)
-{
-	const char *slash = strrchr(path, '/');
-	char *dir;
-	int rc;
-
-	if (!slash)
-		return tg_aout_open(a, ".", path, d);
-	if (!slash[1])
-		return tg_error(d, "'%s' names a directory, not a file", path);
-	if (!(dir = strndup(path, slash == path ? 1 : (size_t)(slash - path))))
-		return tg_error(d, "out of memory");
-	rc = tg_aout_open(a, dir, slash + 1, d);
-	free(dir);
-	return rc;
-}
-
 int cmd_flamegraph(int argc, char **argv)
 {
 	struct tg_fold_args a = { .metric = "alloc", .c = { .no_time = tg_global_no_time } };
