@@ -80,9 +80,12 @@ int cmd_report(int argc, char **argv)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
 	if (nargs != 1)
 		return usage_error(report_usage, "expected one run directory");
-	if (o.metric && !tg_fold_metric_find(o.metric))
-		return usage_error(report_usage, "unknown metric '%s' (expected alloc, live, peak, "
-				   "delta or time)", o.metric);
+	if (o.metric && !tg_fold_metric_find(o.metric)) {
+		char names[128];
+		tg_fold_metric_names(names, sizeof(names));
+		return usage_error(report_usage, "unknown metric '%s' (expected %s)", o.metric,
+				   names);
+	}
 	o.memg.has_time = !c.no_time;
 	o.memg.no_process = !process;  /* RSS in MB flattens the threads' KB deltas */
 	if ((ret = tg_cli_peak_opts(&p, &o.memg, report_usage)))

@@ -15,9 +15,11 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 	struct tg_fold_opts o = { 0 };
 
 	o.metric = tg_fold_metric_find(a->metric);
-	if (!o.metric)
-		return usage_error(usage, "unknown metric '%s' (expected alloc, live, peak, "
-				   "delta or time)", a->metric);
+	if (!o.metric) {
+		char names[128];
+		tg_fold_metric_names(names, sizeof(names));
+		return usage_error(usage, "unknown metric '%s' (expected %s)", a->metric, names);
+	}
 	if (a->thread && a->merge)
 		return usage_error(usage, "--thread and --merge-threads exclude each other");
 	o.path = path;

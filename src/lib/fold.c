@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,17 @@ const struct tg_fold_metric_info *tg_fold_metric_find(const char *name)
 		if (!strcmp(name, tg_fold_metrics[i].name))
 			return &tg_fold_metrics[i];
 	return NULL;
+}
+
+void tg_fold_metric_names(char *buf, size_t n)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < tg_fold_n_metrics && len < n; i++)
+		len += (size_t)snprintf(buf + len, n - len, "%s%s", !i ? "" :
+					i + 1 == tg_fold_n_metrics ? " or " : ", ",
+					tg_fold_metrics[i].name);
 }
 
 static uint64_t fold_hash(const char *s, size_t len, uint64_t h)

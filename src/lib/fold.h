@@ -45,6 +45,8 @@ extern const struct tg_fold_metric_info tg_fold_metrics[];
 extern const size_t tg_fold_n_metrics;
 /* The row of NAME, or NULL. */
 const struct tg_fold_metric_info *tg_fold_metric_find(const char *name);
+/* Writes the metrics' names ("alloc, live, ... or time") into buf of size n. */
+void tg_fold_metric_names(char *buf, size_t n);
 
 #define TG_FOLD_NONE ((size_t)-1)
 
