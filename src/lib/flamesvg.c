@@ -24,7 +24,8 @@
 /* What the walk visits: a frame, or a box standing for hidden siblings. */
 struct fs_item {
 	size_t node;           /* frame index, or TG_FOLD_NONE for a box */
-	int64_t off;           /* left edge, in the metric's units from the left */
+	double off;            /* left edge, in the metric's units from the left (a double:
+				* sums of saturated totals must not overflow) */
 	int64_t value;         /* a box's summed value */
 	size_t count;          /* a box's hidden frames */
 	unsigned depth;
@@ -139,7 +140,7 @@ static void fs_draw(struct fs_walk *w, const struct fs_item *it)
 	const struct tg_fold *f = w->f;
 	FILE *out = w->out;
 	int64_t value = it->node == TG_FOLD_NONE ? it->value : f->v[it->node].total;
-	double x = FS_PAD + (double)it->off * w->scale, width = (double)value * w->scale;
+	double x = FS_PAD + it->off * w->scale, width = (double)value * w->scale;
 	double y = FS_TOP + (double)it->depth * FS_FRAME_H;
 	double pct = f->v[0].total ? 100.0 * (double)value / (double)f->v[0].total : 0;
 	char name[64];
@@ -186,7 +187,8 @@ static int fs_walk(struct fs_walk *w, struct tg_flamesvg_stats *st)
 	if (fs_push(w, &it) < 0)
 		return -1;
 	while (w->top) {
-		int64_t cursor, hidden_value = 0;
+		int64_t hidden_value = 0;
+		double cursor;
 		size_t hidden = 0, nk = 0;
 
 		it = w->stack[--w->top];
@@ -201,7 +203,7 @@ static int fs_walk(struct fs_walk *w, struct tg_flamesvg_stats *st)
 			if (f->v[c].total <= 0)
 				continue;  /* nothing to draw, nothing hidden */
 			if ((double)f->v[c].total * w->scale < w->min_px) {
-				hidden_value += f->v[c].total;
+				tg_fold_add(&hidden_value, f->v[c].total);
 				hidden += f->v[c].count;
 				continue;
 			}
@@ -217,7 +219,7 @@ static int fs_walk(struct fs_walk *w, struct tg_flamesvg_stats *st)
 		}
 		cursor = it.off;
 		for (size_t k = 0; k < nk; k++)
-			cursor += f->v[w->kids[k]].total;
+			cursor += (double)f->v[w->kids[k]].total;
 		st->hidden += hidden;
 		if (hidden && (double)hidden_value * w->scale >= w->min_px) {
 			struct fs_item box = { TG_FOLD_NONE, cursor, hidden_value, hidden,
@@ -229,7 +231,7 @@ static int fs_walk(struct fs_walk *w, struct tg_flamesvg_stats *st)
 		/* pushed last to first, so that the first child is visited next */
 		for (size_t k = nk; k-- > 0;) {
 			struct fs_item ch = { w->kids[k], 0, 0, 0, it.depth + 1 };
-			cursor -= f->v[w->kids[k]].total;
+			cursor -= (double)f->v[w->kids[k]].total;
 			ch.off = cursor;
 			if (fs_push(w, &ch) < 0)
 				return -1;

@@ -239,7 +239,7 @@ int tg_fold_finish(struct tg_fold *f, struct tg_diag *d)
 	}
 	/* parents come before their children: one backward pass sums */
 	for (i = f->n - 1; i > 0; i--) {
-		f->v[f->v[i].parent].total += f->v[i].total;
+		tg_fold_add(&f->v[f->v[i].parent].total, f->v[i].total);
 		f->v[f->v[i].parent].count += f->v[i].count;
 	}
 	if (f->n < 2)

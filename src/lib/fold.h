@@ -113,6 +113,13 @@ int tg_fold_load(struct tg_fold *f, const struct tg_fold_opts *o, struct tg_diag
 /* Computes totals and counts, links children sorted by name.  0 or -1. */
 int tg_fold_finish(struct tg_fold *f, struct tg_diag *d);
 
+/* *A += B, saturating at the int64 limits: hostile dumps may hold any numbers. */
+static inline void tg_fold_add(int64_t *a, int64_t b)
+{
+	if (__builtin_add_overflow(*a, b, a))
+		*a = b > 0 ? INT64_MAX : INT64_MIN;
+}
+
 /* The text of frame I. */
 static inline const char *tg_fold_name(const struct tg_fold *f, size_t i)
 {

@@ -182,7 +182,7 @@ static int load_snapshot(struct tg_fold *f, const struct tg_fold_opts *o, struct
 				goto out;
 		}
 		map[i] = at;
-		f->v[at].self += v;
+		tg_fold_add(&f->v[at].self, v);
 	}
 	if (o->thread && !matched) {
 		tg_error(d, "no thread '%s' in '%s'", o->thread, s.path);
@@ -196,6 +196,9 @@ out:
 	return ret;
 }
 
+/* Seconds beyond which TIME is taken as this (year 33658): keeps sums exact. */
+#define LOAD_TIME_MAX_S 1000000000000LL
+
 /* Microseconds of a TIME text (digits, '.', digits), rounded to nearest. */
 static int64_t load_time_us(const struct tg_str *t)
 {
@@ -204,7 +207,8 @@ static int64_t load_time_us(const struct tg_str *t)
 	int digits = 0;
 
 	for (; i < t->len && t->s[i] != '.'; i++)
-		sec = sec * 10 + (t->s[i] - '0');
+		if ((sec = sec * 10 + (t->s[i] - '0')) > LOAD_TIME_MAX_S)
+			sec = LOAD_TIME_MAX_S;
 	for (i++; i < t->len && digits < 6; i++, digits++)
 		frac = frac * 10 + (t->s[i] - '0');
 	for (; digits < 6; digits++)
@@ -268,19 +272,21 @@ static int load_close(struct tg_fold *f, const struct tg_fold_opts *o, struct lo
 	if (load_site_hash(&r.file, &r.func) != c->site)
 		f->mismatched++;
 	if (o->metric->metric == TG_FOLD_DELTA) {
-		int64_t own = r.delta - c->kids_delta;
+		int64_t own = r.delta;
+		tg_fold_add(&own, c->kids_delta == INT64_MIN ? INT64_MAX : -c->kids_delta);
 		if (own > 0)
-			f->v[c->node].self += own;
+			tg_fold_add(&f->v[c->node].self, own);
 		else
-			f->neg -= own;
+			tg_fold_add(&f->neg, own == INT64_MIN ? INT64_MAX : -own);
 		if (parent)
-			parent->kids_delta += r.delta;
+			tg_fold_add(&parent->kids_delta, r.delta);
 	} else {
+		/* times are below 2^53 microseconds (load_time_us): no overflow */
 		int64_t dur = load_time_us(&r.time.text) - c->t_call, own = dur - c->kids_time;
 		if (own > 0)
-			f->v[c->node].self += own;
+			tg_fold_add(&f->v[c->node].self, own);
 		if (parent)
-			parent->kids_time += dur;
+			tg_fold_add(&parent->kids_time, dur);
 	}
 	return 0;
 }

@@ -441,8 +441,11 @@ int tg_snapshot_read(struct tg_snapshot *s, const char *path, struct tg_diag *d)
 			goto out;
 		}
 		s->nodes[s->n_nodes++] = e;
-		s->live_bytes += e.live_bytes;
-		s->total_bytes += e.total_bytes;
+		/* saturating: a damaged file may hold counters near the int64 limits */
+		if (__builtin_add_overflow(s->live_bytes, e.live_bytes, &s->live_bytes))
+			s->live_bytes = e.live_bytes > 0 ? INT64_MAX : INT64_MIN;
+		if (__builtin_add_overflow(s->total_bytes, e.total_bytes, &s->total_bytes))
+			s->total_bytes = e.total_bytes > 0 ? INT64_MAX : INT64_MIN;
 	}
 	if (r < 0)
 		goto out;
