@@ -110,6 +110,14 @@ int tg_fold_child(struct tg_fold *f, size_t parent, const char *text, size_t len
  */
 int tg_fold_load(struct tg_fold *f, const struct tg_fold_opts *o, struct tg_diag *d);
 
+/*
+ * Pairs one thread's STACK and MEM dumps into F (o->metric delta or time),
+ * under frame ROOT (0 or a thread frame); tg_fold_load does this for every
+ * thread of a run.  Call tg_fold_finish after.  0 or -1 (d->msg set).
+ */
+int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o, const char *stack,
+		      const char *mem, size_t root, struct tg_diag *d);
+
 /* Computes totals and counts, links children sorted by name.  0 or -1. */
 int tg_fold_finish(struct tg_fold *f, struct tg_diag *d);
 

@@ -291,9 +291,8 @@ static int load_close(struct tg_fold *f, const struct tg_fold_opts *o, struct lo
 	return 0;
 }
 
-/* Pairs one thread's STACK and MEM files into F under ROOT.  0 or -1. */
-static int load_thread(struct tg_fold *f, const struct tg_fold_opts *o, const char *stack,
-		       const char *mem, size_t root, struct tg_diag *d)
+int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o, const char *stack,
+		      const char *mem, size_t root, struct tg_diag *d)
 {
 	struct load_thread t;
 	struct tg_lr lr;
@@ -444,7 +443,7 @@ static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg
 			goto oom;
 		}
 		if (load_thread_root(f, o, bases[i], &root, d) < 0 ||
-		    load_thread(f, o, stack, mem, root, d) < 0)
+		    tg_fold_load_pair(f, o, stack, mem, root, d) < 0)
 			goto out;
 		f->threads++;
 	}
