@@ -9,7 +9,6 @@ import base64
 import fcntl
 import json
 import os
-import queue
 import shutil
 import subprocess
 import tempfile
