@@ -69,6 +69,17 @@ check 0 diff --base "$acc2/run-a" "$acc2/run-b"
 check 0 diff --per-thread --depth 0 --base "$fx/accounting/snapshot-1-before" "$acc2/run-a"
 check 0 top "$tmp/snapshot-1-hostile"
 check 1 top --strict "$tmp/snapshot-1-hostile"
+fr=$fx/flamerun
+check 0 folded "$fr"
+check 0 folded --metric delta --thread "worker 1" "$fr"
+check 0 folded --metric time --merge-threads "$fr"
+check 0 folded --metric peak "$fr"
+check 1 folded --metric peak "$acc2/run-a"
+check 0 flamegraph --metric live -o "$tmp/flame.svg" "$fr"
+check 0 flamegraph --min-width 5 -o "$tmp/flame.svg" "$tmp/snapshot-1-hostile"
+check 0 report --peak 1 -o "$tmp/report.html" "$fr"
+check 0 report --metric delta -o "$tmp/report.html" "$tut"
+check 1 report -o "$tmp/report.html" "$tmp/missing"
 check 0 --help
 check 0 memg --help
 

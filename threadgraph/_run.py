@@ -18,6 +18,7 @@ it ends.  Everything threadgraph itself prints goes to stderr.
 import argparse
 import json
 import os
+import shlex
 import subprocess
 import sys
 import threading
@@ -418,6 +419,9 @@ def print_summary(prof, opts, status):
     say("next:")
     sys.stderr.write("    threadgraph %smemg %s/*.mem\n" % (no_time, shown))
     sys.stderr.write("    threadgraph %speaks %s/*.mem\n" % (no_time, shown))
+    # the whole run on one page: graph, peaks and their subtrees, flame graphs
+    sys.stderr.write("    threadgraph %sreport %s -o %s\n" % (
+        no_time, shlex.quote(shown), shlex.quote(os.path.join(shown, "report.html"))))
     if opts.stack and peaks:
         # The whole program's <module> is rarely the call worth decorating first.
         top = next((p for p in peaks if p.get("function") != "<module>"), peaks[0])

@@ -147,5 +147,8 @@ int cmd_summary(int argc, char **argv);
 int cmd_hist(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_folded(int argc, char **argv);
+int cmd_flamegraph(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 #endif

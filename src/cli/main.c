@@ -29,6 +29,9 @@ static const struct tg_cmd tg_commands[] = {
 	{ "hist", cmd_hist, "power-of-two histograms of allocation sizes (hist.svg)" },
 	{ "top", cmd_top, "biggest call sites of a heap snapshot (live or total bytes)" },
 	{ "diff", cmd_diff, "per-site growth between two heap snapshots (--base A B)" },
+	{ "folded", cmd_folded, "a run's calls as folded stacks (flamegraph.pl, inferno, speedscope)" },
+	{ "flamegraph", cmd_flamegraph, "an interactive flame graph of a run (flame.svg)" },
+	{ "report", cmd_report, "one self-contained HTML page of a run (report.html)" },
 };
 
 static void main_usage(FILE *f)

@@ -4,41 +4,9 @@
 #include <string.h>
 
 #include "fmt.h"
+#include "markup.h"
 #include "peaks_out.h"
 #include "records.h"
-
-/* Length of the UTF-8 sequence at s (at most n bytes), or 0 if invalid. */
-static size_t json_utf8_len(const unsigned char *s, size_t n)
-{
-	size_t need, i;
-	unsigned cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		need = 2;
-		cp = s[0] & 0x1f;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		need = 3;
-		cp = s[0] & 0x0f;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		need = 4;
-		cp = s[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (n < need)
-		return 0;
-	for (i = 1; i < need; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((need == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (need == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return need;
-}
 
 int tg_json_string(FILE *f, const char *s, size_t len)
 {
@@ -55,7 +23,7 @@ int tg_json_string(FILE *f, const char *s, size_t len)
 		} else if (u[i] < 0x20 || u[i] == 0x7f) {
 			fprintf(f, "\\u%04x", u[i]);
 			i++;
-		} else if ((l = json_utf8_len(u + i, len - i)) == 2 && u[i] == 0xc2 &&
+		} else if ((l = tg_utf8_len(u + i, len - i)) == 2 && u[i] == 0xc2 &&
 			   u[i + 1] <= 0x9f) {
 			/* C1 controls (U+0080-U+009F; U+009B is CSI): escaped like C0 */
 			fprintf(f, "\\u%04x", u[i + 1]);

@@ -215,6 +215,10 @@ static int snapshot_header(struct tg_snapshot *s, struct snap_hdr *h, const char
 		s->label = strndup(line + 9, len - 9);
 		return s->label ? 0 : -1;
 	}
+	if (len > 11 && !memcmp(line, "# sampled: ", 11)) {
+		p = line + 11;
+		return parse_i64(&p, end, &s->sampled) < 0 || p != end || s->sampled < 0;
+	}
 	if (len > 7 && !memcmp(line, "# pid: ", 7) && !h->pid)
 		return (h->pid = strndup(line + 7, len - 7)) ? 0 : -1;
 	if (len > 13 && !memcmp(line, "# run_start: ", 13) && !h->run_start)
@@ -437,8 +441,11 @@ int tg_snapshot_read(struct tg_snapshot *s, const char *path, struct tg_diag *d)
 			goto out;
 		}
 		s->nodes[s->n_nodes++] = e;
-		s->live_bytes += e.live_bytes;
-		s->total_bytes += e.total_bytes;
+		/* saturating: a damaged file may hold counters near the int64 limits */
+		if (__builtin_add_overflow(s->live_bytes, e.live_bytes, &s->live_bytes))
+			s->live_bytes = e.live_bytes > 0 ? INT64_MAX : INT64_MIN;
+		if (__builtin_add_overflow(s->total_bytes, e.total_bytes, &s->total_bytes))
+			s->total_bytes = e.total_bytes > 0 ? INT64_MAX : INT64_MIN;
 	}
 	if (r < 0)
 		goto out;

@@ -56,6 +56,8 @@ struct tg_snapshot {
 	struct tg_snap_site *sites;  /* made by tg_snapshot_group */
 	size_t n, cap;
 	int merged;              /* whether the sites merge the threads */
+	int64_t sampled;         /* "# sampled: N": counters are estimates from one
+				  * sample per N bytes on average; 0 when exact */
 };
 
 enum tg_snap_key { TG_SNAP_LIVE, TG_SNAP_TOTAL };

@@ -108,6 +108,19 @@ def main():
           b"1 0 1 1 1 1 1 x\x1bq\n2 0 1 -1 -1 -1 -1 f<-g\n2 1 1 1 1 1 1 dup\n"
           b"3 9 1 1 1 1 1 orphan\n4 3 1 1 1 1 1 child\n")
 
+    # folded/flamegraph: mode byte (time, no timestamps, snapshot), then for dumps
+    # the .stack part's length in 16-byte units, the .stack part padded with
+    # newlines, and the .mem part
+    for thread in ("MainThread", "worker 1"):
+        stack = read("flamerun", thread + ".stack")
+        units = (len(stack) + 15) // 16
+        stack += b"\n" * (units * 16 - len(stack))
+        for mode in (0, 1):
+            write("fuzz_fold", "%s-%d" % (thread.replace(" ", "_"), mode),
+                  bytes([mode, units]) + stack + read("flamerun", thread + ".mem"))
+    for name in ("snapshot-1-final", "snapshot-2-peak"):
+        write("fuzz_fold", name, b"\x04" + read("flamerun", name))
+
 
 if __name__ == "__main__":
     main()

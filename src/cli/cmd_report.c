@@ -1,0 +1,118 @@
+/*
+ * cmd_report.c - threadgraph report: one self-contained HTML page of a run.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "atomic_out.h"
+#include "cli.h"
+#include "fold_cli.h"
+#include "report.h"
+
+static const char report_usage[] = "threadgraph report [options] RUN_DIR";
+
+static void report_note(void *ctx, const char *msg)
+{
+	(void)ctx;
+	warning("%s", msg);
+}
+
+/* Removes DIR's files and DIR (the scratch directory this command made). */
+static void report_rm_scratch(const char *dir)
+{
+	DIR *dh = opendir(dir);
+	struct dirent *e;
+
+	if (dh) {
+		while ((e = readdir(dh))) {
+			char *p;
+			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+				continue;
+			if (asprintf(&p, "%s/%s", dir, e->d_name) >= 0) {
+				unlink(p);
+				free(p);
+			}
+		}
+		closedir(dh);
+	}
+	rmdir(dir);
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct tg_common_args c = { .no_time = tg_global_no_time };
+	struct tg_peak_args p = TG_PEAK_ARGS_DEFAULT;
+	struct tg_report_opts o = { .memg = { .rebase_kb = 30000, .no_process = 1 } };
+	int process = 0;
+	struct tg_report_cb cb = { report_note, NULL };
+	const char *output = "report.html", *tmpdir = getenv("TMPDIR");
+	unsigned long max_lines = 300;
+	struct tg_aout out = { 0 };
+	struct tg_diag d;
+	char *scratch = NULL;
+	int nargs, ret;
+	const struct tg_option opts[] = {
+		{ "output", 'o', TG_OPT_STRING, &output, NULL, "FILE",
+		  "write the page to FILE (default report.html)" },
+		{ "metric", 0, TG_OPT_STRING, &o.metric, NULL, "M",
+		  "the flame graph's metric: alloc, live, peak, delta or time (default: peak "
+		  "and alloc with accounting, else delta)" },
+		{ "max-lines", 0, TG_OPT_COUNT, &max_lines, NULL, "N",
+		  "show at most N lines of each peak's call subtree (default 300)" },
+		{ "process", 0, TG_OPT_BOOL, &process, NULL, NULL,
+		  "also plot the process memory (process.mem) in the memory graph" },
+		{ "process_rebase", 0, TG_OPT_NUMBER, &o.memg.rebase_kb, NULL, "N",
+		  "with --process: subtract N KB from the process memory (default 30000)" },
+		TG_PEAK_OPTIONS(&p),
+		TG_COMMON_OPTIONS(&c),
+		TG_OPT_END_ROW,
+	};
+
+	ret = tg_parse_options(argc, argv, opts, report_usage,
+			       "Writes one self-contained HTML page of a run: the memory graph "
+			       "and its peaks, each\npeak's call subtree, flame graphs, and the "
+			       "accounting summary and histograms.\nThe graphs need gnuplot; "
+			       "without it the page says so and shows the rest.", &nargs);
+	if (ret)
+		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	if (nargs != 1)
+		return usage_error(report_usage, "expected one run directory");
+	if (o.metric && !tg_fold_metric_find(o.metric)) {
+		char names[128];
+		tg_fold_metric_names(names, sizeof(names));
+		return usage_error(report_usage, "unknown metric '%s' (expected %s)", o.metric,
+				   names);
+	}
+	o.memg.has_time = !c.no_time;
+	o.memg.no_process = !process;  /* RSS in MB flattens the threads' KB deltas */
+	if ((ret = tg_cli_peak_opts(&p, &o.memg, report_usage)))
+		return ret;
+	o.run_dir = argv[0];
+	o.max_lines = max_lines ? max_lines : (size_t)-1;
+	tg_cli_diag_init(&d, &c);
+	if (asprintf(&scratch, "%s/threadgraph-report-XXXXXX",
+		     tmpdir && *tmpdir ? tmpdir : "/tmp") < 0)
+		return error("out of memory");
+	if (!mkdtemp(scratch)) {
+		ret = error("unable to make a temporary directory '%s'", scratch);
+		free(scratch);
+		return ret;
+	}
+	o.scratch = scratch;
+	if (tg_cli_open_output(output, &out, &d) < 0 ||
+	    tg_report_write(&o, out.f, &cb, &d) < 0 || tg_aout_commit(&out, &d) < 0) {
+		tg_aout_abort(&out);
+		ret = error("%s", d.msg);
+	} else {
+		tg_aout_release(&out);
+		fprintf(stderr, "wrote %s\n", output);
+		ret = TG_EXIT_OK;
+	}
+	report_rm_scratch(scratch);
+	free(scratch);
+	tg_cli_diag_summary(&d);
+	return ret;
+}

@@ -1,0 +1,66 @@
+/*
+ * fold_cli.c - what folded, flamegraph and report share (fold_cli.h): loading
+ * a run's frame tree with the CLI's warnings, opening an output file by path.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "atomic_out.h"
+#include "fold_cli.h"
+
+int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage,
+		     struct tg_fold *f, struct tg_diag *d)
+{
+	struct tg_fold_opts o = { 0 };
+
+	o.metric = tg_fold_metric_find(a->metric);
+	if (!o.metric) {
+		char names[128];
+		tg_fold_metric_names(names, sizeof(names));
+		return usage_error(usage, "unknown metric '%s' (expected %s)", a->metric, names);
+	}
+	if (a->thread && a->merge)
+		return usage_error(usage, "--thread and --merge-threads exclude each other");
+	o.path = path;
+	o.thread = a->thread;
+	o.merge_threads = a->merge;
+	o.has_time = !a->c.no_time;
+	tg_cli_diag_init(d, &a->c);
+	tg_fold_init(f);
+	if (tg_fold_load(f, &o, d) < 0) {
+		tg_fold_release(f);
+		return error("%s", d->msg);
+	}
+	if (f->unpaired)
+		warning("%lu call%s had no return record (still running when the run ended): "
+			"counted 0 for themselves", f->unpaired, f->unpaired == 1 ? "" : "s");
+	if (f->mismatched)
+		warning("%lu call%s paired with a return of another function (damaged dumps?)",
+			f->mismatched, f->mismatched == 1 ? "" : "s");
+	if (f->extra)
+		warning("%lu return record%s left over after the last call", f->extra,
+			f->extra == 1 ? "" : "s");
+	if (f->sampled)
+		warning("sampled run (one sample per %lld bytes on average): the values are "
+			"estimates", (long long)f->sampled);
+	tg_cli_diag_summary(d);
+	return 0;
+}
+
+int tg_cli_open_output(const char *path, struct tg_aout *a, struct tg_diag *d)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir;
+	int rc;
+
+	if (!slash)
+		return tg_aout_open(a, ".", path, d);
+	if (!slash[1])
+		return tg_error(d, "'%s' names a directory, not a file", path);
+	if (!(dir = strndup(path, slash == path ? 1 : (size_t)(slash - path))))
+		return tg_error(d, "out of memory");
+	rc = tg_aout_open(a, dir, slash + 1, d);
+	free(dir);
+	return rc;
+}

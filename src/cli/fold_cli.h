@@ -1,0 +1,44 @@
+/*
+ * fold_cli.h - the options folded, flamegraph and report share, and loading a
+ * run's frame tree with the CLI's warnings (cmd_folded.c).
+ */
+#ifndef TG_FOLD_CLI_H
+#define TG_FOLD_CLI_H
+
+#include "cli.h"
+#include "fold.h"
+
+struct tg_fold_args {
+	const char *metric;      /* --metric */
+	const char *thread;      /* --thread */
+	int merge;               /* --merge-threads */
+	struct tg_common_args c;
+};
+
+#define TG_FOLD_OPTIONS(a) \
+	{ "metric", 0, TG_OPT_STRING, &(a)->metric, NULL, "M", \
+	  "alloc (bytes allocated, default), live (live at the end), peak (live at the " \
+	  "process's peak), delta (recorded per-call deltas, own code's growth) or time " \
+	  "(own time, us)" }, \
+	{ "thread", 0, TG_OPT_STRING, &(a)->thread, NULL, "NAME", \
+	  "only the thread NAME (its file base name), without a thread frame" }, \
+	{ "merge-threads", 0, TG_OPT_BOOL, &(a)->merge, NULL, NULL, \
+	  "sum the same stacks over all threads, without thread frames" }, \
+	TG_COMMON_OPTIONS(&(a)->c)
+
+/*
+ * Loads PATH's frame tree for the options in A into F (released on failure),
+ * printing warnings (unpaired calls, sampled estimates) and errors.  Returns 0,
+ * or the exit code after printing the error.
+ */
+int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage,
+		     struct tg_fold *f, struct tg_diag *d);
+
+struct tg_aout;
+/*
+ * Opens PATH (a file name, with or without a directory) for writing through
+ * the atomic output: it appears whole on commit or not at all.  0 or -1.
+ */
+int tg_cli_open_output(const char *path, struct tg_aout *a, struct tg_diag *d);
+
+#endif

@@ -1,0 +1,484 @@
+/*
+ * fold_load.c - filling the frame tree (fold.h) from a run: the snapshot
+ * metrics from a heap snapshot's calling-context trees, delta and time from
+ * each thread's .stack and .mem dumps.
+ *
+ * The dumps pair as decorate-stack pairs them (decorate.c, docs/formats.md):
+ * a .stack record at depth D closes the open calls at depth D or deeper,
+ * deepest first, and the end of the file closes the rest; the k-th call to
+ * close is the one the k-th .mem record returns from.  One pass over both
+ * files holds only the open calls.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fold.h"
+#include "linereader.h"
+#include "records.h"
+#include "snapshot.h"
+
+static int load_is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/*
+ * Splits CALL "FILE:LINE:FUNCTION" at its last two ':' (LINE all digits) and
+ * writes its frame text into *buf; a call of another form is taken as is.
+ * Returns the length or -1 (out of memory).
+ */
+static long load_call_text(char **buf, size_t *cap, const char *call, size_t len)
+{
+	const char *c2 = NULL, *c1 = NULL;
+
+	for (size_t i = len; i-- > 0;)
+		if (call[i] == ':') {
+			if (!c2) {
+				c2 = call + i;
+			} else {
+				c1 = call + i;
+				break;
+			}
+		}
+	if (c1 && c2 > c1 + 1) {
+		const char *p;
+		for (p = c1 + 1; p < c2 && *p >= '0' && *p <= '9'; p++)
+			;
+		if (p == c2)
+			return tg_fold_frame_text(buf, cap, call, (size_t)(c1 - call), c1 + 1,
+						  (size_t)(c2 - c1 - 1), c2 + 1,
+						  (size_t)(call + len - c2 - 1));
+	}
+	return tg_fold_frame_text(buf, cap, call, len, NULL, 0, NULL, 0);
+}
+
+/* The run directory's live-at-peak snapshot (snapshot-N-peak[.gz], highest
+ * N): a malloc'ed path, or NULL with d->msg set. */
+static char *load_peak_snapshot(const char *dir, struct tg_diag *d)
+{
+	DIR *dh = opendir(dir);
+	struct dirent *e;
+	long best = -1;
+	char *p = NULL, *name = NULL;
+
+	if (!dh) {
+		tg_error(d, "unable to open '%s': %s", dir, strerror(errno));
+		return NULL;
+	}
+	while ((e = readdir(dh))) {
+		char *end;
+		long n;
+		if (strncmp(e->d_name, "snapshot-", 9))
+			continue;
+		n = strtol(e->d_name + 9, &end, 10);
+		if (end == e->d_name + 9 || (strcmp(end, "-peak") && strcmp(end, "-peak.gz")))
+			continue;
+		if (n > best) {
+			char *nn = strdup(e->d_name);
+			if (!nn)
+				break;
+			free(name);
+			name = nn;
+			best = n;
+		}
+	}
+	closedir(dh);
+	if (best < 0) {
+		tg_error(d, "no live-at-peak snapshot (snapshot-N-peak) in '%s': the peak metric "
+			 "needs a run made with accounting on (threadgraph run --accounting, "
+			 "ProcessProfile(accounting=True)) by a threadgraph that records the peak",
+			 dir);
+		goto out;
+	}
+	if (asprintf(&p, "%s/%s", dir, name) < 0) {
+		p = NULL;
+		tg_error(d, "out of memory");
+	}
+out:
+	free(name);
+	return p;
+}
+
+/* The frame a thread's calls go under: the root, or the thread's frame. */
+static int load_thread_root(struct tg_fold *f, const struct tg_fold_opts *o,
+			    const char *thread, size_t *root, struct tg_diag *d)
+{
+	*root = 0;  /* tg_fold_child makes the root when it adds the first frame */
+	if (o->merge_threads || o->thread)
+		return 0;
+	return tg_fold_child(f, 0, thread, strlen(thread), TG_FOLD_THREAD, root, d);
+}
+
+static int load_snapshot(struct tg_fold *f, const struct tg_fold_opts *o, struct tg_diag *d)
+{
+	struct tg_snapshot s;
+	char *path = NULL, *buf = NULL;
+	size_t cap = 0, *map = NULL, i;
+	int ret = -1, matched = 0;
+
+	if (o->metric->metric == TG_FOLD_PEAK && load_is_dir(o->path)) {
+		if (!(path = load_peak_snapshot(o->path, d)))
+			return -1;
+	} else if (!(path = strdup(o->path))) {
+		return tg_error(d, "out of memory");
+	}
+	if (tg_snapshot_read(&s, path, d) < 0) {
+		free(path);
+		return -1;
+	}
+	free(path);
+	if (!(f->source = strdup(s.path)) || !(map = malloc((s.n_nodes + 1) * sizeof(*map)))) {
+		tg_error(d, "out of memory");
+		goto out;
+	}
+	f->sampled = s.sampled;
+	f->threads = s.n_threads;
+	for (i = 0; i < s.n_nodes; i++) {
+		const struct tg_snap_node *nd = &s.nodes[i];
+		const char *thread = nd->thread == TG_SNAP_NONE ? "<no thread>" : s.threads[nd->thread];
+		int64_t v = o->metric->metric == TG_FOLD_ALLOC ? nd->total_bytes : nd->live_bytes;
+		size_t at;
+
+		map[i] = TG_FOLD_NONE;
+		if (nd->parent != TG_SNAP_NONE) {
+			at = map[nd->parent];
+			if (at == TG_FOLD_NONE)
+				continue;  /* under a thread left out */
+		} else {
+			if (o->thread && strcmp(o->thread, thread))
+				continue;
+			if (load_thread_root(f, o, thread, &at, d) < 0)
+				goto out;
+		}
+		matched = 1;
+		if (s.version < 2) {
+			/* a version 1 site: "call<-caller", innermost first */
+			const char *end = nd->call + strlen(nd->call), *p = end;
+			while (p > nd->call) {
+				const char *q = p;
+				long len;
+				while (q > nd->call && !(q - nd->call >= 2 && q[-2] == '<' && q[-1] == '-'))
+					q--;
+				if ((len = load_call_text(&buf, &cap, q, (size_t)(p - q))) < 0) {
+					tg_error(d, "out of memory");
+					goto out;
+				}
+				if (tg_fold_child(f, at, buf, (size_t)len, TG_FOLD_CALL, &at, d) < 0)
+					goto out;
+				p = q > nd->call ? q - 2 : q;
+			}
+		} else {
+			long len = load_call_text(&buf, &cap, nd->call, strlen(nd->call));
+			if (len < 0) {
+				tg_error(d, "out of memory");
+				goto out;
+			}
+			if (tg_fold_child(f, at, buf, (size_t)len, TG_FOLD_CALL, &at, d) < 0)
+				goto out;
+		}
+		map[i] = at;
+		tg_fold_add(&f->v[at].self, v);
+	}
+	if (o->thread && !matched) {
+		tg_error(d, "no thread '%s' in '%s'", o->thread, s.path);
+		goto out;
+	}
+	ret = 0;
+out:
+	free(buf);
+	free(map);
+	tg_snapshot_release(&s);
+	return ret;
+}
+
+/* Seconds beyond which TIME is taken as this (year 33658): keeps sums exact. */
+#define LOAD_TIME_MAX_S 1000000000000LL
+
+/* Microseconds of a TIME text (digits, '.', digits), rounded to nearest. */
+static int64_t load_time_us(const struct tg_str *t)
+{
+	int64_t sec = 0, frac = 0;
+	size_t i = 0;
+	int digits = 0;
+
+	for (; i < t->len && t->s[i] != '.'; i++)
+		if ((sec = sec * 10 + (t->s[i] - '0')) > LOAD_TIME_MAX_S)
+			sec = LOAD_TIME_MAX_S;
+	for (i++; i < t->len && digits < 6; i++, digits++)
+		frac = frac * 10 + (t->s[i] - '0');
+	for (; digits < 6; digits++)
+		frac *= 10;
+	if (i < t->len && t->s[i] >= '5')
+		frac++;
+	return sec * 1000000 + frac;
+}
+
+/* An open call while pairing. */
+struct load_open {
+	size_t node;            /* its frame */
+	unsigned depth;         /* .stack indentation */
+	uint64_t site;          /* hash of FILE and FUNCTION, to check the pairing */
+	int64_t t_call;         /* microseconds */
+	int64_t kids_delta;     /* DELTA of its paired callees */
+	int64_t kids_time;      /* durations of its paired callees */
+};
+
+struct load_thread {
+	struct tg_lr mem;       /* the .mem file, read as calls close */
+	int mem_open;
+	struct load_open *open;
+	size_t top, cap;
+};
+
+static uint64_t load_site_hash(const struct tg_str *file, const struct tg_str *func)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < file->len; i++)
+		h = (h ^ (unsigned char)file->s[i]) * 0x100000001b3ULL;
+	h = (h ^ 0xff) * 0x100000001b3ULL;
+	for (size_t i = 0; i < func->len; i++)
+		h = (h ^ (unsigned char)func->s[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* Closes the innermost open call with the next .mem record.  0 or -1. */
+static int load_close(struct tg_fold *f, const struct tg_fold_opts *o, struct load_thread *t,
+		      struct tg_diag *d)
+{
+	struct load_open *c = &t->open[--t->top], *parent = t->top ? &t->open[t->top - 1] : NULL;
+	struct tg_memrec r;
+	const char *line, *why;
+	size_t len;
+	int got;
+
+	while ((got = tg_lr_next(&t->mem, &line, &len, d)) > 0) {
+		why = tg_lr_bad(&t->mem) ?: tg_memrec_parse(&r, line, len, o->has_time);
+		if (!why)
+			break;
+		if (tg_malformed(d, t->mem.path, t->mem.lineno, why) < 0)
+			return -1;
+	}
+	if (got < 0)
+		return -1;
+	if (!got) {  /* still open when the run ended: nothing known of it */
+		f->unpaired++;
+		return 0;
+	}
+	if (load_site_hash(&r.file, &r.func) != c->site)
+		f->mismatched++;
+	if (o->metric->metric == TG_FOLD_DELTA) {
+		int64_t own = r.delta;
+		tg_fold_add(&own, c->kids_delta == INT64_MIN ? INT64_MAX : -c->kids_delta);
+		if (own > 0)
+			tg_fold_add(&f->v[c->node].self, own);
+		else
+			tg_fold_add(&f->neg, own == INT64_MIN ? INT64_MAX : -own);
+		if (parent)
+			tg_fold_add(&parent->kids_delta, r.delta);
+	} else {
+		/* times are below 2^53 microseconds (load_time_us): no overflow */
+		int64_t dur = load_time_us(&r.time.text) - c->t_call, own = dur - c->kids_time;
+		if (own > 0)
+			tg_fold_add(&f->v[c->node].self, own);
+		if (parent)
+			tg_fold_add(&parent->kids_time, dur);
+	}
+	return 0;
+}
+
+int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o, const char *stack,
+		      const char *mem, size_t root, struct tg_diag *d)
+{
+	struct load_thread t;
+	struct tg_lr lr;
+	struct tg_stackrec r;
+	const char *line, *why;
+	char *buf = NULL;
+	size_t len, cap = 0;
+	int got, ret = -1;
+
+	memset(&t, 0, sizeof(t));
+	if (tg_lr_open(&lr, stack, 0, d) < 0)
+		return -1;
+	if (tg_lr_open(&t.mem, mem, 0, d) < 0)
+		goto out_stack;
+	t.mem_open = 1;
+	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0) {
+		struct load_open *c;
+		long tlen;
+
+		why = tg_lr_bad(&lr) ?: tg_stackrec_parse(&r, line, len, o->has_time);
+		if (why) {
+			if (tg_malformed(d, stack, lr.lineno, why) < 0)
+				goto out;
+			continue;
+		}
+		while (t.top && t.open[t.top - 1].depth >= r.depth)
+			if (load_close(f, o, &t, d) < 0)
+				goto out;
+		if (t.top == t.cap) {
+			size_t nc = t.cap ? t.cap * 2 : 64;
+			struct load_open *nv = realloc(t.open, nc * sizeof(*nv));
+			if (!nv) {
+				tg_error(d, "out of memory");
+				goto out;
+			}
+			t.open = nv;
+			t.cap = nc;
+		}
+		{
+			char num[24];
+			int nlen = snprintf(num, sizeof(num), "%lu", r.line);
+			tlen = tg_fold_frame_text(&buf, &cap, r.file.s, r.file.len, num,
+						  (size_t)nlen, r.func.s, r.func.len);
+		}
+		if (tlen < 0) {
+			tg_error(d, "out of memory");
+			goto out;
+		}
+		c = &t.open[t.top];
+		memset(c, 0, sizeof(*c));
+		if (tg_fold_child(f, t.top ? t.open[t.top - 1].node : root, buf, (size_t)tlen,
+				  TG_FOLD_CALL, &c->node, d) < 0)
+			goto out;
+		c->depth = r.depth;
+		c->site = load_site_hash(&r.file, &r.func);
+		c->t_call = o->has_time ? load_time_us(&r.time.text) : 0;
+		t.top++;
+	}
+	if (got < 0)
+		goto out;
+	while (t.top)
+		if (load_close(f, o, &t, d) < 0)
+			goto out;
+	while ((got = tg_lr_next(&t.mem, &line, &len, d)) > 0)
+		if (!tg_lr_bad(&t.mem) && !tg_memrec_parse(&(struct tg_memrec){ 0 }, line, len,
+							   o->has_time))
+			f->extra++;
+	if (got < 0)
+		goto out;
+	ret = 0;
+out:
+	tg_lr_release(&t.mem);
+	free(t.open);
+	free(buf);
+out_stack:
+	tg_lr_release(&lr);
+	return ret;
+}
+
+static int load_cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg_diag *d)
+{
+	DIR *dh;
+	struct dirent *e;
+	char **bases = NULL, *stack = NULL, *mem = NULL;
+	size_t n = 0, cap = 0, i;
+	int ret = -1, mems = 0, capture = 0;
+
+	if (o->metric->metric == TG_FOLD_TIME && !o->has_time)
+		return tg_error(d, "the time metric needs timestamps (the dumps have none: "
+				"--no_time)");
+	if (!(f->source = strdup(o->path)))
+		return tg_error(d, "out of memory");
+	if (!(dh = opendir(o->path)))
+		return tg_error(d, "unable to open run directory '%s': %s", o->path,
+				strerror(errno));
+	while ((e = readdir(dh))) {
+		size_t len = strlen(e->d_name);
+		if (len > 4 && !strcmp(e->d_name + len - 4, ".mem") && strcmp(e->d_name, "process.mem"))
+			mems = 1;
+		if (!strcmp(e->d_name, "capture.tg"))
+			capture = 1;
+		if (len <= 6 || strcmp(e->d_name + len - 6, ".stack"))
+			continue;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			char **nb = realloc(bases, nc * sizeof(*nb));
+			if (!nb)
+				goto oom;
+			bases = nb;
+			cap = nc;
+		}
+		if (!(bases[n] = strndup(e->d_name, len - 6)))
+			goto oom;
+		n++;
+	}
+	closedir(dh);
+	dh = NULL;
+	if (!n) {
+		if (capture && !mems)
+			tg_error(d, "'%s' holds a binary capture (capture.tg): turn it into text "
+				 "dumps with threadgraph export first", o->path);
+		else
+			tg_error(d, "no .stack files in '%s': the %s metric pairs each thread's "
+				 ".stack and .mem dumps, so the run needs stacks (threadgraph run "
+				 "--stack, ProcessProfile.trackStack())", o->path, o->metric->name);
+		goto out;
+	}
+	if (n > 1)
+		qsort(bases, n, sizeof(*bases), load_cmp_str);
+	for (i = 0; i < n; i++) {
+		size_t root;
+		if (o->thread && strcmp(o->thread, bases[i]))
+			continue;
+		free(stack);
+		free(mem);
+		mem = NULL;
+		if (asprintf(&stack, "%s/%s.stack", o->path, bases[i]) < 0) {
+			stack = NULL;
+			goto oom;
+		}
+		if (asprintf(&mem, "%s/%s.mem", o->path, bases[i]) < 0) {
+			mem = NULL;
+			goto oom;
+		}
+		if (load_thread_root(f, o, bases[i], &root, d) < 0 ||
+		    tg_fold_load_pair(f, o, stack, mem, root, d) < 0)
+			goto out;
+		f->threads++;
+	}
+	if (o->thread && !f->threads) {
+		tg_error(d, "no thread '%s' with a .stack file in '%s'", o->thread, o->path);
+		goto out;
+	}
+	ret = 0;
+	goto out;
+oom:
+	tg_error(d, "out of memory");
+out:
+	if (dh)
+		closedir(dh);
+	for (i = 0; i < n; i++)
+		free(bases[i]);
+	free(bases);
+	free(stack);
+	free(mem);
+	return ret;
+}
+
+int tg_fold_load(struct tg_fold *f, const struct tg_fold_opts *o, struct tg_diag *d)
+{
+	int rc;
+
+	f->metric = o->metric;
+	if (o->metric->from_snapshot)
+		rc = load_snapshot(f, o, d);
+	else if (!load_is_dir(o->path))
+		rc = tg_error(d, "'%s' is not a run directory (the %s metric reads its .stack "
+			      "and .mem dumps)", o->path, o->metric->name);
+	else
+		rc = load_dumps(f, o, d);
+	if (rc < 0)
+		return -1;
+	return tg_fold_finish(f, d);
+}

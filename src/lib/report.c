@@ -1,0 +1,569 @@
+/*
+ * report.c - the one-page HTML report of a run (report.h).
+ *
+ * Each section is built from the library's own pieces: memg's graph and peak
+ * selection (memg.c), decorate-stack's subtree (decorate.c), the frame tree
+ * and its SVG (fold.c, flamesvg.c), the accounting tables and histogram
+ * (acct_out.c).  Text reports that the library writes to a FILE * go through a
+ * temporary file and are copied into the page escaped.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "acct_out.h"
+#include "decorate.h"
+#include "flamesvg.h"
+#include "fold.h"
+#include "linereader.h"
+#include "markup.h"
+#include "peaks.h"
+#include "records.h"
+#include "report.h"
+#include "snapshot.h"
+#include "tg_format.h"
+
+/* The run's dump files, as memg takes them. */
+struct rep_files {
+	struct tg_dumpfile *v;   /* thread .mem files (sorted), then process.mem */
+	char **paths;            /* owned paths of v[] */
+	size_t n, threads;       /* all; thread files only */
+	int has_stack;           /* some thread has a .stack file */
+};
+
+static void rep_note(const struct tg_report_cb *cb, const char *msg)
+{
+	if (cb && cb->note)
+		cb->note(cb->ctx, msg);
+}
+
+static void rep_files_release(struct rep_files *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		tg_dumpfile_release(&r->v[i]);
+		free(r->paths[i]);
+	}
+	free(r->v);
+	free(r->paths);
+	memset(r, 0, sizeof(*r));
+}
+
+static int rep_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int rep_exists(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Lists DIR's thread .mem files and process.mem into R.  0 or -1. */
+static int rep_files_list(struct rep_files *r, const char *dir, struct tg_diag *d)
+{
+	DIR *dh = opendir(dir);
+	struct dirent *e;
+	char **names = NULL;
+	size_t n = 0, cap = 0, i;
+	int process = 0, ret = -1;
+
+	memset(r, 0, sizeof(*r));
+	if (!dh)
+		return tg_error(d, "unable to open run directory '%s': %s", dir, strerror(errno));
+	while ((e = readdir(dh))) {
+		size_t len = strlen(e->d_name);
+		if (len <= 4 || strcmp(e->d_name + len - 4, TG_MEM_SUFFIX) || e->d_name[0] == '.')
+			continue;
+		if (!strcmp(e->d_name, TG_PROCESS_BASENAME TG_MEM_SUFFIX)) {
+			process = 1;
+			continue;
+		}
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 16;
+			char **nn = realloc(names, nc * sizeof(*nn));
+			if (!nn)
+				goto oom;
+			names = nn;
+			cap = nc;
+		}
+		if (!(names[n] = strdup(e->d_name)))
+			goto oom;
+		n++;
+	}
+	if (n > 1)
+		qsort(names, n, sizeof(*names), rep_cmp);
+	if (!(r->v = calloc(n + 1, sizeof(*r->v))) || !(r->paths = calloc(n + 1, sizeof(char *))))
+		goto oom;
+	for (i = 0; i <= n; i++) {
+		char *stack;
+		if (i == n && !process)
+			break;
+		if (asprintf(&r->paths[i], "%s/%s", dir,
+			     i < n ? names[i] : TG_PROCESS_BASENAME TG_MEM_SUFFIX) < 0) {
+			r->paths[i] = NULL;
+			goto oom;
+		}
+		if (tg_dumpfile_init(&r->v[i], r->paths[i]) < 0) {
+			free(r->paths[i]);
+			goto oom;
+		}
+		r->n++;
+		if (i == n)
+			break;
+		r->threads++;
+		if (asprintf(&stack, "%s/%.*s%s", dir, (int)(strlen(names[i]) - 4), names[i],
+			     TG_STACK_SUFFIX) < 0)
+			goto oom;
+		r->has_stack |= rep_exists(stack);
+		free(stack);
+	}
+	ret = 0;
+	goto out;
+oom:
+	tg_error(d, "out of memory");
+	rep_files_release(r);
+out:
+	closedir(dh);
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	return ret;
+}
+
+/* Copies the first MAX lines (0: all) of TMP into OUT, escaped; says how many
+ * were left out.  Rewinds TMP first. */
+static void rep_copy_escaped(FILE *out, FILE *tmp, size_t max)
+{
+	char *line = NULL;
+	size_t cap = 0, lines = 0, more = 0;
+	ssize_t len;
+
+	rewind(tmp);
+	while ((len = getline(&line, &cap, tmp)) >= 0) {
+		if (max && lines >= max) {
+			more++;
+			continue;
+		}
+		tg_xml_text(out, line, (size_t)len);
+		lines++;
+	}
+	free(line);
+	if (more)
+		fprintf(out, "\n\xe2\x80\xa6 %zu more line%s not shown\n", more, more == 1 ? "" : "s");
+}
+
+/* Writes PATH's bytes as an <img> data: URI of type svg.  0 or -1. */
+static int rep_inline_svg(FILE *out, const char *path, const char *alt, struct tg_diag *d)
+{
+	FILE *f = fopen(path, "rb");
+	unsigned char *buf = NULL;
+	long len;
+	int ret = -1;
+
+	if (!f)
+		return tg_error(d, "unable to read '%s': %s", path, strerror(errno));
+	if (fseek(f, 0, SEEK_END) < 0 || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) < 0) {
+		tg_error(d, "unable to read '%s': %s", path, strerror(errno));
+		goto out;
+	}
+	if (!(buf = malloc((size_t)len + 1))) {
+		tg_error(d, "out of memory");
+		goto out;
+	}
+	if (fread(buf, 1, (size_t)len, f) != (size_t)len) {
+		tg_error(d, "unable to read '%s'", path);
+		goto out;
+	}
+	fputs("<img class=\"graph\" alt=\"", out);
+	tg_xml_puts(out, alt);
+	fputs("\" src=\"data:image/svg+xml;base64,", out);
+	tg_base64_write(out, buf, (size_t)len);
+	fputs("\">\n", out);
+	ret = 0;
+out:
+	free(buf);
+	fclose(f);
+	return ret;
+}
+
+static void rep_note_html(FILE *out, const char *msg)
+{
+	fputs("<p class=\"note\">", out);
+	tg_xml_puts(out, msg);
+	fputs("</p>\n", out);
+}
+
+/* A section's note, on the page and to the caller. */
+static void rep_missing(FILE *out, const struct tg_report_cb *cb, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void rep_missing(FILE *out, const struct tg_report_cb *cb, const char *fmt, ...)
+{
+	char msg[1400];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	rep_note_html(out, msg);
+	rep_note(cb, msg);
+}
+
+static const char rep_style[] =
+	"body{font-family:system-ui,'DejaVu Sans',Verdana,sans-serif;margin:0 auto;"
+	"max-width:1240px;padding:0 16px 40px;color:#222;background:#fff}\n"
+	"h1{font-size:1.6em;margin:18px 0 4px}h2{margin-top:34px;border-bottom:1px solid #ccc;"
+	"padding-bottom:4px}\n"
+	"nav a{margin-right:14px}.meta{color:#555;margin:0}\n"
+	".note{background:#fff6d8;border-left:4px solid #e0b000;padding:8px 12px}\n"
+	"table{border-collapse:collapse;font-size:14px}\n"
+	"th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}\n"
+	"td.num{text-align:right;font-variant-numeric:tabular-nums}\n"
+	"pre{background:#f6f6f6;border:1px solid #ddd;padding:8px;overflow:auto;"
+	"max-height:420px;font-size:12px}\n"
+	"img.graph{max-width:100%;height:auto;border:1px solid #ddd}\n"
+	"section.peak:target{outline:3px solid #e0b000}\n"
+	"svg.tgflame{max-width:100%;height:auto;border:1px solid #ddd}\n";
+
+/* The memory graph, in its section.  Soft failures become notes. */
+static void rep_memg(FILE *out, const struct tg_report_opts *o, const struct rep_files *files,
+		     const struct tg_report_cb *cb, struct tg_diag *d)
+{
+	struct tg_plot_opts po = { o->scratch, "svg", 1200, 560, 0 };
+	struct tg_diag sub = *d;
+	char *path;
+
+	fputs("<h2 id=\"memory\">Memory by thread</h2>\n", out);
+	if (!files->threads) {
+		rep_missing(out, cb, "no thread .mem files in the run: no memory graph");
+		return;
+	}
+	fputs("<p>Each thread's memory delta per recorded return (KB) "
+	      "with the numbered peaks of the table below (as <code>threadgraph memg</code> "
+	      "draws them).</p>\n", out);
+	if (tg_memg_run(&o->memg, &po, files->v, files->n, NULL, &sub) < 0) {
+		rep_missing(out, cb, "memory graph left out: %s%s", sub.msg,
+			    strstr(sub.msg, "gnuplot") ? " (the graph needs gnuplot; the rest of "
+			    "the report does not)" : "");
+		d->malformed = sub.malformed;
+		return;
+	}
+	d->malformed = sub.malformed;
+	if (asprintf(&path, "%s/memg.svg", o->scratch) < 0)
+		return;
+	if (rep_inline_svg(out, path, "memory by thread", &sub) < 0)
+		rep_missing(out, cb, "memory graph left out: %s", sub.msg);
+	free(path);
+}
+
+/* Writes a peak's TIME as local "HH:MM:SS.ffffff" (the dump's text otherwise). */
+static void rep_time(FILE *out, const struct tg_peaks *p, const struct tg_peak *k, int has_time)
+{
+	char buf[64];
+	struct tm tm;
+	time_t t;
+	const char *text = tg_peak_time(p, k), *dot;
+
+	if (!has_time) {
+		fprintf(out, "event %.0f", k->x);
+		return;
+	}
+	t = (time_t)k->x;
+	dot = memchr(text, '.', k->time_len);
+	if (localtime_r(&t, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm)) {
+		fputs(buf, out);
+		if (dot)
+			tg_xml_text(out, dot, (size_t)(text + k->time_len - dot));
+	} else {
+		tg_xml_text(out, text, k->time_len);
+	}
+}
+
+/* The peaks table and each peak's decorated subtree. */
+static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep_files *files,
+		     const struct tg_report_cb *cb, struct tg_diag *d)
+{
+	struct tg_peaks peaks;
+	size_t max_peaks = o->max_peaks ? o->max_peaks : 50;
+	size_t max_lines = o->max_lines ? o->max_lines : 300;
+	int ret = -1;
+
+	tg_peaks_init(&peaks);
+	fputs("<h2 id=\"peaks\">Peaks</h2>\n", out);
+	if (!files->threads) {
+		rep_missing(out, cb, "no thread .mem files in the run: no peaks");
+		return 0;
+	}
+	if (tg_peaks_collect(&o->memg, files->v, files->n, &peaks, NULL, d) < 0)
+		goto out;
+	if (!peaks.n) {
+		fprintf(out, "<p>No return changed a thread's memory by more than %g KB "
+			"(<code>--peak</code>).</p>\n", o->memg.peak.peak_kb);
+		ret = 0;
+		goto out;
+	}
+	fprintf(out, "<p>Returns whose delta exceeds %g KB, kept as memg keeps them; "
+		"each number links to the call's subtree with the time and memory of every "
+		"call in it (<code>threadgraph decorate-stack</code>).</p>\n",
+		o->memg.peak.peak_kb);
+	if (!files->has_stack)
+		rep_missing(out, cb, "the run has no .stack files: the peaks' call subtrees need "
+			    "them (threadgraph run --stack, ProcessProfile.trackStack())");
+	else if (!o->memg.has_time)
+		rep_missing(out, cb, "the dumps have no timestamps: the peaks' call subtrees "
+			    "(decorate-stack) need them");
+	fputs("<table><tr><th>#</th><th>time</th><th>thread</th><th>call "
+	      "(FILE:LINE:FUNCTION=&gt;DELTA)</th><th>delta</th></tr>\n", out);
+	for (size_t i = 0; i < peaks.n; i++) {
+		const struct tg_peak *k = &peaks.v[i];
+		char g[32], s[32];
+		int link = files->has_stack && o->memg.has_time && i < max_peaks;
+
+		tg_fmt_grouped(g, k->delta);
+		tg_fmt_bytes_short(s, k->delta);
+		if (link)
+			fprintf(out, "<tr><td><a href=\"#peak-%zu\">%zu</a></td><td>", k->id, k->id);
+		else
+			fprintf(out, "<tr><td>%zu</td><td>", k->id);
+		rep_time(out, &peaks, k, o->memg.has_time);
+		fputs("</td><td>", out);
+		tg_xml_puts(out, files->v[k->thread].thread);
+		fputs("</td><td><code>", out);
+		tg_xml_text(out, tg_peak_rest(&peaks, k), k->rest_len);
+		fprintf(out, "</code></td><td class=\"num\">%s B (%s)</td></tr>\n", g, s);
+	}
+	fputs("</table>\n", out);
+	if (files->has_stack && o->memg.has_time && peaks.n > max_peaks)
+		rep_missing(out, cb, "only the first %zu peaks have their subtree here; run "
+			    "threadgraph decorate-stack for the others", max_peaks);
+	for (size_t i = 0; files->has_stack && o->memg.has_time && i < peaks.n && i < max_peaks;
+	     i++) {
+		const struct tg_peak *k = &peaks.v[i];
+		const char *mem = files->v[k->thread].path;
+		struct tg_decorate_opts dopts = { NULL, "  " };
+		struct tg_diag sub = *d;
+		char *stack = NULL, event[32];
+		FILE *tmp;
+
+		fprintf(out, "<section class=\"peak\" id=\"peak-%zu\"><h3>Peak %zu: ", k->id, k->id);
+		tg_xml_puts(out, files->v[k->thread].thread);
+		fputs(" &gt; <code>", out);
+		tg_xml_text(out, tg_peak_rest(&peaks, k), k->rest_len);
+		fputs("</code></h3>\n", out);
+		snprintf(event, sizeof(event), "%lu", k->lineno);
+		if (asprintf(&stack, "%.*s%s", (int)(strlen(mem) - 4), mem, TG_STACK_SUFFIX) < 0) {
+			tg_error(d, "out of memory");
+			goto out;
+		}
+		if (!(tmp = tmpfile())) {
+			free(stack);
+			tg_error(d, "unable to make a temporary file: %s", strerror(errno));
+			goto out;
+		}
+		if (!rep_exists(stack)) {
+			rep_note_html(out, "this thread has no .stack file");
+		} else if (tg_decorate_run(mem, stack, event, &dopts, tmp, NULL, &sub) < 0) {
+			rep_note_html(out, sub.msg);
+		} else {
+			fputs("<pre>", out);
+			rep_copy_escaped(out, tmp, max_lines);
+			fputs("</pre>\n", out);
+		}
+		d->malformed = sub.malformed;
+		fclose(tmp);
+		free(stack);
+		fputs("<p><a href=\"#peaks\">\xe2\x86\x91 peaks</a></p></section>\n", out);
+	}
+	ret = 0;
+out:
+	tg_peaks_release(&peaks);
+	return ret;
+}
+
+/* Whether the run has a snapshot labelled peak. */
+static int rep_has_peak_snapshot(const char *dir)
+{
+	DIR *dh = opendir(dir);
+	struct dirent *e;
+	int found = 0;
+
+	if (!dh)
+		return 0;
+	while (!found && (e = readdir(dh))) {
+		const char *p = strstr(e->d_name, "-peak");
+		found = !strncmp(e->d_name, "snapshot-", 9) && p &&
+			(!strcmp(p, "-peak") || !strcmp(p, "-peak.gz"));
+	}
+	closedir(dh);
+	return found;
+}
+
+/* One flame graph, in its section.  Soft failures become notes. */
+static int rep_flame(FILE *out, const struct tg_report_opts *o,
+		     const struct tg_fold_metric_info *m, const struct tg_report_cb *cb,
+		     struct tg_diag *d)
+{
+	struct tg_fold_opts fo = { o->run_dir, m, NULL, 0, o->memg.has_time };
+	struct tg_flamesvg_opts so = { NULL, m->what, 1200, 0.1, 0 };
+	struct tg_fold f;
+	struct tg_diag sub = *d;
+	char id[64];
+
+	snprintf(id, sizeof(id), "flame-%s", m->name);
+	so.id = id;
+	/* the heading's id is not the graph's: the graph's script finds itself by id */
+	fprintf(out, "<h2 id=\"flamegraph-%s\">Flame graph: %s</h2>\n", m->name, m->what);
+	tg_fold_init(&f);
+	if (tg_fold_load(&f, &fo, &sub) < 0) {
+		rep_missing(out, cb, "flame graph (%s) left out: %s", m->name, sub.msg);
+		d->malformed = sub.malformed;
+		tg_fold_release(&f);
+		return 0;
+	}
+	d->malformed = sub.malformed;
+	fputs("<p>Each box is a call in its calling context, as wide as its share; callees "
+	      "below their callers. Hover for the values, click to zoom, type in the search "
+	      "box to highlight. Also <code>threadgraph folded --metric ", out);
+	fputs(m->name, out);
+	fputs("</code>.</p>\n", out);
+	if (f.sampled)
+		rep_missing(out, cb, "sampled run (one sample per %lld bytes on average): the %s "
+			    "values are estimates", (long long)f.sampled, m->name);
+	if (tg_flamesvg_write(out, &f, &so, NULL, d) < 0) {
+		tg_fold_release(&f);
+		return -1;
+	}
+	tg_fold_release(&f);
+	return 0;
+}
+
+/* The accounting summary and histograms, in their section. */
+static int rep_accounting(FILE *out, const struct tg_report_opts *o,
+			  const struct tg_report_cb *cb, struct tg_diag *d)
+{
+	struct tg_plot_opts po = { o->scratch, "svg", 1000, 480, 0 };
+	struct tg_summary s;
+	struct tg_diag sub = *d;
+	FILE *tmp;
+	char *path;
+
+	fputs("<h2 id=\"accounting\">Allocation accounting</h2>\n", out);
+	if (tg_summary_read(&s, o->run_dir, &sub) < 0) {
+		rep_missing(out, cb, "no accounting summary (%s): allocation accounting was off "
+			    "for this run (threadgraph run --accounting, "
+			    "ProcessProfile(accounting=True))", sub.msg);
+		return 0;
+	}
+	if (!(tmp = tmpfile())) {
+		tg_summary_release(&s);
+		return tg_error(d, "unable to make a temporary file: %s", strerror(errno));
+	}
+	tg_summary_print(tmp, &s);
+	fputs("<h3>Summary</h3>\n<pre>", out);
+	rep_copy_escaped(out, tmp, 0);
+	fputs("</pre>\n<h3>Allocation sizes</h3>\n", out);
+	if (tg_hist_plot(&s.process, &po, &sub) < 0) {
+		rep_missing(out, cb, "histogram graph left out: %s", sub.msg);
+	} else if (asprintf(&path, "%s/hist.svg", o->scratch) >= 0) {
+		if (rep_inline_svg(out, path, "allocation sizes", &sub) < 0)
+			rep_missing(out, cb, "histogram graph left out: %s", sub.msg);
+		free(path);
+	}
+	fclose(tmp);
+	if (!(tmp = tmpfile())) {
+		tg_summary_release(&s);
+		return tg_error(d, "unable to make a temporary file: %s", strerror(errno));
+	}
+	tg_hist_print(tmp, &s);
+	fputs("<pre>", out);
+	rep_copy_escaped(out, tmp, 0);
+	fputs("</pre>\n", out);
+	fclose(tmp);
+	tg_summary_release(&s);
+	return 0;
+}
+
+int tg_report_write(const struct tg_report_opts *o, FILE *out, const struct tg_report_cb *cb,
+		    struct tg_diag *d)
+{
+	struct rep_files files;
+	const struct tg_fold_metric_info *metrics[3];
+	size_t nm = 0;
+	int accounting, ret = -1;
+	char *summary = NULL;
+
+	if (rep_files_list(&files, o->run_dir, d) < 0)
+		return -1;
+	if (asprintf(&summary, "%s/summary.txt", o->run_dir) < 0) {
+		summary = NULL;
+		tg_error(d, "out of memory");
+		goto out;
+	}
+	accounting = rep_exists(summary);
+	free(summary);
+	if (!accounting && asprintf(&summary, "%s/summary.txt.gz", o->run_dir) >= 0) {
+		accounting = rep_exists(summary);
+		free(summary);
+	}
+	if (o->metric) {
+		if (!(metrics[nm++] = tg_fold_metric_find(o->metric))) {
+			tg_error(d, "unknown metric '%s'", o->metric);
+			goto out;
+		}
+	} else if (accounting) {
+		if (rep_has_peak_snapshot(o->run_dir))
+			metrics[nm++] = tg_fold_metric_find("peak");
+		metrics[nm++] = tg_fold_metric_find("alloc");
+	} else {
+		metrics[nm++] = tg_fold_metric_find("delta");
+	}
+	if (!files.threads && !accounting) {
+		tg_error(d, "'%s' holds no thread dumps and no accounting files: not a run "
+			 "directory", o->run_dir);
+		goto out;
+	}
+
+	fputs("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+	      "<title>threadgraph report: ", out);
+	tg_xml_puts(out, o->run_dir);
+	fprintf(out, "</title>\n<style>\n%s</style>\n</head><body>\n", rep_style);
+	fputs("<h1>threadgraph report</h1>\n<p class=\"meta\">Run <code>", out);
+	tg_xml_puts(out, o->run_dir);
+	fprintf(out, "</code>: %zu thread%s", files.threads, files.threads == 1 ? "" : "s");
+	for (size_t i = 0; i < files.threads; i++) {
+		fputs(i ? ", " : " (", out);
+		tg_xml_puts(out, files.v[i].thread);
+	}
+	fprintf(out, "%s; stacks %s; accounting %s.</p>\n", files.threads ? ")" : "",
+		files.has_stack ? "recorded" : "not recorded", accounting ? "on" : "off");
+	fputs("<nav><a href=\"#memory\">memory graph</a><a href=\"#peaks\">peaks</a>", out);
+	for (size_t i = 0; i < nm; i++)
+		fprintf(out, "<a href=\"#flamegraph-%s\">flame graph (%s)</a>", metrics[i]->name,
+			metrics[i]->name);
+	fputs("<a href=\"#accounting\">accounting</a></nav>\n", out);
+
+	rep_memg(out, o, &files, cb, d);
+	if (rep_peaks(out, o, &files, cb, d) < 0)
+		goto out;
+	for (size_t i = 0; i < nm; i++)
+		if (rep_flame(out, o, metrics[i], cb, d) < 0)
+			goto out;
+	if (rep_accounting(out, o, cb, d) < 0)
+		goto out;
+	fputs("<p class=\"meta\">Made by threadgraph report; self-contained: nothing is "
+	      "fetched.</p>\n</body></html>\n", out);
+	if (ferror(out)) {
+		tg_error(d, "unable to write the report");
+		goto out;
+	}
+	ret = 0;
+out:
+	rep_files_release(&files);
+	return ret;
+}

@@ -1,0 +1,235 @@
+"""folded, flamegraph and report on a real recorded run.
+
+A planted program (two threads, known allocations) runs under
+`threadgraph run --accounting --stack`; the expected folded stacks are computed
+here, independently, from the files the recorder wrote (the snapshot's nodes, the
+.stack/.mem pairing), and must equal what `threadgraph folded` prints, stack by
+stack and in total.  The flame graph must hold the planted frames with widths in
+proportion, and `threadgraph run` must print the report command, which works.
+"""
+import glob
+import os
+import re
+import shlex
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+
+import pytest
+
+TIMEOUT = 120
+SVG = "{http://www.w3.org/2000/svg}"
+INNER = 1200 - 20  # the flame graph's default width minus its margins
+
+PLANTED = """\
+import threading
+keep = []
+
+def leaf_alloc(n):
+    return bytearray(n)
+
+def middle(n):
+    keep.append(leaf_alloc(n))
+    tmp = leaf_alloc(n // 2)
+    del tmp
+
+def worker():
+    for i in range(3):
+        middle(300000)
+
+def main():
+    t = threading.Thread(target=worker, name="planted worker")
+    t.start()
+    t.join()
+    middle(100000)
+
+main()
+"""
+
+
+def threadgraph_cmd():
+    script = os.path.join(os.path.dirname(sys.executable), "threadgraph")
+    return [script] if os.path.exists(script) else [sys.executable, "-m", "threadgraph"]
+
+
+def tg(args, cwd):
+    env = dict(os.environ)
+    env.pop("TG_CLI", None)
+    return subprocess.run(threadgraph_cmd() + [str(a) for a in args], cwd=str(cwd), env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=TIMEOUT)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("flame")
+    (tmp / "planted.py").write_text(textwrap.dedent(PLANTED))
+    res = tg(["run", "--accounting", "--stack", "-o", "out", "planted.py"], tmp)
+    assert res.returncode == 0, res.stderr
+    dirs = [d for d in glob.glob(str(tmp / "out" / "*")) if os.path.isdir(d)]
+    assert len(dirs) == 1, dirs
+    return {"dir": dirs[0], "cwd": tmp, "stderr": res.stderr,
+            "file": os.path.abspath(str(tmp / "planted.py"))}
+
+
+def folded(run_dir, *args):
+    res = tg(["folded"] + list(args) + [run_dir], run_dir)
+    assert res.returncode == 0, res.stderr
+    out = {}
+    for line in res.stdout.splitlines():
+        stack, value = line.rsplit(" ", 1)
+        assert stack not in out
+        out[stack] = int(value)
+    return out
+
+
+def frame(call):
+    """The frame text of a FILE:LINE:FUNCTION call, as docs/flamegraph.md says."""
+    m = re.match(r"^(.*):(\d+):([^:]*)$", call)
+    text = "%s (%s:%s)" % (m.group(3), m.group(1), m.group(2)) if m else call
+    return re.sub(r"[\x00-\x1f\x7f]", "?", text.replace(";", ","))
+
+
+def snapshot_stacks(path, column):
+    """{stack: value} from a snapshot's nodes, the thread as root frame."""
+    threads, nodes, out = {}, {}, {}
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("# thread: "):
+                ix, name = line[10:].split(" ", 1)
+                threads[ix] = name
+            if line.startswith("#") or not line:
+                continue
+            nid, parent, thread, lb, lc, tb, tc, call = line.split(" ", 7)
+            value = int({"live": lb, "total": tb}[column])
+            prefix = nodes[parent] if parent != "-" else [threads.get(thread, "<no thread>")]
+            nodes[nid] = prefix + [frame(call)]
+            if value > 0:
+                key = ";".join(nodes[nid])
+                out[key] = out.get(key, 0) + value
+    return out
+
+
+STACK_RE = re.compile(r"^( *)(\d+\.\d+)#(.*):(\d+):([^:]*)$")
+MEM_RE = re.compile(r"^(\d+\.\d+)#(.*):(\d+):([^:]*)=>(-?\d+)$")
+
+
+def micros(text):
+    sec, frac = text.split(".")
+    return int(sec) * 1000000 + int((frac + "000000")[:6])
+
+
+def dump_stacks(run_dir, metric):
+    """{stack: value} for delta or time, pairing each thread's .stack and .mem."""
+    out = {}
+    for stack_path in sorted(glob.glob(os.path.join(run_dir, "*.stack"))):
+        thread = os.path.basename(stack_path)[:-6]
+        with open(stack_path[:-6] + ".mem") as f:
+            rets = [MEM_RE.match(l.rstrip("\n")) for l in f if l.strip()]
+        rets.reverse()
+        calls = []  # open: [depth, path, t_call, kids_delta, kids_time]
+
+        def close():
+            depth, path, t0, kd, kt = calls.pop()
+            if not rets:
+                return  # still running at the end: counts nothing
+            r = rets.pop()
+            delta, dur = int(r.group(5)), micros(r.group(1)) - t0
+            own = delta - kd if metric == "delta" else dur - kt
+            if own > 0:
+                key = ";".join(path)
+                out[key] = out.get(key, 0) + own
+            if calls:
+                calls[-1][3] += delta
+                calls[-1][4] += dur
+
+        with open(stack_path) as f:
+            for line in f:
+                m = STACK_RE.match(line.rstrip("\n"))
+                depth = len(m.group(1))
+                while calls and calls[-1][0] >= depth:
+                    close()
+                path = (calls[-1][1] if calls else [thread]) + [
+                    frame("%s:%s:%s" % (m.group(3), m.group(4), m.group(5)))]
+                calls.append([depth, path, micros(m.group(2)), 0, 0])
+        while calls:
+            close()
+    return out
+
+
+def test_folded_equals_the_recorded_values(run):
+    d = run["dir"]
+    final = sorted(glob.glob(os.path.join(d, "snapshot-*-final")))[-1]
+    for metric, column in (("alloc", "total"), ("live", "live")):
+        want = snapshot_stacks(final, column)
+        got = folded(d, "--metric", metric)
+        assert got == want, metric
+        assert sum(got.values()) == sum(want.values())
+    for metric in ("delta", "time"):
+        got = folded(d, "--metric", metric)
+        assert got == dump_stacks(d, metric), metric
+
+
+def test_planted_frames_carry_the_planted_bytes(run):
+    d, path = run["dir"], run["file"]
+    alloc = folded(d, "--metric", "alloc")
+    leaf = "leaf_alloc (%s:4)" % path
+    worker = [v for k, v in alloc.items() if k.startswith("planted worker;")
+              and k.endswith("middle (%s:7);%s" % (path, leaf))]
+    # three calls of middle(300000): 300000 kept and 150000 freed each
+    assert len(worker) == 1 and 3 * 450000 <= worker[0] < 3 * 450000 + 4096
+    live = folded(d, "--metric", "live", "--thread", "planted worker")
+    kept = [v for k, v in live.items() if k.endswith(leaf)]
+    assert len(kept) == 1 and 900000 <= kept[0] < 900000 + 4096
+    # merged threads: MainThread's middle(100000) joins the worker's under one stack
+    merged = folded(d, "--metric", "live", "--merge-threads")
+    assert not any(k.startswith(("MainThread;", "planted worker;")) for k in merged)
+    assert sum(merged.values()) == sum(folded(d, "--metric", "live").values())
+
+
+def test_peak_metric(run):
+    d = run["dir"]
+    peaks = sorted(glob.glob(os.path.join(d, "snapshot-*-peak")))
+    res = tg(["folded", "--metric", "peak", d], d)
+    if not peaks:  # a recorder that does not write the live-at-peak snapshot
+        assert res.returncode == 1 and "accounting" in res.stderr
+        return
+    assert res.returncode == 0, res.stderr
+    assert folded(d, "--metric", "peak") == snapshot_stacks(peaks[-1], "live")
+
+
+def test_flamegraph_holds_the_planted_frames(run, tmp_path):
+    d, path = run["dir"], run["file"]
+    svg = tmp_path / "flame.svg"
+    res = tg(["flamegraph", "--metric", "alloc", "--thread", "planted worker", d, "-o", svg],
+             tmp_path)
+    assert res.returncode == 0, res.stderr
+    root = ET.parse(str(svg)).getroot()
+    widths = {}
+    for g in root.iter(SVG + "g"):
+        if "f" in g.get("class", "").split():
+            name = g.find(SVG + "title").text.split("\n")[0]
+            widths.setdefault(name, []).append(float(g.find(SVG + "rect").get("width")))
+    alloc = folded(d, "--metric", "alloc", "--thread", "planted worker")
+    total = sum(alloc.values())
+    assert widths["all"] == [pytest.approx(INNER)]
+    leaf = "leaf_alloc (%s:4)" % path
+    leaf_total = sum(v for k, v in alloc.items() if k.endswith(leaf))
+    assert widths[leaf] == [pytest.approx(leaf_total / total * INNER, abs=1e-3)]
+    assert leaf_total / total > 0.9  # the planted allocations dominate the thread
+
+
+def test_run_prints_the_report_command_and_it_works(run):
+    line = [l for l in run["stderr"].splitlines() if "threadgraph report " in l]
+    assert len(line) == 1, run["stderr"]
+    argv = shlex.split(line[0])
+    assert argv[0] == "threadgraph"
+    res = tg(argv[1:], run["cwd"])
+    assert res.returncode == 0, res.stderr
+    html_path = os.path.join(str(run["cwd"]), argv[-1])
+    with open(html_path) as f:
+        html = f.read()
+    assert 'id="flame-alloc"' in html and "total_requested_bytes" in html
+    assert "leaf_alloc (%s:4)" % run["file"] in html
