@@ -477,6 +477,7 @@ def main(argv):
 
     status = 0
     failure = None  # the program's uncaught exception, reported once profiling stops
+    interrupted = False  # ended by an uncaught KeyboardInterrupt
     try:
         try:
             # The program's objects must be reachable as __main__ (pickle,
@@ -493,12 +494,13 @@ def main(argv):
                 failure = ("message", exc.code)
         except KeyboardInterrupt:
             status, failure = 130, ("exception", sys.exc_info())
+            interrupted = True
         except BaseException:
             status, failure = 1, ("exception", sys.exc_info())
         try:
             wait_for_threads()
         except KeyboardInterrupt:
-            status = 130
+            status, interrupted = 130, True
         try:
             sys.stdout.flush()
         except (OSError, ValueError):
@@ -514,4 +516,14 @@ def main(argv):
     failure = None
     if os.getpid() == main_pid:
         print_summary(prof, opts, status)
+    if interrupted:
+        die_of_keyboard_interrupt()
     return status
+
+
+def die_of_keyboard_interrupt():
+    """End as python does after an uncaught KeyboardInterrupt: its atexit
+    functions run, then it kills itself with SIGINT (status -2, or 130 in a
+    shell).  The traceback is printed already: the hook prints nothing more."""
+    sys.excepthook = lambda *exc_info: None
+    raise KeyboardInterrupt
