@@ -100,6 +100,12 @@ def build_parser():
         "BASE/<child pid>/ (ProcessProfile.enableForkedProfile)",
     )
     parser.add_argument(
+        "--follow-exec",
+        action="store_true",
+        help="also profile the Python programs it starts (subprocess, os.exec*), each "
+        "into BASE/<pid>/ with the same options (docs/run.md)",
+    )
+    parser.add_argument(
         "--process-memory-frequency",
         metavar="N",
         type=int,
@@ -466,8 +472,13 @@ def main(argv):
         return 1
 
     base = os.path.abspath(opts.output or default_base(target))
+    from threadgraph import _follow
+
+    _follow.release()  # started by a --follow-exec parent: this run profiles instead
     prof = make_profiler(opts, base)
     main_pid = os.getpid()
+    if opts.follow_exec:  # before enable(): threadgraph's own work, not recorded
+        os.environ.update(_follow.environment(base, _follow.settings_of(opts)))
     try:
         prof.enable()
     except OSError as exc:
@@ -516,9 +527,29 @@ def main(argv):
     failure = None
     if os.getpid() == main_pid:
         print_summary(prof, opts, status)
+        if opts.follow_exec:
+            say_followed(base, prof)
     if interrupted:
         die_of_keyboard_interrupt()
     return status
+
+
+def say_followed(base, prof):
+    """One line naming the directories of the Python processes followed."""
+    own = os.path.abspath(prof.output_dir)
+    started = prof._start_time or 0
+    dirs = []
+    for entry in sorted(os.listdir(base)):
+        path = os.path.join(base, entry)
+        try:
+            with open(os.path.join(path, "runinfo.json")) as f:
+                info = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if os.path.abspath(path) != own and (info.get("start_time") or 0) >= started:
+            dirs.append(display_path(path) + "/")
+    say("followed %d more Python process%s%s" % (
+        len(dirs), "" if len(dirs) == 1 else "es", (": " + " ".join(dirs)) if dirs else ""))
 
 
 def die_of_keyboard_interrupt():
