@@ -225,3 +225,28 @@ def test_snapshot_every_before_enable_and_float_seconds(tmp_path):
     secs = sorted(n for n in os.listdir(lines[2]) if n.startswith("snapshot-"))
     assert secs == ["snapshot-1-t-0.1s", "snapshot-2-t-0.3s", "snapshot-3-t-0.5s",
                     "snapshot-4-final"]
+
+
+# --- os._exit ---------------------------------------------------------------------
+
+def test_forked_child_ending_with_os_exit_writes_everything(tmp_path):
+    run_scenario(tmp_path, """
+        import os
+        from threadgraph import ProcessProfile
+        def work():
+            return bytearray(100)
+        p = ProcessProfile(default_log_path="out", profile="python")
+        p.enableForkedProfile()
+        p.enable()
+        pid = os.fork()
+        if pid == 0:
+            for _ in range(%d):
+                work()
+            os._exit(0)           # skips atexit: no disable() by the program
+        assert os.waitpid(pid, 0)[1] == 0
+        p.disable()
+    """ % WORK_CALLS)
+    dirs = run_dirs(tmp_path / "out")
+    (child,) = [d for d in dirs if calls_of(d, "work")]
+    assert calls_of(child, "work") == WORK_CALLS
+    assert runinfo(child)["end_time"] is not None
