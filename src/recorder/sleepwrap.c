@@ -123,6 +123,8 @@ tg_sleepwrap_install(struct tg_recorder *r)
 {
     size_t i, slot = 0;
 
+    if (!r->track_sleeps || r->memory_mode == TG_MEM_THREAD)
+        return;  /* no correction in this run: nothing to wrap */
     for (i = 0; i < r->n_trig_defs; i++) {
         PyMethodDef *ml = r->trig_defs[i];
         int kind = tg_sw_kind(ml);

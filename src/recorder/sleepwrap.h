@@ -18,7 +18,8 @@
 #pragma GCC visibility push(hidden)
 
 /* Wrap R's C triggers named "__enter__" (up to a fixed number; the rest keep
- * matching explicit calls only).  GIL held. */
+ * matching explicit calls only), if R corrects for sleeps at all (process and
+ * rss modes).  GIL held. */
 void tg_sleepwrap_install(struct tg_recorder *r);
 /* Put every wrapped function back.  GIL held; a thread blocked inside a wrapper
  * returns through it safely (the wrapper re-checks the run before settling). */

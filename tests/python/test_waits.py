@@ -147,3 +147,37 @@ def test_a_triggers_own_allocations_stay_charged(tmp_path):
     (d,) = [d for _s, _l, f, d in parse_mem(os.path.join(only_dir(tmp_path / "out"),
                                                         "MainThread.mem")) if f == "waiter"]
     assert d >= size, d
+
+
+def test_disable_while_a_thread_waits_in_a_with_statement(tmp_path):
+    """The wrapper a `with lock:` entered stays safe when the run ends (or a new
+    one starts) before the lock is granted."""
+    (tmp_path / "s.py").write_text(textwrap.dedent("""
+        import threading, time
+        from threadgraph import ProcessProfile
+        g = threading.Lock(); g.acquire()
+        entered = []
+        def waiter():
+            with g:
+                entered.append(1)
+        p = ProcessProfile(default_log_path="out", profile="python", memory="process")
+        p.enable()
+        t = threading.Thread(target=waiter, name="A")
+        t.start()
+        time.sleep(0.2)            # A is (most likely) blocked in `with g:`
+        p.disable()
+        q = ProcessProfile(default_log_path="out2", profile="python", memory="rss")
+        q.enable()
+        g.release()
+        t.join()
+        with g:                    # the real __enter__ again after q.disable()
+            pass
+        q.disable()
+        with g:
+            pass
+        print(entered)
+    """))
+    env = dict(os.environ, PYTHONPATH=PKG_PARENT)
+    res = subprocess.run([sys.executable, "s.py"], cwd=str(tmp_path), env=env, check=True,
+                         stdout=subprocess.PIPE, universal_newlines=True, timeout=120)
+    assert res.stdout.split() == ["[1]"]
