@@ -476,6 +476,7 @@ def main(argv):
 
     _follow.release()  # started by a --follow-exec parent: this run profiles instead
     prof = make_profiler(opts, base)
+    prof._finish_note = lambda signum: say_terminated(prof, signum)
     main_pid = os.getpid()
     if opts.follow_exec:  # before enable(): threadgraph's own work, not recorded
         os.environ.update(_follow.environment(base, _follow.settings_of(opts)))
@@ -532,6 +533,18 @@ def main(argv):
     if interrupted:
         die_of_keyboard_interrupt()
     return status
+
+
+def say_terminated(prof, signum):
+    """The last line when a signal ends the program (no summary then)."""
+    import signal
+
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = "signal %d" % signum
+    say("program terminated by %s; its files are complete in %s/"
+        % (name, display_path(prof.output_dir)))
 
 
 def say_followed(base, prof):

@@ -185,6 +185,9 @@ class ProcessProfile:
         self._schedule: Optional[Dict[str, Any]] = None
         #: pid of the process this profile records in (fork children get theirs).
         self._pid: Optional[int] = None
+        #: Called with the signal number after a terminating signal finished the
+        #: run, just before the process dies of it (threadgraph run's last line).
+        self._finish_note: Optional[Callable[[int], None]] = None
 
     # -- settings (camelCase as the original, snake_case aliases below) --
 
@@ -437,6 +440,7 @@ class ProcessProfile:
             self._after_fork_child_deferred()
 
     def _after_fork_child_deferred(self) -> None:
+        self._finish_note = None  # the parent's to print, not each child's
         if not self._forked:
             self._rec.fork_child(None)
             return
@@ -609,6 +613,8 @@ def _on_finish_signal(signum: int, frame: Any) -> None:
     if profile is not None and profile._pid == os.getpid():
         try:
             profile.disable()
+            if profile._finish_note is not None:
+                profile._finish_note(signum)
         except BaseException:  # the process is ending: the signal matters more
             pass
     try:

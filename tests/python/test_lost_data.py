@@ -163,6 +163,8 @@ def test_signal_writes_everything_then_acts_as_without_profiler(tmp_path, launch
     assert status == expected, err
     if how == "own":
         assert "own handler %d" % signum in out     # the program's handler ran
+    elif launcher == "run" and signame != "SIGINT":
+        assert "threadgraph: program terminated by %s" % signame in err
     (run_dir,) = run_dirs(tmp_path / "out")
     assert calls_of(run_dir, "work") == WORK_CALLS, err
     names = os.listdir(run_dir)
