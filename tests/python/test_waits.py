@@ -35,6 +35,7 @@ CASES = {
     "with_semaphore": ("g = threading.Semaphore(0)", "", "with g: pass", "g.release()"),
     "with_bounded_semaphore": ("g = threading.BoundedSemaphore(1)", "g.acquire()",
                                "with g: pass", "g.release()"),
+    "barrier_wait": ("g = threading.Barrier(2)", "", "g.wait()", "g.wait()"),
     "event_wait": ("g = threading.Event()", "", "g.wait()", "g.set()"),
     "queue_get": ("import queue; g = queue.Queue()", "", "g.get()", "g.put(1)"),
     "queue_put": ("import queue; g = queue.Queue(1); g.put(0)", "", "g.put(1)", "g.get()"),
