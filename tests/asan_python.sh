@@ -22,6 +22,7 @@ san="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=
 rm -rf "$out"
 mkdir -p "$pkg/_bin"
 cp "$root"/threadgraph/*.py "$pkg"/
+cp -r "$root"/threadgraph/_hook "$pkg"/   # the --follow-exec start-up hook
 inc=$($py -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 suffix=$($py -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 echo "== building the extension with ASan/UBSan for $($py -V 2>&1)"

@@ -20,7 +20,10 @@ def main(argv=None):
         from threadgraph._run import main as run_main
 
         return run_main(args[1:])
+    from threadgraph import _follow
     from threadgraph._cli import exec_cli
+
+    _follow.release()  # a followed process that becomes the C processor
 
     if not args or args[0] in ("-h", "--help", "help"):
         # The C program's help lists its own commands; add the one Python owns.

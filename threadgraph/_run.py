@@ -101,6 +101,12 @@ def build_parser():
         "BASE/<child pid>/ (ProcessProfile.enableForkedProfile)",
     )
     parser.add_argument(
+        "--follow-exec",
+        action="store_true",
+        help="also profile the Python programs it starts (subprocess, os.exec*), each "
+        "into BASE/<pid>/ with the same options (docs/run.md)",
+    )
+    parser.add_argument(
         "--process-memory-frequency",
         metavar="N",
         type=int,
@@ -470,8 +476,14 @@ def main(argv):
         return 1
 
     base = os.path.abspath(opts.output or default_base(target))
+    from threadgraph import _follow
+
+    _follow.release()  # started by a --follow-exec parent: this run profiles instead
     prof = make_profiler(opts, base)
+    prof._finish_note = lambda signum: say_terminated(prof, signum)
     main_pid = os.getpid()
+    if opts.follow_exec:  # before enable(): threadgraph's own work, not recorded
+        os.environ.update(_follow.environment(base, _follow.settings_of(opts)))
     try:
         prof.enable()
     except OSError as exc:
@@ -481,6 +493,7 @@ def main(argv):
 
     status = 0
     failure = None  # the program's uncaught exception, reported once profiling stops
+    interrupted = False  # ended by an uncaught KeyboardInterrupt
     try:
         try:
             # The program's objects must be reachable as __main__ (pickle,
@@ -497,12 +510,13 @@ def main(argv):
                 failure = ("message", exc.code)
         except KeyboardInterrupt:
             status, failure = 130, ("exception", sys.exc_info())
+            interrupted = True
         except BaseException:
             status, failure = 1, ("exception", sys.exc_info())
         try:
             wait_for_threads()
         except KeyboardInterrupt:
-            status = 130
+            status, interrupted = 130, True
         try:
             sys.stdout.flush()
         except (OSError, ValueError):
@@ -518,4 +532,46 @@ def main(argv):
     failure = None
     if os.getpid() == main_pid:
         print_summary(prof, opts, status)
+        if opts.follow_exec:
+            say_followed(base, prof)
+    if interrupted:
+        die_of_keyboard_interrupt()
     return status
+
+
+def say_terminated(prof, signum):
+    """The last line when a signal ends the program (no summary then)."""
+    import signal
+
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = "signal %d" % signum
+    say("program terminated by %s; its files are complete in %s/"
+        % (name, display_path(prof.output_dir)))
+
+
+def say_followed(base, prof):
+    """One line naming the directories of the Python processes followed."""
+    own = os.path.abspath(prof.output_dir)
+    started = prof._start_time or 0
+    dirs = []
+    for entry in sorted(os.listdir(base)):
+        path = os.path.join(base, entry)
+        try:
+            with open(os.path.join(path, "runinfo.json")) as f:
+                info = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if os.path.abspath(path) != own and (info.get("start_time") or 0) >= started:
+            dirs.append(display_path(path) + "/")
+    say("followed %d more Python process%s%s" % (
+        len(dirs), "" if len(dirs) == 1 else "es", (": " + " ".join(dirs)) if dirs else ""))
+
+
+def die_of_keyboard_interrupt():
+    """End as python does after an uncaught KeyboardInterrupt: its atexit
+    functions run, then it kills itself with SIGINT (status -2, or 130 in a
+    shell).  The traceback is printed already: the hook prints nothing more."""
+    sys.excepthook = lambda *exc_info: None
+    raise KeyboardInterrupt

@@ -12,6 +12,7 @@ import errno
 import importlib
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -27,15 +28,52 @@ MEMORY_MODES = ("thread", "process", "rss")
 BACKENDS = ("auto", "setprofile", "monitoring")
 
 #: Calls during which a thread is likely to give the CPU away; memory that grows
-#: while a thread is inside one of them is not charged to it (memory="process" and
-#: memory="rss" only).  (module, attribute path) pairs; entries a Python version
-#: lacks are skipped.
+#: while a thread is inside one of them, less what the thread allocates itself,
+#: is not charged to it (memory="process" and memory="rss" only).  (module,
+#: attribute path) pairs, a path part ending in "()" being called ("poll().poll":
+#: the method of the object select.poll() returns); entries a Python version
+#: lacks are skipped.  Only C modules are named: resolving them imports no Python
+#: code into the program.  docs/api.md lists what each covers.
 DEFAULT_SLEEP_TRIGGERS: Tuple[Tuple[str, str], ...] = (
     ("time", "sleep"),
+    # threading.Lock, RLock; Condition, Semaphore, Event, Barrier, queue.Queue,
+    # concurrent.futures and Thread.join (3.8-3.12) wait in these.  __enter__ is
+    # a `with` statement's entry, called from C (src/recorder/sleepwrap.c).
     ("_thread", "LockType.acquire"),
     ("_thread", "LockType.__enter__"),
     ("_thread", "RLock.acquire"),
     ("_thread", "RLock.__enter__"),
+    ("_thread", "_ThreadHandle.join"),        # Thread.join, 3.13
+    ("_queue", "SimpleQueue.get"),            # ThreadPoolExecutor's workers
+    ("_multiprocessing", "SemLock.acquire"),  # multiprocessing locks, queues
+    ("_multiprocessing", "SemLock.__enter__"),
+    # I/O waits: select/selectors/asyncio, sockets, pipes, child processes.
+    ("select", "select"),
+    ("select", "poll().poll"),
+    ("select", "epoll.poll"),
+    ("_socket", "socket.recv"),
+    ("_socket", "socket.recv_into"),
+    ("_socket", "socket.recvfrom"),
+    ("_socket", "socket.recvfrom_into"),
+    ("_socket", "socket.recvmsg"),
+    ("_socket", "socket.recvmsg_into"),
+    ("_socket", "socket._accept"),            # socket.accept()
+    ("_socket", "socket.send"),
+    ("_socket", "socket.sendall"),
+    ("_socket", "socket.sendto"),
+    ("_socket", "socket.sendmsg"),
+    ("_socket", "socket.connect"),
+    ("_socket", "socket.connect_ex"),
+    ("os", "read"),
+    ("os", "wait"),
+    ("os", "waitpid"),
+    ("os", "waitid"),
+    ("os", "wait3"),
+    ("os", "wait4"),
+    ("_signal", "pause"),
+    ("_signal", "sigwait"),
+    ("_signal", "sigwaitinfo"),
+    ("_signal", "sigtimedwait"),
 )
 
 _FILE = os.path.abspath(__file__)
@@ -46,7 +84,10 @@ if _FILE.endswith((".pyc", ".pyo")):
 def _resolve(module: str, name: str) -> Any:
     obj: Any = importlib.import_module(module)
     for part in name.split("."):
-        obj = getattr(obj, part)
+        if part.endswith("()"):
+            obj = getattr(obj, part[:-2])()
+        else:
+            obj = getattr(obj, part)
     return obj
 
 
@@ -140,6 +181,13 @@ class ProcessProfile:
         self._output_dir: Optional[str] = None
         self._start_time: Optional[float] = None
         self._end_time: Optional[float] = None
+        #: snapshot_every() arguments given before enable(), started by it.
+        self._schedule: Optional[Dict[str, Any]] = None
+        #: pid of the process this profile records in (fork children get theirs).
+        self._pid: Optional[int] = None
+        #: Called with the signal number after a terminating signal finished the
+        #: run, just before the process dies of it (threadgraph run's last line).
+        self._finish_note: Optional[Callable[[int], None]] = None
 
     # -- settings (camelCase as the original, snake_case aliases below) --
 
@@ -228,7 +276,7 @@ class ProcessProfile:
         for module, name in DEFAULT_SLEEP_TRIGGERS:
             try:
                 objs.append(_resolve(module, name))
-            except (ImportError, AttributeError):
+            except (ImportError, AttributeError, OSError):
                 pass
         for module, name in self._triggers:
             objs.append(_resolve(module, name))
@@ -259,14 +307,25 @@ class ProcessProfile:
                          compress=self.compress, backend=self.backend)
         global _ACTIVE
         _ACTIVE = self
+        self._pid = os.getpid()
         _install_process_hooks()
-        self._write_runinfo()
+        with _signals_deferred():
+            _exit_paths_install()
+            if self._schedule is not None:
+                schedule, self._schedule = self._schedule, None
+                if self.accounting:
+                    self._rec.snapshot_every(**schedule)
+            self._write_runinfo()
 
     def disable(self) -> None:
         """Stop profiling all threads, flush and close every file.
 
         A stream that failed to write (disk full...) stopped at its first error;
         each one is reported here as a RuntimeWarning naming the file and errno."""
+        with _signals_deferred():
+            self._disable()
+
+    def _disable(self) -> None:
         global _ACTIVE
         if not self._rec.active:
             return
@@ -278,16 +337,19 @@ class ProcessProfile:
                     _accounting.write_summary(self._output_dir, figures, self.compress)
             except OSError as exc:
                 errors.append("%s: %s" % (os.path.join(self._output_dir, "summary.json"), exc))
-        if _ACTIVE is self:
+        was_active = _ACTIVE is self
+        if was_active:
             _ACTIVE = None
         self._end_time = time.time()
         try:
             self._write_runinfo()
         except OSError as exc:
             errors.append("%s: %s" % (os.path.join(self.output_dir, "runinfo.json"), exc))
+        if was_active:
+            _exit_paths_uninstall()  # last: until here a signal waits for us
         for message in errors:
             warnings.warn("threadgraph: output stopped: %s" % message, RuntimeWarning,
-                          stacklevel=2)
+                          stacklevel=3)
 
     # -- allocation accounting (accounting=True; docs/accounting.md) --
 
@@ -307,9 +369,24 @@ class ProcessProfile:
         if seconds == (function is not None):
             raise ValueError("give either function or seconds=True")
         code = None if seconds else _accounting.resolve_function(function)
-        self._rec.snapshot_every(start_after=int(start_after),
-                                 stop_after=-1 if stop_after is None else int(stop_after),
-                                 every=int(every), code=code)
+        # The recorder counts seconds in milliseconds: every=0.2 is 200.
+        count = _seconds_to_ms if seconds else int
+        schedule = dict(start_after=count(start_after),
+                        stop_after=-1 if stop_after is None else count(stop_after),
+                        every=count(every), code=code)
+        if self._rec.active:
+            self._rec.snapshot_every(**schedule)
+            return
+        # Before enable(): checked now, started by enable() (seconds count from it).
+        if not self.accounting:
+            raise RuntimeError("allocation accounting is not on: "
+                               "use ProcessProfile(accounting=True)")
+        if (schedule["every"] <= 0 or schedule["start_after"] < 0
+                or (schedule["stop_after"] >= 0
+                    and schedule["stop_after"] < schedule["start_after"])):
+            raise ValueError("need every > 0, start_after >= 0 and "
+                             "stop_after >= start_after")
+        self._schedule = schedule
 
     def window(self, name: str) -> "_AccountingWindow":
         """``with profile.window("event loop"):`` records the accounting figures
@@ -359,6 +436,11 @@ class ProcessProfile:
         os.replace(tmp, path)
 
     def _after_fork_child(self) -> None:
+        with _signals_deferred():
+            self._after_fork_child_deferred()
+
+    def _after_fork_child_deferred(self) -> None:
+        self._finish_note = None  # the parent's to print, not each child's
         if not self._forked:
             self._rec.fork_child(None)
             return
@@ -370,6 +452,7 @@ class ProcessProfile:
             return
         self._output_dir = outdir
         self._start_time = time.time()
+        self._pid = os.getpid()
         self._rec.fork_child(outdir)
         self._write_runinfo()
         # A multiprocessing child ends with os._exit(), which skips atexit: have
@@ -443,7 +526,11 @@ def _after_fork_parent() -> None:
 
 
 def _after_fork_child() -> None:
-    global _ACTIVE
+    global _ACTIVE, _DEFER_DEPTH
+    # Only the forking thread exists here: a section another thread had open in
+    # the parent never ends in the child.
+    _DEFER_DEPTH = 0
+    del _DEFERRED[:]
     if _ACTIVE is not None:
         profile = _ACTIVE
         profile._after_fork_child()
@@ -466,3 +553,128 @@ def _install_process_hooks() -> None:
     if hasattr(os, "register_at_fork"):
         os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_parent,
                             after_in_child=_after_fork_child)
+
+
+def _seconds_to_ms(seconds: Any) -> int:
+    """snapshot_every(seconds=True) counts: seconds (floats welcome) -> ms."""
+    return int(round(float(seconds) * 1000.0))
+
+
+# --- the ways a process ends without atexit (docs/api.md "Signals and os._exit") --
+#
+# SIGTERM, SIGINT and SIGHUP whose action is the default (termination) get a
+# Python-level handler while a profile is enabled: Python runs it in the main
+# thread between bytecodes, where disable() is safe (a C signal handler could
+# not flush: the writers' locks, the GIL and Python's allocator are not
+# async-signal-safe).  It finishes the run (records, summary, final snapshot,
+# runinfo.json), puts the default action back and sends the signal again, so
+# the process ends with the same status as without the profiler.  A program's
+# own handler is left alone (installed before or after enable()): the process
+# goes on or ends as it decides, and os._exit() — the one exit that skips
+# atexit — is wrapped to disable() first.
+
+_FINISH_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP")
+                        if hasattr(signal, name))
+_REAL_OS_EXIT = os._exit
+# Signals whose handler is ours (installed by enable() over the default action).
+_OUR_SIGNALS: List[int] = []
+# Nesting depth of sections where a signal must wait (enable, disable, fork
+# setup), and the signals that arrived meanwhile; main thread (signal handlers
+# run only there), so no lock.
+_DEFER_DEPTH = 0
+_DEFERRED: List[int] = []
+
+
+class _signals_deferred:
+    """Context manager: a finishing signal that arrives inside waits for its
+    end, then is sent again (so disable() is never cut short by one)."""
+
+    def __enter__(self) -> None:
+        global _DEFER_DEPTH
+        _DEFER_DEPTH += 1
+
+    def __exit__(self, *exc_info: Any) -> None:
+        global _DEFER_DEPTH
+        _DEFER_DEPTH -= 1
+        if _DEFER_DEPTH == 0 and _DEFERRED:
+            pending = list(_DEFERRED)
+            del _DEFERRED[:]
+            for signum in pending:
+                os.kill(os.getpid(), signum)
+
+
+def _on_finish_signal(signum: int, frame: Any) -> None:
+    """Handler of a finishing signal whose action was the default: write
+    everything, then die of the signal as the default action would."""
+    if _DEFER_DEPTH > 0:
+        _DEFERRED.append(signum)
+        return
+    profile = _ACTIVE
+    if profile is not None and profile._pid == os.getpid():
+        try:
+            profile.disable()
+            if profile._finish_note is not None:
+                profile._finish_note(signum)
+        except BaseException:  # the process is ending: the signal matters more
+            pass
+    try:
+        signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
+    except (ValueError, OSError, AttributeError):
+        pass
+    os.kill(os.getpid(), signum)
+    # Delivered before kill() returns; if the program blocks it somehow, end as
+    # the shell would report a death by that signal.
+    _REAL_OS_EXIT(128 + signum)
+
+
+def _os_exit(status: int) -> None:
+    """os._exit while a profile is enabled: disable() first (a multiprocessing
+    worker, a forked child, a signal handler ending the process)."""
+    profile = _ACTIVE
+    if profile is not None and profile._pid == os.getpid():
+        try:
+            profile.disable()
+        except BaseException:
+            pass
+    _REAL_OS_EXIT(status)
+
+
+def _is_main_thread() -> bool:
+    return threading.get_ident() == threading.main_thread().ident
+
+
+def _exit_paths_install() -> None:
+    """Wrap os._exit; handle the finishing signals whose action is the default.
+    Signal handlers can only be set from the main thread: elsewhere, signals
+    keep their default action."""
+    os._exit = _os_exit
+    if not _is_main_thread():
+        return
+    for signum in _FINISH_SIGNALS:
+        if signum in _OUR_SIGNALS:
+            continue
+        try:
+            if signal.getsignal(signum) != signal.SIG_DFL:
+                continue  # the program's handler, SIG_IGN, or a C handler
+            signal.signal(signum, _on_finish_signal)
+        except (ValueError, OSError):
+            continue
+        _OUR_SIGNALS.append(signum)
+
+
+def _exit_paths_uninstall() -> None:
+    """Undo _exit_paths_install where it is still in place.  Outside the main
+    thread the handlers stay: with no profile enabled they just apply the
+    default action."""
+    if os._exit is _os_exit:
+        os._exit = _REAL_OS_EXIT
+    if not _is_main_thread():
+        return
+    for signum in list(_OUR_SIGNALS):
+        try:
+            if signal.getsignal(signum) is _on_finish_signal:
+                signal.signal(signum, signal.SIG_DFL)
+        except (ValueError, OSError):
+            continue
+        _OUR_SIGNALS.remove(signum)

@@ -151,7 +151,7 @@ static unsigned tg_acct_nsnap;       /* snapshots written this run */
 struct tg_acct_sched {
     int active;
     long start, stop, every;
-    long next;                  /* next count (calls or seconds) that snapshots */
+    long next;                  /* next count (calls or milliseconds) that snapshots */
     PyObject *code;             /* strong ref, or NULL for seconds */
     long calls;                 /* calls of code seen */
     double t0;                  /* monotonic seconds at schedule */
@@ -874,7 +874,17 @@ tg_acct_sched_fire(long count)
     PyObject *p;
     tg_saved_exc saved;
 
-    snprintf(label, sizeof(label), tg_sched.code ? "call-%ld" : "t-%lds", count);
+    if (tg_sched.code != NULL) {
+        snprintf(label, sizeof(label), "call-%ld", count);
+    } else {
+        /* milliseconds as seconds, no trailing zeros: t-2s, t-0.25s */
+        int n = snprintf(label, sizeof(label), "t-%ld.%03ld", count / 1000, count % 1000);
+        while (n > 0 && label[n - 1] == '0')
+            n--;
+        if (n > 0 && label[n - 1] == '.')
+            n--;
+        snprintf(label + n, sizeof(label) - (size_t)n, "s");
+    }
     tg_exc_save(&saved);
     p = tg_acct_snapshot(label);
     if (p == NULL && tg_acct_sched_err[0] == '\0') {
@@ -908,8 +918,8 @@ tg_acct_on_call(PyObject *code)
         if (tg_sched.calls >= tg_sched.next)
             tg_acct_sched_fire(tg_sched.calls);
     } else {
-        double el = tg_acct_monotonic() - tg_sched.t0;
-        if (el >= (double)tg_sched.next)
+        double el_ms = (tg_acct_monotonic() - tg_sched.t0) * 1000.0;
+        if (el_ms >= (double)tg_sched.next)
             tg_acct_sched_fire(tg_sched.next);
     }
 }

@@ -79,7 +79,8 @@ int tg_acct_was_on(void);
  * NULL with an exception. */
 PyObject *tg_acct_snapshot(const char *label);
 /* Periodic snapshots: at START, START+EVERY, ... up to STOP counted in calls of
- * CODE (a code object) or, if CODE is NULL, in seconds since the call. */
+ * CODE (a code object) or, if CODE is NULL, in milliseconds since the call
+ * (the Python side takes seconds as floats). */
 int tg_acct_schedule(long start, long stop, long every, PyObject *code);
 
 /* Windows (GIL): open one named NAME (returns an id >= 0 or -1 with an

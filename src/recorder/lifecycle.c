@@ -10,6 +10,7 @@
 #include "alloc_hooks.h"
 #include "names.h"
 #include "ptrtable.h"
+#include "sleepwrap.h"
 #include "tg_format.h"
 
 #include <errno.h>
@@ -433,6 +434,7 @@ tg_recorder_enable(struct tg_recorder_object *self)
     r->offset_int_size = tg_offset_int_size();
 #endif
     tg_hooks_install(r->memory_mode == TG_MEM_PROCESS);
+    tg_sleepwrap_install(r);  /* `with lock:` as a sleep trigger */
     r->active = 1;
     Py_INCREF(self);
     tg_active = self;
@@ -462,6 +464,7 @@ tg_recorder_disable(struct tg_recorder_object *self)
     r->active = 0;
     tg_profile_all_threads(self, 0);
     tg_threads_unwrap(self);
+    tg_sleepwrap_uninstall();
     tg_hooks_uninstall();
     tg_flusher_stop(r);
     tg_retire_threads(r);
@@ -589,6 +592,7 @@ tg_fork_child_stop(struct tg_recorder_object *self)
     r->active = 0;
     tg_profile_all_threads(self, 0);
     tg_threads_unwrap(self);
+    tg_sleepwrap_uninstall();
     tg_hooks_uninstall();
     me = tg_fork_child_reap(r);
     if (me != NULL) {

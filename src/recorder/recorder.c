@@ -10,6 +10,7 @@
  * (first sight of a code object) and when a thread is first seen.
  */
 #include "recorder.h"
+#include "sleepwrap.h"
 #include "alloc_hooks.h"
 #include "accounting.h"
 #include "names.h"
@@ -631,6 +632,33 @@ tg_sleep_correction_on(struct tg_recorder *r)
     return r->track_sleeps && r->memory_mode != TG_MEM_THREAD;
 }
 
+/* The calling thread's own traced bytes (allocated - freed), all modes. */
+static inline int64_t
+tg_own_bytes(void)
+{
+    return tg_tls.allocated - tg_tls.freed;
+}
+
+/* A sleep trigger call KEY starts: remember the readings. */
+static inline void
+tg_trig_arm(struct tg_recorder *r, struct tg_thread *t, uintptr_t key)
+{
+    t->trig_key = key;
+    t->trig_before = tg_memory_now(r, t);
+    t->trig_own_before = tg_own_bytes();
+}
+
+/* The pending trigger call returns: what the memory reading moved by while it
+ * ran, less what this thread itself allocated in it (the bytes a recv() or
+ * read() returns are the thread's), goes to the correction. */
+static inline void
+tg_trig_settle(struct tg_recorder *r, struct tg_thread *t)
+{
+    int64_t own = tg_own_bytes() - t->trig_own_before;
+    t->correction += tg_memory_now(r, t) - t->trig_before - own;
+    t->trig_key = 0;
+}
+
 /* PyTrace_CALL: a Python frame starts or resumes.  Starts hiding the profiler's
  * own frames, arms a Python sleep trigger, and opens a recorded call if the
  * frame passes the filter. */
@@ -647,10 +675,8 @@ tg_on_py_call(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at
     }
     if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
         tg_acct_on_call((PyObject *)at->code);
-    if (info->trigger && t->trig_key == 0 && tg_sleep_correction_on(r)) {
-        t->trig_key = at->key;
-        t->trig_before = tg_memory_now(r, t);
-    }
+    if (info->trigger && t->trig_key == 0 && tg_sleep_correction_on(r))
+        tg_trig_arm(r, t, at->key);
     if (!r->record_python || !info->pass)
         return;
     tg_open_call(r, t, at->key, info->file, info->file_len,
@@ -663,10 +689,8 @@ static void
 tg_on_py_return(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at)
 {
     int64_t delta;
-    if (t->trig_key == at->key) {
-        t->correction += tg_memory_now(r, t) - t->trig_before;
-        t->trig_key = 0;
-    }
+    if (t->trig_key == at->key)
+        tg_trig_settle(r, t);
     if (!tg_close_call(r, t, at->key, &delta) || !r->track_memory)
         return;
     {
@@ -698,10 +722,8 @@ tg_on_c_call(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at,
     const char *mod, *name;
     size_t mod_len, name_len;
 
-    if (t->trig_key == 0 && tg_sleep_correction_on(r) && tg_is_trigger_def(r, cf->ml)) {
-        t->trig_key = at->key;
-        t->trig_before = tg_memory_now(r, t);
-    }
+    if (t->trig_key == 0 && tg_sleep_correction_on(r) && tg_is_trigger_def(r, cf->ml))
+        tg_trig_arm(r, t, at->key);
     if (!r->record_c || tg_is_own_def(cf->ml) || !tg_c_call_passes(r, at))
         return;
     tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);
@@ -719,14 +741,42 @@ tg_on_c_return(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *a
     size_t mod_len, name_len;
     int64_t delta;
 
-    if (t->trig_key == at->key) {
-        t->correction += tg_memory_now(r, t) - t->trig_before;
-        t->trig_key = 0;
-    }
+    if (t->trig_key == at->key)
+        tg_trig_settle(r, t);
     if (!tg_close_call(r, t, at->key, &delta) || !r->track_memory)
         return;
     tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);
     tg_write_mem_line(r, t, mod, mod_len, tg_caller_line(r, at), name, name_len, 1, delta);
+}
+
+/* Key of a sleep trigger armed without a call event (sleepwrap.c): never a
+ * frame address, which is aligned. */
+#define TG_TRIG_DIRECT ((uintptr_t)3)
+
+int
+tg_trigger_arm_direct(void)
+{
+    struct tg_recorder_object *a = tg_active;
+    struct tg_thread *t = tg_tls.thread;
+
+    if (a == NULL || !a->r.active || t == NULL || tg_tls.gen != a->r.gen
+        || t->trig_key != 0 || !tg_sleep_correction_on(&a->r))
+        return 0;
+    tg_trig_arm(&a->r, t, TG_TRIG_DIRECT);
+    return 1;
+}
+
+void
+tg_trigger_settle_direct(void)
+{
+    struct tg_recorder_object *a = tg_active;
+    struct tg_thread *t = tg_tls.thread;
+
+    /* The run may have ended (or another begun) while the call blocked. */
+    if (a == NULL || !a->r.active || t == NULL || tg_tls.gen != a->r.gen
+        || t->trig_key != TG_TRIG_DIRECT)
+        return;
+    tg_trig_settle(&a->r, t);
 }
 
 /* The calling thread's state for R, attached on first sight; NULL when the

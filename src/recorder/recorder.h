@@ -71,6 +71,7 @@ struct tg_thread {
                                     * is recorded until it returns (0 = none); owner */
     uintptr_t trig_key;            /* pending sleep trigger call (0 = none); owner */
     int64_t trig_before;           /* memory reading at its call; owner */
+    int64_t trig_own_before;       /* own traced bytes at its call; owner */
     unsigned long ident;           /* threading ident; immutable */
     unsigned long native_id;       /* OS thread id; immutable */
 };

@@ -759,7 +759,7 @@ r, w = os.pipe()
 started = threading.Event()
 
 def blocking_read(fd):
-    return os.read(fd, 1)      # blocking I/O: not a default sleep trigger
+    return os.readv(fd, [bytearray(1)])  # blocking I/O: not a default sleep trigger
 
 def waiter():
     started.set()
@@ -772,7 +772,7 @@ def b():
 
 p = ProcessProfile(default_log_path="out", profile="python", memory="process")
 if trigger == "builtin":
-    p.addSleepTrigger("os", "read")
+    p.addSleepTrigger("os", "readv")
 elif trigger == "python":
     p.addSleepTrigger("__main__", "blocking_read")
 p.enable()

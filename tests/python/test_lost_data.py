@@ -1,0 +1,254 @@
+"""What used to be lost: forked pool workers, signals, os._exit, schedules.
+
+Each test runs real processes and counts the records the profiled process (or
+its children) left on disk, and compares exit statuses with the same program
+run without the profiler.
+"""
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tgtest import PKG_PARENT, parse_mem, run_scenario
+
+TIMEOUT = 120  # seconds; only a hang gets near it
+WORK_CALLS = 100  # calls of work() the program makes before it is signalled
+
+
+def env_with_package(extra=None):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PKG_PARENT + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("PYTHONWARNINGS", None)
+    env.pop("TG_CLI", None)
+    env.update(extra or {})
+    return env
+
+
+def run_dirs(base):
+    return sorted(d for d in glob.glob(os.path.join(str(base), "*")) if os.path.isdir(d))
+
+
+def runinfo(run_dir):
+    with open(os.path.join(run_dir, "runinfo.json")) as f:
+        return json.load(f)
+
+
+def calls_of(run_dir, func):
+    n = 0
+    for path in glob.glob(os.path.join(run_dir, "*.mem")):
+        if os.path.basename(path) != "process.mem":
+            n += sum(1 for _s, _l, f, _d in parse_mem(path) if f == func)
+    return n
+
+
+def no_temporaries(base):
+    return [p for p in glob.glob(os.path.join(str(base), "**", "*"), recursive=True)
+            if p.endswith(".tmp")]
+
+
+# --- multiprocessing.Pool as a context manager ------------------------------------
+
+POOL = """
+import multiprocessing, os
+from threadgraph import ProcessProfile
+
+def work(i):
+    return len(bytearray(1000 + i))
+
+if __name__ == "__main__":
+    p = ProcessProfile(default_log_path="out", profile="python")
+    p.enableForkedProfile()
+    p.enable()
+    with multiprocessing.get_context("fork").Pool(2) as pool:   # __exit__: terminate()
+        print(sum(pool.map(work, range(4), chunksize=1)))
+    p.disable()
+"""
+
+
+def test_pool_context_manager_children_keep_their_records(tmp_path):
+    proc = run_scenario(tmp_path, POOL)
+    assert proc.stdout.split() == [str(4 * 1000 + 6)]
+    dirs = run_dirs(tmp_path / "out")
+    pids = {runinfo(d)["pid"]: d for d in dirs}
+    children = [d for d in dirs if runinfo(d)["ppid"] in pids]
+    assert len(dirs) == 3 and len(children) == 2, dirs
+    assert sum(calls_of(d, "work") for d in children) == 4
+    for d in dirs:
+        assert runinfo(d)["end_time"] is not None, d
+    assert no_temporaries(tmp_path / "out") == []
+
+
+# --- signals ----------------------------------------------------------------------
+
+PROGRAM = """
+import os, signal, sys, threading, time
+HOW = sys.argv[1]
+
+def work():
+    return bytearray(1000)
+
+def own_handler(signum, frame):
+    print("own handler %d" % signum, flush=True)
+    os._exit(7)
+
+def main():
+    if HOW == "own":
+        signal.signal(signal.SIGTERM, own_handler)
+    for _ in range(WORK_CALLS):
+        work()
+    print("ready", flush=True)
+    threading.Event().wait()      # the main thread waits until the signal
+
+@MAIN@
+""".replace("WORK_CALLS", str(WORK_CALLS))
+
+DIRECT = """
+if sys.argv[2] == "profiled":
+    from threadgraph import ProcessProfile
+    p = ProcessProfile(default_log_path="out", profile="python", accounting=True)
+    p.enable()
+main()
+"""
+
+UNDER_RUN = """
+main()
+"""
+
+
+def start(tmp_path, how, launcher, profiled):
+    """Start the program; returns the Popen once it printed "ready"."""
+    if launcher == "run" and profiled:
+        (tmp_path / "prog.py").write_text(PROGRAM.replace("@MAIN@", UNDER_RUN))
+        cmd = [sys.executable, "-m", "threadgraph", "run", "-o", "out", "--profile",
+               "python", "--accounting", "prog.py", how]
+    else:
+        (tmp_path / "prog.py").write_text(PROGRAM.replace("@MAIN@", DIRECT))
+        cmd = [sys.executable, "prog.py", how, "profiled" if profiled else "plain"]
+    proc = subprocess.Popen(cmd, cwd=str(tmp_path), env=env_with_package(),
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, universal_newlines=True,
+                            # a shell's background job would ignore SIGINT
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    line = proc.stdout.readline()
+    assert line == "ready\n", (line, proc.stderr.read())
+    return proc
+
+
+def signalled(tmp_path, how, launcher, profiled, signum):
+    proc = start(tmp_path, how, launcher, profiled)
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=TIMEOUT)
+    return proc.returncode, out, err
+
+
+@pytest.mark.parametrize("launcher", ["run", "direct"])
+@pytest.mark.parametrize("signame, how", [("SIGTERM", "plain"), ("SIGHUP", "plain"),
+                                          ("SIGINT", "plain"), ("SIGTERM", "own")])
+def test_signal_writes_everything_then_acts_as_without_profiler(tmp_path, launcher,
+                                                                signame, how):
+    signum = getattr(signal, signame)
+    plain_dir = tmp_path / "plain"
+    plain_dir.mkdir()
+    expected, plain_out, _ = signalled(plain_dir, how, launcher, False, signum)
+    if how == "own":
+        assert expected == 7 and "own handler %d" % signum in plain_out
+    else:
+        assert expected == -signum
+    status, out, err = signalled(tmp_path, how, launcher, True, signum)
+    assert status == expected, err
+    if how == "own":
+        assert "own handler %d" % signum in out     # the program's handler ran
+    elif launcher == "run" and signame != "SIGINT":
+        assert "threadgraph: program terminated by %s" % signame in err
+    (run_dir,) = run_dirs(tmp_path / "out")
+    assert calls_of(run_dir, "work") == WORK_CALLS, err
+    names = os.listdir(run_dir)
+    assert "summary.json" in names and "summary.txt" in names, (names, err)
+    assert [n for n in names if n.startswith("snapshot-") and n.endswith("-final")], names
+    assert runinfo(run_dir)["end_time"] is not None
+    assert no_temporaries(tmp_path / "out") == []
+
+
+def test_handler_installed_before_enable_still_runs(tmp_path):
+    proc = run_scenario(tmp_path, """
+        import os, signal
+        from threadgraph import ProcessProfile
+        seen = []
+        signal.signal(signal.SIGHUP, lambda s, f: seen.append(s))
+        p = ProcessProfile(default_log_path="out")
+        p.enable()
+        os.kill(os.getpid(), signal.SIGHUP)
+        for _ in range(3):
+            pass
+        p.disable()
+        print(seen == [signal.SIGHUP], signal.getsignal(signal.SIGTERM) == signal.SIG_DFL)
+    """)
+    assert proc.stdout.split() == ["True", "True"]   # and SIGTERM is the default again
+
+
+# --- snapshot_every before enable() --------------------------------------------------
+
+def test_snapshot_every_before_enable_and_float_seconds(tmp_path):
+    proc = run_scenario(tmp_path, """
+        import time
+        from threadgraph import ProcessProfile
+        def step():
+            return bytearray(100)
+        p = ProcessProfile(default_log_path="calls", accounting=True)
+        p.snapshot_every(start_after=1, every=2, stop_after=5, function=step)
+        p.enable()
+        for _ in range(6):
+            step()
+        p.disable()
+        q = ProcessProfile(default_log_path="secs", accounting=True)
+        q.snapshot_every(seconds=True, every=0.2, start_after=0.1, stop_after=0.5)
+        q.enable()
+        end = time.monotonic() + 0.8
+        while time.monotonic() < end:
+            step()
+        q.disable()
+        try:
+            ProcessProfile(default_log_path="x").snapshot_every(every=1, seconds=True)
+        except RuntimeError as exc:
+            print("refused:", exc)
+        print(p.output_dir)
+        print(q.output_dir)
+    """)
+    lines = proc.stdout.strip().splitlines()
+    assert lines[0].startswith("refused: allocation accounting is not on")
+    calls = sorted(n for n in os.listdir(lines[1]) if n.startswith("snapshot-"))
+    assert calls == ["snapshot-1-call-1", "snapshot-2-call-3", "snapshot-3-call-5",
+                     "snapshot-4-final"]
+    secs = sorted(n for n in os.listdir(lines[2]) if n.startswith("snapshot-"))
+    assert secs == ["snapshot-1-t-0.1s", "snapshot-2-t-0.3s", "snapshot-3-t-0.5s",
+                    "snapshot-4-final"]
+
+
+# --- os._exit ---------------------------------------------------------------------
+
+def test_forked_child_ending_with_os_exit_writes_everything(tmp_path):
+    run_scenario(tmp_path, """
+        import os
+        from threadgraph import ProcessProfile
+        def work():
+            return bytearray(100)
+        p = ProcessProfile(default_log_path="out", profile="python")
+        p.enableForkedProfile()
+        p.enable()
+        pid = os.fork()
+        if pid == 0:
+            for _ in range(%d):
+                work()
+            os._exit(0)           # skips atexit: no disable() by the program
+        assert os.waitpid(pid, 0)[1] == 0
+        p.disable()
+    """ % WORK_CALLS)
+    dirs = run_dirs(tmp_path / "out")
+    (child,) = [d for d in dirs if calls_of(d, "work")]
+    assert calls_of(child, "work") == WORK_CALLS
+    assert runinfo(child)["end_time"] is not None
