@@ -58,6 +58,20 @@ static void ta_range(FILE *f, const struct tg_timerange *r, double shift, double
 	fputs("]\n", f);
 }
 
+/* The smallest 1, 2 or 5 times a power of ten that is at least x (> 0). */
+static double ta_nice_step(double x)
+{
+	double p = pow(10, floor(log10(x)));
+
+	if (x <= p)
+		return p;
+	if (x <= 2 * p)
+		return 2 * p;
+	if (x <= 5 * p)
+		return 5 * p;
+	return 10 * p;
+}
+
 /* Seconds to add to UTC for local time at t. */
 static long ta_local_offset(double t)
 {
@@ -94,6 +108,9 @@ int tg_timeaxis_write(FILE *f, const struct tg_timeaxis *a, const struct tg_time
 		fprintf(f, "tz = %ld\ntx(t) = t + tz\n", tz);
 		fprintf(f, "set xlabel 'Local time'\nset xdata time\nset timefmt '%%s'\n"
 			"set format x '%s'\n", fmt);
+		/* clock labels are wide: about 8 ticks, at a 1-2-5 step */
+		if (span > 0)
+			fprintf(f, "set xtics %g\n", ta_nice_step(span / 8));
 		ta_range(f, r, (double)tz, 1, 1);
 		return ferror(f) ? EOF : 0;
 	}

@@ -47,7 +47,8 @@ int main(void)
 	free(s);
 	s = axis(TG_TIME_CLOCK, 1000, 1001, &r);
 	CHECK_STR(s, "tz = 0\ntx(t) = t + tz\nset xlabel 'Local time'\nset xdata time\n"
-		  "set timefmt '%s'\nset format x '%H:%M:%.3S'\nset xrange ['1000.500000':*]\n");
+		  "set timefmt '%s'\nset format x '%H:%M:%.3S'\nset xtics 0.1\n"
+		  "set xrange ['1000.500000':*]\n");
 	free(s);
 	s = axis(TG_TIME_NONE, 0, 10, NULL);
 	CHECK_STR(s, "tx(t) = t\nset xlabel 'Event'\n");
