@@ -231,8 +231,10 @@ int tg_nesting_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 	tg_gp_pick_top(act, n, TG_MEMG_TOP_THREADS, show);
 	if (graph_script(&script, po, &pf, "nesting", d) < 0)
 		goto out;
+	/* offsets: the deepest and the outermost calls are not drawn on the frame */
 	fputs("set title 'Stack depth by thread'\nset ylabel 'Depth'\n"
-	      "set key outside right top\nset grid\n", script.f);
+	      "set key outside right top\nset grid\nset offsets 0, 0, 0.5, 0.5\n",
+	      script.f);
 	for (size_t i = 0; i < n; i++)
 		shown += show[i];
 	if (shown < plotted)
