@@ -53,6 +53,11 @@ check 0 memh --script-only $o "$tut"/*.mem "$tut"/*.stack
 check 0 nesting --script-only $o "$tut"/Thread-7.stack
 check 0 --no_time nesting --script-only $o "$nt"/Worker.stack
 check 0 interleave --script-only $o "$tut"/*.mem
+# the temporary plot folder (made, filled, removed) and --keep's, past a gnuplot
+# that draws nothing; the elapsed and clock axes; many threads grouped in grey
+GNUPLOT=/bin/true check 1 memg $o --top-threads 2 "$tut"/*.mem
+GNUPLOT=/bin/true check 1 nesting --keep --time-axis=clock $o "$tut"/Thread-7.stack
+check 0 memg --script-only $o --time-axis=clock --top-threads 1 "$tut"/*.mem
 check 0 decorate-stack --prefix=/data/code/thread_graph/examples/ \
     "$tut"/Thread-7.mem "$tut"/Thread-7.stack 30
 check 0 decorate-stack "$tut"/Thread-7.mem "$tut"/Thread-7.stack \

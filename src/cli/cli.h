@@ -50,17 +50,40 @@ struct tg_graph_args {
 	const char *terminal; /* --terminal */
 	int size[2];          /* --size WxH */
 	int script_only;      /* --script-only */
+	int keep;             /* --keep */
+	const char *time_axis; /* --time-axis (the time graphs) */
+	char gnuplot[4096];   /* the gnuplot found (po->gnuplot points here) */
 };
 
 #define TG_GRAPH_OPTIONS(g) \
 	{ "output", 'o', TG_OPT_STRING, &(g)->outdir, NULL, "DIR", \
-	  "write the graph and its files into DIR (default: the current directory)" }, \
+	  "write the graph and its legend into DIR, created if missing (default: the " \
+	  "current directory)" }, \
+	{ "keep", 0, TG_OPT_BOOL, &(g)->keep, NULL, NULL, \
+	  "keep the gnuplot script and data files (in DIR/NAME-plot/)" }, \
 	{ "terminal", 0, TG_OPT_STRING, &(g)->terminal, NULL, "TERM", \
 	  "gnuplot terminal and graph format: svg, png or pdf" }, \
 	{ "size", 0, TG_OPT_SIZE, (g)->size, NULL, "WxH", \
 	  "graph size in pixels (pdf: at 96 per inch)" }, \
 	{ "script-only", 0, TG_OPT_BOOL, &(g)->script_only, NULL, NULL, \
-	  "write the gnuplot script and data files, do not run gnuplot" }
+	  "write the gnuplot script and data files (DIR/NAME-plot/), do not run gnuplot" }
+
+/* The x axis option of the time graphs (memg, nesting, interleave). */
+#define TG_TIME_AXIS_OPTION(g) \
+	{ "time-axis", 0, TG_OPT_STRING, &(g)->time_axis, NULL, "AXIS", \
+	  "x axis: elapsed (time since the run's start, the default) or clock (local time)" }
+
+/*
+ * Reads --time-axis into *clock (0 elapsed, 1 clock); 0 or TG_EXIT_USAGE after
+ * printing the error.
+ */
+int tg_cli_time_axis(const struct tg_graph_args *g, int *clock, const char *usage);
+
+/*
+ * After a graph command succeeded without drawing because no gnuplot was found:
+ * prints one line saying where the script is and how to render it.
+ */
+void tg_cli_plot_note(const struct tg_plot_opts *po, const char *name);
 
 /* The peak and time-range options of memg and peaks. */
 struct tg_peak_args {
@@ -110,7 +133,9 @@ void tg_cli_diag_summary(const struct tg_diag *d);
 
 /*
  * Checks the graph options and fills po (defaults: terminal def_term, size
- * def_w x def_h, output "."); returns 0 or TG_EXIT_USAGE / TG_EXIT_ERROR.
+ * def_w x def_h, output "."), creating the output directory (and its parents)
+ * when missing, and finding gnuplot (tg_gnuplot_find; po->gnuplot points into
+ * g, NULL when there is none).  Returns 0 or TG_EXIT_USAGE / TG_EXIT_ERROR.
  */
 int tg_cli_graph_opts(struct tg_graph_args *g, struct tg_plot_opts *po,
 		      const char *def_term, int def_w, int def_h, const char *usage);
@@ -129,7 +154,7 @@ typedef int (*tg_graph_run_fn)(const struct tg_graph_opts *o, const struct tg_pl
  * runs RUN on them with the CLI's reporting, prints the malformed-line count.
  * Returns the command's exit code.
  */
-int tg_cli_run_graph(tg_graph_run_fn run, const struct tg_graph_opts *o,
+int tg_cli_run_graph(tg_graph_run_fn run, const char *name, const struct tg_graph_opts *o,
 		     const struct tg_plot_opts *po, const struct tg_common_args *c,
 		     char **argv, int nargs);
 

@@ -59,6 +59,8 @@ int cmd_hist(int argc, char **argv)
 	ret = TG_EXIT_OK;
 	if (!no_graph && tg_hist_plot(e, &po, &d) < 0)
 		ret = error("%s", d.msg);
+	else if (!no_graph)
+		tg_cli_plot_note(&po, "hist");
 	tg_summary_release(&s);
 	tg_cli_diag_summary(&d);
 	return ret;

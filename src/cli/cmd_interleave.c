@@ -23,6 +23,7 @@ int cmd_interleave(int argc, char **argv)
 		  "end at TIME (same formats, local time)" },
 		TG_COMMON_OPTIONS(&c),
 		TG_GRAPH_OPTIONS(&g),
+		TG_TIME_AXIS_OPTION(&g),
 		TG_OPT_END_ROW,
 	};
 
@@ -38,12 +39,13 @@ int cmd_interleave(int argc, char **argv)
 	if (c.no_time)
 		return error("interleave needs timestamps: dumps written without them "
 			     "(--no_time) cannot be ordered");
-	if ((ret = tg_cli_peak_opts(&p, &mo, interleave_usage)) ||
+	if ((ret = tg_cli_time_axis(&g, &o.clock, interleave_usage)) ||
+	    (ret = tg_cli_peak_opts(&p, &mo, interleave_usage)) ||
 	    (ret = tg_cli_graph_opts(&g, &po, "png", 1920, 1080, interleave_usage)))
 		return ret;
 	o.has_from = mo.has_from;
 	o.from = mo.from;
 	o.has_to = mo.has_to;
 	o.to = mo.to;
-	return tg_cli_run_graph(tg_interleave_run, &o, &po, &c, argv, nargs);
+	return tg_cli_run_graph(tg_interleave_run, "interleave", &o, &po, &c, argv, nargs);
 }

@@ -18,17 +18,22 @@ int cmd_memg(int argc, char **argv)
 	struct tg_memg_report r = tg_cli_report;
 	struct tg_dumpfile *files;
 	struct tg_diag d;
-	int nargs, ret;
+	int nargs, ret, top_given = 0;
 	const struct tg_option opts[] = {
 		{ "cap", 0, TG_OPT_NUMBER, &o.cap_kb, &o.has_cap, "N",
 		  "clip plotted values to +-N KB" },
 		{ "no_process", 0, TG_OPT_BOOL, &o.no_process, NULL, NULL,
 		  "ignore process files (process.mem)" },
-		{ "process_rebase", 0, TG_OPT_NUMBER, &o.rebase_kb, NULL, "N",
-		  "subtract N KB from the process memory (default 30000)" },
+		{ "process_rebase", 0, TG_OPT_NUMBER, &o.rebase_kb, &o.has_rebase, "N",
+		  "draw the process memory as the original did: KB minus N, on the threads' "
+		  "axis (default: absolute MB on a second axis)" },
+		{ "top-threads", 0, TG_OPT_COUNT, &o.top_threads, &top_given, "N",
+		  "draw the N threads that moved the most memory in colours of their own, the "
+		  "rest in grey (default 20)" },
 		TG_PEAK_OPTIONS(&p),
 		TG_COMMON_OPTIONS(&c),
 		TG_GRAPH_OPTIONS(&g),
+		TG_TIME_AXIS_OPTION(&g),
 		TG_OPT_END_ROW,
 	};
 
@@ -41,7 +46,10 @@ int cmd_memg(int argc, char **argv)
 	if (!nargs)
 		return usage_error(memg_usage, "no dump files given");
 	o.has_time = !c.no_time;
-	if ((ret = tg_cli_peak_opts(&p, &o, memg_usage)) ||
+	if (top_given && !o.top_threads)
+		return usage_error(memg_usage, "--top-threads expects a count of at least 1");
+	if ((ret = tg_cli_time_axis(&g, &o.clock, memg_usage)) ||
+	    (ret = tg_cli_peak_opts(&p, &o, memg_usage)) ||
 	    (ret = tg_cli_graph_opts(&g, &po, "svg", 1920, 1080, memg_usage)))
 		return ret;
 	if ((ret = tg_cli_files(argv, nargs, &files)))
@@ -49,6 +57,8 @@ int cmd_memg(int argc, char **argv)
 	tg_cli_diag_init(&d, &c);
 	ret = tg_memg_run(&o, &po, files, (size_t)nargs, &r, &d) < 0 ? error("%s", d.msg) : 0;
 	tg_cli_diag_summary(&d);
+	if (ret == 0)
+		tg_cli_plot_note(&po, "memg");
 	tg_cli_files_free(files, nargs);
 	return ret;
 }

@@ -30,5 +30,5 @@ int cmd_memh(int argc, char **argv)
 	o.has_time = !c.no_time;
 	if ((ret = tg_cli_graph_opts(&g, &po, "svg", 1920, 1080, memh_usage)))
 		return ret;
-	return tg_cli_run_graph(tg_memh_run, &o, &po, &c, argv, nargs);
+	return tg_cli_run_graph(tg_memh_run, "memh", &o, &po, &c, argv, nargs);
 }

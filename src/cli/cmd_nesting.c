@@ -16,6 +16,7 @@ int cmd_nesting(int argc, char **argv)
 	const struct tg_option opts[] = {
 		TG_COMMON_OPTIONS(&c),
 		TG_GRAPH_OPTIONS(&g),
+		TG_TIME_AXIS_OPTION(&g),
 		TG_OPT_END_ROW,
 	};
 
@@ -27,7 +28,8 @@ int cmd_nesting(int argc, char **argv)
 	if (!nargs)
 		return usage_error(nesting_usage, "no dump files given");
 	o.has_time = !c.no_time;
-	if ((ret = tg_cli_graph_opts(&g, &po, "png", 1920, 1080, nesting_usage)))
+	if ((ret = tg_cli_time_axis(&g, &o.clock, nesting_usage)) ||
+	    (ret = tg_cli_graph_opts(&g, &po, "png", 1920, 1080, nesting_usage)))
 		return ret;
-	return tg_cli_run_graph(tg_nesting_run, &o, &po, &c, argv, nargs);
+	return tg_cli_run_graph(tg_nesting_run, "nesting", &o, &po, &c, argv, nargs);
 }

@@ -3,8 +3,14 @@
  *
  * threadgraph [--no_time] [--version] [--help] COMMAND [options] ARGS...
  * Each command returns its exit code; stdout is flushed and checked afterwards so
- * that a full disk or a closed pipe is an error, not silent truncation.
+ * that a full disk is an error, not silent truncation.  A reader that went away
+ * (`threadgraph hist DIR | head`) is not: SIGPIPE is ignored, so writes fail with
+ * EPIPE instead of killing us, and the command ends quietly with status 0, as
+ * git and coreutils do.
  */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +40,30 @@ static const struct tg_cmd tg_commands[] = {
 	{ "report", cmd_report, "one self-contained HTML page of a run (report.html)" },
 };
 
+/* Non-zero when stdout is a pipe or socket whose reader has gone. */
+static int main_stdout_reader_gone(void)
+{
+	struct pollfd p = { .fd = 1, .events = POLLOUT };
+
+	return errno == EPIPE || (poll(&p, 1, 0) == 1 && (p.revents & POLLERR));
+}
+
+/*
+ * Flushes stdout after a command that returned ret: returns ret when all was
+ * written or when the reader went away (what it did not read, it did not want),
+ * else prints an error and returns TG_EXIT_ERROR.
+ */
+static int main_finish_stdout(int ret)
+{
+	errno = 0;
+	if (!fflush(stdout) && !ferror(stdout))
+		return ret;
+	if (main_stdout_reader_gone())
+		return ret;
+	fprintf(stderr, "error: unable to write to standard output\n");
+	return TG_EXIT_ERROR;
+}
+
 static void main_usage(FILE *f)
 {
 	fputs("usage: threadgraph [--no_time] [--version] [-h|--help] COMMAND [options] ARGS...\n"
@@ -51,15 +81,17 @@ int main(int argc, char **argv)
 {
 	int i, ret;
 
+	/* a closed pipe on stdout shows as EPIPE, handled by main_finish_stdout */
+	signal(SIGPIPE, SIG_IGN);
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		if (!strcmp(argv[i], "--no_time")) {
 			tg_global_no_time = 1;
 		} else if (!strcmp(argv[i], "--version")) {
 			printf("threadgraph %s\n", TG_VERSION);
-			return fflush(stdout) || ferror(stdout) ? TG_EXIT_ERROR : TG_EXIT_OK;
+			return main_finish_stdout(TG_EXIT_OK);
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			main_usage(stdout);
-			return fflush(stdout) || ferror(stdout) ? TG_EXIT_ERROR : TG_EXIT_OK;
+			return main_finish_stdout(TG_EXIT_OK);
 		} else {
 			fprintf(stderr, "error: unknown option '%s'\n", argv[i]);
 			main_usage(stderr);
@@ -74,11 +106,7 @@ int main(int argc, char **argv)
 		if (strcmp(argv[i], tg_commands[c].name))
 			continue;
 		ret = tg_commands[c].fn(argc - i, argv + i);
-		if (fflush(stdout) || ferror(stdout)) {
-			fprintf(stderr, "error: unable to write to standard output\n");
-			return TG_EXIT_ERROR;
-		}
-		return ret;
+		return main_finish_stdout(ret);
 	}
 	fprintf(stderr, "error: unknown command '%s'\n", argv[i]);
 	main_usage(stderr);

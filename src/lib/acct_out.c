@@ -73,7 +73,24 @@ void tg_hist_print(FILE *f, const struct tg_summary *s)
 	}
 }
 
+static int hist_plot_in(const struct tg_sum_entity *e, const struct tg_plot_opts *o,
+			const struct tg_plot_files *pf, struct tg_diag *d);
+
 int tg_hist_plot(const struct tg_sum_entity *e, const struct tg_plot_opts *o, struct tg_diag *d)
+{
+	struct tg_plot_files pf = { .temporary = 0 };
+	int ret;
+
+	if (tg_plot_files_open(&pf, o, "hist", d) < 0)
+		return -1;
+	ret = hist_plot_in(e, o, &pf, d);
+	tg_plot_files_release(&pf);
+	return ret;
+}
+
+/* tg_hist_plot's work, with the plot folder open. */
+static int hist_plot_in(const struct tg_sum_entity *e, const struct tg_plot_opts *o,
+			const struct tg_plot_files *pf, struct tg_diag *d)
 {
 	struct tg_aout dat = { 0 }, script = { 0 };
 	int lo = TG_SUM_BINS, hi = -1;
@@ -88,7 +105,7 @@ int tg_hist_plot(const struct tg_sum_entity *e, const struct tg_plot_opts *o, st
 	if (hi < 0)
 		return tg_error(d, "%s has no allocations to plot",
 				e->name ? "this thread" : "the summary");
-	if (tg_aout_open(&dat, o->dir, "hist.dat", d) < 0)
+	if (tg_aout_open(&dat, pf->dir, "hist.dat", d) < 0)
 		return -1;
 	for (int b = lo; b <= hi; b++) {
 		char name[48];
@@ -109,7 +126,7 @@ int tg_hist_plot(const struct tg_sum_entity *e, const struct tg_plot_opts *o, st
 		return -1;
 	}
 	tg_aout_release(&dat);
-	if (tg_aout_open(&script, o->dir, "hist.gp", d) < 0)
+	if (tg_aout_open(&script, pf->dir, "hist.gp", d) < 0)
 		return -1;
 	tg_gp_preamble(script.f, o, "hist");
 	/* A thread's name comes from the run: only ever inside a quoted string. */
@@ -135,7 +152,7 @@ int tg_hist_plot(const struct tg_sum_entity *e, const struct tg_plot_opts *o, st
 		"set xtics rotate by -45\n"
 		"plot 'hist.dat' using 3:xtic(2) title 'allocations', \\\n"
 		"     '' using 4 title 'frees'\n");
-	return tg_plot_finish(o, "hist", &script, NULL, d);
+	return tg_plot_finish(o, pf, "hist", &script, NULL, d);
 }
 
 /* Width of the THREAD column for the first N sites. */

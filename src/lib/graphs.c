@@ -10,14 +10,14 @@
 #include "linereader.h"
 #include "records.h"
 
-/* Opens the script NAME.gp and writes the preamble; 0 or -1. */
+/* Opens the script NAME.gp in the plot folder and writes the preamble; 0 or -1. */
 static int graph_script(struct tg_aout *script, const struct tg_plot_opts *po,
-			const char *name, struct tg_diag *d)
+			const struct tg_plot_files *pf, const char *name, struct tg_diag *d)
 {
 	char file[64];
 
 	snprintf(file, sizeof(file), "%s.gp", name);
-	if (tg_aout_open(script, po->dir, file, d) < 0)
+	if (tg_aout_open(script, pf->dir, file, d) < 0)
 		return -1;
 	tg_gp_preamble(script->f, po, name);
 	return 0;
@@ -39,7 +39,7 @@ static void graph_report_skip(const struct tg_memg_report *r, const struct tg_du
 static void graph_report_plotting(const struct tg_memg_report *r,
 				  const struct tg_plot_opts *po)
 {
-	if (r && r->plotting && !po->script_only)
+	if (r && r->plotting && tg_plot_draws(po))
 		r->plotting(r->ctx);
 }
 
@@ -79,6 +79,7 @@ int tg_memh_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 	struct tg_sitetab t;
 	const struct tg_site_sum *pick[2 * TG_MEMH_SIDE];
 	struct tg_aout dat, script, legend;
+	struct tg_plot_files pf = { .temporary = 0 };
 	long k;
 	int ret = -1;
 
@@ -101,7 +102,9 @@ int tg_memh_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 		tg_error(d, "no memory deltas to plot");
 		goto out;
 	}
-	if (tg_aout_open(&dat, po->dir, "memh.dat", d) < 0)
+	if (tg_plot_files_open(&pf, po, "memh", d) < 0)
+		goto out;
+	if (tg_aout_open(&dat, pf.dir, "memh.dat", d) < 0)
 		goto out;
 	for (long i = 0; i < k; i++) {
 		char m[TG_FMT_MILLI_MAX];
@@ -120,7 +123,7 @@ int tg_memh_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 		fwrite(t.arena + pick[i]->off, 1, pick[i]->len, legend.f);
 		putc('\n', legend.f);
 	}
-	if (graph_script(&script, po, "memh", d) < 0) {
+	if (graph_script(&script, po, &pf, "memh", d) < 0) {
 		tg_aout_abort(&legend);
 		goto out;
 	}
@@ -132,8 +135,9 @@ int tg_memh_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 		"plot 'memh.dat' using 1:2 with boxes notitle, \\\n"
 		"     'memh.dat' using 1:2:3 with labels offset char 0,0.8 notitle\n", k);
 	graph_report_plotting(r, po);
-	ret = tg_plot_finish(po, "memh", &script, &legend, d);
+	ret = tg_plot_finish(po, &pf, "memh", &script, &legend, d);
 out:
+	tg_plot_files_release(&pf);
 	tg_sitetab_release(&t);
 	return ret;
 }
@@ -141,7 +145,8 @@ out:
 /* ---- nesting ---- */
 
 static int nesting_read(const struct tg_graph_opts *o, const struct tg_dumpfile *df,
-			FILE *out, unsigned long *events, struct tg_diag *d)
+			FILE *out, unsigned long *events, struct tg_timeaxis *ta,
+			struct tg_diag *d)
 {
 	struct tg_lr lr;
 	struct tg_stackrec s;
@@ -159,9 +164,10 @@ static int nesting_read(const struct tg_graph_opts *o, const struct tg_dumpfile 
 				goto release;
 			continue;
 		}
-		if (o->has_time)
+		if (o->has_time) {
+			tg_timeaxis_see(ta, s.time.v);
 			fwrite_unlocked(s.time.text.s, 1, s.time.text.len, out);
-		else
+		} else
 			fprintf(out, "%lu", *events);
 		fprintf(out, " %u\n", s.depth);
 		(*events)++;
@@ -177,23 +183,35 @@ int tg_nesting_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 		   struct tg_diag *d)
 {
 	unsigned long *events = calloc(n ? n : 1, sizeof(*events));
+	double *act = calloc(n ? n : 1, sizeof(*act));
+	unsigned char *show = calloc(n ? n : 1, 1);
 	struct tg_aout dat, script;
-	size_t plotted = 0;
-	int first = 1, ret = -1;
+	struct tg_plot_files pf = { .temporary = 0 };
+	struct tg_timeaxis ta;
+	size_t plotted = 0, shown = 0, k = 0;
+	const char *sep = "plot ";
+	int ret = -1;
 	char name[64];
 
-	if (!events)
-		return tg_error(d, "out of memory");
+	tg_timeaxis_init(&ta, !o->has_time ? TG_TIME_NONE :
+			 o->clock ? TG_TIME_CLOCK : TG_TIME_ELAPSED);
+	if (!events || !act || !show) {
+		tg_error(d, "out of memory");
+		goto out;
+	}
+	if (tg_plot_files_open(&pf, po, "nesting", d) < 0)
+		goto out;
 	for (size_t i = 0; i < n; i++) {
+		act[i] = -1;
 		if (files[i].kind != TG_DUMP_STACK) {
 			graph_report_skip(r, &files[i], "not a stack file");
 			continue;
 		}
 		graph_report_start(r, &files[i]);
 		snprintf(name, sizeof(name), "nesting-%zu.dat", i);
-		if (tg_aout_open(&dat, po->dir, name, d) < 0)
+		if (tg_aout_open(&dat, pf.dir, name, d) < 0)
 			goto out;
-		if (nesting_read(o, &files[i], dat.f, &events[i], d) < 0 ||
+		if (nesting_read(o, &files[i], dat.f, &events[i], &ta, d) < 0 ||
 		    tg_aout_commit(&dat, d) < 0) {
 			tg_aout_abort(&dat);
 			goto out;
@@ -201,35 +219,54 @@ int tg_nesting_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 		tg_aout_release(&dat);
 		if (!events[i])
 			graph_report_skip(r, &files[i], "no events");
+		else
+			act[i] = (double)events[i];
 		plotted += events[i] != 0;
 	}
 	if (!plotted) {
 		tg_error(d, "no calls to plot");
 		goto out;
 	}
-	if (graph_script(&script, po, "nesting", d) < 0)
+	/* as memg: the threads with the most calls in colour, the rest in grey */
+	tg_gp_pick_top(act, n, TG_MEMG_TOP_THREADS, show);
+	if (graph_script(&script, po, &pf, "nesting", d) < 0)
 		goto out;
+	/* offsets: the deepest and the outermost calls are not drawn on the frame */
 	fputs("set title 'Stack depth by thread'\nset ylabel 'Depth'\n"
-	      "set key outside right top\nset grid\n", script.f);
-	if (o->has_time)
-		fputs("set xlabel 'Time'\nset xdata time\nset timefmt '%s'\n"
-		      "set format x '%H:%M:%S'\n", script.f);
-	else
-		fputs("set xlabel 'Call'\n", script.f);
-	fputs("plot", script.f);
+	      "set key outside right top\nset grid\nset offsets 0, 0, 0.5, 0.5\n",
+	      script.f);
+	for (size_t i = 0; i < n; i++)
+		shown += show[i];
+	if (shown < plotted)
+		fprintf(script.f, "set key title 'top %zu of %zu threads by calls'\n", shown,
+			plotted);
+	tg_timeaxis_write(script.f, &ta, NULL, "Call");
 	for (size_t i = 0; i < n; i++) {
-		if (!events[i])
+		if (!events[i] || show[i])
 			continue;
-		fprintf(script.f, "%s 'nesting-%zu.dat' using 1:2 with points pt 7 ps 0.4 title ",
-			first ? "" : ", \\\n    ", i);
-		tg_gp_quote(script.f, files[i].thread, strlen(files[i].thread));
-		first = 0;
+		fprintf(script.f, "%s'nesting-%zu.dat' using (tx($1)):2 with points lt %d "
+			"ps 0.4 notitle", sep, i, TG_GP_LT_OTHER);
+		sep = ", \\\n     ";
 	}
+	for (size_t i = 0; i < n; i++) {
+		if (!events[i] || !show[i])
+			continue;
+		fprintf(script.f, "%s'nesting-%zu.dat' using (tx($1)):2 with points lt %zu "
+			"ps 0.4 title ", sep, i, k++ % TG_GP_STYLES + 1);
+		tg_gp_quote(script.f, files[i].thread, strlen(files[i].thread));
+		sep = ", \\\n     ";
+	}
+	if (shown < plotted)
+		fprintf(script.f, "%skeyentry with points lt %d title '%zu other thread%s (grey)'",
+			sep, TG_GP_LT_OTHER, plotted - shown, plotted - shown == 1 ? "" : "s");
 	fputs("\n", script.f);
 	graph_report_plotting(r, po);
-	ret = tg_plot_finish(po, "nesting", &script, NULL, d);
+	ret = tg_plot_finish(po, &pf, "nesting", &script, NULL, d);
 out:
+	tg_plot_files_release(&pf);
 	free(events);
+	free(act);
+	free(show);
 	return ret;
 }
 
@@ -248,7 +285,8 @@ struct il_input {
 };
 
 /* Advances in to its next event in range; 0 (maybe at EOF) or -1. */
-static int il_next(const struct tg_graph_opts *o, struct il_input *in, struct tg_diag *d)
+static int il_next(const struct tg_graph_opts *o, struct il_input *in,
+		   struct tg_timeaxis *ta, struct tg_diag *d)
 {
 	const char *line, *why;
 	size_t len;
@@ -262,6 +300,7 @@ static int il_next(const struct tg_graph_opts *o, struct il_input *in, struct tg
 				return -1;
 			continue;
 		}
+		tg_timeaxis_see(ta, m.time.v);
 		if ((o->has_from && m.time.v < o->from) || (o->has_to && m.time.v > o->to))
 			continue;
 		in->t = m.time.v;
@@ -286,6 +325,9 @@ int tg_interleave_run(const struct tg_graph_opts *o, const struct tg_plot_opts *
 {
 	struct il_input *in = calloc(n ? n : 1, sizeof(*in));
 	struct tg_aout dat, script, legend;
+	struct tg_plot_files pf = { .temporary = 0 };
+	struct tg_timeaxis ta;
+	struct tg_timerange range = { o->has_from, o->has_to, o->from, o->to };
 	size_t k = 0, i;
 	int ret = -1, dat_open = 0;
 	struct il_input *cur = NULL;
@@ -293,6 +335,7 @@ int tg_interleave_run(const struct tg_graph_opts *o, const struct tg_plot_opts *
 	size_t flen = 0, llen = 0;
 	unsigned long segments = 0;
 
+	tg_timeaxis_init(&ta, o->clock ? TG_TIME_CLOCK : TG_TIME_ELAPSED);
 	if (!in)
 		return tg_error(d, "out of memory");
 	if (!o->has_time) {
@@ -311,7 +354,7 @@ int tg_interleave_run(const struct tg_graph_opts *o, const struct tg_plot_opts *
 		if (tg_lr_open(&in[k].lr, files[i].path, 2 * TG_LR_MAX_LINE, d) < 0)
 			goto out;
 		in[k].open = in[k].live = 1;
-		if (il_next(o, &in[k], d) < 0)
+		if (il_next(o, &in[k], &ta, d) < 0)
 			goto out;
 		k++;
 	}
@@ -319,7 +362,9 @@ int tg_interleave_run(const struct tg_graph_opts *o, const struct tg_plot_opts *
 		tg_error(d, "no thread .mem files given");
 		goto out;
 	}
-	if (tg_aout_open(&dat, po->dir, "interleave.dat", d) < 0)
+	if (tg_plot_files_open(&pf, po, "interleave", d) < 0)
+		goto out;
+	if (tg_aout_open(&dat, pf.dir, "interleave.dat", d) < 0)
 		goto out;
 	dat_open = 1;
 	for (;;) {
@@ -342,7 +387,7 @@ int tg_interleave_run(const struct tg_graph_opts *o, const struct tg_plot_opts *
 		}
 		memcpy(last, min->text, min->tlen);
 		llen = min->tlen;
-		if (il_next(o, min, d) < 0)
+		if (il_next(o, min, &ta, d) < 0)
 			goto out;
 	}
 	if (cur) {
@@ -367,29 +412,21 @@ int tg_interleave_run(const struct tg_graph_opts *o, const struct tg_plot_opts *
 		goto out;
 	for (i = 0; i < k; i++)
 		fprintf(legend.f, "%u: %s\n", in[i].index, in[i].df->thread);
-	if (graph_script(&script, po, "interleave", d) < 0) {
+	if (graph_script(&script, po, &pf, "interleave", d) < 0) {
 		tg_aout_abort(&legend);
 		goto out;
 	}
 	fprintf(script.f, "set title 'Which thread ran when (see interleave.txt)'\n"
-		"set ylabel 'Thread'\nset xlabel 'Time'\nset xdata time\nset timefmt '%%s'\n"
-		"set format x '%%H:%%M:%%S'\nset grid\nset ytics 1\nset yrange [-1:%zu]\n", k);
-	if (o->has_from || o->has_to) {
-		fputs("set xrange [", script.f);
-		if (o->has_from)
-			fprintf(script.f, "'%.6f'", o->from);
-		else
-			fputs("*", script.f);
-		if (o->has_to)
-			fprintf(script.f, ":'%.6f']\n", o->to);
-		else
-			fputs(":*]\n", script.f);
-	}
-	fputs("plot 'interleave.dat' using 1:2:($2+1) with linespoints lc variable pt 7 "
-	      "ps 0.5 lw 3 notitle\n", script.f);
+		"set ylabel 'Thread'\nset grid\nset ytics %zu\nset yrange [-1:%zu]\n",
+		k > 40 ? (k + 19) / 20 : 1, k);
+	tg_timeaxis_write(script.f, &ta, &range, "Event");
+	/* line type by thread: the series styles, as many as there are, then again */
+	fprintf(script.f, "plot 'interleave.dat' using (tx($1)):2:(int($2) %% %d + 1) with "
+		"linespoints lc variable pt 7 ps 0.5 lw 3 notitle\n", TG_GP_STYLES);
 	graph_report_plotting(r, po);
-	ret = tg_plot_finish(po, "interleave", &script, &legend, d);
+	ret = tg_plot_finish(po, &pf, "interleave", &script, &legend, d);
 out:
+	tg_plot_files_release(&pf);
 	if (dat_open)
 		tg_aout_abort(&dat);
 	for (i = 0; i < n; i++)

@@ -27,6 +27,7 @@
 
 struct tg_graph_opts {
 	int has_time;            /* dumps carry TIME# */
+	int clock;               /* nesting, interleave: clock time on the x axis */
 	int has_from, has_to;    /* interleave: time range in seconds */
 	double from, to;
 };

@@ -131,7 +131,7 @@ static double memg_x(const struct tg_memg_opts *o, const struct tg_time *t,
 
 int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *df,
 			unsigned thread, FILE *out, struct tg_peaks *peaks,
-			unsigned long *events, struct tg_diag *d)
+			struct tg_memg_stats *st, struct tg_timeaxis *ta, struct tg_diag *d)
 {
 	struct memg_out *buf = out ? malloc(sizeof(*buf)) : NULL;
 	struct memg_series s = { .out = buf, .cap_milli = memg_cap_milli(o) };
@@ -143,7 +143,8 @@ int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *
 	char ibuf[32];
 	int ret = -1, got;
 
-	*events = 0;
+	st->events = 0;
+	st->moved_kb = 0;
 	if (out && !buf)
 		return tg_error(d, "out of memory");
 	if (buf) {
@@ -164,9 +165,12 @@ int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *
 			continue;
 		}
 		x = memg_x(o, &r.time, index++, ibuf, &xs, &xlen);
+		if (ta && o->has_time)
+			tg_timeaxis_see(ta, x);
 		if (memg_out_of_range(o, x))
 			continue;
-		(*events)++;
+		st->events++;
+		st->moved_kb += fabs((double)r.delta) / 1024.0;
 		memg_series_add(&s, xs, xlen, r.delta);
 		if (peaks && tg_peak_is_candidate(&o->peak, r.delta)) {
 			struct tg_peak c = {
@@ -193,19 +197,23 @@ release:
 }
 
 int tg_memg_read_process(const struct tg_memg_opts *o, const struct tg_dumpfile *df,
-			 FILE *out, unsigned long *events, struct tg_diag *d)
+			 FILE *out, struct tg_memg_stats *st, struct tg_timeaxis *ta,
+			 struct tg_diag *d)
 {
 	struct tg_lr lr;
 	struct tg_procrec r;
 	const char *line, *why, *xs;
 	size_t len, xlen;
 	unsigned long index = 0;
-	long long rebase = llround(o->rebase_kb * 1000.0), cap = memg_cap_milli(o);
+	/* absolute KB unless the original's rebase was asked for: then clipped too */
+	long long rebase = o->has_rebase ? llround(o->rebase_kb * 1000.0) : 0;
+	long long cap = o->has_rebase ? memg_cap_milli(o) : -1;
 	char ibuf[32];
 	int ret = -1, got;
 	struct memg_out *buf = malloc(sizeof(*buf));
 
-	*events = 0;
+	st->events = 0;
+	st->moved_kb = 0;
 	if (!buf)
 		return tg_error(d, "out of memory");
 	buf->f = out;
@@ -224,9 +232,11 @@ int tg_memg_read_process(const struct tg_memg_opts *o, const struct tg_dumpfile 
 			continue;
 		}
 		x = memg_x(o, &r.time, index++, ibuf, &xs, &xlen);
+		if (ta && o->has_time)
+			tg_timeaxis_see(ta, x);
 		if (memg_out_of_range(o, x))
 			continue;
-		(*events)++;
+		st->events++;
 		memg_point(buf, xs, xlen, memg_cap(tg_bytes_to_milli_kb(r.bytes) - rebase, cap));
 	}
 	if (got < 0)
@@ -244,7 +254,7 @@ int tg_peaks_collect(const struct tg_memg_opts *o, const struct tg_dumpfile *fil
 		     struct tg_diag *d)
 {
 	for (size_t i = 0; i < n; i++) {
-		unsigned long events;
+		struct tg_memg_stats st;
 
 		if (files[i].kind != TG_DUMP_MEM) {
 			/* process files hold no peaks: skipped quietly, as memh does */
@@ -254,9 +264,9 @@ int tg_peaks_collect(const struct tg_memg_opts *o, const struct tg_dumpfile *fil
 		}
 		if (r && r->start)
 			r->start(r->ctx, &files[i]);
-		if (tg_memg_read_thread(o, &files[i], (unsigned)i, NULL, peaks, &events, d) < 0)
+		if (tg_memg_read_thread(o, &files[i], (unsigned)i, NULL, peaks, &st, NULL, d) < 0)
 			return -1;
-		if (!events && r && r->skip)
+		if (!st.events && r && r->skip)
 			r->skip(r->ctx, &files[i], "no events");
 	}
 	tg_peaks_select(peaks, &o->peak);
@@ -271,22 +281,83 @@ int tg_peak_write_legend(FILE *f, const struct tg_peaks *p, const struct tg_peak
 	return putc('\n', f) == EOF ? EOF : 0;
 }
 
-/* Writes the xrange line for --time_from/--time_to. */
-static void memg_xrange(FILE *f, const struct tg_memg_opts *o)
+/* Writes the plot command's series: threads (top ones styled, the rest grey), process, peaks. */
+static void memg_plot_lines(FILE *f, const struct tg_memg_opts *o,
+			    const struct tg_dumpfile *files, size_t n,
+			    const struct tg_memg_stats *st, const unsigned char *show,
+			    size_t others, int peaks)
 {
-	if (!o->has_from && !o->has_to)
-		return;
-	fputs("set xrange [", f);
-	if (o->has_from)
-		fprintf(f, o->has_time ? "'%.6f'" : "%.6f", o->from);
-	else
-		fputs("*", f);
-	fputs(":", f);
-	if (o->has_to)
-		fprintf(f, o->has_time ? "'%.6f'" : "%.6f", o->to);
-	else
-		fputs("*", f);
-	fputs("]\n", f);
+	const char *sep = "plot ";
+	size_t i, k = 0;
+
+	/* the grouped threads first: drawn under the others */
+	for (i = 0; i < n; i++) {
+		if (!st[i].events || files[i].kind != TG_DUMP_MEM || show[i])
+			continue;
+		fprintf(f, "%s'memg-%zu.dat' using (tx($1)):2 with lines lt %d notitle", sep, i,
+			TG_GP_LT_OTHER);
+		sep = ", \\\n     ";
+	}
+	for (i = 0; i < n; i++) {
+		if (!st[i].events || files[i].kind != TG_DUMP_MEM || !show[i])
+			continue;
+		fprintf(f, "%s'memg-%zu.dat' using (tx($1)):2 with lines lt %zu title ", sep, i,
+			k++ % TG_GP_STYLES + 1);
+		tg_gp_quote(f, files[i].thread, strlen(files[i].thread));
+		sep = ", \\\n     ";
+	}
+	if (others)
+		fprintf(f, "%skeyentry with lines lt %d title '%zu other thread%s (grey)'", sep,
+			TG_GP_LT_OTHER, others, others == 1 ? "" : "s");
+	for (i = 0; i < n; i++) {
+		if (!st[i].events || files[i].kind != TG_DUMP_PROCESS)
+			continue;
+		if (o->has_rebase)
+			fprintf(f, "%s'memg-%zu.dat' using (tx($1)):2 with lines lt %d "
+				"title 'Process (KB - %g)'", sep, i, TG_GP_LT_PROCESS, o->rebase_kb);
+		else
+			fprintf(f, "%s'memg-%zu.dat' using (tx($1)):($2/1024) axes x1y2 with lines "
+				"lt %d title 'Process (MB, right axis)'", sep, i, TG_GP_LT_PROCESS);
+		sep = ", \\\n     ";
+	}
+	if (peaks)
+		fprintf(f, "%s'memg-peaks.dat' using (tx($1)):2:3 with labels point pt 7 ps 0.6 "
+			"lc rgb '#000000' offset char 0,0.8 notitle", sep);
+	fputs("\n", f);
+}
+
+/* Writes memg.gp's settings and plot command. */
+static void memg_script(FILE *f, const struct tg_memg_opts *o,
+			const struct tg_dumpfile *files, size_t n,
+			const struct tg_memg_stats *st, const unsigned char *show,
+			const struct tg_timeaxis *ta, int peaks)
+{
+	struct tg_timerange range = { o->has_from, o->has_to, o->from, o->to };
+	size_t i, threads = 0, shown = 0;
+	int process = 0;
+
+	for (i = 0; i < n; i++) {
+		if (!st[i].events)
+			continue;
+		if (files[i].kind == TG_DUMP_PROCESS) {
+			process = 1;
+			continue;
+		}
+		threads++;
+		shown += show[i];
+	}
+	fputs("set title 'Memory by thread: what each call kept (+) or released (-), KB'\n",
+	      f);
+	fputs("set key outside right top\nset grid\n", f);
+	if (shown < threads)
+		fprintf(f, "set key title 'top %zu of %zu threads by memory moved'\n", shown,
+			threads);
+	fputs("set ylabel 'Delta per call (KB)'\n", f);
+	if (process && !o->has_rebase)
+		fputs("set ytics nomirror\nset y2tics\nset y2label 'Process memory (MB)'\n"
+		      "set y2range [0:*]\n", f);
+	tg_timeaxis_write(f, ta, &range, "Event");
+	memg_plot_lines(f, o, files, n, st, show, threads - shown, peaks);
 }
 
 int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
@@ -295,20 +366,32 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 {
 	struct tg_peaks peaks;
 	struct tg_aout dat, script, legend;
-	unsigned long *events = calloc(n ? n : 1, sizeof(*events));
-	size_t i, plotted = 0;
-	int ret = -1, first = 1;
+	struct tg_plot_files pf = { .temporary = 0 };
+	struct tg_timeaxis ta;
+	struct tg_memg_stats *st = calloc(n ? n : 1, sizeof(*st));
+	double *act = calloc(n ? n : 1, sizeof(*act));
+	unsigned char *show = calloc(n ? n : 1, 1);
+	size_t i, plotted = 0, top = o->top_threads ? (size_t)o->top_threads :
+		TG_MEMG_TOP_THREADS;
+	int ret = -1;
 	char name[64];
 
 	tg_peaks_init(&peaks);
+	tg_timeaxis_init(&ta, !o->has_time ? TG_TIME_NONE :
+			 o->clock ? TG_TIME_CLOCK : TG_TIME_ELAPSED);
 	memset(&script, 0, sizeof(script));
 	memset(&legend, 0, sizeof(legend));
-	if (!events)
-		return tg_error(d, "out of memory");
+	if (!st || !act || !show) {
+		tg_error(d, "out of memory");
+		goto out;
+	}
+	if (tg_plot_files_open(&pf, po, "memg", d) < 0)
+		goto out;
 	for (i = 0; i < n; i++) {
 		const struct tg_dumpfile *df = &files[i];
 		int rc;
 
+		act[i] = -1;
 		if (df->kind == TG_DUMP_STACK ||
 		    (df->kind == TG_DUMP_PROCESS && o->no_process)) {
 			if (df->kind == TG_DUMP_STACK && r && r->skip)
@@ -318,12 +401,12 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		if (r && r->start)
 			r->start(r->ctx, df);
 		snprintf(name, sizeof(name), "memg-%zu.dat", i);
-		if (tg_aout_open(&dat, po->dir, name, d) < 0)
+		if (tg_aout_open(&dat, pf.dir, name, d) < 0)
 			goto out;
 		if (df->kind == TG_DUMP_PROCESS)
-			rc = tg_memg_read_process(o, df, dat.f, &events[i], d);
+			rc = tg_memg_read_process(o, df, dat.f, &st[i], &ta, d);
 		else
-			rc = tg_memg_read_thread(o, df, (unsigned)i, dat.f, &peaks, &events[i], d);
+			rc = tg_memg_read_thread(o, df, (unsigned)i, dat.f, &peaks, &st[i], &ta, d);
 		if (rc < 0) {
 			tg_aout_abort(&dat);
 			goto out;
@@ -333,14 +416,17 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 			goto out;
 		}
 		tg_aout_release(&dat);
-		if (!events[i] && r && r->skip)
+		if (!st[i].events && r && r->skip)
 			r->skip(r->ctx, df, "no events");
-		plotted += events[i] != 0;
+		if (st[i].events && df->kind == TG_DUMP_MEM)
+			act[i] = st[i].moved_kb;
+		plotted += st[i].events != 0;
 	}
 	if (!plotted) {
 		tg_error(d, "no events to plot");
 		goto out;
 	}
+	tg_gp_pick_top(act, n, top, show);
 	tg_peaks_select(&peaks, &o->peak);
 
 	if (tg_aout_open(&legend, po->dir, "memg.txt", d) < 0)
@@ -350,7 +436,7 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 				     files[peaks.v[i].thread].thread);
 	if (peaks.n) {
 		char m[TG_FMT_MILLI_MAX];
-		if (tg_aout_open(&dat, po->dir, "memg-peaks.dat", d) < 0)
+		if (tg_aout_open(&dat, pf.dir, "memg-peaks.dat", d) < 0)
 			goto out_legend;
 		for (i = 0; i < peaks.n; i++) {
 			const struct tg_peak *k = &peaks.v[i];
@@ -368,43 +454,22 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		tg_aout_release(&dat);
 	}
 
-	if (tg_aout_open(&script, po->dir, "memg.gp", d) < 0)
+	if (tg_aout_open(&script, pf.dir, "memg.gp", d) < 0)
 		goto out_legend;
 	tg_gp_preamble(script.f, po, "memg");
-	fputs("set title 'Memory by thread (KB)'\n", script.f);
-	fputs("set key outside right top\nset grid\n", script.f);
-	fputs("set ylabel 'KB'\n", script.f);
-	if (o->has_time)
-		fputs("set xlabel 'Time'\nset xdata time\nset timefmt '%s'\n"
-		      "set format x '%H:%M:%S'\n", script.f);
-	else
-		fputs("set xlabel 'Event'\n", script.f);
-	memg_xrange(script.f, o);
-	fputs("plot", script.f);
-	for (i = 0; i < n; i++) {
-		if (!events[i])
-			continue;
-		fprintf(script.f, "%s 'memg-%zu.dat' using 1:2 with lines title ",
-			first ? "" : ", \\\n    ", i);
-		if (files[i].kind == TG_DUMP_PROCESS)
-			fputs("'Process'", script.f);
-		else
-			tg_gp_quote(script.f, files[i].thread, strlen(files[i].thread));
-		first = 0;
-	}
-	if (peaks.n)
-		fputs(", \\\n    'memg-peaks.dat' using 1:2:3 with labels point pt 7 ps 0.6 "
-		      "offset char 0,0.8 notitle", script.f);
-	fputs("\n", script.f);
-	if (r && r->plotting && !po->script_only)
+	memg_script(script.f, o, files, n, st, show, &ta, peaks.n != 0);
+	if (r && r->plotting && tg_plot_draws(po))
 		r->plotting(r->ctx);
-	ret = tg_plot_finish(po, "memg", &script, &legend, d);
+	ret = tg_plot_finish(po, &pf, "memg", &script, &legend, d);
 	goto out;
 
 out_legend:
 	tg_aout_abort(&legend);
 out:
+	tg_plot_files_release(&pf);
 	tg_peaks_release(&peaks);
-	free(events);
+	free(st);
+	free(act);
+	free(show);
 	return ret;
 }

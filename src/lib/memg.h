@@ -2,9 +2,13 @@
  * memg.h - the memory graph (memg) and the peak list (peaks) of thread dumps.
  *
  * Thread series are DELTA in KB per .mem event, with runs of zero deltas
- * collapsed to their first and last point; the process series is RSS in KB minus
- * a rebase.  Points go straight to data files as the dumps are read, and only
- * peak candidates stay in memory, so files of any size are streamed.
+ * collapsed to their first and last point; the process series is RSS in KB,
+ * drawn in MB on a second y axis, or, with --process_rebase (the original's
+ * option), minus the rebase on the threads' axis.  Points go straight to data
+ * files as the dumps are read, and only peak candidates stay in memory, so files
+ * of any size are streamed.  The top_threads threads that moved the most memory
+ * get a style of their own and a key entry; the others are drawn in grey under
+ * one key entry, and the key's title says so.
  */
 #ifndef TG_MEMG_H
 #define TG_MEMG_H
@@ -15,13 +19,20 @@
 #include "dumpfile.h"
 #include "gnuplot.h"
 #include "peaks.h"
+#include "timeaxis.h"
+
+/* Threads drawn each in a style of its own by default (--top-threads). */
+#define TG_MEMG_TOP_THREADS 20
 
 struct tg_memg_opts {
 	int has_time;            /* dumps carry TIME# (no --no_time) */
+	int clock;               /* x axis in clock time (--time-axis=clock) */
 	int has_cap;             /* clip plotted values to +-cap_kb */
 	double cap_kb;
 	int no_process;          /* ignore process files */
-	double rebase_kb;        /* subtracted from process values */
+	int has_rebase;          /* --process_rebase given: the original's process line */
+	double rebase_kb;        /* subtracted from process values (with has_rebase) */
+	unsigned long top_threads; /* threads with a style of their own (0: default) */
 	struct tg_peak_opts peak;
 	int has_from, has_to;    /* time range (seconds); events outside are skipped */
 	double from, to;
@@ -38,18 +49,26 @@ struct tg_memg_report {
 	void *ctx;
 };
 
+/* What reading one file found. */
+struct tg_memg_stats {
+	unsigned long events;    /* events in range */
+	double moved_kb;         /* sum of |DELTA| in range (KB): a thread's activity */
+};
+
 /*
  * Reads one thread .mem file.  Candidates go into peaks (thread is the file's
  * index, kept in each peak); series points are written to out unless it is
- * NULL.  *events counts the events in range.  Returns 0 or -1 (d->msg set).
+ * NULL.  *st counts what was in range; every event's time widens ta (may be
+ * NULL).  Returns 0 or -1 (d->msg set).
  */
 int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *df,
 			unsigned thread, FILE *out, struct tg_peaks *peaks,
-			unsigned long *events, struct tg_diag *d);
+			struct tg_memg_stats *st, struct tg_timeaxis *ta, struct tg_diag *d);
 
 /* Reads a process file, writing its series to out; as above. */
 int tg_memg_read_process(const struct tg_memg_opts *o, const struct tg_dumpfile *df,
-			 FILE *out, unsigned long *events, struct tg_diag *d);
+			 FILE *out, struct tg_memg_stats *st, struct tg_timeaxis *ta,
+			 struct tg_diag *d);
 
 /*
  * Collects and selects the peaks of the thread files among files[0..n) (stack
@@ -60,9 +79,10 @@ int tg_peaks_collect(const struct tg_memg_opts *o, const struct tg_dumpfile *fil
 		     struct tg_diag *d);
 
 /*
- * The whole memg command: data files memg-N.dat (thread N), memg-process-N.dat,
- * memg-peaks.dat, the script memg.gp, the legend memg.txt and the graph, in
- * po->dir.  Returns 0 or -1 (d->msg set; no graph or legend left behind).
+ * The whole memg command: data files memg-N.dat (file N, thread or process),
+ * memg-peaks.dat and the script memg.gp in the plot folder (gnuplot.h), the
+ * legend memg.txt and the graph in po->dir.  Returns 0 or -1 (d->msg set; no
+ * graph or legend left behind).
  */
 int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		const struct tg_dumpfile *files, size_t n, const struct tg_memg_report *r,

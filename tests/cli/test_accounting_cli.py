@@ -95,13 +95,13 @@ def test_hist_table(tg, tmp_path):
     assert "thread leaker" in r.stdout
     r = tg("hist", "--script-only", "-o", str(tmp_path), ACC)
     assert r.returncode == 0, r.stderr
-    assert (tmp_path / "hist.dat").read_text().splitlines() == [
+    assert (tmp_path / "hist-plot" / "hist.dat").read_text().splitlines() == [
         "6 32-63 59 44", "7 64-127 NaN NaN", "8 128-255 NaN NaN", "9 256-511 NaN NaN",
         "10 512-1023 NaN NaN", "11 1Ki-2Ki NaN NaN", "12 2Ki-4Ki NaN NaN",
         "13 4Ki-8Ki NaN NaN", "14 8Ki-16Ki NaN NaN", "15 16Ki-32Ki NaN NaN",
         "16 32Ki-64Ki NaN NaN", "17 64Ki-128Ki 10 10", "18 128Ki-256Ki NaN NaN",
         "19 256Ki-512Ki NaN NaN", "20 512Ki-1024Ki 1 NaN"]
-    assert "plot 'hist.dat'" in (tmp_path / "hist.gp").read_text()
+    assert "plot 'hist.dat'" in (tmp_path / "hist-plot" / "hist.gp").read_text()
 
 
 @pytest.mark.skipif(not HAVE_GNUPLOT, reason="gnuplot not installed")
@@ -269,12 +269,12 @@ def test_bad_format2_input(tg, tmp_path):
 def test_hist_of_one_thread(tg, tmp_path):
     r = tg("hist", "--thread", "leaker", "--script-only", "-o", str(tmp_path), ACC)
     assert r.returncode == 0, r.stderr
-    rows = (tmp_path / "hist.dat").read_text().splitlines()
+    rows = (tmp_path / "hist-plot" / "hist.dat").read_text().splitlines()
     # leaker's own bins only: one 32-63 byte block and one 512Ki-1024Ki block,
     # neither freed (the process table has 59 and 10 allocations there).
     assert rows[0] == "6 32-63 1 NaN" and rows[-1] == "20 512Ki-1024Ki 1 NaN", rows
     assert all(r.endswith("NaN NaN") for r in rows[1:-1]), rows
     assert "set title 'Allocation sizes, thread leaker (power-of-two bins)'" in \
-        (tmp_path / "hist.gp").read_text()
+        (tmp_path / "hist-plot" / "hist.gp").read_text()
     r = tg("hist", "--thread", "nobody", "--no-graph", ACC)
     assert r.returncode == 1 and "no thread named 'nobody'" in r.stderr

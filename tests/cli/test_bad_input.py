@@ -61,7 +61,7 @@ def test_empty_file(tg, tmp_path):
     r = tg("memg", "--script-only", "-o", tmp_path, p, q)
     assert r.returncode == 0, r.stderr
     assert "not plotted: no events" in r.stderr
-    assert "memg-0.dat" not in (tmp_path / "memg.gp").read_text()
+    assert "memg-0.dat" not in (tmp_path / "memg-plot" / "memg.gp").read_text()
 
 
 def test_crlf_and_no_final_newline(tg, tmp_path):

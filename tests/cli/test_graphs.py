@@ -22,7 +22,7 @@ def test_memh(tg, tmp_path, tutorial):
         "6: /data/code/thread_graph/examples/main.py:39:doStuff\n"
         "7: main.py:44:run\n")
     # run: 212992 - 40960 = 172032 B = 168 KB; doStuff 167936 - 4096 = 160 KB
-    assert dat(tmp_path / "memh.dat")[-2:] == [["6", "160", "6"], ["7", "168", "7"]]
+    assert dat(tmp_path / "memh-plot" / "memh.dat")[-2:] == [["6", "160", "6"], ["7", "168", "7"]]
 
 
 def test_memh_keeps_30_per_side(tg, tmp_path):
@@ -48,18 +48,18 @@ def test_memh_nothing(tg, tmp_path):
 def test_nesting(tg, tmp_path, tutorial, fixtures):
     r = tg("nesting", "--script-only", "-o", tmp_path, os.path.join(tutorial, "Thread-7.stack"))
     assert r.returncode == 0, r.stderr
-    d = dat(tmp_path / "nesting-0.dat")
+    d = dat(tmp_path / "nesting-plot" / "nesting-0.dat")
     assert d[:5] == [["1394031410.1", "0"], ["1394031410.1", "1"], ["1394031410.25", "2"],
                      ["1394031410.3", "1"], ["1394031411.37", "1"]]
     assert len(d) == 33
-    gp = (tmp_path / "nesting.gp").read_text()
+    gp = (tmp_path / "nesting-plot" / "nesting.gp").read_text()
     assert "title 'Thread-7'" in gp and "pngcairo" in gp
     nt = tmp_path / "nt"
     nt.mkdir()
     r = tg("--no_time", "nesting", "--script-only", "-o", nt,
            os.path.join(fixtures, "notime", "Worker.stack"))
     assert r.returncode == 0, r.stderr
-    assert dat(nt / "nesting-0.dat") == [["0", "0"], ["1", "1"], ["2", "2"]]
+    assert dat(nt / "nesting-plot" / "nesting-0.dat") == [["0", "0"], ["1", "1"], ["2", "2"]]
     r = tg("nesting", "-o", tmp_path, *tutorial_mems())
     assert r.returncode == 1 and "no calls to plot" in r.stderr
 
@@ -68,7 +68,7 @@ def test_interleave(tg, tmp_path, tutorial):
     r = tg("interleave", "--script-only", "-o", tmp_path, *tutorial_mems())
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "interleave.txt").read_text() == "0: MainThread\n1: Thread-6\n2: Thread-7\n"
-    blocks = [b.split("\n") for b in (tmp_path / "interleave.dat").read_text().strip().split("\n\n")]
+    blocks = [b.split("\n") for b in (tmp_path / "interleave-plot" / "interleave.dat").read_text().strip().split("\n\n")]
     assert blocks[0] == ["1394031409.9 0", "1394031409.9 0"]
     assert blocks[1] == ["1394031410.25 2", "1394031412.05 2"]
     assert blocks[2] == ["1394031412.5 1", "1394031413 1"]
@@ -80,7 +80,7 @@ def test_interleave_range_and_no_time(tg, tmp_path):
     r = tg("interleave", "--script-only", "-o", tmp_path, "--time_from", "05/03/2014 14:57",
            *tutorial_mems(), env={"TZ": "UTC"})
     assert r.returncode == 0, r.stderr
-    blocks = (tmp_path / "interleave.dat").read_text().strip().split("\n\n")
+    blocks = (tmp_path / "interleave-plot" / "interleave.dat").read_text().strip().split("\n\n")
     assert blocks[0].split("\n")[0] == "1394031420.123456 1"
     r = tg("--no_time", "interleave", *tutorial_mems(), cwd=tmp_path)
     assert r.returncode == 1 and "interleave needs timestamps" in r.stderr

@@ -161,7 +161,11 @@ def test_outputs_stay_in_output_dir(tmp_path):
         assert_no_raw_controls(r)
     after = snapshot(base)
     new = sorted(set(after) - set(before))
-    assert all(os.path.dirname(p) == str(out) for p in new), new
+    # the graph's legend in out, its script and data in out/GRAPH-plot
+    assert all(os.path.dirname(p) == str(out) or
+               os.path.dirname(os.path.dirname(p)) == str(out) and
+               os.path.basename(os.path.dirname(p)) in [g + "-plot" for g in GRAPHS]
+               for p in new), new
     for p in new:
         n = os.path.basename(p)
         assert n.split(".")[0].split("-")[0] in GRAPHS, n
@@ -177,16 +181,27 @@ def planted(tmp_path):
     return out, victim
 
 
-@pytest.mark.parametrize("target", ["memg.txt", "memg.gp", "memg-0.dat", "memg-peaks.dat",
-                                    "memg-1.dat"])
+@pytest.mark.parametrize("target", ["memg.txt", "memg-plot/memg.gp", "memg-plot/memg-0.dat",
+                                    "memg-plot/memg-peaks.dat", "memg-plot/memg-1.dat"])
 def test_planted_symlink_is_replaced_not_followed(tmp_path, tutorial, target):
     out, victim = planted(tmp_path)
+    (out / "memg-plot").mkdir()
     os.symlink(victim, out / target)
     r = run("memg", "--script-only", "--peak=20", "-o", out,
             os.path.join(tutorial, "Thread-7.mem"), os.path.join(tutorial, "process.mem"))
     assert r.returncode == 0, r.stderr
     assert victim.read_bytes() == b"precious\n"
     assert not os.path.islink(out / target) and os.path.isfile(out / target)
+
+
+def test_planted_symlink_as_plot_folder_is_refused(tmp_path, tutorial):
+    out, victim = planted(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    os.symlink(elsewhere, out / "memg-plot")
+    r = run("memg", "--script-only", "-o", out, os.path.join(tutorial, "Thread-7.mem"))
+    assert r.returncode == 1 and b"memg-plot' is in the way: not a directory" in r.stderr
+    assert os.listdir(elsewhere) == []
 
 
 def test_planted_dangling_symlink_creates_nothing_outside(tmp_path, tutorial):
@@ -224,7 +239,10 @@ def test_newline_and_macro_in_thread_name_run_nothing(tmp_path):
     for cmd in ("memg", "interleave"):
         r = run(cmd, "-o", out, *mems, cwd=tmp_path)
         assert r.returncode == 0, (cmd, r.stderr)
-        subprocess.run(["gnuplot", cmd + ".gp"], cwd=out, capture_output=True, timeout=60)
+        r = run(cmd, "--script-only", "-o", out, *mems, cwd=tmp_path)
+        assert r.returncode == 0, (cmd, r.stderr)
+        subprocess.run(["gnuplot", cmd + ".gp"], cwd=out / (cmd + "-plot"),
+                       capture_output=True, timeout=60)
     for root in (tmp_path, d, out):
         assert not [n for n in os.listdir(root) if n.startswith("PWNED")], os.listdir(root)
 

@@ -38,7 +38,10 @@ def test_hostile_names_run_nothing(tg, tmp_path):
     assert legend.startswith("0: " + HOSTILE_THREAD + ">`touch PWNED_FILE`.py:3:")
     # rerunning the kept script by hand is just as safe
     import subprocess
-    subprocess.run(["gnuplot", "memg.gp"], cwd=out, capture_output=True, timeout=60)
+    r = tg("memg", "--keep", "--peak=1", "-o", out, mem, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    subprocess.run(["gnuplot", "memg.gp"], cwd=out / "memg-plot", capture_output=True,
+                   timeout=60)
     assert_nothing_ran(tmp_path, out, tmp_path / "data")
 
 
@@ -46,7 +49,7 @@ def test_hostile_title_is_quoted_in_script(tg, tmp_path):
     mem = make_hostile(tmp_path)
     r = tg("memg", "--script-only", "--peak=1", "-o", tmp_path, mem)
     assert r.returncode == 0, r.stderr
-    gp = (tmp_path / "memg.gp").read_text()
+    gp = (tmp_path / "memg-plot" / "memg.gp").read_text()
     assert "title 'x`touch PWNED_T`''; system(\"touch PWNED_S\") #'" in gp
     # function and file names never reach the script, only the legend
     assert "PWNED_F" not in gp and "PWNED_FILE" not in gp
@@ -62,5 +65,5 @@ def test_control_characters_escaped_on_terminal(tg, tmp_path):
     r = tg("memg", "--script-only", "-o", tmp_path, mem)
     assert "\x1b" not in r.stderr
     assert "Processing data for thread evil\\x1b[31m" in r.stderr
-    gp = (tmp_path / "memg.gp").read_text()
+    gp = (tmp_path / "memg-plot" / "memg.gp").read_text()
     assert "\x1b" not in gp and "title 'evil?[31m'" in gp

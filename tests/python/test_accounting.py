@@ -218,7 +218,7 @@ def test_cli_summary_and_hist(run, tmp_path):
     assert json.loads(r.stdout)["process"]["peak_bytes"] > 0
     r = cli("hist", run, "-o", str(tmp_path), "--script-only")
     assert r.returncode == 0, r.stderr
-    assert os.path.exists(tmp_path / "hist.gp") and os.path.exists(tmp_path / "hist.dat")
+    assert os.path.exists(tmp_path / "hist-plot" / "hist.gp") and os.path.exists(tmp_path / "hist-plot" / "hist.dat")
     lines = r.stdout.split("\n\nthread churner\n")[1].splitlines()
     row = [l.split() for l in lines if l.split() and l.split()[0] == str(CHURN_BIN)]
     assert row == [[str(CHURN_BIN), "64Ki-128Ki", str(N_CHURN), str(N_CHURN)]]
