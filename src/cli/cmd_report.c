@@ -10,6 +10,7 @@
 #include "atomic_out.h"
 #include "cli.h"
 #include "fold_cli.h"
+#include "gnuplot.h"
 #include "report.h"
 
 static const char report_usage[] = "threadgraph report [options] RUN_DIR";
@@ -20,8 +21,9 @@ static void report_note(void *ctx, const char *msg)
 	warning("%s", msg);
 }
 
-/* Removes DIR's files and DIR (the scratch directory this command made). */
-static void report_rm_scratch(const char *dir)
+/* Removes DIR's files and DIR (the scratch directory this command made); DEPTH
+ * levels of subfolders (the graphs' NAME-plot folders when no gnuplot ran). */
+static void report_rm_scratch(const char *dir, int depth)
 {
 	DIR *dh = opendir(dir);
 	struct dirent *e;
@@ -32,7 +34,8 @@ static void report_rm_scratch(const char *dir)
 			if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 				continue;
 			if (asprintf(&p, "%s/%s", dir, e->d_name) >= 0) {
-				unlink(p);
+				if (unlink(p) < 0 && depth > 0)
+					report_rm_scratch(p, depth - 1);
 				free(p);
 			}
 		}
@@ -53,6 +56,7 @@ int cmd_report(int argc, char **argv)
 	struct tg_aout out = { 0 };
 	struct tg_diag d;
 	char *scratch = NULL;
+	char gnuplot[4096];
 	int nargs, ret;
 	const struct tg_option opts[] = {
 		{ "output", 'o', TG_OPT_STRING, &output, NULL, "FILE",
@@ -102,6 +106,8 @@ int cmd_report(int argc, char **argv)
 		return ret;
 	}
 	o.scratch = scratch;
+	if (tg_gnuplot_find(gnuplot, sizeof(gnuplot)) == 0)
+		o.gnuplot = gnuplot;
 	if (tg_cli_open_output(output, &out, &d) < 0 ||
 	    tg_report_write(&o, out.f, &cb, &d) < 0 || tg_aout_commit(&out, &d) < 0) {
 		tg_aout_abort(&out);
@@ -111,7 +117,7 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "wrote %s\n", output);
 		ret = TG_EXIT_OK;
 	}
-	report_rm_scratch(scratch);
+	report_rm_scratch(scratch, 1);
 	free(scratch);
 	tg_cli_diag_summary(&d);
 	return ret;

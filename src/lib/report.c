@@ -234,7 +234,7 @@ static const char rep_style[] =
 static void rep_memg(FILE *out, const struct tg_report_opts *o, const struct rep_files *files,
 		     const struct tg_report_cb *cb, struct tg_diag *d)
 {
-	struct tg_plot_opts po = { o->scratch, "svg", 1200, 560, 0 };
+	struct tg_plot_opts po = { o->scratch, "svg", 1200, 560, 0, o->gnuplot, 0 };
 	struct tg_diag sub = *d;
 	char *path;
 
@@ -446,7 +446,7 @@ static int rep_flame(FILE *out, const struct tg_report_opts *o,
 static int rep_accounting(FILE *out, const struct tg_report_opts *o,
 			  const struct tg_report_cb *cb, struct tg_diag *d)
 {
-	struct tg_plot_opts po = { o->scratch, "svg", 1000, 480, 0 };
+	struct tg_plot_opts po = { o->scratch, "svg", 1000, 480, 0, o->gnuplot, 0 };
 	struct tg_summary s;
 	struct tg_diag sub = *d;
 	FILE *tmp;

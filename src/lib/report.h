@@ -21,6 +21,8 @@
 struct tg_report_opts {
 	const char *run_dir;
 	const char *scratch;         /* an empty directory for gnuplot's files (the caller's) */
+	const char *gnuplot;         /* the gnuplot to run (tg_gnuplot_find), or NULL: the
+				      * page says the graphs need gnuplot */
 	struct tg_memg_opts memg;    /* has_time and the peak options, as memg */
 	const char *metric;          /* the flame graph's metric; NULL: peak and alloc with
 				      * accounting (those present), else delta */
