@@ -27,7 +27,7 @@ suffix=$($py -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))
 echo "== building the extension with ASan/UBSan for $($py -V 2>&1)"
 $cc -std=gnu11 -O1 -g -fPIC -shared $san -Wall -Wextra -Wno-missing-field-initializers \
     -I"$inc" -I"$root/src/common" -I"$root/src/recorder" \
-    -o "$pkg/_recorder$suffix" "$root"/src/recorder/*.c -lpthread -lz
+    -o "$pkg/_recorder$suffix" "$root"/src/recorder/*.c -lpthread -lz -ldl
 echo "== building the CLI with ASan/UBSan"
 $cc -std=gnu11 -O1 -g $san -Wno-missing-field-initializers \
     -I"$root/src/common" -I"$root/src/lib" -I"$root/src/cli" \
