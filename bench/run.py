@@ -41,6 +41,11 @@ CHART = os.path.join(HERE, "overhead.svg")
 BUILD = os.path.join(HERE, "build")
 
 CUSTOM_WORKLOADS = ["call_heavy", "alloc_heavy", "generator_heavy", "threads_locks", "stdlib_mix"]
+# Workloads whose memory is mostly native (need NumPy; run when it is importable).
+NATIVE_WORKLOADS = ["numpy_heavy"]
+# Native-memory comparison (docs/api.md "Native memory"): threadgraph native=True vs
+# memray native_traces=True vs threadgraph native=False.
+NATIVE_CONFIGS = ["tg-native", "memray-native", "tg-thread"]
 PP_WORKLOADS = ["pp_" + n for n in pps.NAMES]
 QUICK_PP = ["pp_richards", "pp_json_loads", "pp_regex_v8"]
 QUICK_SCALE = 0.25
@@ -263,6 +268,31 @@ def cli_targets(cli):
     return out
 
 
+def native_section(workloads, summ):
+    """Lines of the "Native memory" section, or none if tg-native was not measured."""
+    rows = [w for w in workloads if summ[w].get("tg-native", {}).get("n")]
+    if not rows:
+        return []
+    L = ["## Native memory: threadgraph native=True vs memray native_traces=True\n",
+         "Wall-time ratios vs no profiler (median of pairs). `tg-native` is `tg-thread` "
+         "(full recording) with `native=True`; `memray-native` is "
+         "`memray.Tracker(native_traces=True)`. The last two columns divide: threadgraph "
+         "native over memray native, and threadgraph native over threadgraph native=False "
+         "(the cost of counting native memory).\n",
+         "| workload | tg-native | memray-native | tg-thread | tg-native / memray-native "
+         "| tg-native / tg-thread |", "|---|---:|---:|---:|---:|---:|"]
+
+    def ratio(w, c):
+        return summ[w].get(c, {}).get("time_ratio")
+    for w in rows:
+        tn, mn, tt = ratio(w, "tg-native"), ratio(w, "memray-native"), ratio(w, "tg-thread")
+        L.append("| %s | %s | %s | %s | %s | %s |" % (
+            w, fmt(tn), fmt(mn), fmt(tt), fmt(tn / mn if tn and mn else None),
+            fmt(tn / tt if tn and tt else None)))
+    L.append("")
+    return L
+
+
 def render(results):
     excluded = results.get("excluded", {})
     summ = summarize(results)
@@ -272,7 +302,7 @@ def render(results):
     results["summary"] = summ
     configs = [c for c in runner.CONFIGS if c != "none"
                and any(c in summ[w] for w in summ)]
-    workloads = [w for w in CUSTOM_WORKLOADS + PP_WORKLOADS if w in summ]
+    workloads = [w for w in CUSTOM_WORKLOADS + NATIVE_WORKLOADS + PP_WORKLOADS if w in summ]
     custom = [w for w in workloads if not w.startswith("pp_")]
     pp = [w for w in workloads if w.startswith("pp_")]
     geo = []
@@ -371,6 +401,7 @@ def render(results):
             rows.append("| %s | %s |" % (w, " | ".join(cells)))
         L += rows
         L.append("")
+        L += native_section(workloads, summ)
         errs = [(w, c, s["errors"]) for w in summ for c, s in summ[w].items() if s.get("errors")]
         if errs:
             L.append("## Failed runs\n")
@@ -599,6 +630,9 @@ def main():
             workloads = args.only.split(",")
         else:
             workloads = list(CUSTOM_WORKLOADS)
+            if subprocess.run([sys.executable, "-c", "import numpy"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+                workloads += NATIVE_WORKLOADS
             if pps.available():
                 workloads += QUICK_PP if args.quick else PP_WORKLOADS
             else:
