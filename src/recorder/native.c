@@ -4,7 +4,8 @@
  * Three parts:
  *  - the hooks: malloc, calloc, realloc, reallocarray, free, posix_memalign,
  *    aligned_alloc, memalign, valloc, mmap/mmap64, munmap, mremap, and
- *    dlopen/dlmopen (which re-patch after loading);
+ *    dlopen/dlmopen (which re-patch after loading), and dlsym (x86-64), which
+ *    hands out our hooks for the allocator functions (ctypes takes them so);
  *  - the mapping table: anonymous mappings as sorted, disjoint page ranges with
  *    their accounting site, under one mutex held across the system call (mmap is
  *    a system call already, and holding the lock keeps an address that the kernel
@@ -81,6 +82,7 @@ static struct {
     void *(*mremap)(void *, size_t, size_t, int, ...);
     void *(*dlopen)(const char *, int);
     void *(*dlmopen)(Lmid_t, const char *, int);
+    void *(*dlsym)(void *, const char *);
 } tg_real;
 
 /* --- counting ---------------------------------------------------------------- */
@@ -463,6 +465,12 @@ tg_nat_mremap(void *old, size_t old_len, size_t new_len, int flags, ...)
 
 static void *tg_nat_dlopen(const char *file, int flags);
 static void *tg_nat_dlmopen(Lmid_t lmid, const char *file, int flags);
+#if defined(__x86_64__)
+void *tg_nat_dlsym_entry(void *handle, const char *name);
+#define TG_NAT_DLSYM_HOOK ((void *)tg_nat_dlsym_entry)
+#else
+#define TG_NAT_DLSYM_HOOK NULL   /* not hooked: see tg_nat_dlsym_entry */
+#endif
 
 /* The symbols we bind: name, hook, and where the real function goes. */
 struct tg_nat_sym {
@@ -487,6 +495,7 @@ static struct tg_nat_sym tg_nat_syms[] = {
     {"mremap", (void *)tg_nat_mremap, (void **)&tg_real.mremap},
     {"dlopen", (void *)tg_nat_dlopen, (void **)&tg_real.dlopen},
     {"dlmopen", (void *)tg_nat_dlmopen, (void **)&tg_real.dlmopen},
+    {"dlsym", TG_NAT_DLSYM_HOOK, (void **)&tg_real.dlsym},
 };
 #define TG_NAT_NSYMS (sizeof(tg_nat_syms) / sizeof(tg_nat_syms[0]))
 
@@ -506,10 +515,11 @@ tg_nat_sym_find(const char *name)
 {
     size_t i;
     if (name[0] != 'm' && name[0] != 'c' && name[0] != 'r' && name[0] != 'f'
-            && name[0] != 'p' && name[0] != 'a' && name[0] != 'v' && name[0] != 'd')
+                && name[0] != 'p' && name[0] != 'a' && name[0] != 'v' && name[0] != 'd')
         return NULL;
     for (i = 0; i < TG_NAT_NSYMS; i++)
-        if (*tg_nat_syms[i].real != NULL && strcmp(name, tg_nat_syms[i].name) == 0)
+        if (*tg_nat_syms[i].real != NULL && tg_nat_syms[i].hook != NULL
+                && strcmp(name, tg_nat_syms[i].name) == 0)
             return &tg_nat_syms[i];
     return NULL;
 }
@@ -700,6 +710,48 @@ tg_nat_dlmopen(Lmid_t lmid, const char *file, int flags)
     return h;
 }
 
+/* dlsym: a function pointer taken with dlsym (ctypes.CDLL(None).malloc) would call
+ * the allocator directly, so for the functions we hook the caller gets our hook.
+ * dlsym(RTLD_NEXT, ...) searches after the *caller's* object, which glibc finds
+ * from the return address: the entry below jumps (never calls) to the real dlsym
+ * for RTLD_NEXT, so that the return address is still the caller's, and to
+ * tg_nat_dlsym for every other handle, whose lookup does not depend on it.
+ * x86-64 only (elsewhere dlsym is not hooked, docs/api.md). */
+#if defined(__x86_64__)
+/* The real dlsym for the entry's RTLD_NEXT jump (a plain symbol the assembly can
+ * name); set with tg_real.dlsym. */
+__attribute__((visibility("hidden"))) void *(*tg_nat_real_dlsym)(void *, const char *);
+
+__attribute__((visibility("hidden"), used)) void *tg_nat_dlsym(void *handle, const char *name);
+
+void *
+tg_nat_dlsym(void *handle, const char *name)
+{
+    void *f = tg_real.dlsym(handle, name);
+    size_t i;
+
+    if (f == NULL || !atomic_load_explicit(&tg_nat_on, TG_RELAXED))
+        return f;
+    for (i = 0; i < TG_NAT_NSYMS; i++)
+        if (f == *tg_nat_syms[i].real && tg_nat_syms[i].hook != NULL
+                && tg_nat_syms[i].hook != TG_NAT_DLSYM_HOOK)
+            return tg_nat_syms[i].hook;
+    return f;
+}
+
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".globl tg_nat_dlsym_entry\n"
+        ".hidden tg_nat_dlsym_entry\n"
+        ".type tg_nat_dlsym_entry, @function\n"
+        "tg_nat_dlsym_entry:\n"
+        "    cmpq $-1, %rdi\n"                      /* RTLD_NEXT */
+        "    je 1f\n"
+        "    jmp tg_nat_dlsym\n"
+        "1:  jmpq *tg_nat_real_dlsym(%rip)\n"
+        ".size tg_nat_dlsym_entry, .-tg_nat_dlsym_entry\n");
+#endif
+
 /* --- fork ----------------------------------------------------------------------- */
 
 /* Both locks are held across fork() so that the child never inherits a walk or a
@@ -743,6 +795,9 @@ tg_nat_init_once(void)
                         "native=True: cannot find the C library's malloc/free/mmap with dlsym");
         return -1;
     }
+#if defined(__x86_64__)
+    tg_nat_real_dlsym = tg_real.dlsym;
+#endif
     if (pthread_atfork(tg_nat_atfork_prepare, tg_nat_atfork_release, tg_nat_atfork_release) != 0) {
         PyErr_SetString(PyExc_RuntimeError, "native=True: pthread_atfork failed");
         return -1;

@@ -44,7 +44,7 @@ def natext(tmp_path_factory):
     target = out / ("natext" + sysconfig.get_config_var("EXT_SUFFIX"))
     cmd = [cc, "-O0", "-shared", "-fPIC", "-pthread",
            "-I" + sysconfig.get_paths()["include"],
-           "-o", str(target), os.path.join(HERE, "native", "natext.c")]
+           "-o", str(target), os.path.join(HERE, "native", "natext.c"), "-ldl"]
     r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        universal_newlines=True)
     if r.returncode != 0:
@@ -101,6 +101,12 @@ m, res["mmap4"] = delta(natext.mmap, 4 * PAGE)
 m, res["mremap"] = delta(natext.mremap, m, 4 * PAGE, 8 * PAGE)
 _, res["munmap8"] = delta(natext.munmap, m, 8 * PAGE)
 _, res["bytearray"] = delta(bytearray, 10000000)   # Python domain: counted once
+import ctypes          # a function pointer taken with dlsym (hooked dlsym)
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+b, res["ctypes_malloc"] = delta(libc.malloc, 50000000)
+_, res["ctypes_free"] = delta(libc.free, b)
 
 KEEP = {}
 barrier = threading.Barrier(4)
@@ -182,6 +188,11 @@ def test_python_allocations_counted_once(exact):
     assert near(exact["bytearray"], 10000001, 256)
 
 
+def test_ctypes_malloc_counted(exact):
+    assert near(exact["ctypes_malloc"], 50000000)
+    assert near(exact["ctypes_free"], -50000000)
+
+
 def test_disable_restores_the_relocations(exact):
     assert exact["slots_after"] == 0
     assert exact["after_disable"] == 0
@@ -235,12 +246,17 @@ import natext
 from threadgraph import ProcessProfile, _recorder as R
 
 old = natext.malloc(4000000)          # before enable: unknown to the table
+# dlsym(RTLD_NEXT) searches after the object that calls it: natext, which does not
+# link zlib, finds no deflate; were the caller taken to be threadgraph's
+# extension (which links zlib), it would.
+next_before = natext.next_sym("deflate")
 old_map = natext.mmap(16 * %(page)d)
 p = ProcessProfile(default_log_path="out", native=True)
 if %(follow)s:
     p.enableForkedProfile()
 p.enable()
 res = {"slots": R.native_slots()}
+res["next_sym"] = [next_before, natext.next_sym("deflate")]
 c0 = R.thread_counters()
 natext.free(old)
 natext.munmap(old_map, 16 * %(page)d)
@@ -279,6 +295,7 @@ def test_loaded_before_enable_old_blocks_and_fork(natext, tmp_path, follow):
     proc = _run(tmp_path, natext, BEFORE % {"page": PAGE, "follow": follow})
     res = json.loads(proc.stdout.strip().splitlines()[-1])
     assert res["slots"] > 0
+    assert res["next_sym"] == [0, 0]
     # Blocks from before enable() free 0 bytes, never negative garbage.
     assert 0 <= res["old_freed"] <= PY_OBJECTS
     child_alloc, child_slots = res["child"]

@@ -5,9 +5,11 @@
  * pthread of its own.  Built by the test at test time; no Python allocator is
  * used for the blocks.
  */
+#define _GNU_SOURCE
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +122,29 @@ nx_mremap(PyObject *m, PyObject *args)
     return nx_ptr(mremap(PyLong_AsVoidPtr(o), (size_t)a, (size_t)b, MREMAP_MAYMOVE));
 }
 
+/* next_sym(name) -> address or 0: dlsym(RTLD_NEXT, name) as this object asks it,
+ * to check that the dlsym hook keeps the caller (the search starts after us). */
+static PyObject *
+nx_next_sym(PyObject *m, PyObject *args)
+{
+    const char *name;
+    (void)m;
+    if (!PyArg_ParseTuple(args, "s", &name))
+        return NULL;
+    return PyLong_FromVoidPtr(dlsym(RTLD_NEXT, name));
+}
+
+/* default_sym(name) -> address or 0: dlsym(RTLD_DEFAULT, name). */
+static PyObject *
+nx_default_sym(PyObject *m, PyObject *args)
+{
+    const char *name;
+    (void)m;
+    if (!PyArg_ParseTuple(args, "s", &name))
+        return NULL;
+    return PyLong_FromVoidPtr(dlsym(RTLD_DEFAULT, name));
+}
+
 struct nx_job {
     size_t size;
     int keep;
@@ -180,6 +205,8 @@ static PyMethodDef nx_methods[] = {
     {"munmap", nx_munmap, METH_VARARGS, NULL},
     {"mremap", nx_mremap, METH_VARARGS, NULL},
     {"pthread_alloc", nx_pthread_alloc, METH_VARARGS, NULL},
+    {"next_sym", nx_next_sym, METH_VARARGS, NULL},
+    {"default_sym", nx_default_sym, METH_VARARGS, NULL},
     {NULL, NULL, 0, NULL}
 };
 
