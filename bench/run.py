@@ -45,7 +45,11 @@ CUSTOM_WORKLOADS = ["call_heavy", "alloc_heavy", "generator_heavy", "threads_loc
 NATIVE_WORKLOADS = ["numpy_heavy"]
 # Native-memory comparison (docs/api.md "Native memory"): threadgraph native=True vs
 # memray native_traces=True vs threadgraph native=False.
-NATIVE_CONFIGS = ["tg-native", "memray-native", "tg-thread"]
+NATIVE_CONFIGS = ["tg-native", "memray-native", "memray-tpa-native", "tg-thread",
+                  "tg-native-nostack", "tg-thread-nostack"]
+# (numerator, denominator) columns of that section.
+NATIVE_RATIOS = [("tg-native", "memray-native"), ("tg-native", "memray-tpa-native"),
+                 ("tg-native", "tg-thread"), ("tg-native-nostack", "tg-thread-nostack")]
 PP_WORKLOADS = ["pp_" + n for n in pps.NAMES]
 QUICK_PP = ["pp_richards", "pp_json_loads", "pp_regex_v8"]
 QUICK_SCALE = 0.25
@@ -273,22 +277,33 @@ def native_section(workloads, summ):
     rows = [w for w in workloads if summ[w].get("tg-native", {}).get("n")]
     if not rows:
         return []
+    cols = [c for c in NATIVE_CONFIGS if any(summ[w].get(c, {}).get("n") for w in rows)]
+    ratios = [(a, b) for a, b in NATIVE_RATIOS if a in cols and b in cols]
     L = ["## Native memory: threadgraph native=True vs memray native_traces=True\n",
-         "Wall-time ratios vs no profiler (median of pairs). `tg-native` is `tg-thread` "
-         "(full recording) with `native=True`; `memray-native` is "
-         "`memray.Tracker(native_traces=True)`. The last two columns divide: threadgraph "
-         "native over memray native, and threadgraph native over threadgraph native=False "
-         "(the cost of counting native memory).\n",
-         "| workload | tg-native | memray-native | tg-thread | tg-native / memray-native "
-         "| tg-native / tg-thread |", "|---|---:|---:|---:|---:|---:|"]
+         "Wall-time ratios vs no profiler (median of pairs), then quotients of two of "
+         "them. `tg-native` is `tg-thread` (full recording: every call's memory delta and "
+         "stack) with `native=True`; `memray-native` is `memray.Tracker(native_traces=True)`, "
+         "`memray-tpa-native` the same with `trace_python_allocators=True` (like threadgraph, "
+         "every Python and native allocation). `tg-native / tg-thread` is the cost of "
+         "counting native memory.\n",
+         "| workload | " + " | ".join(cols) + " | "
+         + " | ".join("%s / %s" % r for r in ratios) + " |",
+         "|---|" + "---:|" * (len(cols) + len(ratios))]
 
     def ratio(w, c):
         return summ[w].get(c, {}).get("time_ratio")
     for w in rows:
-        tn, mn, tt = ratio(w, "tg-native"), ratio(w, "memray-native"), ratio(w, "tg-thread")
-        L.append("| %s | %s | %s | %s | %s | %s |" % (
-            w, fmt(tn), fmt(mn), fmt(tt), fmt(tn / mn if tn and mn else None),
-            fmt(tn / tt if tn and tt else None)))
+        cells = [fmt(ratio(w, c)) for c in cols]
+        for a, b in ratios:
+            x, y = ratio(w, a), ratio(w, b)
+            cells.append(fmt(x / y if x and y else None))
+        L.append("| %s | %s |" % (w, " | ".join(cells)))
+    if len(rows) > 1:
+        cells = [fmt(geomean([ratio(w, c) for w in rows])) for c in cols]
+        for a, b in ratios:
+            cells.append(fmt(geomean([ratio(w, a) / ratio(w, b) for w in rows
+                                      if ratio(w, a) and ratio(w, b)])))
+        L.append("| geomean | %s |" % " | ".join(cells))
     L.append("")
     return L
 

@@ -196,7 +196,11 @@ CONFIGS = {
     "cprofile": (CProfile, (), "cProfile.Profile in every thread"),
     "tg-native": (Threadgraph, ("thread", True, False, None, True),
                   "threadgraph, thread mode, stacks on, native=True (malloc & mmap counted)"),
+    "tg-native-nostack": (Threadgraph, ("thread", False, False, None, True),
+                          "threadgraph, thread mode, stacks off, native=True"),
     "memray-native": (Memray, (False, True), "memray.Tracker(native_traces=True)"),
+    "memray-tpa-native": (Memray, (True, True), "memray.Tracker(trace_python_allocators=True, "
+                          "native_traces=True): every Python and native allocation"),
 }
 
 
