@@ -146,6 +146,10 @@ tg_nat_note_free(void *p)
 
 /* --- malloc family ------------------------------------------------------------ */
 
+/* Each hook has the contract of the function it replaces and calls the real one;
+ * around it, the block is entered and counted (or removed and credited) unless
+ * tg_nat_skip() says the call is not ours to count.  errno is the real call's. */
+
 static void *
 tg_nat_malloc(size_t size)
 {
@@ -173,8 +177,9 @@ tg_nat_free(void *ptr)
     tg_real.free(ptr);
 }
 
-/* realloc and reallocarray: DO calls the real function on PTR for SIZE bytes
- * (SIZE is 0 also when the product overflowed: then DO fails). */
+/* realloc (FN NULL) and reallocarray (FN the real one, called with N and M, whose
+ * product SIZE did not overflow): the old block's entry leaves the table before
+ * the call and comes back if the call fails; returns what the real call did. */
 static void *
 tg_nat_realloc_common(void *ptr, size_t size, void *(*fn)(void *, size_t, size_t),
                       size_t n, size_t m)
@@ -510,6 +515,8 @@ struct tg_nat_walk {
     long slots;            /* slots patched, restored or counted */
 };
 
+/* The entry of symbol NAME if we hook it (and its real function exists), else NULL.
+ * Relocations name mostly other symbols: the first letter screens them out. */
 static const struct tg_nat_sym *
 tg_nat_sym_find(const char *name)
 {
@@ -583,7 +590,8 @@ tg_nat_store(uintptr_t *slot, uintptr_t val, uintptr_t relro_lo, uintptr_t relro
     }
 }
 
-/* Patch, restore or count the relocations of one table. */
+/* Patch, restore or count (W's mode) the N relocations at REL of the object loaded
+ * at BASE, whose symbols and names are SYMTAB and STRTAB. */
 static void
 tg_nat_relocs(struct tg_nat_walk *w, uintptr_t base, const ElfW(Rela) *rel, size_t n,
               const ElfW(Sym) *symtab, const char *strtab, uintptr_t relro_lo,
@@ -630,6 +638,8 @@ tg_nat_relocs(struct tg_nat_walk *w, uintptr_t base, const ElfW(Rela) *rel, size
     }
 }
 
+/* dl_iterate_phdr callback: walk the relocation tables of one object (ARG is the
+ * struct tg_nat_walk); always 0, so that the walk goes on. */
 static int
 tg_nat_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -692,6 +702,7 @@ tg_nat_walk_all(enum tg_nat_walk_mode mode)
     return w.slots;
 }
 
+/* dlopen and dlmopen: load, then patch whatever the load brought in. */
 static void *
 tg_nat_dlopen(const char *file, int flags)
 {
@@ -724,6 +735,8 @@ __attribute__((visibility("hidden"))) void *(*tg_nat_real_dlsym)(void *, const c
 
 __attribute__((visibility("hidden"), used)) void *tg_nat_dlsym(void *handle, const char *name);
 
+/* dlsym for any handle but RTLD_NEXT: the real lookup, with our hook in place
+ * of a hooked allocator function while counting is on. */
 void *
 tg_nat_dlsym(void *handle, const char *name)
 {
