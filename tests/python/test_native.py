@@ -216,6 +216,8 @@ def test_pthread_counted_under_native_name(exact):
     (t,) = [t for t in s["threads"] if t["name"] == name]
     assert t["total_requested_bytes"] == 5000000
     assert t["live_bytes"] == 5000000     # it kept the block; the main thread freed it
+    # its one allocation, in the size histogram: 5,000,000 has bit length 23
+    assert t["hist_alloc"][(5000000).bit_length()] == 1 and sum(t["hist_alloc"]) == 1
     r = cli("summary", exact["dir"])
     assert r.returncode == 0, r.stderr
     assert name in r.stdout
@@ -327,6 +329,24 @@ def test_run_native_option(natext, tmp_path):
     assert near(d, 6000000)
     with open(os.path.join(run, "runinfo.json")) as f:
         assert json.load(f)["native"] is True
+
+
+def test_process_mode_includes_native(natext, tmp_path):
+    proc = _run(tmp_path, natext, """
+        import natext
+        from threadgraph import ProcessProfile
+        KEEP = []
+        def grab():
+            KEEP.append(natext.malloc(6000000))
+        p = ProcessProfile(default_log_path="out", memory="process", native=True)
+        p.enable()
+        grab()
+        p.disable()
+        print(p.output_dir)
+    """)
+    run = proc.stdout.strip().splitlines()[-1]
+    (d,) = deltas(parse_mem(os.path.join(run, "MainThread.mem")), "grab")
+    assert near(d, 6000000)
 
 
 def test_native_off_by_default(natext, tmp_path):
