@@ -590,13 +590,14 @@ tg_nat_store(uintptr_t *slot, uintptr_t val, uintptr_t relro_lo, uintptr_t relro
     }
 }
 
-/* Patch, restore or count (W's mode) the N relocations at REL of the object loaded
- * at BASE, whose symbols and names are SYMTAB and STRTAB. */
+/* Patch, restore or count (W's mode) the N relocations at REL of the object INFO,
+ * whose symbols and names are SYMTAB and STRTAB. */
 static void
-tg_nat_relocs(struct tg_nat_walk *w, uintptr_t base, const ElfW(Rela) *rel, size_t n,
-              const ElfW(Sym) *symtab, const char *strtab, uintptr_t relro_lo,
+tg_nat_relocs(struct tg_nat_walk *w, const struct dl_phdr_info *info, const ElfW(Rela) *rel,
+              size_t n, const ElfW(Sym) *symtab, const char *strtab, uintptr_t relro_lo,
               uintptr_t relro_hi)
 {
+    uintptr_t base = info->dlpi_addr;
     size_t i;
     for (i = 0; i < n; i++) {
         unsigned long type = ELF64_R_TYPE(rel[i].r_info);
@@ -617,10 +618,10 @@ tg_nat_relocs(struct tg_nat_walk *w, uintptr_t base, const ElfW(Rela) *rel, size
         hook = (uintptr_t)s->hook;
         switch (w->mode) {
         case TG_NAT_PATCH:
-            /* A lazy JUMP_SLOT still holds its PLT stub: any value but ours is
-             * replaced; a data slot only if it holds the real function (another
-             * tool's hook stays in place). */
-            if (cur == hook || (type != TG_NAT_R_JUMP && cur != real))
+            /* A slot is ours to take if it holds the real function or, for a
+             * lazily bound JUMP_SLOT, its PLT stub (inside the object itself);
+             * another tool's hook (memray's, say) stays in place. */
+            if (cur != real && !(type == TG_NAT_R_JUMP && tg_nat_contains(info, cur)))
                 break;
             tg_nat_store(slot, hook, relro_lo, relro_hi);
             w->slots++;
@@ -681,10 +682,10 @@ tg_nat_object(struct dl_phdr_info *info, size_t size, void *arg)
     if (symtab == NULL || strtab == NULL)
         return 0;
     if (jmprel != NULL && pltrel == DT_RELA)
-        tg_nat_relocs(w, base, jmprel, jmprel_sz / sizeof(*jmprel), symtab, strtab,
+        tg_nat_relocs(w, info, jmprel, jmprel_sz / sizeof(*jmprel), symtab, strtab,
                       relro_lo, relro_hi);
     if (rela != NULL)
-        tg_nat_relocs(w, base, rela, rela_sz / sizeof(*rela), symtab, strtab,
+        tg_nat_relocs(w, info, rela, rela_sz / sizeof(*rela), symtab, strtab,
                       relro_lo, relro_hi);
     return 0;
 }
