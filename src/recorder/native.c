@@ -78,6 +78,7 @@ static struct {
     void *(*memalign)(size_t, size_t);
     void *(*valloc)(size_t);
     void *(*mmap)(void *, size_t, int, int, int, off_t);
+    void *(*mmap64)(void *, size_t, int, int, int, off_t);
     int (*munmap)(void *, size_t);
     void *(*mremap)(void *, size_t, size_t, int, ...);
     void *(*dlopen)(const char *, int);
@@ -398,17 +399,20 @@ tg_maps_clear(void)
 
 /* --- mapping hooks ------------------------------------------------------------- */
 
-static void *
-tg_nat_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+/* mmap and mmap64 (the same function in glibc, two in a sanitizer's runtime):
+ * FN is the real one to call. */
+static inline void *
+tg_nat_mmap_common(void *(*fn)(void *, size_t, int, int, int, off_t), void *addr, size_t len,
+                   int prot, int flags, int fd, off_t off)
 {
     int busy = tg_tls.busy;
     void *p;
 
     /* A file mapping placed by the kernel cannot cover a range of ours. */
     if (tg_nat_skip() || !(flags & (MAP_ANONYMOUS | MAP_FIXED)))
-        return tg_real.mmap(addr, len, prot, flags, fd, off);
+        return fn(addr, len, prot, flags, fd, off);
     pthread_mutex_lock(&tg_maps_lock);
-    p = tg_real.mmap(addr, len, prot, flags, fd, off);
+    p = fn(addr, len, prot, flags, fd, off);
     if (p != MAP_FAILED) {
         if (flags & MAP_FIXED)  /* the pages it replaced are released */
             tg_maps_release_unlocked((uintptr_t)p, len, !(busy & TG_BUSY_TRACER));
@@ -417,6 +421,18 @@ tg_nat_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
     }
     pthread_mutex_unlock(&tg_maps_lock);
     return p;
+}
+
+static void *
+tg_nat_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return tg_nat_mmap_common(tg_real.mmap, addr, len, prot, flags, fd, off);
+}
+
+static void *
+tg_nat_mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off)
+{
+    return tg_nat_mmap_common(tg_real.mmap64, addr, len, prot, flags, fd, off);
 }
 
 static int
@@ -495,7 +511,7 @@ static struct tg_nat_sym tg_nat_syms[] = {
     {"memalign", (void *)tg_nat_memalign, (void **)&tg_real.memalign},
     {"valloc", (void *)tg_nat_valloc, (void **)&tg_real.valloc},
     {"mmap", (void *)tg_nat_mmap, (void **)&tg_real.mmap},
-    {"mmap64", (void *)tg_nat_mmap, (void **)&tg_real.mmap},
+    {"mmap64", (void *)tg_nat_mmap64, (void **)&tg_real.mmap64},
     {"munmap", (void *)tg_nat_munmap, (void **)&tg_real.munmap},
     {"mremap", (void *)tg_nat_mremap, (void **)&tg_real.mremap},
     {"dlopen", (void *)tg_nat_dlopen, (void **)&tg_real.dlopen},
@@ -798,11 +814,8 @@ tg_nat_init_once(void)
     if (done)
         return 0;
     tg_nat_page = (size_t)sysconf(_SC_PAGESIZE);
-    for (i = 0; i < TG_NAT_NSYMS; i++) {
-        void *f = dlsym(RTLD_DEFAULT, tg_nat_syms[i].name);
-        if (*tg_nat_syms[i].real == NULL)
-            *tg_nat_syms[i].real = f;  /* mmap64 shares mmap's slot */
-    }
+    for (i = 0; i < TG_NAT_NSYMS; i++)
+        *tg_nat_syms[i].real = dlsym(RTLD_DEFAULT, tg_nat_syms[i].name);
     if (tg_real.malloc == NULL || tg_real.free == NULL || tg_real.calloc == NULL
             || tg_real.realloc == NULL || tg_real.mmap == NULL || tg_real.munmap == NULL) {
         PyErr_SetString(PyExc_RuntimeError,
