@@ -41,6 +41,15 @@ CHART = os.path.join(HERE, "overhead.svg")
 BUILD = os.path.join(HERE, "build")
 
 CUSTOM_WORKLOADS = ["call_heavy", "alloc_heavy", "generator_heavy", "threads_locks", "stdlib_mix"]
+# Workloads whose memory is mostly native (need NumPy; run when it is importable).
+NATIVE_WORKLOADS = ["numpy_heavy"]
+# Native-memory comparison (docs/api.md "Native memory"): threadgraph native=True vs
+# memray native_traces=True vs threadgraph native=False.
+NATIVE_CONFIGS = ["tg-native", "memray-native", "memray-tpa-native", "tg-thread",
+                  "tg-native-nostack", "tg-thread-nostack"]
+# (numerator, denominator) columns of that section.
+NATIVE_RATIOS = [("tg-native", "memray-native"), ("tg-native", "memray-tpa-native"),
+                 ("tg-native", "tg-thread"), ("tg-native-nostack", "tg-thread-nostack")]
 PP_WORKLOADS = ["pp_" + n for n in pps.NAMES]
 QUICK_PP = ["pp_richards", "pp_json_loads", "pp_regex_v8"]
 QUICK_SCALE = 0.25
@@ -263,6 +272,42 @@ def cli_targets(cli):
     return out
 
 
+def native_section(workloads, summ):
+    """Lines of the "Native memory" section, or none if tg-native was not measured."""
+    rows = [w for w in workloads if summ[w].get("tg-native", {}).get("n")]
+    if not rows:
+        return []
+    cols = [c for c in NATIVE_CONFIGS if any(summ[w].get(c, {}).get("n") for w in rows)]
+    ratios = [(a, b) for a, b in NATIVE_RATIOS if a in cols and b in cols]
+    L = ["## Native memory: threadgraph native=True vs memray native_traces=True\n",
+         "Wall-time ratios vs no profiler (median of pairs), then quotients of two of "
+         "them. `tg-native` is `tg-thread` (full recording: every call's memory delta and "
+         "stack) with `native=True`; `memray-native` is `memray.Tracker(native_traces=True)`, "
+         "`memray-tpa-native` the same with `trace_python_allocators=True` (like threadgraph, "
+         "every Python and native allocation). `tg-native / tg-thread` is the cost of "
+         "counting native memory.\n",
+         "| workload | " + " | ".join(cols) + " | "
+         + " | ".join("%s / %s" % r for r in ratios) + " |",
+         "|---|" + "---:|" * (len(cols) + len(ratios))]
+
+    def ratio(w, c):
+        return summ[w].get(c, {}).get("time_ratio")
+    for w in rows:
+        cells = [fmt(ratio(w, c)) for c in cols]
+        for a, b in ratios:
+            x, y = ratio(w, a), ratio(w, b)
+            cells.append(fmt(x / y if x and y else None))
+        L.append("| %s | %s |" % (w, " | ".join(cells)))
+    if len(rows) > 1:
+        cells = [fmt(geomean([ratio(w, c) for w in rows])) for c in cols]
+        for a, b in ratios:
+            cells.append(fmt(geomean([ratio(w, a) / ratio(w, b) for w in rows
+                                      if ratio(w, a) and ratio(w, b)])))
+        L.append("| geomean | %s |" % " | ".join(cells))
+    L.append("")
+    return L
+
+
 def render(results):
     excluded = results.get("excluded", {})
     summ = summarize(results)
@@ -272,7 +317,7 @@ def render(results):
     results["summary"] = summ
     configs = [c for c in runner.CONFIGS if c != "none"
                and any(c in summ[w] for w in summ)]
-    workloads = [w for w in CUSTOM_WORKLOADS + PP_WORKLOADS if w in summ]
+    workloads = [w for w in CUSTOM_WORKLOADS + NATIVE_WORKLOADS + PP_WORKLOADS if w in summ]
     custom = [w for w in workloads if not w.startswith("pp_")]
     pp = [w for w in workloads if w.startswith("pp_")]
     geo = []
@@ -371,6 +416,7 @@ def render(results):
             rows.append("| %s | %s |" % (w, " | ".join(cells)))
         L += rows
         L.append("")
+        L += native_section(workloads, summ)
         errs = [(w, c, s["errors"]) for w in summ for c, s in summ[w].items() if s.get("errors")]
         if errs:
             L.append("## Failed runs\n")
@@ -599,6 +645,9 @@ def main():
             workloads = args.only.split(",")
         else:
             workloads = list(CUSTOM_WORKLOADS)
+            if subprocess.run([sys.executable, "-c", "import numpy"], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0:
+                workloads += NATIVE_WORKLOADS
             if pps.available():
                 workloads += QUICK_PP if args.quick else PP_WORKLOADS
             else:

@@ -67,7 +67,8 @@ def _threadgraph_module():
 class Threadgraph:
     """threadgraph's ProcessProfile: profile "both" (the default), all threads, text files."""
 
-    def __init__(self, memory_mode, stack, accounting=False, backend=None):
+    def __init__(self, memory_mode, stack, accounting=False, backend=None, native=False):
+        self.native = native
         self.memory_mode = memory_mode
         self.stack = stack
         self.accounting = accounting
@@ -90,6 +91,8 @@ class Threadgraph:
             self.prof.accounting = True
         if self.backend is not None:
             self.prof.backend = self.backend
+        if self.native:  # native memory (docs/api.md "Native memory")
+            self.prof.native = True
         self.prof.enable()
 
     def stop(self):
@@ -127,14 +130,16 @@ class Tracemalloc:
 
 
 class Memray:
-    def __init__(self, tpa):
+    def __init__(self, tpa, native=False):
         import memray
         self.memray = memray
         self.tpa = tpa
+        self.native = native
 
     def start(self, outdir):
         self.tracker = self.memray.Tracker(os.path.join(outdir, "memray.bin"),
-                                           trace_python_allocators=self.tpa)
+                                           trace_python_allocators=self.tpa,
+                                           native_traces=self.native)
         self.tracker.__enter__()
 
     def stop(self):
@@ -189,6 +194,13 @@ CONFIGS = {
     "memray": (Memray, (False,), "memray.Tracker, default"),
     "memray-tpa": (Memray, (True,), "memray.Tracker(trace_python_allocators=True)"),
     "cprofile": (CProfile, (), "cProfile.Profile in every thread"),
+    "tg-native": (Threadgraph, ("thread", True, False, None, True),
+                  "threadgraph, thread mode, stacks on, native=True (malloc & mmap counted)"),
+    "tg-native-nostack": (Threadgraph, ("thread", False, False, None, True),
+                          "threadgraph, thread mode, stacks off, native=True"),
+    "memray-native": (Memray, (False, True), "memray.Tracker(native_traces=True)"),
+    "memray-tpa-native": (Memray, (True, True), "memray.Tracker(trace_python_allocators=True, "
+                          "native_traces=True): every Python and native allocation"),
 }
 
 

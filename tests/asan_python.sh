@@ -5,11 +5,13 @@
 # Builds the extension (src/recorder/*.c) and the CLI with
 # -fsanitize=address,undefined into a private copy of the package under
 # build/asan-python/ (the working tree's own .so is never touched), then runs
-# pytest on tests/python/test_recorder.py and tests/python/test_reliability.py
-# (or on the given arguments) with that copy first on PYTHONPATH and the gcc
+# pytest on tests/python/test_recorder.py, test_reliability.py, test_backends.py
+# and test_native.py (or on the given arguments) with that copy first on PYTHONPATH and the gcc
 # sanitizer runtimes preloaded into every Python process, scenarios included.
 # Any sanitizer report aborts the process that made it, so the test fails.
 # Leak detection is off: CPython keeps memory until exit by design.
+# native=True coexists with ASan: ASan's runtime defines malloc and mmap, so the
+# patcher calls ASan's functions and leaves its runtime (and libc) unpatched.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +30,7 @@ suffix=$($py -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))
 echo "== building the extension with ASan/UBSan for $($py -V 2>&1)"
 $cc -std=gnu11 -O1 -g -fPIC -shared $san -Wall -Wextra -Wno-missing-field-initializers \
     -I"$inc" -I"$root/src/common" -I"$root/src/recorder" \
-    -o "$pkg/_recorder$suffix" "$root"/src/recorder/*.c -lpthread -lz
+    -o "$pkg/_recorder$suffix" "$root"/src/recorder/*.c -lpthread -lz -ldl
 echo "== building the CLI with ASan/UBSan"
 $cc -std=gnu11 -O1 -g $san -Wno-missing-field-initializers \
     -I"$root/src/common" -I"$root/src/lib" -I"$root/src/cli" \
@@ -55,7 +57,7 @@ maps = open("/proc/self/maps").read()
 assert "libasan" in maps and "libubsan" in maps, "sanitizer runtimes not loaded"'
 echo "== pytest with $got"
 if [ $# -eq 0 ]; then
-    for t in test_recorder.py test_reliability.py test_backends.py; do
+    for t in test_recorder.py test_reliability.py test_backends.py test_native.py; do
         [ -f "$root/tests/python/$t" ] && set -- "$@" "$root/tests/python/$t"
     done
 fi

@@ -53,6 +53,10 @@ for v in "${VERSIONS[@]}"; do
         status=1
         continue
     fi
+    # NumPy is a test dependency of tests/python/test_native.py: a wheel only (no
+    # source build); where none exists the test skips with a message.
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: numpy \
+        || echo "Python $v: no NumPy wheel, the NumPy test will be skipped"
     # Run from inside the venv directory so the source tree's threadgraph/ (which has
     # no compiled parts for this version) never shadows the installed package.  The
     # two suites run as two pytest sessions so each reports its own count.

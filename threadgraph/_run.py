@@ -132,6 +132,12 @@ def build_parser():
         help="gzip the accounting outputs (ProcessProfile(compress=True))",
     )
     parser.add_argument(
+        "--native",
+        action="store_true",
+        help="also count native memory: malloc & co. and anonymous mmap of C "
+        "extensions and libraries (ProcessProfile(native=True); docs/api.md)",
+    )
+    parser.add_argument(
         "--backend",
         choices=("auto", "setprofile", "monitoring"),
         help="where the events come from: a profile function on every thread, or "
@@ -213,6 +219,8 @@ def make_profiler(opts, base):
         kwargs["compress"] = opts.compress
     if opts.backend:
         kwargs["backend"] = opts.backend
+    if opts.native:
+        kwargs["native"] = True
     prof = ProcessProfile(**kwargs)
     if opts.filter:
         prof.setFilter(opts.filter)

@@ -145,7 +145,8 @@ class ProcessProfile:
     def __init__(self, stream_factory: Optional[Callable[[str], IO[Any]]] = None,
                  default_log_path: Optional[str] = None, profile: Optional[str] = None,
                  memory: str = "thread", accounting: bool = False,
-                 compress: bool = False, backend: Optional[str] = None) -> None:
+                 compress: bool = False, backend: Optional[str] = None,
+                 native: bool = False) -> None:
         if profile is None:
             profile = "both"
         if profile not in PROFILE_MODES:
@@ -169,6 +170,9 @@ class ProcessProfile:
         #: docs/accounting.md); off by default.  compress gzips its outputs.
         self.accounting = bool(accounting)
         self.compress = bool(compress)
+        #: Also count native memory (malloc & co., anonymous mmap) into the
+        #: threads' deltas and the accounting (docs/api.md "Native memory").
+        self.native = bool(native)
         self._filter: Optional[str] = None
         self._forked = False
         self._stack = False
@@ -304,7 +308,8 @@ class ProcessProfile:
                          timestamps=self._timestamps, sample_every=self._frequence,
                          stream_factory=self.stream_factory, exclude_file=_FILE,
                          triggers=triggers, accounting=self.accounting,
-                         compress=self.compress, backend=self.backend)
+                         compress=self.compress, backend=self.backend,
+                         native=self.native)
         global _ACTIVE
         _ACTIVE = self
         self._pid = os.getpid()
@@ -418,6 +423,7 @@ class ProcessProfile:
             "start_time": self._start_time,
             "end_time": self._end_time,
             "memory_mode": self.memory,
+            "native": self.native,
             "backend": self._rec.backend,
             "profile": self.profile,
             "timestamps": self._timestamps,

@@ -11,6 +11,7 @@
 #include "names.h"
 #include "ptrtable.h"
 #include "sleepwrap.h"
+#include "native.h"
 #include "tg_format.h"
 
 #include <errno.h>
@@ -232,6 +233,7 @@ tg_flusher_main(void *arg)
     struct tg_recorder *r = arg;
     struct timespec next;
 
+    tg_tls.busy |= TG_BUSY_TRACER;  /* native=True: what the flusher allocates is ours */
     clock_gettime(CLOCK_REALTIME, &next);
     pthread_mutex_lock(&r->flusher_lock);
     while (!r->flusher_stop) {
@@ -465,6 +467,7 @@ tg_recorder_disable(struct tg_recorder_object *self)
     tg_profile_all_threads(self, 0);
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();
+    tg_native_uninstall();  /* native=True (native.c); before the table is cleared */
     tg_hooks_uninstall();
     tg_flusher_stop(r);
     tg_retire_threads(r);
@@ -593,6 +596,7 @@ tg_fork_child_stop(struct tg_recorder_object *self)
     tg_profile_all_threads(self, 0);
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();
+    tg_native_uninstall();  /* native=True (native.c) */
     tg_hooks_uninstall();
     me = tg_fork_child_reap(r);
     if (me != NULL) {

@@ -8,6 +8,7 @@
 #include "accounting.h"
 #include "ptrtable.h"
 #include "names.h"
+#include "native.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -101,7 +102,7 @@ PyDoc_STRVAR(tg_rec_enable_doc,
 "enable(outdir, *, profile='both', memory='thread', filter=None, track_memory=True,\n"
 "       track_stack=False, track_sleeps=True, timestamps=True, sample_every=1000,\n"
 "       stream_factory=None, exclude_file=None, triggers=(), accounting=False,\n"
-"       compress=False, backend='auto')\n"
+"       compress=False, backend='auto', native=False)\n"
 "Start recording into the existing directory OUTDIR.");
 
 static PyObject *
@@ -110,19 +111,19 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     static char *kwlist[] = {"outdir", "profile", "memory", "filter", "track_memory",
                              "track_stack", "track_sleeps", "timestamps", "sample_every",
                              "stream_factory", "exclude_file", "triggers", "accounting",
-                             "compress", "backend", NULL};
+                             "compress", "backend", "native", NULL};
     struct tg_recorder *r = &self->r;
     const char *outdir, *profile = "both", *memory = "thread", *backend = "auto";
     PyObject *filter = Py_None, *factory = Py_None, *exclude = Py_None, *triggers = NULL;
     int track_memory = 1, track_stack = 0, track_sleeps = 1, timestamps = 1;
     long sample_every = 1000;
-    int accounting = 0, compress = 0;
+    int accounting = 0, compress = 0, native = 0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOppppLOOOpps:enable", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOppppLOOOppsp:enable", kwlist,
                                      &outdir, &profile, &memory, &filter, &track_memory,
                                      &track_stack, &track_sleeps, &timestamps,
                                      &sample_every, &factory, &exclude, &triggers,
-                                     &accounting, &compress, &backend))
+                                     &accounting, &compress, &backend, &native))
         return NULL;
     if (r->active) {
         PyErr_SetString(PyExc_RuntimeError, "this profiler is already enabled");
@@ -210,6 +211,14 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
         goto fail;
     if (tg_recorder_enable(self) < 0) {
         tg_acct_stop();
+        goto fail;
+    }
+    if (native && tg_native_install() < 0) {  /* native=True: native.c */
+        PyObject *t, *v, *tb;
+        PyErr_Fetch(&t, &v, &tb);
+        tg_recorder_disable(self);
+        tg_acct_stop();
+        PyErr_Restore(t, v, tb);
         goto fail;
     }
     Py_RETURN_NONE;
@@ -539,6 +548,14 @@ tg_mod_thread_counters(PyObject *mod, PyObject *unused)
     return Py_BuildValue("(LL)", (long long)tg_tls.allocated, (long long)tg_tls.freed);
 }
 
+static PyObject *
+tg_mod_native_slots(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    return PyLong_FromLong(tg_native_patched_slots());
+}
+
 static PyMethodDef tg_module_methods[] = {
     {"safe_basename", tg_mod_safe_basename, METH_O,
      "File base name for a thread name (without the ~N suffix)."},
@@ -547,6 +564,8 @@ static PyMethodDef tg_module_methods[] = {
      "Number of live blocks in the pointer table."},
     {"thread_counters", tg_mod_thread_counters, METH_NOARGS,
      "(allocated, freed) bytes of the calling thread while hooked."},
+    {"native_slots", tg_mod_native_slots, METH_NOARGS,
+     "Relocation slots that point at the native=True hooks now."},
     {NULL, NULL, 0, NULL}
 };
 
