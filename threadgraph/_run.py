@@ -40,6 +40,7 @@ VALUE_OPTIONS = (
     "--filter",
     "--memory",
     "--process-memory-frequency",
+    "--format",
 )
 
 
@@ -51,9 +52,10 @@ def build_parser():
         description="Run a Python program under the threadgraph memory profiler, "
         "without changing it. The program gets sys.argv, __main__ and sys.path[0] "
         "as if it were run directly, and its exit status is kept.",
-        epilog="Files go to BASE/<pid>/ (one .mem, and with --stack one .stack, per "
-        "thread, plus process.mem and runinfo.json). Then, for example: "
-        "threadgraph memg BASE/<pid>/*.mem",
+        epilog="Files go to BASE/<pid>/: capture.tg (the binary capture) and "
+        "runinfo.json; with --format text one .mem, and with --stack one .stack, per "
+        "thread, plus process.mem. Then, for example: threadgraph memg BASE/<pid> "
+        "(text: threadgraph memg BASE/<pid>/*.mem)",
     )
     parser.add_argument(
         "-o",
@@ -130,6 +132,14 @@ def build_parser():
         "sys.monitoring (CPython 3.12/3.13); default auto (ProcessProfile(backend=...))",
     )
     parser.add_argument(
+        "--format",
+        choices=("binary", "text", "both"),
+        default="binary",
+        help="binary: one compact capture.tg (default; `threadgraph export` writes the "
+        "text files from it); text: the original's .mem/.stack/process.mem files; "
+        "both (ProcessProfile(format=...))",
+    )
+    parser.add_argument(
         "-m",
         dest="module",
         metavar="module",
@@ -195,7 +205,7 @@ def say(msg):
 def make_profiler(opts, base):
     from threadgraph import ProcessProfile
 
-    kwargs = {"default_log_path": base}
+    kwargs = {"default_log_path": base, "format": opts.format}
     if opts.profile:
         kwargs["profile"] = opts.profile
     if opts.memory:
@@ -321,11 +331,21 @@ def thread_mem_files(out_dir):
     ]
 
 
+def capture_path(out_dir):
+    """The run's binary capture, or None when it wrote none."""
+    path = os.path.join(out_dir, "capture.tg")
+    return path if os.path.isfile(path) else None
+
+
 def top_peaks(out_dir, mem_files, timestamps):
-    """The biggest peaks from the C processor, or (None, reason)."""
+    """The biggest peaks from the C processor, or (None, reason).
+
+    With a binary capture the processor reads the run directory; otherwise the
+    thread .mem files MEM_FILES."""
     from threadgraph._cli import CliNotFound, cli_path
 
-    if not mem_files:
+    inputs = [out_dir] if capture_path(out_dir) else mem_files
+    if not inputs:
         return None, "no thread .mem files"
     try:
         cli = cli_path()
@@ -337,7 +357,7 @@ def top_peaks(out_dir, mem_files, timestamps):
     # Every return is a candidate (--peak 0) and none is hidden by its neighbours in
     # time or value: the summary wants the largest deltas, whatever their spacing.
     cmd += ["peaks", "--json", "--top", str(CANDIDATE_PEAKS), "--sort", "size", "--peak", "0",
-            "--peak_delta_time", "0", "--peak_delta_value", "0"] + mem_files
+            "--peak_delta_time", "0", "--peak_delta_value", "0"] + inputs
     try:
         proc = subprocess.run(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True
@@ -383,6 +403,13 @@ def innermost(peaks):
     return kept
 
 
+def shell_quote(word):
+    """WORD as one shell word (thread names may contain spaces)."""
+    import shlex
+
+    return shlex.quote(str(word))
+
+
 def print_summary(prof, opts, status):
     stats = prof.stats()
     out_dir = stats.get("output_dir") or prof.output_dir
@@ -400,6 +427,7 @@ def print_summary(prof, opts, status):
         )
     )
     mem_files = thread_mem_files(out_dir)
+    binary = capture_path(out_dir) is not None and not mem_files
     peaks, why = top_peaks(out_dir, mem_files, not opts.no_timestamps)
     if peaks is None:
         say("top peaks: unavailable (%s)" % why)
@@ -416,6 +444,20 @@ def print_summary(prof, opts, status):
             )
     no_time = "--no_time " if opts.no_timestamps else ""
     say("next:")
+    if binary:
+        # The capture knows whether it has times: no --no_time needed.
+        sys.stderr.write("    threadgraph memg %s\n" % shown)
+        sys.stderr.write("    threadgraph peaks %s\n" % shown)
+        if opts.stack and peaks:
+            top = next((p for p in peaks if p.get("function") != "<module>"), peaks[0])
+            thread = top.get("thread") or os.path.basename(str(top.get("mem_file", "")))
+            if thread.endswith(".mem"):
+                thread = thread[:-4]
+            sys.stderr.write("    threadgraph decorate-stack %s %s %s\n"
+                             % (shown, shell_quote(thread), top.get("mem_line", "")))
+        sys.stderr.write("    threadgraph export %s\n" % shown)
+        sys.stderr.flush()
+        return
     sys.stderr.write("    threadgraph %smemg %s/*.mem\n" % (no_time, shown))
     sys.stderr.write("    threadgraph %speaks %s/*.mem\n" % (no_time, shown))
     if opts.stack and peaks:
