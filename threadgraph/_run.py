@@ -445,17 +445,16 @@ def print_summary(prof, opts, status):
     no_time = "--no_time " if opts.no_timestamps else ""
     say("next:")
     if binary:
-        # The capture knows whether it has times: no --no_time needed.
-        sys.stderr.write("    threadgraph memg %s\n" % shown)
-        sys.stderr.write("    threadgraph peaks %s\n" % shown)
+        sys.stderr.write("    threadgraph %smemg %s\n" % (no_time, shown))
+        sys.stderr.write("    threadgraph %speaks %s\n" % (no_time, shown))
         if opts.stack and peaks:
             top = next((p for p in peaks if p.get("function") != "<module>"), peaks[0])
             thread = top.get("thread") or os.path.basename(str(top.get("mem_file", "")))
             if thread.endswith(".mem"):
                 thread = thread[:-4]
-            sys.stderr.write("    threadgraph decorate-stack %s %s %s\n"
-                             % (shown, shell_quote(thread), top.get("mem_line", "")))
-        sys.stderr.write("    threadgraph export %s\n" % shown)
+            sys.stderr.write("    threadgraph %sdecorate-stack %s %s %s\n"
+                             % (no_time, shown, shell_quote(thread), top.get("mem_line", "")))
+        sys.stderr.write("    threadgraph %sexport %s\n" % (no_time, shown))
         sys.stderr.flush()
         return
     sys.stderr.write("    threadgraph %smemg %s/*.mem\n" % (no_time, shown))
