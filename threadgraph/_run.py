@@ -340,11 +340,11 @@ def capture_path(out_dir):
 def top_peaks(out_dir, mem_files, timestamps):
     """The biggest peaks from the C processor, or (None, reason).
 
-    With a binary capture the processor reads the run directory; otherwise the
-    thread .mem files MEM_FILES."""
+    The processor reads the thread .mem files MEM_FILES (format text or both), or
+    else the run directory's binary capture."""
     from threadgraph._cli import CliNotFound, cli_path
 
-    inputs = [out_dir] if capture_path(out_dir) else mem_files
+    inputs = mem_files or ([out_dir] if capture_path(out_dir) else [])
     if not inputs:
         return None, "no thread .mem files"
     try:
