@@ -123,7 +123,9 @@ def build_parser():
     parser.add_argument(
         "--compress",
         action="store_true",
-        help="gzip the accounting outputs (ProcessProfile(compress=True))",
+        help="compress the binary capture's chunks with zstd (when threadgraph was "
+        "built with libzstd) and gzip the accounting outputs "
+        "(ProcessProfile(compress=True))",
     )
     parser.add_argument(
         "--backend",
@@ -212,7 +214,8 @@ def make_profiler(opts, base):
         kwargs["memory"] = opts.memory
     if opts.accounting:
         kwargs["accounting"] = True
-        kwargs["compress"] = opts.compress
+    if opts.compress:
+        kwargs["compress"] = True
     if opts.backend:
         kwargs["backend"] = opts.backend
     prof = ProcessProfile(**kwargs)
@@ -484,8 +487,9 @@ def main(argv):
         parser.error("give a script to run, or -m module")
     if opts.process_memory_frequency is not None and opts.process_memory_frequency < 0:
         parser.error("--process-memory-frequency must be 0 or more")
-    if opts.compress and not opts.accounting:
-        parser.error("--compress gzips the accounting outputs: it needs --accounting")
+    if opts.compress and not opts.accounting and opts.format == "text":
+        parser.error("--compress compresses the binary capture and the accounting "
+                     "outputs: with --format text it needs --accounting")
 
     kind, name = target
     try:

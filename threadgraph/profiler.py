@@ -140,7 +140,9 @@ class ProcessProfile:
         #: Event source asked for; ``backend_used`` tells which one ran.
         self.backend = backend
         #: Allocation accounting (summary, histograms, sites, snapshots; see
-        #: docs/accounting.md); off by default.  compress gzips its outputs.
+        #: docs/accounting.md); off by default.  compress gzips its outputs, and
+        #: zstd-compresses the binary capture's chunks when the recorder was
+        #: built with libzstd (runinfo.json "capture_compression").
         self.accounting = bool(accounting)
         self.compress = bool(compress)
         self._filter: Optional[str] = None
@@ -369,6 +371,8 @@ class ProcessProfile:
             "stack": self._stack,
             "sleep_correction": self._sleeps,
             "capture": self._rec.stats()["capture"],
+            "capture_compression": ("zstd" if self.compress and self.format != "text"
+                                    and self._rec.can_compress() else None),
             "dropped": self._rec.stats()["dropped"],
             "threads": self.threads(),
         }

@@ -15,6 +15,23 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#ifdef TG_HAVE_ZSTD
+#  include <zstd.h>
+/* Level 1: the fastest of the regular levels; a chunk is compressed under the
+ * capture's lock, by the flusher or (when it lags) by the program's thread. */
+#  define TG_CAP_ZSTD_LEVEL 1
+#endif
+
+int
+tg_cap_can_compress(void)
+{
+#ifdef TG_HAVE_ZSTD
+    return 1;
+#else
+    return 0;
+#endif
+}
+
 /* Source of capture epochs (code ids are valid within one epoch). */
 static _Atomic uint64_t tg_cap_epochs;
 
@@ -67,10 +84,10 @@ tg_cap_writev_all(int fd, struct iovec *iov, int n)
 }
 
 static void
-tg_cap_chunk_header(unsigned char *h, int kind, uint32_t stream, size_t len)
+tg_cap_chunk_header(unsigned char *h, int kind, int flags, uint32_t stream, size_t len)
 {
     h[0] = (unsigned char)kind;
-    h[1] = 0;
+    h[1] = (unsigned char)flags;
     h[2] = h[3] = 0;
     tg_cap_put_u32(h + 4, stream);
     tg_cap_put_u32(h + 8, (uint32_t)len);
@@ -90,14 +107,38 @@ tg_cap_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void *buf
     if (cap->dropped_child || !tg_cap_fd_ok(cap))
         return cap->err ? cap->err : EBADF;
     if (cap->defs_len > 0) {
-        tg_cap_chunk_header(dh, TG_CAP_CHUNK_CODES, TG_CAP_STREAM_META, cap->defs_len);
+        tg_cap_chunk_header(dh, TG_CAP_CHUNK_CODES, 0, TG_CAP_STREAM_META, cap->defs_len);
         iov[n].iov_base = dh;
         iov[n++].iov_len = sizeof(dh);
         iov[n].iov_base = cap->defs;
         iov[n++].iov_len = cap->defs_len;
     }
     if (buf != NULL) {
-        tg_cap_chunk_header(ch, kind, stream, len);
+        int flags = 0;
+#ifdef TG_HAVE_ZSTD
+        if (cap->compress && (kind == TG_CAP_CHUNK_EVENTS || kind == TG_CAP_CHUNK_PROCESS)) {
+            size_t bound = ZSTD_compressBound(len), z;
+            if (cap->zctx == NULL)
+                cap->zctx = ZSTD_createCCtx();
+            if (bound > cap->zbuf_cap) {
+                unsigned char *nb = realloc(cap->zbuf, bound);
+                if (nb != NULL) {
+                    cap->zbuf = nb;
+                    cap->zbuf_cap = bound;
+                }
+            }
+            if (cap->zctx != NULL && bound <= cap->zbuf_cap) {
+                z = ZSTD_compressCCtx(cap->zctx, cap->zbuf, cap->zbuf_cap, buf, len,
+                                      TG_CAP_ZSTD_LEVEL);
+                if (!ZSTD_isError(z) && z < len) {  /* else the records as they are */
+                    buf = cap->zbuf;
+                    len = z;
+                    flags = TG_CAP_CHUNK_ZSTD;
+                }
+            }
+        }
+#endif
+        tg_cap_chunk_header(ch, kind, flags, stream, len);
         iov[n].iov_base = ch;
         iov[n++].iov_len = sizeof(ch);
         iov[n].iov_base = (void *)buf;
@@ -114,7 +155,7 @@ tg_cap_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void *buf
 
 int
 tg_cap_open(struct tg_cap *cap, const char *path, uint32_t flags, int64_t start_us,
-            uint32_t memory_mode, uint32_t clock, uint32_t pid)
+            uint32_t memory_mode, uint32_t clock, uint32_t pid, int compress)
 {
     unsigned char h[TG_CAP_HEADER_SIZE];
     struct stat st;
@@ -158,6 +199,7 @@ tg_cap_open(struct tg_cap *cap, const char *path, uint32_t flags, int64_t start_
     cap->start_us = start_us;
     cap->epoch = atomic_fetch_add(&tg_cap_epochs, 1) + 1;
     cap->next_code = 1;
+    cap->compress = compress && tg_cap_can_compress();
     cap->defs_len = 0;
     cap->n_stats = 0;
     pthread_mutex_unlock(&cap->lock);
@@ -326,6 +368,14 @@ tg_cap_close(struct tg_cap *cap)
     free(cap->path);
     cap->path = NULL;
     cap->dropped_child = 0;
+#ifdef TG_HAVE_ZSTD
+    ZSTD_freeCCtx(cap->zctx);
+#endif
+    cap->zctx = NULL;
+    free(cap->zbuf);
+    cap->zbuf = NULL;
+    cap->zbuf_cap = 0;
+    cap->compress = 0;
     pthread_mutex_unlock(&cap->lock);
 }
 

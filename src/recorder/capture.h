@@ -55,14 +55,24 @@ struct tg_cap {
     struct tg_cap_stat *stats;  /* streams' counters, deposited at thread close */
     size_t n_stats, stats_cap;
     char *path;               /* for messages; malloc'ed */
+    int compress;             /* zstd-compress events and process chunks (set
+                               * by tg_cap_open; only with TG_HAVE_ZSTD) */
+    void *zctx;               /* ZSTD_CCtx, or NULL; lock */
+    unsigned char *zbuf;      /* compression output; lock */
+    size_t zbuf_cap;
 };
+
+/* Whether this build can compress chunks (zstd, TG_HAVE_ZSTD). */
+int tg_cap_can_compress(void);
 
 /* Make CAP closed and empty (call once before use). */
 void tg_cap_init(struct tg_cap *cap);
 /* Create PATH (O_EXCL|O_NOFOLLOW|O_APPEND, 0644) and write the header.  START_US
- * is the time base, FLAGS TG_CAP_F_*.  Returns 0, or -errno (CAP stays closed). */
+ * is the time base, FLAGS TG_CAP_F_*.  COMPRESS: events and process chunks are
+ * zstd frames (TG_CAP_CHUNK_ZSTD) when that is smaller, if tg_cap_can_compress().
+ * Returns 0, or -errno (CAP stays closed). */
 int tg_cap_open(struct tg_cap *cap, const char *path, uint32_t flags, int64_t start_us,
-                uint32_t memory_mode, uint32_t clock, uint32_t pid);
+                uint32_t memory_mode, uint32_t clock, uint32_t pid, int compress);
 /* Whether CAP is open and not stopped (racy peek, for fast checks). */
 int tg_cap_usable(struct tg_cap *cap);
 /* A new code id of this capture (>= 1).  Lock not needed: the callers hold the

@@ -380,7 +380,8 @@ tg_open_capture(struct tg_recorder *r)
             | (r->sample_every > 0 ? TG_CAP_F_PROCESS : 0);
     start_us = tg_clock_now_ns() / 1000;  /* after tg_clock_enable: the records' clock */
     ret = tg_cap_open(&r->cap, path, flags, start_us, (uint32_t)r->memory_mode,
-                      (uint32_t)atomic_load(&tg_clock_src), (uint32_t)getpid());
+                      (uint32_t)atomic_load(&tg_clock_src), (uint32_t)getpid(),
+                      r->cap_compress);
     if (ret < 0) {
         errno = -ret;
         PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);

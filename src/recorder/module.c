@@ -186,6 +186,7 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
                         "stream_factory gives text streams: it needs format='text'");
         return NULL;
     }
+    r->cap_compress = compress;
     r->track_memory = track_memory;
     r->track_stack = track_stack;
     r->track_sleeps = track_sleeps;
@@ -440,6 +441,14 @@ tg_rec_fork_child(struct tg_recorder_object *self, PyObject *args)
 }
 
 static PyObject *
+tg_rec_can_compress(struct tg_recorder_object *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(tg_cap_can_compress());
+}
+
+static PyObject *
 tg_rec_get_active(struct tg_recorder_object *self, void *closure)
 {
     (void)closure;
@@ -479,6 +488,8 @@ PyMethodDef tg_recorder_methods[] = {
     {"before_fork", (PyCFunction)tg_rec_before_fork, METH_NOARGS, "os.register_at_fork hook"},
     {"after_fork_parent", (PyCFunction)tg_rec_after_fork_parent, METH_NOARGS,
      "os.register_at_fork hook"},
+    {"can_compress", (PyCFunction)tg_rec_can_compress, METH_NOARGS,
+     "Whether compress=True compresses the binary capture (built with zstd)."},
     {"fork_child", (PyCFunction)tg_rec_fork_child, METH_VARARGS,
      "fork_child(outdir=None): in a forked child, keep recording into OUTDIR or stop."},
     {NULL, NULL, 0, NULL}

@@ -112,6 +112,7 @@ struct tg_recorder {
     int timestamps;            /* TIME# prefixes */
     int fmt_text;              /* write the text files (.mem, .stack, process.mem) */
     int fmt_binary;            /* write capture.tg */
+    int cap_compress;          /* zstd-compress its chunks (compress=True) */
     int text_mem, text_stack;  /* fmt_text && track_memory / track_stack */
     int time_calls;            /* read the clock at recorded calls */
     int time_returns;          /* read the clock at recorded returns */

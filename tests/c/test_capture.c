@@ -23,6 +23,10 @@
 #include "capture.h"
 #include "tg_test.h"
 
+#ifdef TG_HAVE_ZSTD
+#  include <zstd.h>
+#endif
+
 static char dir[] = "/tmp/tg_test_capture_XXXXXX";
 
 static unsigned char *slurp(const char *path, size_t *len)
@@ -153,13 +157,13 @@ static void test_round_trip(void)
 	snprintf(path, sizeof(path), "%s/capture.tg", dir);
 	tg_cap_init(&cap);
 	CHECK_INT(tg_cap_open(&cap, path, TG_CAP_F_TIME | TG_CAP_F_MEMORY | TG_CAP_F_STACK,
-			      1700000000123456LL, 0, 1, 4242), 0);
+			      1700000000123456LL, 0, 1, 4242, 0), 0);
 	CHECK(tg_cap_usable(&cap));
-	CHECK_INT(tg_cap_open(&cap, path, 0, 0, 0, 0, 0), -EEXIST);  /* O_EXCL */
+	CHECK_INT(tg_cap_open(&cap, path, 0, 0, 0, 0, 0, 0), -EEXIST);  /* O_EXCL */
 	/* the failed open closed the first one: reopen under another name */
 	snprintf(path, sizeof(path), "%s/capture2.tg", dir);
 	CHECK_INT(tg_cap_open(&cap, path, TG_CAP_F_TIME | TG_CAP_F_MEMORY | TG_CAP_F_STACK,
-			      1700000000123456LL, 0, 1, 4242), 0);
+			      1700000000123456LL, 0, 1, 4242, 0), 0);
 	py = tg_cap_new_code_id(&cap);
 	c = tg_cap_new_code_id(&cap);
 	CHECK_INT(py, 1);
@@ -288,7 +292,7 @@ static void test_many_definitions(void)
 
 	snprintf(path, sizeof(path), "%s/defs.tg", dir);
 	tg_cap_init(&cap);
-	CHECK_INT(tg_cap_open(&cap, path, 0, 0, 0, 0, 1), 0);
+	CHECK_INT(tg_cap_open(&cap, path, 0, 0, 0, 0, 1, 0), 0);
 	memset(file, 'f', sizeof(file));
 	for (i = 0; i < 2000; i++) {
 		uint32_t id = tg_cap_new_code_id(&cap);
@@ -341,7 +345,7 @@ static void test_reused_descriptor(void)
 	snprintf(path, sizeof(path), "%s/reused.tg", dir);
 	snprintf(other, sizeof(other), "%s/program.txt", dir);
 	tg_cap_init(&cap);
-	CHECK_INT(tg_cap_open(&cap, path, 0, 0, 0, 0, 1), 0);
+	CHECK_INT(tg_cap_open(&cap, path, 0, 0, 0, 0, 1, 0), 0);
 	close(cap.fd);
 	fd = open(other, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	CHECK_INT(fd, cap.fd);  /* the lowest number: ours */
@@ -388,7 +392,7 @@ static void test_concurrent_chunks(void)
 
 	snprintf(path, sizeof(path), "%s/threads.tg", dir);
 	tg_cap_init(&cap);
-	CHECK_INT(tg_cap_open(&cap, path, 0, 0, 0, 0, 1), 0);
+	CHECK_INT(tg_cap_open(&cap, path, 0, 0, 0, 0, 1, 0), 0);
 	for (i = 0; i < WRITERS; i++) {
 		args[i].cap = &cap;
 		args[i].stream = TG_CAP_STREAM_FIRST + (uint32_t)i;
@@ -421,6 +425,61 @@ static void test_concurrent_chunks(void)
 	tg_cap_destroy(&cap);
 }
 
+#ifdef TG_HAVE_ZSTD
+/* compress: events chunks become zstd frames of exactly the records given;
+ * definitions and chunks that would not shrink stay as they are. */
+static void test_compressed_chunks(void)
+{
+	char path[256];
+	struct tg_cap cap;
+	unsigned char ev[4096], *p = ev, noise[64], out[8192];
+	unsigned char *buf;
+	size_t len;
+	struct chunk ch[16];
+	int n, i;
+	uint32_t id;
+
+	snprintf(path, sizeof(path), "%s/zstd.tg", dir);
+	tg_cap_init(&cap);
+	CHECK(tg_cap_can_compress());
+	CHECK_INT(tg_cap_open(&cap, path, TG_CAP_F_TIME | TG_CAP_F_MEMORY, 0, 0, 0, 1, 1), 0);
+	id = tg_cap_new_code_id(&cap);
+	CHECK_INT(tg_cap_define(&cap, id, TG_CAP_CODE_PYTHON, 3, "a.py", 4, "f", 1), 0);
+	for (i = 0; i < 300; i++) {
+		p = tg_cap_enc_call(p, id, 1, 1, 0, 0);
+		p = tg_cap_enc_return(p, 2, 1, 0, 1, 64);
+	}
+	CHECK_INT(tg_cap_chunk_out(&cap, TG_CAP_CHUNK_EVENTS, 2, ev, (size_t)(p - ev)), 0);
+	for (i = 0; i < (int)sizeof(noise); i++)
+		noise[i] = (unsigned char)(i * 97 + 13);
+	CHECK_INT(tg_cap_chunk_out(&cap, TG_CAP_CHUNK_EVENTS, 2, noise, 5), 0);
+	CHECK_INT(tg_cap_finish(&cap, 0), 0);
+	buf = slurp(path, &len);
+	CHECK(buf != NULL);
+	if (buf == NULL)
+		return;
+	n = read_chunks(buf, len, ch, 16);
+	CHECK_INT(n, 4);
+	CHECK_INT(ch[0].kind, TG_CAP_CHUNK_CODES);
+	CHECK_INT(ch[0].flags, 0);
+	CHECK_INT(ch[1].kind, TG_CAP_CHUNK_EVENTS);
+	CHECK_INT(ch[1].flags, TG_CAP_CHUNK_ZSTD);
+	CHECK(ch[1].len < (uint32_t)(p - ev) / 4);
+	{
+		size_t got = ZSTD_decompress(out, sizeof(out), ch[1].payload, ch[1].len);
+		CHECK(!ZSTD_isError(got));
+		CHECK(got == (size_t)(p - ev) && memcmp(out, ev, got) == 0);
+	}
+	CHECK_INT(ch[2].flags, 0);  /* 5 bytes: a frame would be larger */
+	CHECK_INT(ch[2].len, 5);
+	CHECK(memcmp(ch[2].payload, noise, 5) == 0);
+	CHECK_INT(ch[3].kind, TG_CAP_CHUNK_END);
+	CHECK_INT(ch[3].flags, 0);
+	free(buf);
+	tg_cap_destroy(&cap);
+}
+#endif
+
 int main(void)
 {
 	char cmd[300];
@@ -434,6 +493,11 @@ int main(void)
 	test_many_definitions();
 	test_reused_descriptor();
 	test_concurrent_chunks();
+#ifdef TG_HAVE_ZSTD
+	test_compressed_chunks();
+#else
+	printf("zstd compression not built (no zstd.h): its test skipped\n");
+#endif
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", dir);

@@ -352,3 +352,26 @@ def test_format_argument_is_checked(tmp_path):
     with pytest.raises(ValueError):
         threadgraph.ProcessProfile(stream_factory=lambda kind: None, format="binary")
     assert threadgraph.ProcessProfile(stream_factory=lambda kind: None).format == "text"
+
+
+def test_compressed_capture_reads_the_same(tmp_path):
+    """compress=True: events and process chunks are zstd frames, and the capture
+    still renders to exactly the text files of the same run."""
+    from threadgraph import _recorder
+    if not _recorder.Recorder().can_compress():
+        pytest.skip("threadgraph built without libzstd")
+    if not tgcapture.can_decompress():
+        pytest.skip("no zstd decoder for the test's reader")
+    run_scenario(tmp_path, BOTH_PROGRAM.replace("sys.argv[1]", "'both'")
+                 .replace("sys.argv[2]", "'stack'").replace("sys.argv[3]", "'time'")
+                 .replace("sys.argv[4]", "'7'")
+                 .replace('format="both",', 'format="both", compress=True,'))
+    run_dir = only_dir(tmp_path / "out")
+    cap = tgcapture.load(os.path.join(run_dir, "capture.tg"))
+    assert cap.end is not None
+    flagged = [k for k in cap.chunk_kinds if k[2] == 1]
+    assert flagged and all(k[0] in (tgcapture.EVENTS, tgcapture.PROCESS) for k in flagged)
+    for name, data in cap.render().items():
+        with open(os.path.join(run_dir, name), "rb") as f:
+            assert f.read() == data, name
+    assert load_runinfo(run_dir)["capture_compression"] == "zstd"

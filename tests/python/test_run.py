@@ -494,9 +494,9 @@ def test_package_main_and_syntax_error(tmp_path):
 
 def test_compress_without_accounting_is_a_usage_error(tmp_path):
     write(tmp_path / "app.py", "print('ran')\n")
-    res = tg(["run", "--compress", "app.py"], tmp_path)
+    res = tg(["run", "--compress", "--format", "text", "app.py"], tmp_path)
     assert res.returncode == 2
-    assert "--compress gzips the accounting outputs: it needs --accounting" in res.stderr
+    assert "with --format text it needs --accounting" in res.stderr
     assert "ran" not in res.stdout
 
 

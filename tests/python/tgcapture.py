@@ -5,7 +5,9 @@ capture.tg and renders the text files that text mode writes for the same run.
 Written from the format page only (not from the C code), so a test that
 compares its rendering with the recorder's own text files checks both.
 """
+import shutil
 import struct
+import subprocess
 
 MAGIC = b"\x89TGCAP\r\n"
 F_TIME, F_MEMORY, F_STACK, F_PROCESS = 1, 2, 4, 8
@@ -23,6 +25,27 @@ def varint(buf, pos):
         if not b & 0x80:
             return value, pos
         shift += 7
+
+
+def zstd_decompress(frame):
+    """One zstd frame, through the zstandard module or the zstd command."""
+    try:
+        import zstandard
+        return zstandard.ZstdDecompressor().decompress(frame)
+    except ImportError:
+        pass
+    if shutil.which("zstd") is None:
+        raise RuntimeError("no zstd decoder (zstandard module or zstd command)")
+    return subprocess.run(["zstd", "-d", "-c", "-q"], input=bytes(frame),
+                          stdout=subprocess.PIPE, check=True).stdout
+
+
+def can_decompress():
+    try:
+        import zstandard  # noqa: F401
+        return True
+    except ImportError:
+        return shutil.which("zstd") is not None
 
 
 def unzz(u):
@@ -60,10 +83,12 @@ class Capture:
             if pos + 12 + length > len(data):
                 self.truncated = True
                 break
-            assert cflags == 0, "compressed chunks are not expected here"
             payload = data[pos + 12:pos + 12 + length]
             pos += 12 + length
-            self.chunk_kinds.append((kind, stream))
+            assert cflags in (0, 1), "unknown chunk flags %d" % cflags
+            if cflags == 1:
+                payload = zstd_decompress(payload)
+            self.chunk_kinds.append((kind, stream, cflags))
             if kind == CODES:
                 p = 0
                 while p < len(payload):
