@@ -70,8 +70,10 @@ class Threadgraph:
     """threadgraph's ProcessProfile: profile "both" (the default), all threads, text
     files (FMT "text") or the binary capture (FMT "binary")."""
 
-    def __init__(self, memory_mode, stack, accounting=False, backend=None, fmt="text"):
+    def __init__(self, memory_mode, stack, accounting=False, backend=None, fmt="text",
+                 compress=False):
         self.fmt = fmt
+        self.compress = compress
         self.memory_mode = memory_mode
         self.stack = stack
         self.accounting = accounting
@@ -85,8 +87,9 @@ class Threadgraph:
     def start(self, outdir):
         tg = self.tg
         try:
+            kw = {"compress": True} if self.compress else {}
             self.prof = tg.ProcessProfile(default_log_path=outdir, memory=self.memory_mode,
-                                          format=self.fmt)
+                                          format=self.fmt, **kw)
         except TypeError:  # an API without the keywords (text only): try the setters
             if self.fmt != "text":
                 raise RuntimeError("this threadgraph has no binary capture")
@@ -186,6 +189,8 @@ CONFIGS = {
     "tg-thread": (Threadgraph, ("thread", True), "threadgraph, thread mode, stacks on (full recording)"),
     "tg-binary": (Threadgraph, ("thread", True, False, None, "binary"),
                   "threadgraph full recording (thread mode, stacks on) into the binary capture"),
+    "tg-binary-zstd": (Threadgraph, ("thread", True, False, None, "binary", True),
+                       "tg-binary with compress=True: zstd-compressed chunks"),
     "tg-thread-nostack": (Threadgraph, ("thread", False), "threadgraph, thread mode, stacks off"),
     "tg-thread-setprofile": (Threadgraph, ("thread", True, False, "setprofile"),
                              "threadgraph full recording, events from a profile function "
