@@ -17,7 +17,7 @@ import pytest
 
 import tgcapture
 from tgtest import load_runinfo, only_dir, run_scenario
-from test_reliability import FLUSH_SLACK, KILL_WORKLOAD, env_with_package
+from test_reliability import FLUSH_SLACK, KILL_WORKLOAD, env_with_package, find_cli
 
 # A multi-threaded program with everything the records must carry: Python and C
 # calls, generators (a call per resumption), exceptions, deep recursion, names
@@ -375,3 +375,27 @@ def test_compressed_capture_reads_the_same(tmp_path):
         with open(os.path.join(run_dir, name), "rb") as f:
             assert f.read() == data, name
     assert load_runinfo(run_dir)["capture_compression"] == "zstd"
+
+
+def test_cli_export_equals_text(tmp_path):
+    """`threadgraph export RUN_DIR -o DIR` (the command-line processor's side of the
+    capture) writes exactly the text files of a format="both" run."""
+    cli = find_cli()
+    if cli is None:
+        pytest.skip("threadgraph CLI not built")
+    probe = subprocess.run([cli, "export", "--help"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+    if probe.returncode != 0:
+        pytest.skip("this threadgraph CLI has no export command")
+    run_scenario(tmp_path, BOTH_PROGRAM.replace("sys.argv[1]", "'both'")
+                 .replace("sys.argv[2]", "'stack'").replace("sys.argv[3]", "'time'")
+                 .replace("sys.argv[4]", "'7'"))
+    run_dir = only_dir(tmp_path / "out")
+    out = tmp_path / "exported"
+    res = subprocess.run([cli, "export", run_dir, "-o", str(out)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    text = sorted(n for n in os.listdir(run_dir) if n.endswith((".mem", ".stack")))
+    for name in text:
+        with open(os.path.join(run_dir, name), "rb") as a, open(str(out / name), "rb") as b:
+            assert a.read() == b.read(), name
