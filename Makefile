@@ -65,6 +65,21 @@ $(B)/asan/ctest/test_ptrtable: $(PTRTABLE_DEPS)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/ptrtable.c -pthread
 
+# The recorder's capture writer is pure C: its test links capture.c alone (and
+# libzstd when its header is installed: compress=True's chunk compression).
+ZSTD_DEF := $(if $(wildcard /usr/include/zstd.h),-DTG_HAVE_ZSTD)
+ZSTD_LIB := $(if $(wildcard /usr/include/zstd.h),-lzstd)
+CAPTURE_DEPS := tests/c/test_capture.c tests/c/tg_test.h src/recorder/capture.c \
+		src/recorder/capture.h src/common/tg_capture.h
+
+$(B)/ctest/test_capture: $(CAPTURE_DEPS)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) $(ZSTD_DEF) -Isrc/common -Isrc/recorder -Itests/c -o $@ $< src/recorder/capture.c -pthread $(ZSTD_LIB)
+
+$(B)/asan/ctest/test_capture: $(CAPTURE_DEPS)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) $(ZSTD_DEF) -Isrc/common -Isrc/recorder -Itests/c -o $@ $< src/recorder/capture.c -pthread $(ZSTD_LIB)
+
 CTEST_BINS      := $(patsubst tests/c/%.c,$(B)/ctest/%,$(CTESTS))
 ASAN_CTEST_BINS := $(patsubst tests/c/%.c,$(B)/asan/ctest/%,$(CTESTS))
 

@@ -52,13 +52,29 @@ class BuildExtAndCli(build_ext):
         )
 
 
+def have_zstd():
+    """Whether libzstd's header is installed (libzstd-dev): the recorder then
+    compresses the binary capture's chunks with compress=True.  THREADGRAPH_NO_ZSTD=1
+    builds without it."""
+    if os.environ.get("THREADGRAPH_NO_ZSTD"):
+        return False
+    dirs = ["/usr/include", "/usr/local/include"]
+    for var in ("CPATH", "C_INCLUDE_PATH"):
+        dirs += [d for d in os.environ.get(var, "").split(os.pathsep) if d]
+    return any(os.path.exists(os.path.join(d, "zstd.h")) for d in dirs)
+
+
+ZSTD = have_zstd()
+
 recorder = Extension(
     "threadgraph._recorder",
     sources=rel_sources("src/recorder/*.c"),
     include_dirs=["src/common", "src/recorder"],
     depends=rel_sources("src/recorder/*.h") + rel_sources("src/common/*.h"),
     extra_compile_args=CFLAGS,
-    libraries=["pthread", "z", "dl"],  # dl: dlsym/dlopen for native=True (glibc < 2.34)
+    define_macros=[("TG_HAVE_ZSTD", "1")] if ZSTD else [],
+    # dl: dlsym/dlopen for native=True (glibc < 2.34); zstd: compressed captures
+    libraries=["pthread", "z", "dl"] + (["zstd"] if ZSTD else []),
 )
 
 setup(

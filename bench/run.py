@@ -55,9 +55,10 @@ QUICK_PP = ["pp_richards", "pp_json_loads", "pp_regex_v8"]
 QUICK_SCALE = 0.25
 
 FULL = "tg-thread"          # threadgraph's full recording: memory, stacks, all threads
-CHART_CONFIGS = ["noop", "tg-thread", "tg-thread-nostack", "tracemalloc-1",
+CHART_CONFIGS = ["noop", "tg-thread", "tg-binary", "tg-thread-nostack", "tracemalloc-1",
                  "tracemalloc-25", "memray", "memray-tpa", "cprofile"]
-HEADLINE = ["noop", "tg-thread", "tracemalloc-1", "memray", "memray-tpa", "cprofile"]
+HEADLINE = ["noop", "tg-thread", "tg-binary", "tracemalloc-1", "memray", "memray-tpa",
+            "cprofile"]
 
 TARGET_FLOOR = 1.25
 TARGET_RSS = 1.3
@@ -165,6 +166,9 @@ def summarize(results):
                 "time_ratio_max": max(tr),
                 "rss_ratio": statistics.median(rr),
                 "out_mb": statistics.median(p["prof"]["out_bytes"] for p in ps) / 1e6,
+                "bytes_per_event": (statistics.median(p["prof"]["out_bytes"] / p["prof"]["events"]
+                                                      for p in ps)
+                                    if all(p["prof"].get("events") for p in ps) else None),
                 "prof_wall": statistics.median(p["prof"]["wall"] for p in ps),
                 "errors": e["errors"][:3],
             }
@@ -404,6 +408,13 @@ def render(results):
         outcols = [c for c in configs if c.startswith("tg-") or c.startswith("memray")]
         if outcols:
             L.append(table(workloads, outcols, summ, "out_mb", nd=2, suffix=""))
+            L.append("")
+        bpe = [c for c in configs if any(summ[w].get(c, {}).get("bytes_per_event")
+                                         for w in workloads)]
+        if bpe:
+            L.append("## Bytes per recorded event (output bytes / (calls + returns), "
+                     "median per run)\n")
+            L.append(table(workloads, bpe, summ, "bytes_per_event", nd=1, suffix=""))
             L.append("")
         L.append("## Spread of the time ratio (min-max over pairs)\n")
         rows = ["| workload | " + " | ".join(HEADLINE) + " |", "|---|" + "---:|" * len(HEADLINE)]

@@ -12,6 +12,8 @@ printed on stdout:
     maxrss_kb peak resident set size of this process (getrusage ru_maxrss)
     rss0_kb   resident set size just before the profiler started
     out_bytes bytes the profiler wrote to its output directory (then deleted)
+    events    threadgraph only: calls + returns recorded (stats(): stack_records +
+              records; with stacks on), for bytes per recorded event
 
 Every configuration is set up the same way, in-process, so that the only difference
 between two measurements is the profiler.  See bench/README.md.
@@ -65,10 +67,14 @@ def _threadgraph_module():
 
 
 class Threadgraph:
-    """threadgraph's ProcessProfile: profile "both" (the default), all threads, text files."""
+    """threadgraph's ProcessProfile: profile "both" (the default), all threads, text
+    files (FMT "text") or the binary capture (FMT "binary")."""
 
-    def __init__(self, memory_mode, stack, accounting=False, backend=None, native=False):
+    def __init__(self, memory_mode, stack, accounting=False, backend=None, native=False,
+                 fmt="text", compress=False):
         self.native = native
+        self.fmt = fmt
+        self.compress = compress
         self.memory_mode = memory_mode
         self.stack = stack
         self.accounting = accounting
@@ -82,8 +88,12 @@ class Threadgraph:
     def start(self, outdir):
         tg = self.tg
         try:
-            self.prof = tg.ProcessProfile(default_log_path=outdir, memory=self.memory_mode)
-        except TypeError:  # an API without the keyword: try the setters
+            kw = {"compress": True} if self.compress else {}
+            self.prof = tg.ProcessProfile(default_log_path=outdir, memory=self.memory_mode,
+                                          format=self.fmt, **kw)
+        except TypeError:  # an API without the keywords (text only): try the setters
+            if self.fmt != "text":
+                raise RuntimeError("this threadgraph has no binary capture")
             self.prof = tg.ProcessProfile(default_log_path=outdir)
             _set_memory_mode(self.prof, self.memory_mode)
         self.prof.trackStack(self.stack)
@@ -97,6 +107,9 @@ class Threadgraph:
 
     def stop(self):
         self.prof.disable()
+        stats = self.prof.stats()
+        if self.stack and "stack_records" in stats:
+            return {"events": stats["stack_records"] + stats["records"]}
         return {}
 
 
@@ -179,6 +192,10 @@ CONFIGS = {
     "none": (NoProfiler, (), "no profiler"),
     "noop": (NoopHook, (), "no-op C profile function in every thread (the floor)"),
     "tg-thread": (Threadgraph, ("thread", True), "threadgraph, thread mode, stacks on (full recording)"),
+    "tg-binary": (Threadgraph, ("thread", True, False, None, "binary"),
+                  "threadgraph full recording (thread mode, stacks on) into the binary capture"),
+    "tg-binary-zstd": (Threadgraph, ("thread", True, False, None, "binary", True),
+                       "tg-binary with compress=True: zstd-compressed chunks"),
     "tg-thread-nostack": (Threadgraph, ("thread", False), "threadgraph, thread mode, stacks off"),
     "tg-thread-setprofile": (Threadgraph, ("thread", True, False, "setprofile"),
                              "threadgraph full recording, events from a profile function "

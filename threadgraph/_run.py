@@ -42,6 +42,7 @@ VALUE_OPTIONS = (
     "--filter",
     "--memory",
     "--process-memory-frequency",
+    "--format",
 )
 
 
@@ -53,9 +54,10 @@ def build_parser():
         description="Run a Python program under the threadgraph memory profiler, "
         "without changing it. The program gets sys.argv, __main__ and sys.path[0] "
         "as if it were run directly, and its exit status is kept.",
-        epilog="Files go to BASE/<pid>/ (one .mem, and with --stack one .stack, per "
-        "thread, plus process.mem and runinfo.json). Then, for example: "
-        "threadgraph memg BASE/<pid>/*.mem",
+        epilog="Files go to BASE/<pid>/: capture.tg (the binary capture) and "
+        "runinfo.json; with --format text one .mem, and with --stack one .stack, per "
+        "thread, plus process.mem. Then, for example: threadgraph memg BASE/<pid> "
+        "(text: threadgraph memg BASE/<pid>/*.mem)",
     )
     parser.add_argument(
         "-o",
@@ -129,7 +131,9 @@ def build_parser():
     parser.add_argument(
         "--compress",
         action="store_true",
-        help="gzip the accounting outputs (ProcessProfile(compress=True))",
+        help="compress the binary capture's chunks with zstd (when threadgraph was "
+        "built with libzstd) and gzip the accounting outputs "
+        "(ProcessProfile(compress=True))",
     )
     parser.add_argument(
         "--native",
@@ -142,6 +146,14 @@ def build_parser():
         choices=("auto", "setprofile", "monitoring"),
         help="where the events come from: a profile function on every thread, or "
         "sys.monitoring (CPython 3.12/3.13); default auto (ProcessProfile(backend=...))",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("binary", "text", "both"),
+        default="binary",
+        help="binary: one compact capture.tg (default; `threadgraph export` writes the "
+        "text files from it); text: the original's .mem/.stack/process.mem files; "
+        "both (ProcessProfile(format=...))",
     )
     parser.add_argument(
         "-m",
@@ -209,14 +221,15 @@ def say(msg):
 def make_profiler(opts, base):
     from threadgraph import ProcessProfile
 
-    kwargs = {"default_log_path": base}
+    kwargs = {"default_log_path": base, "format": opts.format}
     if opts.profile:
         kwargs["profile"] = opts.profile
     if opts.memory:
         kwargs["memory"] = opts.memory
     if opts.accounting:
         kwargs["accounting"] = True
-        kwargs["compress"] = opts.compress
+    if opts.compress:
+        kwargs["compress"] = True
     if opts.backend:
         kwargs["backend"] = opts.backend
     if opts.native:
@@ -337,11 +350,21 @@ def thread_mem_files(out_dir):
     ]
 
 
+def capture_path(out_dir):
+    """The run's binary capture, or None when it wrote none."""
+    path = os.path.join(out_dir, "capture.tg")
+    return path if os.path.isfile(path) else None
+
+
 def top_peaks(out_dir, mem_files, timestamps):
-    """The biggest peaks from the C processor, or (None, reason)."""
+    """The biggest peaks from the C processor, or (None, reason).
+
+    The processor reads the thread .mem files MEM_FILES (format text or both), or
+    else the run directory's binary capture."""
     from threadgraph._cli import CliNotFound, cli_path
 
-    if not mem_files:
+    inputs = mem_files or ([out_dir] if capture_path(out_dir) else [])
+    if not inputs:
         return None, "no thread .mem files"
     try:
         cli = cli_path()
@@ -353,7 +376,7 @@ def top_peaks(out_dir, mem_files, timestamps):
     # Every return is a candidate (--peak 0) and none is hidden by its neighbours in
     # time or value: the summary wants the largest deltas, whatever their spacing.
     cmd += ["peaks", "--json", "--top", str(CANDIDATE_PEAKS), "--sort", "size", "--peak", "0",
-            "--peak_delta_time", "0", "--peak_delta_value", "0"] + mem_files
+            "--peak_delta_time", "0", "--peak_delta_value", "0"] + inputs
     try:
         proc = subprocess.run(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True
@@ -414,6 +437,13 @@ def innermost(peaks):
     return kept
 
 
+def shell_quote(word):
+    """WORD as one shell word (thread names may contain spaces)."""
+    import shlex
+
+    return shlex.quote(str(word))
+
+
 def print_summary(prof, opts, status):
     stats = prof.stats()
     out_dir = stats.get("output_dir") or prof.output_dir
@@ -431,6 +461,7 @@ def print_summary(prof, opts, status):
         )
     )
     mem_files = thread_mem_files(out_dir)
+    binary = capture_path(out_dir) is not None and not mem_files
     peaks, why = top_peaks(out_dir, mem_files, not opts.no_timestamps)
     if peaks is None:
         say("top peaks: unavailable (%s)" % why)
@@ -456,6 +487,19 @@ def print_summary(prof, opts, status):
             )
     no_time = "--no_time " if opts.no_timestamps else ""
     say("next:")
+    if binary:
+        sys.stderr.write("    threadgraph %smemg %s\n" % (no_time, shown))
+        sys.stderr.write("    threadgraph %speaks %s\n" % (no_time, shown))
+        if opts.stack and peaks:
+            top = next((p for p in peaks if p.get("function") != "<module>"), peaks[0])
+            thread = top.get("thread") or os.path.basename(str(top.get("mem_file", "")))
+            if thread.endswith(".mem"):
+                thread = thread[:-4]
+            sys.stderr.write("    threadgraph %sdecorate-stack %s %s %s\n"
+                             % (no_time, shown, shell_quote(thread), top.get("mem_line", "")))
+        sys.stderr.write("    threadgraph %sexport %s\n" % (no_time, shown))
+        sys.stderr.flush()
+        return
     sys.stderr.write("    threadgraph %smemg %s/*.mem\n" % (no_time, shown))
     sys.stderr.write("    threadgraph %speaks %s/*.mem\n" % (no_time, shown))
     # the whole run on one page: graph, peaks and their subtrees, flame graphs
@@ -486,8 +530,9 @@ def main(argv):
         parser.error("give a script to run, or -m module")
     if opts.process_memory_frequency is not None and opts.process_memory_frequency < 0:
         parser.error("--process-memory-frequency must be 0 or more")
-    if opts.compress and not opts.accounting:
-        parser.error("--compress gzips the accounting outputs: it needs --accounting")
+    if opts.compress and not opts.accounting and opts.format == "text":
+        parser.error("--compress compresses the binary capture and the accounting "
+                     "outputs: with --format text it needs --accounting")
 
     kind, name = target
     try:

@@ -26,6 +26,7 @@ __all__ = ["ProcessProfile", "DEFAULT_SLEEP_TRIGGERS"]
 PROFILE_MODES = ("python", "c", "both")
 MEMORY_MODES = ("thread", "process", "rss")
 BACKENDS = ("auto", "setprofile", "monitoring")
+FORMATS = ("binary", "text", "both")
 
 #: Calls during which a thread is likely to give the CPU away; memory that grows
 #: while a thread is inside one of them, less what the thread allocates itself,
@@ -137,6 +138,11 @@ class ProcessProfile:
       CPython 3.12 and 3.13: no frame object per event) or ``"auto"`` (the
       default: monitoring where available); ``None`` reads the
       ``THREADGRAPH_BACKEND`` environment variable, else ``"auto"``.
+    * ``format``: ``"binary"`` (the default: one compact ``capture.tg``, see
+      docs/formats.md; ``threadgraph export`` writes the text files from it),
+      ``"text"`` (the original's ``.mem``/``.stack``/``process.mem`` files) or
+      ``"both"``; ``None`` means ``"text"`` with a ``stream_factory`` (whose
+      streams are text), else ``"binary"``.
 
     Settings changed while enabled take effect at the next ``enable()``.  Only one
     ProcessProfile can be enabled in a process at a time.
@@ -146,7 +152,8 @@ class ProcessProfile:
                  default_log_path: Optional[str] = None, profile: Optional[str] = None,
                  memory: str = "thread", accounting: bool = False,
                  compress: bool = False, backend: Optional[str] = None,
-                 native: bool = False) -> None:
+                 native: bool = False,
+                 format: Optional[str] = None) -> None:
         if profile is None:
             profile = "both"
         if profile not in PROFILE_MODES:
@@ -160,6 +167,14 @@ class ProcessProfile:
                              % (backend,))
         if stream_factory is not None and not callable(stream_factory):
             raise TypeError("stream_factory must be callable")
+        if format is None:
+            format = "text" if stream_factory is not None else "binary"
+        if format not in FORMATS:
+            raise ValueError("format must be 'binary', 'text' or 'both', not %r" % (format,))
+        if format != "text" and stream_factory is not None:
+            raise ValueError("stream_factory gives text streams: it needs format='text'")
+        #: Output format: "binary" (capture.tg), "text" or "both".
+        self.format = format
         self.stream_factory = stream_factory
         self.default_log_path = default_log_path if default_log_path is not None else "."
         self.profile = profile
@@ -167,7 +182,9 @@ class ProcessProfile:
         #: Event source asked for; ``backend_used`` tells which one ran.
         self.backend = backend
         #: Allocation accounting (summary, histograms, sites, snapshots; see
-        #: docs/accounting.md); off by default.  compress gzips its outputs.
+        #: docs/accounting.md); off by default.  compress gzips its outputs, and
+        #: zstd-compresses the binary capture's chunks when the recorder was
+        #: built with libzstd (runinfo.json "capture_compression").
         self.accounting = bool(accounting)
         self.compress = bool(compress)
         #: Also count native memory (malloc & co., anonymous mmap) into the
@@ -309,7 +326,7 @@ class ProcessProfile:
                          stream_factory=self.stream_factory, exclude_file=_FILE,
                          triggers=triggers, accounting=self.accounting,
                          compress=self.compress, backend=self.backend,
-                         native=self.native)
+                         native=self.native, format=self.format)
         global _ACTIVE
         _ACTIVE = self
         self._pid = os.getpid()
@@ -335,6 +352,7 @@ class ProcessProfile:
         if not self._rec.active:
             return
         errors = self._rec.disable()
+        dropped = self._rec.stats().get("dropped", 0)
         if self.accounting and self._output_dir is not None:
             try:
                 figures = self._rec.accounting()
@@ -355,6 +373,9 @@ class ProcessProfile:
         for message in errors:
             warnings.warn("threadgraph: output stopped: %s" % message, RuntimeWarning,
                           stacklevel=3)
+        if dropped:
+            warnings.warn("threadgraph: %d records dropped: they could not be written "
+                          "(runinfo.json \"dropped\")" % dropped, RuntimeWarning, stacklevel=3)
 
     # -- allocation accounting (accounting=True; docs/accounting.md) --
 
@@ -399,8 +420,9 @@ class ProcessProfile:
         return _AccountingWindow(self._rec, str(name))
 
     def stats(self) -> Dict[str, Any]:
-        """{"threads", "records", "stack_records", "output_dir", "clock"} of the
-        current or last run."""
+        """{"threads", "records", "stack_records", "dropped", "output_dir", "clock",
+        "capture"} of the current or last run ("records" counts returns, "dropped"
+        the records that could not be written, "capture" is "capture.tg" or None)."""
         s = self._rec.stats()
         s["output_dir"] = self._output_dir
         return s
@@ -430,6 +452,10 @@ class ProcessProfile:
             "clock": self._rec.stats()["clock"],
             "stack": self._stack,
             "sleep_correction": self._sleeps,
+            "capture": self._rec.stats()["capture"],
+            "capture_compression": ("zstd" if self.compress and self.format != "text"
+                                    and self._rec.can_compress() else None),
+            "dropped": self._rec.stats()["dropped"],
             "threads": self.threads(),
         }
         path = os.path.join(self._output_dir, "runinfo.json")

@@ -41,8 +41,19 @@ tg_recorder_init(struct tg_recorder *r)
     r->mon_tool = -1;
     pthread_mutex_init(&r->reg_lock, NULL);
     tg_writer_init(&r->process_w);
+    tg_writer_init(&r->process_cap);
+    tg_cap_init(&r->cap);
+    r->fmt_binary = 1;
     pthread_mutex_init(&r->flusher_lock, NULL);
     pthread_cond_init(&r->flusher_cond, NULL);
+}
+
+/* tg_cap_idtab_clear callback: the C function table's module reference. GIL. */
+static void
+tg_cfunc_unref(uintptr_t ml, uintptr_t module)
+{
+    (void)ml;
+    Py_XDECREF((PyObject *)module);
 }
 
 /* Release and free every state of LIST (not reachable by the flusher). */
@@ -54,6 +65,7 @@ tg_free_states(struct tg_thread **list)
         struct tg_thread *next = t->next;
         tg_writer_release(&t->mem);
         tg_writer_release(&t->stack);
+        tg_writer_release(&t->capw);
         tg_thread_free(t);
         t = next;
     }
@@ -112,8 +124,13 @@ tg_recorder_dealloc(struct tg_recorder *r)
     Py_CLEAR(r->errors);
     Py_CLEAR(r->wrapped);
     tg_writer_release(&r->process_w);
+    tg_writer_release(&r->process_cap);
+    tg_cap_close(&r->cap);
+    tg_cap_idtab_clear(&r->cfunc_ids, tg_cfunc_unref);
     pthread_mutex_destroy(&r->reg_lock);
     tg_writer_destroy(&r->process_w);
+    tg_writer_destroy(&r->process_cap);
+    tg_cap_destroy(&r->cap);
     pthread_mutex_destroy(&r->flusher_lock);
     pthread_cond_destroy(&r->flusher_cond);
 }
@@ -183,9 +200,11 @@ tg_flush_all_fd(struct tg_recorder *r)
         /* Python streams are skipped inside: their thread flushes them. */
         tg_writer_flush_nogil(&t->mem);
         tg_writer_flush_nogil(&t->stack);
+        tg_writer_flush_nogil(&t->capw);
     }
     pthread_mutex_unlock(&r->reg_lock);
     tg_writer_flush_nogil(&r->process_w);
+    tg_writer_flush_nogil(&r->process_cap);
     {
         /* A program that closed our /proc/self/statm descriptor: stop reading it
          * (pread never changes a file the number may now name). */
@@ -207,9 +226,11 @@ tg_flush_full_fd(struct tg_recorder *r)
     for (t = r->threads; t != NULL; t = t->next) {
         tg_writer_flush_full_nogil(&t->mem);
         tg_writer_flush_full_nogil(&t->stack);
+        tg_writer_flush_full_nogil(&t->capw);
     }
     pthread_mutex_unlock(&r->reg_lock);
     tg_writer_flush_full_nogil(&r->process_w);
+    tg_writer_flush_full_nogil(&r->process_cap);
 }
 
 void
@@ -320,7 +341,7 @@ tg_open_process_file(struct tg_recorder *r)
     size_t n = strlen(r->outdir) + sizeof(TG_PROCESS_BASENAME) + sizeof(TG_MEM_SUFFIX) + 2;
     int ret;
 
-    if (r->sample_every <= 0)
+    if (r->sample_every <= 0 || !r->fmt_text)
         return 0;
     path = malloc(n);
     if (path == NULL) {
@@ -336,6 +357,82 @@ tg_open_process_file(struct tg_recorder *r)
     }
     free(path);
     return ret < 0 ? -1 : 0;
+}
+
+/* Create <outdir>/capture.tg (format binary or both) with its header, and the
+ * process sample stream.  Returns 0, or -1 with OSError. */
+static int
+tg_open_capture(struct tg_recorder *r)
+{
+    char *path;
+    size_t n = strlen(r->outdir) + sizeof(TG_CAP_FILENAME) + 2;
+    uint32_t flags;
+    int64_t start_us;
+    int ret;
+
+    if (!r->fmt_binary)
+        return 0;
+    path = malloc(n);
+    if (path == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    snprintf(path, n, "%s/%s", r->outdir, TG_CAP_FILENAME);
+    flags = (r->timestamps ? TG_CAP_F_TIME : 0) | (r->track_memory ? TG_CAP_F_MEMORY : 0)
+            | (r->track_stack ? TG_CAP_F_STACK : 0)
+            | (r->sample_every > 0 ? TG_CAP_F_PROCESS : 0);
+    start_us = tg_clock_now_ns() / 1000;  /* after tg_clock_enable: the records' clock */
+    ret = tg_cap_open(&r->cap, path, flags, start_us, (uint32_t)r->memory_mode,
+                      (uint32_t)atomic_load(&tg_clock_src), (uint32_t)getpid(),
+                      r->cap_compress);
+    if (ret < 0) {
+        errno = -ret;
+        PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
+        free(path);
+        return -1;
+    }
+    r->process_cap_us = start_us;
+    r->process_cap_bytes = 0;
+    if (r->process_clock.last_ns < start_us * 1000)
+        r->process_clock.last_ns = start_us * 1000;
+    if (r->sample_every > 0
+            && tg_writer_open_chunks(&r->process_cap, &r->cap, TG_CAP_CHUNK_PROCESS,
+                                     TG_CAP_STREAM_PROCESS, path) < 0) {
+        PyErr_NoMemory();
+        tg_cap_close(&r->cap);
+        free(path);
+        return -1;
+    }
+    free(path);
+    return 0;
+}
+
+/* Close the capture: the process samples, the trailer (after every thread's
+ * last chunk), the C function table.  GIL held, flusher stopped. */
+static void
+tg_close_capture(struct tg_recorder *r)
+{
+    int e;
+    if (!r->fmt_binary)
+        return;
+    tg_writer_flush(&r->process_cap);
+    tg_note_writer_error(r, &r->process_cap);
+    tg_writer_release(&r->process_cap);
+    if (r->cap.path != NULL) {  /* opened */
+        char *path = r->cap.path ? strdup(r->cap.path) : NULL;
+        e = tg_cap_finish(&r->cap, tg_clock_gettime_ns() / 1000);
+        if (e && r->errors != NULL) {
+            PyObject *msg = PyUnicode_FromFormat("%s: %s (errno %d)", path ? path : "?",
+                                                 strerror(e), e);
+            if (msg != NULL && PySequence_Contains(r->errors, msg) == 0)
+                PyList_Append(r->errors, msg);
+            Py_XDECREF(msg);
+            PyErr_Clear();
+        }
+        free(path);
+    }
+    tg_cap_close(&r->cap);
+    tg_cap_idtab_clear(&r->cfunc_ids, tg_cfunc_unref);
 }
 
 /* Close every live state (flush, note errors) and move it to the retired
@@ -355,6 +452,7 @@ tg_retire_threads(struct tg_recorder *r)
         pthread_mutex_lock(&r->reg_lock);
         r->done_records += atomic_load(&t->n_records);
         r->done_stack_records += atomic_load(&t->n_stack_records);
+        r->done_dropped += atomic_load(&t->dropped);
         pthread_mutex_unlock(&r->reg_lock);
         t->next = r->retired;
         r->retired = t;
@@ -385,7 +483,12 @@ tg_recorder_enable(struct tg_recorder_object *self)
     tg_free_states(&r->retired);
     tg_free_log(r);
     r->done_records = r->done_stack_records = 0;
+    r->done_dropped = 0;
     r->dummy_counter = 0;
+    r->text_mem = r->fmt_text && r->track_memory;
+    r->text_stack = r->fmt_text && r->track_stack;
+    r->time_calls = r->timestamps && (r->fmt_binary || r->track_stack);
+    r->time_returns = r->timestamps && (r->fmt_binary || r->track_memory);
     r->sample_countdown = r->sample_every;
     r->gen = ++tg_gen_counter;
     r->page_size = sysconf(_SC_PAGESIZE);
@@ -397,6 +500,9 @@ tg_recorder_enable(struct tg_recorder_object *self)
         PyErr_Clear();  /* every tool id taken: profile functions instead */
         r->backend = TG_BACKEND_SETPROFILE;
     }
+    tg_clock_enable();  /* before the capture's start time, and the flusher */
+    if (tg_open_capture(r) < 0)
+        goto fail;
     if (tg_open_process_file(r) < 0)
         goto fail;
 
@@ -407,8 +513,10 @@ tg_recorder_enable(struct tg_recorder_object *self)
             PyErr_NoMemory();
             goto fail;
         }
-        if (atomic_load(&t->mem.err) || atomic_load(&t->stack.err)) {
-            struct tg_writer *w = atomic_load(&t->mem.err) ? &t->mem : &t->stack;
+        if (atomic_load(&t->mem.err) || atomic_load(&t->stack.err)
+                || atomic_load(&t->capw.err)) {
+            struct tg_writer *w = atomic_load(&t->mem.err) ? &t->mem
+                                  : atomic_load(&t->stack.err) ? &t->stack : &t->capw;
             errno = atomic_load(&w->err);
             PyErr_SetFromErrnoWithFilename(PyExc_OSError, w->path);
             goto fail_thread;
@@ -427,7 +535,6 @@ tg_recorder_enable(struct tg_recorder_object *self)
     }
     if (tg_threads_wrap(self) < 0)
         goto fail_thread;
-    tg_clock_enable();  /* before the flusher, which then re-anchors it */
     if (tg_flusher_start(r) < 0) {
         PyErr_SetString(PyExc_OSError, "cannot start the flusher thread");
         goto fail_unwrap;
@@ -451,6 +558,9 @@ fail_thread:
 fail:
     tg_monitor_uninstall(self);
     tg_writer_release(&r->process_w);
+    tg_writer_release(&r->process_cap);
+    tg_cap_close(&r->cap);
+    tg_cap_idtab_clear(&r->cfunc_ids, tg_cfunc_unref);
     tg_statm_close(r);
     r->gen = ++tg_gen_counter;
     return -1;
@@ -474,6 +584,7 @@ tg_recorder_disable(struct tg_recorder_object *self)
     tg_writer_flush(&r->process_w);
     tg_note_writer_error(r, &r->process_w);
     tg_writer_release(&r->process_w);
+    tg_close_capture(r);
     tg_statm_close(r);
     if (tg_active == self) {
         tg_active = NULL;
@@ -496,8 +607,11 @@ tg_atfork_prepare(void)
         for (t = a->r.threads; t != NULL; t = t->next) {
             tg_writer_lock_for_fork(&t->mem);
             tg_writer_lock_for_fork(&t->stack);
+            tg_writer_lock_for_fork(&t->capw);
         }
         tg_writer_lock_for_fork(&a->r.process_w);
+        tg_writer_lock_for_fork(&a->r.process_cap);
+        pthread_mutex_lock(&a->r.cap.lock);  /* after the writers' (capture.h) */
     }
     tg_ptrtable_lock_all();
 }
@@ -508,8 +622,11 @@ tg_atfork_unlock(struct tg_recorder_object *a)
     tg_ptrtable_unlock_all();
     if (a != NULL) {
         struct tg_thread *t;
+        pthread_mutex_unlock(&a->r.cap.lock);
+        tg_writer_unlock_for_fork(&a->r.process_cap);
         tg_writer_unlock_for_fork(&a->r.process_w);
         for (t = a->r.threads; t != NULL; t = t->next) {
+            tg_writer_unlock_for_fork(&t->capw);
             tg_writer_unlock_for_fork(&t->stack);
             tg_writer_unlock_for_fork(&t->mem);
         }
@@ -534,8 +651,11 @@ tg_atfork_child(void)
         for (t = a->r.threads; t != NULL; t = t->next) {
             tg_writer_drop_in_child(&t->mem);
             tg_writer_drop_in_child(&t->stack);
+            tg_writer_drop_in_child(&t->capw);
         }
         tg_writer_drop_in_child(&a->r.process_w);
+        tg_writer_drop_in_child(&a->r.process_cap);
+        tg_cap_drop_in_child(&a->r.cap);
         /* The flusher does not exist in the child; its lock may have been held. */
         a->r.flusher_running = 0;
         a->r.flusher_kicked = 0;
@@ -575,6 +695,7 @@ tg_fork_child_reap(struct tg_recorder *r)
             continue;
         tg_writer_release(&t->mem);
         tg_writer_release(&t->stack);
+        tg_writer_release(&t->capw);
         tg_thread_free(t);
     }
     tg_free_states(&r->retired);
@@ -602,10 +723,14 @@ tg_fork_child_stop(struct tg_recorder_object *self)
     if (me != NULL) {
         tg_writer_release(&me->mem);
         tg_writer_release(&me->stack);
+        tg_writer_release(&me->capw);
         tg_thread_free(me);
     }
     tg_tls.thread = NULL;
     tg_writer_release(&r->process_w);
+    tg_writer_release(&r->process_cap);
+    tg_cap_close(&r->cap);  /* the parent's file: never written here */
+    tg_cap_idtab_clear(&r->cfunc_ids, tg_cfunc_unref);
     tg_statm_close(r);
     if (tg_active == self) {
         tg_active = NULL;
@@ -645,16 +770,21 @@ tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir)
         suppress = me->suppress_key;
         tg_writer_release(&me->mem);
         tg_writer_release(&me->stack);
+        tg_writer_release(&me->capw);
         tg_thread_free(me);
     }
     tg_tls.thread = NULL;
     tg_free_log(r);
     r->done_records = r->done_stack_records = 0;
+    r->done_dropped = 0;
     r->sample_countdown = r->sample_every;
     tg_writer_release(&r->process_w);
+    tg_writer_release(&r->process_cap);
+    tg_cap_close(&r->cap);  /* the parent's: dropped at fork, never written here */
+    tg_cap_idtab_clear(&r->cfunc_ids, tg_cfunc_unref);
     tg_statm_close(r);
     tg_statm_open(r);
-    if (tg_open_process_file(r) < 0) {
+    if (tg_open_capture(r) < 0 || tg_open_process_file(r) < 0) {
         free(name);
         tg_fork_child_stop(self);
         return -1;

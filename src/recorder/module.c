@@ -102,7 +102,7 @@ PyDoc_STRVAR(tg_rec_enable_doc,
 "enable(outdir, *, profile='both', memory='thread', filter=None, track_memory=True,\n"
 "       track_stack=False, track_sleeps=True, timestamps=True, sample_every=1000,\n"
 "       stream_factory=None, exclude_file=None, triggers=(), accounting=False,\n"
-"       compress=False, backend='auto', native=False)\n"
+"       compress=False, backend='auto', native=False, format='binary')\n"
 "Start recording into the existing directory OUTDIR.");
 
 static PyObject *
@@ -111,19 +111,20 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     static char *kwlist[] = {"outdir", "profile", "memory", "filter", "track_memory",
                              "track_stack", "track_sleeps", "timestamps", "sample_every",
                              "stream_factory", "exclude_file", "triggers", "accounting",
-                             "compress", "backend", "native", NULL};
+                             "compress", "backend", "native", "format", NULL};
     struct tg_recorder *r = &self->r;
     const char *outdir, *profile = "both", *memory = "thread", *backend = "auto";
+    const char *format = "binary";
     PyObject *filter = Py_None, *factory = Py_None, *exclude = Py_None, *triggers = NULL;
     int track_memory = 1, track_stack = 0, track_sleeps = 1, timestamps = 1;
     long sample_every = 1000;
     int accounting = 0, compress = 0, native = 0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOppppLOOOppsp:enable", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOpppplOOOppsps:enable", kwlist,
                                      &outdir, &profile, &memory, &filter, &track_memory,
                                      &track_stack, &track_sleeps, &timestamps,
                                      &sample_every, &factory, &exclude, &triggers,
-                                     &accounting, &compress, &backend, &native))
+                                     &accounting, &compress, &backend, &native, &format))
         return NULL;
     if (r->active) {
         PyErr_SetString(PyExc_RuntimeError, "this profiler is already enabled");
@@ -172,6 +173,21 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
                      backend);
         return NULL;
     }
+    if (strcmp(format, "binary") == 0 || strcmp(format, "both") == 0
+            || strcmp(format, "text") == 0) {
+        r->fmt_text = strcmp(format, "binary") != 0;
+        r->fmt_binary = strcmp(format, "text") != 0;
+    } else {
+        PyErr_Format(PyExc_ValueError, "format must be 'binary', 'text' or 'both', not '%s'",
+                     format);
+        return NULL;
+    }
+    if (r->fmt_binary && factory != Py_None) {
+        PyErr_SetString(PyExc_ValueError,
+                        "stream_factory gives text streams: it needs format='text'");
+        return NULL;
+    }
+    r->cap_compress = compress;
     r->track_memory = track_memory;
     r->track_stack = track_stack;
     r->track_sleeps = track_sleeps;
@@ -302,7 +318,7 @@ static PyObject *
 tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
 {
     struct tg_recorder *r = &self->r;
-    unsigned long long records, stack_records;
+    unsigned long long records, stack_records, dropped;
     size_t threads;
     struct tg_thread *t;
     (void)unused;
@@ -310,15 +326,19 @@ tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
     pthread_mutex_lock(&r->reg_lock);
     records = r->done_records;
     stack_records = r->done_stack_records;
+    dropped = r->done_dropped;
     threads = r->n_log;
     for (t = r->threads; t != NULL; t = t->next) {
         records += atomic_load_explicit(&t->n_records, memory_order_relaxed);
         stack_records += atomic_load_explicit(&t->n_stack_records, memory_order_relaxed);
+        dropped += atomic_load_explicit(&t->dropped, memory_order_relaxed);
     }
     pthread_mutex_unlock(&r->reg_lock);
-    return Py_BuildValue("{s:n,s:K,s:K,s:z,s:s}", "threads", (Py_ssize_t)threads,
+    return Py_BuildValue("{s:n,s:K,s:K,s:K,s:z,s:s,s:z}", "threads", (Py_ssize_t)threads,
                          "records", records, "stack_records", stack_records,
-                         "output_dir", r->outdir, "clock", tg_clock_source_name());
+                         "dropped", dropped, "output_dir", r->outdir,
+                         "clock", tg_clock_source_name(),
+                         "capture", r->fmt_binary ? TG_CAP_FILENAME : NULL);
 }
 
 /* --- allocation accounting (accounting.c) --- */
@@ -430,6 +450,14 @@ tg_rec_fork_child(struct tg_recorder_object *self, PyObject *args)
 }
 
 static PyObject *
+tg_rec_can_compress(struct tg_recorder_object *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    return PyBool_FromLong(tg_cap_can_compress());
+}
+
+static PyObject *
 tg_rec_get_active(struct tg_recorder_object *self, void *closure)
 {
     (void)closure;
@@ -453,7 +481,7 @@ PyMethodDef tg_recorder_methods[] = {
     {"threads", (PyCFunction)tg_rec_threads, METH_NOARGS,
      "Threads seen in this run: list of dicts (name, native_id, ident, base, mem, stack)."},
     {"stats", (PyCFunction)tg_rec_stats, METH_NOARGS,
-     "dict: threads, records, stack_records, output_dir, clock."},
+     "dict: threads, records, stack_records, dropped, output_dir, clock, capture."},
     {"snapshot", (PyCFunction)tg_rec_snapshot, METH_VARARGS,
      "snapshot(label='snapshot'): write snapshot-<N>-<label> now; returns its path."},
     {"snapshot_every", (PyCFunction)(void (*)(void))tg_rec_snapshot_every,
@@ -469,6 +497,8 @@ PyMethodDef tg_recorder_methods[] = {
     {"before_fork", (PyCFunction)tg_rec_before_fork, METH_NOARGS, "os.register_at_fork hook"},
     {"after_fork_parent", (PyCFunction)tg_rec_after_fork_parent, METH_NOARGS,
      "os.register_at_fork hook"},
+    {"can_compress", (PyCFunction)tg_rec_can_compress, METH_NOARGS,
+     "Whether compress=True compresses the binary capture (built with zstd)."},
     {"fork_child", (PyCFunction)tg_rec_fork_child, METH_VARARGS,
      "fork_child(outdir=None): in a forked child, keep recording into OUTDIR or stop."},
     {NULL, NULL, 0, NULL}

@@ -14,6 +14,7 @@
 #include "alloc_hooks.h"
 #include "accounting.h"
 #include "names.h"
+#include "capture.h"
 #include "tg_format.h"
 
 #include <errno.h>
@@ -48,6 +49,8 @@ struct tg_code_info {
     int excluded;       /* profiler plumbing (profiler.py): it and its callees are hidden */
     int trigger;        /* a Python sleep trigger in this run */
     int firstlineno;
+    uint64_t cap_epoch; /* capture epoch cap_id belongs to (0: none) */
+    uint32_t cap_id;    /* code id in that capture */
     size_t file_len;
     size_t func_len;
     char *file;         /* escaped UTF-8 co_filename (points into data) */
@@ -101,6 +104,8 @@ tg_code_info_build(PyCodeObject *code)
     info->excluded = 0;
     info->trigger = 0;
     info->firstlineno = code->co_firstlineno;
+    info->cap_epoch = 0;
+    info->cap_id = 0;
 #if TG_LINE_CACHE
     for (int i = 0; i < TG_LINE_CACHE; i++)
         info->lines[i].lasti = -1;  /* no valid offset is negative */
@@ -321,11 +326,11 @@ tg_fmt_timespec(char *p, const struct timespec *ts, struct tg_time_cache *cache)
     return p + 7;
 }
 
-/* Write the current "SECONDS.MICROS#" using CACHE (see tg_fmt_timespec). */
+/* Write "SECONDS.MICROS#" of NS (read by the caller with
+ * tg_clock_now_ns_mono(&CACHE->last_ns), clock.h) using CACHE. */
 static inline char *
-tg_fmt_time(char *p, struct tg_time_cache *cache)
+tg_fmt_time_ns(char *p, int64_t ns, struct tg_time_cache *cache)
 {
-    int64_t ns = tg_clock_now_ns_mono(&cache->last_ns);  /* clock.h */
     struct timespec ts = { (time_t)(ns / 1000000000), (long)(ns % 1000000000) };
     return tg_fmt_timespec(p, &ts, cache);
 }
@@ -422,19 +427,21 @@ tg_put_indent(char *p, size_t depth)
 static inline __attribute__((always_inline)) void
 tg_write_stack_line(struct tg_recorder *r, struct tg_thread *t, size_t depth,
                     const char *file, size_t file_len, long line,
-                    const char *func, size_t func_len, int esc)
+                    const char *func, size_t func_len, int esc, int64_t ns)
 {
     size_t max = depth + TG_INDENT_BLOCK + TG_TIME_MAX + (file_len + func_len) * (esc ? 4 : 1)
                  + TG_INT_MAX + 3;
     char *start, *p;
 
     start = p = tg_writer_reserve(&t->stack, max);
-    if (p == NULL)
+    if (p == NULL) {
+        tg_count(&t->dropped);
         return;
+    }
     tg_put_indent(p, depth);
     p += depth;
     if (r->timestamps)
-        p = tg_fmt_time(p, &t->clock);
+        p = tg_fmt_time_ns(p, ns, &t->clock);
     p = tg_put(p, file, file_len, esc);
     *p++ = TG_FIELD_SEP;
     p = tg_fmt_i64(p, line);
@@ -449,16 +456,18 @@ tg_write_stack_line(struct tg_recorder *r, struct tg_thread *t, size_t depth,
 static inline __attribute__((always_inline)) void
 tg_write_mem_line(struct tg_recorder *r, struct tg_thread *t,
                   const char *file, size_t file_len, long line,
-                  const char *func, size_t func_len, int esc, int64_t delta)
+                  const char *func, size_t func_len, int esc, int64_t delta, int64_t ns)
 {
     size_t max = TG_TIME_MAX + (file_len + func_len) * (esc ? 4 : 1) + 2 * TG_INT_MAX + 5;
     char *start, *p;
 
     start = p = tg_writer_reserve(&t->mem, max);
-    if (p == NULL)
+    if (p == NULL) {
+        tg_count(&t->dropped);
         return;
+    }
     if (r->timestamps)
-        p = tg_fmt_time(p, &t->clock);
+        p = tg_fmt_time_ns(p, ns, &t->clock);
     p = tg_put(p, file, file_len, esc);
     *p++ = TG_FIELD_SEP;
     p = tg_fmt_i64(p, line);
@@ -470,6 +479,94 @@ tg_write_mem_line(struct tg_recorder *r, struct tg_thread *t,
     *p++ = '\n';
     tg_writer_commit(&t->mem, (size_t)(p - start));
     tg_count(&t->n_records);
+}
+
+/* --- capture records (docs/formats.md "Binary capture") ------------------- */
+
+/* A capture record of T could not be written: counted, and marked in the
+ * stream before its next record. */
+static void
+tg_cap_drop(struct tg_thread *t)
+{
+    t->cap_dropped++;
+    t->cap_drop_pending++;
+    tg_count(&t->dropped);
+}
+
+/* Space for one record in T's capture stream (after the pending "dropped"
+ * mark), or NULL (the record is counted as dropped). */
+static inline unsigned char *
+tg_cap_reserve(struct tg_thread *t, unsigned char **start)
+{
+    unsigned char *p = (unsigned char *)tg_writer_reserve(&t->capw, TG_CAP_RECORD_MAX);
+    *start = p;
+    if (__builtin_expect(p == NULL, 0)) {
+        tg_cap_drop(t);
+        return NULL;
+    }
+    if (__builtin_expect(t->cap_drop_pending != 0, 0)) {
+        p = tg_cap_enc_dropped(p, t->cap_drop_pending);
+        t->cap_drop_pending = 0;
+    }
+    return p;
+}
+
+/* Microseconds since T's previous timed record for the time NS (read once
+ * for the event, shared with the text line), and advance the stream time. */
+static inline uint64_t
+tg_cap_dt(struct tg_thread *t, int64_t ns)
+{
+    int64_t us = ns / 1000;  /* a constant divisor: a multiply */
+    uint64_t dt = us > t->cap_us ? (uint64_t)(us - t->cap_us) : 0;
+    if (us > t->cap_us)
+        t->cap_us = us;
+    return dt;
+}
+
+/* CALL of code ID (0: could not be defined) at time NS; LINE for C functions
+ * (IS_C).  Returns the RETURN's reference line, or TG_CAP_NOT_WRITTEN. */
+static inline int64_t
+tg_cap_call(struct tg_recorder *r, struct tg_thread *t, uint32_t id, int is_c, long line,
+            int64_t ns)
+{
+    unsigned char *start, *p;
+    if (__builtin_expect(id == 0, 0)) {
+        tg_cap_drop(t);
+        return TG_CAP_NOT_WRITTEN;
+    }
+    p = tg_cap_reserve(t, &start);
+    if (p == NULL)
+        return TG_CAP_NOT_WRITTEN;
+    if (line < 0)
+        line = 0;  /* a CALL's line is unsigned (none seen in practice) */
+    p = tg_cap_enc_call(p, id, r->timestamps, r->timestamps ? tg_cap_dt(t, ns) : 0, is_c,
+                        (uint32_t)line);
+    tg_writer_commit(&t->capw, (size_t)(p - start));
+    t->cap_calls++;
+    if (!r->fmt_text && r->track_stack)
+        tg_count(&t->n_stack_records);
+    return line;
+}
+
+/* RETURN of the call whose CALL gave REF, at LINE, time NS, memory DELTA. */
+static inline void
+tg_cap_return(struct tg_recorder *r, struct tg_thread *t, int64_t ref, long line, int64_t ns,
+              int64_t delta)
+{
+    unsigned char *start, *p;
+    if (__builtin_expect(ref == TG_CAP_NOT_WRITTEN, 0)) {
+        tg_cap_drop(t);  /* its CALL is not in the stream: neither is it */
+        return;
+    }
+    p = tg_cap_reserve(t, &start);
+    if (p == NULL)
+        return;
+    p = tg_cap_enc_return(p, (int64_t)line - ref, r->timestamps,
+                          r->timestamps ? tg_cap_dt(t, ns) : 0, r->track_memory, delta);
+    tg_writer_commit(&t->capw, (size_t)(p - start));
+    t->cap_returns++;
+    if (!r->fmt_text && r->track_memory)
+        tg_count(&t->n_records);
 }
 
 /* Python streams are flushed only by their thread, with the GIL: here, once
@@ -545,6 +642,66 @@ tg_cfunc_names(const struct tg_cfunc *cf, const char **mod, size_t *mod_len,
     *name_len = strlen(*name);
 }
 
+/* The capture's code id of INFO's code, defined on first use (0 on failure). */
+static uint32_t
+tg_cap_define_python(struct tg_recorder *r, struct tg_code_info *info)
+{
+    uint32_t id = tg_cap_new_code_id(&r->cap);
+    if (id == 0 || tg_cap_define(&r->cap, id, TG_CAP_CODE_PYTHON,
+                                 (uint32_t)(info->firstlineno < 0 ? 0 : info->firstlineno),
+                                 info->file, info->file_len, info->func, info->func_len) < 0)
+        return 0;
+    info->cap_epoch = r->cap.epoch;
+    info->cap_id = id;
+    return id;
+}
+
+static inline uint32_t
+tg_cap_python_id(struct tg_recorder *r, struct tg_code_info *info)
+{
+    if (__builtin_expect(info->cap_epoch == r->cap.epoch, 1))
+        return info->cap_id;
+    return tg_cap_define_python(r, info);
+}
+
+/* The capture's code id of the C function CF, defined on first use (0 on
+ * failure).  The table holds a reference to the module, so that its address
+ * names the same module as long as the entry lives. */
+static uint32_t
+tg_cap_define_c(struct tg_recorder *r, const struct tg_cfunc *cf)
+{
+    const char *mod, *name;
+    size_t mod_len, name_len, fe, ne;
+    char *buf;
+    uint32_t id = tg_cap_new_code_id(&r->cap);
+
+    if (id == 0)
+        return 0;
+    tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);
+    fe = tg_escaped_len(mod, mod_len);
+    ne = tg_escaped_len(name, name_len);
+    buf = malloc(fe + ne + 1);
+    if (buf == NULL)
+        return 0;
+    tg_escape(buf, mod, mod_len);
+    tg_escape(buf + fe, name, name_len);
+    if (tg_cap_define(&r->cap, id, TG_CAP_CODE_C, 0, buf, fe, buf + fe, ne) < 0
+            || tg_cap_idtab_put(&r->cfunc_ids, (uintptr_t)cf->ml, (uintptr_t)cf->module,
+                                id) < 0)
+        id = 0;  /* a definition without an entry is only a few wasted bytes */
+    else
+        Py_XINCREF(cf->module);
+    free(buf);
+    return id;
+}
+
+static inline uint32_t
+tg_cap_c_id(struct tg_recorder *r, const struct tg_cfunc *cf)
+{
+    uint32_t id = tg_cap_idtab_get(&r->cfunc_ids, (uintptr_t)cf->ml, (uintptr_t)cf->module);
+    return id != 0 ? id : tg_cap_define_c(r, cf);
+}
+
 /* Whether ML is a configured C sleep trigger. */
 static inline int
 tg_is_trigger_def(struct tg_recorder *r, PyMethodDef *ml)
@@ -575,16 +732,23 @@ tg_frames_grow(struct tg_thread *t)
     return 0;
 }
 
-/* Open a recorded call KEY (stack line already described by the fields). */
+/* Open a recorded call KEY (stack line already described by the fields; ESC
+ * for C functions); CAP_ID is its capture code id when the capture is on. */
 static inline __attribute__((always_inline)) void
 tg_open_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key,
              const char *file, size_t file_len, long line,
-             const char *func, size_t func_len, int esc)
+             const char *func, size_t func_len, int esc, uint32_t cap_id)
 {
-    if (t->depth == t->frames_cap && tg_frames_grow(t) < 0)
+    int64_t ns = 0;
+    if (t->depth == t->frames_cap && tg_frames_grow(t) < 0) {
+        tg_count(&t->dropped);
         return;  /* out of memory: neither line is written, pairing holds */
-    if (r->track_stack)
-        tg_write_stack_line(r, t, t->depth, file, file_len, line, func, func_len, esc);
+    }
+    if (r->time_calls)
+        ns = tg_clock_now_ns_mono(&t->clock.last_ns);  /* once for both formats */
+    if (r->text_stack)
+        tg_write_stack_line(r, t, t->depth, file, file_len, line, func, func_len, esc, ns);
+    t->frames[t->depth].cap_line = r->fmt_binary ? tg_cap_call(r, t, cap_id, esc, line, ns) : 0;
     t->frames[t->depth].key = key;
     t->frames[t->depth].start = r->track_memory ? tg_memory_now(r, t) : 0;
     t->depth++;
@@ -593,10 +757,12 @@ tg_open_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key,
 }
 
 /* Close the recorded call KEY if it is the innermost open one; returns the
- * delta through *DELTA and 1, or 0 when the return has no recorded call
- * (a frame running since before enable(), or a filtered one). */
+ * delta through *DELTA and the call's capture reference line through *REF,
+ * and 1, or 0 when the return has no recorded call (a frame running since
+ * before enable(), or a filtered one). */
 static inline int
-tg_close_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key, int64_t *delta)
+tg_close_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key, int64_t *delta,
+              int64_t *ref)
 {
     if (t->depth == 0 || t->frames[t->depth - 1].key != key)
         return 0;
@@ -604,7 +770,25 @@ tg_close_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key, int64_t
     if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
         tg_acct_pop();
     *delta = r->track_memory ? tg_memory_now(r, t) - t->frames[t->depth].start : 0;
+    *ref = t->frames[t->depth].cap_line;
     return 1;
+}
+
+/* Write the records of a closed call: the .mem line (FILE, FUNCTION escaped
+ * when ESC) and the capture RETURN (REF from tg_close_call), from one clock
+ * reading. */
+static inline __attribute__((always_inline)) void
+tg_write_return(struct tg_recorder *r, struct tg_thread *t, const char *file, size_t file_len,
+                long line, const char *func, size_t func_len, int esc, int64_t delta,
+                int64_t ref)
+{
+    int64_t ns = 0;
+    if (r->time_returns)
+        ns = tg_clock_now_ns_mono(&t->clock.last_ns);
+    if (r->text_mem)
+        tg_write_mem_line(r, t, file, file_len, line, func, func_len, esc, delta, ns);
+    if (r->fmt_binary)
+        tg_cap_return(r, t, ref, line, ns, delta);
 }
 
 /* Sampling of process.mem: every sample_every events of the process. */
@@ -613,16 +797,42 @@ tg_maybe_sample(struct tg_recorder *r)
 {
     char *start, *p;
 
+    int64_t ns = 0, bytes;
+
     if (--r->sample_countdown > 0)
         return;
     r->sample_countdown = r->sample_every;
-    start = p = tg_writer_reserve(&r->process_w, TG_TIME_MAX + TG_INT_MAX + 2);
-    if (p != NULL) {
-        if (r->timestamps)
-            p = tg_fmt_time(p, &r->process_clock);
-        p = tg_fmt_i64(p, tg_rss_bytes(r));
-        *p++ = '\n';
-        tg_writer_commit(&r->process_w, (size_t)(p - start));
+    if (r->timestamps)
+        ns = tg_clock_now_ns_mono(&r->process_clock.last_ns);  /* once for both */
+    bytes = tg_rss_bytes(r);
+    if (r->fmt_text) {
+        start = p = tg_writer_reserve(&r->process_w, TG_TIME_MAX + TG_INT_MAX + 2);
+        if (p != NULL) {
+            if (r->timestamps)
+                p = tg_fmt_time_ns(p, ns, &r->process_clock);
+            p = tg_fmt_i64(p, bytes);
+            *p++ = '\n';
+            tg_writer_commit(&r->process_w, (size_t)(p - start));
+        } else {
+            r->done_dropped++;  /* GIL: the only writer besides disable */
+        }
+    }
+    if (r->fmt_binary) {
+        unsigned char *cs = (unsigned char *)tg_writer_reserve(&r->process_cap,
+                                                               TG_CAP_RECORD_MAX), *cp;
+        if (cs != NULL) {
+            uint64_t dt = 0;
+            int64_t us = ns / 1000;
+            if (r->timestamps && us > r->process_cap_us) {
+                dt = (uint64_t)(us - r->process_cap_us);
+                r->process_cap_us = us;
+            }
+            cp = tg_cap_enc_sample(cs, r->timestamps, dt, bytes - r->process_cap_bytes);
+            r->process_cap_bytes = bytes;
+            tg_writer_commit(&r->process_cap, (size_t)(cp - cs));
+        } else {
+            r->done_dropped++;
+        }
     }
 }
 
@@ -680,7 +890,8 @@ tg_on_py_call(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at
     if (!r->record_python || !info->pass)
         return;
     tg_open_call(r, t, at->key, info->file, info->file_len,
-                 info->firstlineno, info->func, info->func_len, 0);
+                 info->firstlineno, info->func, info->func_len, 0,
+                 r->fmt_binary ? tg_cap_python_id(r, info) : 0);
 }
 
 /* PyTrace_RETURN (return, exception or yield): settles a pending Python sleep
@@ -688,17 +899,19 @@ tg_on_py_call(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at
 static void
 tg_on_py_return(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at)
 {
-    int64_t delta;
+    int64_t delta, ref;
     if (t->trig_key == at->key)
         tg_trig_settle(r, t);
-    if (!tg_close_call(r, t, at->key, &delta) || !r->track_memory)
+    if (!tg_close_call(r, t, at->key, &delta, &ref) || !(r->text_mem || r->fmt_binary))
         return;
     {
         struct tg_code_info *info = tg_code_info_get(r, at->code);
-        if (info == NULL)
+        if (info == NULL) {
+            tg_count(&t->dropped);
             return;
-        tg_write_mem_line(r, t, info->file, info->file_len, tg_at_line(info, at),
-                          info->func, info->func_len, 0, delta);
+        }
+        tg_write_return(r, t, info->file, info->file_len, tg_at_line(info, at),
+                        info->func, info->func_len, 0, delta, ref);
     }
 }
 
@@ -727,7 +940,8 @@ tg_on_c_call(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at,
     if (!r->record_c || tg_is_own_def(cf->ml) || !tg_c_call_passes(r, at))
         return;
     tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);
-    tg_open_call(r, t, at->key, mod, mod_len, tg_caller_line(r, at), name, name_len, 1);
+    tg_open_call(r, t, at->key, mod, mod_len, tg_caller_line(r, at), name, name_len, 1,
+                 r->fmt_binary ? tg_cap_c_id(r, cf) : 0);
 }
 
 /* PyTrace_C_RETURN / PyTrace_C_EXCEPTION of CF: settles a pending C sleep
@@ -739,14 +953,17 @@ tg_on_c_return(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *a
 {
     const char *mod, *name;
     size_t mod_len, name_len;
-    int64_t delta;
+    int64_t delta, ref;
 
     if (t->trig_key == at->key)
         tg_trig_settle(r, t);
-    if (!tg_close_call(r, t, at->key, &delta) || !r->track_memory)
+    if (!tg_close_call(r, t, at->key, &delta, &ref) || !(r->text_mem || r->fmt_binary))
         return;
-    tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);
-    tg_write_mem_line(r, t, mod, mod_len, tg_caller_line(r, at), name, name_len, 1, delta);
+    if (r->text_mem)
+        tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);
+    else
+        mod = name = NULL, mod_len = name_len = 0;
+    tg_write_return(r, t, mod, mod_len, tg_caller_line(r, at), name, name_len, 1, delta, ref);
 }
 
 /* Key of a sleep trigger armed without a call event (sleepwrap.c): never a
@@ -970,7 +1187,8 @@ tg_note_writer_error(struct tg_recorder *r, struct tg_writer *w)
         return;
     msg = PyUnicode_FromFormat("%s: %s (errno %d)", w->path ? w->path : "?",
                                strerror(err), err);
-    if (msg != NULL) {
+    /* Every thread's capture stream reports the capture's error: once is enough. */
+    if (msg != NULL && PySequence_Contains(r->errors, msg) == 0) {
         PyList_Append(r->errors, msg);
         Py_DECREF(msg);
     }
@@ -1020,10 +1238,27 @@ int
 tg_thread_open_files(struct tg_recorder *r, struct tg_thread *t, struct tg_thread_log *log)
 {
     int ret = 0;
-    if (r->track_memory && tg_thread_open_stream(r, &t->mem, log->base, "mem") < 0)
+    if (r->text_mem && tg_thread_open_stream(r, &t->mem, log->base, "mem") < 0)
         ret = -1;
-    if (r->track_stack && tg_thread_open_stream(r, &t->stack, log->base, "stack") < 0)
+    if (r->text_stack && tg_thread_open_stream(r, &t->stack, log->base, "stack") < 0)
         ret = -1;
+    if (r->fmt_binary) {
+        int e;
+        t->stream = TG_CAP_STREAM_FIRST + (uint32_t)(log - r->log);
+        t->cap_us = r->cap.start_us;
+        /* Times never precede the capture's start_us (dt_us is unsigned). */
+        if (t->clock.last_ns < r->cap.start_us * 1000)
+            t->clock.last_ns = r->cap.start_us * 1000;
+        if (tg_writer_open_chunks(&t->capw, &r->cap, TG_CAP_CHUNK_EVENTS, t->stream,
+                                  r->cap.path ? r->cap.path : TG_CAP_FILENAME) < 0)
+            return -1;
+        e = tg_cap_thread(&r->cap, t->stream, log->native_id, log->ident, log->base,
+                          strlen(log->base), log->name, log->name_len);
+        if (e) {
+            atomic_store(&t->capw.err, e);
+            ret = -1;
+        }
+    }
     return ret;
 }
 
@@ -1057,8 +1292,8 @@ tg_log_add_unlocked(struct tg_recorder *r, char *name, size_t name_len, unsigned
     e->name_len = name_len;
     e->ident = ident;
     e->native_id = native_id;
-    e->has_mem = r->track_memory;
-    e->has_stack = r->track_stack;
+    e->has_mem = r->text_mem;
+    e->has_stack = r->text_stack;
     e->custom = r->stream_factory != NULL;
     return (long)r->n_log++;
 }
@@ -1080,6 +1315,7 @@ tg_thread_attach(struct tg_recorder_object *self, const char *name, size_t name_
         goto done;
     tg_writer_init(&t->mem);
     tg_writer_init(&t->stack);
+    tg_writer_init(&t->capw);
     t->gen = r->gen;
     t->ident = PyThread_get_thread_ident();
     t->native_id = PyThread_get_thread_native_id();
@@ -1114,6 +1350,7 @@ tg_thread_attach(struct tg_recorder_object *self, const char *name, size_t name_
 fail:
     tg_writer_destroy(&t->mem);
     tg_writer_destroy(&t->stack);
+    tg_writer_destroy(&t->capw);
     free(t);
     t = NULL;
 done:
@@ -1129,10 +1366,16 @@ tg_thread_close(struct tg_recorder *r, struct tg_thread *t)
 {
     tg_writer_flush(&t->mem);
     tg_writer_flush(&t->stack);
+    tg_writer_flush(&t->capw);
     tg_note_writer_error(r, &t->mem);
     tg_note_writer_error(r, &t->stack);
+    tg_note_writer_error(r, &t->capw);
     tg_writer_release(&t->mem);
     tg_writer_release(&t->stack);
+    /* Out of memory here leaves the thread out of the trailer: nothing to do. */
+    if (r->fmt_binary && t->stream != 0)
+        (void)tg_cap_deposit(&r->cap, t->stream, t->cap_calls, t->cap_returns, t->cap_dropped);
+    tg_writer_release(&t->capw);
 }
 
 /* Free a state whose writers were released; nobody may reach it any more. */
@@ -1142,6 +1385,7 @@ tg_thread_free(struct tg_thread *t)
     free(t->frames);
     tg_writer_destroy(&t->mem);
     tg_writer_destroy(&t->stack);
+    tg_writer_destroy(&t->capw);
     free(t);
 }
 
@@ -1166,6 +1410,7 @@ tg_thread_detach(struct tg_recorder_object *self)
     r->done_stack_records += atomic_load(&t->n_stack_records);
     pthread_mutex_unlock(&r->reg_lock);
     tg_thread_close(r, t);
+    r->done_dropped += atomic_load(&t->dropped);  /* after close: its last drops */
     /* Thread NULL with the run's generation: the thread ended; events it still
      * produces (sys.monitoring reaches every thread) are not recorded. */
     tg_tls.thread = NULL;

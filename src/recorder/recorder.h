@@ -14,6 +14,7 @@
 #include "tg_compat.h"
 #include "clock.h"
 #include "writer.h"
+#include "capture.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -42,7 +43,12 @@ struct tg_time_cache {
 struct tg_frame_entry {
     uintptr_t key;   /* frame address; | 1 for a C call made from that frame */
     int64_t start;   /* memory reading at the call */
+    int64_t cap_line;  /* capture: the CALL's line (the RETURN's reference), or
+                        * TG_CAP_NOT_WRITTEN when the CALL was dropped */
 };
+
+/* tg_frame_entry.cap_line of a call whose CALL record is not in the capture. */
+#define TG_CAP_NOT_WRITTEN INT64_MIN
 
 /*
  * A profiled thread.  Created by its own thread (tg_thread_attach), owned by the
@@ -56,6 +62,15 @@ struct tg_thread {
     uint64_t gen;                  /* run generation; immutable */
     struct tg_writer mem;          /* producer: this thread; see writer.h */
     struct tg_writer stack;        /* producer: this thread; see writer.h */
+    struct tg_writer capw;         /* capture events (chunk mode); as mem */
+    uint32_t stream;               /* capture stream id; immutable */
+    int64_t cap_us;                /* time of the stream's last timed record (us);
+                                    * owner only */
+    uint64_t cap_calls, cap_returns;  /* capture records written; owner only */
+    uint64_t cap_dropped;          /* capture records lost; owner only */
+    uint64_t cap_drop_pending;     /* of those, not yet marked in the stream; owner */
+    _Atomic uint64_t dropped;      /* records lost (text lines and capture records):
+                                    * owner stores, others read (as n_records) */
     _Atomic uint64_t n_records;    /* .mem lines written; owner stores, others read
                                     * (relaxed: a plain load/store, no lock prefix) */
     _Atomic uint64_t n_stack_records;  /* .stack lines written; as n_records */
@@ -96,6 +111,12 @@ struct tg_recorder {
     int track_stack;           /* write .stack */
     int track_sleeps;          /* sleep/lock correction (process, rss modes) */
     int timestamps;            /* TIME# prefixes */
+    int fmt_text;              /* write the text files (.mem, .stack, process.mem) */
+    int fmt_binary;            /* write capture.tg */
+    int cap_compress;          /* zstd-compress its chunks (compress=True) */
+    int text_mem, text_stack;  /* fmt_text && track_memory / track_stack */
+    int time_calls;            /* read the clock at recorded calls */
+    int time_returns;          /* read the clock at recorded returns */
     int memory_mode;           /* enum tg_memory_mode */
     int backend;               /* enum tg_backend, as resolved by enable() */
     int backend_auto;          /* backend chosen by default: may fall back */
@@ -130,6 +151,7 @@ struct tg_recorder {
     size_t n_log, log_cap;
     struct tg_nameset *names;          /* the log's base names (names.h) */
     uint64_t done_records, done_stack_records;  /* from freed states */
+    uint64_t done_dropped;             /* from freed states (and process samples) */
     unsigned long dummy_counter;       /* for Dummy-N; GIL */
     PyObject *errors;                  /* list of str: stopped streams; GIL */
 
@@ -140,6 +162,14 @@ struct tg_recorder {
                                         * sample; GIL (every event holds it, so a
                                         * plain counter: a locked add here cost more
                                         * than the rest of the profile function) */
+
+    /* --- capture.tg (fmt_binary) --- */
+    struct tg_cap cap;                 /* the file; see capture.h */
+    struct tg_cap_idtab cfunc_ids;     /* (PyMethodDef, module) -> code id, each
+                                        * module referenced; GIL */
+    struct tg_writer process_cap;      /* process samples (chunk mode); as process_w */
+    int64_t process_cap_us;            /* last sample's time (us); GIL */
+    int64_t process_cap_bytes;         /* last sample's bytes; GIL */
 
     /* --- background flusher (a pthread, not a Python thread) --- */
     pthread_mutex_t flusher_lock;      /* guards flusher_stop, flusher_kicked */

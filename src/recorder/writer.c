@@ -65,6 +65,7 @@ tg_writer_init_buffer(struct tg_writer *w, const char *label)
     atomic_store(&w->err, 0);
     w->dropped = 0;
     w->in_py_write = 0;
+    w->chunk_cap = NULL;
     w->cap = TG_WRITER_BUFSIZE;
     w->buf = malloc(w->cap);
     w->path = strdup(label);
@@ -106,6 +107,19 @@ tg_writer_open_path(struct tg_writer *w, const char *path)
 }
 
 int
+tg_writer_open_chunks(struct tg_writer *w, struct tg_cap *cap, int kind, uint32_t stream,
+                      const char *label)
+{
+    int ret = tg_writer_init_buffer(w, label);
+    if (ret < 0)
+        return ret;
+    w->chunk_cap = cap;
+    w->chunk_kind = kind;
+    w->chunk_stream = stream;
+    return 0;
+}
+
+int
 tg_writer_open_pyfile(struct tg_writer *w, PyObject *file, const char *label)
 {
     int ret = tg_writer_init_buffer(w, label);
@@ -133,10 +147,22 @@ tg_write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
+/* Write LEN bytes of whole records at BUF to W's file: a write(2) of the
+ * descriptor, or one chunk of the capture.  Returns 0 or an errno. */
+static int
+tg_writer_out(struct tg_writer *w, const char *buf, size_t len)
+{
+    if (w->chunk_cap != NULL)
+        return tg_cap_chunk_out(w->chunk_cap, w->chunk_kind, w->chunk_stream, buf, len);
+    return tg_write_all(w->fd, buf, len);
+}
+
 /* Whether W's descriptor may be written now; the caller holds w->lock. */
 static int
 tg_writer_writable_unlocked(struct tg_writer *w)
 {
+    if (w->chunk_cap != NULL)
+        return !w->dropped && !atomic_load_explicit(&w->err, memory_order_relaxed);
     return w->fd >= 0 && !w->dropped && !atomic_load_explicit(&w->err, memory_order_relaxed)
            && tg_writer_check_fd(w);
 }
@@ -149,7 +175,7 @@ tg_writer_write_full_unlocked(struct tg_writer *w)
     if (w->full == NULL)
         return;
     if (w->full_len > w->full_from && tg_writer_writable_unlocked(w)) {
-        int e = tg_write_all(w->fd, w->full + w->full_from, w->full_len - w->full_from);
+        int e = tg_writer_out(w, w->full + w->full_from, w->full_len - w->full_from);
         if (e)
             atomic_store(&w->err, e);
     }
@@ -169,7 +195,7 @@ tg_writer_write_pending_unlocked(struct tg_writer *w)
     size_t end = atomic_load_explicit(&w->len, memory_order_acquire);
     tg_writer_write_full_unlocked(w);
     if (end > w->flushed && tg_writer_writable_unlocked(w)) {
-        int e = tg_write_all(w->fd, w->buf + w->flushed, end - w->flushed);
+        int e = tg_writer_out(w, w->buf + w->flushed, end - w->flushed);
         if (e)
             atomic_store(&w->err, e);
     }

@@ -31,6 +31,7 @@
 #define TG_WRITER_H
 
 #include "tg_compat.h"
+#include "capture.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -63,6 +64,10 @@ struct tg_writer {
     dev_t dev;              /* identity of the file opened on fd: a program that */
     ino_t ino;              /* closes and reopens descriptors must not get our
                              * records or lose its file to our close() */
+    struct tg_cap *chunk_cap;  /* chunk mode (capture.h): flushes become chunks of
+                                * this capture instead of writes to fd; set at open */
+    int chunk_kind;         /* TG_CAP_CHUNK_* of those chunks; set at open */
+    uint32_t chunk_stream;  /* their stream id; set at open */
 };
 
 /* Make W a closed, empty writer (safe to release).  Call once before use. */
@@ -70,6 +75,10 @@ void tg_writer_init(struct tg_writer *w);
 /* Open PATH (O_EXCL|O_NOFOLLOW, 0644) into W.  Returns 0, or -errno and leaves W
  * stopped (err set) but safe to release. */
 int tg_writer_open_path(struct tg_writer *w, const char *path);
+/* Chunk mode: every flush of W is one chunk KIND of STREAM in CAP (which must
+ * outlive W's last flush); LABEL names it in messages.  Returns 0 or -ENOMEM. */
+int tg_writer_open_chunks(struct tg_writer *w, struct tg_cap *cap, int kind, uint32_t stream,
+                          const char *label);
 /* Use the Python file object FILE (a new reference is taken).  Returns 0 or -ENOMEM. */
 int tg_writer_open_pyfile(struct tg_writer *w, PyObject *file, const char *label);
 /* Whether records may still be appended. */

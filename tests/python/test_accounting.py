@@ -65,7 +65,7 @@ def main(p):
         peak()
     print("WINDOW", w.figures)
 
-p = ProcessProfile(default_log_path="out", accounting=True, compress=%(compress)s)
+p = ProcessProfile(format="text", default_log_path="out", accounting=True, compress=%(compress)s)
 p.enable()
 main(p)
 p.disable()
@@ -260,7 +260,7 @@ def test_compressed_outputs(tmp_path):
 def test_off_by_default(tmp_path):
     proc = run_scenario(tmp_path, """
         from threadgraph import ProcessProfile
-        p = ProcessProfile(default_log_path="out")
+        p = ProcessProfile(format="text", default_log_path="out")
         p.enable()
         x = [bytearray(1000) for _ in range(10)]
         try:
@@ -282,7 +282,7 @@ def test_seconds_schedule_and_bad_arguments(tmp_path):
         from threadgraph import ProcessProfile
         def work():
             return bytearray(10)
-        p = ProcessProfile(default_log_path="out", accounting=True)
+        p = ProcessProfile(format="text", default_log_path="out", accounting=True)
         p.enable()
         for bad in (dict(every=0, seconds=True), dict(seconds=True, function=work),
                     dict(every=1)):
@@ -310,7 +310,7 @@ def test_forked_child_does_no_accounting(tmp_path):
         KEEP = []
         def leak_it():
             KEEP.append(bytearray(1_000_000))
-        p = ProcessProfile(default_log_path="out", accounting=True)
+        p = ProcessProfile(format="text", default_log_path="out", accounting=True)
         p.enableForkedProfile()
         p.enable()
         pid = os.fork()
@@ -352,7 +352,7 @@ def test_threads_racing_stay_consistent(tmp_path):
                 if b is None:
                     return
                 del b
-        p = ProcessProfile(default_log_path="out", accounting=True)
+        p = ProcessProfile(format="text", default_log_path="out", accounting=True)
         p.enable()
         def main():
             cs = [threading.Thread(target=consumer) for _ in range(2)]
@@ -423,7 +423,7 @@ def test_nested_windows_and_named_function(tmp_path):
             for w in (oa, ia, ob, ib):
                 res[w.name] = w.figures["process"]["peak_above_start_bytes"]
             return res
-        p = ProcessProfile(default_log_path="out", accounting=True)
+        p = ProcessProfile(format="text", default_log_path="out", accounting=True)
         p.enable()
         res = work(p)
         p.disable()
@@ -446,7 +446,7 @@ def test_failed_periodic_snapshot_is_reported_at_disable(tmp_path):
         from threadgraph import ProcessProfile
         def step():
             pass
-        p = ProcessProfile(default_log_path="out", accounting=True)
+        p = ProcessProfile(format="text", default_log_path="out", accounting=True)
         p.enable()
         p.snapshot_every(start_after=1, every=1, stop_after=1, function=step)
         os.mkdir(os.path.join(p.output_dir, "snapshot-1-call-1"))  # cannot be replaced
@@ -506,7 +506,7 @@ def test_same_function_in_two_threads_is_two_sites(tmp_path):
             KEEP[i] = bytearray(%d)
         def worker(i):
             plant(i)
-        p = ProcessProfile(default_log_path="out", accounting=True)
+        p = ProcessProfile(format="text", default_log_path="out", accounting=True)
         p.enable()
         ts = [threading.Thread(target=worker, args=(i,), name="w%%d" %% i) for i in range(2)]
         for t in ts:
@@ -548,7 +548,7 @@ LEAK_PATHS = """
     def via_b():
         mid(1)
         mid(2)
-    p = ProcessProfile(default_log_path="out", accounting=True)
+    p = ProcessProfile(format="text", default_log_path="out", accounting=True)
     p.enable()
     via_a()
     %(more)s
@@ -621,7 +621,7 @@ def snapshot_after_recursion(tmp_path, depth):
             KEEP[n] = bytearray(16)
             if n:
                 rec(n - 1)
-        p = ProcessProfile(default_log_path="out", accounting=True)
+        p = ProcessProfile(format="text", default_log_path="out", accounting=True)
         p.enable()
         rec(%(depth)d)
         rec(%(depth)d)       # the same contexts again: no new nodes

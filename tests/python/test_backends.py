@@ -28,7 +28,7 @@ PROGRAM = r'''
 import sys, threading, time
 import threadgraph
 
-profile = threadgraph.ProcessProfile(default_log_path=OUT, memory=MEMORY)
+profile = threadgraph.ProcessProfile(format="text", default_log_path=OUT, memory=MEMORY)
 profile.trackStack(True)
 profile.logTimestamps(False)
 profile.enable()
@@ -147,7 +147,7 @@ def test_monitoring_and_setprofile_write_the_same_records(tmp_path, memory="thre
 def test_auto_is_monitoring_where_available(tmp_path):
     run_scenario(tmp_path, """
         import threadgraph
-        p = threadgraph.ProcessProfile(default_log_path="out")
+        p = threadgraph.ProcessProfile(format="text", default_log_path="out")
         assert p.backend_used is None
         p.enable(); p.disable()
         print(p.backend_used)
@@ -165,7 +165,7 @@ def test_thread_started_by_c_code_is_seen_with_monitoring(tmp_path):
         import _thread, time
         start = _thread.start_new_thread
         import threadgraph
-        p = threadgraph.ProcessProfile(default_log_path="out", backend="monitoring")
+        p = threadgraph.ProcessProfile(format="text", default_log_path="out", backend="monitoring")
         p.enable()
         done = []
         def body():
@@ -199,7 +199,7 @@ def test_bad_backend_is_refused(tmp_path):
 def test_monitoring_refused_before_312(tmp_path):
     proc = run_scenario(tmp_path, """
         import threadgraph
-        p = threadgraph.ProcessProfile(default_log_path="out", backend="monitoring")
+        p = threadgraph.ProcessProfile(format="text", default_log_path="out", backend="monitoring")
         try:
             p.enable()
         except ValueError as e:

@@ -44,7 +44,7 @@ def work(name):
     with open(name + ".json", "w") as f:
         json.dump(brackets, f)
 
-p = threadgraph.ProcessProfile(default_log_path=sys.argv[1], profile="python")
+p = threadgraph.ProcessProfile(format="text", default_log_path=sys.argv[1], profile="python")
 p.trackStack()
 p.setProcessMemoryFrequence(50)
 p.enable()

@@ -62,7 +62,7 @@ def churner():
         n += 1
 
 churn_once()   # warm caches (comprehension frames) before recording
-p = ProcessProfile(default_log_path="out", profile="python")
+p = ProcessProfile(format="text", default_log_path="out", profile="python")
 p.enable()
 threads = [threading.Thread(target=churner, name="churn-%%d" %% i) for i in range(N_CHURN)]
 for t in threads:
@@ -97,7 +97,7 @@ def temp():
 def keeper():
     keep.append([str(i) for i in range(10000)])
 temp()   # warm caches (the comprehension's frame on 3.8-3.10) before recording
-p = ProcessProfile(default_log_path="out", profile="python")
+p = ProcessProfile(format="text", default_log_path="out", profile="python")
 p.enable()
 for _ in range(3):
     temp()
@@ -130,7 +130,7 @@ def raw():
     raw_work()
     done.release()
 
-p = ProcessProfile(default_log_path="out", profile="python")
+p = ProcessProfile(format="text", default_log_path="out", profile="python")
 p.enable()
 _thread.start_new_thread(raw, ())
 done.acquire()
@@ -160,7 +160,7 @@ def spin():
             after.append(1)
             if len(after) > 1000:
                 stop.set()
-p = ProcessProfile(default_log_path="out", profile="python")
+p = ProcessProfile(format="text", default_log_path="out", profile="python")
 p.enable()
 t = threading.Thread(target=spin, name="spinner")
 t.start()
@@ -182,7 +182,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 def work():
     sorted([3, 1, 2])
     json.dumps({"a": 1})
-p = ProcessProfile(default_log_path=sys.argv[1], profile=sys.argv[2] if sys.argv[2] != "none" else None)
+p = ProcessProfile(format="text", default_log_path=sys.argv[1], profile=sys.argv[2] if sys.argv[2] != "none" else None)
 if sys.argv[3] == "filter":
     p.setFilter(here)
 if sys.argv[4] == "notime":
@@ -240,7 +240,7 @@ def work():
     return 1
 def body():
     work()
-p = ProcessProfile(default_log_path="out", profile="python")
+p = ProcessProfile(format="text", default_log_path="out", profile="python")
 p.enable()
 for n in names:
     t = threading.Thread(target=body)
@@ -282,7 +282,7 @@ def marker():
     return 1
 def child_work():
     return 2
-p = ProcessProfile(default_log_path="out", profile="python")
+p = ProcessProfile(format="text", default_log_path="out", profile="python")
 if sys.argv[1] == "forked":
     p.enableForkedProfile()
 p.enable()
@@ -349,7 +349,7 @@ def b():
     keep.append(bytearray(%d))
     gate.release()
 
-p = ProcessProfile(default_log_path="out", profile="python", memory=mode)
+p = ProcessProfile(format="text", default_log_path="out", profile="python", memory=mode)
 p.trackSleeps(sleeps)
 p.enable()
 ta = threading.Thread(target=a, name="A")
@@ -393,7 +393,7 @@ def rec(n):
         rec(n - 1)
 def deep():
     rec(DEPTH)
-p = ProcessProfile(default_log_path="out", profile="python")
+p = ProcessProfile(format="text", default_log_path="out", profile="python")
 p.enable()
 t = threading.Thread(target=deep, name="deep")
 t.start(); t.join()
@@ -427,7 +427,7 @@ def main():
     list(gen())
     catcher()
     asyncio.run(co())
-p = ProcessProfile(default_log_path="out")
+p = ProcessProfile(format="text", default_log_path="out")
 p.trackStack()
 p.setProcessMemoryFrequence(5)
 p.enable()
@@ -458,12 +458,12 @@ import json, warnings
 base = os.path.abspath("out")
 os.makedirs(os.path.join(base, str(os.getpid())))
 open(os.path.join(base, str(os.getpid()), "old.mem"), "w").close()
-p = ProcessProfile(default_log_path="out", profile="python", memory="process")
+p = ProcessProfile(format="text", default_log_path="out", profile="python", memory="process")
 assert p.output_dir == os.path.join(base, str(os.getpid()))
 p.trackStack()
 with p:
     assert p.output_dir == os.path.join(base, "%d-2" % os.getpid())
-    q = ProcessProfile(default_log_path="out2")
+    q = ProcessProfile(format="text", default_log_path="out2")
     try:
         q.enable()
     except RuntimeError as e:
@@ -475,7 +475,7 @@ with p:
 print(json.dumps(p.stats()))
 
 open("afile", "w").close()
-bad = ProcessProfile(default_log_path="afile/sub")
+bad = ProcessProfile(format="text", default_log_path="afile/sub")
 try:
     bad.enable()
 except OSError as e:
@@ -521,7 +521,7 @@ def test_records_reach_disk_within_a_second_of_a_kill(tmp_path):
     script.write_text(PRELUDE + """
 def work():
     return 1
-p = ProcessProfile(default_log_path="out", profile="python")
+p = ProcessProfile(format="text", default_log_path="out", profile="python")
 p.enable()
 for _ in range(100):
     work()
@@ -592,7 +592,7 @@ def drop_old():
 def make_and_drop():
     b = bytearray(%d)
     del b
-p = ProcessProfile(default_log_path="out", profile="python")
+p = ProcessProfile(format="text", default_log_path="out", profile="python")
 p.enable()
 drop_old()
 make_and_drop()
@@ -612,7 +612,7 @@ import resource, signal, warnings
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # write(2) then fails with EFBIG
 def work():
     return 1
-p = ProcessProfile(default_log_path="out", profile="python")
+p = ProcessProfile(format="text", default_log_path="out", profile="python")
 p.enable()
 resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))
 for _ in range(2000):   # more than 4096 bytes of records
@@ -639,7 +639,7 @@ def work():
     return 1
 def worker():
     work()
-p = ProcessProfile(default_log_path="out", profile="python")
+p = ProcessProfile(format="text", default_log_path="out", profile="python")
 p.trackStack()
 p.enable()
 t = threading.Thread(target=worker, name="w")
@@ -670,7 +670,7 @@ def test_api_aliases_and_argument_checks(tmp_path):
     for bad in (dict(profile="java"), dict(memory="heap")):
         with pytest.raises(ValueError):
             ProcessProfile(**bad)
-    p = ProcessProfile(default_log_path=str(tmp_path))
+    p = ProcessProfile(format="text", default_log_path=str(tmp_path))
     assert p.output_dir == os.path.join(str(tmp_path), str(os.getpid()))
     assert not p.enabled
     p.disable()   # not enabled: nothing happens
@@ -687,7 +687,7 @@ def child_work():
     return 3
 def child():
     child_work()   # then multiprocessing ends the child with os._exit()
-p = ProcessProfile(default_log_path="out", profile="python")
+p = ProcessProfile(format="text", default_log_path="out", profile="python")
 p.enableForkedProfile()
 p.enable()
 proc = multiprocessing.get_context("fork").Process(target=child)
@@ -713,7 +713,7 @@ ns = {}
 exec(compile(src, "dir/with\nnewline\x7f.py", "exec"), ns)
 f = ns["f"]
 f.__code__ = f.__code__.replace(co_name="a\tb" + "n" * 100000)
-p = ProcessProfile(default_log_path="out", profile="python")
+p = ProcessProfile(format="text", default_log_path="out", profile="python")
 p.trackStack()
 p.enable()
 f()
@@ -735,7 +735,7 @@ import warnings
 # Python 3.12+ warns when forking a multi-threaded process: the recorder's
 # flusher thread is stopped around fork() so that it never causes that warning.
 warnings.simplefilter("error", DeprecationWarning)
-p = ProcessProfile(default_log_path="out")
+p = ProcessProfile(format="text", default_log_path="out")
 p.setProcessMemoryFrequence(None)
 p.enableForkedProfile()
 p.enable()
@@ -770,7 +770,7 @@ def b():
     keep.append(bytearray(%d))
     os.write(w, b"x")
 
-p = ProcessProfile(default_log_path="out", profile="python", memory="process")
+p = ProcessProfile(format="text", default_log_path="out", profile="python", memory="process")
 if trigger == "builtin":
     p.addSleepTrigger("os", "readv")
 elif trigger == "python":
@@ -799,7 +799,7 @@ def test_added_sleep_triggers_correct_blocking_calls(tmp_path, trigger):
 def test_descriptors_closed_and_reused_by_the_program_are_left_alone(tmp_path):
     proc = run_scenario(tmp_path, PRELUDE + """
 import warnings
-p = ProcessProfile(default_log_path="out", memory="rss")
+p = ProcessProfile(format="text", default_log_path="out", memory="rss")
 p.setProcessMemoryFrequence(10)
 p.enable()
 def work():
@@ -842,7 +842,7 @@ res = {}
 def run(key):
     res[key] = depth_at_error()
 t = threading.Thread(target=run, args=("plain",)); t.start(); t.join()
-p = ProcessProfile(default_log_path="out", profile="python")
+p = ProcessProfile(format="text", default_log_path="out", profile="python")
 p.enable()
 t = threading.Thread(target=run, args=("profiled",)); t.start(); t.join()
 p.disable()
@@ -856,7 +856,7 @@ def test_realloc_counts_new_minus_old_size_exactly(tmp_path):
     proc = run_scenario(tmp_path, PRELUDE + """
 import itertools
 gc.disable()
-p = ProcessProfile(default_log_path="out", profile="python")
+p = ProcessProfile(format="text", default_log_path="out", profile="python")
 p.enable()
 lst = [None]                  # its item array is allocated while recording
 before = sys.getsizeof(lst)
@@ -877,7 +877,7 @@ def test_many_same_named_threads_get_first_free_suffixes(tmp_path):
     run_scenario(tmp_path, PRELUDE + """
 def work():
     return 1
-p = ProcessProfile(default_log_path="out", profile="python")
+p = ProcessProfile(format="text", default_log_path="out", profile="python")
 p.enable()
 for name in ["w~3"] + ["w"] * 300:
     t = threading.Thread(target=work, name=name)

@@ -41,7 +41,7 @@ def main():
         list(gen())
         c_calls()
 
-p = threadgraph.ProcessProfile(default_log_path=sys.argv[1], profile="both")
+p = threadgraph.ProcessProfile(format="text", default_log_path=sys.argv[1], profile="both")
 p.trackStack()
 p.enable()
 main()

@@ -148,7 +148,7 @@ def worker(k, slow=False):
             # full: only the background flusher can put them on disk
             threading.Event().wait()
         time.sleep(0.01 if slow else 0.0002)   # files of a few MB, quick to check
-p = ProcessProfile(default_log_path="out")
+p = ProcessProfile(format="text", default_log_path="out")
 p.trackStack()
 p.setProcessMemoryFrequence(200)
 p.enable()
@@ -218,7 +218,7 @@ def test_thousand_short_lived_threads_close_their_files(tmp_path):
     proc = run_py(tmp_path, PRELUDE + """
 def work(i):
     return [i] * 10
-p = ProcessProfile(default_log_path="out")
+p = ProcessProfile(format="text", default_log_path="out")
 p.trackStack()
 before_enable = nfds()
 p.enable()
@@ -272,7 +272,7 @@ def deep():
     except RecursionError as e:
         print(threading.current_thread().name, type(e).__name__, depth[0])
 if sys.argv[1] == "on":
-    p = ProcessProfile(default_log_path="out", profile="python")
+    p = ProcessProfile(format="text", default_log_path="out", profile="python")
     p.enable()
 t = threading.Thread(target=deep, name="deep")
 t.start(); t.join()
@@ -303,7 +303,7 @@ BEHAVIOUR = """\
 import asyncio, os, sys, threading, traceback
 if os.environ.get("TG_PROFILE"):
     from threadgraph import ProcessProfile
-    profiler = ProcessProfile(default_log_path=os.environ["TG_PROFILE"])
+    profiler = ProcessProfile(format="text", default_log_path=os.environ["TG_PROFILE"])
     profiler.trackStack()
     profiler.enable()
 
@@ -446,7 +446,7 @@ def in_wait():
 ts = [threading.Thread(target=f, name=f.__name__) for f in (in_select, in_queue, in_wait)]
 for t in ts: t.start()
 time.sleep(0.2)
-p = ProcessProfile(default_log_path="out")
+p = ProcessProfile(format="text", default_log_path="out")
 p.trackStack()
 p.enable()
 q.put(42)               # woken while profiled: it was blocked before enable
@@ -458,7 +458,7 @@ for t in ts: t.join(60)
 assert not any(t.is_alive() for t in ts)
 print(sorted(results))
 for i in range(3):      # and again, with everyone blocked at disable
-    p = ProcessProfile(default_log_path="out")
+    p = ProcessProfile(format="text", default_log_path="out")
     p.enable()
     t = threading.Thread(target=in_queue, name="again")
     t.start(); time.sleep(0.05)
@@ -484,7 +484,7 @@ def spin(k):
         x.append(bytearray(100 + k))
         if len(x) > 100:
             x = []
-p = ProcessProfile(default_log_path=%r)
+p = ProcessProfile(format="text", default_log_path=%r)
 p.trackStack()
 p.setProcessMemoryFrequence(100)
 p.enable()
@@ -514,9 +514,9 @@ bg = threading.Thread(target=background, name="bg")
 bg.start()
 base = nfds()
 dirs = []
-reused = ProcessProfile(default_log_path="out")
+reused = ProcessProfile(format="text", default_log_path="out")
 for i in range(100):
-    p = reused if i % 2 else ProcessProfile(default_log_path="out")
+    p = reused if i % 2 else ProcessProfile(format="text", default_log_path="out")
     if i % 3 == 0:
         p.trackStack()
     p.enable()
@@ -543,8 +543,8 @@ print(len(set(dirs)))
 
 def test_second_profile_while_one_is_active(tmp_path):
     proc = run_py(tmp_path, PRELUDE + """
-a = ProcessProfile(default_log_path="out")
-b = ProcessProfile(default_log_path="out")
+a = ProcessProfile(format="text", default_log_path="out")
+b = ProcessProfile(format="text", default_log_path="out")
 a.enable()
 try:
     b.enable()
@@ -590,7 +590,7 @@ def forker():
             os._exit(7)
         _, status = os.waitpid(pid, 0)
         results.append((pid, os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status >> 8))
-p = ProcessProfile(default_log_path="out")
+p = ProcessProfile(format="text", default_log_path="out")
 p.trackStack()
 if forked:
     p.enableForkedProfile()
@@ -639,7 +639,7 @@ def test_fork_from_a_non_main_thread(tmp_path, mode):
 def test_subprocess_exec_inherits_no_profiler_files(tmp_path):
     proc = run_py(tmp_path, PRELUDE + """
 import subprocess, json
-p = ProcessProfile(default_log_path="out")
+p = ProcessProfile(format="text", default_log_path="out")
 p.trackStack()
 p.enableForkedProfile()
 p.enable()
@@ -685,7 +685,7 @@ if pid == 0:
     os.close(w)
     os.read(r, 1)          # wait until the parent has planted its traps
     from threadgraph import ProcessProfile
-    p = ProcessProfile(default_log_path=base)
+    p = ProcessProfile(format="text", default_log_path=base)
     p.enable()
     sum(range(10))
     p.disable()
@@ -744,7 +744,7 @@ def test_hostile_thread_names_stay_inside_the_output_dir(tmp_path):
 names = %r
 def body():
     sum(range(3))
-p = ProcessProfile(default_log_path="base/out")
+p = ProcessProfile(format="text", default_log_path="base/out")
 p.trackStack()
 p.enable()
 for n in names:
@@ -790,7 +790,7 @@ def current_umask():
 def test_directory_and_file_modes(tmp_path):
     proc = run_py(tmp_path, PRELUDE + """
 os.umask(0o027)
-p = ProcessProfile(default_log_path="deep/base")
+p = ProcessProfile(format="text", default_log_path="deep/base")
 p.trackStack()
 p.enable(); sum(range(3)); p.disable()
 print(p.output_dir)
@@ -812,7 +812,7 @@ ns = {}
 exec(compile(src, "evil\nfile\x1b]0;pwned\x07.py", "exec"), ns)
 f = ns["f"]
 f.__code__ = f.__code__.replace(co_name="bad\nname\x1b[2J\r")
-p = ProcessProfile(default_log_path="out")
+p = ProcessProfile(format="text", default_log_path="out")
 p.trackStack()
 p.enable()
 for _ in range(3):
@@ -843,7 +843,7 @@ def test_program_closing_all_descriptors_is_left_alone(tmp_path):
     proc = run_py(tmp_path, PRELUDE + """
 import warnings
 warnings.simplefilter("ignore")
-p = ProcessProfile(default_log_path="out")
+p = ProcessProfile(format="text", default_log_path="out")
 p.enable()
 def work():
     return [0] * 100
@@ -873,7 +873,7 @@ HANDOFF = r"""
 import threading
 import threadgraph
 
-profile = threadgraph.ProcessProfile(default_log_path="out")
+profile = threadgraph.ProcessProfile(format="text", default_log_path="out")
 profile.trackStack(True)
 profile.enable()
 

@@ -16,6 +16,8 @@ import textwrap
 
 import pytest
 
+import tgcapture
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOCS_RUN = os.path.join(HERE, "..", "..", "docs", "run.md")
 TIMEOUT = 120  # seconds; only a hang gets near it
@@ -59,9 +61,24 @@ def only_run_dir(base):
     return dirs[0]
 
 
+def text_of(path):
+    """The text of dump file PATH: the file itself (--format text), or what its
+    run directory's capture.tg renders to (the default binary format, decoded by
+    the tests' own reader); None when neither has it."""
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "surrogateescape")
+    cap = os.path.join(os.path.dirname(path), "capture.tg")
+    if not os.path.exists(cap):
+        return None
+    data = tgcapture.load(cap).render().get(os.path.basename(path))
+    return None if data is None else data.decode("utf-8", "surrogateescape")
+
+
 def mem_records(path):
-    with open(path) as f:
-        return [line.rstrip("\n") for line in f if line.strip()]
+    text = text_of(path)
+    assert text is not None, "no %s, as a file or in the capture" % path
+    return [line for line in text.splitlines() if line.strip()]
 
 
 def functions_in(path):
@@ -124,6 +141,7 @@ def test_script_sees_what_python_gives_it(tmp_path):
     assert not os.path.exists(str(tmp_path / "x"))
     run_dir = only_run_dir(tmp_path / "out")
     assert not glob.glob(os.path.join(run_dir, "*.stack"))
+    assert text_of(os.path.join(run_dir, "MainThread.stack")) is None
     assert "alloc" in functions_in(os.path.join(run_dir, "MainThread.mem"))
 
 
@@ -160,7 +178,7 @@ def test_python_dash_m_threadgraph_run(tmp_path):
         assert json.load(f)["argv"] == ["probe.py", "z"]
     # Default output: threadgraph-<script stem>/<pid>/ in the current directory.
     run_dir = only_run_dir(tmp_path / "threadgraph-probe")
-    assert os.path.isfile(os.path.join(run_dir, "MainThread.mem"))
+    assert text_of(os.path.join(run_dir, "MainThread.mem")) is not None
 
 
 EXITS = """\
@@ -201,6 +219,9 @@ def test_exit_status_kept_and_files_complete(tmp_path, how, status):
     assert "work" in funcs and "finish" in funcs
     info = runinfo(run_dir)
     assert info["end_time"] is not None  # disable() ran and rewrote runinfo.json
+    # The default binary capture is complete: it ends with its trailer.
+    assert info["capture"] == "capture.tg" and info["dropped"] == 0
+    assert tgcapture.load(os.path.join(run_dir, "capture.tg")).end is not None
     assert "program exited with status %d" % status in res.stderr
 
 
@@ -240,9 +261,16 @@ for t in ts: t.join()
 """
 
 
-def test_start_line_and_summary(tmp_path):
+def cli_reads_run_dirs(run_dir, cwd):
+    """Whether the installed processor reads a binary capture's run directory."""
+    res = tg(["peaks", "--json", run_dir], cwd)
+    return res.returncode == 0
+
+
+@pytest.mark.parametrize("fmt", ["text", "binary"])
+def test_start_line_and_summary(tmp_path, fmt):
     write(tmp_path / "alloc.py", ALLOCATOR)
-    res = tg(["run", "--stack", "alloc.py"], tmp_path)
+    res = tg(["run", "--stack", "--format", fmt, "alloc.py"], tmp_path)
     assert res.returncode == 0, res.stderr
     lines = [l for l in res.stderr.splitlines() if l.strip()]
     run_dir = only_run_dir(tmp_path / "threadgraph-alloc")
@@ -253,12 +281,26 @@ def test_start_line_and_summary(tmp_path):
     m = re.search(r"(\d+) threads seen, (\d+) records written", text)
     assert m, text
     assert int(m.group(1)) == 4  # MainThread + 3 workers
-    records = sum(
-        len(mem_records(p))
-        for p in glob.glob(os.path.join(run_dir, "*.mem"))
-        if not p.endswith("process.mem")
-    )
-    assert int(m.group(2)) == records
+    if fmt == "text":
+        records = sum(
+            len(mem_records(p))
+            for p in glob.glob(os.path.join(run_dir, "*.mem"))
+            if not p.endswith("process.mem")
+        )
+    else:
+        assert not glob.glob(os.path.join(run_dir, "*.mem"))
+        rendered = tgcapture.load(os.path.join(run_dir, "capture.tg")).render()
+        records = sum(len(v.splitlines()) for k, v in rendered.items()
+                      if k.endswith(".mem") and k != "process.mem")
+    assert records > 0 and int(m.group(2)) == records
+    if fmt == "binary":
+        assert "    threadgraph memg %s\n" % rel in text
+        assert "    threadgraph peaks %s\n" % rel in text
+        assert "    threadgraph export %s\n" % rel in text
+        if not cli_reads_run_dirs(run_dir, tmp_path):
+            # A processor without capture support: the summary says so, calmly.
+            assert "threadgraph: top peaks: unavailable (threadgraph peaks failed" in text
+            return
     # Top peaks: the three big() calls, biggest first, with thread, function, delta.
     peak_lines = text.split("top peaks (thread, function, delta):\n", 1)[1].split("threadgraph: next:")[0]
     # growth first, then releases, each group under a label of its own
@@ -270,8 +312,9 @@ def test_start_line_and_summary(tmp_path):
     sizes = [int(p[-2]) for p in peaks if int(p[-2]) > 0]
     assert sizes == sorted(sizes, reverse=True)
     # The next commands name the real directory and work as printed.
-    assert "threadgraph memg %s/*.mem" % rel in text
-    assert "threadgraph peaks %s/*.mem" % rel in text
+    if fmt == "text":
+        assert "threadgraph memg %s/*.mem" % rel in text
+        assert "threadgraph peaks %s/*.mem" % rel in text
     deco = [l for l in lines if "threadgraph decorate-stack " in l]
     assert deco, text
     argv = deco[0].split()[1:]
@@ -363,14 +406,13 @@ def test_option_filter(tmp_path):
     out, _ = run_opts(tmp_path, "--filter", "/no/such/prefix")
     run_dir = only_run_dir(out)
     path = os.path.join(run_dir, "MainThread.mem")
-    assert not os.path.exists(path) or mem_records(path) == []
+    assert not text_of(path)
 
 
 def test_option_stack(tmp_path):
     out, _ = run_opts(tmp_path, "--stack", "--profile", "python")
     run_dir = only_run_dir(out)
-    with open(os.path.join(run_dir, "MainThread.stack")) as f:
-        stack = f.read()
+    stack = text_of(os.path.join(run_dir, "MainThread.stack"))
     assert re.search(r"^ +[0-9.]+#.*prog\.py:2:alloc$", stack, re.M), stack
     assert runinfo(run_dir)["stack"] is True
 
@@ -401,17 +443,14 @@ def test_option_follow_fork(tmp_path):
 
 def test_option_process_memory_frequency(tmp_path):
     out, _ = run_opts(tmp_path, "--process-memory-frequency", "1")
-    with open(os.path.join(only_run_dir(out), "process.mem")) as f:
-        every = [l for l in f if l.strip()]
+    every = mem_records(os.path.join(only_run_dir(out), "process.mem"))
     out, _ = run_opts(tmp_path, "--process-memory-frequency", "50")
-    path = os.path.join(only_run_dir(out), "process.mem")
-    with open(path) as f:
-        sparse = [l for l in f if l.strip()]
+    sparse = mem_records(os.path.join(only_run_dir(out), "process.mem"))
     assert len(every) > len(sparse)
     assert re.match(r"^[0-9.]+#[0-9]+$", every[0])
     out, _ = run_opts(tmp_path, "--process-memory-frequency", "0")
     path = os.path.join(only_run_dir(out), "process.mem")
-    assert not os.path.exists(path) or os.path.getsize(path) == 0
+    assert not text_of(path)
 
 
 def test_option_no_timestamps(tmp_path):
@@ -456,9 +495,9 @@ def test_package_main_and_syntax_error(tmp_path):
 
 def test_compress_without_accounting_is_a_usage_error(tmp_path):
     write(tmp_path / "app.py", "print('ran')\n")
-    res = tg(["run", "--compress", "app.py"], tmp_path)
+    res = tg(["run", "--compress", "--format", "text", "app.py"], tmp_path)
     assert res.returncode == 2
-    assert "--compress gzips the accounting outputs: it needs --accounting" in res.stderr
+    assert "with --format text it needs --accounting" in res.stderr
     assert "ran" not in res.stdout
 
 

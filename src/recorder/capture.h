@@ -1,0 +1,197 @@
+/*
+ * capture.h - the recorder's side of the binary capture (capture.tg, format in
+ * src/common/tg_capture.h and docs/formats.md): the shared capture file, its
+ * pending code definitions, per-stream counters, the record encoders and the
+ * (ml, module) -> id table of C functions.
+ *
+ * Plain C (no Python): tests/c/test_capture.c links capture.c alone.
+ *
+ * Concurrency: one struct tg_cap per run.  Its descriptor, pending definitions
+ * and counters are protected by `lock`.  Thread streams are tg_writer buffers in
+ * chunk mode (writer.h): their consumers hand whole records to
+ * tg_cap_chunk_out, which, under `lock`, first writes the pending definitions
+ * and then the chunk.  A producer defines a code (tg_cap_define, under `lock`)
+ * before it appends a record that uses it and publishes the record with a
+ * release store; a consumer loads the published length (acquire) before it
+ * takes `lock`, so every definition a flushed record uses is written before it.
+ * Lock order: a writer's lock, then the capture's lock.
+ */
+#ifndef TG_REC_CAPTURE_H
+#define TG_REC_CAPTURE_H
+
+#include "tg_capture.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#pragma GCC visibility push(hidden)
+
+/* Pending definitions are written as soon as they exceed this (one chunk). */
+#define TG_CAP_DEFS_MAX (64 * 1024)
+
+/* Counters of one thread stream for the END trailer. */
+struct tg_cap_stat {
+    uint32_t stream;
+    uint64_t calls, returns, dropped;
+};
+
+struct tg_cap {
+    pthread_mutex_t lock;     /* guards everything below after open */
+    int fd;                   /* capture.tg, O_APPEND; -1 when closed */
+    dev_t dev;                /* identity of the file on fd (see tg_fd_is_ours) */
+    ino_t ino;
+    int err;                  /* errno of the first failed write: capture stopped */
+    int dropped_child;        /* set in a forked child: inherited, never written */
+    uint32_t flags;           /* TG_CAP_F_* of the header */
+    int64_t start_us;         /* header start_us; immutable after open */
+    uint64_t epoch;           /* unique per opened capture (code ids are per epoch);
+                               * immutable after open */
+    uint32_t next_code;       /* next code id to assign; lock (GIL holders only) */
+    unsigned char *defs;      /* pending CODES payload (whole definitions) */
+    size_t defs_len, defs_cap;
+    struct tg_cap_stat *stats;  /* streams' counters, deposited at thread close */
+    size_t n_stats, stats_cap;
+    char *path;               /* for messages; malloc'ed */
+    int compress;             /* zstd-compress events and process chunks (set
+                               * by tg_cap_open; only with TG_HAVE_ZSTD) */
+    void *zctx;               /* ZSTD_CCtx, or NULL; lock */
+    unsigned char *zbuf;      /* compression output; lock */
+    size_t zbuf_cap;
+};
+
+/* Whether this build can compress chunks (zstd, TG_HAVE_ZSTD). */
+int tg_cap_can_compress(void);
+
+/* Make CAP closed and empty (call once before use). */
+void tg_cap_init(struct tg_cap *cap);
+/* Create PATH (O_EXCL|O_NOFOLLOW|O_APPEND, 0644) and write the header.  START_US
+ * is the time base, FLAGS TG_CAP_F_*.  COMPRESS: events and process chunks are
+ * zstd frames (TG_CAP_CHUNK_ZSTD) when that is smaller, if tg_cap_can_compress().
+ * Returns 0, or -errno (CAP stays closed). */
+int tg_cap_open(struct tg_cap *cap, const char *path, uint32_t flags, int64_t start_us,
+                uint32_t memory_mode, uint32_t clock, uint32_t pid, int compress);
+/* Whether CAP is open and not stopped (racy peek, for fast checks). */
+int tg_cap_usable(struct tg_cap *cap);
+/* A new code id of this capture (>= 1).  Lock not needed: the callers hold the
+ * GIL; 0 if the ids ran out. */
+uint32_t tg_cap_new_code_id(struct tg_cap *cap);
+/* Queue the definition of code ID (kind TG_CAP_CODE_*, FIRSTLINE, FILE and FUNC
+ * already escaped).  Returns 0 or -1 (out of memory / stopped: do not use ID). */
+int tg_cap_define(struct tg_cap *cap, uint32_t id, int kind, uint32_t firstline,
+                  const char *file, size_t file_len, const char *func, size_t func_len);
+/* Write one chunk KIND of STREAM with payload BUF/LEN (whole records), after the
+ * pending definitions.  Returns 0 or an errno (the capture stops at the first
+ * failure; later calls return that errno without writing). */
+int tg_cap_chunk_out(struct tg_cap *cap, int kind, uint32_t stream, const void *buf,
+                     size_t len);
+/* Write a thread definition chunk for STREAM.  Returns 0 or an errno. */
+int tg_cap_thread(struct tg_cap *cap, uint32_t stream, uint64_t native_id, uint64_t ident,
+                  const char *base, size_t base_len, const char *name, size_t name_len);
+/* Add STREAM's final counters (thread close).  Returns 0 or -1 (out of memory). */
+int tg_cap_deposit(struct tg_cap *cap, uint32_t stream, uint64_t calls, uint64_t returns,
+                   uint64_t dropped);
+/* Write the pending definitions and the END trailer (END_US, the deposited
+ * counters), then close.  Returns 0 or an errno (the file is closed anyway). */
+int tg_cap_finish(struct tg_cap *cap, int64_t end_us);
+/* Close without writing the trailer and free everything; safe twice. */
+void tg_cap_close(struct tg_cap *cap);
+/* Destroy the lock (after the last close). */
+void tg_cap_destroy(struct tg_cap *cap);
+/* In a forked child, with CAP's lock taken before fork() and now released:
+ * forget pending definitions, close the inherited descriptor unwritten.
+ * Async-signal-safe (no malloc/free: the buffers are freed by the next close). */
+void tg_cap_drop_in_child(struct tg_cap *cap);
+
+/* --- record encoders (the hot path: no division, no formatting) ---------- */
+
+/* Longest record the encoders below write, SPECIAL DROPPED prefix included. */
+#define TG_CAP_RECORD_MAX (5 * TG_CAP_VARINT_MAX + 2)
+
+/* SPECIAL "N records dropped here". */
+static inline unsigned char *tg_cap_enc_dropped(unsigned char *p, uint64_t n)
+{
+    *p++ = 0;
+    *p++ = TG_CAP_EV_DROPPED;
+    return tg_cap_put_varint(p, n);
+}
+
+/* CALL of CODE (>= 1); DT_US if TIMED; LINE for C functions (IS_C). */
+static inline unsigned char *tg_cap_enc_call(unsigned char *p, uint32_t code, int timed,
+                                             uint64_t dt_us, int is_c, uint32_t line)
+{
+    p = tg_cap_put_varint(p, (uint64_t)code << 1);
+    if (timed)
+        p = tg_cap_put_varint(p, dt_us);
+    if (is_c)
+        p = tg_cap_put_varint(p, line);
+    return p;
+}
+
+/* RETURN at line REF + LINE_OFF; DT_US if TIMED; DELTA if MEMORY. */
+static inline unsigned char *tg_cap_enc_return(unsigned char *p, int64_t line_off, int timed,
+                                               uint64_t dt_us, int memory, int64_t delta)
+{
+    p = tg_cap_put_varint(p, tg_cap_zz(line_off) << 1 | 1);
+    if (timed)
+        p = tg_cap_put_varint(p, dt_us);
+    if (memory)
+        p = tg_cap_put_varint(p, tg_cap_zz(delta));
+    return p;
+}
+
+/* Process sample: DT_US if TIMED, then the change of BYTES. */
+static inline unsigned char *tg_cap_enc_sample(unsigned char *p, int timed, uint64_t dt_us,
+                                               int64_t change)
+{
+    if (timed)
+        p = tg_cap_put_varint(p, dt_us);
+    return tg_cap_put_varint(p, tg_cap_zz(change));
+}
+
+/* --- C function ids: (a, b) pointer pair -> id, open addressing ----------- */
+
+struct tg_cap_idtab_entry {
+    uintptr_t a, b;  /* a != 0 in a used slot */
+    uint32_t id;
+};
+
+struct tg_cap_idtab {
+    struct tg_cap_idtab_entry *slots;  /* power-of-two count; owner only (GIL) */
+    size_t cap, used;
+};
+
+/* Home slot of (A, B) in a table of MASK + 1 slots. */
+static inline size_t tg_cap_idtab_slot(uintptr_t a, uintptr_t b, size_t mask)
+{
+    uint64_t h = ((uint64_t)a ^ ((uint64_t)b << 7) ^ ((uint64_t)a >> 17))
+                 * UINT64_C(0x9E3779B97F4A7C15);
+    return (size_t)(h >> 32) & mask;
+}
+
+/* The id of (A, B) (A != 0), or 0 if absent. */
+static inline uint32_t tg_cap_idtab_get(const struct tg_cap_idtab *t, uintptr_t a, uintptr_t b)
+{
+    size_t mask, i;
+    if (t->cap == 0)
+        return 0;
+    mask = t->cap - 1;
+    i = tg_cap_idtab_slot(a, b, mask);
+    while (t->slots[i].a != 0) {
+        if (t->slots[i].a == a && t->slots[i].b == b)
+            return t->slots[i].id;
+        i = (i + 1) & mask;
+    }
+    return 0;
+}
+
+/* Enter (A, B) -> ID (absent before).  Returns 0 or -1 (out of memory). */
+int tg_cap_idtab_put(struct tg_cap_idtab *t, uintptr_t a, uintptr_t b, uint32_t id);
+/* Free the table (CB, if not NULL, sees each entry first). */
+void tg_cap_idtab_clear(struct tg_cap_idtab *t, void (*cb)(uintptr_t a, uintptr_t b));
+
+#pragma GCC visibility pop
+
+#endif /* TG_REC_CAPTURE_H */
