@@ -34,7 +34,8 @@ def settings_of(opts):
         "compress": opts.compress, "backend": opts.backend, "filter": opts.filter,
         "stack": opts.stack, "sleeps": not opts.no_sleep_correction,
         "forked": opts.follow_fork, "frequency": opts.process_memory_frequency,
-        "timestamps": not opts.no_timestamps,
+        "timestamps": not opts.no_timestamps, "format": opts.format,
+        "native": opts.native,
     }
 
 
@@ -55,12 +56,15 @@ def _make_profile(base, settings):
     from threadgraph import ProcessProfile
 
     kwargs = {"default_log_path": base}
-    for key in ("profile", "memory", "backend"):
+    for key in ("profile", "memory", "backend", "format"):
         if settings.get(key):
             kwargs[key] = settings[key]
+    if settings.get("native"):
+        kwargs["native"] = True
     if settings.get("accounting"):
         kwargs["accounting"] = True
-        kwargs["compress"] = bool(settings.get("compress"))
+    if settings.get("compress"):
+        kwargs["compress"] = True  # gzip of accounting files, zstd of the capture
     prof = ProcessProfile(**kwargs)
     if settings.get("filter"):
         prof.setFilter(settings["filter"])

@@ -65,7 +65,7 @@ def tg(args, cwd):
 def run(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("flame")
     (tmp / "planted.py").write_text(textwrap.dedent(PLANTED))
-    res = tg(["run", "--accounting", "--stack", "-o", "out", "planted.py"], tmp)
+    res = tg(["run", "--format", "text", "--accounting", "--stack", "-o", "out", "planted.py"], tmp)
     assert res.returncode == 0, res.stderr
     dirs = [d for d in glob.glob(str(tmp / "out" / "*")) if os.path.isdir(d)]
     assert len(dirs) == 1, dirs

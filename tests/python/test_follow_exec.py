@@ -58,7 +58,7 @@ def write_programs(tmp_path):
 
 def test_follow_exec_profiles_each_python_child_into_its_own_pid_dir(tmp_path):
     write_programs(tmp_path)
-    res = subprocess.run([sys.executable, "-m", "threadgraph", "run", "--follow-exec",
+    res = subprocess.run([sys.executable, "-m", "threadgraph", "run", "--format", "text", "--follow-exec",
                           "--stack", "-o", "out", "parent.py"], cwd=str(tmp_path),
                          env=env_with_package(), stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, universal_newlines=True, timeout=TIMEOUT)
@@ -79,7 +79,7 @@ def test_follow_exec_profiles_each_python_child_into_its_own_pid_dir(tmp_path):
 
 def test_without_follow_exec_children_are_not_profiled(tmp_path):
     write_programs(tmp_path)
-    res = subprocess.run([sys.executable, "-m", "threadgraph", "run", "-o", "out",
+    res = subprocess.run([sys.executable, "-m", "threadgraph", "run", "--format", "text", "-o", "out",
                           "parent.py"], cwd=str(tmp_path), env=env_with_package(),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          universal_newlines=True, timeout=TIMEOUT)
@@ -99,7 +99,8 @@ def test_environment_alone_and_the_hidden_sitecustomize_still_runs(tmp_path):
     """))
     (tmp_path / "check.py").write_text(CHILD + "\nimport os\nprint(os.environ.get("
                                        "'OTHER_SITECUSTOMIZE'))\n")
-    env = env_with_package({"THREADGRAPH_FOLLOW": str(tmp_path / "out")})
+    env = env_with_package({"THREADGRAPH_FOLLOW": str(tmp_path / "out"),
+                            "THREADGRAPH_FOLLOW_OPTIONS": json.dumps({"format": "text"})})
     env["PYTHONPATH"] = os.pathsep.join([_follow.HOOK_DIR, str(other), env["PYTHONPATH"]])
     res = subprocess.run([sys.executable, "check.py"], cwd=str(tmp_path), env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -61,7 +61,7 @@ def work(i):
     return len(bytearray(1000 + i))
 
 if __name__ == "__main__":
-    p = ProcessProfile(default_log_path="out", profile="python")
+    p = ProcessProfile(format="text", default_log_path="out", profile="python")
     p.enableForkedProfile()
     p.enable()
     with multiprocessing.get_context("fork").Pool(2) as pool:   # __exit__: terminate()
@@ -110,7 +110,7 @@ def main():
 DIRECT = """
 if sys.argv[2] == "profiled":
     from threadgraph import ProcessProfile
-    p = ProcessProfile(default_log_path="out", profile="python", accounting=True)
+    p = ProcessProfile(format="text", default_log_path="out", profile="python", accounting=True)
     p.enable()
 main()
 """
@@ -124,7 +124,7 @@ def start(tmp_path, how, launcher, profiled):
     """Start the program; returns the Popen once it printed "ready"."""
     if launcher == "run" and profiled:
         (tmp_path / "prog.py").write_text(PROGRAM.replace("@MAIN@", UNDER_RUN))
-        cmd = [sys.executable, "-m", "threadgraph", "run", "-o", "out", "--profile",
+        cmd = [sys.executable, "-m", "threadgraph", "run", "--format", "text", "-o", "out", "--profile",
                "python", "--accounting", "prog.py", how]
     else:
         (tmp_path / "prog.py").write_text(PROGRAM.replace("@MAIN@", DIRECT))
@@ -180,7 +180,7 @@ def test_handler_installed_before_enable_still_runs(tmp_path):
         from threadgraph import ProcessProfile
         seen = []
         signal.signal(signal.SIGHUP, lambda s, f: seen.append(s))
-        p = ProcessProfile(default_log_path="out")
+        p = ProcessProfile(format="text", default_log_path="out")
         p.enable()
         os.kill(os.getpid(), signal.SIGHUP)
         for _ in range(3):
@@ -199,13 +199,13 @@ def test_snapshot_every_before_enable_and_float_seconds(tmp_path):
         from threadgraph import ProcessProfile
         def step():
             return bytearray(100)
-        p = ProcessProfile(default_log_path="calls", accounting=True)
+        p = ProcessProfile(format="text", default_log_path="calls", accounting=True)
         p.snapshot_every(start_after=1, every=2, stop_after=5, function=step)
         p.enable()
         for _ in range(6):
             step()
         p.disable()
-        q = ProcessProfile(default_log_path="secs", accounting=True)
+        q = ProcessProfile(format="text", default_log_path="secs", accounting=True)
         q.snapshot_every(seconds=True, every=0.2, start_after=0.1, stop_after=0.5)
         q.enable()
         end = time.monotonic() + 0.8
@@ -213,7 +213,7 @@ def test_snapshot_every_before_enable_and_float_seconds(tmp_path):
             step()
         q.disable()
         try:
-            ProcessProfile(default_log_path="x").snapshot_every(every=1, seconds=True)
+            ProcessProfile(format="text", default_log_path="x").snapshot_every(every=1, seconds=True)
         except RuntimeError as exc:
             print("refused:", exc)
         print(p.output_dir)
@@ -237,7 +237,7 @@ def test_forked_child_ending_with_os_exit_writes_everything(tmp_path):
         from threadgraph import ProcessProfile
         def work():
             return bytearray(100)
-        p = ProcessProfile(default_log_path="out", profile="python")
+        p = ProcessProfile(format="text", default_log_path="out", profile="python")
         p.enableForkedProfile()
         p.enable()
         pid = os.fork()

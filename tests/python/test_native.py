@@ -73,7 +73,7 @@ EXACT = """
 import json, threading
 from threadgraph import ProcessProfile, _recorder as R
 
-p = ProcessProfile(default_log_path="out", native=True, accounting=True)
+p = ProcessProfile(format="text", default_log_path="out", native=True, accounting=True)
 p.enable()
 import natext          # loaded while enabled: patched by the dlopen hook
 PAGE = %(page)d
@@ -253,7 +253,7 @@ old = natext.malloc(4000000)          # before enable: unknown to the table
 # extension (which links zlib), it would.
 next_before = natext.next_sym("deflate")
 old_map = natext.mmap(16 * %(page)d)
-p = ProcessProfile(default_log_path="out", native=True)
+p = ProcessProfile(format="text", default_log_path="out", native=True)
 if %(follow)s:
     p.enableForkedProfile()
 p.enable()
@@ -319,7 +319,7 @@ def test_run_native_option(natext, tmp_path):
     env = dict(os.environ)
     from tgtest import PKG_PARENT
     env["PYTHONPATH"] = PKG_PARENT + os.pathsep + env.get("PYTHONPATH", "")
-    r = subprocess.run([sys.executable, "-m", "threadgraph", "run", "--native", "-o",
+    r = subprocess.run([sys.executable, "-m", "threadgraph", "run", "--format", "text", "--native", "-o",
                         str(tmp_path / "out"), str(prog)], cwd=str(tmp_path), env=env,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        universal_newlines=True, timeout=120)
@@ -338,7 +338,7 @@ def test_process_mode_includes_native(natext, tmp_path):
         KEEP = []
         def grab():
             KEEP.append(natext.malloc(6000000))
-        p = ProcessProfile(default_log_path="out", memory="process", native=True)
+        p = ProcessProfile(format="text", default_log_path="out", memory="process", native=True)
         p.enable()
         grab()
         p.disable()
@@ -353,7 +353,7 @@ def test_native_off_by_default(natext, tmp_path):
     proc = _run(tmp_path, natext, """
         import natext
         from threadgraph import ProcessProfile, _recorder as R
-        p = ProcessProfile(default_log_path="out")
+        p = ProcessProfile(format="text", default_log_path="out")
         p.enable()
         c0 = R.thread_counters()
         b = natext.malloc(5000000)
@@ -375,7 +375,7 @@ from threadgraph import ProcessProfile, _recorder as R
 
 SIZES = [1000000, 2000000, 3000000, 4000000]     # float64 elements
 ARRAYS = {}
-p = ProcessProfile(default_log_path="out", native=True)
+p = ProcessProfile(format="text", default_log_path="out", native=True)
 p.enable()
 barrier = threading.Barrier(4)
 

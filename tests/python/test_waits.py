@@ -92,7 +92,7 @@ def b():
     keep.append(bytearray(%(bytes)d))
     %(release)s
 
-p = ProcessProfile(default_log_path="out", profile="python", memory="process")
+p = ProcessProfile(format="text", default_log_path="out", profile="python", memory="process")
 p.trackSleeps(sys.argv[1] == "on")
 p.enable()
 ta = threading.Thread(target=a, name="A")
@@ -136,7 +136,7 @@ def test_a_triggers_own_allocations_stay_charged(tmp_path):
         %s
         def waiter():
             return a.recv(%d, socket.MSG_WAITALL)
-        p = ProcessProfile(default_log_path="out", profile="python", memory="process")
+        p = ProcessProfile(format="text", default_log_path="out", profile="python", memory="process")
         p.enable()
         data = waiter()
         p.disable()
@@ -161,13 +161,13 @@ def test_disable_while_a_thread_waits_in_a_with_statement(tmp_path):
         def waiter():
             with g:
                 entered.append(1)
-        p = ProcessProfile(default_log_path="out", profile="python", memory="process")
+        p = ProcessProfile(format="text", default_log_path="out", profile="python", memory="process")
         p.enable()
         t = threading.Thread(target=waiter, name="A")
         t.start()
         time.sleep(0.2)            # A is (most likely) blocked in `with g:`
         p.disable()
-        q = ProcessProfile(default_log_path="out2", profile="python", memory="rss")
+        q = ProcessProfile(format="text", default_log_path="out2", profile="python", memory="rss")
         q.enable()
         g.release()
         t.join()
