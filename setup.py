@@ -58,7 +58,7 @@ recorder = Extension(
     include_dirs=["src/common", "src/recorder"],
     depends=rel_sources("src/recorder/*.h") + rel_sources("src/common/*.h"),
     extra_compile_args=CFLAGS,
-    libraries=["pthread", "z"],
+    libraries=["pthread", "z", "m"],
 )
 
 setup(

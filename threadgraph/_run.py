@@ -119,6 +119,14 @@ def build_parser():
         "call site (ProcessProfile(accounting=True); docs/accounting.md)",
     )
     parser.add_argument(
+        "--sample-bytes",
+        type=int,
+        metavar="N",
+        help="allocation accounting by sampling: sites get unbiased estimates from one "
+        "sample per N bytes allocated on average (ProcessProfile(sample_bytes=N); "
+        "implies --accounting; docs/accounting.md)",
+    )
+    parser.add_argument(
         "--compress",
         action="store_true",
         help="gzip the accounting outputs (ProcessProfile(compress=True))",
@@ -200,9 +208,11 @@ def make_profiler(opts, base):
         kwargs["profile"] = opts.profile
     if opts.memory:
         kwargs["memory"] = opts.memory
-    if opts.accounting:
+    if opts.accounting or opts.sample_bytes:
         kwargs["accounting"] = True
         kwargs["compress"] = opts.compress
+    if opts.sample_bytes:
+        kwargs["sample_bytes"] = opts.sample_bytes
     if opts.backend:
         kwargs["backend"] = opts.backend
     prof = ProcessProfile(**kwargs)
@@ -443,7 +453,9 @@ def main(argv):
         parser.error("give a script to run, or -m module")
     if opts.process_memory_frequency is not None and opts.process_memory_frequency < 0:
         parser.error("--process-memory-frequency must be 0 or more")
-    if opts.compress and not opts.accounting:
+    if opts.sample_bytes is not None and opts.sample_bytes <= 0:
+        parser.error("--sample-bytes must be 1 or more")
+    if opts.compress and not (opts.accounting or opts.sample_bytes):
         parser.error("--compress gzips the accounting outputs: it needs --accounting")
 
     kind, name = target

@@ -104,7 +104,8 @@ class ProcessProfile:
     def __init__(self, stream_factory: Optional[Callable[[str], IO[Any]]] = None,
                  default_log_path: Optional[str] = None, profile: Optional[str] = None,
                  memory: str = "thread", accounting: bool = False,
-                 compress: bool = False, backend: Optional[str] = None) -> None:
+                 compress: bool = False, backend: Optional[str] = None,
+                 sample_bytes: int = 0) -> None:
         if profile is None:
             profile = "both"
         if profile not in PROFILE_MODES:
@@ -128,6 +129,13 @@ class ProcessProfile:
         #: docs/accounting.md); off by default.  compress gzips its outputs.
         self.accounting = bool(accounting)
         self.compress = bool(compress)
+        #: Accounting by sampling: one sample per ``sample_bytes`` bytes allocated
+        #: on average, sites get unbiased estimates (docs/accounting.md,
+        #: "Sampling"); 0 (default) attributes every allocation.  Turns
+        #: accounting on.
+        self.sample_bytes = int(sample_bytes or 0)
+        if self.sample_bytes < 0:
+            raise ValueError("sample_bytes must be 0 or more, not %r" % (sample_bytes,))
         self._filter: Optional[str] = None
         self._forked = False
         self._stack = False
@@ -255,8 +263,9 @@ class ProcessProfile:
                          track_stack=self._stack, track_sleeps=self._sleeps,
                          timestamps=self._timestamps, sample_every=self._frequence,
                          stream_factory=self.stream_factory, exclude_file=_FILE,
-                         triggers=triggers, accounting=self.accounting,
-                         compress=self.compress, backend=self.backend)
+                         triggers=triggers, accounting=self._accounting_on(),
+                         compress=self.compress, backend=self.backend,
+                         sample_bytes=self.sample_bytes)
         global _ACTIVE
         _ACTIVE = self
         _install_process_hooks()
@@ -271,7 +280,7 @@ class ProcessProfile:
         if not self._rec.active:
             return
         errors = self._rec.disable()
-        if self.accounting and self._output_dir is not None:
+        if self._accounting_on() and self._output_dir is not None:
             try:
                 figures = self._rec.accounting()
                 if figures is not None:
@@ -290,6 +299,15 @@ class ProcessProfile:
                           stacklevel=2)
 
     # -- allocation accounting (accounting=True; docs/accounting.md) --
+
+    def _accounting_on(self) -> bool:
+        return self.accounting or self.sample_bytes > 0
+
+    def peak_snapshot(self) -> str:
+        """Write ``<output_dir>/snapshot-<N>-peak``: live and total bytes by call
+        site at the moment the process's live bytes were highest so far (exact;
+        ``disable()`` writes one too); returns its path."""
+        return self._rec.snapshot_peak()
 
     def snapshot(self, label: str = "snapshot") -> str:
         """Write a heap snapshot (live and total bytes by call site) now, as
