@@ -40,6 +40,7 @@ VALUE_OPTIONS = (
     "--filter",
     "--memory",
     "--process-memory-frequency",
+    "--sample-bytes",
 )
 
 
