@@ -67,10 +67,11 @@ def _threadgraph_module():
 class Threadgraph:
     """threadgraph's ProcessProfile: profile "both" (the default), all threads, text files."""
 
-    def __init__(self, memory_mode, stack, accounting=False, backend=None):
+    def __init__(self, memory_mode, stack, accounting=False, backend=None, sample_bytes=0):
         self.memory_mode = memory_mode
         self.stack = stack
         self.accounting = accounting
+        self.sample_bytes = sample_bytes
         self.backend = backend
         self.tg = _threadgraph_module()
         if backend == "setprofile" and not (3, 12) <= sys.version_info[:2] < (3, 14):
@@ -88,6 +89,8 @@ class Threadgraph:
         self.prof.trackStack(self.stack)
         if self.accounting:  # allocation accounting (docs/accounting.md)
             self.prof.accounting = True
+        if self.sample_bytes:  # ... attributed to sites by sampling
+            self.prof.sample_bytes = self.sample_bytes
         if self.backend is not None:
             self.prof.backend = self.backend
         self.prof.enable()
@@ -184,6 +187,9 @@ CONFIGS = {
     "tg-rss-nostack": (Threadgraph, ("rss", False), "threadgraph, rss mode, stacks off"),
     "tg-thread-nostack-acct": (Threadgraph, ("thread", False, True),
                                "threadgraph, thread mode, stacks off, allocation accounting on"),
+    "tg-thread-nostack-sample": (Threadgraph, ("thread", False, True, None, 65536),
+                                 "threadgraph, thread mode, stacks off, allocation accounting "
+                                 "sampled every 64 KiB (sample_bytes=65536)"),
     "tracemalloc-1": (Tracemalloc, (1,), "tracemalloc.start(1)"),
     "tracemalloc-25": (Tracemalloc, (25,), "tracemalloc.start(25)"),
     "memray": (Memray, (False,), "memray.Tracker, default"),
