@@ -350,11 +350,10 @@ tg_site_touch_locked(struct tg_acct_site_ctr *c)
 }
 
 /* The weight of a block of SIZE bytes attributed to a site: its size and one
- * block, or under sampling its sampled weight (acct_sample.h). */
+ * block, or under sampling (MEAN > 0) its sampled weight (acct_sample.h). */
 static inline void
-tg_acct_weight(size_t size, int64_t *bytes, int64_t *count)
+tg_acct_weight(size_t size, int64_t mean, int64_t *bytes, int64_t *count)
 {
-    int64_t mean = atomic_load_explicit(&tg_acct_sample, TG_RELAXED);
     if (mean > 0) {
         tg_acct_sample_weight(size, mean, bytes, count);
     } else {
@@ -388,7 +387,7 @@ tg_acct_alloc(size_t size)
         sid = TG_SITE_NONE;  /* no state, no sampler: the process figures only */
     }
     if (sid != TG_SITE_NONE) {
-        tg_acct_weight(size, &wb, &wc);
+        tg_acct_weight(size, mean, &wb, &wc);
         c = tg_site_ctr(sid);
     }
     tg_acct_spin_lock();
@@ -429,7 +428,7 @@ tg_acct_free(uint64_t word, int count_thread)
         }
     }
     if (sid != TG_SITE_NONE) {
-        tg_acct_weight(size, &wb, &wc);
+        tg_acct_weight(size, atomic_load_explicit(&tg_acct_sample, TG_RELAXED), &wb, &wc);
         c = tg_site_ctr(sid);
     }
     tg_acct_spin_lock();
