@@ -190,6 +190,9 @@ CONFIGS = {
     "tg-thread-nostack-sample": (Threadgraph, ("thread", False, True, None, 65536),
                                  "threadgraph, thread mode, stacks off, allocation accounting "
                                  "sampled every 64 KiB (sample_bytes=65536)"),
+    "tg-thread-nostack-sample4k": (Threadgraph, ("thread", False, True, None, 4096),
+                                   "threadgraph, thread mode, stacks off, allocation accounting "
+                                   "sampled every 4 KiB (sample_bytes=4096)"),
     "tracemalloc-1": (Tracemalloc, (1,), "tracemalloc.start(1)"),
     "tracemalloc-25": (Tracemalloc, (25,), "tracemalloc.start(25)"),
     "memray": (Memray, (False,), "memray.Tracker, default"),

@@ -94,9 +94,9 @@ def main():
     print("sample_bytes=%d, scale %.2f, %d seeds; sites >= %d %% of the exact figure; "
           "relative error median / max (over sites and seeds)\n"
           % (args.sample_bytes, args.scale, args.seeds, SHARE * 100))
-    print("| workload | sites (total) | exact rerun: total | sampled: total "
-          "| sites (peak) | exact rerun: peak | sampled: peak |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| workload | allocated MB | sites | exact rerun | sampled "
+          "| peak MB | sites at peak | exact rerun | sampled |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for w in workloads:
         tot0, pk0 = run_once(w, args.scale, 0, 0, args.threadgraph_path)
         tot1, pk1 = run_once(w, args.scale, 0, 0, args.threadgraph_path)
@@ -109,8 +109,10 @@ def main():
 
         def fmt(xs):
             return "%.1f %% / %.1f %%" % (100 * statistics.median(xs), 100 * max(xs)) if xs else "-"
-        print("| %s | %d | %s | %s | %d | %s | %s |"
-              % (w, len(rt), fmt(rt), fmt(et), len(rp), fmt(rp), fmt(ep)))
+        mb_t = sum(v for v in tot0.values() if v > 0) / 1e6
+        mb_p = sum(v for v in pk0.values() if v > 0) / 1e6
+        print("| %s | %.1f | %d | %s | %s | %.2f | %d | %s | %s |"
+              % (w, mb_t, len(rt), fmt(rt), fmt(et), mb_p, len(rp), fmt(rp), fmt(ep)))
         sys.stdout.flush()
     return 0
 
