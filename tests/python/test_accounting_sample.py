@@ -188,15 +188,60 @@ def test_interval_is_random(runs):
         assert 0.7 < a / b < 1.4, (seed, a, b)
 
 
-def test_same_seed_same_estimates(tmp_path, runs):
-    """THREADGRAPH_SAMPLE_SEED makes a run reproducible."""
-    env = {"THREADGRAPH_SAMPLE_SEED": str(SEEDS[0]), "PYTHONHASHSEED": "0"}
-    proc = run_scenario(tmp_path, "import sys; sys.argv[1:] = [%r]\n" % str(N)
-                        + PROGRAM % {"alt": ALT}, env=env)
-    _, again = final(proc.stdout.strip().splitlines()[-1])
-    _, first = final(runs[SEEDS[0]][0])
-    for site in ("small", "medium", "churn", "alt_a", "alt_b"):
-        assert again[site] == first[site]
+REPRO = """
+import sys, threading
+from threadgraph import ProcessProfile
+
+KEEP = []
+
+def small():
+    for _ in range(30000):
+        KEEP.append(bytearray(300))
+
+p = ProcessProfile(default_log_path="out", sample_bytes=%d)
+p.enable()
+t = threading.Thread(target=small, name="worker")
+t.start(); t.join()
+p.disable()
+print(p.output_dir)
+""" % N
+
+
+def test_same_seed_same_estimates(tmp_path):
+    """THREADGRAPH_SAMPLE_SEED makes a thread's samples reproducible: a thread's
+    generator depends on the seed and the thread's number only, so the same
+    allocations in a fresh thread are sampled alike (the main thread's
+    allocations depend on the paths and pids of each run, its samples do not
+    repeat exactly); another seed samples differently."""
+    got = []
+    for name, seed in (("a", 11), ("run-b", 11), ("c", 12)):
+        d = tmp_path / name
+        d.mkdir()
+        env = {"THREADGRAPH_SAMPLE_SEED": str(seed), "PYTHONHASHSEED": "0"}
+        proc = run_scenario(d, REPRO, env=env)
+        _, nodes = final_threads(proc.stdout.strip().splitlines()[-1])
+        got.append(nodes[("small", "worker")])
+    assert got[0] == got[1]
+    assert got[0] != got[2]
+
+
+def final_threads(run_dir):
+    """Like final(), keyed by (innermost function, thread base name)."""
+    path = os.path.join(run_dir, [n for n in os.listdir(run_dir) if n.endswith("-final")][0])
+    threads, sites = {}, {}
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("# thread: "):
+                ix, name = line[10:].split(" ", 1)
+                threads[ix] = name
+            elif line and not line.startswith("#"):
+                _nid, _parent, thread, lb, lc, tb, tc, call = line.split(" ", 7)
+                key = (call.rsplit(":", 1)[-1], threads.get(thread, thread))
+                acc = sites.setdefault(key, [0, 0, 0, 0])
+                for i, v in enumerate((lb, lc, tb, tc)):
+                    acc[i] += int(v)
+    return None, sites
 
 
 def test_per_call_deltas_stay_exact(runs):
