@@ -6,6 +6,9 @@ A planted program is run once exactly and under several seeds
 (THREADGRAPH_SAMPLE_SEED); each planted site's estimate is compared with the
 exact run's figure for that site, within ERR_SIGMAS standard deviations computed
 from the planted sizes (the Horvitz-Thompson variance, docs/accounting.md).
+The main thread's allocations differ a little from run to run (paths, pids), so
+which blocks are sampled does too even with a fixed seed: the bounds are wide
+enough (4.5 sd, about 1e-5 per check) that the tests do not flake.
 """
 import json
 import math
@@ -17,9 +20,10 @@ from tgtest import parse_mem, run_scenario
 
 N = 16384
 SEEDS = (1, 2, 3, 4, 5)
-# Bound of one seed's estimate, and of the mean over SEEDS, in standard deviations.
+# Bound of one seed's estimate, and of the mean over SEEDS (in its own standard
+# deviation, sd / sqrt(len(SEEDS))), in standard deviations.
 ERR_SIGMAS = 4.5
-MEAN_SIGMAS = 3.0
+MEAN_SIGMAS = 4.5
 
 PROGRAM = """
 import sys
