@@ -80,6 +80,18 @@ $(B)/asan/ctest/test_capture: $(CAPTURE_DEPS)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) $(ZSTD_DEF) -Isrc/common -Isrc/recorder -Itests/c -o $@ $< src/recorder/capture.c -pthread $(ZSTD_LIB)
 
+# Accounting's sampler is pure C: its test links acct_sample.c alone.
+SAMPLE_DEPS := tests/c/test_acct_sample.c tests/c/tg_test.h src/recorder/acct_sample.c \
+	       src/recorder/acct_sample.h
+
+$(B)/ctest/test_acct_sample: $(SAMPLE_DEPS)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/acct_sample.c -lm
+
+$(B)/asan/ctest/test_acct_sample: $(SAMPLE_DEPS)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/acct_sample.c -lm
+
 CTEST_BINS      := $(patsubst tests/c/%.c,$(B)/ctest/%,$(CTESTS))
 ASAN_CTEST_BINS := $(patsubst tests/c/%.c,$(B)/asan/ctest/%,$(CTESTS))
 

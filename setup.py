@@ -74,7 +74,7 @@ recorder = Extension(
     extra_compile_args=CFLAGS,
     define_macros=[("TG_HAVE_ZSTD", "1")] if ZSTD else [],
     # dl: dlsym/dlopen for native=True (glibc < 2.34); zstd: compressed captures
-    libraries=["pthread", "z", "dl"] + (["zstd"] if ZSTD else []),
+    libraries=["pthread", "z", "dl", "m"] + (["zstd"] if ZSTD else []),
 )
 
 setup(

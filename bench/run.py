@@ -488,6 +488,11 @@ def render(results):
     if results.get("hotpath_notes"):
         L.append(results["hotpath_notes"])
 
+    notes = os.path.join(HERE, "SAMPLING.md")   # sampled accounting, measured apart
+    if os.path.exists(notes):
+        with open(notes) as f:
+            L.append(f.read())
+
     L.append("## Configurations\n")
     for c, (_, _, desc) in runner.CONFIGS.items():
         if c not in excluded:

@@ -70,14 +70,16 @@ class Threadgraph:
     """threadgraph's ProcessProfile: profile "both" (the default), all threads, text
     files (FMT "text") or the binary capture (FMT "binary")."""
 
+    # CONFIGS pass these positionally: append new parameters at the end.
     def __init__(self, memory_mode, stack, accounting=False, backend=None, native=False,
-                 fmt="text", compress=False):
+                 fmt="text", compress=False, sample_bytes=0):
         self.native = native
         self.fmt = fmt
         self.compress = compress
         self.memory_mode = memory_mode
         self.stack = stack
         self.accounting = accounting
+        self.sample_bytes = sample_bytes
         self.backend = backend
         self.tg = _threadgraph_module()
         if backend == "setprofile" and not (3, 12) <= sys.version_info[:2] < (3, 14):
@@ -99,6 +101,8 @@ class Threadgraph:
         self.prof.trackStack(self.stack)
         if self.accounting:  # allocation accounting (docs/accounting.md)
             self.prof.accounting = True
+        if self.sample_bytes:  # ... attributed to sites by sampling
+            self.prof.sample_bytes = self.sample_bytes
         if self.backend is not None:
             self.prof.backend = self.backend
         if self.native:  # native memory (docs/api.md "Native memory")
@@ -192,9 +196,9 @@ CONFIGS = {
     "none": (NoProfiler, (), "no profiler"),
     "noop": (NoopHook, (), "no-op C profile function in every thread (the floor)"),
     "tg-thread": (Threadgraph, ("thread", True), "threadgraph, thread mode, stacks on (full recording)"),
-    "tg-binary": (Threadgraph, ("thread", True, False, None, "binary"),
+    "tg-binary": (Threadgraph, ("thread", True, False, None, False, "binary"),
                   "threadgraph full recording (thread mode, stacks on) into the binary capture"),
-    "tg-binary-zstd": (Threadgraph, ("thread", True, False, None, "binary", True),
+    "tg-binary-zstd": (Threadgraph, ("thread", True, False, None, False, "binary", True),
                        "tg-binary with compress=True: zstd-compressed chunks"),
     "tg-thread-nostack": (Threadgraph, ("thread", False), "threadgraph, thread mode, stacks off"),
     "tg-thread-setprofile": (Threadgraph, ("thread", True, False, "setprofile"),
@@ -206,6 +210,12 @@ CONFIGS = {
     "tg-rss-nostack": (Threadgraph, ("rss", False), "threadgraph, rss mode, stacks off"),
     "tg-thread-nostack-acct": (Threadgraph, ("thread", False, True),
                                "threadgraph, thread mode, stacks off, allocation accounting on"),
+    "tg-thread-nostack-sample": (Threadgraph, ("thread", False, True, None, False, "text", False, 65536),
+                                 "threadgraph, thread mode, stacks off, allocation accounting "
+                                 "sampled every 64 KiB (sample_bytes=65536)"),
+    "tg-thread-nostack-sample4k": (Threadgraph, ("thread", False, True, None, False, "text", False, 4096),
+                                   "threadgraph, thread mode, stacks off, allocation accounting "
+                                   "sampled every 4 KiB (sample_bytes=4096)"),
     "tracemalloc-1": (Tracemalloc, (1,), "tracemalloc.start(1)"),
     "tracemalloc-25": (Tracemalloc, (25,), "tracemalloc.start(25)"),
     "memray": (Memray, (False,), "memray.Tracker, default"),

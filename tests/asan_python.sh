@@ -30,7 +30,7 @@ suffix=$($py -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))
 echo "== building the extension with ASan/UBSan for $($py -V 2>&1)"
 $cc -std=gnu11 -O1 -g -fPIC -shared $san -Wall -Wextra -Wno-missing-field-initializers \
     -I"$inc" -I"$root/src/common" -I"$root/src/recorder" \
-    -o "$pkg/_recorder$suffix" "$root"/src/recorder/*.c -lpthread -lz -ldl
+    -o "$pkg/_recorder$suffix" "$root"/src/recorder/*.c -lpthread -lz -ldl -lm
 echo "== building the CLI with ASan/UBSan"
 $cc -std=gnu11 -O1 -g $san -Wno-missing-field-initializers \
     -I"$root/src/common" -I"$root/src/lib" -I"$root/src/cli" \
@@ -57,7 +57,8 @@ maps = open("/proc/self/maps").read()
 assert "libasan" in maps and "libubsan" in maps, "sanitizer runtimes not loaded"'
 echo "== pytest with $got"
 if [ $# -eq 0 ]; then
-    for t in test_recorder.py test_reliability.py test_backends.py test_native.py; do
+    for t in test_recorder.py test_reliability.py test_backends.py test_native.py \
+             test_accounting_peak.py; do
         [ -f "$root/tests/python/$t" ] && set -- "$@" "$root/tests/python/$t"
     done
 fi

@@ -57,6 +57,7 @@ def write_summary(outdir: str, figures: Dict[str, Any], compress: bool) -> List[
         "threads": figures["threads"],
         "windows": figures.get("windows") or [],
         "snapshots": figures.get("snapshots", 0),
+        "sample_bytes": figures.get("sample_bytes", 0),
         "histogram_bins": "bin b holds sizes of bit length b: 0 -> 0, b >= 1 -> [2^(b-1), 2^b)",
     }
     texts = {

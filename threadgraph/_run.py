@@ -43,6 +43,7 @@ VALUE_OPTIONS = (
     "--memory",
     "--process-memory-frequency",
     "--format",
+    "--sample-bytes",
 )
 
 
@@ -127,6 +128,14 @@ def build_parser():
         action="store_true",
         help="allocation accounting: summary.json, size histograms, heap snapshots by "
         "call site (ProcessProfile(accounting=True); docs/accounting.md)",
+    )
+    parser.add_argument(
+        "--sample-bytes",
+        type=int,
+        metavar="N",
+        help="allocation accounting by sampling: sites get unbiased estimates from one "
+        "sample per N bytes allocated on average (ProcessProfile(sample_bytes=N); "
+        "implies --accounting; docs/accounting.md)",
     )
     parser.add_argument(
         "--compress",
@@ -226,10 +235,12 @@ def make_profiler(opts, base):
         kwargs["profile"] = opts.profile
     if opts.memory:
         kwargs["memory"] = opts.memory
-    if opts.accounting:
+    if opts.accounting or opts.sample_bytes:
         kwargs["accounting"] = True
     if opts.compress:
         kwargs["compress"] = True
+    if opts.sample_bytes:
+        kwargs["sample_bytes"] = opts.sample_bytes
     if opts.backend:
         kwargs["backend"] = opts.backend
     if opts.native:
@@ -530,7 +541,9 @@ def main(argv):
         parser.error("give a script to run, or -m module")
     if opts.process_memory_frequency is not None and opts.process_memory_frequency < 0:
         parser.error("--process-memory-frequency must be 0 or more")
-    if opts.compress and not opts.accounting and opts.format == "text":
+    if opts.sample_bytes is not None and opts.sample_bytes <= 0:
+        parser.error("--sample-bytes must be 1 or more")
+    if opts.compress and not (opts.accounting or opts.sample_bytes) and opts.format == "text":
         parser.error("--compress compresses the binary capture and the accounting "
                      "outputs: with --format text it needs --accounting")
 

@@ -153,7 +153,8 @@ class ProcessProfile:
                  memory: str = "thread", accounting: bool = False,
                  compress: bool = False, backend: Optional[str] = None,
                  native: bool = False,
-                 format: Optional[str] = None) -> None:
+                 format: Optional[str] = None,
+                 sample_bytes: int = 0) -> None:
         if profile is None:
             profile = "both"
         if profile not in PROFILE_MODES:
@@ -190,6 +191,13 @@ class ProcessProfile:
         #: Also count native memory (malloc & co., anonymous mmap) into the
         #: threads' deltas and the accounting (docs/api.md "Native memory").
         self.native = bool(native)
+        #: Accounting by sampling: one sample per ``sample_bytes`` bytes allocated
+        #: on average, sites get unbiased estimates (docs/accounting.md,
+        #: "Sampling"); 0 (default) attributes every allocation.  Turns
+        #: accounting on.
+        self.sample_bytes = int(sample_bytes or 0)
+        if self.sample_bytes < 0:
+            raise ValueError("sample_bytes must be 0 or more, not %r" % (sample_bytes,))
         self._filter: Optional[str] = None
         self._forked = False
         self._stack = False
@@ -324,9 +332,10 @@ class ProcessProfile:
                          track_stack=self._stack, track_sleeps=self._sleeps,
                          timestamps=self._timestamps, sample_every=self._frequence,
                          stream_factory=self.stream_factory, exclude_file=_FILE,
-                         triggers=triggers, accounting=self.accounting,
+                         triggers=triggers, accounting=self._accounting_on(),
                          compress=self.compress, backend=self.backend,
-                         native=self.native, format=self.format)
+                         native=self.native, format=self.format,
+                         sample_bytes=self.sample_bytes)
         global _ACTIVE
         _ACTIVE = self
         self._pid = os.getpid()
@@ -353,7 +362,7 @@ class ProcessProfile:
             return
         errors = self._rec.disable()
         dropped = self._rec.stats().get("dropped", 0)
-        if self.accounting and self._output_dir is not None:
+        if self._accounting_on() and self._output_dir is not None:
             try:
                 figures = self._rec.accounting()
                 if figures is not None:
@@ -378,6 +387,15 @@ class ProcessProfile:
                           "(runinfo.json \"dropped\")" % dropped, RuntimeWarning, stacklevel=3)
 
     # -- allocation accounting (accounting=True; docs/accounting.md) --
+
+    def _accounting_on(self) -> bool:
+        return self.accounting or self.sample_bytes > 0
+
+    def peak_snapshot(self) -> str:
+        """Write ``<output_dir>/snapshot-<N>-peak``: live and total bytes by call
+        site at the moment the process's live bytes were highest so far (exact;
+        ``disable()`` writes one too); returns its path."""
+        return self._rec.snapshot_peak()
 
     def snapshot(self, label: str = "snapshot") -> str:
         """Write a heap snapshot (live and total bytes by call site) now, as

@@ -22,13 +22,33 @@
  *    allocate at the same site at the same time.
  * A block's site id travels in its pointer-table word (accounting.h), so a free
  * on any thread credits the site that allocated it.
+ *
+ * Live at the peak (exact): every hook updates the process live bytes and the
+ * site counters under one short spin lock (tg_acct_spin), so that the hooks of
+ * all three domains, with or without the GIL, form one sequence of states.  When
+ * an allocation takes the live bytes above the peak, the peak's sequence number
+ * goes up; each site keeps, besides its counters, a copy of them stamped with the
+ * sequence number it was taken at, renewed on the first change after a new peak.
+ * A site whose stamp is not the current sequence number has not changed since the
+ * peak; otherwise its copy holds its counters at the peak.  O(1) per hook, no
+ * walk at the peak.  The lock replaces the atomic read-modify-writes the hooks
+ * made before (one exchange instead of three lock-prefixed adds); it is never
+ * held across a call that can allocate.
+ *
+ * Sampling (sample_bytes=N, acct_sample.h): only sampled allocations are given a
+ * site (with an unbiased weight); the others take the site id 0, "unattributed",
+ * which has no counters.  Thread and process figures stay exact.
  */
 #include "accounting.h"
+#include "acct_sample.h"
 #include "alloc_hooks.h"
+#include "clock.h"
 #include "names.h"
 #include "recorder.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,13 +84,16 @@ struct tg_acct_thread {
                                         * until its first recorded call; owner (GIL) */
     uint32_t *stack;                   /* nodes of the open recorded calls; owner (GIL) */
     size_t depth, cap;                 /* owner only */
+    struct tg_acct_sampler sampler;    /* sample_bytes mode; owner only */
 };
 
-/* The calling thread's state, valid iff gen == tg_acct_gen. */
+/* The calling thread's state, valid iff gen == tg_acct_gen.  initial-exec, as
+ * alloc_hooks.c's tg_tls: read by every hook, it is then one %fs-relative load
+ * instead of a __tls_get_addr call (16 bytes of glibc's static TLS reserve). */
 static _Thread_local struct {
     struct tg_acct_thread *t;
     uint64_t gen;
-} tg_acct_tls;
+} tg_acct_tls __attribute__((tls_model("initial-exec")));
 
 /* Run generation; written with the GIL at start, read by hooks (relaxed). */
 static _Atomic uint64_t tg_acct_gen;
@@ -87,26 +110,55 @@ static struct timespec tg_acct_t0;
 /* Whether the last run had accounting; GIL. */
 static int tg_acct_had_run;
 
-/* Process figures; relaxed atomics written by every hook. */
+/* The hooks' lock: orders every change of the process live bytes, the peak
+ * registers and the site counters (see the top of the file).  A test-and-set
+ * spin lock that yields the CPU after a short spin: it is held for a few dozen
+ * instructions, by a GIL holder or a raw-domain hook without the GIL.  Nothing
+ * that can allocate runs under it (a hook would deadlock on it). */
+static _Atomic int tg_acct_spin;
+
+/* Process figures: written under tg_acct_spin (load + store), read anywhere
+ * with relaxed loads. */
 static _Atomic int64_t tg_acct_live;
 static _Atomic int64_t tg_acct_peak;
 static _Atomic int64_t tg_acct_win_peak;
 static _Atomic int tg_acct_nwin;  /* open windows; the hooks skip win_peak at 0 */
 
+/* The process peak: its sequence number (bumped at each new peak, from 1 at
+ * start) and when it was reached (CLOCK_REALTIME ns).  tg_acct_spin. */
+static uint64_t tg_peak_seq;
+static int64_t tg_peak_ns;
+
+/* Sampling: mean bytes between samples (0: every allocation is attributed) and
+ * the seed of the per-thread generators.  Written with the GIL at start before
+ * accounting is switched on, read by hooks (relaxed). */
+static _Atomic int64_t tg_acct_sample;
+static uint64_t tg_acct_seed;
+
 /* --- sites ----------------------------------------------------------------- */
 
 struct tg_acct_site_ctr {
-    _Atomic int64_t alloc_bytes, alloc_count;  /* relaxed fetch_add from hooks */
+    /* Now: written under tg_acct_spin (load + store), read relaxed anywhere.
+     * Counts are fixed-point (TG_ACCT_CNT_ONE per block; sampled weights are
+     * fractions). */
+    _Atomic int64_t alloc_bytes, alloc_count;
     _Atomic int64_t free_bytes, free_count;
+    /* The four above at the process peak, valid when stamp == tg_peak_seq
+     * (otherwise the site has not changed since the peak).  tg_acct_spin. */
+    uint64_t stamp;
+    int64_t pk[4];
 };
 
 #define TG_SITE_CHUNK_BITS 12
 #define TG_SITE_CHUNK (1u << TG_SITE_CHUNK_BITS)
 #define TG_SITE_NCHUNKS (TG_ACCT_MAX_SITES / TG_SITE_CHUNK)
-/* Node 0: allocations outside any recorded call by a thread that has not yet
- * made one (its thread is unknown).  The last id collects the nodes that do not
- * fit once the table is full. */
+/* Id 0: no site ("unattributed": an allocation sampling skipped, or a block of
+ * a time accounting was off); it has no counters.  TG_SITE_NOTHREAD:
+ * allocations outside any recorded call by a thread that has not yet made one
+ * (its thread is unknown), written as node 0 in snapshots.  The last id collects
+ * the nodes that do not fit once the table is full. */
 #define TG_SITE_NONE 0u
+#define TG_SITE_NOTHREAD (TG_ACCT_MAX_SITES - 2)
 #define TG_SITE_FULL (TG_ACCT_MAX_SITES - 1)
 
 /* Counter chunks: a chunk pointer is published (release) before any id in it is
@@ -189,13 +241,51 @@ tg_acct_bin(size_t size)
     return size == 0 ? 0 : 64 - __builtin_clzll((unsigned long long)size);
 }
 
-static inline void
-tg_acct_max(_Atomic int64_t *reg, int64_t v)
+static void __attribute__((noinline, cold))
+tg_acct_spin_wait(void)
 {
-    int64_t cur = atomic_load_explicit(reg, TG_RELAXED);
-    while (v > cur && !atomic_compare_exchange_weak_explicit(reg, &cur, v, TG_RELAXED,
-                                                             TG_RELAXED))
-        ;
+    unsigned spins = 0;
+    do {
+        while (atomic_load_explicit(&tg_acct_spin, TG_RELAXED)) {
+            if (++spins < 128) {
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#elif defined(__aarch64__)
+                __asm__ __volatile__("yield");
+#endif
+            } else {
+                sched_yield();  /* the holder may have been preempted */
+            }
+        }
+    } while (atomic_exchange_explicit(&tg_acct_spin, 1, memory_order_acquire));
+}
+
+static inline void
+tg_acct_spin_lock(void)
+{
+    if (atomic_exchange_explicit(&tg_acct_spin, 1, memory_order_acquire))
+        tg_acct_spin_wait();
+}
+
+static inline void
+tg_acct_spin_unlock(void)
+{
+    atomic_store_explicit(&tg_acct_spin, 0, memory_order_release);
+}
+
+/* fork(): the child has one thread; a hook of another thread may have held the
+ * lock at the fork, and the child's hooks must not wait for it.  (The child does
+ * no accounting: what the holder left half-done does not matter.) */
+static void
+tg_acct_atfork_child(void)
+{
+    atomic_store_explicit(&tg_acct_spin, 0, TG_RELAXED);
+}
+
+static void
+tg_acct_atfork_register(void)
+{
+    pthread_atfork(NULL, NULL, tg_acct_atfork_child);
 }
 
 static double
@@ -229,11 +319,17 @@ tg_acct_self(void)
         return NULL;
     t->ident = PyThread_get_thread_ident();
     t->native_id = PyThread_get_thread_native_id();
+    t->cur_site = TG_SITE_NOTHREAD;
     pthread_mutex_lock(&tg_acct_lock);
     t->ix = tg_acct_nthreads++;
     t->next = tg_acct_threads;
     tg_acct_threads = t;
     pthread_mutex_unlock(&tg_acct_lock);
+    {
+        int64_t mean = atomic_load_explicit(&tg_acct_sample, TG_RELAXED);
+        if (mean > 0)
+            tg_acct_sampler_init(&t->sampler, tg_acct_seed, t->ix, mean);
+    }
     tg_acct_tls.t = t;
     tg_acct_tls.gen = gen;
     return t;
@@ -241,13 +337,50 @@ tg_acct_self(void)
 
 /* --- hooks ------------------------------------------------------------------ */
 
+/* Keep C's counters at the peak before its first change since the peak (see
+ * the top of the file).  tg_acct_spin held. */
+static inline void
+tg_site_touch_locked(struct tg_acct_site_ctr *c)
+{
+    if (c->stamp != tg_peak_seq) {
+        c->pk[0] = TG_LOAD(c->alloc_bytes);
+        c->pk[1] = TG_LOAD(c->alloc_count);
+        c->pk[2] = TG_LOAD(c->free_bytes);
+        c->pk[3] = TG_LOAD(c->free_count);
+        c->stamp = tg_peak_seq;
+    }
+}
+
+/* A new process peak of LIVE bytes (tg_acct_spin held): out of line, so that
+ * the clock read does not weigh on the common path. */
+static void __attribute__((noinline))
+tg_acct_new_peak_locked(int64_t live)
+{
+    atomic_store_explicit(&tg_acct_peak, live, TG_RELAXED);
+    tg_peak_seq++;
+    tg_peak_ns = tg_clock_now_ns();
+}
+
+/* The weight of a block of SIZE bytes attributed to a site: its size and one
+ * block, or under sampling (MEAN > 0) its sampled weight (acct_sample.h). */
+static inline void
+tg_acct_weight(size_t size, int64_t mean, int64_t *bytes, int64_t *count)
+{
+    if (mean > 0) {
+        tg_acct_sample_weight(size, mean, bytes, count);
+    } else {
+        *bytes = (int64_t)size;
+        *count = TG_ACCT_CNT_ONE;
+    }
+}
+
 uint64_t
 tg_acct_alloc(size_t size)
 {
     struct tg_acct_thread *t = tg_acct_self();
-    struct tg_acct_site_ctr *c;
-    uint32_t sid = TG_SITE_NONE;
-    int64_t live;
+    struct tg_acct_site_ctr *c = NULL;
+    uint32_t sid = TG_SITE_NOTHREAD;
+    int64_t live, wb = 0, wc = 0, mean = atomic_load_explicit(&tg_acct_sample, TG_RELAXED);
 
     if (size > TG_ACCT_SIZE_MASK)  /* >= 16 TiB: counted at the mask (documented) */
         size = TG_ACCT_SIZE_MASK;
@@ -260,16 +393,30 @@ tg_acct_alloc(size_t size)
         own = TG_LOAD(t->requested) - TG_LOAD(t->freed);
         if (own > TG_LOAD(t->peak))
             atomic_store_explicit(&t->peak, own, TG_RELAXED);
+        if (mean > 0 && !tg_acct_sampler_hit(&t->sampler, size, mean))
+            sid = TG_SITE_NONE;
+    } else if (mean > 0) {
+        sid = TG_SITE_NONE;  /* no state, no sampler: the process figures only */
     }
-    live = atomic_fetch_add_explicit(&tg_acct_live, (int64_t)size, TG_RELAXED) + (int64_t)size;
-    tg_acct_max(&tg_acct_peak, live);
-    if (atomic_load_explicit(&tg_acct_nwin, TG_RELAXED))
-        tg_acct_max(&tg_acct_win_peak, live);
-    c = tg_site_ctr(sid);
+    if (sid != TG_SITE_NONE) {
+        tg_acct_weight(size, mean, &wb, &wc);
+        c = tg_site_ctr(sid);
+    }
+    tg_acct_spin_lock();
     if (c != NULL) {
-        atomic_fetch_add_explicit(&c->alloc_bytes, (int64_t)size, TG_RELAXED);
-        atomic_fetch_add_explicit(&c->alloc_count, 1, TG_RELAXED);
+        /* The site first, then the peak: the allocation that makes a peak is
+         * part of it. */
+        tg_site_touch_locked(c);
+        TG_OWN_ADD(c->alloc_bytes, wb);
+        TG_OWN_ADD(c->alloc_count, wc);
     }
+    live = TG_LOAD(tg_acct_live) + (int64_t)size;
+    atomic_store_explicit(&tg_acct_live, live, TG_RELAXED);
+    if (live > TG_LOAD(tg_acct_peak))
+        tg_acct_new_peak_locked(live);
+    if (TG_LOAD(tg_acct_nwin) && live > TG_LOAD(tg_acct_win_peak))
+        atomic_store_explicit(&tg_acct_win_peak, live, TG_RELAXED);
+    tg_acct_spin_unlock();
     return (uint64_t)size | ((uint64_t)sid << TG_ACCT_SIZE_BITS);
 }
 
@@ -278,7 +425,8 @@ tg_acct_free(uint64_t word, int count_thread)
 {
     size_t size = TG_ACCT_ENTRY_SIZE(word);
     uint32_t sid = (uint32_t)(word >> TG_ACCT_SIZE_BITS);
-    struct tg_acct_site_ctr *c = tg_site_ctr(sid);
+    struct tg_acct_site_ctr *c = NULL;
+    int64_t wb = 0, wc = 0;
 
     if (count_thread) {
         struct tg_acct_thread *t = tg_acct_self();
@@ -288,11 +436,18 @@ tg_acct_free(uint64_t word, int count_thread)
             TG_OWN_ADD(t->hist_free[tg_acct_bin(size)], 1);
         }
     }
-    atomic_fetch_sub_explicit(&tg_acct_live, (int64_t)size, TG_RELAXED);
-    if (c != NULL) {
-        atomic_fetch_add_explicit(&c->free_bytes, (int64_t)size, TG_RELAXED);
-        atomic_fetch_add_explicit(&c->free_count, 1, TG_RELAXED);
+    if (sid != TG_SITE_NONE) {
+        tg_acct_weight(size, atomic_load_explicit(&tg_acct_sample, TG_RELAXED), &wb, &wc);
+        c = tg_site_ctr(sid);
     }
+    tg_acct_spin_lock();
+    if (c != NULL) {
+        tg_site_touch_locked(c);
+        TG_OWN_ADD(c->free_bytes, wb);
+        TG_OWN_ADD(c->free_count, wc);
+    }
+    atomic_store_explicit(&tg_acct_live, TG_LOAD(tg_acct_live) - (int64_t)size, TG_RELAXED);
+    tg_acct_spin_unlock();
     return size;
 }
 
@@ -466,7 +621,7 @@ tg_node_add(uint32_t parent, uint32_t fid, uint32_t tix, uint64_t h)
 
     if (tg_nnodes == 0)
         tg_nnodes = 1;
-    if (tg_nnodes >= TG_SITE_FULL)
+    if (tg_nnodes >= TG_SITE_NOTHREAD)
         return TG_SITE_FULL;
     if (tg_nnodes >= tg_nodes_cap) {
         size_t cap = tg_nodes_cap ? tg_nodes_cap * 2 : 1024;
@@ -561,7 +716,7 @@ tg_acct_pop(void)
     t->depth--;
     if (t->depth > t->cap)  /* frames that did not fit (see push) */
         return;
-    t->cur_site = t->depth ? t->stack[t->depth - 1] : t->root;
+    t->cur_site = t->depth ? t->stack[t->depth - 1] : t->root ? t->root : TG_SITE_NOTHREAD;
 }
 
 /* --- snapshots (GIL) -------------------------------------------------------- */
@@ -673,19 +828,78 @@ tg_acct_thread_bases(struct tg_recorder *r, const char **names, char *native, si
         pthread_mutex_unlock(&r->reg_lock);
 }
 
+/* The counters a snapshot writes for one node. */
+struct tg_snap_row {
+    int64_t ab, ac, fb, fc;   /* allocated bytes/count, freed bytes/count (counts fixed-point) */
+};
+
+/* What a snapshot reports, taken in one go under tg_acct_spin. */
+struct tg_snap_view {
+    struct tg_snap_row *rows;  /* [0]: TG_SITE_NOTHREAD (written as node 0),
+                                * [1, nids): nodes, [nids]: TG_SITE_FULL */
+    int64_t live, peak;        /* process live and peak bytes */
+    int64_t peak_ns;           /* when the peak was reached (0: no allocation yet) */
+};
+
+/* Fill V->rows (NIDS + 1 of them, allocated by the caller: nothing allocates
+ * under the lock) with each node's counters now, or AT_PEAK at the process peak,
+ * and the process figures.  GIL held (no node is added meanwhile). */
+static void
+tg_acct_view_take(struct tg_snap_view *v, size_t nids, int at_peak)
+{
+    size_t i;
+
+    tg_acct_spin_lock();
+    for (i = 0; i <= nids; i++) {
+        uint32_t id = i == 0 ? TG_SITE_NOTHREAD : i < nids ? (uint32_t)i : TG_SITE_FULL;
+        struct tg_acct_site_ctr *c = tg_site_ctr(id);
+        struct tg_snap_row *r = &v->rows[i];
+        if (c == NULL) {
+            memset(r, 0, sizeof(*r));
+        } else if (at_peak && c->stamp == tg_peak_seq) {
+            r->ab = c->pk[0];
+            r->ac = c->pk[1];
+            r->fb = c->pk[2];
+            r->fc = c->pk[3];
+        } else {
+            r->ab = TG_LOAD(c->alloc_bytes);
+            r->ac = TG_LOAD(c->alloc_count);
+            r->fb = TG_LOAD(c->free_bytes);
+            r->fc = TG_LOAD(c->free_count);
+        }
+    }
+    v->live = TG_LOAD(tg_acct_live);
+    v->peak = TG_LOAD(tg_acct_peak);
+    v->peak_ns = tg_peak_ns;
+    tg_acct_spin_unlock();
+}
+
+/* A fixed-point count (TG_ACCT_CNT_ONE per block) rounded to blocks. */
+static long long
+tg_cnt_round(int64_t v)
+{
+    return v >= 0 ? (long long)((v + TG_ACCT_CNT_ONE / 2) >> TG_ACCT_CNT_SHIFT)
+                  : -(long long)((-v + TG_ACCT_CNT_ONE / 2) >> TG_ACCT_CNT_SHIFT);
+}
+
 /* Write the snapshot file PATH (tmp + rename): the nodes that hold counts and
- * their ancestors, parents first (docs/formats.md).  0 or -errno. */
+ * their ancestors, parents first (docs/formats.md).  AT_PEAK: the counters at
+ * the process peak, with the peak's time and the peak as the process live
+ * bytes.  0 or -errno. */
 static int
-tg_acct_write_snapshot(const char *path, const char *label, unsigned number)
+tg_acct_write_snapshot(const char *path, const char *label, unsigned number, int at_peak)
 {
     size_t nids = tg_nnodes > 0 ? tg_nnodes : 1, nthr, i;
     uint8_t *keep = NULL, *tused = NULL;
     const char **tnames = NULL;
     char *native = NULL;
-    int64_t sums[4] = {0, 0, 0, 0};
+    int64_t sums[4] = {0, 0, 0, 0}, mean = atomic_load(&tg_acct_sample);
+    struct tg_snap_view v = {NULL, 0, 0, 0};
     char *tmp;
     struct tg_sink s = {NULL, NULL, 0};
     struct timespec now;
+    long long tsec;
+    long tusec;
     int ret = 0;
 
     pthread_mutex_lock(&tg_acct_lock);
@@ -696,28 +910,27 @@ tg_acct_write_snapshot(const char *path, const char *label, unsigned number)
     tused = calloc(nthr + 1, 1);
     tnames = calloc(nthr + 1, sizeof(*tnames));
     native = malloc((nthr + 1) * TG_BASENAME_CAP);
-    if (tmp == NULL || keep == NULL || tused == NULL || tnames == NULL || native == NULL) {
+    v.rows = malloc((nids + 1) * sizeof(*v.rows));
+    if (tmp == NULL || keep == NULL || tused == NULL || tnames == NULL || native == NULL
+            || v.rows == NULL) {
         ret = -ENOMEM;
         goto out_free;
     }
+    clock_gettime(CLOCK_REALTIME, &now);
+    tg_acct_view_take(&v, nids, at_peak);
     tg_acct_thread_bases(tg_acct_rec, tnames, native, nthr);
     /* Nodes with counts, then their ancestors up to (not including) the thread's
      * root: a child of a root is written as a root itself.  Each node is marked
      * once, so this is O(nodes). */
     for (i = 0; i <= nids; i++) {
-        uint32_t id = i < nids ? (uint32_t)i : TG_SITE_FULL, p;
-        struct tg_acct_site_ctr *c = tg_site_ctr(id);
-        int64_t tb, tc;
-        if (c == NULL)
+        const struct tg_snap_row *r = &v.rows[i];
+        uint32_t p;
+        if (r->ac == 0 && r->fc == 0)
             continue;
-        tb = TG_LOAD(c->alloc_bytes);
-        tc = TG_LOAD(c->alloc_count);
-        if (tc == 0 && TG_LOAD(c->free_count) == 0)
-            continue;
-        sums[0] += tb - TG_LOAD(c->free_bytes);
-        sums[1] += tc - TG_LOAD(c->free_count);
-        sums[2] += tb;
-        sums[3] += tc;
+        sums[0] += r->ab - r->fb;
+        sums[1] += r->ac - r->fc;
+        sums[2] += r->ab;
+        sums[3] += r->ac;
         keep[i] = 1;
         if (i == 0 || i == nids)
             continue;
@@ -742,17 +955,27 @@ tg_acct_write_snapshot(const char *path, const char *label, unsigned number)
             goto out_free;
         }
     }
-    clock_gettime(CLOCK_REALTIME, &now);
+    tsec = (long long)now.tv_sec;
+    tusec = now.tv_nsec / 1000;
+    if (at_peak) {
+        /* When the peak was reached (the start of the run if nothing was). */
+        int64_t ns = v.peak_ns > 0 ? v.peak_ns
+                     : (int64_t)tg_acct_t0.tv_sec * 1000000000 + tg_acct_t0.tv_nsec;
+        tsec = (long long)(ns / 1000000000);
+        tusec = (long)(ns % 1000000000 / 1000);
+        v.live = v.peak;
+    }
     tg_sink_printf(&s, "# threadgraph snapshot 2\n# label: %s\n# number: %u\n"
                    "# time: %lld.%06ld\n# pid: %ld\n# run_start: %lld.%06ld\n"
                    "# live_bytes: %lld\n# live_count: %lld\n"
                    "# total_bytes: %lld\n# total_count: %lld\n# process_live_bytes: %lld\n"
                    "# process_peak_bytes: %lld\n",
-                   label, number, (long long)now.tv_sec, now.tv_nsec / 1000, (long)getpid(),
+                   label, number, tsec, tusec, (long)getpid(),
                    (long long)tg_acct_t0.tv_sec, tg_acct_t0.tv_nsec / 1000,
-                   (long long)sums[0], (long long)sums[1], (long long)sums[2],
-                   (long long)sums[3], (long long)TG_LOAD(tg_acct_live),
-                   (long long)TG_LOAD(tg_acct_peak));
+                   (long long)sums[0], tg_cnt_round(sums[1]), (long long)sums[2],
+                   tg_cnt_round(sums[3]), (long long)v.live, (long long)v.peak);
+    if (mean > 0)
+        tg_sink_printf(&s, "# sampled: %lld\n", (long long)mean);
     for (i = 0; i < nthr; i++)
         if (tused[i])
             tg_sink_printf(&s, "# thread: %zu %s\n", i, tnames[i]);
@@ -760,13 +983,10 @@ tg_acct_write_snapshot(const char *path, const char *label, unsigned number)
                    "TOTAL_COUNT CALL\n");
     for (i = 0; i <= nids && !s.err; i++) {
         uint32_t id = i < nids ? (uint32_t)i : TG_SITE_FULL;
-        struct tg_acct_site_ctr *c;
+        const struct tg_snap_row *r = &v.rows[i];
         const struct tg_acct_node *n = id != 0 && id != TG_SITE_FULL ? &tg_nodes[id] : NULL;
-        int64_t tb, tc;
-        if (!keep[i] || (c = tg_site_ctr(id)) == NULL)
+        if (!keep[i])
             continue;
-        tb = TG_LOAD(c->alloc_bytes);
-        tc = TG_LOAD(c->alloc_count);
         tg_sink_printf(&s, "%lu ", (unsigned long)id);
         if (n != NULL && n->parent != 0 && tg_nodes[n->parent].parent != 0)
             tg_sink_printf(&s, "%lu ", (unsigned long)n->parent);
@@ -776,8 +996,8 @@ tg_acct_write_snapshot(const char *path, const char *label, unsigned number)
             tg_sink_printf(&s, "%lu ", (unsigned long)n->tix);
         else
             tg_sink_printf(&s, "- ");
-        tg_sink_printf(&s, "%lld %lld %lld %lld ", (long long)(tb - TG_LOAD(c->free_bytes)),
-                       (long long)(tc - TG_LOAD(c->free_count)), (long long)tb, (long long)tc);
+        tg_sink_printf(&s, "%lld %lld %lld %lld ", (long long)(r->ab - r->fb),
+                       tg_cnt_round(r->ac - r->fc), (long long)r->ab, tg_cnt_round(r->ac));
         if (id == TG_SITE_FULL)
             tg_sink_printf(&s, "<site table full>");
         else
@@ -798,6 +1018,7 @@ tg_acct_write_snapshot(const char *path, const char *label, unsigned number)
         unlink(tmp);
     }
 out_free:
+    free(v.rows);
     free(keep);
     free(tused);
     free(tnames);
@@ -806,8 +1027,9 @@ out_free:
     return ret;
 }
 
-PyObject *
-tg_acct_snapshot(const char *label)
+/* snapshot-<N>-<LABEL>[.gz]: now, or AT_PEAK at the process peak. */
+static PyObject *
+tg_acct_snapshot_write(const char *label, int at_peak)
 {
     char base[TG_BASENAME_CAP];
     char *path;
@@ -830,7 +1052,7 @@ tg_acct_snapshot(const char *label)
     tg_acct_nsnap++;
     snprintf(path, n, "%s/snapshot-%u-%s%s", tg_acct_outdir, tg_acct_nsnap, base,
              tg_acct_compress ? ".gz" : "");
-    ret = tg_acct_write_snapshot(path, label, tg_acct_nsnap);
+    ret = tg_acct_write_snapshot(path, label, tg_acct_nsnap, at_peak);
     tg_tls.busy = busy;
     if (ret < 0) {
         errno = -ret;
@@ -840,6 +1062,18 @@ tg_acct_snapshot(const char *label)
     }
     free(path);
     return res;
+}
+
+PyObject *
+tg_acct_snapshot(const char *label)
+{
+    return tg_acct_snapshot_write(label, 0);
+}
+
+PyObject *
+tg_acct_snapshot_peak(void)
+{
+    return tg_acct_snapshot_write("peak", 1);
 }
 
 /* --- periodic snapshots ------------------------------------------------------ */
@@ -1087,9 +1321,10 @@ tg_acct_figures_impl(struct tg_recorder *r)
     if (PyDict_SetItemString(proc, "hist_alloc", ha) < 0
             || PyDict_SetItemString(proc, "hist_free", hf) < 0)
         goto done;
-    res = Py_BuildValue("{s:O,s:O,s:O,s:I}", "process", proc, "threads", threads,
+    res = Py_BuildValue("{s:O,s:O,s:O,s:I,s:L}", "process", proc, "threads", threads,
                         "windows", tg_closed_windows ? tg_closed_windows : Py_None,
-                        "snapshots", tg_acct_nsnap);
+                        "snapshots", tg_acct_nsnap,
+                        "sample_bytes", (long long)atomic_load(&tg_acct_sample));
 done:
     Py_XDECREF(proc);
     Py_XDECREF(threads);
@@ -1128,12 +1363,16 @@ tg_acct_window_open_impl(const char *name)
         memset(&w->thr0, 0, sizeof(w->thr0));
     tg_process_figs(&w->proc0);
     w->t0 = tg_acct_monotonic();
-    live = TG_LOAD(tg_acct_live);
     /* The register now tracks the peak since this open; what it held (the peak
-     * since the previous open) is kept for the windows still open. */
-    w->saved_peak = atomic_exchange(&tg_acct_win_peak, live);
+     * since the previous open) is kept for the windows still open.  Under the
+     * hooks' lock: they update the register with a load and a store. */
+    tg_acct_spin_lock();
+    live = TG_LOAD(tg_acct_live);
+    w->saved_peak = TG_LOAD(tg_acct_win_peak);
+    atomic_store_explicit(&tg_acct_win_peak, live, TG_RELAXED);
     tg_nwindows++;
-    atomic_store(&tg_acct_nwin, tg_nwindows);
+    atomic_store_explicit(&tg_acct_nwin, tg_nwindows, TG_RELAXED);
+    tg_acct_spin_unlock();
     return w->id;
 }
 
@@ -1156,6 +1395,7 @@ tg_acct_window_close_impl(long id)
     k = (int)(w - tg_windows);
     /* Peak over [open, now]: the register (since the latest open) and what each
      * later-opened window saved (the stretch before its own open). */
+    tg_acct_spin_lock();
     peak = TG_LOAD(tg_acct_win_peak);
     for (i = k + 1; i < tg_nwindows; i++)
         if (tg_windows[i].saved_peak > peak)
@@ -1164,9 +1404,10 @@ tg_acct_window_close_impl(long id)
     if (k + 1 < tg_nwindows) {
         if (w->saved_peak > tg_windows[k + 1].saved_peak)
             tg_windows[k + 1].saved_peak = w->saved_peak;
-    } else {
-        tg_acct_max(&tg_acct_win_peak, w->saved_peak);
+    } else if (w->saved_peak > TG_LOAD(tg_acct_win_peak)) {
+        atomic_store_explicit(&tg_acct_win_peak, w->saved_peak, TG_RELAXED);
     }
+    tg_acct_spin_unlock();
     tg_process_figs(&p1);
     if (w->thread != NULL)
         tg_thread_figs(w->thread, &t1);
@@ -1249,9 +1490,35 @@ tg_acct_free_all(void)
     memset(&tg_sched, 0, sizeof(tg_sched));
 }
 
-int
-tg_acct_start(const char *outdir, int compress, struct tg_recorder *r)
+/* The sampling seed: THREADGRAPH_SAMPLE_SEED (a decimal or 0x number) for
+ * reproducible runs, else fresh from the clock and the pid. */
+static uint64_t
+tg_acct_pick_seed(void)
 {
+    const char *e = getenv("THREADGRAPH_SAMPLE_SEED");
+    struct timespec ts;
+    if (e != NULL && *e != '\0') {
+        char *end;
+        unsigned long long v = strtoull(e, &end, 0);
+        if (*end == '\0')
+            return (uint64_t)v;
+    }
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ((uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec) ^ ((uint64_t)getpid() << 32);
+}
+
+int
+tg_acct_start(const char *outdir, int compress, long long sample_bytes,
+              struct tg_recorder *r)
+{
+    static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+    if (sample_bytes < 0 || sample_bytes > TG_ACCT_SAMPLE_MAX) {
+        PyErr_Format(PyExc_ValueError, "sample_bytes must be between 0 and %lld",
+                     (long long)TG_ACCT_SAMPLE_MAX);
+        return -1;
+    }
+    pthread_once(&atfork_once, tg_acct_atfork_register);
     /* States of the last run are freed only now: a raw-domain hook that was
      * still running when it ended may have been writing into them. */
     tg_acct_free_all();
@@ -1271,6 +1538,10 @@ tg_acct_start(const char *outdir, int compress, struct tg_recorder *r)
     atomic_store(&tg_acct_live, 0);
     atomic_store(&tg_acct_peak, 0);
     atomic_store(&tg_acct_win_peak, 0);
+    tg_peak_seq = 1;   /* site stamps start at 0: "unchanged since the peak" */
+    tg_peak_ns = 0;
+    tg_acct_seed = tg_acct_pick_seed();
+    atomic_store(&tg_acct_sample, (int64_t)sample_bytes);
     atomic_fetch_add(&tg_acct_gen, 1);
     tg_acct_had_run = 1;
     /* The enabling thread's root now, so that its allocations outside recorded
@@ -1322,6 +1593,10 @@ tg_acct_finish(struct tg_recorder *r)
         PyErr_Clear();
     }
     p = tg_acct_snapshot("final");
+    if (p != NULL) {
+        Py_DECREF(p);
+        p = tg_acct_snapshot_peak();
+    }
     tg_acct_rec = NULL;  /* R may go away after the run */
     if (p == NULL)
         return -1;

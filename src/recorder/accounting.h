@@ -61,12 +61,19 @@ void tg_acct_pop(void);
 /* Profile function (GIL): a Python call of CODE; drives periodic snapshots. */
 void tg_acct_on_call(PyObject *code);
 
+/* Largest sample_bytes accepted (weights stay far from overflow below it). */
+#define TG_ACCT_SAMPLE_MAX (INT64_C(1) << 40)
+
 /* Start accounting for a run writing into OUTDIR (GIL); R names the threads in
- * snapshots until tg_acct_finish.  Returns 0 or -1 with a Python exception. */
-int tg_acct_start(const char *outdir, int compress, struct tg_recorder *r);
+ * snapshots until tg_acct_finish.  SAMPLE_BYTES > 0 attributes allocations to
+ * sites by sampling, one sample per SAMPLE_BYTES bytes on average (0: every
+ * allocation).  Returns 0 or -1 with a Python exception. */
+int tg_acct_start(const char *outdir, int compress, long long sample_bytes,
+                  struct tg_recorder *r);
 /* Stop counting (GIL); the counters stay readable until the next start. */
 void tg_acct_stop(void);
-/* After tg_acct_stop: final snapshot and summary.json/summary.txt (GIL).
+/* After tg_acct_stop: the final and peak snapshots (GIL); the summary files are
+ * written by the Python layer from tg_acct_figures.
  * R gives thread names.  Returns 0 or -1 with a Python exception. */
 int tg_acct_finish(struct tg_recorder *r);
 /* In a forked child (GIL): stop accounting and forget the inherited run, so
@@ -78,6 +85,11 @@ int tg_acct_was_on(void);
 /* Write snapshot-<N>-<label>[.gz] now (GIL).  Returns a new str (the path) or
  * NULL with an exception. */
 PyObject *tg_acct_snapshot(const char *label);
+/* Write snapshot-<N>-peak[.gz] (GIL): every node's counters at the moment the
+ * process's live bytes were highest (exact; estimates under sampling).  Also
+ * written by tg_acct_finish.  Returns a new str (the path) or NULL with an
+ * exception. */
+PyObject *tg_acct_snapshot_peak(void);
 /* Periodic snapshots: at START, START+EVERY, ... up to STOP counted in calls of
  * CODE (a code object) or, if CODE is NULL, in milliseconds since the call
  * (the Python side takes seconds as floats). */

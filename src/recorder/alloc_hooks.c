@@ -43,14 +43,20 @@ tg_account(int64_t alloc, int64_t freed)
 
 /* Enter a new block P of SIZE bytes in TABLE: its size alone (a compact entry),
  * or, when allocation accounting is on (which also counts the allocation), the
- * size and its call site, which take a wide entry (ptrtable.h). */
+ * size and its call site, which take a wide entry (ptrtable.h); a block that
+ * accounting's sampling left without a site keeps a plain size word. */
 static inline void
 tg_entry_insert(struct tg_ptrtable *table, void *p, size_t size)
 {
-    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
-        tg_ptrtable_insert_wide(table, p, (size_t)tg_acct_alloc(size));
-    else
+    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed)) {
+        uint64_t word = tg_acct_alloc(size);
+        if (word > TG_ACCT_SIZE_MASK)
+            tg_ptrtable_insert_wide(table, p, (size_t)word);
+        else
+            tg_ptrtable_insert(table, p, (size_t)word);
+    } else {
         tg_ptrtable_insert(table, p, size);
+    }
 }
 
 /* Size of a removed block from its table word; accounting credits its site

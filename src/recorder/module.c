@@ -102,7 +102,7 @@ PyDoc_STRVAR(tg_rec_enable_doc,
 "enable(outdir, *, profile='both', memory='thread', filter=None, track_memory=True,\n"
 "       track_stack=False, track_sleeps=True, timestamps=True, sample_every=1000,\n"
 "       stream_factory=None, exclude_file=None, triggers=(), accounting=False,\n"
-"       compress=False, backend='auto', native=False, format='binary')\n"
+"       compress=False, backend='auto', native=False, format='binary', sample_bytes=0)\n"
 "Start recording into the existing directory OUTDIR.");
 
 static PyObject *
@@ -111,7 +111,8 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     static char *kwlist[] = {"outdir", "profile", "memory", "filter", "track_memory",
                              "track_stack", "track_sleeps", "timestamps", "sample_every",
                              "stream_factory", "exclude_file", "triggers", "accounting",
-                             "compress", "backend", "native", "format", NULL};
+                             "compress", "backend", "native", "format", "sample_bytes",
+                             NULL};
     struct tg_recorder *r = &self->r;
     const char *outdir, *profile = "both", *memory = "thread", *backend = "auto";
     const char *format = "binary";
@@ -119,12 +120,14 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     int track_memory = 1, track_stack = 0, track_sleeps = 1, timestamps = 1;
     long sample_every = 1000;
     int accounting = 0, compress = 0, native = 0;
+    long long sample_bytes = 0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOpppplOOOppsps:enable", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOpppplOOOppspsL:enable", kwlist,
                                      &outdir, &profile, &memory, &filter, &track_memory,
                                      &track_stack, &track_sleeps, &timestamps,
                                      &sample_every, &factory, &exclude, &triggers,
-                                     &accounting, &compress, &backend, &native, &format))
+                                     &accounting, &compress, &backend, &native, &format,
+                                     &sample_bytes))
         return NULL;
     if (r->active) {
         PyErr_SetString(PyExc_RuntimeError, "this profiler is already enabled");
@@ -223,7 +226,7 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     }
     if (triggers != NULL && tg_set_triggers(r, triggers) < 0)
         goto fail;
-    if (accounting && tg_acct_start(outdir, compress, r) < 0)
+    if (accounting && tg_acct_start(outdir, compress, sample_bytes, r) < 0)
         goto fail;
     if (tg_recorder_enable(self) < 0) {
         tg_acct_stop();
@@ -358,6 +361,18 @@ tg_rec_snapshot(struct tg_recorder_object *self, PyObject *args)
 }
 
 static PyObject *
+tg_rec_snapshot_peak(struct tg_recorder_object *self, PyObject *unused)
+{
+    (void)self;
+    (void)unused;
+    if (!atomic_load(&tg_acct_on)) {
+        PyErr_SetString(PyExc_RuntimeError, "allocation accounting is not on");
+        return NULL;
+    }
+    return tg_acct_snapshot_peak();
+}
+
+static PyObject *
 tg_rec_snapshot_every(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"start_after", "stop_after", "every", "code", NULL};
@@ -484,6 +499,9 @@ PyMethodDef tg_recorder_methods[] = {
      "dict: threads, records, stack_records, dropped, output_dir, clock, capture."},
     {"snapshot", (PyCFunction)tg_rec_snapshot, METH_VARARGS,
      "snapshot(label='snapshot'): write snapshot-<N>-<label> now; returns its path."},
+    {"snapshot_peak", (PyCFunction)tg_rec_snapshot_peak, METH_NOARGS,
+     "snapshot_peak(): write snapshot-<N>-peak (the sites at the process peak so far); "
+     "returns its path."},
     {"snapshot_every", (PyCFunction)(void (*)(void))tg_rec_snapshot_every,
      METH_VARARGS | METH_KEYWORDS,
      "snapshot_every(start_after=0, stop_after=-1, every=1, code=None): periodic "

@@ -135,10 +135,10 @@ def test_files(run):
     names = sorted(os.listdir(run))
     assert "summary.json" in names and "summary.txt" in names
     snaps = [n for n in names if n.startswith("snapshot-")]
-    # before, three periodic ones (calls 2, 4, 6 of step), the final one
+    # before, three periodic ones (calls 2, 4, 6 of step), the final one, the peak
     assert sorted(snaps, key=lambda n: int(n.split("-")[1])) == [
         "snapshot-1-before", "snapshot-2-call-2", "snapshot-3-call-4",
-        "snapshot-4-call-6", "snapshot-5-final"]
+        "snapshot-4-call-6", "snapshot-5-final", "snapshot-6-peak"]
 
 
 def test_leak_site_in_final_snapshot(run):
@@ -300,7 +300,7 @@ def test_seconds_schedule_and_bad_arguments(tmp_path):
     out = proc.stdout.strip().splitlines()
     assert out[:3] == ["BAD ValueError"] * 3
     snaps = sorted(n for n in os.listdir(out[-1]) if n.startswith("snapshot-"))
-    assert snaps == ["snapshot-1-t-0s", "snapshot-2-final"]
+    assert snaps == ["snapshot-1-t-0s", "snapshot-2-final", "snapshot-3-peak"]
 
 
 def test_forked_child_does_no_accounting(tmp_path):
@@ -437,7 +437,8 @@ def test_nested_windows_and_named_function(tmp_path):
     for name, value in expect.items():
         assert abs(peaks[name] - value) <= PEAK_TOLERANCE, (name, peaks)
     snaps = sorted(n for n in os.listdir(out[-1]) if n.startswith("snapshot-"))
-    assert snaps == ["snapshot-1-call-1", "snapshot-2-call-2", "snapshot-3-final"]
+    assert snaps == ["snapshot-1-call-1", "snapshot-2-call-2", "snapshot-3-final",
+                     "snapshot-4-peak"]
 
 
 def test_failed_periodic_snapshot_is_reported_at_disable(tmp_path):
@@ -460,7 +461,7 @@ def test_failed_periodic_snapshot_is_reported_at_disable(tmp_path):
     """)
     out = proc.stdout.strip().splitlines()
     assert "periodic snapshot call-1 failed" in out[0]
-    assert out[1] == "['snapshot-2-final']"
+    assert out[1] == "['snapshot-2-final', 'snapshot-3-peak']"
 
 
 def test_threadgraph_run_accounting(tmp_path):
