@@ -9,8 +9,7 @@
  * table, and its frees only remove entries.
  */
 #include "alloc_hooks.h"
-#include "ptrtable.h"
-#include "accounting.h"
+#include "hook_count.h"
 
 #include <string.h>
 
@@ -32,44 +31,6 @@ static int tg_installed;
  * wrappers then pass through.  Relaxed atomic: read without the GIL (raw). */
 static _Atomic int tg_tracking;
 
-static inline void
-tg_account(int64_t alloc, int64_t freed)
-{
-    tg_tls.allocated += alloc;
-    tg_tls.freed += freed;
-    if (tg_hooks_count_total)
-        atomic_fetch_add_explicit(&tg_process_total, alloc - freed, memory_order_relaxed);
-}
-
-/* Enter a new block P of SIZE bytes in TABLE: its size alone (a compact entry),
- * or, when allocation accounting is on (which also counts the allocation), the
- * size and its call site, which take a wide entry (ptrtable.h); a block that
- * accounting's sampling left without a site keeps a plain size word. */
-static inline void
-tg_entry_insert(struct tg_ptrtable *table, void *p, size_t size)
-{
-    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed)) {
-        uint64_t word = tg_acct_alloc(size);
-        if (word > TG_ACCT_SIZE_MASK)
-            tg_ptrtable_insert_wide(table, p, (size_t)word);
-        else
-            tg_ptrtable_insert(table, p, (size_t)word);
-    } else {
-        tg_ptrtable_insert(table, p, size);
-    }
-}
-
-/* Size of a removed block from its table word; accounting credits its site
- * (and, if COUNT_THREAD, the freeing thread).  Masked even when accounting is
- * off: a forked child stops accounting but inherits the parent's entries. */
-static inline size_t
-tg_entry_free(size_t word, int count_thread)
-{
-    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
-        return tg_acct_free(word, count_thread);
-    return TG_ACCT_ENTRY_SIZE(word);
-}
-
 static void *
 tg_hook_malloc(void *ctx, size_t size)
 {
@@ -83,8 +44,8 @@ tg_hook_malloc(void *ctx, size_t size)
     p = d->orig.malloc(d->orig.ctx, size);
     tg_tls.busy = saved;
     if (p != NULL && !(saved & TG_BUSY_TRACER)) {
-        tg_entry_insert(d->table, p, size);
-        tg_account((int64_t)size, 0);
+        tg_hook_entry_insert(d->table, p, size);
+        tg_hook_account((int64_t)size, 0);
     }
     return p;
 }
@@ -103,8 +64,8 @@ tg_hook_calloc(void *ctx, size_t nelem, size_t elsize)
     tg_tls.busy = saved;
     /* The allocator checked nelem * elsize for overflow before succeeding. */
     if (p != NULL && !(saved & TG_BUSY_TRACER)) {
-        tg_entry_insert(d->table, p, nelem * elsize);
-        tg_account((int64_t)(nelem * elsize), 0);
+        tg_hook_entry_insert(d->table, p, nelem * elsize);
+        tg_hook_account((int64_t)(nelem * elsize), 0);
     }
     return p;
 }
@@ -136,14 +97,14 @@ tg_hook_realloc(void *ctx, void *ptr, size_t size)
     }
     if (saved & TG_BUSY_TRACER) {
         if (known)
-            tg_entry_free(old, 0);
+            tg_hook_entry_free(old, 0);
         return p;
     }
     /* An unknown old block (allocated before enable) counts as freeing 0 bytes,
      * like its free would; the new block is known from now on. */
-    old = known ? tg_entry_free(old, 1) : 0;
-    tg_entry_insert(d->table, p, size);
-    tg_account((int64_t)size, known ? (int64_t)old : 0);
+    old = known ? tg_hook_entry_free(old, 1) : 0;
+    tg_hook_entry_insert(d->table, p, size);
+    tg_hook_account((int64_t)size, known ? (int64_t)old : 0);
     return p;
 }
 
@@ -160,9 +121,9 @@ tg_hook_free(void *ctx, void *ptr)
         return;
     }
     if (tg_ptrtable_remove(d->table, ptr, &size)) {
-        size = tg_entry_free(size, !(saved & TG_BUSY_TRACER));
+        size = tg_hook_entry_free(size, !(saved & TG_BUSY_TRACER));
         if (!(saved & TG_BUSY_TRACER))
-            tg_account(0, (int64_t)size);
+            tg_hook_account(0, (int64_t)size);
     }
     tg_tls.busy = saved | TG_BUSY_HOOK;
     d->orig.free(d->orig.ctx, ptr);

@@ -22,9 +22,7 @@
  */
 #define _GNU_SOURCE
 #include "native.h"
-#include "alloc_hooks.h"
-#include "accounting.h"
-#include "ptrtable.h"
+#include "hook_count.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -88,16 +86,6 @@ static struct {
 
 /* --- counting ---------------------------------------------------------------- */
 
-/* The thread and process counters, as alloc_hooks.c keeps them. */
-static inline void
-tg_nat_account(int64_t alloc, int64_t freed)
-{
-    tg_tls.allocated += alloc;
-    tg_tls.freed += freed;
-    if (tg_hooks_count_total)
-        atomic_fetch_add_explicit(&tg_process_total, alloc - freed, TG_RELAXED);
-}
-
 /* Whether a hook passes the call through uncounted: the call comes from inside a
  * Python domain wrapper (already counted there), or counting is off. */
 static inline int
@@ -113,21 +101,8 @@ tg_nat_note_alloc(void *p, size_t size)
 {
     if (tg_tls.busy)
         return;
-    if (atomic_load_explicit(&tg_acct_on, TG_RELAXED))
-        tg_ptrtable_insert_wide(&tg_ptrtable_raw, p, (size_t)tg_acct_alloc(size));
-    else
-        tg_ptrtable_insert(&tg_ptrtable_raw, p, size);
-    tg_nat_account((int64_t)size, 0);
-}
-
-/* Size of a removed block from its table word; accounting credits its site and,
- * if COUNT_THREAD, the freeing thread (as alloc_hooks.c's tg_entry_free). */
-static inline size_t
-tg_nat_entry_free(size_t word, int count_thread)
-{
-    if (atomic_load_explicit(&tg_acct_on, TG_RELAXED))
-        return tg_acct_free(word, count_thread);
-    return TG_ACCT_ENTRY_SIZE(word);
+    tg_hook_entry_insert(&tg_ptrtable_raw, p, size);
+    tg_hook_account((int64_t)size, 0);
 }
 
 /* Block P (not NULL) is about to be released: its entry leaves the table first
@@ -140,9 +115,9 @@ tg_nat_note_free(void *p)
 
     if (!tg_ptrtable_remove(&tg_ptrtable_raw, p, &word))
         return;  /* allocated before enable, by libc itself, or by the tracer */
-    word = tg_nat_entry_free(word, !tracer);
+    word = tg_hook_entry_free(word, !tracer);
     if (!tracer)
-        tg_nat_account(0, (int64_t)word);
+        tg_hook_account(0, (int64_t)word);
 }
 
 /* --- malloc family ------------------------------------------------------------ */
@@ -201,9 +176,9 @@ tg_nat_realloc_common(void *ptr, size_t size, void *(*fn)(void *, size_t, size_t
     /* The old block is gone (moved, resized, or freed by realloc(p, 0)); an
      * unknown one counts 0, like its free would. */
     if (known) {
-        old = tg_nat_entry_free(old, !tracer);
+        old = tg_hook_entry_free(old, !tracer);
         if (!tracer)
-            tg_nat_account(0, (int64_t)old);
+            tg_hook_account(0, (int64_t)old);
     }
     if (p != NULL)
         tg_nat_note_alloc(p, size);
@@ -323,7 +298,7 @@ tg_maps_credit(size_t bytes, uint32_t sid, int count_thread)
     if (atomic_load_explicit(&tg_acct_on, TG_RELAXED))
         tg_acct_free((uint64_t)bytes | ((uint64_t)sid << TG_ACCT_SIZE_BITS), count_thread);
     if (count_thread)
-        tg_nat_account(0, (int64_t)bytes);
+        tg_hook_account(0, (int64_t)bytes);
 }
 
 /* The pages [A, A + LEN rounded up) are no longer mapped: credit what of them
@@ -377,7 +352,7 @@ tg_maps_add_unlocked(void *p, size_t len)
     tg_maps_release_unlocked(a, n, 1);  /* a stale range we missed the end of */
     if (atomic_load_explicit(&tg_acct_on, TG_RELAXED))
         sid = (uint32_t)(tg_acct_alloc(n) >> TG_ACCT_SIZE_BITS);
-    tg_nat_account((int64_t)n, 0);
+    tg_hook_account((int64_t)n, 0);
     i = tg_maps_find_unlocked(a);
     if (tg_maps_open_unlocked(i) < 0)
         return;
