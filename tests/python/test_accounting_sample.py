@@ -55,7 +55,7 @@ def alternate():        # a, b, a, b...: one round is about N bytes
         alt_a()
         alt_b()
 
-p = ProcessProfile(default_log_path="out", accounting=True,
+p = ProcessProfile(format="text", default_log_path="out", accounting=True,
                    sample_bytes=int(sys.argv[1]))
 p.enable()
 small(); medium(); churn(); alternate()

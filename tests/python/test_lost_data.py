@@ -223,10 +223,10 @@ def test_snapshot_every_before_enable_and_float_seconds(tmp_path):
     assert lines[0].startswith("refused: allocation accounting is not on")
     calls = sorted(n for n in os.listdir(lines[1]) if n.startswith("snapshot-"))
     assert calls == ["snapshot-1-call-1", "snapshot-2-call-3", "snapshot-3-call-5",
-                     "snapshot-4-final"]
+                     "snapshot-4-final", "snapshot-5-peak"]
     secs = sorted(n for n in os.listdir(lines[2]) if n.startswith("snapshot-"))
     assert secs == ["snapshot-1-t-0.1s", "snapshot-2-t-0.3s", "snapshot-3-t-0.5s",
-                    "snapshot-4-final"]
+                    "snapshot-4-final", "snapshot-5-peak"]
 
 
 # --- os._exit ---------------------------------------------------------------------
