@@ -4,7 +4,7 @@
 #include "cli.h"
 #include "graphs.h"
 
-static const char nesting_usage[] = "threadgraph nesting [options] FILES...";
+static const char nesting_usage[] = "threadgraph nesting [options] FILES...|RUN_DIR";
 
 int cmd_nesting(int argc, char **argv)
 {
@@ -29,5 +29,5 @@ int cmd_nesting(int argc, char **argv)
 	o.has_time = !c.no_time;
 	if ((ret = tg_cli_graph_opts(&g, &po, "png", 1920, 1080, nesting_usage)))
 		return ret;
-	return tg_cli_run_graph(tg_nesting_run, &o, &po, &c, argv, nargs);
+	return tg_cli_run_graph(tg_nesting_run, &o, &po, &c, argv, nargs, TG_VIEW_STACK);
 }

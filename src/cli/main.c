@@ -29,6 +29,7 @@ static const struct tg_cmd tg_commands[] = {
 	{ "hist", cmd_hist, "power-of-two histograms of allocation sizes (hist.svg)" },
 	{ "top", cmd_top, "biggest call sites of a heap snapshot (live or total bytes)" },
 	{ "diff", cmd_diff, "per-site growth between two heap snapshots (--base A B)" },
+	{ "export", cmd_export, "a binary capture back to its text dumps (.mem, .stack, process.mem)" },
 };
 
 static void main_usage(FILE *f)

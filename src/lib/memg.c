@@ -8,9 +8,8 @@
 #include <string.h>
 
 #include "fmt.h"
-#include "linereader.h"
 #include "memg.h"
-#include "records.h"
+#include "recsrc.h"
 
 /* A thread series being written: collapses runs of zero deltas. */
 struct memg_series {
@@ -135,10 +134,10 @@ int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *
 {
 	struct memg_out *buf = out ? malloc(sizeof(*buf)) : NULL;
 	struct memg_series s = { .out = buf, .cap_milli = memg_cap_milli(o) };
-	struct tg_lr lr;
+	struct tg_src src;
 	struct tg_memrec r;
-	const char *line, *why, *xs;
-	size_t len, xlen;
+	const char *xs;
+	size_t xlen;
 	unsigned long index = 0;
 	char ibuf[32];
 	int ret = -1, got;
@@ -150,19 +149,13 @@ int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *
 		buf->f = out;
 		buf->n = 0;
 	}
-	if (tg_lr_open(&lr, df->path, 0, d) < 0) {
+	if (tg_src_open(&src, df, o->has_time, 0, d) < 0) {
 		free(buf);
 		return -1;
 	}
-	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0) {
+	while ((got = tg_src_next_mem(&src, &r, d)) > 0) {
 		double x;
 
-		why = tg_lr_bad(&lr) ?: tg_memrec_parse(&r, line, len, o->has_time);
-		if (why) {
-			if (tg_malformed(d, df->path, lr.lineno, why) < 0)
-				goto release;
-			continue;
-		}
 		x = memg_x(o, &r.time, index++, ibuf, &xs, &xlen);
 		if (memg_out_of_range(o, x))
 			continue;
@@ -175,9 +168,10 @@ int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *
 						      s.cap_milli) / 1000.0,
 				.delta = r.delta,
 				.thread = thread,
-				.lineno = lr.lineno,
+				.lineno = src.lineno,
 			};
-			if (tg_peaks_add(peaks, &c, r.time.text.s, r.time.text.len, r.rest.s,
+			if (tg_src_mem_text(&src, &r, d) < 0 ||
+			    tg_peaks_add(peaks, &c, r.time.text.s, r.time.text.len, r.rest.s,
 					 r.rest.len, d) < 0)
 				goto release;
 		}
@@ -187,7 +181,7 @@ int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *
 	memg_series_end(&s);
 	ret = 0;
 release:
-	tg_lr_release(&lr);
+	tg_src_release(&src);
 	free(buf);
 	return ret;
 }
@@ -195,10 +189,10 @@ release:
 int tg_memg_read_process(const struct tg_memg_opts *o, const struct tg_dumpfile *df,
 			 FILE *out, unsigned long *events, struct tg_diag *d)
 {
-	struct tg_lr lr;
+	struct tg_src src;
 	struct tg_procrec r;
-	const char *line, *why, *xs;
-	size_t len, xlen;
+	const char *xs;
+	size_t xlen;
 	unsigned long index = 0;
 	long long rebase = llround(o->rebase_kb * 1000.0), cap = memg_cap_milli(o);
 	char ibuf[32];
@@ -210,19 +204,13 @@ int tg_memg_read_process(const struct tg_memg_opts *o, const struct tg_dumpfile 
 		return tg_error(d, "out of memory");
 	buf->f = out;
 	buf->n = 0;
-	if (tg_lr_open(&lr, df->path, 0, d) < 0) {
+	if (tg_src_open(&src, df, o->has_time, 0, d) < 0) {
 		free(buf);
 		return -1;
 	}
-	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0) {
+	while ((got = tg_src_next_proc(&src, &r, d)) > 0) {
 		double x;
 
-		why = tg_lr_bad(&lr) ?: tg_procrec_parse(&r, line, len, o->has_time);
-		if (why) {
-			if (tg_malformed(d, df->path, lr.lineno, why) < 0)
-				goto release;
-			continue;
-		}
 		x = memg_x(o, &r.time, index++, ibuf, &xs, &xlen);
 		if (memg_out_of_range(o, x))
 			continue;
@@ -234,7 +222,7 @@ int tg_memg_read_process(const struct tg_memg_opts *o, const struct tg_dumpfile 
 	memg_out_flush(buf);
 	ret = 0;
 release:
-	tg_lr_release(&lr);
+	tg_src_release(&src);
 	free(buf);
 	return ret;
 }
