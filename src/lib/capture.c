@@ -192,6 +192,15 @@ static int cap_corrupt(const struct tg_capture *cap, struct tg_diag *d, const un
 			(size_t)(at - cap->map), what);
 }
 
+/* Non-zero when s[0..n) holds a byte the text formats escape (TG_NEEDS_ESCAPE). */
+static int cap_has_control(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (TG_NEEDS_ESCAPE(s[i]))
+			return 1;
+	return 0;
+}
+
 /* Parses one CODES payload (complete definitions only when partial). */
 static int cap_read_codes(struct tg_capture *cap, const unsigned char *p, uint32_t len,
 			  int partial, struct tg_diag *d)
@@ -215,8 +224,9 @@ static int cap_read_codes(struct tg_capture *cap, const unsigned char *p, uint32
 			return cap_corrupt(cap, d, start, "code id 0");
 		if (kind != TG_CAP_CODE_PYTHON && kind != TG_CAP_CODE_C)
 			return cap_corrupt(cap, d, start, "unknown code kind");
-		if (memchr(c.file, '\n', c.file_len) || memchr(c.func, '\n', c.func_len))
-			return cap_corrupt(cap, d, start, "newline in a code's name");
+		if (cap_has_control(c.file, c.file_len) || cap_has_control(c.func, c.func_len))
+			return cap_corrupt(cap, d, start, "a control byte in a code's name "
+					   "(the recorder escapes them)");
 		if (cap_idmap_get(&cap->code_ids, id))
 			return cap_corrupt(cap, d, start, "code defined twice");
 		c.first_line = first;
@@ -243,11 +253,11 @@ short_def:
 	return 0;
 }
 
-/* Non-zero when b[0..n) can be a file base name: no '/', NUL or newline,
- * not "", ".", ".." or the process file's name. */
+/* Non-zero when b[0..n) can be a file base name: no '/' or control byte (the
+ * recorder writes them %HH), not "", ".", ".." or the process file's name. */
 static int cap_base_ok(const char *b, size_t n)
 {
-	if (!n || memchr(b, '/', n) || memchr(b, '\0', n) || memchr(b, '\n', n))
+	if (!n || memchr(b, '/', n) || cap_has_control(b, n))
 		return 0;
 	if ((n == 1 && b[0] == '.') || (n == 2 && b[0] == '.' && b[1] == '.'))
 		return 0;
