@@ -333,6 +333,117 @@ def encode(files, timed=True, chunk=65536, end=True, dropped=None, header=None):
     return bytes(out)
 
 
+def encode_stream(mem_path, stack_path, proc_path, out_path, chunk=65536):
+    """One thread's big dumps (bench/gen_dump.py's MainThread.mem, .stack and
+    process.mem, timestamped, pairing) to OUT in one pass with bounded memory.
+
+    Every (FILE, FUNCTION, .stack LINE) is its own Python code, so C functions need
+    no first pass; the export is the same text.  Returns the capture's size.
+    """
+    base = os.path.basename(mem_path).rpartition(".")[0].encode()
+    sid = STREAM_FIRST
+    codes = {}
+    out = open(out_path, "wb")
+    ch = struct.Struct("<BBHII")
+
+    def emit(kind, stream, payload):
+        out.write(ch.pack(kind, 0, 0, stream, len(payload)))
+        out.write(payload)
+
+    times = []
+    with open(proc_path, "rb") as fp:
+        samples = [ln.split(b"#") for ln in fp.read().split(b"\n") if ln]
+    with open(stack_path, "rb") as fs:
+        first = fs.readline()
+    t0 = first.lstrip(b" ").partition(b"#")[0]
+    start = min([parse_time(t0)] + [parse_time(t) for t, _ in samples[:1]])
+    out.write(MAGIC + struct.pack("<IIqIIII", VERSION, F_TIME | F_MEMORY | F_STACK | F_PROCESS,
+                                  start, 0, 0, 4242, 0))
+    emit(K_THREAD, sid, varint(1) + varint(1) + text(base) + text(base))
+    buf = bytearray()
+    newdefs = bytearray()
+    prev = start
+    open_ = []  # refs of the open calls
+    calls = returns = 0
+    vcache = [varint(i) for i in range(1 << 14)]
+
+    def vi(v):
+        return vcache[v] if v < 16384 else varint(v)
+
+    def flush():
+        nonlocal buf, newdefs
+        if newdefs:
+            emit(K_CODES, STREAM_META, bytes(newdefs))
+            newdefs = bytearray()
+        if buf:
+            emit(K_EVENTS, sid, bytes(buf))
+            buf = bytearray()
+
+    with open(mem_path, "rb") as fm, open(stack_path, "rb") as fs:
+        mem_iter = iter(fm)
+
+        def ret():
+            nonlocal prev, returns
+            ln = next(mem_iter)
+            tt, _, rest = ln.partition(b"#")
+            sec, _, fr = tt.partition(b".")
+            t = int(sec) * 1000000 + int(fr)
+            site, _, delta = rest.rpartition(b"=>")
+            line = int(site.rsplit(b":", 2)[1])
+            z = line - open_.pop()
+            d = int(delta)
+            buf.extend(vi(((z << 1 if z >= 0 else ((-z) << 1) - 1) << 1) | 1))
+            buf.extend(vi(t - prev))
+            buf.extend(vi(d << 1 if d >= 0 else ((-d) << 1) - 1))
+            prev = t
+            returns += 1
+
+        for ln in fs:
+            s = ln.lstrip(b" ")
+            depth = len(ln) - len(s)
+            while len(open_) > depth:
+                ret()
+            tt, _, site = s.rstrip(b"\n").partition(b"#")
+            sec, _, fr = tt.partition(b".")
+            t = int(sec) * 1000000 + int(fr)
+            c = codes.get(site)
+            if c is None:
+                f, line, func = site.rsplit(b":", 2)
+                c = codes[site] = (len(codes) + 1, int(line))
+                newdefs.extend(varint(c[0]) + bytes([CODE_PY]) + varint(c[1]) + text(f) +
+                               text(func))
+            buf.extend(vi(c[0] << 1))
+            buf.extend(vi(t - prev))
+            prev = t
+            open_.append(c[1])
+            calls += 1
+            if len(buf) > chunk - 64:
+                flush()
+        for _ in iter(int, 1):
+            if not open_:
+                break
+            try:
+                ret()
+            except StopIteration:
+                break
+    flush()
+    prev_t, prev_b = start, 0
+    pbuf = bytearray()
+    for tt, b in samples:
+        t, b = parse_time(tt), int(b)
+        pbuf += varint(t - prev_t) + varint(zz(b - prev_b))
+        prev_t, prev_b = t, b
+        if len(pbuf) > chunk - 64:
+            emit(K_PROCESS, STREAM_PROCESS, bytes(pbuf))
+            pbuf = bytearray()
+    if pbuf:
+        emit(K_PROCESS, STREAM_PROCESS, bytes(pbuf))
+    emit(K_END, STREAM_META, struct.pack("<q", max(prev, prev_t)) + varint(1) + varint(sid) +
+         varint(calls) + varint(returns) + varint(0))
+    out.close()
+    return os.path.getsize(out_path)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -5,7 +5,7 @@ import re
 
 from clisupport import REPO
 
-COMMANDS = ["memg", "peaks", "memh", "nesting", "interleave", "decorate-stack"]
+COMMANDS = ["memg", "peaks", "memh", "nesting", "interleave", "decorate-stack", "export"]
 OPT = re.compile(r"(?<![\w-])--[a-z][a-z_-]*[a-z]")
 
 
