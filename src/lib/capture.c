@@ -23,28 +23,6 @@
 
 /* --- id maps --------------------------------------------------------------- */
 
-static uint64_t cap_hash(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	return k;
-}
-
-static uint32_t cap_idmap_get(const struct tg_cap_idmap *m, uint64_t id)
-{
-	size_t i;
-
-	if (id < m->ndirect)
-		return m->direct[id];
-	if (!m->hcap)
-		return 0;
-	for (i = cap_hash(id) & (m->hcap - 1); m->hkeys[i]; i = (i + 1) & (m->hcap - 1))
-		if (m->hkeys[i] == id)
-			return m->hvals[i];
-	return 0;
-}
-
 /* Maps id (>= 1, not yet present) to val (>= 1); 0 or -1 out of memory. */
 static int cap_idmap_put(struct tg_cap_idmap *m, uint64_t id, uint32_t val, size_t count)
 {
@@ -78,7 +56,7 @@ static int cap_idmap_put(struct tg_cap_idmap *m, uint64_t id, uint32_t val, size
 		for (size_t j = 0; j < m->hcap; j++) {
 			if (!m->hkeys[j])
 				continue;
-			for (i = cap_hash(m->hkeys[j]) & (ncap - 1); nk[i]; i = (i + 1) & (ncap - 1))
+			for (i = tg_cap_hash(m->hkeys[j]) & (ncap - 1); nk[i]; i = (i + 1) & (ncap - 1))
 				;
 			nk[i] = m->hkeys[j];
 			nv[i] = m->hvals[j];
@@ -89,7 +67,7 @@ static int cap_idmap_put(struct tg_cap_idmap *m, uint64_t id, uint32_t val, size
 		m->hvals = nv;
 		m->hcap = ncap;
 	}
-	for (i = cap_hash(id) & (m->hcap - 1); m->hkeys[i]; i = (i + 1) & (m->hcap - 1))
+	for (i = tg_cap_hash(id) & (m->hcap - 1); m->hkeys[i]; i = (i + 1) & (m->hcap - 1))
 		;
 	m->hkeys[i] = id;
 	m->hvals[i] = val;
@@ -227,7 +205,7 @@ static int cap_read_codes(struct tg_capture *cap, const unsigned char *p, uint32
 		if (cap_has_control(c.file, c.file_len) || cap_has_control(c.func, c.func_len))
 			return cap_corrupt(cap, d, start, "a control byte in a code's name "
 					   "(the recorder escapes them)");
-		if (cap_idmap_get(&cap->code_ids, id))
+		if (tg_cap_idmap_get(&cap->code_ids, id))
 			return cap_corrupt(cap, d, start, "code defined twice");
 		c.first_line = first;
 		c.kind = kind;
@@ -294,7 +272,7 @@ static int cap_read_thread(struct tg_capture *cap, uint32_t stream, const unsign
 	}
 	if (stream < TG_CAP_STREAM_FIRST)
 		return cap_corrupt(cap, d, start, "thread definition on a reserved stream");
-	if (cap_idmap_get(&cap->stream_ids, stream))
+	if (tg_cap_idmap_get(&cap->stream_ids, stream))
 		return cap_corrupt(cap, d, start, "thread defined twice");
 	if (!cap_base_ok(base, blen))
 		return cap_corrupt(cap, d, start, "a thread's file name is not a safe file name");
@@ -350,7 +328,7 @@ static int cap_read_end(struct tg_capture *cap, const unsigned char *p, uint32_t
 		    tg_cap_get_varint(&p, end, &returns) < 0 ||
 		    tg_cap_get_varint(&p, end, &dropped) < 0)
 			return cap_corrupt(cap, d, start, "end chunk too short");
-		ix = cap_idmap_get(&cap->stream_ids, stream);
+		ix = tg_cap_idmap_get(&cap->stream_ids, stream);
 		if (ix) {
 			cap->threads[ix - 1].end_calls = calls;
 			cap->threads[ix - 1].end_returns = returns;
@@ -400,7 +378,7 @@ static int cap_scan(struct tg_capture *cap, struct tg_diag *d)
 					(size_t)(h - cap->map));
 		switch (kind) {
 		case TG_CAP_CHUNK_EVENTS: {
-			uint32_t ix = cap_idmap_get(&cap->stream_ids, stream);
+			uint32_t ix = tg_cap_idmap_get(&cap->stream_ids, stream);
 			if (!ix)
 				return cap_corrupt(cap, d, h, "events of an undefined thread");
 			if (len && cap_spans_add(&cap->threads[ix - 1].spans, p, len, partial) < 0)
@@ -510,13 +488,6 @@ void tg_capture_close(struct tg_capture *cap)
 		munmap((void *)cap->map, cap->size);
 	free(cap->path);
 	memset(cap, 0, sizeof(*cap));
-}
-
-const struct tg_cap_code *tg_capture_code(const struct tg_capture *cap, uint64_t id)
-{
-	uint32_t ix = cap_idmap_get(&cap->code_ids, id);
-
-	return ix ? &cap->codes[ix - 1] : NULL;
 }
 
 uint64_t tg_capture_dropped(const struct tg_capture *cap)

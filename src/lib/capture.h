@@ -64,6 +64,15 @@ struct tg_cap_idmap {
 	size_t hcap, hn;
 };
 
+/* The id maps' hash (a 64-bit finalizer). */
+static inline uint64_t tg_cap_hash(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return k;
+}
+
 struct tg_capture {
 	char *path;             /* the capture file's path (owned) */
 	const unsigned char *map; /* the whole file, read-only */
@@ -107,8 +116,29 @@ int tg_capture_detect(const char *path, char **file);
 int tg_capture_open(struct tg_capture *cap, const char *path, struct tg_diag *d);
 void tg_capture_close(struct tg_capture *cap);
 
+/* id's value in m (0: absent); inline, once per decoded call. */
+static inline uint32_t tg_cap_idmap_get(const struct tg_cap_idmap *m, uint64_t id)
+{
+	size_t i;
+
+	if (id < m->ndirect)
+		return m->direct[id];
+	if (!m->hcap)
+		return 0;
+	for (i = tg_cap_hash(id) & (m->hcap - 1); m->hkeys[i]; i = (i + 1) & (m->hcap - 1))
+		if (m->hkeys[i] == id)
+			return m->hvals[i];
+	return 0;
+}
+
 /* The code of id, or NULL when undefined. */
-const struct tg_cap_code *tg_capture_code(const struct tg_capture *cap, uint64_t id);
+static inline const struct tg_cap_code *tg_capture_code(const struct tg_capture *cap,
+							 uint64_t id)
+{
+	uint32_t ix = tg_cap_idmap_get(&cap->code_ids, id);
+
+	return ix ? &cap->codes[ix - 1] : NULL;
+}
 
 /* Total records the recorder reported as dropped (END chunk), all threads. */
 uint64_t tg_capture_dropped(const struct tg_capture *cap);
