@@ -202,6 +202,8 @@ static int cap_read_codes(struct tg_capture *cap, const unsigned char *p, uint32
 			return cap_corrupt(cap, d, start, "code id 0");
 		if (kind != TG_CAP_CODE_PYTHON && kind != TG_CAP_CODE_C)
 			return cap_corrupt(cap, d, start, "unknown code kind");
+		if (first > INT64_MAX)
+			return cap_corrupt(cap, d, start, "line number out of range");
 		if (cap_has_control(c.file, c.file_len) || cap_has_control(c.func, c.func_len))
 			return cap_corrupt(cap, d, start, "a control byte in a code's name "
 					   "(the recorder escapes them)");
@@ -575,24 +577,33 @@ static int cap_cur_short(struct tg_capcur *c, struct tg_diag *d, const unsigned 
 	return cap_cur_corrupt(c, d, at, "record runs past the end of its chunk");
 }
 
-static int cap_push(struct tg_capcur *c, const struct tg_cap_code *code, int64_t ref,
-		    struct tg_diag *d)
+/* Grows the open-call stack; 0 or -1. */
+static int cap_grow(struct tg_capcur *c, struct tg_diag *d)
 {
-	if (c->depth == c->open_alloc) {
-		size_t na = c->open_alloc ? 2 * c->open_alloc : 64;
-		struct tg_cap_open *nv;
-		if (na > UINT32_MAX)
-			return tg_error(d, "calls nested too deep");
-		nv = realloc(c->open, na * sizeof(*nv));
-		if (!nv)
-			return tg_error(d, "out of memory");
-		c->open = nv;
-		c->open_alloc = na;
-	}
-	c->open[c->depth].code = code;
-	c->open[c->depth].ref = ref;
-	c->open[c->depth].number = c->calls;
-	c->depth++;
+	size_t na = c->open_alloc ? 2 * c->open_alloc : 64;
+	struct tg_cap_open *nv;
+
+	if (na > UINT32_MAX)
+		return tg_error(d, "calls nested too deep");
+	nv = realloc(c->open, na * sizeof(*nv));
+	if (!nv)
+		return tg_error(d, "out of memory");
+	c->open = nv;
+	c->open_alloc = na;
+	return 0;
+}
+
+static inline int cap_push(struct tg_capcur *c, const struct tg_cap_code *code, int64_t ref,
+			   struct tg_diag *d)
+{
+	struct tg_cap_open *o;
+
+	if (c->depth == c->open_alloc && cap_grow(c, d) < 0)
+		return -1;
+	o = &c->open[c->depth++];
+	o->code = code;
+	o->ref = ref;
+	o->number = c->calls;
 	return 0;
 }
 
@@ -620,40 +631,72 @@ static int cap_next_sample(struct tg_capcur *c, struct tg_cap_rec_data *r, struc
 	return 1;
 }
 
-int tg_capcur_next(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d)
+/* Moves to the next non-empty span; 0 at the end of the stream. */
+static int cap_next_span(struct tg_capcur *c)
 {
-	for (;;) {
-		const unsigned char *start;
-		uint64_t head, dt = 0, v;
-
-		while (c->p == c->end) {
-			if (c->si + 1 >= c->n_spans) {
-				c->si = c->n_spans;
-				return 0;
-			}
-			c->si++;
-			c->p = c->spans[c->si].p;
-			c->end = c->p + c->spans[c->si].len;
-			c->partial = (int)c->spans[c->si].partial;
+	while (c->p == c->end) {
+		if (c->si + 1 >= c->n_spans) {
+			c->si = c->n_spans;
+			return 0;
 		}
-		if (!c->thread)
-			return cap_next_sample(c, r, d);
-		start = c->p;
-		if (cap_varint(&c->p, c->end, &head) < 0)
-			return cap_cur_short(c, d, start);
+		c->si++;
+		c->p = c->spans[c->si].p;
+		c->end = c->p + c->spans[c->si].len;
+		c->partial = (int)c->spans[c->si].partial;
+	}
+	return 1;
+}
+
+/*
+ * The thread records.  The hot loop keeps the read position in a local (the
+ * varint reads would otherwise store it through c at every field) and reads
+ * codes from the direct id array when the id is in it.
+ */
+static inline __attribute__((always_inline)) int
+cap_next(struct tg_capcur *c, struct tg_cap_rec_data *r, const unsigned want, struct tg_diag *d)
+{
+	const uint32_t *direct = c->cap->code_ids.direct;
+	const uint64_t ndirect = c->cap->code_ids.ndirect;
+	const struct tg_cap_code *codes = c->cap->codes;
+	const unsigned char *p = c->p, *end = c->end, *start;
+	const int timed = c->timed, memory = c->memory;
+	uint64_t head, dt = 0, v;
+
+	if (!c->thread) {
+		if (!cap_next_span(c))
+			return 0;
+		return cap_next_sample(c, r, d);
+	}
+	for (;;) {
+		if (__builtin_expect(p == end, 0)) {
+			c->p = p;
+			if (!cap_next_span(c))
+				return 0;
+			p = c->p;
+			end = c->end;
+		}
+		start = p;
+		if (cap_varint(&p, end, &head) < 0)
+			goto short_rec;
 		if (head & 1) { /* RETURN */
 			struct tg_cap_open *o;
-			if (c->timed && cap_varint(&c->p, c->end, &dt) < 0)
-				return cap_cur_short(c, d, start);
+			if (timed && cap_varint(&p, end, &dt) < 0)
+				goto short_rec;
 			v = 0;
-			if (c->memory && cap_varint(&c->p, c->end, &v) < 0)
-				return cap_cur_short(c, d, start);
-			if (!c->depth)
+			if (memory && cap_varint(&p, end, &v) < 0)
+				goto short_rec;
+			if (__builtin_expect(!c->depth, 0)) {
+				c->p = p;
 				return cap_cur_corrupt(c, d, start, "a return without an open call");
-			if (cap_add_time(c, dt) < 0)
-				return cap_cur_corrupt(c, d, start, "time overflow");
+			}
+			if (__builtin_expect(dt > (uint64_t)(INT64_MAX - c->t_us), 0))
+				goto overflow;
+			c->t_us += (int64_t)dt;
 			o = &c->open[--c->depth];
 			c->returns++;
+			if (!(want & TG_CAP_WANT_RETURN))
+				continue;
+			c->p = p;
 			r->type = TG_CAP_REC_RETURN;
 			r->code = o->code;
 			r->line = o->ref + tg_cap_unzz(head >> 1);
@@ -665,50 +708,98 @@ int tg_capcur_next(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_dia
 			return 1;
 		}
 		if (head) { /* CALL */
-			const struct tg_cap_code *code = tg_capture_code(c->cap, head >> 1);
+			const struct tg_cap_code *code;
+			uint64_t id = head >> 1;
 			int64_t line;
-			if (c->timed && cap_varint(&c->p, c->end, &dt) < 0)
-				return cap_cur_short(c, d, start);
-			if (!code)
+			uint32_t ix;
+			if (timed && cap_varint(&p, end, &dt) < 0)
+				goto short_rec;
+			ix = id < ndirect ? direct[id] : tg_cap_idmap_get(&c->cap->code_ids, id);
+			if (__builtin_expect(!ix, 0)) {
+				c->p = p;
 				return cap_cur_corrupt(c, d, start, "a call of an undefined code");
+			}
+			code = &codes[ix - 1];
 			if (code->kind == TG_CAP_CODE_C) {
-				if (cap_varint(&c->p, c->end, &v) < 0)
-					return cap_cur_short(c, d, start);
-				if (v > INT64_MAX)
+				if (cap_varint(&p, end, &v) < 0)
+					goto short_rec;
+				if (v > INT64_MAX) {
+					c->p = p;
 					return cap_cur_corrupt(c, d, start, "line number out of range");
+				}
 				line = (int64_t)v;
 			} else {
-				if (code->first_line > INT64_MAX)
-					return cap_cur_corrupt(c, d, start, "line number out of range");
-				line = (int64_t)code->first_line;
+				line = (int64_t)code->first_line; /* checked when defined */
 			}
-			if (cap_add_time(c, dt) < 0)
-				return cap_cur_corrupt(c, d, start, "time overflow");
+			if (__builtin_expect(dt > (uint64_t)(INT64_MAX - c->t_us), 0))
+				goto overflow;
+			c->t_us += (int64_t)dt;
 			c->calls++;
-			r->type = TG_CAP_REC_CALL;
-			r->code = code;
-			r->line = line;
-			r->depth = (unsigned)c->depth;
-			r->t_us = c->t_us;
-			r->value = 0;
-			r->number = c->calls;
-			if (cap_push(c, code, line, d) < 0)
+			if (want & TG_CAP_WANT_CALL) {
+				r->type = TG_CAP_REC_CALL;
+				r->code = code;
+				r->line = line;
+				r->depth = (unsigned)c->depth;
+				r->t_us = c->t_us;
+				r->value = 0;
+				r->number = c->calls;
+			}
+			if (cap_push(c, code, line, d) < 0) {
+				c->p = p;
 				return -1;
-			return 1;
+			}
+			if (want & TG_CAP_WANT_CALL) {
+				c->p = p;
+				return 1;
+			}
+			continue;
 		}
 		/* SPECIAL */
-		if (c->p == c->end)
-			return cap_cur_short(c, d, start);
-		switch (*c->p++) {
+		if (p == end)
+			goto short_rec;
+		switch (*p++) {
 		case TG_CAP_EV_DROPPED:
-			if (cap_varint(&c->p, c->end, &v) < 0)
-				return cap_cur_short(c, d, start);
+			if (cap_varint(&p, end, &v) < 0)
+				goto short_rec;
 			c->dropped += v;
 			break;
 		default:
+			c->p = p;
 			return cap_cur_corrupt(c, d, start, "unknown special event");
 		}
 	}
+short_rec:
+	c->p = start;
+	return cap_cur_short(c, d, start);
+overflow:
+	c->p = start;
+	return cap_cur_corrupt(c, d, start, "time overflow");
+}
+
+/* One copy of the loop per kind of caller: the want tests fold away. */
+static int cap_next_returns(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d)
+{
+	return cap_next(c, r, TG_CAP_WANT_RETURN, d);
+}
+
+static int cap_next_calls(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d)
+{
+	return cap_next(c, r, TG_CAP_WANT_CALL, d);
+}
+
+int tg_capcur_next_of(struct tg_capcur *c, struct tg_cap_rec_data *r, unsigned want,
+		      struct tg_diag *d)
+{
+	if (want == TG_CAP_WANT_RETURN)
+		return cap_next_returns(c, r, d);
+	if (want == TG_CAP_WANT_CALL)
+		return cap_next_calls(c, r, d);
+	return cap_next(c, r, TG_CAP_WANT_CALL | TG_CAP_WANT_RETURN, d);
+}
+
+int tg_capcur_next(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d)
+{
+	return cap_next(c, r, TG_CAP_WANT_CALL | TG_CAP_WANT_RETURN, d);
 }
 
 size_t tg_cap_fmt_time(char *buf, int64_t t_us)

@@ -201,6 +201,13 @@ void tg_capcur_release(struct tg_capcur *c);
  */
 int tg_capcur_next(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d);
 
+/* The same, returning only the thread records of the kinds in want (the others
+ * are decoded and skipped: calls still open, returns still close). */
+#define TG_CAP_WANT_CALL   1u
+#define TG_CAP_WANT_RETURN 2u
+int tg_capcur_next_of(struct tg_capcur *c, struct tg_cap_rec_data *r, unsigned want,
+		      struct tg_diag *d);
+
 /*
  * Writes t_us as "SECONDS.MICROS" (six decimals, the text formats' TIME) into
  * buf (at least TG_CAP_TIME_MAX bytes); returns the length.

@@ -153,6 +153,7 @@ int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *
 		free(buf);
 		return -1;
 	}
+	src.lazy_time = !out; /* peaks only: the time text of candidates alone */
 	while ((got = tg_src_next_mem(&src, &r, d)) > 0) {
 		double x;
 

@@ -33,40 +33,49 @@ void tg_src_release(struct tg_src *s)
 	s->text = NULL;
 }
 
-/* Fills t from the last record's time (formatting "SECONDS." once a second). */
-static inline void src_time(struct tg_src *s, struct tg_time *t)
+static const char src_digits2[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
+/* Fills t->text from the last record's time ("SECONDS." formatted once a second). */
+static inline void src_time_text(struct tg_src *s, struct tg_time *t)
 {
 	int64_t us = s->rec.t_us, sec = us / 1000000;
 	unsigned frac = (unsigned)(us % 1000000);
 	char *p;
 
-	if (!s->has_time) {
-		t->v = 0;
-		t->text.s = s->tbuf;
-		t->text.len = 0;
-		return;
-	}
 	if (sec != s->sec) {
 		s->sec_len = tg_cap_fmt_time(s->tbuf, sec * 1000000) - 6;
 		s->sec = sec;
 	}
 	p = s->tbuf + s->sec_len;
-	for (int i = 5; i >= 0; i--) {
-		p[i] = (char)('0' + frac % 10);
-		frac /= 10;
-	}
-	t->v = tg_cap_time_value(us);
+	memcpy(p, src_digits2 + 2 * (frac / 10000), 2);
+	memcpy(p + 2, src_digits2 + 2 * (frac / 100 % 100), 2);
+	memcpy(p + 4, src_digits2 + 2 * (frac % 100), 2);
 	t->text.s = s->tbuf;
 	t->text.len = s->sec_len + 6;
+}
+
+/* Fills t from the last record's time; its text only unless s->lazy_time. */
+static inline void src_time(struct tg_src *s, struct tg_time *t)
+{
+	t->text.s = s->tbuf;
+	t->text.len = 0;
+	if (!s->has_time) {
+		t->v = 0;
+		return;
+	}
+	t->v = tg_cap_time_value(s->rec.t_us);
+	if (!s->lazy_time)
+		src_time_text(s, t);
 }
 
 int tg_src_cap_next_mem(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d)
 {
 	int got;
 
-	while ((got = tg_capcur_next(&s->cur, &s->rec, d)) > 0) {
-		if (s->rec.type != TG_CAP_REC_RETURN)
-			continue;
+	while ((got = tg_capcur_next_of(&s->cur, &s->rec, TG_CAP_WANT_RETURN, d)) > 0) {
 		s->lineno = s->rec.number;
 		if (s->rec.line < 0 || s->rec.line > 999999999) {
 			/* the text reader would not take this line either */
@@ -92,9 +101,7 @@ int tg_src_cap_next_stack(struct tg_src *s, struct tg_stackrec *r, struct tg_dia
 {
 	int got;
 
-	while ((got = tg_capcur_next(&s->cur, &s->rec, d)) > 0) {
-		if (s->rec.type != TG_CAP_REC_CALL)
-			continue;
+	while ((got = tg_capcur_next_of(&s->cur, &s->rec, TG_CAP_WANT_CALL, d)) > 0) {
 		s->lineno = s->rec.number;
 		if (s->rec.line > 999999999) {
 			if (tg_malformed(d, s->df->path, s->lineno, "bad line number") < 0)
@@ -150,6 +157,8 @@ int tg_src_cap_mem_text(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d
 	size_t need = (size_t)r->file.len + r->func.len + 64;
 	char *p;
 
+	if (s->has_time && s->lazy_time)
+		src_time_text(s, &r->time);
 	if (need > s->text_alloc) {
 		char *nb = realloc(s->text, need);
 		if (!nb)

@@ -32,6 +32,8 @@ struct tg_src {
 	int has_time;            /* records carry TIME (text: TIME# prefixes expected) */
 	unsigned long lineno;    /* line (record number) of the last record returned */
 	int is_cap;              /* reading df->cap */
+	int lazy_time;           /* capture: time text only from tg_src_mem_text() (the
+				  * caller sets it when it needs the text of few records) */
 	struct tg_lr lr;         /* text: the reader */
 	struct tg_capcur cur;    /* capture: the stream's cursor */
 	struct tg_cap_rec_data rec; /* capture: the last record decoded */
@@ -127,7 +129,8 @@ static inline int tg_src_next_proc(struct tg_src *s, struct tg_procrec *r, struc
 	return got;
 }
 
-/* Fills r->site and r->rest of the last .mem record (capture); 0 or -1. */
+/* Fills r->site and r->rest of the last .mem record (capture), and its time text
+ * when s->lazy_time; 0 or -1. */
 int tg_src_cap_mem_text(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d);
 
 static inline int tg_src_mem_text(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d)
