@@ -234,12 +234,12 @@ short_def:
 }
 
 /* Non-zero when b[0..n) can be a file base name: no '/' or control byte (the
- * recorder writes them %HH), not "", ".", ".." or the process file's name. */
+ * recorder writes them %HH), not empty, no leading '.', not the process file's. */
 static int cap_base_ok(const char *b, size_t n)
 {
 	if (!n || memchr(b, '/', n) || cap_has_control(b, n))
 		return 0;
-	if ((n == 1 && b[0] == '.') || (n == 2 && b[0] == '.' && b[1] == '.'))
+	if (b[0] == '.') /* ".", ".." or a hidden file: the recorder writes %2E */
 		return 0;
 	return !(n == strlen(TG_PROCESS_BASENAME) && !memcmp(b, TG_PROCESS_BASENAME, n));
 }

@@ -443,6 +443,8 @@ BROKEN = [
     ("code twice", header() + code() + code(), "code defined twice"),
     ("unsafe name", header() + thread(base=b"../x"), "not a safe file name"),
     ("process name", header() + thread(base=b"process"), "not a safe file name"),
+    ("hidden name", header() + thread(base=b".x"), "not a safe file name"),
+    ("control byte", header() + code(fn=b"f\x1b[2J"), "control byte in a code's name"),
     ("same name", header() + thread() + thread(stream=3), "same file name"),
     ("zstd", header() + thread() + chunk(1, 2, CALL, flags=1), "zstd"),
     ("straddle", header() + code() + thread() + chunk(1, 2, CALL + RET[:2]) + chunk(1, 2, RET[2:]),
