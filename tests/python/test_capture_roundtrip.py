@@ -50,7 +50,7 @@ def work(n):
             keep.append(bytearray(300000))
     return keep
 
-p = threadgraph.ProcessProfile(%sdefault_log_path="out")
+p = threadgraph.ProcessProfile(TEXT_KWdefault_log_path="out")
 p.trackStack()
 p.setProcessMemoryFrequence(50)
 p.enable()
@@ -62,7 +62,7 @@ work(200)
 for t in ts:
     t.join()
 p.disable()
-""" % TEXT_KW
+""".replace("TEXT_KW", TEXT_KW)
 
 
 def cli(*args):
