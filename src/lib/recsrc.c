@@ -38,11 +38,10 @@ static const char src_digits2[201] =
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
 	"8081828384858687888990919293949596979899";
 
-/* Fills t->text from the last record's time ("SECONDS." formatted once a second). */
-static inline void src_time_text(struct tg_src *s, struct tg_time *t)
+/* Fills t->text from sec and frac ("SECONDS." formatted once a second). */
+static inline void src_time_text(struct tg_src *s, struct tg_time *t, int64_t sec,
+				 unsigned frac)
 {
-	int64_t us = s->rec.t_us, sec = us / 1000000;
-	unsigned frac = (unsigned)(us % 1000000);
 	char *p;
 
 	if (sec != s->sec) {
@@ -57,18 +56,22 @@ static inline void src_time_text(struct tg_src *s, struct tg_time *t)
 	t->text.len = s->sec_len + 6;
 }
 
-/* Fills t from the last record's time; its text only unless s->lazy_time. */
+/* Fills t from the last record's time; its text too unless s->lazy_time.  The
+ * value is computed as the text parsers compute it from the same text. */
 static inline void src_time(struct tg_src *s, struct tg_time *t)
 {
+	int64_t us = s->rec.t_us, sec = us / 1000000;
+	unsigned frac = (unsigned)(us - sec * 1000000);
+
 	t->text.s = s->tbuf;
 	t->text.len = 0;
 	if (!s->has_time) {
 		t->v = 0;
 		return;
 	}
-	t->v = tg_cap_time_value(s->rec.t_us);
+	t->v = (double)sec + (double)frac * 1e-6;
 	if (!s->lazy_time)
-		src_time_text(s, t);
+		src_time_text(s, t, sec, frac);
 }
 
 int tg_src_cap_next_mem(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d)
@@ -158,7 +161,8 @@ int tg_src_cap_mem_text(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d
 	char *p;
 
 	if (s->has_time && s->lazy_time)
-		src_time_text(s, &r->time);
+		src_time_text(s, &r->time, s->rec.t_us / 1000000,
+			      (unsigned)(s->rec.t_us % 1000000));
 	if (need > s->text_alloc) {
 		char *nb = realloc(s->text, need);
 		if (!nb)
