@@ -621,7 +621,8 @@ static int cap_next_sample(struct tg_capcur *c, struct tg_cap_rec_data *r, struc
 	}
 	if (cap_add_time(c, dt) < 0)
 		return cap_cur_corrupt(c, d, start, "time overflow");
-	c->bytes += tg_cap_unzz(zz);
+	if (__builtin_add_overflow(c->bytes, tg_cap_unzz(zz), &c->bytes))
+		return cap_cur_corrupt(c, d, start, "memory size out of range");
 	c->samples++;
 	r->type = TG_CAP_REC_SAMPLE;
 	r->code = NULL;
@@ -697,9 +698,10 @@ cap_next(struct tg_capcur *c, struct tg_cap_rec_data *r, const unsigned want, st
 			if (!(want & TG_CAP_WANT_RETURN))
 				continue;
 			c->p = p;
+			if (__builtin_add_overflow(o->ref, tg_cap_unzz(head >> 1), &r->line))
+				return cap_cur_corrupt(c, d, start, "line number out of range");
 			r->type = TG_CAP_REC_RETURN;
 			r->code = o->code;
-			r->line = o->ref + tg_cap_unzz(head >> 1);
 			r->depth = (unsigned)c->depth;
 			r->t_us = c->t_us;
 			r->value = tg_cap_unzz(v);

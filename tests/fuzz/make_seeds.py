@@ -146,6 +146,11 @@ def capture_seeds():
               ce.encode(p("Thread-7.mem", "Thread-7.stack"), dropped=["Thread-7:4:2"], end=False))
         os.rename(os.path.join(tmp, "nt-Worker.mem"), os.path.join(tmp, "Worker.mem"))
         write("fuzz_capture", "notime", ce.encode(p("Worker.mem"), timed=False, chunk=20))
+    # regression: process sizes summed past 2^63 (UBSan: signed integer overflow)
+    hdr = ce.MAGIC + ce.struct.pack("<IIqIIII", 1, ce.F_PROCESS, 0, 0, 0, 1, 0)
+    body = ce.varint(ce.zz(-(1 << 62))) * 3
+    write("fuzz_capture", "regress-sample-overflow",
+          hdr + ce.struct.pack("<BBHII", ce.K_PROCESS, 0, 0, 1, len(body)) + body)
 
 
 if __name__ == "__main__":
