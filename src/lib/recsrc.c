@@ -33,6 +33,10 @@ void tg_src_release(struct tg_src *s)
 	s->text = NULL;
 }
 
+/* Largest |DELTA| or BYTES the text reader takes (18 digits): larger values of a
+ * capture are malformed records, as their exported lines would be. */
+#define SRC_INT_MAX 999999999999999999LL
+
 static const char src_digits2[201] =
 	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
@@ -86,6 +90,11 @@ int tg_src_cap_next_mem(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d
 				return -1;
 			continue;
 		}
+		if (s->rec.value > SRC_INT_MAX || s->rec.value < -SRC_INT_MAX) {
+			if (tg_malformed(d, s->df->path, s->lineno, "bad memory delta") < 0)
+				return -1;
+			continue;
+		}
 		src_time(s, &r->time);
 		r->file.s = s->rec.code->file;
 		r->file.len = s->rec.code->file_len;
@@ -127,11 +136,17 @@ int tg_src_cap_next_stack(struct tg_src *s, struct tg_stackrec *r, struct tg_dia
 
 int tg_src_cap_next_proc(struct tg_src *s, struct tg_procrec *r, struct tg_diag *d)
 {
-	int got = tg_capcur_next(&s->cur, &s->rec, d);
+	int got;
 
+	while ((got = tg_capcur_next(&s->cur, &s->rec, d)) > 0) {
+		s->lineno = s->rec.number;
+		if (s->rec.value <= SRC_INT_MAX && s->rec.value >= -SRC_INT_MAX)
+			break;
+		if (tg_malformed(d, s->df->path, s->lineno, "bad memory size") < 0)
+			return -1;
+	}
 	if (got <= 0)
 		return got;
-	s->lineno = s->rec.number;
 	src_time(s, &r->time);
 	r->bytes = s->rec.value;
 	return 1;
