@@ -476,3 +476,19 @@ def test_unknown_chunk_kinds_are_skipped(tg, tmp_path):
     assert "warning" not in r.stderr
     assert read(tmp_path / "T.mem") == b"1.000005#a.py:5:f=>100\n"
     assert read(tmp_path / "T.stack") == b"1.000003#a.py:5:f\n"
+
+
+def test_out_of_range_values_are_malformed_as_in_text(tg, tmp_path):
+    """A delta of 19 digits: the text reader skips its exported line as malformed,
+    and the capture reader skips the record with the same warning."""
+    big = ce.varint(1) + ce.varint(2) + ce.varint(ce.zz(1 << 62))
+    data = header() + code() + thread() + chunk(1, 2, CALL + big + CALL + RET) + \
+        chunk(5, 0, struct.pack("<q", 2000000) + ce.varint(0))
+    (tmp_path / "capture.tg").write_bytes(data)
+    a = tg("peaks", "--peak=0", tmp_path)
+    assert export(tg, tmp_path).returncode == 0
+    b = tg("peaks", "--peak=0", tmp_path / "T.mem")
+    assert a.returncode == b.returncode == 0
+    assert "malformed line skipped (bad memory delta)" in a.stderr
+    assert (a.stdout, a.stderr) == (b.stdout, b.stderr)
+    assert a.stdout.count("\n") == 1
