@@ -779,12 +779,12 @@ overflow:
 }
 
 /* One copy of the loop per kind of caller: the want tests fold away. */
-static int cap_next_returns(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d)
+int tg_capcur_next_return(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d)
 {
 	return cap_next(c, r, TG_CAP_WANT_RETURN, d);
 }
 
-static int cap_next_calls(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d)
+int tg_capcur_next_call(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d)
 {
 	return cap_next(c, r, TG_CAP_WANT_CALL, d);
 }
@@ -793,9 +793,9 @@ int tg_capcur_next_of(struct tg_capcur *c, struct tg_cap_rec_data *r, unsigned w
 		      struct tg_diag *d)
 {
 	if (want == TG_CAP_WANT_RETURN)
-		return cap_next_returns(c, r, d);
+		return tg_capcur_next_return(c, r, d);
 	if (want == TG_CAP_WANT_CALL)
-		return cap_next_calls(c, r, d);
+		return tg_capcur_next_call(c, r, d);
 	return cap_next(c, r, TG_CAP_WANT_CALL | TG_CAP_WANT_RETURN, d);
 }
 

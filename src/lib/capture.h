@@ -207,6 +207,9 @@ int tg_capcur_next(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_dia
 #define TG_CAP_WANT_RETURN 2u
 int tg_capcur_next_of(struct tg_capcur *c, struct tg_cap_rec_data *r, unsigned want,
 		      struct tg_diag *d);
+/* tg_capcur_next_of() for returns only, and for calls only. */
+int tg_capcur_next_return(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d);
+int tg_capcur_next_call(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d);
 
 /*
  * Writes t_us as "SECONDS.MICROS" (six decimals, the text formats' TIME) into

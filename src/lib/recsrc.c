@@ -82,7 +82,7 @@ int tg_src_cap_next_mem(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d
 {
 	int got;
 
-	while ((got = tg_capcur_next_of(&s->cur, &s->rec, TG_CAP_WANT_RETURN, d)) > 0) {
+	while ((got = tg_capcur_next_return(&s->cur, &s->rec, d)) > 0) {
 		s->lineno = s->rec.number;
 		if (s->rec.line < 0 || s->rec.line > 999999999) {
 			/* the text reader would not take this line either */
@@ -113,7 +113,7 @@ int tg_src_cap_next_stack(struct tg_src *s, struct tg_stackrec *r, struct tg_dia
 {
 	int got;
 
-	while ((got = tg_capcur_next_of(&s->cur, &s->rec, TG_CAP_WANT_CALL, d)) > 0) {
+	while ((got = tg_capcur_next_call(&s->cur, &s->rec, d)) > 0) {
 		s->lineno = s->rec.number;
 		if (s->rec.line > 999999999) {
 			if (tg_malformed(d, s->df->path, s->lineno, "bad line number") < 0)
