@@ -530,12 +530,25 @@ void tg_capcur_release(struct tg_capcur *c)
 	c->open_alloc = c->depth = 0;
 }
 
-/* A varint with the one-byte case inline; 0 or -1 (bytes end, > 64 bits). */
+/*
+ * A varint, with the one- and two-byte cases inline and without a branch between
+ * them (record fields are one or two bytes in no predictable order); 0 or -1
+ * (bytes end, more than 64 bits).
+ */
 static inline int cap_varint(const unsigned char **p, const unsigned char *end, uint64_t *v)
 {
-	if (*p < end && !(**p & 0x80)) {
-		*v = **p;
-		(*p)++;
+	const unsigned char *q = *p;
+
+	if (__builtin_expect(end - q >= 2, 1)) {
+		uint64_t b0 = q[0], b1 = q[1], more = b0 >> 7;
+		if (!(more & (b1 >> 7))) {
+			*v = (b0 & 0x7f) | (((b1 & 0x7f) << 7) & (0 - more));
+			*p = q + 1 + more;
+			return 0;
+		}
+	} else if (q < end && !(*q & 0x80)) {
+		*v = *q;
+		*p = q + 1;
 		return 0;
 	}
 	return tg_cap_get_varint(p, end, v);
