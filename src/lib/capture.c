@@ -120,7 +120,8 @@ int tg_capture_detect(const char *path, char **file)
 	base = base ? base + 1 : path;
 	if (!strcmp(base, TG_CAP_FILENAME)) {
 		yes = 1;
-	} else if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+	} else if (S_ISREG(st.st_mode) && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		/* only a regular file is sniffed: reading a pipe would eat its start */
 		yes = read(fd, magic, sizeof(magic)) == (ssize_t)sizeof(magic) &&
 		      tg_capture_is_magic(magic, sizeof(magic));
 		close(fd);

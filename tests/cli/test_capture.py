@@ -492,3 +492,11 @@ def test_out_of_range_values_are_malformed_as_in_text(tg, tmp_path):
     assert "malformed line skipped (bad memory delta)" in a.stderr
     assert (a.stdout, a.stderr) == (b.stdout, b.stderr)
     assert a.stdout.count("\n") == 1
+
+
+def test_a_pipe_is_not_sniffed_for_the_magic(tg):
+    """Detecting a capture reads 8 bytes of regular files only: a dump on a pipe
+    keeps its first line."""
+    r = tg("peaks", "--peak=1", "/dev/stdin", input="1.5#a.py:1:f=>999999\n")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\t")[:4] == ["0", "1.5", "stdin", "999999"]
