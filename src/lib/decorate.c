@@ -602,9 +602,18 @@ int tg_decorate_capture_run(const struct tg_capture *cap, const char *thread, co
 	for (size_t i = 0; i < cap->n_threads; i++)
 		if (!strcmp(cap->threads[i].base, thread))
 			t = &cap->threads[i];
-	if (!t)
-		return tg_error(d, "no thread '%s' in '%s' (its threads are named as in "
-				"runinfo.json and the exported files)", thread, cap->path);
+	if (!t) {
+		char names[512];
+		size_t n = 0;
+		names[0] = '\0';
+		for (size_t i = 0; i < cap->n_threads && n + 8 < sizeof(names); i++)
+			n += (size_t)snprintf(names + n, sizeof(names) - n, "%s'%s'", i ? ", " : "",
+					      cap->threads[i].base);
+		if (n >= sizeof(names))
+			strcpy(names + sizeof(names) - 5, "...");
+		return tg_error(d, "no thread '%s' in '%s'; its threads: %s", thread, cap->path,
+				cap->n_threads ? names : "none");
+	}
 	if (!(cap->flags & TG_CAP_F_TIME))
 		return tg_error(d, "decorate-stack needs timestamps: '%s' was recorded without "
 				"them", cap->path);
