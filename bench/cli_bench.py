@@ -10,6 +10,11 @@ Times, on bench/gen_dump.py's dump (page cache warm):
                                                 script, without running gnuplot
     threadgraph decorate-stack MEM STACK LINE   a late event: both files read to the end
     python3 bench/orig_parse.py MEM process.mem the original's parsing loop in Python
+    threadgraph peaks|memg|decorate-stack CAPDIR
+                                                the same on the binary capture of the
+                                                same dump (tests/cli/capture_encode.py,
+                                                made once beside the dump), MB/s counted
+                                                in bytes of the equivalent text files
 MB/s is the bytes of the files the command is given divided by its median wall time;
 CPU MB/s divides by the median CPU time (user + sys) instead, which a loaded machine
 disturbs less.
@@ -41,6 +46,29 @@ def find_cli(explicit=None):
 
 def dump_dir(mb):
     return os.path.join(tempfile.gettempdir(), "tgbench-dump-%dmb" % mb)
+
+
+def capture_dir(d, meta):
+    """DUMP/capture/capture.tg, the binary capture of the dump, encoded once."""
+    capdir = os.path.join(d, "capture")
+    cap = os.path.join(capdir, "capture.tg")
+    stamp = os.path.join(capdir, "source.json")
+    want = "%d %d %d" % (meta["mem_bytes"], meta["stack_bytes"], meta["seed"])
+    try:
+        with open(stamp) as f:
+            if f.read() == want and os.path.exists(cap):
+                return capdir
+    except OSError:
+        pass
+    shutil.rmtree(capdir, ignore_errors=True)
+    os.makedirs(capdir)
+    sys.path.insert(0, os.path.join(ROOT, "tests", "cli"))
+    import capture_encode
+    print("encoding the dump into %s ..." % cap, file=sys.stderr, flush=True)
+    capture_encode.encode_stream(meta["mem"], meta["stack"], meta["process"], cap)
+    with open(stamp, "w") as f:
+        f.write(want)
+    return capdir
 
 
 def _time(cmd, cwd=None, repeats=3):
@@ -86,10 +114,21 @@ def bench(mb=1000, cli=None, quick=False, directory=None):
             ("threadgraph decorate-stack", [exe, "decorate-stack", mem, stack, str(meta["event_line"])],
              mem_b + stack_b, repeats),
         ]
+        capdir = capture_dir(d, meta)
+        cmds += [
+            ("threadgraph peaks (capture)", [exe, "peaks", capdir], mem_b, repeats),
+            ("threadgraph memg --script-only (capture)",
+             [exe, "memg", "--script-only", "-o", out, capdir], mem_b + proc_b, repeats),
+            ("threadgraph decorate-stack (capture)",
+             [exe, "decorate-stack", capdir, "MainThread", str(meta["event_line"])],
+             mem_b + stack_b, repeats),
+        ]
     # The Python loop takes about a minute per GB: once is enough for a big file.
     cmds.append(("python original loop", [sys.executable, os.path.join(HERE, "orig_parse.py"), mem, proc],
                  mem_b + proc_b, 1 if mem_b > 300_000_000 else repeats))
+    capfile = os.path.join(d, "capture", "capture.tg")
     res = {"dump": os.path.dirname(mem), "mem_bytes": mem_b, "stack_bytes": stack_b,
+           "capture_bytes": os.path.getsize(capfile) if os.path.exists(capfile) else None,
            "mem_lines": meta["mem_lines"], "peaks": meta["peaks"], "note": note,
            "repeats": repeats, "cli": exe, "commands": {}}
     if not exe:
@@ -98,6 +137,7 @@ def bench(mb=1000, cli=None, quick=False, directory=None):
         for name, cmd, nbytes, rep in cmds:
             secs, cpu, err = _time(cmd, cwd=out, repeats=rep)
             shown = " ".join(os.path.basename(c) if c in (mem, stack, proc, exe) else c for c in cmd)
+            shown = shown.replace(os.path.join(d, "capture"), "CAPDIR")
             shown = shown.replace(out, "OUT").replace(sys.executable, "python3")
             r = {"cmd": shown, "bytes": nbytes, "repeats": rep}
             if err:

@@ -462,6 +462,11 @@ def render(results):
         for name, r in cli["commands"].items():
             if r.get("cmd"):
                 L.append("- `%s`: `%s`" % (name, r["cmd"]))
+        if cli.get("capture_bytes"):
+            L.append("\nRows marked (capture) read the binary capture of the same dump "
+                     "(CAPDIR/capture.tg, %.0f MB, encoded by tests/cli/capture_encode.py); "
+                     "their input MB is the equivalent text, the files the text row reads."
+                     % (cli["capture_bytes"] / 1e6))
         L.append("")
     else:
         L.append("Not measured in this run%s.\n" % (": " + cli["error"] if cli and cli.get("error") else ""))

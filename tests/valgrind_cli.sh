@@ -24,6 +24,29 @@ acc2=$fx/accounting2
 printf '# threadgraph snapshot 2\n# thread: 0 t\n1 - 0 1 1 1 1 a\n2 9 0 1 1 1 1 orphan\n3 1 0 1 1 1 1 b\x1b[2J\n' \
     > "$tmp/snapshot-1-hostile"
 
+# a binary capture of the tutorial's Thread-7 (tests/cli/capture_encode.py), and a
+# copy cut short inside its records
+mkdir -p "$tmp/run" "$tmp/cut"
+python3 - "$tut" "$tmp" "$root/tests/cli" <<'PYEOF'
+import os, sys
+tut, tmp, cli = sys.argv[1:]
+sys.path.insert(0, cli)
+import capture_encode as ce
+names = ["Thread-7.mem", "Thread-7.stack", "process.mem"]
+os.makedirs(os.path.join(tmp, "canon"), exist_ok=True)
+for n in names:
+    out = []
+    for ln in open(os.path.join(tut, n), "rb").read().split(b"\n")[:-1]:
+        s = ln.lstrip(b" ")
+        t, _, rest = s.partition(b"#")
+        sec, _, fr = t.partition(b".")
+        out.append(ln[:len(ln) - len(s)] + sec + b"." + (fr + b"000000")[:6] + b"#" + rest)
+    open(os.path.join(tmp, "canon", n), "wb").write(b"".join(x + b"\n" for x in out))
+data = ce.encode([os.path.join(tmp, "canon", n) for n in names], chunk=64)
+open(os.path.join(tmp, "run", "capture.tg"), "wb").write(data)
+open(os.path.join(tmp, "cut", "capture.tg"), "wb").write(data[:len(data) * 2 // 3])
+PYEOF
+
 runs=0
 failed=0
 # check EXPECTED_EXIT ARGS...
@@ -85,6 +108,15 @@ check 0 flamegraph --min-width 5 -o "$tmp/flame.svg" "$tmp/snapshot-1-hostile"
 check 0 report --peak 1 -o "$tmp/report.html" "$fr"
 check 0 report --metric delta -o "$tmp/report.html" "$tut"
 check 1 report -o "$tmp/report.html" "$tmp/missing"
+check 0 peaks --json --peak=20 "$tmp/run"
+check 0 memg --script-only $o --peak=20 "$tmp/run/capture.tg"
+check 0 nesting --script-only $o "$tmp/run"
+check 0 decorate-stack --prefix=/data/code/thread_graph/examples/ "$tmp/run" Thread-7 30
+check 0 export -o "$tmp/exported" "$tmp/run"
+check 1 export -o "$tmp/exported" "$tmp/run"
+check 0 peaks --peak=1 "$tmp/cut"
+check 0 export -o "$tmp/exported-cut" "$tmp/cut"
+check 1 decorate-stack "$tmp/run" Nobody 1
 check 0 --help
 check 0 memg --help
 

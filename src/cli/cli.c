@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "fmt.h"
+#include "graphs.h"
 #include "memg.h"
 #include "timeparse.h"
 
@@ -161,24 +162,39 @@ int tg_cli_graph_opts(struct tg_graph_args *g, struct tg_plot_opts *po,
 	return 0;
 }
 
-int tg_cli_files(char **paths, int n, struct tg_dumpfile **files)
+void tg_cli_capture_warnings(const struct tg_capture *cap)
 {
-	*files = calloc((size_t)(n ? n : 1), sizeof(**files));
-	if (!*files)
-		return error("out of memory");
-	for (int i = 0; i < n; i++)
-		if (tg_dumpfile_init(&(*files)[i], paths[i]) < 0) {
-			tg_cli_files_free(*files, i);
-			return error("out of memory");
-		}
+	uint64_t dropped = tg_capture_dropped(cap);
+
+	if (cap->cut)
+		warning("'%s' is cut short at byte %llu (the recorder was stopped while "
+			"writing?): the records before the cut are used", cap->path,
+			(unsigned long long)cap->cut_at);
+	else if (!cap->has_end)
+		warning("'%s' has no end chunk: the run did not end cleanly (the process was "
+			"killed?); all its records are used", cap->path);
+	if (dropped)
+		warning("'%s': the recorder lost %llu record%s (out of memory)", cap->path,
+			(unsigned long long)dropped, dropped == 1 ? "" : "s");
+}
+
+int tg_cli_dumpset(struct tg_dumpset *s, char **paths, int n, enum tg_dumpset_view view)
+{
+	struct tg_diag d;
+
+	memset(&d, 0, sizeof(d));
+	if (tg_dumpset_init(s, paths, (size_t)n, view, &d) < 0)
+		return error("%s", d.msg);
+	if (s->cap)
+		tg_cli_capture_warnings(s->cap);
 	return 0;
 }
 
-void tg_cli_files_free(struct tg_dumpfile *files, int n)
+int tg_cli_has_time(const struct tg_dumpset *s, const struct tg_common_args *c)
 {
-	for (int i = 0; i < n; i++)
-		tg_dumpfile_release(&files[i]);
-	free(files);
+	if (s->cap)
+		return !c->no_time && (s->cap->flags & TG_CAP_F_TIME);
+	return !c->no_time;
 }
 
 int tg_cli_peak_opts(const struct tg_peak_args *p, struct tg_memg_opts *o, const char *usage)
@@ -265,21 +281,24 @@ void tg_cli_plot_note(const struct tg_plot_opts *po, const char *name)
 		"your system's gnuplot package)\n", name, name);
 }
 
-int tg_cli_run_graph(tg_graph_run_fn run, const char *name, const struct tg_graph_opts *o,
+int tg_cli_run_graph(tg_graph_run_fn run, const char *name, struct tg_graph_opts *o,
 		     const struct tg_plot_opts *po, const struct tg_common_args *c,
-		     char **argv, int nargs)
+		     char **argv, int nargs, enum tg_dumpset_view view)
 {
-	struct tg_dumpfile *files;
+	struct tg_dumpset files;
 	struct tg_diag d;
 	int ret;
 
-	if ((ret = tg_cli_files(argv, nargs, &files)))
+	if ((ret = tg_cli_dumpset(&files, argv, nargs, view))) {
+		tg_dumpset_release(&files);
 		return ret;
+	}
+	o->has_time = tg_cli_has_time(&files, c);
 	tg_cli_diag_init(&d, c);
-	ret = run(o, po, files, (size_t)nargs, &tg_cli_report, &d) < 0 ? error("%s", d.msg) : 0;
+	ret = run(o, po, files.v, files.n, &tg_cli_report, &d) < 0 ? error("%s", d.msg) : 0;
 	tg_cli_diag_summary(&d);
 	if (ret == 0)
 		tg_cli_plot_note(po, name);
-	tg_cli_files_free(files, nargs);
+	tg_dumpset_release(&files);
 	return ret;
 }

@@ -14,6 +14,7 @@
 
 #include "diag.h"
 #include "dumpfile.h"
+#include "dumpset.h"
 #include "gnuplot.h"
 #include "parse_options.h"
 
@@ -140,9 +141,17 @@ void tg_cli_diag_summary(const struct tg_diag *d);
 int tg_cli_graph_opts(struct tg_graph_args *g, struct tg_plot_opts *po,
 		      const char *def_term, int def_w, int def_h, const char *usage);
 
-/* Classifies the n operand paths; *files must be freed with tg_cli_files_free. */
-int tg_cli_files(char **paths, int n, struct tg_dumpfile **files);
-void tg_cli_files_free(struct tg_dumpfile *files, int n);
+/*
+ * Expands the n operands (text dumps, run directories, a capture: dumpset.h)
+ * into s for view and prints the capture's warnings (cut short, no end chunk,
+ * records dropped).  Returns 0, or TG_EXIT_ERROR after printing the error; s
+ * needs tg_dumpset_release() either way.
+ */
+int tg_cli_dumpset(struct tg_dumpset *s, char **paths, int n, enum tg_dumpset_view view);
+/* Prints the warnings about a capture cut short or missing records. */
+void tg_cli_capture_warnings(const struct tg_capture *cap);
+/* Whether the files carry times: a capture's flag (unless --no_time), else !--no_time. */
+int tg_cli_has_time(const struct tg_dumpset *s, const struct tg_common_args *c);
 
 /* A graph command's library entry point (graphs.h). */
 struct tg_graph_opts;
@@ -150,13 +159,13 @@ typedef int (*tg_graph_run_fn)(const struct tg_graph_opts *o, const struct tg_pl
 			       const struct tg_dumpfile *files, size_t n,
 			       const struct tg_memg_report *r, struct tg_diag *d);
 /*
- * The shared tail of memh, nesting and interleave: classifies the nargs operands,
- * runs RUN on them with the CLI's reporting, prints the malformed-line count.
- * Returns the command's exit code.
+ * The shared tail of memh, nesting and interleave: expands the nargs operands
+ * for view, sets o->has_time, runs RUN on them with the CLI's reporting, prints
+ * the malformed-line count.  Returns the command's exit code.
  */
-int tg_cli_run_graph(tg_graph_run_fn run, const char *name, const struct tg_graph_opts *o,
+int tg_cli_run_graph(tg_graph_run_fn run, const char *name, struct tg_graph_opts *o,
 		     const struct tg_plot_opts *po, const struct tg_common_args *c,
-		     char **argv, int nargs);
+		     char **argv, int nargs, enum tg_dumpset_view view);
 
 /* Prints dump text to f with control bytes as \xHH. */
 void tg_cli_put(FILE *f, const char *s);
@@ -175,5 +184,6 @@ int cmd_diff(int argc, char **argv);
 int cmd_folded(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

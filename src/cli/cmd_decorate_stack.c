@@ -6,7 +6,7 @@
 #include "decorate.h"
 
 static const char decorate_usage[] =
-	"threadgraph decorate-stack [options] MEM STACK EVENT";
+	"threadgraph decorate-stack [options] MEM STACK EVENT | RUN_DIR THREAD EVENT";
 
 static void decorate_step(void *ctx, const char *msg)
 {
@@ -30,6 +30,7 @@ int cmd_decorate_stack(int argc, char **argv)
 	struct tg_common_args c = { .no_time = tg_global_no_time };
 	struct tg_decorate_opts o = { NULL, " " };
 	struct tg_decorate_report r = { decorate_step, decorate_mismatch, NULL };
+	struct tg_capture *cap = NULL;
 	struct tg_diag d;
 	int nargs, ret;
 	const struct tg_option opts[] = {
@@ -44,17 +45,31 @@ int cmd_decorate_stack(int argc, char **argv)
 	ret = tg_parse_options(argc, argv, opts, decorate_usage,
 			       "Prints the call subtree that ends with EVENT (a line number of MEM, "
 			       "or the text of a\nMEM line or of a memg.txt line), each call as\n"
-			       "FUNCTION@FILE:START-END, Time: SECONDS s, Memory: DELTA B", &nargs);
+			       "FUNCTION@FILE:START-END, Time: SECONDS s, Memory: DELTA B\n"
+			       "On a binary capture (RUN_DIR or its capture.tg), THREAD is the "
+			       "thread's file base name\nand EVENT its record number (line EVENT of "
+			       "the exported THREAD.mem) or a line's text.", &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
 	if (nargs != 3)
-		return usage_error(decorate_usage, "expected MEM STACK EVENT, got %d argument%s",
+		return usage_error(decorate_usage, "expected MEM STACK EVENT or RUN_DIR THREAD EVENT, "
+				   "got %d argument%s",
 				   nargs, nargs == 1 ? "" : "s");
 	if (c.no_time)
 		return error("decorate-stack needs timestamps: dumps written without them "
 			     "(--no_time) cannot be paired");
 	r.ctx = argv;
 	tg_cli_diag_init(&d, &c);
+	ret = tg_dumpset_open_capture(argv[0], &cap, &d);
+	if (ret < 0)
+		return error("%s", d.msg);
+	if (ret > 0) {
+		tg_cli_capture_warnings(cap);
+		ret = tg_decorate_capture_run(cap, argv[1], argv[2], &o, stdout, &r, &d) < 0 ?
+			error("%s", d.msg) : 0;
+		tg_dumpset_free_capture(cap);
+		return ret;
+	}
 	ret = tg_decorate_run(argv[0], argv[1], argv[2], &o, stdout, &r, &d) < 0 ?
 		error("%s", d.msg) : 0;
 	tg_cli_diag_summary(&d);

@@ -5,7 +5,7 @@
 #include "graphs.h"
 #include "memg.h"
 
-static const char interleave_usage[] = "threadgraph interleave [options] FILES...";
+static const char interleave_usage[] = "threadgraph interleave [options] FILES...|RUN_DIR";
 
 int cmd_interleave(int argc, char **argv)
 {
@@ -47,5 +47,6 @@ int cmd_interleave(int argc, char **argv)
 	o.from = mo.from;
 	o.has_to = mo.has_to;
 	o.to = mo.to;
-	return tg_cli_run_graph(tg_interleave_run, "interleave", &o, &po, &c, argv, nargs);
+	return tg_cli_run_graph(tg_interleave_run, "interleave", &o, &po, &c, argv, nargs,
+				TG_VIEW_MEM);
 }

@@ -6,7 +6,7 @@
 #include "cli.h"
 #include "memg.h"
 
-static const char memg_usage[] = "threadgraph memg [options] FILES...";
+static const char memg_usage[] = "threadgraph memg [options] FILES...|RUN_DIR";
 
 int cmd_memg(int argc, char **argv)
 {
@@ -16,7 +16,7 @@ int cmd_memg(int argc, char **argv)
 	struct tg_memg_opts o = { .rebase_kb = 30000 };
 	struct tg_plot_opts po;
 	struct tg_memg_report r = tg_cli_report;
-	struct tg_dumpfile *files;
+	struct tg_dumpset files;
 	struct tg_diag d;
 	int nargs, ret, top_given = 0;
 	const struct tg_option opts[] = {
@@ -45,20 +45,22 @@ int cmd_memg(int argc, char **argv)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
 	if (!nargs)
 		return usage_error(memg_usage, "no dump files given");
-	o.has_time = !c.no_time;
 	if (top_given && !o.top_threads)
 		return usage_error(memg_usage, "--top-threads expects a count of at least 1");
 	if ((ret = tg_cli_time_axis(&g, &o.clock, memg_usage)) ||
-	    (ret = tg_cli_peak_opts(&p, &o, memg_usage)) ||
 	    (ret = tg_cli_graph_opts(&g, &po, "svg", 1920, 1080, memg_usage)))
 		return ret;
-	if ((ret = tg_cli_files(argv, nargs, &files)))
-		return ret;
+	if ((ret = tg_cli_dumpset(&files, argv, nargs, TG_VIEW_MEM)))
+		goto out;
+	o.has_time = tg_cli_has_time(&files, &c);
+	if ((ret = tg_cli_peak_opts(&p, &o, memg_usage)))
+		goto out;
 	tg_cli_diag_init(&d, &c);
-	ret = tg_memg_run(&o, &po, files, (size_t)nargs, &r, &d) < 0 ? error("%s", d.msg) : 0;
+	ret = tg_memg_run(&o, &po, files.v, files.n, &r, &d) < 0 ? error("%s", d.msg) : 0;
 	tg_cli_diag_summary(&d);
 	if (ret == 0)
 		tg_cli_plot_note(&po, "memg");
-	tg_cli_files_free(files, nargs);
+out:
+	tg_dumpset_release(&files);
 	return ret;
 }

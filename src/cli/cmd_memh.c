@@ -4,7 +4,7 @@
 #include "cli.h"
 #include "graphs.h"
 
-static const char memh_usage[] = "threadgraph memh [options] FILES...";
+static const char memh_usage[] = "threadgraph memh [options] FILES...|RUN_DIR";
 
 int cmd_memh(int argc, char **argv)
 {
@@ -30,5 +30,5 @@ int cmd_memh(int argc, char **argv)
 	o.has_time = !c.no_time;
 	if ((ret = tg_cli_graph_opts(&g, &po, "svg", 1920, 1080, memh_usage)))
 		return ret;
-	return tg_cli_run_graph(tg_memh_run, "memh", &o, &po, &c, argv, nargs);
+	return tg_cli_run_graph(tg_memh_run, "memh", &o, &po, &c, argv, nargs, TG_VIEW_MEM);
 }

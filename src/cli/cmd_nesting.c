@@ -4,7 +4,7 @@
 #include "cli.h"
 #include "graphs.h"
 
-static const char nesting_usage[] = "threadgraph nesting [options] FILES...";
+static const char nesting_usage[] = "threadgraph nesting [options] FILES...|RUN_DIR";
 
 int cmd_nesting(int argc, char **argv)
 {
@@ -31,5 +31,6 @@ int cmd_nesting(int argc, char **argv)
 	if ((ret = tg_cli_time_axis(&g, &o.clock, nesting_usage)) ||
 	    (ret = tg_cli_graph_opts(&g, &po, "png", 1920, 1080, nesting_usage)))
 		return ret;
-	return tg_cli_run_graph(tg_nesting_run, "nesting", &o, &po, &c, argv, nargs);
+	return tg_cli_run_graph(tg_nesting_run, "nesting", &o, &po, &c, argv, nargs,
+				TG_VIEW_STACK);
 }

@@ -8,7 +8,7 @@
 #include "memg.h"
 #include "peaks_out.h"
 
-static const char peaks_usage[] = "threadgraph peaks [options] FILES...";
+static const char peaks_usage[] = "threadgraph peaks [options] FILES...|RUN_DIR";
 
 /* Sort orders of the list. */
 static const struct {
@@ -33,7 +33,7 @@ int cmd_peaks(int argc, char **argv)
 	struct tg_peak_args p = TG_PEAK_ARGS_DEFAULT;
 	struct tg_memg_opts o = { 0 };
 	struct tg_memg_report r = { NULL, peaks_skip, NULL, NULL };
-	struct tg_dumpfile *files;
+	struct tg_dumpset files;
 	struct tg_peaks peaks;
 	struct tg_diag d;
 	const char *sort = "time";
@@ -66,14 +66,14 @@ int cmd_peaks(int argc, char **argv)
 	if (s == sizeof(peaks_sorts) / sizeof(peaks_sorts[0]))
 		return usage_error(peaks_usage, "unknown sort key '%s' (expected time or size)",
 				   sort);
-	o.has_time = !c.no_time;
-	if ((ret = tg_cli_peak_opts(&p, &o, peaks_usage)))
-		return ret;
-	if ((ret = tg_cli_files(argv, nargs, &files)))
-		return ret;
-	tg_cli_diag_init(&d, &c);
 	tg_peaks_init(&peaks);
-	if (tg_peaks_collect(&o, files, (size_t)nargs, &peaks, &r, &d) < 0) {
+	tg_cli_diag_init(&d, &c);
+	if ((ret = tg_cli_dumpset(&files, argv, nargs, TG_VIEW_MEM)))
+		goto out;
+	o.has_time = tg_cli_has_time(&files, &c);
+	if ((ret = tg_cli_peak_opts(&p, &o, peaks_usage)))
+		goto out;
+	if (tg_peaks_collect(&o, files.v, files.n, &peaks, &r, &d) < 0) {
 		ret = error("%s", d.msg);
 		goto out;
 	}
@@ -82,12 +82,12 @@ int cmd_peaks(int argc, char **argv)
 	if (peaks_sorts[s].sort)
 		peaks_sorts[s].sort(&peaks);
 	if (json)
-		tg_peaks_write_json(stdout, &peaks, files, o.has_time);
+		tg_peaks_write_json(stdout, &peaks, files.v, o.has_time);
 	else
-		tg_peaks_write_text(stdout, &peaks, files, o.has_time);
+		tg_peaks_write_text(stdout, &peaks, files.v, o.has_time);
 out:
 	tg_cli_diag_summary(&d);
 	tg_peaks_release(&peaks);
-	tg_cli_files_free(files, nargs);
+	tg_dumpset_release(&files);
 	return ret;
 }

@@ -33,7 +33,10 @@
  *
  * zz() is zigzag (0,-1,1,-2.. -> 0,1,2,3..).  dt_us is the microseconds since the
  * stream's previous timed record (the header's start_us for the first); times
- * never decrease within a stream.  A RETURN closes the innermost open CALL.
+ * never decrease within a stream.  A RETURN closes the innermost open CALL, and
+ * takes its code from it: a recorder that cannot write a CALL must not write its
+ * RETURN either (a DROPPED event counts them), or the reader, finding a RETURN
+ * with no open CALL, refuses the stream as corrupt.
  *
  * Record numbers: the k-th RETURN of a thread's stream is line k of the
  * thread's exported .mem file; the k-th CALL is line k of its .stack file.

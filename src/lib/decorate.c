@@ -16,6 +16,7 @@
 #include "fmt.h"
 #include "linereader.h"
 #include "records.h"
+#include "recsrc.h"
 
 /* One call of the subtree. */
 struct dec_node {
@@ -424,6 +425,33 @@ static int dec_read_event(const char *path, unsigned long lineno, struct tg_memr
 	return 0;
 }
 
+/* Writes the decorated subtree s (nodes complete) to out. */
+static void dec_print(const struct dec_state *s, const struct tg_decorate_opts *o, FILE *out)
+{
+	size_t plen = o->prefix ? strlen(o->prefix) : 0;
+	const char *indent = o->indent ? o->indent : " ";
+
+	for (size_t i = 0; i < s->n; i++) {
+		const struct dec_node *n = &s->nodes[i];
+		const char *file = s->arena + n->file_off;
+		size_t flen = n->file_len;
+		char secs[40];
+
+		for (unsigned k = n->depth - s->nodes[0].depth; k; k--)
+			fputs(indent, out);
+		if (plen && flen >= plen && !memcmp(file, o->prefix, plen)) {
+			file += plen;
+			flen -= plen;
+		}
+		tg_fputs_safe(out, s->arena + n->func_off, n->func_len);
+		putc('@', out);
+		tg_fputs_safe(out, file, flen);
+		tg_fmt_pyfloat(secs, n->t_ret - n->t_call);
+		fprintf(out, ":%lu-%lu, Time: %s s, Memory: %lld B\n", n->first_line, n->end_line,
+			secs, n->delta);
+	}
+}
+
 int tg_decorate_run(const char *mem_path, const char *stack_path, const char *event,
 		    const struct tg_decorate_opts *o, FILE *out,
 		    const struct tg_decorate_report *r, struct tg_diag *d)
@@ -433,8 +461,7 @@ int tg_decorate_run(const char *mem_path, const char *stack_path, const char *ev
 	char *evcopy = NULL;
 	unsigned long lineno, k, call_line = 0;
 	int found;
-	size_t start = 0, i, plen = o->prefix ? strlen(o->prefix) : 0;
-	const char *indent = o->indent ? o->indent : " ";
+	size_t start = 0, i;
 	int ret = -1;
 
 	memset(&s, 0, sizeof(s));
@@ -482,28 +509,171 @@ int tg_decorate_run(const char *mem_path, const char *stack_path, const char *ev
 			r->mismatch(r->ctx, n->stack_lineno, n->mem_lineno);
 	}
 	dec_step(r, "Decorating trace.");
-	for (i = 0; i < s.n; i++) {
-		const struct dec_node *n = &s.nodes[i];
-		const char *file = s.arena + n->file_off;
-		size_t flen = n->file_len;
-		char secs[40];
-
-		for (unsigned k = n->depth - s.nodes[0].depth; k; k--)
-			fputs(indent, out);
-		if (plen && flen >= plen && !memcmp(file, o->prefix, plen)) {
-			file += plen;
-			flen -= plen;
-		}
-		tg_fputs_safe(out, s.arena + n->func_off, n->func_len);
-		putc('@', out);
-		tg_fputs_safe(out, file, flen);
-		tg_fmt_pyfloat(secs, n->t_ret - n->t_call);
-		fprintf(out, ":%lu-%lu, Time: %s s, Memory: %lld B\n", n->first_line, n->end_line,
-			secs, n->delta);
-	}
+	dec_print(&s, o, out);
 	ret = 0;
 out:
 	free(evcopy);
+	dec_state_release(&s);
+	return ret;
+}
+
+/* ---- a thread of a binary capture ---- */
+
+/* The time of a capture record as the text path reads it: strtod of its text. */
+static double dec_cap_time(int64_t t_us)
+{
+	char buf[TG_CAP_TIME_MAX];
+	struct tg_str t = { buf, tg_cap_fmt_time(buf, t_us) };
+
+	return tg_time_exact(&t);
+}
+
+/*
+ * Finds the event in thread t: a record number, or the text of a .mem line as
+ * tg_decorate_find_event takes it.  Stores the return's number in *number and
+ * the number of the call it closes in *call.  Returns 0 or -1.
+ */
+static int dec_cap_find(const struct tg_capture *cap, const struct tg_cap_thread *t,
+			const char *event, unsigned long *number, unsigned long *call,
+			struct tg_diag *d)
+{
+	struct tg_capcur c;
+	struct tg_cap_rec_data r;
+	size_t elen = strlen(event), cap_len = TG_SRC_TEXT_MAX;
+	int number_only = dec_is_number(event), got, timed = (cap->flags & TG_CAP_F_TIME) != 0;
+	unsigned long want = number_only ? strtoul(event, NULL, 10) : 0;
+	char *line = number_only ? NULL : malloc(cap_len);
+
+	if (number_only && want == 0)
+		return tg_error(d, "bad event '%s': record numbers start at 1", event);
+	if (!number_only && !line)
+		return tg_error(d, "out of memory");
+	tg_capcur_init(&c, cap, t);
+	while ((got = tg_capcur_next(&c, &r, d)) > 0) {
+		size_t len;
+		const char *hash;
+		struct tg_str rest;
+
+		if (r.type != TG_CAP_REC_RETURN)
+			continue;
+		if (number_only) {
+			if (r.number == want)
+				break;
+			continue;
+		}
+		len = tg_src_fmt_record(line, cap_len, &r, timed);
+		if (!len)
+			continue;
+		len--; /* the newline */
+		hash = timed ? memchr(line, '#', len) : NULL;
+		rest.s = hash ? hash + 1 : line;
+		rest.len = hash ? len - (size_t)(hash + 1 - line) : len;
+		if (dec_line_matches(event, elen, line, len, &rest))
+			break;
+	}
+	if (got > 0) {
+		*number = r.number;
+		*call = r.call_number;
+	} else if (got == 0) {
+		if (number_only)
+			tg_error(d, "no event %lu: thread '%s' has %lu returns", want, t->base,
+				 c.returns);
+		else
+			tg_error(d, "event not found in thread '%s'", t->base);
+	}
+	tg_capcur_release(&c);
+	free(line);
+	return got > 0 ? 0 : -1;
+}
+
+int tg_decorate_capture_run(const struct tg_capture *cap, const char *thread, const char *event,
+			    const struct tg_decorate_opts *o, FILE *out,
+			    const struct tg_decorate_report *r, struct tg_diag *d)
+{
+	const struct tg_cap_thread *t = NULL;
+	struct dec_state s;
+	struct tg_capcur c;
+	struct tg_cap_rec_data rec;
+	unsigned long number = 0, root = 0;
+	size_t *open = NULL, top = 0;
+	int got, ret = -1;
+
+	memset(&s, 0, sizeof(s));
+	for (size_t i = 0; i < cap->n_threads; i++)
+		if (!strcmp(cap->threads[i].base, thread))
+			t = &cap->threads[i];
+	if (!t) {
+		char names[512];
+		size_t n = 0;
+		names[0] = '\0';
+		for (size_t i = 0; i < cap->n_threads && n + 8 < sizeof(names); i++)
+			n += (size_t)snprintf(names + n, sizeof(names) - n, "%s'%s'", i ? ", " : "",
+					      cap->threads[i].base);
+		if (n >= sizeof(names))
+			strcpy(names + sizeof(names) - 5, "...");
+		return tg_error(d, "no thread '%s' in '%s'; its threads: %s", thread, cap->path,
+				cap->n_threads ? names : "none");
+	}
+	if (!(cap->flags & TG_CAP_F_TIME))
+		return tg_error(d, "decorate-stack needs timestamps: '%s' was recorded without "
+				"them", cap->path);
+	dec_step(r, "Scanning memory file looking for the event.");
+	if (dec_cap_find(cap, t, event, &number, &root, d) < 0)
+		return -1;
+	dec_step(r, "Scanning stack file looking for a matching event.");
+	tg_capcur_init(&c, cap, t);
+	while ((got = tg_capcur_next(&c, &rec, d)) > 0) {
+		if (rec.type == TG_CAP_REC_CALL && rec.number >= root) {
+			struct tg_stackrec sr;
+			struct dec_node *n;
+			sr.depth = rec.depth;
+			sr.line = (unsigned long)rec.line;
+			sr.file.s = rec.code->file;
+			sr.file.len = rec.code->file_len;
+			sr.func.s = rec.code->func;
+			sr.func.len = rec.code->func_len;
+			sr.time.text.s = "";
+			sr.time.text.len = 0;
+			if (dec_node_add(&s, &sr, rec.number, d) < 0)
+				goto out;
+			n = &s.nodes[s.n - 1];
+			n->t_call = dec_cap_time(rec.t_us);
+			if (top == 0 || (top & (top - 1)) == 0) {
+				size_t *nv = realloc(open, (top ? 2 * top : 1) * sizeof(*nv));
+				if (!nv) {
+					tg_error(d, "out of memory");
+					goto out;
+				}
+				open = nv;
+			}
+			open[top++] = s.n - 1;
+		} else if (rec.type == TG_CAP_REC_RETURN && rec.call_number >= root) {
+			struct dec_node *n;
+			if (!top) { /* cannot happen: the root closes last */
+				tg_error(d, "'%s': unpaired return %lu", cap->path, rec.number);
+				goto out;
+			}
+			n = &s.nodes[open[--top]];
+			n->end_line = (unsigned long)rec.line;
+			n->delta = rec.value;
+			n->t_ret = dec_cap_time(rec.t_us);
+			n->mem_lineno = rec.number;
+			if (rec.number == number)
+				break;
+		}
+	}
+	if (got < 0)
+		goto out;
+	if (got == 0 || !s.n) {
+		tg_error(d, "'%s': the event's call was not found again", cap->path);
+		goto out;
+	}
+	dec_step(r, "Decorating trace.");
+	dec_print(&s, o, out);
+	ret = 0;
+out:
+	tg_capcur_release(&c);
+	free(open);
 	dec_state_release(&s);
 	return ret;
 }

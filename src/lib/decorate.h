@@ -50,4 +50,16 @@ int tg_decorate_run(const char *mem_path, const char *stack_path, const char *ev
 		    const struct tg_decorate_opts *o, FILE *out,
 		    const struct tg_decorate_report *r, struct tg_diag *d);
 
+struct tg_capture;
+/*
+ * The same for thread `thread` (its base name, as in runinfo.json and the
+ * exported file names) of a binary capture: event is a record number (the k-th
+ * return, line k of the exported .mem) or the text of an exported .mem line or
+ * of a memg.txt line.  The output is what tg_decorate_run prints on the
+ * exported files.  Returns 0 or -1 (d->msg set).
+ */
+int tg_decorate_capture_run(const struct tg_capture *cap, const char *thread, const char *event,
+			    const struct tg_decorate_opts *o, FILE *out,
+			    const struct tg_decorate_report *r, struct tg_diag *d);
+
 #endif

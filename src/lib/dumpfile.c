@@ -19,6 +19,8 @@ int tg_dumpfile_init(struct tg_dumpfile *df, const char *path)
 		len -= 3;
 	df->path = path;
 	df->kind = TG_DUMP_MEM;
+	df->cap = NULL;
+	df->cap_thread = NULL;
 	dot = NULL;
 	for (size_t i = 0; i < len; i++)
 		if (base[i] == '.')

@@ -13,13 +13,20 @@ enum tg_dump_kind {
 	TG_DUMP_PROCESS, /* process.mem (any suffix with base name "process") */
 };
 
+struct tg_capture;
+struct tg_cap_thread;
+
 struct tg_dumpfile {
 	const char *path;       /* as given (not owned) */
 	char *thread;           /* thread name (owned), "process" for the process file */
 	enum tg_dump_kind kind;
+	/* a file of a binary capture (dumpset.h): read from cap, not from path, which
+	 * names the file `threadgraph export` writes; NULL for a text dump */
+	const struct tg_capture *cap;
+	const struct tg_cap_thread *cap_thread; /* its thread (NULL: process.mem) */
 };
 
-/* Fills df from path; returns 0, or -1 when out of memory. */
+/* Fills df from path (a text dump: cap NULL); returns 0, or -1 when out of memory. */
 int tg_dumpfile_init(struct tg_dumpfile *df, const char *path);
 /* Frees df->thread. */
 void tg_dumpfile_release(struct tg_dumpfile *df);

@@ -26,12 +26,16 @@ size_t tg_fmt_milli(char *buf, long long m)
 
 	if (m < 0)
 		buf[n++] = '-';
-	do {
-		tmp[t++] = (char)('0' + ip % 10);
-		ip /= 10;
-	} while (ip);
-	while (t)
-		buf[n++] = tmp[--t];
+	if (ip < 10) { /* most deltas are below 10 KB: no digit loops */
+		buf[n++] = (char)('0' + ip);
+	} else {
+		do {
+			tmp[t++] = (char)('0' + ip % 10);
+			ip /= 10;
+		} while (ip);
+		while (t)
+			buf[n++] = tmp[--t];
+	}
 	if (frac) {
 		buf[n++] = '.';
 		buf[n++] = (char)('0' + frac / 100);

@@ -7,8 +7,7 @@
 
 #include "fmt.h"
 #include "graphs.h"
-#include "linereader.h"
-#include "records.h"
+#include "recsrc.h"
 
 /* Opens the script NAME.gp in the plot folder and writes the preamble; 0 or -1. */
 static int graph_script(struct tg_aout *script, const struct tg_plot_opts *po,
@@ -48,27 +47,22 @@ static void graph_report_plotting(const struct tg_memg_report *r,
 static int memh_read(const struct tg_graph_opts *o, const struct tg_dumpfile *df,
 		     struct tg_sitetab *t, struct tg_diag *d)
 {
-	struct tg_lr lr;
+	struct tg_src src;
 	struct tg_memrec m;
-	const char *line, *why;
-	size_t len;
 	int got, ret = -1;
 
-	if (tg_lr_open(&lr, df->path, 0, d) < 0)
+	if (tg_src_open(&src, df, o->has_time, 0, d) < 0)
 		return -1;
-	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0) {
-		why = tg_lr_bad(&lr) ?: tg_memrec_parse(&m, line, len, o->has_time);
-		if (why) {
-			if (tg_malformed(d, df->path, lr.lineno, why) < 0)
-				goto release;
+	while ((got = tg_src_next_mem(&src, &m, d)) > 0) {
+		if (!m.delta)
 			continue;
-		}
-		if (m.delta && tg_sitetab_add(t, m.site.s, m.site.len, m.delta, d) < 0)
+		if (tg_src_mem_text(&src, &m, d) < 0 ||
+		    tg_sitetab_add(t, m.site.s, m.site.len, m.delta, d) < 0)
 			goto release;
 	}
 	ret = got < 0 ? -1 : 0;
 release:
-	tg_lr_release(&lr);
+	tg_src_release(&src);
 	return ret;
 }
 
@@ -148,22 +142,14 @@ static int nesting_read(const struct tg_graph_opts *o, const struct tg_dumpfile 
 			FILE *out, unsigned long *events, struct tg_timeaxis *ta,
 			struct tg_diag *d)
 {
-	struct tg_lr lr;
+	struct tg_src src;
 	struct tg_stackrec s;
-	const char *line, *why;
-	size_t len;
-	int got, ret = -1;
+	int got, ret;
 
 	*events = 0;
-	if (tg_lr_open(&lr, df->path, 0, d) < 0)
+	if (tg_src_open(&src, df, o->has_time, 0, d) < 0)
 		return -1;
-	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0) {
-		why = tg_lr_bad(&lr) ?: tg_stackrec_parse(&s, line, len, o->has_time);
-		if (why) {
-			if (tg_malformed(d, df->path, lr.lineno, why) < 0)
-				goto release;
-			continue;
-		}
+	while ((got = tg_src_next_stack(&src, &s, d)) > 0) {
 		if (o->has_time) {
 			tg_timeaxis_see(ta, s.time.v);
 			fwrite_unlocked(s.time.text.s, 1, s.time.text.len, out);
@@ -173,8 +159,7 @@ static int nesting_read(const struct tg_graph_opts *o, const struct tg_dumpfile 
 		(*events)++;
 	}
 	ret = got < 0 ? -1 : 0;
-release:
-	tg_lr_release(&lr);
+	tg_src_release(&src);
 	return ret;
 }
 
@@ -274,7 +259,7 @@ out:
 
 /* One input of the merge: a thread's reader and its current event. */
 struct il_input {
-	struct tg_lr lr;
+	struct tg_src src;
 	const struct tg_dumpfile *df;
 	unsigned index;      /* thread index in the legend */
 	int open, live;      /* reader opened; has a current event */
@@ -288,18 +273,10 @@ struct il_input {
 static int il_next(const struct tg_graph_opts *o, struct il_input *in,
 		   struct tg_timeaxis *ta, struct tg_diag *d)
 {
-	const char *line, *why;
-	size_t len;
 	struct tg_memrec m;
 	int got;
 
-	while ((got = tg_lr_next(&in->lr, &line, &len, d)) > 0) {
-		why = tg_lr_bad(&in->lr) ?: tg_memrec_parse(&m, line, len, 1);
-		if (why) {
-			if (tg_malformed(d, in->df->path, in->lr.lineno, why) < 0)
-				return -1;
-			continue;
-		}
+	while ((got = tg_src_next_mem(&in->src, &m, d)) > 0) {
 		tg_timeaxis_see(ta, m.time.v);
 		if ((o->has_from && m.time.v < o->from) || (o->has_to && m.time.v > o->to))
 			continue;
@@ -351,7 +328,7 @@ int tg_interleave_run(const struct tg_graph_opts *o, const struct tg_plot_opts *
 		in[k].df = &files[i];
 		in[k].index = (unsigned)k;
 		/* small buffers: one per thread is open at a time */
-		if (tg_lr_open(&in[k].lr, files[i].path, 2 * TG_LR_MAX_LINE, d) < 0)
+		if (tg_src_open(&in[k].src, &files[i], 1, 2 * TG_LR_MAX_LINE, d) < 0)
 			goto out;
 		in[k].open = in[k].live = 1;
 		if (il_next(o, &in[k], &ta, d) < 0)
@@ -431,7 +408,7 @@ out:
 		tg_aout_abort(&dat);
 	for (i = 0; i < n; i++)
 		if (in[i].open)
-			tg_lr_release(&in[i].lr);
+			tg_src_release(&in[i].src);
 	free(in);
 	return ret;
 }

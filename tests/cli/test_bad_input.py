@@ -39,6 +39,10 @@ def test_unreadable_file(tg, tmp_path):
 
 
 def test_directory(tg, tmp_path):
+    """A directory is a run directory: its dump files, or an error when it has none."""
+    r = tg("peaks", tmp_path)
+    assert r.returncode == 1 and "no .mem files in directory" in r.stderr
+    (tmp_path / "sub.mem").mkdir()  # a directory named like a dump is still an error
     r = tg("peaks", tmp_path)
     assert r.returncode == 1 and "is a directory" in r.stderr
 

@@ -107,6 +107,50 @@ def main():
           b"# thread: 0 a\x07\n# thread: 1 ok\n0 - 1 1 1 1 1 <no python frame>\n"
           b"1 0 1 1 1 1 1 x\x1bq\n2 0 1 -1 -1 -1 -1 f<-g\n2 1 1 1 1 1 1 dup\n"
           b"3 9 1 1 1 1 1 orphan\n4 3 1 1 1 1 1 child\n")
+    capture_seeds()
+
+
+def canonical(data):
+    """Dump text with six-decimal times, as export writes them."""
+    out = []
+    for ln in data.split(b"\n")[:-1]:
+        s = ln.lstrip(b" ")
+        t, _, rest = s.partition(b"#")
+        sec, _, fr = t.partition(b".")
+        out.append(ln[:len(ln) - len(s)] + sec + b"." + (fr + b"000000")[:6] + b"#" + rest)
+    return b"".join(x + b"\n" for x in out)
+
+
+def capture_seeds():
+    """Binary captures made by tests/cli/capture_encode.py from the fixtures."""
+    import sys
+    import tempfile
+    sys.path.insert(0, os.path.join(HERE, "..", "cli"))
+    import capture_encode as ce
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("Thread-7.mem", "Thread-7.stack", "process.mem", "MainThread.mem",
+                     "Thread-6.mem"):
+            with open(os.path.join(tmp, name), "wb") as f:
+                f.write(canonical(read("tutorial", name)))
+        for name in ("Worker.mem", "process.mem"):
+            with open(os.path.join(tmp, "nt-" + name), "wb") as f:
+                f.write(read("notime", name))
+        p = lambda *n: [os.path.join(tmp, x) for x in n]  # noqa: E731
+        t7 = ce.encode(p("Thread-7.mem", "Thread-7.stack", "process.mem"), chunk=64)
+        write("fuzz_capture", "tutorial-thread7", t7)
+        write("fuzz_capture", "tutorial-thread7-cut", t7[:len(t7) * 2 // 3])
+        write("fuzz_capture", "tutorial-mem-only",
+              ce.encode(p("MainThread.mem", "Thread-6.mem", "Thread-7.mem", "process.mem")))
+        write("fuzz_capture", "stack-only", ce.encode(p("Thread-7.stack"), chunk=30))
+        write("fuzz_capture", "dropped-noend",
+              ce.encode(p("Thread-7.mem", "Thread-7.stack"), dropped=["Thread-7:4:2"], end=False))
+        os.rename(os.path.join(tmp, "nt-Worker.mem"), os.path.join(tmp, "Worker.mem"))
+        write("fuzz_capture", "notime", ce.encode(p("Worker.mem"), timed=False, chunk=20))
+    # regression: process sizes summed past 2^63 (UBSan: signed integer overflow)
+    hdr = ce.MAGIC + ce.struct.pack("<IIqIIII", 1, ce.F_PROCESS, 0, 0, 0, 1, 0)
+    body = ce.varint(ce.zz(-(1 << 62))) * 3
+    write("fuzz_capture", "regress-sample-overflow",
+          hdr + ce.struct.pack("<BBHII", ce.K_PROCESS, 0, 0, 1, len(body)) + body)
 
     # folded/flamegraph: mode byte (time, no timestamps, snapshot), then for dumps
     # the .stack part's length in 16-byte units, the .stack part padded with

@@ -1,0 +1,839 @@
+/*
+ * capture.c - open a binary capture and decode its streams (capture.h).
+ *
+ * The file is mapped read-only; opening walks the chunk headers once (a 1 GB
+ * text run is a few hundred 64 KiB chunks), parses the definitions, and files
+ * each payload under its stream.  Decoding is a loop over varints with a
+ * one-byte fast path; nothing is allocated per record.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "tg_format.h"
+
+/* Ids below this bound (or below 4x the number of ids) are kept in an array. */
+#define CAP_DIRECT_MIN 4096
+
+/* --- id maps --------------------------------------------------------------- */
+
+/* Maps id (>= 1, not yet present) to val (>= 1); 0 or -1 out of memory. */
+static int cap_idmap_put(struct tg_cap_idmap *m, uint64_t id, uint32_t val, size_t count)
+{
+	size_t i;
+
+	if (id < m->ndirect || id < CAP_DIRECT_MIN || id < 4 * (uint64_t)count) {
+		if (id >= m->ndirect) {
+			size_t n = m->ndirect ? m->ndirect : 256;
+			uint32_t *nd;
+			while (n <= id)
+				n *= 2;
+			nd = realloc(m->direct, n * sizeof(*nd));
+			if (!nd)
+				return -1;
+			memset(nd + m->ndirect, 0, (n - m->ndirect) * sizeof(*nd));
+			m->direct = nd;
+			m->ndirect = n;
+		}
+		m->direct[id] = val;
+		return 0;
+	}
+	if (2 * (m->hn + 1) > m->hcap) {
+		size_t ncap = m->hcap ? 2 * m->hcap : 64;
+		uint64_t *nk = calloc(ncap, sizeof(*nk));
+		uint32_t *nv = calloc(ncap, sizeof(*nv));
+		if (!nk || !nv) {
+			free(nk);
+			free(nv);
+			return -1;
+		}
+		for (size_t j = 0; j < m->hcap; j++) {
+			if (!m->hkeys[j])
+				continue;
+			for (i = tg_cap_hash(m->hkeys[j]) & (ncap - 1); nk[i]; i = (i + 1) & (ncap - 1))
+				;
+			nk[i] = m->hkeys[j];
+			nv[i] = m->hvals[j];
+		}
+		free(m->hkeys);
+		free(m->hvals);
+		m->hkeys = nk;
+		m->hvals = nv;
+		m->hcap = ncap;
+	}
+	for (i = tg_cap_hash(id) & (m->hcap - 1); m->hkeys[i]; i = (i + 1) & (m->hcap - 1))
+		;
+	m->hkeys[i] = id;
+	m->hvals[i] = val;
+	m->hn++;
+	return 0;
+}
+
+static void cap_idmap_release(struct tg_cap_idmap *m)
+{
+	free(m->direct);
+	free(m->hkeys);
+	free(m->hvals);
+	memset(m, 0, sizeof(*m));
+}
+
+/* --- opening --------------------------------------------------------------- */
+
+int tg_capture_is_magic(const void *p, size_t n)
+{
+	return n >= TG_CAP_MAGIC_LEN && !memcmp(p, TG_CAP_MAGIC, TG_CAP_MAGIC_LEN);
+}
+
+int tg_capture_detect(const char *path, char **file)
+{
+	struct stat st;
+	const char *base = strrchr(path, '/');
+	char magic[TG_CAP_MAGIC_LEN];
+	size_t n = strlen(path);
+	int fd, yes = 0;
+
+	*file = NULL;
+	if (stat(path, &st) < 0)
+		return 0;
+	if (S_ISDIR(st.st_mode)) {
+		char *f = malloc(n + sizeof(TG_CAP_FILENAME) + 1);
+		if (!f)
+			return 0;
+		while (n > 1 && path[n - 1] == '/')
+			n--;
+		memcpy(f, path, n);
+		f[n] = '/';
+		memcpy(f + n + 1, TG_CAP_FILENAME, sizeof(TG_CAP_FILENAME));
+		if (stat(f, &st) == 0 && S_ISREG(st.st_mode)) {
+			*file = f;
+			return 1;
+		}
+		free(f);
+		return 0;
+	}
+	base = base ? base + 1 : path;
+	if (!strcmp(base, TG_CAP_FILENAME)) {
+		yes = 1;
+	} else if (S_ISREG(st.st_mode) && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		/* only a regular file is sniffed: reading a pipe would eat its start */
+		yes = read(fd, magic, sizeof(magic)) == (ssize_t)sizeof(magic) &&
+		      tg_capture_is_magic(magic, sizeof(magic));
+		close(fd);
+	}
+	if (yes && !(*file = strdup(path)))
+		yes = 0;
+	return yes;
+}
+
+/* Appends a span to l; 0 or -1 out of memory. */
+static int cap_spans_add(struct tg_cap_spans *l, const unsigned char *p, uint32_t len,
+			 int partial)
+{
+	if (l->n == l->alloc) {
+		size_t na = l->alloc ? 2 * l->alloc : 16;
+		struct tg_cap_span *nv = realloc(l->v, na * sizeof(*nv));
+		if (!nv)
+			return -1;
+		l->v = nv;
+		l->alloc = na;
+	}
+	l->v[l->n].p = p;
+	l->v[l->n].len = len;
+	l->v[l->n].partial = (uint32_t)partial;
+	l->n++;
+	return 0;
+}
+
+/* Reads a varint-length text at *p: sets *s and *len, advances; 0 or -1. */
+static int cap_get_text(const unsigned char **p, const unsigned char *end, const char **s,
+			uint32_t *len)
+{
+	uint64_t n;
+
+	if (tg_cap_get_varint(p, end, &n) < 0 || n > (uint64_t)(end - *p))
+		return -1;
+	*s = (const char *)*p;
+	*len = (uint32_t)n;
+	*p += n;
+	return 0;
+}
+
+static int cap_corrupt(const struct tg_capture *cap, struct tg_diag *d, const unsigned char *at,
+		       const char *what)
+{
+	return tg_error(d, "'%s': corrupt capture at byte %zu: %s", cap->path,
+			(size_t)(at - cap->map), what);
+}
+
+/* Non-zero when s[0..n) holds a byte the text formats escape (TG_NEEDS_ESCAPE). */
+static int cap_has_control(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (TG_NEEDS_ESCAPE(s[i]))
+			return 1;
+	return 0;
+}
+
+/* Parses one CODES payload (complete definitions only when partial). */
+static int cap_read_codes(struct tg_capture *cap, const unsigned char *p, uint32_t len,
+			  int partial, struct tg_diag *d)
+{
+	const unsigned char *end = p + len;
+
+	while (p < end) {
+		const unsigned char *start = p;
+		struct tg_cap_code c;
+		uint64_t id, first;
+		unsigned kind;
+
+		if (tg_cap_get_varint(&p, end, &id) < 0 || p >= end)
+			goto short_def;
+		kind = *p++;
+		if (tg_cap_get_varint(&p, end, &first) < 0 ||
+		    cap_get_text(&p, end, &c.file, &c.file_len) < 0 ||
+		    cap_get_text(&p, end, &c.func, &c.func_len) < 0)
+			goto short_def;
+		if (id == 0)
+			return cap_corrupt(cap, d, start, "code id 0");
+		if (kind != TG_CAP_CODE_PYTHON && kind != TG_CAP_CODE_C)
+			return cap_corrupt(cap, d, start, "unknown code kind");
+		if (first > INT64_MAX)
+			return cap_corrupt(cap, d, start, "line number out of range");
+		if (cap_has_control(c.file, c.file_len) || cap_has_control(c.func, c.func_len))
+			return cap_corrupt(cap, d, start, "a control byte in a code's name "
+					   "(the recorder escapes them)");
+		if (tg_cap_idmap_get(&cap->code_ids, id))
+			return cap_corrupt(cap, d, start, "code defined twice");
+		c.first_line = first;
+		c.kind = kind;
+		if (cap->n_codes == cap->codes_alloc) {
+			size_t na = cap->codes_alloc ? 2 * cap->codes_alloc : 256;
+			struct tg_cap_code *nv = realloc(cap->codes, na * sizeof(*nv));
+			if (!nv)
+				return tg_error(d, "out of memory");
+			cap->codes = nv;
+			cap->codes_alloc = na;
+		}
+		if (cap->n_codes >= UINT32_MAX - 1)
+			return cap_corrupt(cap, d, start, "too many codes");
+		cap->codes[cap->n_codes++] = c;
+		if (cap_idmap_put(&cap->code_ids, id, (uint32_t)cap->n_codes, cap->n_codes) < 0)
+			return tg_error(d, "out of memory");
+		continue;
+short_def:
+		if (partial)
+			return 0; /* the cut: the rest is lost */
+		return cap_corrupt(cap, d, start, "code definition runs past its chunk");
+	}
+	return 0;
+}
+
+/* Non-zero when b[0..n) can be a file base name: no '/' or control byte (the
+ * recorder writes them %HH), not empty, no leading '.', not the process file's. */
+static int cap_base_ok(const char *b, size_t n)
+{
+	if (!n || memchr(b, '/', n) || cap_has_control(b, n))
+		return 0;
+	if (b[0] == '.') /* ".", ".." or a hidden file: the recorder writes %2E */
+		return 0;
+	return !(n == strlen(TG_PROCESS_BASENAME) && !memcmp(b, TG_PROCESS_BASENAME, n));
+}
+
+static char *cap_strndup(const char *s, size_t n)
+{
+	char *r = malloc(n + 1);
+
+	if (r) {
+		memcpy(r, s, n);
+		r[n] = '\0';
+	}
+	return r;
+}
+
+/* Parses a THREAD payload for stream (a partial one is ignored). */
+static int cap_read_thread(struct tg_capture *cap, uint32_t stream, const unsigned char *p,
+			   uint32_t len, int partial, struct tg_diag *d)
+{
+	const unsigned char *start = p, *end = p + len;
+	struct tg_cap_thread t;
+	const char *base, *name;
+	uint32_t blen, nlen;
+
+	memset(&t, 0, sizeof(t));
+	if (tg_cap_get_varint(&p, end, &t.native_id) < 0 ||
+	    tg_cap_get_varint(&p, end, &t.ident) < 0 ||
+	    cap_get_text(&p, end, &base, &blen) < 0 || cap_get_text(&p, end, &name, &nlen) < 0) {
+		if (partial)
+			return 0;
+		return cap_corrupt(cap, d, start, "thread definition runs past its chunk");
+	}
+	if (stream < TG_CAP_STREAM_FIRST)
+		return cap_corrupt(cap, d, start, "thread definition on a reserved stream");
+	if (tg_cap_idmap_get(&cap->stream_ids, stream))
+		return cap_corrupt(cap, d, start, "thread defined twice");
+	if (!cap_base_ok(base, blen))
+		return cap_corrupt(cap, d, start, "a thread's file name is not a safe file name");
+	for (size_t i = 0; i < cap->n_threads; i++)
+		if (strlen(cap->threads[i].base) == blen && !memcmp(cap->threads[i].base, base, blen))
+			return cap_corrupt(cap, d, start, "two threads have the same file name");
+	if (cap->n_threads == cap->threads_alloc) {
+		size_t na = cap->threads_alloc ? 2 * cap->threads_alloc : 16;
+		struct tg_cap_thread *nv = realloc(cap->threads, na * sizeof(*nv));
+		if (!nv)
+			return tg_error(d, "out of memory");
+		cap->threads = nv;
+		cap->threads_alloc = na;
+	}
+	t.stream = stream;
+	t.offset = (uint64_t)(start - cap->map);
+	t.base = cap_strndup(base, blen);
+	t.name = cap_strndup(name, nlen);
+	if (!t.base || !t.name) {
+		free(t.base);
+		free(t.name);
+		return tg_error(d, "out of memory");
+	}
+	cap->threads[cap->n_threads++] = t;
+	if (cap_idmap_put(&cap->stream_ids, stream, (uint32_t)cap->n_threads, cap->n_threads) < 0)
+		return tg_error(d, "out of memory");
+	return 0;
+}
+
+/* Parses the END payload (a partial one counts as missing). */
+static int cap_read_end(struct tg_capture *cap, const unsigned char *p, uint32_t len,
+			int partial, struct tg_diag *d)
+{
+	const unsigned char *start = p, *end = p + len;
+	uint64_t n;
+
+	if (partial)
+		return 0;
+	if (cap->has_end)
+		return cap_corrupt(cap, d, start, "two end chunks");
+	if (len < 8)
+		return cap_corrupt(cap, d, start, "end chunk too short");
+	cap->end_us = (int64_t)tg_cap_get_u64(p);
+	p += 8;
+	if (tg_cap_get_varint(&p, end, &n) < 0)
+		return cap_corrupt(cap, d, start, "end chunk too short");
+	while (n--) {
+		uint64_t stream, calls, returns, dropped;
+		uint32_t ix;
+
+		if (tg_cap_get_varint(&p, end, &stream) < 0 ||
+		    tg_cap_get_varint(&p, end, &calls) < 0 ||
+		    tg_cap_get_varint(&p, end, &returns) < 0 ||
+		    tg_cap_get_varint(&p, end, &dropped) < 0)
+			return cap_corrupt(cap, d, start, "end chunk too short");
+		ix = tg_cap_idmap_get(&cap->stream_ids, stream);
+		if (ix) {
+			cap->threads[ix - 1].end_calls = calls;
+			cap->threads[ix - 1].end_returns = returns;
+			cap->threads[ix - 1].dropped = dropped;
+		}
+	}
+	cap->has_end = 1;
+	return 0;
+}
+
+/* Walks the chunks once: definitions parsed, payloads filed by stream. */
+static int cap_scan(struct tg_capture *cap, struct tg_diag *d)
+{
+	const unsigned char *p = cap->map + TG_CAP_HEADER_SIZE, *end = cap->map + cap->size;
+
+	while (p < end) {
+		const unsigned char *h = p;
+		unsigned kind, flags;
+		uint32_t stream, len;
+		int partial = 0;
+		int rc = 0;
+
+		if ((size_t)(end - p) < TG_CAP_CHUNK_HEADER_SIZE) {
+			cap->cut = 1;
+			cap->cut_at = (uint64_t)(h - cap->map);
+			break;
+		}
+		kind = p[0];
+		flags = p[1];
+		stream = tg_cap_get_u32(p + 4);
+		len = tg_cap_get_u32(p + 8);
+		p += TG_CAP_CHUNK_HEADER_SIZE;
+		if (len > TG_CAP_CHUNK_MAX)
+			return cap_corrupt(cap, d, h, "chunk longer than 16 MiB");
+		if (len > (size_t)(end - p)) {
+			cap->cut = 1;
+			cap->cut_at = (uint64_t)(h - cap->map);
+			partial = 1;
+			len = (uint32_t)(end - p);
+		}
+		if (cap->has_end && kind >= TG_CAP_CHUNK_EVENTS && kind <= TG_CAP_CHUNK_END)
+			return cap_corrupt(cap, d, h, "chunk after the end chunk");
+		if ((flags & TG_CAP_CHUNK_ZSTD) && kind >= TG_CAP_CHUNK_EVENTS &&
+		    kind <= TG_CAP_CHUNK_END)
+			return tg_error(d, "'%s': chunk at byte %zu is zstd-compressed, and this "
+					"threadgraph was built without zstd", cap->path,
+					(size_t)(h - cap->map));
+		switch (kind) {
+		case TG_CAP_CHUNK_EVENTS: {
+			uint32_t ix = tg_cap_idmap_get(&cap->stream_ids, stream);
+			if (!ix)
+				return cap_corrupt(cap, d, h, "events of an undefined thread");
+			if (len && cap_spans_add(&cap->threads[ix - 1].spans, p, len, partial) < 0)
+				return tg_error(d, "out of memory");
+			break;
+		}
+		case TG_CAP_CHUNK_CODES:
+			rc = cap_read_codes(cap, p, len, partial, d);
+			break;
+		case TG_CAP_CHUNK_THREAD:
+			rc = cap_read_thread(cap, stream, p, len, partial, d);
+			break;
+		case TG_CAP_CHUNK_PROCESS:
+			if (len && cap_spans_add(&cap->process, p, len, partial) < 0)
+				return tg_error(d, "out of memory");
+			break;
+		case TG_CAP_CHUNK_END:
+			rc = cap_read_end(cap, p, len, partial, d);
+			break;
+		default: /* a later version's chunk: skipped */
+			cap->skipped_chunks++;
+			break;
+		}
+		if (rc < 0)
+			return -1;
+		p += len;
+	}
+	return 0;
+}
+
+int tg_capture_open(struct tg_capture *cap, const char *path, struct tg_diag *d)
+{
+	struct stat st;
+	const unsigned char *h;
+	void *map;
+	int fd;
+
+	memset(cap, 0, sizeof(*cap));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return tg_error(d, "unable to open '%s': %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return tg_error(d, "'%s' is not a capture file", path);
+	}
+	if ((size_t)st.st_size < TG_CAP_HEADER_SIZE) {
+		char buf[TG_CAP_MAGIC_LEN];
+		ssize_t n = read(fd, buf, sizeof(buf));
+		close(fd);
+		if (n >= 0 && !memcmp(buf, TG_CAP_MAGIC, (size_t)n))
+			return tg_error(d, "'%s': capture cut short in its header (%lld bytes): "
+					"no records", path, (long long)st.st_size);
+		return tg_error(d, "'%s' is not a capture (no capture magic)", path);
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return tg_error(d, "unable to read '%s': %s", path, strerror(errno));
+	cap->map = map;
+	cap->size = (size_t)st.st_size;
+	madvise(map, cap->size, MADV_SEQUENTIAL);
+	if (!(cap->path = strdup(path))) {
+		tg_capture_close(cap);
+		return tg_error(d, "out of memory");
+	}
+	h = cap->map;
+	if (!tg_capture_is_magic(h, cap->size)) {
+		tg_error(d, "'%s' is not a capture (no capture magic)", path);
+		goto fail;
+	}
+	cap->version = tg_cap_get_u32(h + 8);
+	cap->flags = tg_cap_get_u32(h + 12);
+	cap->start_us = (int64_t)tg_cap_get_u64(h + 16);
+	cap->memory_mode = tg_cap_get_u32(h + 24);
+	cap->clock = tg_cap_get_u32(h + 28);
+	cap->pid = tg_cap_get_u32(h + 32);
+	if (cap->version != TG_CAP_VERSION) {
+		tg_error(d, "'%s': capture version %u, this threadgraph reads version %u", path,
+			 cap->version, TG_CAP_VERSION);
+		goto fail;
+	}
+	if (cap->start_us < 0) {
+		cap_corrupt(cap, d, h + 16, "negative start time");
+		goto fail;
+	}
+	if (cap_scan(cap, d) < 0)
+		goto fail;
+	return 0;
+fail:
+	tg_capture_close(cap);
+	return -1;
+}
+
+void tg_capture_close(struct tg_capture *cap)
+{
+	for (size_t i = 0; i < cap->n_threads; i++) {
+		free(cap->threads[i].base);
+		free(cap->threads[i].name);
+		free(cap->threads[i].spans.v);
+	}
+	free(cap->threads);
+	free(cap->codes);
+	free(cap->process.v);
+	cap_idmap_release(&cap->code_ids);
+	cap_idmap_release(&cap->stream_ids);
+	if (cap->map)
+		munmap((void *)cap->map, cap->size);
+	free(cap->path);
+	memset(cap, 0, sizeof(*cap));
+}
+
+uint64_t tg_capture_dropped(const struct tg_capture *cap)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < cap->n_threads; i++)
+		n += cap->threads[i].dropped;
+	return n;
+}
+
+/* --- cursors --------------------------------------------------------------- */
+
+void tg_capcur_init(struct tg_capcur *c, const struct tg_capture *cap,
+		    const struct tg_cap_thread *t)
+{
+	const struct tg_cap_spans *l = t ? &t->spans : &cap->process;
+
+	memset(c, 0, sizeof(*c));
+	c->cap = cap;
+	c->thread = t;
+	c->spans = l->v;
+	c->n_spans = l->n;
+	c->timed = (cap->flags & TG_CAP_F_TIME) != 0;
+	c->memory = (cap->flags & TG_CAP_F_MEMORY) != 0;
+	c->t_us = cap->start_us;
+	if (c->n_spans) {
+		c->p = c->spans[0].p;
+		c->end = c->p + c->spans[0].len;
+		c->partial = (int)c->spans[0].partial;
+	}
+}
+
+void tg_capcur_release(struct tg_capcur *c)
+{
+	free(c->open);
+	c->open = NULL;
+	c->open_alloc = c->depth = 0;
+}
+
+/*
+ * A varint, with the one- and two-byte cases inline and without a branch between
+ * them (record fields are one or two bytes in no predictable order); 0 or -1
+ * (bytes end, more than 64 bits).
+ */
+static inline int cap_varint(const unsigned char **p, const unsigned char *end, uint64_t *v)
+{
+	const unsigned char *q = *p;
+
+	if (__builtin_expect(end - q >= 2, 1)) {
+		uint64_t b0 = q[0], b1 = q[1], more = b0 >> 7;
+		if (!(more & (b1 >> 7))) {
+			*v = (b0 & 0x7f) | (((b1 & 0x7f) << 7) & (0 - more));
+			*p = q + 1 + more;
+			return 0;
+		}
+	} else if (q < end && !(*q & 0x80)) {
+		*v = *q;
+		*p = q + 1;
+		return 0;
+	}
+	return tg_cap_get_varint(p, end, v);
+}
+
+static int cap_cur_corrupt(struct tg_capcur *c, struct tg_diag *d, const unsigned char *at,
+			   const char *what)
+{
+	if (c->thread)
+		return tg_error(d, "'%s': corrupt capture at byte %zu: %s (thread '%s', after "
+				"%lu calls and %lu returns)", c->cap->path,
+				(size_t)(at - c->cap->map), what, c->thread->base, c->calls,
+				c->returns);
+	return tg_error(d, "'%s': corrupt capture at byte %zu: %s (process samples, after %lu)",
+			c->cap->path, (size_t)(at - c->cap->map), what, c->samples);
+}
+
+/* Adds dt to the cursor's time; 0 or -1 on overflow. */
+static inline int cap_add_time(struct tg_capcur *c, uint64_t dt)
+{
+	if (dt > (uint64_t)(INT64_MAX - c->t_us))
+		return -1;
+	c->t_us += (int64_t)dt;
+	return 0;
+}
+
+/*
+ * A record ran past the bytes of its span at `at`: the cut of a capture cut
+ * short (end of stream, 0) or corruption (-1).
+ */
+static int cap_cur_short(struct tg_capcur *c, struct tg_diag *d, const unsigned char *at)
+{
+	if (c->partial) {
+		c->cut = 1;
+		c->p = c->end;
+		c->si = c->n_spans;
+		return 0;
+	}
+	return cap_cur_corrupt(c, d, at, "record runs past the end of its chunk");
+}
+
+/* Grows the open-call stack; 0 or -1. */
+static int cap_grow(struct tg_capcur *c, struct tg_diag *d)
+{
+	size_t na = c->open_alloc ? 2 * c->open_alloc : 64;
+	struct tg_cap_open *nv;
+
+	if (na > UINT32_MAX)
+		return tg_error(d, "calls nested too deep");
+	nv = realloc(c->open, na * sizeof(*nv));
+	if (!nv)
+		return tg_error(d, "out of memory");
+	c->open = nv;
+	c->open_alloc = na;
+	return 0;
+}
+
+static inline int cap_push(struct tg_capcur *c, const struct tg_cap_code *code, int64_t ref,
+			   struct tg_diag *d)
+{
+	struct tg_cap_open *o;
+
+	if (c->depth == c->open_alloc && cap_grow(c, d) < 0)
+		return -1;
+	o = &c->open[c->depth++];
+	o->code = code;
+	o->ref = ref;
+	o->number = c->calls;
+	return 0;
+}
+
+/* The next process sample. */
+static int cap_next_sample(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d)
+{
+	const unsigned char *start = c->p;
+	uint64_t dt = 0, zz;
+
+	if (c->timed && cap_varint(&c->p, c->end, &dt) < 0)
+		return cap_cur_short(c, d, start);
+	if (cap_varint(&c->p, c->end, &zz) < 0) {
+		c->p = start;
+		return cap_cur_short(c, d, start);
+	}
+	if (cap_add_time(c, dt) < 0)
+		return cap_cur_corrupt(c, d, start, "time overflow");
+	if (__builtin_add_overflow(c->bytes, tg_cap_unzz(zz), &c->bytes))
+		return cap_cur_corrupt(c, d, start, "memory size out of range");
+	c->samples++;
+	r->type = TG_CAP_REC_SAMPLE;
+	r->code = NULL;
+	r->t_us = c->t_us;
+	r->value = c->bytes;
+	r->number = c->samples;
+	return 1;
+}
+
+/* Moves to the next non-empty span; 0 at the end of the stream. */
+static int cap_next_span(struct tg_capcur *c)
+{
+	while (c->p == c->end) {
+		if (c->si + 1 >= c->n_spans) {
+			c->si = c->n_spans;
+			return 0;
+		}
+		c->si++;
+		c->p = c->spans[c->si].p;
+		c->end = c->p + c->spans[c->si].len;
+		c->partial = (int)c->spans[c->si].partial;
+	}
+	return 1;
+}
+
+/*
+ * The thread records.  The hot loop keeps the read position in a local (the
+ * varint reads would otherwise store it through c at every field) and reads
+ * codes from the direct id array when the id is in it.
+ */
+static inline __attribute__((always_inline)) int
+cap_next(struct tg_capcur *c, struct tg_cap_rec_data *r, const unsigned want, struct tg_diag *d)
+{
+	const uint32_t *direct = c->cap->code_ids.direct;
+	const uint64_t ndirect = c->cap->code_ids.ndirect;
+	const struct tg_cap_code *codes = c->cap->codes;
+	const unsigned char *p = c->p, *end = c->end, *start;
+	const int timed = c->timed, memory = c->memory;
+	uint64_t head, dt = 0, v;
+
+	if (!c->thread) {
+		if (!cap_next_span(c))
+			return 0;
+		return cap_next_sample(c, r, d);
+	}
+	for (;;) {
+		if (__builtin_expect(p == end, 0)) {
+			c->p = p;
+			if (!cap_next_span(c))
+				return 0;
+			p = c->p;
+			end = c->end;
+		}
+		start = p;
+		if (cap_varint(&p, end, &head) < 0)
+			goto short_rec;
+		if (head & 1) { /* RETURN */
+			struct tg_cap_open *o;
+			if (timed && cap_varint(&p, end, &dt) < 0)
+				goto short_rec;
+			v = 0;
+			if (memory && cap_varint(&p, end, &v) < 0)
+				goto short_rec;
+			if (__builtin_expect(!c->depth, 0)) {
+				c->p = p;
+				return cap_cur_corrupt(c, d, start, "a return without an open call");
+			}
+			if (__builtin_expect(dt > (uint64_t)(INT64_MAX - c->t_us), 0))
+				goto overflow;
+			c->t_us += (int64_t)dt;
+			o = &c->open[--c->depth];
+			c->returns++;
+			if (!(want & TG_CAP_WANT_RETURN))
+				continue;
+			c->p = p;
+			if (__builtin_add_overflow(o->ref, tg_cap_unzz(head >> 1), &r->line))
+				return cap_cur_corrupt(c, d, start, "line number out of range");
+			r->type = TG_CAP_REC_RETURN;
+			r->code = o->code;
+			r->depth = (unsigned)c->depth;
+			r->t_us = c->t_us;
+			r->value = tg_cap_unzz(v);
+			r->number = c->returns;
+			r->call_number = o->number;
+			return 1;
+		}
+		if (head) { /* CALL */
+			const struct tg_cap_code *code;
+			uint64_t id = head >> 1;
+			int64_t line;
+			uint32_t ix;
+			if (timed && cap_varint(&p, end, &dt) < 0)
+				goto short_rec;
+			ix = id < ndirect ? direct[id] : tg_cap_idmap_get(&c->cap->code_ids, id);
+			if (__builtin_expect(!ix, 0)) {
+				c->p = p;
+				return cap_cur_corrupt(c, d, start, "a call of an undefined code");
+			}
+			code = &codes[ix - 1];
+			if (code->kind == TG_CAP_CODE_C) {
+				if (cap_varint(&p, end, &v) < 0)
+					goto short_rec;
+				if (v > INT64_MAX) {
+					c->p = p;
+					return cap_cur_corrupt(c, d, start, "line number out of range");
+				}
+				line = (int64_t)v;
+			} else {
+				line = (int64_t)code->first_line; /* checked when defined */
+			}
+			if (__builtin_expect(dt > (uint64_t)(INT64_MAX - c->t_us), 0))
+				goto overflow;
+			c->t_us += (int64_t)dt;
+			c->calls++;
+			if (want & TG_CAP_WANT_CALL) {
+				r->type = TG_CAP_REC_CALL;
+				r->code = code;
+				r->line = line;
+				r->depth = (unsigned)c->depth;
+				r->t_us = c->t_us;
+				r->value = 0;
+				r->number = c->calls;
+			}
+			if (cap_push(c, code, line, d) < 0) {
+				c->p = p;
+				return -1;
+			}
+			if (want & TG_CAP_WANT_CALL) {
+				c->p = p;
+				return 1;
+			}
+			continue;
+		}
+		/* SPECIAL */
+		if (p == end)
+			goto short_rec;
+		switch (*p++) {
+		case TG_CAP_EV_DROPPED:
+			if (cap_varint(&p, end, &v) < 0)
+				goto short_rec;
+			c->dropped += v;
+			break;
+		default:
+			c->p = p;
+			return cap_cur_corrupt(c, d, start, "unknown special event");
+		}
+	}
+short_rec:
+	c->p = start;
+	return cap_cur_short(c, d, start);
+overflow:
+	c->p = start;
+	return cap_cur_corrupt(c, d, start, "time overflow");
+}
+
+/* One copy of the loop per kind of caller: the want tests fold away. */
+int tg_capcur_next_return(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d)
+{
+	return cap_next(c, r, TG_CAP_WANT_RETURN, d);
+}
+
+int tg_capcur_next_call(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d)
+{
+	return cap_next(c, r, TG_CAP_WANT_CALL, d);
+}
+
+int tg_capcur_next_of(struct tg_capcur *c, struct tg_cap_rec_data *r, unsigned want,
+		      struct tg_diag *d)
+{
+	if (want == TG_CAP_WANT_RETURN)
+		return tg_capcur_next_return(c, r, d);
+	if (want == TG_CAP_WANT_CALL)
+		return tg_capcur_next_call(c, r, d);
+	return cap_next(c, r, TG_CAP_WANT_CALL | TG_CAP_WANT_RETURN, d);
+}
+
+int tg_capcur_next(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d)
+{
+	return cap_next(c, r, TG_CAP_WANT_CALL | TG_CAP_WANT_RETURN, d);
+}
+
+size_t tg_cap_fmt_time(char *buf, int64_t t_us)
+{
+	uint64_t s = (uint64_t)t_us / 1000000, us = (uint64_t)t_us % 1000000;
+	char tmp[24];
+	size_t n = 0, len;
+
+	do {
+		tmp[n++] = (char)('0' + s % 10);
+		s /= 10;
+	} while (s);
+	for (len = 0; n; len++)
+		buf[len] = tmp[--n];
+	buf[len++] = '.';
+	for (int i = 5; i >= 0; i--) {
+		buf[len + (size_t)i] = (char)('0' + us % 10);
+		us /= 10;
+	}
+	return len + 6;
+}

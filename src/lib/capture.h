@@ -1,0 +1,227 @@
+/*
+ * capture.h - reading a binary capture (capture.tg, src/common/tg_capture.h).
+ *
+ * tg_capture_open() maps the file, checks its header, reads the code and thread
+ * definitions and the END trailer, and splits the chunks into per-stream lists
+ * of payloads (no record is decoded yet, nothing is copied).  A cursor
+ * (struct tg_capcur) then decodes one stream's records in order: the calls and
+ * returns of a thread, or the process samples.  Memory use does not depend on
+ * the number of records: a cursor holds only the calls still open.
+ *
+ * A capture cut short (a killed process, a partial copy) is not an error: its
+ * last, incomplete chunk is used up to its last complete record, and the
+ * capture says so (cut, has_end) for the caller to warn.  Anything else that
+ * breaks the format is an error with the byte offset where it was found.
+ */
+#ifndef TG_CAPTURE_READ_H
+#define TG_CAPTURE_READ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diag.h"
+#include "tg_capture.h"
+
+/* A code definition (TG_CAP_CHUNK_CODES); texts point into the mapping. */
+struct tg_cap_code {
+	const char *file;      /* FILE as the text formats write it (escaped) */
+	const char *func;      /* FUNCTION, likewise */
+	uint32_t file_len, func_len;
+	uint64_t first_line;   /* Python: co_firstlineno; C: 0 */
+	unsigned kind;         /* TG_CAP_CODE_* */
+};
+
+/* One chunk payload of a stream. */
+struct tg_cap_span {
+	const unsigned char *p; /* first payload byte (in the mapping) */
+	uint32_t len;           /* payload bytes present */
+	uint32_t partial;       /* the chunk was cut short: its last record may be too */
+};
+
+/* A list of spans, in file order. */
+struct tg_cap_spans {
+	struct tg_cap_span *v;
+	size_t n, alloc;
+};
+
+/* A thread (TG_CAP_CHUNK_THREAD) and its stream. */
+struct tg_cap_thread {
+	uint32_t stream;        /* stream id (>= TG_CAP_STREAM_FIRST) */
+	uint64_t native_id, ident;
+	char *base;             /* file base name, NUL-terminated (owned) */
+	char *name;             /* threading name, NUL-terminated (owned) */
+	struct tg_cap_spans spans;
+	uint64_t end_calls, end_returns, dropped; /* from the END chunk (0 without) */
+	uint64_t offset;        /* file offset of the definition, for messages */
+};
+
+/* id -> index + 1 (0: absent): an array for small ids, a hash table for the rest. */
+struct tg_cap_idmap {
+	uint32_t *direct;       /* direct[id] for id < ndirect */
+	size_t ndirect;
+	uint64_t *hkeys;        /* open addressing, hcap a power of two (0: empty slot) */
+	uint32_t *hvals;
+	size_t hcap, hn;
+};
+
+/* The id maps' hash (a 64-bit finalizer). */
+static inline uint64_t tg_cap_hash(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return k;
+}
+
+struct tg_capture {
+	char *path;             /* the capture file's path (owned) */
+	const unsigned char *map; /* the whole file, read-only */
+	size_t size;
+	uint32_t version, flags; /* header: TG_CAP_VERSION, TG_CAP_F_* */
+	int64_t start_us;       /* time base, Unix microseconds */
+	uint32_t memory_mode, clock, pid;
+	struct tg_cap_code *codes; /* in definition order */
+	size_t n_codes, codes_alloc;
+	struct tg_cap_idmap code_ids;   /* code id -> index into codes */
+	struct tg_cap_thread *threads;  /* in definition (attach) order */
+	size_t n_threads, threads_alloc;
+	struct tg_cap_idmap stream_ids; /* stream id -> index into threads */
+	struct tg_cap_spans process;    /* process samples */
+	int has_end;            /* an END chunk was read: the run ended cleanly */
+	int64_t end_us;
+	int cut;                /* the file ends inside a chunk (or its header) */
+	uint64_t cut_at;        /* offset of that chunk */
+	uint64_t skipped_chunks; /* chunks of unknown kinds, skipped */
+};
+
+/*
+ * Non-zero when the n bytes at p start with the capture magic (n >= 8 needed).
+ */
+int tg_capture_is_magic(const void *p, size_t n);
+
+/*
+ * Non-zero when path names a capture: a directory holding capture.tg, a file
+ * named capture.tg, or a file that starts with the magic.  Sets *file (owned by
+ * the caller, free()) to the capture file's path when it returns non-zero.
+ * Never fails: anything it cannot read is "not a capture".
+ */
+int tg_capture_detect(const char *path, char **file);
+
+/*
+ * Opens the capture file at path (a file, not a run directory).  Returns 0, or
+ * -1 with d->msg set: unreadable, not a capture, a newer version, a header cut
+ * short, zstd-compressed chunks (this build has no zstd), or a broken
+ * definition.  cap needs tg_capture_close() only after success.
+ */
+int tg_capture_open(struct tg_capture *cap, const char *path, struct tg_diag *d);
+void tg_capture_close(struct tg_capture *cap);
+
+/* id's value in m (0: absent); inline, once per decoded call. */
+static inline uint32_t tg_cap_idmap_get(const struct tg_cap_idmap *m, uint64_t id)
+{
+	size_t i;
+
+	if (id < m->ndirect)
+		return m->direct[id];
+	if (!m->hcap)
+		return 0;
+	for (i = tg_cap_hash(id) & (m->hcap - 1); m->hkeys[i]; i = (i + 1) & (m->hcap - 1))
+		if (m->hkeys[i] == id)
+			return m->hvals[i];
+	return 0;
+}
+
+/* The code of id, or NULL when undefined. */
+static inline const struct tg_cap_code *tg_capture_code(const struct tg_capture *cap,
+							 uint64_t id)
+{
+	uint32_t ix = tg_cap_idmap_get(&cap->code_ids, id);
+
+	return ix ? &cap->codes[ix - 1] : NULL;
+}
+
+/* Total records the recorder reported as dropped (END chunk), all threads. */
+uint64_t tg_capture_dropped(const struct tg_capture *cap);
+
+/* --- cursors ------------------------------------------------------------- */
+
+enum tg_cap_rec {
+	TG_CAP_REC_CALL = 1,
+	TG_CAP_REC_RETURN,
+	TG_CAP_REC_SAMPLE,
+};
+
+/* One decoded record. */
+struct tg_cap_rec_data {
+	enum tg_cap_rec type;
+	const struct tg_cap_code *code; /* CALL, RETURN: the function */
+	int64_t line;           /* CALL: .stack LINE; RETURN: .mem LINE */
+	unsigned depth;         /* CALL: open calls before it (.stack indent) */
+	int64_t t_us;           /* time (start_us when the capture has no times) */
+	int64_t value;          /* RETURN: DELTA; SAMPLE: BYTES */
+	unsigned long number;   /* CALL: k-th call; RETURN: k-th return; SAMPLE: k-th */
+	unsigned long call_number; /* RETURN: the number of the CALL it closes */
+};
+
+/* An open call on a cursor's stack. */
+struct tg_cap_open {
+	const struct tg_cap_code *code;
+	int64_t ref;            /* line a RETURN's line is relative to */
+	unsigned long number;   /* its call number */
+};
+
+struct tg_capcur {
+	const struct tg_capture *cap;
+	const struct tg_cap_thread *thread; /* NULL for the process stream */
+	const struct tg_cap_span *spans;
+	size_t n_spans, si;     /* spans, index of the current one */
+	const unsigned char *p, *end; /* undecoded bytes of the current span */
+	int partial;            /* the current span was cut short */
+	int timed;              /* records carry dt_us */
+	int memory;             /* RETURNs carry a delta */
+	int64_t t_us;           /* time of the last timed record */
+	int64_t bytes;          /* process: the last sample's BYTES */
+	struct tg_cap_open *open; /* open calls, innermost last */
+	size_t depth, open_alloc;
+	unsigned long calls, returns, samples; /* records decoded so far */
+	uint64_t dropped;       /* records the recorder reported lost (SPECIAL) */
+	int cut;                /* stopped at a record cut short */
+};
+
+/* Starts a cursor over thread t's stream (t NULL: the process stream). */
+void tg_capcur_init(struct tg_capcur *c, const struct tg_capture *cap,
+		    const struct tg_cap_thread *t);
+void tg_capcur_release(struct tg_capcur *c);
+
+/*
+ * Decodes the next record into *r.  Returns 1, 0 at the end of the stream (or
+ * at the cut of a capture cut short: c->cut), or -1 with d->msg set when the
+ * stream is corrupt (a RETURN without a call, an undefined code, a record
+ * running past its chunk, a time overflow...).
+ */
+int tg_capcur_next(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d);
+
+/* The same, returning only the thread records of the kinds in want (the others
+ * are decoded and skipped: calls still open, returns still close). */
+#define TG_CAP_WANT_CALL   1u
+#define TG_CAP_WANT_RETURN 2u
+int tg_capcur_next_of(struct tg_capcur *c, struct tg_cap_rec_data *r, unsigned want,
+		      struct tg_diag *d);
+/* tg_capcur_next_of() for returns only, and for calls only. */
+int tg_capcur_next_return(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d);
+int tg_capcur_next_call(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d);
+
+/*
+ * Writes t_us as "SECONDS.MICROS" (six decimals, the text formats' TIME) into
+ * buf (at least TG_CAP_TIME_MAX bytes); returns the length.
+ */
+#define TG_CAP_TIME_MAX 32
+size_t tg_cap_fmt_time(char *buf, int64_t t_us);
+
+/* TIME's value as the text parsers compute it from the same text. */
+static inline double tg_cap_time_value(int64_t t_us)
+{
+	return (double)(t_us / 1000000) + (double)(t_us % 1000000) * 1e-6;
+}
+
+#endif

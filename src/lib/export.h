@@ -1,0 +1,34 @@
+/*
+ * export.h - a binary capture back to the text dumps (threadgraph export).
+ *
+ * Writes, byte for byte, the files the recorder writes in text mode for the
+ * same run (docs/formats.md): <base>.mem for each thread when the capture
+ * recorded memory, <base>.stack when it recorded stacks, process.mem when it
+ * sampled the process.  A .mem line is the k-th RETURN of the thread's stream,
+ * a .stack line its k-th CALL, so record numbers are line numbers.
+ */
+#ifndef TG_EXPORT_H
+#define TG_EXPORT_H
+
+#include <stdint.h>
+
+#include "capture.h"
+#include "diag.h"
+
+struct tg_export_stats {
+	unsigned long files;     /* files written */
+	uint64_t records;        /* lines written, all files */
+	uint64_t dropped;        /* records the recorder reported lost (in the streams) */
+};
+
+/*
+ * Writes the text files of cap into dir, creating dir (and its parents) if
+ * missing.  Never overwrites: if any of the files exists, fails before writing
+ * anything; files are created O_EXCL|O_NOFOLLOW with mode 0644.  Returns 0, or
+ * -1 with d->msg set (a corrupt stream, a write error), having removed the
+ * files it created.
+ */
+int tg_export_run(const struct tg_capture *cap, const char *dir, struct tg_export_stats *st,
+		  struct tg_diag *d);
+
+#endif

@@ -1,0 +1,239 @@
+/*
+ * recsrc.c - records of a text dump or of a capture's stream (recsrc.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "recsrc.h"
+#include "tg_format.h"
+
+int tg_src_open(struct tg_src *s, const struct tg_dumpfile *df, int has_time, size_t bufsize,
+		struct tg_diag *d)
+{
+	memset(s, 0, sizeof(*s));
+	s->df = df;
+	s->has_time = has_time;
+	s->sec = -1;
+	if (!df->cap)
+		return tg_lr_open(&s->lr, df->path, bufsize, d);
+	s->is_cap = 1;
+	s->lr.fd = -1;
+	tg_capcur_init(&s->cur, df->cap, df->cap_thread);
+	s->has_time = has_time && (df->cap->flags & TG_CAP_F_TIME);
+	return 0;
+}
+
+void tg_src_release(struct tg_src *s)
+{
+	if (s->is_cap)
+		tg_capcur_release(&s->cur);
+	else
+		tg_lr_release(&s->lr);
+	free(s->text);
+	s->text = NULL;
+}
+
+/* Largest |DELTA| or BYTES the text reader takes (18 digits): larger values of a
+ * capture are malformed records, as their exported lines would be. */
+#define SRC_INT_MAX 999999999999999999LL
+
+static const char src_digits2[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
+/* Fills t->text from sec and frac ("SECONDS." formatted once a second). */
+static inline void src_time_text(struct tg_src *s, struct tg_time *t, int64_t sec,
+				 unsigned frac)
+{
+	char *p;
+
+	if (sec != s->sec) {
+		s->sec_len = tg_cap_fmt_time(s->tbuf, sec * 1000000) - 6;
+		s->sec = sec;
+	}
+	p = s->tbuf + s->sec_len;
+	memcpy(p, src_digits2 + 2 * (frac / 10000), 2);
+	memcpy(p + 2, src_digits2 + 2 * (frac / 100 % 100), 2);
+	memcpy(p + 4, src_digits2 + 2 * (frac % 100), 2);
+	t->text.s = s->tbuf;
+	t->text.len = s->sec_len + 6;
+}
+
+/* Fills t from the last record's time; its text too unless s->lazy_time.  The
+ * value is computed as the text parsers compute it from the same text. */
+static inline void src_time(struct tg_src *s, struct tg_time *t)
+{
+	int64_t us = s->rec.t_us, sec = us / 1000000;
+	unsigned frac = (unsigned)(us - sec * 1000000);
+
+	t->text.s = s->tbuf;
+	t->text.len = 0;
+	if (!s->has_time) {
+		t->v = 0;
+		return;
+	}
+	t->v = (double)sec + (double)frac * 1e-6;
+	if (!s->lazy_time)
+		src_time_text(s, t, sec, frac);
+}
+
+int tg_src_cap_next_mem(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d)
+{
+	int got;
+
+	while ((got = tg_capcur_next_return(&s->cur, &s->rec, d)) > 0) {
+		s->lineno = s->rec.number;
+		if (s->rec.line < 0 || s->rec.line > 999999999) {
+			/* the text reader would not take this line either */
+			if (tg_malformed(d, s->df->path, s->lineno, "bad line number") < 0)
+				return -1;
+			continue;
+		}
+		if (s->rec.value > SRC_INT_MAX || s->rec.value < -SRC_INT_MAX) {
+			if (tg_malformed(d, s->df->path, s->lineno, "bad memory delta") < 0)
+				return -1;
+			continue;
+		}
+		src_time(s, &r->time);
+		r->file.s = s->rec.code->file;
+		r->file.len = s->rec.code->file_len;
+		r->func.s = s->rec.code->func;
+		r->func.len = s->rec.code->func_len;
+		r->line = (unsigned long)s->rec.line;
+		r->delta = s->rec.value;
+		r->site.s = r->rest.s = r->file.s;
+		r->site.len = r->rest.len = 0;
+		return 1;
+	}
+	return got;
+}
+
+int tg_src_cap_next_stack(struct tg_src *s, struct tg_stackrec *r, struct tg_diag *d)
+{
+	int got;
+
+	while ((got = tg_capcur_next_call(&s->cur, &s->rec, d)) > 0) {
+		s->lineno = s->rec.number;
+		if (s->rec.line > 999999999) {
+			if (tg_malformed(d, s->df->path, s->lineno, "bad line number") < 0)
+				return -1;
+			continue;
+		}
+		src_time(s, &r->time);
+		r->depth = s->rec.depth;
+		r->file.s = s->rec.code->file;
+		r->file.len = s->rec.code->file_len;
+		r->func.s = s->rec.code->func;
+		r->func.len = s->rec.code->func_len;
+		r->line = (unsigned long)s->rec.line;
+		r->site.s = r->file.s;
+		r->site.len = 0;
+		return 1;
+	}
+	return got;
+}
+
+int tg_src_cap_next_proc(struct tg_src *s, struct tg_procrec *r, struct tg_diag *d)
+{
+	int got;
+
+	while ((got = tg_capcur_next(&s->cur, &s->rec, d)) > 0) {
+		s->lineno = s->rec.number;
+		if (s->rec.value <= SRC_INT_MAX && s->rec.value >= -SRC_INT_MAX)
+			break;
+		if (tg_malformed(d, s->df->path, s->lineno, "bad memory size") < 0)
+			return -1;
+	}
+	if (got <= 0)
+		return got;
+	src_time(s, &r->time);
+	r->bytes = s->rec.value;
+	return 1;
+}
+
+/* Writes v in decimal at p; returns the end. */
+static char *src_put_i64(char *p, int64_t v)
+{
+	char tmp[24];
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	size_t n = 0;
+
+	if (v < 0)
+		*p++ = '-';
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
+int tg_src_cap_mem_text(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d)
+{
+	size_t need = (size_t)r->file.len + r->func.len + 64;
+	char *p;
+
+	if (s->has_time && s->lazy_time)
+		src_time_text(s, &r->time, s->rec.t_us / 1000000,
+			      (unsigned)(s->rec.t_us % 1000000));
+	if (need > s->text_alloc) {
+		char *nb = realloc(s->text, need);
+		if (!nb)
+			return tg_error(d, "out of memory");
+		s->text = nb;
+		s->text_alloc = need;
+	}
+	p = s->text;
+	memcpy(p, r->file.s, r->file.len);
+	p += r->file.len;
+	*p++ = TG_FIELD_SEP;
+	p = src_put_i64(p, (int64_t)r->line);
+	*p++ = TG_FIELD_SEP;
+	memcpy(p, r->func.s, r->func.len);
+	p += r->func.len;
+	r->site.s = r->rest.s = s->text;
+	r->site.len = (size_t)(p - s->text);
+	memcpy(p, TG_DELTA_SEP, TG_DELTA_SEP_LEN);
+	p = src_put_i64(p + TG_DELTA_SEP_LEN, r->delta);
+	r->rest.len = (size_t)(p - s->text);
+	return 0;
+}
+
+size_t tg_src_fmt_record(char *buf, size_t len, const struct tg_cap_rec_data *r, int timed)
+{
+	size_t need = 2 * TG_CAP_TIME_MAX + 64;
+	char *p = buf;
+
+	if (r->type != TG_CAP_REC_SAMPLE)
+		need += (size_t)r->code->file_len + r->code->func_len + r->depth;
+	if (need > len)
+		return 0;
+	if (r->type == TG_CAP_REC_CALL) {
+		memset(p, TG_INDENT_CHAR, r->depth);
+		p += r->depth;
+	}
+	if (timed) {
+		p += tg_cap_fmt_time(p, r->t_us);
+		*p++ = TG_TIME_SEP;
+	}
+	if (r->type == TG_CAP_REC_SAMPLE) {
+		p = src_put_i64(p, r->value);
+		*p++ = '\n';
+		return (size_t)(p - buf);
+	}
+	memcpy(p, r->code->file, r->code->file_len);
+	p += r->code->file_len;
+	*p++ = TG_FIELD_SEP;
+	p = src_put_i64(p, r->line);
+	*p++ = TG_FIELD_SEP;
+	memcpy(p, r->code->func, r->code->func_len);
+	p += r->code->func_len;
+	if (r->type == TG_CAP_REC_RETURN) {
+		memcpy(p, TG_DELTA_SEP, TG_DELTA_SEP_LEN);
+		p = src_put_i64(p + TG_DELTA_SEP_LEN, r->value);
+	}
+	*p++ = '\n';
+	return (size_t)(p - buf);
+}
