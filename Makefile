@@ -9,8 +9,12 @@
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -std=gnu11 -Wall -Wextra -Wno-missing-field-initializers
-INC     := -Isrc/common -Isrc/lib -Isrc/cli
-LIBS    := -lm -lz
+# libzstd when its header is installed: the recorder's compress=True chunk
+# compression and the CLI's reading of such captures.
+ZSTD_DEF := $(if $(wildcard /usr/include/zstd.h),-DTG_HAVE_ZSTD)
+ZSTD_LIB := $(if $(wildcard /usr/include/zstd.h),-lzstd)
+INC     := -Isrc/common -Isrc/lib -Isrc/cli $(ZSTD_DEF)
+LIBS    := -lm -lz $(ZSTD_LIB)
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 LIB_SRC  := $(sort $(wildcard src/lib/*.c))
@@ -66,9 +70,7 @@ $(B)/asan/ctest/test_ptrtable: $(PTRTABLE_DEPS)
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/ptrtable.c -pthread
 
 # The recorder's capture writer is pure C: its test links capture.c alone (and
-# libzstd when its header is installed: compress=True's chunk compression).
-ZSTD_DEF := $(if $(wildcard /usr/include/zstd.h),-DTG_HAVE_ZSTD)
-ZSTD_LIB := $(if $(wildcard /usr/include/zstd.h),-lzstd)
+# libzstd when its header is installed, ZSTD_* above).
 CAPTURE_DEPS := tests/c/test_capture.c tests/c/tg_test.h src/recorder/capture.c \
 		src/recorder/capture.h src/common/tg_capture.h
 

@@ -36,6 +36,7 @@ class BuildExtAndCli(build_ext):
         objects = self.compiler.compile(
             sources,
             output_dir=os.path.join(self.build_temp, "cli"),
+            macros=[("TG_HAVE_ZSTD", "1")] if ZSTD else [],
             include_dirs=["src/common", "src/lib", "src/cli"],
             extra_postargs=CFLAGS,
             depends=rel_sources("src/*/*.h"),
@@ -48,7 +49,8 @@ class BuildExtAndCli(build_ext):
         os.makedirs(os.path.dirname(out), exist_ok=True)
         # link_executable wants a name relative to output_dir.
         self.compiler.link_executable(
-            objects, "threadgraph", output_dir=os.path.dirname(out), libraries=["m", "z"]
+            objects, "threadgraph", output_dir=os.path.dirname(out),
+            libraries=["m", "z"] + (["zstd"] if ZSTD else [])
         )
 
 

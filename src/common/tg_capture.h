@@ -22,8 +22,8 @@
  *
  *   CALL    varint (code << 1 | 0)   code >= 1: a code id defined earlier
  *           [varint dt_us]           if TG_CAP_F_TIME
- *           [varint line]            only if the code is TG_CAP_CODE_C: the
- *                                    caller's current line
+ *           [varint zz(line)]        only if the code is TG_CAP_CODE_C: the
+ *                                    caller's current line (may be -1)
  *   RETURN  varint (zz(line - ref) << 1 | 1)
  *                                    ref = the code's first line (Python) or
  *                                    the line of the matching CALL (C)

@@ -18,6 +18,10 @@
 #include "capture.h"
 #include "tg_format.h"
 
+#ifdef TG_HAVE_ZSTD
+#include <zstd.h>
+#endif
+
 /* Ids below this bound (or below 4x the number of ids) are kept in an array. */
 #define CAP_DIRECT_MIN 4096
 
@@ -342,6 +346,102 @@ static int cap_read_end(struct tg_capture *cap, const unsigned char *p, uint32_t
 	return 0;
 }
 
+/* Files one chunk's payload [p, p + len) (decompressed if it was) by kind:
+ * definitions parsed, records added to their stream.  0 or -1. */
+static int cap_file_chunk(struct tg_capture *cap, const unsigned char *h, unsigned kind,
+			  uint32_t stream, const unsigned char *p, uint32_t len, int partial,
+			  struct tg_diag *d)
+{
+	int rc = 0;
+
+	switch (kind) {
+	case TG_CAP_CHUNK_EVENTS: {
+		uint32_t ix = tg_cap_idmap_get(&cap->stream_ids, stream);
+		if (!ix)
+			return cap_corrupt(cap, d, h, "events of an undefined thread");
+		if (len && cap_spans_add(&cap->threads[ix - 1].spans, p, len, partial) < 0)
+			return tg_error(d, "out of memory");
+		break;
+	}
+	case TG_CAP_CHUNK_CODES:
+		rc = cap_read_codes(cap, p, len, partial, d);
+		break;
+	case TG_CAP_CHUNK_THREAD:
+		rc = cap_read_thread(cap, stream, p, len, partial, d);
+		break;
+	case TG_CAP_CHUNK_PROCESS:
+		if (len && cap_spans_add(&cap->process, p, len, partial) < 0)
+			return tg_error(d, "out of memory");
+		break;
+	case TG_CAP_CHUNK_END:
+		rc = cap_read_end(cap, p, len, partial, d);
+		break;
+	default: /* a later version's chunk: skipped */
+		cap->skipped_chunks++;
+		break;
+	}
+	return rc;
+}
+
+#ifdef TG_HAVE_ZSTD
+/* Decompresses the zstd payload *P (*LEN bytes) of the chunk at H into a buffer
+ * the capture owns, and points *P and *LEN at the records.  A chunk cut short
+ * gives the records its bytes decode to (the last may be incomplete, as in an
+ * uncompressed cut chunk).  0 or -1 (corrupt frame, out of memory). */
+static int cap_unzstd(struct tg_capture *cap, const unsigned char *h,
+		      const unsigned char **p, uint32_t *len, int partial, struct tg_diag *d)
+{
+	unsigned long long size = ZSTD_getFrameContentSize(*p, *len);
+	ZSTD_inBuffer in = { *p, *len, 0 };
+	ZSTD_outBuffer out;
+	ZSTD_DStream *z;
+	unsigned char *buf, **owned;
+	size_t r;
+
+	if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) {
+		if (partial) {  /* cut inside the frame header: nothing usable */
+			*len = 0;
+			return 0;
+		}
+		return cap_corrupt(cap, d, h, "zstd chunk without its size");
+	}
+	if (size > TG_CAP_CHUNK_MAX)
+		return cap_corrupt(cap, d, h, "zstd chunk longer than 16 MiB");
+	if (cap->n_owned == cap->owned_alloc) {
+		size_t n = cap->owned_alloc ? 2 * cap->owned_alloc : 16;
+		if (!(owned = realloc(cap->owned, n * sizeof(*owned))))
+			return tg_error(d, "out of memory");
+		cap->owned = owned;
+		cap->owned_alloc = n;
+	}
+	if (!(buf = malloc(size ? size : 1)))
+		return tg_error(d, "out of memory");
+	cap->owned[cap->n_owned++] = buf;
+	if (!(z = ZSTD_createDStream()))
+		return tg_error(d, "out of memory");
+	out.dst = buf;
+	out.size = size;
+	out.pos = 0;
+	ZSTD_initDStream(z);
+	r = ZSTD_decompressStream(z, &out, &in);
+	ZSTD_freeDStream(z);
+	if (ZSTD_isError(r) || (!partial && (r != 0 || out.pos != size)))
+		return cap_corrupt(cap, d, h, "zstd chunk does not decompress");
+	*p = buf;
+	*len = (uint32_t)out.pos;
+	return 0;
+}
+#else
+static int cap_unzstd(struct tg_capture *cap, const unsigned char *h,
+		      const unsigned char **p, uint32_t *len, int partial, struct tg_diag *d)
+{
+	(void)p, (void)len, (void)partial;
+	return tg_error(d, "'%s': chunk at byte %zu is zstd-compressed, and this "
+			"threadgraph was built without zstd (install libzstd-dev and "
+			"reinstall threadgraph)", cap->path, (size_t)(h - cap->map));
+}
+#endif
+
 /* Walks the chunks once: definitions parsed, payloads filed by stream. */
 static int cap_scan(struct tg_capture *cap, struct tg_diag *d)
 {
@@ -375,36 +475,18 @@ static int cap_scan(struct tg_capture *cap, struct tg_diag *d)
 		if (cap->has_end && kind >= TG_CAP_CHUNK_EVENTS && kind <= TG_CAP_CHUNK_END)
 			return cap_corrupt(cap, d, h, "chunk after the end chunk");
 		if ((flags & TG_CAP_CHUNK_ZSTD) && kind >= TG_CAP_CHUNK_EVENTS &&
-		    kind <= TG_CAP_CHUNK_END)
-			return tg_error(d, "'%s': chunk at byte %zu is zstd-compressed, and this "
-					"threadgraph was built without zstd", cap->path,
-					(size_t)(h - cap->map));
-		switch (kind) {
-		case TG_CAP_CHUNK_EVENTS: {
-			uint32_t ix = tg_cap_idmap_get(&cap->stream_ids, stream);
-			if (!ix)
-				return cap_corrupt(cap, d, h, "events of an undefined thread");
-			if (len && cap_spans_add(&cap->threads[ix - 1].spans, p, len, partial) < 0)
-				return tg_error(d, "out of memory");
-			break;
+		    kind <= TG_CAP_CHUNK_END) {
+			const unsigned char *raw = p;
+			uint32_t raw_len = len;
+			if (cap_unzstd(cap, h, &p, &len, partial, d) < 0)
+				return -1;
+			rc = cap_file_chunk(cap, h, kind, stream, p, len, partial, d);
+			if (rc < 0)
+				return -1;
+			p = raw + raw_len;
+			continue;
 		}
-		case TG_CAP_CHUNK_CODES:
-			rc = cap_read_codes(cap, p, len, partial, d);
-			break;
-		case TG_CAP_CHUNK_THREAD:
-			rc = cap_read_thread(cap, stream, p, len, partial, d);
-			break;
-		case TG_CAP_CHUNK_PROCESS:
-			if (len && cap_spans_add(&cap->process, p, len, partial) < 0)
-				return tg_error(d, "out of memory");
-			break;
-		case TG_CAP_CHUNK_END:
-			rc = cap_read_end(cap, p, len, partial, d);
-			break;
-		default: /* a later version's chunk: skipped */
-			cap->skipped_chunks++;
-			break;
-		}
+		rc = cap_file_chunk(cap, h, kind, stream, p, len, partial, d);
 		if (rc < 0)
 			return -1;
 		p += len;
@@ -487,6 +569,9 @@ void tg_capture_close(struct tg_capture *cap)
 	free(cap->process.v);
 	cap_idmap_release(&cap->code_ids);
 	cap_idmap_release(&cap->stream_ids);
+	for (size_t i = 0; i < cap->n_owned; i++)
+		free(cap->owned[i]);
+	free(cap->owned);
 	if (cap->map)
 		munmap((void *)cap->map, cap->size);
 	free(cap->path);
@@ -739,11 +824,7 @@ cap_next(struct tg_capcur *c, struct tg_cap_rec_data *r, const unsigned want, st
 			if (code->kind == TG_CAP_CODE_C) {
 				if (cap_varint(&p, end, &v) < 0)
 					goto short_rec;
-				if (v > INT64_MAX) {
-					c->p = p;
-					return cap_cur_corrupt(c, d, start, "line number out of range");
-				}
-				line = (int64_t)v;
+				line = tg_cap_unzz(v);  /* zigzag: -1 is a line too */
 			} else {
 				line = (int64_t)code->first_line; /* checked when defined */
 			}

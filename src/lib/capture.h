@@ -92,6 +92,8 @@ struct tg_capture {
 	int cut;                /* the file ends inside a chunk (or its header) */
 	uint64_t cut_at;        /* offset of that chunk */
 	uint64_t skipped_chunks; /* chunks of unknown kinds, skipped */
+	unsigned char **owned;  /* decompressed zstd chunks (spans point into them) */
+	size_t n_owned, owned_alloc;
 };
 
 /*
@@ -110,7 +112,7 @@ int tg_capture_detect(const char *path, char **file);
 /*
  * Opens the capture file at path (a file, not a run directory).  Returns 0, or
  * -1 with d->msg set: unreadable, not a capture, a newer version, a header cut
- * short, zstd-compressed chunks (this build has no zstd), or a broken
+ * short, zstd-compressed chunks when built without libzstd, or a broken
  * definition.  cap needs tg_capture_close() only after success.
  */
 int tg_capture_open(struct tg_capture *cap, const char *path, struct tg_diag *d);

@@ -118,15 +118,16 @@ static inline unsigned char *tg_cap_enc_dropped(unsigned char *p, uint64_t n)
     return tg_cap_put_varint(p, n);
 }
 
-/* CALL of CODE (>= 1); DT_US if TIMED; LINE for C functions (IS_C). */
+/* CALL of CODE (>= 1); DT_US if TIMED; LINE (zigzag: a frame's line may be -1)
+ * for C functions (IS_C). */
 static inline unsigned char *tg_cap_enc_call(unsigned char *p, uint32_t code, int timed,
-                                             uint64_t dt_us, int is_c, uint32_t line)
+                                             uint64_t dt_us, int is_c, int64_t line)
 {
     p = tg_cap_put_varint(p, (uint64_t)code << 1);
     if (timed)
         p = tg_cap_put_varint(p, dt_us);
     if (is_c)
-        p = tg_cap_put_varint(p, line);
+        p = tg_cap_put_varint(p, tg_cap_zz(line));
     return p;
 }
 

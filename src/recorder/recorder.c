@@ -537,10 +537,8 @@ tg_cap_call(struct tg_recorder *r, struct tg_thread *t, uint32_t id, int is_c, l
     p = tg_cap_reserve(t, &start);
     if (p == NULL)
         return TG_CAP_NOT_WRITTEN;
-    if (line < 0)
-        line = 0;  /* a CALL's line is unsigned (none seen in practice) */
     p = tg_cap_enc_call(p, id, r->timestamps, r->timestamps ? tg_cap_dt(t, ns) : 0, is_c,
-                        (uint32_t)line);
+                        line);
     tg_writer_commit(&t->capw, (size_t)(p - start));
     t->cap_calls++;
     if (!r->fmt_text && r->track_stack)

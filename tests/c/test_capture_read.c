@@ -105,7 +105,7 @@ static void build(struct buf *b, uint64_t fid)
 	put_varint(&p, 5);
 	put_varint(&p, 2 << 1);           /* CALL len, at line 12 */
 	put_varint(&p, 1);
-	put_varint(&p, 12);
+	put_varint(&p, tg_cap_zz(12));
 	put_varint(&p, tg_cap_zz(0) << 1 | 1); /* RETURN len at line 12 */
 	put_varint(&p, 2);
 	put_varint(&p, tg_cap_zz(-7));

@@ -214,7 +214,7 @@ class Encoder:
                 line = e[3]
                 if kind == CODE_C:
                     stack.append((cid, line))
-                    recs.append((varint(cid << 1) + dt + varint(line), (cid,)))
+                    recs.append((varint(cid << 1) + dt + varint(zz(line)), (cid,)))
                 else:
                     stack.append((cid, first))
                     recs.append((varint(cid << 1) + dt, (cid,)))

@@ -377,9 +377,15 @@ def test_compressed_capture_reads_the_same(tmp_path):
     assert load_runinfo(run_dir)["capture_compression"] == "zstd"
 
 
-def test_cli_export_equals_text(tmp_path):
+@pytest.mark.parametrize("compress", [False, True])
+def test_cli_export_equals_text(tmp_path, compress):
     """`threadgraph export RUN_DIR -o DIR` (the command-line processor's side of the
-    capture) writes exactly the text files of a format="both" run."""
+    capture) writes exactly the text files of a format="both" run, also from a
+    zstd-compressed capture; a compressed capture cut anywhere exports a prefix
+    of every file."""
+    from threadgraph import _recorder
+    if compress and not _recorder.Recorder().can_compress():
+        pytest.skip("threadgraph built without libzstd")
     cli = find_cli()
     if cli is None:
         pytest.skip("threadgraph CLI not built")
@@ -389,7 +395,8 @@ def test_cli_export_equals_text(tmp_path):
         pytest.skip("this threadgraph CLI has no export command")
     run_scenario(tmp_path, BOTH_PROGRAM.replace("sys.argv[1]", "'both'")
                  .replace("sys.argv[2]", "'stack'").replace("sys.argv[3]", "'time'")
-                 .replace("sys.argv[4]", "'7'"))
+                 .replace("sys.argv[4]", "'7'")
+                 .replace('format="both",', 'format="both", compress=%r,' % compress))
     run_dir = only_dir(tmp_path / "out")
     out = tmp_path / "exported"
     res = subprocess.run([cli, "export", run_dir, "-o", str(out)], stdout=subprocess.PIPE,
@@ -399,3 +406,18 @@ def test_cli_export_equals_text(tmp_path):
     for name in text:
         with open(os.path.join(run_dir, name), "rb") as a, open(str(out / name), "rb") as b:
             assert a.read() == b.read(), name
+    if not compress:
+        return
+    with open(os.path.join(run_dir, "capture.tg"), "rb") as f:
+        data = f.read()
+    for k, cut in enumerate(range(41, len(data), max(1, len(data) // 23))):
+        part = tmp_path / ("cut%d" % k)
+        part.mkdir()
+        (part / "capture.tg").write_bytes(data[:cut])
+        res = subprocess.run([cli, "export", str(part), "-q"], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        assert res.returncode == 0, (cut, res.stderr)
+        for name in os.listdir(str(part)):
+            if name.endswith((".mem", ".stack")):
+                with open(os.path.join(run_dir, name), "rb") as a:
+                    assert a.read().startswith((part / name).read_bytes()), (cut, name)

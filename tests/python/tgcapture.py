@@ -151,6 +151,7 @@ class Capture:
                     dt, p = varint(buf, p)
                 if code in self.codes and self.codes[code][0] == 1:
                     line, p = varint(buf, p)
+                    line = (line >> 1) ^ -(line & 1)  # zigzag
                 yield ("call", code, dt, line)
             else:
                 dt = delta = None
