@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-PyTypeObject *tg_recorder_type_ptr;
-
 static PyObject *
 tg_rec_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
@@ -632,7 +630,6 @@ PyInit__recorder(void)
         return NULL;
     if (PyType_Ready(&tg_recorder_type) < 0)
         return NULL;
-    tg_recorder_type_ptr = &tg_recorder_type;
     m = PyModule_Create(&tg_module);
     if (m == NULL)
         return NULL;
