@@ -15,6 +15,9 @@ ZSTD_DEF := $(if $(wildcard /usr/include/zstd.h),-DTG_HAVE_ZSTD)
 ZSTD_LIB := $(if $(wildcard /usr/include/zstd.h),-lzstd)
 INC     := -Isrc/common -Isrc/lib -Isrc/cli $(ZSTD_DEF)
 LIBS    := -lm -lz $(ZSTD_LIB)
+# The version's one definition is threadgraph/_version.py (setup.py reads it too).
+VERSION_PY := threadgraph/_version.py
+VERSION_DEF = -DTG_VERSION='"$(shell sed -n 's/^__version__ = "\(.*\)"$$/\1/p' $(VERSION_PY))"'
 SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 LIB_SRC  := $(sort $(wildcard src/lib/*.c))
@@ -30,13 +33,13 @@ ASAN_CLI := $(B)/asan/threadgraph
 
 all: $(CLI)
 
-$(CLI): $(LIB_SRC) $(CLI_SRC) $(HDRS)
+$(CLI): $(LIB_SRC) $(CLI_SRC) $(HDRS) $(VERSION_PY)
 	@mkdir -p $(B)
-	$(CC) $(WARN) $(CFLAGS) $(INC) -o $@ $(LIB_SRC) $(CLI_SRC) $(LIBS)
+	$(CC) $(WARN) $(CFLAGS) $(INC) $(VERSION_DEF) -o $@ $(LIB_SRC) $(CLI_SRC) $(LIBS)
 
-$(ASAN_CLI): $(LIB_SRC) $(CLI_SRC) $(HDRS)
+$(ASAN_CLI): $(LIB_SRC) $(CLI_SRC) $(HDRS) $(VERSION_PY)
 	@mkdir -p $(B)/asan
-	$(CC) $(WARN) -O1 -g $(SAN) $(INC) -o $@ $(LIB_SRC) $(CLI_SRC) $(LIBS)
+	$(CC) $(WARN) -O1 -g $(SAN) $(INC) $(VERSION_DEF) -o $@ $(LIB_SRC) $(CLI_SRC) $(LIBS)
 
 # Each tests/c/test_X.c is a program linked against the library; exit 0 = pass.
 $(B)/ctest/%: tests/c/%.c tests/c/tg_test.h $(LIB_SRC) $(HDRS)

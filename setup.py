@@ -8,6 +8,7 @@ for extensions, so no build tool beyond setuptools is needed.
 """
 import glob
 import os
+import re
 import sys
 
 from setuptools import Extension, setup
@@ -16,6 +17,19 @@ from setuptools.command.build_ext import build_ext
 HERE = os.path.dirname(os.path.abspath(__file__))
 CFLAGS = ["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-missing-field-initializers",
           "-Werror=implicit-function-declaration"]
+
+
+def read_version():
+    """threadgraph/_version.py's ``__version__ = "X"``: the one definition of the
+    version, compiled into the C processor and the recorder as TG_VERSION."""
+    with open(os.path.join(HERE, "threadgraph", "_version.py")) as f:
+        match = re.search(r'^__version__ = "([^"]+)"$', f.read(), re.M)
+    if match is None:
+        raise RuntimeError("threadgraph/_version.py has no __version__ line")
+    return match.group(1)
+
+
+VERSION_MACRO = ("TG_VERSION", '"%s"' % read_version())
 
 
 def rel_sources(pattern):
@@ -38,6 +52,7 @@ class BuildExtAndCli(build_ext):
             output_dir=os.path.join(self.build_temp, "cli"),
             macros=[("TG_HAVE_ZSTD", "1")] if ZSTD else [],
             include_dirs=["src/common", "src/lib", "src/cli"],
+            macros=[VERSION_MACRO],
             extra_postargs=CFLAGS,
             depends=rel_sources("src/*/*.h"),
         )
@@ -74,7 +89,7 @@ recorder = Extension(
     include_dirs=["src/common", "src/recorder"],
     depends=rel_sources("src/recorder/*.h") + rel_sources("src/common/*.h"),
     extra_compile_args=CFLAGS,
-    define_macros=[("TG_HAVE_ZSTD", "1")] if ZSTD else [],
+    define_macros=[VERSION_MACRO] + ([("TG_HAVE_ZSTD", "1")] if ZSTD else []),
     # dl: dlsym/dlopen for native=True (glibc < 2.34); zstd: compressed captures
     libraries=["pthread", "z", "dl", "m"] + (["zstd"] if ZSTD else []),
 )

@@ -27,13 +27,15 @@ cp "$root"/threadgraph/*.py "$pkg"/
 cp -r "$root"/threadgraph/_hook "$pkg"/   # the --follow-exec start-up hook
 inc=$($py -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 suffix=$($py -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+# The version's one definition (as setup.py and the Makefile read it).
+version=$(sed -n 's/^__version__ = "\(.*\)"$/\1/p' "$root/threadgraph/_version.py")
 echo "== building the extension with ASan/UBSan for $($py -V 2>&1)"
 $cc -std=gnu11 -O1 -g -fPIC -shared $san -Wall -Wextra -Wno-missing-field-initializers \
-    -I"$inc" -I"$root/src/common" -I"$root/src/recorder" \
+    -I"$inc" -I"$root/src/common" -I"$root/src/recorder" -DTG_VERSION="\"$version\"" \
     -o "$pkg/_recorder$suffix" "$root"/src/recorder/*.c -lpthread -lz -ldl -lm
 echo "== building the CLI with ASan/UBSan"
 $cc -std=gnu11 -O1 -g $san -Wno-missing-field-initializers \
-    -I"$root/src/common" -I"$root/src/lib" -I"$root/src/cli" \
+    -I"$root/src/common" -I"$root/src/lib" -I"$root/src/cli" -DTG_VERSION="\"$version\"" \
     -o "$pkg/_bin/threadgraph" "$root"/src/lib/*.c "$root"/src/cli/*.c -lm -lz
 
 asan_rt=$($cc -print-file-name=libasan.so)

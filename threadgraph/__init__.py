@@ -4,7 +4,7 @@
 call stack into the original ThreadGraph's dump files; the ``threadgraph`` command
 turns them into graphs.  See docs/api.md.
 """
+from threadgraph._version import __version__
 from threadgraph.profiler import ProcessProfile
 
-__version__ = "0.1.0"
 __all__ = ["ProcessProfile", "__version__"]

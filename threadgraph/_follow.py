@@ -35,7 +35,7 @@ def settings_of(opts):
         "stack": opts.stack, "sleeps": not opts.no_sleep_correction,
         "forked": opts.follow_fork, "frequency": opts.process_memory_frequency,
         "timestamps": not opts.no_timestamps, "format": opts.format,
-        "native": opts.native,
+        "native": opts.native, "sample_bytes": opts.sample_bytes,
     }
 
 
@@ -54,15 +54,18 @@ def environment(base, settings, env=None):
 
 def _make_profile(base, settings):
     from threadgraph import ProcessProfile
+    from threadgraph._options import CHOICES
 
     kwargs = {"default_log_path": base}
-    for key in ("profile", "memory", "backend", "format"):
+    for key in CHOICES:  # profile, memory, backend, format (checked by ProcessProfile)
         if settings.get(key):
             kwargs[key] = settings[key]
     if settings.get("native"):
         kwargs["native"] = True
-    if settings.get("accounting"):
+    if settings.get("accounting") or settings.get("sample_bytes"):
         kwargs["accounting"] = True
+    if settings.get("sample_bytes"):
+        kwargs["sample_bytes"] = settings["sample_bytes"]
     if settings.get("compress"):
         kwargs["compress"] = True  # gzip of accounting files, zstd of the capture
     prof = ProcessProfile(**kwargs)

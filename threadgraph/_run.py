@@ -25,27 +25,14 @@ import threading
 import traceback
 import types
 
+from threadgraph._options import CHOICES, DEFAULTS
+
 PROG = "threadgraph run"
 TOP_PEAKS = 5
 TOP_RELEASES = 2  # the largest negative deltas, listed after the growth
 CANDIDATE_PEAKS = 100  # asked of `threadgraph peaks`, before nested calls are merged
 NEAR_BYTES = 4096  # deltas this close, or NEAR_FRACTION of the delta, are one allocation
 NEAR_FRACTION = 0.02
-
-# Options that take a value; the first argument that is neither one of these
-# options nor a value of one is the script (everything after it is the program's).
-VALUE_OPTIONS = (
-    "-o",
-    "--output",
-    "--profile",
-    "--backend",
-    "--filter",
-    "--memory",
-    "--process-memory-frequency",
-    "--format",
-    "--sample-bytes",
-)
-
 
 def build_parser():
     parser = argparse.ArgumentParser(
@@ -70,9 +57,9 @@ def build_parser():
     )
     parser.add_argument(
         "--profile",
-        choices=("python", "c", "both"),
+        choices=CHOICES["profile"],
         help="which calls to record: Python functions, C functions (builtins), "
-        "or both (default: both, as ProcessProfile)",
+        "or both (default: %s, as ProcessProfile)" % DEFAULTS["profile"],
     )
     parser.add_argument(
         "--filter",
@@ -88,9 +75,9 @@ def build_parser():
     )
     parser.add_argument(
         "--memory",
-        choices=("thread", "process", "rss"),
-        help="what a call's memory delta measures (default: thread, the bytes the "
-        "thread allocated minus freed, exact); see docs/api.md",
+        choices=CHOICES["memory"],
+        help="what a call's memory delta measures (default: %s; thread: the bytes the "
+        "thread allocated minus freed, exact); see docs/api.md" % DEFAULTS["memory"],
     )
     parser.add_argument(
         "--no-sleep-correction",
@@ -152,17 +139,18 @@ def build_parser():
     )
     parser.add_argument(
         "--backend",
-        choices=("auto", "setprofile", "monitoring"),
+        choices=CHOICES["backend"],
         help="where the events come from: a profile function on every thread, or "
-        "sys.monitoring (CPython 3.12/3.13); default auto (ProcessProfile(backend=...))",
+        "sys.monitoring (CPython 3.12/3.13); default %s (ProcessProfile(backend=...))"
+        % DEFAULTS["backend"],
     )
     parser.add_argument(
         "--format",
-        choices=("binary", "text", "both"),
-        default="binary",
-        help="binary: one compact capture.tg (default; `threadgraph export` writes the "
-        "text files from it); text: the original's .mem/.stack/process.mem files; "
-        "both (ProcessProfile(format=...))",
+        choices=CHOICES["format"],
+        default=DEFAULTS["format"],
+        help="binary: one compact capture.tg (`threadgraph export` writes the text files "
+        "from it); text: the original's .mem/.stack/process.mem files; both "
+        "(default: %s; ProcessProfile(format=...))" % DEFAULTS["format"],
     )
     parser.add_argument(
         "-m",
@@ -173,12 +161,28 @@ def build_parser():
     return parser
 
 
-def split_argv(argv):
+def value_options(parser):
+    """The option strings of PARSER that take their value as the next argument,
+    but ``-m`` (split_argv's target): derived from the parser, so that a new
+    option cannot be missed."""
+    return tuple(
+        opt
+        for action in parser._actions
+        if action.option_strings and action.nargs != 0 and action.dest != "module"
+        for opt in action.option_strings
+    )
+
+
+def split_argv(argv, value_opts=None):
     """Split ``argv`` into (our options, target, the program's arguments).
 
     ``target`` is ("module", name), ("script", path) or None.  Parsing stops at the
-    script or at ``-m module``, so the program's own options are never ours.
+    script or at ``-m module``, so the program's own options are never ours: the
+    first argument that is neither an option nor the value of one of VALUE_OPTS
+    (default: value_options(build_parser())) is the script.
     """
+    if value_opts is None:
+        value_opts = value_options(build_parser())
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -192,7 +196,7 @@ def split_argv(argv):
             return argv, None, []  # argparse reports the missing value
         if arg.startswith("-m") and not arg.startswith("--"):
             return argv[:i], ("module", arg[2:]), argv[i + 1 :]
-        if arg in VALUE_OPTIONS:
+        if arg in value_opts:
             i += 2
             continue
         if arg.startswith("-") and arg != "-":
@@ -533,7 +537,7 @@ def print_summary(prof, opts, status):
 
 def main(argv):
     parser = build_parser()
-    ours, target, prog_args = split_argv(list(argv))
+    ours, target, prog_args = split_argv(list(argv), value_options(parser))
     opts = parser.parse_args(ours)
     if target is None and opts.module:
         target = ("module", opts.module)

@@ -19,14 +19,11 @@ import time
 import warnings
 from typing import IO, Any, Callable, Dict, List, Optional, Tuple
 
-from threadgraph import _accounting, _recorder
+from threadgraph import _accounting, _options, _recorder
+# The choices, defined once by the recorder (src/recorder/options.h).
+from threadgraph._options import BACKENDS, FORMATS, MEMORY_MODES, PROFILE_MODES  # noqa: F401
 
 __all__ = ["ProcessProfile", "DEFAULT_SLEEP_TRIGGERS"]
-
-PROFILE_MODES = ("python", "c", "both")
-MEMORY_MODES = ("thread", "process", "rss")
-BACKENDS = ("auto", "setprofile", "monitoring")
-FORMATS = ("binary", "text", "both")
 
 #: Calls during which a thread is likely to give the CPU away; memory that grows
 #: while a thread is inside one of them, less what the thread allocates itself,
@@ -150,28 +147,23 @@ class ProcessProfile:
 
     def __init__(self, stream_factory: Optional[Callable[[str], IO[Any]]] = None,
                  default_log_path: Optional[str] = None, profile: Optional[str] = None,
-                 memory: str = "thread", accounting: bool = False,
+                 memory: str = _options.DEFAULTS["memory"], accounting: bool = False,
                  compress: bool = False, backend: Optional[str] = None,
                  native: bool = False,
                  format: Optional[str] = None,
                  sample_bytes: int = 0) -> None:
         if profile is None:
-            profile = "both"
-        if profile not in PROFILE_MODES:
-            raise ValueError("profile must be 'python', 'c' or 'both', not %r" % (profile,))
-        if memory not in MEMORY_MODES:
-            raise ValueError("memory must be 'thread', 'process' or 'rss', not %r" % (memory,))
+            profile = _options.DEFAULTS["profile"]
+        _options.check("profile", profile)
+        _options.check("memory", memory)
         if backend is None:
-            backend = os.environ.get("THREADGRAPH_BACKEND") or "auto"
-        if backend not in BACKENDS:
-            raise ValueError("backend must be 'auto', 'setprofile' or 'monitoring', not %r"
-                             % (backend,))
+            backend = os.environ.get("THREADGRAPH_BACKEND") or _options.DEFAULTS["backend"]
+        _options.check("backend", backend)
         if stream_factory is not None and not callable(stream_factory):
             raise TypeError("stream_factory must be callable")
         if format is None:
-            format = "text" if stream_factory is not None else "binary"
-        if format not in FORMATS:
-            raise ValueError("format must be 'binary', 'text' or 'both', not %r" % (format,))
+            format = "text" if stream_factory is not None else _options.DEFAULTS["format"]
+        _options.check("format", format)
         if format != "text" and stream_factory is not None:
             raise ValueError("stream_factory gives text streams: it needs format='text'")
         #: Output format: "binary" (capture.tg), "text" or "both".

@@ -18,7 +18,11 @@
 #include "gnuplot.h"
 #include "parse_options.h"
 
-#define TG_VERSION "0.1.0"
+/* TG_VERSION, the version string, comes from threadgraph/_version.py (its one
+ * definition): setup.py and the Makefile pass it with -DTG_VERSION='"X.Y.Z"'. */
+#ifndef TG_VERSION
+#error "TG_VERSION is not defined: build with setup.py or the Makefile"
+#endif
 
 /* Exit codes. */
 #define TG_EXIT_OK 0

@@ -183,9 +183,3 @@ tg_hooks_uninstall(void)
     tg_hooks_count_total = 0;
     tg_ptrtable_clear();
 }
-
-int
-tg_hooks_installed(void)
-{
-    return tg_installed;
-}

@@ -48,8 +48,6 @@ int tg_hooks_install(int count_total);
  * another tool wrapped ours since, ours stay but stop tracking).  Then clears the
  * pointer table. */
 void tg_hooks_uninstall(void);
-/* Whether the wrappers are installed. */
-int tg_hooks_installed(void);
 
 #pragma GCC visibility pop
 

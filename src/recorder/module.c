@@ -9,11 +9,10 @@
 #include "ptrtable.h"
 #include "names.h"
 #include "native.h"
+#include "options.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-PyTypeObject *tg_recorder_type_ptr;
 
 static PyObject *
 tg_rec_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
@@ -114,8 +113,11 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
                              "compress", "backend", "native", "format", "sample_bytes",
                              NULL};
     struct tg_recorder *r = &self->r;
-    const char *outdir, *profile = "both", *memory = "thread", *backend = "auto";
-    const char *format = "binary";
+    const char *outdir, *profile = tg_choice_default(&tg_opt_profile);
+    const char *memory = tg_choice_default(&tg_opt_memory);
+    const char *backend = tg_choice_default(&tg_opt_backend);
+    const char *format = tg_choice_default(&tg_opt_format);
+    const struct tg_choice *choice;
     PyObject *filter = Py_None, *factory = Py_None, *exclude = Py_None, *triggers = NULL;
     int track_memory = 1, track_stack = 0, track_sleeps = 1, timestamps = 1;
     long sample_every = 1000;
@@ -138,53 +140,28 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     tg_recorder_clear_config(r);
-    if (strcmp(profile, "both") == 0) {
-        r->record_python = r->record_c = 1;
-    } else if (strcmp(profile, "python") == 0) {
-        r->record_python = 1;
-        r->record_c = 0;
-    } else if (strcmp(profile, "c") == 0) {
-        r->record_python = 0;
-        r->record_c = 1;
-    } else {
-        PyErr_Format(PyExc_ValueError, "profile must be 'python', 'c' or 'both', not '%s'",
-                     profile);
-        return NULL;
-    }
-    if (strcmp(memory, "thread") == 0)
-        r->memory_mode = TG_MEM_THREAD;
-    else if (strcmp(memory, "process") == 0)
-        r->memory_mode = TG_MEM_PROCESS;
-    else if (strcmp(memory, "rss") == 0)
-        r->memory_mode = TG_MEM_RSS;
-    else {
-        PyErr_SetString(PyExc_ValueError, "memory must be 'thread', 'process' or 'rss'");
-        return NULL;
-    }
-    r->backend_auto = strcmp(backend, "auto") == 0;
+    if ((choice = tg_choice_find(&tg_opt_profile, profile)) == NULL)
+        return tg_choice_error(&tg_opt_profile, profile);
+    r->record_python = (choice->value & TG_PROFILE_PYTHON) != 0;
+    r->record_c = (choice->value & TG_PROFILE_C) != 0;
+    if ((choice = tg_choice_find(&tg_opt_memory, memory)) == NULL)
+        return tg_choice_error(&tg_opt_memory, memory);
+    r->memory_mode = (enum tg_memory_mode)choice->value;
+    if ((choice = tg_choice_find(&tg_opt_backend, backend)) == NULL)
+        return tg_choice_error(&tg_opt_backend, backend);
+    r->backend_auto = choice->value == TG_BACKEND_AUTO;
     if (r->backend_auto)
         r->backend = TG_HAVE_MONITORING ? TG_BACKEND_MONITORING : TG_BACKEND_SETPROFILE;
-    else if (strcmp(backend, "setprofile") == 0)
-        r->backend = TG_BACKEND_SETPROFILE;
-    else if (strcmp(backend, "monitoring") == 0 && TG_HAVE_MONITORING)
-        r->backend = TG_BACKEND_MONITORING;
-    else {
-        PyErr_Format(PyExc_ValueError,
-                     strcmp(backend, "monitoring") == 0
-                     ? "backend 'monitoring' needs CPython 3.12 or 3.13 (sys.monitoring)"
-                     : "backend must be 'auto', 'setprofile' or 'monitoring', not '%s'",
-                     backend);
+    else if (choice->value == TG_BACKEND_MONITORING && !TG_HAVE_MONITORING) {
+        PyErr_SetString(PyExc_ValueError,
+                        "backend 'monitoring' needs CPython 3.12 or 3.13 (sys.monitoring)");
         return NULL;
-    }
-    if (strcmp(format, "binary") == 0 || strcmp(format, "both") == 0
-            || strcmp(format, "text") == 0) {
-        r->fmt_text = strcmp(format, "binary") != 0;
-        r->fmt_binary = strcmp(format, "text") != 0;
-    } else {
-        PyErr_Format(PyExc_ValueError, "format must be 'binary', 'text' or 'both', not '%s'",
-                     format);
-        return NULL;
-    }
+    } else
+        r->backend = (enum tg_backend)choice->value;
+    if ((choice = tg_choice_find(&tg_opt_format, format)) == NULL)
+        return tg_choice_error(&tg_opt_format, format);
+    r->fmt_text = (choice->value & TG_FORMAT_TEXT) != 0;
+    r->fmt_binary = (choice->value & TG_FORMAT_BINARY) != 0;
     if (r->fmt_binary && factory != Py_None) {
         PyErr_SetString(PyExc_ValueError,
                         "stream_factory gives text streams: it needs format='text'");
@@ -632,13 +609,19 @@ PyInit__recorder(void)
         return NULL;
     if (PyType_Ready(&tg_recorder_type) < 0)
         return NULL;
-    tg_recorder_type_ptr = &tg_recorder_type;
     m = PyModule_Create(&tg_module);
     if (m == NULL)
         return NULL;
     Py_INCREF(&tg_recorder_type);
     if (PyModule_AddObject(m, "Recorder", (PyObject *)&tg_recorder_type) < 0) {
         Py_DECREF(&tg_recorder_type);
+        Py_DECREF(m);
+        return NULL;
+    }
+    /* The version (threadgraph/_version.py, passed by setup.py) and enable()'s
+     * option choices (options.h), for threadgraph/_options.py. */
+    if (PyModule_AddStringConstant(m, "VERSION", TG_VERSION) < 0
+            || tg_options_export(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -191,7 +191,6 @@ struct tg_recorder_object {
  * run in the forking thread while it holds the GIL). */
 extern struct tg_recorder_object *tg_active;
 
-extern PyTypeObject *tg_recorder_type_ptr;
 /* Method table of the Recorder type: calls into it are never recorded. */
 extern PyMethodDef tg_recorder_methods[];
 extern size_t tg_recorder_n_methods;

@@ -123,8 +123,12 @@ void tg_writer_flush(struct tg_writer *w);
 void tg_writer_release(struct tg_writer *w);
 /* Destroy the lock (after the last release). */
 void tg_writer_destroy(struct tg_writer *w);
-/* In a forked child: forget pending bytes and close the inherited descriptor
- * without writing (async-signal-safe: no malloc, no Python). */
+/* In a forked child (the pthread_atfork child handler, lifecycle.c): forget
+ * pending bytes and close the inherited descriptor without writing.  No Python,
+ * no lock, no malloc; but not async-signal-safe: an inherited full buffer that
+ * cannot become the spare (one is there already) is free()d, which glibc allows
+ * in an atfork child handler (its fork() resets the allocator's locks before the
+ * handlers run).  A fork() from a signal handler must not reach here. */
 void tg_writer_drop_in_child(struct tg_writer *w);
 /* fork(): take / release the consumer lock around fork() (descriptor writers). */
 void tg_writer_lock_for_fork(struct tg_writer *w);

@@ -111,3 +111,20 @@ def test_environment_alone_and_the_hidden_sitecustomize_still_runs(tmp_path):
     assert os.path.basename(run_dir).startswith(str(json.load(
         open(os.path.join(run_dir, "runinfo.json")))["pid"]))
     assert "child_work" in by_function(tmp_path / "out")
+
+
+def test_follow_exec_passes_sample_bytes_to_the_children(tmp_path):
+    """--sample-bytes reaches the followed processes (it used to be left out of
+    the settings mirrored by hand): each writes a sampled summary.json."""
+    write_programs(tmp_path)
+    res = subprocess.run([sys.executable, "-m", "threadgraph", "run", "--format", "text",
+                          "--follow-exec", "--sample-bytes", "4096", "-o", "out", "parent.py"],
+                         cwd=str(tmp_path), env=env_with_package(), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True, timeout=TIMEOUT)
+    assert res.returncode == 0, res.stderr
+    assert set(by_function(tmp_path / "out")) >= {"parent_work", "child_work", "dash_c_work"}
+    dirs = glob.glob(str(tmp_path / "out" / "*"))
+    assert len(dirs) == 3, dirs
+    for run_dir in dirs:
+        with open(os.path.join(run_dir, "summary.json")) as f:
+            assert json.load(f)["sample_bytes"] == 4096, run_dir

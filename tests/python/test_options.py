@@ -1,0 +1,111 @@
+"""One definition each for the version and the option choices (issue 11): every
+place that shows or checks them agrees with it, and the docs name them all."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+import threadgraph
+from threadgraph import _options, _recorder
+from threadgraph._run import build_parser, split_argv, value_options
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DOCS = os.path.join(ROOT, "docs")
+
+
+def read_doc(name):
+    with open(os.path.join(DOCS, name), encoding="utf-8") as f:
+        return f.read()
+
+
+def run(args):
+    env = dict(os.environ)
+    env.pop("TG_CLI", None)  # the packaged processor, built from this tree
+    return subprocess.run([sys.executable, "-m", "threadgraph"] + args, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=60)
+
+
+def test_version_is_the_same_everywhere():
+    with open(os.path.join(ROOT, "threadgraph", "_version.py")) as f:
+        defined = re.search(r'^__version__ = "([^"]+)"$', f.read(), re.M).group(1)
+    assert threadgraph.__version__ == defined
+    assert _recorder.VERSION == defined          # compiled in by setup.py
+    res = run(["--version"])
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "threadgraph %s\n" % defined   # the C processor's
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+    except ImportError:  # pragma: no cover (3.8 has it)
+        pytest.skip("no importlib.metadata")
+    try:
+        assert version("threadgraph") == defined  # the installed package's metadata
+    except PackageNotFoundError:
+        pytest.skip("threadgraph is not installed (run from the source tree)")
+
+
+def test_choices_come_from_the_recorder_table():
+    assert _options.CHOICES == {k: tuple(v) for k, v in _recorder.OPTION_CHOICES.items()}
+    assert set(_options.CHOICES) == {"profile", "memory", "backend", "format"}
+    for option, default in _options.DEFAULTS.items():
+        assert default in _options.CHOICES[option]
+    # ProcessProfile's defaults are the table's.
+    prof = threadgraph.ProcessProfile(backend=None)
+    assert prof.profile == _options.DEFAULTS["profile"]
+    assert prof.memory == _options.DEFAULTS["memory"]
+    assert prof.format == _options.DEFAULTS["format"]
+    # Python and C refuse the same values with the same message.
+    rec = _recorder.Recorder()
+    for option in _options.CHOICES:
+        with pytest.raises(ValueError) as py_err:
+            threadgraph.ProcessProfile(**{option: "nonsense"})
+        with pytest.raises(ValueError) as c_err:
+            rec.enable(ROOT, **{option: "nonsense"})
+        assert str(py_err.value) == str(c_err.value)
+        assert str(c_err.value).startswith(option + " must be ")
+
+
+def test_run_parser_offers_exactly_the_choices():
+    parser = build_parser()
+    by_dest = {a.dest: a for a in parser._actions}
+    for option, choices in _options.CHOICES.items():
+        assert tuple(by_dest[option].choices) == choices
+    assert by_dest["format"].default == _options.DEFAULTS["format"]
+
+
+def test_docs_name_every_choice():
+    api, run_md = read_doc("api.md"), read_doc("run.md")
+    for option, choices in _options.CHOICES.items():
+        for choice in choices:
+            assert '"%s"' % choice in api, "docs/api.md: %s=%r" % (option, choice)
+        listed = "--%s %s" % (option, "|".join(choices))
+        assert listed in run_md, "docs/run.md should list `%s`" % listed
+
+
+def test_every_run_help_option_is_documented():
+    res = run(["run", "--help"])
+    assert res.returncode == 0, res.stderr
+    shown = set(re.findall(r"^\s+(-[-\w]+)", res.stdout, re.M))
+    shown |= set(re.findall(r"^\s+-\w(?: \S+)?, (--[-\w]+)", res.stdout, re.M))
+    assert {"--output", "--profile", "--format", "--sample-bytes"} <= shown
+    run_md = read_doc("run.md")
+    missing = sorted(opt for opt in shown
+                     if opt not in ("-h", "--help")
+                     and not re.search(r"`%s[` =]" % re.escape(opt), run_md))
+    assert not missing, "options in `threadgraph run --help` not in docs/run.md: %s" % missing
+
+
+def test_split_argv_knows_every_option_that_takes_a_value():
+    parser = build_parser()
+    opts = value_options(parser)
+    for action in parser._actions:
+        if action.option_strings and action.dest != "module":
+            for opt in action.option_strings:
+                assert (opt in opts) == (action.nargs != 0), opt
+    # Each value option's value is never taken for the script.
+    for opt in opts:
+        ours, target, rest = split_argv([opt, "VALUE", "prog.py", "--stack"])
+        assert ours == [opt, "VALUE"] and target == ("script", "prog.py")
+        assert rest == ["--stack"]
