@@ -50,9 +50,8 @@ class BuildExtAndCli(build_ext):
         objects = self.compiler.compile(
             sources,
             output_dir=os.path.join(self.build_temp, "cli"),
-            macros=[("TG_HAVE_ZSTD", "1")] if ZSTD else [],
             include_dirs=["src/common", "src/lib", "src/cli"],
-            macros=[VERSION_MACRO],
+            macros=[VERSION_MACRO] + ([("TG_HAVE_ZSTD", "1")] if ZSTD else []),
             extra_postargs=CFLAGS,
             depends=rel_sources("src/*/*.h"),
         )
