@@ -5,7 +5,9 @@
  * selection (memg.c), decorate-stack's subtree (decorate.c), the frame tree
  * and its SVG (fold.c, flamesvg.c), the accounting tables and histogram
  * (acct_out.c).  Text reports that the library writes to a FILE * go through a
- * temporary file and are copied into the page escaped.
+ * temporary file and are copied into the page escaped.  A binary capture is read
+ * natively (dumpset.h, recsrc.h): its files are the ones export would write, so
+ * the page is the one made from its exported text.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -423,7 +425,8 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 			tg_error(d, "unable to make a temporary file: %s", strerror(errno));
 			goto out;
 		}
-		if (files->cap ? !files->has_stack : !rep_exists(stack)) {
+		if (files->cap ? !files->has_stack || !files->v[k->thread].cap_thread :
+				 !rep_exists(stack)) {
 			rep_note_html(out, "this thread has no .stack file");
 		} else if (files->cap ?
 			   tg_decorate_capture_run(files->cap, files->v[k->thread].cap_thread->base,
