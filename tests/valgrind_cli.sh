@@ -117,6 +117,13 @@ check 1 export -o "$tmp/exported" "$tmp/run"
 check 0 peaks --peak=1 "$tmp/cut"
 check 0 export -o "$tmp/exported-cut" "$tmp/cut"
 check 1 decorate-stack "$tmp/run" Nobody 1
+# folded, flamegraph and report reading the capture natively
+check 0 folded --metric delta "$tmp/run"
+check 0 folded --metric time --thread Thread-7 "$tmp/run/capture.tg"
+check 1 folded --metric delta --thread Nobody "$tmp/run"
+check 0 flamegraph --metric delta -o "$tmp/flame.svg" "$tmp/run"
+check 0 report --peak 20 --metric delta -o "$tmp/report.html" "$tmp/run"
+check 0 report --metric time -o "$tmp/report.html" "$tmp/cut"
 check 0 --help
 check 0 memg --help
 

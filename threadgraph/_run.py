@@ -513,6 +513,9 @@ def print_summary(prof, opts, status):
             sys.stderr.write("    threadgraph %sdecorate-stack %s %s %s\n"
                              % (no_time, shown, shell_quote(thread), top.get("mem_line", "")))
         sys.stderr.write("    threadgraph %sexport %s\n" % (no_time, shown))
+        # report (and folded, flamegraph) read the capture as they read text dumps
+        sys.stderr.write("    threadgraph %sreport %s -o %s\n" % (
+            no_time, shlex.quote(shown), shlex.quote(os.path.join(shown, "report.html"))))
         sys.stderr.flush()
         return
     sys.stderr.write("    threadgraph %smemg %s/*.mem\n" % (no_time, shown))

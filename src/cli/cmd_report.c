@@ -57,6 +57,7 @@ int cmd_report(int argc, char **argv)
 	struct tg_diag d;
 	char *scratch = NULL;
 	char gnuplot[4096];
+	struct tg_capture *cap = NULL;
 	int nargs, ret;
 	const struct tg_option opts[] = {
 		{ "output", 'o', TG_OPT_STRING, &output, NULL, "FILE",
@@ -97,12 +98,21 @@ int cmd_report(int argc, char **argv)
 	o.run_dir = argv[0];
 	o.max_lines = max_lines ? max_lines : (size_t)-1;
 	tg_cli_diag_init(&d, &c);
+	/* a binary capture is read natively; its warnings are printed once here */
+	if (tg_dumpset_open_capture(argv[0], &cap, &d) < 0)
+		return error("%s", d.msg);
+	if (cap)
+		tg_cli_capture_warnings(cap);
+	o.cap = cap;
 	if (asprintf(&scratch, "%s/threadgraph-report-XXXXXX",
-		     tmpdir && *tmpdir ? tmpdir : "/tmp") < 0)
+		     tmpdir && *tmpdir ? tmpdir : "/tmp") < 0) {
+		tg_dumpset_free_capture(cap);
 		return error("out of memory");
+	}
 	if (!mkdtemp(scratch)) {
 		ret = error("unable to make a temporary directory '%s'", scratch);
 		free(scratch);
+		tg_dumpset_free_capture(cap);
 		return ret;
 	}
 	o.scratch = scratch;
@@ -119,6 +129,7 @@ int cmd_report(int argc, char **argv)
 	}
 	report_rm_scratch(scratch, 1);
 	free(scratch);
+	tg_dumpset_free_capture(cap);
 	tg_cli_diag_summary(&d);
 	return ret;
 }

@@ -13,6 +13,8 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 		     struct tg_fold *f, struct tg_diag *d)
 {
 	struct tg_fold_opts o = { 0 };
+	struct tg_capture *cap = NULL;
+	int rc;
 
 	o.metric = tg_fold_metric_find(a->metric);
 	if (!o.metric) {
@@ -28,7 +30,19 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 	o.has_time = !a->c.no_time;
 	tg_cli_diag_init(d, &a->c);
 	tg_fold_init(f);
-	if (tg_fold_load(f, &o, d) < 0) {
+	if (!o.metric->from_snapshot) {
+		/* a capture's delta and time: read natively, its warnings printed once */
+		if ((rc = tg_dumpset_open_capture(path, &cap, d)) < 0) {
+			tg_fold_release(f);
+			return error("%s", d->msg);
+		}
+		if (rc > 0)
+			tg_cli_capture_warnings(cap);
+		o.cap = cap;
+	}
+	rc = tg_fold_load(f, &o, d);
+	tg_dumpset_free_capture(cap);
+	if (rc < 0) {
 		tg_fold_release(f);
 		return error("%s", d->msg);
 	}

@@ -253,6 +253,15 @@ int tg_dumpset_init(struct tg_dumpset *s, char **paths, size_t n, enum tg_dumpse
 	return 0;
 }
 
+int tg_dumpset_init_capture(struct tg_dumpset *s, const struct tg_capture *cap,
+			    enum tg_dumpset_view view, struct tg_diag *d)
+{
+	memset(s, 0, sizeof(*s));
+	s->cap = (struct tg_capture *)cap;  /* only read; never freed (cap_borrowed) */
+	s->cap_borrowed = 1;
+	return ds_add_capture(s, view, d);
+}
+
 void tg_dumpset_release(struct tg_dumpset *s)
 {
 	for (size_t i = 0; i < s->n; i++)
@@ -261,6 +270,7 @@ void tg_dumpset_release(struct tg_dumpset *s)
 	for (size_t i = 0; i < s->n_owned; i++)
 		free(s->owned[i]);
 	free(s->owned);
-	tg_dumpset_free_capture(s->cap);
+	if (!s->cap_borrowed)
+		tg_dumpset_free_capture(s->cap);
 	memset(s, 0, sizeof(*s));
 }

@@ -28,7 +28,9 @@ enum tg_dumpset_view {
 struct tg_dumpset {
 	struct tg_dumpfile *v;   /* the files, in order */
 	size_t n, alloc;
-	struct tg_capture *cap;  /* the capture the files come from (owned), or NULL */
+	struct tg_capture *cap;  /* the capture the files come from (owned unless
+				  * cap_borrowed), or NULL */
+	int cap_borrowed;        /* cap is the caller's (tg_dumpset_init_capture) */
 	char **owned;            /* paths built for directory entries (owned) */
 	size_t n_owned, owned_alloc;
 };
@@ -42,6 +44,14 @@ struct tg_dumpset {
 int tg_dumpset_init(struct tg_dumpset *s, char **paths, size_t n, enum tg_dumpset_view view,
 		    struct tg_diag *d);
 void tg_dumpset_release(struct tg_dumpset *s);
+
+/*
+ * Fills s with the files of an open capture for view, as tg_dumpset_init does
+ * for its path; cap stays the caller's and must outlive s.  Returns 0, or -1
+ * with d->msg set; s needs tg_dumpset_release() either way.
+ */
+int tg_dumpset_init_capture(struct tg_dumpset *s, const struct tg_capture *cap,
+			    enum tg_dumpset_view view, struct tg_diag *d);
 
 /*
  * Opens the capture that path names (a run directory holding capture.tg or a

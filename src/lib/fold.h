@@ -30,6 +30,9 @@
 #include <stdio.h>
 
 #include "diag.h"
+#include "dumpfile.h"
+
+struct tg_capture;
 
 enum tg_fold_metric { TG_FOLD_ALLOC, TG_FOLD_LIVE, TG_FOLD_PEAK, TG_FOLD_DELTA, TG_FOLD_TIME };
 
@@ -87,7 +90,10 @@ struct tg_fold_opts {
 	const struct tg_fold_metric_info *metric;
 	const char *thread;      /* only this thread (file base name), no thread frame */
 	int merge_threads;       /* sum all threads' stacks, no thread frame */
-	int has_time;            /* the dumps carry TIME# */
+	int has_time;            /* the dumps carry TIME# (a capture: and its time flag) */
+	const struct tg_capture *cap; /* delta, time: the capture path names, already
+				       * open (the caller's); NULL: tg_fold_load opens it
+				       * when path is one (dumpset.h) */
 };
 
 /* Empties F (needs no release before). */
@@ -111,12 +117,13 @@ int tg_fold_child(struct tg_fold *f, size_t parent, const char *text, size_t len
 int tg_fold_load(struct tg_fold *f, const struct tg_fold_opts *o, struct tg_diag *d);
 
 /*
- * Pairs one thread's STACK and MEM dumps into F (o->metric delta or time),
+ * Pairs one thread's STACK and MEM dumps (text, or a capture's: recsrc.h) into F (o->metric delta or time),
  * under frame ROOT (0 or a thread frame); tg_fold_load does this for every
  * thread of a run.  Call tg_fold_finish after.  0 or -1 (d->msg set).
  */
-int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o, const char *stack,
-		      const char *mem, size_t root, struct tg_diag *d);
+int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o,
+		      const struct tg_dumpfile *stack, const struct tg_dumpfile *mem, size_t root,
+		      struct tg_diag *d);
 
 /* Computes totals and counts, links children sorted by name.  0 or -1. */
 int tg_fold_finish(struct tg_fold *f, struct tg_diag *d);

@@ -7,7 +7,8 @@
  * a .stack record at depth D closes the open calls at depth D or deeper,
  * deepest first, and the end of the file closes the rest; the k-th call to
  * close is the one the k-th .mem record returns from.  One pass over both
- * files holds only the open calls.
+ * files holds only the open calls.  A binary capture is read natively through
+ * recsrc.h, as the files `threadgraph export` would write from it.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -16,10 +17,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dumpset.h"
 #include "fold.h"
 #include "linereader.h"
+#include "recsrc.h"
 #include "records.h"
 #include "snapshot.h"
+#include "tg_format.h"
 
 static int load_is_dir(const char *path)
 {
@@ -229,8 +233,7 @@ struct load_open {
 };
 
 struct load_thread {
-	struct tg_lr mem;       /* the .mem file, read as calls close */
-	int mem_open;
+	struct tg_src mem;      /* the .mem records, read as calls close */
 	struct load_open *open;
 	size_t top, cap;
 };
@@ -252,17 +255,8 @@ static int load_close(struct tg_fold *f, const struct tg_fold_opts *o, struct lo
 {
 	struct load_open *c = &t->open[--t->top], *parent = t->top ? &t->open[t->top - 1] : NULL;
 	struct tg_memrec r;
-	const char *line, *why;
-	size_t len;
-	int got;
+	int got = tg_src_next_mem(&t->mem, &r, d);
 
-	while ((got = tg_lr_next(&t->mem, &line, &len, d)) > 0) {
-		why = tg_lr_bad(&t->mem) ?: tg_memrec_parse(&r, line, len, o->has_time);
-		if (!why)
-			break;
-		if (tg_malformed(d, t->mem.path, t->mem.lineno, why) < 0)
-			return -1;
-	}
 	if (got < 0)
 		return -1;
 	if (!got) {  /* still open when the run ended: nothing known of it */
@@ -291,33 +285,52 @@ static int load_close(struct tg_fold *f, const struct tg_fold_opts *o, struct lo
 	return 0;
 }
 
-int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o, const char *stack,
-		      const char *mem, size_t root, struct tg_diag *d)
+/*
+ * Counts the .mem records left after the last call into f->extra, silently
+ * skipping malformed ones (they are not returns either).  0 or -1.
+ */
+static int load_count_extra(struct tg_fold *f, struct tg_src *m, struct tg_diag *d)
+{
+	const char *line;
+	size_t len;
+	int got;
+
+	if (m->is_cap) {
+		/* the records tg_src_cap_next_mem takes, without its warnings */
+		while ((got = tg_capcur_next_return(&m->cur, &m->rec, d)) > 0)
+			if (m->rec.line >= 0 && m->rec.line <= 999999999 &&
+			    m->rec.value <= 999999999999999999LL &&
+			    m->rec.value >= -999999999999999999LL)
+				f->extra++;
+		return got;
+	}
+	while ((got = tg_lr_next(&m->lr, &line, &len, d)) > 0)
+		if (!tg_lr_bad(&m->lr) && !tg_memrec_parse(&(struct tg_memrec){ 0 }, line, len,
+							   m->has_time))
+			f->extra++;
+	return got;
+}
+
+int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o,
+		      const struct tg_dumpfile *stack, const struct tg_dumpfile *mem, size_t root,
+		      struct tg_diag *d)
 {
 	struct load_thread t;
-	struct tg_lr lr;
+	struct tg_src ss;
 	struct tg_stackrec r;
-	const char *line, *why;
 	char *buf = NULL;
-	size_t len, cap = 0;
+	size_t cap = 0;
 	int got, ret = -1;
 
 	memset(&t, 0, sizeof(t));
-	if (tg_lr_open(&lr, stack, 0, d) < 0)
+	if (tg_src_open(&ss, stack, o->has_time, 0, d) < 0)
 		return -1;
-	if (tg_lr_open(&t.mem, mem, 0, d) < 0)
+	if (tg_src_open(&t.mem, mem, o->has_time, 0, d) < 0)
 		goto out_stack;
-	t.mem_open = 1;
-	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0) {
+	while ((got = tg_src_next_stack(&ss, &r, d)) > 0) {
 		struct load_open *c;
 		long tlen;
 
-		why = tg_lr_bad(&lr) ?: tg_stackrec_parse(&r, line, len, o->has_time);
-		if (why) {
-			if (tg_malformed(d, stack, lr.lineno, why) < 0)
-				goto out;
-			continue;
-		}
 		while (t.top && t.open[t.top - 1].depth >= r.depth)
 			if (load_close(f, o, &t, d) < 0)
 				goto out;
@@ -348,7 +361,7 @@ int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o, const cha
 			goto out;
 		c->depth = r.depth;
 		c->site = load_site_hash(&r.file, &r.func);
-		c->t_call = o->has_time ? load_time_us(&r.time.text) : 0;
+		c->t_call = ss.has_time ? load_time_us(&r.time.text) : 0;
 		t.top++;
 	}
 	if (got < 0)
@@ -356,19 +369,15 @@ int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o, const cha
 	while (t.top)
 		if (load_close(f, o, &t, d) < 0)
 			goto out;
-	while ((got = tg_lr_next(&t.mem, &line, &len, d)) > 0)
-		if (!tg_lr_bad(&t.mem) && !tg_memrec_parse(&(struct tg_memrec){ 0 }, line, len,
-							   o->has_time))
-			f->extra++;
-	if (got < 0)
+	if (load_count_extra(f, &t.mem, d) < 0)
 		goto out;
 	ret = 0;
 out:
-	tg_lr_release(&t.mem);
+	tg_src_release(&t.mem);
 	free(t.open);
 	free(buf);
 out_stack:
-	tg_lr_release(&lr);
+	tg_src_release(&ss);
 	return ret;
 }
 
@@ -383,7 +392,7 @@ static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg
 	struct dirent *e;
 	char **bases = NULL, *stack = NULL, *mem = NULL;
 	size_t n = 0, cap = 0, i;
-	int ret = -1, mems = 0, capture = 0;
+	int ret = -1;
 
 	if (o->metric->metric == TG_FOLD_TIME && !o->has_time)
 		return tg_error(d, "the time metric needs timestamps (the dumps have none: "
@@ -395,10 +404,6 @@ static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg
 				strerror(errno));
 	while ((e = readdir(dh))) {
 		size_t len = strlen(e->d_name);
-		if (len > 4 && !strcmp(e->d_name + len - 4, ".mem") && strcmp(e->d_name, "process.mem"))
-			mems = 1;
-		if (!strcmp(e->d_name, "capture.tg"))
-			capture = 1;
 		if (len <= 6 || strcmp(e->d_name + len - 6, ".stack"))
 			continue;
 		if (n == cap) {
@@ -416,11 +421,7 @@ static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg
 	closedir(dh);
 	dh = NULL;
 	if (!n) {
-		if (capture && !mems)
-			tg_error(d, "'%s' holds a binary capture (capture.tg): turn it into text "
-				 "dumps with threadgraph export first", o->path);
-		else
-			tg_error(d, "no .stack files in '%s': the %s metric pairs each thread's "
+		tg_error(d, "no .stack files in '%s': the %s metric pairs each thread's "
 				 ".stack and .mem dumps, so the run needs stacks (threadgraph run "
 				 "--stack, ProcessProfile.trackStack())", o->path, o->metric->name);
 		goto out;
@@ -442,9 +443,13 @@ static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg
 			mem = NULL;
 			goto oom;
 		}
-		if (load_thread_root(f, o, bases[i], &root, d) < 0 ||
-		    tg_fold_load_pair(f, o, stack, mem, root, d) < 0)
-			goto out;
+		{
+			struct tg_dumpfile sdf = { stack, NULL, TG_DUMP_STACK, NULL, NULL };
+			struct tg_dumpfile mdf = { mem, NULL, TG_DUMP_MEM, NULL, NULL };
+			if (load_thread_root(f, o, bases[i], &root, d) < 0 ||
+			    tg_fold_load_pair(f, o, &sdf, &mdf, root, d) < 0)
+				goto out;
+		}
 		f->threads++;
 	}
 	if (o->thread && !f->threads) {
@@ -466,18 +471,87 @@ out:
 	return ret;
 }
 
+/*
+ * delta and time from a binary capture: each thread's call and return records,
+ * paired as on the files `threadgraph export` writes (same threads, same
+ * order, same messages).  0 or -1.
+ */
+static int load_capture(struct tg_fold *f, const struct tg_fold_opts *o,
+			const struct tg_capture *cap, struct tg_diag *d)
+{
+	struct tg_dumpset set;
+	char *mem = NULL;
+	int ret = -1;
+
+	if (o->metric->metric == TG_FOLD_TIME && !o->has_time)
+		return tg_error(d, "the time metric needs timestamps (the dumps have none: "
+				"--no_time)");
+	if (o->metric->metric == TG_FOLD_TIME && !(cap->flags & TG_CAP_F_TIME))
+		return tg_error(d, "the time metric needs timestamps (the capture '%s' has "
+				"none)", cap->path);
+	if (!(f->source = strdup(o->path)))
+		return tg_error(d, "out of memory");
+	if (tg_dumpset_init_capture(&set, cap, TG_VIEW_STACK, d) < 0)
+		goto out;
+	if (!set.n) {
+		tg_error(d, "no .stack files in '%s': the %s metric pairs each thread's .stack "
+			 "and .mem dumps, so the run needs stacks (threadgraph run --stack, "
+			 "ProcessProfile.trackStack())", o->path, o->metric->name);
+		goto out;
+	}
+	if (!(cap->flags & TG_CAP_F_MEMORY)) {
+		tg_error(d, "no .mem records in '%s': the %s metric pairs each thread's .stack "
+			 "and .mem dumps", cap->path, o->metric->name);
+		goto out;
+	}
+	for (size_t i = 0; i < set.n; i++) {
+		const struct tg_dumpfile *st = &set.v[i];
+		struct tg_dumpfile mdf = { NULL, NULL, TG_DUMP_MEM, cap, st->cap_thread };
+		size_t root, len = strlen(st->path) - strlen(TG_STACK_SUFFIX);
+
+		if (o->thread && strcmp(o->thread, st->thread))
+			continue;
+		free(mem);
+		if (asprintf(&mem, "%.*s%s", (int)len, st->path, TG_MEM_SUFFIX) < 0) {
+			mem = NULL;
+			tg_error(d, "out of memory");
+			goto out;
+		}
+		mdf.path = mem;
+		if (load_thread_root(f, o, st->thread, &root, d) < 0 ||
+		    tg_fold_load_pair(f, o, st, &mdf, root, d) < 0)
+			goto out;
+		f->threads++;
+	}
+	if (o->thread && !f->threads) {
+		tg_error(d, "no thread '%s' with a .stack file in '%s'", o->thread, o->path);
+		goto out;
+	}
+	ret = 0;
+out:
+	free(mem);
+	tg_dumpset_release(&set);
+	return ret;
+}
+
 int tg_fold_load(struct tg_fold *f, const struct tg_fold_opts *o, struct tg_diag *d)
 {
+	struct tg_capture *cap = NULL;
 	int rc;
 
 	f->metric = o->metric;
 	if (o->metric->from_snapshot)
 		rc = load_snapshot(f, o, d);
+	else if (o->cap)
+		rc = load_capture(f, o, o->cap, d);
+	else if ((rc = tg_dumpset_open_capture(o->path, &cap, d)) != 0)
+		rc = rc < 0 ? -1 : load_capture(f, o, cap, d);
 	else if (!load_is_dir(o->path))
 		rc = tg_error(d, "'%s' is not a run directory (the %s metric reads its .stack "
 			      "and .mem dumps)", o->path, o->metric->name);
 	else
 		rc = load_dumps(f, o, d);
+	tg_dumpset_free_capture(cap);
 	if (rc < 0)
 		return -1;
 	return tg_fold_finish(f, d);

@@ -5,7 +5,9 @@
  * selection (memg.c), decorate-stack's subtree (decorate.c), the frame tree
  * and its SVG (fold.c, flamesvg.c), the accounting tables and histogram
  * (acct_out.c).  Text reports that the library writes to a FILE * go through a
- * temporary file and are copied into the page escaped.
+ * temporary file and are copied into the page escaped.  A binary capture is read
+ * natively (dumpset.h, recsrc.h): its files are the ones export would write, so
+ * the page is the one made from its exported text.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -18,6 +20,7 @@
 
 #include "acct_out.h"
 #include "decorate.h"
+#include "dumpset.h"
 #include "flamesvg.h"
 #include "fold.h"
 #include "linereader.h"
@@ -34,6 +37,8 @@ struct rep_files {
 	char **paths;            /* owned paths of v[] */
 	size_t n, threads;       /* all; thread files only */
 	int has_stack;           /* some thread has a .stack file */
+	const struct tg_capture *cap; /* the run's binary capture, or NULL: text dumps */
+	struct tg_capture *own_cap;   /* cap when opened here (freed on release) */
 };
 
 static void rep_note(const struct tg_report_cb *cb, const char *msg)
@@ -50,12 +55,19 @@ static void rep_files_release(struct rep_files *r)
 	}
 	free(r->v);
 	free(r->paths);
+	tg_dumpset_free_capture(r->own_cap);
 	memset(r, 0, sizeof(*r));
 }
 
 static int rep_cmp(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int rep_is_dir(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 static int rep_exists(const char *path)
@@ -133,6 +145,54 @@ out:
 	for (i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
+	return ret;
+}
+
+/*
+ * Lists the .mem files of capture CAP (as export would write them) into R,
+ * thread files in name order then process.mem, as rep_files_list lists a text
+ * run.  0 or -1.
+ */
+static int rep_files_capture(struct rep_files *r, const struct tg_capture *cap,
+			     struct tg_diag *d)
+{
+	struct tg_dumpset set;
+	size_t i, k = 0;
+	int ret = -1;
+
+	r->cap = cap;
+	if (tg_dumpset_init_capture(&set, cap, TG_VIEW_MEM, d) < 0)
+		goto out;
+	if (!(r->v = calloc(set.n + 1, sizeof(*r->v))) ||
+	    !(r->paths = calloc(set.n + 1, sizeof(char *))))
+		goto oom;
+	for (int process = 0; process < 2; process++)
+		for (i = 0; i < set.n; i++) {
+			const struct tg_dumpfile *src = &set.v[i];
+			if ((src->kind == TG_DUMP_PROCESS) != process)
+				continue;
+			if (!(r->paths[k] = strdup(src->path)))
+				goto oom;
+			if (tg_dumpfile_init(&r->v[k], r->paths[k]) < 0) {
+				free(r->paths[k]);
+				r->paths[k] = NULL;
+				goto oom;
+			}
+			r->v[k].kind = src->kind;
+			r->v[k].cap = cap;
+			r->v[k].cap_thread = src->cap_thread;
+			r->n = ++k;
+			if (!process)
+				r->threads++;
+		}
+	/* export writes a .stack file for every thread when stacks were asked for */
+	r->has_stack = r->threads && (cap->flags & TG_CAP_F_STACK);
+	ret = 0;
+	goto out;
+oom:
+	tg_error(d, "out of memory");
+out:
+	tg_dumpset_release(&set);
 	return ret;
 }
 
@@ -365,9 +425,13 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 			tg_error(d, "unable to make a temporary file: %s", strerror(errno));
 			goto out;
 		}
-		if (!rep_exists(stack)) {
+		if (files->cap ? !files->has_stack || !files->v[k->thread].cap_thread :
+				 !rep_exists(stack)) {
 			rep_note_html(out, "this thread has no .stack file");
-		} else if (tg_decorate_run(mem, stack, event, &dopts, tmp, NULL, &sub) < 0) {
+		} else if (files->cap ?
+			   tg_decorate_capture_run(files->cap, files->v[k->thread].cap_thread->base,
+						   event, &dopts, tmp, NULL, &sub) < 0 :
+			   tg_decorate_run(mem, stack, event, &dopts, tmp, NULL, &sub) < 0) {
 			rep_note_html(out, sub.msg);
 		} else {
 			fputs("<pre>", out);
@@ -408,7 +472,7 @@ static int rep_flame(FILE *out, const struct tg_report_opts *o,
 		     const struct tg_fold_metric_info *m, const struct tg_report_cb *cb,
 		     struct tg_diag *d)
 {
-	struct tg_fold_opts fo = { o->run_dir, m, NULL, 0, o->memg.has_time };
+	struct tg_fold_opts fo = { o->run_dir, m, NULL, 0, o->memg.has_time, o->cap };
 	struct tg_flamesvg_opts so = { NULL, m->what, 1200, 0.1, 0 };
 	struct tg_fold f;
 	struct tg_diag sub = *d;
@@ -488,17 +552,41 @@ static int rep_accounting(FILE *out, const struct tg_report_opts *o,
 	return 0;
 }
 
-int tg_report_write(const struct tg_report_opts *o, FILE *out, const struct tg_report_cb *cb,
-		    struct tg_diag *d)
+int tg_report_write(const struct tg_report_opts *opts, FILE *out,
+		    const struct tg_report_cb *cb, struct tg_diag *d)
 {
+	struct tg_report_opts ro = *opts, *o = &ro;
 	struct rep_files files;
 	const struct tg_fold_metric_info *metrics[3];
 	size_t nm = 0;
-	int accounting, ret = -1;
-	char *summary = NULL;
+	int accounting, ret = -1, rc;
+	char *summary = NULL, *run_dir = NULL;
 
-	if (rep_files_list(&files, o->run_dir, d) < 0)
+	memset(&files, 0, sizeof(files));
+	if (!o->cap) {
+		if ((rc = tg_dumpset_open_capture(o->run_dir, &files.own_cap, d)) < 0)
+			return -1;
+		o->cap = files.own_cap;
+	}
+	if (o->cap && !rep_is_dir(o->run_dir)) {
+		/* RUN_DIR/capture.tg given: the run's other files are beside it */
+		const char *slash = strrchr(o->cap->path, '/');
+		if (!(run_dir = strndup(o->cap->path, slash ? (size_t)(slash - o->cap->path) : 0)) ||
+		    !*run_dir) {
+			free(run_dir);
+			if (!(run_dir = strdup(".")))
+				goto oom;
+		}
+		o->run_dir = run_dir;
+	}
+	if (o->cap) {
+		/* the capture's records stand for the text dumps export would write */
+		o->memg.has_time = o->memg.has_time && (o->cap->flags & TG_CAP_F_TIME);
+		if (rep_files_capture(&files, o->cap, d) < 0)
+			goto out;
+	} else if (rep_files_list(&files, o->run_dir, d) < 0) {
 		return -1;
+	}
 	if (asprintf(&summary, "%s/summary.txt", o->run_dir) < 0) {
 		summary = NULL;
 		tg_error(d, "out of memory");
@@ -563,7 +651,11 @@ int tg_report_write(const struct tg_report_opts *o, FILE *out, const struct tg_r
 		goto out;
 	}
 	ret = 0;
+	goto out;
+oom:
+	tg_error(d, "out of memory");
 out:
 	rep_files_release(&files);
+	free(run_dir);
 	return ret;
 }

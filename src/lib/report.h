@@ -18,8 +18,14 @@
 #include "diag.h"
 #include "memg.h"
 
+struct tg_capture;
+
 struct tg_report_opts {
-	const char *run_dir;
+	const char *run_dir;         /* text dumps, or a binary capture (dumpset.h) read
+				      * natively */
+	const struct tg_capture *cap; /* run_dir's capture, already open (the caller's;
+				       * must outlive the call), or NULL: opened here
+				       * when run_dir names one */
 	const char *scratch;         /* an empty directory for gnuplot's files (the caller's) */
 	const char *gnuplot;         /* the gnuplot to run (tg_gnuplot_find), or NULL: the
 				      * page says the graphs need gnuplot */

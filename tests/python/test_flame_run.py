@@ -6,11 +6,17 @@ here, independently, from the files the recorder wrote (the snapshot's nodes, th
 .stack/.mem pairing), and must equal what `threadgraph folded` prints, stack by
 stack and in total.  The flame graph must hold the planted frames with widths in
 proportion, and `threadgraph run` must print the report command, which works.
+
+Each test runs on a text run (`--format text`) and on a binary one (the default
+capture.tg), whose expected values come from its exported text (`threadgraph
+export`); on the binary run folded, flamegraph and report must also print exactly
+what they print on that exported text.
 """
 import glob
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -61,16 +67,31 @@ def tg(args, cwd):
                           universal_newlines=True, timeout=TIMEOUT)
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("flame")
+@pytest.fixture(scope="module", params=["text", "binary"])
+def run(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("flame-" + request.param)
     (tmp / "planted.py").write_text(textwrap.dedent(PLANTED))
-    res = tg(["run", "--format", "text", "--accounting", "--stack", "-o", "out", "planted.py"], tmp)
+    fmt = ["--format", "text"] if request.param == "text" else []
+    res = tg(["run"] + fmt + ["--accounting", "--stack", "-o", "out", "planted.py"], tmp)
     assert res.returncode == 0, res.stderr
     dirs = [d for d in glob.glob(str(tmp / "out" / "*")) if os.path.isdir(d)]
     assert len(dirs) == 1, dirs
-    return {"dir": dirs[0], "cwd": tmp, "stderr": res.stderr,
-            "file": os.path.abspath(str(tmp / "planted.py"))}
+    d = dirs[0]
+    dumps = d
+    if request.param == "binary":
+        assert os.path.exists(os.path.join(d, "capture.tg"))
+        assert not glob.glob(os.path.join(d, "*.mem")) + glob.glob(os.path.join(d, "*.stack"))
+        # the same run in text: its other files, and the dumps export writes
+        dumps = str(tmp / "exported" / os.path.basename(d))
+        os.makedirs(dumps)
+        for name in os.listdir(d):
+            if name != "capture.tg" and os.path.isfile(os.path.join(d, name)):
+                shutil.copy(os.path.join(d, name), os.path.join(dumps, name))
+        exp = tg(["export", "-q", "-o", dumps, d], tmp)
+        assert exp.returncode == 0, exp.stderr
+        assert glob.glob(os.path.join(dumps, "*.stack"))
+    return {"dir": d, "dumps": dumps, "cwd": tmp, "stderr": res.stderr,
+            "format": request.param, "file": os.path.abspath(str(tmp / "planted.py"))}
 
 
 def folded(run_dir, *args):
@@ -169,7 +190,7 @@ def test_folded_equals_the_recorded_values(run):
         assert sum(got.values()) == sum(want.values())
     for metric in ("delta", "time"):
         got = folded(d, "--metric", metric)
-        assert got == dump_stacks(d, metric), metric
+        assert got == dump_stacks(run["dumps"], metric), metric
 
 
 def test_planted_frames_carry_the_planted_bytes(run):
@@ -233,3 +254,31 @@ def test_run_prints_the_report_command_and_it_works(run):
         html = f.read()
     assert 'id="flame-alloc"' in html and "total_requested_bytes" in html
     assert "leaf_alloc (%s:4)" % run["file"] in html
+
+
+def test_binary_run_reads_as_its_exported_text(run, tmp_path):
+    """folded, flamegraph and report on the capture print what they print on the
+    text that export writes from it (the same relative run path in both)."""
+    if run["format"] != "binary":
+        pytest.skip("the binary run's check")
+    cap_cwd, text_cwd = os.path.dirname(run["dir"]), os.path.dirname(run["dumps"])
+    name = os.path.basename(run["dir"])
+    cases = [["folded", "--metric", m] + o + [name]
+             for m in ("delta", "time")
+             for o in ([], ["--merge-threads"], ["--thread", "planted worker"])]
+    cases += [["flamegraph", "--metric", "delta", name, "-o", str(tmp_path / "f.svg")],
+              ["report", "--metric", "delta", "--peak", "100", name, "-o",
+               str(tmp_path / "r.html")]]
+    for args in cases:
+        out = args[-1] if args[-2] == "-o" else None
+        rt = tg(args, text_cwd)
+        text_out = open(out, "rb").read() if out else None
+        rc = tg(args, cap_cwd)
+        assert rc.returncode == 0, rc.stderr
+        assert (rc.returncode, rc.stdout, rc.stderr) == (rt.returncode, rt.stdout, rt.stderr), args
+        if out:
+            assert open(out, "rb").read() == text_out, args
+    html = open(str(tmp_path / "r.html")).read()
+    # the planted 300000-byte returns are peaks with their decorated subtree
+    assert '<section class="peak"' in html and "leaf_alloc@" in html
+    assert 'id="flame-delta"' in html

@@ -297,6 +297,7 @@ def test_start_line_and_summary(tmp_path, fmt):
         assert "    threadgraph memg %s\n" % rel in text
         assert "    threadgraph peaks %s\n" % rel in text
         assert "    threadgraph export %s\n" % rel in text
+        assert "    threadgraph report %s -o %s/report.html\n" % (rel, rel) in text
         if not cli_reads_run_dirs(run_dir, tmp_path):
             # A processor without capture support: the summary says so, calmly.
             assert "threadgraph: top peaks: unavailable (threadgraph peaks failed" in text
