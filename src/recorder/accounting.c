@@ -45,6 +45,7 @@
 #include "clock.h"
 #include "names.h"
 #include "recorder.h"
+#include "tg_snapshot.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -784,7 +785,7 @@ tg_sink_put_func(struct tg_sink *s, uint32_t fid)
 {
     struct tg_acct_func *f;
     if (fid == 0 || fid >= tg_nfuncs) {
-        tg_sink_printf(s, "<no python frame>");
+        tg_sink_printf(s, "%s", TG_SNAP_CALL_NO_FRAME);
         return;
     }
     f = &tg_funcs[fid];
@@ -965,22 +966,28 @@ tg_acct_write_snapshot(const char *path, const char *label, unsigned number, int
         tusec = (long)(ns % 1000000000 / 1000);
         v.live = v.peak;
     }
-    tg_sink_printf(&s, "# threadgraph snapshot 2\n# label: %s\n# number: %u\n"
-                   "# time: %lld.%06ld\n# pid: %ld\n# run_start: %lld.%06ld\n"
-                   "# live_bytes: %lld\n# live_count: %lld\n"
-                   "# total_bytes: %lld\n# total_count: %lld\n# process_live_bytes: %lld\n"
-                   "# process_peak_bytes: %lld\n",
+    tg_sink_printf(&s, TG_SNAP_MAGIC TG_SNAP_VERSION_STR "\n"
+                   TG_SNAP_HDR(TG_SNAP_KEY_LABEL) "%s\n"
+                   TG_SNAP_HDR(TG_SNAP_KEY_NUMBER) "%u\n"
+                   TG_SNAP_HDR(TG_SNAP_KEY_TIME) "%lld.%06ld\n"
+                   TG_SNAP_HDR(TG_SNAP_KEY_PID) "%ld\n"
+                   TG_SNAP_HDR(TG_SNAP_KEY_RUN_START) "%lld.%06ld\n"
+                   TG_SNAP_HDR(TG_SNAP_KEY_LIVE_BYTES) "%lld\n"
+                   TG_SNAP_HDR(TG_SNAP_KEY_LIVE_COUNT) "%lld\n"
+                   TG_SNAP_HDR(TG_SNAP_KEY_TOTAL_BYTES) "%lld\n"
+                   TG_SNAP_HDR(TG_SNAP_KEY_TOTAL_COUNT) "%lld\n"
+                   TG_SNAP_HDR(TG_SNAP_KEY_PROCESS_LIVE) "%lld\n"
+                   TG_SNAP_HDR(TG_SNAP_KEY_PROCESS_PEAK) "%lld\n",
                    label, number, tsec, tusec, (long)getpid(),
                    (long long)tg_acct_t0.tv_sec, tg_acct_t0.tv_nsec / 1000,
                    (long long)sums[0], tg_cnt_round(sums[1]), (long long)sums[2],
                    tg_cnt_round(sums[3]), (long long)v.live, (long long)v.peak);
     if (mean > 0)
-        tg_sink_printf(&s, "# sampled: %lld\n", (long long)mean);
+        tg_sink_printf(&s, TG_SNAP_HDR(TG_SNAP_KEY_SAMPLED) "%lld\n", (long long)mean);
     for (i = 0; i < nthr; i++)
         if (tused[i])
-            tg_sink_printf(&s, "# thread: %zu %s\n", i, tnames[i]);
-    tg_sink_printf(&s, "# columns: ID PARENT THREAD LIVE_BYTES LIVE_COUNT TOTAL_BYTES "
-                   "TOTAL_COUNT CALL\n");
+            tg_sink_printf(&s, TG_SNAP_HDR(TG_SNAP_KEY_THREAD) "%zu %s\n", i, tnames[i]);
+    tg_sink_printf(&s, TG_SNAP_COLUMNS "\n");
     for (i = 0; i <= nids && !s.err; i++) {
         uint32_t id = i < nids ? (uint32_t)i : TG_SITE_FULL;
         const struct tg_snap_row *r = &v.rows[i];
@@ -991,15 +998,15 @@ tg_acct_write_snapshot(const char *path, const char *label, unsigned number, int
         if (n != NULL && n->parent != 0 && tg_nodes[n->parent].parent != 0)
             tg_sink_printf(&s, "%lu ", (unsigned long)n->parent);
         else
-            tg_sink_printf(&s, "- ");
+            tg_sink_printf(&s, TG_SNAP_NONE_REF " ");
         if (n != NULL && n->tix < nthr)
             tg_sink_printf(&s, "%lu ", (unsigned long)n->tix);
         else
-            tg_sink_printf(&s, "- ");
+            tg_sink_printf(&s, TG_SNAP_NONE_REF " ");
         tg_sink_printf(&s, "%lld %lld %lld %lld ", (long long)(r->ab - r->fb),
                        tg_cnt_round(r->ac - r->fc), (long long)r->ab, tg_cnt_round(r->ac));
         if (id == TG_SITE_FULL)
-            tg_sink_printf(&s, "<site table full>");
+            tg_sink_printf(&s, "%s", TG_SNAP_CALL_TABLE_FULL);
         else
             tg_sink_put_func(&s, n != NULL ? n->fid : 0);
         tg_sink_printf(&s, "\n");
@@ -1043,14 +1050,14 @@ tg_acct_snapshot_write(const char *label, int at_peak)
     }
     tg_tls.busy |= TG_BUSY_TRACER;  /* our own buffers are not the program's */
     tg_safe_basename(label, strlen(label), base);
-    n = strlen(tg_acct_outdir) + strlen(base) + 40;
+    n = strlen(tg_acct_outdir) + strlen(base) + 40 + TG_LIT_LEN(TG_SNAP_FILE_PREFIX);
     path = malloc(n);
     if (path == NULL) {
         tg_tls.busy = busy;
         return PyErr_NoMemory();
     }
     tg_acct_nsnap++;
-    snprintf(path, n, "%s/snapshot-%u-%s%s", tg_acct_outdir, tg_acct_nsnap, base,
+    snprintf(path, n, "%s/" TG_SNAP_FILE_PREFIX "%u-%s%s", tg_acct_outdir, tg_acct_nsnap, base,
              tg_acct_compress ? ".gz" : "");
     ret = tg_acct_write_snapshot(path, label, tg_acct_nsnap, at_peak);
     tg_tls.busy = busy;
@@ -1073,7 +1080,7 @@ tg_acct_snapshot(const char *label)
 PyObject *
 tg_acct_snapshot_peak(void)
 {
-    return tg_acct_snapshot_write("peak", 1);
+    return tg_acct_snapshot_write(TG_SNAP_PEAK_LABEL, 1);
 }
 
 /* --- periodic snapshots ------------------------------------------------------ */
@@ -1592,7 +1599,7 @@ tg_acct_finish(struct tg_recorder *r)
         Py_XDECREF(p);
         PyErr_Clear();
     }
-    p = tg_acct_snapshot("final");
+    p = tg_acct_snapshot(TG_SNAP_FINAL_LABEL);
     if (p != NULL) {
         Py_DECREF(p);
         p = tg_acct_snapshot_peak();
