@@ -35,6 +35,7 @@ tg_acct_atfork_child(void)
     atomic_store_explicit(&tg_acct.spin, 0, TG_RELAXED);
 }
 
+/* Install tg_acct_atfork_child (once per process). */
 static void
 tg_acct_atfork_register(void)
 {
@@ -43,6 +44,7 @@ tg_acct_atfork_register(void)
 
 /* --- windows (GIL) ----------------------------------------------------------- */
 
+/* tg_acct_window_open without the tracer mark (accounting.h). */
 static long
 tg_acct_window_open_impl(const char *name)
 {
@@ -84,6 +86,7 @@ tg_acct_window_open_impl(const char *name)
     return w->id;
 }
 
+/* tg_acct_window_close without the tracer mark (accounting.h). */
 static PyObject *
 tg_acct_window_close_impl(long id)
 {
@@ -143,6 +146,8 @@ tg_acct_window_close_impl(long id)
 
 /* --- start / stop ------------------------------------------------------------ */
 
+/* Free the last run's threads, sites, windows and schedule (GIL, at start:
+ * no hook of that run may still be counting). */
 static void
 tg_acct_free_all(void)
 {

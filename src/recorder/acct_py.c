@@ -21,6 +21,7 @@ tg_dict_set_steal(PyObject *d, const char *key, PyObject *v)
     return r;
 }
 
+/* A histogram H (TG_ACCT_BINS counters) as a new list of ints, or NULL. */
 static PyObject *
 tg_hist_list(_Atomic int64_t *h)
 {
@@ -39,6 +40,7 @@ tg_hist_list(_Atomic int64_t *h)
     return l;
 }
 
+/* Figures F with PEAK as a new dict (the keys of summary.json), or NULL. */
 static PyObject *
 tg_figs_dict(const struct tg_acct_figs *f, int64_t peak)
 {
@@ -74,6 +76,7 @@ tg_thread_name(struct tg_recorder *r, struct tg_acct_thread *t, PyObject **base)
     return PyUnicode_FromFormat("native-%lu", t->native_id);
 }
 
+/* tg_acct_figures without the tracer mark (acct_py.h). */
 static PyObject *
 tg_acct_figures_impl(struct tg_recorder *r)
 {

@@ -96,6 +96,9 @@ struct tg_acct_fcache_entry {
  * state (a static or calloc'd struct is ready to use).  fid 0 and node 0 are
  * "no frame". */
 struct tg_acct_sites {
+    /* Counter chunks (see the top of the file).  First: the hooks index it
+     * from the struct's address with no added offset. */
+    struct tg_acct_site_ctr *_Atomic chunks[TG_SITE_NCHUNKS];
     struct tg_acct_func *funcs;           /* [1, nfuncs) */
     size_t nfuncs, funcs_cap;
     uint32_t *func_hash;                  /* open addressing: fid or 0 */
@@ -105,8 +108,6 @@ struct tg_acct_sites {
     uint32_t *node_hash;                  /* open addressing: node id or 0 */
     size_t node_hash_mask;
     struct tg_acct_fcache_entry fcache[TG_FCACHE_SIZE];
-    /* Counter chunks (see the top of the file). */
-    struct tg_acct_site_ctr *_Atomic chunks[TG_SITE_NCHUNKS];
 };
 
 /* Counters of node SID, or NULL when none were published (any thread). */

@@ -24,6 +24,7 @@ struct tg_sink {
     int err;
 };
 
+/* printf into S (at most 8 KiB per call); a failure is kept in S->err. */
 static void
 tg_sink_printf(struct tg_sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -75,6 +76,7 @@ tg_sink_put_text(struct tg_sink *s, const char *txt, size_t len, int esc)
         free(buf);
 }
 
+/* Write the CALL text of function FID: file:line:func, or the no-frame text. */
 static void
 tg_sink_put_func(struct tg_sink *s, uint32_t fid)
 {

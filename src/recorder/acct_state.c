@@ -25,6 +25,7 @@ static _Thread_local struct {
     uint64_t gen;
 } tg_acct_tls __attribute__((tls_model("initial-exec")));
 
+/* The histogram bin of SIZE (TG_ACCT_BINS). */
 static inline int
 tg_acct_bin(size_t size)
 {

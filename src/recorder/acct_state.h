@@ -122,6 +122,10 @@ struct tg_acct_sched {
  * "spin": written under .spin (load + store), readable anywhere relaxed.
  * "atomic": relaxed atomics written with the GIL, read by any hook. */
 struct tg_acct {
+    /* Sites: interning with the GIL, counters under spin (acct_sites.h).
+     * First, so that the hooks reach its counter chunks at offset 0. */
+    struct tg_acct_sites sites;
+
     /* Run generation: a thread's state is valid iff its TLS copy equals it.
      * atomic (bumped with the GIL at start). */
     _Atomic uint64_t gen;
@@ -150,9 +154,6 @@ struct tg_acct {
      * at start before accounting is switched on, then read-only). */
     _Atomic int64_t sample;
     uint64_t seed;
-
-    /* Sites: interning with the GIL, counters under spin (acct_sites.h). */
-    struct tg_acct_sites sites;
 
     /* Run configuration and bookkeeping; GIL. */
     struct tg_recorder *rec;           /* names threads in snapshots; NULL outside
