@@ -97,6 +97,18 @@ $(B)/asan/ctest/test_acct_sample: $(SAMPLE_DEPS)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/acct_sample.c -lm
 
+# Accounting's site interning is pure C: its test links acct_sites.c alone.
+SITES_DEPS := tests/c/test_acct_sites.c tests/c/tg_test.h src/recorder/acct_sites.c \
+	      src/recorder/acct_sites.h
+
+$(B)/ctest/test_acct_sites: $(SITES_DEPS)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/acct_sites.c
+
+$(B)/asan/ctest/test_acct_sites: $(SITES_DEPS)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/acct_sites.c
+
 CTEST_BINS      := $(patsubst tests/c/%.c,$(B)/ctest/%,$(CTESTS))
 ASAN_CTEST_BINS := $(patsubst tests/c/%.c,$(B)/asan/ctest/%,$(CTESTS))
 

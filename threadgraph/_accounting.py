@@ -1,10 +1,11 @@
 """Allocation accounting, Python side: windows, periodic-snapshot settings and
 the summary files written at disable() (docs/accounting.md).
 
-The counting itself is C (src/recorder/accounting.c); this module turns its
-figures into ``summary.json`` (for people and tools) and ``summary.txt`` (a
-tab-separated line format the C command line reads, so that it needs no JSON
-parser), both gzip-compressed when the profile was asked to compress.
+The counting itself is C (src/recorder/accounting.c and acct_*.c); this
+module turns its figures into ``summary.json`` (for people and tools) and
+``summary.txt`` (a tab-separated line format the C command line reads, so that
+it needs no JSON parser), both gzip-compressed when the profile was asked to
+compress.
 """
 from __future__ import annotations
 

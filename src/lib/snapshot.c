@@ -14,10 +14,7 @@
 #include "linereader.h"
 #include "snapshot.h"
 
-const char *const tg_sum_figures[TG_SUM_NFIG] = {
-	"total_requested_bytes", "freed_bytes", "alloc_calls", "free_calls",
-	"live_bytes", "peak_bytes",
-};
+const char *const tg_sum_figures[TG_SUM_NFIG] = TG_SUM_FIGURES_INIT;
 
 static int is_dir(const char *path)
 {
@@ -99,17 +96,19 @@ static char *snapshot_in_dir(const char *dir, struct tg_diag *d)
 	while ((e = readdir(dh))) {
 		char *end;
 		long n;
-		if (strncmp(e->d_name, "snapshot-", 9))
+		const size_t plen = TG_LIT_LEN(TG_SNAP_FILE_PREFIX);
+		if (strncmp(e->d_name, TG_SNAP_FILE_PREFIX, plen))
 			continue;
-		n = strtol(e->d_name + 9, &end, 10);
-		if (end == e->d_name + 9 || *end != '-' || strstr(e->d_name, ".tmp"))
+		n = strtol(e->d_name + plen, &end, 10);
+		if (end == e->d_name + plen || *end != '-' || strstr(e->d_name, ".tmp"))
 			continue;
 		if (n > best) {
 			best = n;
 			free(name);
 			name = strdup(e->d_name);
 		}
-		if ((!strcmp(end, "-final") || !strcmp(end, "-final.gz")) && n > best_final) {
+		if ((!strcmp(end, TG_SNAP_FINAL_SUFFIX) || !strcmp(end, TG_SNAP_FINAL_SUFFIX ".gz"))
+		    && n > best_final) {
 			best_final = n;
 			free(name_final);
 			name_final = strdup(e->d_name);
@@ -202,6 +201,14 @@ static int add_thread(struct tg_snapshot *s, uint64_t ix, const char *name, size
 	return 0;
 }
 
+/* Whether LINE (LEN bytes) is the header line of KEY with a non-empty value:
+ * "# KEY: value" (tg_snapshot.h). */
+#define HDR_IS(line, len, key) \
+	((len) > TG_LIT_LEN(TG_SNAP_HDR(key)) \
+	 && !memcmp((line), TG_SNAP_HDR(key), TG_LIT_LEN(TG_SNAP_HDR(key))))
+/* The value of a header line HDR_IS matched. */
+#define HDR_VAL(line, key) ((line) + TG_LIT_LEN(TG_SNAP_HDR(key)))
+
 /* Handles a "# key: value" header line: 0, 1 when malformed, -1 out of memory. */
 static int snapshot_header(struct tg_snapshot *s, struct snap_hdr *h, const char *line,
 			   size_t len)
@@ -209,24 +216,29 @@ static int snapshot_header(struct tg_snapshot *s, struct snap_hdr *h, const char
 	const char *end = line + len, *p;
 	uint64_t ix;
 
-	if (len > 9 && !memcmp(line, "# label: ", 9) && !s->label) {
-		if (has_control(line + 9, len - 9))
+	if (HDR_IS(line, len, TG_SNAP_KEY_LABEL) && !s->label) {
+		p = HDR_VAL(line, TG_SNAP_KEY_LABEL);
+		if (has_control(p, (size_t)(end - p)))
 			return 1;  /* it would be printed */
-		s->label = strndup(line + 9, len - 9);
+		s->label = strndup(p, (size_t)(end - p));
 		return s->label ? 0 : -1;
 	}
-	if (len > 11 && !memcmp(line, "# sampled: ", 11)) {
-		p = line + 11;
+	if (HDR_IS(line, len, TG_SNAP_KEY_SAMPLED)) {
+		p = HDR_VAL(line, TG_SNAP_KEY_SAMPLED);
 		return parse_i64(&p, end, &s->sampled) < 0 || p != end || s->sampled < 0;
 	}
-	if (len > 7 && !memcmp(line, "# pid: ", 7) && !h->pid)
-		return (h->pid = strndup(line + 7, len - 7)) ? 0 : -1;
-	if (len > 13 && !memcmp(line, "# run_start: ", 13) && !h->run_start)
-		return (h->run_start = strndup(line + 13, len - 13)) ? 0 : -1;
-	if (len > 10 && !memcmp(line, "# thread: ", 10)) {
+	if (HDR_IS(line, len, TG_SNAP_KEY_PID) && !h->pid) {
+		p = HDR_VAL(line, TG_SNAP_KEY_PID);
+		return (h->pid = strndup(p, (size_t)(end - p))) ? 0 : -1;
+	}
+	if (HDR_IS(line, len, TG_SNAP_KEY_RUN_START) && !h->run_start) {
+		p = HDR_VAL(line, TG_SNAP_KEY_RUN_START);
+		return (h->run_start = strndup(p, (size_t)(end - p))) ? 0 : -1;
+	}
+	if (HDR_IS(line, len, TG_SNAP_KEY_THREAD)) {
 		if (s->n_nodes)  /* nodes already point into the table */
 			return 1;
-		p = line + 10;
+		p = HDR_VAL(line, TG_SNAP_KEY_THREAD);
 		if (parse_u(&p, end, &ix) < 0 || p == end || *p != ' ' || p + 1 == end
 		    || has_control(p + 1, (size_t)(end - p - 1)))
 			return 1;
@@ -379,11 +391,12 @@ int tg_snapshot_read(struct tg_snapshot *s, const char *path, struct tg_diag *d)
 		const char *why;
 
 		if (len && line[0] == '#') {
-			if (!s->version && len >= 24 && !memcmp(line, "# threadgraph snapshot ", 23)) {
-				const char *p = line + 23;
+			if (!s->version && len > TG_LIT_LEN(TG_SNAP_MAGIC)
+			    && !memcmp(line, TG_SNAP_MAGIC, TG_LIT_LEN(TG_SNAP_MAGIC))) {
+				const char *p = line + TG_LIT_LEN(TG_SNAP_MAGIC);
 				int64_t ver;
 				if (parse_i64(&p, line + len, &ver) < 0 || p != line + len
-				    || ver < 1 || ver > 2) {
+				    || ver < TG_SNAP_VERSION_MIN || ver > TG_SNAP_VERSION) {
 					tg_error(d, "%s:%lu: unsupported snapshot format '%.*s' (this "
 						 "threadgraph reads versions 1 and 2)", s->path,
 						 lr.lineno, (int)(len > 64 ? 64 : len), line);
@@ -431,7 +444,7 @@ int tg_snapshot_read(struct tg_snapshot *s, const char *path, struct tg_diag *d)
 		{
 			/* CALL: after the last of the numeric fields. */
 			const char *p = line, *end = line + len;
-			int fields = s->version >= 2 ? 7 : 4;
+			int fields = s->version >= 2 ? TG_SNAP_NUM_FIELDS_V2 : TG_SNAP_NUM_FIELDS_V1;
 			for (int k = 0; k < fields; k++)
 				p = (const char *)memchr(p, ' ', (size_t)(end - p)) + 1;
 			e.call = strndup(p, (size_t)(end - p));
@@ -745,6 +758,9 @@ static int figure_index(const char *key, size_t len)
 	return -1;
 }
 
+/* Whether field F of FL bytes is the literal LIT. */
+#define FIELD_IS(f, fl, lit) ((fl) == TG_LIT_LEN(lit) && !memcmp((f), lit, TG_LIT_LEN(lit)))
+
 /* Splits LINE at tabs into at most MAX fields; returns the count. */
 static int split_tabs(const char *line, size_t len, const char **f, size_t *fl, int max)
 {
@@ -771,7 +787,7 @@ int tg_summary_read(struct tg_summary *s, const char *path, struct tg_diag *d)
 	int r, ret = -1, seen_header = 0;
 
 	memset(s, 0, sizeof(*s));
-	if (!(file = tg_acct_file(path, "summary.txt", d)))
+	if (!(file = tg_acct_file(path, TG_SUM_FILENAME, d)))
 		return -1;
 	if (tg_lr_open(&lr, file, 0, d) < 0) {
 		free(file);
@@ -785,23 +801,24 @@ int tg_summary_read(struct tg_summary *s, const char *path, struct tg_diag *d)
 		struct tg_sum_entity *e;
 
 		if (len && line[0] == '#') {
-			if (len >= 22 && !memcmp(line, "# threadgraph summary ", 22))
+			if (len >= TG_LIT_LEN(TG_SUM_MAGIC)
+			    && !memcmp(line, TG_SUM_MAGIC, TG_LIT_LEN(TG_SUM_MAGIC)))
 				seen_header = 1;
 			continue;
 		}
 		if (!len)
 			continue;
 		n = split_tabs(line, len, f, fl, 5);
-		if (n == 3 && fl[0] == 7 && !memcmp(f[0], "process", 7)) {
+		if (n == 3 && FIELD_IS(f[0], fl[0], TG_SUM_REC_PROCESS)) {
 			k = figure_index(f[1], fl[1]);
 			p = f[2];
 			if (k >= 0 && !parse_i64(&p, f[2] + fl[2], &v) && p == f[2] + fl[2]) {
 				s->process.fig[k] = v;
 				continue;
 			}
-		} else if (n == 4 && ((fl[0] == 6 && !memcmp(f[0], "thread", 6))
-				      || (fl[0] == 6 && !memcmp(f[0], "window", 6)))) {
-			int thr = f[0][0] == 't';
+		} else if (n == 4 && (FIELD_IS(f[0], fl[0], TG_SUM_REC_THREAD)
+				      || FIELD_IS(f[0], fl[0], TG_SUM_REC_WINDOW))) {
+			int thr = FIELD_IS(f[0], fl[0], TG_SUM_REC_THREAD);
 			k = figure_index(f[1], fl[1]);
 			p = f[2];
 			if (k >= 0 && !parse_i64(&p, f[2] + fl[2], &v) && p == f[2] + fl[2]) {
@@ -814,19 +831,20 @@ int tg_summary_read(struct tg_summary *s, const char *path, struct tg_diag *d)
 				e->fig[k] = v;
 				continue;
 			}
-		} else if (n == 5 && fl[0] == 4 && !memcmp(f[0], "hist", 4)) {
-			int alloc = fl[1] == 5 && !memcmp(f[1], "alloc", 5);
-			int freed = fl[1] == 4 && !memcmp(f[1], "free", 4);
+		} else if (n == 5 && FIELD_IS(f[0], fl[0], TG_SUM_REC_HIST)) {
+			int alloc = FIELD_IS(f[1], fl[1], TG_SUM_HIST_ALLOC);
+			int freed = FIELD_IS(f[1], fl[1], TG_SUM_HIST_FREE);
 			const char *q = f[3];
 			p = f[2];
 			if ((alloc || freed) && !parse_i64(&p, f[2] + fl[2], &bin) && p == f[2] + fl[2]
 			    && bin >= 0 && bin < TG_SUM_BINS && !parse_i64(&q, f[3] + fl[3], &v)
 			    && q == f[3] + fl[3]) {
 				e = NULL;
-				if (fl[4] == 7 && !memcmp(f[4], "process", 7))
+				const size_t tl = TG_LIT_LEN(TG_SUM_HIST_THREAD);
+				if (FIELD_IS(f[4], fl[4], TG_SUM_HIST_PROCESS))
 					e = &s->process;
-				else if (fl[4] > 7 && !memcmp(f[4], "thread ", 7))
-					e = entity(&s->threads, &s->n_threads, f[4] + 7, fl[4] - 7);
+				else if (fl[4] > tl && !memcmp(f[4], TG_SUM_HIST_THREAD, tl))
+					e = entity(&s->threads, &s->n_threads, f[4] + tl, fl[4] - tl);
 				if (!e) {
 					if (tg_malformed(d, file, lr.lineno, "unknown histogram owner") < 0)
 						goto out;

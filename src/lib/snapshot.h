@@ -18,6 +18,8 @@
 #ifndef TG_SNAPSHOT_H
 #define TG_SNAPSHOT_H
 
+#include "tg_snapshot.h"  /* the formats' spellings, shared with the writers */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -106,10 +108,8 @@ struct tg_snap_delta {
 int tg_snapshot_diff(const struct tg_snapshot *base, const struct tg_snapshot *s,
 		     struct tg_snap_delta **out, size_t *n, struct tg_diag *d);
 
-/* The summary's figures, in the order printed. */
-#define TG_SUM_NFIG 6
+/* The summary's figures, in the order printed (TG_SUM_FIGURES_INIT). */
 extern const char *const tg_sum_figures[TG_SUM_NFIG];
-#define TG_SUM_BINS 65
 
 struct tg_sum_entity {
 	char *name;                       /* thread or window name (owned); NULL: process */

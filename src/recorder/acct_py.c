@@ -1,0 +1,192 @@
+/*
+ * acct_py.c - allocation accounting's figures as Python objects (see
+ * acct_py.h): the binding's side of the engine.
+ */
+#include "acct_py.h"
+#include "acct_state.h"
+#include "alloc_hooks.h"
+#include "recorder.h"
+
+#include <string.h>
+
+/* d[key] = v, stealing V (which may be NULL after a failed constructor). */
+static int
+tg_dict_set_steal(PyObject *d, const char *key, PyObject *v)
+{
+    int r;
+    if (v == NULL)
+        return -1;
+    r = PyDict_SetItemString(d, key, v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* A histogram H (TG_ACCT_BINS counters) as a new list of ints, or NULL. */
+static PyObject *
+tg_hist_list(_Atomic int64_t *h)
+{
+    PyObject *l = PyList_New(TG_ACCT_BINS);
+    int i;
+    if (l == NULL)
+        return NULL;
+    for (i = 0; i < TG_ACCT_BINS; i++) {
+        PyObject *v = PyLong_FromLongLong((long long)TG_LOAD(h[i]));
+        if (v == NULL) {
+            Py_DECREF(l);
+            return NULL;
+        }
+        PyList_SET_ITEM(l, i, v);
+    }
+    return l;
+}
+
+/* Figures F with PEAK as a new dict (the keys of summary.json), or NULL. */
+static PyObject *
+tg_figs_dict(const struct tg_acct_figs *f, int64_t peak)
+{
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L}",
+                         "total_requested_bytes", (long long)f->requested,
+                         "freed_bytes", (long long)f->freed,
+                         "alloc_calls", (long long)f->alloc_calls,
+                         "free_calls", (long long)f->free_calls,
+                         "live_bytes", (long long)f->live,
+                         "peak_bytes", (long long)peak);
+}
+
+/* Name of thread T from the recorder's log (new str), or "native-<id>". */
+static PyObject *
+tg_thread_name(struct tg_recorder *r, struct tg_acct_thread *t, PyObject **base)
+{
+    size_t i;
+    *base = NULL;
+    if (r != NULL) {
+        pthread_mutex_lock(&r->reg_lock);
+        for (i = r->n_log; i-- > 0;) {
+            if (r->log[i].ident == t->ident && r->log[i].native_id == t->native_id) {
+                PyObject *n = PyUnicode_DecodeUTF8(r->log[i].name, (Py_ssize_t)r->log[i].name_len,
+                                                   "surrogateescape");
+                *base = PyUnicode_FromString(r->log[i].base);
+                pthread_mutex_unlock(&r->reg_lock);
+                return n;
+            }
+        }
+        pthread_mutex_unlock(&r->reg_lock);
+    }
+    *base = PyUnicode_FromFormat("native-%lu", t->native_id);
+    return PyUnicode_FromFormat("native-%lu", t->native_id);
+}
+
+/* tg_acct_figures without the tracer mark (acct_py.h). */
+static PyObject *
+tg_acct_figures_impl(struct tg_recorder *r)
+{
+    struct tg_acct_figs pf;
+    struct tg_acct_thread *t;
+    PyObject *res = NULL, *proc = NULL, *threads = NULL, *ha = NULL, *hf = NULL;
+    int64_t pha[TG_ACCT_BINS], phf[TG_ACCT_BINS];
+    int i;
+
+    memset(pha, 0, sizeof(pha));
+    memset(phf, 0, sizeof(phf));
+    tg_acct_process_figs(&pf);
+    threads = PyList_New(0);
+    if (threads == NULL)
+        goto done;
+    pthread_mutex_lock(&tg_acct.lock);
+    t = tg_acct.threads;
+    pthread_mutex_unlock(&tg_acct.lock);
+    /* The list only grows at its head: walking from a read head is safe. */
+    for (; t != NULL; t = t->next) {
+        struct tg_acct_figs f;
+        PyObject *d, *name, *base, *a, *b;
+        tg_acct_thread_figs(t, &f);
+        for (i = 0; i < TG_ACCT_BINS; i++) {
+            pha[i] += TG_LOAD(t->hist_alloc[i]);
+            phf[i] += TG_LOAD(t->hist_free[i]);
+        }
+        if (f.alloc_calls == 0 && f.free_calls == 0)
+            continue;
+        d = tg_figs_dict(&f, TG_LOAD(t->peak));
+        name = tg_thread_name(r, t, &base);
+        a = tg_hist_list(t->hist_alloc);
+        b = tg_hist_list(t->hist_free);
+        if (d == NULL || name == NULL || base == NULL || a == NULL || b == NULL
+                || PyDict_SetItemString(d, "name", name) < 0
+                || PyDict_SetItemString(d, "base", base) < 0
+                || tg_dict_set_steal(d, "native_id", PyLong_FromUnsignedLong(t->native_id)) < 0
+                || PyDict_SetItemString(d, "hist_alloc", a) < 0
+                || PyDict_SetItemString(d, "hist_free", b) < 0
+                || PyList_Append(threads, d) < 0) {
+            Py_XDECREF(d);
+            Py_XDECREF(name);
+            Py_XDECREF(base);
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            goto done;
+        }
+        Py_DECREF(d);
+        Py_DECREF(name);
+        Py_DECREF(base);
+        Py_DECREF(a);
+        Py_DECREF(b);
+    }
+    proc = tg_figs_dict(&pf, TG_LOAD(tg_acct.peak));
+    if (proc == NULL)
+        goto done;
+    ha = PyList_New(TG_ACCT_BINS);
+    hf = PyList_New(TG_ACCT_BINS);
+    if (ha == NULL || hf == NULL)
+        goto done;
+    for (i = 0; i < TG_ACCT_BINS; i++) {
+        PyList_SET_ITEM(ha, i, PyLong_FromLongLong((long long)pha[i]));
+        PyList_SET_ITEM(hf, i, PyLong_FromLongLong((long long)phf[i]));
+    }
+    if (PyDict_SetItemString(proc, "hist_alloc", ha) < 0
+            || PyDict_SetItemString(proc, "hist_free", hf) < 0)
+        goto done;
+    res = Py_BuildValue("{s:O,s:O,s:O,s:I,s:L}", "process", proc, "threads", threads,
+                        "windows", tg_acct.closed_windows ? tg_acct.closed_windows : Py_None,
+                        "snapshots", tg_acct.nsnap,
+                        "sample_bytes", (long long)atomic_load(&tg_acct.sample));
+done:
+    Py_XDECREF(proc);
+    Py_XDECREF(threads);
+    Py_XDECREF(ha);
+    Py_XDECREF(hf);
+    return res;
+}
+
+PyObject *
+tg_acct_window_dict(const char *name, double seconds, const struct tg_acct_figs *pd,
+                    int64_t peak, int64_t live0, const struct tg_acct_figs *td)
+{
+    PyObject *d = NULL, *pdict, *tdict;
+
+    pdict = tg_figs_dict(pd, peak);
+    tdict = tg_figs_dict(td, 0);
+    if (pdict == NULL || tdict == NULL)
+        goto done;
+    if (tg_dict_set_steal(pdict, "live_bytes_at_start", PyLong_FromLongLong(live0)) < 0
+            || tg_dict_set_steal(pdict, "peak_above_start_bytes",
+                                 PyLong_FromLongLong(peak - live0)) < 0)
+        goto done;
+    PyDict_DelItemString(tdict, "peak_bytes");
+    d = Py_BuildValue("{s:s,s:d,s:O,s:O}", "name", name, "seconds", seconds, "process", pdict,
+                      "thread", tdict);
+done:
+    Py_XDECREF(pdict);
+    Py_XDECREF(tdict);
+    return d;
+}
+
+PyObject *
+tg_acct_figures(struct tg_recorder *r)
+{
+    /* What we allocate to report is the tracer's, not the program's. */
+    int busy = tg_tls.busy;
+    PyObject *res;
+    tg_tls.busy |= TG_BUSY_TRACER;
+    res = tg_acct_figures_impl(r);
+    tg_tls.busy = busy;
+    return res;
+}

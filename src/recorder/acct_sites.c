@@ -1,0 +1,181 @@
+/*
+ * acct_sites.c - interning of accounting's call sites and their counter
+ * chunks (see acct_sites.h).  Pure C.
+ */
+#include "acct_sites.h"
+
+#include <stdlib.h>
+
+static uint64_t
+tg_sites_hash(const char *s, size_t n, uint64_t h)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+int
+tg_sites_chunk_ensure(struct tg_acct_sites *s, uint32_t sid)
+{
+    size_t k = sid >> TG_SITE_CHUNK_BITS;
+    struct tg_acct_site_ctr *c;
+    if (atomic_load_explicit(&s->chunks[k], memory_order_relaxed) != NULL)
+        return 0;
+    c = calloc(TG_SITE_CHUNK, sizeof(*c));
+    if (c == NULL)
+        return -1;
+    atomic_store_explicit(&s->chunks[k], c, memory_order_release);
+    return 0;
+}
+
+/* Double an open-addressing table of ids [1, N); REHASH(S, id) gives an id's
+ * hash.  0 or -1 (out of memory, the table unchanged). */
+static int
+tg_idhash_grow(struct tg_acct_sites *s, uint32_t **tab, size_t *mask, size_t n,
+               uint64_t (*rehash)(const struct tg_acct_sites *, uint32_t))
+{
+    size_t cap = *tab ? (*mask + 1) * 2 : 1024, i;
+    uint32_t *nt = calloc(cap, sizeof(*nt));
+    if (nt == NULL)
+        return -1;
+    for (i = 1; i < n; i++) {
+        size_t j = rehash(s, (uint32_t)i) & (cap - 1);
+        while (nt[j])
+            j = (j + 1) & (cap - 1);
+        nt[j] = (uint32_t)i;
+    }
+    free(*tab);
+    *tab = nt;
+    *mask = cap - 1;
+    return 0;
+}
+
+static uint64_t
+tg_func_rehash(const struct tg_acct_sites *s, uint32_t id)
+{
+    return s->funcs[id].hash;
+}
+
+/* A root's key cannot match a lookup (parent 0); salted with its thread so that
+ * the roots of many threads do not pile up in one probe chain. */
+static uint64_t
+tg_node_rehash(const struct tg_acct_sites *s, uint32_t id)
+{
+    const struct tg_acct_node *n = &s->nodes[id];
+    return n->parent ? tg_sites_node_key_hash(n->fid, n->parent)
+                     : tg_sites_node_key_hash(UINT32_MAX, n->tix);
+}
+
+uint32_t
+tg_sites_func_intern_slow(struct tg_acct_sites *s, const char *file, size_t file_len, long line,
+                          const char *func, size_t func_len, int esc)
+{
+    uint64_t h = tg_sites_hash(file, file_len, 0xcbf29ce484222325ull ^ (uint64_t)line);
+    struct tg_acct_func *f;
+    size_t j;
+    char *mem;
+
+    h = tg_sites_hash(func, func_len, h * 31 + (uint64_t)esc);
+    if (s->func_hash != NULL) {
+        for (j = h & s->func_hash_mask; s->func_hash[j]; j = (j + 1) & s->func_hash_mask) {
+            f = &s->funcs[s->func_hash[j]];
+            if (f->hash == h && f->line == line && f->esc == esc && f->file_len == file_len
+                    && f->func_len == func_len && memcmp(f->file, file, file_len) == 0
+                    && memcmp(f->func, func, func_len) == 0)
+                return s->func_hash[j];
+        }
+    }
+    if (s->nfuncs == 0)
+        s->nfuncs = 1;  /* id 0 is "no frame" */
+    if (s->nfuncs >= UINT32_MAX / 2)
+        return 0;
+    if (s->nfuncs >= s->funcs_cap) {
+        size_t cap = s->funcs_cap ? s->funcs_cap * 2 : 1024;
+        struct tg_acct_func *nf = realloc(s->funcs, cap * sizeof(*nf));
+        if (nf == NULL)
+            return 0;
+        s->funcs = nf;
+        s->funcs_cap = cap;
+    }
+    if (s->func_hash == NULL || (s->nfuncs + 1) * 2 > s->func_hash_mask + 1) {
+        if (tg_idhash_grow(s, &s->func_hash, &s->func_hash_mask, s->nfuncs, tg_func_rehash) < 0)
+            return 0;
+    }
+    mem = malloc(file_len + func_len + 2);
+    if (mem == NULL)
+        return 0;
+    f = &s->funcs[s->nfuncs];
+    f->file = mem;
+    memcpy(mem, file, file_len);
+    mem[file_len] = '\0';
+    f->func = mem + file_len + 1;
+    memcpy(f->func, func, func_len);
+    f->func[func_len] = '\0';
+    f->file_len = file_len;
+    f->func_len = func_len;
+    f->line = line;
+    f->esc = esc;
+    f->hash = h;
+    for (j = h & s->func_hash_mask; s->func_hash[j]; j = (j + 1) & s->func_hash_mask)
+        ;
+    s->func_hash[j] = (uint32_t)s->nfuncs;
+    return (uint32_t)s->nfuncs++;
+}
+
+uint32_t
+tg_sites_node_add(struct tg_acct_sites *s, uint32_t parent, uint32_t fid, uint32_t tix,
+                  uint64_t h)
+{
+    size_t j;
+
+    if (s->nnodes == 0)
+        s->nnodes = 1;
+    if (s->nnodes >= TG_SITE_NOTHREAD)
+        return TG_SITE_FULL;
+    if (s->nnodes >= s->nodes_cap) {
+        size_t cap = s->nodes_cap ? s->nodes_cap * 2 : 1024;
+        struct tg_acct_node *ns = realloc(s->nodes, cap * sizeof(*ns));
+        if (ns == NULL)
+            return TG_SITE_FULL;
+        s->nodes = ns;
+        s->nodes_cap = cap;
+    }
+    if (s->node_hash == NULL || (s->nnodes + 1) * 2 > s->node_hash_mask + 1) {
+        if (tg_idhash_grow(s, &s->node_hash, &s->node_hash_mask, s->nnodes, tg_node_rehash) < 0)
+            return TG_SITE_FULL;
+    }
+    if (tg_sites_chunk_ensure(s, (uint32_t)s->nnodes) < 0)
+        return TG_SITE_FULL;
+    s->nodes[s->nnodes].parent = parent;
+    s->nodes[s->nnodes].fid = fid;
+    s->nodes[s->nnodes].tix = tix;
+    for (j = h & s->node_hash_mask; s->node_hash[j]; j = (j + 1) & s->node_hash_mask)
+        ;
+    s->node_hash[j] = (uint32_t)s->nnodes;
+    return (uint32_t)s->nnodes++;
+}
+
+void
+tg_sites_reset(struct tg_acct_sites *s)
+{
+    size_t i;
+
+    for (i = 1; i < s->nfuncs; i++)
+        free(s->funcs[i].file);
+    free(s->funcs);
+    free(s->func_hash);
+    free(s->nodes);
+    free(s->node_hash);
+    s->funcs = NULL;
+    s->func_hash = NULL;
+    s->nodes = NULL;
+    s->node_hash = NULL;
+    s->nfuncs = s->funcs_cap = s->nnodes = s->nodes_cap = 0;
+    memset(s->fcache, 0, sizeof(s->fcache));
+    s->func_hash_mask = s->node_hash_mask = 0;
+    for (i = 0; i < TG_SITE_NCHUNKS; i++) {
+        free(atomic_load(&s->chunks[i]));
+        atomic_store(&s->chunks[i], NULL);
+    }
+}

@@ -1,0 +1,26 @@
+/*
+ * acct_snapshot.h - heap snapshots of allocation accounting: the file
+ * snapshot-<N>-<label>[.gz] in the run directory, one line per
+ * calling-context node that holds counts (and its ancestors), in the format of
+ * src/common/tg_snapshot.h (docs/formats.md).  Reads accounting's state
+ * (acct_state.h) and the recorder's thread log for thread names.
+ */
+#ifndef TG_ACCT_SNAPSHOT_H
+#define TG_ACCT_SNAPSHOT_H
+
+#include "tg_compat.h"
+
+#pragma GCC visibility push(hidden)
+
+/* Write snapshot-<N>-<label>[.gz] now (GIL).  Returns a new str (the path) or
+ * NULL with an exception. */
+PyObject *tg_acct_snapshot(const char *label);
+/* Write snapshot-<N>-peak[.gz] (GIL): every node's counters at the moment the
+ * process's live bytes were highest (exact; estimates under sampling).  Also
+ * written by tg_acct_finish.  Returns a new str (the path) or NULL with an
+ * exception. */
+PyObject *tg_acct_snapshot_peak(void);
+
+#pragma GCC visibility pop
+
+#endif /* TG_ACCT_SNAPSHOT_H */

@@ -1,0 +1,293 @@
+/*
+ * acct_state.c - accounting's runtime state and the hooks that count into it
+ * (see acct_state.h).  The allocator hooks' tg_acct_alloc / tg_acct_free and
+ * the profile function's tg_acct_push / tg_acct_pop live here with
+ * tg_acct_self, so that their common paths make the same calls as before the
+ * split (the interning's fast paths are inline in acct_sites.h).
+ */
+#include "acct_state.h"
+#include "clock.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+_Atomic int tg_acct_on;
+
+struct tg_acct tg_acct = {
+    .lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+/* The calling thread's state, valid iff gen == tg_acct.gen.  initial-exec, as
+ * alloc_hooks.c's tg_tls: read by every hook, it is then one %fs-relative load
+ * instead of a __tls_get_addr call (16 bytes of glibc's static TLS reserve). */
+static _Thread_local struct {
+    struct tg_acct_thread *t;
+    uint64_t gen;
+} tg_acct_tls __attribute__((tls_model("initial-exec")));
+
+/* The histogram bin of SIZE (TG_ACCT_BINS). */
+static inline int
+tg_acct_bin(size_t size)
+{
+    return size == 0 ? 0 : 64 - __builtin_clzll((unsigned long long)size);
+}
+
+void
+tg_acct_spin_wait(void)
+{
+    unsigned spins = 0;
+    do {
+        while (atomic_load_explicit(&tg_acct.spin, TG_RELAXED)) {
+            if (++spins < 128) {
+#if defined(__x86_64__) || defined(__i386__)
+                __builtin_ia32_pause();
+#elif defined(__aarch64__)
+                __asm__ __volatile__("yield");
+#endif
+            } else {
+                sched_yield();  /* the holder may have been preempted */
+            }
+        }
+    } while (atomic_exchange_explicit(&tg_acct.spin, 1, memory_order_acquire));
+}
+
+double
+tg_acct_monotonic(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct tg_acct_thread *
+tg_acct_self(void)
+{
+    uint64_t gen = atomic_load_explicit(&tg_acct.gen, TG_RELAXED);
+    struct tg_acct_thread *t;
+
+    if (tg_acct_tls.gen == gen && tg_acct_tls.t != NULL)
+        return tg_acct_tls.t;
+    t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return NULL;
+    t->ident = PyThread_get_thread_ident();
+    t->native_id = PyThread_get_thread_native_id();
+    t->cur_site = TG_SITE_NOTHREAD;
+    pthread_mutex_lock(&tg_acct.lock);
+    t->ix = tg_acct.nthreads++;
+    t->next = tg_acct.threads;
+    tg_acct.threads = t;
+    pthread_mutex_unlock(&tg_acct.lock);
+    {
+        int64_t mean = atomic_load_explicit(&tg_acct.sample, TG_RELAXED);
+        if (mean > 0)
+            tg_acct_sampler_init(&t->sampler, tg_acct.seed, t->ix, mean);
+    }
+    tg_acct_tls.t = t;
+    tg_acct_tls.gen = gen;
+    return t;
+}
+
+/* --- hooks ------------------------------------------------------------------ */
+
+/* Keep C's counters at the peak before its first change since the peak (see
+ * acct_state.h).  tg_acct.spin held. */
+static inline void
+tg_site_touch_locked(struct tg_acct_site_ctr *c)
+{
+    if (c->stamp != tg_acct.peak_seq) {
+        c->pk[0] = TG_LOAD(c->alloc_bytes);
+        c->pk[1] = TG_LOAD(c->alloc_count);
+        c->pk[2] = TG_LOAD(c->free_bytes);
+        c->pk[3] = TG_LOAD(c->free_count);
+        c->stamp = tg_acct.peak_seq;
+    }
+}
+
+/* A new process peak of LIVE bytes (tg_acct.spin held): out of line, so that
+ * the clock read does not weigh on the common path. */
+static void __attribute__((noinline))
+tg_acct_new_peak_locked(int64_t live)
+{
+    atomic_store_explicit(&tg_acct.peak, live, TG_RELAXED);
+    tg_acct.peak_seq++;
+    tg_acct.peak_ns = tg_clock_now_ns();
+}
+
+/* The weight of a block of SIZE bytes attributed to a site: its size and one
+ * block, or under sampling (MEAN > 0) its sampled weight (acct_sample.h). */
+static inline void
+tg_acct_weight(size_t size, int64_t mean, int64_t *bytes, int64_t *count)
+{
+    if (mean > 0) {
+        tg_acct_sample_weight(size, mean, bytes, count);
+    } else {
+        *bytes = (int64_t)size;
+        *count = TG_ACCT_CNT_ONE;
+    }
+}
+
+uint64_t
+tg_acct_alloc(size_t size)
+{
+    struct tg_acct_thread *t = tg_acct_self();
+    struct tg_acct_site_ctr *c = NULL;
+    uint32_t sid = TG_SITE_NOTHREAD;
+    int64_t live, wb = 0, wc = 0, mean = atomic_load_explicit(&tg_acct.sample, TG_RELAXED);
+
+    if (size > TG_ACCT_SIZE_MASK)  /* >= 16 TiB: counted at the mask (documented) */
+        size = TG_ACCT_SIZE_MASK;
+    if (t != NULL) {
+        int64_t own;
+        sid = t->cur_site;
+        TG_OWN_ADD(t->alloc_calls, 1);
+        TG_OWN_ADD(t->requested, (int64_t)size);
+        TG_OWN_ADD(t->hist_alloc[tg_acct_bin(size)], 1);
+        own = TG_LOAD(t->requested) - TG_LOAD(t->freed);
+        if (own > TG_LOAD(t->peak))
+            atomic_store_explicit(&t->peak, own, TG_RELAXED);
+        if (mean > 0 && !tg_acct_sampler_hit(&t->sampler, size, mean))
+            sid = TG_SITE_NONE;
+    } else if (mean > 0) {
+        sid = TG_SITE_NONE;  /* no state, no sampler: the process figures only */
+    }
+    if (sid != TG_SITE_NONE) {
+        tg_acct_weight(size, mean, &wb, &wc);
+        c = tg_sites_ctr(&tg_acct.sites, sid);
+    }
+    tg_acct_spin_lock();
+    if (c != NULL) {
+        /* The site first, then the peak: the allocation that makes a peak is
+         * part of it. */
+        tg_site_touch_locked(c);
+        TG_OWN_ADD(c->alloc_bytes, wb);
+        TG_OWN_ADD(c->alloc_count, wc);
+    }
+    live = TG_LOAD(tg_acct.live) + (int64_t)size;
+    atomic_store_explicit(&tg_acct.live, live, TG_RELAXED);
+    if (live > TG_LOAD(tg_acct.peak))
+        tg_acct_new_peak_locked(live);
+    if (TG_LOAD(tg_acct.nwin) && live > TG_LOAD(tg_acct.win_peak))
+        atomic_store_explicit(&tg_acct.win_peak, live, TG_RELAXED);
+    tg_acct_spin_unlock();
+    return (uint64_t)size | ((uint64_t)sid << TG_ACCT_SIZE_BITS);
+}
+
+size_t
+tg_acct_free(uint64_t word, int count_thread)
+{
+    size_t size = TG_ACCT_ENTRY_SIZE(word);
+    uint32_t sid = (uint32_t)(word >> TG_ACCT_SIZE_BITS);
+    struct tg_acct_site_ctr *c = NULL;
+    int64_t wb = 0, wc = 0;
+
+    if (count_thread) {
+        struct tg_acct_thread *t = tg_acct_self();
+        if (t != NULL) {
+            TG_OWN_ADD(t->free_calls, 1);
+            TG_OWN_ADD(t->freed, (int64_t)size);
+            TG_OWN_ADD(t->hist_free[tg_acct_bin(size)], 1);
+        }
+    }
+    if (sid != TG_SITE_NONE) {
+        tg_acct_weight(size, atomic_load_explicit(&tg_acct.sample, TG_RELAXED), &wb, &wc);
+        c = tg_sites_ctr(&tg_acct.sites, sid);
+    }
+    tg_acct_spin_lock();
+    if (c != NULL) {
+        tg_site_touch_locked(c);
+        TG_OWN_ADD(c->free_bytes, wb);
+        TG_OWN_ADD(c->free_count, wc);
+    }
+    atomic_store_explicit(&tg_acct.live, TG_LOAD(tg_acct.live) - (int64_t)size, TG_RELAXED);
+    tg_acct_spin_unlock();
+    return size;
+}
+
+/* --- the profile function's calls (GIL) -------------------------------------- */
+
+uint32_t
+tg_acct_root(struct tg_acct_thread *t)
+{
+    if (t->root == 0)
+        t->root = tg_sites_root_add(&tg_acct.sites, t->ix);
+    return t->root;
+}
+
+void
+tg_acct_push(const char *file, size_t file_len, long line, const char *func,
+             size_t func_len, int esc)
+{
+    struct tg_acct_thread *t = tg_acct_self();
+    uint32_t fid, parent, node;
+
+    if (t == NULL)
+        return;
+    if (t->depth > t->cap) {  /* already past a failed grow */
+        t->depth++;
+        return;
+    }
+    if (t->depth == t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 64;
+        uint32_t *ns = realloc(t->stack, cap * sizeof(*ns));
+        if (ns == NULL) {
+            /* Keep push/pop paired: count the frame, charge its caller's site. */
+            t->depth++;
+            return;
+        }
+        t->stack = ns;
+        t->cap = cap;
+    }
+    parent = t->depth ? t->stack[t->depth - 1] : tg_acct_root(t);
+    fid = tg_sites_func_intern(&tg_acct.sites, file, file_len, line, func, func_len, esc);
+    /* Below a full table everything stays in the overflow node: a recursion
+     * past the capacity costs no more nodes. */
+    node = fid && parent != TG_SITE_FULL ? tg_sites_node_intern(&tg_acct.sites, parent, fid)
+                                         : TG_SITE_FULL;
+    t->stack[t->depth] = node;
+    t->cur_site = node;
+    t->depth++;
+}
+
+void
+tg_acct_pop(void)
+{
+    struct tg_acct_thread *t = tg_acct_self();
+    if (t == NULL || t->depth == 0)
+        return;
+    t->depth--;
+    if (t->depth > t->cap)  /* frames that did not fit (see push) */
+        return;
+    t->cur_site = t->depth ? t->stack[t->depth - 1] : t->root ? t->root : TG_SITE_NOTHREAD;
+}
+
+/* --- figures ------------------------------------------------------------------- */
+
+void
+tg_acct_thread_figs(struct tg_acct_thread *t, struct tg_acct_figs *f)
+{
+    f->alloc_calls = TG_LOAD(t->alloc_calls);
+    f->free_calls = TG_LOAD(t->free_calls);
+    f->requested = TG_LOAD(t->requested);
+    f->freed = TG_LOAD(t->freed);
+    f->live = f->requested - f->freed;
+}
+
+void
+tg_acct_process_figs(struct tg_acct_figs *f)
+{
+    struct tg_acct_thread *t;
+    memset(f, 0, sizeof(*f));
+    pthread_mutex_lock(&tg_acct.lock);
+    for (t = tg_acct.threads; t != NULL; t = t->next) {
+        struct tg_acct_figs g;
+        tg_acct_thread_figs(t, &g);
+        f->alloc_calls += g.alloc_calls;
+        f->free_calls += g.free_calls;
+        f->requested += g.requested;
+        f->freed += g.freed;
+    }
+    pthread_mutex_unlock(&tg_acct.lock);
+    /* Exact live bytes: frees made by the tracer count here but in no thread. */
+    f->live = TG_LOAD(tg_acct.live);
+}

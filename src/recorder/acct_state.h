@@ -1,0 +1,229 @@
+/*
+ * acct_state.h - allocation accounting's runtime state (one struct tg_acct,
+ * each field saying what protects it) and the hooks that update it: the
+ * allocator hooks' tg_acct_alloc / tg_acct_free and the profile function's
+ * tg_acct_push / tg_acct_pop (docs/accounting.md).
+ *
+ * Counters:
+ *  - per thread: a struct tg_acct_thread created by the thread on its first
+ *    counted allocation (malloc, never PyMem), reached through a thread-local
+ *    pointer and listed in tg_acct.threads.  Only its thread writes it (plain
+ *    relaxed load + store, no lock prefix); summaries read it with relaxed loads.
+ *    States are never freed during a run, so threads that ended keep their
+ *    figures ("retired" by construction); all are freed at the next start.
+ *  - process: live bytes, its peak and the window peak, under the spin lock;
+ *    totals are sums over the thread states.
+ *  - sites (acct_sites.h): nodes of each thread's calling-context tree,
+ *    interned with the GIL in the profile function; the hook reads the thread's
+ *    current node id (one thread-local read).  Each node has four counters in
+ *    fixed chunks that never move, because raw-domain hooks update them without
+ *    the GIL from any thread.  Shared counters rather than per-thread arrays: a
+ *    snapshot then needs no merge and a thread that ends needs no fold.
+ * A block's site id travels in its pointer-table word (acct_sites.h), so a free
+ * on any thread credits the site that allocated it.
+ *
+ * Live at the peak (exact): every hook updates the process live bytes and the
+ * site counters under one short spin lock (tg_acct.spin), so that the hooks of
+ * all three domains, with or without the GIL, form one sequence of states.  When
+ * an allocation takes the live bytes above the peak, the peak's sequence number
+ * goes up; each site keeps, besides its counters, a copy of them stamped with the
+ * sequence number it was taken at, renewed on the first change after a new peak.
+ * A site whose stamp is not the current sequence number has not changed since the
+ * peak; otherwise its copy holds its counters at the peak.  O(1) per hook, no
+ * walk at the peak.  The lock is never held across a call that can allocate.
+ *
+ * Sampling (sample_bytes=N, acct_sample.h): only sampled allocations are given a
+ * site (with an unbiased weight); the others take the site id 0, "unattributed",
+ * which has no counters.  Thread and process figures stay exact.
+ */
+#ifndef TG_ACCT_STATE_H
+#define TG_ACCT_STATE_H
+
+#include "tg_compat.h"
+#include "acct_sample.h"
+#include "acct_sites.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#pragma GCC visibility push(hidden)
+
+struct tg_recorder;
+
+/* Power-of-two size bins: bin b holds sizes with bit length b (0 for size 0,
+ * 1 for 1, 2 for 2..3, ..., 21 for 1 MiB..2 MiB-1). */
+#define TG_ACCT_BINS 65
+
+/* Whether accounting is on for this run; written with the GIL at enable and
+ * disable, read by the hooks (relaxed: a hook racing with the switch either
+ * counts or does not, both are safe).  Kept out of struct tg_acct: the hooks'
+ * first test, read by the hook files with one RIP-relative load. */
+extern _Atomic int tg_acct_on __attribute__((visibility("hidden")));
+
+#define TG_RELAXED memory_order_relaxed
+/* Owner-only update of a counter that other threads may read. */
+#define TG_OWN_ADD(x, v) \
+    atomic_store_explicit(&(x), atomic_load_explicit(&(x), TG_RELAXED) + (v), TG_RELAXED)
+#define TG_LOAD(x) atomic_load_explicit(&(x), TG_RELAXED)
+
+/* A thread's counters and calling-context stack. */
+struct tg_acct_thread {
+    struct tg_acct_thread *next;       /* tg_acct.threads link; tg_acct.lock */
+    unsigned long ident;               /* pthread id; immutable */
+    unsigned long native_id;           /* OS thread id; immutable */
+    _Atomic int64_t alloc_calls;       /* owner writes, anyone reads (relaxed) */
+    _Atomic int64_t free_calls;
+    _Atomic int64_t requested;         /* bytes requested by its allocations */
+    _Atomic int64_t freed;             /* bytes of the blocks it freed */
+    _Atomic int64_t peak;              /* highest requested - freed seen */
+    _Atomic int64_t hist_alloc[TG_ACCT_BINS];  /* requested sizes */
+    _Atomic int64_t hist_free[TG_ACCT_BINS];   /* freed sizes */
+    uint32_t ix;                       /* index in the run's thread list; immutable */
+    uint32_t cur_site;                 /* node of new allocations; owner only */
+    uint32_t root;                     /* the thread's "no python frame" node, 0
+                                        * until its first recorded call; owner (GIL) */
+    uint32_t *stack;                   /* nodes of the open recorded calls; owner (GIL) */
+    size_t depth, cap;                 /* owner only */
+    struct tg_acct_sampler sampler;    /* sample_bytes mode; owner only */
+};
+
+/* Figures of a thread or of the process. */
+struct tg_acct_figs {
+    int64_t alloc_calls, free_calls, requested, freed, live;
+};
+
+/* An open window (acct_py.h builds its figures into a dict at close). */
+#define TG_MAX_WINDOWS 64
+struct tg_acct_window {
+    long id;
+    char *name;
+    struct tg_acct_thread *thread;     /* opener's state (may be NULL) */
+    struct tg_acct_figs proc0, thr0;   /* figures at open */
+    int64_t saved_peak;                /* win_peak register before our reset */
+    double t0;
+};
+
+/* Periodic snapshots (acct_schedule.h). */
+struct tg_acct_sched {
+    int active;
+    long start, stop, every;
+    long next;                  /* next count (calls or milliseconds) that snapshots */
+    PyObject *code;             /* strong ref, or NULL for seconds */
+    long calls;                 /* calls of code seen */
+    double t0;                  /* monotonic seconds at schedule */
+};
+
+/* Accounting's whole runtime state.  "GIL": only touched by a thread holding
+ * the GIL (the profile function, enable/disable, the binding's methods).
+ * "spin": written under .spin (load + store), readable anywhere relaxed.
+ * "atomic": relaxed atomics written with the GIL, read by any hook. */
+struct tg_acct {
+    /* Sites: interning with the GIL, counters under spin (acct_sites.h).
+     * First, so that the hooks reach its counter chunks at offset 0. */
+    struct tg_acct_sites sites;
+
+    /* Run generation: a thread's state is valid iff its TLS copy equals it.
+     * atomic (bumped with the GIL at start). */
+    _Atomic uint64_t gen;
+    /* Guards .threads and .nthreads (appends from hooks on any thread, reads
+     * with the GIL).  The list only grows at its head during a run, so a reader
+     * may walk it from a head read under the lock. */
+    pthread_mutex_t lock;
+    struct tg_acct_thread *threads;    /* .lock */
+    uint32_t nthreads;                 /* ix of the next state; .lock */
+
+    /* The hooks' lock: orders every change of the process live bytes, the peak
+     * registers and the site counters (see the top of the file).  A
+     * test-and-set spin lock that yields the CPU after a short spin: it is held
+     * for a few dozen instructions, by a GIL holder or a raw-domain hook
+     * without the GIL.  Nothing that can allocate runs under it. */
+    _Atomic int spin;
+    _Atomic int64_t live;              /* process live bytes; spin */
+    _Atomic int64_t peak;              /* their highest value; spin */
+    _Atomic int64_t win_peak;          /* highest since the latest window open; spin */
+    _Atomic int nwin;                  /* open windows (hooks skip win_peak at 0); spin */
+    uint64_t peak_seq;                 /* bumped at each new peak, from 1; spin */
+    int64_t peak_ns;                   /* when the peak was reached (CLOCK_REALTIME); spin */
+
+    /* Sampling: mean bytes between samples (0: every allocation is attributed),
+     * atomic, and the seed of the per-thread generators (written with the GIL
+     * at start before accounting is switched on, then read-only). */
+    _Atomic int64_t sample;
+    uint64_t seed;
+
+    /* Run configuration and bookkeeping; GIL. */
+    struct tg_recorder *rec;           /* names threads in snapshots; NULL outside
+                                        * start..finish and in a forked child */
+    struct timespec t0;                /* wall-clock start of the run */
+    int had_run;                       /* whether the last run had accounting */
+    char *outdir;
+    int compress;
+    unsigned nsnap;                    /* snapshots written this run */
+
+    /* Periodic snapshots and their first failure ("" if none: the profile
+     * function never raises, so disable() reports it); GIL. */
+    struct tg_acct_sched sched;
+    char sched_err[512];
+
+    /* Windows; GIL (win_peak and nwin above are the hooks' part). */
+    struct tg_acct_window windows[TG_MAX_WINDOWS];
+    int nwindows;
+    long window_ids;
+    PyObject *closed_windows;          /* list of dicts for summary.json */
+};
+
+extern struct tg_acct tg_acct;
+
+/* --- the hooks (acct_state.c) ------------------------------------------------ */
+
+/* Hooks (any thread, no GIL needed, never allocate through Python).
+ * tg_acct_alloc counts an allocation of SIZE bytes by the calling thread at its
+ * current site and returns the pointer-table word to store for the block.
+ * tg_acct_free counts the release of a block whose table word is WORD and
+ * returns its size; COUNT_THREAD is 0 when the tracer itself frees the block
+ * (the site and process still lose it). */
+uint64_t tg_acct_alloc(size_t size);
+size_t tg_acct_free(uint64_t word, int count_thread);
+
+/* Profile function (GIL): a recorded call was opened / closed. */
+void tg_acct_push(const char *file, size_t file_len, long line, const char *func,
+                  size_t func_len, int esc);
+void tg_acct_pop(void);
+
+/* The calling thread's state for this run, created on first use; NULL if out
+ * of memory.  Any thread, no GIL needed: only malloc and a mutex. */
+struct tg_acct_thread *tg_acct_self(void);
+/* Thread T's root node ("no python frame"), made on first use (GIL). */
+uint32_t tg_acct_root(struct tg_acct_thread *t);
+
+/* Thread T's figures now; the process's (sums over the threads, the exact
+ * live bytes).  Any thread. */
+void tg_acct_thread_figs(struct tg_acct_thread *t, struct tg_acct_figs *f);
+void tg_acct_process_figs(struct tg_acct_figs *f);
+
+/* Monotonic seconds. */
+double tg_acct_monotonic(void);
+
+/* The spin lock (see struct tg_acct). */
+void tg_acct_spin_wait(void) __attribute__((noinline, cold));
+
+static inline void
+tg_acct_spin_lock(void)
+{
+    if (atomic_exchange_explicit(&tg_acct.spin, 1, memory_order_acquire))
+        tg_acct_spin_wait();
+}
+
+static inline void
+tg_acct_spin_unlock(void)
+{
+    atomic_store_explicit(&tg_acct.spin, 0, memory_order_release);
+}
+
+#pragma GCC visibility pop
+
+#endif /* TG_ACCT_STATE_H */
