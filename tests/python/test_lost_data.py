@@ -76,7 +76,9 @@ def test_pool_context_manager_children_keep_their_records(tmp_path):
     dirs = run_dirs(tmp_path / "out")
     pids = {runinfo(d)["pid"]: d for d in dirs}
     children = [d for d in dirs if runinfo(d)["ppid"] in pids]
-    assert len(dirs) == 3 and len(children) == 2, dirs
+    # A worker that never got a task may be terminated before its fork hook ran
+    # (a loaded machine): it then leaves no directory, which loses nothing.
+    assert len(dirs) == 1 + len(children) and 1 <= len(children) <= 2, dirs
     assert sum(calls_of(d, "work") for d in children) == 4
     for d in dirs:
         assert runinfo(d)["end_time"] is not None, d
