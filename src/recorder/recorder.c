@@ -151,14 +151,8 @@ tg_code_info_refresh(struct tg_recorder *r, struct tg_code_info *info, PyCodeObj
 static inline struct tg_code_info *
 tg_code_info_get(struct tg_recorder *r, PyCodeObject *code)
 {
-    void *extra = NULL;
-    struct tg_code_info *info;
+    struct tg_code_info *info = tg_code_extra_fast(code, tg_code_index);
 
-    if (tg_code_get_extra((PyObject *)code, tg_code_index, &extra) < 0) {
-        PyErr_Clear();
-        return NULL;
-    }
-    info = extra;
     if (info == NULL) {
         tg_saved_exc saved;
         tg_exc_save(&saved);
