@@ -933,7 +933,12 @@ tg_on_c_call(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at,
         tg_trig_arm(r, t, at->key);
     if (!r->record_c || tg_is_own_def(cf->ml) || !tg_c_call_passes(r, at))
         return;
-    tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);
+    /* The names go to the .stack line and to accounting; the capture names a
+     * C function by its id (tg_cap_c_id reads them once, at its definition). */
+    if (r->text_stack || atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
+        tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);
+    else
+        mod = name = NULL, mod_len = name_len = 0;
     tg_open_call(r, t, at->key, mod, mod_len, tg_caller_line(r, at), name, name_len, 1,
                  r->fmt_binary ? tg_cap_c_id(r, cf) : 0);
 }
