@@ -74,9 +74,15 @@ tg_ptr_hash(uintptr_t p)
     return h ^ (h >> 29);
 }
 
+/* The shard of hash H in T.  The shards spread the raw table's locks; the GIL
+ * table takes no lock, so it keeps everything in its first shard: the hooks
+ * then find it at a fixed address (a shard lookup was a tenth of a hook's
+ * table work). */
 static inline struct tg_shard *
 tg_shard_of(struct tg_ptrtable *t, uint64_t h)
 {
+    if (t == &tg_ptrtable_gil)
+        return &t->shards[0];
     return &t->shards[h >> (64 - TG_SHARD_BITS)];
 }
 
