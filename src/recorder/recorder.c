@@ -519,7 +519,7 @@ tg_cap_dt(struct tg_thread *t, int64_t ns)
 
 /* CALL of code ID (0: could not be defined) at time NS; LINE for C functions
  * (IS_C).  Returns the RETURN's reference line, or TG_CAP_NOT_WRITTEN. */
-static inline int64_t
+static inline __attribute__((always_inline)) int64_t
 tg_cap_call(struct tg_recorder *r, struct tg_thread *t, uint32_t id, int is_c, long line,
             int64_t ns)
 {
@@ -543,7 +543,7 @@ tg_cap_call(struct tg_recorder *r, struct tg_thread *t, uint32_t id, int is_c, l
 }
 
 /* RETURN of the call whose CALL gave REF, at LINE, time NS, memory DELTA. */
-static inline void
+static inline __attribute__((always_inline)) void
 tg_cap_return(struct tg_recorder *r, struct tg_thread *t, int64_t ref, long line, int64_t ns,
               int64_t delta)
 {
