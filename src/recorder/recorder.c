@@ -785,16 +785,15 @@ tg_write_return(struct tg_recorder *r, struct tg_thread *t, const char *file, si
         tg_cap_return(r, t, ref, line, ns, delta);
 }
 
-/* Sampling of process.mem: every sample_every events of the process. */
-static void
-tg_maybe_sample(struct tg_recorder *r)
+/* Write a process.mem sample (the countdown reached 0) and restart the
+ * countdown.  Out of line: one event in sample_every. */
+static __attribute__((noinline, cold)) void
+tg_sample(struct tg_recorder *r)
 {
     char *start, *p;
 
     int64_t ns = 0, bytes;
 
-    if (--r->sample_countdown > 0)
-        return;
     r->sample_countdown = r->sample_every;
     if (r->timestamps)
         ns = tg_clock_now_ns_mono(&r->process_clock.last_ns);  /* once for both */
@@ -828,6 +827,14 @@ tg_maybe_sample(struct tg_recorder *r)
             r->done_dropped++;
         }
     }
+}
+
+/* Sampling of process.mem: every sample_every events of the process. */
+static inline void
+tg_maybe_sample(struct tg_recorder *r)
+{
+    if (__builtin_expect(--r->sample_countdown <= 0, 0))
+        tg_sample(r);
 }
 
 static inline int
