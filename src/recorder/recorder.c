@@ -362,6 +362,9 @@ tg_rss_bytes(struct tg_recorder *r)
 static inline int64_t
 tg_memory_now(struct tg_recorder *r, struct tg_thread *t)
 {
+    /* The default mode first: one compare instead of the switch's two. */
+    if (__builtin_expect(r->memory_mode == TG_MEM_THREAD, 1))
+        return tg_tls.allocated - tg_tls.freed - t->event_bias;
     switch (r->memory_mode) {
     case TG_MEM_PROCESS:
         return atomic_load_explicit(&tg_process_total, memory_order_relaxed) - t->correction
