@@ -553,7 +553,7 @@ tg_cap_call(struct tg_recorder *r, struct tg_thread *t, uint32_t id, int is_c, l
                         (uint32_t)line);
     tg_writer_commit(&t->capw, (size_t)(p - start));
     t->cap_calls++;
-    if (!r->fmt_text && r->track_stack)
+    if (r->cap_counts_stack)
         tg_count(&t->n_stack_records);
     return line;
 }
@@ -575,7 +575,7 @@ tg_cap_return(struct tg_recorder *r, struct tg_thread *t, int64_t ref, long line
                           r->timestamps ? tg_cap_dt(t, ns) : 0, r->track_memory, delta);
     tg_writer_commit(&t->capw, (size_t)(p - start));
     t->cap_returns++;
-    if (!r->fmt_text && r->track_memory)
+    if (r->cap_counts_mem)
         tg_count(&t->n_records);
 }
 
