@@ -18,6 +18,7 @@
 #include "tg_format.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -802,7 +803,9 @@ tg_write_return(struct tg_recorder *r, struct tg_thread *t, const char *file, si
 }
 
 /* Write a process.mem sample (the countdown reached 0) and restart the
- * countdown.  Out of line: one event in sample_every. */
+ * countdown.  Out of line: one event in sample_every.  Without sampling
+ * (sample_every 0) the countdown is parked at LONG_MAX instead, so that the
+ * event path tests the countdown alone. */
 static __attribute__((noinline, cold)) void
 tg_sample(struct tg_recorder *r)
 {
@@ -810,6 +813,10 @@ tg_sample(struct tg_recorder *r)
 
     int64_t ns = 0, bytes;
 
+    if (r->sample_every <= 0) {
+        r->sample_countdown = LONG_MAX;
+        return;
+    }
     r->sample_countdown = r->sample_every;
     if (r->timestamps)
         ns = tg_clock_now_ns_mono(&r->process_clock.last_ns);  /* once for both */
@@ -1039,8 +1046,7 @@ static inline __attribute__((always_inline)) void
 tg_event(struct tg_recorder *r, struct tg_thread *t, int what, const struct tg_at *at,
          const struct tg_cfunc *cf)
 {
-    if (r->sample_every > 0)
-        tg_maybe_sample(r);
+    tg_maybe_sample(r);
     if (t->suppress_key != 0) {
         /* Inside profiler plumbing: record nothing until its frame returns. */
         if (what == PyTrace_RETURN && t->suppress_key == at->key)
