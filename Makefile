@@ -62,6 +62,7 @@ $(B)/asan/ctest/test_clock: tests/c/test_clock.c tests/c/tg_test.h $(CLOCK_SRC)
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/clock.c -lpthread
 # The recorder's pointer tables are pure C: their test links ptrtable.c alone.
 PTRTABLE_DEPS := tests/c/test_ptrtable.c tests/c/tg_test.h src/recorder/ptrtable.c \
+		 src/recorder/ptrtable_fast.h \
 		 src/recorder/ptrtable.h
 
 $(B)/ctest/test_ptrtable: $(PTRTABLE_DEPS)

@@ -31,8 +31,8 @@ static int tg_installed;
  * wrappers then pass through.  Relaxed atomic: read without the GIL (raw). */
 static _Atomic int tg_tracking;
 
-static void *
-tg_hook_malloc(void *ctx, size_t size)
+static inline __attribute__((always_inline)) void *
+tg_hook_malloc_body(void *ctx, size_t size, int gil)
 {
     struct tg_hook_domain *d = ctx;
     int saved = tg_tls.busy;
@@ -44,14 +44,14 @@ tg_hook_malloc(void *ctx, size_t size)
     p = d->orig.malloc(d->orig.ctx, size);
     tg_tls.busy = saved;
     if (p != NULL && !(saved & TG_BUSY_TRACER)) {
-        tg_hook_entry_insert(d->table, p, size);
+        tg_hook_entry_insert(d->table, p, size, gil);
         tg_hook_account((int64_t)size, 0);
     }
     return p;
 }
 
-static void *
-tg_hook_calloc(void *ctx, size_t nelem, size_t elsize)
+static inline __attribute__((always_inline)) void *
+tg_hook_calloc_body(void *ctx, size_t nelem, size_t elsize, int gil)
 {
     struct tg_hook_domain *d = ctx;
     int saved = tg_tls.busy;
@@ -64,14 +64,14 @@ tg_hook_calloc(void *ctx, size_t nelem, size_t elsize)
     tg_tls.busy = saved;
     /* The allocator checked nelem * elsize for overflow before succeeding. */
     if (p != NULL && !(saved & TG_BUSY_TRACER)) {
-        tg_hook_entry_insert(d->table, p, nelem * elsize);
+        tg_hook_entry_insert(d->table, p, nelem * elsize, gil);
         tg_hook_account((int64_t)(nelem * elsize), 0);
     }
     return p;
 }
 
-static void *
-tg_hook_realloc(void *ctx, void *ptr, size_t size)
+static inline __attribute__((always_inline)) void *
+tg_hook_realloc_body(void *ctx, void *ptr, size_t size, int gil)
 {
     struct tg_hook_domain *d = ctx;
     int saved = tg_tls.busy;
@@ -84,13 +84,15 @@ tg_hook_realloc(void *ctx, void *ptr, size_t size)
     /* Remove the old entry before the block is released: afterwards another
      * thread could get the same address and enter it. */
     if (ptr != NULL)
-        known = tg_ptrtable_remove(d->table, ptr, &old);
+        known = tg_hook_entry_remove(d->table, ptr, &old, gil);
     tg_tls.busy = saved | TG_BUSY_HOOK;
     p = d->orig.realloc(d->orig.ctx, ptr, size);
     tg_tls.busy = saved;
     if (p == NULL) {
         if (known && atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
             tg_ptrtable_insert_wide(d->table, ptr, old);  /* old block untouched */
+        else if (known && gil)
+            tg_ptrtable_gil_insert(ptr, old);
         else if (known)
             tg_ptrtable_insert(d->table, ptr, old);
         return NULL;
@@ -103,13 +105,13 @@ tg_hook_realloc(void *ctx, void *ptr, size_t size)
     /* An unknown old block (allocated before enable) counts as freeing 0 bytes,
      * like its free would; the new block is known from now on. */
     old = known ? tg_hook_entry_free(old, 1) : 0;
-    tg_hook_entry_insert(d->table, p, size);
+    tg_hook_entry_insert(d->table, p, size, gil);
     tg_hook_account((int64_t)size, known ? (int64_t)old : 0);
     return p;
 }
 
-static void
-tg_hook_free(void *ctx, void *ptr)
+static inline __attribute__((always_inline)) void
+tg_hook_free_body(void *ctx, void *ptr, int gil)
 {
     struct tg_hook_domain *d = ctx;
     int saved = tg_tls.busy;
@@ -120,7 +122,7 @@ tg_hook_free(void *ctx, void *ptr)
         d->orig.free(d->orig.ctx, ptr);
         return;
     }
-    if (tg_ptrtable_remove(d->table, ptr, &size)) {
+    if (tg_hook_entry_remove(d->table, ptr, &size, gil)) {
         size = tg_hook_entry_free(size, !(saved & TG_BUSY_TRACER));
         if (!(saved & TG_BUSY_TRACER))
             tg_hook_account(0, (int64_t)size);
@@ -129,6 +131,21 @@ tg_hook_free(void *ctx, void *ptr)
     d->orig.free(d->orig.ctx, ptr);
     tg_tls.busy = saved;
 }
+
+/* The hooks of each table: the raw domain's (tg_ptrtable_raw, locked) and the
+ * mem and obj domains' (tg_ptrtable_gil, whose operations are inlined). */
+#define TG_HOOKS(kind, gil)                                                          \
+    static void *tg_hook_malloc_##kind(void *ctx, size_t size)                       \
+    { return tg_hook_malloc_body(ctx, size, gil); }                                  \
+    static void *tg_hook_calloc_##kind(void *ctx, size_t nelem, size_t elsize)       \
+    { return tg_hook_calloc_body(ctx, nelem, elsize, gil); }                         \
+    static void *tg_hook_realloc_##kind(void *ctx, void *ptr, size_t size)           \
+    { return tg_hook_realloc_body(ctx, ptr, size, gil); }                            \
+    static void tg_hook_free_##kind(void *ctx, void *ptr)                            \
+    { tg_hook_free_body(ctx, ptr, gil); }
+TG_HOOKS(raw, 0)
+TG_HOOKS(gil, 1)
+#undef TG_HOOKS
 
 int
 tg_hooks_install(int count_total)
@@ -149,10 +166,17 @@ tg_hooks_install(int count_total)
         d->table = d->domain == PYMEM_DOMAIN_RAW ? &tg_ptrtable_raw : &tg_ptrtable_gil;
         PyMem_GetAllocator(d->domain, &d->orig);
         d->ours.ctx = d;
-        d->ours.malloc = tg_hook_malloc;
-        d->ours.calloc = tg_hook_calloc;
-        d->ours.realloc = tg_hook_realloc;
-        d->ours.free = tg_hook_free;
+        if (d->domain == PYMEM_DOMAIN_RAW) {
+            d->ours.malloc = tg_hook_malloc_raw;
+            d->ours.calloc = tg_hook_calloc_raw;
+            d->ours.realloc = tg_hook_realloc_raw;
+            d->ours.free = tg_hook_free_raw;
+        } else {
+            d->ours.malloc = tg_hook_malloc_gil;
+            d->ours.calloc = tg_hook_calloc_gil;
+            d->ours.realloc = tg_hook_realloc_gil;
+            d->ours.free = tg_hook_free_gil;
+        }
         PyMem_SetAllocator(d->domain, &d->ours);
     }
     tg_installed = 1;
@@ -169,7 +193,7 @@ tg_hooks_uninstall(void)
     for (i = 0; i < 3; i++) {
         PyMemAllocatorEx cur;
         PyMem_GetAllocator(tg_domains[i].domain, &cur);
-        if (cur.malloc != tg_hook_malloc || cur.ctx != &tg_domains[i])
+        if (cur.malloc != tg_domains[i].ours.malloc || cur.ctx != &tg_domains[i])
             all_ours = 0;
     }
     if (all_ours) {

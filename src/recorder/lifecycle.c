@@ -487,6 +487,8 @@ tg_recorder_enable(struct tg_recorder_object *self)
     r->dummy_counter = 0;
     r->text_mem = r->fmt_text && r->track_memory;
     r->text_stack = r->fmt_text && r->track_stack;
+    r->cap_counts_stack = !r->fmt_text && r->track_stack;
+    r->cap_counts_mem = !r->fmt_text && r->track_memory;
     r->time_calls = r->timestamps && (r->fmt_binary || r->track_stack);
     r->time_returns = r->timestamps && (r->fmt_binary || r->track_memory);
     r->sample_countdown = r->sample_every;

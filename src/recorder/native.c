@@ -101,7 +101,7 @@ tg_nat_note_alloc(void *p, size_t size)
 {
     if (tg_tls.busy)
         return;
-    tg_hook_entry_insert(&tg_ptrtable_raw, p, size);
+    tg_hook_entry_insert(&tg_ptrtable_raw, p, size, 0);
     tg_hook_account((int64_t)size, 0);
 }
 

@@ -14,54 +14,10 @@
  * the wide array and growth are out of line.
  */
 #include "ptrtable.h"
+#include "ptrtable_fast.h"
 
 #include <pthread.h>
 #include <stdlib.h>
-
-#define TG_SHARD_BITS 4
-#define TG_SHARDS (1u << TG_SHARD_BITS)
-#define TG_C_MIN_CAP 1024        /* compact slots of a shard's first array */
-#define TG_W_MIN_CAP 64          /* wide slots: few blocks go there with accounting off */
-
-/* Compact word: the pointer's bits 4..47 in the high TG_C_KEY_BITS bits, the
- * size word in the low TG_C_SIZE_BITS; 0 is an empty slot. */
-#define TG_C_SIZE_BITS 20
-#define TG_C_KEY_BITS (64 - TG_C_SIZE_BITS)
-#define TG_C_SIZE_MASK ((UINT64_C(1) << TG_C_SIZE_BITS) - 1)
-#define TG_C_KEY_MASK (~TG_C_SIZE_MASK)
-
-/* Compact array: grown past 3/4 full.  Replaying the table operations of the
- * alloc_heavy and stdlib_mix benchmarks, a remove then reads 1.3-2.1 slots to
- * find its entry and 1.7 more to close the hole, against 1.1-1.6 and 1.3-1.4 at
- * 1/2 and 1.4-3.5 and 1.7-2.8 at 7/8; 3/4 took the fewest cycles (the arrays
- * are half the size of 1/2's at the same count, so fewer cache misses).  The
- * wide array keeps 1/2. */
-#define TG_C_LOAD_NUM 3
-#define TG_C_LOAD_DEN 4
-
-/* Wide slot: key and word side by side, a lookup touches one cache line. */
-struct tg_slot {
-    uintptr_t key;         /* 0 = empty slot */
-    size_t size;
-};
-
-struct tg_shard {
-    pthread_mutex_t lock;  /* guards every field below (raw table only; the GIL
-                              guards them in the GIL table) */
-    uint64_t *cslots;      /* compact array; tg_c_none until the first insert */
-    size_t cmask;          /* compact capacity - 1; capacity is a power of two */
-    size_t ccount;         /* entries in cslots */
-    size_t climit;         /* grow before ccount exceeds it; 0 for tg_c_none */
-    struct tg_slot *wslots;/* wide array, NULL until the first wide insert */
-    size_t wmask;          /* wide capacity - 1 */
-    size_t wcount;         /* entries in wslots; 0 lets lookups skip the array */
-} __attribute__((aligned(128)));  /* shards' locks on separate cache lines, and
-                                     a shift, not a multiply, to index them */
-
-struct tg_ptrtable {
-    int locked;                        /* take the shard locks (raw domain); const */
-    struct tg_shard shards[TG_SHARDS];
-};
 
 /* The compact array of a shard that has none: one empty slot that is only ever
  * read, so that a remove needs no NULL test (an insert first grows, climit 0). */
@@ -77,47 +33,6 @@ struct tg_ptrtable tg_ptrtable_raw = { 1, TG_SHARDS_INIT };
 struct tg_ptrtable tg_ptrtable_gil = { 0, TG_SHARDS_INIT };
 #undef TG_S
 #undef TG_SHARDS_INIT
-
-/* Hash of a pointer's 16-byte granule: the same for both arrays, so one hash
- * picks the shard and the home slot in each. */
-static inline uint64_t
-tg_ptr_hash(uintptr_t p)
-{
-    uint64_t h = ((uint64_t)p >> 4) * 0x9E3779B97F4A7C15ull;
-    return h ^ (h >> 29);
-}
-
-static inline struct tg_shard *
-tg_shard_of(struct tg_ptrtable *t, uint64_t h)
-{
-    return &t->shards[h >> (64 - TG_SHARD_BITS)];
-}
-
-/* Compact key of pointer P: P rotated left by 16 bits.  For a 16-aligned P below
- * 2^48 that is exactly the key part of P's compact word (P >> 4 in the top 44
- * bits), and its low 20 bits are 0.  Any other P leaves some of the low 20 bits
- * set (its bits 0..3 land in bits 16..19, its bits 48..63 in bits 0..15), so it
- * matches no compact word: lookups need no separate test for which array P
- * belongs in.  (P is never NULL, whose key 0 would match an empty slot.) */
-static inline uint64_t
-tg_compact_key(uintptr_t p)
-{
-    return ((uint64_t)p << 16) | ((uint64_t)p >> 48);
-}
-
-/* Whether compact key KK stands for a pointer the compact array can hold. */
-static inline int
-tg_compact_ok(uint64_t kk)
-{
-    return (kk & TG_C_SIZE_MASK) == 0;
-}
-
-/* Hash of the block a compact word W stands for. */
-static inline uint64_t
-tg_compact_hash(uint64_t w)
-{
-    return tg_ptr_hash((uintptr_t)((w >> TG_C_SIZE_BITS) << 4));
-}
 
 /* ---- growth (cold, out of line: inlined, its registers and calls made every
  * insert pay a full prologue) ---- */
@@ -154,7 +69,7 @@ tg_compact_grow_unlocked(struct tg_shard *s)
 
 /* Make room for one more compact entry in S; 0, or -1 when the array is full and
  * cannot grow (an empty slot must always remain, or probes would not end). */
-static __attribute__((noinline, cold)) int
+__attribute__((noinline, cold)) int
 tg_compact_make_room_unlocked(struct tg_shard *s)
 {
     if (tg_compact_grow_unlocked(s) < 0 && s->cslots == TG_C_NONE)
@@ -199,68 +114,6 @@ tg_wide_make_room_unlocked(struct tg_shard *s)
     if (s->wcount + 1 > s->wmask)
         return -1;
     return 0;
-}
-
-/* ---- the compact array ---- */
-
-/* Enter compact key KK (home H) with SIZE (below 2^TG_C_SIZE_BITS) in S,
- * replacing an entry for the same key. */
-static inline void
-tg_compact_insert_unlocked(struct tg_shard *s, uint64_t kk, uint64_t h, size_t size)
-{
-    uint64_t *slots;
-    size_t i, mask;
-
-    if (__builtin_expect(s->ccount >= s->climit, 0)
-            && tg_compact_make_room_unlocked(s) < 0)
-        return;
-    slots = s->cslots;
-    mask = s->cmask;
-    i = h & mask;
-    while (slots[i] != 0 && (slots[i] & TG_C_KEY_MASK) != kk)
-        i = (i + 1) & mask;
-    if (slots[i] == 0)
-        s->ccount++;
-    slots[i] = kk | size;
-}
-
-/* Remove compact key KK (home H) from S; returns 1 and its size word in *SIZE, or
- * 0. */
-static inline int
-tg_compact_remove_unlocked(struct tg_shard *s, uint64_t kk, uint64_t h, size_t *size)
-{
-    uint64_t *slots = s->cslots;
-    size_t mask = s->cmask;
-    size_t i = h & mask, j;
-    uint64_t w;
-
-    for (;;) {
-        w = slots[i];
-        if ((w & TG_C_KEY_MASK) == kk)
-            break;
-        if (w == 0)
-            return 0;
-        i = (i + 1) & mask;
-    }
-    *size = (size_t)(w & TG_C_SIZE_MASK);
-    /* Backward-shift deletion: pull later members of the probe run into the hole
-     * when their home slot does not lie cyclically in (hole, j]. */
-    j = i;
-    for (;;) {
-        size_t home;
-        j = (j + 1) & mask;
-        w = slots[j];
-        if (w == 0)
-            break;
-        home = tg_compact_hash(w) & mask;
-        if ((i <= j) ? (home <= i || home > j) : (home <= i && home > j)) {
-            slots[i] = w;
-            i = j;
-        }
-    }
-    slots[i] = 0;
-    s->ccount--;
-    return 1;
 }
 
 /* ---- the wide array ---- */
@@ -339,7 +192,7 @@ tg_shard_insert_wide_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_
 /* Insert when the wide array is involved: P or SIZE does not fit a compact word,
  * or the wide array is not empty and may hold a stale entry for P.  Out of line,
  * so that the common path stays a leaf without a stack frame. */
-static __attribute__((noinline)) void
+__attribute__((noinline)) void
 tg_shard_insert_slow_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t size)
 {
     uint64_t kk = tg_compact_key(p);
@@ -357,38 +210,12 @@ tg_shard_insert_slow_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_
 /* Remove when the wide array is not empty: from the compact array if it has
  * entries and P there, else from the wide one (P is in at most one of them).
  * Out of line, see above. */
-static __attribute__((noinline)) int
+__attribute__((noinline)) int
 tg_shard_remove_slow_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t *size)
 {
     if (s->ccount != 0 && tg_compact_remove_unlocked(s, tg_compact_key(p), h, size))
         return 1;
     return tg_wide_remove_unlocked(s, p, h, size);
-}
-
-static inline void
-tg_shard_insert_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t size)
-{
-    uint64_t kk = tg_compact_key(p);
-
-    /* Compact unless P is not 16-aligned below 2^48, SIZE does not fit the low
-     * bits, or the wide array might hold P. */
-    if (__builtin_expect(((kk & TG_C_SIZE_MASK) | (size >> TG_C_SIZE_BITS)
-                          | s->wcount) != 0, 0)) {
-        tg_shard_insert_slow_unlocked(s, p, h, size);
-        return;
-    }
-    tg_compact_insert_unlocked(s, kk, h, size);
-}
-
-static inline int
-tg_shard_remove_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t *size)
-{
-    /* With accounting off nearly every block is compact and the wide array is
-     * empty: one probe, also for a miss (a block from before enable()).  A
-     * pointer the compact array cannot hold just misses there (tg_compact_key). */
-    if (__builtin_expect(s->wcount != 0, 0))
-        return tg_shard_remove_slow_unlocked(s, p, h, size);
-    return tg_compact_remove_unlocked(s, tg_compact_key(p), h, size);
 }
 
 /* ---- the public functions ---- */

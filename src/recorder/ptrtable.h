@@ -4,7 +4,8 @@
  * Every block allocated through a hooked domain while the recorder is enabled is
  * entered here with its requested size, so that its free can be credited with
  * exactly that size.  Open addressing with linear probing and backward-shift
- * deletion, split into 16 shards by pointer hash.  Each shard keeps two arrays:
+ * deletion, split into 16 shards by pointer hash (the raw table; the GIL table,
+ * which needs no locks, keeps all in its first shard).  Each shard keeps two arrays:
  *   - compact 8-byte entries, the pointer >> 4 in the high 44 bits and the size
  *     in the low 20: any 16-aligned block below 2^48 whose size word is below
  *     1 MiB, i.e. with accounting off nearly every block pymalloc or glibc hands

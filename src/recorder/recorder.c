@@ -18,6 +18,7 @@
 #include "tg_format.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -151,14 +152,8 @@ tg_code_info_refresh(struct tg_recorder *r, struct tg_code_info *info, PyCodeObj
 static inline struct tg_code_info *
 tg_code_info_get(struct tg_recorder *r, PyCodeObject *code)
 {
-    void *extra = NULL;
-    struct tg_code_info *info;
+    struct tg_code_info *info = tg_code_extra_fast(code, tg_code_index);
 
-    if (tg_code_get_extra((PyObject *)code, tg_code_index, &extra) < 0) {
-        PyErr_Clear();
-        return NULL;
-    }
-    info = extra;
     if (info == NULL) {
         tg_saved_exc saved;
         tg_exc_save(&saved);
@@ -368,6 +363,9 @@ tg_rss_bytes(struct tg_recorder *r)
 static inline int64_t
 tg_memory_now(struct tg_recorder *r, struct tg_thread *t)
 {
+    /* The default mode first: one compare instead of the switch's two. */
+    if (__builtin_expect(r->memory_mode == TG_MEM_THREAD, 1))
+        return tg_tls.allocated - tg_tls.freed - t->event_bias;
     switch (r->memory_mode) {
     case TG_MEM_PROCESS:
         return atomic_load_explicit(&tg_process_total, memory_order_relaxed) - t->correction
@@ -511,12 +509,25 @@ tg_cap_reserve(struct tg_thread *t, unsigned char **start)
     return p;
 }
 
+/* NS / 1000 (NS >= 0 is a time since the epoch; a negative one takes the
+ * division).  Spelled as the multiply a compiler makes of a division by a
+ * constant, because GCC at -O2 emitted a real `idiv` (tens of cycles) in the
+ * copy of the division inlined into the CALL path, which it laid out as cold. */
+static inline int64_t
+tg_ns_to_us(int64_t ns)
+{
+    if (__builtin_expect(ns < 0, 0))
+        return ns / 1000;
+    return (int64_t)((((unsigned __int128)((uint64_t)ns >> 3)
+                       * UINT64_C(0x20C49BA5E353F7CF)) >> 64) >> 4);
+}
+
 /* Microseconds since T's previous timed record for the time NS (read once
  * for the event, shared with the text line), and advance the stream time. */
 static inline uint64_t
 tg_cap_dt(struct tg_thread *t, int64_t ns)
 {
-    int64_t us = ns / 1000;  /* a constant divisor: a multiply */
+    int64_t us = tg_ns_to_us(ns);
     uint64_t dt = us > t->cap_us ? (uint64_t)(us - t->cap_us) : 0;
     if (us > t->cap_us)
         t->cap_us = us;
@@ -525,7 +536,7 @@ tg_cap_dt(struct tg_thread *t, int64_t ns)
 
 /* CALL of code ID (0: could not be defined) at time NS; LINE for C functions
  * (IS_C).  Returns the RETURN's reference line, or TG_CAP_NOT_WRITTEN. */
-static inline int64_t
+static inline __attribute__((always_inline)) int64_t
 tg_cap_call(struct tg_recorder *r, struct tg_thread *t, uint32_t id, int is_c, long line,
             int64_t ns)
 {
@@ -541,13 +552,13 @@ tg_cap_call(struct tg_recorder *r, struct tg_thread *t, uint32_t id, int is_c, l
                         line);
     tg_writer_commit(&t->capw, (size_t)(p - start));
     t->cap_calls++;
-    if (!r->fmt_text && r->track_stack)
+    if (r->cap_counts_stack)
         tg_count(&t->n_stack_records);
     return line;
 }
 
 /* RETURN of the call whose CALL gave REF, at LINE, time NS, memory DELTA. */
-static inline void
+static inline __attribute__((always_inline)) void
 tg_cap_return(struct tg_recorder *r, struct tg_thread *t, int64_t ref, long line, int64_t ns,
               int64_t delta)
 {
@@ -563,7 +574,7 @@ tg_cap_return(struct tg_recorder *r, struct tg_thread *t, int64_t ref, long line
                           r->timestamps ? tg_cap_dt(t, ns) : 0, r->track_memory, delta);
     tg_writer_commit(&t->capw, (size_t)(p - start));
     t->cap_returns++;
-    if (!r->fmt_text && r->track_memory)
+    if (r->cap_counts_mem)
         tg_count(&t->n_records);
 }
 
@@ -789,16 +800,21 @@ tg_write_return(struct tg_recorder *r, struct tg_thread *t, const char *file, si
         tg_cap_return(r, t, ref, line, ns, delta);
 }
 
-/* Sampling of process.mem: every sample_every events of the process. */
-static void
-tg_maybe_sample(struct tg_recorder *r)
+/* Write a process.mem sample (the countdown reached 0) and restart the
+ * countdown.  Out of line: one event in sample_every.  Without sampling
+ * (sample_every 0) the countdown is parked at LONG_MAX instead, so that the
+ * event path tests the countdown alone. */
+static __attribute__((noinline, cold)) void
+tg_sample(struct tg_recorder *r)
 {
     char *start, *p;
 
     int64_t ns = 0, bytes;
 
-    if (--r->sample_countdown > 0)
+    if (r->sample_every <= 0) {
+        r->sample_countdown = LONG_MAX;
         return;
+    }
     r->sample_countdown = r->sample_every;
     if (r->timestamps)
         ns = tg_clock_now_ns_mono(&r->process_clock.last_ns);  /* once for both */
@@ -820,7 +836,7 @@ tg_maybe_sample(struct tg_recorder *r)
                                                                TG_CAP_RECORD_MAX), *cp;
         if (cs != NULL) {
             uint64_t dt = 0;
-            int64_t us = ns / 1000;
+            int64_t us = tg_ns_to_us(ns);
             if (r->timestamps && us > r->process_cap_us) {
                 dt = (uint64_t)(us - r->process_cap_us);
                 r->process_cap_us = us;
@@ -832,6 +848,14 @@ tg_maybe_sample(struct tg_recorder *r)
             r->done_dropped++;
         }
     }
+}
+
+/* Sampling of process.mem: every sample_every events of the process. */
+static inline void
+tg_maybe_sample(struct tg_recorder *r)
+{
+    if (__builtin_expect(--r->sample_countdown <= 0, 0))
+        tg_sample(r);
 }
 
 static inline int
@@ -937,7 +961,12 @@ tg_on_c_call(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at,
         tg_trig_arm(r, t, at->key);
     if (!r->record_c || tg_is_own_def(cf->ml) || !tg_c_call_passes(r, at))
         return;
-    tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);
+    /* The names go to the .stack line and to accounting; the capture names a
+     * C function by its id (tg_cap_c_id reads them once, at its definition). */
+    if (r->text_stack || atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
+        tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);
+    else
+        mod = name = NULL, mod_len = name_len = 0;
     tg_open_call(r, t, at->key, mod, mod_len, tg_caller_line(r, at), name, name_len, 1,
                  r->fmt_binary ? tg_cap_c_id(r, cf) : 0);
 }
@@ -1015,8 +1044,7 @@ static inline __attribute__((always_inline)) void
 tg_event(struct tg_recorder *r, struct tg_thread *t, int what, const struct tg_at *at,
          const struct tg_cfunc *cf)
 {
-    if (r->sample_every > 0)
-        tg_maybe_sample(r);
+    tg_maybe_sample(r);
     if (t->suppress_key != 0) {
         /* Inside profiler plumbing: record nothing until its frame returns. */
         if (what == PyTrace_RETURN && t->suppress_key == at->key)

@@ -115,6 +115,9 @@ struct tg_recorder {
     int fmt_binary;            /* write capture.tg */
     int cap_compress;          /* zstd-compress its chunks (compress=True) */
     int text_mem, text_stack;  /* fmt_text && track_memory / track_stack */
+    int cap_counts_mem, cap_counts_stack;  /* !fmt_text && track_memory / track_stack:
+                                            * capture records count as .mem / .stack
+                                            * lines in stats() */
     int time_calls;            /* read the clock at recorded calls */
     int time_returns;          /* read the clock at recorded returns */
     int memory_mode;           /* enum tg_memory_mode */

@@ -1,0 +1,230 @@
+/*
+ * ptrtable_fast.h - the pointer tables' layout and their common operations,
+ * inline, for ptrtable.c and for the allocator hooks of the GIL domains.
+ *
+ * A block enters or leaves the GIL table on nearly every allocation of the
+ * profiled program.  Through tg_ptrtable_insert/remove that was a call, a test
+ * of the table's locking and a second hash of the shard; the hooks of the mem
+ * and obj domains (alloc_hooks.c) instead use tg_ptrtable_gil_insert/remove
+ * below, inlined, on the one table they can be given.  The growth and the wide
+ * array stay out of line in ptrtable.c.  See ptrtable.h for the design.
+ */
+#ifndef TG_PTRTABLE_FAST_H
+#define TG_PTRTABLE_FAST_H
+
+#include "ptrtable.h"
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#pragma GCC visibility push(hidden)
+
+#define TG_SHARD_BITS 4
+#define TG_SHARDS (1u << TG_SHARD_BITS)
+#define TG_C_MIN_CAP 1024        /* compact slots of a shard's first array */
+#define TG_W_MIN_CAP 64          /* wide slots: few blocks go there with accounting off */
+
+/* Compact word: the pointer's bits 4..47 in the high TG_C_KEY_BITS bits, the
+ * size word in the low TG_C_SIZE_BITS; 0 is an empty slot. */
+#define TG_C_SIZE_BITS 20
+#define TG_C_KEY_BITS (64 - TG_C_SIZE_BITS)
+#define TG_C_SIZE_MASK ((UINT64_C(1) << TG_C_SIZE_BITS) - 1)
+#define TG_C_KEY_MASK (~TG_C_SIZE_MASK)
+
+/* Compact array: grown past 3/4 full.  Replaying the table operations of the
+ * alloc_heavy and stdlib_mix benchmarks, a remove then reads 1.3-2.1 slots to
+ * find its entry and 1.7 more to close the hole, against 1.1-1.6 and 1.3-1.4 at
+ * 1/2 and 1.4-3.5 and 1.7-2.8 at 7/8; 3/4 took the fewest cycles (the arrays
+ * are half the size of 1/2's at the same count, so fewer cache misses).  The
+ * wide array keeps 1/2. */
+#define TG_C_LOAD_NUM 3
+#define TG_C_LOAD_DEN 4
+
+/* Wide slot: key and word side by side, a lookup touches one cache line. */
+struct tg_slot {
+    uintptr_t key;         /* 0 = empty slot */
+    size_t size;
+};
+
+struct tg_shard {
+    pthread_mutex_t lock;  /* guards every field below (raw table only; the GIL
+                              guards them in the GIL table) */
+    uint64_t *cslots;      /* compact array; tg_c_none until the first insert */
+    size_t cmask;          /* compact capacity - 1; capacity is a power of two */
+    size_t ccount;         /* entries in cslots */
+    size_t climit;         /* grow before ccount exceeds it; 0 for tg_c_none */
+    struct tg_slot *wslots;/* wide array, NULL until the first wide insert */
+    size_t wmask;          /* wide capacity - 1 */
+    size_t wcount;         /* entries in wslots; 0 lets lookups skip the array */
+} __attribute__((aligned(128)));  /* shards' locks on separate cache lines, and
+                                     a shift, not a multiply, to index them */
+
+struct tg_ptrtable {
+    int locked;                        /* take the shard locks (raw domain); const */
+    struct tg_shard shards[TG_SHARDS];
+};
+
+/* Hash of a pointer's 16-byte granule: the same for both arrays, so one hash
+ * picks the shard and the home slot in each. */
+static inline uint64_t
+tg_ptr_hash(uintptr_t p)
+{
+    uint64_t h = ((uint64_t)p >> 4) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 29);
+}
+
+/* The shard of hash H in T.  The shards spread the raw table's locks; the GIL
+ * table takes no lock, so it keeps everything in its first shard: the hooks
+ * then find it at a fixed address (a shard lookup was a tenth of a hook's
+ * table work). */
+static inline struct tg_shard *
+tg_shard_of(struct tg_ptrtable *t, uint64_t h)
+{
+    if (t == &tg_ptrtable_gil)
+        return &t->shards[0];
+    return &t->shards[h >> (64 - TG_SHARD_BITS)];
+}
+
+/* Compact key of pointer P: P rotated left by 16 bits.  For a 16-aligned P below
+ * 2^48 that is exactly the key part of P's compact word (P >> 4 in the top 44
+ * bits), and its low 20 bits are 0.  Any other P leaves some of the low 20 bits
+ * set (its bits 0..3 land in bits 16..19, its bits 48..63 in bits 0..15), so it
+ * matches no compact word: lookups need no separate test for which array P
+ * belongs in.  (P is never NULL, whose key 0 would match an empty slot.) */
+static inline uint64_t
+tg_compact_key(uintptr_t p)
+{
+    return ((uint64_t)p << 16) | ((uint64_t)p >> 48);
+}
+
+/* Whether compact key KK stands for a pointer the compact array can hold. */
+static inline int
+tg_compact_ok(uint64_t kk)
+{
+    return (kk & TG_C_SIZE_MASK) == 0;
+}
+
+/* Hash of the block a compact word W stands for. */
+static inline uint64_t
+tg_compact_hash(uint64_t w)
+{
+    return tg_ptr_hash((uintptr_t)((w >> TG_C_SIZE_BITS) << 4));
+}
+
+/* Out of line (ptrtable.c): make room for one more compact entry in S (0, or -1
+ * when the array is full and cannot grow); insert or remove when the wide array
+ * is involved. */
+int tg_compact_make_room_unlocked(struct tg_shard *s);
+void tg_shard_insert_slow_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t size);
+int tg_shard_remove_slow_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t *size);
+
+/* ---- the compact array ---- */
+
+/* Enter compact key KK (home H) with SIZE (below 2^TG_C_SIZE_BITS) in S,
+ * replacing an entry for the same key. */
+static inline void
+tg_compact_insert_unlocked(struct tg_shard *s, uint64_t kk, uint64_t h, size_t size)
+{
+    uint64_t *slots;
+    size_t i, mask;
+
+    if (__builtin_expect(s->ccount >= s->climit, 0)
+            && tg_compact_make_room_unlocked(s) < 0)
+        return;
+    slots = s->cslots;
+    mask = s->cmask;
+    i = h & mask;
+    while (slots[i] != 0 && (slots[i] & TG_C_KEY_MASK) != kk)
+        i = (i + 1) & mask;
+    if (slots[i] == 0)
+        s->ccount++;
+    slots[i] = kk | size;
+}
+
+/* Remove compact key KK (home H) from S; returns 1 and its size word in *SIZE, or
+ * 0. */
+static inline int
+tg_compact_remove_unlocked(struct tg_shard *s, uint64_t kk, uint64_t h, size_t *size)
+{
+    uint64_t *slots = s->cslots;
+    size_t mask = s->cmask;
+    size_t i = h & mask, j;
+    uint64_t w;
+
+    for (;;) {
+        w = slots[i];
+        if ((w & TG_C_KEY_MASK) == kk)
+            break;
+        if (w == 0)
+            return 0;
+        i = (i + 1) & mask;
+    }
+    *size = (size_t)(w & TG_C_SIZE_MASK);
+    /* Backward-shift deletion: pull later members of the probe run into the hole
+     * when their home slot does not lie cyclically in (hole, j]. */
+    j = i;
+    for (;;) {
+        size_t home;
+        j = (j + 1) & mask;
+        w = slots[j];
+        if (w == 0)
+            break;
+        home = tg_compact_hash(w) & mask;
+        if ((i <= j) ? (home <= i || home > j) : (home <= i && home > j)) {
+            slots[i] = w;
+            i = j;
+        }
+    }
+    slots[i] = 0;
+    s->ccount--;
+    return 1;
+}
+
+static inline void
+tg_shard_insert_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t size)
+{
+    uint64_t kk = tg_compact_key(p);
+
+    /* Compact unless P is not 16-aligned below 2^48, SIZE does not fit the low
+     * bits, or the wide array might hold P. */
+    if (__builtin_expect(((kk & TG_C_SIZE_MASK) | (size >> TG_C_SIZE_BITS)
+                          | s->wcount) != 0, 0)) {
+        tg_shard_insert_slow_unlocked(s, p, h, size);
+        return;
+    }
+    tg_compact_insert_unlocked(s, kk, h, size);
+}
+
+static inline int
+tg_shard_remove_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t *size)
+{
+    /* With accounting off nearly every block is compact and the wide array is
+     * empty: one probe, also for a miss (a block from before enable()).  A
+     * pointer the compact array cannot hold just misses there (tg_compact_key). */
+    if (__builtin_expect(s->wcount != 0, 0))
+        return tg_shard_remove_slow_unlocked(s, p, h, size);
+    return tg_compact_remove_unlocked(s, tg_compact_key(p), h, size);
+}
+
+/* tg_ptrtable_insert(&tg_ptrtable_gil, PTR, SIZE), inline (GIL held). */
+static inline void
+tg_ptrtable_gil_insert(void *ptr, size_t size)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    uint64_t h = tg_ptr_hash(p);
+    tg_shard_insert_unlocked(tg_shard_of(&tg_ptrtable_gil, h), p, h, size);
+}
+
+/* tg_ptrtable_remove(&tg_ptrtable_gil, PTR, SIZE), inline (GIL held). */
+static inline int
+tg_ptrtable_gil_remove(void *ptr, size_t *size)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    uint64_t h = tg_ptr_hash(p);
+    return tg_shard_remove_unlocked(tg_shard_of(&tg_ptrtable_gil, h), p, h, size);
+}
+
+#pragma GCC visibility pop
+
+#endif /* TG_PTRTABLE_FAST_H */
