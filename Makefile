@@ -8,7 +8,8 @@
 #                   run, then pytest on every pyenv Python
 CC      ?= cc
 CFLAGS  ?= -O2 -g
-WARN    := -std=gnu11 -Wall -Wextra -Wno-missing-field-initializers
+WARN    := -std=gnu11 -Wall -Wextra -Wno-missing-field-initializers \
+	   -Werror=incompatible-pointer-types -Werror=implicit-function-declaration
 # libzstd when its header is installed: the recorder's compress=True chunk
 # compression and the CLI's reading of such captures.
 ZSTD_DEF := $(if $(wildcard /usr/include/zstd.h),-DTG_HAVE_ZSTD)

@@ -75,10 +75,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		split = size - 2;
 	fz_file_open(&st, data + 2, split);
 	fz_file_open(&mem, data + 2 + split, size - 2 - split);
-	if ((!(data[0] & 1) || o.has_time) &&
-	    tg_fold_load_pair(&f, &o, st.path, mem.path, 0, &d) == 0 &&
-	    tg_fold_finish(&f, &d) == 0)
-		fz_check(&f);
+	{
+		struct tg_dumpfile sdf = { st.path, NULL, TG_DUMP_STACK, NULL, NULL };
+		struct tg_dumpfile mdf = { mem.path, NULL, TG_DUMP_MEM, NULL, NULL };
+		if ((!(data[0] & 1) || o.has_time) &&
+		    tg_fold_load_pair(&f, &o, &sdf, &mdf, 0, &d) == 0 &&
+		    tg_fold_finish(&f, &d) == 0)
+			fz_check(&f);
+	}
 	fz_file_close(&st);
 	fz_file_close(&mem);
 	tg_fold_release(&f);
