@@ -70,14 +70,60 @@ static int ds_cmp_names(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Non-zero when name ends with suffix, or with suffix + ".gz". */
-static int ds_has_suffix(const char *name, const char *suffix)
+/* Non-zero when name ends with suffix, or (GZ) with suffix + ".gz". */
+static int ds_has_suffix(const char *name, const char *suffix, int gz)
 {
 	size_t n = strlen(name), k = strlen(suffix);
 
-	if (n > k + 3 && !strcmp(name + n - 3, ".gz"))
+	if (gz && n > k + 3 && !strcmp(name + n - 3, ".gz"))
 		n -= 3;
 	return n > k && !memcmp(name + n - k, suffix, k);
+}
+
+void tg_dir_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int tg_dir_names(const char *dir, const char *suffix, int gz, char ***names, size_t *n,
+		 struct tg_diag *d)
+{
+	DIR *dh = opendir(dir);
+	struct dirent *e;
+	char **v = NULL;
+	size_t k = 0, alloc = 0;
+
+	*names = NULL;
+	*n = 0;
+	if (!dh)
+		return tg_error(d, "unable to read directory '%s': %s", dir, strerror(errno));
+	while ((e = readdir(dh))) {
+		if (e->d_name[0] == '.' || !ds_has_suffix(e->d_name, suffix, gz))
+			continue;
+		if (k == alloc) {
+			size_t na = alloc ? 2 * alloc : 16;
+			char **nv = realloc(v, na * sizeof(*nv));
+			if (!nv)
+				goto oom;
+			v = nv;
+			alloc = na;
+		}
+		if (!(v[k] = strdup(e->d_name)))
+			goto oom;
+		k++;
+	}
+	closedir(dh);
+	if (k > 1)
+		qsort(v, k, sizeof(*v), ds_cmp_names);
+	*names = v;
+	*n = k;
+	return 0;
+oom:
+	closedir(dh);
+	tg_dir_names_free(v, k);
+	return tg_error(d, "out of memory");
 }
 
 /* A text run directory: its dump files of the view, in name order. */
@@ -85,34 +131,16 @@ static int ds_add_dir(struct tg_dumpset *s, const char *dir, enum tg_dumpset_vie
 		      struct tg_diag *d)
 {
 	const char *suffix = view == TG_VIEW_STACK ? TG_STACK_SUFFIX : TG_MEM_SUFFIX;
-	DIR *dh = opendir(dir);
-	struct dirent *e;
-	char **names = NULL;
-	size_t n = 0, alloc = 0, i;
+	char **names;
+	size_t n, i;
 	int ret = -1;
 
-	if (!dh)
-		return tg_error(d, "unable to read directory '%s': %s", dir, strerror(errno));
-	while ((e = readdir(dh))) {
-		if (e->d_name[0] == '.' || !ds_has_suffix(e->d_name, suffix))
-			continue;
-		if (n == alloc) {
-			size_t na = alloc ? 2 * alloc : 16;
-			char **nv = realloc(names, na * sizeof(*nv));
-			if (!nv)
-				goto oom;
-			names = nv;
-			alloc = na;
-		}
-		if (!(names[n] = strdup(e->d_name)))
-			goto oom;
-		n++;
-	}
+	if (tg_dir_names(dir, suffix, 1, &names, &n, d) < 0)
+		return -1;
 	if (!n) {
 		tg_error(d, "no %s files in directory '%s'", suffix, dir);
 		goto out;
 	}
-	qsort(names, n, sizeof(*names), ds_cmp_names);
 	for (i = 0; i < n; i++) {
 		char *p = ds_join(dir, strlen(dir), names[i], NULL);
 		if (!p || ds_own(s, p) < 0)
@@ -125,10 +153,7 @@ static int ds_add_dir(struct tg_dumpset *s, const char *dir, enum tg_dumpset_vie
 oom:
 	tg_error(d, "out of memory");
 out:
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
-	closedir(dh);
+	tg_dir_names_free(names, n);
 	return ret;
 }
 

@@ -36,6 +36,16 @@ struct tg_dumpset {
 };
 
 /*
+ * The names in directory DIR that end with SUFFIX (or SUFFIX ".gz" when GZ),
+ * hidden names (a leading '.') left out, in byte order, as *NAMES (malloc'ed,
+ * each name too; free with tg_dir_names_free) and *N.  Returns 0 (possibly
+ * none), or -1 with d->msg set (an unreadable directory, out of memory).
+ */
+int tg_dir_names(const char *dir, const char *suffix, int gz, char ***names, size_t *n,
+		 struct tg_diag *d);
+void tg_dir_names_free(char **names, size_t n);
+
+/*
  * Expands the n operands into s for view.  A capture must be the only operand
  * (its time flag decides --no_time).  Returns 0, or -1 with d->msg set (an
  * unreadable directory, a broken capture, a capture beside other operands);

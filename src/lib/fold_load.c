@@ -381,17 +381,10 @@ out_stack:
 	return ret;
 }
 
-static int load_cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg_diag *d)
 {
-	DIR *dh;
-	struct dirent *e;
 	char **bases = NULL, *stack = NULL, *mem = NULL;
-	size_t n = 0, cap = 0, i;
+	size_t n = 0, i;
 	int ret = -1;
 
 	if (o->metric->metric == TG_FOLD_TIME && !o->has_time)
@@ -399,35 +392,16 @@ static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg
 				"--no_time)");
 	if (!(f->source = strdup(o->path)))
 		return tg_error(d, "out of memory");
-	if (!(dh = opendir(o->path)))
-		return tg_error(d, "unable to open run directory '%s': %s", o->path,
-				strerror(errno));
-	while ((e = readdir(dh))) {
-		size_t len = strlen(e->d_name);
-		if (len <= 6 || strcmp(e->d_name + len - 6, ".stack"))
-			continue;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			char **nb = realloc(bases, nc * sizeof(*nb));
-			if (!nb)
-				goto oom;
-			bases = nb;
-			cap = nc;
-		}
-		if (!(bases[n] = strndup(e->d_name, len - 6)))
-			goto oom;
-		n++;
-	}
-	closedir(dh);
-	dh = NULL;
+	if (tg_dir_names(o->path, TG_STACK_SUFFIX, 0, &bases, &n, d) < 0)
+		return -1;
+	for (i = 0; i < n; i++)  /* base names: the thread's */
+		bases[i][strlen(bases[i]) - strlen(TG_STACK_SUFFIX)] = '\0';
 	if (!n) {
 		tg_error(d, "no .stack files in '%s': the %s metric pairs each thread's "
 				 ".stack and .mem dumps, so the run needs stacks (threadgraph run "
 				 "--stack, ProcessProfile.trackStack())", o->path, o->metric->name);
 		goto out;
 	}
-	if (n > 1)
-		qsort(bases, n, sizeof(*bases), load_cmp_str);
 	for (i = 0; i < n; i++) {
 		size_t root;
 		if (o->thread && strcmp(o->thread, bases[i]))
@@ -461,11 +435,7 @@ static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg
 oom:
 	tg_error(d, "out of memory");
 out:
-	if (dh)
-		closedir(dh);
-	for (i = 0; i < n; i++)
-		free(bases[i]);
-	free(bases);
+	tg_dir_names_free(bases, n);
 	free(stack);
 	free(mem);
 	return ret;

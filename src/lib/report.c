@@ -59,10 +59,6 @@ static void rep_files_release(struct rep_files *r)
 	memset(r, 0, sizeof(*r));
 }
 
-static int rep_cmp(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
 
 static int rep_is_dir(const char *path)
 {
@@ -79,37 +75,22 @@ static int rep_exists(const char *path)
 /* Lists DIR's thread .mem files and process.mem into R.  0 or -1. */
 static int rep_files_list(struct rep_files *r, const char *dir, struct tg_diag *d)
 {
-	DIR *dh = opendir(dir);
-	struct dirent *e;
 	char **names = NULL;
-	size_t n = 0, cap = 0, i;
+	size_t n = 0, k, i;
 	int process = 0, ret = -1;
 
 	memset(r, 0, sizeof(*r));
-	if (!dh)
-		return tg_error(d, "unable to open run directory '%s': %s", dir, strerror(errno));
-	while ((e = readdir(dh))) {
-		size_t len = strlen(e->d_name);
-		if (len <= 4 || strcmp(e->d_name + len - 4, TG_MEM_SUFFIX) || e->d_name[0] == '.')
-			continue;
-		if (!strcmp(e->d_name, TG_PROCESS_BASENAME TG_MEM_SUFFIX)) {
+	if (tg_dir_names(dir, TG_MEM_SUFFIX, 0, &names, &n, d) < 0)
+		return -1;
+	for (i = k = 0; i < n; i++) {  /* the process file apart, last */
+		if (!strcmp(names[i], TG_PROCESS_BASENAME TG_MEM_SUFFIX)) {
 			process = 1;
-			continue;
+			free(names[i]);
+		} else {
+			names[k++] = names[i];
 		}
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 16;
-			char **nn = realloc(names, nc * sizeof(*nn));
-			if (!nn)
-				goto oom;
-			names = nn;
-			cap = nc;
-		}
-		if (!(names[n] = strdup(e->d_name)))
-			goto oom;
-		n++;
 	}
-	if (n > 1)
-		qsort(names, n, sizeof(*names), rep_cmp);
+	n = k;
 	if (!(r->v = calloc(n + 1, sizeof(*r->v))) || !(r->paths = calloc(n + 1, sizeof(char *))))
 		goto oom;
 	for (i = 0; i <= n; i++) {
@@ -141,10 +122,7 @@ oom:
 	tg_error(d, "out of memory");
 	rep_files_release(r);
 out:
-	closedir(dh);
-	for (i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	tg_dir_names_free(names, n);
 	return ret;
 }
 
