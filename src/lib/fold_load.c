@@ -11,7 +11,6 @@
  * recsrc.h, as the files `threadgraph export` would write from it.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,53 +60,6 @@ static long load_call_text(char **buf, size_t *cap, const char *call, size_t len
 	return tg_fold_frame_text(buf, cap, call, len, NULL, 0, NULL, 0);
 }
 
-/* The run directory's live-at-peak snapshot (snapshot-N-peak[.gz], highest
- * N): a malloc'ed path, or NULL with d->msg set. */
-static char *load_peak_snapshot(const char *dir, struct tg_diag *d)
-{
-	DIR *dh = opendir(dir);
-	struct dirent *e;
-	long best = -1;
-	char *p = NULL, *name = NULL;
-
-	if (!dh) {
-		tg_error(d, "unable to open '%s': %s", dir, strerror(errno));
-		return NULL;
-	}
-	while ((e = readdir(dh))) {
-		char *end;
-		long n;
-		if (strncmp(e->d_name, "snapshot-", 9))
-			continue;
-		n = strtol(e->d_name + 9, &end, 10);
-		if (end == e->d_name + 9 || (strcmp(end, "-peak") && strcmp(end, "-peak.gz")))
-			continue;
-		if (n > best) {
-			char *nn = strdup(e->d_name);
-			if (!nn)
-				break;
-			free(name);
-			name = nn;
-			best = n;
-		}
-	}
-	closedir(dh);
-	if (best < 0) {
-		tg_error(d, "no live-at-peak snapshot (snapshot-N-peak) in '%s': the peak metric "
-			 "needs a run made with accounting on (threadgraph run --accounting, "
-			 "ProcessProfile(accounting=True)) by a threadgraph that records the peak",
-			 dir);
-		goto out;
-	}
-	if (asprintf(&p, "%s/%s", dir, name) < 0) {
-		p = NULL;
-		tg_error(d, "out of memory");
-	}
-out:
-	free(name);
-	return p;
-}
-
 /* The frame a thread's calls go under: the root, or the thread's frame. */
 static int load_thread_root(struct tg_fold *f, const struct tg_fold_opts *o,
 			    const char *thread, size_t *root, struct tg_diag *d)
@@ -126,7 +78,7 @@ static int load_snapshot(struct tg_fold *f, const struct tg_fold_opts *o, struct
 	int ret = -1, matched = 0;
 
 	if (o->metric->metric == TG_FOLD_PEAK && load_is_dir(o->path)) {
-		if (!(path = load_peak_snapshot(o->path, d)))
+		if (!(path = tg_snapshot_find(o->path, TG_SNAP_PICK_PEAK, d)))
 			return -1;
 	} else if (!(path = strdup(o->path))) {
 		return tg_error(d, "out of memory");

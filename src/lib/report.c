@@ -10,7 +10,6 @@
  * the page is the one made from its exported text.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -427,21 +426,13 @@ out:
 	return ret;
 }
 
-/* Whether the run has a snapshot labelled peak. */
+/* Whether the run has a live-at-peak snapshot. */
 static int rep_has_peak_snapshot(const char *dir)
 {
-	DIR *dh = opendir(dir);
-	struct dirent *e;
-	int found = 0;
-
-	if (!dh)
-		return 0;
-	while (!found && (e = readdir(dh))) {
-		const char *p = strstr(e->d_name, "-peak");
-		found = !strncmp(e->d_name, "snapshot-", 9) && p &&
-			(!strcmp(p, "-peak") || !strcmp(p, "-peak.gz"));
-	}
-	closedir(dh);
+	struct tg_diag scratch = {0};
+	char *path = tg_snapshot_find(dir, TG_SNAP_PICK_PEAK, &scratch);
+	int found = path != NULL;
+	free(path);
 	return found;
 }
 

@@ -80,14 +80,33 @@ static int parse_i64(const char **p, const char *end, int64_t *v)
 	return 0;
 }
 
-/* The run directory's snapshot to read: the highest-numbered "final" one, else
- * the highest-numbered one.  Malloc'ed path, or NULL with d->msg. */
-static char *snapshot_in_dir(const char *dir, struct tg_diag *d)
+/* Whether NAME ends a snapshot file name with SUFFIX (optionally gzipped). */
+static int has_suffix(const char *end, const char *suffix)
+{
+	size_t n = strlen(suffix);
+	return !strncmp(end, suffix, n) && (!end[n] || !strcmp(end + n, ".gz"));
+}
+
+/* *SLOT becomes a copy of NAME and *BEST N; -1 when out of memory. */
+static int take_name(char **slot, const char *name, long *best, long n)
+{
+	char *copy = strdup(name);
+	if (!copy)
+		return -1;
+	free(*slot);
+	*slot = copy;
+	*best = n;
+	return 0;
+}
+
+char *tg_snapshot_find(const char *dir, enum tg_snap_pick pick, struct tg_diag *d)
 {
 	DIR *dh = opendir(dir);
 	struct dirent *e;
 	long best = -1, best_final = -1;
 	char *name = NULL, *name_final = NULL, *p = NULL;
+	int oom;
+	const size_t plen = TG_LIT_LEN(TG_SNAP_FILE_PREFIX);
 
 	if (!dh) {
 		tg_error(d, "unable to open '%s': %s", dir, strerror(errno));
@@ -96,27 +115,33 @@ static char *snapshot_in_dir(const char *dir, struct tg_diag *d)
 	while ((e = readdir(dh))) {
 		char *end;
 		long n;
-		const size_t plen = TG_LIT_LEN(TG_SNAP_FILE_PREFIX);
 		if (strncmp(e->d_name, TG_SNAP_FILE_PREFIX, plen))
 			continue;
 		n = strtol(e->d_name + plen, &end, 10);
 		if (end == e->d_name + plen || *end != '-' || strstr(e->d_name, ".tmp"))
 			continue;
-		if (n > best) {
-			best = n;
-			free(name);
-			name = strdup(e->d_name);
-		}
-		if ((!strcmp(end, TG_SNAP_FINAL_SUFFIX) || !strcmp(end, TG_SNAP_FINAL_SUFFIX ".gz"))
-		    && n > best_final) {
-			best_final = n;
-			free(name_final);
-			name_final = strdup(e->d_name);
-		}
+		if (pick == TG_SNAP_PICK_PEAK && !has_suffix(end, "-" TG_SNAP_PEAK_LABEL))
+			continue;
+		if (n > best && take_name(&name, e->d_name, &best, n) < 0)
+			break;
+		if (pick == TG_SNAP_PICK_LAST && has_suffix(end, TG_SNAP_FINAL_SUFFIX)
+		    && n > best_final && take_name(&name_final, e->d_name, &best_final, n) < 0)
+			break;
 	}
+	oom = e != NULL;  /* the loop ends early only when a copy failed */
 	closedir(dh);
+	if (oom) {
+		tg_error(d, "out of memory");
+		goto out;
+	}
 	if (best < 0) {
-		tg_error(d, "no snapshot in '%s' (was the run made with accounting on?)", dir);
+		if (pick == TG_SNAP_PICK_PEAK)
+			tg_error(d, "no live-at-peak snapshot (snapshot-N-peak) in '%s': the peak "
+				 "metric needs a run made with accounting on (threadgraph run "
+				 "--accounting, ProcessProfile(accounting=True)) by a threadgraph "
+				 "that records the peak", dir);
+		else
+			tg_error(d, "no snapshot in '%s' (was the run made with accounting on?)", dir);
 		goto out;
 	}
 	if (asprintf(&p, "%s/%s", dir, name_final ? name_final : name) < 0) {
@@ -378,7 +403,7 @@ int tg_snapshot_read(struct tg_snapshot *s, const char *path, struct tg_diag *d)
 	int r, ret = -1;
 
 	memset(s, 0, sizeof(*s));
-	s->path = is_dir(path) ? snapshot_in_dir(path, d) : strdup(path);
+	s->path = is_dir(path) ? tg_snapshot_find(path, TG_SNAP_PICK_LAST, d) : strdup(path);
 	if (!s->path) {
 		if (!is_dir(path))
 			tg_error(d, "out of memory");

@@ -133,6 +133,19 @@ struct tg_summary {
 int tg_summary_read(struct tg_summary *s, const char *path, struct tg_diag *d);
 void tg_summary_release(struct tg_summary *s);
 
+/* Which of a run directory's snapshots tg_snapshot_find returns. */
+enum tg_snap_pick {
+	TG_SNAP_PICK_LAST,  /* the highest-numbered "-final" one, else the highest-numbered */
+	TG_SNAP_PICK_PEAK,  /* the highest-numbered live-at-peak one ("-peak") */
+};
+
+/*
+ * The run directory DIR's snapshot file chosen by PICK (".gz" or not; ".tmp"
+ * files being written are skipped): a malloc'ed path, or NULL with d->msg set
+ * (none there, DIR unreadable, out of memory).
+ */
+char *tg_snapshot_find(const char *dir, enum tg_snap_pick pick, struct tg_diag *d);
+
 /*
  * Finds DIR/NAME or DIR/NAME.gz; returns a malloc'ed path or NULL (d->msg set).
  * A PATH that is not a directory is returned as is (copied).

@@ -283,6 +283,72 @@ static void test_bin_names(void)
 	CHECK_STR(b, "1Mi-2Mi");
 }
 
+/* Creates an empty file NAME in SUB (a directory under dir). */
+static void touch(const char *sub, const char *name)
+{
+	char path[600];
+	FILE *f;
+	snprintf(path, sizeof(path), "%s/%s", sub, name);
+	f = fopen(path, "w");
+	if (f)
+		fclose(f);
+}
+
+/* The file name part of PATH (tg_snapshot_find's result), or NULL. */
+static const char *base(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+	return s ? s + 1 : path;
+}
+
+static void test_find(void)
+{
+	char sub[560], *p;
+	struct tg_diag d = {0};
+
+	snprintf(sub, sizeof(sub), "%s/find", dir);
+	CHECK(mkdir(sub, 0700) == 0);
+	/* nothing there yet: a message for each pick */
+	p = tg_snapshot_find(sub, TG_SNAP_PICK_LAST, &d);
+	CHECK(p == NULL && strstr(d.msg, "no snapshot in"));
+	p = tg_snapshot_find(sub, TG_SNAP_PICK_PEAK, &d);
+	CHECK(p == NULL && strstr(d.msg, "no live-at-peak snapshot"));
+	/* periodic snapshots only: the highest-numbered one */
+	touch(sub, "snapshot-3-periodic");
+	touch(sub, "snapshot-12-periodic.gz");
+	touch(sub, "snapshot-2-periodic");
+	touch(sub, "summary.txt");
+	p = tg_snapshot_find(sub, TG_SNAP_PICK_LAST, &d);
+	CHECK_STR(base(p), "snapshot-12-periodic.gz");
+	free(p);
+	/* a final one wins over higher periodic ones; files being written and
+	 * names that only look alike are skipped */
+	touch(sub, "snapshot-4-final");
+	touch(sub, "snapshot-9-final.gz");
+	touch(sub, "snapshot-30-final.tmp");
+	touch(sub, "snapshot-40-finally");
+	touch(sub, "snapshot-x-final");
+	touch(sub, "snapshot-50");
+	p = tg_snapshot_find(sub, TG_SNAP_PICK_LAST, &d);
+	CHECK_STR(base(p), "snapshot-9-final.gz");
+	free(p);
+	/* peaks: only "-peak" ones count, highest number first */
+	p = tg_snapshot_find(sub, TG_SNAP_PICK_PEAK, &d);
+	CHECK(p == NULL);
+	touch(sub, "snapshot-5-peak");
+	touch(sub, "snapshot-7-peak.gz");
+	touch(sub, "snapshot-8-peak.tmp");
+	touch(sub, "snapshot-60-peaks");
+	p = tg_snapshot_find(sub, TG_SNAP_PICK_PEAK, &d);
+	CHECK_STR(base(p), "snapshot-7-peak.gz");
+	CHECK(p && !strncmp(p, sub, strlen(sub)));
+	free(p);
+	/* a directory that cannot be opened */
+	snprintf(sub, sizeof(sub), "%s/missing", dir);
+	p = tg_snapshot_find(sub, TG_SNAP_PICK_LAST, &d);
+	CHECK(p == NULL && strstr(d.msg, "unable to open"));
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -293,6 +359,7 @@ int main(void)
 	test_v2_malformed();
 	test_summary();
 	test_bin_names();
+	test_find();
 	{
 		char cmd[600];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
