@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from tgtest import PKG_PARENT, parse_mem
+from tgtest import PKG_PARENT, parse_mem, env_with_package
 
 TIMEOUT = 120
 
@@ -29,14 +29,6 @@ child_work()
 print("child argv", sys.argv[1:])
 """
 
-
-def env_with_package(extra=None):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = PKG_PARENT + os.pathsep + env.get("PYTHONPATH", "")
-    env.pop("PYTHONWARNINGS", None)
-    env.pop("TG_CLI", None)
-    env.update(extra or {})
-    return env
 
 
 def by_function(base):

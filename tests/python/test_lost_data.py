@@ -14,28 +14,13 @@ import textwrap
 
 import pytest
 
-from tgtest import PKG_PARENT, parse_mem, run_scenario
+from tgtest import PKG_PARENT, parse_mem, run_scenario, env_with_package, run_dirs, load_runinfo
 
 TIMEOUT = 120  # seconds; only a hang gets near it
 WORK_CALLS = 100  # calls of work() the program makes before it is signalled
 
 
-def env_with_package(extra=None):
-    env = dict(os.environ)
-    env["PYTHONPATH"] = PKG_PARENT + os.pathsep + env.get("PYTHONPATH", "")
-    env.pop("PYTHONWARNINGS", None)
-    env.pop("TG_CLI", None)
-    env.update(extra or {})
-    return env
 
-
-def run_dirs(base):
-    return sorted(d for d in glob.glob(os.path.join(str(base), "*")) if os.path.isdir(d))
-
-
-def runinfo(run_dir):
-    with open(os.path.join(run_dir, "runinfo.json")) as f:
-        return json.load(f)
 
 
 def calls_of(run_dir, func):
@@ -74,14 +59,14 @@ def test_pool_context_manager_children_keep_their_records(tmp_path):
     proc = run_scenario(tmp_path, POOL)
     assert proc.stdout.split() == [str(4 * 1000 + 6)]
     dirs = run_dirs(tmp_path / "out")
-    pids = {runinfo(d)["pid"]: d for d in dirs}
-    children = [d for d in dirs if runinfo(d)["ppid"] in pids]
+    pids = {load_runinfo(d)["pid"]: d for d in dirs}
+    children = [d for d in dirs if load_runinfo(d)["ppid"] in pids]
     # A worker that never got a task may be terminated before its fork hook ran
     # (a loaded machine): it then leaves no directory, which loses nothing.
     assert len(dirs) == 1 + len(children) and 1 <= len(children) <= 2, dirs
     assert sum(calls_of(d, "work") for d in children) == 4
     for d in dirs:
-        assert runinfo(d)["end_time"] is not None, d
+        assert load_runinfo(d)["end_time"] is not None, d
     assert no_temporaries(tmp_path / "out") == []
 
 
@@ -172,7 +157,7 @@ def test_signal_writes_everything_then_acts_as_without_profiler(tmp_path, launch
     names = os.listdir(run_dir)
     assert "summary.json" in names and "summary.txt" in names, (names, err)
     assert [n for n in names if n.startswith("snapshot-") and n.endswith("-final")], names
-    assert runinfo(run_dir)["end_time"] is not None
+    assert load_runinfo(run_dir)["end_time"] is not None
     assert no_temporaries(tmp_path / "out") == []
 
 
@@ -253,4 +238,4 @@ def test_forked_child_ending_with_os_exit_writes_everything(tmp_path):
     dirs = run_dirs(tmp_path / "out")
     (child,) = [d for d in dirs if calls_of(d, "work")]
     assert calls_of(child, "work") == WORK_CALLS
-    assert runinfo(child)["end_time"] is not None
+    assert load_runinfo(child)["end_time"] is not None

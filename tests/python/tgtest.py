@@ -4,6 +4,7 @@ Most recorder tests change process-wide state (allocator hooks, profile
 functions, thread wrappers), so each scenario runs in a fresh interpreter
 (``run_scenario``) and the test parses the files it produced.
 """
+import glob
 import json
 import os
 import re
@@ -24,16 +25,29 @@ STACK_RE = re.compile(r"^(?P<indent> *)(?:(?P<time>%s)#)?(?P<site>.*):(?P<line>-
 PROCESS_RE = re.compile(r"^(?:(?P<time>%s)#)?(?P<bytes>\d+)$" % TIME_RE)
 
 
+def env_with_package(extra=None, keep_cli=False):
+    """os.environ with threadgraph importable from this tree, without
+    PYTHONWARNINGS (and without TG_CLI unless KEEP_CLI), plus EXTRA."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = PKG_PARENT + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("PYTHONWARNINGS", None)
+    if not keep_cli:
+        env.pop("TG_CLI", None)
+    env.update(extra or {})
+    return env
+
+
+def run_dirs(base):
+    """The run directories under BASE, sorted."""
+    return sorted(d for d in glob.glob(os.path.join(str(base), "*")) if os.path.isdir(d))
+
+
 def run_scenario(tmp_path, code, timeout=120, check=True, env=None):
     """Run CODE (dedented) as a script in TMP_PATH with threadgraph importable.
     Returns the CompletedProcess; fails the test on a non-zero exit if CHECK."""
     script = tmp_path / "scenario.py"
     script.write_text(textwrap.dedent(code))
-    full_env = dict(os.environ)
-    full_env["PYTHONPATH"] = PKG_PARENT + os.pathsep + full_env.get("PYTHONPATH", "")
-    full_env.pop("PYTHONWARNINGS", None)
-    if env:
-        full_env.update(env)
+    full_env = env_with_package(env, keep_cli=True)
     proc = subprocess.run([sys.executable, str(script)], cwd=str(tmp_path), env=full_env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
                           universal_newlines=True)
