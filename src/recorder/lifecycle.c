@@ -12,6 +12,7 @@
 #include "ptrtable.h"
 #include "sleepwrap.h"
 #include "native.h"
+#include "sinks.h"
 #include "tg_format.h"
 
 #include <errno.h>
@@ -42,6 +43,8 @@ tg_recorder_init(struct tg_recorder *r)
     pthread_mutex_init(&r->reg_lock, NULL);
     tg_writer_init(&r->process_w);
     tg_writer_init(&r->process_cap);
+    tg_writer_set_kick(&r->process_w, tg_flusher_kick, r);
+    tg_writer_set_kick(&r->process_cap, tg_flusher_kick, r);
     tg_cap_init(&r->cap);
     r->fmt_binary = 1;
     pthread_mutex_init(&r->flusher_lock, NULL);
@@ -234,16 +237,16 @@ tg_flush_full_fd(struct tg_recorder *r)
 }
 
 void
-tg_flusher_kick(void)
+tg_flusher_kick(void *recorder)
 {
-    struct tg_recorder_object *a = tg_active;  /* GIL held by the caller */
+    struct tg_recorder *r = recorder;  /* GIL held by the caller */
 
-    if (a == NULL || !a->r.flusher_running)
+    if (!r->flusher_running)
         return;  /* the next flush of that writer writes it */
-    pthread_mutex_lock(&a->r.flusher_lock);
-    a->r.flusher_kicked = 1;
-    pthread_cond_signal(&a->r.flusher_cond);
-    pthread_mutex_unlock(&a->r.flusher_lock);
+    pthread_mutex_lock(&r->flusher_lock);
+    r->flusher_kicked = 1;
+    pthread_cond_signal(&r->flusher_cond);
+    pthread_mutex_unlock(&r->flusher_lock);
 }
 
 /* Every TG_FLUSH_PERIOD_NS: re-anchor the clock and write everything pending;
@@ -396,7 +399,7 @@ tg_open_capture(struct tg_recorder *r)
     if (r->process_clock.last_ns < start_us * 1000)
         r->process_clock.last_ns = start_us * 1000;
     if (r->sample_every > 0
-            && tg_writer_open_chunks(&r->process_cap, &r->cap, TG_CAP_CHUNK_PROCESS,
+            && tg_sink_open_chunks(&r->process_cap, &r->cap, TG_CAP_CHUNK_PROCESS,
                                      TG_CAP_STREAM_PROCESS, path) < 0) {
         PyErr_NoMemory();
         tg_cap_close(&r->cap);

@@ -15,6 +15,7 @@
 #include "accounting.h"
 #include "names.h"
 #include "capture.h"
+#include "sinks.h"
 #include "tg_format.h"
 
 #include <errno.h>
@@ -1249,7 +1250,7 @@ tg_thread_open_stream(struct tg_recorder *r, struct tg_writer *w, const char *ba
             PyErr_Clear();
             ret = -1;
         } else {
-            ret = tg_writer_open_pyfile(w, f, path);
+            ret = tg_sink_open_pyfile(w, f, path);
             Py_DECREF(f);
         }
     } else {
@@ -1275,7 +1276,7 @@ tg_thread_open_files(struct tg_recorder *r, struct tg_thread *t, struct tg_threa
         /* Times never precede the capture's start_us (dt_us is unsigned). */
         if (t->clock.last_ns < r->cap.start_us * 1000)
             t->clock.last_ns = r->cap.start_us * 1000;
-        if (tg_writer_open_chunks(&t->capw, &r->cap, TG_CAP_CHUNK_EVENTS, t->stream,
+        if (tg_sink_open_chunks(&t->capw, &r->cap, TG_CAP_CHUNK_EVENTS, t->stream,
                                   r->cap.path ? r->cap.path : TG_CAP_FILENAME) < 0)
             return -1;
         e = tg_cap_thread(&r->cap, t->stream, log->native_id, log->ident, log->base,
@@ -1342,6 +1343,9 @@ tg_thread_attach(struct tg_recorder_object *self, const char *name, size_t name_
     tg_writer_init(&t->mem);
     tg_writer_init(&t->stack);
     tg_writer_init(&t->capw);
+    tg_writer_set_kick(&t->mem, tg_flusher_kick, r);
+    tg_writer_set_kick(&t->stack, tg_flusher_kick, r);
+    tg_writer_set_kick(&t->capw, tg_flusher_kick, r);
     t->gen = r->gen;
     t->ident = PyThread_get_thread_ident();
     t->native_id = PyThread_get_thread_native_id();

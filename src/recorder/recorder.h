@@ -254,6 +254,9 @@ void tg_profile_all_threads(struct tg_recorder_object *self, int install);
 
 /* Flusher thread. */
 int tg_flusher_start(struct tg_recorder *r);
+/* A writer's kick (writer.h): wake RECORDER's flusher to write handed-off
+ * buffers; nothing if it is not running.  GIL held. */
+void tg_flusher_kick(void *recorder);
 void tg_flusher_stop(struct tg_recorder *r);
 
 /* Fork (called from Python os.register_at_fork hooks, GIL held). */
