@@ -111,6 +111,19 @@ $(B)/asan/ctest/test_acct_sites: $(SITES_DEPS)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/acct_sites.c
 
+# The recorder's writer is pure C (sinks and the flush request are callbacks):
+# its test links writer.c alone.
+WRITER_DEPS := tests/c/test_writer.c tests/c/tg_test.h src/recorder/writer.c \
+	       src/recorder/writer.h
+
+$(B)/ctest/test_writer: $(WRITER_DEPS)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/writer.c -pthread
+
+$(B)/asan/ctest/test_writer: $(WRITER_DEPS)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/writer.c -pthread
+
 CTEST_BINS      := $(patsubst tests/c/%.c,$(B)/ctest/%,$(CTESTS))
 ASAN_CTEST_BINS := $(patsubst tests/c/%.c,$(B)/asan/ctest/%,$(CTESTS))
 
