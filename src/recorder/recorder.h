@@ -116,6 +116,8 @@ struct tg_recorder_object {
     struct tg_recorder r;
 };
 
+#include "thread_py.h"
+
 /* The active recorder object, or NULL; GIL (read by the atfork handlers, which
  * run in the forking thread while it holds the GIL). */
 extern struct tg_recorder_object *tg_active;
@@ -154,23 +156,6 @@ int64_t tg_offset_int_size(void);
  * install returns 0, or -1 with an exception (nothing installed). */
 int tg_monitor_install(struct tg_recorder_object *self);
 void tg_monitor_uninstall(struct tg_recorder_object *self);
-
-/* --- thread_py.c: the thread state's binding side (thread.h has the rest) --- */
-/* Create, name, open and list the calling thread's state, named NAME (NAME_LEN
- * bytes of UTF-8) or, if NAME is NULL, after threading._active; it becomes
- * tg_tls.thread.  Needs the GIL.  Returns NULL on failure (no exception). */
-struct tg_thread *tg_thread_attach(struct tg_recorder_object *self, const char *name,
-                                   size_t name_len);
-/* The calling thread ends: unlist, close, settle and free its state.  GIL held. */
-void tg_thread_detach(struct tg_recorder_object *self);
-/* Close T's files (stopped streams noted in r->errors) and deposit its capture
- * counts.  GIL held, T unlisted. */
-void tg_thread_close(struct tg_recorder *r, struct tg_thread *t);
-/* Close every live state and move it to the retired list (disable()).  GIL
- * held, flusher stopped. */
-void tg_thread_retire_all(struct tg_recorder *r);
-/* Append "PATH: reason" for a stopped writer W to r->errors (once).  GIL held. */
-void tg_note_writer_error(struct tg_recorder *r, struct tg_writer *w);
 
 /* Internal helper of recorder.c for lifecycle.c (GIL held). */
 int tg_recorder_module_init_code_index(void);

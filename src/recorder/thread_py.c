@@ -7,6 +7,7 @@
  * and the calling thread's state is reached through the thread-local tg_tls.
  * Attach and detach run in the thread itself; retire runs in disable().
  */
+#include "thread_py.h"
 #include "recorder.h"
 #include "alloc_hooks.h"
 #include "sinks.h"
