@@ -111,6 +111,33 @@ $(B)/asan/ctest/test_acct_sites: $(SITES_DEPS)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/acct_sites.c
 
+# The recorder's writer is pure C (sinks and the flush request are callbacks):
+# its test links writer.c alone.
+WRITER_DEPS := tests/c/test_writer.c tests/c/tg_test.h src/recorder/writer.c \
+	       src/recorder/writer.h
+
+$(B)/ctest/test_writer: $(WRITER_DEPS)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/writer.c -pthread
+
+$(B)/asan/ctest/test_writer: $(WRITER_DEPS)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/writer.c -pthread
+
+# The thread state and table are pure C: their test links thread.c with the
+# writer and the names (no Python).
+THREAD_SRC  := src/recorder/thread.c src/recorder/writer.c src/recorder/names.c
+THREAD_DEPS := tests/c/test_thread_table.c tests/c/tg_test.h $(THREAD_SRC) \
+	       src/recorder/thread.h src/recorder/writer.h src/recorder/names.h
+
+$(B)/ctest/test_thread_table: $(THREAD_DEPS)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) -Isrc/common -Isrc/recorder -Itests/c -o $@ $< $(THREAD_SRC) -pthread
+
+$(B)/asan/ctest/test_thread_table: $(THREAD_DEPS)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/common -Isrc/recorder -Itests/c -o $@ $< $(THREAD_SRC) -pthread
+
 CTEST_BINS      := $(patsubst tests/c/%.c,$(B)/ctest/%,$(CTESTS))
 ASAN_CTEST_BINS := $(patsubst tests/c/%.c,$(B)/asan/ctest/%,$(CTESTS))
 

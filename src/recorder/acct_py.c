@@ -60,17 +60,17 @@ tg_thread_name(struct tg_recorder *r, struct tg_acct_thread *t, PyObject **base)
     size_t i;
     *base = NULL;
     if (r != NULL) {
-        pthread_mutex_lock(&r->reg_lock);
-        for (i = r->n_log; i-- > 0;) {
-            if (r->log[i].ident == t->ident && r->log[i].native_id == t->native_id) {
-                PyObject *n = PyUnicode_DecodeUTF8(r->log[i].name, (Py_ssize_t)r->log[i].name_len,
+        pthread_mutex_lock(&r->table.lock);
+        for (i = r->table.n_log; i-- > 0;) {
+            if (r->table.log[i].ident == t->ident && r->table.log[i].native_id == t->native_id) {
+                PyObject *n = PyUnicode_DecodeUTF8(r->table.log[i].name, (Py_ssize_t)r->table.log[i].name_len,
                                                    "surrogateescape");
-                *base = PyUnicode_FromString(r->log[i].base);
-                pthread_mutex_unlock(&r->reg_lock);
+                *base = PyUnicode_FromString(r->table.log[i].base);
+                pthread_mutex_unlock(&r->table.lock);
                 return n;
             }
         }
-        pthread_mutex_unlock(&r->reg_lock);
+        pthread_mutex_unlock(&r->table.lock);
     }
     *base = PyUnicode_FromFormat("native-%lu", t->native_id);
     return PyUnicode_FromFormat("native-%lu", t->native_id);

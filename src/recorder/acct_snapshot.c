@@ -106,13 +106,13 @@ tg_acct_thread_bases(struct tg_recorder *r, const char **names, char *native, si
     pthread_mutex_unlock(&tg_acct.lock);
     /* The list only grows at its head: walking from a read head is safe. */
     if (r != NULL)
-        pthread_mutex_lock(&r->reg_lock);
+        pthread_mutex_lock(&r->table.lock);
     for (; t != NULL; t = t->next) {
         if (t->ix >= n)
             continue;
-        for (i = r != NULL ? r->n_log : 0; i-- > 0;) {
-            if (r->log[i].ident == t->ident && r->log[i].native_id == t->native_id) {
-                names[t->ix] = r->log[i].base;
+        for (i = r != NULL ? r->table.n_log : 0; i-- > 0;) {
+            if (r->table.log[i].ident == t->ident && r->table.log[i].native_id == t->native_id) {
+                names[t->ix] = r->table.log[i].base;
                 break;
             }
         }
@@ -123,7 +123,7 @@ tg_acct_thread_bases(struct tg_recorder *r, const char **names, char *native, si
         }
     }
     if (r != NULL)
-        pthread_mutex_unlock(&r->reg_lock);
+        pthread_mutex_unlock(&r->table.lock);
 }
 
 /* The counters a snapshot writes for one node. */

@@ -12,6 +12,7 @@
 #include "ptrtable.h"
 #include "sleepwrap.h"
 #include "native.h"
+#include "sinks.h"
 #include "tg_format.h"
 
 #include <errno.h>
@@ -39,9 +40,11 @@ tg_recorder_init(struct tg_recorder *r)
     r->track_sleeps = 1;
     r->timestamps = 1;
     r->mon_tool = -1;
-    pthread_mutex_init(&r->reg_lock, NULL);
+    tg_thread_table_init(&r->table, tg_flusher_kick, r);
     tg_writer_init(&r->process_w);
     tg_writer_init(&r->process_cap);
+    tg_writer_set_kick(&r->process_w, tg_flusher_kick, r);
+    tg_writer_set_kick(&r->process_cap, tg_flusher_kick, r);
     tg_cap_init(&r->cap);
     r->fmt_binary = 1;
     pthread_mutex_init(&r->flusher_lock, NULL);
@@ -54,38 +57,6 @@ tg_cfunc_unref(uintptr_t ml, uintptr_t module)
 {
     (void)ml;
     Py_XDECREF((PyObject *)module);
-}
-
-/* Release and free every state of LIST (not reachable by the flusher). */
-static void
-tg_free_states(struct tg_thread **list)
-{
-    struct tg_thread *t = *list;
-    while (t != NULL) {
-        struct tg_thread *next = t->next;
-        tg_writer_release(&t->mem);
-        tg_writer_release(&t->stack);
-        tg_writer_release(&t->capw);
-        tg_thread_free(t);
-        t = next;
-    }
-    *list = NULL;
-}
-
-/* Forget the run's thread table (GIL held, no thread attaching). */
-static void
-tg_free_log(struct tg_recorder *r)
-{
-    size_t i;
-    for (i = 0; i < r->n_log; i++) {
-        free(r->log[i].name);
-        free(r->log[i].base);
-    }
-    free(r->log);
-    r->log = NULL;
-    r->n_log = r->log_cap = 0;
-    tg_nameset_free(r->names);
-    r->names = NULL;
 }
 
 /* Release the configuration that enable() reads. */
@@ -117,9 +88,6 @@ void
 tg_recorder_dealloc(struct tg_recorder *r)
 {
     /* Never active here: the active recorder is referenced by tg_active. */
-    tg_free_states(&r->retired);
-    tg_free_states(&r->threads);
-    tg_free_log(r);
     tg_recorder_clear_config(r);
     Py_CLEAR(r->errors);
     Py_CLEAR(r->wrapped);
@@ -127,7 +95,7 @@ tg_recorder_dealloc(struct tg_recorder *r)
     tg_writer_release(&r->process_cap);
     tg_cap_close(&r->cap);
     tg_cap_idtab_clear(&r->cfunc_ids, tg_cfunc_unref);
-    pthread_mutex_destroy(&r->reg_lock);
+    tg_thread_table_destroy(&r->table);
     tg_writer_destroy(&r->process_w);
     tg_writer_destroy(&r->process_cap);
     tg_cap_destroy(&r->cap);
@@ -195,14 +163,14 @@ tg_flush_all_fd(struct tg_recorder *r)
 {
     struct tg_thread *t;
 
-    pthread_mutex_lock(&r->reg_lock);
-    for (t = r->threads; t != NULL; t = t->next) {
+    pthread_mutex_lock(&r->table.lock);
+    for (t = r->table.live; t != NULL; t = t->next) {
         /* Python streams are skipped inside: their thread flushes them. */
         tg_writer_flush_nogil(&t->mem);
         tg_writer_flush_nogil(&t->stack);
         tg_writer_flush_nogil(&t->capw);
     }
-    pthread_mutex_unlock(&r->reg_lock);
+    pthread_mutex_unlock(&r->table.lock);
     tg_writer_flush_nogil(&r->process_w);
     tg_writer_flush_nogil(&r->process_cap);
     {
@@ -222,28 +190,28 @@ tg_flush_full_fd(struct tg_recorder *r)
 {
     struct tg_thread *t;
 
-    pthread_mutex_lock(&r->reg_lock);
-    for (t = r->threads; t != NULL; t = t->next) {
+    pthread_mutex_lock(&r->table.lock);
+    for (t = r->table.live; t != NULL; t = t->next) {
         tg_writer_flush_full_nogil(&t->mem);
         tg_writer_flush_full_nogil(&t->stack);
         tg_writer_flush_full_nogil(&t->capw);
     }
-    pthread_mutex_unlock(&r->reg_lock);
+    pthread_mutex_unlock(&r->table.lock);
     tg_writer_flush_full_nogil(&r->process_w);
     tg_writer_flush_full_nogil(&r->process_cap);
 }
 
 void
-tg_flusher_kick(void)
+tg_flusher_kick(void *recorder)
 {
-    struct tg_recorder_object *a = tg_active;  /* GIL held by the caller */
+    struct tg_recorder *r = recorder;  /* GIL held by the caller */
 
-    if (a == NULL || !a->r.flusher_running)
+    if (!r->flusher_running)
         return;  /* the next flush of that writer writes it */
-    pthread_mutex_lock(&a->r.flusher_lock);
-    a->r.flusher_kicked = 1;
-    pthread_cond_signal(&a->r.flusher_cond);
-    pthread_mutex_unlock(&a->r.flusher_lock);
+    pthread_mutex_lock(&r->flusher_lock);
+    r->flusher_kicked = 1;
+    pthread_cond_signal(&r->flusher_cond);
+    pthread_mutex_unlock(&r->flusher_lock);
 }
 
 /* Every TG_FLUSH_PERIOD_NS: re-anchor the clock and write everything pending;
@@ -396,7 +364,7 @@ tg_open_capture(struct tg_recorder *r)
     if (r->process_clock.last_ns < start_us * 1000)
         r->process_clock.last_ns = start_us * 1000;
     if (r->sample_every > 0
-            && tg_writer_open_chunks(&r->process_cap, &r->cap, TG_CAP_CHUNK_PROCESS,
+            && tg_sink_open_chunks(&r->process_cap, &r->cap, TG_CAP_CHUNK_PROCESS,
                                      TG_CAP_STREAM_PROCESS, path) < 0) {
         PyErr_NoMemory();
         tg_cap_close(&r->cap);
@@ -435,30 +403,6 @@ tg_close_capture(struct tg_recorder *r)
     tg_cap_idtab_clear(&r->cfunc_ids, tg_cfunc_unref);
 }
 
-/* Close every live state (flush, note errors) and move it to the retired
- * list.  GIL held, flusher stopped. */
-static void
-tg_retire_threads(struct tg_recorder *r)
-{
-    struct tg_thread *t, *next;
-
-    pthread_mutex_lock(&r->reg_lock);
-    t = r->threads;
-    r->threads = NULL;
-    pthread_mutex_unlock(&r->reg_lock);
-    for (; t != NULL; t = next) {
-        next = t->next;
-        tg_thread_close(r, t);
-        pthread_mutex_lock(&r->reg_lock);
-        r->done_records += atomic_load(&t->n_records);
-        r->done_stack_records += atomic_load(&t->n_stack_records);
-        r->done_dropped += atomic_load(&t->dropped);
-        pthread_mutex_unlock(&r->reg_lock);
-        t->next = r->retired;
-        r->retired = t;
-    }
-}
-
 int
 tg_recorder_enable(struct tg_recorder_object *self)
 {
@@ -480,9 +424,8 @@ tg_recorder_enable(struct tg_recorder_object *self)
     if (errors == NULL)
         return -1;
     Py_XSETREF(r->errors, errors);
-    tg_free_states(&r->retired);
-    tg_free_log(r);
-    r->done_records = r->done_stack_records = 0;
+    tg_thread_table_free_retired(&r->table);
+    tg_thread_table_clear_log(&r->table);
     r->done_dropped = 0;
     r->dummy_counter = 0;
     r->text_mem = r->fmt_text && r->track_memory;
@@ -555,7 +498,7 @@ tg_recorder_enable(struct tg_recorder_object *self)
 fail_unwrap:
     tg_threads_unwrap(self);
 fail_thread:
-    tg_retire_threads(r);
+    tg_thread_retire_all(r);
     tg_tls.thread = NULL;
 fail:
     tg_monitor_uninstall(self);
@@ -582,7 +525,7 @@ tg_recorder_disable(struct tg_recorder_object *self)
     tg_native_uninstall();  /* native=True (native.c); before the table is cleared */
     tg_hooks_uninstall();
     tg_flusher_stop(r);
-    tg_retire_threads(r);
+    tg_thread_retire_all(r);
     tg_writer_flush(&r->process_w);
     tg_note_writer_error(r, &r->process_w);
     tg_writer_release(&r->process_w);
@@ -605,8 +548,8 @@ tg_atfork_prepare(void)
     struct tg_recorder_object *a = tg_active;
     if (a != NULL) {
         struct tg_thread *t;
-        pthread_mutex_lock(&a->r.reg_lock);
-        for (t = a->r.threads; t != NULL; t = t->next) {
+        pthread_mutex_lock(&a->r.table.lock);
+        for (t = a->r.table.live; t != NULL; t = t->next) {
             tg_writer_lock_for_fork(&t->mem);
             tg_writer_lock_for_fork(&t->stack);
             tg_writer_lock_for_fork(&t->capw);
@@ -627,12 +570,12 @@ tg_atfork_unlock(struct tg_recorder_object *a)
         pthread_mutex_unlock(&a->r.cap.lock);
         tg_writer_unlock_for_fork(&a->r.process_cap);
         tg_writer_unlock_for_fork(&a->r.process_w);
-        for (t = a->r.threads; t != NULL; t = t->next) {
+        for (t = a->r.table.live; t != NULL; t = t->next) {
             tg_writer_unlock_for_fork(&t->capw);
             tg_writer_unlock_for_fork(&t->stack);
             tg_writer_unlock_for_fork(&t->mem);
         }
-        pthread_mutex_unlock(&a->r.reg_lock);
+        pthread_mutex_unlock(&a->r.table.lock);
     }
 }
 
@@ -650,7 +593,7 @@ tg_atfork_child(void)
     if (a != NULL) {
         struct tg_thread *t;
         /* The parent writes these buffers itself: never a second time here. */
-        for (t = a->r.threads; t != NULL; t = t->next) {
+        for (t = a->r.table.live; t != NULL; t = t->next) {
             tg_writer_drop_in_child(&t->mem);
             tg_writer_drop_in_child(&t->stack);
             tg_writer_drop_in_child(&t->capw);
@@ -682,28 +625,12 @@ tg_recorder_module_init(void)
 }
 
 /* The states of threads that do not exist in the child, and the inherited
- * (dropped) writers, are freed; the calling thread's state is returned unlinked
+ * (dropped) writers, are freed; the calling thread's state is returned unlisted
  * or NULL. */
 static struct tg_thread *
 tg_fork_child_reap(struct tg_recorder *r)
 {
-    struct tg_thread *me = (tg_tls.gen == r->gen) ? tg_tls.thread : NULL;
-    struct tg_thread *t = r->threads, *next;
-
-    r->threads = NULL;
-    for (; t != NULL; t = next) {
-        next = t->next;
-        if (t == me)
-            continue;
-        tg_writer_release(&t->mem);
-        tg_writer_release(&t->stack);
-        tg_writer_release(&t->capw);
-        tg_thread_free(t);
-    }
-    tg_free_states(&r->retired);
-    if (me != NULL)
-        me->next = NULL;
-    return me;
+    return tg_thread_table_reap_child(&r->table, tg_tls.gen == r->gen ? tg_tls.thread : NULL);
 }
 
 void
@@ -722,12 +649,8 @@ tg_fork_child_stop(struct tg_recorder_object *self)
     tg_native_uninstall();  /* native=True (native.c) */
     tg_hooks_uninstall();
     me = tg_fork_child_reap(r);
-    if (me != NULL) {
-        tg_writer_release(&me->mem);
-        tg_writer_release(&me->stack);
-        tg_writer_release(&me->capw);
+    if (me != NULL)
         tg_thread_free(me);
-    }
     tg_tls.thread = NULL;
     tg_writer_release(&r->process_w);
     tg_writer_release(&r->process_cap);
@@ -761,23 +684,18 @@ tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir)
     if (me != NULL) {
         /* Keep the thread's name; its open calls belong to the parent's files:
          * their returns are ignored here, so the child's files pair up. */
-        size_t i;
-        for (i = 0; i < r->n_log; i++)
-            if (r->log[i].ident == me->ident && name == NULL) {
-                name_len = r->log[i].name_len;
-                name = malloc(name_len + 1);
-                if (name != NULL)
-                    memcpy(name, r->log[i].name, name_len + 1);
-            }
+        const struct tg_thread_log *e = tg_thread_table_log_find(&r->table, me->ident);
+        if (e != NULL) {
+            name_len = e->name_len;
+            name = malloc(name_len + 1);
+            if (name != NULL)
+                memcpy(name, e->name, name_len + 1);
+        }
         suppress = me->suppress_key;
-        tg_writer_release(&me->mem);
-        tg_writer_release(&me->stack);
-        tg_writer_release(&me->capw);
         tg_thread_free(me);
     }
     tg_tls.thread = NULL;
-    tg_free_log(r);
-    r->done_records = r->done_stack_records = 0;
+    tg_thread_table_clear_log(&r->table);
     r->done_dropped = 0;
     r->sample_countdown = r->sample_every;
     tg_writer_release(&r->process_w);

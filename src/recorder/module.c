@@ -269,9 +269,9 @@ tg_rec_threads(struct tg_recorder_object *self, PyObject *unused)
 
     if (list == NULL)
         return NULL;
-    pthread_mutex_lock(&r->reg_lock);
-    for (i = 0; i < r->n_log; i++) {
-        struct tg_thread_log *e = &r->log[i];
+    pthread_mutex_lock(&r->table.lock);
+    for (i = 0; i < r->table.n_log; i++) {
+        struct tg_thread_log *e = &r->table.log[i];
         char mem[TG_BASENAME_CAP + 8], stack[TG_BASENAME_CAP + 8];
         PyObject *d;
         snprintf(mem, sizeof(mem), "%s.mem", e->base);
@@ -290,7 +290,7 @@ tg_rec_threads(struct tg_recorder_object *self, PyObject *unused)
         }
         Py_DECREF(d);
     }
-    pthread_mutex_unlock(&r->reg_lock);
+    pthread_mutex_unlock(&r->table.lock);
     return list;
 }
 
@@ -298,25 +298,16 @@ static PyObject *
 tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
 {
     struct tg_recorder *r = &self->r;
-    unsigned long long records, stack_records, dropped;
+    uint64_t records, stack_records, dropped;
     size_t threads;
-    struct tg_thread *t;
     (void)unused;
 
-    pthread_mutex_lock(&r->reg_lock);
-    records = r->done_records;
-    stack_records = r->done_stack_records;
-    dropped = r->done_dropped;
-    threads = r->n_log;
-    for (t = r->threads; t != NULL; t = t->next) {
-        records += atomic_load_explicit(&t->n_records, memory_order_relaxed);
-        stack_records += atomic_load_explicit(&t->n_stack_records, memory_order_relaxed);
-        dropped += atomic_load_explicit(&t->dropped, memory_order_relaxed);
-    }
-    pthread_mutex_unlock(&r->reg_lock);
+    tg_thread_table_totals(&r->table, &records, &stack_records, &dropped, &threads);
+    dropped += r->done_dropped;  /* process samples */
     return Py_BuildValue("{s:n,s:K,s:K,s:K,s:z,s:s,s:z}", "threads", (Py_ssize_t)threads,
-                         "records", records, "stack_records", stack_records,
-                         "dropped", dropped, "output_dir", r->outdir,
+                         "records", (unsigned long long)records,
+                         "stack_records", (unsigned long long)stack_records,
+                         "dropped", (unsigned long long)dropped, "output_dir", r->outdir,
                          "clock", tg_clock_source_name(),
                          "capture", r->fmt_binary ? TG_CAP_FILENAME : NULL);
 }

@@ -4,9 +4,9 @@
  *
  * One struct tg_recorder lives inside each Python Recorder object (module.c); at
  * most one is active per process (tg_active).  Per-thread state (struct
- * tg_thread) is created by the thread itself, reached through the thread-local
- * tg_tls.thread, and listed in the recorder's registry so that disable(), the
- * flusher and fork can reach every thread's buffers.
+ * tg_thread, thread.h) is created by the thread itself (thread_py.c), reached
+ * through the thread-local tg_tls.thread, and listed in the recorder's thread
+ * table so that disable(), the flusher and fork can reach every thread's buffers.
  */
 #ifndef TG_RECORDER_H
 #define TG_RECORDER_H
@@ -15,6 +15,7 @@
 #include "clock.h"
 #include "writer.h"
 #include "capture.h"
+#include "thread.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -29,77 +30,6 @@ enum tg_memory_mode { TG_MEM_THREAD = 0, TG_MEM_PROCESS = 1, TG_MEM_RSS = 2 };
 
 /* Where events come from (docs/api.md "backend"). */
 enum tg_backend { TG_BACKEND_SETPROFILE = 0, TG_BACKEND_MONITORING = 1 };
-
-/* The "SECONDS." part of the last timestamp formatted, reused while the second
- * stays the same (formats.md TIME: only the microseconds change). */
-struct tg_time_cache {
-    int64_t sec;       /* the second TEXT holds; valid iff len != 0 */
-    size_t len;        /* bytes of TEXT used, the '.' included */
-    char text[24];     /* up to 20 digits and '.' */
-    int64_t last_ns;   /* last time given, ns: lines never go back (clock.h) */
-};
-
-/* One open recorded call. */
-struct tg_frame_entry {
-    uintptr_t key;   /* frame address; | 1 for a C call made from that frame */
-    int64_t start;   /* memory reading at the call */
-    int64_t cap_line;  /* capture: the CALL's line (the RETURN's reference), or
-                        * TG_CAP_NOT_WRITTEN when the CALL was dropped */
-};
-
-/* tg_frame_entry.cap_line of a call whose CALL record is not in the capture. */
-#define TG_CAP_NOT_WRITTEN INT64_MIN
-
-/*
- * A profiled thread.  Created by its own thread (tg_thread_attach), owned by the
- * recorder's registry; freed by its thread when it ends through our thread
- * wrapper, otherwise put on the retired list by disable() and freed at the next
- * enable() (a raw-domain hook racing with disable never touches it: the hooks
- * only use thread-locals, but the callback might still hold it).
- */
-struct tg_thread {
-    struct tg_thread *next;        /* registry link; recorder reg_lock */
-    uint64_t gen;                  /* run generation; immutable */
-    struct tg_writer mem;          /* producer: this thread; see writer.h */
-    struct tg_writer stack;        /* producer: this thread; see writer.h */
-    struct tg_writer capw;         /* capture events (chunk mode); as mem */
-    uint32_t stream;               /* capture stream id; immutable */
-    int64_t cap_us;                /* time of the stream's last timed record (us);
-                                    * owner only */
-    uint64_t cap_calls, cap_returns;  /* capture records written; owner only */
-    uint64_t cap_dropped;          /* capture records lost; owner only */
-    uint64_t cap_drop_pending;     /* of those, not yet marked in the stream; owner */
-    _Atomic uint64_t dropped;      /* records lost (text lines and capture records):
-                                    * owner stores, others read (as n_records) */
-    _Atomic uint64_t n_records;    /* .mem lines written; owner stores, others read
-                                    * (relaxed: a plain load/store, no lock prefix) */
-    _Atomic uint64_t n_stack_records;  /* .stack lines written; as n_records */
-    struct tg_frame_entry *frames; /* open recorded calls; owner only (GIL) */
-    size_t depth;                  /* used entries of frames; owner only */
-    size_t frames_cap;             /* owner only */
-    int64_t correction;            /* bytes not charged (sleep/lock); owner only */
-    int64_t event_bias;            /* bytes the interpreter allocated to deliver the
-                                    * current event (sys.monitoring's offset int):
-                                    * left out of memory readings; owner only */
-    struct tg_time_cache clock;    /* timestamps of this thread's lines; owner only */
-    uintptr_t suppress_key;        /* frame of profiler plumbing running now: nothing
-                                    * is recorded until it returns (0 = none); owner */
-    uintptr_t trig_key;            /* pending sleep trigger call (0 = none); owner */
-    int64_t trig_before;           /* memory reading at its call; owner */
-    int64_t trig_own_before;       /* own traced bytes at its call; owner */
-    unsigned long ident;           /* threading ident; immutable */
-    unsigned long native_id;       /* OS thread id; immutable */
-};
-
-/* A thread as listed in runinfo.json; the log lives for the whole run. */
-struct tg_thread_log {
-    char *name;        /* thread name, UTF-8 (may contain NUL) */
-    size_t name_len;
-    char *base;        /* file base name, unique in the run */
-    unsigned long ident;
-    unsigned long native_id;
-    int has_mem, has_stack, custom;  /* custom: stream_factory files */
-};
 
 struct tg_recorder {
     /* --- configuration: written by enable() with the GIL, then read-only --- */
@@ -147,14 +77,10 @@ struct tg_recorder {
     long page_size;
 
     /* --- threads --- */
-    pthread_mutex_t reg_lock;          /* guards threads, log*, done_* */
-    struct tg_thread *threads;         /* live states of this run */
-    struct tg_thread *retired;         /* states of past runs, freed at enable; GIL */
-    struct tg_thread_log *log;
-    size_t n_log, log_cap;
-    struct tg_nameset *names;          /* the log's base names (names.h) */
-    uint64_t done_records, done_stack_records;  /* from freed states */
-    uint64_t done_dropped;             /* from freed states (and process samples) */
+    struct tg_thread_table table;      /* states, retired states, the run's log
+                                        * (thread.h); its own lock */
+    uint64_t done_dropped;             /* process samples lost; GIL (the threads'
+                                        * are the table's) */
     unsigned long dummy_counter;       /* for Dummy-N; GIL */
     PyObject *errors;                  /* list of str: stopped streams; GIL */
 
@@ -189,6 +115,8 @@ struct tg_recorder_object {
     PyObject_HEAD
     struct tg_recorder r;
 };
+
+#include "thread_py.h"
 
 /* The active recorder object, or NULL; GIL (read by the atfork handlers, which
  * run in the forking thread while it holds the GIL). */
@@ -229,22 +157,10 @@ int64_t tg_offset_int_size(void);
 int tg_monitor_install(struct tg_recorder_object *self);
 void tg_monitor_uninstall(struct tg_recorder_object *self);
 
-/* Create the calling thread's state, named NAME (NAME_LEN bytes of UTF-8) or,
- * if NAME is NULL, after threading._active.  Needs the GIL.  Returns NULL on
- * failure (no exception). */
-struct tg_thread *tg_thread_attach(struct tg_recorder_object *self, const char *name,
-                                   size_t name_len);
-/* The calling thread ends: flush, close and free its state.  GIL held. */
-void tg_thread_detach(struct tg_recorder_object *self);
-
-/* Internal helpers shared by recorder.c and lifecycle.c (GIL held). */
+/* Internal helper of recorder.c for lifecycle.c (GIL held). */
 int tg_recorder_module_init_code_index(void);
-void tg_note_writer_error(struct tg_recorder *r, struct tg_writer *w);
-int tg_thread_open_files(struct tg_recorder *r, struct tg_thread *t, struct tg_thread_log *log);
-void tg_thread_close(struct tg_recorder *r, struct tg_thread *t);
-void tg_thread_free(struct tg_thread *t);
 
-/* Install/remove the thread-start wrappers (threads.c). */
+/* Install/remove the thread-start wrappers (thread_start.c). */
 int tg_threads_module_init(void);
 int tg_threads_wrap(struct tg_recorder_object *self);
 void tg_threads_unwrap(struct tg_recorder_object *self);
@@ -254,6 +170,9 @@ void tg_profile_all_threads(struct tg_recorder_object *self, int install);
 
 /* Flusher thread. */
 int tg_flusher_start(struct tg_recorder *r);
+/* A writer's kick (writer.h): wake RECORDER's flusher to write handed-off
+ * buffers; nothing if it is not running.  GIL held. */
+void tg_flusher_kick(void *recorder);
 void tg_flusher_stop(struct tg_recorder *r);
 
 /* Fork (called from Python os.register_at_fork hooks, GIL held). */

@@ -4,6 +4,8 @@
  *
  * Flushing never raises: a failed write records its errno in the writer, which
  * stops that stream for good; disable() reports stopped streams as a warning.
+ * Plain C: no Python, no other recorder file (tests/c/test_writer.c links it
+ * alone).
  */
 #include "writer.h"
 
@@ -53,19 +55,27 @@ tg_writer_init(struct tg_writer *w)
     w->fd = -1;
 }
 
+void
+tg_writer_set_kick(struct tg_writer *w, void (*kick)(void *ctx), void *ctx)
+{
+    w->kick = kick;
+    w->kick_ctx = ctx;
+}
+
 static int
 tg_writer_init_buffer(struct tg_writer *w, const char *label)
 {
     w->fd = -1;
+    w->sink = NULL;
+    w->sink_ctx = NULL;
+    w->sink_tag = 0;
     w->pyfile = NULL;
-    w->py_bytes = 0;
     atomic_store(&w->len, 0);
     w->flushed = 0;
     w->first_ns = 0;
     atomic_store(&w->err, 0);
     w->dropped = 0;
-    w->in_py_write = 0;
-    w->chunk_cap = NULL;
+    w->in_sink_write = 0;
     w->cap = TG_WRITER_BUFSIZE;
     w->buf = malloc(w->cap);
     w->path = strdup(label);
@@ -107,26 +117,17 @@ tg_writer_open_path(struct tg_writer *w, const char *path)
 }
 
 int
-tg_writer_open_chunks(struct tg_writer *w, struct tg_cap *cap, int kind, uint32_t stream,
-                      const char *label)
+tg_writer_open_sink(struct tg_writer *w, const struct tg_writer_sink *sink, void *ctx,
+                    uint64_t tag, const char *label)
 {
     int ret = tg_writer_init_buffer(w, label);
     if (ret < 0)
         return ret;
-    w->chunk_cap = cap;
-    w->chunk_kind = kind;
-    w->chunk_stream = stream;
-    return 0;
-}
-
-int
-tg_writer_open_pyfile(struct tg_writer *w, PyObject *file, const char *label)
-{
-    int ret = tg_writer_init_buffer(w, label);
-    if (ret < 0)
-        return ret;
-    Py_INCREF(file);
-    w->pyfile = file;
+    w->sink = sink;
+    w->sink_ctx = ctx;
+    w->sink_tag = tag;
+    if (sink->owner_only)
+        w->pyfile = ctx;
     return 0;
 }
 
@@ -148,12 +149,12 @@ tg_write_all(int fd, const char *buf, size_t len)
 }
 
 /* Write LEN bytes of whole records at BUF to W's file: a write(2) of the
- * descriptor, or one chunk of the capture.  Returns 0 or an errno. */
+ * descriptor, or one call of the sink.  Returns 0 or an errno. */
 static int
 tg_writer_out(struct tg_writer *w, const char *buf, size_t len)
 {
-    if (w->chunk_cap != NULL)
-        return tg_cap_chunk_out(w->chunk_cap, w->chunk_kind, w->chunk_stream, buf, len);
+    if (w->sink != NULL)
+        return w->sink->write(w->sink_ctx, w->sink_tag, buf, len);
     return tg_write_all(w->fd, buf, len);
 }
 
@@ -161,7 +162,7 @@ tg_writer_out(struct tg_writer *w, const char *buf, size_t len)
 static int
 tg_writer_writable_unlocked(struct tg_writer *w)
 {
-    if (w->chunk_cap != NULL)
+    if (w->sink != NULL)
         return !w->dropped && !atomic_load_explicit(&w->err, memory_order_relaxed);
     return w->fd >= 0 && !w->dropped && !atomic_load_explicit(&w->err, memory_order_relaxed)
            && tg_writer_check_fd(w);
@@ -202,52 +203,24 @@ tg_writer_write_pending_unlocked(struct tg_writer *w)
     w->flushed = end;
 }
 
-/* Hand the pending bytes to the Python stream.  The GIL is held.  The buffer is
- * emptied before the call because file.write() may release the GIL and let
- * another flush of this writer run. */
+/* Hand the pending bytes to W's owner-only sink.  The GIL is held.  The buffer
+ * is emptied before the call because the sink (file.write()) may run code that
+ * appends to W again, or release the GIL and let another flush of W run. */
 static void
-tg_writer_flush_py(struct tg_writer *w)
+tg_writer_flush_owner(struct tg_writer *w)
 {
-    tg_saved_exc saved;
-    PyObject *data, *res;
     size_t len = atomic_load_explicit(&w->len, memory_order_relaxed);
+    int e;
 
-    if (w->in_py_write || len == 0)
+    if (w->in_sink_write || len == 0)
         return;
-    tg_exc_save(&saved);
-    if (w->py_bytes)
-        data = PyBytes_FromStringAndSize(w->buf, (Py_ssize_t)len);
-    else
-        data = PyUnicode_DecodeUTF8(w->buf, (Py_ssize_t)len, "surrogateescape");
     atomic_store(&w->len, 0);
     w->first_ns = 0;
-    if (data == NULL) {
-        atomic_store(&w->err, ENOMEM);
-        PyErr_Clear();
-        goto restore;
-    }
-    w->in_py_write = 1;
-    res = PyObject_CallMethod(w->pyfile, "write", "O", data);
-    if (res == NULL && !w->py_bytes && PyErr_ExceptionMatches(PyExc_TypeError)) {
-        /* A binary stream: retry with bytes and remember. */
-        PyObject *b;
-        PyErr_Clear();
-        b = PyUnicode_AsEncodedString(data, "utf-8", "surrogateescape");
-        if (b != NULL) {
-            w->py_bytes = 1;
-            res = PyObject_CallMethod(w->pyfile, "write", "O", b);
-            Py_DECREF(b);
-        }
-    }
-    w->in_py_write = 0;
-    Py_DECREF(data);
-    if (res == NULL) {
-        atomic_store(&w->err, EIO);
-        PyErr_Clear();
-    }
-    Py_XDECREF(res);
-restore:
-    tg_exc_restore(&saved);
+    w->in_sink_write = 1;
+    e = w->sink->write(w->sink_ctx, w->sink_tag, w->buf, len);
+    w->in_sink_write = 0;
+    if (e && !atomic_load(&w->err))
+        atomic_store(&w->err, e);
 }
 
 void
@@ -290,7 +263,7 @@ tg_writer_flush(struct tg_writer *w)
         return;
     }
     if (w->pyfile != NULL) {
-        tg_writer_flush_py(w);
+        tg_writer_flush_owner(w);
         return;
     }
     pthread_mutex_lock(&w->lock);
@@ -308,7 +281,7 @@ tg_writer_handoff(struct tg_writer *w)
 {
     int done = 0;
 
-    if (w->pyfile != NULL || w->cap != TG_WRITER_BUFSIZE)
+    if (w->pyfile != NULL || w->cap != TG_WRITER_BUFSIZE || w->kick == NULL)
         return 0;
     pthread_mutex_lock(&w->lock);
     if (w->full == NULL && w->spare == NULL)
@@ -325,7 +298,7 @@ tg_writer_handoff(struct tg_writer *w)
     }
     pthread_mutex_unlock(&w->lock);
     if (done)
-        tg_flusher_kick();
+        w->kick(w->kick_ctx);
     return done;
 }
 
@@ -343,6 +316,8 @@ tg_writer_reserve_slow(struct tg_writer *w, size_t n)
         tg_writer_flush(w);
         if (!tg_writer_usable(w))
             return NULL;
+        if (atomic_load_explicit(&w->len, memory_order_relaxed) != 0)
+            return NULL;  /* an owner-only sink's write re-entered: not flushed */
         if (n > w->cap) {
             /* One record larger than the buffer (a huge file name): grow, under
              * the lock so that the flusher never reads a moving buffer. */
@@ -370,29 +345,22 @@ tg_writer_reserve_slow(struct tg_writer *w, size_t n)
 void
 tg_writer_release(struct tg_writer *w)
 {
-    int pyfile = w->pyfile != NULL;
+    int owner = w->pyfile != NULL;
 
-    if (w->buf == NULL && w->path == NULL && w->pyfile == NULL && w->fd < 0)
+    if (w->buf == NULL && w->path == NULL && w->sink == NULL && w->fd < 0)
         return;
     /* callers that report errors read w->err and w->path before releasing */
     tg_writer_flush(w);
-    if (pyfile) {
-        tg_saved_exc saved;
-        tg_exc_save(&saved);
-        if (!w->dropped) {
-            PyObject *res = PyObject_CallMethod(w->pyfile, "flush", NULL);
-            if (res == NULL) {
-                PyErr_Clear();
-                if (!atomic_load(&w->err))
-                    atomic_store(&w->err, EIO);
-            }
-            Py_XDECREF(res);
-        }
-        Py_CLEAR(w->pyfile);
-        tg_exc_restore(&saved);
-    }
-    if (!pyfile)
+    if (!owner)
         pthread_mutex_lock(&w->lock);
+    if (w->sink != NULL && w->sink->close != NULL) {
+        int e = w->sink->close(w->sink_ctx, w->dropped);
+        if (e && !atomic_load(&w->err))
+            atomic_store(&w->err, e);
+    }
+    w->sink = NULL;
+    w->sink_ctx = NULL;
+    w->pyfile = NULL;
     if (tg_writer_check_fd(w))
         close(w->fd);
     w->fd = -1;
@@ -408,7 +376,7 @@ tg_writer_release(struct tg_writer *w)
     w->flushed = 0;
     free(w->path);
     w->path = NULL;
-    if (!pyfile)
+    if (!owner)
         pthread_mutex_unlock(&w->lock);
 }
 

@@ -1,10 +1,14 @@
 /*
  * writer.h - buffered, whole-line output streams for the dump files.
  *
- * A writer owns either a file descriptor (the default files) or a Python file
- * object (stream_factory).  Records are appended into a 64 KiB buffer that only
- * ever holds whole lines, and leave the process with one write(2) per flush, so a
- * killed process leaves at most its last line incomplete.
+ * A writer owns either a file descriptor (the default files) or a sink: a
+ * function its opener gives (the capture's chunks, capture.c; a Python file
+ * object, pystream.c).  Records are appended into a 64 KiB buffer that only
+ * ever holds whole lines, and leave the process with one write(2) (or one sink
+ * call) per flush, so a killed process leaves at most its last line incomplete.
+ * Plain C: writer.c links alone (tests/c/test_writer.c); it knows neither Python
+ * nor the rest of the recorder, which it reaches only through the callbacks its
+ * creator sets (the sink, the flush request).
  *
  * Concurrency: one producer at a time appends (the owning thread's profile
  * function, or any thread for process.mem, always with the GIL), without a lock:
@@ -17,21 +21,20 @@
  * A descriptor writer whose buffer fills does not write it itself (a 64 KiB
  * write(2) in the program's thread, with the GIL held, was a sixth of the
  * recorder's cost on call-heavy code): under the lock it hands the buffer to the
- * flusher (`full`), takes the spare one and wakes the flusher
- * (tg_flusher_kick).  If the flusher has not written the previous full buffer
+ * flusher (`full`), takes the spare one and asks its creator to wake the flusher
+ * (the `kick` callback, tg_writer_set_kick; a writer without one writes its
+ * buffer itself).  If the flusher has not written the previous full buffer
  * yet, the producer writes both itself (the memory stays bounded: two buffers
  * per stream).  Bytes always leave in order: whoever writes takes the lock and
  * writes `full` before the current buffer.
- * Python-stream writers are only ever touched with the GIL and take no lock (a
- * Python write may release the GIL; holding a lock across it could deadlock a
- * fork).  Buffers come from malloc(), never PyMem, so the tracer's own memory is
- * invisible to the allocator hooks.
+ * Owner-only sinks (Python streams) are only ever touched with the GIL and take
+ * no lock (a Python write may release the GIL; holding a lock across it could
+ * deadlock a fork); the flusher never writes them.  Buffers come from malloc(),
+ * never PyMem, so the tracer's own memory is invisible to the allocator hooks.
  */
 #ifndef TG_WRITER_H
 #define TG_WRITER_H
 
-#include "tg_compat.h"
-#include "capture.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -42,11 +45,36 @@
 
 #define TG_WRITER_BUFSIZE (64 * 1024)
 
+/* Where a writer's bytes go when it has no descriptor (tg_writer_open_sink).
+ * Defined once, static, by the code that opens such writers. */
+struct tg_writer_sink {
+    /* Take LEN bytes of whole records at BUF (CTX and TAG as given at open).
+     * Returns 0, or an errno, which stops the stream for good.  Called with the
+     * writer's lock held by whichever consumer flushes (the flusher included,
+     * without the GIL) unless owner_only. */
+    int (*write)(void *ctx, uint64_t tag, const char *buf, size_t len);
+    /* At release, after the last write (may be NULL): let go of CTX.  DROPPED:
+     * the writer was dropped in a forked child, nothing may be written.  Returns
+     * 0 or an errno (reported like a failed write). */
+    int (*close)(void *ctx, int dropped);
+    /* 1: only the producer's side flushes it, with the GIL, and no lock is taken
+     * (a Python stream): the flusher skips it.  The writer's len is already 0
+     * when write is called, so write must copy the bytes before it runs anything
+     * that may append to the writer again (its own records are kept, in order). */
+    int owner_only;
+};
+
 struct tg_writer {
     pthread_mutex_t lock;   /* serialises consumers (flushes) and buffer moves */
     int fd;                 /* open descriptor, or -1; set at open, cleared by release */
-    PyObject *pyfile;       /* stream_factory file or NULL; only touched with the GIL */
-    int py_bytes;           /* 1 once pyfile rejected str and takes bytes; GIL */
+    const struct tg_writer_sink *sink;  /* or NULL: write(2) to fd; set at open */
+    void *sink_ctx;         /* the sink's CTX; set at open, cleared by release */
+    uint64_t sink_tag;      /* the sink's TAG; set at open */
+    void *pyfile;           /* sink_ctx when the sink is owner_only (a Python stream),
+                             * else NULL: the test the hot path makes; GIL */
+    void (*kick)(void *ctx);  /* asks the flusher to write a handed-off buffer (GIL
+                               * held), or NULL: no handoff; set by the creator */
+    void *kick_ctx;         /* its argument; as kick */
     char *buf;              /* malloc'ed; moved (realloc) only under lock by a GIL holder */
     size_t cap;             /* size of buf; as buf */
     _Atomic size_t len;     /* end of appended lines; producer publishes (release) */
@@ -59,28 +87,29 @@ struct tg_writer {
                              * (Python streams' age check); producer only */
     _Atomic int err;        /* errno of the first failed write: the stream is stopped */
     int dropped;            /* set in a forked child: inherited data is discarded */
-    int in_py_write;        /* a Python write is in progress; GIL */
+    int in_sink_write;      /* an owner-only sink's write is in progress; GIL */
     char *path;             /* for error messages; malloc'ed */
     dev_t dev;              /* identity of the file opened on fd: a program that */
     ino_t ino;              /* closes and reopens descriptors must not get our
                              * records or lose its file to our close() */
-    struct tg_cap *chunk_cap;  /* chunk mode (capture.h): flushes become chunks of
-                                * this capture instead of writes to fd; set at open */
-    int chunk_kind;         /* TG_CAP_CHUNK_* of those chunks; set at open */
-    uint32_t chunk_stream;  /* their stream id; set at open */
 };
 
-/* Make W a closed, empty writer (safe to release).  Call once before use. */
+/* Make W a closed, empty writer (safe to release), with no kick.  Call once
+ * before use. */
 void tg_writer_init(struct tg_writer *w);
+/* Handing off a full buffer calls KICK(CTX) (with the GIL, on the producer's
+ * slow path only) to have the flusher write it; the creator of W sets this once,
+ * it outlives every open and release.  KICK NULL: W's producer writes full
+ * buffers itself. */
+void tg_writer_set_kick(struct tg_writer *w, void (*kick)(void *ctx), void *ctx);
 /* Open PATH (O_EXCL|O_NOFOLLOW, 0644) into W.  Returns 0, or -errno and leaves W
  * stopped (err set) but safe to release. */
 int tg_writer_open_path(struct tg_writer *w, const char *path);
-/* Chunk mode: every flush of W is one chunk KIND of STREAM in CAP (which must
- * outlive W's last flush); LABEL names it in messages.  Returns 0 or -ENOMEM. */
-int tg_writer_open_chunks(struct tg_writer *w, struct tg_cap *cap, int kind, uint32_t stream,
-                          const char *label);
-/* Use the Python file object FILE (a new reference is taken).  Returns 0 or -ENOMEM. */
-int tg_writer_open_pyfile(struct tg_writer *w, PyObject *file, const char *label);
+/* Every flush of W goes to SINK (static) with CTX and TAG; LABEL names W in
+ * messages.  Returns 0, with W owning CTX (released through sink->close), or
+ * -ENOMEM with CTX still the caller's and W closed. */
+int tg_writer_open_sink(struct tg_writer *w, const struct tg_writer_sink *sink, void *ctx,
+                        uint64_t tag, const char *label);
 /* Whether records may still be appended. */
 static inline int tg_writer_usable(struct tg_writer *w)
 {
@@ -109,23 +138,22 @@ static inline void tg_writer_commit(struct tg_writer *w, size_t used)
     size_t len = atomic_load_explicit(&w->len, memory_order_relaxed);
     atomic_store_explicit(&w->len, len + used, memory_order_release);
 }
-/* Consumer without the GIL (the flusher): write out what is pending.  Descriptor
- * writers only; does nothing for Python streams. */
+/* Consumer without the GIL (the flusher): write out what is pending.  Does
+ * nothing for owner-only sinks. */
 void tg_writer_flush_nogil(struct tg_writer *w);
 /* Write W's handed-off buffer if it has one (the flusher, woken by a kick). */
 void tg_writer_flush_full_nogil(struct tg_writer *w);
-/* Wake the flusher to write handed-off buffers (lifecycle.c); GIL held. */
-void tg_flusher_kick(void);
 /* Write out what is pending and rewind the buffer.  GIL held, no producer running
  * (the owner itself, disable(), thread end). */
 void tg_writer_flush(struct tg_writer *w);
-/* Flush, close and free everything; W may be released twice.  GIL held. */
+/* Flush, close (the sink's close too) and free everything; W may be released
+ * twice.  GIL held. */
 void tg_writer_release(struct tg_writer *w);
 /* Destroy the lock (after the last release). */
 void tg_writer_destroy(struct tg_writer *w);
 /* In a forked child (the pthread_atfork child handler, lifecycle.c): forget
- * pending bytes and close the inherited descriptor without writing.  No Python,
- * no lock, no malloc; but not async-signal-safe: an inherited full buffer that
+ * pending bytes and close the inherited descriptor without writing (a sink is
+ * only closed, with DROPPED, at the release).  No lock, no malloc; but not async-signal-safe: an inherited full buffer that
  * cannot become the spare (one is there already) is free()d, which glibc allows
  * in an atfork child handler (its fork() resets the allocator's locks before the
  * handlers run).  A fork() from a signal handler must not reach here. */
@@ -134,6 +162,7 @@ void tg_writer_drop_in_child(struct tg_writer *w);
 void tg_writer_lock_for_fork(struct tg_writer *w);
 void tg_writer_unlock_for_fork(struct tg_writer *w);
 
+/* CLOCK_MONOTONIC in ns (the age of a Python stream's oldest line). */
 int64_t tg_monotonic_ns(void);
 
 /* Whether FD still refers to the file with identity DEV/INO (the program may have

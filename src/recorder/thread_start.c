@@ -1,5 +1,6 @@
 /*
- * threads.c - profiling threads started after enable().
+ * thread_start.c - an event source: threads started after enable() (not the
+ * thread state, which is thread.c).
  *
  * _thread.start_new_thread (and threading's reference to it; on 3.13 also
  * start_joinable_thread) is replaced while recording by a C wrapper that hands

@@ -1,0 +1,180 @@
+/*
+ * thread.h - the thread state: one struct tg_thread per profiled thread, and the
+ * thread table that lists them (live, retired) with the run's thread log.
+ *
+ * Plain C (thread.c links alone with writer.c and names.c:
+ * tests/c/test_thread_table.c).  What needs Python - a thread's name from
+ * `threading`, stream_factory's files, reporting stopped streams, the
+ * thread-local of the calling thread - is the binding side, thread_py.c, which
+ * attaches and detaches threads through the verbs below.
+ *
+ * A state's life, one verb each:
+ *   tg_thread_new            create it (its writers closed, the table's kick set)
+ *   tg_thread_table_log_add  give it a unique file base name in the run's log
+ *   tg_thread_table_add      list it: the flusher and fork can now reach it
+ *   tg_thread_close_writers  flush, report and release its files
+ *   tg_thread_table_remove   unlist it (its thread ended) ...
+ *   tg_thread_table_retire   ... or keep it on the retired list (disable()), its
+ *                            counts added to the run's in both cases
+ *   tg_thread_table_reap_child  in a forked child: free every state but one
+ *   tg_thread_free           free it (the release sequence, written once)
+ */
+#ifndef TG_THREAD_H
+#define TG_THREAD_H
+
+#include "writer.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#pragma GCC visibility push(hidden)
+
+/* The "SECONDS." part of the last timestamp formatted, reused while the second
+ * stays the same (formats.md TIME: only the microseconds change). */
+struct tg_time_cache {
+    int64_t sec;       /* the second TEXT holds; valid iff len != 0 */
+    size_t len;        /* bytes of TEXT used, the '.' included */
+    char text[24];     /* up to 20 digits and '.' */
+    int64_t last_ns;   /* last time given, ns: lines never go back (clock.h) */
+};
+
+/* One open recorded call. */
+struct tg_frame_entry {
+    uintptr_t key;   /* frame address; | 1 for a C call made from that frame */
+    int64_t start;   /* memory reading at the call */
+    int64_t cap_line;  /* capture: the CALL's line (the RETURN's reference), or
+                        * TG_CAP_NOT_WRITTEN when the CALL was dropped */
+};
+
+/* tg_frame_entry.cap_line of a call whose CALL record is not in the capture. */
+#define TG_CAP_NOT_WRITTEN INT64_MIN
+
+/*
+ * A profiled thread.  Created by its own thread (tg_thread_attach, thread_py.c),
+ * owned by the recorder's thread table; freed by its thread when it ends through
+ * our thread wrapper, otherwise put on the retired list by disable() and freed
+ * at the next enable() (a raw-domain hook racing with disable never touches it:
+ * the hooks only use thread-locals, but the callback might still hold it).
+ */
+struct tg_thread {
+    struct tg_thread *next;        /* live or retired list link; table lock (live) */
+    uint64_t gen;                  /* run generation; immutable */
+    struct tg_writer mem;          /* producer: this thread; see writer.h */
+    struct tg_writer stack;        /* producer: this thread; see writer.h */
+    struct tg_writer capw;         /* capture events (chunk mode); as mem */
+    uint32_t stream;               /* capture stream id; immutable */
+    int64_t cap_us;                /* time of the stream's last timed record (us);
+                                    * owner only */
+    uint64_t cap_calls, cap_returns;  /* capture records written; owner only */
+    uint64_t cap_dropped;          /* capture records lost; owner only */
+    uint64_t cap_drop_pending;     /* of those, not yet marked in the stream; owner */
+    _Atomic uint64_t dropped;      /* records lost (text lines and capture records):
+                                    * owner stores, others read (as n_records) */
+    _Atomic uint64_t n_records;    /* .mem lines written; owner stores, others read
+                                    * (relaxed: a plain load/store, no lock prefix) */
+    _Atomic uint64_t n_stack_records;  /* .stack lines written; as n_records */
+    struct tg_frame_entry *frames; /* open recorded calls; owner only (GIL) */
+    size_t depth;                  /* used entries of frames; owner only */
+    size_t frames_cap;             /* owner only */
+    int64_t correction;            /* bytes not charged (sleep/lock); owner only */
+    int64_t event_bias;            /* bytes the interpreter allocated to deliver the
+                                    * current event (sys.monitoring's offset int):
+                                    * left out of memory readings; owner only */
+    struct tg_time_cache clock;    /* timestamps of this thread's lines; owner only */
+    uintptr_t suppress_key;        /* frame of profiler plumbing running now: nothing
+                                    * is recorded until it returns (0 = none); owner */
+    uintptr_t trig_key;            /* pending sleep trigger call (0 = none); owner */
+    int64_t trig_before;           /* memory reading at its call; owner */
+    int64_t trig_own_before;       /* own traced bytes at its call; owner */
+    unsigned long ident;           /* threading ident; immutable */
+    unsigned long native_id;       /* OS thread id; immutable */
+};
+
+/* A thread as listed in runinfo.json; the log lives for the whole run. */
+struct tg_thread_log {
+    char *name;        /* thread name, UTF-8 (may contain NUL); malloc'ed */
+    size_t name_len;
+    char *base;        /* file base name, unique in the run; malloc'ed */
+    unsigned long ident;
+    unsigned long native_id;
+    int has_mem, has_stack, custom;  /* custom: stream_factory files */
+};
+
+/* The threads of a recorder: what disable(), the flusher and fork must reach. */
+struct tg_thread_table {
+    pthread_mutex_t lock;          /* guards live, log*, names, done_* */
+    struct tg_thread *live;        /* listed states of this run */
+    struct tg_thread *retired;     /* closed states of past runs, freed at the next
+                                    * run; the caller's exclusion (the GIL) */
+    struct tg_thread_log *log;     /* every thread of the run, in order seen */
+    size_t n_log, log_cap;
+    struct tg_nameset *names;      /* the log's base names (names.h) */
+    uint64_t done_records, done_stack_records;  /* counts of unlisted states */
+    uint64_t done_dropped;
+    void (*kick)(void *ctx);       /* given to every new state's writers (writer.h);
+                                    * set at init */
+    void *kick_ctx;
+};
+
+/* Make TT empty; new states' writers will call KICK(KICK_CTX) (may be NULL). */
+void tg_thread_table_init(struct tg_thread_table *tt, void (*kick)(void *ctx), void *kick_ctx);
+/* Free every state (live and retired) and the log, and destroy the lock.  No
+ * thread may use TT any more. */
+void tg_thread_table_destroy(struct tg_thread_table *tt);
+
+/* A new state for run GEN of the thread IDENT / NATIVE_ID, its writers closed
+ * (open them, then list it).  NULL when out of memory. */
+struct tg_thread *tg_thread_new(struct tg_thread_table *tt, uint64_t gen, unsigned long ident,
+                                unsigned long native_id);
+/* Release whatever T's writers still hold (nothing is written: a closed state
+ * has nothing pending, a reaped one was dropped in the fork child) and free T.
+ * T must be unreachable: unlisted, not retired. */
+void tg_thread_free(struct tg_thread *t);
+/* Flush T's writers; for each stopped one call NOTE(CTX, writer) (its err and
+ * path still set; NOTE may be NULL); release them.  T must be unreachable by the
+ * flusher (unlisted).  T's counts are final afterwards. */
+void tg_thread_close_writers(struct tg_thread *t, void (*note)(void *ctx, struct tg_writer *w),
+                             void *ctx);
+
+/* Add a log entry for a thread called NAME (NAME_LEN bytes; taken over, freed
+ * with the log) with a base name unique in the run.  Returns its index, or -1
+ * when out of memory (NAME still the caller's).  Takes the lock.  Entries move
+ * (realloc) only here. */
+long tg_thread_table_log_add(struct tg_thread_table *tt, char *name, size_t name_len,
+                             unsigned long ident, unsigned long native_id, int has_mem,
+                             int has_stack, int custom);
+/* The last log entry of thread IDENT, or NULL.  The caller holds the lock or is
+ * the only thread (a fork child). */
+const struct tg_thread_log *tg_thread_table_log_find(const struct tg_thread_table *tt,
+                                                     unsigned long ident);
+/* Forget the log (names, base names) and the done counts: a new run.  No thread
+ * may be attaching. */
+void tg_thread_table_clear_log(struct tg_thread_table *tt);
+
+/* List T (live). */
+void tg_thread_table_add(struct tg_thread_table *tt, struct tg_thread *t);
+/* Unlist T if it is listed; returns 1 if it was. */
+int tg_thread_table_remove(struct tg_thread_table *tt, struct tg_thread *t);
+/* Unlist every live state and return them as a list (linked by next). */
+struct tg_thread *tg_thread_table_take_live(struct tg_thread_table *tt);
+/* Add the counts of T (closed, unlisted) to the run's done counts. */
+void tg_thread_table_settle(struct tg_thread_table *tt, struct tg_thread *t);
+/* Settle T (closed, unlisted) and keep it on the retired list. */
+void tg_thread_table_retire(struct tg_thread_table *tt, struct tg_thread *t);
+/* Free every retired state. */
+void tg_thread_table_free_retired(struct tg_thread_table *tt);
+/* In a forked child: free every live state except ME (the forking thread's, or
+ * NULL) and every retired one; their writers must have been dropped
+ * (tg_writer_drop_in_child).  Returns ME unlisted, or NULL. */
+struct tg_thread *tg_thread_table_reap_child(struct tg_thread_table *tt, struct tg_thread *me);
+
+/* The run's totals: done counts plus the live states' (read relaxed), and the
+ * number of threads logged.  Takes the lock. */
+void tg_thread_table_totals(struct tg_thread_table *tt, uint64_t *records,
+                            uint64_t *stack_records, uint64_t *dropped, size_t *threads);
+
+#pragma GCC visibility pop
+
+#endif /* TG_THREAD_H */

@@ -1,0 +1,255 @@
+/*
+ * thread_py.c - the thread state's binding side: what needs Python or the
+ * recorder around struct tg_thread (thread.c holds the plain-C state and table).
+ *
+ * A thread's name comes from `threading` (or "Dummy-N"), its files may come from
+ * stream_factory, stopped streams are reported as Python strings in r->errors,
+ * and the calling thread's state is reached through the thread-local tg_tls.
+ * Attach and detach run in the thread itself; retire runs in disable().
+ */
+#include "thread_py.h"
+#include "recorder.h"
+#include "alloc_hooks.h"
+#include "sinks.h"
+#include "tg_format.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Name of the calling thread as threading knows it (malloc'ed UTF-8), without
+ * creating a _DummyThread (threading.current_thread() would); "Dummy-N" when
+ * threading does not know it.  GIL held, exception state saved by the caller. */
+static char *
+tg_thread_name_lookup(struct tg_recorder *r, unsigned long ident, size_t *len)
+{
+    PyObject *modname = PyUnicode_FromString("threading");
+    PyObject *threading = NULL, *active = NULL, *key = NULL, *name = NULL, *b = NULL;
+    PyObject *th;
+    char *res = NULL;
+
+    if (modname == NULL)
+        goto fallback;
+    threading = PyImport_GetModule(modname);
+    if (threading == NULL)
+        goto fallback;
+    active = PyObject_GetAttrString(threading, "_active");
+    if (active == NULL || !PyDict_Check(active))
+        goto fallback;
+    key = PyLong_FromUnsignedLong(ident);
+    if (key == NULL)
+        goto fallback;
+    th = PyDict_GetItem(active, key);  /* borrowed */
+    if (th == NULL)
+        goto fallback;
+    name = PyObject_GetAttrString(th, "_name");
+    if (name == NULL || !PyUnicode_Check(name))
+        goto fallback;
+    b = PyUnicode_AsEncodedString(name, "utf-8", "backslashreplace");
+    if (b != NULL) {
+        *len = (size_t)PyBytes_GET_SIZE(b);
+        res = malloc(*len + 1);
+        if (res != NULL)
+            memcpy(res, PyBytes_AS_STRING(b), *len + 1);
+    }
+fallback:
+    PyErr_Clear();
+    if (res == NULL) {
+        char buf[48];
+        snprintf(buf, sizeof(buf), "Dummy-%lu", ++r->dummy_counter);
+        res = strdup(buf);
+        *len = strlen(buf);
+    }
+    Py_XDECREF(modname);
+    Py_XDECREF(threading);
+    Py_XDECREF(active);
+    Py_XDECREF(key);
+    Py_XDECREF(name);
+    Py_XDECREF(b);
+    return res;
+}
+
+/* Append "PATH: reason" for a stopped writer to r->errors.  GIL held. */
+void
+tg_note_writer_error(struct tg_recorder *r, struct tg_writer *w)
+{
+    PyObject *msg;
+    int err = atomic_load(&w->err);
+    if (!err || r->errors == NULL)
+        return;
+    msg = PyUnicode_FromFormat("%s: %s (errno %d)", w->path ? w->path : "?",
+                               strerror(err), err);
+    /* Every thread's capture stream reports the capture's error: once is enough. */
+    if (msg != NULL && PySequence_Contains(r->errors, msg) == 0) {
+        PyList_Append(r->errors, msg);
+        Py_DECREF(msg);
+    }
+    PyErr_Clear();
+}
+
+/* tg_thread_close_writers's NOTE. */
+static void
+tg_thread_note(void *r, struct tg_writer *w)
+{
+    tg_note_writer_error(r, w);
+}
+
+/* Open W as STREAM ("mem" or "stack") for a thread with base name BASE: the
+ * stream_factory's file, or <outdir>/<base>.<stream>.  Failures leave W stopped
+ * (reported at disable) and return -1. */
+static int
+tg_thread_open_stream(struct tg_recorder *r, struct tg_writer *w, const char *base,
+                      const char *stream)
+{
+    char *path;
+    size_t n;
+    int ret;
+
+    n = strlen(r->outdir) + strlen(base) + strlen(stream) + 3;
+    path = malloc(n);
+    if (path == NULL)
+        return -1;
+    snprintf(path, n, "%s/%s.%s", r->outdir, base, stream);
+    if (r->stream_factory != NULL) {
+        PyObject *f = PyObject_CallFunction(r->stream_factory, "s", stream);
+        if (f == NULL) {
+            PyObject *msg = PyUnicode_FromFormat("stream_factory(%s) failed for %s", stream, base);
+            PyErr_Clear();
+            if (msg != NULL) {
+                PyList_Append(r->errors, msg);
+                Py_DECREF(msg);
+            }
+            PyErr_Clear();
+            ret = -1;
+        } else {
+            ret = tg_sink_open_pyfile(w, f, path);
+            Py_DECREF(f);
+        }
+    } else {
+        ret = tg_writer_open_path(w, path);
+    }
+    free(path);
+    return ret < 0 ? -1 : 0;
+}
+
+/* Open T's files under the base name of log entry LOG.  GIL held.  Returns 0,
+ * or -1 with the failure left in the writers (or r->errors). */
+static int
+tg_thread_open_files(struct tg_recorder *r, struct tg_thread *t, struct tg_thread_log *log)
+{
+    int ret = 0;
+    if (r->text_mem && tg_thread_open_stream(r, &t->mem, log->base, "mem") < 0)
+        ret = -1;
+    if (r->text_stack && tg_thread_open_stream(r, &t->stack, log->base, "stack") < 0)
+        ret = -1;
+    if (r->fmt_binary) {
+        int e;
+        t->stream = TG_CAP_STREAM_FIRST + (uint32_t)(log - r->table.log);
+        t->cap_us = r->cap.start_us;
+        /* Times never precede the capture's start_us (dt_us is unsigned). */
+        if (t->clock.last_ns < r->cap.start_us * 1000)
+            t->clock.last_ns = r->cap.start_us * 1000;
+        if (tg_sink_open_chunks(&t->capw, &r->cap, TG_CAP_CHUNK_EVENTS, t->stream,
+                                r->cap.path ? r->cap.path : TG_CAP_FILENAME) < 0)
+            return -1;
+        e = tg_cap_thread(&r->cap, t->stream, log->native_id, log->ident, log->base,
+                          strlen(log->base), log->name, log->name_len);
+        if (e) {
+            atomic_store(&t->capw.err, e);
+            ret = -1;
+        }
+    }
+    return ret;
+}
+
+struct tg_thread *
+tg_thread_attach(struct tg_recorder_object *self, const char *name, size_t name_len)
+{
+    struct tg_recorder *r = &self->r;
+    struct tg_thread *t;
+    tg_saved_exc saved;
+    int busy = tg_tls.busy;
+    char *owned_name;
+    long idx;
+
+    tg_tls.busy |= TG_BUSY_TRACER;
+    tg_exc_save(&saved);
+    t = tg_thread_new(&r->table, r->gen, PyThread_get_thread_ident(),
+                      PyThread_get_thread_native_id());
+    if (t == NULL)
+        goto done;
+    if (name != NULL) {
+        owned_name = malloc(name_len + 1);
+        if (owned_name != NULL) {
+            memcpy(owned_name, name, name_len);
+            owned_name[name_len] = '\0';
+        }
+    } else {
+        owned_name = tg_thread_name_lookup(r, t->ident, &name_len);
+    }
+    if (owned_name == NULL)
+        goto fail;
+    idx = tg_thread_table_log_add(&r->table, owned_name, name_len, t->ident, t->native_id,
+                                  r->text_mem, r->text_stack, r->stream_factory != NULL);
+    if (idx < 0) {
+        free(owned_name);
+        goto fail;
+    }
+    /* log entries only move on realloc under the table's lock, and only this
+     * (GIL holding) code path adds them: the pointer is stable during the open. */
+    tg_thread_open_files(r, t, &r->table.log[idx]);
+    tg_thread_table_add(&r->table, t);
+    tg_tls.thread = t;
+    tg_tls.gen = r->gen;
+    goto done;
+fail:
+    tg_thread_free(t);
+    t = NULL;
+done:
+    tg_exc_restore(&saved);
+    tg_tls.busy = busy;
+    return t;
+}
+
+void
+tg_thread_close(struct tg_recorder *r, struct tg_thread *t)
+{
+    tg_thread_close_writers(t, tg_thread_note, r);
+    /* Out of memory here leaves the thread out of the trailer: nothing to do. */
+    if (r->fmt_binary && t->stream != 0)
+        (void)tg_cap_deposit(&r->cap, t->stream, t->cap_calls, t->cap_returns, t->cap_dropped);
+}
+
+void
+tg_thread_detach(struct tg_recorder_object *self)
+{
+    struct tg_recorder *r = &self->r;
+    struct tg_thread *t = tg_tls.thread;
+    int busy = tg_tls.busy;
+
+    if (t == NULL || !r->active || tg_tls.gen != r->gen)
+        return;  /* disable() already retired it */
+    tg_tls.busy |= TG_BUSY_TRACER;
+    tg_thread_table_remove(&r->table, t);
+    tg_thread_close(r, t);
+    tg_thread_table_settle(&r->table, t);  /* after close: its last drops */
+    /* Thread NULL with the run's generation: the thread ended; events it still
+     * produces (sys.monitoring reaches every thread) are not recorded. */
+    tg_tls.thread = NULL;
+    tg_tls.gen = r->gen;
+    tg_thread_free(t);
+    tg_tls.busy = busy;
+}
+
+void
+tg_thread_retire_all(struct tg_recorder *r)
+{
+    struct tg_thread *t = tg_thread_table_take_live(&r->table), *next;
+
+    for (; t != NULL; t = next) {
+        next = t->next;
+        tg_thread_close(r, t);
+        tg_thread_table_retire(&r->table, t);
+    }
+}

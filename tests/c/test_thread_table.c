@@ -1,0 +1,341 @@
+/*
+ * Unit tests of the recorder's thread state and thread table
+ * (src/recorder/thread.c), linked with writer.c and names.c only: no Python.
+ *
+ * States are created, named in the run's log (unique base names), given real
+ * files, listed, closed (stopped streams reported), unlisted or retired with
+ * their counts settled, reaped in a real forked child, and freed; the table is
+ * walked by a flusher thread while states come and go.  Under ASan
+ * (make check-asan) the run also proves that no state, writer or log entry
+ * leaks, in the parent and in the forked child.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "thread.h"
+#include "tg_test.h"
+
+static char tmpdir[] = "/tmp/tg_test_thread_table.XXXXXX";
+
+static int kicks;
+static void count_kick(void *ctx) { (void)ctx; kicks++; }
+
+/* Length of a list linked by next. */
+static int list_len(const struct tg_thread *t)
+{
+	int n = 0;
+	for (; t != NULL; t = t->next)
+		n++;
+	return n;
+}
+
+static int listed(const struct tg_thread_table *tt, const struct tg_thread *t)
+{
+	const struct tg_thread *p;
+	for (p = tt->live; p != NULL; p = p->next)
+		if (p == t)
+			return 1;
+	return 0;
+}
+
+/* A new state named NAME, logged, its .mem file opened under its base name in
+ * the test directory; the log index in *IDX. */
+static struct tg_thread *make_state(struct tg_thread_table *tt, const char *name,
+				    unsigned long ident, long *idx)
+{
+	struct tg_thread *t = tg_thread_new(tt, 1, ident, ident + 1000);
+	char *owned = strdup(name);
+	char path[512];
+
+	CHECK(t != NULL && owned != NULL);
+	*idx = tg_thread_table_log_add(tt, owned, strlen(name), ident, ident + 1000, 1, 0, 0);
+	CHECK(*idx >= 0);
+	snprintf(path, sizeof(path), "%s/%s.mem", tmpdir, tt->log[*idx].base);
+	CHECK_INT(tg_writer_open_path(&t->mem, path), 0);
+	return t;
+}
+
+static void put(struct tg_writer *w, const char *line)
+{
+	size_t n = strlen(line);
+	char *p = tg_writer_reserve(w, n);
+	CHECK(p != NULL);
+	if (p != NULL) {
+		memcpy(p, line, n);
+		tg_writer_commit(w, n);
+	}
+}
+
+static char *slurp(const char *base)
+{
+	char path[512];
+	static char buf[4096];
+	FILE *f;
+	size_t n;
+	snprintf(path, sizeof(path), "%s/%s.mem", tmpdir, base);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return NULL;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* tg_thread_close_writers's NOTE: records which writers stopped, and that their
+ * error and path are still there to report. */
+static int notes;
+static char noted_path[512];
+static int noted_err;
+static void note(void *ctx, struct tg_writer *w)
+{
+	CHECK(ctx == &notes);
+	notes++;
+	noted_err = atomic_load(&w->err);
+	snprintf(noted_path, sizeof(noted_path), "%s", w->path ? w->path : "(null)");
+}
+
+/* --- create, log, list, close, unlist, retire, free ----------------------------- */
+
+static void test_life(void)
+{
+	struct tg_thread_table tt;
+	struct tg_thread *a, *b, *c, *list, *next;
+	long ia, ib, ic;
+	uint64_t rec, srec, drop;
+	size_t threads;
+
+	tg_thread_table_init(&tt, count_kick, &kicks);
+	a = make_state(&tt, "worker", 11, &ia);
+	b = make_state(&tt, "worker", 12, &ib);     /* same name: distinct base */
+	c = make_state(&tt, "a/b\nc", 13, &ic);     /* unsafe characters escaped */
+	CHECK_STR(tt.log[ia].base, "worker");
+	CHECK_STR(tt.log[ib].base, "worker~2");
+	CHECK_STR(tt.log[ic].base, "a%2Fb%0Ac");
+	CHECK_STR(tt.log[ic].name, "a/b\nc");        /* the name itself is kept */
+	CHECK(a->mem.kick == count_kick && a->capw.kick_ctx == &kicks);  /* the table's kick */
+	CHECK(a->gen == 1 && a->ident == 11 && a->native_id == 1011);
+	CHECK(tt.live == NULL);                      /* not listed before add */
+	tg_thread_table_add(&tt, a);
+	tg_thread_table_add(&tt, b);
+	tg_thread_table_add(&tt, c);
+	CHECK_INT(list_len(tt.live), 3);
+	CHECK(listed(&tt, a) && listed(&tt, b) && listed(&tt, c));
+
+	/* Records and counts. */
+	put(&a->mem, "a1\n");
+	put(&b->mem, "b1\n");
+	put(&c->mem, "c1\n");
+	atomic_store(&a->n_records, 5);
+	atomic_store(&b->n_records, 7);
+	atomic_store(&b->n_stack_records, 2);
+	atomic_store(&c->dropped, 3);
+	tg_thread_table_totals(&tt, &rec, &srec, &drop, &threads);
+	CHECK_INT(rec, 12);
+	CHECK_INT(srec, 2);
+	CHECK_INT(drop, 3);
+	CHECK_INT(threads, 3);
+
+	/* b's thread ends: unlist, close, settle, free. */
+	CHECK_INT(tg_thread_table_remove(&tt, b), 1);
+	CHECK_INT(tg_thread_table_remove(&tt, b), 0);  /* unlisting twice is harmless */
+	CHECK(!listed(&tt, b) && listed(&tt, a) && listed(&tt, c));
+	notes = 0;
+	tg_thread_close_writers(b, note, &notes);
+	CHECK_INT(notes, 0);
+	CHECK(b->mem.buf == NULL && b->mem.fd < 0);   /* released */
+	tg_thread_table_settle(&tt, b);
+	tg_thread_free(b);
+	CHECK_STR(slurp("worker~2"), "b1\n");
+	tg_thread_table_totals(&tt, &rec, &srec, &drop, &threads);
+	CHECK_INT(rec, 12);  /* b's counts moved to the done counts */
+	CHECK_INT(srec, 2);
+	CHECK_INT(threads, 3);  /* the log keeps every thread of the run */
+
+	/* c's file was closed under us: closing it reports the stopped stream. */
+	close(c->mem.fd);
+	/* disable(): every live state closed and retired. */
+	list = tg_thread_table_take_live(&tt);
+	CHECK(tt.live == NULL);
+	CHECK_INT(list_len(list), 2);
+	notes = 0;
+	for (; list != NULL; list = next) {
+		next = list->next;
+		tg_thread_close_writers(list, note, &notes);
+		tg_thread_table_retire(&tt, list);
+	}
+	CHECK_INT(notes, 1);
+	CHECK_INT(noted_err, EBADF);
+	CHECK(strstr(noted_path, "a%2Fb%0Ac.mem") != NULL);
+	CHECK_STR(slurp("worker"), "a1\n");
+	CHECK_INT(list_len(tt.retired), 2);
+	tg_thread_table_totals(&tt, &rec, &srec, &drop, &threads);
+	CHECK_INT(rec, 12);
+	CHECK_INT(srec, 2);
+	CHECK_INT(drop, 3);
+
+	/* The log: the last entry of an ident; a new run forgets it. */
+	CHECK(tg_thread_table_log_find(&tt, 12) == &tt.log[ib]);
+	CHECK(tg_thread_table_log_find(&tt, 99) == NULL);
+	/* The next run: retired states freed, log and counts cleared. */
+	tg_thread_table_free_retired(&tt);
+	CHECK(tt.retired == NULL);
+	tg_thread_table_clear_log(&tt);
+	tg_thread_table_totals(&tt, &rec, &srec, &drop, &threads);
+	CHECK_INT(rec + srec + drop + threads, 0);
+	/* Base names are unique per run: "worker" is free again. */
+	{
+		char *n = strdup("worker");
+		long i = tg_thread_table_log_add(&tt, n, 6, 11, 1011, 1, 0, 0);
+		CHECK_INT(i, 0);
+		CHECK_STR(tt.log[0].base, "worker");
+	}
+	/* Destroy frees what is left: a live state, a retired one, the log. */
+	a = tg_thread_new(&tt, 2, 21, 21);
+	b = tg_thread_new(&tt, 2, 22, 22);
+	tg_thread_table_add(&tt, a);
+	tg_thread_table_retire(&tt, b);
+	tg_thread_table_destroy(&tt);
+}
+
+/* --- fork: the child keeps only the forking thread's state ---------------------- */
+
+static void test_fork_reap(void)
+{
+	struct tg_thread_table tt;
+	struct tg_thread *a, *b, *me, *old;
+	long ia, ib, im;
+	pid_t pid;
+	int status;
+
+	tg_thread_table_init(&tt, NULL, NULL);
+	old = tg_thread_new(&tt, 1, 30, 30);
+	tg_thread_table_retire(&tt, old);   /* a past run's state */
+	a = make_state(&tt, "fa", 31, &ia);
+	me = make_state(&tt, "fme", 32, &im);
+	b = make_state(&tt, "fb", 33, &ib);
+	tg_thread_table_add(&tt, a);
+	tg_thread_table_add(&tt, me);
+	tg_thread_table_add(&tt, b);
+	put(&a->mem, "parent a\n");
+	put(&me->mem, "parent me\n");
+	pid = fork();
+	if (pid == 0) {
+		/* What the atfork child handler and fork_child_reap do. */
+		struct tg_thread *t, *got;
+		int bad = 0;
+		for (t = tt.live; t != NULL; t = t->next)
+			tg_writer_drop_in_child(&t->mem);
+		got = tg_thread_table_reap_child(&tt, me);
+		bad |= got != me;
+		bad |= me->next != NULL;
+		bad |= tt.live != NULL || tt.retired != NULL;
+		bad |= tg_writer_usable(&me->mem);  /* its inherited file is the parent's */
+		tg_thread_free(me);
+		/* A state that was not listed (or NULL) is not returned. */
+		bad |= tg_thread_table_reap_child(&tt, NULL) != NULL;
+		tg_thread_table_destroy(&tt);
+		exit(bad ? 1 : 0);  /* exit, not _exit: LeakSanitizer checks the child */
+	}
+	CHECK(pid > 0);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status));
+	CHECK_INT(WEXITSTATUS(status), 0);
+	/* The parent's states are untouched and write their bytes once. */
+	CHECK_INT(list_len(tt.live), 3);
+	CHECK_INT(list_len(tt.retired), 1);
+	tg_thread_table_destroy(&tt);  /* frees (and flushes) every state */
+	CHECK_STR(slurp("fa"), "parent a\n");
+	CHECK_STR(slurp("fme"), "parent me\n");
+	CHECK_STR(slurp("fb"), "");
+}
+
+/* --- a flusher walking the table while threads come and go ---------------------- */
+
+struct walker {
+	struct tg_thread_table *tt;
+	atomic_int stop;
+	long walks;
+};
+
+static void *walker_main(void *arg)
+{
+	struct walker *w = arg;
+	while (!atomic_load(&w->stop)) {
+		struct tg_thread *t;
+		pthread_mutex_lock(&w->tt->lock);
+		for (t = w->tt->live; t != NULL; t = t->next) {
+			tg_writer_flush_full_nogil(&t->mem);
+			tg_writer_flush_nogil(&t->mem);
+		}
+		pthread_mutex_unlock(&w->tt->lock);
+		w->walks++;
+	}
+	return NULL;
+}
+
+static void test_concurrent_walk(void)
+{
+	struct tg_thread_table tt;
+	struct walker w = { 0 };
+	pthread_t th;
+	struct tg_thread *keep[8] = { 0 };
+	long i, idx;
+	uint64_t rec, srec, drop;
+	size_t threads;
+
+	tg_thread_table_init(&tt, NULL, NULL);
+	w.tt = &tt;
+	CHECK(pthread_create(&th, NULL, walker_main, &w) == 0);
+	for (i = 0; i < 2000; i++) {
+		char name[32];
+		struct tg_thread *t;
+		snprintf(name, sizeof(name), "t%ld", i % 5);
+		t = make_state(&tt, name, (unsigned long)i, &idx);
+		put(&t->mem, "x\n");
+		atomic_store(&t->n_records, 1);
+		tg_thread_table_add(&tt, t);
+		/* Threads end in a different order than they start. */
+		if (keep[i % 8] != NULL) {
+			struct tg_thread *old = keep[i % 8];
+			CHECK_INT(tg_thread_table_remove(&tt, old), 1);
+			tg_thread_close_writers(old, NULL, NULL);
+			tg_thread_table_settle(&tt, old);
+			tg_thread_free(old);
+		}
+		keep[i % 8] = t;
+	}
+	atomic_store(&w.stop, 1);
+	pthread_join(th, NULL);
+	CHECK(w.walks > 0);
+	CHECK_INT(list_len(tt.live), 8);
+	tg_thread_table_totals(&tt, &rec, &srec, &drop, &threads);
+	CHECK_INT(rec, 2000);
+	CHECK_INT(threads, 2000);
+	CHECK_STR(tt.log[1999].base, "t4~400");
+	tg_thread_table_destroy(&tt);
+}
+
+int main(void)
+{
+	if (mkdtemp(tmpdir) == NULL) {
+		perror("mkdtemp");
+		return 1;
+	}
+	test_life();
+	test_fork_reap();
+	test_concurrent_walk();
+	{
+		char cmd[300];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", tmpdir);
+	}
+	TG_TEST_DONE();
+}

@@ -1,0 +1,662 @@
+/*
+ * Unit tests of the recorder's output streams (src/recorder/writer.c), linked
+ * alone: no Python, no other recorder file.
+ *
+ * Real descriptors throughout (temporary files, pipes, /dev/full): records
+ * appended with reserve/commit come out byte for byte; a full buffer is handed
+ * off and the kick callback called; write errors (a file size limit, a sink on
+ * /dev/full, a descriptor the program closed and reused) stop the stream and are
+ * reported in err, never crash; a forked child drops what it inherited; and a
+ * flusher thread writing while a producer thread appends yields exactly the
+ * producer's lines, in order.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "writer.h"
+#include "tg_test.h"
+
+static char tmpdir[] = "/tmp/tg_test_writer.XXXXXX";
+static int path_counter;
+
+/* A fresh path in the test's directory (the file does not exist yet). */
+static const char *fresh_path(void)
+{
+	static char path[256];
+	snprintf(path, sizeof(path), "%s/f%d", tmpdir, ++path_counter);
+	return path;
+}
+
+/* The whole content of PATH (malloc'ed, NUL-terminated); *LEN its size. */
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t cap = 0, n = 0, got;
+	*len = 0;
+	if (f == NULL)
+		return NULL;
+	do {
+		if (cap - n < 65536) {
+			cap = cap ? cap * 2 : 65536;
+			buf = realloc(buf, cap + 1);
+		}
+		got = fread(buf + n, 1, cap - n, f);
+		n += got;
+	} while (got > 0);
+	fclose(f);
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+/* Append the line "<prefix><i>\n" through reserve/commit; 0 if W refused it. */
+static int put_line(struct tg_writer *w, const char *prefix, long i)
+{
+	char line[64];
+	int n = snprintf(line, sizeof(line), "%s%ld\n", prefix, i);
+	char *p = tg_writer_reserve(w, (size_t)n);
+	if (p == NULL)
+		return 0;
+	memcpy(p, line, (size_t)n);
+	tg_writer_commit(w, (size_t)n);
+	return 1;
+}
+
+/* The expected content of lines FROM..TO-1 of put_line. */
+static char *expected_lines(const char *prefix, long from, long to, size_t *len)
+{
+	size_t cap = 64 * (size_t)(to - from) + 1, n = 0;
+	char *buf = malloc(cap);
+	for (long i = from; i < to; i++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%ld\n", prefix, i);
+	*len = n;
+	return buf;
+}
+
+static int check_file_lines(const char *path, const char *prefix, long from, long to)
+{
+	size_t got_len, want_len;
+	char *got = slurp(path, &got_len), *want = expected_lines(prefix, from, to, &want_len);
+	int ok = got != NULL && got_len == want_len && memcmp(got, want, want_len) == 0;
+	if (!ok)
+		fprintf(stderr, "%s: %zu bytes, expected %zu\n", path, got_len, want_len);
+	free(got);
+	free(want);
+	return ok;
+}
+
+/* --- reserve, commit, flush ------------------------------------------------ */
+
+static void test_basic(void)
+{
+	struct tg_writer w;
+	const char *path = fresh_path();
+	char saved[256];
+	size_t len;
+	char *got;
+
+	tg_writer_init(&w);
+	CHECK(!tg_writer_usable(&w));
+	CHECK(tg_writer_reserve(&w, 10) == NULL);  /* closed: refuses, no crash */
+	tg_writer_release(&w);                     /* a closed writer releases */
+	CHECK_INT(tg_writer_open_path(&w, path), 0);
+	CHECK(tg_writer_usable(&w));
+	snprintf(saved, sizeof(saved), "%s", path);
+	/* Exclusive create: a second writer on the same path fails with EEXIST. */
+	{
+		struct tg_writer w2;
+		tg_writer_init(&w2);
+		CHECK_INT(tg_writer_open_path(&w2, saved), -EEXIST);
+		CHECK(!tg_writer_usable(&w2));
+		CHECK_INT(atomic_load(&w2.err), EEXIST);
+		tg_writer_release(&w2);
+		tg_writer_destroy(&w2);
+	}
+	CHECK(put_line(&w, "a", 1));
+	CHECK(put_line(&w, "b", 2));
+	CHECK(w.first_ns > 0);  /* the first line of an empty buffer stamps its age */
+	/* Nothing written before a flush: one write(2) per flush. */
+	got = slurp(saved, &len);
+	CHECK_INT(len, 0);
+	free(got);
+	tg_writer_flush(&w);
+	CHECK_INT(atomic_load(&w.len), 0);
+	got = slurp(saved, &len);
+	CHECK_MEM(got, len, "a1\nb2\n");
+	free(got);
+	/* A reservation not committed is not written. */
+	CHECK(tg_writer_reserve(&w, 5) != NULL);
+	CHECK(put_line(&w, "c", 3));
+	tg_writer_flush_nogil(&w);  /* the flusher's flush: writes, does not rewind */
+	CHECK_INT(atomic_load(&w.len), 3);
+	CHECK_INT(w.flushed, 3);
+	CHECK(put_line(&w, "d", 4));
+	tg_writer_release(&w);  /* flushes the rest */
+	tg_writer_release(&w);  /* twice is fine */
+	got = slurp(saved, &len);
+	CHECK_MEM(got, len, "a1\nb2\nc3\nd4\n");
+	free(got);
+	CHECK_INT(atomic_load(&w.err), 0);
+	tg_writer_destroy(&w);
+}
+
+/* One record larger than the buffer: the buffer grows, the bytes are exact. */
+static void test_huge_record(void)
+{
+	struct tg_writer w;
+	const char *p = fresh_path();
+	char path[256];
+	size_t n = TG_WRITER_BUFSIZE * 3 + 17, len;
+	char *rec, *got, *want;
+
+	snprintf(path, sizeof(path), "%s", p);
+	tg_writer_init(&w);
+	CHECK_INT(tg_writer_open_path(&w, path), 0);
+	CHECK(put_line(&w, "x", 0));
+	rec = tg_writer_reserve(&w, n);
+	CHECK(rec != NULL);
+	if (rec != NULL) {
+		memset(rec, 'h', n - 1);
+		rec[n - 1] = '\n';
+		tg_writer_commit(&w, n);
+	}
+	CHECK(put_line(&w, "y", 1));
+	tg_writer_release(&w);
+	want = malloc(n + 16);
+	memcpy(want, "x0\n", 3);
+	memset(want + 3, 'h', n - 1);
+	want[3 + n - 1] = '\n';
+	memcpy(want + 3 + n, "y1\n", 3);
+	got = slurp(path, &len);
+	CHECK_INT(len, n + 6);
+	CHECK(got != NULL && len == n + 6 && memcmp(got, want, n + 6) == 0);
+	free(got);
+	free(want);
+	tg_writer_destroy(&w);
+}
+
+/* --- a full buffer: handoff and kick ------------------------------------------ */
+
+static int kicks;
+static void count_kick(void *ctx)
+{
+	CHECK(ctx == &kicks);
+	kicks++;
+}
+
+static void test_full_kick(void)
+{
+	struct tg_writer w;
+	const char *p = fresh_path();
+	char path[256];
+	long i, n = 0;
+
+	snprintf(path, sizeof(path), "%s", p);
+	tg_writer_init(&w);
+	tg_writer_set_kick(&w, count_kick, &kicks);
+	CHECK_INT(tg_writer_open_path(&w, path), 0);
+	kicks = 0;
+	/* Fill the buffer exactly up to the first line that does not fit. */
+	while (kicks == 0 && n < 100000) {  /* bounded: a writer that never kicks fails */
+		CHECK(put_line(&w, "line ", n));
+		n++;
+	}
+	CHECK_INT(kicks, 1);
+	CHECK(w.full != NULL);   /* handed to the flusher, not written by the producer */
+	CHECK_INT(atomic_load(&w.len), (long)strlen("line ") + 1 + snprintf(NULL, 0, "%ld", n - 1));
+	{
+		struct stat st;
+		CHECK(stat(path, &st) == 0 && st.st_size == 0);
+	}
+	/* The flusher, woken, writes the handed-off buffer only. */
+	tg_writer_flush_full_nogil(&w);
+	CHECK(w.full == NULL);
+	CHECK(w.spare != NULL);  /* kept for the next handoff */
+	CHECK(check_file_lines(path, "line ", 0, n - 1));
+	/* A second full buffer while the first is still pending: the producer
+	 * writes both itself, in order (memory stays at two buffers). */
+	kicks = 0;
+	while (kicks == 0 && n < 100000) {  /* bounded: a writer that never kicks fails */
+		CHECK(put_line(&w, "line ", n));
+		n++;
+	}
+	CHECK(w.full != NULL);
+	for (i = 0; w.full != NULL && i < 100000; i++) {
+		CHECK(put_line(&w, "line ", n));
+		n++;
+	}
+	CHECK_INT(kicks, 1);  /* no second kick: the producer wrote it */
+	CHECK(i > 1000 && i < 100000);
+	tg_writer_flush(&w);
+	CHECK(check_file_lines(path, "line ", 0, n));
+	tg_writer_release(&w);
+	CHECK_INT(atomic_load(&w.err), 0);
+	tg_writer_destroy(&w);
+}
+
+/* Without a kick the producer writes its full buffer itself. */
+static void test_full_no_kick(void)
+{
+	struct tg_writer w;
+	const char *p = fresh_path();
+	char path[256];
+	long n;
+
+	snprintf(path, sizeof(path), "%s", p);
+	tg_writer_init(&w);
+	CHECK_INT(tg_writer_open_path(&w, path), 0);
+	for (n = 0; n < 50000; n++)
+		CHECK(put_line(&w, "n", n));
+	CHECK(w.full == NULL);
+	CHECK(w.spare == NULL);
+	{
+		struct stat st;  /* more than one buffer has left already */
+		CHECK(stat(path, &st) == 0 && st.st_size >= TG_WRITER_BUFSIZE);
+	}
+	tg_writer_release(&w);
+	CHECK(check_file_lines(path, "n", 0, n));
+	tg_writer_destroy(&w);
+}
+
+/* --- write errors ----------------------------------------------------------------- */
+
+/* A file size limit: write(2) fails with EFBIG (SIGXFSZ ignored). */
+static void test_efbig(void)
+{
+	struct tg_writer w;
+	struct rlimit old, lim;
+	const char *p = fresh_path();
+	char path[256];
+	long n;
+	int refused = 0;
+
+	snprintf(path, sizeof(path), "%s", p);
+	getrlimit(RLIMIT_FSIZE, &old);
+	lim = old;
+	lim.rlim_cur = 1000;
+	signal(SIGXFSZ, SIG_IGN);
+	tg_writer_init(&w);
+	CHECK_INT(tg_writer_open_path(&w, path), 0);
+	CHECK(setrlimit(RLIMIT_FSIZE, &lim) == 0);
+	for (n = 0; n < 30000; n++)
+		if (!put_line(&w, "e", n))
+			refused++;
+	tg_writer_flush(&w);
+	CHECK_INT(atomic_load(&w.err), EFBIG);
+	CHECK(refused > 0);  /* stopped: later records are refused */
+	CHECK(!tg_writer_usable(&w));
+	CHECK(tg_writer_reserve(&w, 4) == NULL);
+	tg_writer_flush(&w);
+	tg_writer_flush_nogil(&w);
+	tg_writer_release(&w);
+	setrlimit(RLIMIT_FSIZE, &old);
+	signal(SIGXFSZ, SIG_DFL);
+	{
+		struct stat st;  /* what fit under the limit, no more */
+		CHECK(stat(path, &st) == 0 && st.st_size <= 1000);
+	}
+	tg_writer_destroy(&w);
+}
+
+/* The program closed our descriptor and opened its own file under the number:
+ * the writer stops (EBADF), never writes or closes the program's file. */
+static void test_fd_reused(void)
+{
+	struct tg_writer w;
+	const char *p = fresh_path();
+	char path[256], other[256];
+	int fd, ofd;
+
+	snprintf(path, sizeof(path), "%s", p);
+	snprintf(other, sizeof(other), "%s", fresh_path());
+	tg_writer_init(&w);
+	CHECK_INT(tg_writer_open_path(&w, path), 0);
+	CHECK(put_line(&w, "r", 1));
+	tg_writer_flush(&w);
+	fd = w.fd;
+	close(fd);
+	ofd = open(other, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	CHECK_INT(ofd, fd);  /* lowest free number: ours */
+	CHECK(put_line(&w, "r", 2));
+	tg_writer_flush(&w);
+	CHECK_INT(atomic_load(&w.err), EBADF);
+	CHECK_INT(w.fd, -1);
+	tg_writer_release(&w);
+	/* The program's descriptor is still open and its file untouched. */
+	CHECK(write(ofd, "mine\n", 5) == 5);
+	CHECK(close(ofd) == 0);
+	CHECK(check_file_lines(path, "r", 1, 2));
+	{
+		size_t len;
+		char *got = slurp(other, &len);
+		CHECK_MEM(got, len, "mine\n");
+		free(got);
+	}
+	/* Closed and not reused: the writer stops too. */
+	tg_writer_init(&w);
+	CHECK_INT(tg_writer_open_path(&w, fresh_path()), 0);
+	close(w.fd);
+	CHECK(put_line(&w, "z", 0));
+	tg_writer_flush(&w);
+	CHECK_INT(atomic_load(&w.err), EBADF);
+	tg_writer_release(&w);
+	tg_writer_destroy(&w);
+}
+
+/* --- sinks ---------------------------------------------------------------------- */
+
+/* A sink writing to a real descriptor; counts its calls. */
+struct fd_sink {
+	int fd;
+	int writes, closes, closed_dropped;
+	uint64_t tag;
+	struct tg_writer *reenter;  /* owner-only: append a line from inside write */
+	long reenter_next;
+};
+
+static int fd_sink_write(void *ctx, uint64_t tag, const char *buf, size_t len)
+{
+	struct fd_sink *s = ctx;
+	s->writes++;
+	s->tag = tag;
+	while (len > 0) {
+		ssize_t n = write(s->fd, buf, len);
+		if (n < 0)
+			return errno;
+		buf += n;
+		len -= (size_t)n;
+	}
+	if (s->reenter != NULL)  /* code run by the sink records more */
+		put_line(s->reenter, "in-sink ", s->reenter_next++);
+	return 0;
+}
+
+static int fd_sink_close(void *ctx, int dropped)
+{
+	struct fd_sink *s = ctx;
+	s->closes++;
+	s->closed_dropped = dropped;
+	return 0;
+}
+
+static const struct tg_writer_sink shared_sink = { fd_sink_write, fd_sink_close, 0 };
+static const struct tg_writer_sink owner_sink = { fd_sink_write, fd_sink_close, 1 };
+
+static void test_sink(void)
+{
+	struct tg_writer w;
+	struct fd_sink s = { 0 };
+	int pfd[2];
+	char buf[256];
+	ssize_t n;
+
+	CHECK(pipe(pfd) == 0);
+	s.fd = pfd[1];
+	tg_writer_init(&w);
+	CHECK_INT(tg_writer_open_sink(&w, &shared_sink, &s, 0x500000007ULL, "pipe"), 0);
+	CHECK(w.pyfile == NULL);  /* not owner-only: the flusher writes it */
+	CHECK(put_line(&w, "s", 1));
+	CHECK(put_line(&w, "s", 2));
+	tg_writer_flush_nogil(&w);
+	CHECK_INT(s.writes, 1);
+	CHECK(s.tag == 0x500000007ULL);
+	n = read(pfd[0], buf, sizeof(buf));
+	CHECK_MEM(buf, n > 0 ? (size_t)n : 0, "s1\ns2\n");
+	tg_writer_release(&w);
+	CHECK_INT(s.closes, 1);
+	CHECK_INT(s.closed_dropped, 0);
+	tg_writer_release(&w);
+	CHECK_INT(s.closes, 1);  /* closed once */
+	tg_writer_destroy(&w);
+	close(pfd[0]);
+	close(pfd[1]);
+
+	/* A sink on /dev/full: ENOSPC stops the stream. */
+	memset(&s, 0, sizeof(s));
+	s.fd = open("/dev/full", O_WRONLY);
+	CHECK(s.fd >= 0);
+	tg_writer_init(&w);
+	CHECK_INT(tg_writer_open_sink(&w, &shared_sink, &s, 0, "/dev/full"), 0);
+	CHECK(put_line(&w, "f", 1));
+	tg_writer_flush(&w);
+	CHECK_INT(atomic_load(&w.err), ENOSPC);
+	CHECK(!tg_writer_usable(&w));
+	CHECK(!put_line(&w, "f", 2));
+	tg_writer_release(&w);
+	CHECK_INT(s.closes, 1);
+	CHECK(w.path == NULL);  /* path freed at release */
+	tg_writer_destroy(&w);
+	close(s.fd);
+}
+
+/* An owner-only sink (a Python stream): the flusher leaves it alone, and records
+ * appended while the sink writes are kept, after the ones being written. */
+static void test_owner_sink(void)
+{
+	struct tg_writer w;
+	struct fd_sink s = { 0 };
+	const char *p = fresh_path();
+	char path[256];
+	long n;
+
+	snprintf(path, sizeof(path), "%s", p);
+	s.fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	CHECK(s.fd >= 0);
+	tg_writer_init(&w);
+	tg_writer_set_kick(&w, count_kick, &kicks);
+	CHECK_INT(tg_writer_open_sink(&w, &owner_sink, &s, 0, "owner"), 0);
+	CHECK(w.pyfile == &s);
+	CHECK(put_line(&w, "o", 0));
+	tg_writer_flush_nogil(&w);
+	tg_writer_flush_full_nogil(&w);
+	CHECK_INT(s.writes, 0);
+	s.reenter = &w;
+	tg_writer_flush(&w);
+	CHECK_INT(s.writes, 1);
+	CHECK_INT(atomic_load(&w.len), strlen("in-sink 0\n"));
+	s.reenter = NULL;
+	/* A full owner-only buffer is never handed off: written in place. */
+	kicks = 0;
+	for (n = 1; n < 20000; n++)
+		CHECK(put_line(&w, "o", n));
+	CHECK_INT(kicks, 0);
+	CHECK(w.full == NULL);
+	tg_writer_release(&w);
+	CHECK_INT(s.closes, 1);
+	close(s.fd);
+	{
+		size_t len, want_len, head;
+		char *got = slurp(path, &len), *want = expected_lines("o", 1, 20000, &want_len);
+		head = strlen("o0\nin-sink 0\n");
+		CHECK(got != NULL && len == head + want_len
+		      && memcmp(got, "o0\nin-sink 0\n", head) == 0
+		      && memcmp(got + head, want, want_len) == 0);
+		free(got);
+		free(want);
+	}
+	tg_writer_destroy(&w);
+}
+
+/* --- fork --------------------------------------------------------------------- */
+
+/* A forked child drops what it inherited: the parent's bytes are written once,
+ * by the parent; the child's release closes a sink with DROPPED. */
+static void test_fork_drop(void)
+{
+	struct tg_writer w, ws;
+	struct fd_sink s = { 0 };
+	const char *p = fresh_path();
+	char path[256];
+	pid_t pid;
+	int status;
+
+	snprintf(path, sizeof(path), "%s", p);
+	tg_writer_init(&w);
+	tg_writer_init(&ws);
+	CHECK_INT(tg_writer_open_path(&w, path), 0);
+	s.fd = open("/dev/null", O_WRONLY);
+	CHECK_INT(tg_writer_open_sink(&ws, &shared_sink, &s, 0, "null"), 0);
+	CHECK(put_line(&w, "p", 0));
+	CHECK(put_line(&ws, "p", 0));
+	tg_writer_lock_for_fork(&w);
+	tg_writer_lock_for_fork(&ws);
+	pid = fork();
+	tg_writer_unlock_for_fork(&ws);
+	tg_writer_unlock_for_fork(&w);
+	if (pid == 0) {
+		int bad = 0;
+		tg_writer_drop_in_child(&w);
+		tg_writer_drop_in_child(&ws);
+		bad |= tg_writer_usable(&w);
+		bad |= put_line(&w, "child", 0);
+		tg_writer_flush(&w);
+		tg_writer_release(&w);
+		tg_writer_release(&ws);
+		bad |= s.writes != 0 || s.closes != 1 || !s.closed_dropped;
+		_exit(bad ? 1 : 0);
+	}
+	CHECK(pid > 0);
+	CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(put_line(&w, "p", 1));
+	tg_writer_release(&w);
+	tg_writer_release(&ws);
+	CHECK(check_file_lines(path, "p", 0, 2));
+	CHECK_INT(s.writes, 1);
+	CHECK_INT(s.closed_dropped, 0);
+	close(s.fd);
+	tg_writer_destroy(&w);
+	tg_writer_destroy(&ws);
+}
+
+/* --- a flusher thread against a producer thread ---------------------------------- */
+
+/* The flusher as lifecycle.c runs it: woken by kicks (and, here, spinning
+ * otherwise), writing handed-off buffers and pending bytes without the GIL. */
+struct flusher {
+	struct tg_writer *w;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int kicked, stop;
+	long kicks;
+};
+
+static void flusher_kick(void *ctx)
+{
+	struct flusher *f = ctx;
+	pthread_mutex_lock(&f->lock);
+	f->kicked = 1;
+	f->kicks++;
+	pthread_cond_signal(&f->cond);
+	pthread_mutex_unlock(&f->lock);
+}
+
+static void *flusher_main(void *arg)
+{
+	struct flusher *f = arg;
+	long round = 0;
+	pthread_mutex_lock(&f->lock);
+	while (!f->stop) {
+		int kicked = f->kicked;
+		f->kicked = 0;
+		pthread_mutex_unlock(&f->lock);
+		if (kicked)
+			tg_writer_flush_full_nogil(f->w);
+		if (++round % 3 == 0)
+			tg_writer_flush_nogil(f->w);  /* the periodic flush */
+		sched_yield();
+		pthread_mutex_lock(&f->lock);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return NULL;
+}
+
+#define PRODUCER_LINES 400000L
+
+struct producer {
+	struct tg_writer *w;
+	long refused;
+};
+
+static void *producer_main(void *arg)
+{
+	struct producer *p = arg;
+	for (long i = 0; i < PRODUCER_LINES; i++) {
+		if (!put_line(p->w, "thread line ", i))
+			p->refused++;
+		if (i % 50000 == 49999)
+			tg_writer_flush(p->w);  /* the owner's own flush (rewind) */
+	}
+	tg_writer_flush(p->w);
+	return NULL;
+}
+
+static void test_concurrent(void)
+{
+	struct tg_writer w;
+	struct flusher f = { 0 };
+	struct producer pr = { 0 };
+	const char *p = fresh_path();
+	char path[256];
+	pthread_t ft, pt;
+
+	snprintf(path, sizeof(path), "%s", p);
+	tg_writer_init(&w);
+	f.w = &w;
+	pthread_mutex_init(&f.lock, NULL);
+	pthread_cond_init(&f.cond, NULL);
+	tg_writer_set_kick(&w, flusher_kick, &f);
+	CHECK_INT(tg_writer_open_path(&w, path), 0);
+	pr.w = &w;
+	CHECK(pthread_create(&ft, NULL, flusher_main, &f) == 0);
+	CHECK(pthread_create(&pt, NULL, producer_main, &pr) == 0);
+	pthread_join(pt, NULL);
+	pthread_mutex_lock(&f.lock);
+	f.stop = 1;
+	pthread_mutex_unlock(&f.lock);
+	pthread_join(ft, NULL);
+	CHECK_INT(pr.refused, 0);
+	CHECK(f.kicks > 0);
+	tg_writer_release(&w);
+	CHECK_INT(atomic_load(&w.err), 0);
+	CHECK(check_file_lines(path, "thread line ", 0, PRODUCER_LINES));
+	tg_writer_destroy(&w);
+	pthread_mutex_destroy(&f.lock);
+	pthread_cond_destroy(&f.cond);
+}
+
+int main(void)
+{
+	if (mkdtemp(tmpdir) == NULL) {
+		perror("mkdtemp");
+		return 1;
+	}
+	test_basic();
+	test_huge_record();
+	test_full_kick();
+	test_full_no_kick();
+	test_efbig();
+	test_fd_reused();
+	test_sink();
+	test_owner_sink();
+	test_fork_drop();
+	test_concurrent();
+	{
+		char cmd[300];
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "could not remove %s\n", tmpdir);
+	}
+	TG_TEST_DONE();
+}
