@@ -124,11 +124,25 @@ $(B)/asan/ctest/test_writer: $(WRITER_DEPS)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/writer.c -pthread
 
+# The recorder's text formatting is pure C (inline, recfmt.h): its test links
+# the escaping (names.c) only.
+RECFMT_DEPS := tests/c/test_recfmt.c tests/c/tg_test.h src/recorder/recfmt.h \
+	       src/recorder/names.c src/recorder/names.h src/common/tg_format.h
+
+$(B)/ctest/test_recfmt: $(RECFMT_DEPS)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) -Isrc/common -Isrc/recorder -Itests/c -o $@ $< src/recorder/names.c
+
+$(B)/asan/ctest/test_recfmt: $(RECFMT_DEPS)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/common -Isrc/recorder -Itests/c -o $@ $< src/recorder/names.c
+
 # The thread state and table are pure C: their test links thread.c with the
 # writer and the names (no Python).
 THREAD_SRC  := src/recorder/thread.c src/recorder/writer.c src/recorder/names.c
 THREAD_DEPS := tests/c/test_thread_table.c tests/c/tg_test.h $(THREAD_SRC) \
-	       src/recorder/thread.h src/recorder/writer.h src/recorder/names.h
+	       src/recorder/thread.h src/recorder/writer.h src/recorder/names.h \
+	       src/recorder/recfmt.h
 
 $(B)/ctest/test_thread_table: $(THREAD_DEPS)
 	@mkdir -p $(B)/ctest

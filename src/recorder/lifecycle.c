@@ -7,6 +7,9 @@
  * buffers and close descriptors).
  */
 #include "recorder.h"
+#include "lifecycle.h"
+#include "thread_start.h"
+#include "monitor.h"
 #include "alloc_hooks.h"
 #include "names.h"
 #include "ptrtable.h"

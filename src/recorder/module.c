@@ -4,6 +4,8 @@
  * and lifecycle.c.  threadgraph/profiler.py wraps Recorder as ProcessProfile.
  */
 #include "recorder.h"
+#include "lifecycle.h"
+#include "thread_start.h"
 #include "alloc_hooks.h"
 #include "accounting.h"
 #include "ptrtable.h"
@@ -456,7 +458,7 @@ tg_rec_get_outdir(struct tg_recorder_object *self, void *closure)
     return PyUnicode_DecodeFSDefault(self->r.outdir);
 }
 
-PyMethodDef tg_recorder_methods[] = {
+static PyMethodDef tg_recorder_methods[] = {
     {"enable", (PyCFunction)(void (*)(void))tg_rec_enable, METH_VARARGS | METH_KEYWORDS,
      tg_rec_enable_doc},
     {"disable", (PyCFunction)tg_rec_disable, METH_NOARGS,
@@ -489,7 +491,6 @@ PyMethodDef tg_recorder_methods[] = {
      "fork_child(outdir=None): in a forked child, keep recording into OUTDIR or stop."},
     {NULL, NULL, 0, NULL}
 };
-size_t tg_recorder_n_methods = sizeof(tg_recorder_methods) / sizeof(tg_recorder_methods[0]) - 1;
 
 static PyObject *
 tg_rec_get_backend(struct tg_recorder_object *self, void *closure)
@@ -596,6 +597,8 @@ PyInit__recorder(void)
 {
     PyObject *m;
 
+    tg_recorder_ignore_methods(tg_recorder_methods,
+                               sizeof(tg_recorder_methods) / sizeof(tg_recorder_methods[0]) - 1);
     if (tg_recorder_module_init() < 0 || tg_threads_module_init() < 0)
         return NULL;
     if (PyType_Ready(&tg_recorder_type) < 0)

@@ -16,6 +16,7 @@
  * child.
  */
 #include "recorder.h"
+#include "monitor.h"
 
 #if TG_HAVE_MONITORING
 

@@ -1,6 +1,8 @@
 /*
- * recorder.h - the recording engine: per-thread state, the profile function,
- * enable/disable, the background flusher and fork handling.
+ * recorder.h - a run's configuration and state (struct tg_recorder, read by
+ * every layer above thread state) and the events layer's entry points
+ * (recorder.c).  Each other layer declares its own functions: lifecycle.h,
+ * monitor.h, thread_start.h, thread.h / thread_py.h, writer.h, ...
  *
  * One struct tg_recorder lives inside each Python Recorder object (module.c); at
  * most one is active per process (tg_active).  Per-thread state (struct
@@ -122,23 +124,7 @@ struct tg_recorder_object {
  * run in the forking thread while it holds the GIL). */
 extern struct tg_recorder_object *tg_active;
 
-/* Method table of the Recorder type: calls into it are never recorded. */
-extern PyMethodDef tg_recorder_methods[];
-extern size_t tg_recorder_n_methods;
 
-/* One-time set up at module import (code extra index, pthread_atfork). */
-int tg_recorder_module_init(void);
-
-void tg_recorder_init(struct tg_recorder *r);
-void tg_recorder_dealloc(struct tg_recorder *r);
-void tg_recorder_clear_config(struct tg_recorder *r);
-
-/* Start recording into OUTDIR with the configuration already stored in R.
- * Returns 0, or -1 with a Python exception set and nothing installed. */
-int tg_recorder_enable(struct tg_recorder_object *self);
-/* Stop: uninstall everything, flush and close all files.  Returns 0, or -1 with
- * an exception.  Stopped streams are appended to r->errors. */
-int tg_recorder_disable(struct tg_recorder_object *self);
 
 /* Profile function (PyEval_SetProfile); OBJ is the recorder object. */
 int tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
@@ -148,36 +134,16 @@ int tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
  * CALLABLE and ARG0 for C events, else NULL.  Never raises. */
 int tg_monitor_event(struct tg_recorder_object *obj, int what, PyObject *code,
                      PyObject *offset, PyObject *callable, PyObject *arg0);
-/* Bytes the allocator is asked for by PyLong_FromSsize_t(1000), as the hooks
- * will see it (0 if none).  GIL held, hooks not installed yet. */
-int64_t tg_offset_int_size(void);
 #endif
-/* Start or stop delivering sys.monitoring events to the recorder (monitor.c);
- * install returns 0, or -1 with an exception (nothing installed). */
-int tg_monitor_install(struct tg_recorder_object *self);
-void tg_monitor_uninstall(struct tg_recorder_object *self);
 
-/* Internal helper of recorder.c for lifecycle.c (GIL held). */
+/* One-time set up of the code-object cache at module import (GIL held). */
 int tg_recorder_module_init_code_index(void);
 
-/* Install/remove the thread-start wrappers (thread_start.c). */
-int tg_threads_module_init(void);
-int tg_threads_wrap(struct tg_recorder_object *self);
-void tg_threads_unwrap(struct tg_recorder_object *self);
+/* Calls of the LEN methods DEFS (the Recorder type's own) are plumbing, never
+ * recorded.  Set once at module import, before any recorder is enabled. */
+void tg_recorder_ignore_methods(PyMethodDef *defs, size_t len);
 
-/* Install the profile function on every existing thread, or remove it. */
-void tg_profile_all_threads(struct tg_recorder_object *self, int install);
 
-/* Flusher thread. */
-int tg_flusher_start(struct tg_recorder *r);
-/* A writer's kick (writer.h): wake RECORDER's flusher to write handed-off
- * buffers; nothing if it is not running.  GIL held. */
-void tg_flusher_kick(void *recorder);
-void tg_flusher_stop(struct tg_recorder *r);
-
-/* Fork (called from Python os.register_at_fork hooks, GIL held). */
-void tg_fork_child_stop(struct tg_recorder_object *self);
-int tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir);
 
 #pragma GCC visibility pop
 

@@ -22,6 +22,7 @@
 #ifndef TG_THREAD_H
 #define TG_THREAD_H
 
+#include "recfmt.h"
 #include "writer.h"
 
 #include <pthread.h>
@@ -30,15 +31,6 @@
 #include <stdint.h>
 
 #pragma GCC visibility push(hidden)
-
-/* The "SECONDS." part of the last timestamp formatted, reused while the second
- * stays the same (formats.md TIME: only the microseconds change). */
-struct tg_time_cache {
-    int64_t sec;       /* the second TEXT holds; valid iff len != 0 */
-    size_t len;        /* bytes of TEXT used, the '.' included */
-    char text[24];     /* up to 20 digits and '.' */
-    int64_t last_ns;   /* last time given, ns: lines never go back (clock.h) */
-};
 
 /* One open recorded call. */
 struct tg_frame_entry {

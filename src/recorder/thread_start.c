@@ -11,6 +11,7 @@
  * thread's files.  disable() puts the originals back.
  */
 #include "recorder.h"
+#include "thread_start.h"
 #include "alloc_hooks.h"
 
 #include <stddef.h>

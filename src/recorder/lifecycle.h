@@ -1,0 +1,42 @@
+/*
+ * lifecycle.h - enable/disable of a recorder, its background flusher and fork handling
+ * (lifecycle.c); the module's one-time set up.
+ */
+#ifndef TG_LIFECYCLE_H
+#define TG_LIFECYCLE_H
+
+#include "recorder.h"
+
+#pragma GCC visibility push(hidden)
+
+/* One-time set up at module import (code extra index, pthread_atfork). */
+int tg_recorder_module_init(void);
+
+void tg_recorder_init(struct tg_recorder *r);
+void tg_recorder_dealloc(struct tg_recorder *r);
+void tg_recorder_clear_config(struct tg_recorder *r);
+
+/* Start recording into OUTDIR with the configuration already stored in R.
+ * Returns 0, or -1 with a Python exception set and nothing installed. */
+int tg_recorder_enable(struct tg_recorder_object *self);
+/* Stop: uninstall everything, flush and close all files.  Returns 0, or -1 with
+ * an exception.  Stopped streams are appended to r->errors. */
+int tg_recorder_disable(struct tg_recorder_object *self);
+
+/* Install the profile function on every existing thread, or remove it. */
+void tg_profile_all_threads(struct tg_recorder_object *self, int install);
+
+/* Flusher thread. */
+int tg_flusher_start(struct tg_recorder *r);
+/* A writer's kick (writer.h): wake RECORDER's flusher to write handed-off
+ * buffers; nothing if it is not running.  GIL held. */
+void tg_flusher_kick(void *recorder);
+void tg_flusher_stop(struct tg_recorder *r);
+
+/* Fork (called from Python os.register_at_fork hooks, GIL held). */
+void tg_fork_child_stop(struct tg_recorder_object *self);
+int tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir);
+
+#pragma GCC visibility pop
+
+#endif /* TG_LIFECYCLE_H */
