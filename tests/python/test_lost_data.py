@@ -107,6 +107,14 @@ main()
 """
 
 
+def default_signals():
+    """In the child: the signals the tests send take their default action, as
+    in a terminal's foreground job, whatever the test run inherited (a shell's
+    background job ignores SIGINT, `nohup` SIGHUP)."""
+    for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 def start(tmp_path, how, launcher, profiled):
     """Start the program; returns the Popen once it printed "ready"."""
     if launcher == "run" and profiled:
@@ -119,8 +127,7 @@ def start(tmp_path, how, launcher, profiled):
     proc = subprocess.Popen(cmd, cwd=str(tmp_path), env=env_with_package(),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, universal_newlines=True,
-                            # a shell's background job would ignore SIGINT
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=default_signals)
     line = proc.stdout.readline()
     assert line == "ready\n", (line, proc.stderr.read())
     return proc
