@@ -491,6 +491,18 @@ tg_cap_drop(struct tg_thread *t)
     tg_count(&t->dropped);
 }
 
+/* The time of an event of T in ns: tg_clock_now_ns_mono(&T->clock.last_ns)
+ * through the thread's clock cache (tg_tls.clock, clock.h). */
+static inline int64_t
+tg_event_ns(struct tg_thread *t)
+{
+    int64_t ns = tg_clock_now_ns_cached(&tg_tls.clock);
+    if (ns < t->clock.last_ns)
+        return t->clock.last_ns;
+    t->clock.last_ns = ns;
+    return ns;
+}
+
 /* Space for one record in T's capture stream (after the pending "dropped"
  * mark), or NULL (the record is counted as dropped). */
 static inline unsigned char *
@@ -754,7 +766,7 @@ tg_open_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key,
         return;  /* out of memory: neither line is written, pairing holds */
     }
     if (r->time_calls)
-        ns = tg_clock_now_ns_mono(&t->clock.last_ns);  /* once for both formats */
+        ns = tg_event_ns(t);  /* once for both formats */
     if (r->text_stack)
         tg_write_stack_line(r, t, t->depth, file, file_len, line, func, func_len, esc, ns);
     t->frames[t->depth].cap_line = r->fmt_binary ? tg_cap_call(r, t, cap_id, esc, line, ns) : 0;
@@ -793,7 +805,7 @@ tg_write_return(struct tg_recorder *r, struct tg_thread *t, const char *file, si
 {
     int64_t ns = 0;
     if (r->time_returns)
-        ns = tg_clock_now_ns_mono(&t->clock.last_ns);
+        ns = tg_event_ns(t);
     if (r->text_mem)
         tg_write_mem_line(r, t, file, file_len, line, func, func_len, esc, delta, ns);
     if (r->fmt_binary)
