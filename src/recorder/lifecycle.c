@@ -491,6 +491,7 @@ tg_recorder_enable(struct tg_recorder_object *self)
     r->cap_counts_mem = !r->fmt_text && r->track_memory;
     r->time_calls = r->timestamps && (r->fmt_binary || r->track_stack);
     r->time_returns = r->timestamps && (r->fmt_binary || r->track_memory);
+    tg_event_path_choose(r);
     r->sample_countdown = r->sample_every;
     r->gen = ++tg_gen_counter;
     r->page_size = sysconf(_SC_PAGESIZE);

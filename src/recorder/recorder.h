@@ -118,6 +118,9 @@ struct tg_recorder {
     int cap_counts_mem, cap_counts_stack;  /* !fmt_text && track_memory / track_stack:
                                             * capture records count as .mem / .stack
                                             * lines in stats() */
+    int default_path;          /* the default configuration: tg_profile runs its
+                                * copy without configuration tests (recorder.c,
+                                * tg_event_path_choose) */
     int time_calls;            /* read the clock at recorded calls */
     int time_returns;          /* read the clock at recorded returns */
     int memory_mode;           /* enum tg_memory_mode */
@@ -211,6 +214,10 @@ int tg_recorder_enable(struct tg_recorder_object *self);
 /* Stop: uninstall everything, flush and close all files.  Returns 0, or -1 with
  * an exception.  Stopped streams are appended to r->errors. */
 int tg_recorder_disable(struct tg_recorder_object *self);
+
+/* Decide r->default_path from R's configuration (enable, after the derived
+ * fields and accounting are set). */
+void tg_event_path_choose(struct tg_recorder *r);
 
 /* Profile function (PyEval_SetProfile); OBJ is the recorder object. */
 int tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
