@@ -675,6 +675,8 @@ tg_recorder_module_init(void)
         PyErr_SetString(PyExc_RuntimeError, "no free code object extra slot");
         return -1;
     }
+    if (tg_frame_code_check() < 0)
+        return -1;
     if (pthread_atfork(tg_atfork_prepare, tg_atfork_parent, tg_atfork_child) != 0) {
         PyErr_SetString(PyExc_RuntimeError, "pthread_atfork failed");
         return -1;

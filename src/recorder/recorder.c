@@ -225,6 +225,26 @@ tg_caller_line(struct tg_recorder *r, const struct tg_at *at)
 }
 
 int
+tg_frame_code_check(void)
+{
+#if PY_VERSION_HEX >= 0x03090000
+    PyFrameObject *f = PyEval_GetFrame();  /* borrowed: the importing frame */
+    if (f != NULL) {
+        PyCodeObject *c = PyFrame_GetCode(f);
+        int ok = c == tg_frame_code(f);
+        Py_DECREF(c);
+        if (!ok) {
+            PyErr_SetString(PyExc_ImportError,
+                            "threadgraph._recorder: this interpreter's frame layout is not "
+                            "the one the recorder was built for (tg_compat.h tg_frame_code)");
+            return -1;
+        }
+    }
+#endif
+    return 0;
+}
+
+int
 tg_recorder_module_init_code_index(void)
 {
     tg_code_index = tg_code_request_extra_index(tg_code_info_free);

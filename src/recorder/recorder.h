@@ -246,6 +246,9 @@ void tg_thread_detach(struct tg_recorder_object *self);
 
 /* Internal helpers shared by recorder.c and lifecycle.c (GIL held). */
 int tg_recorder_module_init_code_index(void);
+/* Whether tg_frame_code reads the calling frame's code as PyFrame_GetCode
+ * does: 0, or -1 with ImportError set. */
+int tg_frame_code_check(void);
 void tg_note_writer_error(struct tg_recorder *r, struct tg_writer *w);
 int tg_thread_open_files(struct tg_recorder *r, struct tg_thread *t, struct tg_thread_log *log);
 void tg_thread_close(struct tg_recorder *r, struct tg_thread *t);
