@@ -238,6 +238,10 @@ tg_clock_now_ns_slow(struct tg_clock_cache *cc)
             if (!(s0 & 1)
                 && atomic_load_explicit(&tg_clock_pub.seq, memory_order_relaxed) == s0) {
                 cc->conv = c;
+                /* base_ns >= 0: a time since the epoch (the anchor's). */
+                cc->base_us_fx = ((unsigned __int128)(uint64_t)c.base_ns
+                                  << TG_CLOCK_US_SHIFT) / 1000;
+                cc->mult_us = (uint64_t)(((unsigned __int128)c.mult << 10) / 1000);
                 cc->seq = s0;
                 return tg_clock_conv_ns(&c, __rdtsc());
             }

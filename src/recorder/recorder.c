@@ -532,13 +532,13 @@ tg_event_ns(struct tg_thread *t)
     return ns;
 }
 
-/* The time of an event in the default configuration (capture only): no
- * clamp to the thread's last time, since the capture's tg_cap_dt already
- * keeps a stream's times from going back. */
+/* The time of an event in the default configuration (capture only), in
+ * microseconds, the capture's unit: no clamp to the thread's last time, since
+ * tg_cap_dt_us keeps a stream's times from going back. */
 static inline int64_t
-tg_event_ns_capture(void)
+tg_event_us_capture(void)
 {
-    return tg_clock_now_ns_cached(&tg_tls.clock);
+    return tg_clock_now_us_cached(&tg_tls.clock);
 }
 
 /* Space for one record in T's capture stream (after the pending "dropped"
@@ -572,20 +572,28 @@ tg_ns_to_us(int64_t ns)
                        * UINT64_C(0x20C49BA5E353F7CF)) >> 64) >> 4);
 }
 
-/* Microseconds since T's previous timed record for the time NS (read once
- * for the event, shared with the text line), and advance the stream time. */
+/* Microseconds since T's previous timed record for the time US, and advance
+ * the stream time. */
 static inline uint64_t
-tg_cap_dt(struct tg_thread *t, int64_t ns)
+tg_cap_dt_us(struct tg_thread *t, int64_t us)
 {
-    int64_t us = tg_ns_to_us(ns);
     uint64_t dt = us > t->cap_us ? (uint64_t)(us - t->cap_us) : 0;
     if (us > t->cap_us)
         t->cap_us = us;
     return dt;
 }
 
-/* CALL of code ID (0: could not be defined) at time NS; LINE for C functions
- * (IS_C).  Returns the RETURN's reference line, or TG_CAP_NOT_WRITTEN. */
+/* tg_cap_dt_us for the time NS (read once for the event, shared with the text
+ * line). */
+static inline uint64_t
+tg_cap_dt(struct tg_thread *t, int64_t ns)
+{
+    return tg_cap_dt_us(t, tg_ns_to_us(ns));
+}
+
+/* CALL of code ID (0: could not be defined) at time NS (in microseconds when
+ * D); LINE for C functions (IS_C).  Returns the RETURN's reference line, or
+ * TG_CAP_NOT_WRITTEN. */
 static inline __attribute__((always_inline)) int64_t
 tg_cap_call(struct tg_recorder *r, struct tg_thread *t, uint32_t id, int is_c, long line,
             int64_t ns, const int d)
@@ -599,7 +607,8 @@ tg_cap_call(struct tg_recorder *r, struct tg_thread *t, uint32_t id, int is_c, l
     p = tg_cap_reserve(t, &start);
     if (p == NULL)
         return TG_CAP_NOT_WRITTEN;
-    p = tg_cap_enc_call(p, id, timed, timed ? tg_cap_dt(t, ns) : 0, is_c, line);
+    p = tg_cap_enc_call(p, id, timed,
+                        d ? tg_cap_dt_us(t, ns) : timed ? tg_cap_dt(t, ns) : 0, is_c, line);
     tg_writer_commit(&t->capw, (size_t)(p - start));
     t->cap_calls++;
     if (d || r->cap_counts_stack)
@@ -607,7 +616,8 @@ tg_cap_call(struct tg_recorder *r, struct tg_thread *t, uint32_t id, int is_c, l
     return line;
 }
 
-/* RETURN of the call whose CALL gave REF, at LINE, time NS, memory DELTA. */
+/* RETURN of the call whose CALL gave REF, at LINE, time NS (microseconds when
+ * D), memory DELTA. */
 static inline __attribute__((always_inline)) void
 tg_cap_return(struct tg_recorder *r, struct tg_thread *t, int64_t ref, long line, int64_t ns,
               int64_t delta, const int d)
@@ -621,7 +631,8 @@ tg_cap_return(struct tg_recorder *r, struct tg_thread *t, int64_t ref, long line
     p = tg_cap_reserve(t, &start);
     if (p == NULL)
         return;
-    p = tg_cap_enc_return(p, (int64_t)line - ref, timed, timed ? tg_cap_dt(t, ns) : 0,
+    p = tg_cap_enc_return(p, (int64_t)line - ref, timed,
+                          d ? tg_cap_dt_us(t, ns) : timed ? tg_cap_dt(t, ns) : 0,
                           d || r->track_memory, delta);
     tg_writer_commit(&t->capw, (size_t)(p - start));
     t->cap_returns++;
@@ -805,7 +816,7 @@ tg_open_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key,
         return;  /* out of memory: neither line is written, pairing holds */
     }
     if (d)
-        ns = tg_event_ns_capture();
+        ns = tg_event_us_capture();  /* microseconds: only the capture uses it */
     else if (r->time_calls)
         ns = tg_event_ns(t);  /* once for both formats */
     if (!d && r->text_stack)
@@ -847,7 +858,7 @@ tg_write_return(struct tg_recorder *r, struct tg_thread *t, const char *file, si
 {
     int64_t ns = 0;
     if (d)
-        ns = tg_event_ns_capture();
+        ns = tg_event_us_capture();  /* microseconds: only the capture uses it */
     else if (r->time_returns)
         ns = tg_event_ns(t);
     if (!d && r->text_mem)

@@ -199,6 +199,16 @@ test_cached(void)
 			tg_clock_tick();
 	}
 	CHECK(worst <= TOLERANCE_NS);
+	/* Microseconds: between the ns readings around it (within a rounding). */
+	for (i = 0; i < 200000; i++) {
+		int64_t before = tg_clock_now_ns_cached(&cc);
+		int64_t us = tg_clock_now_us_cached(&cc);
+		int64_t after = tg_clock_now_ns_cached(&cc);
+		if (us < before / 1000 - 1 || us > after / 1000 + 1) {
+			CHECK(!"tg_clock_now_us_cached outside the ns readings around it");
+			break;
+		}
+	}
 	if (atomic_load(&tg_clock_src) == TG_CLOCK_TSC) {
 		CHECK_INT(cc.seq, atomic_load(&tg_clock_pub.seq));
 		/* A torn seq: not the cache's, so the reader falls back and agrees. */
