@@ -208,7 +208,7 @@ tg_at_line(struct tg_code_info *info, const struct tg_at *at)
     return tg_offset_line(info, at->code, lasti);
 #else
     (void)info;
-    return PyFrame_GetLineNumber(at->frame);  /* no sys.monitoring before 3.12 */
+    return tg_frame_line(at->frame);  /* no sys.monitoring before 3.12 */
 #endif
 }
 
@@ -220,7 +220,7 @@ tg_caller_line(struct tg_recorder *r, const struct tg_at *at)
     return tg_at_line(tg_code_info_get(r, at->code), at);
 #else
     (void)r;
-    return PyFrame_GetLineNumber(at->frame);
+    return tg_frame_line(at->frame);
 #endif
 }
 

@@ -75,6 +75,29 @@ tg_frame_code(PyFrameObject *frame)
 #endif
 }
 
+/* PyFrame_GetLineNumber(FRAME), without the call where the frame says it: on
+ * 3.11 the interpreter sets the frame object's f_lineno around a profile
+ * function's call (call_trace), and PyFrame_GetLineNumber returns it when it
+ * is not 0 (struct _frame of internal/pycore_frame.h: the head above, then
+ * f_trace, then int f_lineno).  Other versions call the function. */
+static inline int
+tg_frame_line(PyFrameObject *frame)
+{
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+    struct tg_frame_head311 {
+        PyObject_HEAD
+        PyFrameObject *f_back;
+        void *f_frame;
+        PyObject *f_trace;
+        int f_lineno;
+    };
+    int line = ((struct tg_frame_head311 *)frame)->f_lineno;
+    if (__builtin_expect(line != 0, 1))
+        return line;
+#endif
+    return PyFrame_GetLineNumber(frame);
+}
+
 /* Save and restore the exception in flight around the tracer's own Python calls,
  * so that a hook never changes or clears the profiled program's exception. */
 #if PY_VERSION_HEX >= 0x030C0000
