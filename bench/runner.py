@@ -226,6 +226,8 @@ CONFIGS = {
     "tg-native-nostack": (Threadgraph, ("thread", False, False, None, True),
                           "threadgraph, thread mode, stacks off, native=True"),
     "memray-native": (Memray, (False, True), "memray.Tracker(native_traces=True)"),
+    "tg-binary-native": (Threadgraph, ("thread", True, False, None, True, "binary"),
+                         "tg-binary with native=True (malloc & mmap counted), capture"),
     "memray-tpa-native": (Memray, (True, True), "memray.Tracker(trace_python_allocators=True, "
                           "native_traces=True): every Python and native allocation"),
 }
