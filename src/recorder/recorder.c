@@ -1215,9 +1215,10 @@ tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 }
 
 #if TG_HAVE_MONITORING
-int
-tg_monitor_event(struct tg_recorder_object *obj, int what, PyObject *code, PyObject *offset,
-                 PyObject *callable, PyObject *arg0)
+/* tg_monitor_event's body; D as tg_event's. */
+static inline __attribute__((always_inline)) int
+tg_monitor_event_body(struct tg_recorder_object *obj, int what, PyObject *code,
+                      PyObject *offset, PyObject *callable, PyObject *arg0, const int d)
 {
     struct tg_recorder *r = &obj->r;
     struct tg_thread *t;
@@ -1246,10 +1247,34 @@ tg_monitor_event(struct tg_recorder_object *obj, int what, PyObject *code, PyObj
     at.code = (PyCodeObject *)code;
     at.frame = NULL;
     at.lasti = (int)lasti;
-    tg_event(r, t, what, &at, &cf, 0);
+    tg_event(r, t, what, &at, &cf, d);
     t->event_bias = 0;
     tg_tls.busy &= ~TG_BUSY_TRACER;
     return 0;
+}
+
+static __attribute__((noinline)) int
+tg_monitor_event_default(struct tg_recorder_object *obj, int what, PyObject *code,
+                         PyObject *offset, PyObject *callable, PyObject *arg0)
+{
+    return tg_monitor_event_body(obj, what, code, offset, callable, arg0, 1);
+}
+
+static __attribute__((noinline)) int
+tg_monitor_event_general(struct tg_recorder_object *obj, int what, PyObject *code,
+                         PyObject *offset, PyObject *callable, PyObject *arg0)
+{
+    return tg_monitor_event_body(obj, what, code, offset, callable, arg0, 0);
+}
+
+int
+tg_monitor_event(struct tg_recorder_object *obj, int what, PyObject *code, PyObject *offset,
+                 PyObject *callable, PyObject *arg0)
+{
+    /* A tail call into the copy for this run's configuration (tg_profile). */
+    if (obj->r.default_path)
+        return tg_monitor_event_default(obj, what, code, offset, callable, arg0);
+    return tg_monitor_event_general(obj, what, code, offset, callable, arg0);
 }
 #endif
 
