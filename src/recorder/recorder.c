@@ -714,7 +714,7 @@ tg_cfunc_names(const struct tg_cfunc *cf, const char **mod, size_t *mod_len,
 }
 
 /* The capture's code id of INFO's code, defined on first use (0 on failure). */
-static uint32_t
+static __attribute__((noinline, cold)) uint32_t
 tg_cap_define_python(struct tg_recorder *r, struct tg_code_info *info)
 {
     uint32_t id = tg_cap_new_code_id(&r->cap);
@@ -738,7 +738,7 @@ tg_cap_python_id(struct tg_recorder *r, struct tg_code_info *info)
 /* The capture's code id of the C function CF, defined on first use (0 on
  * failure).  The table holds a reference to the module, so that its address
  * names the same module as long as the entry lives. */
-static uint32_t
+static __attribute__((noinline, cold)) uint32_t
 tg_cap_define_c(struct tg_recorder *r, const struct tg_cfunc *cf)
 {
     const char *mod, *name;
@@ -766,7 +766,9 @@ tg_cap_define_c(struct tg_recorder *r, const struct tg_cfunc *cf)
     return id;
 }
 
-static inline uint32_t
+/* Inline, with the definition out of line: GCC had merged the two into one
+ * function whose register saves every C call paid. */
+static inline __attribute__((always_inline)) uint32_t
 tg_cap_c_id(struct tg_recorder *r, const struct tg_cfunc *cf)
 {
     uint32_t id = tg_cap_idtab_get(&r->cfunc_ids, (uintptr_t)cf->ml, (uintptr_t)cf->module);
