@@ -60,6 +60,41 @@ class NoopHook:
         return {}
 
 
+class NoopMonitoring:
+    """The sys.monitoring floor (3.12+): an empty C callback (noophook.event) for
+    the events threadgraph's monitoring backend asks for (src/recorder/monitor.c),
+    process-wide."""
+
+    EVENTS = ("PY_START", "PY_RESUME", "PY_THROW", "PY_RETURN", "PY_YIELD", "PY_UNWIND",
+              "CALL", "C_RETURN", "C_RAISE")
+    TOOL = 2
+
+    def __init__(self):
+        if not hasattr(sys, "monitoring"):
+            raise RuntimeError("sys.monitoring needs CPython 3.12 or later")
+        sys.path.insert(0, os.path.join(HERE, "build"))
+        import noophook
+        self.mod = noophook
+
+    def start(self, outdir):
+        mon = sys.monitoring
+        mon.use_tool_id(self.TOOL, "noop")
+        mask = 0
+        for name in self.EVENTS:
+            ev = getattr(mon.events, name)
+            mon.register_callback(self.TOOL, ev, self.mod.event)
+            mask |= ev
+        mon.set_events(self.TOOL, mask)
+
+    def stop(self):
+        mon = sys.monitoring
+        mon.set_events(self.TOOL, 0)
+        for name in self.EVENTS:
+            mon.register_callback(self.TOOL, getattr(mon.events, name), None)
+        mon.free_tool_id(self.TOOL)
+        return {}
+
+
 def _threadgraph_module():
     import threadgraph
     import threadgraph._recorder  # noqa: F401  (the C recorder must be there)
@@ -195,9 +230,14 @@ class CProfile:
 CONFIGS = {
     "none": (NoProfiler, (), "no profiler"),
     "noop": (NoopHook, (), "no-op C profile function in every thread (the floor)"),
+    "noop-monitoring": (NoopMonitoring, (), "no-op C sys.monitoring callback for "
+                        "threadgraph's events (the floor of the monitoring backend, 3.12+)"),
     "tg-thread": (Threadgraph, ("thread", True), "threadgraph, thread mode, stacks on (full recording)"),
     "tg-binary": (Threadgraph, ("thread", True, False, None, False, "binary"),
                   "threadgraph full recording (thread mode, stacks on) into the binary capture"),
+    "tg-binary-setprofile": (Threadgraph, ("thread", True, False, "setprofile", False, "binary"),
+                             "tg-binary with events from a profile function (3.12/3.13, "
+                             "where the default is sys.monitoring)"),
     "tg-binary-zstd": (Threadgraph, ("thread", True, False, None, False, "binary", True),
                        "tg-binary with compress=True: zstd-compressed chunks"),
     "tg-thread-nostack": (Threadgraph, ("thread", False), "threadgraph, thread mode, stacks off"),
@@ -226,6 +266,8 @@ CONFIGS = {
     "tg-native-nostack": (Threadgraph, ("thread", False, False, None, True),
                           "threadgraph, thread mode, stacks off, native=True"),
     "memray-native": (Memray, (False, True), "memray.Tracker(native_traces=True)"),
+    "tg-binary-native": (Threadgraph, ("thread", True, False, None, True, "binary"),
+                         "tg-binary with native=True (malloc & mmap counted), capture"),
     "memray-tpa-native": (Memray, (True, True), "memray.Tracker(trace_python_allocators=True, "
                           "native_traces=True): every Python and native allocation"),
 }

@@ -121,7 +121,19 @@ noophook_disable(PyObject *self, PyObject *unused)
     return PyLong_FromUnsignedLongLong(noophook_events);
 }
 
+/* The sys.monitoring floor (3.12+): a C callback that returns None, which
+ * runner.py's noop-monitoring registers for the events threadgraph's
+ * monitoring backend uses (src/recorder/monitor.c). */
+static PyObject *
+noophook_event(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self; (void)args; (void)nargs;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef noophook_methods[] = {
+    {"event", (PyCFunction)(void (*)(void))noophook_event, METH_FASTCALL,
+     "event(*args) -> None: an empty sys.monitoring callback"},
     {"enable", (PyCFunction)(void (*)(void))noophook_enable, METH_VARARGS | METH_KEYWORDS,
      "enable(count=False): install the no-op profile function in every thread"},
     {"disable", noophook_disable, METH_NOARGS,

@@ -30,6 +30,12 @@ static int tg_installed;
 /* Cleared when another allocator wrapped ours and we could not unhook: the
  * wrappers then pass through.  Relaxed atomic: read without the GIL (raw). */
 static _Atomic int tg_tracking;
+/* Set at install when the hooks only count the thread's bytes (no allocation
+ * accounting, no process total: the default): the hooks then test this one
+ * flag instead of tracking, accounting and the process total apart.  Cleared
+ * at uninstall.  Accounting starts only before an enable (which installs) and
+ * only stops while this is set, so it never goes stale.  Relaxed atomic. */
+static _Atomic int tg_plain;
 
 static inline __attribute__((always_inline)) void *
 tg_hook_malloc_body(void *ctx, size_t size, int gil)
@@ -38,14 +44,24 @@ tg_hook_malloc_body(void *ctx, size_t size, int gil)
     int saved = tg_tls.busy;
     void *p;
 
-    if ((saved & TG_BUSY_HOOK) || !atomic_load_explicit(&tg_tracking, memory_order_relaxed))
+    int plain;
+
+    if (saved & TG_BUSY_HOOK)
+        return d->orig.malloc(d->orig.ctx, size);
+    plain = atomic_load_explicit(&tg_plain, memory_order_relaxed);
+    if (!plain && !atomic_load_explicit(&tg_tracking, memory_order_relaxed))
         return d->orig.malloc(d->orig.ctx, size);
     tg_tls.busy = saved | TG_BUSY_HOOK;
     p = d->orig.malloc(d->orig.ctx, size);
     tg_tls.busy = saved;
     if (p != NULL && !(saved & TG_BUSY_TRACER)) {
-        tg_hook_entry_insert(d->table, p, size, gil);
-        tg_hook_account((int64_t)size, 0);
+        if (__builtin_expect(plain, 1)) {
+            tg_hook_plain_insert(d->table, p, size, gil);
+            tg_tls.allocated += (int64_t)size;
+        } else {
+            tg_hook_entry_insert(d->table, p, size, gil);
+            tg_hook_account((int64_t)size, 0);
+        }
     }
     return p;
 }
@@ -117,19 +133,29 @@ tg_hook_free_body(void *ctx, void *ptr, int gil)
     int saved = tg_tls.busy;
     size_t size;
 
-    if (ptr == NULL || (saved & TG_BUSY_HOOK)
-            || !atomic_load_explicit(&tg_tracking, memory_order_relaxed)) {
-        d->orig.free(d->orig.ctx, ptr);
-        return;
-    }
+    int plain;
+
+    if (ptr == NULL || (saved & TG_BUSY_HOOK))
+        goto pass;
+    plain = atomic_load_explicit(&tg_plain, memory_order_relaxed);
+    if (!plain && !atomic_load_explicit(&tg_tracking, memory_order_relaxed))
+        goto pass;
     if (tg_hook_entry_remove(d->table, ptr, &size, gil)) {
-        size = tg_hook_entry_free(size, !(saved & TG_BUSY_TRACER));
-        if (!(saved & TG_BUSY_TRACER))
-            tg_hook_account(0, (int64_t)size);
+        if (__builtin_expect(plain, 1)) {
+            if (!(saved & TG_BUSY_TRACER))
+                tg_tls.freed += (int64_t)TG_ACCT_ENTRY_SIZE(size);
+        } else {
+            size = tg_hook_entry_free(size, !(saved & TG_BUSY_TRACER));
+            if (!(saved & TG_BUSY_TRACER))
+                tg_hook_account(0, (int64_t)size);
+        }
     }
     tg_tls.busy = saved | TG_BUSY_HOOK;
     d->orig.free(d->orig.ctx, ptr);
     tg_tls.busy = saved;
+    return;
+pass:
+    d->orig.free(d->orig.ctx, ptr);
 }
 
 /* The hooks of each table: the raw domain's (tg_ptrtable_raw, locked) and the
@@ -158,6 +184,7 @@ tg_hooks_install(int count_total)
     tg_hooks_count_total = count_total;
     atomic_store(&tg_process_total, 0);
     atomic_store(&tg_tracking, 1);
+    atomic_store(&tg_plain, !count_total && !atomic_load(&tg_acct_on));
     if (tg_installed)  /* still in another allocator's chain since last time */
         return 0;
     for (i = 0; i < 3; i++) {
@@ -203,6 +230,7 @@ tg_hooks_uninstall(void)
     }
     /* Otherwise something (tracemalloc) wrapped our wrappers: they must stay in
      * the chain, and pass through from now on. */
+    atomic_store(&tg_plain, 0);
     atomic_store(&tg_tracking, 0);
     tg_hooks_count_total = 0;
     tg_ptrtable_clear();

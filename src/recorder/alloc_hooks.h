@@ -12,6 +12,7 @@
 #define TG_ALLOC_HOOKS_H
 
 #include "tg_compat.h"
+#include "clock.h"
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -31,6 +32,7 @@ struct tg_tls {
     int64_t allocated;         /* bytes allocated by this thread while hooked */
     int64_t freed;             /* bytes freed (exact sizes) by this thread while hooked */
     int busy;                  /* TG_BUSY_* bits */
+    struct tg_clock_cache clock;  /* the profile function's clock reads (clock.h) */
 };
 
 /* initial-exec: a direct %fs access instead of a __tls_get_addr call per hook;

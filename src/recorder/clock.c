@@ -221,6 +221,44 @@ tg_clock_rate_plausible(uint64_t mult)
     return (unsigned __int128)diff * 1000000 <= (unsigned __int128)ref * TG_CLOCK_MAX_PPM;
 }
 
+int64_t
+tg_clock_now_ns_slow(struct tg_clock_cache *cc)
+{
+    if (atomic_load_explicit(&tg_clock_src, memory_order_relaxed) == TG_CLOCK_TSC) {
+        struct tg_clock_conv c;
+        uint32_t s0;
+        int tries;
+
+        for (tries = 0; tries < TG_CLOCK_READ_TRIES; tries++) {
+            s0 = atomic_load_explicit(&tg_clock_pub.seq, memory_order_acquire);
+            c.base_tsc = atomic_load_explicit(&tg_clock_pub.base_tsc, memory_order_relaxed);
+            c.base_ns = atomic_load_explicit(&tg_clock_pub.base_ns, memory_order_relaxed);
+            c.mult = atomic_load_explicit(&tg_clock_pub.mult, memory_order_relaxed);
+            atomic_thread_fence(memory_order_acquire);
+            if (!(s0 & 1)
+                && atomic_load_explicit(&tg_clock_pub.seq, memory_order_relaxed) == s0) {
+                cc->conv = c;
+                /* base_ns >= 0: a time since the epoch (the anchor's). */
+                cc->base_us_fx = ((unsigned __int128)(uint64_t)c.base_ns
+                                  << TG_CLOCK_US_SHIFT) / 1000;
+                cc->mult_us = (uint64_t)(((unsigned __int128)c.mult << 10) / 1000);
+                cc->seq = s0;
+                return tg_clock_conv_ns(&c, __rdtsc());
+            }
+        }
+    }
+    return tg_clock_gettime_ns();
+}
+
+/* Change the published seq without new parameters (even to even): every
+ * reader's cache (tg_clock_cache) is stale from here on. */
+static void
+tg_clock_invalidate_caches(void)
+{
+    uint32_t s = atomic_load_explicit(&tg_clock_pub.seq, memory_order_relaxed);
+    atomic_store_explicit(&tg_clock_pub.seq, (s | 1) + 1, memory_order_release);
+}
+
 int
 tg_clock_enable(void)
 {
@@ -237,6 +275,8 @@ tg_clock_enable(void)
         src = TG_CLOCK_TSC;
     }
     atomic_store_explicit(&tg_clock_src, src, memory_order_relaxed);
+    if (src != TG_CLOCK_TSC)
+        tg_clock_invalidate_caches();  /* a cache from a TSC run must not be used */
     return src;
 }
 
@@ -261,6 +301,13 @@ tg_clock_tick(void)
 }
 
 #else  /* !TG_CLOCK_HAVE_TSC */
+
+int64_t
+tg_clock_now_ns_slow(struct tg_clock_cache *cc)
+{
+    (void)cc;
+    return tg_clock_gettime_ns();
+}
 
 int
 tg_clock_enable(void)

@@ -129,6 +129,66 @@ tg_clock_now_ns(void)
     return tg_clock_gettime_ns();
 }
 
+/*
+ * A reader's private copy of the published conversion, for readers that read
+ * the clock on every event (the profile function, once per thread): while
+ * tg_clock_pub.seq still equals SEQ, CONV is exactly what the seqlock would
+ * give, so a read is one load and compare instead of the seqlock's four loads,
+ * fence and retry test (about 15 instructions per read).  Owned by one thread;
+ * zero-initialised it is empty (the published seq is never 0 once
+ * tg_clock_enable ran, and tg_clock_enable changes it on every call, so a
+ * cache never outlives a change of source).
+ */
+struct tg_clock_cache {
+    uint32_t seq;               /* tg_clock_pub.seq CONV was read under (even) */
+    struct tg_clock_conv conv;
+#if TG_CLOCK_HAVE_TSC
+    /* The same conversion to microseconds (tg_clock_now_us_cached):
+     * us = (base_us_fx + d * mult_us) >> TG_CLOCK_US_SHIFT, d the ticks since
+     * conv.base_tsc; base_us_fx holds conv.base_ns / 1000 with its fraction. */
+    unsigned __int128 base_us_fx;
+    uint64_t mult_us;           /* us per tick, times 2^TG_CLOCK_US_SHIFT */
+#endif
+};
+
+/* Fixed-point position of tg_clock_cache.mult_us: mult (ns per tick at 2^32)
+ * times 2^10 / 1000 keeps all of mult's ~30 significant bits. */
+#define TG_CLOCK_US_SHIFT (TG_CLOCK_SHIFT + 10)
+
+/* The slow path of tg_clock_now_ns_cached: refill CC (TSC source) and read. */
+int64_t tg_clock_now_ns_slow(struct tg_clock_cache *cc);
+
+/* CLOCK_REALTIME in microseconds since the epoch through the caller's cache
+ * CC: tg_clock_now_ns_cached(CC) / 1000 without the division (for a TSC
+ * reading, the same within a microsecond: mult_us is mult rounded down). */
+static inline int64_t
+tg_clock_now_us_cached(struct tg_clock_cache *cc)
+{
+#if TG_CLOCK_HAVE_TSC
+    if (__builtin_expect(atomic_load_explicit(&tg_clock_pub.seq, memory_order_acquire)
+                         == cc->seq, 1)) {
+        uint64_t d = __rdtsc() - cc->conv.base_tsc;
+        if ((int64_t)d < 0)
+            d = 0;  /* before the anchor: the anchor itself, as tg_clock_conv_ns */
+        return (int64_t)((cc->base_us_fx + (unsigned __int128)d * cc->mult_us)
+                         >> TG_CLOCK_US_SHIFT);
+    }
+#endif
+    return tg_clock_now_ns_slow(cc) / 1000;
+}
+
+/* tg_clock_now_ns through the caller's cache CC (same result). */
+static inline int64_t
+tg_clock_now_ns_cached(struct tg_clock_cache *cc)
+{
+#if TG_CLOCK_HAVE_TSC
+    if (__builtin_expect(atomic_load_explicit(&tg_clock_pub.seq, memory_order_acquire)
+                         == cc->seq, 1))
+        return tg_clock_conv_ns(&cc->conv, __rdtsc());
+#endif
+    return tg_clock_now_ns_slow(cc);
+}
+
 /* tg_clock_now_ns, but never less than *LAST, which it updates: one caller's
  * timestamps never go backwards (a re-anchor a little behind the extrapolation,
  * or a wall-clock step back, holds the time still until the clock catches up).

@@ -50,6 +50,16 @@ tg_hook_entry_insert(struct tg_ptrtable *table, void *p, size_t size, int gil)
     }
 }
 
+/* tg_hook_entry_insert with accounting off: P's SIZE alone. */
+static inline __attribute__((always_inline)) void
+tg_hook_plain_insert(struct tg_ptrtable *table, void *p, size_t size, int gil)
+{
+    if (gil)
+        tg_ptrtable_gil_insert(p, size);
+    else
+        tg_ptrtable_insert(table, p, size);
+}
+
 /* Remove P from TABLE (tg_ptrtable_gil when GIL): 1 and its word in *WORD, or 0. */
 static inline __attribute__((always_inline)) int
 tg_hook_entry_remove(struct tg_ptrtable *table, void *p, size_t *word, int gil)

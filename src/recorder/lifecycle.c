@@ -437,6 +437,7 @@ tg_recorder_enable(struct tg_recorder_object *self)
     r->cap_counts_mem = !r->fmt_text && r->track_memory;
     r->time_calls = r->timestamps && (r->fmt_binary || r->track_stack);
     r->time_returns = r->timestamps && (r->fmt_binary || r->track_memory);
+    tg_event_path_choose(r);
     r->sample_countdown = r->sample_every;
     r->gen = ++tg_gen_counter;
     r->page_size = sysconf(_SC_PAGESIZE);
@@ -620,6 +621,8 @@ tg_recorder_module_init(void)
         PyErr_SetString(PyExc_RuntimeError, "no free code object extra slot");
         return -1;
     }
+    if (tg_frame_code_check() < 0)
+        return -1;
     if (pthread_atfork(tg_atfork_prepare, tg_atfork_parent, tg_atfork_child) != 0) {
         PyErr_SetString(PyExc_RuntimeError, "pthread_atfork failed");
         return -1;

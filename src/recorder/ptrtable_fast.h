@@ -162,7 +162,9 @@ tg_compact_remove_unlocked(struct tg_shard *s, uint64_t kk, uint64_t h, size_t *
     }
     *size = (size_t)(w & TG_C_SIZE_MASK);
     /* Backward-shift deletion: pull later members of the probe run into the hole
-     * when their home slot does not lie cyclically in (hole, j]. */
+     * when their home slot does not lie cyclically in (hole, j], i.e. when they
+     * are at least as far from home as from the hole (two masked differences,
+     * fewer instructions than testing the wrap-around case apart). */
     j = i;
     for (;;) {
         size_t home;
@@ -171,7 +173,7 @@ tg_compact_remove_unlocked(struct tg_shard *s, uint64_t kk, uint64_t h, size_t *
         if (w == 0)
             break;
         home = tg_compact_hash(w) & mask;
-        if ((i <= j) ? (home <= i || home > j) : (home <= i && home > j)) {
+        if (((j - home) & mask) >= ((j - i) & mask)) {
             slots[i] = w;
             i = j;
         }

@@ -216,7 +216,7 @@ tg_at_line(struct tg_code_info *info, const struct tg_at *at)
     return tg_offset_line(info, at->code, lasti);
 #else
     (void)info;
-    return PyFrame_GetLineNumber(at->frame);  /* no sys.monitoring before 3.12 */
+    return tg_frame_line(at->frame);  /* no sys.monitoring before 3.12 */
 #endif
 }
 
@@ -228,8 +228,28 @@ tg_caller_line(struct tg_recorder *r, const struct tg_at *at)
     return tg_at_line(tg_code_info_get(r, at->code), at);
 #else
     (void)r;
-    return PyFrame_GetLineNumber(at->frame);
+    return tg_frame_line(at->frame);
 #endif
+}
+
+int
+tg_frame_code_check(void)
+{
+#if PY_VERSION_HEX >= 0x03090000
+    PyFrameObject *f = PyEval_GetFrame();  /* borrowed: the importing frame */
+    if (f != NULL) {
+        PyCodeObject *c = PyFrame_GetCode(f);
+        int ok = c == tg_frame_code(f);
+        Py_DECREF(c);
+        if (!ok) {
+            PyErr_SetString(PyExc_ImportError,
+                            "threadgraph._recorder: this interpreter's frame layout is not "
+                            "the one the recorder was built for (tg_compat.h tg_frame_code)");
+            return -1;
+        }
+    }
+#endif
+    return 0;
 }
 
 int
@@ -268,13 +288,22 @@ tg_rss_bytes(struct tg_recorder *r)
     return pages * r->page_size;
 }
 
-/* The calling thread's memory reading for R's mode (see docs/api.md). */
-static inline int64_t
-tg_memory_now(struct tg_recorder *r, struct tg_thread *t)
+/* Bytes the interpreter allocated to deliver T's current event: only the
+ * sys.monitoring events (3.12+) have any. */
+#if TG_HAVE_MONITORING
+#  define TG_EVENT_BIAS(t) ((t)->event_bias)
+#else
+#  define TG_EVENT_BIAS(t) ((void)(t), (int64_t)0)
+#endif
+
+/* The calling thread's memory reading for R's mode (see docs/api.md); D: the
+ * default configuration (tg_event_path_choose), whose mode is thread. */
+static inline __attribute__((always_inline)) int64_t
+tg_memory_now(struct tg_recorder *r, struct tg_thread *t, const int d)
 {
     /* The default mode first: one compare instead of the switch's two. */
-    if (__builtin_expect(r->memory_mode == TG_MEM_THREAD, 1))
-        return tg_tls.allocated - tg_tls.freed - t->event_bias;
+    if (d || __builtin_expect(r->memory_mode == TG_MEM_THREAD, 1))
+        return tg_tls.allocated - tg_tls.freed - TG_EVENT_BIAS(t);
     switch (r->memory_mode) {
     case TG_MEM_PROCESS:
         return atomic_load_explicit(&tg_process_total, memory_order_relaxed) - t->correction
@@ -366,6 +395,27 @@ tg_cap_drop(struct tg_thread *t)
     tg_count(&t->dropped);
 }
 
+/* The time of an event of T in ns: tg_clock_now_ns_mono(&T->clock.last_ns)
+ * through the thread's clock cache (tg_tls.clock, clock.h). */
+static inline int64_t
+tg_event_ns(struct tg_thread *t)
+{
+    int64_t ns = tg_clock_now_ns_cached(&tg_tls.clock);
+    if (ns < t->clock.last_ns)
+        return t->clock.last_ns;
+    t->clock.last_ns = ns;
+    return ns;
+}
+
+/* The time of an event in the default configuration (capture only), in
+ * microseconds, the capture's unit: no clamp to the thread's last time, since
+ * tg_cap_dt_us keeps a stream's times from going back. */
+static inline int64_t
+tg_event_us_capture(void)
+{
+    return tg_clock_now_us_cached(&tg_tls.clock);
+}
+
 /* Space for one record in T's capture stream (after the pending "dropped"
  * mark), or NULL (the record is counted as dropped). */
 static inline unsigned char *
@@ -397,24 +447,33 @@ tg_ns_to_us(int64_t ns)
                        * UINT64_C(0x20C49BA5E353F7CF)) >> 64) >> 4);
 }
 
-/* Microseconds since T's previous timed record for the time NS (read once
- * for the event, shared with the text line), and advance the stream time. */
+/* Microseconds since T's previous timed record for the time US, and advance
+ * the stream time. */
 static inline uint64_t
-tg_cap_dt(struct tg_thread *t, int64_t ns)
+tg_cap_dt_us(struct tg_thread *t, int64_t us)
 {
-    int64_t us = tg_ns_to_us(ns);
     uint64_t dt = us > t->cap_us ? (uint64_t)(us - t->cap_us) : 0;
     if (us > t->cap_us)
         t->cap_us = us;
     return dt;
 }
 
-/* CALL of code ID (0: could not be defined) at time NS; LINE for C functions
- * (IS_C).  Returns the RETURN's reference line, or TG_CAP_NOT_WRITTEN. */
+/* tg_cap_dt_us for the time NS (read once for the event, shared with the text
+ * line). */
+static inline uint64_t
+tg_cap_dt(struct tg_thread *t, int64_t ns)
+{
+    return tg_cap_dt_us(t, tg_ns_to_us(ns));
+}
+
+/* CALL of code ID (0: could not be defined) at time NS (in microseconds when
+ * D); LINE for C functions (IS_C).  Returns the RETURN's reference line, or
+ * TG_CAP_NOT_WRITTEN. */
 static inline __attribute__((always_inline)) int64_t
 tg_cap_call(struct tg_recorder *r, struct tg_thread *t, uint32_t id, int is_c, long line,
-            int64_t ns)
+            int64_t ns, const int d)
 {
+    const int timed = d || r->timestamps;
     unsigned char *start, *p;
     if (__builtin_expect(id == 0, 0)) {
         tg_cap_drop(t);
@@ -423,20 +482,22 @@ tg_cap_call(struct tg_recorder *r, struct tg_thread *t, uint32_t id, int is_c, l
     p = tg_cap_reserve(t, &start);
     if (p == NULL)
         return TG_CAP_NOT_WRITTEN;
-    p = tg_cap_enc_call(p, id, r->timestamps, r->timestamps ? tg_cap_dt(t, ns) : 0, is_c,
-                        line);
+    p = tg_cap_enc_call(p, id, timed,
+                        d ? tg_cap_dt_us(t, ns) : timed ? tg_cap_dt(t, ns) : 0, is_c, line);
     tg_writer_commit(&t->capw, (size_t)(p - start));
     t->cap_calls++;
-    if (r->cap_counts_stack)
+    if (d || r->cap_counts_stack)
         tg_count(&t->n_stack_records);
     return line;
 }
 
-/* RETURN of the call whose CALL gave REF, at LINE, time NS, memory DELTA. */
+/* RETURN of the call whose CALL gave REF, at LINE, time NS (microseconds when
+ * D), memory DELTA. */
 static inline __attribute__((always_inline)) void
 tg_cap_return(struct tg_recorder *r, struct tg_thread *t, int64_t ref, long line, int64_t ns,
-              int64_t delta)
+              int64_t delta, const int d)
 {
+    const int timed = d || r->timestamps;
     unsigned char *start, *p;
     if (__builtin_expect(ref == TG_CAP_NOT_WRITTEN, 0)) {
         tg_cap_drop(t);  /* its CALL is not in the stream: neither is it */
@@ -445,11 +506,12 @@ tg_cap_return(struct tg_recorder *r, struct tg_thread *t, int64_t ref, long line
     p = tg_cap_reserve(t, &start);
     if (p == NULL)
         return;
-    p = tg_cap_enc_return(p, (int64_t)line - ref, r->timestamps,
-                          r->timestamps ? tg_cap_dt(t, ns) : 0, r->track_memory, delta);
+    p = tg_cap_enc_return(p, (int64_t)line - ref, timed,
+                          d ? tg_cap_dt_us(t, ns) : timed ? tg_cap_dt(t, ns) : 0,
+                          d || r->track_memory, delta);
     tg_writer_commit(&t->capw, (size_t)(p - start));
     t->cap_returns++;
-    if (r->cap_counts_mem)
+    if (d || r->cap_counts_mem)
         tg_count(&t->n_records);
 }
 
@@ -527,7 +589,7 @@ tg_cfunc_names(const struct tg_cfunc *cf, const char **mod, size_t *mod_len,
 }
 
 /* The capture's code id of INFO's code, defined on first use (0 on failure). */
-static uint32_t
+static __attribute__((noinline, cold)) uint32_t
 tg_cap_define_python(struct tg_recorder *r, struct tg_code_info *info)
 {
     uint32_t id = tg_cap_new_code_id(&r->cap);
@@ -551,7 +613,7 @@ tg_cap_python_id(struct tg_recorder *r, struct tg_code_info *info)
 /* The capture's code id of the C function CF, defined on first use (0 on
  * failure).  The table holds a reference to the module, so that its address
  * names the same module as long as the entry lives. */
-static uint32_t
+static __attribute__((noinline, cold)) uint32_t
 tg_cap_define_c(struct tg_recorder *r, const struct tg_cfunc *cf)
 {
     const char *mod, *name;
@@ -579,7 +641,9 @@ tg_cap_define_c(struct tg_recorder *r, const struct tg_cfunc *cf)
     return id;
 }
 
-static inline uint32_t
+/* Inline, with the definition out of line: GCC had merged the two into one
+ * function whose register saves every C call paid. */
+static inline __attribute__((always_inline)) uint32_t
 tg_cap_c_id(struct tg_recorder *r, const struct tg_cfunc *cf)
 {
     uint32_t id = tg_cap_idtab_get(&r->cfunc_ids, (uintptr_t)cf->ml, (uintptr_t)cf->module);
@@ -633,22 +697,25 @@ tg_frames_grow(struct tg_thread *t)
 static inline __attribute__((always_inline)) void
 tg_open_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key,
              const char *file, size_t file_len, long line,
-             const char *func, size_t func_len, int esc, uint32_t cap_id)
+             const char *func, size_t func_len, int esc, uint32_t cap_id, const int d)
 {
     int64_t ns = 0;
-    if (t->depth == t->frames_cap && tg_frames_grow(t) < 0) {
+    if (__builtin_expect(t->depth == t->frames_cap, 0) && tg_frames_grow(t) < 0) {
         tg_count(&t->dropped);
         return;  /* out of memory: neither line is written, pairing holds */
     }
-    if (r->time_calls)
-        ns = tg_clock_now_ns_mono(&t->clock.last_ns);  /* once for both formats */
-    if (r->text_stack)
+    if (d)
+        ns = tg_event_us_capture();  /* microseconds: only the capture uses it */
+    else if (r->time_calls)
+        ns = tg_event_ns(t);  /* once for both formats */
+    if (!d && r->text_stack)
         tg_write_stack_line(r, t, t->depth, file, file_len, line, func, func_len, esc, ns);
-    t->frames[t->depth].cap_line = r->fmt_binary ? tg_cap_call(r, t, cap_id, esc, line, ns) : 0;
+    t->frames[t->depth].cap_line = d || r->fmt_binary
+                                   ? tg_cap_call(r, t, cap_id, esc, line, ns, d) : 0;
     t->frames[t->depth].key = key;
-    t->frames[t->depth].start = r->track_memory ? tg_memory_now(r, t) : 0;
+    t->frames[t->depth].start = d || r->track_memory ? tg_memory_now(r, t, d) : 0;
     t->depth++;
-    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
+    if (!d && atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
         tg_acct_push(file, file_len, line, func, func_len, esc);
 }
 
@@ -656,16 +723,16 @@ tg_open_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key,
  * delta through *DELTA and the call's capture reference line through *REF,
  * and 1, or 0 when the return has no recorded call (a frame running since
  * before enable(), or a filtered one). */
-static inline int
+static inline __attribute__((always_inline)) int
 tg_close_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key, int64_t *delta,
-              int64_t *ref)
+              int64_t *ref, const int d)
 {
     if (t->depth == 0 || t->frames[t->depth - 1].key != key)
         return 0;
     t->depth--;
-    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
+    if (!d && atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
         tg_acct_pop();
-    *delta = r->track_memory ? tg_memory_now(r, t) - t->frames[t->depth].start : 0;
+    *delta = d || r->track_memory ? tg_memory_now(r, t, d) - t->frames[t->depth].start : 0;
     *ref = t->frames[t->depth].cap_line;
     return 1;
 }
@@ -676,15 +743,17 @@ tg_close_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key, int64_t
 static inline __attribute__((always_inline)) void
 tg_write_return(struct tg_recorder *r, struct tg_thread *t, const char *file, size_t file_len,
                 long line, const char *func, size_t func_len, int esc, int64_t delta,
-                int64_t ref)
+                int64_t ref, const int d)
 {
     int64_t ns = 0;
-    if (r->time_returns)
-        ns = tg_clock_now_ns_mono(&t->clock.last_ns);
-    if (r->text_mem)
+    if (d)
+        ns = tg_event_us_capture();  /* microseconds: only the capture uses it */
+    else if (r->time_returns)
+        ns = tg_event_ns(t);
+    if (!d && r->text_mem)
         tg_write_mem_line(r, t, file, file_len, line, func, func_len, esc, delta, ns);
-    if (r->fmt_binary)
-        tg_cap_return(r, t, ref, line, ns, delta);
+    if (d || r->fmt_binary)
+        tg_cap_return(r, t, ref, line, ns, delta, d);
 }
 
 /* Write a process.mem sample (the countdown reached 0) and restart the
@@ -763,7 +832,7 @@ static inline void
 tg_trig_arm(struct tg_recorder *r, struct tg_thread *t, uintptr_t key)
 {
     t->trig_key = key;
-    t->trig_before = tg_memory_now(r, t);
+    t->trig_before = tg_memory_now(r, t, 0);
     t->trig_own_before = tg_own_bytes();
 }
 
@@ -774,44 +843,46 @@ static inline void
 tg_trig_settle(struct tg_recorder *r, struct tg_thread *t)
 {
     int64_t own = tg_own_bytes() - t->trig_own_before;
-    t->correction += tg_memory_now(r, t) - t->trig_before - own;
+    t->correction += tg_memory_now(r, t, 0) - t->trig_before - own;
     t->trig_key = 0;
 }
 
 /* PyTrace_CALL: a Python frame starts or resumes.  Starts hiding the profiler's
  * own frames, arms a Python sleep trigger, and opens a recorded call if the
  * frame passes the filter. */
-static void
-tg_on_py_call(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at)
+static inline __attribute__((always_inline)) void
+tg_on_py_call(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at, const int d)
 {
     struct tg_code_info *info = tg_code_info_get(r, at->code);
 
-    if (info == NULL)
+    if (__builtin_expect(info == NULL, 0))
         return;
-    if (info->excluded) {
+    if (__builtin_expect(info->excluded, 0)) {
         t->suppress_key = at->key;
         return;
     }
-    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
-        tg_acct_on_call((PyObject *)at->code);
-    if (info->trigger && t->trig_key == 0 && tg_sleep_correction_on(r))
-        tg_trig_arm(r, t, at->key);
-    if (!r->record_python || !info->pass)
-        return;
+    if (!d) {
+        if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
+            tg_acct_on_call((PyObject *)at->code);
+        if (info->trigger && t->trig_key == 0 && tg_sleep_correction_on(r))
+            tg_trig_arm(r, t, at->key);
+        if (!r->record_python || !info->pass)
+            return;
+    }
     tg_open_call(r, t, at->key, info->file, info->file_len,
                  info->firstlineno, info->func, info->func_len, 0,
-                 r->fmt_binary ? tg_cap_python_id(r, info) : 0);
+                 d || r->fmt_binary ? tg_cap_python_id(r, info) : 0, d);
 }
 
 /* PyTrace_RETURN (return, exception or yield): settles a pending Python sleep
  * trigger and closes the frame's recorded call, writing its .mem line. */
-static void
-tg_on_py_return(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at)
+static inline __attribute__((always_inline)) void
+tg_on_py_return(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at, const int d)
 {
     int64_t delta, ref;
-    if (t->trig_key == at->key)
+    if (!d && t->trig_key == at->key)
         tg_trig_settle(r, t);
-    if (!tg_close_call(r, t, at->key, &delta, &ref) || !(r->text_mem || r->fmt_binary))
+    if (!tg_close_call(r, t, at->key, &delta, &ref, d) || !(d || r->text_mem || r->fmt_binary))
         return;
     {
         struct tg_code_info *info = tg_code_info_get(r, at->code);
@@ -820,7 +891,7 @@ tg_on_py_return(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *
             return;
         }
         tg_write_return(r, t, info->file, info->file_len, tg_at_line(info, at),
-                        info->func, info->func_len, 0, delta, ref);
+                        info->func, info->func_len, 0, delta, ref, d);
     }
 }
 
@@ -837,47 +908,48 @@ tg_c_call_passes(struct tg_recorder *r, const struct tg_at *at)
 
 /* PyTrace_C_CALL of CF: arms a C sleep trigger (even when C calls are not
  * recorded) and opens a recorded C call keyed by the calling frame. */
-static void
+static inline __attribute__((always_inline)) void
 tg_on_c_call(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at,
-             const struct tg_cfunc *cf)
+             const struct tg_cfunc *cf, const int d)
 {
     const char *mod, *name;
     size_t mod_len, name_len;
 
-    if (t->trig_key == 0 && tg_sleep_correction_on(r) && tg_is_trigger_def(r, cf->ml))
+    if (!d && t->trig_key == 0 && tg_sleep_correction_on(r) && tg_is_trigger_def(r, cf->ml))
         tg_trig_arm(r, t, at->key);
-    if (!r->record_c || tg_is_own_def(cf->ml) || !tg_c_call_passes(r, at))
+    if (tg_is_own_def(cf->ml) || (!d && (!r->record_c || !tg_c_call_passes(r, at))))
         return;
     /* The names go to the .stack line and to accounting; the capture names a
      * C function by its id (tg_cap_c_id reads them once, at its definition). */
-    if (r->text_stack || atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
+    if (!d && (r->text_stack || atomic_load_explicit(&tg_acct_on, memory_order_relaxed)))
         tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);
     else
         mod = name = NULL, mod_len = name_len = 0;
     tg_open_call(r, t, at->key, mod, mod_len, tg_caller_line(r, at), name, name_len, 1,
-                 r->fmt_binary ? tg_cap_c_id(r, cf) : 0);
+                 d || r->fmt_binary ? tg_cap_c_id(r, cf) : 0, d);
 }
 
 /* PyTrace_C_RETURN / PyTrace_C_EXCEPTION of CF: settles a pending C sleep
  * trigger (its memory change goes to the thread's correction) and closes the
  * call. */
-static void
+static inline __attribute__((always_inline)) void
 tg_on_c_return(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at,
-               const struct tg_cfunc *cf)
+               const struct tg_cfunc *cf, const int d)
 {
     const char *mod, *name;
     size_t mod_len, name_len;
     int64_t delta, ref;
 
-    if (t->trig_key == at->key)
+    if (!d && t->trig_key == at->key)
         tg_trig_settle(r, t);
-    if (!tg_close_call(r, t, at->key, &delta, &ref) || !(r->text_mem || r->fmt_binary))
+    if (!tg_close_call(r, t, at->key, &delta, &ref, d) || !(d || r->text_mem || r->fmt_binary))
         return;
-    if (r->text_mem)
+    if (!d && r->text_mem)
         tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);
     else
         mod = name = NULL, mod_len = name_len = 0;
-    tg_write_return(r, t, mod, mod_len, tg_caller_line(r, at), name, name_len, 1, delta, ref);
+    tg_write_return(r, t, mod, mod_len, tg_caller_line(r, at), name, name_len, 1, delta, ref,
+                    d);
 }
 
 /* Key of a sleep trigger armed without a call event (sleepwrap.c): never a
@@ -926,10 +998,12 @@ tg_thread_for_event(struct tg_recorder_object *obj)
 }
 
 /* One event WHAT (a PyTrace_* value) at AT; for C events CF is the function.
- * TG_BUSY_TRACER is set by the caller. */
+ * TG_BUSY_TRACER is set by the caller.  D (a constant in each copy): R has the
+ * default configuration (tg_event_path_choose), so every test of the
+ * configuration it fixes is left out. */
 static inline __attribute__((always_inline)) void
 tg_event(struct tg_recorder *r, struct tg_thread *t, int what, const struct tg_at *at,
-         const struct tg_cfunc *cf)
+         const struct tg_cfunc *cf, const int d)
 {
     tg_maybe_sample(r);
     if (t->suppress_key != 0) {
@@ -940,27 +1014,38 @@ tg_event(struct tg_recorder *r, struct tg_thread *t, int what, const struct tg_a
     }
     switch (what) {
     case PyTrace_CALL:
-        tg_on_py_call(r, t, at);
+        tg_on_py_call(r, t, at, d);
         break;
     case PyTrace_RETURN:
-        tg_on_py_return(r, t, at);
+        tg_on_py_return(r, t, at, d);
         break;
     case PyTrace_C_CALL:
-        tg_on_c_call(r, t, at, cf);
+        tg_on_c_call(r, t, at, cf, d);
         break;
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION:
-        tg_on_c_return(r, t, at, cf);
+        tg_on_c_return(r, t, at, cf, d);
         break;
     default:
         break;
     }
-    if (r->stream_factory != NULL)
+    if (!d && r->stream_factory != NULL)
         tg_flush_py_if_old(t);
 }
 
-int
-tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+void
+tg_event_path_choose(struct tg_recorder *r)
+{
+    r->default_path = r->memory_mode == TG_MEM_THREAD && r->track_memory && r->track_stack
+                      && r->record_python && r->record_c && r->timestamps
+                      && r->fmt_binary && !r->fmt_text && r->filter == NULL
+                      && r->stream_factory == NULL && !tg_sleep_correction_on(r)
+                      && !atomic_load_explicit(&tg_acct_on, memory_order_relaxed);
+}
+
+/* The profile function's body; D as tg_event's. */
+static inline __attribute__((always_inline)) int
+tg_profile_body(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg, const int d)
 {
     struct tg_recorder *r = &((struct tg_recorder_object *)obj)->r;
     struct tg_thread *t;
@@ -989,7 +1074,7 @@ tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
      * instruction offset as an int (see tg_monitor_event): the frame's. */
     t->event_bias = PyFrame_GetLasti(frame) > TG_SMALL_INT_MAX ? r->offset_int_size : 0;
 #endif
-    tg_event(r, t, what, &at, &cf);
+    tg_event(r, t, what, &at, &cf, d);
 #if TG_HAVE_MONITORING
     t->event_bias = 0;
 #endif
@@ -997,10 +1082,32 @@ tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     return 0;
 }
 
-#if TG_HAVE_MONITORING
+static __attribute__((noinline)) int
+tg_profile_default(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    return tg_profile_body(obj, frame, what, arg, 1);
+}
+
+static __attribute__((noinline)) int
+tg_profile_general(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    return tg_profile_body(obj, frame, what, arg, 0);
+}
+
 int
-tg_monitor_event(struct tg_recorder_object *obj, int what, PyObject *code, PyObject *offset,
-                 PyObject *callable, PyObject *arg0)
+tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    /* A tail call into the copy for this run's configuration. */
+    if (((struct tg_recorder_object *)obj)->r.default_path)
+        return tg_profile_default(obj, frame, what, arg);
+    return tg_profile_general(obj, frame, what, arg);
+}
+
+#if TG_HAVE_MONITORING
+/* tg_monitor_event's body; D as tg_event's. */
+static inline __attribute__((always_inline)) int
+tg_monitor_event_body(struct tg_recorder_object *obj, int what, PyObject *code,
+                      PyObject *offset, PyObject *callable, PyObject *arg0, const int d)
 {
     struct tg_recorder *r = &obj->r;
     struct tg_thread *t;
@@ -1029,9 +1136,33 @@ tg_monitor_event(struct tg_recorder_object *obj, int what, PyObject *code, PyObj
     at.code = (PyCodeObject *)code;
     at.frame = NULL;
     at.lasti = (int)lasti;
-    tg_event(r, t, what, &at, &cf);
+    tg_event(r, t, what, &at, &cf, d);
     t->event_bias = 0;
     tg_tls.busy &= ~TG_BUSY_TRACER;
     return 0;
+}
+
+static __attribute__((noinline)) int
+tg_monitor_event_default(struct tg_recorder_object *obj, int what, PyObject *code,
+                         PyObject *offset, PyObject *callable, PyObject *arg0)
+{
+    return tg_monitor_event_body(obj, what, code, offset, callable, arg0, 1);
+}
+
+static __attribute__((noinline)) int
+tg_monitor_event_general(struct tg_recorder_object *obj, int what, PyObject *code,
+                         PyObject *offset, PyObject *callable, PyObject *arg0)
+{
+    return tg_monitor_event_body(obj, what, code, offset, callable, arg0, 0);
+}
+
+int
+tg_monitor_event(struct tg_recorder_object *obj, int what, PyObject *code, PyObject *offset,
+                 PyObject *callable, PyObject *arg0)
+{
+    /* A tail call into the copy for this run's configuration (tg_profile). */
+    if (obj->r.default_path)
+        return tg_monitor_event_default(obj, what, code, offset, callable, arg0);
+    return tg_monitor_event_general(obj, what, code, offset, callable, arg0);
 }
 #endif

@@ -50,6 +50,9 @@ struct tg_recorder {
     int cap_counts_mem, cap_counts_stack;  /* !fmt_text && track_memory / track_stack:
                                             * capture records count as .mem / .stack
                                             * lines in stats() */
+    int default_path;          /* the default configuration: tg_profile runs its
+                                * copy without configuration tests (recorder.c,
+                                * tg_event_path_choose) */
     int time_calls;            /* read the clock at recorded calls */
     int time_returns;          /* read the clock at recorded returns */
     int memory_mode;           /* enum tg_memory_mode */
@@ -126,6 +129,10 @@ extern struct tg_recorder_object *tg_active;
 
 
 
+/* Decide r->default_path from R's configuration (enable, after the derived
+ * fields and accounting are set). */
+void tg_event_path_choose(struct tg_recorder *r);
+
 /* Profile function (PyEval_SetProfile); OBJ is the recorder object. */
 int tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
 
@@ -138,6 +145,9 @@ int tg_monitor_event(struct tg_recorder_object *obj, int what, PyObject *code,
 
 /* One-time set up of the code-object cache at module import (GIL held). */
 int tg_recorder_module_init_code_index(void);
+/* Whether tg_frame_code reads the calling frame's code as PyFrame_GetCode
+ * does: 0, or -1 with ImportError set. */
+int tg_frame_code_check(void);
 
 /* Calls of the LEN methods DEFS (the Recorder type's own) are plumbing, never
  * recorded.  Set once at module import, before any recorder is enabled. */

@@ -172,6 +172,63 @@ test_torn_seq(void)
 	tg_clock_enable();
 }
 
+/* The cached reader (tg_clock_now_ns_cached) reads what the seqlock reader
+ * reads: next to clock_gettime, refilled after every publish (a re-anchor, a
+ * torn seq) and never using a TSC conversion once the source is gettime. */
+static void
+test_cached(void)
+{
+	struct tg_clock_cache cc;
+	struct tg_clock_conv c = { 0, 0, 0 };
+	int64_t worst = 0;
+	uint32_t s;
+	int i;
+
+	memset(&cc, 0, sizeof(cc));
+	unsetenv("THREADGRAPH_CLOCK");
+	tg_clock_enable();
+	CHECK(atomic_load(&tg_clock_pub.seq) != 0);  /* an empty cache never matches */
+	for (i = 0; i < 200000; i++) {
+		int64_t before = tg_clock_gettime_ns();
+		int64_t now = tg_clock_now_ns_cached(&cc);
+		int64_t after = tg_clock_gettime_ns();
+		int64_t off = now < before ? before - now : now > after ? now - after : 0;
+		if (off > worst)
+			worst = off;
+		if (i % 50000 == 0)
+			tg_clock_tick();
+	}
+	CHECK(worst <= TOLERANCE_NS);
+	/* Microseconds: between the ns readings around it (within a rounding). */
+	for (i = 0; i < 200000; i++) {
+		int64_t before = tg_clock_now_ns_cached(&cc);
+		int64_t us = tg_clock_now_us_cached(&cc);
+		int64_t after = tg_clock_now_ns_cached(&cc);
+		if (us < before / 1000 - 1 || us > after / 1000 + 1) {
+			CHECK(!"tg_clock_now_us_cached outside the ns readings around it");
+			break;
+		}
+	}
+	if (atomic_load(&tg_clock_src) == TG_CLOCK_TSC) {
+		CHECK_INT(cc.seq, atomic_load(&tg_clock_pub.seq));
+		/* A torn seq: not the cache's, so the reader falls back and agrees. */
+		s = atomic_load(&tg_clock_pub.seq);
+		atomic_store(&tg_clock_pub.seq, s | 1);
+		CHECK(abs64(tg_clock_now_ns_cached(&cc) - tg_clock_gettime_ns()) <= TOLERANCE_NS);
+		tg_clock_publish(&c);  /* mult 0: every reader gets the anchor, 0 */
+		CHECK_INT(tg_clock_now_ns_cached(&cc), 0);
+		CHECK_INT(cc.seq, atomic_load(&tg_clock_pub.seq));
+	}
+	/* Switching to gettime invalidates every cache, even a filled one. */
+	setenv("THREADGRAPH_CLOCK", "gettime", 1);
+	tg_clock_enable();
+	CHECK(cc.seq != atomic_load(&tg_clock_pub.seq));
+	CHECK(abs64(tg_clock_now_ns_cached(&cc) - tg_clock_gettime_ns()) <= TOLERANCE_NS);
+	CHECK(cc.seq != atomic_load(&tg_clock_pub.seq));
+	unsetenv("THREADGRAPH_CLOCK");
+	tg_clock_enable();
+}
+
 int
 main(void)
 {
@@ -183,5 +240,6 @@ main(void)
 	printf("default source here: %s\n", tg_clock_source_name());
 	test_race();
 	test_torn_seq();
+	test_cached();
 	TG_TEST_DONE();
 }

@@ -421,3 +421,49 @@ def test_cli_export_equals_text(tmp_path, compress):
             if name.endswith((".mem", ".stack")):
                 with open(os.path.join(run_dir, name), "rb") as a:
                     assert a.read().startswith((part / name).read_bytes()), (cut, name)
+
+
+def test_binary_default_times_follow_the_wall_clock(tmp_path):
+    """The default configuration's event path (capture only) reads the clock in
+    microseconds through a per-thread cache: every record's time lies between
+    the wall-clock times around the run, and times never go back in a stream."""
+    res = run_scenario(tmp_path, """
+        import threading, time, threadgraph
+        def leaf(n):
+            return bytearray(n)
+        def work():
+            for i in range(3000):
+                leaf(i)
+                if i % 1000 == 0:
+                    time.sleep(0.02)
+        t0 = time.time()
+        p = threadgraph.ProcessProfile(default_log_path="out")
+        p.trackStack()
+        p.enable()
+        ts = [threading.Thread(target=work) for _ in range(2)]
+        for t in ts: t.start()
+        work()
+        for t in ts: t.join()
+        p.disable()
+        print(t0, time.time())
+        """)
+    t0, t1 = (float(x) for x in res.stdout.split())
+    run_dir = only_dir(tmp_path / "out")
+    cap = tgcapture.load(os.path.join(run_dir, "capture.tg"))
+    assert cap.flags & tgcapture.F_TIME
+    n = 0
+    for stream in cap.order:
+        calls, returns, _ = cap.thread_records(stream)
+        times = sorted([(c[1], "c", i) for i, c in enumerate(calls)]
+                       + [(r[0], "r", i) for i, r in enumerate(returns)])
+        assert times, stream
+        for us in (c[1] for c in calls):
+            assert t0 * 1e6 - 2000 <= us <= t1 * 1e6 + 2000
+        for us in (r[0] for r in returns):
+            assert t0 * 1e6 - 2000 <= us <= t1 * 1e6 + 2000
+        n += len(returns)
+        # Stream order is time order (dt is unsigned): the sleeps show up.
+        us_calls = [c[1] for c in calls]
+        assert us_calls == sorted(us_calls)
+        assert us_calls[-1] - us_calls[0] >= 40000
+    assert n >= 3 * 3000
