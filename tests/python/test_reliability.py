@@ -38,6 +38,15 @@ import os, sys, threading, time
 from threadgraph import ProcessProfile
 def nfds():
     return len(os.listdir('/proc/self/fd'))
+def fd_targets():
+    # what the open descriptors are, {(fd, target)}: to name a leak
+    found = set()
+    for fd in os.listdir('/proc/self/fd'):
+        try:
+            found.add((int(fd), os.readlink('/proc/self/fd/' + fd)))
+        except OSError:
+            pass  # the listing's own descriptor, closed already
+    return found
 """
 
 
@@ -510,9 +519,10 @@ def background():
     while not stop.is_set():
         sum(range(50))
         time.sleep(0.001)
-bg = threading.Thread(target=background, name="bg")
+bg = threading.Thread(target=background, name="bg", daemon=True)  # a failure ends
 bg.start()
 base = nfds()
+base_fds = fd_targets()
 dirs = []
 reused = ProcessProfile(format="text", default_log_path="out")
 for i in range(100):
@@ -525,7 +535,7 @@ for i in range(100):
     sum(range(10))
     p.disable()
     dirs.append(p.output_dir)
-    assert nfds() == base, (i, nfds(), base)
+    assert nfds() == base, (i, nfds(), base, fd_targets() - base_fds, base_fds - fd_targets())
 stop.set(); bg.join()
 print(len(set(dirs)))
 """, timeout=180)
