@@ -6,6 +6,7 @@
  * split (the interning's fast paths are inline in acct_sites.h).
  */
 #include "acct_state.h"
+#include "alloc_hooks.h"
 #include "clock.h"
 
 #include <stdlib.h>
@@ -16,14 +17,6 @@ _Atomic int tg_acct_on;
 struct tg_acct tg_acct = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
-
-/* The calling thread's state, valid iff gen == tg_acct.gen.  initial-exec, as
- * alloc_hooks.c's tg_tls: read by every hook, it is then one %fs-relative load
- * instead of a __tls_get_addr call (16 bytes of glibc's static TLS reserve). */
-static _Thread_local struct {
-    struct tg_acct_thread *t;
-    uint64_t gen;
-} tg_acct_tls __attribute__((tls_model("initial-exec")));
 
 /* The histogram bin of SIZE (TG_ACCT_BINS). */
 static inline int
@@ -65,8 +58,8 @@ tg_acct_self(void)
     uint64_t gen = atomic_load_explicit(&tg_acct.gen, TG_RELAXED);
     struct tg_acct_thread *t;
 
-    if (tg_acct_tls.gen == gen && tg_acct_tls.t != NULL)
-        return tg_acct_tls.t;
+    if (tg_tls.acct_gen == gen && tg_tls.acct != NULL)
+        return tg_tls.acct;
     t = calloc(1, sizeof(*t));
     if (t == NULL)
         return NULL;
@@ -83,8 +76,8 @@ tg_acct_self(void)
         if (mean > 0)
             tg_acct_sampler_init(&t->sampler, tg_acct.seed, t->ix, mean);
     }
-    tg_acct_tls.t = t;
-    tg_acct_tls.gen = gen;
+    tg_tls.acct = t;
+    tg_tls.acct_gen = gen;
     return t;
 }
 

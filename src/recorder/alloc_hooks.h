@@ -23,6 +23,7 @@
 #define TG_BUSY_HOOK 2    /* inside a hook: nested calls (pymalloc -> raw) pass through */
 
 struct tg_thread;
+struct tg_acct_thread;
 
 /* Everything the recorder keeps per OS thread.  Thread-local: only its own thread
  * reads or writes it. */
@@ -33,6 +34,9 @@ struct tg_tls {
     int64_t freed;             /* bytes freed (exact sizes) by this thread while hooked */
     int busy;                  /* TG_BUSY_* bits */
     struct tg_clock_cache clock;  /* the profile function's clock reads (clock.h) */
+    struct tg_acct_thread *acct;  /* this thread's accounting state (acct_state.c),
+                                   * valid iff acct_gen == tg_acct.gen */
+    uint64_t acct_gen;
 };
 
 /* initial-exec: a direct %fs access instead of a __tls_get_addr call per hook;
