@@ -33,8 +33,9 @@ static _Atomic int tg_tracking;
 /* Set at install when the hooks only count the thread's bytes (no allocation
  * accounting, no process total: the default): the hooks then test this one
  * flag instead of tracking, accounting and the process total apart.  Cleared
- * at uninstall.  Accounting starts only before an enable (which installs) and
- * only stops while this is set, so it never goes stale.  Relaxed atomic. */
+ * at uninstall.  Accounting starts only before an enable (which installs the
+ * hooks and computes this) and stops only after disable has uninstalled them
+ * (which clears it), so it never goes stale.  Relaxed atomic. */
 static _Atomic int tg_plain;
 
 static inline __attribute__((always_inline)) void *

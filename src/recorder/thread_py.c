@@ -81,10 +81,9 @@ tg_note_writer_error(struct tg_recorder *r, struct tg_writer *w)
     msg = PyUnicode_FromFormat("%s: %s (errno %d)", w->path ? w->path : "?",
                                strerror(err), err);
     /* Every thread's capture stream reports the capture's error: once is enough. */
-    if (msg != NULL && PySequence_Contains(r->errors, msg) == 0) {
+    if (msg != NULL && PySequence_Contains(r->errors, msg) == 0)
         PyList_Append(r->errors, msg);
-        Py_DECREF(msg);
-    }
+    Py_XDECREF(msg);
     PyErr_Clear();
 }
 
@@ -133,19 +132,27 @@ tg_thread_open_stream(struct tg_recorder *r, struct tg_writer *w, const char *ba
     return ret < 0 ? -1 : 0;
 }
 
-/* Open T's files under the base name of log entry LOG.  GIL held.  Returns 0,
- * or -1 with the failure left in the writers (or r->errors). */
+/* Open T's files under the base name of the run's log entry IDX.  GIL held.
+ * Returns 0, or -1 with the failure left in the writers (or r->errors).
+ *
+ * A stream_factory is Python: while it runs the GIL may pass to a thread whose
+ * first event attaches it and grows the log, moving its entries.  So the entry
+ * is looked up by index after each open, never kept as a pointer; its strings
+ * (base, name) are separate allocations that do not move. */
 static int
-tg_thread_open_files(struct tg_recorder *r, struct tg_thread *t, struct tg_thread_log *log)
+tg_thread_open_files(struct tg_recorder *r, struct tg_thread *t, size_t idx)
 {
+    const char *base = r->table.log[idx].base;
+    const struct tg_thread_log *log;
     int ret = 0;
-    if (r->text_mem && tg_thread_open_stream(r, &t->mem, log->base, "mem") < 0)
+    if (r->text_mem && tg_thread_open_stream(r, &t->mem, base, "mem") < 0)
         ret = -1;
-    if (r->text_stack && tg_thread_open_stream(r, &t->stack, log->base, "stack") < 0)
+    if (r->text_stack && tg_thread_open_stream(r, &t->stack, base, "stack") < 0)
         ret = -1;
+    log = &r->table.log[idx];
     if (r->fmt_binary) {
         int e;
-        t->stream = TG_CAP_STREAM_FIRST + (uint32_t)(log - r->table.log);
+        t->stream = TG_CAP_STREAM_FIRST + (uint32_t)idx;
         t->cap_us = r->cap.start_us;
         /* Times never precede the capture's start_us (dt_us is unsigned). */
         if (t->clock.last_ns < r->cap.start_us * 1000)
@@ -196,9 +203,7 @@ tg_thread_attach(struct tg_recorder_object *self, const char *name, size_t name_
         free(owned_name);
         goto fail;
     }
-    /* log entries only move on realloc under the table's lock, and only this
-     * (GIL holding) code path adds them: the pointer is stable during the open. */
-    tg_thread_open_files(r, t, &r->table.log[idx]);
+    tg_thread_open_files(r, t, (size_t)idx);
     tg_thread_table_add(&r->table, t);
     tg_tls.thread = t;
     tg_tls.gen = r->gen;

@@ -3,7 +3,7 @@
  *
  * A writer owns either a file descriptor (the default files) or a sink: a
  * function its opener gives (the capture's chunks, capture.c; a Python file
- * object, pystream.c).  Records are appended into a 64 KiB buffer that only
+ * object, sinks.c).  Records are appended into a 64 KiB buffer that only
  * ever holds whole lines, and leave the process with one write(2) (or one sink
  * call) per flush, so a killed process leaves at most its last line incomplete.
  * Plain C: writer.c links alone (tests/c/test_writer.c); it knows neither Python

@@ -583,6 +583,49 @@ assert sorted(os.listdir(p.output_dir)) == ["process.mem", "runinfo.json"]
 """)
 
 
+def test_stream_factory_that_lets_other_threads_attach_meanwhile(tmp_path):
+    # The factory sleeps (the GIL passes) while 40 threads make their first
+    # events at once: the run's thread log grows past 16 and 32 entries under an
+    # open in progress, which must not keep a pointer into it (the ASan build
+    # reports the read of the freed array the old code made).
+    run_scenario(tmp_path, PRELUDE + """
+import io, json
+streams = {}
+class Keep(io.StringIO):
+    def close(self):
+        pass
+def factory(kind):
+    time.sleep(0.002)
+    s = Keep()
+    streams[(threading.get_ident(), kind)] = s
+    return s
+def work():
+    return [1]
+go = threading.Event()
+def body():
+    go.wait()
+    work()
+# Started before enable(): each attaches at its first event, all at once.
+threads = [threading.Thread(target=body, name="w%d" % i) for i in range(40)]
+for t in threads:
+    t.start()
+p = ProcessProfile(stream_factory=factory, default_log_path="out", profile="python")
+p.trackStack()
+p.enable()
+go.set()
+for t in threads:
+    t.join()
+p.disable()
+for t in threads:
+    mem = streams[(t.ident, "mem")].getvalue()
+    stack = streams[(t.ident, "stack")].getvalue()
+    assert "work=>" in mem and ":work\\n" in stack, (t.name, mem, stack)
+with open(os.path.join(p.output_dir, "runinfo.json")) as f:
+    names = [th["name"] for th in json.load(f)["threads"]]
+assert sorted(n for n in names if n.startswith("w")) == sorted("w%d" % i for i in range(40))
+""")
+
+
 def test_blocks_from_before_enable_count_zero_when_freed(tmp_path):
     run_scenario(tmp_path, PRELUDE + """
 gc.disable()
