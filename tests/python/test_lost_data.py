@@ -39,10 +39,11 @@ def no_temporaries(base):
 # --- multiprocessing.Pool as a context manager ------------------------------------
 
 POOL = """
-import multiprocessing, os
+import multiprocessing, os, time
 from threadgraph import ProcessProfile
 
 def work(i):
+    time.sleep(0.5)  # every worker gets a task: all are past their start-up
     return len(bytearray(1000 + i))
 
 if __name__ == "__main__":
@@ -61,9 +62,10 @@ def test_pool_context_manager_children_keep_their_records(tmp_path):
     dirs = run_dirs(tmp_path / "out")
     pids = {load_runinfo(d)["pid"]: d for d in dirs}
     children = [d for d in dirs if load_runinfo(d)["ppid"] in pids]
-    # A worker that never got a task may be terminated before its fork hook ran
-    # (a loaded machine): it then leaves no directory, which loses nothing.
-    assert len(dirs) == 1 + len(children) and 1 <= len(children) <= 2, dirs
+    # A worker terminated while it is still starting can stay alive under the
+    # profiler (docs/api.md "Known limitations"): the tasks here take long
+    # enough for both workers to be past their start-up when terminate() comes.
+    assert len(dirs) == 1 + len(children) and len(children) == 2, dirs
     assert sum(calls_of(d, "work") for d in children) == 4
     for d in dirs:
         assert load_runinfo(d)["end_time"] is not None, d
@@ -246,3 +248,4 @@ def test_forked_child_ending_with_os_exit_writes_everything(tmp_path):
     (child,) = [d for d in dirs if calls_of(d, "work")]
     assert calls_of(child, "work") == WORK_CALLS
     assert load_runinfo(child)["end_time"] is not None
+
