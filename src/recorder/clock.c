@@ -224,28 +224,17 @@ tg_clock_rate_plausible(uint64_t mult)
 int64_t
 tg_clock_now_ns_slow(struct tg_clock_cache *cc)
 {
-    if (atomic_load_explicit(&tg_clock_src, memory_order_relaxed) == TG_CLOCK_TSC) {
-        struct tg_clock_conv c;
-        uint32_t s0;
-        int tries;
+    struct tg_clock_conv c;
+    uint32_t seq;
 
-        for (tries = 0; tries < TG_CLOCK_READ_TRIES; tries++) {
-            s0 = atomic_load_explicit(&tg_clock_pub.seq, memory_order_acquire);
-            c.base_tsc = atomic_load_explicit(&tg_clock_pub.base_tsc, memory_order_relaxed);
-            c.base_ns = atomic_load_explicit(&tg_clock_pub.base_ns, memory_order_relaxed);
-            c.mult = atomic_load_explicit(&tg_clock_pub.mult, memory_order_relaxed);
-            atomic_thread_fence(memory_order_acquire);
-            if (!(s0 & 1)
-                && atomic_load_explicit(&tg_clock_pub.seq, memory_order_relaxed) == s0) {
-                cc->conv = c;
-                /* base_ns >= 0: a time since the epoch (the anchor's). */
-                cc->base_us_fx = ((unsigned __int128)(uint64_t)c.base_ns
-                                  << TG_CLOCK_US_SHIFT) / 1000;
-                cc->mult_us = (uint64_t)(((unsigned __int128)c.mult << 10) / 1000);
-                cc->seq = s0;
-                return tg_clock_conv_ns(&c, __rdtsc());
-            }
-        }
+    if (atomic_load_explicit(&tg_clock_src, memory_order_relaxed) == TG_CLOCK_TSC
+        && tg_clock_conv_read(&c, &seq)) {
+        cc->conv = c;
+        /* base_ns >= 0: a time since the epoch (the anchor's). */
+        cc->base_us_fx = ((unsigned __int128)(uint64_t)c.base_ns << TG_CLOCK_US_SHIFT) / 1000;
+        cc->mult_us = (uint64_t)(((unsigned __int128)c.mult << 10) / 1000);
+        cc->seq = seq;
+        return tg_clock_conv_ns(&c, __rdtsc());
     }
     return tg_clock_gettime_ns();
 }

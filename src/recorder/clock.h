@@ -100,31 +100,43 @@ tg_clock_gettime_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+#if TG_CLOCK_HAVE_TSC
+/* A consistent copy of the published conversion into *C and the seq it was
+ * read under into *SEQ: 1, or 0 when the writer kept it busy (seqlock, up to
+ * TG_CLOCK_READ_TRIES attempts). */
+static inline int
+tg_clock_conv_read(struct tg_clock_conv *c, uint32_t *seq)
+{
+    int tries;
+    for (tries = 0; tries < TG_CLOCK_READ_TRIES; tries++) {
+        uint32_t s0 = atomic_load_explicit(&tg_clock_pub.seq, memory_order_acquire);
+        c->base_tsc = atomic_load_explicit(&tg_clock_pub.base_tsc, memory_order_relaxed);
+        c->base_ns = atomic_load_explicit(&tg_clock_pub.base_ns, memory_order_relaxed);
+        c->mult = atomic_load_explicit(&tg_clock_pub.mult, memory_order_relaxed);
+        atomic_thread_fence(memory_order_acquire);
+        if (!(s0 & 1) && atomic_load_explicit(&tg_clock_pub.seq, memory_order_relaxed) == s0) {
+            *seq = s0;
+            return 1;
+        }
+    }
+    return 0;
+}
+#endif
+
 /* CLOCK_REALTIME in ns since the epoch, from the chosen source.  Any thread; no
  * lock, no system call. */
 static inline int64_t
 tg_clock_now_ns(void)
 {
 #if TG_CLOCK_HAVE_TSC
-    if (atomic_load_explicit(&tg_clock_src, memory_order_relaxed) == TG_CLOCK_TSC) {
-        struct tg_clock_conv c;
-        uint32_t s0;
-        int tries;
-
-        for (tries = 0; tries < TG_CLOCK_READ_TRIES; tries++) {
-            s0 = atomic_load_explicit(&tg_clock_pub.seq, memory_order_acquire);
-            c.base_tsc = atomic_load_explicit(&tg_clock_pub.base_tsc, memory_order_relaxed);
-            c.base_ns = atomic_load_explicit(&tg_clock_pub.base_ns, memory_order_relaxed);
-            c.mult = atomic_load_explicit(&tg_clock_pub.mult, memory_order_relaxed);
-            atomic_thread_fence(memory_order_acquire);
-            if (!(s0 & 1)
-                && atomic_load_explicit(&tg_clock_pub.seq, memory_order_relaxed) == s0)
-                /* A plain rdtsc, not the vDSO's fenced one: the timestamp is
-                 * printed to the microsecond, a few cycles of reordering with
-                 * the neighbouring instructions do not show. */
-                return tg_clock_conv_ns(&c, __rdtsc());
-        }
-    }
+    struct tg_clock_conv c;
+    uint32_t seq;
+    if (atomic_load_explicit(&tg_clock_src, memory_order_relaxed) == TG_CLOCK_TSC
+        && tg_clock_conv_read(&c, &seq))
+        /* A plain rdtsc, not the vDSO's fenced one: the timestamp is printed
+         * to the microsecond, a few cycles of reordering with the neighbouring
+         * instructions do not show. */
+        return tg_clock_conv_ns(&c, __rdtsc());
 #endif
     return tg_clock_gettime_ns();
 }
