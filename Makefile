@@ -61,6 +61,14 @@ $(B)/ctest/test_clock: tests/c/test_clock.c tests/c/tg_test.h $(CLOCK_SRC)
 $(B)/asan/ctest/test_clock: tests/c/test_clock.c tests/c/tg_test.h $(CLOCK_SRC)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/clock.c -lpthread
+# The finishing signals' guard is pure C: its test links sigkick.c alone.
+$(B)/ctest/test_sigkick: tests/c/test_sigkick.c tests/c/tg_test.h src/recorder/sigkick.c src/recorder/sigkick.h
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/sigkick.c -lpthread
+
+$(B)/asan/ctest/test_sigkick: tests/c/test_sigkick.c tests/c/tg_test.h src/recorder/sigkick.c src/recorder/sigkick.h
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/sigkick.c -lpthread
 # The recorder's pointer tables are pure C: their test links ptrtable.c alone.
 PTRTABLE_DEPS := tests/c/test_ptrtable.c tests/c/tg_test.h src/recorder/ptrtable.c \
 		 src/recorder/ptrtable_fast.h \

@@ -608,7 +608,9 @@ def _seconds_to_ms(seconds: Any) -> int:
 # Python-level handler while a profile is enabled: Python runs it in the main
 # thread between bytecodes, where disable() is safe (a C signal handler could
 # not flush: the writers' locks, the GIL and Python's allocator are not
-# async-signal-safe).  It finishes the run (records, summary, final snapshot,
+# async-signal-safe).  Its C side notes each delivery, and the flusher sends
+# the signal again to the main thread if the handler has not started within a
+# flush period (a wait the signal did not interrupt: src/recorder/sigkick.h).  It finishes the run (records, summary, final snapshot,
 # runinfo.json), puts the default action back and sends the signal again, so
 # the process ends with the same status as without the profiler.  A program's
 # own handler is left alone (installed before or after enable()): the process
@@ -648,6 +650,7 @@ class _signals_deferred:
 def _on_finish_signal(signum: int, frame: Any) -> None:
     """Handler of a finishing signal whose action was the default: write
     everything, then die of the signal as the default action would."""
+    _recorder.finish_signal_started(signum)
     if _DEFER_DEPTH > 0:
         _DEFERRED.append(signum)
         return
@@ -702,6 +705,10 @@ def _exit_paths_install() -> None:
             signal.signal(signum, _on_finish_signal)
         except (ValueError, OSError):
             continue
+        # Python runs the handler between bytecodes of the main thread: a
+        # signal that interrupts no wait (it came just before a blocking
+        # lock wait, or to another thread) is sent to it again (sigkick.h).
+        _recorder.finish_signal_watch(signum)
         _OUR_SIGNALS.append(signum)
 
 

@@ -16,6 +16,7 @@
 #include "sleepwrap.h"
 #include "native.h"
 #include "sinks.h"
+#include "sigkick.h"
 #include "tg_format.h"
 
 #include <errno.h>
@@ -258,6 +259,7 @@ tg_flusher_main(void *arg)
         pthread_mutex_unlock(&r->flusher_lock);
         tg_clock_tick();  /* re-anchor the timestamps to CLOCK_REALTIME */
         tg_flush_all_fd(r);
+        tg_sigkick_poll();  /* a finishing signal whose handler waits (sigkick.h) */
         pthread_mutex_lock(&r->flusher_lock);
         if (now.tv_sec > next.tv_sec + 1)
             next = now;  /* the process was stopped: do not run ticks to catch up */
@@ -594,6 +596,7 @@ tg_atfork_child(void)
 {
     struct tg_recorder_object *a = tg_active;
     tg_atfork_unlock(a);
+    tg_sigkick_after_fork_child();
     if (a != NULL) {
         struct tg_thread *t;
         /* The parent writes these buffers itself: never a second time here. */

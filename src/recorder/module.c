@@ -12,6 +12,7 @@
 #include "names.h"
 #include "native.h"
 #include "options.h"
+#include "sigkick.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -573,6 +574,29 @@ tg_mod_native_slots(PyObject *mod, PyObject *unused)
     return PyLong_FromLong(tg_native_patched_slots());
 }
 
+static PyObject *
+tg_mod_finish_signal_watch(PyObject *mod, PyObject *arg)
+{
+    long signum = PyLong_AsLong(arg);
+
+    (void)mod;
+    if (signum == -1 && PyErr_Occurred())
+        return NULL;
+    return PyBool_FromLong(tg_sigkick_wrap((int)signum) == 0);
+}
+
+static PyObject *
+tg_mod_finish_signal_started(PyObject *mod, PyObject *arg)
+{
+    long signum = PyLong_AsLong(arg);
+
+    (void)mod;
+    if (signum == -1 && PyErr_Occurred())
+        return NULL;
+    tg_sigkick_started((int)signum);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef tg_module_methods[] = {
     {"safe_basename", tg_mod_safe_basename, METH_O,
      "File base name for a thread name (without the ~N suffix)."},
@@ -583,6 +607,11 @@ static PyMethodDef tg_module_methods[] = {
      "(allocated, freed) bytes of the calling thread while hooked."},
     {"native_slots", tg_mod_native_slots, METH_NOARGS,
      "Relocation slots that point at the native=True hooks now."},
+    {"finish_signal_watch", tg_mod_finish_signal_watch, METH_O,
+     "Guard the finishing signal's Python handler against a lost wake-up "
+     "(sigkick.h); True if its C handler was wrapped."},
+    {"finish_signal_started", tg_mod_finish_signal_started, METH_O,
+     "The finishing signal's Python handler has started."},
     {NULL, NULL, 0, NULL}
 };
 

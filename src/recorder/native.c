@@ -20,7 +20,7 @@
  * constructors that run inside dlopen before we patch it.  The hooks never call
  * Python, never take the GIL, and work in threads Python does not know.
  */
-#define _GNU_SOURCE
+#define _GNU_SOURCE 1  /* as pyconfig.h defines it: no redefinition warning */
 #include "native.h"
 #include "hook_count.h"
 

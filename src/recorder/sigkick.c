@@ -1,0 +1,101 @@
+/*
+ * sigkick.c - the finishing signals' lost wake-up guard (sigkick.h).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+
+#include "sigkick.h"
+
+/* Handlers are installed for signals below 32 only (SIGTERM, SIGINT, SIGHUP):
+ * one bit each in a word that the wrapper sets and the main thread clears
+ * (lock-free atomics: async-signal-safe). */
+#define TG_SIGKICK_MAX 32
+
+/* The handler each wrapped signal chains to.  Written by tg_sigkick_wrap (main
+ * thread) before the wrapper is installed, read by the wrapper afterwards. */
+static void (*tg_sigkick_next[TG_SIGKICK_MAX])(int);
+/* Signals delivered whose Python handler has not started: set by the wrapper
+ * (any thread), cleared by tg_sigkick_started (main thread); atomic. */
+static unsigned int tg_sigkick_pending;
+/* Pending at the flusher's previous poll: the flusher's own. */
+static unsigned int tg_sigkick_seen;
+/* Python's main thread: set from it (wrap) or in a fork child, read by the
+ * flusher; atomic. */
+static pthread_t tg_sigkick_main;
+
+static void
+tg_sigkick_handler(int signum)
+{
+    int saved = errno;
+    void (*next)(int) = NULL;
+
+    if (signum > 0 && signum < TG_SIGKICK_MAX) {
+        next = tg_sigkick_next[signum];
+        __atomic_fetch_or(&tg_sigkick_pending, 1u << signum, __ATOMIC_SEQ_CST);
+    }
+    errno = saved;
+    if (next != NULL)
+        next(signum);
+}
+
+int
+tg_sigkick_wrap(int signum)
+{
+    struct sigaction cur;
+    pthread_t self = pthread_self();
+
+    if (signum <= 0 || signum >= TG_SIGKICK_MAX)
+        return -1;
+    if (sigaction(signum, NULL, &cur) != 0)
+        return -1;
+    if (cur.sa_flags & SA_SIGINFO)
+        return -1;
+    if (cur.sa_handler == tg_sigkick_handler)
+        return 0;
+    if (cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN)
+        return -1;
+    __atomic_store(&tg_sigkick_main, &self, __ATOMIC_SEQ_CST);
+    tg_sigkick_next[signum] = cur.sa_handler;
+    __atomic_fetch_and(&tg_sigkick_pending, ~(1u << signum), __ATOMIC_SEQ_CST);
+    cur.sa_handler = tg_sigkick_handler;
+    return sigaction(signum, &cur, NULL) == 0 ? 0 : -1;
+}
+
+void
+tg_sigkick_started(int signum)
+{
+    if (signum > 0 && signum < TG_SIGKICK_MAX)
+        __atomic_fetch_and(&tg_sigkick_pending, ~(1u << signum), __ATOMIC_SEQ_CST);
+}
+
+void
+tg_sigkick_poll(void)
+{
+    unsigned int pending = __atomic_load_n(&tg_sigkick_pending, __ATOMIC_SEQ_CST);
+    unsigned int due = pending & tg_sigkick_seen;
+    pthread_t main_thread;
+    int signum;
+
+    tg_sigkick_seen = pending;
+    if (due == 0)
+        return;
+    __atomic_load(&tg_sigkick_main, &main_thread, __ATOMIC_SEQ_CST);
+    for (signum = 1; due != 0 && signum < TG_SIGKICK_MAX; signum++) {
+        if (due & (1u << signum)) {
+            due &= ~(1u << signum);
+            pthread_kill(main_thread, signum);
+        }
+    }
+}
+
+void
+tg_sigkick_after_fork_child(void)
+{
+    pthread_t self = pthread_self();
+
+    __atomic_store(&tg_sigkick_main, &self, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&tg_sigkick_pending, 0, __ATOMIC_SEQ_CST);
+    tg_sigkick_seen = 0;
+}

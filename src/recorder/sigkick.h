@@ -1,0 +1,42 @@
+/*
+ * sigkick.h - the finishing signals' lost wake-up guard.
+ *
+ * threadgraph finishes a run on SIGTERM/SIGINT/SIGHUP with a Python-level
+ * handler (threadgraph/profiler.py), which Python runs in the main thread
+ * between bytecodes.  A signal that lands while the main thread is between a
+ * lock's "try" and its blocking wait (multiprocessing's SemLock.acquire:
+ * sem_trywait, then sem_wait), or that the kernel hands to another thread,
+ * trips Python's flag but interrupts no wait: the handler would never run and
+ * the process, which the default action would have ended, waits forever.
+ *
+ * So the C handler Python installs is wrapped: the wrapper notes the signal
+ * before calling Python's, and the flusher (which wakes every half second)
+ * sends the same signal again to the main thread while the Python handler has
+ * not started after a whole period.  The wait ends with EINTR, Python checks
+ * its flags and runs the handler.  A second delivery only re-trips a flag
+ * that is already set: the handler still runs once.
+ */
+#ifndef TG_SIGKICK_H
+#define TG_SIGKICK_H
+
+#pragma GCC visibility push(hidden)
+
+/* Wrap the C handler installed for SIGNUM (Python's, just set from the main
+ * thread by signal.signal()).  Main thread only.  Returns 0, or -1 if SIGNUM
+ * is out of range or its action is not a plain handler (left alone). */
+int tg_sigkick_wrap(int signum);
+
+/* The Python handler for SIGNUM has started: no more kicks for it. */
+void tg_sigkick_started(int signum);
+
+/* Flusher, once per period: kick the main thread for every signal that was
+ * already pending at the previous call. */
+void tg_sigkick_poll(void);
+
+/* In a fork child: the calling thread is the main thread now; nothing is
+ * pending. */
+void tg_sigkick_after_fork_child(void);
+
+#pragma GCC visibility pop
+
+#endif
