@@ -69,18 +69,19 @@ $(B)/ctest/test_sigkick: tests/c/test_sigkick.c tests/c/tg_test.h src/recorder/s
 $(B)/asan/ctest/test_sigkick: tests/c/test_sigkick.c tests/c/tg_test.h src/recorder/sigkick.c src/recorder/sigkick.h
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/sigkick.c -lpthread
-# The recorder's pointer tables are pure C: their test links ptrtable.c alone.
+# The recorder's pointer tables are pure C: their test links ptrtable.c and the
+# GIL table's page map (ptrpage.c) alone.
 PTRTABLE_DEPS := tests/c/test_ptrtable.c tests/c/tg_test.h src/recorder/ptrtable.c \
-		 src/recorder/ptrtable_fast.h \
-		 src/recorder/ptrtable.h
+		 src/recorder/ptrtable_fast.h src/recorder/ptrtable.h \
+		 src/recorder/ptrpage.c src/recorder/ptrpage.h
 
 $(B)/ctest/test_ptrtable: $(PTRTABLE_DEPS)
 	@mkdir -p $(B)/ctest
-	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/ptrtable.c -pthread
+	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/ptrtable.c src/recorder/ptrpage.c -pthread
 
 $(B)/asan/ctest/test_ptrtable: $(PTRTABLE_DEPS)
 	@mkdir -p $(B)/asan/ctest
-	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/ptrtable.c -pthread
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/ptrtable.c src/recorder/ptrpage.c -pthread
 
 # The recorder's capture writer is pure C: its test links capture.c alone (and
 # libzstd when its header is installed, ZSTD_* above).

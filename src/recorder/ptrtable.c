@@ -18,19 +18,20 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The compact array of a shard that has none: one empty slot that is only ever
  * read, so that a remove needs no NULL test (an insert first grows, climit 0). */
 static const uint64_t tg_c_none[1];
 #define TG_C_NONE ((uint64_t *)tg_c_none)
 
-#define TG_S { PTHREAD_MUTEX_INITIALIZER, TG_C_NONE, 0, 0, 0, NULL, 0, 0 }
+#define TG_S { PTHREAD_MUTEX_INITIALIZER, TG_C_NONE, 0, 0, 0, NULL, 0, 0, { 0 } }
 #define TG_SHARDS_INIT { TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, \
                          TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S }
 /* Raw domain: each shard's fields are guarded by its own lock. */
-struct tg_ptrtable tg_ptrtable_raw = { 1, TG_SHARDS_INIT };
+struct tg_ptrtable tg_ptrtable_raw = { 1, { 0 }, TG_SHARDS_INIT };
 /* Mem and obj domains: guarded by the GIL. */
-struct tg_ptrtable tg_ptrtable_gil = { 0, TG_SHARDS_INIT };
+struct tg_ptrtable tg_ptrtable_gil = { 0, { 0 }, TG_SHARDS_INIT };
 #undef TG_S
 #undef TG_SHARDS_INIT
 
@@ -148,7 +149,8 @@ tg_wide_remove_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t *siz
         }
     }
     slots[i].key = 0;
-    s->wcount--;
+    if (--s->wcount == 0)
+        memset(s->wfilter, 0, sizeof s->wfilter);
     return 1;
 }
 
@@ -169,8 +171,10 @@ tg_wide_insert_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t size
         slot = &s->wslots[i];
     }
     if (slot->key == 0) {
+        unsigned b = tg_wfilter_bit(h);
         slot->key = p;
         s->wcount++;
+        s->wfilter[b >> 6] |= UINT64_C(1) << (b & 63);
     }
     slot->size = size;
 }
@@ -190,7 +194,7 @@ tg_shard_insert_wide_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_
 }
 
 /* Insert when the wide array is involved: P or SIZE does not fit a compact word,
- * or the wide array is not empty and may hold a stale entry for P.  Out of line,
+ * or the wide array may hold a stale entry for P (its filter bit is set).  Out of line,
  * so that the common path stays a leaf without a stack frame. */
 __attribute__((noinline)) void
 tg_shard_insert_slow_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t size)
@@ -199,7 +203,7 @@ tg_shard_insert_slow_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_
     size_t stale;
 
     if (tg_compact_ok(kk) && (size >> TG_C_SIZE_BITS) == 0) {
-        if (s->wcount != 0)
+        if (tg_wfilter_test(s, h))
             tg_wide_remove_unlocked(s, p, h, &stale);
         tg_compact_insert_unlocked(s, kk, h, size);
         return;
@@ -207,7 +211,8 @@ tg_shard_insert_slow_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_
     tg_shard_insert_wide_unlocked(s, p, h, size);
 }
 
-/* Remove when the wide array is not empty: from the compact array if it has
+/* Remove when the wide array may hold P (its filter bit is set): from the
+ * compact array if it has
  * entries and P there, else from the wide one (P is in at most one of them).
  * Out of line, see above. */
 __attribute__((noinline)) int
@@ -216,6 +221,42 @@ tg_shard_remove_slow_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_
     if (s->ccount != 0 && tg_compact_remove_unlocked(s, tg_compact_key(p), h, size))
         return 1;
     return tg_wide_remove_unlocked(s, p, h, size);
+}
+
+/* ---- the GIL table's hash side (the page map holds the rest) ---- */
+
+__attribute__((noinline)) void
+tg_gil_hash_insert(uintptr_t p, size_t word, int wide)
+{
+    struct tg_shard *s = &tg_ptrtable_gil.shards[0];
+    uint64_t h = tg_ptr_hash(p);
+    unsigned b = tg_wfilter_bit(h);
+    size_t stale;
+
+    tg_ptrpage_take(&tg_ptrpage_gil, p, &stale);  /* one entry per address */
+    if (wide)
+        tg_shard_insert_wide_unlocked(s, p, h, word);
+    else
+        tg_shard_insert_unlocked(s, p, h, word);
+    tg_ptrtable_gil.hfilter[b >> 6] |= UINT64_C(1) << (b & 63);
+}
+
+__attribute__((noinline)) int
+tg_gil_hash_remove(uintptr_t p, size_t *word)
+{
+    struct tg_shard *s = &tg_ptrtable_gil.shards[0];
+    int found = tg_shard_remove_unlocked(s, p, tg_ptr_hash(p), word);
+
+    if (found && s->ccount == 0 && s->wcount == 0)
+        memset(tg_ptrtable_gil.hfilter, 0, sizeof tg_ptrtable_gil.hfilter);
+    return found;
+}
+
+__attribute__((noinline)) void
+tg_gil_hash_drop(uintptr_t p)
+{
+    size_t stale;
+    tg_gil_hash_remove(p, &stale);
 }
 
 /* ---- the public functions ---- */
@@ -237,6 +278,10 @@ tg_ptrtable_insert(struct tg_ptrtable *t, void *ptr, size_t size)
     uint64_t h = tg_ptr_hash(p);
     struct tg_shard *s = tg_shard_of(t, h);
 
+    if (t == &tg_ptrtable_gil) {
+        tg_ptrtable_gil_insert(ptr, size);
+        return;
+    }
     if (t->locked)
         tg_shard_insert_locked(s, p, h, size);
     else
@@ -250,6 +295,10 @@ tg_ptrtable_insert_wide(struct tg_ptrtable *t, void *ptr, size_t size)
     uint64_t h = tg_ptr_hash(p);
     struct tg_shard *s = tg_shard_of(t, h);
 
+    if (t == &tg_ptrtable_gil) {
+        tg_gil_hash_insert(p, size, 1);
+        return;
+    }
     if (t->locked)
         pthread_mutex_lock(&s->lock);
     tg_shard_insert_wide_unlocked(s, p, h, size);
@@ -275,6 +324,8 @@ tg_ptrtable_remove(struct tg_ptrtable *t, void *ptr, size_t *size)
     uint64_t h = tg_ptr_hash(p);
     struct tg_shard *s = tg_shard_of(t, h);
 
+    if (t == &tg_ptrtable_gil)
+        return tg_ptrtable_gil_remove(ptr, size);
     if (t->locked)
         return tg_shard_remove_locked(s, p, h, size);
     return tg_shard_remove_unlocked(s, p, h, size);
@@ -297,6 +348,7 @@ tg_table_clear(struct tg_ptrtable *t)
         s->wslots = NULL;
         s->wmask = 0;
         s->wcount = 0;
+        memset(s->wfilter, 0, sizeof s->wfilter);
         pthread_mutex_unlock(&s->lock);
     }
 }
@@ -306,6 +358,8 @@ tg_ptrtable_clear(void)
 {
     tg_table_clear(&tg_ptrtable_raw);
     tg_table_clear(&tg_ptrtable_gil);
+    memset(tg_ptrtable_gil.hfilter, 0, sizeof tg_ptrtable_gil.hfilter);
+    tg_ptrpage_clear(&tg_ptrpage_gil);
 }
 
 static void
@@ -326,8 +380,12 @@ tg_table_stats(struct tg_ptrtable *t, struct tg_ptrtable_stats *st)
 void
 tg_ptrtable_stats(struct tg_ptrtable *t, struct tg_ptrtable_stats *st)
 {
-    st->compact = st->wide = st->bytes = 0;
+    st->compact = st->wide = st->paged = st->bytes = 0;
     tg_table_stats(t, st);
+    if (t == &tg_ptrtable_gil) {
+        st->paged = tg_ptrpage_gil.count;
+        st->bytes += tg_ptrpage_bytes(&tg_ptrpage_gil);
+    }
 }
 
 size_t
@@ -336,7 +394,7 @@ tg_ptrtable_count(void)
     struct tg_ptrtable_stats raw, gil;
     tg_ptrtable_stats(&tg_ptrtable_raw, &raw);
     tg_ptrtable_stats(&tg_ptrtable_gil, &gil);
-    return raw.compact + raw.wide + gil.compact + gil.wide;
+    return raw.compact + raw.wide + gil.compact + gil.wide + gil.paged;
 }
 
 void

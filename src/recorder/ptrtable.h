@@ -13,11 +13,17 @@
  *   - wide 16-byte {pointer, size word} entries for everything else (unaligned or
  *     high pointers, blocks of 1 MiB or more, and size words carrying an
  *     accounting site id, accounting.h); grown past 1/2 full.
- * A pointer lives in at most one of the two.  While a shard's wide array is
- * empty (accounting off and no large block) inserts and removes touch only the
- * compact one, so a free of an unknown block (allocated before enable()) costs
- * one short probe; otherwise a remove searches the compact array only when it
- * has entries, then the wide one.
+ * A pointer lives in at most one of the two.  A 512-bit filter per shard has
+ * a bit set for every wide entry's hash (cleared when the wide array empties):
+ * a block whose bit is clear (with accounting off, nearly all, even while some
+ * large blocks are live) is inserted and removed in the compact array alone,
+ * so a free of an unknown block (allocated before enable()) costs one short
+ * probe; otherwise a remove searches the compact array only when it has
+ * entries, then the wide one.
+ * The GIL table keeps most blocks elsewhere: in a page map by address
+ * (ptrpage.h), for locality; its hash holds the rest (large words, unaligned
+ * or high pointers), and a 512-bit filter of the hash's entries spares the
+ * page-map blocks a look there.
  * Two tables, because each domain frees only its own blocks:
  *   - tg_ptrtable_raw, for PYMEM_DOMAIN_RAW, which is called without the GIL from
  *     any thread: one mutex per shard;
@@ -60,6 +66,7 @@ size_t tg_ptrtable_count(void);
 struct tg_ptrtable_stats {
     size_t compact;   /* entries in the compact arrays */
     size_t wide;      /* entries in the wide arrays */
+    size_t paged;     /* entries in the page map (GIL table, ptrpage.h) */
     size_t bytes;     /* bytes of arrays allocated */
 };
 /* Fill *ST for T (takes T's shard locks; GIL held). */

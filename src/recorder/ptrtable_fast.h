@@ -13,6 +13,7 @@
 #define TG_PTRTABLE_FAST_H
 
 #include "ptrtable.h"
+#include "ptrpage.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -41,6 +42,13 @@
 #define TG_C_LOAD_NUM 3
 #define TG_C_LOAD_DEN 4
 
+/* The wide array's filter: a large block (or, with accounting on, a block with
+ * a site) must not send every other block's insert and remove to the wide
+ * array too.  A block whose filter bit is clear is not there: its insert needs
+ * no search for a stale wide entry and its remove looks in the compact array
+ * only.  512 bits: one cache line. */
+#define TG_WFILTER_BITS 512
+
 /* Wide slot: key and word side by side, a lookup touches one cache line. */
 struct tg_slot {
     uintptr_t key;         /* 0 = empty slot */
@@ -56,12 +64,19 @@ struct tg_shard {
     size_t climit;         /* grow before ccount exceeds it; 0 for tg_c_none */
     struct tg_slot *wslots;/* wide array, NULL until the first wide insert */
     size_t wmask;          /* wide capacity - 1 */
-    size_t wcount;         /* entries in wslots; 0 lets lookups skip the array */
+    size_t wcount;         /* entries in wslots */
+    uint64_t wfilter[TG_WFILTER_BITS / 64];  /* a bit per wide entry's filter hash
+                              (tg_wfilter_bit): clear = not in the wide array;
+                              all cleared when wcount drops to 0 */
 } __attribute__((aligned(128)));  /* shards' locks on separate cache lines, and
                                      a shift, not a multiply, to index them */
 
 struct tg_ptrtable {
     int locked;                        /* take the shard locks (raw domain); const */
+    uint64_t hfilter[TG_WFILTER_BITS / 64];  /* GIL table only (GIL): a bit per
+                                          entry of its hash (tg_wfilter_bit), all
+                                          cleared when the hash empties; clear =
+                                          the block is not in the hash */
     struct tg_shard shards[TG_SHARDS];
 };
 
@@ -72,6 +87,22 @@ tg_ptr_hash(uintptr_t p)
 {
     uint64_t h = ((uint64_t)p >> 4) * 0x9E3779B97F4A7C15ull;
     return h ^ (h >> 29);
+}
+
+/* The filter bit of hash H: bits 40..48, apart from those that pick the shard
+ * (the top 4) and the home slot (the low ones). */
+static inline unsigned
+tg_wfilter_bit(uint64_t h)
+{
+    return (unsigned)(h >> 40) & (TG_WFILTER_BITS - 1);
+}
+
+/* Whether the wide array of S might hold the block of hash H. */
+static inline int
+tg_wfilter_test(const struct tg_shard *s, uint64_t h)
+{
+    unsigned b = tg_wfilter_bit(h);
+    return (int)((s->wfilter[b >> 6] >> (b & 63)) & 1);
 }
 
 /* The shard of hash H in T.  The shards spread the raw table's locks; the GIL
@@ -191,7 +222,7 @@ tg_shard_insert_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t siz
     /* Compact unless P is not 16-aligned below 2^48, SIZE does not fit the low
      * bits, or the wide array might hold P. */
     if (__builtin_expect(((kk & TG_C_SIZE_MASK) | (size >> TG_C_SIZE_BITS)
-                          | s->wcount) != 0, 0)) {
+                          | (uint64_t)tg_wfilter_test(s, h)) != 0, 0)) {
         tg_shard_insert_slow_unlocked(s, p, h, size);
         return;
     }
@@ -201,12 +232,29 @@ tg_shard_insert_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t siz
 static inline int
 tg_shard_remove_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t *size)
 {
-    /* With accounting off nearly every block is compact and the wide array is
-     * empty: one probe, also for a miss (a block from before enable()).  A
+    /* With accounting off nearly every block is compact and its filter bit is
+     * clear: one probe, also for a miss (a block from before enable()).  A
      * pointer the compact array cannot hold just misses there (tg_compact_key). */
-    if (__builtin_expect(s->wcount != 0, 0))
+    if (__builtin_expect(tg_wfilter_test(s, h), 0))
         return tg_shard_remove_slow_unlocked(s, p, h, size);
     return tg_compact_remove_unlocked(s, tg_compact_key(p), h, size);
+}
+
+/* ---- the GIL table: the page map first (ptrpage.h), the hash for the rest ---- */
+
+/* Out of line (ptrtable.c): enter P with WORD in the GIL table's hash (in a wide
+ * entry if WIDE), dropping a page map entry for it; remove P from the hash;
+ * drop a stale hash entry for P. */
+void tg_gil_hash_insert(uintptr_t p, size_t word, int wide);
+int tg_gil_hash_remove(uintptr_t p, size_t *word);
+void tg_gil_hash_drop(uintptr_t p);
+
+/* Whether the GIL table's hash might hold P. */
+static inline int
+tg_gil_hash_maybe(uintptr_t p)
+{
+    unsigned b = tg_wfilter_bit(tg_ptr_hash(p));
+    return (int)((tg_ptrtable_gil.hfilter[b >> 6] >> (b & 63)) & 1);
 }
 
 /* tg_ptrtable_insert(&tg_ptrtable_gil, PTR, SIZE), inline (GIL held). */
@@ -214,8 +262,14 @@ static inline void
 tg_ptrtable_gil_insert(void *ptr, size_t size)
 {
     uintptr_t p = (uintptr_t)ptr;
-    uint64_t h = tg_ptr_hash(p);
-    tg_shard_insert_unlocked(tg_shard_of(&tg_ptrtable_gil, h), p, h, size);
+
+    if (__builtin_expect(tg_ptrpage_fits(p, size), 1)
+            && __builtin_expect(tg_ptrpage_set(&tg_ptrpage_gil, p, size) == 0, 1)) {
+        if (__builtin_expect(tg_gil_hash_maybe(p), 0))
+            tg_gil_hash_drop(p);
+        return;
+    }
+    tg_gil_hash_insert(p, size, 0);
 }
 
 /* tg_ptrtable_remove(&tg_ptrtable_gil, PTR, SIZE), inline (GIL held). */
@@ -223,8 +277,12 @@ static inline int
 tg_ptrtable_gil_remove(void *ptr, size_t *size)
 {
     uintptr_t p = (uintptr_t)ptr;
-    uint64_t h = tg_ptr_hash(p);
-    return tg_shard_remove_unlocked(tg_shard_of(&tg_ptrtable_gil, h), p, h, size);
+
+    if (__builtin_expect(tg_ptrpage_take(&tg_ptrpage_gil, p, size), 1))
+        return 1;
+    if (__builtin_expect(tg_gil_hash_maybe(p), 0))
+        return tg_gil_hash_remove(p, size);
+    return 0;
 }
 
 #pragma GCC visibility pop

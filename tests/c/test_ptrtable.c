@@ -16,6 +16,7 @@
 
 /* Compact limits as the table documents them (ptrtable.h). */
 #define COMPACT_SIZE_LIMIT (UINT64_C(1) << 20)
+#define PAGE_WORD_LIMIT 0xFFFF          /* the GIL table's page map: words below */
 #define COMPACT_PTR_LIMIT (UINT64_C(1) << 48)
 
 static void *P(uint64_t v) { return (void *)(uintptr_t)v; }
@@ -34,10 +35,10 @@ static size_t entries(struct tg_ptrtable *t, size_t *compact, size_t *wide)
 	struct tg_ptrtable_stats st;
 	tg_ptrtable_stats(t, &st);
 	if (compact)
-		*compact = st.compact;
+		*compact = st.compact + st.paged;  /* one word per entry, either way */
 	if (wide)
 		*wide = st.wide;
-	return st.compact + st.wide;
+	return st.compact + st.wide + st.paged;
 }
 
 static void test_basic(struct tg_ptrtable *t)
@@ -174,8 +175,10 @@ static uint64_t random_address(void)
 static size_t random_size(void)
 {
 	uint64_t r = rnd() % 100;
-	if (r < 80)
+	if (r < 76)
 		return rnd() % 2048;
+	if (r < 80)
+		return PAGE_WORD_LIMIT - 2 + rnd() % 4;             /* the page map's */
 	if (r < 88)
 		return COMPACT_SIZE_LIMIT - 2 + rnd() % 4;          /* around the limit */
 	if (r < 94)
@@ -239,7 +242,8 @@ static void test_growth(struct tg_ptrtable *t)
 	for (i = 0; i < n; i++)
 		tg_ptrtable_insert(t, P(0x7f1200000000ull + (uint64_t)i * 32), (size_t)i % 1000);
 	tg_ptrtable_stats(t, &st);
-	CHECK_INT(st.compact, n);
+	CHECK_INT(st.compact + st.paged, n);
+	CHECK_INT(st.paged, t == &tg_ptrtable_gil ? n : 0);
 	CHECK_INT(st.wide, 0);
 	CHECK(st.bytes <= (size_t)n * 8 * 8 / 3 + 16 * 1024 * 8);   /* load >= 3/8 */
 	for (i = 0; i < n; i++)                  /* the odd granules were never entered */
@@ -254,6 +258,77 @@ static void test_growth(struct tg_ptrtable *t)
 			bad++;
 	CHECK_INT(bad, 0);
 	CHECK_INT(tg_ptrtable_count(), 0);
+	tg_ptrtable_clear();
+}
+
+/* The GIL table's page map (ptrpage.h): which blocks it takes, one entry per
+ * address between it and the hash, its pages and nodes given back. */
+static void test_pages(void)
+{
+	struct tg_ptrtable *t = &tg_ptrtable_gil;
+	struct tg_ptrtable_stats st;
+	const uint64_t base = 0x7f3400000000ull;
+	size_t empty_bytes;
+	long i, bad = 0;
+
+	tg_ptrtable_clear();
+	tg_ptrtable_insert(t, P(base), PAGE_WORD_LIMIT - 1);       /* the largest */
+	tg_ptrtable_insert(t, P(base + 16), PAGE_WORD_LIMIT);      /* hash */
+	tg_ptrtable_insert(t, P((UINT64_C(1) << 47) - 16), 1);     /* top page */
+	tg_ptrtable_insert(t, P(UINT64_C(1) << 47), 1);            /* above: hash */
+	tg_ptrtable_stats(t, &st);
+	CHECK_INT(st.paged, 2);
+	CHECK_INT(st.compact, 2);
+	CHECK_INT(take(t, base + 8), -1);          /* unaligned, same granule */
+	CHECK_INT(take(t, base), PAGE_WORD_LIMIT - 1);
+	CHECK_INT(take(t, base + 16), PAGE_WORD_LIMIT);
+	CHECK_INT(take(t, (UINT64_C(1) << 47) - 16), 1);
+	CHECK_INT(take(t, UINT64_C(1) << 47), 1);
+	CHECK_INT(tg_ptrtable_count(), 0);
+
+	/* an address moving between the page map and the hash keeps one entry */
+	tg_ptrtable_insert(t, P(base), 100);
+	tg_ptrtable_insert(t, P(base), 70000);                     /* hash now */
+	tg_ptrtable_stats(t, &st);
+	CHECK_INT(st.paged, 0);
+	CHECK_INT(st.compact, 1);
+	tg_ptrtable_insert(t, P(base), 200);                       /* page map again */
+	tg_ptrtable_stats(t, &st);
+	CHECK_INT(st.paged, 1);
+	CHECK_INT(st.compact + st.wide, 0);
+	tg_ptrtable_insert_wide(t, P(base), 300);                  /* accounting's */
+	tg_ptrtable_stats(t, &st);
+	CHECK_INT(st.paged + st.compact, 0);
+	CHECK_INT(st.wide, 1);
+	tg_ptrtable_insert(t, P(base), 400);
+	CHECK_INT(tg_ptrtable_count(), 1);
+	CHECK_INT(take(t, base), 400);
+	CHECK_INT(take(t, base), -1);
+
+	/* a full page, then two 16 MiB regions: exact, and their memory given back
+	 * (spare pages aside) when they empty */
+	tg_ptrtable_clear();
+	tg_ptrtable_stats(t, &st);
+	empty_bytes = st.bytes;
+	for (i = 0; i < 256; i++)
+		tg_ptrtable_insert(t, P(base + (uint64_t)i * 16), (size_t)i);
+	for (i = 0; i < 2 * 4096; i++)           /* a block per page */
+		tg_ptrtable_insert(t, P(base + (UINT64_C(1) << 24) + (uint64_t)i * 4096 + 32), 7);
+	tg_ptrtable_stats(t, &st);
+	CHECK_INT(st.paged, 256 + 2 * 4096);
+	CHECK(st.bytes > empty_bytes + 2 * 4096 * 512);
+	for (i = 255; i >= 0; i--)
+		if (take(t, base + (uint64_t)i * 16) != i)
+			bad++;
+	for (i = 0; i < 2 * 4096; i++)
+		if (take(t, base + (UINT64_C(1) << 24) + (uint64_t)i * 4096 + 32) != 7)
+			bad++;
+	CHECK_INT(bad, 0);
+	tg_ptrtable_stats(t, &st);
+	CHECK_INT(st.paged, 0);
+	CHECK(st.bytes <= empty_bytes + 1024 * 600);   /* the spare pages alone */
+	tg_ptrtable_insert(t, P(base + 4096), 9);      /* a spare page reused */
+	CHECK_INT(take(t, base + 4096), 9);
 	tg_ptrtable_clear();
 }
 
@@ -305,6 +380,8 @@ int main(void)
 	test_random(&tg_ptrtable_gil, 400000);
 	test_random(&tg_ptrtable_raw, 200000);
 	test_growth(&tg_ptrtable_gil);
+	test_growth(&tg_ptrtable_raw);
+	test_pages();
 	test_threads();
 	tg_ptrtable_clear();
 	TG_TEST_DONE();

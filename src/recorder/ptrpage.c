@@ -1,0 +1,118 @@
+/*
+ * ptrpage.c - the GIL table's page map (ptrpage.h): its growth, its empty
+ * pages and its clearing, out of the hooks' inlined path.
+ */
+#include "ptrpage.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+struct tg_ptrpage tg_ptrpage_gil;
+
+static __attribute__((noinline, cold)) struct tg_pp_node **
+tg_ptrpage_map_nodes(void)
+{
+    /* Address space only: pages of it are touched as nodes are entered. */
+    void *a = mmap(NULL, TG_PP_NODES * sizeof(struct tg_pp_node *), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return a == MAP_FAILED ? NULL : a;
+}
+
+__attribute__((noinline)) int
+tg_ptrpage_set_slow(struct tg_ptrpage *m, uintptr_t p, size_t word)
+{
+    uint64_t ni = (uint64_t)p >> TG_PP_NODE_SHIFT;
+    unsigned pi = (unsigned)(p >> TG_PP_PAGE_SHIFT) & (TG_PP_NODE_PAGES - 1);
+    struct tg_pp_node *n;
+    struct tg_pp_page *pg;
+
+    if (m->nodes == NULL && (m->nodes = tg_ptrpage_map_nodes()) == NULL)
+        return -1;
+    n = m->nodes[ni];
+    if (n == NULL) {
+        n = calloc(1, sizeof(*n));
+        if (n == NULL)
+            return -1;
+        n->index = ni;
+        n->next = m->all;
+        if (m->all != NULL)
+            m->all->prev = n;
+        m->all = n;
+        m->nnodes++;
+        m->nodes[ni] = n;
+    }
+    pg = n->page[pi];
+    if (pg == NULL) {
+        if (m->spare != NULL) {
+            pg = m->spare;
+            m->spare = pg->u.next;
+            m->nspare--;
+            pg->u.next = NULL;
+            pg->u.live = 0;
+        } else if ((pg = calloc(1, sizeof(*pg))) == NULL) {
+            return -1;
+        }
+        n->page[pi] = pg;
+        n->npages++;
+        m->pages++;
+    }
+    return tg_ptrpage_set(m, p, word);
+}
+
+__attribute__((noinline)) void
+tg_ptrpage_page_empty(struct tg_ptrpage *m, struct tg_pp_node *n, unsigned pi)
+{
+    struct tg_pp_page *pg = n->page[pi];
+
+    n->page[pi] = NULL;
+    m->pages--;
+    if (m->nspare < TG_PP_SPARE_MAX) {
+        /* word1 is all 0 (live was): ready for reuse as it is. */
+        pg->u.next = m->spare;
+        m->spare = pg;
+        m->nspare++;
+    } else {
+        free(pg);
+    }
+    if (--n->npages == 0) {
+        m->nodes[n->index] = NULL;
+        if (n->prev != NULL)
+            n->prev->next = n->next;
+        else
+            m->all = n->next;
+        if (n->next != NULL)
+            n->next->prev = n->prev;
+        m->nnodes--;
+        free(n);
+    }
+}
+
+void
+tg_ptrpage_clear(struct tg_ptrpage *m)
+{
+    struct tg_pp_node *n, *next;
+    struct tg_pp_page *pg, *pnext;
+    unsigned pi;
+
+    for (n = m->all; n != NULL; n = next) {
+        next = n->next;
+        for (pi = 0; pi < TG_PP_NODE_PAGES; pi++)
+            free(n->page[pi]);
+        free(n);
+    }
+    for (pg = m->spare; pg != NULL; pg = pnext) {
+        pnext = pg->u.next;
+        free(pg);
+    }
+    if (m->nodes != NULL)
+        munmap(m->nodes, TG_PP_NODES * sizeof(struct tg_pp_node *));
+    memset(m, 0, sizeof(*m));
+}
+
+size_t
+tg_ptrpage_bytes(const struct tg_ptrpage *m)
+{
+    return m->nnodes * sizeof(struct tg_pp_node)
+           + (m->pages + m->nspare) * sizeof(struct tg_pp_page);
+}
