@@ -525,6 +525,7 @@ tg_recorder_disable(struct tg_recorder_object *self)
     if (!r->active)
         return 0;
     r->active = 0;
+    r->ended_gen = r->gen;
     tg_profile_all_threads(self, 0);
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();
@@ -652,6 +653,7 @@ tg_fork_child_stop(struct tg_recorder_object *self)
         return;
     r->fork_child_pending = 0;
     r->active = 0;
+    r->ended_gen = r->gen;
     tg_profile_all_threads(self, 0);
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();

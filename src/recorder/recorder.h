@@ -37,6 +37,9 @@ struct tg_recorder {
     /* --- configuration: written by enable() with the GIL, then read-only --- */
     int active;                /* GIL */
     uint64_t gen;              /* run generation; GIL */
+    uint64_t ended_gen;        /* generation of the last run disable() ended
+                                  (or began ending): a thread attaching across
+                                  a Python call checks it; GIL */
     int record_python;         /* record Python calls */
     int record_c;              /* record C calls */
     int track_memory;          /* write .mem */

@@ -132,23 +132,41 @@ tg_thread_open_stream(struct tg_recorder *r, struct tg_writer *w, const char *ba
     return ret < 0 ? -1 : 0;
 }
 
+/* Whether the run of generation GEN is still recording.  Attaching calls Python
+ * (the thread's name from threading, a stream_factory): meanwhile another
+ * thread may disable() the run, or disable and enable a new one. */
+static int
+tg_run_still(const struct tg_recorder *r, uint64_t gen)
+{
+    return r->gen == gen && r->ended_gen != gen;
+}
+
+/* tg_thread_open_files: the run ended while a stream_factory ran. */
+#define TG_OPEN_RUN_ENDED (-2)
+
 /* Open T's files under the base name of the run's log entry IDX.  GIL held.
- * Returns 0, or -1 with the failure left in the writers (or r->errors).
+ * Returns 0, -1 with the failure left in the writers (or r->errors), or
+ * TG_OPEN_RUN_ENDED if the run of generation GEN ended meanwhile (its capture
+ * is closed: nothing more is opened).
  *
  * A stream_factory is Python: while it runs the GIL may pass to a thread whose
  * first event attaches it and grows the log, moving its entries.  So the entry
  * is looked up by index after each open, never kept as a pointer; its strings
  * (base, name) are separate allocations that do not move. */
 static int
-tg_thread_open_files(struct tg_recorder *r, struct tg_thread *t, size_t idx)
+tg_thread_open_files(struct tg_recorder *r, struct tg_thread *t, size_t idx, uint64_t gen)
 {
     const char *base = r->table.log[idx].base;
     const struct tg_thread_log *log;
     int ret = 0;
     if (r->text_mem && tg_thread_open_stream(r, &t->mem, base, "mem") < 0)
         ret = -1;
+    if (!tg_run_still(r, gen))
+        return TG_OPEN_RUN_ENDED;  /* BASE may be freed: a new run cleared the log */
     if (r->text_stack && tg_thread_open_stream(r, &t->stack, base, "stack") < 0)
         ret = -1;
+    if (!tg_run_still(r, gen))
+        return TG_OPEN_RUN_ENDED;
     log = &r->table.log[idx];
     if (r->fmt_binary) {
         int e;
@@ -177,6 +195,7 @@ tg_thread_attach(struct tg_recorder_object *self, const char *name, size_t name_
     struct tg_thread *t;
     tg_saved_exc saved;
     int busy = tg_tls.busy;
+    uint64_t gen = r->gen;
     char *owned_name;
     long idx;
 
@@ -197,13 +216,20 @@ tg_thread_attach(struct tg_recorder_object *self, const char *name, size_t name_
     }
     if (owned_name == NULL)
         goto fail;
+    if (!tg_run_still(r, gen)) {  /* disabled during the name lookup */
+        free(owned_name);
+        goto fail;
+    }
     idx = tg_thread_table_log_add(&r->table, owned_name, name_len, t->ident, t->native_id,
                                   r->text_mem, r->text_stack, r->stream_factory != NULL);
     if (idx < 0) {
         free(owned_name);
         goto fail;
     }
-    tg_thread_open_files(r, t, (size_t)idx);
+    /* A run that ended during a stream_factory call is not joined: the thread
+     * and its streams are dropped, and its events go unrecorded. */
+    if (tg_thread_open_files(r, t, (size_t)idx, gen) == TG_OPEN_RUN_ENDED)
+        goto fail;
     tg_thread_table_add(&r->table, t);
     tg_tls.thread = t;
     tg_tls.gen = r->gen;

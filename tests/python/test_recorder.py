@@ -626,6 +626,61 @@ assert sorted(n for n in names if n.startswith("w")) == sorted("w%d" % i for i i
 """)
 
 
+def test_run_disabled_while_a_thread_attaches_is_not_joined(tmp_path):
+    # A thread's first event calls the stream_factory; while it waits, the main
+    # thread disables the run and enables a new one.  The thread must give up
+    # joining the finished run (which the new one's cleared log no longer
+    # describes: the old code went on with a stale log index and the old run's
+    # state) and join the new run at its next event, with files of its own.
+    run_scenario(tmp_path, PRELUDE + """
+import io, json
+class Keep(io.StringIO):
+    def close(self):
+        pass
+in_factory = threading.Event()
+disabled = threading.Event()
+calls = []
+def factory(kind):
+    calls.append((threading.current_thread().name, kind))
+    if threading.current_thread().name == "late":
+        in_factory.set()
+        disabled.wait(30)
+    return Keep()
+def work():
+    return [1]
+go = threading.Event()
+def body():
+    go.wait()
+    work()
+# Started before enable(): it attaches at its first event, named.
+late = threading.Thread(target=body, name="late")
+late.start()
+p = ProcessProfile(stream_factory=factory, format="text", default_log_path="out",
+                   profile="python")
+p.trackStack()
+p.enable()
+go.set()
+assert in_factory.wait(30)
+p.disable()
+first = p.output_dir
+p.default_log_path = "out2"
+p.enable()              # a new run while the late thread is still attaching
+disabled.set()
+late.join()
+t2 = threading.Thread(target=body, name="again")
+t2.start()
+t2.join()
+p.disable()
+assert [c for c in calls if c[0] == "late"] == [("late", "mem"), ("late", "mem"),
+                                               ("late", "stack")], calls
+def names(d):
+    with open(os.path.join(d, "runinfo.json")) as f:
+        return [th["name"] for th in json.load(f)["threads"]]
+assert names(first) and "MainThread" in names(first), names(first)  # ended normally
+assert "late" in names(p.output_dir) and "again" in names(p.output_dir), names(p.output_dir)
+""")
+
+
 def test_blocks_from_before_enable_count_zero_when_freed(tmp_path):
     run_scenario(tmp_path, PRELUDE + """
 gc.disable()
