@@ -431,7 +431,7 @@ tg_recorder_enable(struct tg_recorder_object *self)
     Py_XSETREF(r->errors, errors);
     tg_thread_table_free_retired(&r->table);
     tg_thread_table_clear_log(&r->table);
-    r->done_dropped = 0;
+    r->samples_dropped = 0;
     r->dummy_counter = 0;
     r->text_mem = r->fmt_text && r->track_memory;
     r->text_stack = r->fmt_text && r->track_stack;
@@ -707,7 +707,7 @@ tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir)
     }
     tg_tls.thread = NULL;
     tg_thread_table_clear_log(&r->table);
-    r->done_dropped = 0;
+    r->samples_dropped = 0;
     r->sample_countdown = r->sample_every;
     tg_writer_release(&r->process_w);
     tg_writer_release(&r->process_cap);

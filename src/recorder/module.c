@@ -306,7 +306,7 @@ tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
     (void)unused;
 
     tg_thread_table_totals(&r->table, &records, &stack_records, &dropped, &threads);
-    dropped += r->done_dropped;  /* process samples */
+    dropped += r->samples_dropped;  /* process samples */
     return Py_BuildValue("{s:n,s:K,s:K,s:K,s:z,s:s,s:z}", "threads", (Py_ssize_t)threads,
                          "records", (unsigned long long)records,
                          "stack_records", (unsigned long long)stack_records,

@@ -784,7 +784,7 @@ tg_sample(struct tg_recorder *r)
             *p++ = '\n';
             tg_writer_commit(&r->process_w, (size_t)(p - start));
         } else {
-            r->done_dropped++;  /* GIL: the only writer besides disable */
+            r->samples_dropped++;  /* GIL: the only writer besides disable */
         }
     }
     if (r->fmt_binary) {
@@ -801,7 +801,7 @@ tg_sample(struct tg_recorder *r)
             r->process_cap_bytes = bytes;
             tg_writer_commit(&r->process_cap, (size_t)(cp - cs));
         } else {
-            r->done_dropped++;
+            r->samples_dropped++;
         }
     }
 }

@@ -87,7 +87,7 @@ struct tg_recorder {
     /* --- threads --- */
     struct tg_thread_table table;      /* states, retired states, the run's log
                                         * (thread.h); its own lock */
-    uint64_t done_dropped;             /* process samples lost; GIL (the threads'
+    uint64_t samples_dropped;          /* process samples lost; GIL (the threads'
                                         * are the table's) */
     unsigned long dummy_counter;       /* for Dummy-N; GIL */
     PyObject *errors;                  /* list of str: stopped streams; GIL */
