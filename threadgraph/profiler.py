@@ -578,6 +578,9 @@ def _after_fork_child() -> None:
         profile._after_fork_child()
         if not profile._rec.active:
             _ACTIVE = None
+            # A child that does not profile has no flusher: its signals take
+            # the default action again, as without the profiler.
+            _exit_paths_uninstall()
 
 
 def _mp_child_started(profile: ProcessProfile) -> None:
@@ -697,10 +700,14 @@ def _exit_paths_install() -> None:
     if not _is_main_thread():
         return
     for signum in _FINISH_SIGNALS:
-        if signum in _OUR_SIGNALS:
-            continue
         try:
-            if signal.getsignal(signum) != signal.SIG_DFL:
+            if signum in _OUR_SIGNALS:
+                if signal.getsignal(signum) is not _on_finish_signal:
+                    _OUR_SIGNALS.remove(signum)  # the program's own replaced it
+                    continue
+                # Still ours (a disable() outside the main thread may have put
+                # the default action back at the C level only): re-armed.
+            elif signal.getsignal(signum) != signal.SIG_DFL:
                 continue  # the program's handler, SIG_IGN, or a C handler
             signal.signal(signum, _on_finish_signal)
         except (ValueError, OSError):
@@ -709,16 +716,21 @@ def _exit_paths_install() -> None:
         # signal that interrupts no wait (it came just before a blocking
         # lock wait, or to another thread) is sent to it again (sigkick.h).
         _recorder.finish_signal_watch(signum)
-        _OUR_SIGNALS.append(signum)
+        if signum not in _OUR_SIGNALS:
+            _OUR_SIGNALS.append(signum)
 
 
 def _exit_paths_uninstall() -> None:
     """Undo _exit_paths_install where it is still in place.  Outside the main
-    thread the handlers stay: with no profile enabled they just apply the
-    default action."""
+    thread Python cannot change handlers: the default action is put back at
+    the C level (the Python-level handler stays registered, and the next
+    enable() re-arms it), so that no signal waits on a handler with no
+    flusher left to send it again (sigkick.h)."""
     if os._exit is _os_exit:
         os._exit = _REAL_OS_EXIT
     if not _is_main_thread():
+        for signum in _OUR_SIGNALS:
+            _recorder.finish_signal_default(signum)
         return
     for signum in list(_OUR_SIGNALS):
         try:

@@ -597,6 +597,17 @@ tg_mod_finish_signal_started(PyObject *mod, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *
+tg_mod_finish_signal_default(PyObject *mod, PyObject *arg)
+{
+    long signum = PyLong_AsLong(arg);
+
+    (void)mod;
+    if (signum == -1 && PyErr_Occurred())
+        return NULL;
+    return PyBool_FromLong(tg_sigkick_default((int)signum) == 0);
+}
+
 static PyMethodDef tg_module_methods[] = {
     {"safe_basename", tg_mod_safe_basename, METH_O,
      "File base name for a thread name (without the ~N suffix)."},
@@ -612,6 +623,9 @@ static PyMethodDef tg_module_methods[] = {
      "(sigkick.h); True if its C handler was wrapped."},
     {"finish_signal_started", tg_mod_finish_signal_started, METH_O,
      "The finishing signal's Python handler has started."},
+    {"finish_signal_default", tg_mod_finish_signal_default, METH_O,
+     "Default action for a finishing signal at the C level, from any thread; "
+     "True if its handler was threadgraph's."},
     {NULL, NULL, 0, NULL}
 };
 

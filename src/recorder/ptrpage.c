@@ -27,8 +27,12 @@ tg_ptrpage_set_slow(struct tg_ptrpage *m, uintptr_t p, size_t word)
     struct tg_pp_node *n;
     struct tg_pp_page *pg;
 
-    if (m->nodes == NULL && (m->nodes = tg_ptrpage_map_nodes()) == NULL)
-        return -1;
+    if (m->nodes == NULL) {
+        if (m->unmapped || (m->nodes = tg_ptrpage_map_nodes()) == NULL) {
+            m->unmapped = 1;  /* e.g. under ulimit -v: not tried per block */
+            return -1;
+        }
+    }
     n = m->nodes[ni];
     if (n == NULL) {
         n = calloc(1, sizeof(*n));
@@ -51,6 +55,14 @@ tg_ptrpage_set_slow(struct tg_ptrpage *m, uintptr_t p, size_t word)
             pg->u.next = NULL;
             pg->u.live = 0;
         } else if ((pg = calloc(1, sizeof(*pg))) == NULL) {
+            if (n->npages == 0) {  /* the node made above: not left empty */
+                m->nodes[ni] = NULL;
+                m->all = n->next;
+                if (n->next != NULL)
+                    n->next->prev = NULL;
+                m->nnodes--;
+                free(n);
+            }
             return -1;
         }
         n->page[pi] = pg;

@@ -71,6 +71,8 @@ struct tg_ptrpage {
     size_t count;                  /* entries */
     size_t pages;                  /* entry pages in use */
     size_t nnodes;
+    int unmapped;                  /* the node array's mmap failed: no retry
+                                      (every block goes to the hash) */
 };
 
 /* The GIL table's map (GIL). */

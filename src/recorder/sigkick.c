@@ -19,8 +19,10 @@ static void (*tg_sigkick_next[TG_SIGKICK_MAX])(int);
 /* Signals delivered whose Python handler has not started: set by the wrapper
  * (any thread), cleared by tg_sigkick_started (main thread); atomic. */
 static unsigned int tg_sigkick_pending;
-/* Pending at the flusher's previous poll: the flusher's own. */
+/* Pending at the flusher's previous poll, and the times each pending signal
+ * was sent again: the flusher's own. */
 static unsigned int tg_sigkick_seen;
+static unsigned char tg_sigkick_sent[TG_SIGKICK_MAX];
 /* Python's main thread: set from it (wrap) or in a fork child, read by the
  * flusher; atomic. */
 static pthread_t tg_sigkick_main;
@@ -79,15 +81,37 @@ tg_sigkick_poll(void)
     int signum;
 
     tg_sigkick_seen = pending;
+    for (signum = 1; signum < TG_SIGKICK_MAX; signum++)
+        if (!(pending & (1u << signum)))
+            tg_sigkick_sent[signum] = 0;
     if (due == 0)
         return;
     __atomic_load(&tg_sigkick_main, &main_thread, __ATOMIC_SEQ_CST);
     for (signum = 1; due != 0 && signum < TG_SIGKICK_MAX; signum++) {
-        if (due & (1u << signum)) {
-            due &= ~(1u << signum);
+        if (!(due & (1u << signum)))
+            continue;
+        due &= ~(1u << signum);
+        /* A main thread that still has not run the handler is in C code that
+         * does not look at signals: more interruptions would only make its
+         * calls fail with EINTR. */
+        if (tg_sigkick_sent[signum] < TG_SIGKICK_SENDS) {
+            tg_sigkick_sent[signum]++;
             pthread_kill(main_thread, signum);
         }
     }
+}
+
+int
+tg_sigkick_default(int signum)
+{
+    struct sigaction cur;
+
+    if (signum <= 0 || signum >= TG_SIGKICK_MAX || sigaction(signum, NULL, &cur) != 0)
+        return -1;
+    if ((cur.sa_flags & SA_SIGINFO) || cur.sa_handler != tg_sigkick_handler)
+        return -1;
+    cur.sa_handler = SIG_DFL;
+    return sigaction(signum, &cur, NULL) == 0 ? 0 : -1;
 }
 
 void
@@ -98,4 +122,5 @@ tg_sigkick_after_fork_child(void)
     __atomic_store(&tg_sigkick_main, &self, __ATOMIC_SEQ_CST);
     __atomic_store_n(&tg_sigkick_pending, 0, __ATOMIC_SEQ_CST);
     tg_sigkick_seen = 0;
+    memset(tg_sigkick_sent, 0, sizeof tg_sigkick_sent);
 }

@@ -12,9 +12,10 @@
  * So the C handler Python installs is wrapped: the wrapper notes the signal
  * before calling Python's, and the flusher (which wakes every half second)
  * sends the same signal again to the main thread while the Python handler has
- * not started after a whole period.  The wait ends with EINTR, Python checks
- * its flags and runs the handler.  A second delivery only re-trips a flag
- * that is already set: the handler still runs once.
+ * not started after a whole period, at most TG_SIGKICK_SENDS times.  The wait
+ * ends with EINTR, Python checks its flags and runs the handler.  A second
+ * delivery only re-trips a flag that is already set: the handler still runs
+ * once.
  */
 #ifndef TG_SIGKICK_H
 #define TG_SIGKICK_H
@@ -25,6 +26,15 @@
  * thread by signal.signal()).  Main thread only.  Returns 0, or -1 if SIGNUM
  * is out of range or its action is not a plain handler (left alone). */
 int tg_sigkick_wrap(int signum);
+
+/* Times one delivery is sent again, at most (4 s of flusher periods). */
+#define TG_SIGKICK_SENDS 8
+
+/* Put the default action back for SIGNUM at the C level if its handler is the
+ * wrapper (any thread: for a disable() outside the main thread, where Python
+ * cannot change handlers and no flusher is left to send anything).  Returns 0,
+ * or -1 if the handler is not the wrapper (left alone). */
+int tg_sigkick_default(int signum);
 
 /* The Python handler for SIGNUM has started: no more kicks for it. */
 void tg_sigkick_started(int signum);

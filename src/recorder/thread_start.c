@@ -58,7 +58,11 @@ tg_boot_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
 
     if (self->r.active && self->r.gen == b->gen) {
         tg_thread_attach(self, b->name, b->name_len);
-        if (self->r.backend == TG_BACKEND_SETPROFILE)
+        /* Attaching calls Python (a stream_factory): the run may have ended
+         * meanwhile, and disable() has already cleared every thread's profile
+         * function. */
+        if (self->r.backend == TG_BACKEND_SETPROFILE && self->r.active
+                && self->r.gen == b->gen)
             PyEval_SetProfile(tg_profile, (PyObject *)self);
     }
     res = tg_vectorcall(b->func, args, nargsf, kwnames);

@@ -11,7 +11,12 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "ptrtable.h"
+#include "ptrpage.h"
 #include "tg_test.h"
 
 /* Compact limits as the table documents them (ptrtable.h). */
@@ -332,6 +337,43 @@ static void test_pages(void)
 	tg_ptrtable_clear();
 }
 
+/* Where the page map's address space cannot be had (ulimit -v), every block
+ * goes to the hash, exactly, and the mmap is not retried per block.  In a
+ * child: the limit must not reach the other tests. */
+static void test_pages_without_address_space(void)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	if (pid == 0) {
+		struct tg_ptrtable_stats st;
+		struct rlimit rl;
+		long i, bad = 0;
+		unsigned long vm_pages = 0;
+		FILE *f = fopen("/proc/self/statm", "r");
+
+		if (f == NULL || fscanf(f, "%lu", &vm_pages) != 1)
+			_exit(2);
+		fclose(f);
+		tg_ptrtable_clear();
+		/* Room for the hash, not for the 64 MiB node array. */
+		rl.rlim_cur = rl.rlim_max = vm_pages * 4096ul + 24ul * 1024 * 1024;
+		if (setrlimit(RLIMIT_AS, &rl) != 0)
+			_exit(3);
+		for (i = 0; i < 20000; i++)
+			tg_ptrtable_insert(&tg_ptrtable_gil, P(0x7f5600000000ull + (uint64_t)i * 48), 40);
+		tg_ptrtable_stats(&tg_ptrtable_gil, &st);
+		for (i = 0; i < 20000; i++)
+			if (take(&tg_ptrtable_gil, 0x7f5600000000ull + (uint64_t)i * 48) != 40)
+				bad++;
+		_exit(st.paged == 0 && st.compact == 20000 && bad == 0
+		      && tg_ptrtable_count() == 0 && tg_ptrpage_gil.unmapped ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status));
+	CHECK_INT(WEXITSTATUS(status), 0);
+}
+
 /* The raw table from several threads at once, each on its own addresses. */
 #define THREADS 4
 static long thread_bad[THREADS];
@@ -382,6 +424,7 @@ int main(void)
 	test_growth(&tg_ptrtable_gil);
 	test_growth(&tg_ptrtable_raw);
 	test_pages();
+	test_pages_without_address_space();
 	test_threads();
 	tg_ptrtable_clear();
 	TG_TEST_DONE();

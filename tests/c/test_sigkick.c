@@ -149,6 +149,47 @@ test_fork_child_forgets_pending(void)
     tg_sigkick_started(signum);
 }
 
+/* A main thread that never runs the handler (stuck in C code) is sent the
+ * signal TG_SIGKICK_SENDS times, then left alone; a new delivery starts over. */
+static void
+test_sends_are_capped(void)
+{
+    int signum = SIGUSR1, i;
+
+    install_python_like(signum);
+    CHECK_INT(tg_sigkick_wrap(signum), 0);
+    trip_count = 0;
+    raise(signum);
+    for (i = 0; i < TG_SIGKICK_SENDS + 5; i++)
+        tg_sigkick_poll();                 /* this thread is the main thread */
+    CHECK_INT(trip_count, 1 + TG_SIGKICK_SENDS);
+    tg_sigkick_started(signum);
+    tg_sigkick_poll();                     /* seen clear: the count restarts */
+    trip_count = 0;
+    raise(signum);
+    tg_sigkick_poll();
+    tg_sigkick_poll();
+    CHECK_INT(trip_count, 2);
+    tg_sigkick_started(signum);
+}
+
+/* The default action back at the C level, only over the wrapper. */
+static void
+test_default_only_over_the_wrapper(void)
+{
+    struct sigaction sa;
+
+    install_python_like(SIGUSR2);
+    CHECK_INT(tg_sigkick_default(SIGUSR2), -1);        /* not wrapped: left alone */
+    sigaction(SIGUSR2, NULL, &sa);
+    CHECK(sa.sa_handler == python_like_handler);
+    CHECK_INT(tg_sigkick_wrap(SIGUSR2), 0);
+    CHECK_INT(tg_sigkick_default(SIGUSR2), 0);
+    sigaction(SIGUSR2, NULL, &sa);
+    CHECK(sa.sa_handler == SIG_DFL);
+    CHECK_INT(tg_sigkick_default(SIGUSR2), -1);
+}
+
 int
 main(void)
 {
@@ -157,5 +198,7 @@ main(void)
     test_only_plain_handlers_are_wrapped();
     test_a_handled_signal_is_not_sent_again();
     test_fork_child_forgets_pending();
+    test_sends_are_capped();
+    test_default_only_over_the_wrapper();
     TG_TEST_DONE();
 }

@@ -244,6 +244,62 @@ def test_signal_that_interrupts_no_wait_still_finishes_the_run(tmp_path):
     assert no_temporaries(tmp_path / "out") == []
 
 
+
+SIGNAL_ELSEWHERE = """
+import multiprocessing, os, signal, sys, threading, time
+from threadgraph import ProcessProfile
+
+def kill_from_here():
+    time.sleep(0.5)           # the main thread is in sem_wait by now
+    signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+def wait_for_sigterm():
+    lock = multiprocessing.Lock()
+    lock.acquire()
+    threading.Thread(target=kill_from_here, daemon=True).start()
+    lock.acquire()            # never acquired: only the signal ends this
+
+p = ProcessProfile(format="text", default_log_path="out", profile="python")
+p.enable()
+if sys.argv[1] == "fork":
+    # A child that does not profile (no enableForkedProfile): no flusher there,
+    # so the signal must take its default action again.
+    pid = os.fork()
+    if pid == 0:
+        print(signal.getsignal(signal.SIGTERM) == signal.SIG_DFL, flush=True)
+        wait_for_sigterm()
+        os._exit(3)
+    _, status = os.waitpid(pid, 0)
+    p.disable()
+    print(os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM)
+else:
+    # disable() from another thread: Python cannot restore the handler there.
+    t = threading.Thread(target=p.disable)
+    t.start()
+    t.join()
+    wait_for_sigterm()
+"""
+
+
+@pytest.mark.parametrize("how", ["fork", "disabled_elsewhere"])
+def test_signal_with_no_flusher_left_takes_the_default_action(tmp_path, how):
+    """Where no flusher runs to send a missed signal again (a forked child that
+    does not profile, a run disabled outside the main thread), the finishing
+    signals take their default action: the process dies of SIGTERM as it would
+    without the profiler, instead of waiting for a handler that never runs."""
+    (tmp_path / "prog.py").write_text(SIGNAL_ELSEWHERE)
+    proc = subprocess.run([sys.executable, "prog.py", how], cwd=str(tmp_path),
+                          env=env_with_package(), stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, preexec_fn=default_signals,
+                          timeout=60)
+    if how == "fork":
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.split() == ["True", "True"], (proc.stdout, proc.stderr)
+    else:
+        assert proc.returncode == -signal.SIGTERM, proc.stderr
+
+
 # --- snapshot_every before enable() --------------------------------------------------
 
 def test_snapshot_every_before_enable_and_float_seconds(tmp_path):

@@ -681,6 +681,44 @@ assert "late" in names(p.output_dir) and "again" in names(p.output_dir), names(p
 """)
 
 
+def test_thread_started_across_a_disable_keeps_no_profile_function(tmp_path):
+    # A thread started while recording attaches in its start wrapper, which
+    # calls the stream_factory; the run is disabled meanwhile.  The wrapper must
+    # not install the profile function afterwards (disable() has cleared every
+    # thread's): the thread runs unprofiled.
+    run_scenario(tmp_path, PRELUDE + """
+import io
+class Keep(io.StringIO):
+    def close(self):
+        pass
+in_factory = threading.Event()
+disabled = threading.Event()
+main_ident = threading.get_ident()
+def factory(kind):
+    if threading.get_ident() != main_ident:
+        in_factory.set()
+        disabled.wait(30)
+    return Keep()
+seen = []
+done = threading.Event()
+def body():
+    seen.append(sys.getprofile())
+    done.set()
+p = ProcessProfile(stream_factory=factory, default_log_path="out", profile="python",
+                   backend="setprofile")
+p.trackStack()
+p.enable()
+# _thread, not threading: Thread.start() would wait for the thread to start,
+# which is after the wrapper's attach.
+_thread.start_new_thread(body, ())
+assert in_factory.wait(30)
+p.disable()
+disabled.set()
+assert done.wait(30)
+assert seen == [None], seen
+""")
+
+
 def test_blocks_from_before_enable_count_zero_when_freed(tmp_path):
     run_scenario(tmp_path, PRELUDE + """
 gc.disable()
