@@ -19,6 +19,28 @@ tg_ptrpage_map_nodes(void)
     return a == MAP_FAILED ? NULL : a;
 }
 
+/* Node N has no entry page left: out of the map, kept for reuse or freed. */
+static void
+tg_ptrpage_node_empty(struct tg_ptrpage *m, struct tg_pp_node *n)
+{
+    m->nodes[n->index] = NULL;
+    if (n->prev != NULL)
+        n->prev->next = n->next;
+    else
+        m->all = n->next;
+    if (n->next != NULL)
+        n->next->prev = n->prev;
+    m->nnodes--;
+    if (m->nspare_nodes < TG_PP_SPARE_NODES) {
+        n->next = m->spare_nodes;
+        n->prev = NULL;
+        m->spare_nodes = n;
+        m->nspare_nodes++;
+    } else {
+        free(n);
+    }
+}
+
 __attribute__((noinline)) int
 tg_ptrpage_set_slow(struct tg_ptrpage *m, uintptr_t p, size_t word)
 {
@@ -35,9 +57,14 @@ tg_ptrpage_set_slow(struct tg_ptrpage *m, uintptr_t p, size_t word)
     }
     n = m->nodes[ni];
     if (n == NULL) {
-        n = calloc(1, sizeof(*n));
-        if (n == NULL)
+        if (m->spare_nodes != NULL) {
+            n = m->spare_nodes;  /* page[] all NULL already */
+            m->spare_nodes = n->next;
+            m->nspare_nodes--;
+            n->prev = NULL;
+        } else if ((n = calloc(1, sizeof(*n))) == NULL) {
             return -1;
+        }
         n->index = ni;
         n->next = m->all;
         if (m->all != NULL)
@@ -55,14 +82,8 @@ tg_ptrpage_set_slow(struct tg_ptrpage *m, uintptr_t p, size_t word)
             pg->u.next = NULL;
             pg->u.live = 0;
         } else if ((pg = calloc(1, sizeof(*pg))) == NULL) {
-            if (n->npages == 0) {  /* the node made above: not left empty */
-                m->nodes[ni] = NULL;
-                m->all = n->next;
-                if (n->next != NULL)
-                    n->next->prev = NULL;
-                m->nnodes--;
-                free(n);
-            }
+            if (n->npages == 0)  /* the node made above: not left empty */
+                tg_ptrpage_node_empty(m, n);
             return -1;
         }
         n->page[pi] = pg;
@@ -87,17 +108,8 @@ tg_ptrpage_page_empty(struct tg_ptrpage *m, struct tg_pp_node *n, unsigned pi)
     } else {
         free(pg);
     }
-    if (--n->npages == 0) {
-        m->nodes[n->index] = NULL;
-        if (n->prev != NULL)
-            n->prev->next = n->next;
-        else
-            m->all = n->next;
-        if (n->next != NULL)
-            n->next->prev = n->prev;
-        m->nnodes--;
-        free(n);
-    }
+    if (--n->npages == 0)
+        tg_ptrpage_node_empty(m, n);
 }
 
 void
@@ -117,6 +129,10 @@ tg_ptrpage_clear(struct tg_ptrpage *m)
         pnext = pg->u.next;
         free(pg);
     }
+    for (n = m->spare_nodes; n != NULL; n = next) {
+        next = n->next;
+        free(n);
+    }
     if (m->nodes != NULL)
         munmap(m->nodes, TG_PP_NODES * sizeof(struct tg_pp_node *));
     memset(m, 0, sizeof(*m));
@@ -125,6 +141,6 @@ tg_ptrpage_clear(struct tg_ptrpage *m)
 size_t
 tg_ptrpage_bytes(const struct tg_ptrpage *m)
 {
-    return m->nnodes * sizeof(struct tg_pp_node)
+    return (m->nnodes + m->nspare_nodes) * sizeof(struct tg_pp_node)
            + (m->pages + m->nspare) * sizeof(struct tg_pp_page);
 }

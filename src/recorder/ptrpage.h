@@ -21,7 +21,8 @@
  * ptrtable.c keeps the rest in the GIL table's hash and keeps a pointer in at
  * most one of the two.  An entry page whose last entry goes is kept for reuse
  * (TG_PP_SPARE_MAX) or freed, and a node (32 KiB per 16 MiB of address space
- * in use) whose last entry page goes is freed; the node array (64 MiB of
+ * in use) whose last entry page goes is kept for reuse (TG_PP_SPARE_NODES) or
+ * freed; the node array (64 MiB of
  * address space reserved, a page of it touched per 8 GiB in use) stays until
  * tg_ptrpage_clear.  Memory: 520 bytes per 4 KiB page that holds
  * blocks, 12.7% of the small-block heap, against 11-21 bytes per block in the
@@ -47,6 +48,10 @@
 #define TG_PP_GRANULES (1u << (TG_PP_PAGE_SHIFT - 4))
 #define TG_PP_WORD_MAX 0xFFFEu   /* entries hold word + 1 in 16 bits */
 #define TG_PP_SPARE_MAX 1024     /* empty entry pages kept for reuse (520 KiB) */
+#define TG_PP_SPARE_NODES 32     /* empty nodes kept for reuse (1 MiB): a block
+                                    moving between sparse regions (a growing
+                                    list's buffer) made and freed a 32 KiB node,
+                                    zeroed by calloc, at each move */
 
 struct tg_pp_page {
     union {
@@ -68,6 +73,8 @@ struct tg_ptrpage {
     struct tg_pp_node *all;        /* every node */
     struct tg_pp_page *spare;      /* empty entry pages for reuse */
     size_t nspare;
+    struct tg_pp_node *spare_nodes;/* empty nodes (page[] all NULL), by next */
+    size_t nspare_nodes;
     size_t count;                  /* entries */
     size_t pages;                  /* entry pages in use */
     size_t nnodes;
