@@ -3,6 +3,8 @@
  * Recorder.  Argument parsing and conversion only; the engine is recorder.c
  * and lifecycle.c.  threadgraph/profiler.py wraps Recorder as ProcessProfile.
  */
+#include <limits.h>
+
 #include "recorder.h"
 #include "lifecycle.h"
 #include "thread_start.h"
@@ -574,38 +576,50 @@ tg_mod_native_slots(PyObject *mod, PyObject *unused)
     return PyLong_FromLong(tg_native_patched_slots());
 }
 
+/* A signal number argument: 0 and *SIGNUM set, or -1 with an exception. */
+static int
+tg_signum_arg(PyObject *arg, int *signum)
+{
+    long v = PyLong_AsLong(arg);
+
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    *signum = v < 0 || v > INT_MAX ? 0 : (int)v;  /* out of range: no signal */
+    return 0;
+}
+
 static PyObject *
 tg_mod_finish_signal_watch(PyObject *mod, PyObject *arg)
 {
-    long signum = PyLong_AsLong(arg);
+    int signum;
 
     (void)mod;
-    if (signum == -1 && PyErr_Occurred())
+    if (tg_signum_arg(arg, &signum) < 0)
         return NULL;
-    return PyBool_FromLong(tg_sigkick_wrap((int)signum) == 0);
+    return PyBool_FromLong(tg_sigkick_wrap(signum) == 0);
 }
 
 static PyObject *
 tg_mod_finish_signal_started(PyObject *mod, PyObject *arg)
 {
-    long signum = PyLong_AsLong(arg);
+    int signum;
 
     (void)mod;
-    if (signum == -1 && PyErr_Occurred())
+    if (tg_signum_arg(arg, &signum) < 0)
         return NULL;
-    tg_sigkick_started((int)signum);
+    tg_sigkick_started(signum);
     Py_RETURN_NONE;
 }
 
 static PyObject *
 tg_mod_finish_signal_default(PyObject *mod, PyObject *arg)
 {
-    long signum = PyLong_AsLong(arg);
+    int signum;
 
     (void)mod;
-    if (signum == -1 && PyErr_Occurred())
+    if (tg_signum_arg(arg, &signum) < 0)
         return NULL;
-    return PyBool_FromLong(tg_sigkick_default((int)signum) == 0);
+    return PyBool_FromLong(tg_sigkick_default(signum) == 0);
 }
 
 static PyMethodDef tg_module_methods[] = {

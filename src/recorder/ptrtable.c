@@ -275,13 +275,15 @@ void
 tg_ptrtable_insert(struct tg_ptrtable *t, void *ptr, size_t size)
 {
     uintptr_t p = (uintptr_t)ptr;
-    uint64_t h = tg_ptr_hash(p);
-    struct tg_shard *s = tg_shard_of(t, h);
+    uint64_t h;
+    struct tg_shard *s;
 
     if (t == &tg_ptrtable_gil) {
         tg_ptrtable_gil_insert(ptr, size);
         return;
     }
+    h = tg_ptr_hash(p);
+    s = tg_shard_of(t, h);
     if (t->locked)
         tg_shard_insert_locked(s, p, h, size);
     else
@@ -292,13 +294,15 @@ void
 tg_ptrtable_insert_wide(struct tg_ptrtable *t, void *ptr, size_t size)
 {
     uintptr_t p = (uintptr_t)ptr;
-    uint64_t h = tg_ptr_hash(p);
-    struct tg_shard *s = tg_shard_of(t, h);
+    uint64_t h;
+    struct tg_shard *s;
 
     if (t == &tg_ptrtable_gil) {
         tg_gil_hash_insert(p, size, 1);
         return;
     }
+    h = tg_ptr_hash(p);
+    s = tg_shard_of(t, h);
     if (t->locked)
         pthread_mutex_lock(&s->lock);
     tg_shard_insert_wide_unlocked(s, p, h, size);
@@ -321,11 +325,13 @@ int
 tg_ptrtable_remove(struct tg_ptrtable *t, void *ptr, size_t *size)
 {
     uintptr_t p = (uintptr_t)ptr;
-    uint64_t h = tg_ptr_hash(p);
-    struct tg_shard *s = tg_shard_of(t, h);
+    uint64_t h;
+    struct tg_shard *s;
 
     if (t == &tg_ptrtable_gil)
         return tg_ptrtable_gil_remove(ptr, size);
+    h = tg_ptr_hash(p);
+    s = tg_shard_of(t, h);
     if (t->locked)
         return tg_shard_remove_locked(s, p, h, size);
     return tg_shard_remove_unlocked(s, p, h, size);

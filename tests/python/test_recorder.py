@@ -31,6 +31,14 @@ import gc, os, sys, threading, _thread, time
 from threadgraph import ProcessProfile
 """
 
+# A text stream for stream_factory whose contents outlive the recorder's close.
+KEEP = """
+import io
+class Keep(io.StringIO):
+    def close(self):
+        pass
+"""
+
 
 def deltas(records, func):
     return [d for _site, _line, f, d in records if f == func]
@@ -551,12 +559,8 @@ threading.Event().wait()   # idle forever: only the background flusher can write
 
 
 def test_stream_factory_and_sleep_triggers(tmp_path):
-    run_scenario(tmp_path, PRELUDE + """
-import io
+    run_scenario(tmp_path, PRELUDE + KEEP + """
 streams = {}
-class Keep(io.StringIO):
-    def close(self):
-        pass
 def factory(kind):
     s = Keep()
     streams[(threading.get_ident(), kind)] = s
@@ -588,12 +592,9 @@ def test_stream_factory_that_lets_other_threads_attach_meanwhile(tmp_path):
     # events at once: the run's thread log grows past 16 and 32 entries under an
     # open in progress, which must not keep a pointer into it (the ASan build
     # reports the read of the freed array the old code made).
-    run_scenario(tmp_path, PRELUDE + """
-import io, json
+    run_scenario(tmp_path, PRELUDE + KEEP + """
+import json
 streams = {}
-class Keep(io.StringIO):
-    def close(self):
-        pass
 def factory(kind):
     time.sleep(0.002)
     s = Keep()
@@ -632,11 +633,8 @@ def test_run_disabled_while_a_thread_attaches_is_not_joined(tmp_path):
     # joining the finished run (which the new one's cleared log no longer
     # describes: the old code went on with a stale log index and the old run's
     # state) and join the new run at its next event, with files of its own.
-    run_scenario(tmp_path, PRELUDE + """
-import io, json
-class Keep(io.StringIO):
-    def close(self):
-        pass
+    run_scenario(tmp_path, PRELUDE + KEEP + """
+import json
 in_factory = threading.Event()
 disabled = threading.Event()
 calls = []
@@ -686,11 +684,7 @@ def test_thread_started_across_a_disable_keeps_no_profile_function(tmp_path):
     # calls the stream_factory; the run is disabled meanwhile.  The wrapper must
     # not install the profile function afterwards (disable() has cleared every
     # thread's): the thread runs unprofiled.
-    run_scenario(tmp_path, PRELUDE + """
-import io
-class Keep(io.StringIO):
-    def close(self):
-        pass
+    run_scenario(tmp_path, PRELUDE + KEEP + """
 in_factory = threading.Event()
 disabled = threading.Event()
 main_ident = threading.get_ident()
