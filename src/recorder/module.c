@@ -279,6 +279,8 @@ tg_rec_threads(struct tg_recorder_object *self, PyObject *unused)
         struct tg_thread_log *e = &r->table.log[i];
         char mem[TG_BASENAME_CAP + 8], stack[TG_BASENAME_CAP + 8];
         PyObject *d;
+        if (e->attaching)
+            continue;  /* the run ended while it opened its streams: no records */
         snprintf(mem, sizeof(mem), "%s.mem", e->base);
         snprintf(stack, sizeof(stack), "%s.stack", e->base);
         d = Py_BuildValue("{s:N,s:k,s:k,s:s,s:z,s:z}",

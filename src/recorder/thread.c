@@ -124,10 +124,20 @@ tg_thread_table_log_add(struct tg_thread_table *tt, char *name, size_t name_len,
     e->has_mem = has_mem;
     e->has_stack = has_stack;
     e->custom = custom;
+    e->attaching = 1;
     ret = (long)tt->n_log++;
 unlock:
     pthread_mutex_unlock(&tt->lock);
     return ret;
+}
+
+void
+tg_thread_table_log_joined(struct tg_thread_table *tt, size_t idx)
+{
+    pthread_mutex_lock(&tt->lock);
+    if (idx < tt->n_log)
+        tt->log[idx].attaching = 0;
+    pthread_mutex_unlock(&tt->lock);
 }
 
 const struct tg_thread_log *

@@ -92,6 +92,8 @@ struct tg_thread_log {
     unsigned long ident;
     unsigned long native_id;
     int has_mem, has_stack, custom;  /* custom: stream_factory files */
+    int attaching;     /* its thread is still opening its streams (a stream_factory
+                        * is Python: the run may end meanwhile); not listed */
 };
 
 /* The threads of a recorder: what disable(), the flusher and fork must reach. */
@@ -139,6 +141,8 @@ long tg_thread_table_log_add(struct tg_thread_table *tt, char *name, size_t name
                              int has_stack, int custom);
 /* The last log entry of thread IDENT, or NULL.  The caller holds the lock or is
  * the only thread (a fork child). */
+/* The thread of log entry IDX has its streams: list it (runinfo.json). */
+void tg_thread_table_log_joined(struct tg_thread_table *tt, size_t idx);
 const struct tg_thread_log *tg_thread_table_log_find(const struct tg_thread_table *tt,
                                                      unsigned long ident);
 /* Forget the log (names, base names) and the done counts: a new run.  No thread

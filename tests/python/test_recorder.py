@@ -675,6 +675,8 @@ def names(d):
     with open(os.path.join(d, "runinfo.json")) as f:
         return [th["name"] for th in json.load(f)["threads"]]
 assert names(first) and "MainThread" in names(first), names(first)  # ended normally
+# ...without the late thread, which wrote nothing in it (the old code listed it)
+assert "late" not in names(first), names(first)
 assert "late" in names(p.output_dir) and "again" in names(p.output_dir), names(p.output_dir)
 """)
 
