@@ -1124,7 +1124,7 @@ tg_monitor_event_body(struct tg_recorder_object *obj, int what, PyObject *code,
     if (t == NULL)
         return 0;
     tg_tls.busy |= TG_BUSY_TRACER;
-    lasti = PyLong_AsLong(offset);
+    lasti = tg_offset_long(offset);
     if (lasti < 0) {
         PyErr_Clear();
         lasti = 0;
