@@ -138,7 +138,8 @@ static int ds_add_dir(struct tg_dumpset *s, const char *dir, enum tg_dumpset_vie
 	if (tg_dir_names(dir, suffix, 1, &names, &n, d) < 0)
 		return -1;
 	if (!n) {
-		tg_error(d, "no %s files in directory '%s'", suffix, dir);
+		tg_error(d, "no %s files in directory '%s' (and no capture.tg, nor runs in "
+			 "subdirectories: give a run directory, BASE/<pid>)", suffix, dir);
 		goto out;
 	}
 	for (i = 0; i < n; i++) {

@@ -190,7 +190,8 @@ def test_thread_graph_import_as_in_the_tutorial():
 
 @needs_gnuplot
 def test_readme_quick_start(tmp_path):
-    """`threadgraph run --stack examples/app.py && threadgraph memg threadgraph-app/*`."""
+    """`threadgraph run --stack examples/app.py && threadgraph memg threadgraph-app`,
+    twice: the second time the base holds two runs and memg reads the newer."""
     shutil.copytree(EXAMPLES, str(tmp_path / "examples"))
     res = run(threadgraph_cmd() + ["run", "--stack", "examples/app.py"], tmp_path)
     assert res.returncode == 0, res.stderr
@@ -202,7 +203,15 @@ def test_readme_quick_start(tmp_path):
     if "top peaks: unavailable (threadgraph peaks failed" in res.stderr:
         pytest.skip("the installed processor does not read binary captures")
     assert "top peaks (thread, function, delta):" in res.stderr
-    res = run(threadgraph_cmd() + ["memg"] + run_dirs, tmp_path)
+    res = run(threadgraph_cmd() + ["memg", "threadgraph-app"], tmp_path)
     assert res.returncode == 0, res.stderr
+    assert "holds" not in res.stderr, res.stderr  # one run: no note
     assert os.path.getsize(str(tmp_path / "memg.svg")) > 0
     assert os.path.exists(str(tmp_path / "memg.txt"))
+    res = run(threadgraph_cmd() + ["run", "--stack", "examples/app.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    second = res.stderr.split("writing to ", 1)[1].split("\n", 1)[0].rstrip("/")
+    res = run(threadgraph_cmd() + ["memg", "threadgraph-app"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert ("threadgraph: 'threadgraph-app' holds 2 runs; reading the latest, '%s'"
+            % second) in res.stderr, res.stderr
