@@ -62,7 +62,8 @@ tg_thread_name(struct tg_recorder *r, struct tg_acct_thread *t, PyObject **base)
     if (r != NULL) {
         pthread_mutex_lock(&r->table.lock);
         for (i = r->table.n_log; i-- > 0;) {
-            if (r->table.log[i].ident == t->ident && r->table.log[i].native_id == t->native_id) {
+            if (r->table.log[i].ident == t->ident && r->table.log[i].native_id == t->native_id
+                    && !r->table.log[i].attaching) {
                 PyObject *n = PyUnicode_DecodeUTF8(r->table.log[i].name, (Py_ssize_t)r->table.log[i].name_len,
                                                    "surrogateescape");
                 *base = PyUnicode_FromString(r->table.log[i].base);

@@ -111,7 +111,8 @@ tg_acct_thread_bases(struct tg_recorder *r, const char **names, char *native, si
         if (t->ix >= n)
             continue;
         for (i = r != NULL ? r->table.n_log : 0; i-- > 0;) {
-            if (r->table.log[i].ident == t->ident && r->table.log[i].native_id == t->native_id) {
+            if (r->table.log[i].ident == t->ident && r->table.log[i].native_id == t->native_id
+                && !r->table.log[i].attaching) {
                 names[t->ix] = r->table.log[i].base;
                 break;
             }

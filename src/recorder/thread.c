@@ -265,7 +265,9 @@ tg_thread_table_totals(struct tg_thread_table *tt, uint64_t *records, uint64_t *
     *records = tt->done_records;
     *stack_records = tt->done_stack_records;
     *dropped = tt->done_dropped;
-    *threads = tt->n_log;
+    *threads = 0;
+    for (size_t i = 0; i < tt->n_log; i++)
+        *threads += !tt->log[i].attaching;  /* the threads runinfo.json lists */
     for (t = tt->live; t != NULL; t = t->next) {
         *records += atomic_load_explicit(&t->n_records, memory_order_relaxed);
         *stack_records += atomic_load_explicit(&t->n_stack_records, memory_order_relaxed);

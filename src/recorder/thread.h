@@ -139,14 +139,17 @@ void tg_thread_close_writers(struct tg_thread *t, void (*note)(void *ctx, struct
 long tg_thread_table_log_add(struct tg_thread_table *tt, char *name, size_t name_len,
                              unsigned long ident, unsigned long native_id, int has_mem,
                              int has_stack, int custom);
+/* The thread of log entry IDX has its streams: list it (runinfo.json, stats,
+ * accounting names).  Takes the lock. */
+void tg_thread_table_log_joined(struct tg_thread_table *tt, size_t idx);
 /* The last log entry of thread IDENT, or NULL.  The caller holds the lock or is
  * the only thread (a fork child). */
-/* The thread of log entry IDX has its streams: list it (runinfo.json). */
-void tg_thread_table_log_joined(struct tg_thread_table *tt, size_t idx);
 const struct tg_thread_log *tg_thread_table_log_find(const struct tg_thread_table *tt,
                                                      unsigned long ident);
-/* Forget the log (names, base names) and the done counts: a new run.  No thread
- * may be attaching. */
+/* Forget the log (names, base names) and the done counts: a new run.  A thread
+ * still attaching to the previous run (in its stream_factory call) holds only
+ * an index into this log: it checks the run's generation before using it again
+ * (thread_py.c tg_run_still) and gives the run up. */
 void tg_thread_table_clear_log(struct tg_thread_table *tt);
 
 /* List T (live). */

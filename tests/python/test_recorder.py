@@ -661,6 +661,7 @@ go.set()
 assert in_factory.wait(30)
 p.disable()
 first = p.output_dir
+first_count = p.stats()["threads"]
 p.default_log_path = "out2"
 p.enable()              # a new run while the late thread is still attaching
 disabled.set()
@@ -677,6 +678,7 @@ def names(d):
 assert names(first) and "MainThread" in names(first), names(first)  # ended normally
 # ...without the late thread, which wrote nothing in it (the old code listed it)
 assert "late" not in names(first), names(first)
+assert first_count == len(names(first)), (first_count, names(first))
 assert "late" in names(p.output_dir) and "again" in names(p.output_dir), names(p.output_dir)
 """)
 
@@ -1020,3 +1022,44 @@ p.disable()
     mems = [t["mem"] for t in table]
     assert mems[:5] == ["w~3.mem", "w.mem", "w~2.mem", "w~4.mem", "w~5.mem"]
     assert mems[-1] == "w~301.mem" and len(set(mems)) == 301
+
+
+def test_accounting_names_a_thread_that_did_not_join_as_native(tmp_path):
+    # The same race with accounting on: the thread still in its stream_factory
+    # call when the run ends is not in runinfo.json, so the accounting does not
+    # name it from the log either (the old code wrote "late" into summary.json,
+    # a name runinfo.json does not have).
+    run_scenario(tmp_path, PRELUDE + KEEP + """
+import json
+in_factory = threading.Event()
+disabled = threading.Event()
+def factory(kind):
+    if threading.current_thread().name == "late":
+        in_factory.set()
+        disabled.wait(30)
+    return Keep()
+go = threading.Event()
+def work():
+    return [bytearray(100) for _ in range(10)]
+def body():
+    go.wait()
+    work()
+# Started before enable(): it attaches at its first event, named.
+late = threading.Thread(target=body, name="late")
+late.start()
+p = ProcessProfile(stream_factory=factory, format="text", default_log_path="out",
+                   profile="python", accounting=True)
+p.enable()
+go.set()
+assert in_factory.wait(30)
+p.disable()
+disabled.set()
+late.join()
+with open(os.path.join(p.output_dir, "runinfo.json")) as f:
+    listed = {th["name"] for th in json.load(f)["threads"]}
+with open(os.path.join(p.output_dir, "summary.json")) as f:
+    summary = json.load(f)
+names = {th["name"] for th in summary["threads"]}
+assert "late" not in listed and "late" not in names, (listed, names)
+assert not (names - listed - {n for n in names if n.startswith("native-")}), (listed, names)
+""")
