@@ -13,14 +13,21 @@ every round, and the median over the rounds is reported.  Each call is two
 profile events (call and return).
 
 Loops:
-  calls   f(x) over a prebuilt list: no allocation, only the call and return events
-  allocs  f(x) returns [x]: one list allocated and freed per call, so the
-          allocator hooks of the memory profilers run too
+  calls   f(x) over a prebuilt list: the function allocates nothing.  Under a
+          profile function (CPython <= 3.11, and threadgraph's setprofile backend
+          on 3.12+) the interpreter still makes a frame object per call for the
+          hook, one allocation and free that memory profilers hooking the
+          Python allocators see; under sys.monitoring it makes none
+  allocs  f(x) returns [x]: one more allocation and free per call (the list's
+          item array; the list object itself comes from a free list)
 
 The configurations are bench/runner.py's (make_config): the same set-up as the
-workload benchmark.  Output: one line per loop and configuration, with the
-difference to each floor measured in the same run: `noop` (an empty C profile
-function) and, on 3.12+, `noop-monitoring` (an empty sys.monitoring callback).
+workload benchmark; the no-op hooks are built first (bench/noop/build.py).  The
+default list has the floor `noop` (an empty C profile function) and, on 3.12+,
+`noop-monitoring` (an empty sys.monitoring callback).  Output: one line per loop
+and configuration, with the difference to each floor measured in the same run,
+per call and per profile event (half the per-call figure: a call's two events;
+the allocator events of `allocs` are not counted apart).
 """
 import argparse
 import os
@@ -72,7 +79,10 @@ def child(config, loop, calls):
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--configs", default="noop,tg-binary,memray")
+    default = "noop,tg-binary,memray"
+    if sys.version_info >= (3, 12):
+        default = "noop,noop-monitoring,tg-binary,memray"
+    ap.add_argument("--configs", default=default)
     ap.add_argument("--rounds", type=int, default=11)
     ap.add_argument("--calls", type=int, default=1000000)
     ap.add_argument("--loops", default="calls,allocs")
@@ -92,6 +102,12 @@ def main(argv):
     for loop in loops:
         if loop not in ("calls", "allocs"):
             ap.error("unknown loop %r (calls, allocs)" % loop)
+    if any(c in FLOORS for c in configs):
+        b = subprocess.run([sys.executable, os.path.join(HERE, "noop", "build.py")],
+                           capture_output=True, text=True)
+        if b.returncode != 0:
+            print("bench/noop/build.py failed (the floors will be unavailable): %s"
+                  % (b.stderr.strip()[-300:] or b.stdout.strip()[-300:]))
     usable = []
     for c in configs:
         r = subprocess.run([sys.executable, os.path.join(HERE, "runner.py"), "--check", c],

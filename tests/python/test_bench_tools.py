@@ -21,8 +21,11 @@ def test_event_cost_reports_ns_per_call_for_each_loop():
     assert sorted((loop, cfg) for loop, cfg, *_ in rows) == [
         ("allocs", "none"), ("allocs", "tg-binary"), ("calls", "none"), ("calls", "tg-binary")
     ], out.stdout
-    for _, _, med, q1, q3 in rows:
-        assert 0 < float(q1) <= float(med) <= float(q3), out.stdout
+    med = {(loop, cfg): float(m) for loop, cfg, m, _, _ in rows}
+    for loop in ("calls", "allocs"):
+        # the profiler records every call: a loop under it is slower (about 3x
+        # here); one that recorded nothing would not be
+        assert med[(loop, "tg-binary")] > 1.2 * med[(loop, "none")], out.stdout
 
 
 def test_event_cost_rejects_an_unknown_loop():
