@@ -326,6 +326,24 @@ def prepare_module(name, args):
     return code, module
 
 
+# While the profiler runs, main() calls only functions of this package (which
+# the recorder leaves out with everything they call: profiler.py _PACKAGE_DIR),
+# apart from the program itself: a builtin called from main() directly would be
+# recorded as a call of the program's main thread.
+
+def handled_exception():
+    """("exception", sys.exc_info()) of the exception being handled."""
+    return ("exception", sys.exc_info())
+
+
+def flush_stdout():
+    """Flush the program's stdout, as the interpreter does at exit."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass  # the program closed or broke its stdout; not ours to report
+
+
 def wait_for_threads():
     """Join the non-daemon threads, as the interpreter does before it exits."""
     me = threading.current_thread()
@@ -340,6 +358,13 @@ def report_exception(exc_type, exc, tb):
     while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in own:
         tb = tb.tb_next
     traceback.print_exception(exc_type, exc, tb)
+
+
+def exit_message_of(exc):
+    """("message", exc.code) for sys.exit("message"), which python prints; else None."""
+    if isinstance(exc.code, (int, type(None))):
+        return None
+    return ("message", exc.code)
 
 
 def exit_code_of(exc):
@@ -603,22 +628,17 @@ def main(argv):
             sys.modules["__main__"] = module
             types.FunctionType(code, module.__dict__)()
         except SystemExit as exc:
-            status, failure = exit_code_of(exc), None
-            if not isinstance(exc.code, (int, type(None))):
-                failure = ("message", exc.code)
+            status, failure = exit_code_of(exc), exit_message_of(exc)
         except KeyboardInterrupt:
-            status, failure = 130, ("exception", sys.exc_info())
+            status, failure = 130, handled_exception()
             interrupted = True
         except BaseException:
-            status, failure = 1, ("exception", sys.exc_info())
+            status, failure = 1, handled_exception()
         try:
             wait_for_threads()
         except KeyboardInterrupt:
             status, interrupted = 130, True
-        try:
-            sys.stdout.flush()
-        except (OSError, ValueError):
-            pass  # the program closed or broke its stdout; not ours to report
+        flush_stdout()
     finally:
         # Stop recording before printing anything: formatting a traceback allocates,
         # and that is threadgraph's work, not the program's.

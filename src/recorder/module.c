@@ -197,6 +197,10 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
         }
         if ((r->exclude_file = tg_escaped_copy(exclude, &r->exclude_len)) == NULL)
             goto fail;
+        if (r->exclude_len == 0) {  /* "" excludes nothing */
+            free(r->exclude_file);
+            r->exclude_file = NULL;
+        }
     }
     if (factory != Py_None) {
         if (!PyCallable_Check(factory)) {

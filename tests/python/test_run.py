@@ -18,6 +18,8 @@ import pytest
 
 import tgcapture
 
+import threadgraph
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DOCS_RUN = os.path.join(HERE, "..", "..", "docs", "run.md")
 TIMEOUT = 120  # seconds; only a hang gets near it
@@ -243,6 +245,40 @@ def test_non_daemon_threads_finish_before_the_profile_closes(tmp_path):
     assert res.returncode == 0, res.stderr
     run_dir = only_run_dir(tmp_path / "out")
     assert "slow" in functions_in(os.path.join(run_dir, "late.mem"))
+
+
+@pytest.mark.parametrize("end", ["sys.exit(3)", "sys.exit('bye')", "raise ValueError('x')", "pass"])
+def test_only_the_program_is_recorded(tmp_path, end):
+    # threadgraph run's own work while the profiler runs (its "profiling" line,
+    # the wait for the program's threads, the exit status, the stdout flush) is
+    # not the program's: the main thread records the program's calls only (the
+    # old code recorded display_path, say, wait_for_threads, threading's
+    # enumerate, isinstance...).
+    write(
+        tmp_path / "prog.py",
+        """\
+        import sys, threading, time
+        def nap():
+            time.sleep(0.2)
+        threading.Thread(target=nap, name="napper").start()
+        print("out")
+        %s
+        """ % end,
+    )
+    res = tg(["run", "--format", "text", "-o", "out", "prog.py"], tmp_path)
+    run_dir = only_run_dir(tmp_path / "out")
+    lines = mem_records(os.path.join(run_dir, "MainThread.mem"))
+    sites = [rec.split("#", 1)[1].rsplit("=>", 1)[0] for rec in lines]
+    package = os.path.dirname(os.path.abspath(threadgraph.__file__)) + os.sep
+    assert not [site for site in sites if site.startswith(package)], (res.stderr, sites)
+    # the wait for the program's threads, after its module code, is not recorded
+    prog = os.path.join(str(tmp_path), "prog.py") + ":"
+    ends = [i for i, site in enumerate(sites) if site.startswith(prog) and site.endswith(":<module>")]
+    assert ends, sites
+    after = sites[ends[-1] + 1:]
+    waits = [site for site in after
+             if site.endswith((":enumerate", ":join", ":is_alive", ":_wait_for_tstate_lock"))]
+    assert not waits, (res.stderr, after)
 
 
 ALLOCATOR = """\
