@@ -69,7 +69,7 @@ int cmd_report(int argc, char **argv)
 		  "show at most N lines of each peak's call subtree (default 300)" },
 		{ "process", 0, TG_OPT_BOOL, &process, NULL, NULL,
 		  "also plot the process memory (process.mem) in the memory graph" },
-		{ "process_rebase", 0, TG_OPT_NUMBER, &o.memg.rebase_kb, NULL, "N",
+		{ "process_rebase", 0, TG_OPT_NUMBER, &o.memg.rebase_kb, &o.memg.has_rebase, "N",
 		  "with --process: subtract N KB from the process memory (default 30000)" },
 		TG_PEAK_OPTIONS(&p),
 		TG_COMMON_OPTIONS(&c),

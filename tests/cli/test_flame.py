@@ -5,6 +5,7 @@ snapshot, an accounting summary), whose values were worked out by hand:
   MainThread: main (4000) > load (3500) > fill (3000); main > load (-200); main > len (0)
   worker 1:   run (1000) > step;odd (1000); never (no return: still running)
 """
+import base64
 import os
 import re
 import shutil
@@ -303,3 +304,16 @@ def test_documented_options_are_the_help_options(tg):
         in_help = set(opt.findall(tg(cmd, "--help").stdout))
         assert documented - in_help == set(), (cmd, documented - in_help)
         assert in_help - documented - {"--help"} == set(), (cmd, in_help - documented)
+
+
+@pytest.mark.skipif(not HAVE_GNUPLOT, reason="gnuplot not installed")
+def test_report_process_rebase_reaches_the_memory_graph(tg, tmp_path):
+    # --process_rebase is documented for report as for memg; report ignored it
+    def graph(*opts):
+        out = tmp_path / "r.html"
+        r = tg("report", "--process", *opts, RUN, "-o", out)
+        assert r.returncode == 0, r.stderr
+        data = re.search(r'src="data:image/svg\+xml;base64,([^"]+)"', out.read_text()).group(1)
+        return base64.b64decode(data).decode("utf-8", "replace")
+    assert "Process (KB - 5500)" in graph("--process_rebase", "5500")
+    assert "Process (MB, right axis)" in graph()
