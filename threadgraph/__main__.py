@@ -7,13 +7,6 @@ Every other argument list (memg, peaks, memh, nesting, interleave, decorate-stac
 """
 import sys
 
-RUN_USAGE = (
-    "threadgraph run [options] script.py [args...] | -m module [args...]\n"
-    "    run a Python program under the profiler, unchanged "
-    "(see 'threadgraph run --help')\n"
-)
-
-
 def main(argv=None):
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "run":
@@ -25,10 +18,7 @@ def main(argv=None):
 
     _follow.release()  # a followed process that becomes the C processor
 
-    if not args or args[0] in ("-h", "--help", "help"):
-        # The C program's help lists its own commands; add the one Python owns.
-        sys.stdout.write(RUN_USAGE + "\n")
-    exec_cli(args)
+    exec_cli(args)  # its help lists run too
     return 2  # not reached: exec_cli replaces the process or exits
 
 

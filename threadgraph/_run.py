@@ -489,10 +489,11 @@ def print_summary(prof, opts, status):
     out_dir = stats.get("output_dir") or prof.output_dir
     shown = display_path(out_dir)
     say(
-        "program exited with status %d; %d threads seen, %d records written%s to %s/"
+        "program exited with status %d; %d thread%s seen, %d records written%s to %s/"
         % (
             status,
             stats.get("threads", 0),
+            "" if stats.get("threads", 0) == 1 else "s",
             stats.get("records", 0),
             " (%d stack records)" % stats["stack_records"]
             if opts.stack and "stack_records" in stats

@@ -69,6 +69,9 @@ static void main_usage(FILE *f)
 {
 	fputs("usage: threadgraph [--no_time] [--version] [-h|--help] COMMAND [options] ARGS...\n"
 	      "\ncommands:\n", f);
+	/* run is the Python package's (it needs an interpreter): threadgraph/_run.py */
+	fprintf(f, "    %-16s %s\n", "run", "run a Python program under the profiler, unchanged "
+		"(threadgraph run --help)");
 	for (size_t i = 0; i < sizeof(tg_commands) / sizeof(tg_commands[0]); i++)
 		fprintf(f, "    %-16s %s\n", tg_commands[i].name, tg_commands[i].summary);
 	fputs("\nglobal options:\n"
@@ -108,6 +111,15 @@ int main(int argc, char **argv)
 			continue;
 		ret = tg_commands[c].fn(argc - i, argv + i);
 		return main_finish_stdout(ret);
+	}
+	if (!strcmp(argv[i], "help")) {  /* as git: `threadgraph help` is --help */
+		main_usage(stdout);
+		return main_finish_stdout(TG_EXIT_OK);
+	}
+	if (!strcmp(argv[i], "run")) {
+		fprintf(stderr, "error: 'run' is the Python package's command: use the installed "
+			"'threadgraph run' or 'python3 -m threadgraph run'\n");
+		return TG_EXIT_USAGE;
 	}
 	fprintf(stderr, "error: unknown command '%s'\n", argv[i]);
 	main_usage(stderr);

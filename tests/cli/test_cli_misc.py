@@ -20,6 +20,14 @@ def test_help(tg):
     assert r.returncode == 0
 
 
+def test_help_names_run_and_points_run_to_the_python_command(tg):
+    r = tg("help")
+    assert r.returncode == 0 and r.stdout == tg("--help").stdout
+    assert "\n    run " in r.stdout
+    r = tg("run", "app.py")
+    assert r.returncode == 2 and "'run' is the Python package's command" in r.stderr
+
+
 def test_no_command(tg):
     r = tg()
     assert r.returncode == 2 and r.stderr.startswith("usage: threadgraph")

@@ -314,7 +314,7 @@ def test_start_line_and_summary(tmp_path, fmt):
     # First line: where the output goes.
     assert lines[0] == "threadgraph: profiling alloc.py; writing to %s/" % rel
     text = res.stderr
-    m = re.search(r"(\d+) threads seen, (\d+) records written", text)
+    m = re.search(r"(\d+) threads? seen, (\d+) records written", text)
     assert m, text
     assert int(m.group(1)) == 4  # MainThread + 3 workers
     if fmt == "text":
