@@ -2,6 +2,8 @@
  * cmd_decorate_stack.c - threadgraph decorate-stack: one call's subtree with the
  * time and memory of each call.
  */
+#include <sys/stat.h>
+
 #include "cli.h"
 #include "decorate.h"
 
@@ -69,6 +71,12 @@ int cmd_decorate_stack(int argc, char **argv)
 			error("%s", d.msg) : 0;
 		tg_dumpset_free_capture(cap);
 		return ret;
+	}
+	{
+		struct stat st;
+		if (stat(argv[0], &st) == 0 && S_ISDIR(st.st_mode))
+			return error("'%s' holds no capture.tg: give a run directory, or the "
+				     "text dumps MEMFILE STACKFILE EVENT", argv[0]);
 	}
 	ret = tg_decorate_run(argv[0], argv[1], argv[2], &o, stdout, &r, &d) < 0 ?
 		error("%s", d.msg) : 0;

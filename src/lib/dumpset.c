@@ -268,7 +268,9 @@ int tg_dumpset_init(struct tg_dumpset *s, char **paths, size_t n, enum tg_dumpse
 						"give its run directory or capture.tg alone", paths[i]);
 			return ds_add_capture(s, view, d);
 		}
-		if (stat(paths[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+		if (stat(paths[i], &st) < 0)  /* before any work is reported on the others */
+			return tg_error(d, "unable to open '%s': %s", paths[i], strerror(errno));
+		if (S_ISDIR(st.st_mode)) {
 			if (ds_add_dir(s, paths[i], view, d) < 0)
 				return -1;
 			continue;

@@ -487,9 +487,9 @@ static int rep_accounting(FILE *out, const struct tg_report_opts *o,
 
 	fputs("<h2 id=\"accounting\">Allocation accounting</h2>\n", out);
 	if (tg_summary_read(&s, o->run_dir, &sub) < 0) {
-		rep_missing(out, cb, "no accounting summary (%s): allocation accounting was off "
-			    "for this run (threadgraph run --accounting, "
-			    "ProcessProfile(accounting=True))", sub.msg);
+		rep_missing(out, cb, "no accounting summary: %s; allocation accounting is "
+			    "turned on with threadgraph run --accounting or "
+			    "ProcessProfile(accounting=True)", sub.msg);
 		return 0;
 	}
 	if (!(tmp = tmpfile())) {

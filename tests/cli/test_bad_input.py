@@ -170,3 +170,18 @@ def test_decorate_crlf_and_gzip(tg, tmp_path, tutorial):
     want = tg("decorate-stack", os.path.join(tutorial, "Thread-7.mem"),
               os.path.join(tutorial, "Thread-7.stack"), "30").stdout
     assert r.stdout == want and want
+
+
+def test_missing_operand_fails_before_any_work(tg, tmp_path):
+    # memg used to print "Processing data for thread <name>" for a missing file
+    r = tg("memg", "-o", tmp_path, str(tmp_path / "nosuch"))
+    assert r.returncode == 1
+    assert r.stderr == "error: unable to open '%s': No such file or directory\n" % (
+        tmp_path / "nosuch"), r.stderr
+
+
+def test_decorate_stack_on_a_directory_without_a_capture(tg, tmp_path):
+    r = tg("decorate-stack", str(tmp_path), "Thread-1", "3")
+    assert r.returncode == 1 and "holds no capture.tg: give a run directory" in r.stderr, \
+        r.stderr
+    assert "Scanning" not in r.stdout + r.stderr

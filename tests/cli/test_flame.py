@@ -285,7 +285,7 @@ def test_report_of_a_run_without_stacks_or_accounting(tg, tmp_path):
     r = tg("report", "--peak", "1", tmp_path, "-o", out)
     assert r.returncode == 0, r.stderr
     html = out.read_text()
-    assert "accounting was off" in html and "no .stack files" in html
+    assert "allocation accounting is turned on with" in html and "no .stack files" in html
     assert 'href="#peak-' not in html  # no subtree to link to
     assert "flame graph (delta) left out" in html
     r = tg("report", tmp_path / "nosuch", "-o", out)
@@ -317,3 +317,10 @@ def test_report_process_rebase_reaches_the_memory_graph(tg, tmp_path):
         return base64.b64decode(data).decode("utf-8", "replace")
     assert "Process (KB - 5500)" in graph("--process_rebase", "5500")
     assert "Process (MB, right axis)" in graph()
+
+
+def test_flamegraph_without_accounting_says_which_metrics_work(tg, tmp_path):
+    r = tg("flamegraph", os.path.join(FIXTURES, "tutorial"), "-o", tmp_path / "f.svg")
+    assert r.returncode == 1
+    assert "no snapshot in" in r.stderr and "--metric delta or --metric time need no " \
+        "accounting" in r.stderr, r.stderr
