@@ -400,6 +400,16 @@ int tg_interleave_run(const struct tg_graph_opts *o, const struct tg_plot_opts *
 	fprintf(script.f, "set title 'Which thread ran when (see interleave.txt)'\n"
 		"set ylabel 'Thread'\nset grid\nset ytics %zu\nset yrange [-1:%zu]\n",
 		k > 40 ? (k + 19) / 20 : 1, k);
+	if (k <= 40) {  /* the threads by name; more would not fit: numbers, as the legend */
+		fputs("set ytics (", script.f);
+		for (i = 0; i < k; i++) {
+			if (i)
+				fputs(", ", script.f);
+			tg_gp_quote(script.f, in[i].df->thread, strlen(in[i].df->thread));
+			fprintf(script.f, " %u", in[i].index);
+		}
+		fputs(")\n", script.f);
+	}
 	tg_timeaxis_write(script.f, &ta, &range, "Event");
 	/* line type by thread: the series styles, as many as there are, then again */
 	fprintf(script.f, "plot 'interleave.dat' using (tx($1)):2:(int($2) %% %d + 1) with "

@@ -179,3 +179,8 @@ def test_nesting_points_are_larger_on_the_libgd_png_terminal(tmp_path):
     gp = script(tmp_path, "nesting", os.path.join(FIXTURES, "flamerun"))
     assert "nps = GPVAL_TERM eq 'png' ? 1.2 : 0.4\n" in gp
     assert gp.count("ps nps") == 2 and "ps 0.4" not in gp
+
+
+def test_interleave_names_the_threads_on_its_axis(tmp_path):
+    gp = script(tmp_path, "interleave", *tutorial_mems())
+    assert "set ytics ('MainThread' 0, 'Thread-6' 1, 'Thread-7' 2)\n" in gp, gp
