@@ -57,6 +57,9 @@ static struct tg_thread *make_state(struct tg_thread_table *tt, const char *name
 	CHECK(t != NULL && owned != NULL);
 	*idx = tg_thread_table_log_add(tt, owned, strlen(name), ident, ident + 1000, 1, 0, 0);
 	CHECK(*idx >= 0);
+	CHECK(tt->log[*idx].attaching);  /* until its streams are open */
+	tg_thread_table_log_joined(tt, (size_t)*idx);
+	CHECK(!tt->log[*idx].attaching);
 	snprintf(path, sizeof(path), "%s/%s.mem", tmpdir, tt->log[*idx].base);
 	CHECK_INT(tg_writer_open_path(&t->mem, path), 0);
 	return t;
@@ -196,6 +199,13 @@ static void test_life(void)
 		long i = tg_thread_table_log_add(&tt, n, 6, 11, 1011, 1, 0, 0);
 		CHECK_INT(i, 0);
 		CHECK_STR(tt.log[0].base, "worker");
+		/* still attaching (the run ended in its stream_factory call): not counted */
+		tg_thread_table_totals(&tt, &rec, &srec, &drop, &threads);
+		CHECK_INT(threads, 0);
+		tg_thread_table_log_joined(&tt, (size_t)i);
+		tg_thread_table_log_joined(&tt, 7);  /* out of range: nothing */
+		tg_thread_table_totals(&tt, &rec, &srec, &drop, &threads);
+		CHECK_INT(threads, 1);
 	}
 	/* Destroy frees what is left: a live state, a retired one, the log. */
 	a = tg_thread_new(&tt, 2, 21, 21);
