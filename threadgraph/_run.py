@@ -326,30 +326,15 @@ def prepare_module(name, args):
     return code, module
 
 
-# While the profiler runs, main() calls only functions of this package (which
-# the recorder leaves out with everything they call: profiler.py _PACKAGE_DIR),
-# apart from the program itself: a builtin called from main() directly would be
-# recorded as a call of the program's main thread.
+# While the profiler runs, main()'s own work (its "profiling" line, the exit
+# status, the list of threads to wait for) runs with the Recorder's quiet(True):
+# nothing of it is recorded, allocations included.  What may run program code
+# (the program, the joins, the flush of its stdout) is recorded.
 
-def handled_exception():
-    """("exception", sys.exc_info()) of the exception being handled."""
-    return ("exception", sys.exc_info())
-
-
-def flush_stdout():
-    """Flush the program's stdout, as the interpreter does at exit."""
-    try:
-        sys.stdout.flush()
-    except (OSError, ValueError):
-        pass  # the program closed or broke its stdout; not ours to report
-
-
-def wait_for_threads():
-    """Join the non-daemon threads, as the interpreter does before it exits."""
+def threads_to_wait_for():
+    """The non-daemon threads the interpreter would join before it exits."""
     me = threading.current_thread()
-    for t in threading.enumerate():
-        if t is not me and not t.daemon and t.is_alive():
-            t.join()
+    return [t for t in threading.enumerate() if t is not me and not t.daemon and t.is_alive()]
 
 
 def report_exception(exc_type, exc, tb):
@@ -613,7 +598,12 @@ def main(argv):
     except OSError as exc:
         sys.stderr.write("%s: cannot write the profile under %s: %s\n" % (PROG, base, exc))
         return 1
-    say("profiling %s; writing to %s/" % (name, display_path(prof.output_dir)))
+    quiet = prof._rec.quiet  # a Recorder method: its calls are never recorded
+    was = quiet(True)  # threadgraph's own work, not the program's
+    try:
+        say("profiling %s; writing to %s/" % (name, display_path(prof.output_dir)))
+    finally:
+        quiet(was)
 
     status = 0
     failure = None  # the program's uncaught exception, reported once profiling stops
@@ -629,17 +619,37 @@ def main(argv):
             sys.modules["__main__"] = module
             types.FunctionType(code, module.__dict__)()
         except SystemExit as exc:
-            status, failure = exit_code_of(exc), exit_message_of(exc)
+            was = quiet(True)
+            try:
+                status, failure = exit_code_of(exc), exit_message_of(exc)
+            finally:
+                quiet(was)
         except KeyboardInterrupt:
-            status, failure = 130, handled_exception()
+            was = quiet(True)
+            status, failure = 130, ("exception", sys.exc_info())
+            quiet(was)
             interrupted = True
         except BaseException:
-            status, failure = 1, handled_exception()
+            was = quiet(True)
+            status, failure = 1, ("exception", sys.exc_info())
+            quiet(was)
+        # The interpreter's end of a program, recorded as such: the joins (a signal
+        # handler or a __del__ of the program may run in them), and the flush of
+        # its stdout (the program's own object, maybe).  Listing the threads is ours.
+        was = quiet(True)
         try:
-            wait_for_threads()
+            waiting = threads_to_wait_for()
+        finally:
+            quiet(was)
+        try:
+            for t in waiting:
+                t.join()
         except KeyboardInterrupt:
             status, interrupted = 130, True
-        flush_stdout()
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass  # the program closed or broke its stdout; not ours to report
     finally:
         # Stop recording before printing anything: formatting a traceback allocates,
         # and that is threadgraph's work, not the program's.

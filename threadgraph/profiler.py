@@ -77,9 +77,6 @@ DEFAULT_SLEEP_TRIGGERS: Tuple[Tuple[str, str], ...] = (
 _FILE = os.path.abspath(__file__)
 if _FILE.endswith((".pyc", ".pyo")):
     _FILE = _FILE[:-1]
-# Code from the package's own files (this one, threadgraph run's plumbing, the
-# accounting windows) is never recorded, nor what it calls.
-_PACKAGE_DIR = os.path.dirname(_FILE) + os.sep
 
 
 def _resolve(module: str, name: str) -> Any:
@@ -326,7 +323,7 @@ class ProcessProfile:
                          filter=self._filter, track_memory=self._memory,
                          track_stack=self._stack, track_sleeps=self._sleeps,
                          timestamps=self._timestamps, sample_every=self._frequence,
-                         stream_factory=self.stream_factory, exclude_file=_PACKAGE_DIR,
+                         stream_factory=self.stream_factory, exclude_file=_FILE,
                          triggers=triggers, accounting=self._accounting_on(),
                          compress=self.compress, backend=self.backend,
                          native=self.native, format=self.format,

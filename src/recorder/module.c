@@ -197,10 +197,6 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
         }
         if ((r->exclude_file = tg_escaped_copy(exclude, &r->exclude_len)) == NULL)
             goto fail;
-        if (r->exclude_len == 0) {  /* "" excludes nothing */
-            free(r->exclude_file);
-            r->exclude_file = NULL;
-        }
     }
     if (factory != Py_None) {
         if (!PyCallable_Check(factory)) {
@@ -467,7 +463,27 @@ tg_rec_get_outdir(struct tg_recorder_object *self, void *closure)
     return PyUnicode_DecodeFSDefault(self->r.outdir);
 }
 
+/* quiet(flag) -> previous: while set, the calling thread's events and
+ * allocations are not recorded (TG_BUSY_TRACER, as while the tracer runs Python
+ * code itself): threadgraph run's own work in the program's main thread. */
+static PyObject *
+tg_rec_quiet(struct tg_recorder_object *self, PyObject *arg)
+{
+    int on = PyObject_IsTrue(arg), was = (tg_tls.busy & TG_BUSY_TRACER) != 0;
+
+    (void)self;
+    if (on < 0)
+        return NULL;
+    if (on)
+        tg_tls.busy |= TG_BUSY_TRACER;
+    else
+        tg_tls.busy &= ~TG_BUSY_TRACER;
+    return PyBool_FromLong(was);
+}
+
 static PyMethodDef tg_recorder_methods[] = {
+    {"quiet", (PyCFunction)tg_rec_quiet, METH_O,
+     "quiet(flag) -> previous flag: record nothing of the calling thread while set."},
     {"enable", (PyCFunction)(void (*)(void))tg_rec_enable, METH_VARARGS | METH_KEYWORDS,
      tg_rec_enable_doc},
     {"disable", (PyCFunction)tg_rec_disable, METH_NOARGS,

@@ -55,7 +55,7 @@ struct tg_recorder_object *tg_active;
 struct tg_code_info {
     uint64_t gen;       /* run generation the flags were computed for */
     int pass;           /* recorded under this run's filter */
-    int excluded;       /* profiler plumbing (threadgraph/): it and its callees are hidden */
+    int excluded;       /* profiler plumbing (profiler.py): it and its callees are hidden */
     int trigger;        /* a Python sleep trigger in this run */
     int firstlineno;
     uint64_t cap_epoch; /* capture epoch cap_id belongs to (0: none) */
@@ -145,11 +145,7 @@ tg_code_info_refresh(struct tg_recorder *r, struct tg_code_info *info, PyCodeObj
     size_t i;
     info->gen = r->gen;
     info->pass = 1;
-    /* exclude_file names a file, or with a final '/' a directory (its files) */
-    info->excluded = r->exclude_file != NULL
-                     && (info->file_len == r->exclude_len
-                         || (r->exclude_file[r->exclude_len - 1] == '/'
-                             && info->file_len > r->exclude_len))
+    info->excluded = r->exclude_file != NULL && info->file_len == r->exclude_len
                      && memcmp(info->file, r->exclude_file, r->exclude_len) == 0;
     if (r->filter != NULL && (info->file_len < r->filter_len
             || memcmp(info->file, r->filter, r->filter_len) != 0))

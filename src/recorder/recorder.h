@@ -69,8 +69,7 @@ struct tg_recorder {
     long sample_every;         /* process.mem every N events; 0 = off */
     char *filter;              /* escaped co_filename prefix, or NULL */
     size_t filter_len;
-    char *exclude_file;        /* escaped file name, or directory with a final '/'
-                                * (the threadgraph package): never recorded */
+    char *exclude_file;        /* escaped file name of profiler.py: never recorded */
     size_t exclude_len;
     char *outdir;              /* output directory */
     PyObject *stream_factory;  /* or NULL; GIL */

@@ -250,10 +250,9 @@ def test_non_daemon_threads_finish_before_the_profile_closes(tmp_path):
 @pytest.mark.parametrize("end", ["sys.exit(3)", "sys.exit('bye')", "raise ValueError('x')", "pass"])
 def test_only_the_program_is_recorded(tmp_path, end):
     # threadgraph run's own work while the profiler runs (its "profiling" line,
-    # the wait for the program's threads, the exit status, the stdout flush) is
-    # not the program's: the main thread records the program's calls only (the
-    # old code recorded display_path, say, wait_for_threads, threading's
-    # enumerate, isinstance...).
+    # the exit status, listing the threads to wait for) is not the program's: no
+    # record of the threadgraph package in the main thread (the old code recorded
+    # display_path, say, wait_for_threads, threading's enumerate, isinstance...).
     write(
         tmp_path / "prog.py",
         """\
@@ -271,14 +270,35 @@ def test_only_the_program_is_recorded(tmp_path, end):
     sites = [rec.split("#", 1)[1].rsplit("=>", 1)[0] for rec in lines]
     package = os.path.dirname(os.path.abspath(threadgraph.__file__)) + os.sep
     assert not [site for site in sites if site.startswith(package)], (res.stderr, sites)
-    # the wait for the program's threads, after its module code, is not recorded
+    assert not [site for site in sites if site.endswith((":enumerate", ":is_alive",
+                                                         ":isinstance", ":exc_info"))], sites
     prog = os.path.join(str(tmp_path), "prog.py") + ":"
-    ends = [i for i, site in enumerate(sites) if site.startswith(prog) and site.endswith(":<module>")]
-    assert ends, sites
-    after = sites[ends[-1] + 1:]
-    waits = [site for site in after
-             if site.endswith((":enumerate", ":join", ":is_alive", ":_wait_for_tstate_lock"))]
-    assert not waits, (res.stderr, after)
+    assert [site for site in sites if site.startswith(prog) and site.endswith(":<module>")]
+
+
+def test_program_code_run_during_the_final_wait_is_recorded(tmp_path):
+    # After its module code, the main thread waits for the program's threads; a
+    # signal handler of the program running then is the program's and recorded.
+    write(
+        tmp_path / "prog.py",
+        """\
+        import os, signal, threading, time
+        keep = []
+        def on_usr1(signum, frame):
+            keep.append(bytearray(100000))
+        signal.signal(signal.SIGUSR1, on_usr1)
+        def later():
+            time.sleep(0.2)
+            os.kill(os.getpid(), signal.SIGUSR1)
+            time.sleep(0.2)
+        threading.Thread(target=later).start()
+        """,
+    )
+    res = tg(["run", "--format", "text", "-o", "out", "prog.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    run_dir = only_run_dir(tmp_path / "out")
+    recs = [r for r in mem_records(os.path.join(run_dir, "MainThread.mem")) if ":on_usr1=>" in r]
+    assert len(recs) == 1 and int(recs[0].rsplit("=>", 1)[1]) >= 100000, recs
 
 
 ALLOCATOR = """\
