@@ -80,6 +80,33 @@ int tg_gp_quote(FILE *f, const char *s, size_t len)
 	return putc('\'', f) == EOF ? EOF : 0;
 }
 
+int tg_gp_quote_label(FILE *f, const char *s, size_t len, size_t max)
+{
+	size_t n = len;
+	int cut = 0;
+
+	if (n > max) {  /* at a character boundary (UTF-8 continuation bytes are 10xxxxxx) */
+		n = max;
+		while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+			n--;
+		cut = 1;
+	}
+	if (putc('\'', f) == EOF)
+		return EOF;
+	for (size_t i = 0; i < n; i++) {
+		int c = (unsigned char)s[i];
+		if (TG_NEEDS_ESCAPE(c))
+			c = '?';
+		if ((c == '\'' || c == '%') && putc(c, f) == EOF)  /* '' and %% */
+			return EOF;
+		if (putc(c, f) == EOF)
+			return EOF;
+	}
+	if (cut && fputs("...", f) == EOF)
+		return EOF;
+	return putc('\'', f) == EOF ? EOF : 0;
+}
+
 void tg_gp_graph_name(char *buf, size_t n, const struct tg_plot_opts *o, const char *name)
 {
 	snprintf(buf, n, "%s.%s", name, o->terminal);

@@ -76,6 +76,10 @@ int tg_gp_terminal_known(const char *name);
 /* Writes s as a single-quoted gnuplot string literal; returns 0 or EOF. */
 int tg_gp_quote(FILE *f, const char *s, size_t len);
 
+/* The same for a tic label, which gnuplot reads as a format: '%' doubled, and
+ * cut to MAX bytes (at a character boundary) with "..." after. */
+int tg_gp_quote_label(FILE *f, const char *s, size_t len, size_t max);
+
 /*
  * Writes the script's first lines: the outfile default (NAME.EXT), the terminal
  * with its size, noenhanced text (no markup from names), set output.  0 or EOF.

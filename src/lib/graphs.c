@@ -405,7 +405,7 @@ int tg_interleave_run(const struct tg_graph_opts *o, const struct tg_plot_opts *
 		for (i = 0; i < k; i++) {
 			if (i)
 				fputs(", ", script.f);
-			tg_gp_quote(script.f, in[i].df->thread, strlen(in[i].df->thread));
+			tg_gp_quote_label(script.f, in[i].df->thread, strlen(in[i].df->thread), 30);
 			fprintf(script.f, " %u", in[i].index);
 		}
 		fputs(")\n", script.f);

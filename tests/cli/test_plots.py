@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from clisupport import CLI, FIXTURES, needs_gnuplot, tutorial_mems
+from clisupport import CLI, FIXTURES, HAVE_GNUPLOT, needs_gnuplot, tutorial_mems
 
 T0 = 1394031400.0
 
@@ -184,3 +184,18 @@ def test_nesting_points_are_larger_on_the_libgd_png_terminal(tmp_path):
 def test_interleave_names_the_threads_on_its_axis(tmp_path):
     gp = script(tmp_path, "interleave", *tutorial_mems())
     assert "set ytics ('MainThread' 0, 'Thread-6' 1, 'Thread-7' 2)\n" in gp, gp
+
+
+def test_interleave_tic_labels_escape_percent_and_cut_long_names(tmp_path):
+    # gnuplot reads tic labels as formats: "50%" stopped it with "Bad format
+    # character"; a 250-character name left no room for the plot
+    long = "w" * 29 + "\u00e9" * 20  # the cut at 30 bytes falls inside an \u00e9
+    a = write_mem(tmp_path / "progress 50%.mem", [(T0, 4096), (T0 + 0.1, -4096)])
+    b = write_mem(tmp_path / (long + ".mem"), [(T0 + 0.05, 4096)])
+    gp = script(tmp_path, "interleave", a, b)
+    assert "set ytics ('progress 50%%' 0, '" + "w" * 29 + "...' 1)\n" in gp, gp
+    if HAVE_GNUPLOT:
+        r = subprocess.run([CLI, "interleave", "-o", str(tmp_path / "png"), a, b],
+                           capture_output=True, text=True)
+        assert r.returncode == 0 and os.path.getsize(str(tmp_path / "png" / "interleave.png")) \
+            > 0, r.stderr
