@@ -53,6 +53,7 @@ int cmd_decorate_stack(int argc, char **argv)
 			       "the exported THREAD.mem) or a line's text.", &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	tg_resolve_run_bases(argv, nargs > 0);  /* RUN_DIR: a base of runs reads its latest */
 	if (nargs != 3)
 		return usage_error(decorate_usage, "expected MEM STACK EVENT or RUN_DIR THREAD EVENT, "
 				   "got %d argument%s",

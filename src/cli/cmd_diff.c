@@ -43,6 +43,9 @@ int cmd_diff(int argc, char **argv)
 			       "across runs unless told otherwise.", &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	tg_resolve_run_bases(argv, nargs);  /* a base of runs: its latest */
+	if (base)
+		tg_resolve_run_bases((char **)&base, 1);
 	if (!base)
 		return usage_error(diff_usage, "--base is required");
 	if (nargs != 1)

@@ -31,6 +31,7 @@ int cmd_export(int argc, char **argv)
 			       "THREAD.stack, process.mem.\nNever overwrites a file.", &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	tg_resolve_run_bases(argv, nargs > 0);  /* RUN_DIR: a base of runs reads its latest */
 	if (nargs != 1)
 		return usage_error(export_usage, "expected one run directory or capture file");
 	ret = tg_dumpset_open_capture(argv[0], &cap, &d);

@@ -27,6 +27,7 @@ int cmd_folded(int argc, char **argv)
 			       "the root frame of its stacks.", &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	tg_resolve_run_bases(argv, nargs > 0);  /* RUN_DIR: a base of runs reads its latest */
 	if (nargs != 1)
 		return usage_error(folded_usage, "expected one run directory");
 	if ((ret = tg_cli_fold_load(&a, argv[0], folded_usage, &f, &d)))

@@ -36,6 +36,7 @@ int cmd_hist(int argc, char **argv)
 			       "with --thread\n(hist.svg; data hist.dat).", &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	tg_resolve_run_bases(argv, nargs > 0);  /* RUN_DIR: a base of runs reads its latest */
 	if (nargs != 1)
 		return usage_error(hist_usage, "expected one run directory");
 	if ((ret = tg_cli_graph_opts(&g, &po, "svg", 1280, 720, hist_usage)))

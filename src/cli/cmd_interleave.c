@@ -33,6 +33,7 @@ int cmd_interleave(int argc, char **argv)
 			       "legend interleave.txt.", &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	tg_resolve_run_bases(argv, nargs);  /* a base of runs: its latest */
 	if (!nargs)
 		return usage_error(interleave_usage, "no dump files given");
 	mo.has_time = o.has_time = !c.no_time;

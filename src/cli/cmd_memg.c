@@ -43,6 +43,7 @@ int cmd_memg(int argc, char **argv)
 			       "(N: THREAD>FILE:LINE:FUNCTION=>DELTA).", &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	tg_resolve_run_bases(argv, nargs);  /* a base of runs: its latest */
 	if (!nargs)
 		return usage_error(memg_usage, "no dump files given");
 	if (top_given && !o.top_threads)

@@ -25,6 +25,7 @@ int cmd_memh(int argc, char **argv)
 			       "(memh.svg); legend memh.txt.", &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	tg_resolve_run_bases(argv, nargs);  /* a base of runs: its latest */
 	if (!nargs)
 		return usage_error(memh_usage, "no dump files given");
 	o.has_time = !c.no_time;

@@ -58,6 +58,7 @@ int cmd_peaks(int argc, char **argv)
 			       "to decorate-stack).", &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	tg_resolve_run_bases(argv, nargs);  /* a base of runs: its latest */
 	if (!nargs)
 		return usage_error(peaks_usage, "no dump files given");
 	for (s = 0; s < sizeof(peaks_sorts) / sizeof(peaks_sorts[0]); s++)

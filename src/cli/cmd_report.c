@@ -83,6 +83,7 @@ int cmd_report(int argc, char **argv)
 			       "without it the page says so and shows the rest.", &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	tg_resolve_run_bases(argv, nargs > 0);  /* RUN_DIR: a base of runs reads its latest */
 	if (nargs != 1)
 		return usage_error(report_usage, "expected one run directory");
 	if (o.metric && !tg_fold_metric_find(o.metric)) {

@@ -51,6 +51,7 @@ int cmd_summary(int argc, char **argv)
 			       &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	tg_resolve_run_bases(argv, nargs > 0);  /* RUN_DIR: a base of runs reads its latest */
 	if (nargs != 1)
 		return usage_error(summary_usage, "expected one run directory");
 	tg_cli_diag_init(&d, &c);

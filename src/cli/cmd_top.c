@@ -46,6 +46,7 @@ int cmd_top(int argc, char **argv)
 			       "(plain or .gz) or a\nrun directory (its final snapshot).", &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	tg_resolve_run_bases(argv, nargs > 0);  /* RUN_DIR: a base of runs reads its latest */
 	if (nargs != 1)
 		return usage_error(top_usage, "expected one snapshot");
 	for (k = 0; k < sizeof(top_sorts) / sizeof(top_sorts[0]); k++)

@@ -154,6 +154,5 @@ int tg_parse_options(int argc, char **argv, const struct tg_option *opts,
 			*o->seen = 1;
 	}
 	*nargs = n;
-	tg_resolve_run_bases(argv, n);
 	return 0;
 }

@@ -31,17 +31,17 @@ struct tg_option {
 
 /*
  * Parses argv[1..argc) against opts (ended by TG_OPT_END_ROW); operands are
- * moved to the front of argv (a base directory of runs replaced by its latest
- * run: tg_resolve_run_bases), their count stored in *nargs.  -h/--help prints
+ * moved to the front of argv, their count stored in *nargs.  -h/--help prints
  * the help to stdout.  Returns 0 to go on, 1 after printing the help, 2 after a
  * usage error (printed on stderr).
  */
 int tg_parse_options(int argc, char **argv, const struct tg_option *opts,
 		     const char *usage, const char *summary, int *nargs);
 
-/* Replaces each operand that is the base directory of several runs (BASE of
+/* Replaces each of the N operands that is the base directory of runs (BASE of
  * BASE/<pid>/, not a run itself) by its latest run, with a note on stderr when
- * there is more than one (rundirs.c).  tg_parse_options calls it. */
+ * there is more than one (rundirs.c).  The commands call it on their run
+ * operands after tg_parse_options (not on decorate-stack's THREAD and EVENT). */
 void tg_resolve_run_bases(char **operands, int n);
 
 /* Prints the usage line and the option list to f. */

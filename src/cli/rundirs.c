@@ -10,18 +10,19 @@
  * of another run there (runinfo.json's ppid), so a multiprocessing program's
  * parent is read rather than its last worker.  A note on stderr says which.
  */
-#include <stdio.h>
-
-#include "parse_options.h"
-
 #include <dirent.h>
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cli.h"
+
 struct rd_run {
 	char *path;
 	double start;   /* runinfo.json start_time, else capture.tg's mtime */
+	double end;     /* runinfo.json end_time, or 0: unknown (still running) */
 	long pid, ppid; /* runinfo.json; -1 when unknown */
 };
 
@@ -51,7 +52,8 @@ static int rd_is_file(const char *dir, const char *name, struct stat *st)
 }
 
 /* The number after "KEY": in runinfo.json's TEXT (written by json.dump: keys are
- * unique at the top level, and no nested object has these names), or -1. */
+ * unique at the top level, and no nested object has these names), or -1 when
+ * absent, negative or not a finite number below 1e15. */
 static double rd_json_number(const char *text, const char *key)
 {
 	char pat[32];
@@ -65,26 +67,41 @@ static double rd_json_number(const char *text, const char *key)
 		return -1;
 	p += strlen(pat);
 	v = strtod(p, &end);
-	return end == p ? -1 : v;
+	return end == p || !isfinite(v) || v < 0 || v >= 1e15 ? -1 : v;
 }
 
-/* Fill R from DIR/runinfo.json (at most 64 KiB read: the keys come first). */
+/* Fill R from DIR/runinfo.json (its first MiB: a longer one names a huge argv
+ * before start_time; such a run keeps its capture's time). */
 static void rd_read_info(struct rd_run *r)
 {
-	char *p = rd_join(r->path, "runinfo.json"), buf[65537];
-	FILE *f = p ? fopen(p, "r") : NULL;
+	enum { CAP = 1 << 20 };
+	char *p = rd_join(r->path, "runinfo.json"), *buf = malloc(CAP + 1);
+	FILE *f = p && buf ? fopen(p, "r") : NULL;
 	size_t n;
 
 	free(p);
-	if (!f)
+	if (!f) {
+		free(buf);
 		return;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
+	}
+	n = fread(buf, 1, CAP, f);
 	fclose(f);
 	buf[n] = '\0';
 	r->pid = (long)rd_json_number(buf, "pid");
 	r->ppid = (long)rd_json_number(buf, "ppid");
 	if (rd_json_number(buf, "start_time") > 0)
 		r->start = rd_json_number(buf, "start_time");
+	if (rd_json_number(buf, "end_time") > 0)
+		r->end = rd_json_number(buf, "end_time");
+	free(buf);
+}
+
+/* Whether C is a forked child of P: P's pid is C's parent, and C started while
+ * P ran (pids are reused: the same number may be an older, unrelated run). */
+static int rd_child_of(const struct rd_run *c, const struct rd_run *p)
+{
+	return c->ppid > 0 && p->pid == c->ppid && p->start <= c->start &&
+	       (p->end <= 0 || c->start <= p->end);
 }
 
 /* Whether DIR is a run itself (its files are read as they are). */
@@ -101,8 +118,11 @@ static int rd_is_run(const char *dir)
 	if (!d)
 		return 1;  /* unreadable: let the command say why */
 	while (!yes && (e = readdir(d)) != NULL) {
-		size_t n = strlen(e->d_name);
-		yes = n > 4 && !strcmp(e->d_name + n - 4, ".mem");
+		const char *dot = strrchr(e->d_name, '.');
+		if (dot && !strcmp(dot, ".gz"))  /* NAME.mem.gz, NAME.stack.gz */
+			while (dot > e->d_name && *--dot != '.')
+				;
+		yes = dot && (!strncmp(dot, ".mem", 4) || !strncmp(dot, ".stack", 6));
 	}
 	closedir(d);
 	return yes;
@@ -129,7 +149,8 @@ static char *rd_latest(const char *base, size_t *n_runs)
 		if (e->d_name[0] == '.')
 			continue;
 		p = rd_join(base, e->d_name);
-		if (!p || stat(p, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		/* lstat: a symbolic link to a run ("latest") is not one more run */
+		if (!p || lstat(p, &st) < 0 || !S_ISDIR(st.st_mode)) {
 			free(p);
 			continue;
 		}
@@ -149,6 +170,7 @@ static char *rd_latest(const char *base, size_t *n_runs)
 		}
 		runs[n].path = p;
 		runs[n].pid = runs[n].ppid = -1;
+		runs[n].end = 0;
 		runs[n].start = (double)(tg ? cst.st_mtime : st.st_mtime);
 		rd_read_info(&runs[n]);
 		n++;
@@ -156,7 +178,7 @@ static char *rd_latest(const char *base, size_t *n_runs)
 	for (i = 0; i < n; i++) {
 		int child = 0;
 		for (j = 0; j < n && !child; j++)
-			child = j != i && runs[i].ppid > 0 && runs[j].pid == runs[i].ppid;
+			child = j != i && rd_child_of(&runs[i], &runs[j]);
 		if (child)
 			continue;
 		if (best == (size_t)-1 || runs[i].start > runs[best].start ||
@@ -188,9 +210,13 @@ void tg_resolve_run_bases(char **operands, int n)
 		run = rd_latest(operands[i], &n_runs);
 		if (!run)
 			continue;
-		if (n_runs > 1)
-			fprintf(stderr, "threadgraph: '%s' holds %zu runs; reading the latest, '%s'\n",
-				operands[i], n_runs, run);
+		if (n_runs > 1) {  /* names through tg_cli_put: no raw control byte */
+			fputs("threadgraph: '", stderr);
+			tg_cli_put(stderr, operands[i]);
+			fprintf(stderr, "' holds %zu runs; reading the latest, '", n_runs);
+			tg_cli_put(stderr, run);
+			fputs("'\n", stderr);
+		}
 		operands[i] = run;  /* lives as long as the process */
 	}
 }

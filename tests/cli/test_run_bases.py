@@ -70,3 +70,44 @@ def test_a_run_directory_or_a_dump_directory_is_read_as_it_is(tg, tmp_path):
 def test_an_empty_directory_is_still_an_error(tg, tmp_path):
     r = tg("peaks", str(tmp_path))
     assert r.returncode == 1 and "error:" in r.stderr, r.stderr
+
+
+def test_a_reused_pid_is_not_taken_for_a_parent(tg, tmp_path):
+    # run 700's parent had pid 500, like the older run 500 that had ended: 700 is
+    # a top-level run (and the latest), not that run's forked child
+    base = str(tmp_path / "b")
+    old = make_run(base, 500, 1000.0)
+    with open(os.path.join(old, "runinfo.json")) as f:
+        info = json.load(f)
+    info["end_time"] = 1100.0
+    with open(os.path.join(old, "runinfo.json"), "w") as f:
+        json.dump(info, f, indent=2)
+    new = make_run(base, 700, 2000.0, ppid=500, thread="MainThread")
+    r, files = peaks_files(tg, base)
+    assert files == {os.path.join(new, "MainThread.mem")}, (r.stdout, r.stderr)
+
+
+def test_a_symlink_to_a_run_is_not_one_more_run(tg, tmp_path):
+    base = str(tmp_path / "b")
+    run = make_run(base, 10, 1.0)
+    os.symlink("10", os.path.join(base, "latest"))
+    r, files = peaks_files(tg, base)
+    assert files == {os.path.join(run, "Thread-7.mem")} and "holds" not in r.stderr, r.stderr
+
+
+def test_only_run_operands_are_rewritten(tg, tmp_path):
+    # decorate-stack's THREAD names a thread even if a base of runs has that name
+    base = str(tmp_path / "b")
+    make_run(base, 10, 1.0)
+    make_run(str(tmp_path / "Thread-7"), 11, 1.0)
+    r = tg("decorate-stack", base, "Thread-7", "1", cwd=str(tmp_path))
+    assert "Thread-7/11" not in r.stderr, r.stderr  # the old code looked for that thread
+
+
+def test_the_note_shows_no_raw_control_byte(tg, tmp_path):
+    base = str(tmp_path / "b\x1b[2J")
+    make_run(base, 10, 1.0)
+    make_run(base, 11, 2.0)
+    r = tg("peaks", base)
+    assert r.returncode == 0 and "holds 2 runs" in r.stderr
+    assert "\x1b" not in r.stderr, repr(r.stderr)
