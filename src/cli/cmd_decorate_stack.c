@@ -76,8 +76,8 @@ int cmd_decorate_stack(int argc, char **argv)
 	{
 		struct stat st;
 		if (stat(argv[0], &st) == 0 && S_ISDIR(st.st_mode))
-			return error("'%s' holds no capture.tg: give a run directory, or the "
-				     "text dumps MEMFILE STACKFILE EVENT", argv[0]);
+			return error("'%s' holds no capture.tg: for a text run, give its dumps "
+				     "DIR/THREAD.mem DIR/THREAD.stack EVENT", argv[0]);
 	}
 	ret = tg_decorate_run(argv[0], argv[1], argv[2], &o, stdout, &r, &d) < 0 ?
 		error("%s", d.msg) : 0;

@@ -117,8 +117,9 @@ int main(int argc, char **argv)
 		return main_finish_stdout(TG_EXIT_OK);
 	}
 	if (!strcmp(argv[i], "run")) {
-		fprintf(stderr, "error: 'run' is the Python package's command: use the installed "
-			"'threadgraph run' or 'python3 -m threadgraph run'\n");
+		fprintf(stderr, "error: 'run' is the Python package's command, with no global "
+			"option before it: 'threadgraph run [options] script.py' (the installed "
+			"command) or 'python3 -m threadgraph run ...'\n");
 		return TG_EXIT_USAGE;
 	}
 	fprintf(stderr, "error: unknown command '%s'\n", argv[i]);

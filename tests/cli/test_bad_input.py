@@ -182,6 +182,6 @@ def test_missing_operand_fails_before_any_work(tg, tmp_path):
 
 def test_decorate_stack_on_a_directory_without_a_capture(tg, tmp_path):
     r = tg("decorate-stack", str(tmp_path), "Thread-1", "3")
-    assert r.returncode == 1 and "holds no capture.tg: give a run directory" in r.stderr, \
+    assert r.returncode == 1 and "holds no capture.tg: for a text run, give its dumps" in r.stderr, \
         r.stderr
     assert "Scanning" not in r.stdout + r.stderr
