@@ -627,14 +627,11 @@ assert sorted(n for n in names if n.startswith("w")) == sorted("w%d" % i for i i
 """)
 
 
-def test_run_disabled_while_a_thread_attaches_is_not_joined(tmp_path):
-    # A thread's first event calls the stream_factory; while it waits, the main
-    # thread disables the run and enables a new one.  The thread must give up
-    # joining the finished run (which the new one's cleared log no longer
-    # describes: the old code went on with a stale log index and the old run's
-    # state) and join the new run at its next event, with files of its own.
-    run_scenario(tmp_path, PRELUDE + KEEP + """
-import json
+# A thread "late", started before enable(), that attaches at its first event
+# (after go.set()): its stream_factory call sets in_factory and waits for
+# disabled, so that a test can end the run while it attaches.  calls lists the
+# factory's calls.
+LATE = """
 in_factory = threading.Event()
 disabled = threading.Event()
 calls = []
@@ -645,14 +642,24 @@ def factory(kind):
         disabled.wait(30)
     return Keep()
 def work():
-    return [1]
+    return [bytearray(100) for _ in range(10)]
 go = threading.Event()
 def body():
     go.wait()
     work()
-# Started before enable(): it attaches at its first event, named.
 late = threading.Thread(target=body, name="late")
 late.start()
+"""
+
+
+def test_run_disabled_while_a_thread_attaches_is_not_joined(tmp_path):
+    # A thread's first event calls the stream_factory; while it waits, the main
+    # thread disables the run and enables a new one.  The thread must give up
+    # joining the finished run (which the new one's cleared log no longer
+    # describes: the old code went on with a stale log index and the old run's
+    # state) and join the new run at its next event, with files of its own.
+    run_scenario(tmp_path, PRELUDE + KEEP + LATE + """
+import json
 p = ProcessProfile(stream_factory=factory, format="text", default_log_path="out",
                    profile="python")
 p.trackStack()
@@ -1029,24 +1036,8 @@ def test_accounting_names_a_thread_that_did_not_join_as_native(tmp_path):
     # call when the run ends is not in runinfo.json, so the accounting does not
     # name it from the log either (the old code wrote "late" into summary.json,
     # a name runinfo.json does not have).
-    run_scenario(tmp_path, PRELUDE + KEEP + """
+    run_scenario(tmp_path, PRELUDE + KEEP + LATE + """
 import json
-in_factory = threading.Event()
-disabled = threading.Event()
-def factory(kind):
-    if threading.current_thread().name == "late":
-        in_factory.set()
-        disabled.wait(30)
-    return Keep()
-go = threading.Event()
-def work():
-    return [bytearray(100) for _ in range(10)]
-def body():
-    go.wait()
-    work()
-# Started before enable(): it attaches at its first event, named.
-late = threading.Thread(target=body, name="late")
-late.start()
 p = ProcessProfile(stream_factory=factory, format="text", default_log_path="out",
                    profile="python", accounting=True)
 p.enable()
