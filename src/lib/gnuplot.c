@@ -64,47 +64,40 @@ int tg_gp_terminal_known(const char *name)
 	return gp_terminal_find(name) != NULL;
 }
 
-int tg_gp_quote(FILE *f, const char *s, size_t len)
-{
-	if (putc('\'', f) == EOF)
-		return EOF;
-	for (size_t i = 0; i < len; i++) {
-		int c = (unsigned char)s[i];
-		if (TG_NEEDS_ESCAPE(c))
-			c = '?';
-		if (c == '\'' && putc('\'', f) == EOF)
-			return EOF;
-		if (putc(c, f) == EOF)
-			return EOF;
-	}
-	return putc('\'', f) == EOF ? EOF : 0;
-}
-
-int tg_gp_quote_label(FILE *f, const char *s, size_t len, size_t max)
+/* S as a single-quoted literal: control bytes as '?', quotes doubled, '%'
+ * doubled too when PCT (a format), at most MAX bytes (cut at a character
+ * boundary, "..." after). */
+static int gp_quote(FILE *f, const char *s, size_t len, size_t max, int pct)
 {
 	size_t n = len;
-	int cut = 0;
 
-	if (n > max) {  /* at a character boundary (UTF-8 continuation bytes are 10xxxxxx) */
-		n = max;
-		while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
-			n--;
-		cut = 1;
-	}
+	if (n > max)  /* UTF-8 continuation bytes are 10xxxxxx */
+		for (n = max; n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80; n--)
+			;
 	if (putc('\'', f) == EOF)
 		return EOF;
 	for (size_t i = 0; i < n; i++) {
 		int c = (unsigned char)s[i];
 		if (TG_NEEDS_ESCAPE(c))
 			c = '?';
-		if ((c == '\'' || c == '%') && putc(c, f) == EOF)  /* '' and %% */
+		if ((c == '\'' || (pct && c == '%')) && putc(c, f) == EOF)
 			return EOF;
 		if (putc(c, f) == EOF)
 			return EOF;
 	}
-	if (cut && fputs("...", f) == EOF)
+	if (n < len && fputs("...", f) == EOF)
 		return EOF;
 	return putc('\'', f) == EOF ? EOF : 0;
+}
+
+int tg_gp_quote(FILE *f, const char *s, size_t len)
+{
+	return gp_quote(f, s, len, len, 0);
+}
+
+int tg_gp_quote_label(FILE *f, const char *s, size_t len, size_t max)
+{
+	return gp_quote(f, s, len, max, 1);
 }
 
 void tg_gp_graph_name(char *buf, size_t n, const struct tg_plot_opts *o, const char *name)
