@@ -145,6 +145,7 @@ int tg_cli_graph_opts(struct tg_graph_args *g, struct tg_plot_opts *po,
 	po->height = g->size[1] ? g->size[1] : def_h;
 	po->script_only = g->script_only;
 	po->keep = g->keep;
+	po->messages = stderr;
 	po->gnuplot = NULL;
 	if (!g->script_only && tg_gnuplot_find(g->gnuplot, sizeof(g->gnuplot)) == 0)
 		po->gnuplot = g->gnuplot;

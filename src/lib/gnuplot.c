@@ -335,11 +335,37 @@ void tg_plot_files_release(struct tg_plot_files *pf)
 	rmdir(pf->dir);
 }
 
+/* The line of gnuplot's stderr that is not passed on (see tg_gnuplot_run). */
+static int gp_message_dropped(const char *line)
+{
+	return !strncmp(line, "Fontconfig warning: ", 20);
+}
+
+/* Copies what gnuplot writes on fd to messages, line by line, until end of file. */
+static void gp_copy_messages(int fd, FILE *messages)
+{
+	FILE *in = fdopen(fd, "r");
+	char *line = NULL;
+	size_t cap = 0;
+
+	if (!in) {
+		close(fd);
+		return;
+	}
+	while (getline(&line, &cap, in) >= 0)
+		if (messages && !gp_message_dropped(line))
+			fputs(line, messages);
+	free(line);
+	fclose(in);
+	if (messages)
+		fflush(messages);
+}
+
 int tg_gnuplot_run(const char *prog, const char *dir, const char *script,
-		   const char *outfile, struct tg_diag *d)
+		   const char *outfile, FILE *messages, struct tg_diag *d)
 {
 	char setout[512];
-	int pfd[2], status, child_errno = 0;
+	int pfd[2], efd[2], status, child_errno = 0;
 	pid_t pid;
 	ssize_t n;
 
@@ -347,10 +373,17 @@ int tg_gnuplot_run(const char *prog, const char *dir, const char *script,
 	snprintf(setout, sizeof(setout), "outfile='%s'", outfile);
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return tg_error(d, "unable to run gnuplot: %s", strerror(errno));
+	if (pipe2(efd, O_CLOEXEC) < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return tg_error(d, "unable to run gnuplot: %s", strerror(errno));
+	}
 	pid = fork();
 	if (pid < 0) {
 		close(pfd[0]);
 		close(pfd[1]);
+		close(efd[0]);
+		close(efd[1]);
 		return tg_error(d, "unable to run gnuplot: %s", strerror(errno));
 	}
 	if (pid == 0) {
@@ -360,6 +393,7 @@ int tg_gnuplot_run(const char *prog, const char *dir, const char *script,
 			dup2(fd, 0);
 			close(fd);
 		}
+		dup2(efd[1], 2);  /* the copy loses O_CLOEXEC: gnuplot keeps it */
 		if (chdir(dir) == 0)
 			execvp(prog, argv);
 		child_errno = errno;
@@ -368,10 +402,12 @@ int tg_gnuplot_run(const char *prog, const char *dir, const char *script,
 		_exit(127);
 	}
 	close(pfd[1]);
+	close(efd[1]);
 	do
 		n = read(pfd[0], &child_errno, sizeof(child_errno));
 	while (n < 0 && errno == EINTR);
 	close(pfd[0]);
+	gp_copy_messages(efd[0], messages);
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return tg_error(d, "unable to wait for gnuplot: %s", strerror(errno));
@@ -418,7 +454,7 @@ int tg_plot_finish(const struct tg_plot_opts *o, const struct tg_plot_files *pf,
 	unlink(out.tmp);
 	/* gnuplot runs in pf->dir, directly inside o->dir */
 	snprintf(outfile, sizeof(outfile), "../%s", tmpbase);
-	if (tg_gnuplot_run(o->gnuplot, pf->dir, script_name, outfile, d) < 0) {
+	if (tg_gnuplot_run(o->gnuplot, pf->dir, script_name, outfile, o->messages, d) < 0) {
 		size_t len = strlen(d->msg);
 		if (pf->temporary)
 			snprintf(d->msg + len, sizeof(d->msg) - len,
