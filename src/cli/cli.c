@@ -205,6 +205,7 @@ int tg_cli_peak_opts(const struct tg_peak_args *p, struct tg_memg_opts *o, const
 	o->peak.peak_kb = p->peak;
 	o->peak.delta_time = p->delta_time;
 	o->peak.delta_value_kb = p->delta_value;
+	o->peak.scaled = !p->has_delta_time && !p->has_delta_value;
 	if (p->time_from || p->time_to) {
 		if (!o->has_time)
 			return usage_error(usage, "--time_from/--time_to need timestamps "
