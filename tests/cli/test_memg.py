@@ -187,14 +187,14 @@ def test_gnuplot_messages_without_fontconfig_warnings(tg, tmp_path):
                     "05-reset-dirs-sample.conf\", line 6: unknown element \"reset-dirs\"' >&2\n"
                     "echo 'warning: gnuplot says this' >&2\n"
                     "eval \"$2\"\n"
-                    "echo '<svg/>' > \"$outfile\"\n")
+                    "echo '<svg></svg>' > \"$outfile\"\n")
     fake.chmod(0o755)
     out = tmp_path / "out"
     r = tg("memg", "-o", out, *tutorial_mems(), env={"GNUPLOT": str(fake)})
     assert r.returncode == 0, r.stderr
     assert "Fontconfig" not in r.stderr
     assert r.stderr.endswith("Running gnuplot.\nwarning: gnuplot says this\n")
-    assert (out / "memg.svg").read_text() == "<svg/>\n"
+    assert (out / "memg.svg").read_text() == "<svg></svg>\n"
 
 
 def test_gnuplot_writes_nothing(tg, tmp_path):
