@@ -90,6 +90,16 @@ tg_utf8_bytes(PyObject *str)
     return PyUnicode_AsEncodedString(str, "utf-8", "backslashreplace");
 }
 
+/* LINE, or 0 when CPython knows no line (-1: an instruction without a line,
+ * as a generator expression's implicit return on 3.12, or a code object built
+ * without a line table).  The dumps' LINE is a decimal >= 0 (docs/formats.md):
+ * every line the recorder writes goes through here. */
+static inline int
+tg_known_line(int line)
+{
+    return line < 0 ? 0 : line;
+}
+
 /* Build and attach the cache entry of CODE.  GIL held; the caller saved the
  * exception in flight.  Returns NULL (no exception) on failure. */
 static struct tg_code_info *
@@ -112,7 +122,7 @@ tg_code_info_build(PyCodeObject *code)
     info->pass = 0;
     info->excluded = 0;
     info->trigger = 0;
-    info->firstlineno = code->co_firstlineno;
+    info->firstlineno = tg_known_line(code->co_firstlineno);
     info->cap_epoch = 0;
     info->cap_id = 0;
 #if TG_LINE_CACHE
@@ -204,23 +214,25 @@ struct tg_at {
 };
 
 /* The line AT's frame (running AT->code, whose entry is INFO) is executing:
- * the value PyFrame_GetLineNumber gives when no trace function set the line. */
+ * the value PyFrame_GetLineNumber gives when no trace function set the line
+ * (0 for none). */
 static inline int
 tg_at_line(struct tg_code_info *info, const struct tg_at *at)
 {
 #if TG_LINE_CACHE
     int lasti = at->frame != NULL ? PyFrame_GetLasti(at->frame) : at->lasti;
     if (lasti < 0 || info == NULL)
-        return at->frame != NULL ? PyFrame_GetLineNumber(at->frame)
-                                 : PyCode_Addr2Line(at->code, lasti < 0 ? 0 : lasti);
-    return tg_offset_line(info, at->code, lasti);
+        return tg_known_line(at->frame != NULL
+                                 ? PyFrame_GetLineNumber(at->frame)
+                                 : PyCode_Addr2Line(at->code, lasti < 0 ? 0 : lasti));
+    return tg_known_line(tg_offset_line(info, at->code, lasti));
 #else
     (void)info;
-    return tg_frame_line(at->frame);  /* no sys.monitoring before 3.12 */
+    return tg_known_line(tg_frame_line(at->frame));  /* no sys.monitoring before 3.12 */
 #endif
 }
 
-/* The line AT's frame is executing, for C calls made from it. */
+/* The line AT's frame is executing, for C calls made from it (0 for none). */
 static inline int
 tg_caller_line(struct tg_recorder *r, const struct tg_at *at)
 {
@@ -228,7 +240,7 @@ tg_caller_line(struct tg_recorder *r, const struct tg_at *at)
     return tg_at_line(tg_code_info_get(r, at->code), at);
 #else
     (void)r;
-    return tg_frame_line(at->frame);
+    return tg_known_line(tg_frame_line(at->frame));
 #endif
 }
 
