@@ -768,22 +768,36 @@ tg_write_return(struct tg_recorder *r, struct tg_thread *t, const char *file, si
         tg_cap_return(r, t, ref, line, ns, delta, d);
 }
 
-/* Write a process.mem sample (the countdown reached 0) and restart the
- * countdown.  Out of line: one event in sample_every.  Without sampling
- * (sample_every 0) the countdown is parked at LONG_MAX instead, so that the
- * event path tests the countdown alone. */
+/* The countdown reached 0: ask the flusher for a process.mem sample (it reads
+ * /proc/self/statm and writes the line: tg_process_sample) and restart the
+ * countdown.  No system call: one relaxed store, which requests made before
+ * the flusher takes it share (coalesced).  Out of line: one event in
+ * sample_every.  Without sampling (sample_every 0) the countdown is parked at
+ * LONG_MAX instead, so that the event path tests the countdown alone. */
 static __attribute__((noinline, cold)) void
-tg_sample(struct tg_recorder *r)
+tg_sample_request(struct tg_recorder *r)
 {
-    char *start, *p;
-
-    int64_t ns = 0, bytes;
-
     if (r->sample_every <= 0) {
         r->sample_countdown = LONG_MAX;
         return;
     }
     r->sample_countdown = r->sample_every;
+    atomic_store_explicit(&r->sample_wanted, 1, memory_order_relaxed);
+}
+
+int
+tg_process_sample_wanted(struct tg_recorder *r)
+{
+    return atomic_exchange_explicit(&r->sample_wanted, 0, memory_order_relaxed);
+}
+
+void
+tg_process_sample(struct tg_recorder *r)
+{
+    char *start, *p;
+
+    int64_t ns = 0, bytes;
+
     if (r->timestamps)
         ns = tg_clock_now_ns_mono(&r->process_clock.last_ns);  /* once for both */
     bytes = tg_rss_bytes(r);
@@ -796,7 +810,7 @@ tg_sample(struct tg_recorder *r)
             *p++ = '\n';
             tg_writer_commit(&r->process_w, (size_t)(p - start));
         } else {
-            r->samples_dropped++;  /* GIL: the only writer besides disable */
+            tg_count(&r->samples_dropped);
         }
     }
     if (r->fmt_binary) {
@@ -813,17 +827,18 @@ tg_sample(struct tg_recorder *r)
             r->process_cap_bytes = bytes;
             tg_writer_commit(&r->process_cap, (size_t)(cp - cs));
         } else {
-            r->samples_dropped++;
+            tg_count(&r->samples_dropped);
         }
     }
+    tg_count(&r->samples_taken);
 }
 
-/* Sampling of process.mem: every sample_every events of the process. */
+/* Sampling of process.mem: a request every sample_every events of the process. */
 static inline void
 tg_maybe_sample(struct tg_recorder *r)
 {
     if (__builtin_expect(--r->sample_countdown <= 0, 0))
-        tg_sample(r);
+        tg_sample_request(r);
 }
 
 static inline int
