@@ -497,8 +497,57 @@ def test_out_of_range_values_are_malformed_as_in_text(tg, tmp_path):
     b = tg("peaks", "--peak=0", tmp_path / "T.mem")
     assert a.returncode == b.returncode == 0
     assert "malformed line skipped (bad memory delta)" in a.stderr
-    assert (a.stdout, a.stderr) == (b.stdout, b.stderr)
+    # the capture's warning names the capture (a capture run has no T.mem to read)
+    assert a.stderr == b.stderr.replace(str(tmp_path / "T.mem"),
+                                        str(tmp_path / "capture.tg") + ": T.mem")
+    assert a.stdout == b.stdout
     assert a.stdout.count("\n") == 1
+
+
+def test_warnings_of_a_capture_name_the_capture(tg, tmp_path):
+    """A malformed record of a capture is named by the capture file and the line it
+    has in the exported file (there is no .mem file to look at), with --strict too."""
+    bad = ce.varint(ce.zz(-9) << 1 | 1) + ce.varint(2) + ce.varint(ce.zz(100))  # line -4
+    data = header() + code() + thread() + chunk(1, 2, CALL + RET + CALL + bad)
+    (tmp_path / "capture.tg").write_bytes(data)
+    where = "%s: T.mem:2: " % (tmp_path / "capture.tg")
+    r = tg("peaks", "--peak=0", tmp_path)
+    assert r.returncode == 0 and where + "malformed line skipped (bad line number)" in r.stderr
+    r = tg("peaks", "--strict", "--peak=0", tmp_path)
+    assert r.returncode == 1 and "error: " + where + "bad line number" in r.stderr
+
+
+def test_line_minus_one_is_line_0(tg, tmp_path):
+    """CPython's "no line" (-1), which threadgraph 0.1.0 wrote (a generator's
+    implicit return on 3.12, a C call from where the caller has no line): read as
+    line 0 from a capture, from its export and from a text dump, with --strict."""
+    text = tmp_path / "text"
+    text.mkdir()
+    # len is a C code (its calls carry their line): called from line 7, then -1
+    (text / "T.stack").write_bytes(b"1.000001#a.py:5:f\n"
+                                   b" 1.000002#builtins:7:len\n"
+                                   b" 1.000003#builtins:-1:len\n")
+    (text / "T.mem").write_bytes(b"1.000002#builtins:7:len=>8\n"
+                                 b"1.000004#builtins:-1:len=>40\n"
+                                 b"1.000005#a.py:-1:f=>100\n")
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "capture.tg").write_bytes(ce.encode([str(text / "T.mem"), str(text / "T.stack")]))
+    out = tmp_path / "exp"
+    assert export(tg, run, out).returncode == 0
+    assert read(out / "T.mem") == read(text / "T.mem").replace(b"-1", b"0")
+    assert read(out / "T.stack") == read(text / "T.stack").replace(b"-1", b"0")
+    for cmd in (["peaks", "--peak=0"], ["folded", "--metric", "delta"],
+                ["folded", "--metric", "time"]):
+        a = tg(*cmd, "--strict", run)
+        b = tg(*cmd, "--strict", out)
+        c = tg(*cmd, "--strict", text)
+        assert a.returncode == b.returncode == c.returncode == 0, (a.stderr, b.stderr, c.stderr)
+        outs = [x.stdout.replace(str(d), "RUN") for x, d in ((a, run), (b, out), (c, text))]
+        assert outs[0] == outs[1] and outs[0], cmd
+        assert ":-1" not in outs[0]
+        if cmd[0] == "folded":
+            assert outs[2] == outs[0] and ":0)" in outs[0]
 
 
 def test_a_pipe_is_not_sniffed_for_the_magic(tg):
