@@ -261,7 +261,48 @@ tg_frame_code_check(void)
         }
     }
 #endif
+    return tg_stack_codes_check();
+}
+
+int
+tg_stack_codes_check(void)
+{
+#if PY_VERSION_HEX >= 0x03090000
+    PyFrameObject *f = PyEval_GetFrame();  /* borrowed: the importing frame */
+    PyCodeObject *codes[2];
+    if (f != NULL) {
+        PyCodeObject *c = PyFrame_GetCode(f);
+        int n = tg_stack_codes(PyThreadState_Get(), codes, 2);
+        int ok = n >= 1 && codes[0] == c;
+        Py_DECREF(c);
+        if (!ok) {
+            PyErr_SetString(PyExc_ImportError,
+                            "threadgraph._recorder: this interpreter's frame chain is not "
+                            "the one the recorder was built for (tg_compat.h tg_stack_codes)");
+            return -1;
+        }
+    }
+#endif
     return 0;
+}
+
+int
+tg_code_site(struct tg_recorder *r, PyCodeObject *code, const char **file, size_t *file_len,
+             long *line, const char **func, size_t *func_len)
+{
+    struct tg_code_info *info = tg_code_info_get(r, code);
+    if (info == NULL)
+        return -2;
+    if (info->excluded)
+        return -1;
+    if (!info->pass)
+        return 0;
+    *file = info->file;
+    *file_len = info->file_len;
+    *line = info->firstlineno;
+    *func = info->func;
+    *func_len = info->func_len;
+    return 1;
 }
 
 int
@@ -417,6 +458,20 @@ tg_event_ns(struct tg_thread *t)
         return t->clock.last_ns;
     t->clock.last_ns = ns;
     return ns;
+}
+
+void
+tg_sampled_curve_point(struct tg_recorder_object *obj, int64_t bytes)
+{
+    struct tg_recorder *r = &obj->r;
+    struct tg_thread *t = tg_tls.thread;
+
+    /* Only a thread attached already (the enabling one, or started through
+     * threading): attaching calls Python, which an allocator hook must not. */
+    if (!r->text_mem || t == NULL || tg_tls.gen != r->gen)
+        return;
+    tg_write_mem_line(r, t, TG_CURVE_FILE, sizeof(TG_CURVE_FILE) - 1, 0, TG_CURVE_FUNC,
+                      sizeof(TG_CURVE_FUNC) - 1, 0, bytes, r->timestamps ? tg_event_ns(t) : 0);
 }
 
 /* The time of an event in the default configuration (capture only), in
@@ -768,22 +823,36 @@ tg_write_return(struct tg_recorder *r, struct tg_thread *t, const char *file, si
         tg_cap_return(r, t, ref, line, ns, delta, d);
 }
 
-/* Write a process.mem sample (the countdown reached 0) and restart the
- * countdown.  Out of line: one event in sample_every.  Without sampling
- * (sample_every 0) the countdown is parked at LONG_MAX instead, so that the
- * event path tests the countdown alone. */
+/* The countdown reached 0: ask the flusher for a process.mem sample (it reads
+ * /proc/self/statm and writes the line: tg_process_sample) and restart the
+ * countdown.  No system call: one relaxed store, which requests made before
+ * the flusher takes it share (coalesced).  Out of line: one event in
+ * sample_every.  Without sampling (sample_every 0) the countdown is parked at
+ * LONG_MAX instead, so that the event path tests the countdown alone. */
 static __attribute__((noinline, cold)) void
-tg_sample(struct tg_recorder *r)
+tg_sample_request(struct tg_recorder *r)
 {
-    char *start, *p;
-
-    int64_t ns = 0, bytes;
-
     if (r->sample_every <= 0) {
         r->sample_countdown = LONG_MAX;
         return;
     }
     r->sample_countdown = r->sample_every;
+    atomic_store_explicit(&r->sample_wanted, 1, memory_order_relaxed);
+}
+
+int
+tg_process_sample_wanted(struct tg_recorder *r)
+{
+    return atomic_exchange_explicit(&r->sample_wanted, 0, memory_order_relaxed);
+}
+
+void
+tg_process_sample(struct tg_recorder *r)
+{
+    char *start, *p;
+
+    int64_t ns = 0, bytes;
+
     if (r->timestamps)
         ns = tg_clock_now_ns_mono(&r->process_clock.last_ns);  /* once for both */
     bytes = tg_rss_bytes(r);
@@ -796,7 +865,7 @@ tg_sample(struct tg_recorder *r)
             *p++ = '\n';
             tg_writer_commit(&r->process_w, (size_t)(p - start));
         } else {
-            r->samples_dropped++;  /* GIL: the only writer besides disable */
+            tg_count(&r->samples_dropped);
         }
     }
     if (r->fmt_binary) {
@@ -813,17 +882,18 @@ tg_sample(struct tg_recorder *r)
             r->process_cap_bytes = bytes;
             tg_writer_commit(&r->process_cap, (size_t)(cp - cs));
         } else {
-            r->samples_dropped++;
+            tg_count(&r->samples_dropped);
         }
     }
+    tg_count(&r->samples_taken);
 }
 
-/* Sampling of process.mem: every sample_every events of the process. */
+/* Sampling of process.mem: a request every sample_every events of the process. */
 static inline void
 tg_maybe_sample(struct tg_recorder *r)
 {
     if (__builtin_expect(--r->sample_countdown <= 0, 0))
-        tg_sample(r);
+        tg_sample_request(r);
 }
 
 static inline int
