@@ -626,7 +626,8 @@ def _seconds_to_ms(seconds: Any) -> int:
 
 # --- the ways a process ends without atexit (docs/api.md "Signals and os._exit") --
 #
-# SIGTERM, SIGINT and SIGHUP whose action is the default (termination) get a
+# SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM and SIGPROF
+# (_FINISH_SIGNALS) whose action is the default (termination) get a
 # Python-level handler while a profile is enabled: Python runs it in the main
 # thread between bytecodes, where disable() is safe (a C signal handler could
 # not flush: the writers' locks, the GIL and Python's allocator are not
@@ -639,8 +640,13 @@ def _seconds_to_ms(seconds: Any) -> int:
 # goes on or ends as it decides, and os._exit() — the one exit that skips
 # atexit — is wrapped to disable() first.
 
-_FINISH_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP")
-                        if hasattr(signal, name))
+# Every signal whose default action ends the process without a core dump and
+# that a program or its environment sends (kill, a shell, alarm(), setitimer()):
+# below 32 all (sigkick.c wraps only those).  Not handled: docs/api.md, "Signals
+# and os._exit".
+_FINISH_SIGNALS = tuple(getattr(signal, name) for name in (
+    "SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF")
+    if hasattr(signal, name))
 _REAL_OS_EXIT = os._exit
 # Signals whose handler is ours (installed by enable() over the default action).
 _OUR_SIGNALS: List[int] = []
