@@ -81,8 +81,10 @@ def build_parser():
     parser.add_argument(
         "--stack",
         action="store_true",
-        help="also write a .stack file per thread, needed by decorate-stack and "
-        "nesting (ProcessProfile.trackStack)",
+        help="with --format text, also write a .stack file per thread, which "
+        "decorate-stack, nesting and the delta flame graph need; a binary capture "
+        "holds every call either way, and its export writes .stack files with "
+        "--stack (ProcessProfile.trackStack)",
     )
     parser.add_argument(
         "--memory",
@@ -557,7 +559,7 @@ def print_summary(prof, opts, status):
     if binary:
         sys.stderr.write("    threadgraph %smemg %s\n" % (no_time, shown))
         sys.stderr.write("    threadgraph %speaks %s\n" % (no_time, shown))
-        if opts.stack and peaks:
+        if peaks:  # a capture holds every call, --stack or not
             top = next((p for p in peaks if p.get("function") != "<module>"), peaks[0])
             thread = top.get("thread") or os.path.basename(str(top.get("mem_file", "")))
             if thread.endswith(".mem"):

@@ -262,3 +262,33 @@ def test_real_gnuplot_svg_has_titles_and_labels(tg, tmp_path):
         assert label in texts, label
     legend = (tmp_path / "memg.txt").read_text().splitlines()
     assert [l.split(":")[0] for l in legend] == ["0", "1", "2", "3"]
+
+
+def outlier_run(d):
+    """Workers growing and releasing up to 500 KB over a second, the main thread
+    releasing 5 MB at the end, and process samples that stop at 0.6 s."""
+    d.mkdir()
+    (d / "W.mem").write_text("".join("%.2f#w.py:1:work=>%d\n" % (100 + i / 10, s * 1024)
+                                     for i, s in enumerate([0, 300, 0, -200, 500, 0, 100])))
+    (d / "MainThread.mem").write_text("100.00#m.py:1:setup=>1024\n101.00#m.py:9:<module>=>%d\n"
+                                      % (-5000 * 1024))
+    (d / "process.mem").write_text("100.0#10485760\n100.6#11534336\n")
+    return sorted(str(p) for p in d.iterdir())
+
+
+def test_graph_steps_outlier_and_process_to_the_end(tg, tmp_path):
+    r = tg("memg", "--script-only", "-o", tmp_path, *outlier_run(tmp_path / "run"))
+    assert r.returncode == 0, r.stderr
+    gp = (tmp_path / "memg-plot" / "memg.gp").read_text()
+    # thread lines in steps: a return's delta holds until the next (no ramps)
+    assert re.search(r"'memg-1\.dat' using \(tx\(\$1\)\):2 with steps lt \d+ title 'W'", gp), gp
+    # the -5000 KB release is off the scale: the range is set by the rest (500 KB)
+    assert "set yrange [-625:*]\n" in gp
+    peaks = (tmp_path / "memg-plot" / "memg-peaks.dat").read_text().splitlines()
+    assert peaks[-1] == '101.00 -606.25 "2 (-5000 KB, off scale)"', peaks
+    # the process line runs on to the threads' last event (its last sample holding)
+    assert dat(tmp_path / "memg-plot" / "memg-2.dat")[-1] == ["101.000000", "11264"]
+    # with --cap the user's clipping stands
+    r = tg("memg", "--script-only", "--cap", "6000", "-o", tmp_path / "c",
+           *outlier_run(tmp_path / "run2"))
+    assert "yrange" not in (tmp_path / "c" / "memg-plot" / "memg.gp").read_text()
