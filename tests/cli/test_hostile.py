@@ -77,10 +77,16 @@ def test_every_command_escapes_dump_text(tmp_path, name):
                  ["interleave", "--script-only", "-o", out, mem, stack],
                  ["decorate-stack", mem, stack, "2"]):
         r = run(*args)
-        assert r.returncode == 0, (args, r.stderr)
+        # decorate-stack's line 2 holds the name: with a \r, it is no event
+        assert r.returncode == 0 or ("\r" in name and args[0] == "decorate-stack"), \
+            (args, r.stderr)
         assert_no_raw_controls(r)
-    # the peak's text is shown, escaped
+    # the peak's text is shown, escaped (a line with a bare \r is no record:
+    # \r\n ends a line, a \r alone is malformed)
     r = run("peaks", "--peak=1", mem)
+    if "\r" in name:
+        assert b"malformed line skipped (carriage return inside the line)" in r.stderr
+        return
     esc = name.replace("\x1b", "\\x1b").replace("\x07", "\\x07").replace(
         "\r", "\\x0d").replace("\x7f", "\\x7f").replace(
         "\u009b", "\\xc2\\x9b").replace("\u0085", "\\xc2\\x85")
