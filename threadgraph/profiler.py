@@ -445,9 +445,10 @@ class ProcessProfile:
         return _AccountingWindow(self._rec, str(name))
 
     def stats(self) -> Dict[str, Any]:
-        """{"threads", "records", "stack_records", "dropped", "output_dir", "clock",
-        "capture"} of the current or last run ("records" counts returns, "dropped"
-        the records that could not be written, "capture" is "capture.tg",
+        """{"threads", "records", "stack_records", "dropped", "process_samples",
+        "output_dir", "clock", "capture"} of the current or last run ("records"
+        counts returns, "dropped" the records that could not be written,
+        "process_samples" the process.mem samples taken, "capture" is "capture.tg",
         "capture-*.tg" with max_size, or None)."""
         s = self._rec.stats()
         s["output_dir"] = self._output_dir

@@ -1005,6 +1005,16 @@ static int cap_cur_short(struct tg_capcur *c, struct tg_diag *d, const unsigned 
 	return cap_cur_corrupt(c, d, at, "record runs past the end of its chunk");
 }
 
+/* A record's line as readers take it: -1, CPython's "no line", which
+ * threadgraph 0.1.0 wrote (a generator's implicit return on 3.12, a C call
+ * made where the caller has no line), is 0 as the recorder now writes it.  A
+ * RETURN's line is computed from the raw line of its CALL (the ref on the open
+ * stack), never from this one. */
+static inline int64_t cap_line(int64_t line)
+{
+	return line == -1 ? 0 : line;
+}
+
 /* Grows the open-call stack; 0 or -1. */
 static int cap_grow(struct tg_capcur *c, struct tg_diag *d)
 {
@@ -1128,6 +1138,7 @@ cap_next(struct tg_capcur *c, struct tg_cap_rec_data *r, const unsigned want, st
 			c->p = p;
 			if (__builtin_add_overflow(o->ref, tg_cap_unzz(head >> 1), &r->line))
 				return cap_cur_corrupt(c, d, start, "line number out of range");
+			r->line = cap_line(r->line);
 			r->type = TG_CAP_REC_RETURN;
 			r->code = o->code;
 			r->depth = (unsigned)c->depth;
@@ -1164,7 +1175,7 @@ cap_next(struct tg_capcur *c, struct tg_cap_rec_data *r, const unsigned want, st
 			if (want & TG_CAP_WANT_CALL) {
 				r->type = TG_CAP_REC_CALL;
 				r->code = code;
-				r->line = line;
+				r->line = cap_line(line);
 				r->depth = (unsigned)c->depth;
 				r->t_us = c->t_us;
 				r->value = 0;

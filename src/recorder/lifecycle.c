@@ -47,8 +47,8 @@ tg_recorder_init(struct tg_recorder *r)
     tg_thread_table_init(&r->table, tg_flusher_kick, r);
     tg_writer_init(&r->process_w);
     tg_writer_init(&r->process_cap);
-    tg_writer_set_kick(&r->process_w, tg_flusher_kick, r);
-    tg_writer_set_kick(&r->process_cap, tg_flusher_kick, r);
+    /* process_w and process_cap: no kick, their producer is the flusher itself
+     * (a full buffer is written by it at once). */
     tg_cap_init(&r->cap);
     r->fmt_binary = 1;
     pthread_mutex_init(&r->flusher_lock, NULL);
@@ -218,34 +218,74 @@ tg_flusher_kick(void *recorder)
     pthread_mutex_unlock(&r->flusher_lock);
 }
 
+/* How often the flusher looks for a process.mem request: every
+ * TG_SAMPLE_POLL_MIN_NS while requests keep coming, the interval doubling up
+ * to TG_SAMPLE_POLL_MAX_NS while none comes (an idle program is not woken a
+ * thousand times a second).  docs/api.md "process.mem". */
+#define TG_SAMPLE_POLL_MIN_NS 1000000L
+#define TG_SAMPLE_POLL_MAX_NS 64000000L
+
+/* A before B. */
+static int
+tg_ts_before(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* T plus NS (< 1 s). */
+static struct timespec
+tg_ts_add(struct timespec t, long ns)
+{
+    t.tv_nsec += ns;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
 /* Every TG_FLUSH_PERIOD_NS: re-anchor the clock and write everything pending;
- * in between, when kicked: write the handed-off buffers only. */
+ * in between, when kicked: write the handed-off buffers only; with process
+ * sampling on, at each poll: take a pending process.mem request (one sample
+ * for every request made since the last). */
 static void *
 tg_flusher_main(void *arg)
 {
     struct tg_recorder *r = arg;
-    struct timespec next;
+    struct timespec next, now, poll_at;
+    long poll_ns = TG_SAMPLE_POLL_MIN_NS;
+    int sampling = r->sample_every > 0;  /* configuration: read-only while we run */
 
     tg_tls.busy |= TG_BUSY_TRACER;  /* native=True: what the flusher allocates is ours */
     clock_gettime(CLOCK_REALTIME, &next);
+    now = next;
+    poll_at = tg_ts_add(now, poll_ns);
     pthread_mutex_lock(&r->flusher_lock);
     while (!r->flusher_stop) {
-        struct timespec now;
         int tick;
-        next.tv_nsec += TG_FLUSH_PERIOD_NS;
-        if (next.tv_nsec >= 1000000000L) {
-            next.tv_sec++;
-            next.tv_nsec -= 1000000000L;
-        }
+        next = tg_ts_add(next, TG_FLUSH_PERIOD_NS);
         for (;;) {
+            struct timespec until = next;
+            if (sampling && tg_ts_before(&poll_at, &next))
+                until = poll_at;
             while (!r->flusher_stop && !r->flusher_kicked
-                   && pthread_cond_timedwait(&r->flusher_cond, &r->flusher_lock, &next) == 0)
+                   && pthread_cond_timedwait(&r->flusher_cond, &r->flusher_lock, &until) == 0)
                 ;
             if (r->flusher_stop)
                 goto out;
             clock_gettime(CLOCK_REALTIME, &now);
-            tick = now.tv_sec > next.tv_sec
-                   || (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec);
+            if (sampling && !tg_ts_before(&now, &poll_at)) {
+                if (tg_process_sample_wanted(r)) {
+                    pthread_mutex_unlock(&r->flusher_lock);
+                    tg_process_sample(r);
+                    pthread_mutex_lock(&r->flusher_lock);
+                    poll_ns = TG_SAMPLE_POLL_MIN_NS;
+                } else if (poll_ns < TG_SAMPLE_POLL_MAX_NS) {
+                    poll_ns *= 2;
+                }
+                poll_at = tg_ts_add(now, poll_ns);
+            }
+            tick = !tg_ts_before(&now, &next);
             if (tick)
                 break;
             if (r->flusher_kicked) {
@@ -439,6 +479,8 @@ tg_recorder_enable(struct tg_recorder_object *self)
     tg_thread_table_free_retired(&r->table);
     tg_thread_table_clear_log(&r->table);
     r->samples_dropped = 0;
+    r->samples_taken = 0;
+    r->sample_wanted = 0;
     r->dummy_counter = 0;
     r->text_mem = r->fmt_text && r->track_memory;
     r->text_stack = r->fmt_text && r->track_stack;
@@ -539,6 +581,8 @@ tg_recorder_disable(struct tg_recorder_object *self)
     tg_native_uninstall();  /* native=True (native.c); before the table is cleared */
     tg_hooks_uninstall();
     tg_flusher_stop(r);
+    if (tg_process_sample_wanted(r))
+        tg_process_sample(r);  /* the last request, which the flusher had not taken */
     tg_thread_retire_all(r);
     tg_writer_flush(&r->process_w);
     tg_note_writer_error(r, &r->process_w);
@@ -715,6 +759,8 @@ tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir)
     tg_tls.thread = NULL;
     tg_thread_table_clear_log(&r->table);
     r->samples_dropped = 0;
+    r->samples_taken = 0;
+    r->sample_wanted = 0;
     r->sample_countdown = r->sample_every;
     tg_writer_release(&r->process_w);
     tg_writer_release(&r->process_cap);

@@ -319,11 +319,15 @@ tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
     (void)unused;
 
     tg_thread_table_totals(&r->table, &records, &stack_records, &dropped, &threads);
-    dropped += r->samples_dropped;  /* process samples */
-    return Py_BuildValue("{s:n,s:K,s:K,s:K,s:z,s:s,s:z}", "threads", (Py_ssize_t)threads,
+    dropped += atomic_load_explicit(&r->samples_dropped, memory_order_relaxed);
+    return Py_BuildValue("{s:n,s:K,s:K,s:K,s:K,s:z,s:s,s:z}", "threads", (Py_ssize_t)threads,
                          "records", (unsigned long long)records,
                          "stack_records", (unsigned long long)stack_records,
-                         "dropped", (unsigned long long)dropped, "output_dir", r->outdir,
+                         "dropped", (unsigned long long)dropped,
+                         "process_samples",
+                         (unsigned long long)atomic_load_explicit(&r->samples_taken,
+                                                                  memory_order_relaxed),
+                         "output_dir", r->outdir,
                          "clock", tg_clock_source_name(),
                          "capture", !r->fmt_binary ? NULL : r->cap_max_size
                          ? TG_CAP_SEG_PREFIX "*" TG_CAP_SEG_SUFFIX : TG_CAP_FILENAME);

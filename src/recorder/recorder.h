@@ -88,26 +88,35 @@ struct tg_recorder {
     /* --- threads --- */
     struct tg_thread_table table;      /* states, retired states, the run's log
                                         * (thread.h); its own lock */
-    uint64_t samples_dropped;          /* process samples lost; GIL (the threads'
-                                        * are the table's) */
+    _Atomic uint64_t samples_dropped;  /* process samples lost (the threads' are
+                                        * the table's); written by the flusher (or
+                                        * with it stopped), read by stats() */
+    _Atomic uint64_t samples_taken;    /* process samples read (tg_process_sample);
+                                        * as samples_dropped */
     unsigned long dummy_counter;       /* for Dummy-N; GIL */
     PyObject *errors;                  /* list of str: stopped streams; GIL */
 
     /* --- process.mem --- */
-    struct tg_writer process_w;        /* producers: any thread with the GIL */
-    struct tg_time_cache process_clock;  /* process_w's timestamps; GIL */
+    /* The sample's producer is the flusher (tg_process_sample), or enable() /
+     * disable() / a forked child with the flusher stopped: the event path only
+     * counts down and sets sample_wanted (docs/api.md "process.mem"). */
+    struct tg_writer process_w;        /* producer: the sample's (above) */
+    struct tg_time_cache process_clock;  /* process_w's timestamps; the producer */
     long sample_countdown;             /* profile events until the next process.mem
-                                        * sample; GIL (every event holds it, so a
+                                        * request; GIL (every event holds it, so a
                                         * plain counter: a locked add here cost more
                                         * than the rest of the profile function) */
+    _Atomic int sample_wanted;         /* a sample was requested since the flusher
+                                        * last took one: set by the event path,
+                                        * taken by the flusher (relaxed) */
 
     /* --- capture.tg (fmt_binary) --- */
     struct tg_cap cap;                 /* the file; see capture.h */
     struct tg_cap_idtab cfunc_ids;     /* (PyMethodDef, module) -> code id, each
                                         * module referenced; GIL */
     struct tg_writer process_cap;      /* process samples (chunk mode); as process_w */
-    int64_t process_cap_us;            /* last sample's time (us); GIL */
-    int64_t process_cap_bytes;         /* last sample's bytes; GIL */
+    int64_t process_cap_us;            /* last sample's time (us); the producer */
+    int64_t process_cap_bytes;         /* last sample's bytes; the producer */
 
     /* --- background flusher (a pthread, not a Python thread) --- */
     pthread_mutex_t flusher_lock;      /* guards flusher_stop, flusher_kicked */
@@ -136,6 +145,14 @@ extern struct tg_recorder_object *tg_active;
 /* Decide r->default_path from R's configuration (enable, after the derived
  * fields and accounting are set). */
 void tg_event_path_choose(struct tg_recorder *r);
+
+/* Take the pending process.mem request: 1 if one was made since the last
+ * take (the countdown reached 0 in some thread), else 0.  Any thread. */
+int tg_process_sample_wanted(struct tg_recorder *r);
+/* One process.mem sample: the time now, then the resident set size read from
+ * /proc/self/statm, to process_w and process_cap.  The sample's producer only
+ * (the flusher; or with the flusher stopped), no GIL needed. */
+void tg_process_sample(struct tg_recorder *r);
 
 /* Profile function (PyEval_SetProfile); OBJ is the recorder object. */
 int tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
