@@ -157,7 +157,7 @@ class ProcessProfile:
                  compress: bool = False, backend: Optional[str] = None,
                  native: bool = False,
                  format: Optional[str] = None,
-                 sample_bytes: int = 0,
+                 sample_bytes: int = 0, mode: str = _options.DEFAULTS["mode"],
                  max_size: Union[None, int, str] = None) -> None:
         if profile is None:
             profile = _options.DEFAULTS["profile"]
@@ -168,6 +168,14 @@ class ProcessProfile:
         _options.check("backend", backend)
         if stream_factory is not None and not callable(stream_factory):
             raise TypeError("stream_factory must be callable")
+        _options.check("mode", mode)
+        if mode == "sampled":
+            if stream_factory is not None:
+                raise ValueError("mode 'sampled' writes its own files: no stream_factory")
+            if format not in (None, "text"):
+                raise ValueError("mode 'sampled' writes text memory curves: format must be "
+                                 "'text' (the default in this mode), not %r" % (format,))
+            format = "text"
         if format is None:
             format = "text" if stream_factory is not None else _options.DEFAULTS["format"]
         _options.check("format", format)
@@ -197,6 +205,13 @@ class ProcessProfile:
         self.sample_bytes = int(sample_bytes or 0)
         if self.sample_bytes < 0:
             raise ValueError("sample_bytes must be 0 or more, not %r" % (sample_bytes,))
+        #: "full" (every call recorded) or "sampled": no per-call hook, exact
+        #: per-thread totals and curves, call sites from stacks sampled every
+        #: ``sample_bytes`` bytes (default SAMPLED_DEFAULT_BYTES) on average
+        #: (docs/api.md "Sampled mode").  Turns accounting on.
+        self.mode = mode
+        if mode == "sampled" and self.sample_bytes == 0:
+            self.sample_bytes = _options.SAMPLED_DEFAULT_BYTES
         #: Size limit of the binary capture in bytes (``max_size``: an int, or a
         #: text such as "10M" or "2G"), or None: the capture rotates in segments
         #: and the oldest are dropped whole (docs/formats.md "Segments").
@@ -333,15 +348,17 @@ class ProcessProfile:
         self._output_dir = outdir
         self._start_time = time.time()
         self._end_time = None
+        sampled = self.mode == "sampled"
         self._rec.enable(outdir, profile=self.profile, memory=self.memory,
                          filter=self._filter, track_memory=self._memory,
-                         track_stack=self._stack, track_sleeps=self._sleeps,
-                         timestamps=self._timestamps, sample_every=self._frequence,
+                         track_stack=self._stack and not sampled, track_sleeps=self._sleeps,
+                         timestamps=self._timestamps,
+                         sample_every=0 if sampled else self._frequence,
                          stream_factory=self.stream_factory, exclude_file=_FILE,
                          triggers=triggers, accounting=self._accounting_on(),
                          compress=self.compress, backend=self.backend,
                          native=self.native, format=self.format,
-                         sample_bytes=self.sample_bytes,
+                         sample_bytes=self.sample_bytes, mode=self.mode,
                          max_size=self.max_size or 0)
         global _ACTIVE
         _ACTIVE = self
@@ -396,7 +413,7 @@ class ProcessProfile:
     # -- allocation accounting (accounting=True; docs/accounting.md) --
 
     def _accounting_on(self) -> bool:
-        return self.accounting or self.sample_bytes > 0
+        return self.accounting or self.sample_bytes > 0 or self.mode == "sampled"
 
     def peak_snapshot(self) -> str:
         """Write ``<output_dir>/snapshot-<N>-peak``: live and total bytes by call

@@ -494,7 +494,9 @@ tg_recorder_enable(struct tg_recorder_object *self)
     r->page_size = sysconf(_SC_PAGESIZE);
     tg_statm_open(r);
     /* Events flow from here on but are ignored until r->active is set. */
-    if (r->backend == TG_BACKEND_MONITORING && tg_monitor_install(self) < 0) {
+    if (r->sampled)
+        r->backend = TG_BACKEND_SETPROFILE;  /* reported as such; none is installed */
+    else if (r->backend == TG_BACKEND_MONITORING && tg_monitor_install(self) < 0) {
         if (!r->backend_auto)
             goto fail;
         PyErr_Clear();  /* every tool id taken: profile functions instead */
@@ -547,7 +549,8 @@ tg_recorder_enable(struct tg_recorder_object *self)
     r->active = 1;
     Py_INCREF(self);
     tg_active = self;
-    tg_profile_all_threads(self, 1);
+    if (!r->sampled)  /* sampled mode: the allocator hooks are its only source */
+        tg_profile_all_threads(self, 1);
     return 0;
 
 fail_unwrap:
@@ -575,7 +578,8 @@ tg_recorder_disable(struct tg_recorder_object *self)
         return 0;
     r->active = 0;
     r->ended_gen = r->gen;
-    tg_profile_all_threads(self, 0);
+    if (!r->sampled)  /* none installed: another tool's profile function stays */
+        tg_profile_all_threads(self, 0);
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();
     tg_native_uninstall();  /* native=True (native.c); before the table is cleared */
@@ -705,7 +709,8 @@ tg_fork_child_stop(struct tg_recorder_object *self)
     r->fork_child_pending = 0;
     r->active = 0;
     r->ended_gen = r->gen;
-    tg_profile_all_threads(self, 0);
+    if (!r->sampled)
+        tg_profile_all_threads(self, 0);
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();
     tg_native_uninstall();  /* native=True (native.c) */

@@ -596,3 +596,25 @@ def test_a_pipe_is_not_sniffed_for_the_magic(tg):
     r = tg("peaks", "--peak=1", "/dev/stdin", input="1.5#a.py:1:f=>999999\n")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\t")[:4] == ["0", "1.5", "stdin", "999999"]
+
+
+def test_capture_without_stacks_asked_still_has_its_calls(tg, tut_run, tmp_path):
+    """A binary run made without --stack holds every call's record all the same (the
+    flag only says whether its export writes .stack files): report links the peaks'
+    subtrees, nesting and the delta flame graph work, as decorate-stack does."""
+    text, run = tut_run
+    data = bytearray(read(run / "capture.tg"))
+    flags = struct.unpack_from("<I", data, 12)[0]
+    struct.pack_into("<I", data, 12, flags & ~ce.F_STACK)
+    (run / "capture.tg").write_bytes(bytes(data))
+    out = tmp_path / "r.html"
+    r = tg("report", *PEAK_OPTS, run, "-o", out)
+    assert r.returncode == 0, r.stderr
+    html = out.read_text()
+    assert "no .stack files" not in html and 'href="#peak-' in html
+    assert "doStuff@" in html  # a decorated subtree
+    r = tg("nesting", "--script-only", "-o", tmp_path / "n", run)
+    assert r.returncode == 0, r.stderr
+    r = tg("folded", "--metric", "delta", run)
+    assert r.returncode == 0 and "doStuff" in r.stdout, r.stderr
+    assert tg("decorate-stack", run, "Thread-7", "1").returncode == 0
