@@ -678,10 +678,20 @@ tg_mod_finish_signal_default(PyObject *mod, PyObject *arg)
     return PyBool_FromLong(tg_sigkick_default(signum) == 0);
 }
 
+static PyObject *
+tg_mod_profiled_threads(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    return PyLong_FromLong(tg_profile_others_count());
+}
+
 static PyMethodDef tg_module_methods[] = {
     {"safe_basename", tg_mod_safe_basename, METH_O,
      "File base name for a thread name (without the ~N suffix)."},
     {"active", tg_mod_active, METH_NOARGS, "The recording Recorder, or None."},
+    {"profiled_threads", tg_mod_profiled_threads, METH_NOARGS,
+     "Threads with a profile function that is not threadgraph's (threadgraph attach)."},
     {"tracked_blocks", tg_mod_tracked_blocks, METH_NOARGS,
      "Number of live blocks in the pointer table."},
     {"thread_counters", tg_mod_thread_counters, METH_NOARGS,
