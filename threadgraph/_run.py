@@ -35,6 +35,17 @@ CANDIDATE_PEAKS = 100  # asked of `threadgraph peaks`, before nested calls are m
 NEAR_BYTES = 4096  # deltas this close, or NEAR_FRACTION of the delta, are one allocation
 NEAR_FRACTION = 0.02
 
+def snapshot_condition(text):
+    """--snapshot-when's COND, checked by the recorder's parser."""
+    from threadgraph import _recorder
+
+    try:
+        _recorder.snapshot_condition(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
+    return text
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -126,6 +137,16 @@ def build_parser():
         help="allocation accounting by sampling: sites get unbiased estimates from one "
         "sample per N bytes allocated on average (ProcessProfile(sample_bytes=N); "
         "implies --accounting; docs/accounting.md)",
+    )
+    parser.add_argument(
+        "--snapshot-when",
+        metavar="COND",
+        action="append",
+        type=snapshot_condition,
+        help="a heap snapshot by call site of every thread when COND is first met, and "
+        "again at each new high above it: thread>SIZE, live>SIZE or rss>SIZE, e.g. "
+        "rss>2G, thread>500M (repeatable; ProcessProfile.snapshot_when; implies "
+        "--accounting; docs/accounting.md)",
     )
     parser.add_argument(
         "--mode",
@@ -280,7 +301,7 @@ def make_profiler(opts, base):
         kwargs["profile"] = opts.profile
     if opts.memory:
         kwargs["memory"] = opts.memory
-    if opts.accounting or opts.sample_bytes:
+    if opts.accounting or opts.sample_bytes or opts.snapshot_when:
         kwargs["accounting"] = True
     if opts.compress:
         kwargs["compress"] = True
@@ -299,6 +320,8 @@ def make_profiler(opts, base):
         prof.setFilter(opts.filter)
     if opts.stack:
         prof.trackStack(True)
+    if opts.snapshot_when:
+        prof.snapshot_when(*opts.snapshot_when)
     if opts.no_sleep_correction:
         prof.trackSleeps(False)
     if opts.follow_fork:
@@ -639,7 +662,8 @@ def main(argv):
             parser.error("--max-size: %s" % str(exc).replace("max_size must", "must"))
         if opts.format != "binary":
             parser.error("--max-size bounds the binary capture: it needs --format binary")
-    if opts.compress and not (opts.accounting or opts.sample_bytes) and opts.format == "text":
+    if (opts.compress and not (opts.accounting or opts.sample_bytes or opts.snapshot_when
+                               or opts.mode == "sampled") and opts.format == "text"):
         parser.error("--compress compresses the binary capture and the accounting "
                      "outputs: with --format text it needs --accounting")
 
