@@ -284,6 +284,11 @@ static void rep_memg(FILE *out, const struct tg_report_opts *o, const struct rep
 	fputs("<p>Each thread's memory delta per recorded return (KB) "
 	      "with the numbered peaks of the table below (as <code>threadgraph memg</code> "
 	      "draws them).</p>\n", out);
+	if (!o->gnuplot) {  /* said before anything is read: no temporary path in it */
+		rep_missing(out, cb, "memory graph left out: gnuplot not found (the graph "
+			    "needs gnuplot; the rest of the report does not)");
+		return;
+	}
 	if (tg_memg_run(&o->memg, &po, files->v, files->n, NULL, &sub) < 0) {
 		rep_missing(out, cb, "memory graph left out: %s%s", sub.msg,
 			    strstr(sub.msg, "gnuplot") ? " (the graph needs gnuplot; the rest of "
@@ -501,7 +506,10 @@ static int rep_accounting(FILE *out, const struct tg_report_opts *o,
 	fputs("<h3>Summary</h3>\n<pre>", out);
 	rep_copy_escaped(out, tmp, 0);
 	fputs("</pre>\n<h3>Allocation sizes</h3>\n", out);
-	if (tg_hist_plot(&s.process, &po, &sub) < 0) {
+	if (!o->gnuplot) {
+		rep_missing(out, cb, "histogram graph left out: gnuplot not found (the graph "
+			    "needs gnuplot; the rest of the report does not)");
+	} else if (tg_hist_plot(&s.process, &po, &sub) < 0) {
 		rep_missing(out, cb, "histogram graph left out: %s", sub.msg);
 	} else if (asprintf(&path, "%s/hist.svg", o->scratch) >= 0) {
 		if (rep_inline_svg(out, path, "allocation sizes", &sub) < 0)
