@@ -30,6 +30,9 @@
 #include "snapshot.h"
 #include "tg_format.h"
 
+
+/* Threads named in the report's first line; the others are counted. */
+#define REP_HEADER_THREADS 20
 /* The run's dump files, as memg takes them. */
 struct rep_files {
 	struct tg_dumpfile *v;   /* thread .mem files (sorted), then process.mem */
@@ -602,10 +605,13 @@ int tg_report_write(const struct tg_report_opts *opts, FILE *out,
 	fputs("<h1>threadgraph report</h1>\n<p class=\"meta\">Run <code>", out);
 	tg_xml_puts(out, o->run_dir);
 	fprintf(out, "</code>: %zu thread%s", files.threads, files.threads == 1 ? "" : "s");
-	for (size_t i = 0; i < files.threads; i++) {
+	/* named up to REP_HEADER_THREADS: 510 names took 2.5 screens before the graph */
+	for (size_t i = 0; i < files.threads && i < REP_HEADER_THREADS; i++) {
 		fputs(i ? ", " : " (", out);
 		tg_xml_puts(out, files.v[i].thread);
 	}
+	if (files.threads > REP_HEADER_THREADS)
+		fprintf(out, " and %zu more", files.threads - REP_HEADER_THREADS);
 	fprintf(out, "%s; stacks %s; accounting %s.</p>\n", files.threads ? ")" : "",
 		files.has_stack ? "recorded" : "not recorded", accounting ? "on" : "off");
 	fputs("<nav><a href=\"#memory\">memory graph</a><a href=\"#peaks\">peaks</a>", out);
