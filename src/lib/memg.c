@@ -252,8 +252,7 @@ int tg_memg_read_process(const struct tg_memg_opts *o, const struct tg_dumpfile 
 		if (memg_out_of_range(o, x))
 			continue;
 		st->events++;
-		st->x_last = x;
-		st->y_last = memg_cap(tg_bytes_to_milli_kb(r.bytes) - rebase, cap);
+		memg_stats_see(st, x, memg_cap(tg_bytes_to_milli_kb(r.bytes) - rebase, cap));
 		memg_point(buf, xs, xlen, st->y_last);
 	}
 	if (got < 0)
@@ -337,10 +336,50 @@ static void memg_plot_lines(FILE *f, const struct tg_memg_opts *o,
 				"lt %d title 'Process (MB, right axis)'", sep, i, TG_GP_LT_PROCESS);
 		sep = ", \\\n     ";
 	}
+	/* the points at their values, the labels at their heights (column 4: raised
+	 * where they would overlap) */
 	if (peaks)
-		fprintf(f, "%s'memg-peaks.dat' using (tx($1)):2:3 with labels point pt 7 ps 0.6 "
-			"lc rgb '#000000' offset char 0,0.8 notitle", sep);
+		fprintf(f, "%s'memg-peaks.dat' using (tx($1)):2 with points pt 7 ps 0.6 "
+			"lc rgb '#000000' notitle, \\\n     'memg-peaks.dat' using (tx($1)):4:3 "
+			"with labels tc rgb '#000000' offset char 0,0.8 notitle", sep);
 	fputs("\n", f);
+}
+
+/*
+ * Label heights so that no two peak labels overlap: each label, in time order,
+ * is raised a line at a time above its point while it would cover one placed
+ * before.  The graph's geometry is estimated (plot area about 70% of the width,
+ * the key being outside, and 85% of the height; a digit 7 px wide, a line 16
+ * px), which is enough to tell labels apart.  label_y[i] gets peak i's label
+ * height in KB; x0..x1 and y0..y1 are the data ranges.
+ */
+#define MEMG_CHAR_PX 7.0
+#define MEMG_LINE_PX 16.0
+static void memg_place_labels(const struct tg_peaks *p, const struct tg_plot_opts *po,
+			      double x0, double x1, double y0, double y1, const double *y,
+			      const int *len, double *label_y)
+{
+	double w = po->width * 0.70, h = po->height * 0.85;
+	double xs = x1 > x0 ? w / (x1 - x0) : 0, ys = y1 > y0 ? h / (y1 - y0) : 0;
+
+	for (size_t i = 0; i < p->n; i++) {
+		double px = (p->v[i].x - x0) * xs, py = (y[i] - y0) * ys;
+		double wi = len[i] * MEMG_CHAR_PX + 4;
+		int moved = 1, tries = 0;
+
+		while (moved && tries++ < 40) {
+			moved = 0;
+			for (size_t j = 0; j < i; j++) {
+				double pxj = (p->v[j].x - x0) * xs, pyj = (label_y[j] - y0) * ys;
+				double wj = len[j] * MEMG_CHAR_PX + 4;
+				if (fabs(px - pxj) < (wi + wj) / 2 && fabs(py - pyj) < MEMG_LINE_PX) {
+					py = pyj + MEMG_LINE_PX;
+					moved = 1;
+				}
+			}
+		}
+		label_y[i] = ys > 0 ? y0 + py / ys : y[i];
+	}
 }
 
 /*
@@ -528,25 +567,70 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		tg_peak_write_legend(legend.f, &peaks, &peaks.v[i],
 				     files[peaks.v[i].thread].thread);
 	if (peaks.n) {
-		char m[TG_FMT_MILLI_MAX];
-		if (tg_aout_open(&dat, pf.dir, "memg-peaks.dat", d) < 0)
+		char m[TG_FMT_MILLI_MAX], ml[TG_FMT_MILLI_MAX], text[96];
+		double *py = malloc(peaks.n * sizeof(*py)), *ly = malloc(peaks.n * sizeof(*ly));
+		int *len = malloc(peaks.n * sizeof(*len));
+		double x0 = ta.seen ? ta.t0 : 0, x1 = ta.seen ? ta.t1 : 0, y0 = 0, y1 = 0;
+
+		if (!py || !ly || !len) {
+			free(py);
+			free(ly);
+			free(len);
+			tg_error(d, "out of memory");
 			goto out_legend;
+		}
+		for (i = 0; i < n; i++) {
+			if (!st[i].events || (files[i].kind == TG_DUMP_PROCESS && !o->has_rebase))
+				continue;
+			y0 = fmin(y0, st[i].lo[0] / 1000.0);
+			y1 = fmax(y1, st[i].hi[0] / 1000.0);
+			if (!ta.seen)
+				x1 = fmax(x1, st[i].x_last);
+		}
+		if (clip_lo)
+			y0 = clip_lo / 1000.0;
+		if (clip_hi)
+			y1 = clip_hi / 1000.0;
 		for (i = 0; i < peaks.n; i++) {
 			const struct tg_peak *k = &peaks.v[i];
 			long long y = llround(k->y * 1000.0);
 			/* off the scale: at the edge, its value in the label */
 			int off = (clip_lo && y < clip_lo) || (clip_hi && y > clip_hi);
 
-			tg_fmt_milli(m, off ? (clip_lo ? clip_lo : clip_hi) / 100 * 97 : y);
+			py[i] = (off ? (clip_lo ? clip_lo : clip_hi) / 100 * 97 : y) / 1000.0;
+			if (off)
+				len[i] = snprintf(text, sizeof(text), "%zu (%.0f KB, off scale)",
+						  k->id, k->y);
+			else
+				len[i] = snprintf(text, sizeof(text), "%zu", k->id);
+		}
+		memg_place_labels(&peaks, po, x0, x1, y0, y1, py, len, ly);
+		if (tg_aout_open(&dat, pf.dir, "memg-peaks.dat", d) < 0) {
+			free(py);
+			free(ly);
+			free(len);
+			goto out_legend;
+		}
+		for (i = 0; i < peaks.n; i++) {
+			const struct tg_peak *k = &peaks.v[i];
+			long long y = llround(k->y * 1000.0);
+			int off = (clip_lo && y < clip_lo) || (clip_hi && y > clip_hi);
+
+			tg_fmt_milli(m, llround(py[i] * 1000.0));
+			tg_fmt_milli(ml, llround(ly[i] * 1000.0));
 			if (o->has_time)
 				fwrite(tg_peak_time(&peaks, k), 1, k->time_len, dat.f);
 			else
 				fprintf(dat.f, "%.0f", k->x);
 			if (off)
-				fprintf(dat.f, " %s \"%zu (%.0f KB, off scale)\"\n", m, k->id, k->y);
+				fprintf(dat.f, " %s \"%zu (%.0f KB, off scale)\" %s\n", m, k->id,
+					k->y, ml);
 			else
-				fprintf(dat.f, " %s %zu\n", m, k->id);
+				fprintf(dat.f, " %s %zu %s\n", m, k->id, ml);
 		}
+		free(py);
+		free(ly);
+		free(len);
 		if (tg_aout_commit(&dat, d) < 0) {
 			tg_aout_abort(&dat);
 			goto out_legend;

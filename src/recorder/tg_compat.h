@@ -13,6 +13,20 @@
 #include <Python.h>
 #include <frameobject.h>
 
+/* The recorder's tables are protected by the GIL (recorder.h): a build
+ * without one (free-threaded CPython, 3.13t) would race.  setup.py refuses it
+ * with a message first; this stops any other way of building. */
+#ifdef Py_GIL_DISABLED
+#  error "threadgraph's recorder needs the GIL: free-threaded CPython (Py_GIL_DISABLED) is not supported; use the regular build of the same Python"
+#endif
+
+/* The interpreter running the calling thread. */
+#if PY_VERSION_HEX >= 0x03090000
+#  define tg_interp_current() PyInterpreterState_Get()
+#else
+#  define tg_interp_current() (PyThreadState_Get()->interp)
+#endif
+
 #if PY_VERSION_HEX >= 0x030C0000
 #  define TG_HAVE_SETPROFILE_ALL 1
 #  define tg_code_request_extra_index PyUnstable_Eval_RequestCodeExtraIndex
@@ -238,6 +252,26 @@ tg_stack_codes(PyThreadState *ts, PyCodeObject **codes, int max)
     Py_XDECREF(f);
 #endif
     return n;
+}
+
+/* The calling thread's state if it holds the GIL, else NULL: safe from any
+ * thread, an allocator hook's included.  On 3.8-3.11 the current thread state is
+ * the GIL holder's, whoever asks; it is ours only if it is this thread's own
+ * (PyGILState_Check alone says yes for any thread when GIL-state checks are
+ * off, as with sub-interpreters). */
+static inline PyThreadState *
+tg_tstate_if_gil(void)
+{
+    PyThreadState *ts;
+
+    if (!PyGILState_Check())
+        return NULL;
+#if PY_VERSION_HEX >= 0x030D0000
+    ts = PyThreadState_GetUnchecked();
+#else
+    ts = _PyThreadState_UncheckedGet();
+#endif
+    return ts != NULL && ts == PyGILState_GetThisThreadState() ? ts : NULL;
 }
 
 /* PyLong_AsLong(O) for a sys.monitoring instruction offset: from 3.12 an int
