@@ -107,7 +107,8 @@ class Threadgraph:
 
     # CONFIGS pass these positionally: append new parameters at the end.
     def __init__(self, memory_mode, stack, accounting=False, backend=None, native=False,
-                 fmt="text", compress=False, sample_bytes=0):
+                 fmt="text", compress=False, sample_bytes=0, mode="full"):
+        self.mode = mode
         self.native = native
         self.fmt = fmt
         self.compress = compress
@@ -126,6 +127,8 @@ class Threadgraph:
         tg = self.tg
         try:
             kw = {"compress": True} if self.compress else {}
+            if self.mode != "full":  # sampled mode (docs/api.md "Sampled mode")
+                kw["mode"] = self.mode
             self.prof = tg.ProcessProfile(default_log_path=outdir, memory=self.memory_mode,
                                           format=self.fmt, **kw)
         except TypeError:  # an API without the keywords (text only): try the setters
@@ -256,6 +259,9 @@ CONFIGS = {
     "tg-thread-nostack-sample4k": (Threadgraph, ("thread", False, True, None, False, "text", False, 4096),
                                    "threadgraph, thread mode, stacks off, allocation accounting "
                                    "sampled every 4 KiB (sample_bytes=4096)"),
+    "tg-sampled": (Threadgraph, ("thread", False, False, None, False, "text", False, 0, "sampled"),
+                   "threadgraph mode=\"sampled\": no per-call hook, a stack per 512 KiB "
+                   "allocated on average"),
     "tracemalloc-1": (Tracemalloc, (1,), "tracemalloc.start(1)"),
     "tracemalloc-25": (Tracemalloc, (25,), "tracemalloc.start(25)"),
     "memray": (Memray, (False,), "memray.Tracker, default"),

@@ -36,6 +36,7 @@ def settings_of(opts):
         "forked": opts.follow_fork, "frequency": opts.process_memory_frequency,
         "timestamps": not opts.no_timestamps, "format": opts.format,
         "native": opts.native, "sample_bytes": opts.sample_bytes,
+        "mode": opts.mode,
     }
 
 
@@ -57,7 +58,7 @@ def _make_profile(base, settings):
     from threadgraph._options import CHOICES
 
     kwargs = {"default_log_path": base}
-    for key in CHOICES:  # profile, memory, backend, format (checked by ProcessProfile)
+    for key in CHOICES:  # profile, memory, backend, format, mode (checked by ProcessProfile)
         if settings.get(key):
             kwargs[key] = settings[key]
     if settings.get("native"):

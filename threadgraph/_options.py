@@ -11,7 +11,7 @@ from typing import Dict, Tuple
 
 from threadgraph import _recorder
 
-#: {option: (choice, ...)} for "profile", "memory", "backend" and "format".
+#: {option: (choice, ...)} for "profile", "memory", "backend", "format" and "mode".
 CHOICES: Dict[str, Tuple[str, ...]] = {
     name: tuple(values) for name, values in _recorder.OPTION_CHOICES.items()}
 #: {option: default choice}.  ProcessProfile's None defaults resolve to these
@@ -22,6 +22,9 @@ PROFILE_MODES = CHOICES["profile"]
 MEMORY_MODES = CHOICES["memory"]
 BACKENDS = CHOICES["backend"]
 FORMATS = CHOICES["format"]
+MODES = CHOICES["mode"]
+#: mode="sampled": mean bytes between two sampled stacks unless sample_bytes says.
+SAMPLED_DEFAULT_BYTES: int = _recorder.SAMPLED_DEFAULT_BYTES
 
 
 def describe(option: str) -> str:

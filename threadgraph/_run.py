@@ -25,7 +25,7 @@ import threading
 import traceback
 import types
 
-from threadgraph._options import CHOICES, DEFAULTS
+from threadgraph._options import CHOICES, DEFAULTS, SAMPLED_DEFAULT_BYTES
 
 PROG = "threadgraph run"
 TOP_PEAKS = 5
@@ -70,8 +70,10 @@ def build_parser():
     parser.add_argument(
         "--stack",
         action="store_true",
-        help="also write a .stack file per thread, needed by decorate-stack and "
-        "nesting (ProcessProfile.trackStack)",
+        help="with --format text, also write a .stack file per thread, which "
+        "decorate-stack, nesting and the delta flame graph need; a binary capture "
+        "holds every call either way, and its export writes .stack files with "
+        "--stack (ProcessProfile.trackStack)",
     )
     parser.add_argument(
         "--memory",
@@ -125,6 +127,23 @@ def build_parser():
         "implies --accounting; docs/accounting.md)",
     )
     parser.add_argument(
+        "--mode",
+        choices=CHOICES["mode"],
+        default=DEFAULTS["mode"],
+        help="full: every call recorded (default %s); sampled, for long and production "
+        "runs: no per-call hook, exact per-thread totals and memory curves, call sites "
+        "from the Python stacks of one allocation per --sample-bytes (default %d) bytes "
+        "on average (implies --accounting and --format text; "
+        "ProcessProfile(mode=...); docs/run.md)" % (DEFAULTS["mode"], SAMPLED_DEFAULT_BYTES),
+    )
+    parser.add_argument(
+        "--sampled",
+        dest="mode",
+        action="store_const",
+        const="sampled",
+        help="--mode sampled",
+    )
+    parser.add_argument(
         "--compress",
         action="store_true",
         help="compress the binary capture's chunks with zstd (when threadgraph was "
@@ -147,10 +166,9 @@ def build_parser():
     parser.add_argument(
         "--format",
         choices=CHOICES["format"],
-        default=DEFAULTS["format"],
         help="binary: one compact capture.tg (`threadgraph export` writes the text files "
         "from it); text: the original's .mem/.stack/process.mem files; both "
-        "(default: %s; ProcessProfile(format=...))" % DEFAULTS["format"],
+        "(default: %s, text with --sampled; ProcessProfile(format=...))" % DEFAULTS["format"],
     )
     parser.add_argument(
         "-m",
@@ -245,6 +263,8 @@ def make_profiler(opts, base):
         kwargs["compress"] = True
     if opts.sample_bytes:
         kwargs["sample_bytes"] = opts.sample_bytes
+    if opts.mode != DEFAULTS["mode"]:
+        kwargs["mode"] = opts.mode
     if opts.backend:
         kwargs["backend"] = opts.backend
     if opts.native:
@@ -527,7 +547,7 @@ def _print_next(out_dir, shown, opts):
     if binary:
         sys.stderr.write("    threadgraph %smemg %s\n" % (no_time, shown))
         sys.stderr.write("    threadgraph %speaks %s\n" % (no_time, shown))
-        if opts.stack and peaks:
+        if peaks:  # a capture holds every call, --stack or not
             top = next((p for p in peaks if p.get("function") != "<module>"), peaks[0])
             thread = top.get("thread") or os.path.basename(str(top.get("mem_file", "")))
             if thread.endswith(".mem"):
@@ -572,6 +592,12 @@ def main(argv):
         parser.error("--process-memory-frequency must be 0 or more")
     if opts.sample_bytes is not None and opts.sample_bytes <= 0:
         parser.error("--sample-bytes must be 1 or more")
+    if opts.format is None:
+        opts.format = "text" if opts.mode == "sampled" else DEFAULTS["format"]
+    if opts.mode == "sampled" and opts.format != "text":
+        parser.error("--sampled writes text memory curves: it takes --format text only")
+    if opts.mode == "sampled" and opts.stack:
+        parser.error("--sampled records no calls: --stack needs a full run")
     if opts.compress and not (opts.accounting or opts.sample_bytes) and opts.format == "text":
         parser.error("--compress compresses the binary capture and the accounting "
                      "outputs: with --format text it needs --accounting")

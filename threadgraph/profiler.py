@@ -177,7 +177,7 @@ class ProcessProfile:
                  compress: bool = False, backend: Optional[str] = None,
                  native: bool = False,
                  format: Optional[str] = None,
-                 sample_bytes: int = 0) -> None:
+                 sample_bytes: int = 0, mode: str = _options.DEFAULTS["mode"]) -> None:
         if profile is None:
             profile = _options.DEFAULTS["profile"]
         _options.check("profile", profile)
@@ -187,6 +187,14 @@ class ProcessProfile:
         _options.check("backend", backend)
         if stream_factory is not None and not callable(stream_factory):
             raise TypeError("stream_factory must be callable")
+        _options.check("mode", mode)
+        if mode == "sampled":
+            if stream_factory is not None:
+                raise ValueError("mode 'sampled' writes its own files: no stream_factory")
+            if format not in (None, "text"):
+                raise ValueError("mode 'sampled' writes text memory curves: format must be "
+                                 "'text' (the default in this mode), not %r" % (format,))
+            format = "text"
         if format is None:
             format = "text" if stream_factory is not None else _options.DEFAULTS["format"]
         _options.check("format", format)
@@ -216,6 +224,13 @@ class ProcessProfile:
         self.sample_bytes = int(sample_bytes or 0)
         if self.sample_bytes < 0:
             raise ValueError("sample_bytes must be 0 or more, not %r" % (sample_bytes,))
+        #: "full" (every call recorded) or "sampled": no per-call hook, exact
+        #: per-thread totals and curves, call sites from stacks sampled every
+        #: ``sample_bytes`` bytes (default SAMPLED_DEFAULT_BYTES) on average
+        #: (docs/api.md "Sampled mode").  Turns accounting on.
+        self.mode = mode
+        if mode == "sampled" and self.sample_bytes == 0:
+            self.sample_bytes = _options.SAMPLED_DEFAULT_BYTES
         self._filter: Optional[str] = None
         self._forked = False
         self._stack = False
@@ -345,15 +360,17 @@ class ProcessProfile:
         self._output_dir = outdir
         self._start_time = time.time()
         self._end_time = None
+        sampled = self.mode == "sampled"
         self._rec.enable(outdir, profile=self.profile, memory=self.memory,
                          filter=self._filter, track_memory=self._memory,
-                         track_stack=self._stack, track_sleeps=self._sleeps,
-                         timestamps=self._timestamps, sample_every=self._frequence,
+                         track_stack=self._stack and not sampled, track_sleeps=self._sleeps,
+                         timestamps=self._timestamps,
+                         sample_every=0 if sampled else self._frequence,
                          stream_factory=self.stream_factory, exclude_file=_FILE,
                          triggers=triggers, accounting=self._accounting_on(),
                          compress=self.compress, backend=self.backend,
                          native=self.native, format=self.format,
-                         sample_bytes=self.sample_bytes)
+                         sample_bytes=self.sample_bytes, mode=self.mode)
         global _ACTIVE
         _ACTIVE = self
         self._pid = os.getpid()
@@ -407,7 +424,7 @@ class ProcessProfile:
     # -- allocation accounting (accounting=True; docs/accounting.md) --
 
     def _accounting_on(self) -> bool:
-        return self.accounting or self.sample_bytes > 0
+        return self.accounting or self.sample_bytes > 0 or self.mode == "sampled"
 
     def peak_snapshot(self) -> str:
         """Write ``<output_dir>/snapshot-<N>-peak``: live and total bytes by call
@@ -457,12 +474,13 @@ class ProcessProfile:
 
     def stats(self) -> Dict[str, Any]:
         """{"threads", "records", "stack_records", "dropped", "unwound", "displaced",
-        "output_dir", "clock", "capture", "monitoring_tool", "monitoring_ids_taken"}
-        of the current or last run ("records" counts returns; the losses: "dropped"
-        the records that could not be written, "unwound" the calls whose return
-        was never seen, "displaced" the times another tool's profile function
-        took a thread; "capture" is "capture.tg" or None; "monitoring_tool" the
-        sys.monitoring tool id used, or None)."""
+        "process_samples", "output_dir", "clock", "capture", "monitoring_tool",
+        "monitoring_ids_taken"} of the current or last run ("records" counts
+        returns; the losses: "dropped" the records that could not be written,
+        "unwound" the calls whose return was never seen, "displaced" the times
+        another tool's profile function took a thread; "process_samples" the
+        process.mem samples taken; "capture" is "capture.tg" or None;
+        "monitoring_tool" the sys.monitoring tool id used, or None)."""
         s = self._rec.stats()
         s["output_dir"] = self._output_dir
         return s

@@ -145,6 +145,7 @@ int tg_cli_graph_opts(struct tg_graph_args *g, struct tg_plot_opts *po,
 	po->height = g->size[1] ? g->size[1] : def_h;
 	po->script_only = g->script_only;
 	po->keep = g->keep;
+	po->messages = stderr;
 	po->gnuplot = NULL;
 	if (!g->script_only && tg_gnuplot_find(g->gnuplot, sizeof(g->gnuplot)) == 0)
 		po->gnuplot = g->gnuplot;
@@ -204,6 +205,7 @@ int tg_cli_peak_opts(const struct tg_peak_args *p, struct tg_memg_opts *o, const
 	o->peak.peak_kb = p->peak;
 	o->peak.delta_time = p->delta_time;
 	o->peak.delta_value_kb = p->delta_value;
+	o->peak.scaled = !p->has_delta_time && !p->has_delta_value;
 	if (p->time_from || p->time_to) {
 		if (!o->has_time)
 			return usage_error(usage, "--time_from/--time_to need timestamps "

@@ -62,4 +62,13 @@
  */
 #define TG_NAME_MAX 200
 
+/*
+ * A sampled run's memory curve (mode="sampled", no recorded calls): each line of
+ * its .mem files is a reading of the thread's memory, as the DELTA of one
+ * pseudo-call from the run's start to the reading:
+ *   [TIME#]<thread memory>:0:sampled=>BYTES
+ */
+#define TG_CURVE_FILE "<thread memory>"
+#define TG_CURVE_FUNC "sampled"
+
 #endif /* TG_FORMAT_H */

@@ -74,11 +74,11 @@ void tg_hist_print(FILE *f, const struct tg_summary *s)
 }
 
 static int hist_plot_in(const struct tg_sum_entity *e, const struct tg_plot_opts *o,
-			const struct tg_plot_files *pf, struct tg_diag *d);
+			struct tg_plot_files *pf, struct tg_diag *d);
 
 int tg_hist_plot(const struct tg_sum_entity *e, const struct tg_plot_opts *o, struct tg_diag *d)
 {
-	struct tg_plot_files pf = { .temporary = 0 };
+	struct tg_plot_files pf = TG_PLOT_FILES_INIT;
 	int ret;
 
 	if (tg_plot_files_open(&pf, o, "hist", d) < 0)
@@ -90,7 +90,7 @@ int tg_hist_plot(const struct tg_sum_entity *e, const struct tg_plot_opts *o, st
 
 /* tg_hist_plot's work, with the plot folder open. */
 static int hist_plot_in(const struct tg_sum_entity *e, const struct tg_plot_opts *o,
-			const struct tg_plot_files *pf, struct tg_diag *d)
+			struct tg_plot_files *pf, struct tg_diag *d)
 {
 	struct tg_aout dat = { 0 }, script = { 0 };
 	int lo = TG_SUM_BINS, hi = -1;

@@ -11,7 +11,9 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,7 +62,7 @@ static int cap_idmap_put(struct tg_cap_idmap *m, uint64_t id, uint32_t val, size
 		for (size_t j = 0; j < m->hcap; j++) {
 			if (!m->hkeys[j])
 				continue;
-			for (i = tg_cap_hash(m->hkeys[j]) & (ncap - 1); nk[i]; i = (i + 1) & (ncap - 1))
+			for (i = tg_cap_hash(m->hkeys[j], m->seed) & (ncap - 1); nk[i]; i = (i + 1) & (ncap - 1))
 				;
 			nk[i] = m->hkeys[j];
 			nv[i] = m->hvals[j];
@@ -71,12 +73,26 @@ static int cap_idmap_put(struct tg_cap_idmap *m, uint64_t id, uint32_t val, size
 		m->hvals = nv;
 		m->hcap = ncap;
 	}
-	for (i = tg_cap_hash(id) & (m->hcap - 1); m->hkeys[i]; i = (i + 1) & (m->hcap - 1))
+	for (i = tg_cap_hash(id, m->seed) & (m->hcap - 1); m->hkeys[i]; i = (i + 1) & (m->hcap - 1))
 		;
 	m->hkeys[i] = id;
 	m->hvals[i] = val;
 	m->hn++;
 	return 0;
+}
+
+/* A seed no input can predict: from the kernel, else from the clock and an
+ * address (ASLR). */
+static uint64_t cap_seed(void)
+{
+	uint64_t s = 0;
+	struct timespec ts;
+
+	if (getrandom(&s, sizeof(s), GRND_NONBLOCK) == (ssize_t)sizeof(s))
+		return s;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((uint64_t)ts.tv_sec * 1000000007u) ^ (uint64_t)ts.tv_nsec ^
+	       (uint64_t)(uintptr_t)&s;
 }
 
 static void cap_idmap_release(struct tg_cap_idmap *m)
@@ -137,7 +153,7 @@ int tg_capture_detect(const char *path, char **file)
 
 /* Appends a span to l; 0 or -1 out of memory. */
 static int cap_spans_add(struct tg_cap_spans *l, const unsigned char *p, uint32_t len,
-			 int partial)
+			 int partial, uint32_t zsize)
 {
 	if (l->n == l->alloc) {
 		size_t na = l->alloc ? 2 * l->alloc : 16;
@@ -150,6 +166,7 @@ static int cap_spans_add(struct tg_cap_spans *l, const unsigned char *p, uint32_
 	l->v[l->n].p = p;
 	l->v[l->n].len = len;
 	l->v[l->n].partial = (uint32_t)partial;
+	l->v[l->n].zsize = zsize;
 	l->n++;
 	return 0;
 }
@@ -283,9 +300,6 @@ static int cap_read_thread(struct tg_capture *cap, uint32_t stream, const unsign
 		return cap_corrupt(cap, d, start, "thread defined twice");
 	if (!cap_base_ok(base, blen))
 		return cap_corrupt(cap, d, start, "a thread's file name is not a safe file name");
-	for (size_t i = 0; i < cap->n_threads; i++)
-		if (strlen(cap->threads[i].base) == blen && !memcmp(cap->threads[i].base, base, blen))
-			return cap_corrupt(cap, d, start, "two threads have the same file name");
 	if (cap->n_threads == cap->threads_alloc) {
 		size_t na = cap->threads_alloc ? 2 * cap->threads_alloc : 16;
 		struct tg_cap_thread *nv = realloc(cap->threads, na * sizeof(*nv));
@@ -350,7 +364,7 @@ static int cap_read_end(struct tg_capture *cap, const unsigned char *p, uint32_t
  * definitions parsed, records added to their stream.  0 or -1. */
 static int cap_file_chunk(struct tg_capture *cap, const unsigned char *h, unsigned kind,
 			  uint32_t stream, const unsigned char *p, uint32_t len, int partial,
-			  struct tg_diag *d)
+			  uint32_t zsize, struct tg_diag *d)
 {
 	int rc = 0;
 
@@ -359,7 +373,7 @@ static int cap_file_chunk(struct tg_capture *cap, const unsigned char *h, unsign
 		uint32_t ix = tg_cap_idmap_get(&cap->stream_ids, stream);
 		if (!ix)
 			return cap_corrupt(cap, d, h, "events of an undefined thread");
-		if (len && cap_spans_add(&cap->threads[ix - 1].spans, p, len, partial) < 0)
+		if (len && cap_spans_add(&cap->threads[ix - 1].spans, p, len, partial, zsize) < 0)
 			return tg_error(d, "out of memory");
 		break;
 	}
@@ -370,7 +384,7 @@ static int cap_file_chunk(struct tg_capture *cap, const unsigned char *h, unsign
 		rc = cap_read_thread(cap, stream, p, len, partial, d);
 		break;
 	case TG_CAP_CHUNK_PROCESS:
-		if (len && cap_spans_add(&cap->process, p, len, partial) < 0)
+		if (len && cap_spans_add(&cap->process, p, len, partial, zsize) < 0)
 			return tg_error(d, "out of memory");
 		break;
 	case TG_CAP_CHUNK_END:
@@ -384,63 +398,163 @@ static int cap_file_chunk(struct tg_capture *cap, const unsigned char *h, unsign
 }
 
 #ifdef TG_HAVE_ZSTD
-/* Decompresses the zstd payload *P (*LEN bytes) of the chunk at H into a buffer
- * the capture owns, and points *P and *LEN at the records.  A chunk cut short
- * gives the records its bytes decode to (the last may be incomplete, as in an
- * uncompressed cut chunk).  0 or -1 (corrupt frame, out of memory). */
-static int cap_unzstd(struct tg_capture *cap, const unsigned char *h,
-		      const unsigned char **p, uint32_t *len, int partial, struct tg_diag *d)
+/*
+ * Decompresses the zstd frame [src, src + len) of the chunk at h, of `size`
+ * bytes of records, into buf (size bytes).  A chunk cut short gives the records
+ * its bytes decode to (the last may be incomplete, as in an uncompressed cut
+ * chunk).  *ctx is a ZSTD_DCtx, made on first use.  Returns the bytes
+ * decompressed, or -1 with d->msg set (corrupt frame, out of memory).
+ */
+static long cap_zstd_into(const struct tg_capture *cap, void **ctx, const unsigned char *h,
+			  const unsigned char *src, uint32_t len, int partial, unsigned char *buf,
+			  uint32_t size, struct tg_diag *d)
 {
-	unsigned long long size = ZSTD_getFrameContentSize(*p, *len);
-	ZSTD_inBuffer in = { *p, *len, 0 };
-	ZSTD_outBuffer out;
-	ZSTD_DStream *z;
-	unsigned char *buf, **owned;
+	ZSTD_inBuffer in = { src, len, 0 };
+	ZSTD_outBuffer out = { buf, size, 0 };
 	size_t r;
 
-	if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) {
-		if (partial) {  /* cut inside the frame header: nothing usable */
-			*len = 0;
+	if (!*ctx) {
+		if (!(*ctx = ZSTD_createDCtx()))
+			return tg_error(d, "out of memory");
+		/* the frame's window may not ask for more than its records */
+		ZSTD_DCtx_setParameter(*ctx, ZSTD_d_windowLogMax, 20);
+	}
+	if (!partial) {
+		r = ZSTD_decompressDCtx(*ctx, buf, size, src, len);
+		if (ZSTD_isError(r) || r != size)
+			return cap_corrupt(cap, d, h, "zstd chunk does not decompress");
+		return (long)r;
+	}
+	ZSTD_DCtx_reset(*ctx, ZSTD_reset_session_only);
+	r = ZSTD_decompressStream(*ctx, &out, &in);
+	if (ZSTD_isError(r))
+		return cap_corrupt(cap, d, h, "zstd chunk does not decompress");
+	return (long)out.pos;
+}
+
+static void cap_zstd_free(void *ctx)
+{
+	ZSTD_freeDCtx(ctx);
+}
+
+/* The records' size of the zstd chunk at h (payload [p, p + len)) into *size:
+ * 0 (a chunk cut inside its frame header: *size 0, nothing usable), or -1. */
+static int cap_zstd_size(const struct tg_capture *cap, const unsigned char *h,
+			 const unsigned char *p, uint32_t len, int partial, uint32_t *size,
+			 struct tg_diag *d)
+{
+	unsigned long long n = ZSTD_getFrameContentSize(p, len);
+
+	*size = 0;
+	if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN) {
+		if (partial)
 			return 0;
-		}
 		return cap_corrupt(cap, d, h, "zstd chunk without its size");
 	}
-	if (size > TG_CAP_CHUNK_MAX)
-		return cap_corrupt(cap, d, h, "zstd chunk longer than 16 MiB");
-	if (cap->n_owned == cap->owned_alloc) {
-		size_t n = cap->owned_alloc ? 2 * cap->owned_alloc : 16;
-		if (!(owned = realloc(cap->owned, n * sizeof(*owned))))
-			return tg_error(d, "out of memory");
-		cap->owned = owned;
-		cap->owned_alloc = n;
-	}
-	if (!(buf = malloc(size ? size : 1)))
-		return tg_error(d, "out of memory");
-	cap->owned[cap->n_owned++] = buf;
-	if (!(z = ZSTD_createDStream()))
-		return tg_error(d, "out of memory");
-	out.dst = buf;
-	out.size = size;
-	out.pos = 0;
-	ZSTD_initDStream(z);
-	r = ZSTD_decompressStream(z, &out, &in);
-	ZSTD_freeDStream(z);
-	if (ZSTD_isError(r) || (!partial && (r != 0 || out.pos != size)))
-		return cap_corrupt(cap, d, h, "zstd chunk does not decompress");
-	*p = buf;
-	*len = (uint32_t)out.pos;
+	if (n > TG_CAP_ZSTD_MAX)
+		return cap_corrupt(cap, d, h, "zstd chunk of more than 1 MiB of records (the "
+				   "recorder compresses 64 KiB)");
+	*size = (uint32_t)n;
 	return 0;
 }
 #else
-static int cap_unzstd(struct tg_capture *cap, const unsigned char *h,
-		      const unsigned char **p, uint32_t *len, int partial, struct tg_diag *d)
+static long cap_zstd_into(const struct tg_capture *cap, void **ctx, const unsigned char *h,
+			  const unsigned char *src, uint32_t len, int partial, unsigned char *buf,
+			  uint32_t size, struct tg_diag *d)
 {
-	(void)p, (void)len, (void)partial;
+	(void)cap, (void)ctx, (void)h, (void)src, (void)len, (void)partial, (void)buf;
+	(void)size;
+	return tg_error(d, "zstd is not built in");
+}
+
+static void cap_zstd_free(void *ctx)
+{
+	(void)ctx;
+}
+
+static int cap_zstd_size(const struct tg_capture *cap, const unsigned char *h,
+			 const unsigned char *p, uint32_t len, int partial, uint32_t *size,
+			 struct tg_diag *d)
+{
+	(void)p, (void)len, (void)partial, (void)size;
 	return tg_error(d, "'%s': chunk at byte %zu is zstd-compressed, and this "
 			"threadgraph was built without zstd (install libzstd-dev and "
 			"reinstall threadgraph)", cap->path, (size_t)(h - cap->map));
 }
 #endif
+
+/* Takes n bytes from the capture's zstd budget; 0 or -1 (d->msg set). */
+static int cap_budget_take(const struct tg_capture *cap, size_t n, struct tg_diag *d)
+{
+	if (n > TG_CAP_ZSTD_BUDGET - cap->zb->live)
+		return tg_error(d, "'%s': its zstd chunks would need more than %u MiB of memory "
+				"at once", cap->path, TG_CAP_ZSTD_BUDGET >> 20);
+	cap->zb->live += n;
+	return 0;
+}
+
+/* Decompresses a definitions chunk (codes point into its records, so the
+ * capture keeps them) and files it.  0 or -1. */
+static int cap_zstd_defs(struct tg_capture *cap, const unsigned char *h, unsigned kind,
+			 uint32_t stream, const unsigned char *p, uint32_t len, int partial,
+			 uint32_t size, struct tg_diag *d)
+{
+	unsigned char *buf, **owned;
+	void *ctx = NULL;
+	long n;
+
+	if (cap->n_owned == cap->owned_alloc) {
+		size_t na = cap->owned_alloc ? 2 * cap->owned_alloc : 16;
+		if (!(owned = realloc(cap->owned, na * sizeof(*owned))))
+			return tg_error(d, "out of memory");
+		cap->owned = owned;
+		cap->owned_alloc = na;
+	}
+	if (cap_budget_take(cap, size, d) < 0)
+		return -1;
+	if (!(buf = malloc(size ? size : 1)))
+		return tg_error(d, "out of memory");
+	cap->owned[cap->n_owned++] = buf;
+	n = cap_zstd_into(cap, &ctx, h, p, len, partial, buf, size, d);
+	cap_zstd_free(ctx);
+	if (n < 0)
+		return -1;
+	return cap_file_chunk(cap, h, kind, stream, buf, (uint32_t)n, partial, 0, d);
+}
+
+static int cap_cmp_base(const void *a, const void *b)
+{
+	const struct tg_cap_thread *x = *(struct tg_cap_thread *const *)a;
+	const struct tg_cap_thread *y = *(struct tg_cap_thread *const *)b;
+	int c = strcmp(x->base, y->base);
+
+	if (c)
+		return c;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Refuses two threads with one file name (export would write one file twice),
+ * naming the later definition: sorted, so linear-logarithmic in the thread
+ * count (a capture can define a thread per few bytes).  0 or -1. */
+static int cap_check_bases(struct tg_capture *cap, struct tg_diag *d)
+{
+	struct tg_cap_thread **v;
+	int ret = 0;
+
+	if (cap->n_threads < 2)
+		return 0;
+	if (!(v = malloc(cap->n_threads * sizeof(*v))))
+		return tg_error(d, "out of memory");
+	for (size_t i = 0; i < cap->n_threads; i++)
+		v[i] = &cap->threads[i];
+	qsort(v, cap->n_threads, sizeof(*v), cap_cmp_base);
+	for (size_t i = 1; i < cap->n_threads && !ret; i++)
+		if (!strcmp(v[i - 1]->base, v[i]->base))
+			ret = cap_corrupt(cap, d, cap->map + v[i]->offset,
+					  "two threads have the same file name");
+	free(v);
+	return ret;
+}
 
 /* Walks the chunks once: definitions parsed, payloads filed by stream. */
 static int cap_scan(struct tg_capture *cap, struct tg_diag *d)
@@ -476,17 +590,23 @@ static int cap_scan(struct tg_capture *cap, struct tg_diag *d)
 			return cap_corrupt(cap, d, h, "chunk after the end chunk");
 		if ((flags & TG_CAP_CHUNK_ZSTD) && kind >= TG_CAP_CHUNK_EVENTS &&
 		    kind <= TG_CAP_CHUNK_END) {
-			const unsigned char *raw = p;
-			uint32_t raw_len = len;
-			if (cap_unzstd(cap, h, &p, &len, partial, d) < 0)
+			/* records are decompressed by the cursor that reads them, one
+			 * chunk at a time; definitions now */
+			uint32_t size;
+			if (cap_zstd_size(cap, h, p, len, partial, &size, d) < 0)
 				return -1;
-			rc = cap_file_chunk(cap, h, kind, stream, p, len, partial, d);
+			if (!size)
+				rc = 0;
+			else if (kind == TG_CAP_CHUNK_EVENTS || kind == TG_CAP_CHUNK_PROCESS)
+				rc = cap_file_chunk(cap, h, kind, stream, p, len, partial, size, d);
+			else
+				rc = cap_zstd_defs(cap, h, kind, stream, p, len, partial, size, d);
 			if (rc < 0)
 				return -1;
-			p = raw + raw_len;
+			p += len;
 			continue;
 		}
-		rc = cap_file_chunk(cap, h, kind, stream, p, len, partial, d);
+		rc = cap_file_chunk(cap, h, kind, stream, p, len, partial, 0, d);
 		if (rc < 0)
 			return -1;
 		p += len;
@@ -502,17 +622,25 @@ int tg_capture_open(struct tg_capture *cap, const char *path, struct tg_diag *d)
 	int fd;
 
 	memset(cap, 0, sizeof(*cap));
+	cap->code_ids.seed = cap_seed();
+	cap->stream_ids.seed = cap_seed();
+	if (!(cap->zb = calloc(1, sizeof(*cap->zb))))
+		return tg_error(d, "out of memory");
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
+		free(cap->zb);
 		return tg_error(d, "unable to open '%s': %s", path, strerror(errno));
+	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
+		free(cap->zb);
 		return tg_error(d, "'%s' is not a capture file", path);
 	}
 	if ((size_t)st.st_size < TG_CAP_HEADER_SIZE) {
 		char buf[TG_CAP_MAGIC_LEN];
 		ssize_t n = read(fd, buf, sizeof(buf));
 		close(fd);
+		free(cap->zb);
 		if (n >= 0 && !memcmp(buf, TG_CAP_MAGIC, (size_t)n))
 			return tg_error(d, "'%s': capture cut short in its header (%lld bytes): "
 					"no records", path, (long long)st.st_size);
@@ -520,8 +648,10 @@ int tg_capture_open(struct tg_capture *cap, const char *path, struct tg_diag *d)
 	}
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
-	if (map == MAP_FAILED)
+	if (map == MAP_FAILED) {
+		free(cap->zb);
 		return tg_error(d, "unable to read '%s': %s", path, strerror(errno));
+	}
 	cap->map = map;
 	cap->size = (size_t)st.st_size;
 	madvise(map, cap->size, MADV_SEQUENTIAL);
@@ -549,7 +679,7 @@ int tg_capture_open(struct tg_capture *cap, const char *path, struct tg_diag *d)
 		cap_corrupt(cap, d, h + 16, "negative start time");
 		goto fail;
 	}
-	if (cap_scan(cap, d) < 0)
+	if (cap_scan(cap, d) < 0 || cap_check_bases(cap, d) < 0)
 		goto fail;
 	return 0;
 fail:
@@ -572,6 +702,7 @@ void tg_capture_close(struct tg_capture *cap)
 	for (size_t i = 0; i < cap->n_owned; i++)
 		free(cap->owned[i]);
 	free(cap->owned);
+	free(cap->zb);
 	if (cap->map)
 		munmap((void *)cap->map, cap->size);
 	free(cap->path);
@@ -602,11 +733,7 @@ void tg_capcur_init(struct tg_capcur *c, const struct tg_capture *cap,
 	c->timed = (cap->flags & TG_CAP_F_TIME) != 0;
 	c->memory = (cap->flags & TG_CAP_F_MEMORY) != 0;
 	c->t_us = cap->start_us;
-	if (c->n_spans) {
-		c->p = c->spans[0].p;
-		c->end = c->p + c->spans[0].len;
-		c->partial = (int)c->spans[0].partial;
-	}
+	c->si = (size_t)-1;  /* before the first span: cap_next_span() loads it */
 }
 
 void tg_capcur_release(struct tg_capcur *c)
@@ -614,6 +741,14 @@ void tg_capcur_release(struct tg_capcur *c)
 	free(c->open);
 	c->open = NULL;
 	c->open_alloc = c->depth = 0;
+	if (c->zalloc)
+		c->cap->zb->live -= c->zalloc;
+	free(c->zbuf);
+	c->zbuf = NULL;
+	c->zalloc = 0;
+	if (c->zctx)
+		cap_zstd_free(c->zctx);
+	c->zctx = NULL;
 }
 
 /*
@@ -676,6 +811,16 @@ static int cap_cur_short(struct tg_capcur *c, struct tg_diag *d, const unsigned 
 	return cap_cur_corrupt(c, d, at, "record runs past the end of its chunk");
 }
 
+/* A record's line as readers take it: -1, CPython's "no line", which
+ * threadgraph 0.1.0 wrote (a generator's implicit return on 3.12, a C call
+ * made where the caller has no line), is 0 as the recorder now writes it.  A
+ * RETURN's line is computed from the raw line of its CALL (the ref on the open
+ * stack), never from this one. */
+static inline int64_t cap_line(int64_t line)
+{
+	return line == -1 ? 0 : line;
+}
+
 /* Grows the open-call stack; 0 or -1. */
 static int cap_grow(struct tg_capcur *c, struct tg_diag *d)
 {
@@ -731,18 +876,55 @@ static int cap_next_sample(struct tg_capcur *c, struct tg_cap_rec_data *r, struc
 	return 1;
 }
 
-/* Moves to the next non-empty span; 0 at the end of the stream. */
-static int cap_next_span(struct tg_capcur *c)
+/* Points the cursor at the records of the zstd span sp, decompressed into its
+ * buffer (grown within the capture's budget); 0 or -1. */
+static int cap_load_zstd(struct tg_capcur *c, const struct tg_cap_span *sp, struct tg_diag *d)
+{
+	const unsigned char *h = sp->p - TG_CAP_CHUNK_HEADER_SIZE;
+	long n;
+
+	if (sp->zsize > c->zalloc) {
+		unsigned char *nb;
+		if (cap_budget_take(c->cap, sp->zsize - c->zalloc, d) < 0)
+			return -1;
+		if (!(nb = realloc(c->zbuf, sp->zsize))) {
+			c->cap->zb->live -= sp->zsize - c->zalloc;
+			return tg_error(d, "out of memory");
+		}
+		c->zbuf = nb;
+		c->zalloc = sp->zsize;
+	}
+	n = cap_zstd_into(c->cap, &c->zctx, h, sp->p, sp->len, (int)sp->partial, c->zbuf,
+			  sp->zsize, d);
+	if (n < 0)
+		return -1;
+	c->p = c->zbuf;
+	c->end = c->zbuf + n;
+	return 0;
+}
+
+/* Moves to the next non-empty span; 1, 0 at the end of the stream, or -1 (a
+ * zstd chunk that does not decompress or passes the budget). */
+static int cap_next_span(struct tg_capcur *c, struct tg_diag *d)
 {
 	while (c->p == c->end) {
+		const struct tg_cap_span *sp;
 		if (c->si + 1 >= c->n_spans) {
 			c->si = c->n_spans;
 			return 0;
 		}
-		c->si++;
-		c->p = c->spans[c->si].p;
-		c->end = c->p + c->spans[c->si].len;
-		c->partial = (int)c->spans[c->si].partial;
+		sp = &c->spans[++c->si];
+		c->partial = (int)sp->partial;
+		if (sp->zsize) {
+			if (cap_load_zstd(c, sp, d) < 0) {
+				c->p = c->end = NULL;
+				c->si = c->n_spans;
+				return -1;
+			}
+			continue;
+		}
+		c->p = sp->p;
+		c->end = c->p + sp->len;
 	}
 	return 1;
 }
@@ -763,15 +945,17 @@ cap_next(struct tg_capcur *c, struct tg_cap_rec_data *r, const unsigned want, st
 	uint64_t head, dt = 0, v;
 
 	if (!c->thread) {
-		if (!cap_next_span(c))
-			return 0;
+		int more = cap_next_span(c, d);
+		if (more <= 0)
+			return more;
 		return cap_next_sample(c, r, d);
 	}
 	for (;;) {
 		if (__builtin_expect(p == end, 0)) {
+			int more;
 			c->p = p;
-			if (!cap_next_span(c))
-				return 0;
+			if ((more = cap_next_span(c, d)) <= 0)
+				return more;
 			p = c->p;
 			end = c->end;
 		}
@@ -799,6 +983,7 @@ cap_next(struct tg_capcur *c, struct tg_cap_rec_data *r, const unsigned want, st
 			c->p = p;
 			if (__builtin_add_overflow(o->ref, tg_cap_unzz(head >> 1), &r->line))
 				return cap_cur_corrupt(c, d, start, "line number out of range");
+			r->line = cap_line(r->line);
 			r->type = TG_CAP_REC_RETURN;
 			r->code = o->code;
 			r->depth = (unsigned)c->depth;
@@ -835,7 +1020,7 @@ cap_next(struct tg_capcur *c, struct tg_cap_rec_data *r, const unsigned want, st
 			if (want & TG_CAP_WANT_CALL) {
 				r->type = TG_CAP_REC_CALL;
 				r->code = code;
-				r->line = line;
+				r->line = cap_line(line);
 				r->depth = (unsigned)c->depth;
 				r->t_us = c->t_us;
 				r->value = 0;

@@ -36,6 +36,23 @@ struct tg_cap_span {
 	const unsigned char *p; /* first payload byte (in the mapping) */
 	uint32_t len;           /* payload bytes present */
 	uint32_t partial;       /* the chunk was cut short: its last record may be too */
+	uint32_t zsize;         /* a zstd frame of zsize bytes of records, decompressed
+				 * by the cursor that reaches it; 0: the records */
+};
+
+/* Largest records of one zstd chunk a reader decompresses (the recorder
+ * compresses chunks of at most 64 KiB): a few bytes of a hostile frame cannot
+ * ask for more than this. */
+#define TG_CAP_ZSTD_MAX (1u << 20)
+/* Largest total of zstd records decompressed at once, all cursors and the code
+ * definitions of one capture: the reader's memory does not grow with the
+ * compression ratio of the file. */
+#define TG_CAP_ZSTD_BUDGET (256u << 20)
+
+/* The decompressed bytes a capture holds (its definitions) and its cursors
+ * hold (one chunk each), against TG_CAP_ZSTD_BUDGET. */
+struct tg_cap_zbudget {
+	size_t live;
 };
 
 /* A list of spans, in file order. */
@@ -62,13 +79,18 @@ struct tg_cap_idmap {
 	uint64_t *hkeys;        /* open addressing, hcap a power of two (0: empty slot) */
 	uint32_t *hvals;
 	size_t hcap, hn;
+	uint64_t seed;          /* random per map: the file cannot choose ids whose
+				 * slots collide (a probe chain as long as the map) */
 };
 
-/* The id maps' hash (a 64-bit finalizer). */
-static inline uint64_t tg_cap_hash(uint64_t k)
+/* The id maps' hash of k under seed (a 64-bit finalizer of the seeded key). */
+static inline uint64_t tg_cap_hash(uint64_t k, uint64_t seed)
 {
+	k ^= seed;
 	k ^= k >> 33;
 	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ULL;
 	k ^= k >> 33;
 	return k;
 }
@@ -92,8 +114,9 @@ struct tg_capture {
 	int cut;                /* the file ends inside a chunk (or its header) */
 	uint64_t cut_at;        /* offset of that chunk */
 	uint64_t skipped_chunks; /* chunks of unknown kinds, skipped */
-	unsigned char **owned;  /* decompressed zstd chunks (spans point into them) */
+	unsigned char **owned;  /* decompressed zstd definitions (codes point into them) */
 	size_t n_owned, owned_alloc;
+	struct tg_cap_zbudget *zb; /* owned; mutable through a const capture (cursors) */
 };
 
 /*
@@ -127,7 +150,7 @@ static inline uint32_t tg_cap_idmap_get(const struct tg_cap_idmap *m, uint64_t i
 		return m->direct[id];
 	if (!m->hcap)
 		return 0;
-	for (i = tg_cap_hash(id) & (m->hcap - 1); m->hkeys[i]; i = (i + 1) & (m->hcap - 1))
+	for (i = tg_cap_hash(id, m->seed) & (m->hcap - 1); m->hkeys[i]; i = (i + 1) & (m->hcap - 1))
 		if (m->hkeys[i] == id)
 			return m->hvals[i];
 	return 0;
@@ -189,6 +212,9 @@ struct tg_capcur {
 	uint64_t dropped;       /* records the recorder reported lost (SPECIAL) */
 	uint64_t unwound;       /* calls closed without a RETURN (SPECIAL) */
 	int cut;                /* stopped at a record cut short */
+	unsigned char *zbuf;    /* the current span's records when it is zstd (owned) */
+	size_t zalloc;          /* bytes of zbuf, counted in the capture's budget */
+	void *zctx;             /* ZSTD_DCtx, made on the first zstd span (owned) */
 };
 
 /* Starts a cursor over thread t's stream (t NULL: the process stream). */
@@ -200,7 +226,8 @@ void tg_capcur_release(struct tg_capcur *c);
  * Decodes the next record into *r.  Returns 1, 0 at the end of the stream (or
  * at the cut of a capture cut short: c->cut), or -1 with d->msg set when the
  * stream is corrupt (a RETURN without a call, an undefined code, a record
- * running past its chunk, a time overflow...).
+ * running past its chunk, a time overflow, a zstd chunk that does not
+ * decompress...) or its zstd chunk would pass the memory budget.
  */
 int tg_capcur_next(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d);
 

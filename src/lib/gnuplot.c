@@ -1,9 +1,8 @@
 /*
  * gnuplot.c - script quoting, terminal table, series styles, finding and running
- * gnuplot as a child, the folder of a graph's script and data.
+ * gnuplot as a child (the folder of a graph's files: plotfiles.c).
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -64,30 +63,54 @@ int tg_gp_terminal_known(const char *name)
 	return gp_terminal_find(name) != NULL;
 }
 
-/* S as a single-quoted literal: control bytes as '?', quotes doubled, '%'
- * doubled too when PCT (a format), at most MAX bytes (cut at a character
- * boundary, "..." after). */
+/* One byte of a literal: '%' doubled when PCT; 0 or EOF. */
+static int gp_quote_byte(FILE *f, int c, int pct)
+{
+	if (pct && c == '%' && putc(c, f) == EOF)
+		return EOF;
+	return putc(c, f) == EOF ? EOF : 0;
+}
+
+/*
+ * S as a gnuplot string expression of single-quoted literals, each quote as
+ * sprintf('%c',39) between them ('a'.sprintf('%c',39).'b'): gnuplot's scanner
+ * takes no doubled quote at the start of a literal or right after another
+ * (a thread named 'worker' stopped the script).  Control bytes as '?', '%'
+ * doubled when PCT (a format), at most MAX bytes (cut at a character boundary,
+ * "..." after).
+ */
 static int gp_quote(FILE *f, const char *s, size_t len, size_t max, int pct)
 {
 	size_t n = len;
+	int open = 0, any = 0;
 
 	if (n > max)  /* UTF-8 continuation bytes are 10xxxxxx */
 		for (n = max; n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80; n--)
 			;
-	if (putc('\'', f) == EOF)
-		return EOF;
-	for (size_t i = 0; i < n; i++) {
-		int c = (unsigned char)s[i];
+	for (size_t i = 0; i < n + (n < len ? 3 : 0); i++) {
+		int c = i < n ? (unsigned char)s[i] : '.';
+
 		if (TG_NEEDS_ESCAPE(c))
 			c = '?';
-		if ((c == '\'' || (pct && c == '%')) && putc(c, f) == EOF)
+		if (c == '\'') {
+			if ((open && putc('\'', f) == EOF) || (any && putc('.', f) == EOF) ||
+			    fputs("sprintf('%c',39)", f) == EOF)
+				return EOF;
+			open = 0;
+			any = 1;
+			continue;
+		}
+		if (!open && ((any && putc('.', f) == EOF) || putc('\'', f) == EOF))
 			return EOF;
-		if (putc(c, f) == EOF)
+		open = any = 1;
+		if (gp_quote_byte(f, c, pct) == EOF)
 			return EOF;
 	}
-	if (n < len && fputs("...", f) == EOF)
-		return EOF;
-	return putc('\'', f) == EOF ? EOF : 0;
+	if (open)
+		return putc('\'', f) == EOF ? EOF : 0;
+	if (!any)
+		return fputs("''", f) == EOF ? EOF : 0;
+	return 0;
 }
 
 int tg_gp_quote(FILE *f, const char *s, size_t len)
@@ -288,58 +311,37 @@ int tg_gnuplot_find(char *buf, size_t n)
 	return -1;
 }
 
-int tg_plot_files_open(struct tg_plot_files *pf, const struct tg_plot_opts *o,
-		       const char *name, struct tg_diag *d)
+/* The line of gnuplot's stderr that is not passed on (see tg_gnuplot_run). */
+static int gp_message_dropped(const char *line)
 {
-	struct stat st;
-
-	pf->temporary = tg_plot_draws(o) && !o->keep;
-	if (pf->temporary) {
-		if ((size_t)snprintf(pf->dir, sizeof(pf->dir), "%s/.%s-plot-XXXXXX", o->dir,
-				     name) >= sizeof(pf->dir))
-			return tg_error(d, "output directory name too long");
-		if (!mkdtemp(pf->dir))
-			return tg_error(d, "unable to create '%s': %s", pf->dir, strerror(errno));
-		return 0;
-	}
-	if ((size_t)snprintf(pf->dir, sizeof(pf->dir), "%s/%s-plot", o->dir, name) >=
-	    sizeof(pf->dir))
-		return tg_error(d, "output directory name too long");
-	if (mkdir(pf->dir, 0777) < 0 && errno != EEXIST)
-		return tg_error(d, "unable to create '%s': %s", pf->dir, strerror(errno));
-	/* a planted symbolic link must not send our files elsewhere */
-	if (lstat(pf->dir, &st) < 0)
-		return tg_error(d, "unable to use '%s': %s", pf->dir, strerror(errno));
-	if (!S_ISDIR(st.st_mode))
-		return tg_error(d, "'%s' is in the way: not a directory", pf->dir);
-	return 0;
+	return !strncmp(line, "Fontconfig warning: ", 20);
 }
 
-void tg_plot_files_release(struct tg_plot_files *pf)
+/* Copies what gnuplot writes on fd to messages, line by line, until end of file. */
+static void gp_copy_messages(int fd, FILE *messages)
 {
-	DIR *dir;
-	struct dirent *e;
-	int fd;
+	FILE *in = fdopen(fd, "r");
+	char *line = NULL;
+	size_t cap = 0;
 
-	if (!pf->temporary)
+	if (!in) {
+		close(fd);
 		return;
-	pf->temporary = 0;
-	dir = opendir(pf->dir);
-	if (dir) {
-		fd = dirfd(dir);
-		while ((e = readdir(dir)) != NULL)
-			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-				unlinkat(fd, e->d_name, 0);
-		closedir(dir);
 	}
-	rmdir(pf->dir);
+	while (getline(&line, &cap, in) >= 0)
+		if (messages && !gp_message_dropped(line))
+			fputs(line, messages);
+	free(line);
+	fclose(in);
+	if (messages)
+		fflush(messages);
 }
 
-int tg_gnuplot_run(const char *prog, const char *dir, const char *script,
-		   const char *outfile, struct tg_diag *d)
+int tg_gnuplot_run(const char *prog, int dirfd, const char *script,
+		   const char *outfile, FILE *messages, struct tg_diag *d)
 {
 	char setout[512];
-	int pfd[2], status, child_errno = 0;
+	int pfd[2], efd[2], status, child_errno = 0;
 	pid_t pid;
 	ssize_t n;
 
@@ -347,10 +349,17 @@ int tg_gnuplot_run(const char *prog, const char *dir, const char *script,
 	snprintf(setout, sizeof(setout), "outfile='%s'", outfile);
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return tg_error(d, "unable to run gnuplot: %s", strerror(errno));
+	if (pipe2(efd, O_CLOEXEC) < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return tg_error(d, "unable to run gnuplot: %s", strerror(errno));
+	}
 	pid = fork();
 	if (pid < 0) {
 		close(pfd[0]);
 		close(pfd[1]);
+		close(efd[0]);
+		close(efd[1]);
 		return tg_error(d, "unable to run gnuplot: %s", strerror(errno));
 	}
 	if (pid == 0) {
@@ -360,7 +369,8 @@ int tg_gnuplot_run(const char *prog, const char *dir, const char *script,
 			dup2(fd, 0);
 			close(fd);
 		}
-		if (chdir(dir) == 0)
+		dup2(efd[1], 2);  /* the copy loses O_CLOEXEC: gnuplot keeps it */
+		if (fchdir(dirfd) == 0)
 			execvp(prog, argv);
 		child_errno = errno;
 		if (write(pfd[1], &child_errno, sizeof(child_errno)) < 0)
@@ -368,10 +378,12 @@ int tg_gnuplot_run(const char *prog, const char *dir, const char *script,
 		_exit(127);
 	}
 	close(pfd[1]);
+	close(efd[1]);
 	do
 		n = read(pfd[0], &child_errno, sizeof(child_errno));
 	while (n < 0 && errno == EINTR);
 	close(pfd[0]);
+	gp_copy_messages(efd[0], messages);
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return tg_error(d, "unable to wait for gnuplot: %s", strerror(errno));
@@ -389,64 +401,4 @@ int tg_gnuplot_run(const char *prog, const char *dir, const char *script,
 		return tg_error(d, "gnuplot ('%s') failed with exit status %d", prog,
 				WEXITSTATUS(status));
 	return 0;
-}
-
-int tg_plot_finish(const struct tg_plot_opts *o, const struct tg_plot_files *pf,
-		   const char *name, struct tg_aout *script, struct tg_aout *legend,
-		   struct tg_diag *d)
-{
-	char graph[256], script_name[256], outfile[300];
-	struct tg_aout out;
-	struct stat st;
-	const char *tmpbase;
-	int ret = -1;
-
-	if (tg_aout_commit(script, d) < 0) {
-		tg_aout_abort(script);
-		goto abort_legend;
-	}
-	tg_aout_release(script);
-	if (!tg_plot_draws(o)) {
-		ret = legend ? tg_aout_commit(legend, d) : 0;
-		goto release_legend;
-	}
-	tg_gp_graph_name(graph, sizeof(graph), o, name);
-	snprintf(script_name, sizeof(script_name), "%s.gp", name);
-	if (tg_aout_names(&out, o->dir, graph, d) < 0)
-		goto abort_legend;
-	tmpbase = strrchr(out.tmp, '/') + 1;
-	unlink(out.tmp);
-	/* gnuplot runs in pf->dir, directly inside o->dir */
-	snprintf(outfile, sizeof(outfile), "../%s", tmpbase);
-	if (tg_gnuplot_run(o->gnuplot, pf->dir, script_name, outfile, d) < 0) {
-		size_t len = strlen(d->msg);
-		if (pf->temporary)
-			snprintf(d->msg + len, sizeof(d->msg) - len,
-				 " (--keep keeps the script and data in %s-plot/)", name);
-		goto abort_out;
-	}
-	if (stat(out.tmp, &st) < 0 || st.st_size == 0) {
-		tg_error(d, "gnuplot wrote no graph ('%s')", out.tmp);
-		goto abort_out;
-	}
-	if (tg_aout_commit(&out, d) < 0)
-		goto abort_out;
-	tg_aout_release(&out);
-	ret = legend ? tg_aout_commit(legend, d) : 0;
-	goto release_legend;
-
-abort_out:
-	tg_aout_abort(&out);
-abort_legend:
-	if (legend)
-		tg_aout_abort(legend);
-	return -1;
-release_legend:
-	if (legend) {
-		if (ret < 0)
-			tg_aout_abort(legend);
-		else
-			tg_aout_release(legend);
-	}
-	return ret;
 }

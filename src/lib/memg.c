@@ -363,7 +363,7 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 {
 	struct tg_peaks peaks;
 	struct tg_aout dat, script, legend;
-	struct tg_plot_files pf = { .temporary = 0 };
+	struct tg_plot_files pf = TG_PLOT_FILES_INIT;
 	struct tg_timeaxis ta;
 	struct tg_memg_stats *st = calloc(n ? n : 1, sizeof(*st));
 	double *act = calloc(n ? n : 1, sizeof(*act));

@@ -265,7 +265,10 @@ static const char *rec_site(const char *s, size_t len, struct tg_str *file,
 	c1--;
 	if (c1 + 1 == c2 || c2 - c1 > 10)
 		return "bad line number";
-	for (p = c1 + 1; p < c2; p++) {
+	p = c1 + 1;
+	if (c2 - c1 == 3 && c1[1] == '-' && c1[2] == '1')
+		p = c2;  /* "no line" as threadgraph 0.1.0 wrote it: the line 0 of today */
+	for (; p < c2; p++) {
 		unsigned dgt = (unsigned)(*p - '0');
 		if (dgt > 9)
 			return "bad line number";

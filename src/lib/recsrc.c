@@ -1,6 +1,7 @@
 /*
  * recsrc.c - records of a text dump or of a capture's stream (recsrc.h).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,6 +79,22 @@ static inline void src_time(struct tg_src *s, struct tg_time *t)
 		src_time_text(s, t, sec, frac);
 }
 
+/*
+ * Reports the capture record s->lineno as malformed.  The file it names is the
+ * capture itself, then the record as its exported line (a capture run has no
+ * .mem file to look at): "run/capture.tg: MainThread.mem:9".  0 or -1, as
+ * tg_malformed().
+ */
+static int src_cap_malformed(struct tg_src *s, struct tg_diag *d, const char *why)
+{
+	const char *base = strrchr(s->df->path, '/');
+	char where[4096];
+
+	snprintf(where, sizeof(where), "%s: %s", s->df->cap->path,
+		 base ? base + 1 : s->df->path);
+	return tg_malformed(d, where, s->lineno, why);
+}
+
 int tg_src_cap_next_mem(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d)
 {
 	int got;
@@ -86,12 +103,12 @@ int tg_src_cap_next_mem(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d
 		s->lineno = s->rec.number;
 		if (s->rec.line < 0 || s->rec.line > 999999999) {
 			/* the text reader would not take this line either */
-			if (tg_malformed(d, s->df->path, s->lineno, "bad line number") < 0)
+			if (src_cap_malformed(s, d, "bad line number") < 0)
 				return -1;
 			continue;
 		}
 		if (s->rec.value > SRC_INT_MAX || s->rec.value < -SRC_INT_MAX) {
-			if (tg_malformed(d, s->df->path, s->lineno, "bad memory delta") < 0)
+			if (src_cap_malformed(s, d, "bad memory delta") < 0)
 				return -1;
 			continue;
 		}
@@ -115,8 +132,8 @@ int tg_src_cap_next_stack(struct tg_src *s, struct tg_stackrec *r, struct tg_dia
 
 	while ((got = tg_capcur_next_call(&s->cur, &s->rec, d)) > 0) {
 		s->lineno = s->rec.number;
-		if (s->rec.line > 999999999) {
-			if (tg_malformed(d, s->df->path, s->lineno, "bad line number") < 0)
+		if (s->rec.line < 0 || s->rec.line > 999999999) {
+			if (src_cap_malformed(s, d, "bad line number") < 0)
 				return -1;
 			continue;
 		}
@@ -142,7 +159,7 @@ int tg_src_cap_next_proc(struct tg_src *s, struct tg_procrec *r, struct tg_diag 
 		s->lineno = s->rec.number;
 		if (s->rec.value <= SRC_INT_MAX && s->rec.value >= -SRC_INT_MAX)
 			break;
-		if (tg_malformed(d, s->df->path, s->lineno, "bad memory size") < 0)
+		if (src_cap_malformed(s, d, "bad memory size") < 0)
 			return -1;
 	}
 	if (got <= 0)

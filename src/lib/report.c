@@ -162,8 +162,9 @@ static int rep_files_capture(struct rep_files *r, const struct tg_capture *cap,
 			if (!process)
 				r->threads++;
 		}
-	/* export writes a .stack file for every thread when stacks were asked for */
-	r->has_stack = r->threads && (cap->flags & TG_CAP_F_STACK);
+	/* a capture holds every call's record, stacks asked for or not: decorate-stack
+	 * reads any thread's calls */
+	r->has_stack = r->threads != 0;
 	ret = 0;
 	goto out;
 oom:

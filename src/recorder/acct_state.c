@@ -141,6 +141,8 @@ tg_acct_alloc(size_t size)
             atomic_store_explicit(&t->peak, own, TG_RELAXED);
         if (mean > 0 && !tg_acct_sampler_hit(&t->sampler, size, mean))
             sid = TG_SITE_NONE;
+        else if (__builtin_expect(tg_acct.stack_site != NULL, 0))
+            sid = tg_acct.stack_site(t);  /* sampled mode: its stack, now */
     } else if (mean > 0) {
         sid = TG_SITE_NONE;  /* no state, no sampler: the process figures only */
     }

@@ -154,6 +154,11 @@ struct tg_acct {
      * at start before accounting is switched on, then read-only). */
     _Atomic int64_t sample;
     uint64_t seed;
+    /* Sampled mode (sampled.h): the site of a sampled allocation, read from the
+     * thread's frames, or NULL when sites are the calling context the profile
+     * function keeps (tg_acct_push).  Written with the GIL at start before
+     * accounting is switched on, then read-only. */
+    uint32_t (*stack_site)(struct tg_acct_thread *t);
 
     /* Run configuration and bookkeeping; GIL. */
     struct tg_recorder *rec;           /* names threads in snapshots; NULL outside

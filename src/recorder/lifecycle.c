@@ -48,8 +48,8 @@ tg_recorder_init(struct tg_recorder *r)
     tg_thread_table_init(&r->table, tg_flusher_kick, r);
     tg_writer_init(&r->process_w);
     tg_writer_init(&r->process_cap);
-    tg_writer_set_kick(&r->process_w, tg_flusher_kick, r);
-    tg_writer_set_kick(&r->process_cap, tg_flusher_kick, r);
+    /* process_w and process_cap: no kick, their producer is the flusher itself
+     * (a full buffer is written by it at once). */
     tg_cap_init(&r->cap);
     r->fmt_binary = 1;
     pthread_mutex_init(&r->flusher_lock, NULL);
@@ -173,7 +173,7 @@ tg_audit(const char *event, PyObject *args, void *data)
 
     (void)args;
     (void)data;
-    if (a != NULL && a->r.active && a->r.backend == TG_BACKEND_SETPROFILE
+    if (a != NULL && a->r.active && a->r.backend == TG_BACKEND_SETPROFILE && !a->r.sampled
             && !(tg_tls.busy & TG_BUSY_TRACER) && strcmp(event, "sys.setprofile") == 0)
         tg_tls.busy |= TG_BUSY_WATCH;
     return 0;
@@ -187,7 +187,8 @@ tg_profile_watch(void)
     PyThreadState *ts = _PyThreadState_UncheckedGet();
     struct tg_thread *t;
 
-    if (a == NULL || !a->r.active || a->r.backend != TG_BACKEND_SETPROFILE || ts == NULL) {
+    if (a == NULL || !a->r.active || a->r.backend != TG_BACKEND_SETPROFILE || a->r.sampled
+            || ts == NULL) {
         tg_tls.busy &= ~TG_BUSY_WATCH;
         return;
     }
@@ -319,34 +320,74 @@ tg_flusher_kick(void *recorder)
     pthread_mutex_unlock(&r->flusher_lock);
 }
 
+/* How often the flusher looks for a process.mem request: every
+ * TG_SAMPLE_POLL_MIN_NS while requests keep coming, the interval doubling up
+ * to TG_SAMPLE_POLL_MAX_NS while none comes (an idle program is not woken a
+ * thousand times a second).  docs/api.md "process.mem". */
+#define TG_SAMPLE_POLL_MIN_NS 1000000L
+#define TG_SAMPLE_POLL_MAX_NS 64000000L
+
+/* A before B. */
+static int
+tg_ts_before(const struct timespec *a, const struct timespec *b)
+{
+    return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+/* T plus NS (< 1 s). */
+static struct timespec
+tg_ts_add(struct timespec t, long ns)
+{
+    t.tv_nsec += ns;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
+}
+
 /* Every TG_FLUSH_PERIOD_NS: re-anchor the clock and write everything pending;
- * in between, when kicked: write the handed-off buffers only. */
+ * in between, when kicked: write the handed-off buffers only; with process
+ * sampling on, at each poll: take a pending process.mem request (one sample
+ * for every request made since the last). */
 static void *
 tg_flusher_main(void *arg)
 {
     struct tg_recorder *r = arg;
-    struct timespec next;
+    struct timespec next, now, poll_at;
+    long poll_ns = TG_SAMPLE_POLL_MIN_NS;
+    int sampling = r->sample_every > 0;  /* configuration: read-only while we run */
 
     tg_tls.busy |= TG_BUSY_TRACER;  /* native=True: what the flusher allocates is ours */
     clock_gettime(CLOCK_REALTIME, &next);
+    now = next;
+    poll_at = tg_ts_add(now, poll_ns);
     pthread_mutex_lock(&r->flusher_lock);
     while (!r->flusher_stop) {
-        struct timespec now;
         int tick;
-        next.tv_nsec += TG_FLUSH_PERIOD_NS;
-        if (next.tv_nsec >= 1000000000L) {
-            next.tv_sec++;
-            next.tv_nsec -= 1000000000L;
-        }
+        next = tg_ts_add(next, TG_FLUSH_PERIOD_NS);
         for (;;) {
+            struct timespec until = next;
+            if (sampling && tg_ts_before(&poll_at, &next))
+                until = poll_at;
             while (!r->flusher_stop && !r->flusher_kicked
-                   && pthread_cond_timedwait(&r->flusher_cond, &r->flusher_lock, &next) == 0)
+                   && pthread_cond_timedwait(&r->flusher_cond, &r->flusher_lock, &until) == 0)
                 ;
             if (r->flusher_stop)
                 goto out;
             clock_gettime(CLOCK_REALTIME, &now);
-            tick = now.tv_sec > next.tv_sec
-                   || (now.tv_sec == next.tv_sec && now.tv_nsec >= next.tv_nsec);
+            if (sampling && !tg_ts_before(&now, &poll_at)) {
+                if (tg_process_sample_wanted(r)) {
+                    pthread_mutex_unlock(&r->flusher_lock);
+                    tg_process_sample(r);
+                    pthread_mutex_lock(&r->flusher_lock);
+                    poll_ns = TG_SAMPLE_POLL_MIN_NS;
+                } else if (poll_ns < TG_SAMPLE_POLL_MAX_NS) {
+                    poll_ns *= 2;
+                }
+                poll_at = tg_ts_add(now, poll_ns);
+            }
+            tick = !tg_ts_before(&now, &next);
             if (tick)
                 break;
             if (r->flusher_kicked) {
@@ -533,6 +574,8 @@ tg_recorder_enable(struct tg_recorder_object *self)
     tg_thread_table_free_retired(&r->table);
     tg_thread_table_clear_log(&r->table);
     r->samples_dropped = 0;
+    r->samples_taken = 0;
+    r->sample_wanted = 0;
     r->dummy_counter = 0;
     r->text_mem = r->fmt_text && r->track_memory;
     r->text_stack = r->fmt_text && r->track_stack;
@@ -548,7 +591,9 @@ tg_recorder_enable(struct tg_recorder_object *self)
     /* Events flow from here on but are ignored until r->active is set. */
     r->mon_taken = 0;
     r->mon_tool_run = -1;
-    if (r->backend == TG_BACKEND_MONITORING) {
+    if (r->sampled) {
+        r->backend = TG_BACKEND_SETPROFILE;  /* reported as such; none is installed */
+    } else if (r->backend == TG_BACKEND_MONITORING) {
         int e = tg_monitor_install(self);
         if (e < 0 && !r->backend_auto)
             goto fail;
@@ -565,7 +610,7 @@ tg_recorder_enable(struct tg_recorder_object *self)
                 goto fail;
         }
     }
-    if (r->backend == TG_BACKEND_SETPROFILE)
+    if (r->backend == TG_BACKEND_SETPROFILE && !r->sampled)
         tg_watch_start();
     tg_clock_enable();  /* before the capture's start time, and the flusher */
     if (tg_open_capture(r) < 0)
@@ -614,7 +659,8 @@ tg_recorder_enable(struct tg_recorder_object *self)
     r->active = 1;
     Py_INCREF(self);
     tg_active = self;
-    tg_profile_all_threads(self, 1);
+    if (!r->sampled)  /* sampled mode: the allocator hooks are its only source */
+        tg_profile_all_threads(self, 1);
     return 0;
 
 fail_unwrap:
@@ -642,12 +688,15 @@ tg_recorder_disable(struct tg_recorder_object *self)
         return 0;
     r->active = 0;
     r->ended_gen = r->gen;
-    tg_profile_all_threads(self, 0);
+    if (!r->sampled)  /* none installed: another tool's profile function stays */
+        tg_profile_all_threads(self, 0);
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();
     tg_native_uninstall();  /* native=True (native.c); before the table is cleared */
     tg_hooks_uninstall();
     tg_flusher_stop(r);
+    if (tg_process_sample_wanted(r))
+        tg_process_sample(r);  /* the last request, which the flusher had not taken */
     tg_thread_retire_all(r);
     tg_writer_flush(&r->process_w);
     tg_note_writer_error(r, &r->process_w);
@@ -770,7 +819,8 @@ tg_fork_child_stop(struct tg_recorder_object *self)
     r->fork_child_pending = 0;
     r->active = 0;
     r->ended_gen = r->gen;
-    tg_profile_all_threads(self, 0);
+    if (!r->sampled)
+        tg_profile_all_threads(self, 0);
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();
     tg_native_uninstall();  /* native=True (native.c) */
@@ -824,6 +874,8 @@ tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir)
     tg_tls.thread = NULL;
     tg_thread_table_clear_log(&r->table);
     r->samples_dropped = 0;
+    r->samples_taken = 0;
+    r->sample_wanted = 0;
     r->sample_countdown = r->sample_every;
     tg_writer_release(&r->process_w);
     tg_writer_release(&r->process_cap);

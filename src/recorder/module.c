@@ -13,6 +13,7 @@
 #include "ptrtable.h"
 #include "names.h"
 #include "native.h"
+#include "sampled.h"
 #include "options.h"
 #include "sigkick.h"
 
@@ -106,7 +107,8 @@ PyDoc_STRVAR(tg_rec_enable_doc,
 "enable(outdir, *, profile='both', memory='thread', filter=None, track_memory=True,\n"
 "       track_stack=False, track_sleeps=True, timestamps=True, sample_every=1000,\n"
 "       stream_factory=None, exclude_file=None, triggers=(), accounting=False,\n"
-"       compress=False, backend='auto', native=False, format='binary', sample_bytes=0)\n"
+"       compress=False, backend='auto', native=False, format='binary', sample_bytes=0,\n"
+"       mode='full')\n"
 "Start recording into the existing directory OUTDIR.");
 
 static PyObject *
@@ -116,12 +118,13 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
                              "track_stack", "track_sleeps", "timestamps", "sample_every",
                              "stream_factory", "exclude_file", "triggers", "accounting",
                              "compress", "backend", "native", "format", "sample_bytes",
-                             NULL};
+                             "mode", NULL};
     struct tg_recorder *r = &self->r;
     const char *outdir, *profile = tg_choice_default(&tg_opt_profile);
     const char *memory = tg_choice_default(&tg_opt_memory);
     const char *backend = tg_choice_default(&tg_opt_backend);
     const char *format = tg_choice_default(&tg_opt_format);
+    const char *mode = tg_choice_default(&tg_opt_mode);
     const struct tg_choice *choice;
     PyObject *filter = Py_None, *factory = Py_None, *exclude = Py_None, *triggers = NULL;
     int track_memory = 1, track_stack = 0, track_sleeps = 1, timestamps = 1;
@@ -129,12 +132,12 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     int accounting = 0, compress = 0, native = 0;
     long long sample_bytes = 0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOpppplOOOppspsL:enable", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOpppplOOOppspsLs:enable", kwlist,
                                      &outdir, &profile, &memory, &filter, &track_memory,
                                      &track_stack, &track_sleeps, &timestamps,
                                      &sample_every, &factory, &exclude, &triggers,
                                      &accounting, &compress, &backend, &native, &format,
-                                     &sample_bytes))
+                                     &sample_bytes, &mode))
         return NULL;
     if (r->active) {
         PyErr_SetString(PyExc_RuntimeError, "this profiler is already enabled");
@@ -170,6 +173,16 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     if (r->fmt_binary && factory != Py_None) {
         PyErr_SetString(PyExc_ValueError,
                         "stream_factory gives text streams: it needs format='text'");
+        return NULL;
+    }
+    if ((choice = tg_choice_find(&tg_opt_mode, mode)) == NULL)
+        return tg_choice_error(&tg_opt_mode, mode);
+    r->sampled = choice->value == TG_MODE_SAMPLED;
+    if (r->sampled && (!accounting || sample_bytes <= 0 || r->fmt_binary
+                       || factory != Py_None || track_stack)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "mode 'sampled' needs accounting with sample_bytes > 0 and "
+                        "format='text', without stream_factory or stacks");
         return NULL;
     }
     r->cap_compress = compress;
@@ -208,10 +221,16 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     }
     if (triggers != NULL && tg_set_triggers(r, triggers) < 0)
         goto fail;
-    if (accounting && tg_acct_start(outdir, compress, sample_bytes, r) < 0)
+    if (r->sampled && tg_sampled_start() < 0)
         goto fail;
+    if (accounting && tg_acct_start(outdir, compress, sample_bytes,
+                                    r->sampled ? tg_sampled_site : NULL, r) < 0) {
+        tg_sampled_stop();
+        goto fail;
+    }
     if (tg_recorder_enable(self) < 0) {
         tg_acct_stop();
+        tg_sampled_stop();
         goto fail;
     }
     if (native && tg_native_install() < 0) {  /* native=True: native.c */
@@ -219,6 +238,7 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
         PyErr_Fetch(&t, &v, &tb);
         tg_recorder_disable(self);
         tg_acct_stop();
+        tg_sampled_stop();
         PyErr_Restore(t, v, tb);
         goto fail;
     }
@@ -241,6 +261,7 @@ tg_rec_disable(struct tg_recorder_object *self, PyObject *unused)
     if (acct) {
         /* After the hooks are gone: the figures and the final snapshot are still. */
         tg_acct_stop();
+        tg_sampled_stop();
         if (tg_acct_finish(&self->r) < 0) {
             PyObject *t, *v, *tb, *msg;
             PyErr_Fetch(&t, &v, &tb);
@@ -312,7 +333,7 @@ tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
 
     tg_thread_table_totals(&r->table, &records, &stack_records, &dropped, &threads);
     tg_thread_table_losses(&r->table, &unwound, &displaced);
-    dropped += r->samples_dropped;  /* process samples */
+    dropped += atomic_load_explicit(&r->samples_dropped, memory_order_relaxed);
     if (r->mon_tool_run >= 0) {
         tool = PyLong_FromLong(r->mon_tool_run);
     } else {
@@ -321,13 +342,16 @@ tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
     }
     if (tool == NULL)
         return NULL;
-    return Py_BuildValue("{s:n,s:K,s:K,s:K,s:K,s:K,s:z,s:s,s:z,s:N,s:O}",
+    return Py_BuildValue("{s:n,s:K,s:K,s:K,s:K,s:K,s:K,s:z,s:s,s:z,s:N,s:O}",
                          "threads", (Py_ssize_t)threads,
                          "records", (unsigned long long)records,
                          "stack_records", (unsigned long long)stack_records,
                          "dropped", (unsigned long long)dropped,
                          "unwound", (unsigned long long)unwound,
                          "displaced", (unsigned long long)displaced,
+                         "process_samples",
+                         (unsigned long long)atomic_load_explicit(&r->samples_taken,
+                                                                  memory_order_relaxed),
                          "output_dir", r->outdir,
                          "clock", tg_clock_source_name(),
                          "capture", r->fmt_binary ? TG_CAP_FILENAME : NULL,
@@ -711,6 +735,7 @@ PyInit__recorder(void)
     /* The version (threadgraph/_version.py, passed by setup.py) and enable()'s
      * option choices (options.h), for threadgraph/_options.py. */
     if (PyModule_AddStringConstant(m, "VERSION", TG_VERSION) < 0
+            || PyModule_AddIntConstant(m, "SAMPLED_DEFAULT_BYTES", TG_SAMPLED_DEFAULT_BYTES) < 0
             || tg_options_export(m) < 0) {
         Py_DECREF(m);
         return NULL;

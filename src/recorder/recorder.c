@@ -90,6 +90,16 @@ tg_utf8_bytes(PyObject *str)
     return PyUnicode_AsEncodedString(str, "utf-8", "backslashreplace");
 }
 
+/* LINE, or 0 when CPython knows no line (-1: an instruction without a line,
+ * as a generator expression's implicit return on 3.12, or a code object built
+ * without a line table).  The dumps' LINE is a decimal >= 0 (docs/formats.md):
+ * every line the recorder writes goes through here. */
+static inline int
+tg_known_line(int line)
+{
+    return line < 0 ? 0 : line;
+}
+
 /* Build and attach the cache entry of CODE.  GIL held; the caller saved the
  * exception in flight.  Returns NULL (no exception) on failure. */
 static struct tg_code_info *
@@ -112,7 +122,7 @@ tg_code_info_build(PyCodeObject *code)
     info->pass = 0;
     info->excluded = 0;
     info->trigger = 0;
-    info->firstlineno = code->co_firstlineno;
+    info->firstlineno = tg_known_line(code->co_firstlineno);
     info->cap_epoch = 0;
     info->cap_id = 0;
 #if TG_LINE_CACHE
@@ -204,23 +214,25 @@ struct tg_at {
 };
 
 /* The line AT's frame (running AT->code, whose entry is INFO) is executing:
- * the value PyFrame_GetLineNumber gives when no trace function set the line. */
+ * the value PyFrame_GetLineNumber gives when no trace function set the line
+ * (0 for none). */
 static inline int
 tg_at_line(struct tg_code_info *info, const struct tg_at *at)
 {
 #if TG_LINE_CACHE
     int lasti = at->frame != NULL ? PyFrame_GetLasti(at->frame) : at->lasti;
     if (lasti < 0 || info == NULL)
-        return at->frame != NULL ? PyFrame_GetLineNumber(at->frame)
-                                 : PyCode_Addr2Line(at->code, lasti < 0 ? 0 : lasti);
-    return tg_offset_line(info, at->code, lasti);
+        return tg_known_line(at->frame != NULL
+                                 ? PyFrame_GetLineNumber(at->frame)
+                                 : PyCode_Addr2Line(at->code, lasti < 0 ? 0 : lasti));
+    return tg_known_line(tg_offset_line(info, at->code, lasti));
 #else
     (void)info;
-    return tg_frame_line(at->frame);  /* no sys.monitoring before 3.12 */
+    return tg_known_line(tg_frame_line(at->frame));  /* no sys.monitoring before 3.12 */
 #endif
 }
 
-/* The line AT's frame is executing, for C calls made from it. */
+/* The line AT's frame is executing, for C calls made from it (0 for none). */
 static inline int
 tg_caller_line(struct tg_recorder *r, const struct tg_at *at)
 {
@@ -228,7 +240,7 @@ tg_caller_line(struct tg_recorder *r, const struct tg_at *at)
     return tg_at_line(tg_code_info_get(r, at->code), at);
 #else
     (void)r;
-    return tg_frame_line(at->frame);
+    return tg_known_line(tg_frame_line(at->frame));
 #endif
 }
 
@@ -249,7 +261,48 @@ tg_frame_code_check(void)
         }
     }
 #endif
+    return tg_stack_codes_check();
+}
+
+int
+tg_stack_codes_check(void)
+{
+#if PY_VERSION_HEX >= 0x03090000
+    PyFrameObject *f = PyEval_GetFrame();  /* borrowed: the importing frame */
+    PyCodeObject *codes[2];
+    if (f != NULL) {
+        PyCodeObject *c = PyFrame_GetCode(f);
+        int n = tg_stack_codes(PyThreadState_Get(), codes, 2);
+        int ok = n >= 1 && codes[0] == c;
+        Py_DECREF(c);
+        if (!ok) {
+            PyErr_SetString(PyExc_ImportError,
+                            "threadgraph._recorder: this interpreter's frame chain is not "
+                            "the one the recorder was built for (tg_compat.h tg_stack_codes)");
+            return -1;
+        }
+    }
+#endif
     return 0;
+}
+
+int
+tg_code_site(struct tg_recorder *r, PyCodeObject *code, const char **file, size_t *file_len,
+             long *line, const char **func, size_t *func_len)
+{
+    struct tg_code_info *info = tg_code_info_get(r, code);
+    if (info == NULL)
+        return -2;
+    if (info->excluded)
+        return -1;
+    if (!info->pass)
+        return 0;
+    *file = info->file;
+    *file_len = info->file_len;
+    *line = info->firstlineno;
+    *func = info->func;
+    *func_len = info->func_len;
+    return 1;
 }
 
 int
@@ -405,6 +458,20 @@ tg_event_ns(struct tg_thread *t)
         return t->clock.last_ns;
     t->clock.last_ns = ns;
     return ns;
+}
+
+void
+tg_sampled_curve_point(struct tg_recorder_object *obj, int64_t bytes)
+{
+    struct tg_recorder *r = &obj->r;
+    struct tg_thread *t = tg_tls.thread;
+
+    /* Only a thread attached already (the enabling one, or started through
+     * threading): attaching calls Python, which an allocator hook must not. */
+    if (!r->text_mem || t == NULL || tg_tls.gen != r->gen)
+        return;
+    tg_write_mem_line(r, t, TG_CURVE_FILE, sizeof(TG_CURVE_FILE) - 1, 0, TG_CURVE_FUNC,
+                      sizeof(TG_CURVE_FUNC) - 1, 0, bytes, r->timestamps ? tg_event_ns(t) : 0);
 }
 
 /* The time of an event in the default configuration (capture only), in
@@ -811,22 +878,36 @@ tg_write_return(struct tg_recorder *r, struct tg_thread *t, const char *file, si
         tg_cap_return(r, t, ref, line, ns, delta, d);
 }
 
-/* Write a process.mem sample (the countdown reached 0) and restart the
- * countdown.  Out of line: one event in sample_every.  Without sampling
- * (sample_every 0) the countdown is parked at LONG_MAX instead, so that the
- * event path tests the countdown alone. */
+/* The countdown reached 0: ask the flusher for a process.mem sample (it reads
+ * /proc/self/statm and writes the line: tg_process_sample) and restart the
+ * countdown.  No system call: one relaxed store, which requests made before
+ * the flusher takes it share (coalesced).  Out of line: one event in
+ * sample_every.  Without sampling (sample_every 0) the countdown is parked at
+ * LONG_MAX instead, so that the event path tests the countdown alone. */
 static __attribute__((noinline, cold)) void
-tg_sample(struct tg_recorder *r)
+tg_sample_request(struct tg_recorder *r)
 {
-    char *start, *p;
-
-    int64_t ns = 0, bytes;
-
     if (r->sample_every <= 0) {
         r->sample_countdown = LONG_MAX;
         return;
     }
     r->sample_countdown = r->sample_every;
+    atomic_store_explicit(&r->sample_wanted, 1, memory_order_relaxed);
+}
+
+int
+tg_process_sample_wanted(struct tg_recorder *r)
+{
+    return atomic_exchange_explicit(&r->sample_wanted, 0, memory_order_relaxed);
+}
+
+void
+tg_process_sample(struct tg_recorder *r)
+{
+    char *start, *p;
+
+    int64_t ns = 0, bytes;
+
     if (r->timestamps)
         ns = tg_clock_now_ns_mono(&r->process_clock.last_ns);  /* once for both */
     bytes = tg_rss_bytes(r);
@@ -839,7 +920,7 @@ tg_sample(struct tg_recorder *r)
             *p++ = '\n';
             tg_writer_commit(&r->process_w, (size_t)(p - start));
         } else {
-            r->samples_dropped++;  /* GIL: the only writer besides disable */
+            tg_count(&r->samples_dropped);
         }
     }
     if (r->fmt_binary) {
@@ -856,17 +937,18 @@ tg_sample(struct tg_recorder *r)
             r->process_cap_bytes = bytes;
             tg_writer_commit(&r->process_cap, (size_t)(cp - cs));
         } else {
-            r->samples_dropped++;
+            tg_count(&r->samples_dropped);
         }
     }
+    tg_count(&r->samples_taken);
 }
 
-/* Sampling of process.mem: every sample_every events of the process. */
+/* Sampling of process.mem: a request every sample_every events of the process. */
 static inline void
 tg_maybe_sample(struct tg_recorder *r)
 {
     if (__builtin_expect(--r->sample_countdown <= 0, 0))
-        tg_sample(r);
+        tg_sample_request(r);
 }
 
 static inline int

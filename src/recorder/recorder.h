@@ -46,6 +46,8 @@ struct tg_recorder {
     int track_stack;           /* write .stack */
     int track_sleeps;          /* sleep/lock correction (process, rss modes) */
     int timestamps;            /* TIME# prefixes */
+    int sampled;               /* mode="sampled": no profile function nor
+                                * sys.monitoring callbacks (sampled.h) */
     int fmt_text;              /* write the text files (.mem, .stack, process.mem) */
     int fmt_binary;            /* write capture.tg */
     int cap_compress;          /* zstd-compress its chunks (compress=True) */
@@ -91,26 +93,35 @@ struct tg_recorder {
     /* --- threads --- */
     struct tg_thread_table table;      /* states, retired states, the run's log
                                         * (thread.h); its own lock */
-    uint64_t samples_dropped;          /* process samples lost; GIL (the threads'
-                                        * are the table's) */
+    _Atomic uint64_t samples_dropped;  /* process samples lost (the threads' are
+                                        * the table's); written by the flusher (or
+                                        * with it stopped), read by stats() */
+    _Atomic uint64_t samples_taken;    /* process samples read (tg_process_sample);
+                                        * as samples_dropped */
     unsigned long dummy_counter;       /* for Dummy-N; GIL */
     PyObject *errors;                  /* list of str: stopped streams; GIL */
 
     /* --- process.mem --- */
-    struct tg_writer process_w;        /* producers: any thread with the GIL */
-    struct tg_time_cache process_clock;  /* process_w's timestamps; GIL */
+    /* The sample's producer is the flusher (tg_process_sample), or enable() /
+     * disable() / a forked child with the flusher stopped: the event path only
+     * counts down and sets sample_wanted (docs/api.md "process.mem"). */
+    struct tg_writer process_w;        /* producer: the sample's (above) */
+    struct tg_time_cache process_clock;  /* process_w's timestamps; the producer */
     long sample_countdown;             /* profile events until the next process.mem
-                                        * sample; GIL (every event holds it, so a
+                                        * request; GIL (every event holds it, so a
                                         * plain counter: a locked add here cost more
                                         * than the rest of the profile function) */
+    _Atomic int sample_wanted;         /* a sample was requested since the flusher
+                                        * last took one: set by the event path,
+                                        * taken by the flusher (relaxed) */
 
     /* --- capture.tg (fmt_binary) --- */
     struct tg_cap cap;                 /* the file; see capture.h */
     struct tg_cap_idtab cfunc_ids;     /* (PyMethodDef, module) -> code id, each
                                         * module referenced; GIL */
     struct tg_writer process_cap;      /* process samples (chunk mode); as process_w */
-    int64_t process_cap_us;            /* last sample's time (us); GIL */
-    int64_t process_cap_bytes;         /* last sample's bytes; GIL */
+    int64_t process_cap_us;            /* last sample's time (us); the producer */
+    int64_t process_cap_bytes;         /* last sample's bytes; the producer */
 
     /* --- background flusher (a pthread, not a Python thread) --- */
     pthread_mutex_t flusher_lock;      /* guards flusher_stop, flusher_kicked */
@@ -140,6 +151,14 @@ extern struct tg_recorder_object *tg_active;
  * fields and accounting are set). */
 void tg_event_path_choose(struct tg_recorder *r);
 
+/* Take the pending process.mem request: 1 if one was made since the last
+ * take (the countdown reached 0 in some thread), else 0.  Any thread. */
+int tg_process_sample_wanted(struct tg_recorder *r);
+/* One process.mem sample: the time now, then the resident set size read from
+ * /proc/self/statm, to process_w and process_cap.  The sample's producer only
+ * (the flusher; or with the flusher stopped), no GIL needed. */
+void tg_process_sample(struct tg_recorder *r);
+
 /* Profile function (PyEval_SetProfile); OBJ is the recorder object. */
 int tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
 
@@ -155,6 +174,26 @@ int tg_recorder_module_init_code_index(void);
 /* Whether tg_frame_code reads the calling frame's code as PyFrame_GetCode
  * does: 0, or -1 with ImportError set. */
 int tg_frame_code_check(void);
+
+/* Whether tg_stack_codes (tg_compat.h) finds the calling frame's code as
+ * PyEval_GetFrame does: 0, or -1 with ImportError set (tg_frame_code_check
+ * calls it). */
+int tg_stack_codes_check(void);
+
+/* What a sampled stack (sampled.c) records for a frame running CODE under R's
+ * configuration (GIL, the exception in flight saved): 1 with the call as the
+ * profile function records it (escaped FILE and FUNC, in the code object's
+ * cache entry, and its first LINE); 0 when R's filter leaves it out; -1 for
+ * the profiler's own plumbing (it and its callees are hidden); -2 when its
+ * cache entry cannot be built. */
+int tg_code_site(struct tg_recorder *r, PyCodeObject *code, const char **file, size_t *file_len,
+                 long *line, const char **func, size_t *func_len);
+
+/* A point of the calling thread's memory curve in a sampled run: BYTES, its
+ * memory now (allocated - freed since the run's start), as a .mem line
+ * (tg_format.h TG_CURVE_FILE).  GIL held, TG_BUSY_TRACER set; a thread not yet
+ * attached writes none. */
+void tg_sampled_curve_point(struct tg_recorder_object *obj, int64_t bytes);
 
 /* Calls of the LEN methods DEFS (the Recorder type's own) are plumbing, never
  * recorded.  Set once at module import, before any recorder is enabled. */

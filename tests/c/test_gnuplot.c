@@ -29,11 +29,23 @@ int main(void)
 	q = quote("x`touch /tmp/pwned`");
 	CHECK_STR(q, "'x`touch /tmp/pwned`'");
 	free(q);
+	/* a quote is a sprintf between literals: gnuplot's scanner takes no
+	 * doubled quote at a literal's start (a thread named 'worker' stopped
+	 * the script) */
 	q = quote("it's");
-	CHECK_STR(q, "'it''s'");
+	CHECK_STR(q, "'it'.sprintf('%c',39).'s'");
+	free(q);
+	q = quote("'worker'");
+	CHECK_STR(q, "sprintf('%c',39).'worker'.sprintf('%c',39)");
+	free(q);
+	q = quote("''");
+	CHECK_STR(q, "sprintf('%c',39).sprintf('%c',39)");
+	free(q);
+	q = quote("");
+	CHECK_STR(q, "''");
 	free(q);
 	q = quote("a'\n'b\r\x1b");
-	CHECK_STR(q, "'a''?''b?" "?'");
+	CHECK_STR(q, "'a'.sprintf('%c',39).'?'.sprintf('%c',39).'b?" "?'");
 	free(q);
 	q = quote("\"; system(\"id\"); \"");
 	CHECK_STR(q, "'\"; system(\"id\"); \"'");

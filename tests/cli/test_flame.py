@@ -320,7 +320,23 @@ def test_report_process_rebase_reaches_the_memory_graph(tg, tmp_path):
 
 
 def test_flamegraph_without_accounting_says_which_metrics_work(tg, tmp_path):
-    r = tg("flamegraph", os.path.join(FIXTURES, "tutorial"), "-o", tmp_path / "f.svg")
+    r = tg("flamegraph", "--metric", "alloc", os.path.join(FIXTURES, "tutorial"),
+           "-o", tmp_path / "f.svg")
     assert r.returncode == 1
     assert "no snapshot in" in r.stderr and "--metric delta or --metric time need no " \
         "accounting" in r.stderr, r.stderr
+
+
+def test_without_accounting_the_default_metric_is_delta(tg, tmp_path):
+    """A plain `threadgraph run` (no --accounting) has a flame graph: its recorded
+    deltas, with a note saying what --accounting would give."""
+    tut = os.path.join(FIXTURES, "tutorial")
+    r = tg("flamegraph", tut, "-o", tmp_path / "f.svg")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.startswith("note: '%s' has no allocation accounting (threadgraph run "
+                               "--accounting): showing --metric delta" % tut), r.stderr
+    assert "<title>delta: " in (tmp_path / "f.svg").read_text() or \
+        ">delta: " in (tmp_path / "f.svg").read_text()
+    a, b = tg("folded", tut), tg("folded", "--metric", "delta", tut)
+    assert a.returncode == b.returncode == 0 and a.stdout == b.stdout and a.stdout
+    assert "no allocation accounting" in a.stderr and "note" not in b.stderr

@@ -93,7 +93,7 @@ def test_graphs_real_gnuplot(tg, tmp_path, tutorial):
                      ("interleave", "interleave.png")):
         r = tg(cmd, "-o", tmp_path, *files)
         assert r.returncode == 0, (cmd, r.stderr)
-        assert r.stderr.endswith("Running gnuplot.\n")
+        assert r.stderr.endswith("Running gnuplot.\n")  # no Fontconfig warning
         assert (tmp_path / out).stat().st_size > 1000
     svg = (tmp_path / "memh.svg").read_text()
     assert ">7<" in svg

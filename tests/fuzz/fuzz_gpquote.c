@@ -2,42 +2,54 @@
  * fuzz_gpquote.c - gnuplot string quoting (tg_gp_quote), the only way dump text
  * reaches a gnuplot script.
  *
- * Properties: the output is exactly one single-quoted gnuplot string: it starts
- * and ends with ', every ' inside is doubled, so no backquote, '@' or anything
- * else can stand outside the string; it holds no control byte (no newline ends
- * the command early) and no DEL; and unquoting gives back the input with control
- * bytes as '?'.
+ * Properties: the output is one gnuplot string expression made only of
+ * single-quoted literals holding no quote and the exact text sprintf('%c',39),
+ * joined by '.': so no backquote, '@' or anything else can stand outside a
+ * literal, and no literal starts with a doubled quote (which gnuplot's scanner
+ * reads as an empty string); it holds no control byte (no newline ends the
+ * command early) and no DEL; and evaluating it gives back the input with
+ * control bytes as '?'.
  */
 #include "fuzz_util.h"  /* first: it defines _GNU_SOURCE */
 #include "gnuplot.h"
 
+#define FZ_QUOTE "sprintf('%c',39)"
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *s = fz_dup(data, size), *out = NULL;
-	size_t outlen = 0, i, k = 0;
+	size_t outlen = 0, i = 0, k = 0, ql = strlen(FZ_QUOTE);
 	FILE *f = open_memstream(&out, &outlen);
+	int items = 0;
 
 	if (!f)
 		abort();
 	FZ_ASSERT(tg_gp_quote(f, s, size) == 0);
 	fclose(f);
-	FZ_ASSERT(outlen >= 2 && out[0] == '\'' && out[outlen - 1] == '\'');
-	for (i = 1; i < outlen - 1; i++) {
-		unsigned char c = (unsigned char)out[i];
-		unsigned char want = (unsigned char)s[k];
-
-		FZ_ASSERT(c >= 0x20 && c != 0x7f);
-		if (c == '\'') {
-			/* inside the string a quote is always doubled */
-			FZ_ASSERT(i + 1 < outlen - 1 && out[i + 1] == '\'');
-			i++;
+	for (size_t j = 0; j < outlen; j++)
+		FZ_ASSERT((unsigned char)out[j] >= 0x20 && out[j] != 0x7f);
+	while (i < outlen) {
+		if (items++)
+			FZ_ASSERT(out[i++] == '.');
+		if (outlen - i >= ql && !memcmp(out + i, FZ_QUOTE, ql)) {
+			FZ_ASSERT(k < size && s[k] == '\'');
+			k++;
+			i += ql;
+			continue;
 		}
-		if (want < 0x20 || want == 0x7f)
-			want = '?';
-		FZ_ASSERT(k < size && c == want);
-		k++;
+		FZ_ASSERT(out[i++] == '\'');
+		/* a literal: no quote inside, so it ends at the next one */
+		for (; i < outlen && out[i] != '\''; i++) {
+			unsigned char want = (unsigned char)s[k];
+			if (want < 0x20 || want == 0x7f)
+				want = '?';
+			FZ_ASSERT(k < size && (unsigned char)out[i] == want);
+			k++;
+		}
+		FZ_ASSERT(i < outlen);
+		i++;
 	}
-	FZ_ASSERT(k == size);
+	FZ_ASSERT(items > 0 && k == size);
 	free(out);
 	free(s);
 	return 0;

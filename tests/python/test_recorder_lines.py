@@ -7,8 +7,14 @@ leaving a function, a generator's successive yields, and C calls made from
 different lines of one function.
 """
 import os
+import subprocess
+import sys
 
-from tgtest import only_dir, parse_mem, parse_stack, run_scenario
+from tgtest import env_with_package, only_dir, parse_mem, parse_stack, run_scenario
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "cli"))
+from clisupport import CLI  # noqa: E402
 
 SCENARIO = '''
 import sys, threadgraph
@@ -84,3 +90,48 @@ def test_c_call_lines_are_the_callers(tmp_path):
     c_calls = [(func, line) for _d, site, line, func in stack if func in ("len", "abs")
                and site == "builtins"]
     assert set(c_calls) == {("len", 18), ("abs", 19)}
+
+
+NO_LINE = '''
+import sys, threadgraph
+
+def plain():
+    return len("ab")
+
+# A code object without a line table: CPython gives every instruction line -1.
+if hasattr(plain.__code__, "co_linetable"):
+    plain.__code__ = plain.__code__.replace(co_linetable=b"")
+
+p = threadgraph.ProcessProfile(format=sys.argv[2], default_log_path=sys.argv[1],
+                               profile="both")
+p.trackStack()
+p.enable()
+for i in range(3):
+    print(any(x > 5 for x in range(10)))   # 3.12: the genexpr's return has no line
+    plain()
+p.disable()
+'''
+
+
+def test_no_line_is_written_as_line_0(tmp_path):
+    """CPython's "no line" (-1) is written as LINE 0, which every reader takes:
+    a generator expression's implicit return on 3.12 and a code object without
+    a line table used to give lines of -1 that the CLI skipped as malformed."""
+    script = tmp_path / "noline.py"
+    script.write_text(NO_LINE)
+    for fmt in ("text", "binary"):
+        base = tmp_path / fmt
+        subprocess.run([sys.executable, str(script), str(base), fmt], check=True,
+                       capture_output=True, env=env_with_package(None))
+        run_dir = only_dir(base)
+        if fmt == "text":
+            for name in ("MainThread.mem", "MainThread.stack"):
+                with open(os.path.join(run_dir, name)) as f:
+                    text = f.read()
+                assert ":-" not in text, text
+            assert any(line == 0 for _s, line, _f, _d in
+                       parse_mem(os.path.join(run_dir, "MainThread.mem")))
+        for cmd in (["peaks"], ["folded", "--metric", "delta"]):
+            r = subprocess.run([CLI] + cmd + ["--strict", run_dir], capture_output=True,
+                               text=True, timeout=60)
+            assert r.returncode == 0 and "malformed" not in r.stderr, (fmt, cmd, r.stderr)

@@ -381,6 +381,20 @@ def test_start_line_and_summary(tmp_path, fmt):
     assert re.match(r"^[^@ ]+@.+:[0-9]+-[0-9]+, Time: [0-9.e-]+ s, Memory: -?[0-9]+ B$", first), first
 
 
+def test_binary_run_without_stack_still_has_subtrees(tmp_path):
+    """A capture holds every call, --stack or not: run suggests decorate-stack, which
+    works, and --help says --stack is about text files."""
+    write(tmp_path / "alloc.py", ALLOCATOR)
+    res = tg(["run", "alloc.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    deco = [l for l in res.stderr.splitlines() if "threadgraph decorate-stack " in l]
+    assert deco, res.stderr
+    res2 = tg(deco[0].split()[1:], tmp_path)
+    assert res2.returncode == 0 and "@" in res2.stdout, res2.stderr
+    helptext = " ".join(tg(["run", "--help"], tmp_path).stdout.split())
+    assert "with --format text, also write a .stack file per thread" in helptext
+
+
 def test_output_dir_cannot_be_created(tmp_path):
     write(tmp_path / "probe.py", "print('ran')\n")
     write(tmp_path / "blocker", "a file, not a directory\n")

@@ -1,0 +1,156 @@
+"""process.mem is sampled off the event path (docs/api.md "process.mem"): the
+event path counts down and requests a sample, the flusher reads
+/proc/self/statm.  A program that grows its memory in steps reads statm
+itself; every sample taken inside a step agrees with it.
+
+Which samples lie inside a step is decided by stats()["process_samples"], not by
+time: samples are taken one after another, so with C0 the count after a step's
+pages are all resident (and statm read: LO) and C1 the count at the step's
+end (then statm read: HI), the samples C0 + 2 .. C1 (1-based lines of
+process.mem) were all read between the two readings (the sample C0 + 1 may
+have been reading already when C0 was counted), so each lies between LO and HI
+(the recorder's own buffers may grow meanwhile)."""
+import os
+import sys
+
+import pytest
+
+import tgcapture
+from tgtest import PROCESS_RE, only_dir, read_lines, run_scenario
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="/proc/self/statm is Linux's")
+
+SCENARIO = """
+import json, os
+from threadgraph import ProcessProfile
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+fd = os.open("/proc/self/statm", os.O_RDONLY)
+
+def statm_rss():
+    return int(os.pread(fd, 128, 0).split()[1]) * PAGE
+
+def f():
+    pass
+
+p = ProcessProfile(format=%(fmt)r, default_log_path="out")
+p.trackStack()
+p.setProcessMemoryFrequence(%(every)d)
+p.enable()
+
+def samples():
+    return p.stats()["process_samples"]
+
+def until_two_more():
+    c0 = samples()
+    while samples() < c0 + 2:
+        f()
+    return c0
+
+for _ in range(30000):  # the writers' buffers resident before the first step
+    f()
+blocks, steps = [], []
+for k in range(5):
+    blocks.append(bytearray(b"x") * (4 << 20))  # 4 MiB, every page written
+    rss_lo = statm_rss()
+    c0 = until_two_more()
+    for _ in range(2000):
+        f()
+    c1 = samples()
+    steps.append([c0, c1, rss_lo, statm_rss()])
+calls_before = samples()
+for _ in range(3000):  # 3000 calls: 6000 events, 300 requests of 20
+    f()
+steps.append([calls_before, samples(), 0, 0])
+p.disable()
+print(json.dumps({"steps": steps, "total": p.stats()["process_samples"],
+                  "page": PAGE}))
+"""
+
+
+def process_lines(run_dir, fmt):
+    if fmt == "text":
+        return read_lines(os.path.join(run_dir, "process.mem"))
+    files = tgcapture.load(os.path.join(run_dir, "capture.tg")).render()
+    return files["process.mem"].decode().splitlines()
+
+
+@pytest.mark.parametrize("fmt", ["text", "binary"])
+def test_samples_agree_with_statm(tmp_path, fmt):
+    import json
+    proc = run_scenario(tmp_path, SCENARIO % {"fmt": fmt, "every": 20})
+    out = json.loads(proc.stdout.splitlines()[-1])
+    lines = process_lines(only_dir(tmp_path / "out"), fmt)
+    assert all(PROCESS_RE.match(l) and "#" in l for l in lines), lines[:5]
+    assert len(lines) == out["total"]
+    values = [int(l.split("#")[1]) for l in lines]
+    times = [l.split("#")[0] for l in lines]
+    assert times == sorted(times, key=float)
+    page = out["page"]
+    *steps, last = out["steps"]
+    for k, (c0, c1, lo, hi) in enumerate(steps):
+        inside = values[c0 + 1:c1]  # lines c0 + 2 .. c1
+        assert inside, (k, c0, c1)
+        for v in inside:
+            # between the program's own readings before and after, within two
+            # pages (what the interpreter allocates between two reads)
+            assert lo - 2 * page <= v <= hi + 2 * page, (k, v, lo, hi, inside)
+        if k:
+            assert lo - steps[k - 1][2] >= 4 << 20  # the steps are real
+    # Never more than one sample per 20 events: 3000 calls of f are 6000 events
+    # (and the loop's own), 300 requests at most; fewer samples when requests
+    # come faster than the flusher's polls (coalesced).
+    c0, c1, _, _ = last
+    assert 0 <= c1 - c0 <= 6000 // 20 + 2
+
+
+def test_no_request_no_sample(tmp_path):
+    """Sampling off: no process.mem, no sample taken."""
+    proc = run_scenario(tmp_path, """
+from threadgraph import ProcessProfile
+p = ProcessProfile(format="text", default_log_path="out")
+p.setProcessMemoryFrequence(0)
+p.enable()
+sum(range(10))
+p.disable()
+print(p.stats()["process_samples"])
+""")
+    assert proc.stdout.split() == ["0"]
+    assert "process.mem" not in os.listdir(only_dir(tmp_path / "out"))
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/thread-self/io"),
+                    reason="no per-thread I/O accounting (/proc/thread-self/io)")
+@pytest.mark.parametrize("fmt", ["text", "binary"])
+def test_event_path_reads_nothing(tmp_path, fmt):
+    """The tutorial's configuration makes no read system call on the event path:
+    the thread's own read count (syscr) does not move over 20000 profiled calls
+    (it moved by 2000 when every 20th event read /proc/self/statm)."""
+    proc = run_scenario(tmp_path, """
+from threadgraph import ProcessProfile
+
+def syscr():
+    with open("/proc/thread-self/io", "rb", buffering=0) as f:
+        data = f.read(4096)
+    return int(data.split(b"syscr:")[1].split()[0])
+
+def f():
+    pass
+
+p = ProcessProfile(format=%r, default_log_path="out", profile="both")
+p.trackStack()
+p.setProcessMemoryFrequence(20)
+p.enable()
+for _ in range(1000):
+    f()
+a = syscr()
+b = syscr()  # what reading the count itself costs
+for _ in range(20000):
+    f()
+c = syscr()
+p.disable()
+print(b - a, c - b)
+""" % fmt)
+    per_read, loop = map(int, proc.stdout.split())
+    assert loop == per_read, (loop, per_read)
