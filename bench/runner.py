@@ -319,19 +319,24 @@ def measure(config, workload, scale):
     try:
         gc.collect()
         rss0 = _rss_kb()
+        c0 = time.process_time()
         t0 = time.perf_counter()
         cfg.start(outdir)
         t1 = time.perf_counter()
+        c1 = time.process_time()
         fn()
+        c2 = time.process_time()
         t2 = time.perf_counter()
         extra = cfg.stop()
         t3 = time.perf_counter()
+        c3 = time.process_time()
         maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         out_bytes = _dir_bytes(outdir)
     finally:
         shutil.rmtree(outdir, ignore_errors=True)
     res = {"config": config, "workload": workload, "scale": scale,
-           "wall": t3 - t0, "run": t2 - t1, "maxrss_kb": maxrss, "rss0_kb": rss0,
+           "wall": t3 - t0, "run": t2 - t1, "cpu": c3 - c0, "run_cpu": c2 - c1,
+           "maxrss_kb": maxrss, "rss0_kb": rss0,
            "out_bytes": out_bytes}
     res.update(extra)
     return res

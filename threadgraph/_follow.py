@@ -36,7 +36,7 @@ def settings_of(opts):
         "forked": opts.follow_fork, "frequency": opts.process_memory_frequency,
         "timestamps": not opts.no_timestamps, "format": opts.format,
         "native": opts.native, "sample_bytes": opts.sample_bytes,
-        "mode": opts.mode,
+        "mode": opts.mode, "snapshot_when": opts.snapshot_when,
     }
 
 
@@ -63,7 +63,7 @@ def _make_profile(base, settings):
             kwargs[key] = settings[key]
     if settings.get("native"):
         kwargs["native"] = True
-    if settings.get("accounting") or settings.get("sample_bytes"):
+    if settings.get("accounting") or settings.get("sample_bytes") or settings.get("snapshot_when"):
         kwargs["accounting"] = True
     if settings.get("sample_bytes"):
         kwargs["sample_bytes"] = settings["sample_bytes"]
@@ -77,6 +77,8 @@ def _make_profile(base, settings):
     prof.logTimestamps(settings.get("timestamps", True))
     if settings.get("forked"):
         prof.enableForkedProfile()
+    if settings.get("snapshot_when"):
+        prof.snapshot_when(*settings["snapshot_when"])
     if settings.get("frequency") is not None:
         prof.setProcessMemoryFrequence(settings["frequency"])
     return prof

@@ -18,6 +18,7 @@ it ends.  Everything threadgraph itself prints goes to stderr.
 import argparse
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -33,6 +34,17 @@ TOP_RELEASES = 2  # the largest negative deltas, listed after the growth
 CANDIDATE_PEAKS = 100  # asked of `threadgraph peaks`, before nested calls are merged
 NEAR_BYTES = 4096  # deltas this close, or NEAR_FRACTION of the delta, are one allocation
 NEAR_FRACTION = 0.02
+
+def snapshot_condition(text):
+    """--snapshot-when's COND, checked by the recorder's parser."""
+    from threadgraph import _recorder
+
+    try:
+        _recorder.snapshot_condition(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
+    return text
+
 
 def build_parser():
     parser = argparse.ArgumentParser(
@@ -125,6 +137,16 @@ def build_parser():
         help="allocation accounting by sampling: sites get unbiased estimates from one "
         "sample per N bytes allocated on average (ProcessProfile(sample_bytes=N); "
         "implies --accounting; docs/accounting.md)",
+    )
+    parser.add_argument(
+        "--snapshot-when",
+        metavar="COND",
+        action="append",
+        type=snapshot_condition,
+        help="a heap snapshot by call site of every thread when COND is first met, and "
+        "again at each new high above it: thread>SIZE, live>SIZE or rss>SIZE, e.g. "
+        "rss>2G, thread>500M (repeatable; ProcessProfile.snapshot_when; implies "
+        "--accounting; docs/accounting.md)",
     )
     parser.add_argument(
         "--mode",
@@ -245,8 +267,22 @@ def display_path(path):
 
 
 def say(msg):
-    sys.stderr.write("threadgraph: %s\n" % msg)
+    sys.stderr.write("threadgraph: %s\n" % term_safe(msg))
     sys.stderr.flush()
+
+
+# What must not reach a terminal raw (the C side's tg_unsafe_seq): C0 controls
+# but tab and newline, DEL, the C1 controls (U+009B is CSI to some terminals) and
+# the bidirectional controls that reorder a line (U+202E ...).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f"
+                     "\u202a-\u202e\u2066-\u2069]")
+
+
+def term_safe(text):
+    """TEXT with every terminal-unsafe character as \\xHH per UTF-8 byte, as the
+    C commands print dump text (names come from the profiled program)."""
+    return _UNSAFE.sub(lambda m: "".join("\\x%02x" % b for b in m.group().encode("utf-8")),
+                       str(text))
 
 
 def make_profiler(opts, base):
@@ -257,7 +293,7 @@ def make_profiler(opts, base):
         kwargs["profile"] = opts.profile
     if opts.memory:
         kwargs["memory"] = opts.memory
-    if opts.accounting or opts.sample_bytes:
+    if opts.accounting or opts.sample_bytes or opts.snapshot_when:
         kwargs["accounting"] = True
     if opts.compress:
         kwargs["compress"] = True
@@ -274,6 +310,8 @@ def make_profiler(opts, base):
         prof.setFilter(opts.filter)
     if opts.stack:
         prof.trackStack(True)
+    if opts.snapshot_when:
+        prof.snapshot_when(*opts.snapshot_when)
     if opts.no_sleep_correction:
         prof.trackSleeps(False)
     if opts.follow_fork:
@@ -483,10 +521,16 @@ def innermost(peaks):
 
 
 def shell_quote(word):
-    """WORD as one shell word (thread names may contain spaces)."""
-    import shlex
-
-    return shlex.quote(str(word))
+    """WORD as one shell word (paths and thread names may contain spaces).  A
+    word with terminal-unsafe characters is written $'...' (bash, zsh, ksh),
+    those as \\xHH per UTF-8 byte: the same word to the shell, nothing raw on
+    the terminal."""
+    word = str(word)
+    if not _UNSAFE.search(word):
+        return shlex.quote(word)
+    body = word.replace("\\", "\\\\").replace("'", "\\'")
+    return "$'" + _UNSAFE.sub(
+        lambda m: "".join("\\x%02x" % b for b in m.group().encode("utf-8")), body) + "'"
 
 
 def print_summary(prof, opts, status):
@@ -526,7 +570,7 @@ def _print_next(out_dir, shown, opts):
         say("top peaks: none (no recorded call changed memory)")
     else:
         say("top peaks (thread, function, delta):")
-        width = max(len(str(p.get("thread", ""))) for p in peaks)
+        width = max(len(term_safe(p.get("thread", ""))) for p in peaks)
         heading = None
         for p in peaks:
             if int(p.get("delta", 0)) > 0:
@@ -540,31 +584,35 @@ def _print_next(out_dir, shown, opts):
             site = "%s:%s" % (os.path.basename(str(p.get("file", ""))), p.get("line", ""))
             sys.stderr.write(
                 "    %-*s  %s (%s)  %+d B\n"
-                % (width, p.get("thread", ""), p.get("function", ""), site, int(p.get("delta", 0)))
+                % (width, term_safe(p.get("thread", "")), term_safe(p.get("function", "")),
+                   term_safe(site), int(p.get("delta", 0)))
             )
     no_time = "--no_time " if opts.no_timestamps else ""
+    q = shell_quote(shown)
     say("next:")
     if binary:
-        sys.stderr.write("    threadgraph %smemg %s\n" % (no_time, shown))
-        sys.stderr.write("    threadgraph %speaks %s\n" % (no_time, shown))
+        sys.stderr.write("    threadgraph %smemg %s\n" % (no_time, q))
+        sys.stderr.write("    threadgraph %speaks %s\n" % (no_time, q))
         if peaks:  # a capture holds every call, --stack or not
             top = next((p for p in peaks if p.get("function") != "<module>"), peaks[0])
             thread = top.get("thread") or os.path.basename(str(top.get("mem_file", "")))
             if thread.endswith(".mem"):
                 thread = thread[:-4]
             sys.stderr.write("    threadgraph %sdecorate-stack %s %s %s\n"
-                             % (no_time, shown, shell_quote(thread), top.get("mem_line", "")))
-        sys.stderr.write("    threadgraph %sexport %s\n" % (no_time, shown))
+                             % (no_time, q, shell_quote(thread),
+                                shell_quote(top.get("mem_line", ""))))
+        sys.stderr.write("    threadgraph %sexport %s\n" % (no_time, q))
         # report (and folded, flamegraph) read the capture as they read text dumps
         sys.stderr.write("    threadgraph %sreport %s -o %s\n" % (
-            no_time, shlex.quote(shown), shlex.quote(os.path.join(shown, "report.html"))))
+            no_time, q, shell_quote(os.path.join(shown, "report.html"))))
         sys.stderr.flush()
         return
-    sys.stderr.write("    threadgraph %smemg %s/*.mem\n" % (no_time, shown))
-    sys.stderr.write("    threadgraph %speaks %s/*.mem\n" % (no_time, shown))
+    # the glob stays outside the quotes, for the shell to expand
+    sys.stderr.write("    threadgraph %smemg %s/*.mem\n" % (no_time, q))
+    sys.stderr.write("    threadgraph %speaks %s/*.mem\n" % (no_time, q))
     # the whole run on one page: graph, peaks and their subtrees, flame graphs
     sys.stderr.write("    threadgraph %sreport %s -o %s\n" % (
-        no_time, shlex.quote(shown), shlex.quote(os.path.join(shown, "report.html"))))
+        no_time, q, shell_quote(os.path.join(shown, "report.html"))))
     if opts.stack and peaks:
         # The whole program's <module> is rarely the call worth decorating first.
         top = next((p for p in peaks if p.get("function") != "<module>"), peaks[0])
@@ -572,7 +620,8 @@ def _print_next(out_dir, shown, opts):
         if mem.endswith(".mem"):
             sys.stderr.write(
                 "    threadgraph %sdecorate-stack %s %s %s\n"
-                % (no_time, mem, mem[:-4] + ".stack", top.get("mem_line", ""))
+                % (no_time, shell_quote(mem), shell_quote(mem[:-4] + ".stack"),
+                   shell_quote(top.get("mem_line", "")))
             )
     sys.stderr.flush()
 
@@ -598,7 +647,8 @@ def main(argv):
         parser.error("--sampled writes text memory curves: it takes --format text only")
     if opts.mode == "sampled" and opts.stack:
         parser.error("--sampled records no calls: --stack needs a full run")
-    if opts.compress and not (opts.accounting or opts.sample_bytes) and opts.format == "text":
+    if (opts.compress and not (opts.accounting or opts.sample_bytes or opts.snapshot_when
+                               or opts.mode == "sampled") and opts.format == "text"):
         parser.error("--compress compresses the binary capture and the accounting "
                      "outputs: with --format text it needs --accounting")
 

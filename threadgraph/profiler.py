@@ -245,6 +245,8 @@ class ProcessProfile:
         self._end_time: Optional[float] = None
         #: snapshot_every() arguments given before enable(), started by it.
         self._schedule: Optional[Dict[str, Any]] = None
+        #: snapshot_when() conditions, set at each enable().
+        self._when: List[str] = []
         #: pid of the process this profile records in (fork children get theirs).
         self._pid: Optional[int] = None
         #: Called with the signal number after a terminating signal finished the
@@ -381,6 +383,8 @@ class ProcessProfile:
                 schedule, self._schedule = self._schedule, None
                 if self.accounting:
                     self._rec.snapshot_every(**schedule)
+            if self._when:
+                self._rec.snapshot_when(self._when)
             self._write_runinfo()
 
     def disable(self) -> None:
@@ -466,6 +470,25 @@ class ProcessProfile:
             raise ValueError("need every > 0, start_after >= 0 and "
                              "stop_after >= start_after")
         self._schedule = schedule
+
+    def snapshot_when(self, *conditions: str) -> None:
+        """Threshold snapshots, as jemalloc's gdump: when a condition is first
+        met a heap snapshot by call site of every thread is written, and again
+        at each new high a step (1/16 of the limit, at least 1 MiB) above the
+        last one.  Conditions: ``"thread>500M"`` (a thread's memory),
+        ``"live>1G"`` (the process's live bytes), ``"rss>2G"`` (its resident
+        set size); sizes in bytes or with K, M, G, T (powers of 1024).  Replaces
+        the previous conditions (none: no threshold snapshots); kept for the
+        next enable().  Needs accounting (docs/accounting.md "Threshold
+        snapshots")."""
+        for cond in conditions:
+            _recorder.snapshot_condition(cond)  # ValueError naming the syntax
+        if not self._accounting_on():
+            raise RuntimeError("allocation accounting is not on: "
+                               "use ProcessProfile(accounting=True)")
+        if self._rec.active:
+            self._rec.snapshot_when(list(conditions))
+        self._when = list(conditions)
 
     def window(self, name: str) -> "_AccountingWindow":
         """``with profile.window("event loop"):`` records the accounting figures
@@ -658,7 +681,8 @@ def _seconds_to_ms(seconds: Any) -> int:
 
 # --- the ways a process ends without atexit (docs/api.md "Signals and os._exit") --
 #
-# SIGTERM, SIGINT and SIGHUP whose action is the default (termination) get a
+# SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM and SIGPROF
+# (_FINISH_SIGNALS) whose action is the default (termination) get a
 # Python-level handler while a profile is enabled: Python runs it in the main
 # thread between bytecodes, where disable() is safe (a C signal handler could
 # not flush: the writers' locks, the GIL and Python's allocator are not
@@ -671,8 +695,13 @@ def _seconds_to_ms(seconds: Any) -> int:
 # goes on or ends as it decides, and os._exit() — the one exit that skips
 # atexit — is wrapped to disable() first.
 
-_FINISH_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP")
-                        if hasattr(signal, name))
+# Every signal whose default action ends the process without a core dump and
+# that a program or its environment sends (kill, a shell, alarm(), setitimer()):
+# below 32 all (sigkick.c wraps only those).  Not handled: docs/api.md, "Signals
+# and os._exit".
+_FINISH_SIGNALS = tuple(getattr(signal, name) for name in (
+    "SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF")
+    if hasattr(signal, name))
 _REAL_OS_EXIT = os._exit
 # Signals whose handler is ours (installed by enable() over the default action).
 _OUR_SIGNALS: List[int] = []

@@ -29,10 +29,23 @@ size_t tg_fmt_milli(char *buf, long long m);
 size_t tg_fmt_pyfloat(char *buf, double v);
 
 /*
- * Writes len bytes of dump text to f with bytes below 0x20 and 0x7f, and the
- * UTF-8 C1 controls U+0080-U+009F (C2 80-C2 9F), as \xHH, so text from a dump
- * cannot carry terminal escape sequences.  Returns 0 or EOF.
+ * Writes len bytes of dump text to f with every terminal-unsafe sequence
+ * (tg_unsafe_seq: bytes below 0x20 and 0x7f, the UTF-8 C1 controls, the
+ * bidirectional controls such as U+202E) as \xHH per byte, so text from a dump
+ * cannot carry terminal escape sequences nor reorder a line.  Returns 0 or EOF.
  */
 int tg_fputs_safe(FILE *f, const char *s, size_t len);
+
+/* tg_fputs_safe of the string s, then spaces up to width columns (counting
+ * bytes, as printf's %-*s).  0 or EOF. */
+int tg_fputs_safe_pad(FILE *f, const char *s, int width);
+
+/*
+ * Writes len bytes of JSON text to f with each terminal-unsafe sequence but
+ * tab as a \uXXXX escape of its code point (the same text to a JSON reader
+ * where it was inside a string, where a raw control is not even allowed).
+ * Returns 0 or EOF.
+ */
+int tg_fputs_json_safe(FILE *f, const char *s, size_t len);
 
 #endif

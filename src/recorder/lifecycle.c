@@ -115,8 +115,9 @@ tg_profile_all_threads(struct tg_recorder_object *self, int install)
 {
     if (!install)
         tg_monitor_uninstall(self);  /* nothing if the backend is setprofile */
-    if (install && self->r.backend != TG_BACKEND_SETPROFILE)
-        return;  /* sys.monitoring: installed by enable() */
+    if (self->r.backend != TG_BACKEND_SETPROFILE)
+        return;  /* sys.monitoring: installed by enable(); the program's own profile
+                  * functions were never replaced, and stay (threadgraph attach) */
 #if TG_HAVE_SETPROFILE_ALL
     if (install)
         PyEval_SetProfileAllThreads(tg_profile, (PyObject *)self);
@@ -131,6 +132,18 @@ tg_profile_all_threads(struct tg_recorder_object *self, int install)
             tg_set_profile_on(ts, NULL, NULL);
     }
 #endif
+}
+
+int
+tg_profile_others_count(void)
+{
+    int n = 0;
+    PyThreadState *ts = PyInterpreterState_ThreadHead(tg_tstate_interp(PyThreadState_Get()));
+
+    for (; ts != NULL; ts = PyThreadState_Next(ts))
+        if (ts->c_profilefunc != NULL && ts->c_profilefunc != tg_profile)
+            n++;
+    return n;
 }
 
 /* --- another tool's profile function (3.8-3.11) ------------------------------ */

@@ -388,6 +388,19 @@ tg_rec_snapshot_peak(struct tg_recorder_object *self, PyObject *unused)
 }
 
 static PyObject *
+tg_rec_snapshot_when(struct tg_recorder_object *self, PyObject *conds)
+{
+    (void)self;
+    if (!atomic_load(&tg_acct_on)) {
+        PyErr_SetString(PyExc_RuntimeError, "allocation accounting is not on");
+        return NULL;
+    }
+    if (tg_acct_when_set(conds) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
 tg_rec_snapshot_every(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {"start_after", "stop_after", "every", "code", NULL};
@@ -538,6 +551,9 @@ static PyMethodDef tg_recorder_methods[] = {
     {"snapshot_peak", (PyCFunction)tg_rec_snapshot_peak, METH_NOARGS,
      "snapshot_peak(): write snapshot-<N>-peak (the sites at the process peak so far); "
      "returns its path."},
+    {"snapshot_when", (PyCFunction)tg_rec_snapshot_when, METH_O,
+     "snapshot_when(conditions): threshold snapshots (acct_when.h), replacing the "
+     "previous conditions."},
     {"snapshot_every", (PyCFunction)(void (*)(void))tg_rec_snapshot_every,
      METH_VARARGS | METH_KEYWORDS,
      "snapshot_every(start_after=0, stop_after=-1, every=1, code=None): periodic "
@@ -639,6 +655,26 @@ tg_mod_native_slots(PyObject *mod, PyObject *unused)
     return PyLong_FromLong(tg_native_patched_slots());
 }
 
+/* snapshot_condition(cond) -> (kind, limit): a threshold snapshot's condition
+ * checked as snapshot_when() checks it (acct_when.h), for the Python layer. */
+static PyObject *
+tg_mod_snapshot_condition(PyObject *mod, PyObject *arg)
+{
+    static const char *const kinds[TG_WHEN_KINDS] = {"thread", "live", "rss"};
+    enum tg_when_kind kind;
+    int64_t limit;
+    const char *c;
+
+    (void)mod;
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "a snapshot condition must be a str");
+        return NULL;
+    }
+    if ((c = PyUnicode_AsUTF8(arg)) == NULL || tg_acct_when_parse(c, &kind, &limit) < 0)
+        return NULL;
+    return Py_BuildValue("(sL)", kinds[kind], (long long)limit);
+}
+
 /* A signal number argument: 0 and *SIGNUM set, or -1 with an exception. */
 static int
 tg_signum_arg(PyObject *arg, int *signum)
@@ -685,14 +721,26 @@ tg_mod_finish_signal_default(PyObject *mod, PyObject *arg)
     return PyBool_FromLong(tg_sigkick_default(signum) == 0);
 }
 
+static PyObject *
+tg_mod_profiled_threads(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    return PyLong_FromLong(tg_profile_others_count());
+}
+
 static PyMethodDef tg_module_methods[] = {
     {"safe_basename", tg_mod_safe_basename, METH_O,
      "File base name for a thread name (without the ~N suffix)."},
     {"active", tg_mod_active, METH_NOARGS, "The recording Recorder, or None."},
+    {"profiled_threads", tg_mod_profiled_threads, METH_NOARGS,
+     "Threads with a profile function that is not threadgraph's (threadgraph attach)."},
     {"tracked_blocks", tg_mod_tracked_blocks, METH_NOARGS,
      "Number of live blocks in the pointer table."},
     {"thread_counters", tg_mod_thread_counters, METH_NOARGS,
      "(allocated, freed) bytes of the calling thread while hooked."},
+    {"snapshot_condition", tg_mod_snapshot_condition, METH_O,
+     "snapshot_condition(cond) -> (kind, limit), or ValueError (acct_when.h)."},
     {"native_slots", tg_mod_native_slots, METH_NOARGS,
      "Relocation slots that point at the native=True hooks now."},
     {"finish_signal_watch", tg_mod_finish_signal_watch, METH_O,

@@ -60,26 +60,6 @@ tg_sampled_stop(void)
     tg_sampled_nprefix = 0;
 }
 
-/* Whether the calling thread holds the GIL, and its thread state then.  On
- * 3.8-3.11 the current thread state is the GIL holder's, whoever asks; it is
- * ours only if it is this thread's own (PyGILState_Check alone says yes for any
- * thread when GIL-state checks are off, as with sub-interpreters). */
-static PyThreadState *
-tg_sampled_tstate(void)
-{
-    PyThreadState *ts, *own;
-
-    if (!PyGILState_Check())
-        return NULL;
-#if PY_VERSION_HEX >= 0x030D0000
-    ts = PyThreadState_GetUnchecked();
-#else
-    ts = _PyThreadState_UncheckedGet();
-#endif
-    own = PyGILState_GetThisThreadState();
-    return ts != NULL && ts == own ? ts : NULL;
-}
-
 /* T's node for the frames CODES[0..N) (innermost first), interned from its
  * root outwards in.  GIL held, TG_BUSY_TRACER set, the exception saved. */
 static uint32_t
@@ -123,7 +103,7 @@ tg_sampled_site(struct tg_acct_thread *t)
     uint32_t node;
     int busy, n;
 
-    if ((tg_tls.busy & TG_BUSY_TRACER) || (ts = tg_sampled_tstate()) == NULL)
+    if ((tg_tls.busy & TG_BUSY_TRACER) || (ts = tg_tstate_if_gil()) == NULL)
         return t->root ? t->root : TG_SITE_NOTHREAD;
     a = tg_active;  /* GIL held: stable while we run */
     if (a == NULL || !a->r.active)

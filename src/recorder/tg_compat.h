@@ -270,6 +270,26 @@ tg_stack_codes(PyThreadState *ts, PyCodeObject **codes, int max)
     return n;
 }
 
+/* The calling thread's state if it holds the GIL, else NULL: safe from any
+ * thread, an allocator hook's included.  On 3.8-3.11 the current thread state is
+ * the GIL holder's, whoever asks; it is ours only if it is this thread's own
+ * (PyGILState_Check alone says yes for any thread when GIL-state checks are
+ * off, as with sub-interpreters). */
+static inline PyThreadState *
+tg_tstate_if_gil(void)
+{
+    PyThreadState *ts;
+
+    if (!PyGILState_Check())
+        return NULL;
+#if PY_VERSION_HEX >= 0x030D0000
+    ts = PyThreadState_GetUnchecked();
+#else
+    ts = _PyThreadState_UncheckedGet();
+#endif
+    return ts != NULL && ts == PyGILState_GetThisThreadState() ? ts : NULL;
+}
+
 /* PyLong_AsLong(O) for a sys.monitoring instruction offset: from 3.12 an int
  * that fits a machine word is "compact" and its value is read in place (the
  * call and its overflow checks were ~2.5% of a profiled 3.12 run).  -1 with an

@@ -133,3 +133,18 @@ def test_chosen_ids_do_not_collide(tmp_path):
     (run / "capture.tg").write_bytes(data)
     rc, out, err, rss = run_bounded(tmp_path, "peaks", "--peak=0", run)
     assert rc == 0, err[-2000:]
+
+
+def test_fuzz_targets_run_bounded():
+    """tests/fuzz/run.sh (make fuzz-smoke runs every target through it) gives
+    libFuzzer a time, an RSS and a single-allocation limit per input: a small
+    input that costs seconds or hundreds of MiB is a finding."""
+    from clisupport import REPO
+    with open(os.path.join(REPO, "tests", "fuzz", "run.sh")) as f:
+        script = f.read()
+    call = script[script.index('"$bin" $limit'):]
+    call = call[:call.index(">\"$log\"")]
+    for flag, most in (("-timeout=", 20), ("-rss_limit_mb=", 2048), ("-malloc_limit_mb=", 512)):
+        assert flag in call, flag
+        value = int(call.split(flag)[1].split()[0])
+        assert 0 < value <= most, (flag, value)
