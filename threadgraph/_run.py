@@ -173,6 +173,14 @@ def build_parser():
         "(ProcessProfile(compress=True))",
     )
     parser.add_argument(
+        "--max-size",
+        metavar="SIZE",
+        help="keep the binary capture within SIZE (such as 10M or 2G; K, M, G are "
+        "powers of 1024): it is written in segments and the oldest are dropped "
+        "whole; the commands read what is kept and say which part of the run it "
+        "covers (ProcessProfile(max_size=...); docs/run.md)",
+    )
+    parser.add_argument(
         "--native",
         action="store_true",
         help="also count native memory: malloc & co. and anonymous mmap of C "
@@ -301,6 +309,8 @@ def make_profiler(opts, base):
         kwargs["sample_bytes"] = opts.sample_bytes
     if opts.mode != DEFAULTS["mode"]:
         kwargs["mode"] = opts.mode
+    if opts.max_size:
+        kwargs["max_size"] = opts.max_size
     if opts.backend:
         kwargs["backend"] = opts.backend
     if opts.native:
@@ -434,9 +444,17 @@ def thread_mem_files(out_dir):
 
 
 def capture_path(out_dir):
-    """The run's binary capture, or None when it wrote none."""
+    """The run's binary capture (capture.tg, or its newest segment with
+    --max-size), or None when it wrote none."""
     path = os.path.join(out_dir, "capture.tg")
-    return path if os.path.isfile(path) else None
+    if os.path.isfile(path):
+        return path
+    try:
+        segs = sorted(n for n in os.listdir(out_dir)
+                      if n.startswith("capture-") and n.endswith(".tg"))
+    except OSError:
+        return None
+    return os.path.join(out_dir, segs[-1]) if segs else None
 
 
 def top_peaks(out_dir, mem_files, timestamps):
@@ -647,6 +665,14 @@ def main(argv):
         parser.error("--sampled writes text memory curves: it takes --format text only")
     if opts.mode == "sampled" and opts.stack:
         parser.error("--sampled records no calls: --stack needs a full run")
+    if opts.max_size is not None:
+        from threadgraph._options import parse_size
+        try:
+            parse_size(opts.max_size)
+        except ValueError as exc:
+            parser.error("--max-size: %s" % str(exc).replace("max_size must", "must"))
+        if opts.format != "binary":
+            parser.error("--max-size bounds the binary capture: it needs --format binary")
     if (opts.compress and not (opts.accounting or opts.sample_bytes or opts.snapshot_when
                                or opts.mode == "sampled") and opts.format == "text"):
         parser.error("--compress compresses the binary capture and the accounting "

@@ -383,7 +383,7 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 	     i++) {
 		const struct tg_peak *k = &peaks.v[i];
 		const char *mem = files->v[k->thread].path;
-		struct tg_decorate_opts dopts = { NULL, "  " };
+		struct tg_decorate_opts dopts = { NULL, "  ", 1 };
 		struct tg_diag sub = *d;
 		char *stack = NULL, event[32];
 		FILE *tmp;

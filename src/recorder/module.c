@@ -108,7 +108,7 @@ PyDoc_STRVAR(tg_rec_enable_doc,
 "       track_stack=False, track_sleeps=True, timestamps=True, sample_every=1000,\n"
 "       stream_factory=None, exclude_file=None, triggers=(), accounting=False,\n"
 "       compress=False, backend='auto', native=False, format='binary', sample_bytes=0,\n"
-"       mode='full')\n"
+"       mode='full', max_size=0)\n"
 "Start recording into the existing directory OUTDIR.");
 
 static PyObject *
@@ -118,7 +118,7 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
                              "track_stack", "track_sleeps", "timestamps", "sample_every",
                              "stream_factory", "exclude_file", "triggers", "accounting",
                              "compress", "backend", "native", "format", "sample_bytes",
-                             "mode", NULL};
+                             "mode", "max_size", NULL};
     struct tg_recorder *r = &self->r;
     const char *outdir, *profile = tg_choice_default(&tg_opt_profile);
     const char *memory = tg_choice_default(&tg_opt_memory);
@@ -130,14 +130,14 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     int track_memory = 1, track_stack = 0, track_sleeps = 1, timestamps = 1;
     long sample_every = 1000;
     int accounting = 0, compress = 0, native = 0;
-    long long sample_bytes = 0;
+    long long sample_bytes = 0, max_size = 0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOpppplOOOppspsLs:enable", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOpppplOOOppspsLsL:enable", kwlist,
                                      &outdir, &profile, &memory, &filter, &track_memory,
                                      &track_stack, &track_sleeps, &timestamps,
                                      &sample_every, &factory, &exclude, &triggers,
                                      &accounting, &compress, &backend, &native, &format,
-                                     &sample_bytes, &mode))
+                                     &sample_bytes, &mode, &max_size))
         return NULL;
     if (r->active) {
         PyErr_SetString(PyExc_RuntimeError, "this profiler is already enabled");
@@ -186,6 +186,14 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     r->cap_compress = compress;
+    if (max_size != 0 && (max_size < (long long)TG_CAP_MAX_SIZE_MIN || r->fmt_text)) {
+        PyErr_Format(PyExc_ValueError, r->fmt_text
+                     ? "max_size bounds the binary capture: it needs format='binary'"
+                     : "max_size must be 0 (no limit) or at least %u bytes",
+                     (unsigned)TG_CAP_MAX_SIZE_MIN);
+        return NULL;
+    }
+    r->cap_max_size = (unsigned long long)max_size;
     r->track_memory = track_memory;
     r->track_stack = track_stack;
     r->track_sleeps = track_sleeps;
@@ -354,7 +362,8 @@ tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
                                                                   memory_order_relaxed),
                          "output_dir", r->outdir,
                          "clock", tg_clock_source_name(),
-                         "capture", r->fmt_binary ? TG_CAP_FILENAME : NULL,
+                         "capture", !r->fmt_binary ? NULL : r->cap_max_size
+                         ? TG_CAP_SEG_PREFIX "*" TG_CAP_SEG_SUFFIX : TG_CAP_FILENAME,
                          "monitoring_tool", tool,
                          "monitoring_ids_taken", r->mon_taken ? Py_True : Py_False);
 }
@@ -780,9 +789,11 @@ PyInit__recorder(void)
         Py_DECREF(m);
         return NULL;
     }
-    /* The version (threadgraph/_version.py, passed by setup.py) and enable()'s
-     * option choices (options.h), for threadgraph/_options.py. */
+    /* The version (threadgraph/_version.py, passed by setup.py), the smallest
+     * max_size (capture.h) and enable()'s option choices (options.h), for
+     * threadgraph/_options.py. */
     if (PyModule_AddStringConstant(m, "VERSION", TG_VERSION) < 0
+            || PyModule_AddIntConstant(m, "MAX_SIZE_MIN", (long)TG_CAP_MAX_SIZE_MIN) < 0
             || PyModule_AddIntConstant(m, "SAMPLED_DEFAULT_BYTES", TG_SAMPLED_DEFAULT_BYTES) < 0
             || tg_options_export(m) < 0) {
         Py_DECREF(m);

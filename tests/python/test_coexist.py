@@ -338,3 +338,46 @@ def test_greenlet_switch_unwinds_and_counts(tmp_path):
     for name in ("MainThread.mem", "MainThread.stack"):
         with open(os.path.join(run, name), "rb") as a, open(str(exp_dir / name), "rb") as b:
             assert a.read() == b.read(), name
+
+
+def test_unwound_calls_across_capture_segments(tmp_path):
+    """With max_size, a segment's head holds the calls open where it starts: the
+    recorder's own decoding of the stream follows UNWOUND too, so a reader that
+    starts at a later segment pairs every return."""
+    pytest.importorskip("greenlet", reason="greenlet is not installed (tests/run_pythons.sh "
+                        "installs it where a wheel exists)")
+    prog = write(tmp_path / "prog.py", """
+        import greenlet
+        from threadgraph import ProcessProfile
+
+        def inner(): main.switch()
+        def outer(): inner()
+        def run_g(): outer()
+        def switch_away(g): g.switch()
+        def work(): return [str(i) for i in range(20)]
+
+        main = greenlet.getcurrent()
+        p = ProcessProfile(default_log_path="out", max_size="256K")
+        p.enable()
+        kept = []
+        for i in range(12000):
+            g = greenlet.greenlet(run_g)
+            kept.append(g)  # never resumed nor collected while recording
+            switch_away(g)
+            work()
+        p.disable()
+        print(p.stats()["unwound"])
+    """)
+    res = subprocess.run([sys.executable, "-W", "ignore", prog], cwd=str(tmp_path),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, timeout=TIMEOUT)
+    assert res.returncode == 0, res.stderr
+    assert int(res.stdout) == 4 * 12000
+    run = only_run_dir(tmp_path / "out")
+    segments = sorted(f for f in os.listdir(run) if f.startswith("capture-"))
+    assert segments and segments[0] != "capture-000001.tg"  # the first ones were dropped
+    exp = tg(["export", run], tmp_path)
+    assert exp.returncode == 0 and "error" not in exp.stderr, exp.stderr
+    with open(os.path.join(run, "MainThread.mem")) as f:
+        lines = f.read().splitlines()
+    assert any(":work=>" in ln for ln in lines) and any(":switch_away=>" in ln for ln in lines)
