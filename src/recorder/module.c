@@ -763,31 +763,37 @@ static PyMethodDef tg_module_methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
-static struct PyModuleDef tg_module = {
-    PyModuleDef_HEAD_INIT, "threadgraph._recorder",
-    "threadgraph's recording engine (C).  Use threadgraph.ProcessProfile.",
-    -1, tg_module_methods, NULL, NULL, NULL, NULL
-};
-
-PyMODINIT_FUNC
-PyInit__recorder(void)
+/*
+ * One process, one recorder: the tables, hooks and threads of recorder.h are
+ * process-wide and protected by the GIL, so the module runs in the main
+ * interpreter only.  A subinterpreter is refused at import (3.12+: by CPython,
+ * from the Py_mod_multiple_interpreters slot; before, by tg_module_exec), and
+ * the module declares that it needs the GIL (Py_mod_gil, 3.13+).
+ */
+static int
+tg_module_exec(PyObject *m)
 {
-    PyObject *m;
+    static int once;  /* process-wide set-up done; GIL */
 
-    tg_recorder_ignore_methods(tg_recorder_methods,
-                               sizeof(tg_recorder_methods) / sizeof(tg_recorder_methods[0]) - 1);
-    if (tg_recorder_module_init() < 0 || tg_threads_module_init() < 0)
-        return NULL;
-    if (PyType_Ready(&tg_recorder_type) < 0)
-        return NULL;
-    m = PyModule_Create(&tg_module);
-    if (m == NULL)
-        return NULL;
+    if (tg_interp_current() != PyInterpreterState_Main()) {
+        PyErr_SetString(PyExc_ImportError,
+                        "threadgraph._recorder runs in the main interpreter only "
+                        "(its state is process-wide): not in a subinterpreter");
+        return -1;
+    }
+    if (!once) {
+        tg_recorder_ignore_methods(tg_recorder_methods,
+                                   sizeof(tg_recorder_methods) / sizeof(tg_recorder_methods[0]) - 1);
+        if (tg_recorder_module_init() < 0 || tg_threads_module_init() < 0)
+            return -1;
+        if (PyType_Ready(&tg_recorder_type) < 0)
+            return -1;
+        once = 1;
+    }
     Py_INCREF(&tg_recorder_type);
     if (PyModule_AddObject(m, "Recorder", (PyObject *)&tg_recorder_type) < 0) {
         Py_DECREF(&tg_recorder_type);
-        Py_DECREF(m);
-        return NULL;
+        return -1;
     }
     /* The version (threadgraph/_version.py, passed by setup.py), the smallest
      * max_size (capture.h) and enable()'s option choices (options.h), for
@@ -795,9 +801,30 @@ PyInit__recorder(void)
     if (PyModule_AddStringConstant(m, "VERSION", TG_VERSION) < 0
             || PyModule_AddIntConstant(m, "MAX_SIZE_MIN", (long)TG_CAP_MAX_SIZE_MIN) < 0
             || PyModule_AddIntConstant(m, "SAMPLED_DEFAULT_BYTES", TG_SAMPLED_DEFAULT_BYTES) < 0
-            || tg_options_export(m) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+            || tg_options_export(m) < 0)
+        return -1;
+    return 0;
+}
+
+static PyModuleDef_Slot tg_module_slots[] = {
+    {Py_mod_exec, (void *)tg_module_exec},
+#if PY_VERSION_HEX >= 0x030C0000
+    {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
+#endif
+#if PY_VERSION_HEX >= 0x030D0000
+    {Py_mod_gil, Py_MOD_GIL_USED},
+#endif
+    {0, NULL}
+};
+
+static struct PyModuleDef tg_module = {
+    PyModuleDef_HEAD_INIT, "threadgraph._recorder",
+    "threadgraph's recording engine (C).  Use threadgraph.ProcessProfile.",
+    0, tg_module_methods, tg_module_slots, NULL, NULL, NULL
+};
+
+PyMODINIT_FUNC
+PyInit__recorder(void)
+{
+    return PyModuleDef_Init(&tg_module);
 }
