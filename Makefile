@@ -96,6 +96,18 @@ $(B)/asan/ctest/test_capture: $(CAPTURE_DEPS)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) $(ZSTD_DEF) -Isrc/common -Isrc/recorder -Itests/c -o $@ $< src/recorder/capture.c -pthread $(ZSTD_LIB)
 
+# Segments: the recorder's capture writer and the library's reader together.
+SEGMENTS_DEPS := tests/c/test_capture_segments.c tests/c/tg_test.h src/recorder/capture.c \
+		 src/recorder/capture.h $(LIB_SRC) $(HDRS)
+
+$(B)/ctest/test_capture_segments: $(SEGMENTS_DEPS)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) $(INC) -Itests/c -o $@ $< src/recorder/capture.c $(LIB_SRC) -pthread $(LIBS)
+
+$(B)/asan/ctest/test_capture_segments: $(SEGMENTS_DEPS)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) $(INC) -Itests/c -o $@ $< src/recorder/capture.c $(LIB_SRC) -pthread $(LIBS)
+
 # Accounting's sampler is pure C: its test links acct_sample.c alone.
 SAMPLE_DEPS := tests/c/test_acct_sample.c tests/c/tg_test.h src/recorder/acct_sample.c \
 	       src/recorder/acct_sample.h

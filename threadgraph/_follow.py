@@ -37,6 +37,7 @@ def settings_of(opts):
         "timestamps": not opts.no_timestamps, "format": opts.format,
         "native": opts.native, "sample_bytes": opts.sample_bytes,
         "mode": opts.mode, "snapshot_when": opts.snapshot_when,
+        "max_size": opts.max_size,
     }
 
 
@@ -69,6 +70,8 @@ def _make_profile(base, settings):
         kwargs["sample_bytes"] = settings["sample_bytes"]
     if settings.get("compress"):
         kwargs["compress"] = True  # gzip of accounting files, zstd of the capture
+    if settings.get("max_size"):
+        kwargs["max_size"] = settings["max_size"]
     prof = ProcessProfile(**kwargs)
     if settings.get("filter"):
         prof.setFilter(settings["filter"])

@@ -173,6 +173,14 @@ def build_parser():
         "(ProcessProfile(compress=True))",
     )
     parser.add_argument(
+        "--max-size",
+        metavar="SIZE",
+        help="keep the binary capture within SIZE (such as 10M or 2G; K, M, G are "
+        "powers of 1024): it is written in segments and the oldest are dropped "
+        "whole; the commands read what is kept and say which part of the run it "
+        "covers (ProcessProfile(max_size=...); docs/run.md)",
+    )
+    parser.add_argument(
         "--native",
         action="store_true",
         help="also count native memory: malloc & co. and anonymous mmap of C "
@@ -191,6 +199,13 @@ def build_parser():
         help="binary: one compact capture.tg (`threadgraph export` writes the text files "
         "from it); text: the original's .mem/.stack/process.mem files; both "
         "(default: %s, text with --sampled; ProcessProfile(format=...))" % DEFAULTS["format"],
+    )
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="show threadgraph live, the terminal view of the threads' memory, while "
+        "the program runs; the program's own output goes to BASE/<pid>/output.txt "
+        "(q leaves the view once the program has ended; docs/attach.md)",
     )
     parser.add_argument(
         "-m",
@@ -301,6 +316,8 @@ def make_profiler(opts, base):
         kwargs["sample_bytes"] = opts.sample_bytes
     if opts.mode != DEFAULTS["mode"]:
         kwargs["mode"] = opts.mode
+    if opts.max_size:
+        kwargs["max_size"] = opts.max_size
     if opts.backend:
         kwargs["backend"] = opts.backend
     if opts.native:
@@ -434,9 +451,17 @@ def thread_mem_files(out_dir):
 
 
 def capture_path(out_dir):
-    """The run's binary capture, or None when it wrote none."""
+    """The run's binary capture (capture.tg, or its newest segment with
+    --max-size), or None when it wrote none."""
     path = os.path.join(out_dir, "capture.tg")
-    return path if os.path.isfile(path) else None
+    if os.path.isfile(path):
+        return path
+    try:
+        segs = sorted(n for n in os.listdir(out_dir)
+                      if n.startswith("capture-") and n.endswith(".tg"))
+    except OSError:
+        return None
+    return os.path.join(out_dir, segs[-1]) if segs else None
 
 
 def top_peaks(out_dir, mem_files, timestamps):
@@ -478,6 +503,12 @@ def top_peaks(out_dir, mem_files, timestamps):
     own = os.path.dirname(os.path.abspath(__file__)) + os.sep
     peaks = [p for p in peaks if not str(p.get("file", "")).startswith(own)]
     return growth_first(innermost(peaks)), None
+
+
+# How to read a delta that looks wrong, said under the peaks (and in the report).
+PEAK_HINT = ("  (a delta is what the thread held more, or less, when the call returned:\n"
+             "   a temporary the caller frees right after counts as the call's growth, and a\n"
+             "   garbage collection run during a call counts all it freed to that call)\n")
 
 
 def growth_first(peaks):
@@ -576,6 +607,7 @@ def print_summary(prof, opts, status):
                 % (width, term_safe(p.get("thread", "")), term_safe(p.get("function", "")),
                    term_safe(site), int(p.get("delta", 0)))
             )
+        sys.stderr.write(PEAK_HINT)
     no_time = "--no_time " if opts.no_timestamps else ""
     q = shell_quote(shown)
     say("next:")
@@ -636,6 +668,14 @@ def main(argv):
         parser.error("--sampled writes text memory curves: it takes --format text only")
     if opts.mode == "sampled" and opts.stack:
         parser.error("--sampled records no calls: --stack needs a full run")
+    if opts.max_size is not None:
+        from threadgraph._options import parse_size
+        try:
+            parse_size(opts.max_size)
+        except ValueError as exc:
+            parser.error("--max-size: %s" % str(exc).replace("max_size must", "must"))
+        if opts.format != "binary":
+            parser.error("--max-size bounds the binary capture: it needs --format binary")
     if (opts.compress and not (opts.accounting or opts.sample_bytes or opts.snapshot_when
                                or opts.mode == "sampled") and opts.format == "text"):
         parser.error("--compress compresses the binary capture and the accounting "
@@ -678,6 +718,7 @@ def main(argv):
     was = quiet(True)  # threadgraph's own work, not the program's
     try:
         say("profiling %s; writing to %s/" % (name, display_path(prof.output_dir)))
+        viewer = start_live_view(prof.output_dir) if opts.live else None
     finally:
         quiet(was)
 
@@ -730,6 +771,8 @@ def main(argv):
         # Stop recording before printing anything: formatting a traceback allocates,
         # and that is threadgraph's work, not the program's.
         prof.disable()
+        if viewer is not None:
+            end_live_view(viewer)
     if failure is not None and failure[0] == "exception":
         report_exception(*failure[1])
     elif failure is not None:
@@ -742,6 +785,47 @@ def main(argv):
     if interrupted:
         die_of_keyboard_interrupt()
     return status
+
+
+def start_live_view(out_dir):
+    """run --live: the C live view on the terminal, the program's stdout and
+    stderr (file descriptors 1 and 2) sent to OUT_DIR/output.txt meanwhile, so
+    that they do not garble it.  Returns what end_live_view needs."""
+    from threadgraph._cli import cli_path
+
+    output = os.path.join(out_dir, "output.txt")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = (os.dup(1), os.dup(2))
+    viewer = subprocess.Popen([cli_path(), "live", out_dir], stdin=0, stdout=saved[0],
+                              stderr=saved[1])
+    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    return viewer, saved, output
+
+
+def end_live_view(state):
+    """After the run: wait for the view to be left (q), put the terminal back on
+    file descriptors 1 and 2, say where the program's output went."""
+    viewer, saved, output = state
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    while True:
+        try:
+            viewer.wait()
+            break
+        except KeyboardInterrupt:
+            continue  # Ctrl-C reaches the view too, which then ends
+    os.dup2(saved[0], 1)
+    os.dup2(saved[1], 2)
+    os.close(saved[0])
+    os.close(saved[1])
+    say("the program's output: %s" % display_path(output))
 
 
 def say_terminated(prof, signum):

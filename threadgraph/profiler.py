@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import warnings
-from typing import IO, Any, Callable, Dict, List, Optional, Tuple
+from typing import IO, Any, Callable, Dict, List, Optional, Tuple, Union
 
 from threadgraph import _accounting, _options, _recorder
 # The choices, defined once by the recorder (src/recorder/options.h).
@@ -140,6 +140,12 @@ class ProcessProfile:
       ``"text"`` (the original's ``.mem``/``.stack``/``process.mem`` files) or
       ``"both"``; ``None`` means ``"text"`` with a ``stream_factory`` (whose
       streams are text), else ``"binary"``.
+    * ``max_size``: a size limit of the binary capture, bytes or a text such as
+      ``"10M"`` or ``"2G"`` (K, M, G, T: powers of 1024; at least 256K): the
+      capture is written in segments ``capture-000001.tg``, ... and the oldest
+      are deleted whole, so that the files stay within it; the commands read the
+      segments kept and say which part of the run they cover (docs/formats.md
+      "Segments").  None (the default) or 0: one ``capture.tg``, no limit.
 
     Settings changed while enabled take effect at the next ``enable()``.  Only one
     ProcessProfile can be enabled in a process at a time.
@@ -151,7 +157,8 @@ class ProcessProfile:
                  compress: bool = False, backend: Optional[str] = None,
                  native: bool = False,
                  format: Optional[str] = None,
-                 sample_bytes: int = 0, mode: str = _options.DEFAULTS["mode"]) -> None:
+                 sample_bytes: int = 0, mode: str = _options.DEFAULTS["mode"],
+                 max_size: Union[None, int, str] = None) -> None:
         if profile is None:
             profile = _options.DEFAULTS["profile"]
         _options.check("profile", profile)
@@ -205,6 +212,13 @@ class ProcessProfile:
         self.mode = mode
         if mode == "sampled" and self.sample_bytes == 0:
             self.sample_bytes = _options.SAMPLED_DEFAULT_BYTES
+        #: Size limit of the binary capture in bytes (``max_size``: an int, or a
+        #: text such as "10M" or "2G"), or None: the capture rotates in segments
+        #: and the oldest are dropped whole (docs/formats.md "Segments").
+        self.max_size = _options.parse_size(max_size)
+        if self.max_size is not None and format != "binary":
+            raise ValueError("max_size bounds the binary capture: it needs "
+                             "format='binary'")
         self._filter: Optional[str] = None
         self._forked = False
         self._stack = False
@@ -346,7 +360,8 @@ class ProcessProfile:
                          triggers=triggers, accounting=self._accounting_on(),
                          compress=self.compress, backend=self.backend,
                          native=self.native, format=self.format,
-                         sample_bytes=self.sample_bytes, mode=self.mode)
+                         sample_bytes=self.sample_bytes, mode=self.mode,
+                         max_size=self.max_size or 0)
         global _ACTIVE
         _ACTIVE = self
         self._pid = os.getpid()
@@ -473,8 +488,8 @@ class ProcessProfile:
         """{"threads", "records", "stack_records", "dropped", "process_samples",
         "output_dir", "clock", "capture"} of the current or last run ("records"
         counts returns, "dropped" the records that could not be written,
-        "process_samples" the process.mem samples taken, "capture" is "capture.tg"
-        or None)."""
+        "process_samples" the process.mem samples taken, "capture" is "capture.tg",
+        "capture-*.tg" with max_size, or None)."""
         s = self._rec.stats()
         s["output_dir"] = self._output_dir
         return s
@@ -649,7 +664,8 @@ def _seconds_to_ms(seconds: Any) -> int:
 
 # --- the ways a process ends without atexit (docs/api.md "Signals and os._exit") --
 #
-# SIGTERM, SIGINT and SIGHUP whose action is the default (termination) get a
+# SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM and SIGPROF
+# (_FINISH_SIGNALS) whose action is the default (termination) get a
 # Python-level handler while a profile is enabled: Python runs it in the main
 # thread between bytecodes, where disable() is safe (a C signal handler could
 # not flush: the writers' locks, the GIL and Python's allocator are not
@@ -662,8 +678,13 @@ def _seconds_to_ms(seconds: Any) -> int:
 # goes on or ends as it decides, and os._exit() — the one exit that skips
 # atexit — is wrapped to disable() first.
 
-_FINISH_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP")
-                        if hasattr(signal, name))
+# Every signal whose default action ends the process without a core dump and
+# that a program or its environment sends (kill, a shell, alarm(), setitimer()):
+# below 32 all (sigkick.c wraps only those).  Not handled: docs/api.md, "Signals
+# and os._exit".
+_FINISH_SIGNALS = tuple(getattr(signal, name) for name in (
+    "SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF")
+    if hasattr(signal, name))
 _REAL_OS_EXIT = os._exit
 # Signals whose handler is ours (installed by enable() over the default action).
 _OUR_SIGNALS: List[int] = []

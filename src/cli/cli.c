@@ -177,6 +177,20 @@ void tg_cli_capture_warnings(const struct tg_capture *cap)
 	if (dropped)
 		warning("'%s': the recorder lost %llu record%s (out of memory)", cap->path,
 			(unsigned long long)dropped, dropped == 1 ? "" : "s");
+	if (cap->seg_first > 1) {
+		char to[64] = "";
+		if (cap->has_end)
+			snprintf(to, sizeof(to), " to %.3f s",
+				 (double)(cap->end_us - cap->start_us) / 1e6);
+		warning("a capture of limited size: segments %u-%u kept, the %u before them "
+			"dropped; its records cover the run from %.3f s%s after its start",
+			cap->seg_first, cap->seg_last, cap->seg_first - 1,
+			(double)(cap->kept_from_us - cap->start_us) / 1e6, to);
+	}
+	if (cap->orphan_chunks)
+		warning("'%s': %llu chunk%s of threads defined in dropped segments skipped",
+			cap->path, (unsigned long long)cap->orphan_chunks,
+			cap->orphan_chunks == 1 ? "" : "s");
 }
 
 int tg_cli_dumpset(struct tg_dumpset *s, char **paths, int n, enum tg_dumpset_view view)

@@ -154,7 +154,9 @@ static int hist_plot_in(const struct tg_sum_entity *e, const struct tg_plot_opts
 	}
 	fprintf(script.f,
 		"\nset xlabel 'requested size (bytes)'\nset ylabel 'calls'\n"
-		"set logscale y\nset grid ytics\nset style data histograms\n"
+		/* from 0.5: a bin of one allocation (one 80 MiB array) is a box, not a
+		 * line on the axis, as it was with the log scale starting at 1 */
+		"set logscale y\nset yrange [0.5:*]\nset grid ytics\nset style data histograms\n"
 		"set style histogram clustered gap 1\nset style fill solid 0.6 border -1\n"
 		"set xtics rotate by -45\n"
 		"plot 'hist.dat' using 3:xtic(2) title 'allocations', \\\n"

@@ -7,8 +7,10 @@
  * one-byte fast path; nothing is allocated per record.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -110,35 +112,92 @@ int tg_capture_is_magic(const void *p, size_t n)
 	return n >= TG_CAP_MAGIC_LEN && !memcmp(p, TG_CAP_MAGIC, TG_CAP_MAGIC_LEN);
 }
 
+int tg_capture_segment_name(const char *base, uint32_t *no)
+{
+	size_t pl = strlen(TG_CAP_SEG_PREFIX), sl = strlen(TG_CAP_SEG_SUFFIX), n = strlen(base);
+	uint64_t v = 0;
+
+	if (n <= pl + sl || strncmp(base, TG_CAP_SEG_PREFIX, pl) ||
+	    strcmp(base + n - sl, TG_CAP_SEG_SUFFIX))
+		return 0;
+	for (size_t i = pl; i < n - sl; i++) {
+		if (base[i] < '0' || base[i] > '9')
+			return 0;
+		v = v * 10 + (uint64_t)(base[i] - '0');
+		if (v > UINT32_MAX)
+			return 0;
+	}
+	if (!v)
+		return 0;
+	*no = (uint32_t)v;
+	return 1;
+}
+
+/* dir/name, malloc'ed (NULL: out of memory). */
+static char *cap_join(const char *dir, size_t dlen, const char *name)
+{
+	size_t n = strlen(name);
+	char *f = malloc(dlen + n + 2);
+
+	if (f) {
+		memcpy(f, dir, dlen);
+		f[dlen] = '/';
+		memcpy(f + dlen + 1, name, n + 1);
+	}
+	return f;
+}
+
+/* The path of the newest segment in dir (NULL: none, or out of memory). */
+static char *cap_find_segment(const char *dir, size_t dlen)
+{
+	DIR *dh = opendir(dir);
+	struct dirent *e;
+	uint32_t best = 0, no;
+	char *f = NULL, name[64];
+
+	if (!dh)
+		return NULL;
+	while ((e = readdir(dh)))
+		if (tg_capture_segment_name(e->d_name, &no) && no > best &&
+		    strlen(e->d_name) < sizeof(name)) {
+			best = no;
+			strcpy(name, e->d_name);
+		}
+	closedir(dh);
+	if (best)
+		f = cap_join(dir, dlen, name);
+	return f;
+}
+
 int tg_capture_detect(const char *path, char **file)
 {
 	struct stat st;
 	const char *base = strrchr(path, '/');
 	char magic[TG_CAP_MAGIC_LEN];
 	size_t n = strlen(path);
+	uint32_t no;
 	int fd, yes = 0;
 
 	*file = NULL;
 	if (stat(path, &st) < 0)
 		return 0;
 	if (S_ISDIR(st.st_mode)) {
-		char *f = malloc(n + sizeof(TG_CAP_FILENAME) + 1);
-		if (!f)
-			return 0;
+		char *f;
 		while (n > 1 && path[n - 1] == '/')
 			n--;
-		memcpy(f, path, n);
-		f[n] = '/';
-		memcpy(f + n + 1, TG_CAP_FILENAME, sizeof(TG_CAP_FILENAME));
+		f = cap_join(path, n, TG_CAP_FILENAME);
+		if (!f)
+			return 0;
 		if (stat(f, &st) == 0 && S_ISREG(st.st_mode)) {
 			*file = f;
 			return 1;
 		}
 		free(f);
-		return 0;
+		*file = cap_find_segment(path, n);
+		return *file != NULL;
 	}
 	base = base ? base + 1 : path;
-	if (!strcmp(base, TG_CAP_FILENAME)) {
+	if (!strcmp(base, TG_CAP_FILENAME) || tg_capture_segment_name(base, &no)) {
 		yes = 1;
 	} else if (S_ISREG(st.st_mode) && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
 		/* only a regular file is sniffed: reading a pipe would eat its start */
@@ -149,6 +208,19 @@ int tg_capture_detect(const char *path, char **file)
 	if (yes && !(*file = strdup(path)))
 		yes = 0;
 	return yes;
+}
+
+size_t tg_capture_offset(const struct tg_capture *cap, const void *at, const char **path)
+{
+	const unsigned char *a = at;
+
+	for (size_t i = 0; i < cap->n_segs; i++)
+		if (a >= cap->segs[i].map && a < cap->segs[i].map + cap->segs[i].size) {
+			*path = cap->segs[i].path;
+			return (size_t)(a - cap->segs[i].map);
+		}
+	*path = cap->path;
+	return (size_t)(a - cap->map);
 }
 
 /* Appends a span to l; 0 or -1 out of memory. */
@@ -188,8 +260,10 @@ static int cap_get_text(const unsigned char **p, const unsigned char *end, const
 static int cap_corrupt(const struct tg_capture *cap, struct tg_diag *d, const unsigned char *at,
 		       const char *what)
 {
-	return tg_error(d, "'%s': corrupt capture at byte %zu: %s", cap->path,
-			(size_t)(at - cap->map), what);
+	const char *path;
+	size_t off = tg_capture_offset(cap, at, &path);
+
+	return tg_error(d, "'%s': corrupt capture at byte %zu: %s", path, off, what);
 }
 
 /* Non-zero when s[0..n) holds a byte the text formats escape (TG_NEEDS_ESCAPE). */
@@ -360,6 +434,83 @@ static int cap_read_end(struct tg_capture *cap, const unsigned char *p, uint32_t
 	return 0;
 }
 
+/* Parses a STATE payload (a segment's head) for stream; a partial one is
+ * ignored (the cut is in the head: the segment has no records). */
+static int cap_read_state(struct tg_capture *cap, uint32_t stream, const unsigned char *p,
+			  uint32_t len, int partial, struct tg_diag *d)
+{
+	const unsigned char *start = p, *end = p + len;
+	struct tg_cap_base b;
+	uint64_t t, a, r, m, depth;
+	uint32_t ix = 0;
+
+	memset(&b, 0, sizeof(b));
+	if (tg_cap_get_varint(&p, end, &t) < 0 || tg_cap_get_varint(&p, end, &a) < 0 ||
+	    tg_cap_get_varint(&p, end, &r) < 0 || tg_cap_get_varint(&p, end, &m) < 0 ||
+	    tg_cap_get_varint(&p, end, &depth) < 0)
+		goto short_state;
+	if (t > (uint64_t)(INT64_MAX - cap->start_us))
+		return cap_corrupt(cap, d, start, "time overflow");
+	b.t_us = cap->start_us + (int64_t)t;
+	b.calls = a;
+	b.returns = r;
+	b.mem = tg_cap_unzz(m);
+	if (stream == TG_CAP_STREAM_META) {
+		cap->kept_from_us = b.t_us;
+		return 0;
+	}
+	if (stream != TG_CAP_STREAM_PROCESS) {
+		ix = tg_cap_idmap_get(&cap->stream_ids, stream);
+		if (!ix)
+			return cap_corrupt(cap, d, start, "state of an undefined thread");
+		if (cap->threads[ix - 1].has_state)
+			return cap_corrupt(cap, d, start, "a thread's state given twice");
+	}
+	if (depth > (uint64_t)(end - p))  /* each open call takes 2 bytes or more */
+		goto short_state;
+	if (depth && !(b.open = malloc((size_t)depth * sizeof(*b.open))))
+		return tg_error(d, "out of memory");
+	for (b.depth = 0; b.depth < depth; b.depth++) {
+		struct tg_cap_open *o = &b.open[b.depth];
+		uint64_t id, number, v;
+		if (tg_cap_get_varint(&p, end, &id) < 0 || tg_cap_get_varint(&p, end, &number) < 0)
+			goto short_open;
+		if (!(o->code = tg_capture_code(cap, id))) {
+			free(b.open);
+			return cap_corrupt(cap, d, start, "an open call of an undefined code");
+		}
+		o->number = (unsigned long)number;
+		if (o->code->kind == TG_CAP_CODE_C) {
+			if (tg_cap_get_varint(&p, end, &v) < 0)
+				goto short_open;
+			o->ref = tg_cap_unzz(v);
+		} else {
+			o->ref = (int64_t)o->code->first_line;
+		}
+	}
+	if (b.depth > a || b.returns > b.calls) {
+		free(b.open);
+		return cap_corrupt(cap, d, start, "a state with more open calls than calls");
+	}
+	if (stream == TG_CAP_STREAM_PROCESS) {
+		free(b.open);
+		b.open = NULL;
+		b.depth = 0;
+		cap->process_base = b;
+		cap->has_process_base = 1;
+	} else {
+		cap->threads[ix - 1].state = b;
+		cap->threads[ix - 1].has_state = 1;
+	}
+	return 0;
+short_open:
+	free(b.open);
+short_state:
+	if (partial)
+		return 0;
+	return cap_corrupt(cap, d, start, "state runs past its chunk");
+}
+
 /* Files one chunk's payload [p, p + len) (decompressed if it was) by kind:
  * definitions parsed, records added to their stream.  0 or -1. */
 static int cap_file_chunk(struct tg_capture *cap, const unsigned char *h, unsigned kind,
@@ -371,6 +522,11 @@ static int cap_file_chunk(struct tg_capture *cap, const unsigned char *h, unsign
 	switch (kind) {
 	case TG_CAP_CHUNK_EVENTS: {
 		uint32_t ix = tg_cap_idmap_get(&cap->stream_ids, stream);
+		if (!ix && cap->seg_first > 1) {
+			/* a thread the recorder could not carry into the segments kept */
+			cap->orphan_chunks++;
+			break;
+		}
 		if (!ix)
 			return cap_corrupt(cap, d, h, "events of an undefined thread");
 		if (len && cap_spans_add(&cap->threads[ix - 1].spans, p, len, partial, zsize) < 0)
@@ -389,6 +545,9 @@ static int cap_file_chunk(struct tg_capture *cap, const unsigned char *h, unsign
 		break;
 	case TG_CAP_CHUNK_END:
 		rc = cap_read_end(cap, p, len, partial, d);
+		break;
+	case TG_CAP_CHUNK_STATE:
+		rc = cap_read_state(cap, stream, p, len, partial, d);
 		break;
 	default: /* a later version's chunk: skipped */
 		cap->skipped_chunks++;
@@ -556,10 +715,12 @@ static int cap_check_bases(struct tg_capture *cap, struct tg_diag *d)
 	return ret;
 }
 
-/* Walks the chunks once: definitions parsed, payloads filed by stream. */
-static int cap_scan(struct tg_capture *cap, struct tg_diag *d)
+/* Walks the chunks of seg once: definitions parsed, payloads filed by stream.
+ * head: the segment's head is read (the first segment read), else skipped. */
+static int cap_scan(struct tg_capture *cap, const struct tg_cap_seg *seg, int head,
+		    struct tg_diag *d)
 {
-	const unsigned char *p = cap->map + TG_CAP_HEADER_SIZE, *end = cap->map + cap->size;
+	const unsigned char *p = seg->map + TG_CAP_HEADER_SIZE, *end = seg->map + seg->size;
 
 	while (p < end) {
 		const unsigned char *h = p;
@@ -570,7 +731,7 @@ static int cap_scan(struct tg_capture *cap, struct tg_diag *d)
 
 		if ((size_t)(end - p) < TG_CAP_CHUNK_HEADER_SIZE) {
 			cap->cut = 1;
-			cap->cut_at = (uint64_t)(h - cap->map);
+			cap->cut_at = (uint64_t)(h - seg->map);
 			break;
 		}
 		kind = p[0];
@@ -582,9 +743,13 @@ static int cap_scan(struct tg_capture *cap, struct tg_diag *d)
 			return cap_corrupt(cap, d, h, "chunk longer than 16 MiB");
 		if (len > (size_t)(end - p)) {
 			cap->cut = 1;
-			cap->cut_at = (uint64_t)(h - cap->map);
+			cap->cut_at = (uint64_t)(h - seg->map);
 			partial = 1;
 			len = (uint32_t)(end - p);
+		}
+		if ((flags & TG_CAP_CHUNK_HEAD) && !head) {
+			p += len;  /* known from the segments before */
+			continue;
 		}
 		if (cap->has_end && kind >= TG_CAP_CHUNK_EVENTS && kind <= TG_CAP_CHUNK_END)
 			return cap_corrupt(cap, d, h, "chunk after the end chunk");
@@ -614,33 +779,29 @@ static int cap_scan(struct tg_capture *cap, struct tg_diag *d)
 	return 0;
 }
 
-int tg_capture_open(struct tg_capture *cap, const char *path, struct tg_diag *d)
+/* Maps path into seg (path copied).  0, or -1 with d->msg set; *gone is set
+ * when the file does not exist (a segment deleted since it was listed). */
+static int cap_map(struct tg_cap_seg *seg, const char *path, int *gone, struct tg_diag *d)
 {
 	struct stat st;
-	const unsigned char *h;
 	void *map;
 	int fd;
 
-	memset(cap, 0, sizeof(*cap));
-	cap->code_ids.seed = cap_seed();
-	cap->stream_ids.seed = cap_seed();
-	if (!(cap->zb = calloc(1, sizeof(*cap->zb))))
-		return tg_error(d, "out of memory");
+	memset(seg, 0, sizeof(*seg));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		free(cap->zb);
+		if (gone)
+			*gone = errno == ENOENT;
 		return tg_error(d, "unable to open '%s': %s", path, strerror(errno));
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
-		free(cap->zb);
 		return tg_error(d, "'%s' is not a capture file", path);
 	}
 	if ((size_t)st.st_size < TG_CAP_HEADER_SIZE) {
 		char buf[TG_CAP_MAGIC_LEN];
 		ssize_t n = read(fd, buf, sizeof(buf));
 		close(fd);
-		free(cap->zb);
 		if (n >= 0 && !memcmp(buf, TG_CAP_MAGIC, (size_t)n))
 			return tg_error(d, "'%s': capture cut short in its header (%lld bytes): "
 					"no records", path, (long long)st.st_size);
@@ -648,38 +809,180 @@ int tg_capture_open(struct tg_capture *cap, const char *path, struct tg_diag *d)
 	}
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	close(fd);
-	if (map == MAP_FAILED) {
-		free(cap->zb);
+	if (map == MAP_FAILED)
 		return tg_error(d, "unable to read '%s': %s", path, strerror(errno));
-	}
-	cap->map = map;
-	cap->size = (size_t)st.st_size;
-	madvise(map, cap->size, MADV_SEQUENTIAL);
-	if (!(cap->path = strdup(path))) {
-		tg_capture_close(cap);
+	seg->map = map;
+	seg->size = (size_t)st.st_size;
+	madvise(map, seg->size, MADV_SEQUENTIAL);
+	if (!(seg->path = strdup(path))) {
+		munmap(map, seg->size);
+		seg->map = NULL;
 		return tg_error(d, "out of memory");
 	}
-	h = cap->map;
-	if (!tg_capture_is_magic(h, cap->size)) {
-		tg_error(d, "'%s' is not a capture (no capture magic)", path);
+	if (!tg_capture_is_magic(seg->map, seg->size))
+		return tg_error(d, "'%s' is not a capture (no capture magic)", path);
+	return 0;
+}
+
+/* Reads seg's header into cap (first: the first file read; later ones must
+ * agree with it), appends seg to cap->segs and scans it.  0 or -1. */
+static int cap_add(struct tg_capture *cap, struct tg_cap_seg *seg, int first,
+		   struct tg_diag *d)
+{
+	const unsigned char *h = seg->map;
+	uint32_t version = tg_cap_get_u32(h + 8), no = tg_cap_get_u32(h + 36);
+	struct tg_cap_seg *nv;
+
+	nv = realloc(cap->segs, (cap->n_segs + 1) * sizeof(*nv));
+	if (!nv)
+		return tg_error(d, "out of memory");
+	cap->segs = nv;
+	cap->segs[cap->n_segs++] = *seg;
+	memset(seg, 0, sizeof(*seg));
+	seg = &cap->segs[cap->n_segs - 1];
+	if (version != TG_CAP_VERSION)
+		return tg_error(d, "'%s': capture version %u, this threadgraph reads version %u",
+				seg->path, version, TG_CAP_VERSION);
+	if (no != seg->no)
+		return cap_corrupt(cap, d, h + 36, seg->no ? "the segment number is not its "
+				   "file name's" : "a segment's header in capture.tg");
+	if (first) {
+		cap->version = version;
+		cap->flags = tg_cap_get_u32(h + 12);
+		cap->start_us = (int64_t)tg_cap_get_u64(h + 16);
+		cap->memory_mode = tg_cap_get_u32(h + 24);
+		cap->clock = tg_cap_get_u32(h + 28);
+		cap->pid = tg_cap_get_u32(h + 32);
+		if (cap->start_us < 0)
+			return cap_corrupt(cap, d, h + 16, "negative start time");
+		cap->kept_from_us = cap->start_us;
+		cap->seg_first = no;
+	} else if (memcmp(h + 12, cap->segs[0].map + 12, 24)) {
+		return cap_corrupt(cap, d, h, "a segment of another run (its header differs "
+				   "from the first segment's)");
+	}
+	cap->seg_last = no;
+	free(cap->path);
+	if (!(cap->path = strdup(seg->path)))
+		return tg_error(d, "out of memory");
+	cap->map = seg->map;
+	cap->size = seg->size;
+	if (cap->has_end)
+		return cap_corrupt(cap, d, h, "a segment after the one that ended the run");
+	cap->cut = 0;  /* only the newest file's cut counts */
+	return cap_scan(cap, seg, first, d);
+}
+
+static int cap_cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Opens the segments in dir: the newest run of consecutive numbers, oldest
+ * first; one deleted since the listing is passed over (the next has a head). */
+static int cap_open_segments(struct tg_capture *cap, const char *dir, size_t dlen,
+			     struct tg_diag *d)
+{
+	uint32_t *nos = NULL, no;
+	size_t n = 0, alloc = 0, from;
+	struct tg_cap_seg seg;
+	struct dirent *e;
+	char *dirz = malloc(dlen + 1);
+	DIR *dh;
+	int rc = -1;
+
+	if (!dirz)
+		return tg_error(d, "out of memory");
+	memcpy(dirz, dir, dlen);
+	dirz[dlen] = '\0';
+	if (!(dh = opendir(dirz))) {
+		tg_error(d, "unable to read directory '%s': %s", dirz, strerror(errno));
+		goto out;
+	}
+	while ((e = readdir(dh))) {
+		if (!tg_capture_segment_name(e->d_name, &no))
+			continue;
+		if (n == alloc) {
+			uint32_t *nv;
+			alloc = alloc ? 2 * alloc : 64;
+			if (!(nv = realloc(nos, alloc * sizeof(*nv)))) {
+				closedir(dh);
+				tg_error(d, "out of memory");
+				goto out;
+			}
+			nos = nv;
+		}
+		nos[n++] = no;
+	}
+	closedir(dh);
+	if (!n) {
+		tg_error(d, "no capture segments in '%s'", dirz);
+		goto out;
+	}
+	qsort(nos, n, sizeof(*nos), cap_cmp_u32);
+	for (from = n - 1; from > 0 && nos[from - 1] + 1 == nos[from]; from--)
+		;
+	for (size_t i = from; i < n; i++) {
+		char name[64], *path;
+		int gone = 0;
+
+		snprintf(name, sizeof(name), TG_CAP_SEG_PREFIX "%0*u" TG_CAP_SEG_SUFFIX,
+			 TG_CAP_SEG_DIGITS, nos[i]);
+		if (!(path = cap_join(dirz, dlen, name))) {
+			tg_error(d, "out of memory");
+			goto out;
+		}
+		if (cap_map(&seg, path, &gone, d) < 0) {
+			free(path);
+			free(seg.path);
+			if (seg.map)
+				munmap((void *)seg.map, seg.size);
+			if (gone && !cap->n_segs && i + 1 < n)
+				continue;  /* deleted by the recorder meanwhile */
+			goto out;
+		}
+		free(path);
+		seg.no = nos[i];
+		if (cap_add(cap, &seg, !cap->n_segs, d) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(nos);
+	free(dirz);
+	return rc;
+}
+
+int tg_capture_open(struct tg_capture *cap, const char *path, struct tg_diag *d)
+{
+	const char *base = strrchr(path, '/');
+	struct tg_cap_seg seg;
+	uint32_t no;
+
+	memset(cap, 0, sizeof(*cap));
+	cap->code_ids.seed = cap_seed();
+	cap->stream_ids.seed = cap_seed();
+	if (!(cap->zb = calloc(1, sizeof(*cap->zb))))
+		return tg_error(d, "out of memory");
+	base = base ? base + 1 : path;
+	if (tg_capture_segment_name(base, &no)) {
+		size_t dlen = (size_t)(base - path);
+		if (dlen > 1)
+			dlen--;  /* the '/' */
+		if (cap_open_segments(cap, dlen ? path : ".", dlen ? dlen : 1, d) < 0 ||
+		    cap_check_bases(cap, d) < 0)
+			goto fail;
+		return 0;
+	}
+	if (cap_map(&seg, path, NULL, d) < 0) {
+		free(seg.path);
+		if (seg.map)
+			munmap((void *)seg.map, seg.size);
 		goto fail;
 	}
-	cap->version = tg_cap_get_u32(h + 8);
-	cap->flags = tg_cap_get_u32(h + 12);
-	cap->start_us = (int64_t)tg_cap_get_u64(h + 16);
-	cap->memory_mode = tg_cap_get_u32(h + 24);
-	cap->clock = tg_cap_get_u32(h + 28);
-	cap->pid = tg_cap_get_u32(h + 32);
-	if (cap->version != TG_CAP_VERSION) {
-		tg_error(d, "'%s': capture version %u, this threadgraph reads version %u", path,
-			 cap->version, TG_CAP_VERSION);
-		goto fail;
-	}
-	if (cap->start_us < 0) {
-		cap_corrupt(cap, d, h + 16, "negative start time");
-		goto fail;
-	}
-	if (cap_scan(cap, d) < 0 || cap_check_bases(cap, d) < 0)
+	if (cap_add(cap, &seg, 1, d) < 0 || cap_check_bases(cap, d) < 0)
 		goto fail;
 	return 0;
 fail:
@@ -693,6 +996,7 @@ void tg_capture_close(struct tg_capture *cap)
 		free(cap->threads[i].base);
 		free(cap->threads[i].name);
 		free(cap->threads[i].spans.v);
+		free(cap->threads[i].state.open);
 	}
 	free(cap->threads);
 	free(cap->codes);
@@ -703,8 +1007,12 @@ void tg_capture_close(struct tg_capture *cap)
 		free(cap->owned[i]);
 	free(cap->owned);
 	free(cap->zb);
-	if (cap->map)
-		munmap((void *)cap->map, cap->size);
+	free(cap->process_base.open);
+	for (size_t i = 0; i < cap->n_segs; i++) {
+		munmap((void *)cap->segs[i].map, cap->segs[i].size);
+		free(cap->segs[i].path);
+	}
+	free(cap->segs);
 	free(cap->path);
 	memset(cap, 0, sizeof(*cap));
 }
@@ -734,6 +1042,20 @@ void tg_capcur_init(struct tg_capcur *c, const struct tg_capture *cap,
 	c->memory = (cap->flags & TG_CAP_F_MEMORY) != 0;
 	c->t_us = cap->start_us;
 	c->si = (size_t)-1;  /* before the first span: cap_next_span() loads it */
+	if (t && t->has_state) {  /* a segment's head: the stream goes on from here */
+		const struct tg_cap_base *b = &t->state;
+		c->t_us = b->t_us;
+		c->calls = (unsigned long)b->calls;
+		c->returns = (unsigned long)b->returns;
+		if (b->depth && (c->open = malloc(b->depth * sizeof(*c->open)))) {
+			memcpy(c->open, b->open, b->depth * sizeof(*c->open));
+			c->depth = c->open_alloc = b->depth;
+		}
+	} else if (!t && cap->has_process_base) {
+		c->t_us = cap->process_base.t_us;
+		c->samples = (unsigned long)cap->process_base.calls;
+		c->bytes = cap->process_base.mem;
+	}
 }
 
 void tg_capcur_release(struct tg_capcur *c)
@@ -778,13 +1100,15 @@ static inline int cap_varint(const unsigned char **p, const unsigned char *end, 
 static int cap_cur_corrupt(struct tg_capcur *c, struct tg_diag *d, const unsigned char *at,
 			   const char *what)
 {
+	const char *path;
+	size_t off = tg_capture_offset(c->cap, at, &path);
+
 	if (c->thread)
 		return tg_error(d, "'%s': corrupt capture at byte %zu: %s (thread '%s', after "
-				"%lu calls and %lu returns)", c->cap->path,
-				(size_t)(at - c->cap->map), what, c->thread->base, c->calls,
-				c->returns);
+				"%lu calls and %lu returns)", path, off, what, c->thread->base,
+				c->calls, c->returns);
 	return tg_error(d, "'%s': corrupt capture at byte %zu: %s (process samples, after %lu)",
-			c->cap->path, (size_t)(at - c->cap->map), what, c->samples);
+			path, off, what, c->samples);
 }
 
 /* Adds dt to the cursor's time; 0 or -1 on overflow. */

@@ -8,6 +8,10 @@
  * returns of a thread, or the process samples.  Memory use does not depend on
  * the number of records: a cursor holds only the calls still open.
  *
+ * A segmented capture (capture-N.tg files, a run with max_size) is read as one:
+ * the segments kept, oldest first, the first one's head giving each stream's
+ * state at its start (the open calls, times and record numbers continue).
+ *
  * A capture cut short (a killed process, a partial copy) is not an error: its
  * last, incomplete chunk is used up to its last complete record, and the
  * capture says so (cut, has_end) for the caller to warn.  Anything else that
@@ -61,6 +65,22 @@ struct tg_cap_spans {
 	size_t n, alloc;
 };
 
+/* An open call on a cursor's stack. */
+struct tg_cap_open {
+	const struct tg_cap_code *code;
+	int64_t ref;            /* line a RETURN's line is relative to */
+	unsigned long number;   /* its call number */
+};
+
+/* A stream's state where the records read start (a segment's STATE chunk). */
+struct tg_cap_base {
+	int64_t t_us;           /* the stream's time */
+	uint64_t calls, returns; /* records before (process: samples in calls) */
+	int64_t mem;            /* thread: sum of its deltas before; process: BYTES */
+	struct tg_cap_open *open; /* calls open, outermost first (owned) */
+	size_t depth;
+};
+
 /* A thread (TG_CAP_CHUNK_THREAD) and its stream. */
 struct tg_cap_thread {
 	uint32_t stream;        /* stream id (>= TG_CAP_STREAM_FIRST) */
@@ -70,6 +90,16 @@ struct tg_cap_thread {
 	struct tg_cap_spans spans;
 	uint64_t end_calls, end_returns, dropped; /* from the END chunk (0 without) */
 	uint64_t offset;        /* file offset of the definition, for messages */
+	int has_state;          /* state is set (a segment's STATE) */
+	struct tg_cap_base state;
+};
+
+/* One file of the capture: capture.tg, or a segment. */
+struct tg_cap_seg {
+	char *path;             /* owned */
+	const unsigned char *map; /* the whole file, read-only */
+	size_t size;
+	uint32_t no;            /* segment number (0: capture.tg) */
 };
 
 /* id -> index + 1 (0: absent): an array for small ids, a hash table for the rest. */
@@ -96,9 +126,18 @@ static inline uint64_t tg_cap_hash(uint64_t k, uint64_t seed)
 }
 
 struct tg_capture {
-	char *path;             /* the capture file's path (owned) */
-	const unsigned char *map; /* the whole file, read-only */
+	char *path;             /* the capture file's path (the newest segment's; owned) */
+	const unsigned char *map; /* that file, read-only (segs[n_segs - 1]) */
 	size_t size;
+	struct tg_cap_seg *segs; /* the files read, oldest first */
+	size_t n_segs;
+	uint32_t seg_first, seg_last; /* numbers of the oldest and newest read (0: one file) */
+	int64_t kept_from_us;   /* segments before seg_first were dropped: every record
+				 * read is later than this (else start_us) */
+	uint64_t orphan_chunks; /* event chunks of threads whose definition was in a
+				 * dropped segment (skipped) */
+	int has_process_base;
+	struct tg_cap_base process_base;
 	uint32_t version, flags; /* header: TG_CAP_VERSION, TG_CAP_F_* */
 	int64_t start_us;       /* time base, Unix microseconds */
 	uint32_t memory_mode, clock, pid;
@@ -132,8 +171,17 @@ int tg_capture_is_magic(const void *p, size_t n);
  */
 int tg_capture_detect(const char *path, char **file);
 
+/* Non-zero when the file name base (no directory) is a segment's: capture-N.tg;
+ * *no gets N. */
+int tg_capture_segment_name(const char *base, uint32_t *no);
+
+/* The file and offset in it of byte at (in a mapping of cap), for messages;
+ * a byte of a decompressed chunk is given its offset from the newest file. */
+size_t tg_capture_offset(const struct tg_capture *cap, const void *at, const char **path);
+
 /*
- * Opens the capture file at path (a file, not a run directory).  Returns 0, or
+ * Opens the capture file at path (a file, not a run directory); a segment
+ * (capture-N.tg) opens every segment kept beside it.  Returns 0, or
  * -1 with d->msg set: unreadable, not a capture, a newer version, a header cut
  * short, zstd-compressed chunks when built without libzstd, or a broken
  * definition.  cap needs tg_capture_close() only after success.
@@ -186,13 +234,6 @@ struct tg_cap_rec_data {
 	int64_t value;          /* RETURN: DELTA; SAMPLE: BYTES */
 	unsigned long number;   /* CALL: k-th call; RETURN: k-th return; SAMPLE: k-th */
 	unsigned long call_number; /* RETURN: the number of the CALL it closes */
-};
-
-/* An open call on a cursor's stack. */
-struct tg_cap_open {
-	const struct tg_cap_code *code;
-	int64_t ref;            /* line a RETURN's line is relative to */
-	unsigned long number;   /* its call number */
 };
 
 struct tg_capcur {

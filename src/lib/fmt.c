@@ -186,3 +186,21 @@ int tg_fputs_json_safe(FILE *f, const char *s, size_t len)
 		return EOF;
 	return 0;
 }
+
+size_t tg_fmt_duration(char *buf, double secs)
+{
+	static const struct { double below, scale; const char *unit; } units[] = {
+		{ 1e-6, 1e9, "ns" }, { 1e-3, 1e6, "us" }, { 1, 1e3, "ms" }, { 600, 1, "s" },
+	};
+	double a = fabs(secs);
+	int n;
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (a < units[i].below) {
+			n = snprintf(buf, TG_FMT_DURATION_MAX, "%.3g %s", secs * units[i].scale,
+				     units[i].unit);
+			return n < 0 ? 0 : (size_t)n;
+		}
+	n = snprintf(buf, TG_FMT_DURATION_MAX, "%.3g min", secs / 60);
+	return n < 0 ? 0 : (size_t)n;
+}

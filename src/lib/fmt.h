@@ -28,6 +28,12 @@ size_t tg_fmt_milli(char *buf, long long m);
  */
 size_t tg_fmt_pyfloat(char *buf, double v);
 
+/* A duration for people: "950 ns", "12.3 us", "48.9 ms", "1.25 s", "12.5 min",
+ * three significant digits, into buf (at least TG_FMT_DURATION_MAX bytes);
+ * returns the length. */
+#define TG_FMT_DURATION_MAX 40
+size_t tg_fmt_duration(char *buf, double secs);
+
 /*
  * Writes len bytes of dump text to f with every terminal-unsafe sequence
  * (tg_unsafe_seq: bytes below 0x20 and 0x7f, the UTF-8 C1 controls, the

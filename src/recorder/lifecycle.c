@@ -385,7 +385,8 @@ tg_open_process_file(struct tg_recorder *r)
     return ret < 0 ? -1 : 0;
 }
 
-/* Create <outdir>/capture.tg (format binary or both) with its header, and the
+/* Create <outdir>/capture.tg (format binary or both) with its header, or its
+ * first segment <outdir>/capture-000001.tg (max_size), and the
  * process sample stream.  Returns 0, or -1 with OSError. */
 static int
 tg_open_capture(struct tg_recorder *r)
@@ -408,9 +409,15 @@ tg_open_capture(struct tg_recorder *r)
             | (r->track_stack ? TG_CAP_F_STACK : 0)
             | (r->sample_every > 0 ? TG_CAP_F_PROCESS : 0);
     start_us = tg_clock_now_ns() / 1000;  /* after tg_clock_enable: the records' clock */
-    ret = tg_cap_open(&r->cap, path, flags, start_us, (uint32_t)r->memory_mode,
-                      (uint32_t)atomic_load(&tg_clock_src), (uint32_t)getpid(),
-                      r->cap_compress);
+    if (r->cap_max_size)
+        ret = tg_cap_open_segments(&r->cap, r->outdir, r->cap_max_size, flags, start_us,
+                                   (uint32_t)r->memory_mode,
+                                   (uint32_t)atomic_load(&tg_clock_src),
+                                   (uint32_t)getpid(), r->cap_compress);
+    else
+        ret = tg_cap_open(&r->cap, path, flags, start_us, (uint32_t)r->memory_mode,
+                          (uint32_t)atomic_load(&tg_clock_src), (uint32_t)getpid(),
+                          r->cap_compress);
     if (ret < 0) {
         errno = -ret;
         PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);

@@ -108,7 +108,7 @@ PyDoc_STRVAR(tg_rec_enable_doc,
 "       track_stack=False, track_sleeps=True, timestamps=True, sample_every=1000,\n"
 "       stream_factory=None, exclude_file=None, triggers=(), accounting=False,\n"
 "       compress=False, backend='auto', native=False, format='binary', sample_bytes=0,\n"
-"       mode='full')\n"
+"       mode='full', max_size=0)\n"
 "Start recording into the existing directory OUTDIR.");
 
 static PyObject *
@@ -118,7 +118,7 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
                              "track_stack", "track_sleeps", "timestamps", "sample_every",
                              "stream_factory", "exclude_file", "triggers", "accounting",
                              "compress", "backend", "native", "format", "sample_bytes",
-                             "mode", NULL};
+                             "mode", "max_size", NULL};
     struct tg_recorder *r = &self->r;
     const char *outdir, *profile = tg_choice_default(&tg_opt_profile);
     const char *memory = tg_choice_default(&tg_opt_memory);
@@ -130,14 +130,14 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     int track_memory = 1, track_stack = 0, track_sleeps = 1, timestamps = 1;
     long sample_every = 1000;
     int accounting = 0, compress = 0, native = 0;
-    long long sample_bytes = 0;
+    long long sample_bytes = 0, max_size = 0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOpppplOOOppspsLs:enable", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOpppplOOOppspsLsL:enable", kwlist,
                                      &outdir, &profile, &memory, &filter, &track_memory,
                                      &track_stack, &track_sleeps, &timestamps,
                                      &sample_every, &factory, &exclude, &triggers,
                                      &accounting, &compress, &backend, &native, &format,
-                                     &sample_bytes, &mode))
+                                     &sample_bytes, &mode, &max_size))
         return NULL;
     if (r->active) {
         PyErr_SetString(PyExc_RuntimeError, "this profiler is already enabled");
@@ -186,6 +186,14 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     r->cap_compress = compress;
+    if (max_size != 0 && (max_size < (long long)TG_CAP_MAX_SIZE_MIN || r->fmt_text)) {
+        PyErr_Format(PyExc_ValueError, r->fmt_text
+                     ? "max_size bounds the binary capture: it needs format='binary'"
+                     : "max_size must be 0 (no limit) or at least %u bytes",
+                     (unsigned)TG_CAP_MAX_SIZE_MIN);
+        return NULL;
+    }
+    r->cap_max_size = (unsigned long long)max_size;
     r->track_memory = track_memory;
     r->track_stack = track_stack;
     r->track_sleeps = track_sleeps;
@@ -341,7 +349,8 @@ tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
                                                                   memory_order_relaxed),
                          "output_dir", r->outdir,
                          "clock", tg_clock_source_name(),
-                         "capture", r->fmt_binary ? TG_CAP_FILENAME : NULL);
+                         "capture", !r->fmt_binary ? NULL : r->cap_max_size
+                         ? TG_CAP_SEG_PREFIX "*" TG_CAP_SEG_SUFFIX : TG_CAP_FILENAME);
 }
 
 /* --- allocation accounting (accounting.c) --- */
@@ -738,39 +747,68 @@ static PyMethodDef tg_module_methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
+/*
+ * One process, one recorder: the tables, hooks and threads of recorder.h are
+ * process-wide and protected by the GIL, so the module runs in the main
+ * interpreter only.  A subinterpreter is refused at import (3.12+: by CPython,
+ * from the Py_mod_multiple_interpreters slot; before, by tg_module_exec), and
+ * the module declares that it needs the GIL (Py_mod_gil, 3.13+).
+ */
+static int
+tg_module_exec(PyObject *m)
+{
+    static int once;  /* process-wide set-up done; GIL */
+
+    if (tg_interp_current() != PyInterpreterState_Main()) {
+        PyErr_SetString(PyExc_ImportError,
+                        "threadgraph._recorder runs in the main interpreter only "
+                        "(its state is process-wide): not in a subinterpreter");
+        return -1;
+    }
+    if (!once) {
+        tg_recorder_ignore_methods(tg_recorder_methods,
+                                   sizeof(tg_recorder_methods) / sizeof(tg_recorder_methods[0]) - 1);
+        if (tg_recorder_module_init() < 0 || tg_threads_module_init() < 0)
+            return -1;
+        if (PyType_Ready(&tg_recorder_type) < 0)
+            return -1;
+        once = 1;
+    }
+    Py_INCREF(&tg_recorder_type);
+    if (PyModule_AddObject(m, "Recorder", (PyObject *)&tg_recorder_type) < 0) {
+        Py_DECREF(&tg_recorder_type);
+        return -1;
+    }
+    /* The version (threadgraph/_version.py, passed by setup.py), the smallest
+     * max_size (capture.h) and enable()'s option choices (options.h), for
+     * threadgraph/_options.py. */
+    if (PyModule_AddStringConstant(m, "VERSION", TG_VERSION) < 0
+            || PyModule_AddIntConstant(m, "MAX_SIZE_MIN", (long)TG_CAP_MAX_SIZE_MIN) < 0
+            || PyModule_AddIntConstant(m, "SAMPLED_DEFAULT_BYTES", TG_SAMPLED_DEFAULT_BYTES) < 0
+            || tg_options_export(m) < 0)
+        return -1;
+    return 0;
+}
+
+static PyModuleDef_Slot tg_module_slots[] = {
+    {Py_mod_exec, (void *)tg_module_exec},
+#if PY_VERSION_HEX >= 0x030C0000
+    {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
+#endif
+#if PY_VERSION_HEX >= 0x030D0000
+    {Py_mod_gil, Py_MOD_GIL_USED},
+#endif
+    {0, NULL}
+};
+
 static struct PyModuleDef tg_module = {
     PyModuleDef_HEAD_INIT, "threadgraph._recorder",
     "threadgraph's recording engine (C).  Use threadgraph.ProcessProfile.",
-    -1, tg_module_methods, NULL, NULL, NULL, NULL
+    0, tg_module_methods, tg_module_slots, NULL, NULL, NULL
 };
 
 PyMODINIT_FUNC
 PyInit__recorder(void)
 {
-    PyObject *m;
-
-    tg_recorder_ignore_methods(tg_recorder_methods,
-                               sizeof(tg_recorder_methods) / sizeof(tg_recorder_methods[0]) - 1);
-    if (tg_recorder_module_init() < 0 || tg_threads_module_init() < 0)
-        return NULL;
-    if (PyType_Ready(&tg_recorder_type) < 0)
-        return NULL;
-    m = PyModule_Create(&tg_module);
-    if (m == NULL)
-        return NULL;
-    Py_INCREF(&tg_recorder_type);
-    if (PyModule_AddObject(m, "Recorder", (PyObject *)&tg_recorder_type) < 0) {
-        Py_DECREF(&tg_recorder_type);
-        Py_DECREF(m);
-        return NULL;
-    }
-    /* The version (threadgraph/_version.py, passed by setup.py) and enable()'s
-     * option choices (options.h), for threadgraph/_options.py. */
-    if (PyModule_AddStringConstant(m, "VERSION", TG_VERSION) < 0
-            || PyModule_AddIntConstant(m, "SAMPLED_DEFAULT_BYTES", TG_SAMPLED_DEFAULT_BYTES) < 0
-            || tg_options_export(m) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+    return PyModuleDef_Init(&tg_module);
 }

@@ -51,6 +51,7 @@ struct tg_recorder {
     int fmt_text;              /* write the text files (.mem, .stack, process.mem) */
     int fmt_binary;            /* write capture.tg */
     int cap_compress;          /* zstd-compress its chunks (compress=True) */
+    unsigned long long cap_max_size; /* max_size: rotating segments (0: capture.tg) */
     int text_mem, text_stack;  /* fmt_text && track_memory / track_stack */
     int cap_counts_mem, cap_counts_stack;  /* !fmt_text && track_memory / track_stack:
                                             * capture records count as .mem / .stack

@@ -13,6 +13,20 @@
 #include <Python.h>
 #include <frameobject.h>
 
+/* The recorder's tables are protected by the GIL (recorder.h): a build
+ * without one (free-threaded CPython, 3.13t) would race.  setup.py refuses it
+ * with a message first; this stops any other way of building. */
+#ifdef Py_GIL_DISABLED
+#  error "threadgraph's recorder needs the GIL: free-threaded CPython (Py_GIL_DISABLED) is not supported; use the regular build of the same Python"
+#endif
+
+/* The interpreter running the calling thread. */
+#if PY_VERSION_HEX >= 0x03090000
+#  define tg_interp_current() PyInterpreterState_Get()
+#else
+#  define tg_interp_current() (PyThreadState_Get()->interp)
+#endif
+
 #if PY_VERSION_HEX >= 0x030C0000
 #  define TG_HAVE_SETPROFILE_ALL 1
 #  define tg_code_request_extra_index PyUnstable_Eval_RequestCodeExtraIndex

@@ -111,6 +111,14 @@ def test_hist_graph(tg, tmp_path):
     assert (tmp_path / "hist.svg").stat().st_size > 0
 
 
+def test_hist_log_axis_shows_a_bin_of_one(tg, tmp_path):
+    # the log scale started at 1: a bin with one allocation had no height
+    r = tg("hist", "--script-only", "-o", str(tmp_path), ACC)
+    assert r.returncode == 0, r.stderr
+    gp = (tmp_path / "hist-plot" / "hist.gp").read_text()
+    assert "set logscale y\nset yrange [0.5:*]\n" in gp
+
+
 def test_bad_input(tg, tmp_path):
     assert tg("top").returncode == 2
     assert tg("diff", FINAL).returncode == 2
