@@ -505,6 +505,12 @@ def top_peaks(out_dir, mem_files, timestamps):
     return growth_first(innermost(peaks)), None
 
 
+# How to read a delta that looks wrong, said under the peaks (and in the report).
+PEAK_HINT = ("  (a delta is what the thread held more, or less, when the call returned:\n"
+             "   a temporary the caller frees right after counts as the call's growth, and a\n"
+             "   garbage collection run during a call counts all it freed to that call)\n")
+
+
 def growth_first(peaks):
     """The summary's order: growth (positive deltas), largest first, then releases.
 
@@ -601,6 +607,7 @@ def print_summary(prof, opts, status):
                 % (width, term_safe(p.get("thread", "")), term_safe(p.get("function", "")),
                    term_safe(site), int(p.get("delta", 0)))
             )
+        sys.stderr.write(PEAK_HINT)
     no_time = "--no_time " if opts.no_timestamps else ""
     q = shell_quote(shown)
     say("next:")
