@@ -107,8 +107,9 @@ class Threadgraph:
 
     # CONFIGS pass these positionally: append new parameters at the end.
     def __init__(self, memory_mode, stack, accounting=False, backend=None, native=False,
-                 fmt="text", compress=False, sample_bytes=0):
+                 fmt="text", compress=False, sample_bytes=0, process_every=None):
         self.native = native
+        self.process_every = process_every
         self.fmt = fmt
         self.compress = compress
         self.memory_mode = memory_mode
@@ -142,6 +143,8 @@ class Threadgraph:
             self.prof.backend = self.backend
         if self.native:  # native memory (docs/api.md "Native memory")
             self.prof.native = True
+        if self.process_every is not None:  # process.mem every N events
+            self.prof.setProcessMemoryFrequence(self.process_every)
         self.prof.enable()
 
     def stop(self):
@@ -235,6 +238,12 @@ CONFIGS = {
     "tg-thread": (Threadgraph, ("thread", True), "threadgraph, thread mode, stacks on (full recording)"),
     "tg-binary": (Threadgraph, ("thread", True, False, None, False, "binary"),
                   "threadgraph full recording (thread mode, stacks on) into the binary capture"),
+    "tg-tutorial": (Threadgraph, ("thread", True, False, None, False, "binary", False, 0, 20),
+                    "the tutorial's configuration: profile \"both\", trackStack(), "
+                    "setProcessMemoryFrequence(20), the default binary capture"),
+    "tg-tutorial-native": (Threadgraph, ("thread", True, False, None, True, "binary", False, 0,
+                                         20),
+                           "tg-tutorial with native=True"),
     "tg-binary-setprofile": (Threadgraph, ("thread", True, False, "setprofile", False, "binary"),
                              "tg-binary with events from a profile function (3.12/3.13, "
                              "where the default is sys.monitoring)"),
@@ -313,6 +322,7 @@ def measure(config, workload, scale):
     try:
         gc.collect()
         rss0 = _rss_kb()
+        c0 = time.process_time()
         t0 = time.perf_counter()
         cfg.start(outdir)
         t1 = time.perf_counter()
@@ -320,12 +330,13 @@ def measure(config, workload, scale):
         t2 = time.perf_counter()
         extra = cfg.stop()
         t3 = time.perf_counter()
+        c3 = time.process_time()
         maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         out_bytes = _dir_bytes(outdir)
     finally:
         shutil.rmtree(outdir, ignore_errors=True)
     res = {"config": config, "workload": workload, "scale": scale,
-           "wall": t3 - t0, "run": t2 - t1, "maxrss_kb": maxrss, "rss0_kb": rss0,
+           "wall": t3 - t0, "cpu": c3 - c0, "run": t2 - t1, "maxrss_kb": maxrss, "rss0_kb": rss0,
            "out_bytes": out_bytes}
     res.update(extra)
     return res
