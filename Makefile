@@ -96,6 +96,18 @@ $(B)/asan/ctest/test_capture: $(CAPTURE_DEPS)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) $(ZSTD_DEF) -Isrc/common -Isrc/recorder -Itests/c -o $@ $< src/recorder/capture.c -pthread $(ZSTD_LIB)
 
+# Segments: the recorder's capture writer and the library's reader together.
+SEGMENTS_DEPS := tests/c/test_capture_segments.c tests/c/tg_test.h src/recorder/capture.c \
+		 src/recorder/capture.h $(LIB_SRC) $(HDRS)
+
+$(B)/ctest/test_capture_segments: $(SEGMENTS_DEPS)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) $(INC) -Itests/c -o $@ $< src/recorder/capture.c $(LIB_SRC) -pthread $(LIBS)
+
+$(B)/asan/ctest/test_capture_segments: $(SEGMENTS_DEPS)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) $(INC) -Itests/c -o $@ $< src/recorder/capture.c $(LIB_SRC) -pthread $(LIBS)
+
 # Accounting's sampler is pure C: its test links acct_sample.c alone.
 SAMPLE_DEPS := tests/c/test_acct_sample.c tests/c/tg_test.h src/recorder/acct_sample.c \
 	       src/recorder/acct_sample.h
@@ -167,9 +179,17 @@ ASAN_CTEST_BINS := $(patsubst tests/c/%.c,$(B)/asan/ctest/%,$(CTESTS))
 test-c: $(CTEST_BINS) $(CLI)
 	@set -e; for t in $(CTEST_BINS); do echo "== $$t"; $$t; done
 
-check-asan: $(ASAN_CTEST_BINS) $(ASAN_CLI)
+# The sanitizer runs' pytest: a venv of python3 (and of the newest pyenv
+# 3.12/3.13, below) made here with pytest installed, so that `make test` needs no
+# pytest in the system's Python.  `make` remakes it only when it is missing.
+TEST_PY3 := $(B)/venv-test/bin/python
+$(TEST_PY3):
+	python3 -m venv --clear $(B)/venv-test
+	$(TEST_PY3) -m pip install -q --disable-pip-version-check pytest
+
+check-asan: $(ASAN_CTEST_BINS) $(ASAN_CLI) $(TEST_PY3)
 	@set -e; for t in $(ASAN_CTEST_BINS); do echo "== $$t"; $$t; done
-	TG_CLI=$(abspath $(ASAN_CLI)) ASAN_OPTIONS=detect_leaks=1 python3 -m pytest -q tests/cli
+	TG_CLI=$(abspath $(ASAN_CLI)) ASAN_OPTIONS=detect_leaks=1 $(TEST_PY3) -m pytest -q -p no:cacheprovider tests/cli
 
 test-python:
 	bash tests/run_pythons.sh
@@ -210,19 +230,33 @@ $(B)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_util.h $(LIB_SRC) $(HDRS)
 
 fuzz-build: $(FUZZ_BINS)
 
-fuzz-smoke: $(FUZZ_BINS)
-	@set -e; for t in $(FUZZ_TARGETS); do sh tests/fuzz/run.sh $$t $(FUZZ_SECONDS); done
+# Skipped, with a line saying so, where $(FUZZ_CC) cannot build a libFuzzer
+# program (no clang, or no libFuzzer runtime: apt-get install clang).
+FUZZ_PROBE := printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' | \
+	      $(FUZZ_CC) -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1
+
+fuzz-smoke:
+	@if $(FUZZ_PROBE); then \
+		set -e; for t in $(FUZZ_TARGETS); do sh tests/fuzz/run.sh $$t $(FUZZ_SECONDS); done; \
+	else echo "fuzz-smoke: skipped, $(FUZZ_CC) cannot build libFuzzer programs here (apt-get install clang)"; fi
 
 # Also under the newest pyenv 3.12/3.13 when there is one (with pytest): the
 # sys.monitoring backend only exists there.
 ASAN_PY312 := $(lastword $(sort $(wildcard $(HOME)/.pyenv/versions/3.1[23]*/bin/python)))
-check-asan-python:
-	bash tests/asan_python.sh
-	@if [ -n "$(ASAN_PY312)" ] && "$(ASAN_PY312)" -c 'import pytest' 2>/dev/null; then \
-		PYTHON="$(ASAN_PY312)" bash tests/asan_python.sh; \
-	else echo "check-asan-python: no CPython 3.12/3.13 with pytest here, sys.monitoring backend not checked under ASan"; fi
+TEST_PY312 := $(B)/venv-test-312/bin/python
+$(TEST_PY312):
+	"$(ASAN_PY312)" -m venv --clear $(B)/venv-test-312
+	$(TEST_PY312) -m pip install -q --disable-pip-version-check pytest
+
+check-asan-python: $(TEST_PY3) $(if $(ASAN_PY312),$(TEST_PY312))
+	PYTHON=$(abspath $(TEST_PY3)) bash tests/asan_python.sh
+	@if [ -n "$(ASAN_PY312)" ]; then \
+		PYTHON=$(abspath $(TEST_PY312)) bash tests/asan_python.sh; \
+	else echo "check-asan-python: no CPython 3.12/3.13 under pyenv, sys.monitoring backend not checked under ASan"; fi
 
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect
 
 valgrind: $(CLI)
-	@bash tests/valgrind_cli.sh "$(VALGRIND)" $(abspath $(CLI))
+	@if command -v valgrind >/dev/null 2>&1; then \
+		bash tests/valgrind_cli.sh "$(VALGRIND)" $(abspath $(CLI)); \
+	else echo "valgrind: skipped, valgrind is not installed (apt-get install valgrind)"; fi

@@ -10,6 +10,7 @@ import glob
 import os
 import re
 import sys
+import sysconfig
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -81,6 +82,19 @@ def have_zstd():
 
 
 ZSTD = have_zstd()
+
+
+def refuse_free_threaded():
+    """The recorder's tables are protected by the GIL (src/recorder/recorder.h):
+    a free-threaded CPython (3.13t, Py_GIL_DISABLED) would race in them.  Say
+    so plainly rather than fail in the compiler (tg_compat.h has the same check)."""
+    if sysconfig.get_config_var("Py_GIL_DISABLED"):
+        sys.exit("error: threadgraph needs the GIL: free-threaded CPython (%s, "
+                 "Py_GIL_DISABLED) is not supported; install it with the regular "
+                 "build of the same Python" % sys.version.split()[0])
+
+
+refuse_free_threaded()
 
 recorder = Extension(
     "threadgraph._recorder",

@@ -107,7 +107,8 @@ class Threadgraph:
 
     # CONFIGS pass these positionally: append new parameters at the end.
     def __init__(self, memory_mode, stack, accounting=False, backend=None, native=False,
-                 fmt="text", compress=False, sample_bytes=0, process_every=None):
+                 fmt="text", compress=False, sample_bytes=0, mode="full", process_every=None):
+        self.mode = mode
         self.native = native
         self.process_every = process_every
         self.fmt = fmt
@@ -127,6 +128,8 @@ class Threadgraph:
         tg = self.tg
         try:
             kw = {"compress": True} if self.compress else {}
+            if self.mode != "full":  # sampled mode (docs/api.md "Sampled mode")
+                kw["mode"] = self.mode
             self.prof = tg.ProcessProfile(default_log_path=outdir, memory=self.memory_mode,
                                           format=self.fmt, **kw)
         except TypeError:  # an API without the keywords (text only): try the setters
@@ -238,11 +241,12 @@ CONFIGS = {
     "tg-thread": (Threadgraph, ("thread", True), "threadgraph, thread mode, stacks on (full recording)"),
     "tg-binary": (Threadgraph, ("thread", True, False, None, False, "binary"),
                   "threadgraph full recording (thread mode, stacks on) into the binary capture"),
-    "tg-tutorial": (Threadgraph, ("thread", True, False, None, False, "binary", False, 0, 20),
+    "tg-tutorial": (Threadgraph, ("thread", True, False, None, False, "binary", False, 0, "full",
+                                  20),
                     "the tutorial's configuration: profile \"both\", trackStack(), "
                     "setProcessMemoryFrequence(20), the default binary capture"),
     "tg-tutorial-native": (Threadgraph, ("thread", True, False, None, True, "binary", False, 0,
-                                         20),
+                                         "full", 20),
                            "tg-tutorial with native=True"),
     "tg-binary-setprofile": (Threadgraph, ("thread", True, False, "setprofile", False, "binary"),
                              "tg-binary with events from a profile function (3.12/3.13, "
@@ -265,6 +269,9 @@ CONFIGS = {
     "tg-thread-nostack-sample4k": (Threadgraph, ("thread", False, True, None, False, "text", False, 4096),
                                    "threadgraph, thread mode, stacks off, allocation accounting "
                                    "sampled every 4 KiB (sample_bytes=4096)"),
+    "tg-sampled": (Threadgraph, ("thread", False, False, None, False, "text", False, 0, "sampled"),
+                   "threadgraph mode=\"sampled\": no per-call hook, a stack per 512 KiB "
+                   "allocated on average"),
     "tracemalloc-1": (Tracemalloc, (1,), "tracemalloc.start(1)"),
     "tracemalloc-25": (Tracemalloc, (25,), "tracemalloc.start(25)"),
     "memray": (Memray, (False,), "memray.Tracker, default"),
@@ -326,7 +333,9 @@ def measure(config, workload, scale):
         t0 = time.perf_counter()
         cfg.start(outdir)
         t1 = time.perf_counter()
+        c1 = time.process_time()
         fn()
+        c2 = time.process_time()
         t2 = time.perf_counter()
         extra = cfg.stop()
         t3 = time.perf_counter()
@@ -336,7 +345,8 @@ def measure(config, workload, scale):
     finally:
         shutil.rmtree(outdir, ignore_errors=True)
     res = {"config": config, "workload": workload, "scale": scale,
-           "wall": t3 - t0, "cpu": c3 - c0, "run": t2 - t1, "maxrss_kb": maxrss, "rss0_kb": rss0,
+           "wall": t3 - t0, "run": t2 - t1, "cpu": c3 - c0, "run_cpu": c2 - c1,
+           "maxrss_kb": maxrss, "rss0_kb": rss0,
            "out_bytes": out_bytes}
     res.update(extra)
     return res

@@ -13,6 +13,10 @@ def main(argv=None):
         from threadgraph._run import main as run_main
 
         return run_main(args[1:])
+    if args and args[0] in ("attach", "detach"):
+        from threadgraph import _attach
+
+        return (_attach.main if args[0] == "attach" else _attach.detach_main)(args[1:])
     from threadgraph import _follow
     from threadgraph._cli import exec_cli
 

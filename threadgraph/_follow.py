@@ -36,6 +36,8 @@ def settings_of(opts):
         "forked": opts.follow_fork, "frequency": opts.process_memory_frequency,
         "timestamps": not opts.no_timestamps, "format": opts.format,
         "native": opts.native, "sample_bytes": opts.sample_bytes,
+        "mode": opts.mode, "snapshot_when": opts.snapshot_when,
+        "max_size": opts.max_size,
     }
 
 
@@ -57,17 +59,19 @@ def _make_profile(base, settings):
     from threadgraph._options import CHOICES
 
     kwargs = {"default_log_path": base}
-    for key in CHOICES:  # profile, memory, backend, format (checked by ProcessProfile)
+    for key in CHOICES:  # profile, memory, backend, format, mode (checked by ProcessProfile)
         if settings.get(key):
             kwargs[key] = settings[key]
     if settings.get("native"):
         kwargs["native"] = True
-    if settings.get("accounting") or settings.get("sample_bytes"):
+    if settings.get("accounting") or settings.get("sample_bytes") or settings.get("snapshot_when"):
         kwargs["accounting"] = True
     if settings.get("sample_bytes"):
         kwargs["sample_bytes"] = settings["sample_bytes"]
     if settings.get("compress"):
         kwargs["compress"] = True  # gzip of accounting files, zstd of the capture
+    if settings.get("max_size"):
+        kwargs["max_size"] = settings["max_size"]
     prof = ProcessProfile(**kwargs)
     if settings.get("filter"):
         prof.setFilter(settings["filter"])
@@ -76,6 +80,8 @@ def _make_profile(base, settings):
     prof.logTimestamps(settings.get("timestamps", True))
     if settings.get("forked"):
         prof.enableForkedProfile()
+    if settings.get("snapshot_when"):
+        prof.snapshot_when(*settings["snapshot_when"])
     if settings.get("frequency") is not None:
         prof.setProcessMemoryFrequence(settings["frequency"])
     return prof

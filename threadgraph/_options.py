@@ -7,11 +7,12 @@ choices, defaults, --help) and --follow-exec (_follow.py) take them from here.
 tests/python/test_options.py checks that docs/api.md and docs/run.md name every
 choice.
 """
-from typing import Dict, Tuple
+import re
+from typing import Dict, Optional, Tuple, Union
 
 from threadgraph import _recorder
 
-#: {option: (choice, ...)} for "profile", "memory", "backend" and "format".
+#: {option: (choice, ...)} for "profile", "memory", "backend", "format" and "mode".
 CHOICES: Dict[str, Tuple[str, ...]] = {
     name: tuple(values) for name, values in _recorder.OPTION_CHOICES.items()}
 #: {option: default choice}.  ProcessProfile's None defaults resolve to these
@@ -22,6 +23,9 @@ PROFILE_MODES = CHOICES["profile"]
 MEMORY_MODES = CHOICES["memory"]
 BACKENDS = CHOICES["backend"]
 FORMATS = CHOICES["format"]
+MODES = CHOICES["mode"]
+#: mode="sampled": mean bytes between two sampled stacks unless sample_bytes says.
+SAMPLED_DEFAULT_BYTES: int = _recorder.SAMPLED_DEFAULT_BYTES
 
 
 def describe(option: str) -> str:
@@ -36,3 +40,35 @@ def check(option: str, value: object) -> str:
     if value not in CHOICES[option]:
         raise ValueError("%s must be %s, not %r" % (option, describe(option), value))
     return value  # type: ignore[return-value]
+
+
+#: The smallest max_size (bytes): the recorder's (src/recorder/capture.h).
+MAX_SIZE_MIN: int = _recorder.MAX_SIZE_MIN
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(?:i?B)?\s*\Z", re.IGNORECASE)
+
+
+def parse_size(value: Union[None, int, str]) -> Optional[int]:
+    """A size limit in bytes from an int or a text such as "10M", "2G", "512K",
+    "1.5G" or "1048576" (K, M, G, T are powers of 1024; a B or iB may follow);
+    None or 0 means no limit (None).  ValueError for anything else, or for a
+    limit below MAX_SIZE_MIN."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError("max_size must be a size such as '10M' or a number of bytes, "
+                         "not %r" % (value,))
+    if isinstance(value, int):
+        size = value
+    else:
+        m = _SIZE_RE.match(str(value))
+        if not m:
+            raise ValueError("max_size must be a size such as '10M', '2G' or a number "
+                             "of bytes, not %r" % (value,))
+        size = int(float(m.group(1)) * _SIZE_UNITS[m.group(2).upper()])
+    if size == 0:
+        return None
+    if size < MAX_SIZE_MIN:
+        raise ValueError("max_size must be at least %dK (a segment's head repeats the "
+                         "run's definitions), not %r" % (MAX_SIZE_MIN >> 10, value))
+    return size

@@ -18,6 +18,7 @@ it ends.  Everything threadgraph itself prints goes to stderr.
 import argparse
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -25,7 +26,7 @@ import threading
 import traceback
 import types
 
-from threadgraph._options import CHOICES, DEFAULTS
+from threadgraph._options import CHOICES, DEFAULTS, SAMPLED_DEFAULT_BYTES
 
 PROG = "threadgraph run"
 TOP_PEAKS = 5
@@ -33,6 +34,17 @@ TOP_RELEASES = 2  # the largest negative deltas, listed after the growth
 CANDIDATE_PEAKS = 100  # asked of `threadgraph peaks`, before nested calls are merged
 NEAR_BYTES = 4096  # deltas this close, or NEAR_FRACTION of the delta, are one allocation
 NEAR_FRACTION = 0.02
+
+def snapshot_condition(text):
+    """--snapshot-when's COND, checked by the recorder's parser."""
+    from threadgraph import _recorder
+
+    try:
+        _recorder.snapshot_condition(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc))
+    return text
+
 
 def build_parser():
     parser = argparse.ArgumentParser(
@@ -70,8 +82,10 @@ def build_parser():
     parser.add_argument(
         "--stack",
         action="store_true",
-        help="also write a .stack file per thread, needed by decorate-stack and "
-        "nesting (ProcessProfile.trackStack)",
+        help="with --format text, also write a .stack file per thread, which "
+        "decorate-stack, nesting and the delta flame graph need; a binary capture "
+        "holds every call either way, and its export writes .stack files with "
+        "--stack (ProcessProfile.trackStack)",
     )
     parser.add_argument(
         "--memory",
@@ -125,11 +139,46 @@ def build_parser():
         "implies --accounting; docs/accounting.md)",
     )
     parser.add_argument(
+        "--snapshot-when",
+        metavar="COND",
+        action="append",
+        type=snapshot_condition,
+        help="a heap snapshot by call site of every thread when COND is first met, and "
+        "again at each new high above it: thread>SIZE, live>SIZE or rss>SIZE, e.g. "
+        "rss>2G, thread>500M (repeatable; ProcessProfile.snapshot_when; implies "
+        "--accounting; docs/accounting.md)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=CHOICES["mode"],
+        default=DEFAULTS["mode"],
+        help="full: every call recorded (default %s); sampled, for long and production "
+        "runs: no per-call hook, exact per-thread totals and memory curves, call sites "
+        "from the Python stacks of one allocation per --sample-bytes (default %d) bytes "
+        "on average (implies --accounting and --format text; "
+        "ProcessProfile(mode=...); docs/run.md)" % (DEFAULTS["mode"], SAMPLED_DEFAULT_BYTES),
+    )
+    parser.add_argument(
+        "--sampled",
+        dest="mode",
+        action="store_const",
+        const="sampled",
+        help="--mode sampled",
+    )
+    parser.add_argument(
         "--compress",
         action="store_true",
         help="compress the binary capture's chunks with zstd (when threadgraph was "
         "built with libzstd) and gzip the accounting outputs "
         "(ProcessProfile(compress=True))",
+    )
+    parser.add_argument(
+        "--max-size",
+        metavar="SIZE",
+        help="keep the binary capture within SIZE (such as 10M or 2G; K, M, G are "
+        "powers of 1024): it is written in segments and the oldest are dropped "
+        "whole; the commands read what is kept and say which part of the run it "
+        "covers (ProcessProfile(max_size=...); docs/run.md)",
     )
     parser.add_argument(
         "--native",
@@ -147,10 +196,9 @@ def build_parser():
     parser.add_argument(
         "--format",
         choices=CHOICES["format"],
-        default=DEFAULTS["format"],
         help="binary: one compact capture.tg (`threadgraph export` writes the text files "
         "from it); text: the original's .mem/.stack/process.mem files; both "
-        "(default: %s; ProcessProfile(format=...))" % DEFAULTS["format"],
+        "(default: %s, text with --sampled; ProcessProfile(format=...))" % DEFAULTS["format"],
     )
     parser.add_argument(
         "-m",
@@ -227,8 +275,22 @@ def display_path(path):
 
 
 def say(msg):
-    sys.stderr.write("threadgraph: %s\n" % msg)
+    sys.stderr.write("threadgraph: %s\n" % term_safe(msg))
     sys.stderr.flush()
+
+
+# What must not reach a terminal raw (the C side's tg_unsafe_seq): C0 controls
+# but tab and newline, DEL, the C1 controls (U+009B is CSI to some terminals) and
+# the bidirectional controls that reorder a line (U+202E ...).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f"
+                     "\u202a-\u202e\u2066-\u2069]")
+
+
+def term_safe(text):
+    """TEXT with every terminal-unsafe character as \\xHH per UTF-8 byte, as the
+    C commands print dump text (names come from the profiled program)."""
+    return _UNSAFE.sub(lambda m: "".join("\\x%02x" % b for b in m.group().encode("utf-8")),
+                       str(text))
 
 
 def make_profiler(opts, base):
@@ -239,12 +301,16 @@ def make_profiler(opts, base):
         kwargs["profile"] = opts.profile
     if opts.memory:
         kwargs["memory"] = opts.memory
-    if opts.accounting or opts.sample_bytes:
+    if opts.accounting or opts.sample_bytes or opts.snapshot_when:
         kwargs["accounting"] = True
     if opts.compress:
         kwargs["compress"] = True
     if opts.sample_bytes:
         kwargs["sample_bytes"] = opts.sample_bytes
+    if opts.mode != DEFAULTS["mode"]:
+        kwargs["mode"] = opts.mode
+    if opts.max_size:
+        kwargs["max_size"] = opts.max_size
     if opts.backend:
         kwargs["backend"] = opts.backend
     if opts.native:
@@ -254,6 +320,8 @@ def make_profiler(opts, base):
         prof.setFilter(opts.filter)
     if opts.stack:
         prof.trackStack(True)
+    if opts.snapshot_when:
+        prof.snapshot_when(*opts.snapshot_when)
     if opts.no_sleep_correction:
         prof.trackSleeps(False)
     if opts.follow_fork:
@@ -376,9 +444,17 @@ def thread_mem_files(out_dir):
 
 
 def capture_path(out_dir):
-    """The run's binary capture, or None when it wrote none."""
+    """The run's binary capture (capture.tg, or its newest segment with
+    --max-size), or None when it wrote none."""
     path = os.path.join(out_dir, "capture.tg")
-    return path if os.path.isfile(path) else None
+    if os.path.isfile(path):
+        return path
+    try:
+        segs = sorted(n for n in os.listdir(out_dir)
+                      if n.startswith("capture-") and n.endswith(".tg"))
+    except OSError:
+        return None
+    return os.path.join(out_dir, segs[-1]) if segs else None
 
 
 def top_peaks(out_dir, mem_files, timestamps):
@@ -463,10 +539,16 @@ def innermost(peaks):
 
 
 def shell_quote(word):
-    """WORD as one shell word (thread names may contain spaces)."""
-    import shlex
-
-    return shlex.quote(str(word))
+    """WORD as one shell word (paths and thread names may contain spaces).  A
+    word with terminal-unsafe characters is written $'...' (bash, zsh, ksh),
+    those as \\xHH per UTF-8 byte: the same word to the shell, nothing raw on
+    the terminal."""
+    word = str(word)
+    if not _UNSAFE.search(word):
+        return shlex.quote(word)
+    body = word.replace("\\", "\\\\").replace("'", "\\'")
+    return "$'" + _UNSAFE.sub(
+        lambda m: "".join("\\x%02x" % b for b in m.group().encode("utf-8")), body) + "'"
 
 
 def print_summary(prof, opts, status):
@@ -495,7 +577,7 @@ def print_summary(prof, opts, status):
         say("top peaks: none (no recorded call changed memory)")
     else:
         say("top peaks (thread, function, delta):")
-        width = max(len(str(p.get("thread", ""))) for p in peaks)
+        width = max(len(term_safe(p.get("thread", ""))) for p in peaks)
         heading = None
         for p in peaks:
             if int(p.get("delta", 0)) > 0:
@@ -509,31 +591,35 @@ def print_summary(prof, opts, status):
             site = "%s:%s" % (os.path.basename(str(p.get("file", ""))), p.get("line", ""))
             sys.stderr.write(
                 "    %-*s  %s (%s)  %+d B\n"
-                % (width, p.get("thread", ""), p.get("function", ""), site, int(p.get("delta", 0)))
+                % (width, term_safe(p.get("thread", "")), term_safe(p.get("function", "")),
+                   term_safe(site), int(p.get("delta", 0)))
             )
     no_time = "--no_time " if opts.no_timestamps else ""
+    q = shell_quote(shown)
     say("next:")
     if binary:
-        sys.stderr.write("    threadgraph %smemg %s\n" % (no_time, shown))
-        sys.stderr.write("    threadgraph %speaks %s\n" % (no_time, shown))
-        if opts.stack and peaks:
+        sys.stderr.write("    threadgraph %smemg %s\n" % (no_time, q))
+        sys.stderr.write("    threadgraph %speaks %s\n" % (no_time, q))
+        if peaks:  # a capture holds every call, --stack or not
             top = next((p for p in peaks if p.get("function") != "<module>"), peaks[0])
             thread = top.get("thread") or os.path.basename(str(top.get("mem_file", "")))
             if thread.endswith(".mem"):
                 thread = thread[:-4]
             sys.stderr.write("    threadgraph %sdecorate-stack %s %s %s\n"
-                             % (no_time, shown, shell_quote(thread), top.get("mem_line", "")))
-        sys.stderr.write("    threadgraph %sexport %s\n" % (no_time, shown))
+                             % (no_time, q, shell_quote(thread),
+                                shell_quote(top.get("mem_line", ""))))
+        sys.stderr.write("    threadgraph %sexport %s\n" % (no_time, q))
         # report (and folded, flamegraph) read the capture as they read text dumps
         sys.stderr.write("    threadgraph %sreport %s -o %s\n" % (
-            no_time, shlex.quote(shown), shlex.quote(os.path.join(shown, "report.html"))))
+            no_time, q, shell_quote(os.path.join(shown, "report.html"))))
         sys.stderr.flush()
         return
-    sys.stderr.write("    threadgraph %smemg %s/*.mem\n" % (no_time, shown))
-    sys.stderr.write("    threadgraph %speaks %s/*.mem\n" % (no_time, shown))
+    # the glob stays outside the quotes, for the shell to expand
+    sys.stderr.write("    threadgraph %smemg %s/*.mem\n" % (no_time, q))
+    sys.stderr.write("    threadgraph %speaks %s/*.mem\n" % (no_time, q))
     # the whole run on one page: graph, peaks and their subtrees, flame graphs
     sys.stderr.write("    threadgraph %sreport %s -o %s\n" % (
-        no_time, shlex.quote(shown), shlex.quote(os.path.join(shown, "report.html"))))
+        no_time, q, shell_quote(os.path.join(shown, "report.html"))))
     if opts.stack and peaks:
         # The whole program's <module> is rarely the call worth decorating first.
         top = next((p for p in peaks if p.get("function") != "<module>"), peaks[0])
@@ -541,7 +627,8 @@ def print_summary(prof, opts, status):
         if mem.endswith(".mem"):
             sys.stderr.write(
                 "    threadgraph %sdecorate-stack %s %s %s\n"
-                % (no_time, mem, mem[:-4] + ".stack", top.get("mem_line", ""))
+                % (no_time, shell_quote(mem), shell_quote(mem[:-4] + ".stack"),
+                   shell_quote(top.get("mem_line", "")))
             )
     sys.stderr.flush()
 
@@ -561,7 +648,22 @@ def main(argv):
         parser.error("--process-memory-frequency must be 0 or more")
     if opts.sample_bytes is not None and opts.sample_bytes <= 0:
         parser.error("--sample-bytes must be 1 or more")
-    if opts.compress and not (opts.accounting or opts.sample_bytes) and opts.format == "text":
+    if opts.format is None:
+        opts.format = "text" if opts.mode == "sampled" else DEFAULTS["format"]
+    if opts.mode == "sampled" and opts.format != "text":
+        parser.error("--sampled writes text memory curves: it takes --format text only")
+    if opts.mode == "sampled" and opts.stack:
+        parser.error("--sampled records no calls: --stack needs a full run")
+    if opts.max_size is not None:
+        from threadgraph._options import parse_size
+        try:
+            parse_size(opts.max_size)
+        except ValueError as exc:
+            parser.error("--max-size: %s" % str(exc).replace("max_size must", "must"))
+        if opts.format != "binary":
+            parser.error("--max-size bounds the binary capture: it needs --format binary")
+    if (opts.compress and not (opts.accounting or opts.sample_bytes or opts.snapshot_when
+                               or opts.mode == "sampled") and opts.format == "text"):
         parser.error("--compress compresses the binary capture and the accounting "
                      "outputs: with --format text it needs --accounting")
 

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 import warnings
-from typing import IO, Any, Callable, Dict, List, Optional, Tuple
+from typing import IO, Any, Callable, Dict, List, Optional, Tuple, Union
 
 from threadgraph import _accounting, _options, _recorder
 # The choices, defined once by the recorder (src/recorder/options.h).
@@ -140,6 +140,12 @@ class ProcessProfile:
       ``"text"`` (the original's ``.mem``/``.stack``/``process.mem`` files) or
       ``"both"``; ``None`` means ``"text"`` with a ``stream_factory`` (whose
       streams are text), else ``"binary"``.
+    * ``max_size``: a size limit of the binary capture, bytes or a text such as
+      ``"10M"`` or ``"2G"`` (K, M, G, T: powers of 1024; at least 256K): the
+      capture is written in segments ``capture-000001.tg``, ... and the oldest
+      are deleted whole, so that the files stay within it; the commands read the
+      segments kept and say which part of the run they cover (docs/formats.md
+      "Segments").  None (the default) or 0: one ``capture.tg``, no limit.
 
     Settings changed while enabled take effect at the next ``enable()``.  Only one
     ProcessProfile can be enabled in a process at a time.
@@ -151,7 +157,8 @@ class ProcessProfile:
                  compress: bool = False, backend: Optional[str] = None,
                  native: bool = False,
                  format: Optional[str] = None,
-                 sample_bytes: int = 0) -> None:
+                 sample_bytes: int = 0, mode: str = _options.DEFAULTS["mode"],
+                 max_size: Union[None, int, str] = None) -> None:
         if profile is None:
             profile = _options.DEFAULTS["profile"]
         _options.check("profile", profile)
@@ -161,6 +168,14 @@ class ProcessProfile:
         _options.check("backend", backend)
         if stream_factory is not None and not callable(stream_factory):
             raise TypeError("stream_factory must be callable")
+        _options.check("mode", mode)
+        if mode == "sampled":
+            if stream_factory is not None:
+                raise ValueError("mode 'sampled' writes its own files: no stream_factory")
+            if format not in (None, "text"):
+                raise ValueError("mode 'sampled' writes text memory curves: format must be "
+                                 "'text' (the default in this mode), not %r" % (format,))
+            format = "text"
         if format is None:
             format = "text" if stream_factory is not None else _options.DEFAULTS["format"]
         _options.check("format", format)
@@ -190,6 +205,20 @@ class ProcessProfile:
         self.sample_bytes = int(sample_bytes or 0)
         if self.sample_bytes < 0:
             raise ValueError("sample_bytes must be 0 or more, not %r" % (sample_bytes,))
+        #: "full" (every call recorded) or "sampled": no per-call hook, exact
+        #: per-thread totals and curves, call sites from stacks sampled every
+        #: ``sample_bytes`` bytes (default SAMPLED_DEFAULT_BYTES) on average
+        #: (docs/api.md "Sampled mode").  Turns accounting on.
+        self.mode = mode
+        if mode == "sampled" and self.sample_bytes == 0:
+            self.sample_bytes = _options.SAMPLED_DEFAULT_BYTES
+        #: Size limit of the binary capture in bytes (``max_size``: an int, or a
+        #: text such as "10M" or "2G"), or None: the capture rotates in segments
+        #: and the oldest are dropped whole (docs/formats.md "Segments").
+        self.max_size = _options.parse_size(max_size)
+        if self.max_size is not None and format != "binary":
+            raise ValueError("max_size bounds the binary capture: it needs "
+                             "format='binary'")
         self._filter: Optional[str] = None
         self._forked = False
         self._stack = False
@@ -204,6 +233,8 @@ class ProcessProfile:
         self._end_time: Optional[float] = None
         #: snapshot_every() arguments given before enable(), started by it.
         self._schedule: Optional[Dict[str, Any]] = None
+        #: snapshot_when() conditions, set at each enable().
+        self._when: List[str] = []
         #: pid of the process this profile records in (fork children get theirs).
         self._pid: Optional[int] = None
         #: Called with the signal number after a terminating signal finished the
@@ -319,15 +350,18 @@ class ProcessProfile:
         self._output_dir = outdir
         self._start_time = time.time()
         self._end_time = None
+        sampled = self.mode == "sampled"
         self._rec.enable(outdir, profile=self.profile, memory=self.memory,
                          filter=self._filter, track_memory=self._memory,
-                         track_stack=self._stack, track_sleeps=self._sleeps,
-                         timestamps=self._timestamps, sample_every=self._frequence,
+                         track_stack=self._stack and not sampled, track_sleeps=self._sleeps,
+                         timestamps=self._timestamps,
+                         sample_every=0 if sampled else self._frequence,
                          stream_factory=self.stream_factory, exclude_file=_FILE,
                          triggers=triggers, accounting=self._accounting_on(),
                          compress=self.compress, backend=self.backend,
                          native=self.native, format=self.format,
-                         sample_bytes=self.sample_bytes)
+                         sample_bytes=self.sample_bytes, mode=self.mode,
+                         max_size=self.max_size or 0)
         global _ACTIVE
         _ACTIVE = self
         self._pid = os.getpid()
@@ -338,6 +372,8 @@ class ProcessProfile:
                 schedule, self._schedule = self._schedule, None
                 if self.accounting:
                     self._rec.snapshot_every(**schedule)
+            if self._when:
+                self._rec.snapshot_when(self._when)
             self._write_runinfo()
 
     def disable(self) -> None:
@@ -381,7 +417,7 @@ class ProcessProfile:
     # -- allocation accounting (accounting=True; docs/accounting.md) --
 
     def _accounting_on(self) -> bool:
-        return self.accounting or self.sample_bytes > 0
+        return self.accounting or self.sample_bytes > 0 or self.mode == "sampled"
 
     def peak_snapshot(self) -> str:
         """Write ``<output_dir>/snapshot-<N>-peak``: live and total bytes by call
@@ -424,6 +460,25 @@ class ProcessProfile:
                              "stop_after >= start_after")
         self._schedule = schedule
 
+    def snapshot_when(self, *conditions: str) -> None:
+        """Threshold snapshots, as jemalloc's gdump: when a condition is first
+        met a heap snapshot by call site of every thread is written, and again
+        at each new high a step (1/16 of the limit, at least 1 MiB) above the
+        last one.  Conditions: ``"thread>500M"`` (a thread's memory),
+        ``"live>1G"`` (the process's live bytes), ``"rss>2G"`` (its resident
+        set size); sizes in bytes or with K, M, G, T (powers of 1024).  Replaces
+        the previous conditions (none: no threshold snapshots); kept for the
+        next enable().  Needs accounting (docs/accounting.md "Threshold
+        snapshots")."""
+        for cond in conditions:
+            _recorder.snapshot_condition(cond)  # ValueError naming the syntax
+        if not self._accounting_on():
+            raise RuntimeError("allocation accounting is not on: "
+                               "use ProcessProfile(accounting=True)")
+        if self._rec.active:
+            self._rec.snapshot_when(list(conditions))
+        self._when = list(conditions)
+
     def window(self, name: str) -> "_AccountingWindow":
         """``with profile.window("event loop"):`` records the accounting figures
         of what happens inside (summary.json "windows"; ``.figures`` after)."""
@@ -433,8 +488,8 @@ class ProcessProfile:
         """{"threads", "records", "stack_records", "dropped", "process_samples",
         "output_dir", "clock", "capture"} of the current or last run ("records"
         counts returns, "dropped" the records that could not be written,
-        "process_samples" the process.mem samples taken, "capture" is "capture.tg"
-        or None)."""
+        "process_samples" the process.mem samples taken, "capture" is "capture.tg",
+        "capture-*.tg" with max_size, or None)."""
         s = self._rec.stats()
         s["output_dir"] = self._output_dir
         return s
@@ -609,7 +664,8 @@ def _seconds_to_ms(seconds: Any) -> int:
 
 # --- the ways a process ends without atexit (docs/api.md "Signals and os._exit") --
 #
-# SIGTERM, SIGINT and SIGHUP whose action is the default (termination) get a
+# SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM and SIGPROF
+# (_FINISH_SIGNALS) whose action is the default (termination) get a
 # Python-level handler while a profile is enabled: Python runs it in the main
 # thread between bytecodes, where disable() is safe (a C signal handler could
 # not flush: the writers' locks, the GIL and Python's allocator are not
@@ -622,8 +678,13 @@ def _seconds_to_ms(seconds: Any) -> int:
 # goes on or ends as it decides, and os._exit() — the one exit that skips
 # atexit — is wrapped to disable() first.
 
-_FINISH_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP")
-                        if hasattr(signal, name))
+# Every signal whose default action ends the process without a core dump and
+# that a program or its environment sends (kill, a shell, alarm(), setitimer()):
+# below 32 all (sigkick.c wraps only those).  Not handled: docs/api.md, "Signals
+# and os._exit".
+_FINISH_SIGNALS = tuple(getattr(signal, name) for name in (
+    "SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF")
+    if hasattr(signal, name))
 _REAL_OS_EXIT = os._exit
 # Signals whose handler is ours (installed by enable() over the default action).
 _OUR_SIGNALS: List[int] = []

@@ -145,6 +145,7 @@ int tg_cli_graph_opts(struct tg_graph_args *g, struct tg_plot_opts *po,
 	po->height = g->size[1] ? g->size[1] : def_h;
 	po->script_only = g->script_only;
 	po->keep = g->keep;
+	po->messages = stderr;
 	po->gnuplot = NULL;
 	if (!g->script_only && tg_gnuplot_find(g->gnuplot, sizeof(g->gnuplot)) == 0)
 		po->gnuplot = g->gnuplot;
@@ -176,6 +177,20 @@ void tg_cli_capture_warnings(const struct tg_capture *cap)
 	if (dropped)
 		warning("'%s': the recorder lost %llu record%s (out of memory)", cap->path,
 			(unsigned long long)dropped, dropped == 1 ? "" : "s");
+	if (cap->seg_first > 1) {
+		char to[64] = "";
+		if (cap->has_end)
+			snprintf(to, sizeof(to), " to %.3f s",
+				 (double)(cap->end_us - cap->start_us) / 1e6);
+		warning("a capture of limited size: segments %u-%u kept, the %u before them "
+			"dropped; its records cover the run from %.3f s%s after its start",
+			cap->seg_first, cap->seg_last, cap->seg_first - 1,
+			(double)(cap->kept_from_us - cap->start_us) / 1e6, to);
+	}
+	if (cap->orphan_chunks)
+		warning("'%s': %llu chunk%s of threads defined in dropped segments skipped",
+			cap->path, (unsigned long long)cap->orphan_chunks,
+			cap->orphan_chunks == 1 ? "" : "s");
 }
 
 int tg_cli_dumpset(struct tg_dumpset *s, char **paths, int n, enum tg_dumpset_view view)
@@ -204,6 +219,7 @@ int tg_cli_peak_opts(const struct tg_peak_args *p, struct tg_memg_opts *o, const
 	o->peak.peak_kb = p->peak;
 	o->peak.delta_time = p->delta_time;
 	o->peak.delta_value_kb = p->delta_value;
+	o->peak.scaled = !p->has_delta_time && !p->has_delta_value;
 	if (p->time_from || p->time_to) {
 		if (!o->has_time)
 			return usage_error(usage, "--time_from/--time_to need timestamps "

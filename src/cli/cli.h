@@ -90,21 +90,27 @@ int tg_cli_time_axis(const struct tg_graph_args *g, int *clock, const char *usag
  */
 void tg_cli_plot_note(const struct tg_plot_opts *po, const char *name);
 
-/* The peak and time-range options of memg and peaks. */
+/* The peak and time-range options of memg and peaks.  Neither spacing option
+ * given: the spacing scales with the run (tg_peak_opts.scaled); one given, the
+ * other takes the original's default (TG_PEAK_DELTA_TIME, TG_PEAK_DELTA_VALUE). */
 struct tg_peak_args {
 	double peak, delta_time, delta_value;
+	int has_delta_time, has_delta_value;
 	const char *time_from, *time_to;
 };
 
-#define TG_PEAK_ARGS_DEFAULT { 200, 60, 500, NULL, NULL }
+#define TG_PEAK_DELTA_TIME 60
+#define TG_PEAK_DELTA_VALUE 500
+#define TG_PEAK_ARGS_DEFAULT { 200, TG_PEAK_DELTA_TIME, TG_PEAK_DELTA_VALUE, 0, 0, NULL, NULL }
 
 #define TG_PEAK_OPTIONS(p) \
 	{ "peak", 0, TG_OPT_NUMBER, &(p)->peak, NULL, "N", \
 	  "a return whose |delta| exceeds N KB is a peak (default 200)" }, \
-	{ "peak_delta_time", 0, TG_OPT_NUMBER, &(p)->delta_time, NULL, "S", \
-	  "keep a peak more than S seconds after the last kept one (default 60)" }, \
-	{ "peak_delta_value", 0, TG_OPT_NUMBER, &(p)->delta_value, NULL, "N", \
-	  "... or more than N KB away from it in value (default 500)" }, \
+	{ "peak_delta_time", 0, TG_OPT_NUMBER, &(p)->delta_time, &(p)->has_delta_time, "S", \
+	  "keep a peak more than S seconds after the last kept one (default: " \
+	  "the largest peaks, 1/40 of the run apart; 60 with --peak_delta_value)" }, \
+	{ "peak_delta_value", 0, TG_OPT_NUMBER, &(p)->delta_value, &(p)->has_delta_value, "N", \
+	  "... or more than N KB away from it in value (default 500 with --peak_delta_time)" }, \
 	{ "time_from", 0, TG_OPT_STRING, &(p)->time_from, NULL, "TIME", \
 	  "start at TIME: dd/mm/yyyy HH:MM, dd/mm/yy HH:MM, dd/mm/yyyy, dd/mm/yy, HH:MM" }, \
 	{ "time_to", 0, TG_OPT_STRING, &(p)->time_to, NULL, "TIME", \

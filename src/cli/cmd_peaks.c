@@ -55,7 +55,9 @@ int cmd_peaks(int argc, char **argv)
 			       "Prints the peaks of the thread .mem files, one per line:\n"
 			       "N<TAB>TIME<TAB>THREAD<TAB>DELTA<TAB>MEMFILE<TAB>LINE<TAB>FILE:LINE:FUNCTION\n"
 			       "(N is the label memg gives the peak; MEMFILE and LINE can be handed "
-			       "to decorate-stack).", &nargs);
+			       "to decorate-stack: `decorate-stack MEMFILE STACKFILE LINE`; of a "
+			       "binary capture MEMFILE is the run directory: `decorate-stack "
+			       "MEMFILE THREAD LINE`).", &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
 	tg_resolve_run_bases(argv, nargs);  /* a base of runs: its latest */

@@ -6,11 +6,13 @@
 
 #include "acct_out.h"
 #include "cli.h"
+#include "fmt.h"
 #include "linereader.h"
 
 static const char summary_usage[] = "threadgraph summary [options] DIR";
 
-/* Copies FILE (plain or gzip) to stdout. */
+/* Copies FILE (plain or gzip) to stdout, terminal-unsafe text as JSON \u
+ * escapes (tg_fputs_json_safe). */
 static int summary_cat(const char *path, struct tg_diag *d)
 {
 	struct tg_lr lr;
@@ -21,7 +23,7 @@ static int summary_cat(const char *path, struct tg_diag *d)
 	if (tg_lr_open(&lr, path, 0, d) < 0)
 		return -1;
 	while ((r = tg_lr_next(&lr, &line, &len, d)) == 1) {
-		fwrite(line, 1, len, stdout);
+		tg_fputs_json_safe(stdout, line, len);
 		putchar('\n');
 	}
 	tg_lr_release(&lr);

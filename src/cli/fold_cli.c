@@ -41,6 +41,17 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 		o.cap = cap;
 	}
 	rc = tg_fold_load(f, &o, d);
+	if (rc < 0 && !a->has_metric && o.metric->from_snapshot && strstr(d->msg, "no snapshot in")) {
+		/* the default metric needs accounting: the recorded calls are the best there is */
+		fputs("note: '", stderr);
+		tg_cli_put(stderr, path);
+		fputs("' has no allocation accounting (threadgraph run --accounting): showing "
+		      "--metric delta, each call's recorded memory delta\n", stderr);
+		tg_dumpset_free_capture(cap);
+		a->metric = "delta";
+		a->has_metric = 1;
+		return tg_cli_fold_load(a, path, usage, f, d);
+	}
 	tg_dumpset_free_capture(cap);
 	if (rc < 0) {
 		tg_fold_release(f);

@@ -10,14 +10,15 @@
 
 struct tg_fold_args {
 	const char *metric;      /* --metric */
+	int has_metric;          /* --metric given (else alloc, or delta without accounting) */
 	const char *thread;      /* --thread */
 	int merge;               /* --merge-threads */
 	struct tg_common_args c;
 };
 
 #define TG_FOLD_OPTIONS(a) \
-	{ "metric", 0, TG_OPT_STRING, &(a)->metric, NULL, "M", \
-	  "alloc (bytes allocated, default), live (live at the end), peak (live at the " \
+	{ "metric", 0, TG_OPT_STRING, &(a)->metric, &(a)->has_metric, "M", \
+	  "alloc (bytes allocated, default; delta when the run has no accounting), live (live at the end), peak (live at the " \
 	  "process's peak), delta (recorded per-call deltas, own code's growth) or time " \
 	  "(own time, us)" }, \
 	{ "thread", 0, TG_OPT_STRING, &(a)->thread, NULL, "NAME", \
@@ -28,8 +29,10 @@ struct tg_fold_args {
 
 /*
  * Loads PATH's frame tree for the options in A into F (released on failure),
- * printing warnings (unpaired calls, sampled estimates) and errors.  Returns 0,
- * or the exit code after printing the error.
+ * printing warnings (unpaired calls, sampled estimates) and errors.  Without
+ * --metric, a run with no accounting snapshot (a plain `threadgraph run`) gives
+ * its recorded deltas (--metric delta), with a note saying so.  Returns 0, or
+ * the exit code after printing the error.
  */
 int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage,
 		     struct tg_fold *f, struct tg_diag *d);

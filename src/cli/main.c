@@ -22,6 +22,14 @@ struct tg_cmd {
 	const char *summary;
 };
 
+/* The Python package's commands (they need an interpreter): threadgraph/__main__.py
+ * runs them; listed first by the help, refused here with how to call them. */
+static const struct { const char *name, *summary; } tg_python_commands[] = {
+	{ "run", "run a Python program under the profiler, unchanged (threadgraph run --help)" },
+	{ "attach", "record a running Python program, then leave it as it was (docs/attach.md)" },
+	{ "detach", "stop a threadgraph attach recording process PID" },
+};
+
 static const struct tg_cmd tg_commands[] = {
 	{ "memg", cmd_memg, "memory graph per thread with numbered peaks (memg.svg, memg.txt)" },
 	{ "peaks", cmd_peaks, "list the peaks memg would label, on stdout" },
@@ -69,9 +77,8 @@ static void main_usage(FILE *f)
 {
 	fputs("usage: threadgraph [--no_time] [--version] [-h|--help] COMMAND [options] ARGS...\n"
 	      "\ncommands:\n", f);
-	/* run is the Python package's (it needs an interpreter): threadgraph/_run.py */
-	fprintf(f, "    %-16s %s\n", "run", "run a Python program under the profiler, unchanged "
-		"(threadgraph run --help)");
+	for (size_t i = 0; i < sizeof(tg_python_commands) / sizeof(tg_python_commands[0]); i++)
+		fprintf(f, "    %-16s %s\n", tg_python_commands[i].name, tg_python_commands[i].summary);
 	for (size_t i = 0; i < sizeof(tg_commands) / sizeof(tg_commands[0]); i++)
 		fprintf(f, "    %-16s %s\n", tg_commands[i].name, tg_commands[i].summary);
 	fputs("\nglobal options:\n"
@@ -116,10 +123,12 @@ int main(int argc, char **argv)
 		main_usage(stdout);
 		return main_finish_stdout(TG_EXIT_OK);
 	}
-	if (!strcmp(argv[i], "run")) {
-		fprintf(stderr, "error: 'run' is the Python package's command, with no global "
-			"option before it: 'threadgraph run [options] script.py' (the installed "
-			"command) or 'python3 -m threadgraph run ...'\n");
+	for (size_t c = 0; c < sizeof(tg_python_commands) / sizeof(tg_python_commands[0]); c++) {
+		if (strcmp(argv[i], tg_python_commands[c].name))
+			continue;
+		fprintf(stderr, "error: '%s' is the Python package's command, with no global "
+			"option before it: 'threadgraph %s [options] ...' (the installed "
+			"command) or 'python3 -m threadgraph %s ...'\n", argv[i], argv[i], argv[i]);
 		return TG_EXIT_USAGE;
 	}
 	fprintf(stderr, "error: unknown command '%s'\n", argv[i]);

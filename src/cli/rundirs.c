@@ -119,6 +119,11 @@ static int rd_is_run(const char *dir)
 		return 1;  /* unreadable: let the command say why */
 	while (!yes && (e = readdir(d)) != NULL) {
 		const char *dot = strrchr(e->d_name, '.');
+		uint32_t no;
+		if (tg_capture_segment_name(e->d_name, &no)) {  /* capture-N.tg */
+			yes = 1;
+			break;
+		}
 		if (dot && !strcmp(dot, ".gz"))  /* NAME.mem.gz, NAME.stack.gz */
 			while (dot > e->d_name && *--dot != '.')
 				;

@@ -40,6 +40,18 @@
  *
  * Record numbers: the k-th RETURN of a thread's stream is line k of the
  * thread's exported .mem file; the k-th CALL is line k of its .stack file.
+ *
+ * Segments (a run with a size limit, ProcessProfile(max_size=...)): instead of
+ * capture.tg the run writes capture-000001.tg, capture-000002.tg, ... (the
+ * number in the name and in the header's segment field), each a capture of its
+ * own layout, and deletes the oldest whole while the files' total would pass
+ * the limit.  Every segment after the first opens with a head: chunks flagged
+ * TG_CAP_CHUNK_HEAD that repeat what its records need from the segments before
+ * (every code definition written so far, the THREAD definition of every thread
+ * still running, and a STATE per stream: its time, record counts, memory and
+ * open calls at the segment's start).  A reader starts at the oldest segment
+ * kept, takes that segment's head, and skips the heads of the later ones (their
+ * contents are already known); the streams continue across segments.
  */
 #ifndef TG_CAPTURE_H
 #define TG_CAPTURE_H
@@ -67,7 +79,8 @@
  *   24   4   u32 memory mode (0 thread, 1 process, 2 rss: docs/api.md)
  *   28   4   u32 clock (0 gettime, 1 tsc: runinfo.json "clock")
  *   32   4   u32 pid
- *   36   4   u32 reserved (0)
+ *   36   4   u32 segment number (0: a capture.tg of one file; else the N of
+ *              capture-N.tg; a reader of version 1 without segments ignores it)
  */
 #define TG_CAP_HEADER_SIZE 40
 
@@ -76,6 +89,12 @@
 #define TG_CAP_F_MEMORY  0x2u  /* RETURNs carry delta (text: .mem files) */
 #define TG_CAP_F_STACK   0x4u  /* text export writes .stack files */
 #define TG_CAP_F_PROCESS 0x8u  /* process.mem samples are recorded */
+
+/* Segment files: TG_CAP_SEG_PREFIX, the number (at least TG_CAP_SEG_DIGITS
+ * digits, zero-padded), TG_CAP_SEG_SUFFIX. */
+#define TG_CAP_SEG_PREFIX "capture-"
+#define TG_CAP_SEG_SUFFIX ".tg"
+#define TG_CAP_SEG_DIGITS 6
 
 /* Chunk header: u8 kind, u8 flags, u16 reserved, u32 stream, u32 len. */
 #define TG_CAP_CHUNK_HEADER_SIZE 12
@@ -88,10 +107,13 @@ enum tg_cap_chunk_kind {
 	TG_CAP_CHUNK_THREAD  = 3, /* one thread definition (stream = its id) */
 	TG_CAP_CHUNK_PROCESS = 4, /* process.mem samples (TG_CAP_STREAM_PROCESS) */
 	TG_CAP_CHUNK_END     = 5, /* trailer, written by disable() (TG_CAP_STREAM_META) */
+	TG_CAP_CHUNK_STATE   = 6, /* a stream's state at a segment's start (head only) */
 };
 
 /* Chunk flags. */
 #define TG_CAP_CHUNK_ZSTD 0x1u /* payload is one zstd frame of the records */
+#define TG_CAP_CHUNK_HEAD 0x2u /* part of a segment's head: read in the first
+				* segment read, skipped in the later ones */
 
 /* Stream ids: threads are numbered from TG_CAP_STREAM_FIRST in attach order. */
 #define TG_CAP_STREAM_META    0u
@@ -134,6 +156,20 @@ enum tg_cap_code_kind {
  *   varint n, then n times:
  *     varint stream, varint calls, varint returns, varint dropped
  * dropped = records the recorder could not write (out of memory, stopped stream).
+ */
+
+/*
+ * TG_CAP_CHUNK_STATE payload (in a segment's head, flagged TG_CAP_CHUNK_HEAD),
+ * the stream's state after the last record of the segments before:
+ *   varint t: the stream's time (its last timed record) - start_us
+ *   varint a: thread: CALLs so far; process: samples so far
+ *   varint b: thread: RETURNs so far; process: 0
+ *   varint zz(m): thread: the sum of its deltas so far; process: the last BYTES
+ *   varint depth, then depth times, outermost first, an open call:
+ *     varint code id, varint call number (the k of its CALL),
+ *     [varint zz(line)] only if the code is TG_CAP_CODE_C (as in its CALL)
+ * On stream TG_CAP_STREAM_META, t alone counts: every record of the segment is
+ * later than it (the latest time written before; the others are 0).
  */
 
 /* Special events (after a varint 0 in a thread stream). */

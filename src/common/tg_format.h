@@ -17,6 +17,8 @@
 #ifndef TG_FORMAT_H
 #define TG_FORMAT_H
 
+#include <stddef.h>
+
 /* Separates TIME from the rest of a line (absent when timestamps are off). */
 #define TG_TIME_SEP '#'
 /* Separates FILE, LINE and FUNCTION; readers split on the last two. */
@@ -51,9 +53,33 @@
 #define TG_NEEDS_ESCAPE(c) ((unsigned char)(c) < 0x20 || (unsigned char)(c) == 0x7f)
 
 /*
+ * Length of the terminal-unsafe sequence starting S (N bytes available), or 0:
+ * a byte TG_NEEDS_ESCAPE (1); a UTF-8 C1 control U+0080-U+009F (2: C2 80-C2 9F,
+ * U+009B is CSI to some terminals); a bidirectional control that reorders what
+ * a terminal shows, U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069 (2 or 3).
+ * Whatever reaches a terminal, and the recorder's file names, escape these.
+ */
+static inline size_t tg_unsafe_seq(const unsigned char *s, size_t n)
+{
+	if (!n)
+		return 0;
+	if (TG_NEEDS_ESCAPE(s[0]))
+		return 1;
+	if (n >= 2 && ((s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f) ||
+		       (s[0] == 0xd8 && s[1] == 0x9c)))
+		return 2;
+	if (n >= 3 && s[0] == 0xe2 &&
+	    ((s[1] == 0x80 && (s[2] == 0x8e || s[2] == 0x8f || (s[2] >= 0xaa && s[2] <= 0xae))) ||
+	     (s[1] == 0x81 && s[2] >= 0xa6 && s[2] <= 0xa9)))
+		return 3;
+	return 0;
+}
+
+/*
  * Thread name to file base name (recorder side):
  *   - the name is encoded as UTF-8 (surrogates backslash-escaped);
- *   - '/', '%', '\\', bytes below 0x20 and 0x7f become %HH;
+ *   - '/', '%', '\\', bytes below 0x20 and 0x7f, and the bytes of a C1 or
+ *     bidirectional control (tg_unsafe_seq) become %HH;
  *   - a leading '.' becomes %2E (no ".", "..", or hidden files);
  *   - an empty name becomes "%00";
  *   - at most TG_NAME_MAX bytes are kept (cut on a UTF-8 boundary);
@@ -61,5 +87,14 @@
  *     suffix "~N", N = 2, 3, ... (first free).
  */
 #define TG_NAME_MAX 200
+
+/*
+ * A sampled run's memory curve (mode="sampled", no recorded calls): each line of
+ * its .mem files is a reading of the thread's memory, as the DELTA of one
+ * pseudo-call from the run's start to the reading:
+ *   [TIME#]<thread memory>:0:sampled=>BYTES
+ */
+#define TG_CURVE_FILE "<thread memory>"
+#define TG_CURVE_FUNC "sampled"
 
 #endif /* TG_FORMAT_H */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "acct_out.h"
+#include "fmt.h"
 
 void tg_summary_print(FILE *f, const struct tg_summary *s)
 {
@@ -18,13 +19,15 @@ void tg_summary_print(FILE *f, const struct tg_summary *s)
 		fprintf(f, " %22" PRId64, s->process.fig[k]);
 	fputc('\n', f);
 	for (size_t i = 0; i < s->n_threads; i++) {
-		fprintf(f, "%-12s %-24s", "thread", s->threads[i].name);
+		fprintf(f, "%-12s ", "thread");
+		tg_fputs_safe_pad(f, s->threads[i].name, 24);
 		for (int k = 0; k < TG_SUM_NFIG; k++)
 			fprintf(f, " %22" PRId64, s->threads[i].fig[k]);
 		fputc('\n', f);
 	}
 	for (size_t i = 0; i < s->n_windows; i++) {
-		fprintf(f, "%-12s %-24s", "window", s->windows[i].name);
+		fprintf(f, "%-12s ", "window");
+		tg_fputs_safe_pad(f, s->windows[i].name, 24);
 		for (int k = 0; k < TG_SUM_NFIG; k++)
 			fprintf(f, " %22" PRId64, s->windows[i].fig[k]);
 		fputc('\n', f);
@@ -50,9 +53,16 @@ void tg_hist_bin_name(char *buf, size_t n, int b)
 			 unit[(b - 1) / 10]);
 }
 
-static void hist_table(FILE *f, const char *title, const struct tg_sum_entity *e)
+/* The table of e, under the heading "thread NAME" (or "process": name NULL). */
+static void hist_table(FILE *f, const char *name, const struct tg_sum_entity *e)
 {
-	fprintf(f, "%s\n%4s %-14s %14s %14s\n", title, "BIN", "SIZE", "ALLOCATIONS", "FREES");
+	if (name) {
+		fputs("\nthread ", f);
+		tg_fputs_safe(f, name, strlen(name));
+	} else {
+		fputs("process", f);
+	}
+	fprintf(f, "\n%4s %-14s %14s %14s\n", "BIN", "SIZE", "ALLOCATIONS", "FREES");
 	for (int b = 0; b < TG_SUM_BINS; b++) {
 		char name[48];
 		if (!e->hist_alloc[b] && !e->hist_free[b])
@@ -65,12 +75,9 @@ static void hist_table(FILE *f, const char *title, const struct tg_sum_entity *e
 
 void tg_hist_print(FILE *f, const struct tg_summary *s)
 {
-	hist_table(f, "process", &s->process);
-	for (size_t i = 0; i < s->n_threads; i++) {
-		char title[600];
-		snprintf(title, sizeof(title), "\nthread %s", s->threads[i].name);
-		hist_table(f, title, &s->threads[i]);
-	}
+	hist_table(f, NULL, &s->process);
+	for (size_t i = 0; i < s->n_threads; i++)
+		hist_table(f, s->threads[i].name, &s->threads[i]);
 }
 
 static int hist_plot_in(const struct tg_sum_entity *e, const struct tg_plot_opts *o,
@@ -147,7 +154,9 @@ static int hist_plot_in(const struct tg_sum_entity *e, const struct tg_plot_opts
 	}
 	fprintf(script.f,
 		"\nset xlabel 'requested size (bytes)'\nset ylabel 'calls'\n"
-		"set logscale y\nset grid ytics\nset style data histograms\n"
+		/* from 0.5: a bin of one allocation (one 80 MiB array) is a box, not a
+		 * line on the axis, as it was with the log scale starting at 1 */
+		"set logscale y\nset yrange [0.5:*]\nset grid ytics\nset style data histograms\n"
 		"set style histogram clustered gap 1\nset style fill solid 0.6 border -1\n"
 		"set xtics rotate by -45\n"
 		"plot 'hist.dat' using 3:xtic(2) title 'allocations', \\\n"
@@ -165,19 +174,35 @@ static int thread_width(const struct tg_snap_site *v, size_t n)
 	return w > 40 ? 40 : (int)w;
 }
 
+/* The THREAD and SITE columns of a top or diff row, escaped, and the newline. */
+static void acct_thread_site(FILE *f, int tw, const char *thread, const char *site)
+{
+	tg_fputs_safe_pad(f, thread, tw);
+	fputs("  ", f);
+	tg_fputs_safe(f, site, strlen(site));
+	fputc('\n', f);
+}
+
 void tg_top_print(FILE *f, const struct tg_snapshot *s, size_t top)
 {
 	size_t n = top && top < s->n ? top : s->n;
 	int tw = thread_width(s->sites, n);
-	fprintf(f, "# %s%s%s: %zu sites, live %" PRId64 " bytes, allocated %" PRId64 " bytes\n",
-		s->path, s->label ? " label " : "", s->label ? s->label : "", s->n, s->live_bytes,
-		s->total_bytes);
+	fputs("# ", f);
+	tg_fputs_safe(f, s->path, strlen(s->path));
+	if (s->label) {
+		fputs(" label ", f);
+		tg_fputs_safe(f, s->label, strlen(s->label));
+	}
+	fprintf(f, ": %zu sites, live %" PRId64 " bytes, allocated %" PRId64 " bytes\n",
+		s->n, s->live_bytes, s->total_bytes);
 	fprintf(f, "%14s %10s %16s %12s  %-*s  %s\n", "LIVE_BYTES", "LIVE_COUNT", "TOTAL_BYTES",
 		"TOTAL_COUNT", tw, "THREAD", "SITE");
-	for (size_t i = 0; i < n; i++)
-		fprintf(f, "%14" PRId64 " %10" PRId64 " %16" PRId64 " %12" PRId64 "  %-*s  %s\n",
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "%14" PRId64 " %10" PRId64 " %16" PRId64 " %12" PRId64 "  ",
 			s->sites[i].live_bytes, s->sites[i].live_count, s->sites[i].total_bytes,
-			s->sites[i].total_count, tw, s->sites[i].thread, s->sites[i].site);
+			s->sites[i].total_count);
+		acct_thread_site(f, tw, s->sites[i].thread, s->sites[i].site);
+	}
 }
 
 void tg_diff_print(FILE *f, const struct tg_snapshot *base, const struct tg_snapshot *s,
@@ -190,14 +215,19 @@ void tg_diff_print(FILE *f, const struct tg_snapshot *base, const struct tg_snap
 		if (strlen(v[i].thread) > w)
 			w = strlen(v[i].thread);
 	tw = w > 40 ? 40 : (int)w;
-	fprintf(f, "# base %s: live %" PRId64 " bytes\n# new  %s: live %" PRId64
-		" bytes\n# growth: %+" PRId64 " bytes live, %+" PRId64 " bytes allocated\n",
-		base->path, base->live_bytes, s->path, s->live_bytes,
+	fputs("# base ", f);
+	tg_fputs_safe(f, base->path, strlen(base->path));
+	fprintf(f, ": live %" PRId64 " bytes\n# new  ", base->live_bytes);
+	tg_fputs_safe(f, s->path, strlen(s->path));
+	fprintf(f, ": live %" PRId64 " bytes\n# growth: %+" PRId64 " bytes live, %+" PRId64
+		" bytes allocated\n", s->live_bytes,
 		s->live_bytes - base->live_bytes, s->total_bytes - base->total_bytes);
 	fprintf(f, "%14s %10s %14s %14s %16s  %-*s  %s\n", "LIVE_GROWTH", "COUNT", "BASE_LIVE",
 		"LIVE", "TOTAL_GROWTH", tw, "THREAD", "SITE");
-	for (size_t i = 0; i < m; i++)
+	for (size_t i = 0; i < m; i++) {
 		fprintf(f, "%+14" PRId64 " %+10" PRId64 " %14" PRId64 " %14" PRId64 " %+16" PRId64
-			"  %-*s  %s\n", v[i].live_bytes, v[i].live_count, v[i].base_live, v[i].live,
-			v[i].total_bytes, tw, v[i].thread, v[i].site);
+			"  ", v[i].live_bytes, v[i].live_count, v[i].base_live, v[i].live,
+			v[i].total_bytes);
+		acct_thread_site(f, tw, v[i].thread, v[i].site);
+	}
 }

@@ -7,11 +7,15 @@
  * one-byte fast path; nothing is allocated per record.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -60,7 +64,7 @@ static int cap_idmap_put(struct tg_cap_idmap *m, uint64_t id, uint32_t val, size
 		for (size_t j = 0; j < m->hcap; j++) {
 			if (!m->hkeys[j])
 				continue;
-			for (i = tg_cap_hash(m->hkeys[j]) & (ncap - 1); nk[i]; i = (i + 1) & (ncap - 1))
+			for (i = tg_cap_hash(m->hkeys[j], m->seed) & (ncap - 1); nk[i]; i = (i + 1) & (ncap - 1))
 				;
 			nk[i] = m->hkeys[j];
 			nv[i] = m->hvals[j];
@@ -71,12 +75,26 @@ static int cap_idmap_put(struct tg_cap_idmap *m, uint64_t id, uint32_t val, size
 		m->hvals = nv;
 		m->hcap = ncap;
 	}
-	for (i = tg_cap_hash(id) & (m->hcap - 1); m->hkeys[i]; i = (i + 1) & (m->hcap - 1))
+	for (i = tg_cap_hash(id, m->seed) & (m->hcap - 1); m->hkeys[i]; i = (i + 1) & (m->hcap - 1))
 		;
 	m->hkeys[i] = id;
 	m->hvals[i] = val;
 	m->hn++;
 	return 0;
+}
+
+/* A seed no input can predict: from the kernel, else from the clock and an
+ * address (ASLR). */
+static uint64_t cap_seed(void)
+{
+	uint64_t s = 0;
+	struct timespec ts;
+
+	if (getrandom(&s, sizeof(s), GRND_NONBLOCK) == (ssize_t)sizeof(s))
+		return s;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ((uint64_t)ts.tv_sec * 1000000007u) ^ (uint64_t)ts.tv_nsec ^
+	       (uint64_t)(uintptr_t)&s;
 }
 
 static void cap_idmap_release(struct tg_cap_idmap *m)
@@ -94,35 +112,92 @@ int tg_capture_is_magic(const void *p, size_t n)
 	return n >= TG_CAP_MAGIC_LEN && !memcmp(p, TG_CAP_MAGIC, TG_CAP_MAGIC_LEN);
 }
 
+int tg_capture_segment_name(const char *base, uint32_t *no)
+{
+	size_t pl = strlen(TG_CAP_SEG_PREFIX), sl = strlen(TG_CAP_SEG_SUFFIX), n = strlen(base);
+	uint64_t v = 0;
+
+	if (n <= pl + sl || strncmp(base, TG_CAP_SEG_PREFIX, pl) ||
+	    strcmp(base + n - sl, TG_CAP_SEG_SUFFIX))
+		return 0;
+	for (size_t i = pl; i < n - sl; i++) {
+		if (base[i] < '0' || base[i] > '9')
+			return 0;
+		v = v * 10 + (uint64_t)(base[i] - '0');
+		if (v > UINT32_MAX)
+			return 0;
+	}
+	if (!v)
+		return 0;
+	*no = (uint32_t)v;
+	return 1;
+}
+
+/* dir/name, malloc'ed (NULL: out of memory). */
+static char *cap_join(const char *dir, size_t dlen, const char *name)
+{
+	size_t n = strlen(name);
+	char *f = malloc(dlen + n + 2);
+
+	if (f) {
+		memcpy(f, dir, dlen);
+		f[dlen] = '/';
+		memcpy(f + dlen + 1, name, n + 1);
+	}
+	return f;
+}
+
+/* The path of the newest segment in dir (NULL: none, or out of memory). */
+static char *cap_find_segment(const char *dir, size_t dlen)
+{
+	DIR *dh = opendir(dir);
+	struct dirent *e;
+	uint32_t best = 0, no;
+	char *f = NULL, name[64];
+
+	if (!dh)
+		return NULL;
+	while ((e = readdir(dh)))
+		if (tg_capture_segment_name(e->d_name, &no) && no > best &&
+		    strlen(e->d_name) < sizeof(name)) {
+			best = no;
+			strcpy(name, e->d_name);
+		}
+	closedir(dh);
+	if (best)
+		f = cap_join(dir, dlen, name);
+	return f;
+}
+
 int tg_capture_detect(const char *path, char **file)
 {
 	struct stat st;
 	const char *base = strrchr(path, '/');
 	char magic[TG_CAP_MAGIC_LEN];
 	size_t n = strlen(path);
+	uint32_t no;
 	int fd, yes = 0;
 
 	*file = NULL;
 	if (stat(path, &st) < 0)
 		return 0;
 	if (S_ISDIR(st.st_mode)) {
-		char *f = malloc(n + sizeof(TG_CAP_FILENAME) + 1);
-		if (!f)
-			return 0;
+		char *f;
 		while (n > 1 && path[n - 1] == '/')
 			n--;
-		memcpy(f, path, n);
-		f[n] = '/';
-		memcpy(f + n + 1, TG_CAP_FILENAME, sizeof(TG_CAP_FILENAME));
+		f = cap_join(path, n, TG_CAP_FILENAME);
+		if (!f)
+			return 0;
 		if (stat(f, &st) == 0 && S_ISREG(st.st_mode)) {
 			*file = f;
 			return 1;
 		}
 		free(f);
-		return 0;
+		*file = cap_find_segment(path, n);
+		return *file != NULL;
 	}
 	base = base ? base + 1 : path;
-	if (!strcmp(base, TG_CAP_FILENAME)) {
+	if (!strcmp(base, TG_CAP_FILENAME) || tg_capture_segment_name(base, &no)) {
 		yes = 1;
 	} else if (S_ISREG(st.st_mode) && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
 		/* only a regular file is sniffed: reading a pipe would eat its start */
@@ -135,9 +210,22 @@ int tg_capture_detect(const char *path, char **file)
 	return yes;
 }
 
+size_t tg_capture_offset(const struct tg_capture *cap, const void *at, const char **path)
+{
+	const unsigned char *a = at;
+
+	for (size_t i = 0; i < cap->n_segs; i++)
+		if (a >= cap->segs[i].map && a < cap->segs[i].map + cap->segs[i].size) {
+			*path = cap->segs[i].path;
+			return (size_t)(a - cap->segs[i].map);
+		}
+	*path = cap->path;
+	return (size_t)(a - cap->map);
+}
+
 /* Appends a span to l; 0 or -1 out of memory. */
 static int cap_spans_add(struct tg_cap_spans *l, const unsigned char *p, uint32_t len,
-			 int partial)
+			 int partial, uint32_t zsize)
 {
 	if (l->n == l->alloc) {
 		size_t na = l->alloc ? 2 * l->alloc : 16;
@@ -150,6 +238,7 @@ static int cap_spans_add(struct tg_cap_spans *l, const unsigned char *p, uint32_
 	l->v[l->n].p = p;
 	l->v[l->n].len = len;
 	l->v[l->n].partial = (uint32_t)partial;
+	l->v[l->n].zsize = zsize;
 	l->n++;
 	return 0;
 }
@@ -171,8 +260,10 @@ static int cap_get_text(const unsigned char **p, const unsigned char *end, const
 static int cap_corrupt(const struct tg_capture *cap, struct tg_diag *d, const unsigned char *at,
 		       const char *what)
 {
-	return tg_error(d, "'%s': corrupt capture at byte %zu: %s", cap->path,
-			(size_t)(at - cap->map), what);
+	const char *path;
+	size_t off = tg_capture_offset(cap, at, &path);
+
+	return tg_error(d, "'%s': corrupt capture at byte %zu: %s", path, off, what);
 }
 
 /* Non-zero when s[0..n) holds a byte the text formats escape (TG_NEEDS_ESCAPE). */
@@ -283,9 +374,6 @@ static int cap_read_thread(struct tg_capture *cap, uint32_t stream, const unsign
 		return cap_corrupt(cap, d, start, "thread defined twice");
 	if (!cap_base_ok(base, blen))
 		return cap_corrupt(cap, d, start, "a thread's file name is not a safe file name");
-	for (size_t i = 0; i < cap->n_threads; i++)
-		if (strlen(cap->threads[i].base) == blen && !memcmp(cap->threads[i].base, base, blen))
-			return cap_corrupt(cap, d, start, "two threads have the same file name");
 	if (cap->n_threads == cap->threads_alloc) {
 		size_t na = cap->threads_alloc ? 2 * cap->threads_alloc : 16;
 		struct tg_cap_thread *nv = realloc(cap->threads, na * sizeof(*nv));
@@ -346,20 +434,102 @@ static int cap_read_end(struct tg_capture *cap, const unsigned char *p, uint32_t
 	return 0;
 }
 
+/* Parses a STATE payload (a segment's head) for stream; a partial one is
+ * ignored (the cut is in the head: the segment has no records). */
+static int cap_read_state(struct tg_capture *cap, uint32_t stream, const unsigned char *p,
+			  uint32_t len, int partial, struct tg_diag *d)
+{
+	const unsigned char *start = p, *end = p + len;
+	struct tg_cap_base b;
+	uint64_t t, a, r, m, depth;
+	uint32_t ix = 0;
+
+	memset(&b, 0, sizeof(b));
+	if (tg_cap_get_varint(&p, end, &t) < 0 || tg_cap_get_varint(&p, end, &a) < 0 ||
+	    tg_cap_get_varint(&p, end, &r) < 0 || tg_cap_get_varint(&p, end, &m) < 0 ||
+	    tg_cap_get_varint(&p, end, &depth) < 0)
+		goto short_state;
+	if (t > (uint64_t)(INT64_MAX - cap->start_us))
+		return cap_corrupt(cap, d, start, "time overflow");
+	b.t_us = cap->start_us + (int64_t)t;
+	b.calls = a;
+	b.returns = r;
+	b.mem = tg_cap_unzz(m);
+	if (stream == TG_CAP_STREAM_META) {
+		cap->kept_from_us = b.t_us;
+		return 0;
+	}
+	if (stream != TG_CAP_STREAM_PROCESS) {
+		ix = tg_cap_idmap_get(&cap->stream_ids, stream);
+		if (!ix)
+			return cap_corrupt(cap, d, start, "state of an undefined thread");
+		if (cap->threads[ix - 1].has_state)
+			return cap_corrupt(cap, d, start, "a thread's state given twice");
+	}
+	if (depth > (uint64_t)(end - p))  /* each open call takes 2 bytes or more */
+		goto short_state;
+	if (depth && !(b.open = malloc((size_t)depth * sizeof(*b.open))))
+		return tg_error(d, "out of memory");
+	for (b.depth = 0; b.depth < depth; b.depth++) {
+		struct tg_cap_open *o = &b.open[b.depth];
+		uint64_t id, number, v;
+		if (tg_cap_get_varint(&p, end, &id) < 0 || tg_cap_get_varint(&p, end, &number) < 0)
+			goto short_open;
+		if (!(o->code = tg_capture_code(cap, id))) {
+			free(b.open);
+			return cap_corrupt(cap, d, start, "an open call of an undefined code");
+		}
+		o->number = (unsigned long)number;
+		if (o->code->kind == TG_CAP_CODE_C) {
+			if (tg_cap_get_varint(&p, end, &v) < 0)
+				goto short_open;
+			o->ref = tg_cap_unzz(v);
+		} else {
+			o->ref = (int64_t)o->code->first_line;
+		}
+	}
+	if (b.depth > a || b.returns > b.calls) {
+		free(b.open);
+		return cap_corrupt(cap, d, start, "a state with more open calls than calls");
+	}
+	if (stream == TG_CAP_STREAM_PROCESS) {
+		free(b.open);
+		b.open = NULL;
+		b.depth = 0;
+		cap->process_base = b;
+		cap->has_process_base = 1;
+	} else {
+		cap->threads[ix - 1].state = b;
+		cap->threads[ix - 1].has_state = 1;
+	}
+	return 0;
+short_open:
+	free(b.open);
+short_state:
+	if (partial)
+		return 0;
+	return cap_corrupt(cap, d, start, "state runs past its chunk");
+}
+
 /* Files one chunk's payload [p, p + len) (decompressed if it was) by kind:
  * definitions parsed, records added to their stream.  0 or -1. */
 static int cap_file_chunk(struct tg_capture *cap, const unsigned char *h, unsigned kind,
 			  uint32_t stream, const unsigned char *p, uint32_t len, int partial,
-			  struct tg_diag *d)
+			  uint32_t zsize, struct tg_diag *d)
 {
 	int rc = 0;
 
 	switch (kind) {
 	case TG_CAP_CHUNK_EVENTS: {
 		uint32_t ix = tg_cap_idmap_get(&cap->stream_ids, stream);
+		if (!ix && cap->seg_first > 1) {
+			/* a thread the recorder could not carry into the segments kept */
+			cap->orphan_chunks++;
+			break;
+		}
 		if (!ix)
 			return cap_corrupt(cap, d, h, "events of an undefined thread");
-		if (len && cap_spans_add(&cap->threads[ix - 1].spans, p, len, partial) < 0)
+		if (len && cap_spans_add(&cap->threads[ix - 1].spans, p, len, partial, zsize) < 0)
 			return tg_error(d, "out of memory");
 		break;
 	}
@@ -370,11 +540,14 @@ static int cap_file_chunk(struct tg_capture *cap, const unsigned char *h, unsign
 		rc = cap_read_thread(cap, stream, p, len, partial, d);
 		break;
 	case TG_CAP_CHUNK_PROCESS:
-		if (len && cap_spans_add(&cap->process, p, len, partial) < 0)
+		if (len && cap_spans_add(&cap->process, p, len, partial, zsize) < 0)
 			return tg_error(d, "out of memory");
 		break;
 	case TG_CAP_CHUNK_END:
 		rc = cap_read_end(cap, p, len, partial, d);
+		break;
+	case TG_CAP_CHUNK_STATE:
+		rc = cap_read_state(cap, stream, p, len, partial, d);
 		break;
 	default: /* a later version's chunk: skipped */
 		cap->skipped_chunks++;
@@ -384,68 +557,170 @@ static int cap_file_chunk(struct tg_capture *cap, const unsigned char *h, unsign
 }
 
 #ifdef TG_HAVE_ZSTD
-/* Decompresses the zstd payload *P (*LEN bytes) of the chunk at H into a buffer
- * the capture owns, and points *P and *LEN at the records.  A chunk cut short
- * gives the records its bytes decode to (the last may be incomplete, as in an
- * uncompressed cut chunk).  0 or -1 (corrupt frame, out of memory). */
-static int cap_unzstd(struct tg_capture *cap, const unsigned char *h,
-		      const unsigned char **p, uint32_t *len, int partial, struct tg_diag *d)
+/*
+ * Decompresses the zstd frame [src, src + len) of the chunk at h, of `size`
+ * bytes of records, into buf (size bytes).  A chunk cut short gives the records
+ * its bytes decode to (the last may be incomplete, as in an uncompressed cut
+ * chunk).  *ctx is a ZSTD_DCtx, made on first use.  Returns the bytes
+ * decompressed, or -1 with d->msg set (corrupt frame, out of memory).
+ */
+static long cap_zstd_into(const struct tg_capture *cap, void **ctx, const unsigned char *h,
+			  const unsigned char *src, uint32_t len, int partial, unsigned char *buf,
+			  uint32_t size, struct tg_diag *d)
 {
-	unsigned long long size = ZSTD_getFrameContentSize(*p, *len);
-	ZSTD_inBuffer in = { *p, *len, 0 };
-	ZSTD_outBuffer out;
-	ZSTD_DStream *z;
-	unsigned char *buf, **owned;
+	ZSTD_inBuffer in = { src, len, 0 };
+	ZSTD_outBuffer out = { buf, size, 0 };
 	size_t r;
 
-	if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) {
-		if (partial) {  /* cut inside the frame header: nothing usable */
-			*len = 0;
+	if (!*ctx) {
+		if (!(*ctx = ZSTD_createDCtx()))
+			return tg_error(d, "out of memory");
+		/* the frame's window may not ask for more than its records */
+		ZSTD_DCtx_setParameter(*ctx, ZSTD_d_windowLogMax, 20);
+	}
+	if (!partial) {
+		r = ZSTD_decompressDCtx(*ctx, buf, size, src, len);
+		if (ZSTD_isError(r) || r != size)
+			return cap_corrupt(cap, d, h, "zstd chunk does not decompress");
+		return (long)r;
+	}
+	ZSTD_DCtx_reset(*ctx, ZSTD_reset_session_only);
+	r = ZSTD_decompressStream(*ctx, &out, &in);
+	if (ZSTD_isError(r))
+		return cap_corrupt(cap, d, h, "zstd chunk does not decompress");
+	return (long)out.pos;
+}
+
+static void cap_zstd_free(void *ctx)
+{
+	ZSTD_freeDCtx(ctx);
+}
+
+/* The records' size of the zstd chunk at h (payload [p, p + len)) into *size:
+ * 0 (a chunk cut inside its frame header: *size 0, nothing usable), or -1. */
+static int cap_zstd_size(const struct tg_capture *cap, const unsigned char *h,
+			 const unsigned char *p, uint32_t len, int partial, uint32_t *size,
+			 struct tg_diag *d)
+{
+	unsigned long long n = ZSTD_getFrameContentSize(p, len);
+
+	*size = 0;
+	if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN) {
+		if (partial)
 			return 0;
-		}
 		return cap_corrupt(cap, d, h, "zstd chunk without its size");
 	}
-	if (size > TG_CAP_CHUNK_MAX)
-		return cap_corrupt(cap, d, h, "zstd chunk longer than 16 MiB");
-	if (cap->n_owned == cap->owned_alloc) {
-		size_t n = cap->owned_alloc ? 2 * cap->owned_alloc : 16;
-		if (!(owned = realloc(cap->owned, n * sizeof(*owned))))
-			return tg_error(d, "out of memory");
-		cap->owned = owned;
-		cap->owned_alloc = n;
-	}
-	if (!(buf = malloc(size ? size : 1)))
-		return tg_error(d, "out of memory");
-	cap->owned[cap->n_owned++] = buf;
-	if (!(z = ZSTD_createDStream()))
-		return tg_error(d, "out of memory");
-	out.dst = buf;
-	out.size = size;
-	out.pos = 0;
-	ZSTD_initDStream(z);
-	r = ZSTD_decompressStream(z, &out, &in);
-	ZSTD_freeDStream(z);
-	if (ZSTD_isError(r) || (!partial && (r != 0 || out.pos != size)))
-		return cap_corrupt(cap, d, h, "zstd chunk does not decompress");
-	*p = buf;
-	*len = (uint32_t)out.pos;
+	if (n > TG_CAP_ZSTD_MAX)
+		return cap_corrupt(cap, d, h, "zstd chunk of more than 1 MiB of records (the "
+				   "recorder compresses 64 KiB)");
+	*size = (uint32_t)n;
 	return 0;
 }
 #else
-static int cap_unzstd(struct tg_capture *cap, const unsigned char *h,
-		      const unsigned char **p, uint32_t *len, int partial, struct tg_diag *d)
+static long cap_zstd_into(const struct tg_capture *cap, void **ctx, const unsigned char *h,
+			  const unsigned char *src, uint32_t len, int partial, unsigned char *buf,
+			  uint32_t size, struct tg_diag *d)
 {
-	(void)p, (void)len, (void)partial;
+	(void)cap, (void)ctx, (void)h, (void)src, (void)len, (void)partial, (void)buf;
+	(void)size;
+	return tg_error(d, "zstd is not built in");
+}
+
+static void cap_zstd_free(void *ctx)
+{
+	(void)ctx;
+}
+
+static int cap_zstd_size(const struct tg_capture *cap, const unsigned char *h,
+			 const unsigned char *p, uint32_t len, int partial, uint32_t *size,
+			 struct tg_diag *d)
+{
+	(void)p, (void)len, (void)partial, (void)size;
 	return tg_error(d, "'%s': chunk at byte %zu is zstd-compressed, and this "
 			"threadgraph was built without zstd (install libzstd-dev and "
 			"reinstall threadgraph)", cap->path, (size_t)(h - cap->map));
 }
 #endif
 
-/* Walks the chunks once: definitions parsed, payloads filed by stream. */
-static int cap_scan(struct tg_capture *cap, struct tg_diag *d)
+/* Takes n bytes from the capture's zstd budget; 0 or -1 (d->msg set). */
+static int cap_budget_take(const struct tg_capture *cap, size_t n, struct tg_diag *d)
 {
-	const unsigned char *p = cap->map + TG_CAP_HEADER_SIZE, *end = cap->map + cap->size;
+	if (n > TG_CAP_ZSTD_BUDGET - cap->zb->live)
+		return tg_error(d, "'%s': its zstd chunks would need more than %u MiB of memory "
+				"at once", cap->path, TG_CAP_ZSTD_BUDGET >> 20);
+	cap->zb->live += n;
+	return 0;
+}
+
+/* Decompresses a definitions chunk (codes point into its records, so the
+ * capture keeps them) and files it.  0 or -1. */
+static int cap_zstd_defs(struct tg_capture *cap, const unsigned char *h, unsigned kind,
+			 uint32_t stream, const unsigned char *p, uint32_t len, int partial,
+			 uint32_t size, struct tg_diag *d)
+{
+	unsigned char *buf, **owned;
+	void *ctx = NULL;
+	long n;
+
+	if (cap->n_owned == cap->owned_alloc) {
+		size_t na = cap->owned_alloc ? 2 * cap->owned_alloc : 16;
+		if (!(owned = realloc(cap->owned, na * sizeof(*owned))))
+			return tg_error(d, "out of memory");
+		cap->owned = owned;
+		cap->owned_alloc = na;
+	}
+	if (cap_budget_take(cap, size, d) < 0)
+		return -1;
+	if (!(buf = malloc(size ? size : 1)))
+		return tg_error(d, "out of memory");
+	cap->owned[cap->n_owned++] = buf;
+	n = cap_zstd_into(cap, &ctx, h, p, len, partial, buf, size, d);
+	cap_zstd_free(ctx);
+	if (n < 0)
+		return -1;
+	return cap_file_chunk(cap, h, kind, stream, buf, (uint32_t)n, partial, 0, d);
+}
+
+static int cap_cmp_base(const void *a, const void *b)
+{
+	const struct tg_cap_thread *x = *(struct tg_cap_thread *const *)a;
+	const struct tg_cap_thread *y = *(struct tg_cap_thread *const *)b;
+	int c = strcmp(x->base, y->base);
+
+	if (c)
+		return c;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Refuses two threads with one file name (export would write one file twice),
+ * naming the later definition: sorted, so linear-logarithmic in the thread
+ * count (a capture can define a thread per few bytes).  0 or -1. */
+static int cap_check_bases(struct tg_capture *cap, struct tg_diag *d)
+{
+	struct tg_cap_thread **v;
+	int ret = 0;
+
+	if (cap->n_threads < 2)
+		return 0;
+	if (!(v = malloc(cap->n_threads * sizeof(*v))))
+		return tg_error(d, "out of memory");
+	for (size_t i = 0; i < cap->n_threads; i++)
+		v[i] = &cap->threads[i];
+	qsort(v, cap->n_threads, sizeof(*v), cap_cmp_base);
+	for (size_t i = 1; i < cap->n_threads && !ret; i++)
+		if (!strcmp(v[i - 1]->base, v[i]->base))
+			ret = cap_corrupt(cap, d, cap->map + v[i]->offset,
+					  "two threads have the same file name");
+	free(v);
+	return ret;
+}
+
+/* Walks the chunks of seg once: definitions parsed, payloads filed by stream.
+ * head: the segment's head is read (the first segment read), else skipped. */
+static int cap_scan(struct tg_capture *cap, const struct tg_cap_seg *seg, int head,
+		    struct tg_diag *d)
+{
+	const unsigned char *p = seg->map + TG_CAP_HEADER_SIZE, *end = seg->map + seg->size;
 
 	while (p < end) {
 		const unsigned char *h = p;
@@ -456,7 +731,7 @@ static int cap_scan(struct tg_capture *cap, struct tg_diag *d)
 
 		if ((size_t)(end - p) < TG_CAP_CHUNK_HEADER_SIZE) {
 			cap->cut = 1;
-			cap->cut_at = (uint64_t)(h - cap->map);
+			cap->cut_at = (uint64_t)(h - seg->map);
 			break;
 		}
 		kind = p[0];
@@ -468,25 +743,35 @@ static int cap_scan(struct tg_capture *cap, struct tg_diag *d)
 			return cap_corrupt(cap, d, h, "chunk longer than 16 MiB");
 		if (len > (size_t)(end - p)) {
 			cap->cut = 1;
-			cap->cut_at = (uint64_t)(h - cap->map);
+			cap->cut_at = (uint64_t)(h - seg->map);
 			partial = 1;
 			len = (uint32_t)(end - p);
+		}
+		if ((flags & TG_CAP_CHUNK_HEAD) && !head) {
+			p += len;  /* known from the segments before */
+			continue;
 		}
 		if (cap->has_end && kind >= TG_CAP_CHUNK_EVENTS && kind <= TG_CAP_CHUNK_END)
 			return cap_corrupt(cap, d, h, "chunk after the end chunk");
 		if ((flags & TG_CAP_CHUNK_ZSTD) && kind >= TG_CAP_CHUNK_EVENTS &&
 		    kind <= TG_CAP_CHUNK_END) {
-			const unsigned char *raw = p;
-			uint32_t raw_len = len;
-			if (cap_unzstd(cap, h, &p, &len, partial, d) < 0)
+			/* records are decompressed by the cursor that reads them, one
+			 * chunk at a time; definitions now */
+			uint32_t size;
+			if (cap_zstd_size(cap, h, p, len, partial, &size, d) < 0)
 				return -1;
-			rc = cap_file_chunk(cap, h, kind, stream, p, len, partial, d);
+			if (!size)
+				rc = 0;
+			else if (kind == TG_CAP_CHUNK_EVENTS || kind == TG_CAP_CHUNK_PROCESS)
+				rc = cap_file_chunk(cap, h, kind, stream, p, len, partial, size, d);
+			else
+				rc = cap_zstd_defs(cap, h, kind, stream, p, len, partial, size, d);
 			if (rc < 0)
 				return -1;
-			p = raw + raw_len;
+			p += len;
 			continue;
 		}
-		rc = cap_file_chunk(cap, h, kind, stream, p, len, partial, d);
+		rc = cap_file_chunk(cap, h, kind, stream, p, len, partial, 0, d);
 		if (rc < 0)
 			return -1;
 		p += len;
@@ -494,17 +779,21 @@ static int cap_scan(struct tg_capture *cap, struct tg_diag *d)
 	return 0;
 }
 
-int tg_capture_open(struct tg_capture *cap, const char *path, struct tg_diag *d)
+/* Maps path into seg (path copied).  0, or -1 with d->msg set; *gone is set
+ * when the file does not exist (a segment deleted since it was listed). */
+static int cap_map(struct tg_cap_seg *seg, const char *path, int *gone, struct tg_diag *d)
 {
 	struct stat st;
-	const unsigned char *h;
 	void *map;
 	int fd;
 
-	memset(cap, 0, sizeof(*cap));
+	memset(seg, 0, sizeof(*seg));
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0) {
+		if (gone)
+			*gone = errno == ENOENT;
 		return tg_error(d, "unable to open '%s': %s", path, strerror(errno));
+	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return tg_error(d, "'%s' is not a capture file", path);
@@ -522,34 +811,178 @@ int tg_capture_open(struct tg_capture *cap, const char *path, struct tg_diag *d)
 	close(fd);
 	if (map == MAP_FAILED)
 		return tg_error(d, "unable to read '%s': %s", path, strerror(errno));
-	cap->map = map;
-	cap->size = (size_t)st.st_size;
-	madvise(map, cap->size, MADV_SEQUENTIAL);
-	if (!(cap->path = strdup(path))) {
-		tg_capture_close(cap);
+	seg->map = map;
+	seg->size = (size_t)st.st_size;
+	madvise(map, seg->size, MADV_SEQUENTIAL);
+	if (!(seg->path = strdup(path))) {
+		munmap(map, seg->size);
+		seg->map = NULL;
 		return tg_error(d, "out of memory");
 	}
-	h = cap->map;
-	if (!tg_capture_is_magic(h, cap->size)) {
-		tg_error(d, "'%s' is not a capture (no capture magic)", path);
+	if (!tg_capture_is_magic(seg->map, seg->size))
+		return tg_error(d, "'%s' is not a capture (no capture magic)", path);
+	return 0;
+}
+
+/* Reads seg's header into cap (first: the first file read; later ones must
+ * agree with it), appends seg to cap->segs and scans it.  0 or -1. */
+static int cap_add(struct tg_capture *cap, struct tg_cap_seg *seg, int first,
+		   struct tg_diag *d)
+{
+	const unsigned char *h = seg->map;
+	uint32_t version = tg_cap_get_u32(h + 8), no = tg_cap_get_u32(h + 36);
+	struct tg_cap_seg *nv;
+
+	nv = realloc(cap->segs, (cap->n_segs + 1) * sizeof(*nv));
+	if (!nv)
+		return tg_error(d, "out of memory");
+	cap->segs = nv;
+	cap->segs[cap->n_segs++] = *seg;
+	memset(seg, 0, sizeof(*seg));
+	seg = &cap->segs[cap->n_segs - 1];
+	if (version != TG_CAP_VERSION)
+		return tg_error(d, "'%s': capture version %u, this threadgraph reads version %u",
+				seg->path, version, TG_CAP_VERSION);
+	if (no != seg->no)
+		return cap_corrupt(cap, d, h + 36, seg->no ? "the segment number is not its "
+				   "file name's" : "a segment's header in capture.tg");
+	if (first) {
+		cap->version = version;
+		cap->flags = tg_cap_get_u32(h + 12);
+		cap->start_us = (int64_t)tg_cap_get_u64(h + 16);
+		cap->memory_mode = tg_cap_get_u32(h + 24);
+		cap->clock = tg_cap_get_u32(h + 28);
+		cap->pid = tg_cap_get_u32(h + 32);
+		if (cap->start_us < 0)
+			return cap_corrupt(cap, d, h + 16, "negative start time");
+		cap->kept_from_us = cap->start_us;
+		cap->seg_first = no;
+	} else if (memcmp(h + 12, cap->segs[0].map + 12, 24)) {
+		return cap_corrupt(cap, d, h, "a segment of another run (its header differs "
+				   "from the first segment's)");
+	}
+	cap->seg_last = no;
+	free(cap->path);
+	if (!(cap->path = strdup(seg->path)))
+		return tg_error(d, "out of memory");
+	cap->map = seg->map;
+	cap->size = seg->size;
+	if (cap->has_end)
+		return cap_corrupt(cap, d, h, "a segment after the one that ended the run");
+	cap->cut = 0;  /* only the newest file's cut counts */
+	return cap_scan(cap, seg, first, d);
+}
+
+static int cap_cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Opens the segments in dir: the newest run of consecutive numbers, oldest
+ * first; one deleted since the listing is passed over (the next has a head). */
+static int cap_open_segments(struct tg_capture *cap, const char *dir, size_t dlen,
+			     struct tg_diag *d)
+{
+	uint32_t *nos = NULL, no;
+	size_t n = 0, alloc = 0, from;
+	struct tg_cap_seg seg;
+	struct dirent *e;
+	char *dirz = malloc(dlen + 1);
+	DIR *dh;
+	int rc = -1;
+
+	if (!dirz)
+		return tg_error(d, "out of memory");
+	memcpy(dirz, dir, dlen);
+	dirz[dlen] = '\0';
+	if (!(dh = opendir(dirz))) {
+		tg_error(d, "unable to read directory '%s': %s", dirz, strerror(errno));
+		goto out;
+	}
+	while ((e = readdir(dh))) {
+		if (!tg_capture_segment_name(e->d_name, &no))
+			continue;
+		if (n == alloc) {
+			uint32_t *nv;
+			alloc = alloc ? 2 * alloc : 64;
+			if (!(nv = realloc(nos, alloc * sizeof(*nv)))) {
+				closedir(dh);
+				tg_error(d, "out of memory");
+				goto out;
+			}
+			nos = nv;
+		}
+		nos[n++] = no;
+	}
+	closedir(dh);
+	if (!n) {
+		tg_error(d, "no capture segments in '%s'", dirz);
+		goto out;
+	}
+	qsort(nos, n, sizeof(*nos), cap_cmp_u32);
+	for (from = n - 1; from > 0 && nos[from - 1] + 1 == nos[from]; from--)
+		;
+	for (size_t i = from; i < n; i++) {
+		char name[64], *path;
+		int gone = 0;
+
+		snprintf(name, sizeof(name), TG_CAP_SEG_PREFIX "%0*u" TG_CAP_SEG_SUFFIX,
+			 TG_CAP_SEG_DIGITS, nos[i]);
+		if (!(path = cap_join(dirz, dlen, name))) {
+			tg_error(d, "out of memory");
+			goto out;
+		}
+		if (cap_map(&seg, path, &gone, d) < 0) {
+			free(path);
+			free(seg.path);
+			if (seg.map)
+				munmap((void *)seg.map, seg.size);
+			if (gone && !cap->n_segs && i + 1 < n)
+				continue;  /* deleted by the recorder meanwhile */
+			goto out;
+		}
+		free(path);
+		seg.no = nos[i];
+		if (cap_add(cap, &seg, !cap->n_segs, d) < 0)
+			goto out;
+	}
+	rc = 0;
+out:
+	free(nos);
+	free(dirz);
+	return rc;
+}
+
+int tg_capture_open(struct tg_capture *cap, const char *path, struct tg_diag *d)
+{
+	const char *base = strrchr(path, '/');
+	struct tg_cap_seg seg;
+	uint32_t no;
+
+	memset(cap, 0, sizeof(*cap));
+	cap->code_ids.seed = cap_seed();
+	cap->stream_ids.seed = cap_seed();
+	if (!(cap->zb = calloc(1, sizeof(*cap->zb))))
+		return tg_error(d, "out of memory");
+	base = base ? base + 1 : path;
+	if (tg_capture_segment_name(base, &no)) {
+		size_t dlen = (size_t)(base - path);
+		if (dlen > 1)
+			dlen--;  /* the '/' */
+		if (cap_open_segments(cap, dlen ? path : ".", dlen ? dlen : 1, d) < 0 ||
+		    cap_check_bases(cap, d) < 0)
+			goto fail;
+		return 0;
+	}
+	if (cap_map(&seg, path, NULL, d) < 0) {
+		free(seg.path);
+		if (seg.map)
+			munmap((void *)seg.map, seg.size);
 		goto fail;
 	}
-	cap->version = tg_cap_get_u32(h + 8);
-	cap->flags = tg_cap_get_u32(h + 12);
-	cap->start_us = (int64_t)tg_cap_get_u64(h + 16);
-	cap->memory_mode = tg_cap_get_u32(h + 24);
-	cap->clock = tg_cap_get_u32(h + 28);
-	cap->pid = tg_cap_get_u32(h + 32);
-	if (cap->version != TG_CAP_VERSION) {
-		tg_error(d, "'%s': capture version %u, this threadgraph reads version %u", path,
-			 cap->version, TG_CAP_VERSION);
-		goto fail;
-	}
-	if (cap->start_us < 0) {
-		cap_corrupt(cap, d, h + 16, "negative start time");
-		goto fail;
-	}
-	if (cap_scan(cap, d) < 0)
+	if (cap_add(cap, &seg, 1, d) < 0 || cap_check_bases(cap, d) < 0)
 		goto fail;
 	return 0;
 fail:
@@ -563,6 +996,7 @@ void tg_capture_close(struct tg_capture *cap)
 		free(cap->threads[i].base);
 		free(cap->threads[i].name);
 		free(cap->threads[i].spans.v);
+		free(cap->threads[i].state.open);
 	}
 	free(cap->threads);
 	free(cap->codes);
@@ -572,8 +1006,13 @@ void tg_capture_close(struct tg_capture *cap)
 	for (size_t i = 0; i < cap->n_owned; i++)
 		free(cap->owned[i]);
 	free(cap->owned);
-	if (cap->map)
-		munmap((void *)cap->map, cap->size);
+	free(cap->zb);
+	free(cap->process_base.open);
+	for (size_t i = 0; i < cap->n_segs; i++) {
+		munmap((void *)cap->segs[i].map, cap->segs[i].size);
+		free(cap->segs[i].path);
+	}
+	free(cap->segs);
 	free(cap->path);
 	memset(cap, 0, sizeof(*cap));
 }
@@ -602,10 +1041,20 @@ void tg_capcur_init(struct tg_capcur *c, const struct tg_capture *cap,
 	c->timed = (cap->flags & TG_CAP_F_TIME) != 0;
 	c->memory = (cap->flags & TG_CAP_F_MEMORY) != 0;
 	c->t_us = cap->start_us;
-	if (c->n_spans) {
-		c->p = c->spans[0].p;
-		c->end = c->p + c->spans[0].len;
-		c->partial = (int)c->spans[0].partial;
+	c->si = (size_t)-1;  /* before the first span: cap_next_span() loads it */
+	if (t && t->has_state) {  /* a segment's head: the stream goes on from here */
+		const struct tg_cap_base *b = &t->state;
+		c->t_us = b->t_us;
+		c->calls = (unsigned long)b->calls;
+		c->returns = (unsigned long)b->returns;
+		if (b->depth && (c->open = malloc(b->depth * sizeof(*c->open)))) {
+			memcpy(c->open, b->open, b->depth * sizeof(*c->open));
+			c->depth = c->open_alloc = b->depth;
+		}
+	} else if (!t && cap->has_process_base) {
+		c->t_us = cap->process_base.t_us;
+		c->samples = (unsigned long)cap->process_base.calls;
+		c->bytes = cap->process_base.mem;
 	}
 }
 
@@ -614,6 +1063,14 @@ void tg_capcur_release(struct tg_capcur *c)
 	free(c->open);
 	c->open = NULL;
 	c->open_alloc = c->depth = 0;
+	if (c->zalloc)
+		c->cap->zb->live -= c->zalloc;
+	free(c->zbuf);
+	c->zbuf = NULL;
+	c->zalloc = 0;
+	if (c->zctx)
+		cap_zstd_free(c->zctx);
+	c->zctx = NULL;
 }
 
 /*
@@ -643,13 +1100,15 @@ static inline int cap_varint(const unsigned char **p, const unsigned char *end, 
 static int cap_cur_corrupt(struct tg_capcur *c, struct tg_diag *d, const unsigned char *at,
 			   const char *what)
 {
+	const char *path;
+	size_t off = tg_capture_offset(c->cap, at, &path);
+
 	if (c->thread)
 		return tg_error(d, "'%s': corrupt capture at byte %zu: %s (thread '%s', after "
-				"%lu calls and %lu returns)", c->cap->path,
-				(size_t)(at - c->cap->map), what, c->thread->base, c->calls,
-				c->returns);
+				"%lu calls and %lu returns)", path, off, what, c->thread->base,
+				c->calls, c->returns);
 	return tg_error(d, "'%s': corrupt capture at byte %zu: %s (process samples, after %lu)",
-			c->cap->path, (size_t)(at - c->cap->map), what, c->samples);
+			path, off, what, c->samples);
 }
 
 /* Adds dt to the cursor's time; 0 or -1 on overflow. */
@@ -741,18 +1200,55 @@ static int cap_next_sample(struct tg_capcur *c, struct tg_cap_rec_data *r, struc
 	return 1;
 }
 
-/* Moves to the next non-empty span; 0 at the end of the stream. */
-static int cap_next_span(struct tg_capcur *c)
+/* Points the cursor at the records of the zstd span sp, decompressed into its
+ * buffer (grown within the capture's budget); 0 or -1. */
+static int cap_load_zstd(struct tg_capcur *c, const struct tg_cap_span *sp, struct tg_diag *d)
+{
+	const unsigned char *h = sp->p - TG_CAP_CHUNK_HEADER_SIZE;
+	long n;
+
+	if (sp->zsize > c->zalloc) {
+		unsigned char *nb;
+		if (cap_budget_take(c->cap, sp->zsize - c->zalloc, d) < 0)
+			return -1;
+		if (!(nb = realloc(c->zbuf, sp->zsize))) {
+			c->cap->zb->live -= sp->zsize - c->zalloc;
+			return tg_error(d, "out of memory");
+		}
+		c->zbuf = nb;
+		c->zalloc = sp->zsize;
+	}
+	n = cap_zstd_into(c->cap, &c->zctx, h, sp->p, sp->len, (int)sp->partial, c->zbuf,
+			  sp->zsize, d);
+	if (n < 0)
+		return -1;
+	c->p = c->zbuf;
+	c->end = c->zbuf + n;
+	return 0;
+}
+
+/* Moves to the next non-empty span; 1, 0 at the end of the stream, or -1 (a
+ * zstd chunk that does not decompress or passes the budget). */
+static int cap_next_span(struct tg_capcur *c, struct tg_diag *d)
 {
 	while (c->p == c->end) {
+		const struct tg_cap_span *sp;
 		if (c->si + 1 >= c->n_spans) {
 			c->si = c->n_spans;
 			return 0;
 		}
-		c->si++;
-		c->p = c->spans[c->si].p;
-		c->end = c->p + c->spans[c->si].len;
-		c->partial = (int)c->spans[c->si].partial;
+		sp = &c->spans[++c->si];
+		c->partial = (int)sp->partial;
+		if (sp->zsize) {
+			if (cap_load_zstd(c, sp, d) < 0) {
+				c->p = c->end = NULL;
+				c->si = c->n_spans;
+				return -1;
+			}
+			continue;
+		}
+		c->p = sp->p;
+		c->end = c->p + sp->len;
 	}
 	return 1;
 }
@@ -773,15 +1269,17 @@ cap_next(struct tg_capcur *c, struct tg_cap_rec_data *r, const unsigned want, st
 	uint64_t head, dt = 0, v;
 
 	if (!c->thread) {
-		if (!cap_next_span(c))
-			return 0;
+		int more = cap_next_span(c, d);
+		if (more <= 0)
+			return more;
 		return cap_next_sample(c, r, d);
 	}
 	for (;;) {
 		if (__builtin_expect(p == end, 0)) {
+			int more;
 			c->p = p;
-			if (!cap_next_span(c))
-				return 0;
+			if ((more = cap_next_span(c, d)) <= 0)
+				return more;
 			p = c->p;
 			end = c->end;
 		}

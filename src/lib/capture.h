@@ -8,6 +8,10 @@
  * returns of a thread, or the process samples.  Memory use does not depend on
  * the number of records: a cursor holds only the calls still open.
  *
+ * A segmented capture (capture-N.tg files, a run with max_size) is read as one:
+ * the segments kept, oldest first, the first one's head giving each stream's
+ * state at its start (the open calls, times and record numbers continue).
+ *
  * A capture cut short (a killed process, a partial copy) is not an error: its
  * last, incomplete chunk is used up to its last complete record, and the
  * capture says so (cut, has_end) for the caller to warn.  Anything else that
@@ -36,12 +40,45 @@ struct tg_cap_span {
 	const unsigned char *p; /* first payload byte (in the mapping) */
 	uint32_t len;           /* payload bytes present */
 	uint32_t partial;       /* the chunk was cut short: its last record may be too */
+	uint32_t zsize;         /* a zstd frame of zsize bytes of records, decompressed
+				 * by the cursor that reaches it; 0: the records */
+};
+
+/* Largest records of one zstd chunk a reader decompresses (the recorder
+ * compresses chunks of at most 64 KiB): a few bytes of a hostile frame cannot
+ * ask for more than this. */
+#define TG_CAP_ZSTD_MAX (1u << 20)
+/* Largest total of zstd records decompressed at once, all cursors and the code
+ * definitions of one capture: the reader's memory does not grow with the
+ * compression ratio of the file. */
+#define TG_CAP_ZSTD_BUDGET (256u << 20)
+
+/* The decompressed bytes a capture holds (its definitions) and its cursors
+ * hold (one chunk each), against TG_CAP_ZSTD_BUDGET. */
+struct tg_cap_zbudget {
+	size_t live;
 };
 
 /* A list of spans, in file order. */
 struct tg_cap_spans {
 	struct tg_cap_span *v;
 	size_t n, alloc;
+};
+
+/* An open call on a cursor's stack. */
+struct tg_cap_open {
+	const struct tg_cap_code *code;
+	int64_t ref;            /* line a RETURN's line is relative to */
+	unsigned long number;   /* its call number */
+};
+
+/* A stream's state where the records read start (a segment's STATE chunk). */
+struct tg_cap_base {
+	int64_t t_us;           /* the stream's time */
+	uint64_t calls, returns; /* records before (process: samples in calls) */
+	int64_t mem;            /* thread: sum of its deltas before; process: BYTES */
+	struct tg_cap_open *open; /* calls open, outermost first (owned) */
+	size_t depth;
 };
 
 /* A thread (TG_CAP_CHUNK_THREAD) and its stream. */
@@ -53,6 +90,16 @@ struct tg_cap_thread {
 	struct tg_cap_spans spans;
 	uint64_t end_calls, end_returns, dropped; /* from the END chunk (0 without) */
 	uint64_t offset;        /* file offset of the definition, for messages */
+	int has_state;          /* state is set (a segment's STATE) */
+	struct tg_cap_base state;
+};
+
+/* One file of the capture: capture.tg, or a segment. */
+struct tg_cap_seg {
+	char *path;             /* owned */
+	const unsigned char *map; /* the whole file, read-only */
+	size_t size;
+	uint32_t no;            /* segment number (0: capture.tg) */
 };
 
 /* id -> index + 1 (0: absent): an array for small ids, a hash table for the rest. */
@@ -62,21 +109,35 @@ struct tg_cap_idmap {
 	uint64_t *hkeys;        /* open addressing, hcap a power of two (0: empty slot) */
 	uint32_t *hvals;
 	size_t hcap, hn;
+	uint64_t seed;          /* random per map: the file cannot choose ids whose
+				 * slots collide (a probe chain as long as the map) */
 };
 
-/* The id maps' hash (a 64-bit finalizer). */
-static inline uint64_t tg_cap_hash(uint64_t k)
+/* The id maps' hash of k under seed (a 64-bit finalizer of the seeded key). */
+static inline uint64_t tg_cap_hash(uint64_t k, uint64_t seed)
 {
+	k ^= seed;
 	k ^= k >> 33;
 	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ULL;
 	k ^= k >> 33;
 	return k;
 }
 
 struct tg_capture {
-	char *path;             /* the capture file's path (owned) */
-	const unsigned char *map; /* the whole file, read-only */
+	char *path;             /* the capture file's path (the newest segment's; owned) */
+	const unsigned char *map; /* that file, read-only (segs[n_segs - 1]) */
 	size_t size;
+	struct tg_cap_seg *segs; /* the files read, oldest first */
+	size_t n_segs;
+	uint32_t seg_first, seg_last; /* numbers of the oldest and newest read (0: one file) */
+	int64_t kept_from_us;   /* segments before seg_first were dropped: every record
+				 * read is later than this (else start_us) */
+	uint64_t orphan_chunks; /* event chunks of threads whose definition was in a
+				 * dropped segment (skipped) */
+	int has_process_base;
+	struct tg_cap_base process_base;
 	uint32_t version, flags; /* header: TG_CAP_VERSION, TG_CAP_F_* */
 	int64_t start_us;       /* time base, Unix microseconds */
 	uint32_t memory_mode, clock, pid;
@@ -92,8 +153,9 @@ struct tg_capture {
 	int cut;                /* the file ends inside a chunk (or its header) */
 	uint64_t cut_at;        /* offset of that chunk */
 	uint64_t skipped_chunks; /* chunks of unknown kinds, skipped */
-	unsigned char **owned;  /* decompressed zstd chunks (spans point into them) */
+	unsigned char **owned;  /* decompressed zstd definitions (codes point into them) */
 	size_t n_owned, owned_alloc;
+	struct tg_cap_zbudget *zb; /* owned; mutable through a const capture (cursors) */
 };
 
 /*
@@ -109,8 +171,17 @@ int tg_capture_is_magic(const void *p, size_t n);
  */
 int tg_capture_detect(const char *path, char **file);
 
+/* Non-zero when the file name base (no directory) is a segment's: capture-N.tg;
+ * *no gets N. */
+int tg_capture_segment_name(const char *base, uint32_t *no);
+
+/* The file and offset in it of byte at (in a mapping of cap), for messages;
+ * a byte of a decompressed chunk is given its offset from the newest file. */
+size_t tg_capture_offset(const struct tg_capture *cap, const void *at, const char **path);
+
 /*
- * Opens the capture file at path (a file, not a run directory).  Returns 0, or
+ * Opens the capture file at path (a file, not a run directory); a segment
+ * (capture-N.tg) opens every segment kept beside it.  Returns 0, or
  * -1 with d->msg set: unreadable, not a capture, a newer version, a header cut
  * short, zstd-compressed chunks when built without libzstd, or a broken
  * definition.  cap needs tg_capture_close() only after success.
@@ -127,7 +198,7 @@ static inline uint32_t tg_cap_idmap_get(const struct tg_cap_idmap *m, uint64_t i
 		return m->direct[id];
 	if (!m->hcap)
 		return 0;
-	for (i = tg_cap_hash(id) & (m->hcap - 1); m->hkeys[i]; i = (i + 1) & (m->hcap - 1))
+	for (i = tg_cap_hash(id, m->seed) & (m->hcap - 1); m->hkeys[i]; i = (i + 1) & (m->hcap - 1))
 		if (m->hkeys[i] == id)
 			return m->hvals[i];
 	return 0;
@@ -165,13 +236,6 @@ struct tg_cap_rec_data {
 	unsigned long call_number; /* RETURN: the number of the CALL it closes */
 };
 
-/* An open call on a cursor's stack. */
-struct tg_cap_open {
-	const struct tg_cap_code *code;
-	int64_t ref;            /* line a RETURN's line is relative to */
-	unsigned long number;   /* its call number */
-};
-
 struct tg_capcur {
 	const struct tg_capture *cap;
 	const struct tg_cap_thread *thread; /* NULL for the process stream */
@@ -188,6 +252,9 @@ struct tg_capcur {
 	unsigned long calls, returns, samples; /* records decoded so far */
 	uint64_t dropped;       /* records the recorder reported lost (SPECIAL) */
 	int cut;                /* stopped at a record cut short */
+	unsigned char *zbuf;    /* the current span's records when it is zstd (owned) */
+	size_t zalloc;          /* bytes of zbuf, counted in the capture's budget */
+	void *zctx;             /* ZSTD_DCtx, made on the first zstd span (owned) */
 };
 
 /* Starts a cursor over thread t's stream (t NULL: the process stream). */
@@ -199,7 +266,8 @@ void tg_capcur_release(struct tg_capcur *c);
  * Decodes the next record into *r.  Returns 1, 0 at the end of the stream (or
  * at the cut of a capture cut short: c->cut), or -1 with d->msg set when the
  * stream is corrupt (a RETURN without a call, an undefined code, a record
- * running past its chunk, a time overflow...).
+ * running past its chunk, a time overflow, a zstd chunk that does not
+ * decompress...) or its zstd chunk would pass the memory budget.
  */
 int tg_capcur_next(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d);
 

@@ -435,7 +435,7 @@ static void dec_print(const struct dec_state *s, const struct tg_decorate_opts *
 		const struct dec_node *n = &s->nodes[i];
 		const char *file = s->arena + n->file_off;
 		size_t flen = n->file_len;
-		char secs[40];
+		char secs[TG_FMT_DURATION_MAX];
 
 		for (unsigned k = n->depth - s->nodes[0].depth; k; k--)
 			fputs(indent, out);
@@ -446,6 +446,12 @@ static void dec_print(const struct dec_state *s, const struct tg_decorate_opts *
 		tg_fputs_safe(out, s->arena + n->func_off, n->func_len);
 		putc('@', out);
 		tg_fputs_safe(out, file, flen);
+		if (o->human) {
+			tg_fmt_duration(secs, n->t_ret - n->t_call);
+			fprintf(out, ":%lu-%lu, Time: %s, Memory: %lld B\n", n->first_line,
+				n->end_line, secs, n->delta);
+			continue;
+		}
 		tg_fmt_pyfloat(secs, n->t_ret - n->t_call);
 		fprintf(out, ":%lu-%lu, Time: %s s, Memory: %lld B\n", n->first_line, n->end_line,
 			secs, n->delta);

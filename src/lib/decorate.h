@@ -20,6 +20,8 @@
 struct tg_decorate_opts {
 	const char *prefix;  /* stripped from file names that start with it (or NULL) */
 	const char *indent;  /* one nesting level of output (default " ") */
+	int human;           /* Time as a duration for people ("48.9 ms", the report),
+				not the original's seconds as repr(float) */
 };
 
 struct tg_decorate_report {

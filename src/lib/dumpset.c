@@ -180,8 +180,9 @@ static int ds_add_capture(struct tg_dumpset *s, enum tg_dumpset_view view, struc
 	size_t dlen = slash ? (size_t)(slash - cap->path) + 1 : 0, n = 0, i;
 	struct ds_capfile *f = calloc(cap->n_threads + 1, sizeof(*f));
 	const char *suffix = view == TG_VIEW_STACK ? TG_STACK_SUFFIX : TG_MEM_SUFFIX;
-	int want = view == TG_VIEW_STACK ? (cap->flags & TG_CAP_F_STACK) != 0
-					 : (cap->flags & TG_CAP_F_MEMORY) != 0;
+	/* every capture holds each call's record, stacks asked for (TG_CAP_F_STACK,
+	 * .stack files in the export) or not: its stack view is always there */
+	int want = view == TG_VIEW_STACK || (cap->flags & TG_CAP_F_MEMORY) != 0;
 
 	if (!f)
 		return tg_error(d, "out of memory");

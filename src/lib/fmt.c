@@ -125,14 +125,8 @@ int tg_fputs_safe(FILE *f, const char *s, size_t len)
 	size_t i, start = 0;
 
 	for (i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)s[i];
-		size_t n = 0;
+		size_t n = tg_unsafe_seq((const unsigned char *)s + i, len - i);
 
-		if (TG_NEEDS_ESCAPE(c))
-			n = 1;
-		else if (c == 0xc2 && i + 1 < len && (unsigned char)s[i + 1] >= 0x80 &&
-			 (unsigned char)s[i + 1] <= 0x9f)
-			n = 2; /* U+0080-U+009F, the C1 controls: U+009B is CSI to some terminals */
 		if (!n)
 			continue;
 		if (i > start && fwrite(s + start, 1, i - start, f) != i - start)
@@ -146,4 +140,67 @@ int tg_fputs_safe(FILE *f, const char *s, size_t len)
 	if (len > start && fwrite(s + start, 1, len - start, f) != len - start)
 		return EOF;
 	return 0;
+}
+
+int tg_fputs_safe_pad(FILE *f, const char *s, int width)
+{
+	size_t len = strlen(s), shown = len;
+
+	for (size_t i = 0; i < len; i++) {
+		size_t n = tg_unsafe_seq((const unsigned char *)s + i, len - i);
+		if (n) {
+			shown += 3 * n;  /* each byte of it as \xHH: 4 for 1 */
+			i += n - 1;
+		}
+	}
+	if (tg_fputs_safe(f, s, len) == EOF)
+		return EOF;
+	for (; (int)shown < width; shown++)
+		if (putc(' ', f) == EOF)
+			return EOF;
+	return 0;
+}
+
+int tg_fputs_json_safe(FILE *f, const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i, start = 0;
+
+	for (i = 0; i < len; i++) {
+		size_t n = tg_unsafe_seq(u + i, len - i);
+		unsigned cp;
+
+		if (!n || u[i] == '\t')
+			continue;
+		/* the code point: one byte, or a 2- or 3-byte UTF-8 sequence */
+		cp = n == 1 ? u[i] : n == 2 ? ((u[i] & 0x1fu) << 6) | (u[i + 1] & 0x3fu) :
+			((u[i] & 0x0fu) << 12) | ((u[i + 1] & 0x3fu) << 6) | (u[i + 2] & 0x3fu);
+		if (i > start && fwrite(s + start, 1, i - start, f) != i - start)
+			return EOF;
+		if (fprintf(f, "\\u%04x", cp) < 0)
+			return EOF;
+		start = i + n;
+		i += n - 1;
+	}
+	if (len > start && fwrite(s + start, 1, len - start, f) != len - start)
+		return EOF;
+	return 0;
+}
+
+size_t tg_fmt_duration(char *buf, double secs)
+{
+	static const struct { double below, scale; const char *unit; } units[] = {
+		{ 1e-6, 1e9, "ns" }, { 1e-3, 1e6, "us" }, { 1, 1e3, "ms" }, { 600, 1, "s" },
+	};
+	double a = fabs(secs);
+	int n;
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (a < units[i].below) {
+			n = snprintf(buf, TG_FMT_DURATION_MAX, "%.3g %s", secs * units[i].scale,
+				     units[i].unit);
+			return n < 0 ? 0 : (size_t)n;
+		}
+	n = snprintf(buf, TG_FMT_DURATION_MAX, "%.3g min", secs / 60);
+	return n < 0 ? 0 : (size_t)n;
 }

@@ -28,11 +28,30 @@ size_t tg_fmt_milli(char *buf, long long m);
  */
 size_t tg_fmt_pyfloat(char *buf, double v);
 
+/* A duration for people: "950 ns", "12.3 us", "48.9 ms", "1.25 s", "12.5 min",
+ * three significant digits, into buf (at least TG_FMT_DURATION_MAX bytes);
+ * returns the length. */
+#define TG_FMT_DURATION_MAX 40
+size_t tg_fmt_duration(char *buf, double secs);
+
 /*
- * Writes len bytes of dump text to f with bytes below 0x20 and 0x7f, and the
- * UTF-8 C1 controls U+0080-U+009F (C2 80-C2 9F), as \xHH, so text from a dump
- * cannot carry terminal escape sequences.  Returns 0 or EOF.
+ * Writes len bytes of dump text to f with every terminal-unsafe sequence
+ * (tg_unsafe_seq: bytes below 0x20 and 0x7f, the UTF-8 C1 controls, the
+ * bidirectional controls such as U+202E) as \xHH per byte, so text from a dump
+ * cannot carry terminal escape sequences nor reorder a line.  Returns 0 or EOF.
  */
 int tg_fputs_safe(FILE *f, const char *s, size_t len);
+
+/* tg_fputs_safe of the string s, then spaces up to width columns (counting
+ * bytes, as printf's %-*s).  0 or EOF. */
+int tg_fputs_safe_pad(FILE *f, const char *s, int width);
+
+/*
+ * Writes len bytes of JSON text to f with each terminal-unsafe sequence but
+ * tab as a \uXXXX escape of its code point (the same text to a JSON reader
+ * where it was inside a string, where a raw control is not even allowed).
+ * Returns 0 or EOF.
+ */
+int tg_fputs_json_safe(FILE *f, const char *s, size_t len);
 
 #endif

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fold.h"
+#include "tg_format.h"
 
 const struct tg_fold_metric_info tg_fold_metrics[] = {
 	{ "alloc", TG_FOLD_ALLOC, "B", "bytes allocated over the run", 1 },
@@ -259,6 +260,24 @@ int tg_fold_finish(struct tg_fold *f, struct tg_diag *d)
 	return 0;
 }
 
+/* Writes a frame's name as a folded line takes it: a ';' as ',', a terminal-
+ * unsafe sequence (tg_unsafe_seq) as '?'.  Call frames are made so already
+ * (tg_fold_frame_text); a thread's frame is its name as the run gave it. */
+static void fold_fputs_safe(FILE *out, const char *s)
+{
+	size_t n = strlen(s);
+
+	for (size_t i = 0; i < n; i++) {
+		size_t u = tg_unsafe_seq((const unsigned char *)s + i, n - i);
+		if (u) {
+			putc('?', out);
+			i += u - 1;
+		} else {
+			putc(s[i] == ';' ? ',' : s[i], out);
+		}
+	}
+}
+
 int tg_fold_write(const struct tg_fold *f, FILE *out)
 {
 	size_t *path, top = 0, i;
@@ -275,7 +294,7 @@ int tg_fold_write(const struct tg_fold *f, FILE *out)
 			for (size_t k = 0; k < top; k++) {
 				if (k)
 					putc(';', out);
-				fputs(tg_fold_name(f, path[k]), out);
+				fold_fputs_safe(out, tg_fold_name(f, path[k]));
 			}
 			fprintf(out, " %" PRId64 "\n", nd->self);
 		}
@@ -299,7 +318,13 @@ static void fold_put_safe(char *buf, size_t *len, const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
-		buf[(*len)++] = c == ';' ? ',' : (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+		size_t u = tg_unsafe_seq((const unsigned char *)s + i, n - i);
+		if (u) {  /* a control, C1 or bidirectional control: one '?' */
+			buf[(*len)++] = '?';
+			i += u - 1;
+			continue;
+		}
+		buf[(*len)++] = c == ';' ? ',' : (char)c;
 	}
 }
 

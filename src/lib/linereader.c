@@ -71,6 +71,8 @@ static int lr_fill(struct tg_lr *lr, struct tg_diag *d)
 		memmove(lr->buf, lr->buf + lr->pos, lr->end - lr->pos);
 		if (lr->nul_at != SIZE_MAX)
 			lr->nul_at -= lr->pos;
+		if (lr->cr_at != SIZE_MAX)
+			lr->cr_at -= lr->pos;
 		lr->end -= lr->pos;
 		lr->pos = 0;
 	}
@@ -81,6 +83,8 @@ static int lr_fill(struct tg_lr *lr, struct tg_diag *d)
 		lr->eof = 1;
 	if (lr->nul_at == SIZE_MAX && (nul = memchr(lr->buf + lr->end, '\0', (size_t)r)))
 		lr->nul_at = (size_t)(nul - lr->buf);
+	if (lr->cr_at == SIZE_MAX && (nul = memchr(lr->buf + lr->end, '\r', (size_t)r)))
+		lr->cr_at = (size_t)(nul - lr->buf);
 	lr->end += (size_t)r;
 	return 0;
 }
@@ -93,6 +97,7 @@ int tg_lr_open(struct tg_lr *lr, const char *path, size_t bufsize, struct tg_dia
 
 	memset(lr, 0, sizeof(*lr));
 	lr->nul_at = SIZE_MAX;
+	lr->cr_at = SIZE_MAX;
 	lr->path = path;
 	lr->fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (lr->fd < 0)
@@ -165,10 +170,17 @@ int tg_lr_next_slow(struct tg_lr *lr, const char **line, size_t *len, struct tg_
 				char *nul = memchr(lr->buf + lr->pos, '\0', lr->end - lr->pos);
 				lr->nul_at = nul ? (size_t)(nul - lr->buf) : SIZE_MAX;
 			}
+			lr->has_cr = 0;
+			if (lr->cr_at < lr->pos) {
+				/* the line holds a '\r': its end ("\r\n"), or inside */
+				char *cr = memchr(lr->buf + lr->pos, '\r', lr->end - lr->pos);
+				lr->cr_at = cr ? (size_t)(cr - lr->buf) : SIZE_MAX;
+				if (l && s[l - 1] == '\r')
+					l--;
+				lr->has_cr = memchr(s, '\r', l) != NULL;
+			}
 			if (lr->overlong)
 				l = 0;
-			else if (l && s[l - 1] == '\r')
-				l--;
 			*line = s;
 			*len = l;
 			return 1;
@@ -178,7 +190,7 @@ int tg_lr_next_slow(struct tg_lr *lr, const char **line, size_t *len, struct tg_
 				/* an overlong last line without newline */
 				lr->discarding = 0;
 				lr->overlong = 1;
-				lr->has_nul = 0;
+				lr->has_nul = lr->has_cr = 0;
 				lr->no_newline = 1;
 				lr->lineno++;
 				*line = lr->buf;
@@ -189,7 +201,7 @@ int tg_lr_next_slow(struct tg_lr *lr, const char **line, size_t *len, struct tg_
 		}
 		if (lr->discarding || avail >= TG_LR_MAX_LINE) {
 			lr->pos = lr->end = 0;
-			lr->nul_at = SIZE_MAX;
+			lr->nul_at = lr->cr_at = SIZE_MAX;
 			lr->discarding = 1;
 		}
 		if (lr_fill(lr, d) < 0)

@@ -36,6 +36,9 @@ struct tg_lr {
 	int no_newline;       /* the last line returned had no final newline */
 	int has_nul;          /* the last line returned contains a NUL byte */
 	size_t nul_at;        /* index in buf of the first NUL at or after pos, or SIZE_MAX */
+	int has_cr;           /* the last line returned has a '\r' before its end (a line
+			       * ending "\r\n" is a line; a bare '\r' joins two) */
+	size_t cr_at;         /* index in buf of the first '\r' at or after pos, or SIZE_MAX */
 	unsigned long lineno; /* 1-based number of the last line returned */
 };
 
@@ -63,12 +66,10 @@ static inline int tg_lr_next(struct tg_lr *lr, const char **line, size_t *len,
 	if (lr->pos < lr->end && !lr->discarding &&
 	    (nl = memchr(s, '\n', lr->end - lr->pos)) != NULL) {
 		l = (size_t)(nl - s);
-		if (l <= TG_LR_MAX_LINE && lr->nul_at > lr->pos + l) {
+		if (l <= TG_LR_MAX_LINE && lr->nul_at > lr->pos + l && lr->cr_at > lr->pos + l) {
 			lr->pos += l + 1;
 			lr->lineno++;
-			lr->overlong = lr->has_nul = lr->no_newline = 0;
-			if (l && s[l - 1] == '\r')
-				l--;
+			lr->overlong = lr->has_nul = lr->no_newline = lr->has_cr = 0;
 			*line = s;
 			*len = l;
 			return 1;
@@ -83,7 +84,8 @@ static inline int tg_lr_next(struct tg_lr *lr, const char **line, size_t *len,
  */
 static inline const char *tg_lr_bad(const struct tg_lr *lr)
 {
-	return lr->overlong ? "line too long" : lr->has_nul ? "NUL byte in line" : NULL;
+	return lr->overlong ? "line too long" : lr->has_nul ? "NUL byte in line"
+	       : lr->has_cr ? "carriage return inside the line" : NULL;
 }
 
 /* Closes the file and frees the buffer; safe to call twice. */

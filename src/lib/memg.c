@@ -102,6 +102,25 @@ static void memg_series_add(struct memg_series *s, const char *x, size_t xlen,
 		   memg_cap(tg_bytes_to_milli_kb(delta), s->cap_milli));
 }
 
+/* Counts a plotted value (thousandths of KB) at x into st's extremes and last point. */
+static void memg_stats_see(struct tg_memg_stats *st, double x, long long y)
+{
+	st->x_last = x;
+	st->y_last = y;
+	if (y > st->hi[0]) {
+		st->hi[1] = st->hi[0];
+		st->hi[0] = y;
+	} else if (y > st->hi[1]) {
+		st->hi[1] = y;
+	}
+	if (y < st->lo[0]) {
+		st->lo[1] = st->lo[0];
+		st->lo[0] = y;
+	} else if (y < st->lo[1]) {
+		st->lo[1] = y;
+	}
+}
+
 static void memg_series_end(struct memg_series *s)
 {
 	if (s->out && s->pending)
@@ -150,8 +169,7 @@ int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *
 	char ibuf[32];
 	int ret = -1, got;
 
-	st->events = 0;
-	st->moved_kb = 0;
+	memset(st, 0, sizeof(*st));
 	if (out && !buf)
 		return tg_error(d, "out of memory");
 	if (buf) {
@@ -173,6 +191,7 @@ int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *
 			continue;
 		st->events++;
 		st->moved_kb += fabs((double)r.delta) / 1024.0;
+		memg_stats_see(st, x, memg_cap(tg_bytes_to_milli_kb(r.delta), s.cap_milli));
 		memg_series_add(&s, xs, xlen, r.delta);
 		if (peaks && tg_peak_is_candidate(&o->peak, r.delta)) {
 			struct tg_peak c = {
@@ -215,8 +234,7 @@ int tg_memg_read_process(const struct tg_memg_opts *o, const struct tg_dumpfile 
 	int ret = -1, got;
 	struct memg_out *buf = malloc(sizeof(*buf));
 
-	st->events = 0;
-	st->moved_kb = 0;
+	memset(st, 0, sizeof(*st));
 	if (!buf)
 		return tg_error(d, "out of memory");
 	buf->f = out;
@@ -234,7 +252,8 @@ int tg_memg_read_process(const struct tg_memg_opts *o, const struct tg_dumpfile 
 		if (memg_out_of_range(o, x))
 			continue;
 		st->events++;
-		memg_point(buf, xs, xlen, memg_cap(tg_bytes_to_milli_kb(r.bytes) - rebase, cap));
+		memg_stats_see(st, x, memg_cap(tg_bytes_to_milli_kb(r.bytes) - rebase, cap));
+		memg_point(buf, xs, xlen, st->y_last);
 	}
 	if (got < 0)
 		goto release;
@@ -291,20 +310,20 @@ static void memg_plot_lines(FILE *f, const struct tg_memg_opts *o,
 	for (i = 0; i < n; i++) {
 		if (!st[i].events || files[i].kind != TG_DUMP_MEM || show[i])
 			continue;
-		fprintf(f, "%s'memg-%zu.dat' using (tx($1)):2 with lines lt %d notitle", sep, i,
+		fprintf(f, "%s'memg-%zu.dat' using (tx($1)):2 with steps lt %d notitle", sep, i,
 			TG_GP_LT_OTHER);
 		sep = ", \\\n     ";
 	}
 	for (i = 0; i < n; i++) {
 		if (!st[i].events || files[i].kind != TG_DUMP_MEM || !show[i])
 			continue;
-		fprintf(f, "%s'memg-%zu.dat' using (tx($1)):2 with lines lt %zu title ", sep, i,
+		fprintf(f, "%s'memg-%zu.dat' using (tx($1)):2 with steps lt %zu title ", sep, i,
 			k++ % TG_GP_STYLES + 1);
 		tg_gp_quote(f, files[i].thread, strlen(files[i].thread));
 		sep = ", \\\n     ";
 	}
 	if (others)
-		fprintf(f, "%skeyentry with lines lt %d title '%zu other thread%s (grey)'", sep,
+		fprintf(f, "%skeyentry with steps lt %d title '%zu other thread%s (grey)'", sep,
 			TG_GP_LT_OTHER, others, others == 1 ? "" : "s");
 	for (i = 0; i < n; i++) {
 		if (!st[i].events || files[i].kind != TG_DUMP_PROCESS)
@@ -317,18 +336,106 @@ static void memg_plot_lines(FILE *f, const struct tg_memg_opts *o,
 				"lt %d title 'Process (MB, right axis)'", sep, i, TG_GP_LT_PROCESS);
 		sep = ", \\\n     ";
 	}
+	/* the points at their values, the labels at their heights (column 4: raised
+	 * where they would overlap) */
 	if (peaks)
-		fprintf(f, "%s'memg-peaks.dat' using (tx($1)):2:3 with labels point pt 7 ps 0.6 "
-			"lc rgb '#000000' offset char 0,0.8 notitle", sep);
+		fprintf(f, "%s'memg-peaks.dat' using (tx($1)):2 with points pt 7 ps 0.6 "
+			"lc rgb '#000000' notitle, \\\n     'memg-peaks.dat' using (tx($1)):4:3 "
+			"with labels tc rgb '#000000' offset char 0,0.8 notitle", sep);
 	fputs("\n", f);
+}
+
+/*
+ * Label heights so that no two peak labels overlap: each label, in time order,
+ * is raised a line at a time above its point while it would cover one placed
+ * before.  The graph's geometry is estimated (plot area about 70% of the width,
+ * the key being outside, and 85% of the height; a digit 7 px wide, a line 16
+ * px), which is enough to tell labels apart.  label_y[i] gets peak i's label
+ * height in KB; x0..x1 and y0..y1 are the data ranges.
+ */
+#define MEMG_CHAR_PX 7.0
+#define MEMG_LINE_PX 16.0
+static void memg_place_labels(const struct tg_peaks *p, const struct tg_plot_opts *po,
+			      double x0, double x1, double y0, double y1, const double *y,
+			      const int *len, double *label_y)
+{
+	double w = po->width * 0.70, h = po->height * 0.85;
+	double xs = x1 > x0 ? w / (x1 - x0) : 0, ys = y1 > y0 ? h / (y1 - y0) : 0;
+
+	for (size_t i = 0; i < p->n; i++) {
+		double px = (p->v[i].x - x0) * xs, py = (y[i] - y0) * ys;
+		double wi = len[i] * MEMG_CHAR_PX + 4;
+		int moved = 1, tries = 0;
+
+		while (moved && tries++ < 40) {
+			moved = 0;
+			for (size_t j = 0; j < i; j++) {
+				double pxj = (p->v[j].x - x0) * xs, pyj = (label_y[j] - y0) * ys;
+				double wj = len[j] * MEMG_CHAR_PX + 4;
+				if (fabs(px - pxj) < (wi + wj) / 2 && fabs(py - pyj) < MEMG_LINE_PX) {
+					py = pyj + MEMG_LINE_PX;
+					moved = 1;
+				}
+			}
+		}
+		label_y[i] = ys > 0 ? y0 + py / ys : y[i];
+	}
+}
+
+/*
+ * The y range's limits that keep one outlier off the scale (thousandths of KB),
+ * so that a single large release (or growth) does not squeeze every other call
+ * into a fifth of the graph: the lowest value is left out when it is more than
+ * TG_MEMG_OUTLIER times below every other value's magnitude (the next lowest and
+ * the highest), the highest likewise.  *clip_lo / *clip_hi are 0 when nothing is
+ * left out.  Not with --cap (the user's own clipping) or --process_rebase (the
+ * process line shares the axis).
+ */
+#define TG_MEMG_OUTLIER 4
+static void memg_yclip(const struct tg_memg_opts *o, const struct tg_dumpfile *files,
+		       size_t n, const struct tg_memg_stats *st, long long *clip_lo,
+		       long long *clip_hi)
+{
+	long long hi[2] = { 0, 0 }, lo[2] = { 0, 0 }, rest;
+
+	*clip_lo = *clip_hi = 0;
+	if (o->has_cap || o->has_rebase)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (!st[i].events || files[i].kind != TG_DUMP_MEM)
+			continue;
+		for (int k = 0; k < 2; k++) {
+			long long h = st[i].hi[k], l = st[i].lo[k];
+			if (h > hi[0]) {
+				hi[1] = hi[0];
+				hi[0] = h;
+			} else if (h > hi[1]) {
+				hi[1] = h;
+			}
+			if (l < lo[0]) {
+				lo[1] = lo[0];
+				lo[0] = l;
+			} else if (l < lo[1]) {
+				lo[1] = l;
+			}
+		}
+	}
+	rest = -lo[1] > hi[0] ? -lo[1] : hi[0];
+	if (rest > 0 && -lo[0] > TG_MEMG_OUTLIER * rest)
+		*clip_lo = -(rest + rest / 4);
+	rest = hi[1] > -lo[0] ? hi[1] : -lo[0];
+	if (rest > 0 && hi[0] > TG_MEMG_OUTLIER * rest)
+		*clip_hi = rest + rest / 4;
 }
 
 /* Writes memg.gp's settings and plot command. */
 static void memg_script(FILE *f, const struct tg_memg_opts *o,
 			const struct tg_dumpfile *files, size_t n,
 			const struct tg_memg_stats *st, const unsigned char *show,
-			const struct tg_timeaxis *ta, int peaks)
+			const struct tg_timeaxis *ta, int peaks, long long clip_lo,
+			long long clip_hi)
 {
+	char m[TG_FMT_MILLI_MAX];
 	struct tg_timerange range = { o->has_from, o->has_to, o->from, o->to };
 	size_t i, threads = 0, shown = 0;
 	int process = 0;
@@ -350,6 +457,15 @@ static void memg_script(FILE *f, const struct tg_memg_opts *o,
 		fprintf(f, "set key title 'top %zu of %zu threads by memory moved'\n", shown,
 			threads);
 	fputs("set ylabel 'Delta per call (KB)'\n", f);
+	if (clip_lo) {
+		tg_fmt_milli(m, clip_lo);
+		fprintf(f, "# one release is far below the rest: off the scale, its label at "
+			"the bottom\nset yrange [%s:*]\n", m);
+	} else if (clip_hi) {
+		tg_fmt_milli(m, clip_hi);
+		fprintf(f, "# one growth is far above the rest: off the scale, its label at "
+			"the top\nset yrange [*:%s]\n", m);
+	}
 	if (process && !o->has_rebase)
 		fputs("set ytics nomirror\nset y2tics\nset y2label 'Process memory (MB)'\n"
 		      "set y2range [0:*]\n", f);
@@ -370,8 +486,10 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	unsigned char *show = calloc(n ? n : 1, 1);
 	size_t i, plotted = 0, top = o->top_threads ? (size_t)o->top_threads :
 		TG_MEMG_TOP_THREADS;
-	int ret = -1;
+	int ret = -1, have_end = 0;
 	char name[64];
+	double threads_end = 0;
+	long long clip_lo = 0, clip_hi = 0;
 
 	tg_peaks_init(&peaks);
 	tg_timeaxis_init(&ta, !o->has_time ? TG_TIME_NONE :
@@ -384,10 +502,14 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	}
 	if (tg_plot_files_open(&pf, po, "memg", d) < 0)
 		goto out;
+	/* the threads first: the process line is drawn on to where they end */
+	for (int pass = 0; pass < 2; pass++)
 	for (i = 0; i < n; i++) {
 		const struct tg_dumpfile *df = &files[i];
 		int rc;
 
+		if ((df->kind == TG_DUMP_PROCESS) != pass)
+			continue;
 		act[i] = -1;
 		if (df->kind == TG_DUMP_STACK ||
 		    (df->kind == TG_DUMP_PROCESS && o->no_process)) {
@@ -400,10 +522,22 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		snprintf(name, sizeof(name), "memg-%zu.dat", i);
 		if (tg_aout_open(&dat, pf.dir, name, d) < 0)
 			goto out;
-		if (df->kind == TG_DUMP_PROCESS)
+		if (df->kind == TG_DUMP_PROCESS) {
 			rc = tg_memg_read_process(o, df, dat.f, &st[i], &ta, d);
-		else
+			/* its last sample holds until the threads' last event (samples
+			 * are taken every N ms: the last one came before the end) */
+			if (rc == 0 && o->has_time && st[i].events && threads_end > st[i].x_last) {
+				char m[TG_FMT_MILLI_MAX];
+				tg_fmt_milli(m, st[i].y_last);
+				fprintf(dat.f, "%.6f %s\n", threads_end, m);
+			}
+		} else {
 			rc = tg_memg_read_thread(o, df, (unsigned)i, dat.f, &peaks, &st[i], &ta, d);
+			if (rc == 0 && st[i].events && (!have_end || st[i].x_last > threads_end)) {
+				threads_end = st[i].x_last;
+				have_end = 1;
+			}
+		}
 		if (rc < 0) {
 			tg_aout_abort(&dat);
 			goto out;
@@ -425,6 +559,7 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	}
 	tg_gp_pick_top(act, n, top, show);
 	tg_peaks_select(&peaks, &o->peak);
+	memg_yclip(o, files, n, st, &clip_lo, &clip_hi);
 
 	if (tg_aout_open(&legend, po->dir, "memg.txt", d) < 0)
 		goto out;
@@ -432,18 +567,70 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		tg_peak_write_legend(legend.f, &peaks, &peaks.v[i],
 				     files[peaks.v[i].thread].thread);
 	if (peaks.n) {
-		char m[TG_FMT_MILLI_MAX];
-		if (tg_aout_open(&dat, pf.dir, "memg-peaks.dat", d) < 0)
+		char m[TG_FMT_MILLI_MAX], ml[TG_FMT_MILLI_MAX], text[96];
+		double *py = malloc(peaks.n * sizeof(*py)), *ly = malloc(peaks.n * sizeof(*ly));
+		int *len = malloc(peaks.n * sizeof(*len));
+		double x0 = ta.seen ? ta.t0 : 0, x1 = ta.seen ? ta.t1 : 0, y0 = 0, y1 = 0;
+
+		if (!py || !ly || !len) {
+			free(py);
+			free(ly);
+			free(len);
+			tg_error(d, "out of memory");
 			goto out_legend;
+		}
+		for (i = 0; i < n; i++) {
+			if (!st[i].events || (files[i].kind == TG_DUMP_PROCESS && !o->has_rebase))
+				continue;
+			y0 = fmin(y0, st[i].lo[0] / 1000.0);
+			y1 = fmax(y1, st[i].hi[0] / 1000.0);
+			if (!ta.seen)
+				x1 = fmax(x1, st[i].x_last);
+		}
+		if (clip_lo)
+			y0 = clip_lo / 1000.0;
+		if (clip_hi)
+			y1 = clip_hi / 1000.0;
 		for (i = 0; i < peaks.n; i++) {
 			const struct tg_peak *k = &peaks.v[i];
-			tg_fmt_milli(m, llround(k->y * 1000.0));
+			long long y = llround(k->y * 1000.0);
+			/* off the scale: at the edge, its value in the label */
+			int off = (clip_lo && y < clip_lo) || (clip_hi && y > clip_hi);
+
+			py[i] = (off ? (clip_lo ? clip_lo : clip_hi) / 100 * 97 : y) / 1000.0;
+			if (off)
+				len[i] = snprintf(text, sizeof(text), "%zu (%.0f KB, off scale)",
+						  k->id, k->y);
+			else
+				len[i] = snprintf(text, sizeof(text), "%zu", k->id);
+		}
+		memg_place_labels(&peaks, po, x0, x1, y0, y1, py, len, ly);
+		if (tg_aout_open(&dat, pf.dir, "memg-peaks.dat", d) < 0) {
+			free(py);
+			free(ly);
+			free(len);
+			goto out_legend;
+		}
+		for (i = 0; i < peaks.n; i++) {
+			const struct tg_peak *k = &peaks.v[i];
+			long long y = llround(k->y * 1000.0);
+			int off = (clip_lo && y < clip_lo) || (clip_hi && y > clip_hi);
+
+			tg_fmt_milli(m, llround(py[i] * 1000.0));
+			tg_fmt_milli(ml, llround(ly[i] * 1000.0));
 			if (o->has_time)
 				fwrite(tg_peak_time(&peaks, k), 1, k->time_len, dat.f);
 			else
 				fprintf(dat.f, "%.0f", k->x);
-			fprintf(dat.f, " %s %zu\n", m, k->id);
+			if (off)
+				fprintf(dat.f, " %s \"%zu (%.0f KB, off scale)\" %s\n", m, k->id,
+					k->y, ml);
+			else
+				fprintf(dat.f, " %s %zu %s\n", m, k->id, ml);
 		}
+		free(py);
+		free(ly);
+		free(len);
 		if (tg_aout_commit(&dat, d) < 0) {
 			tg_aout_abort(&dat);
 			goto out_legend;
@@ -454,7 +641,7 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	if (tg_aout_open(&script, pf.dir, "memg.gp", d) < 0)
 		goto out_legend;
 	tg_gp_preamble(script.f, po, "memg");
-	memg_script(script.f, o, files, n, st, show, &ta, peaks.n != 0);
+	memg_script(script.f, o, files, n, st, show, &ta, peaks.n != 0, clip_lo, clip_hi);
 	if (r && r->plotting && tg_plot_draws(po))
 		r->plotting(r->ctx);
 	ret = tg_plot_finish(po, &pf, "memg", &script, &legend, d);

@@ -53,6 +53,11 @@ struct tg_memg_report {
 struct tg_memg_stats {
 	unsigned long events;    /* events in range */
 	double moved_kb;         /* sum of |DELTA| in range (KB): a thread's activity */
+	double x_last;           /* x of the last event in range (with events) */
+	long long y_last;        /* its plotted value, thousandths of KB */
+	/* the two largest plotted values and the two lowest (thousandths of KB; 0
+	 * when there are fewer): an outlier among them is kept off the y range */
+	long long hi[2], lo[2];
 };
 
 /*

@@ -83,12 +83,47 @@ static int peaks_cmp_id(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* Scaled spacing: largest first, none within span / TG_PEAKS_SCALED_SHARE of
+ * another kept one; then back in time order. */
+static void peaks_select_scaled(struct tg_peaks *p)
+{
+	double lo = p->v[0].x, hi = p->v[0].x, gap;
+	size_t i, j, kept = 0;
+
+	for (i = 1; i < p->n; i++) {
+		lo = fmin(lo, p->v[i].x);
+		hi = fmax(hi, p->v[i].x);
+	}
+	gap = (hi - lo) / TG_PEAKS_SCALED_SHARE;
+	/* peaks_cmp_size breaks ties by id: time order */
+	qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_time);
+	for (i = 0; i < p->n; i++)
+		p->v[i].id = i;
+	qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_size);
+	for (i = 0; i < p->n; i++) {
+		for (j = 0; j < kept; j++)
+			if (fabs(p->v[i].x - p->v[j].x) <= gap)
+				break;
+		if (j < kept)
+			continue;
+		p->v[kept++] = p->v[i];
+	}
+	p->n = kept;
+	qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_time);
+	for (i = 0; i < p->n; i++)
+		p->v[i].id = i;
+}
+
 void tg_peaks_select(struct tg_peaks *p, const struct tg_peak_opts *o)
 {
 	size_t i, kept = 0;
 
 	if (!p->n)
 		return; /* p->v may be NULL: qsort must not see it */
+	if (o->scaled) {
+		peaks_select_scaled(p);
+		return;
+	}
 	qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_time);
 	for (i = 0; i < p->n; i++) {
 		const struct tg_peak *last = kept ? &p->v[kept - 1] : NULL;

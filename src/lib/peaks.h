@@ -6,6 +6,12 @@
  * it is more than delta_time seconds, or more than delta_value KB, away from the
  * last kept peak.  Only candidates are held in memory, with the text of their
  * line kept for the legend.
+ *
+ * With `scaled` (no --peak_delta_time or --peak_delta_value given) the spacing
+ * scales with the run instead: the candidates are taken largest |delta| first,
+ * each kept when no kept peak lies within a TG_PEAKS_SCALED_SHARE-th of the
+ * candidates' time span of it; the original's 60 s, meant for long runs, kept
+ * one peak of a run shorter than a second, and not its largest.
  */
 #ifndef TG_PEAKS_H
 #define TG_PEAKS_H
@@ -18,7 +24,12 @@ struct tg_peak_opts {
 	double peak_kb;        /* |delta| must exceed this (KB) */
 	double delta_time;     /* seconds (index units without timestamps) */
 	double delta_value_kb; /* KB */
+	int scaled;            /* spacing from the run, largest first (see above):
+				  delta_time and delta_value_kb unused */
 };
+
+/* With scaled spacing, kept peaks are at least this fraction of the span apart. */
+#define TG_PEAKS_SCALED_SHARE 40
 
 struct tg_peak {
 	double x;              /* time in seconds, or event index without timestamps */
@@ -56,7 +67,8 @@ static inline int tg_peak_is_candidate(const struct tg_peak_opts *o, long long d
 int tg_peaks_add(struct tg_peaks *p, const struct tg_peak *c, const char *time_text,
 		 size_t time_len, const char *rest, size_t rest_len, struct tg_diag *d);
 
-/* Sorts the candidates by time (then thread, then line) and keeps the peaks. */
+/* Keeps the peaks among the candidates (as described above), in time order
+ * (then thread, then line), numbered from 0. */
 void tg_peaks_select(struct tg_peaks *p, const struct tg_peak_opts *o);
 
 /* Keeps the n kept peaks of largest |delta| (ties: earlier first), in time order. */

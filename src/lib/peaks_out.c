@@ -48,12 +48,35 @@ static void peaks_fields(const struct tg_peaks *p, const struct tg_peak *k,
 		memset(r, 0, sizeof(*r));
 }
 
+/*
+ * What decorate-stack takes for a peak's file: the .mem path of a text dump; of a
+ * binary capture, whose .mem files exist only after `threadgraph export`, the run
+ * directory (decorate-stack RUN_DIR THREAD LINE).  Sets *len.
+ */
+static const char *peaks_mem_file(const struct tg_dumpfile *df, size_t *len)
+{
+	const char *slash = df->cap ? strrchr(df->path, '/') : NULL;
+
+	if (!df->cap) {
+		*len = strlen(df->path);
+		return df->path;
+	}
+	if (!slash) {
+		*len = 1;
+		return ".";
+	}
+	*len = slash == df->path ? 1 : (size_t)(slash - df->path);
+	return df->path;
+}
+
 int tg_peaks_write_text(FILE *f, const struct tg_peaks *p, const struct tg_dumpfile *files,
 			int has_time)
 {
 	for (size_t i = 0; i < p->n; i++) {
 		const struct tg_peak *k = &p->v[i];
 		struct tg_memrec r;
+		const char *mem;
+		size_t len;
 
 		peaks_fields(p, k, &r);
 		fprintf(f, "%zu\t", k->id);
@@ -64,7 +87,8 @@ int tg_peaks_write_text(FILE *f, const struct tg_peaks *p, const struct tg_dumpf
 		putc('\t', f);
 		tg_fputs_safe(f, files[k->thread].thread, strlen(files[k->thread].thread));
 		fprintf(f, "\t%lld\t", k->delta);
-		tg_fputs_safe(f, files[k->thread].path, strlen(files[k->thread].path));
+		mem = peaks_mem_file(&files[k->thread], &len);
+		tg_fputs_safe(f, mem, len);
 		fprintf(f, "\t%lu\t", k->lineno);
 		tg_fputs_safe(f, r.site.s, r.site.len);
 		if (putc('\n', f) == EOF)
@@ -97,6 +121,8 @@ int tg_peaks_write_json(FILE *f, const struct tg_peaks *p, const struct tg_dumpf
 		const struct tg_peak *k = &p->v[i];
 		const struct tg_dumpfile *df = &files[k->thread];
 		struct tg_memrec r;
+		const char *mem;
+		size_t len;
 
 		peaks_fields(p, k, &r);
 		fprintf(f, "%s\n  {\"index\": %zu, \"time\": ", i ? "," : "", k->id);
@@ -114,7 +140,8 @@ int tg_peaks_write_json(FILE *f, const struct tg_peaks *p, const struct tg_dumpf
 		fprintf(f, ", \"line\": %lu, \"function\": ", r.line);
 		tg_json_string(f, r.func.s, r.func.len);
 		fprintf(f, ", \"delta\": %lld, \"mem_file\": ", k->delta);
-		tg_json_string(f, df->path, strlen(df->path));
+		mem = peaks_mem_file(df, &len);
+		tg_json_string(f, mem, len);
 		fprintf(f, ", \"mem_line\": %lu}", k->lineno);
 	}
 	fputs(p->n ? "\n]\n" : "]\n", f);

@@ -291,7 +291,7 @@ int tg_plot_finish(const struct tg_plot_opts *o, struct tg_plot_files *pf,
 	if (tg_plot_draws(o)) {
 		tg_gp_graph_name(graph, sizeof(graph), o, name);
 		snprintf(script_name, sizeof(script_name), "%s.gp", name);
-		if (tg_gnuplot_run(o->gnuplot, pf->fd, script_name, graph, d) < 0) {
+		if (tg_gnuplot_run(o->gnuplot, pf->fd, script_name, graph, o->messages, d) < 0) {
 			size_t len = strlen(d->msg);
 			if (!pf->kept)
 				snprintf(d->msg + len, sizeof(d->msg) - len,

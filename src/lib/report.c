@@ -30,6 +30,9 @@
 #include "snapshot.h"
 #include "tg_format.h"
 
+
+/* Threads named in the report's first line; the others are counted. */
+#define REP_HEADER_THREADS 20
 /* The run's dump files, as memg takes them. */
 struct rep_files {
 	struct tg_dumpfile *v;   /* thread .mem files (sorted), then process.mem */
@@ -162,8 +165,9 @@ static int rep_files_capture(struct rep_files *r, const struct tg_capture *cap,
 			if (!process)
 				r->threads++;
 		}
-	/* export writes a .stack file for every thread when stacks were asked for */
-	r->has_stack = r->threads && (cap->flags & TG_CAP_F_STACK);
+	/* a capture holds every call's record, stacks asked for or not: decorate-stack
+	 * reads any thread's calls */
+	r->has_stack = r->threads != 0;
 	ret = 0;
 	goto out;
 oom:
@@ -283,6 +287,11 @@ static void rep_memg(FILE *out, const struct tg_report_opts *o, const struct rep
 	fputs("<p>Each thread's memory delta per recorded return (KB) "
 	      "with the numbered peaks of the table below (as <code>threadgraph memg</code> "
 	      "draws them).</p>\n", out);
+	if (!o->gnuplot) {  /* said before anything is read: no temporary path in it */
+		rep_missing(out, cb, "memory graph left out: gnuplot not found (the graph "
+			    "needs gnuplot; the rest of the report does not)");
+		return;
+	}
 	if (tg_memg_run(&o->memg, &po, files->v, files->n, NULL, &sub) < 0) {
 		rep_missing(out, cb, "memory graph left out: %s%s", sub.msg,
 			    strstr(sub.msg, "gnuplot") ? " (the graph needs gnuplot; the rest of "
@@ -382,7 +391,7 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 	     i++) {
 		const struct tg_peak *k = &peaks.v[i];
 		const char *mem = files->v[k->thread].path;
-		struct tg_decorate_opts dopts = { NULL, "  " };
+		struct tg_decorate_opts dopts = { NULL, "  ", 1 };
 		struct tg_diag sub = *d;
 		char *stack = NULL, event[32];
 		FILE *tmp;
@@ -500,7 +509,10 @@ static int rep_accounting(FILE *out, const struct tg_report_opts *o,
 	fputs("<h3>Summary</h3>\n<pre>", out);
 	rep_copy_escaped(out, tmp, 0);
 	fputs("</pre>\n<h3>Allocation sizes</h3>\n", out);
-	if (tg_hist_plot(&s.process, &po, &sub) < 0) {
+	if (!o->gnuplot) {
+		rep_missing(out, cb, "histogram graph left out: gnuplot not found (the graph "
+			    "needs gnuplot; the rest of the report does not)");
+	} else if (tg_hist_plot(&s.process, &po, &sub) < 0) {
 		rep_missing(out, cb, "histogram graph left out: %s", sub.msg);
 	} else if (asprintf(&path, "%s/hist.svg", o->scratch) >= 0) {
 		if (rep_inline_svg(out, path, "allocation sizes", &sub) < 0)
@@ -593,10 +605,13 @@ int tg_report_write(const struct tg_report_opts *opts, FILE *out,
 	fputs("<h1>threadgraph report</h1>\n<p class=\"meta\">Run <code>", out);
 	tg_xml_puts(out, o->run_dir);
 	fprintf(out, "</code>: %zu thread%s", files.threads, files.threads == 1 ? "" : "s");
-	for (size_t i = 0; i < files.threads; i++) {
+	/* named up to REP_HEADER_THREADS: 510 names took 2.5 screens before the graph */
+	for (size_t i = 0; i < files.threads && i < REP_HEADER_THREADS; i++) {
 		fputs(i ? ", " : " (", out);
 		tg_xml_puts(out, files.v[i].thread);
 	}
+	if (files.threads > REP_HEADER_THREADS)
+		fprintf(out, " and %zu more", files.threads - REP_HEADER_THREADS);
 	fprintf(out, "%s; stacks %s; accounting %s.</p>\n", files.threads ? ")" : "",
 		files.has_stack ? "recorded" : "not recorded", accounting ? "on" : "off");
 	fputs("<nav><a href=\"#memory\">memory graph</a><a href=\"#peaks\">peaks</a>", out);

@@ -16,6 +16,26 @@
 
 const char *const tg_sum_figures[TG_SUM_NFIG] = TG_SUM_FIGURES_INIT;
 
+/* a + b and a - b, saturated at the int64 limits: a damaged or hostile file may
+ * hold counters near them (sums of sites, differences of two snapshots). */
+static inline int64_t snap_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
+static inline int64_t snap_sub(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (__builtin_sub_overflow(a, b, &r))
+		return b < 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
+
 static int is_dir(const char *path)
 {
 	struct stat st;
@@ -479,11 +499,8 @@ int tg_snapshot_read(struct tg_snapshot *s, const char *path, struct tg_diag *d)
 			goto out;
 		}
 		s->nodes[s->n_nodes++] = e;
-		/* saturating: a damaged file may hold counters near the int64 limits */
-		if (__builtin_add_overflow(s->live_bytes, e.live_bytes, &s->live_bytes))
-			s->live_bytes = e.live_bytes > 0 ? INT64_MAX : INT64_MIN;
-		if (__builtin_add_overflow(s->total_bytes, e.total_bytes, &s->total_bytes))
-			s->total_bytes = e.total_bytes > 0 ? INT64_MAX : INT64_MIN;
+		s->live_bytes = snap_add(s->live_bytes, e.live_bytes);
+		s->total_bytes = snap_add(s->total_bytes, e.total_bytes);
 	}
 	if (r < 0)
 		goto out;
@@ -630,10 +647,10 @@ int tg_snapshot_group(struct tg_snapshot *s, unsigned depth, int merge_threads,
 	for (size_t i = 1; i < s->n; i++) {
 		struct tg_snap_site *x = &s->sites[k], *y = &s->sites[i];
 		if (!cmp_key(x, y)) {
-			x->live_bytes += y->live_bytes;
-			x->live_count += y->live_count;
-			x->total_bytes += y->total_bytes;
-			x->total_count += y->total_count;
+			x->live_bytes = snap_add(x->live_bytes, y->live_bytes);
+			x->live_count = snap_add(x->live_count, y->live_count);
+			x->total_bytes = snap_add(x->total_bytes, y->total_bytes);
+			x->total_count = snap_add(x->total_count, y->total_count);
 			free(y->site);
 		} else {
 			s->sites[++k] = *y;
@@ -724,10 +741,10 @@ int tg_snapshot_diff(const struct tg_snapshot *base, const struct tg_snapshot *s
 			y = b[j++];
 		e->base_live = x ? x->live_bytes : 0;
 		e->live = y ? y->live_bytes : 0;
-		e->live_bytes = e->live - e->base_live;
-		e->live_count = (y ? y->live_count : 0) - (x ? x->live_count : 0);
-		e->total_bytes = (y ? y->total_bytes : 0) - (x ? x->total_bytes : 0);
-		e->total_count = (y ? y->total_count : 0) - (x ? x->total_count : 0);
+		e->live_bytes = snap_sub(e->live, e->base_live);
+		e->live_count = snap_sub(y ? y->live_count : 0, x ? x->live_count : 0);
+		e->total_bytes = snap_sub(y ? y->total_bytes : 0, x ? x->total_bytes : 0);
+		e->total_count = snap_sub(y ? y->total_count : 0, x ? x->total_count : 0);
 		e->site = y ? y->site : x->site;
 		e->thread = y ? y->thread : x->thread;
 		if (e->live_bytes || e->live_count || e->total_bytes || e->total_count)

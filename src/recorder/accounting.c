@@ -193,7 +193,7 @@ tg_acct_pick_seed(void)
 
 int
 tg_acct_start(const char *outdir, int compress, long long sample_bytes,
-              struct tg_recorder *r)
+              uint32_t (*stack_site)(struct tg_acct_thread *t), struct tg_recorder *r)
 {
     static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
@@ -227,6 +227,8 @@ tg_acct_start(const char *outdir, int compress, long long sample_bytes,
     tg_acct.peak_ns = 0;
     tg_acct.seed = tg_acct_pick_seed();
     atomic_store(&tg_acct.sample, (int64_t)sample_bytes);
+    tg_acct.stack_site = sample_bytes > 0 ? stack_site : NULL;
+    tg_acct_when_clear();  /* snapshot_when() applies to a run, after enable() */
     atomic_fetch_add(&tg_acct.gen, 1);
     tg_acct.had_run = 1;
     /* The enabling thread's root now, so that its allocations outside recorded

@@ -38,9 +38,11 @@ struct tg_recorder;
 /* Start accounting for a run writing into OUTDIR (GIL); R names the threads in
  * snapshots until tg_acct_finish.  SAMPLE_BYTES > 0 attributes allocations to
  * sites by sampling, one sample per SAMPLE_BYTES bytes on average (0: every
- * allocation).  Returns 0 or -1 with a Python exception. */
+ * allocation).  STACK_SITE, when not NULL, gives a sampled allocation its
+ * site (sampled mode, sampled.h) instead of the profile function's context.
+ * Returns 0 or -1 with a Python exception. */
 int tg_acct_start(const char *outdir, int compress, long long sample_bytes,
-                  struct tg_recorder *r);
+                  uint32_t (*stack_site)(struct tg_acct_thread *t), struct tg_recorder *r);
 /* Stop counting (GIL); the counters stay readable until the next start. */
 void tg_acct_stop(void);
 /* After tg_acct_stop: the final and peak snapshots (GIL); the summary files are

@@ -98,13 +98,15 @@ tg_site_touch_locked(struct tg_acct_site_ctr *c)
 }
 
 /* A new process peak of LIVE bytes (tg_acct.spin held): out of line, so that
- * the clock read does not weigh on the common path. */
-static void __attribute__((noinline))
+ * the clock read does not weigh on the common path.  Returns the threshold
+ * snapshots now due (acct_when.h). */
+static int __attribute__((noinline))
 tg_acct_new_peak_locked(int64_t live)
 {
     atomic_store_explicit(&tg_acct.peak, live, TG_RELAXED);
     tg_acct.peak_seq++;
     tg_acct.peak_ns = tg_clock_now_ns();
+    return tg_acct_when_peak_locked(live);
 }
 
 /* The weight of a block of SIZE bytes attributed to a site: its size and one
@@ -126,21 +128,27 @@ tg_acct_alloc(size_t size)
     struct tg_acct_thread *t = tg_acct_self();
     struct tg_acct_site_ctr *c = NULL;
     uint32_t sid = TG_SITE_NOTHREAD;
-    int64_t live, wb = 0, wc = 0, mean = atomic_load_explicit(&tg_acct.sample, TG_RELAXED);
+    int64_t live, own = 0, wb = 0, wc = 0;
+    int64_t mean = atomic_load_explicit(&tg_acct.sample, TG_RELAXED);
+    int when = 0;  /* threshold snapshots due (acct_when.h), written after the lock */
 
     if (size > TG_ACCT_SIZE_MASK)  /* >= 16 TiB: counted at the mask (documented) */
         size = TG_ACCT_SIZE_MASK;
     if (t != NULL) {
-        int64_t own;
         sid = t->cur_site;
         TG_OWN_ADD(t->alloc_calls, 1);
         TG_OWN_ADD(t->requested, (int64_t)size);
         TG_OWN_ADD(t->hist_alloc[tg_acct_bin(size)], 1);
         own = TG_LOAD(t->requested) - TG_LOAD(t->freed);
-        if (own > TG_LOAD(t->peak))
+        if (own > TG_LOAD(t->peak)) {
             atomic_store_explicit(&t->peak, own, TG_RELAXED);
+            if (__builtin_expect(tg_acct_when_thread_due(t, own), 0))
+                when = 1 << TG_WHEN_THREAD;
+        }
         if (mean > 0 && !tg_acct_sampler_hit(&t->sampler, size, mean))
             sid = TG_SITE_NONE;
+        else if (__builtin_expect(tg_acct.stack_site != NULL, 0))
+            sid = tg_acct.stack_site(t);  /* sampled mode: its stack, now */
     } else if (mean > 0) {
         sid = TG_SITE_NONE;  /* no state, no sampler: the process figures only */
     }
@@ -159,10 +167,12 @@ tg_acct_alloc(size_t size)
     live = TG_LOAD(tg_acct.live) + (int64_t)size;
     atomic_store_explicit(&tg_acct.live, live, TG_RELAXED);
     if (live > TG_LOAD(tg_acct.peak))
-        tg_acct_new_peak_locked(live);
+        when |= tg_acct_new_peak_locked(live);
     if (TG_LOAD(tg_acct.nwin) && live > TG_LOAD(tg_acct.win_peak))
         atomic_store_explicit(&tg_acct.win_peak, live, TG_RELAXED);
     tg_acct_spin_unlock();
+    if (__builtin_expect(when != 0, 0))
+        tg_acct_when_fire(t, own, when);
     return (uint64_t)size | ((uint64_t)sid << TG_ACCT_SIZE_BITS);
 }
 

@@ -42,6 +42,7 @@
 #include "tg_compat.h"
 #include "acct_sample.h"
 #include "acct_sites.h"
+#include "acct_when.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -89,6 +90,8 @@ struct tg_acct_thread {
     uint32_t *stack;                   /* nodes of the open recorded calls; owner (GIL) */
     size_t depth, cap;                 /* owner only */
     struct tg_acct_sampler sampler;    /* sample_bytes mode; owner only */
+    int64_t when_next;                 /* thread>SIZE: next level due a snapshot
+                                        * (0: the limit; acct_when.h); owner only */
 };
 
 /* Figures of a thread or of the process. */
@@ -154,6 +157,11 @@ struct tg_acct {
      * at start before accounting is switched on, then read-only). */
     _Atomic int64_t sample;
     uint64_t seed;
+    /* Sampled mode (sampled.h): the site of a sampled allocation, read from the
+     * thread's frames, or NULL when sites are the calling context the profile
+     * function keeps (tg_acct_push).  Written with the GIL at start before
+     * accounting is switched on, then read-only. */
+    uint32_t (*stack_site)(struct tg_acct_thread *t);
 
     /* Run configuration and bookkeeping; GIL. */
     struct tg_recorder *rec;           /* names threads in snapshots; NULL outside
@@ -163,6 +171,9 @@ struct tg_acct {
     char *outdir;
     int compress;
     unsigned nsnap;                    /* snapshots written this run */
+
+    /* Threshold snapshots (acct_when.h; each field says what protects it). */
+    struct tg_acct_when when;
 
     /* Periodic snapshots and their first failure ("" if none: the profile
      * function never raises, so disable() reports it); GIL. */
@@ -193,6 +204,15 @@ size_t tg_acct_free(uint64_t word, int count_thread);
 void tg_acct_push(const char *file, size_t file_len, long line, const char *func,
                   size_t func_len, int esc);
 void tg_acct_pop(void);
+
+/* Whether thread T's new peak OWN is due a threshold snapshot (acct_when.h):
+ * one relaxed load when no thread>SIZE condition is set.  T's owner. */
+static inline int
+tg_acct_when_thread_due(struct tg_acct_thread *t, int64_t own)
+{
+    int64_t lim = atomic_load_explicit(&tg_acct.when.limit[TG_WHEN_THREAD], memory_order_relaxed);
+    return lim != 0 && own > (t->when_next > lim ? t->when_next : lim);
+}
 
 /* The calling thread's state for this run, created on first use; NULL if out
  * of memory.  Any thread, no GIL needed: only malloc and a mutex. */

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -93,26 +94,57 @@ tg_cap_chunk_header(unsigned char *h, int kind, int flags, uint32_t stream, size
     tg_cap_put_u32(h + 8, (uint32_t)len);
 }
 
+static int tg_cap_rotate_locked(struct tg_cap *cap);
+static struct tg_cap_shadow *tg_cap_shadow_get(struct tg_cap *cap, uint32_t stream);
+static void tg_cap_shadow_chunk(struct tg_cap *cap, int kind, uint32_t stream,
+                                const unsigned char *p, size_t len);
+
+/* Keep the CODES payload DEFS/LEN (about to be written) for later segments'
+ * heads.  Returns 0 or an errno.  Lock held. */
+static int
+tg_cap_keep_defs(struct tg_cap *cap, const unsigned char *defs, size_t len)
+{
+    if (cap->alldefs_len + len > cap->alldefs_cap) {
+        size_t nc = cap->alldefs_cap ? cap->alldefs_cap : 16384;
+        unsigned char *nb;
+        while (nc < cap->alldefs_len + len)
+            nc *= 2;
+        if ((nb = realloc(cap->alldefs, nc)) == NULL)
+            return ENOMEM;
+        cap->alldefs = nb;
+        cap->alldefs_cap = nc;
+    }
+    if (cap->n_defs_ends == cap->defs_ends_cap) {
+        size_t nc = cap->defs_ends_cap ? 2 * cap->defs_ends_cap : 16;
+        size_t *ne = realloc(cap->defs_ends, nc * sizeof(*ne));
+        if (ne == NULL)
+            return ENOMEM;
+        cap->defs_ends = ne;
+        cap->defs_ends_cap = nc;
+    }
+    memcpy(cap->alldefs + cap->alldefs_len, defs, len);
+    cap->alldefs_len += len;
+    cap->defs_ends[cap->n_defs_ends++] = cap->alldefs_len;
+    return 0;
+}
+
 /* Write the pending definitions (if any) and then chunk KIND/STREAM of BUF/LEN
- * (if BUF is not NULL), in one writev.  Lock held. */
+ * (if BUF is not NULL), in one writev.  In a segmented capture, a data chunk
+ * that would take the current segment past seg_max starts the next one first,
+ * and the bytes are followed (tg_cap_shadow_chunk).  Lock held. */
 static int
 tg_cap_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void *buf, size_t len)
 {
     unsigned char dh[TG_CAP_CHUNK_HEADER_SIZE], ch[TG_CAP_CHUNK_HEADER_SIZE];
+    const void *raw = buf;
+    size_t raw_len = len, total = 0;
     struct iovec iov[4];
-    int n = 0, e;
+    int n = 0, e, i;
 
     if (cap->err)
         return cap->err;
     if (cap->dropped_child || !tg_cap_fd_ok(cap))
         return cap->err ? cap->err : EBADF;
-    if (cap->defs_len > 0) {
-        tg_cap_chunk_header(dh, TG_CAP_CHUNK_CODES, 0, TG_CAP_STREAM_META, cap->defs_len);
-        iov[n].iov_base = dh;
-        iov[n++].iov_len = sizeof(dh);
-        iov[n].iov_base = cap->defs;
-        iov[n++].iov_len = cap->defs_len;
-    }
     if (buf != NULL) {
         int flags = 0;
 #ifdef TG_HAVE_ZSTD
@@ -139,6 +171,29 @@ tg_cap_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void *buf
         }
 #endif
         tg_cap_chunk_header(ch, kind, flags, stream, len);
+    }
+    if (cap->max_size && buf != NULL
+            && (kind == TG_CAP_CHUNK_EVENTS || kind == TG_CAP_CHUNK_PROCESS)) {
+        uint64_t cur = cap->seg_sizes[cap->seg_no - cap->seg_first];
+        uint64_t need = sizeof(ch) + len + (cap->defs_len ? sizeof(dh) + cap->defs_len : 0);
+        if (cur + need > cap->seg_max && cur > cap->seg_head
+                && (e = tg_cap_rotate_locked(cap)) != 0) {
+            cap->err = e;
+            return e;
+        }
+    }
+    if (cap->defs_len > 0) {
+        tg_cap_chunk_header(dh, TG_CAP_CHUNK_CODES, 0, TG_CAP_STREAM_META, cap->defs_len);
+        iov[n].iov_base = dh;
+        iov[n++].iov_len = sizeof(dh);
+        iov[n].iov_base = cap->defs;
+        iov[n++].iov_len = cap->defs_len;
+        if (cap->max_size && (e = tg_cap_keep_defs(cap, cap->defs, cap->defs_len)) != 0) {
+            cap->err = e;
+            return e;
+        }
+    }
+    if (buf != NULL) {
         iov[n].iov_base = ch;
         iov[n++].iov_len = sizeof(ch);
         iov[n].iov_base = (void *)buf;
@@ -146,34 +201,73 @@ tg_cap_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void *buf
     }
     if (n == 0)
         return 0;
+    for (i = 0; i < n; i++)
+        total += iov[i].iov_len;
     e = tg_cap_writev_all(cap->fd, iov, n);
     cap->defs_len = 0;
-    if (e)
+    if (e) {
         cap->err = e;
-    return e;
+        return e;
+    }
+    if (cap->max_size) {
+        cap->seg_sizes[cap->seg_no - cap->seg_first] += total;
+        if (kind == TG_CAP_CHUNK_EVENTS || kind == TG_CAP_CHUNK_PROCESS)
+            tg_cap_shadow_chunk(cap, kind, stream, raw, raw_len);
+        else if (kind == TG_CAP_CHUNK_THREAD && raw != NULL) {
+            struct tg_cap_shadow *s = tg_cap_shadow_get(cap, stream);
+            unsigned char *def = malloc(raw_len ? raw_len : 1);
+            if (s != NULL && def != NULL) {
+                memcpy(def, raw, raw_len);
+                free(s->def);
+                s->def = def;
+                s->def_len = raw_len;
+                s->live = 1;
+            } else {
+                free(def);
+                if (s != NULL)
+                    s->broken = 1;  /* lost in later segments, as if ended */
+            }
+        }
+    }
+    return 0;
 }
 
-int
-tg_cap_open(struct tg_cap *cap, const char *path, uint32_t flags, int64_t start_us,
-            uint32_t memory_mode, uint32_t clock, uint32_t pid, int compress)
+/* Create PATH (O_EXCL, O_APPEND) and write HEADER into it.  Returns the
+ * descriptor (its identity in *ST), or -errno. */
+static int
+tg_cap_create(const char *path, const unsigned char *header, struct stat *st)
 {
-    unsigned char h[TG_CAP_HEADER_SIZE];
-    struct stat st;
     struct iovec iov;
     int fd, e;
 
-    tg_cap_close(cap);
-    cap->path = strdup(path);
-    if (cap->path == NULL)
-        return -ENOMEM;
     fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0)
         return -errno;
-    if (fstat(fd, &st) < 0) {
+    if (fstat(fd, st) < 0) {
         e = errno;
         close(fd);
         return -e;
     }
+    iov.iov_base = (void *)header;
+    iov.iov_len = TG_CAP_HEADER_SIZE;
+    e = tg_cap_writev_all(fd, &iov, 1);
+    if (e) {
+        close(fd);
+        return -e;
+    }
+    return fd;
+}
+
+/* Open PATH as the capture's (first) file, segment number SEG (0: none). */
+static int
+tg_cap_open_file(struct tg_cap *cap, const char *path, uint32_t seg, uint32_t flags,
+                 int64_t start_us, uint32_t memory_mode, uint32_t clock, uint32_t pid,
+                 int compress)
+{
+    unsigned char h[TG_CAP_HEADER_SIZE];
+    struct stat st;
+    int fd;
+
     memcpy(h, TG_CAP_MAGIC, TG_CAP_MAGIC_LEN);
     tg_cap_put_u32(h + 8, TG_CAP_VERSION);
     tg_cap_put_u32(h + 12, flags);
@@ -181,15 +275,12 @@ tg_cap_open(struct tg_cap *cap, const char *path, uint32_t flags, int64_t start_
     tg_cap_put_u32(h + 24, memory_mode);
     tg_cap_put_u32(h + 28, clock);
     tg_cap_put_u32(h + 32, pid);
-    tg_cap_put_u32(h + 36, 0);
-    iov.iov_base = h;
-    iov.iov_len = sizeof(h);
-    e = tg_cap_writev_all(fd, &iov, 1);
-    if (e) {
-        close(fd);
-        return -e;
-    }
+    tg_cap_put_u32(h + 36, seg);
+    fd = tg_cap_create(path, h, &st);
+    if (fd < 0)
+        return fd;
     pthread_mutex_lock(&cap->lock);
+    memcpy(cap->header, h, sizeof(h));
     cap->fd = fd;
     cap->dev = st.st_dev;
     cap->ino = st.st_ino;
@@ -203,6 +294,349 @@ tg_cap_open(struct tg_cap *cap, const char *path, uint32_t flags, int64_t start_
     cap->defs_len = 0;
     cap->n_stats = 0;
     pthread_mutex_unlock(&cap->lock);
+    return 0;
+}
+
+int
+tg_cap_open(struct tg_cap *cap, const char *path, uint32_t flags, int64_t start_us,
+            uint32_t memory_mode, uint32_t clock, uint32_t pid, int compress)
+{
+    tg_cap_close(cap);
+    cap->path = strdup(path);
+    if (cap->path == NULL)
+        return -ENOMEM;
+    return tg_cap_open_file(cap, path, 0, flags, start_us, memory_mode, clock, pid,
+                            compress);
+}
+
+/* DIR/capture-<NO>.tg, malloc'ed (NULL: out of memory). */
+static char *
+tg_cap_seg_path(const char *dir, uint32_t no)
+{
+    size_t n = strlen(dir) + sizeof(TG_CAP_SEG_PREFIX) + sizeof(TG_CAP_SEG_SUFFIX) + 16;
+    char *p = malloc(n);
+    if (p != NULL)
+        snprintf(p, n, "%s/" TG_CAP_SEG_PREFIX "%0*u" TG_CAP_SEG_SUFFIX, dir,
+                 TG_CAP_SEG_DIGITS, no);
+    return p;
+}
+
+int
+tg_cap_open_segments(struct tg_cap *cap, const char *dir, uint64_t max_size,
+                     uint32_t flags, int64_t start_us, uint32_t memory_mode,
+                     uint32_t clock, uint32_t pid, int compress)
+{
+    size_t n = strlen(dir) + sizeof(TG_CAP_SEG_PREFIX "*" TG_CAP_SEG_SUFFIX) + 1;
+    char *first;
+    int ret;
+
+    if (max_size < TG_CAP_MAX_SIZE_MIN)
+        return -EINVAL;
+    tg_cap_close(cap);
+    cap->path = malloc(n);
+    cap->dir = strdup(dir);
+    cap->seg_sizes = calloc(TG_CAP_SEGS * 2, sizeof(*cap->seg_sizes));
+    first = tg_cap_seg_path(dir, 1);
+    if (cap->path == NULL || cap->dir == NULL || cap->seg_sizes == NULL || first == NULL) {
+        free(first);
+        tg_cap_close(cap);
+        return -ENOMEM;
+    }
+    /* A pattern, not the current file: threads read it without the lock. */
+    snprintf(cap->path, n, "%s/" TG_CAP_SEG_PREFIX "*" TG_CAP_SEG_SUFFIX, dir);
+    cap->seg_sizes_cap = TG_CAP_SEGS * 2;
+    ret = tg_cap_open_file(cap, first, 1, flags, start_us, memory_mode, clock, pid,
+                           compress);
+    free(first);
+    if (ret < 0) {
+        tg_cap_close(cap);
+        return ret;
+    }
+    pthread_mutex_lock(&cap->lock);
+    cap->max_size = max_size;
+    cap->seg_max = max_size / TG_CAP_SEGS;
+    if (cap->seg_max < TG_CAP_SEG_MIN)
+        cap->seg_max = TG_CAP_SEG_MIN;
+    cap->seg_no = cap->seg_first = 1;
+    cap->seg_sizes[0] = cap->seg_head = TG_CAP_HEADER_SIZE;
+    pthread_mutex_unlock(&cap->lock);
+    return 0;
+}
+
+char *
+tg_cap_current_path(struct tg_cap *cap)
+{
+    char *p = NULL;
+    pthread_mutex_lock(&cap->lock);
+    if (cap->max_size && cap->dir != NULL)
+        p = tg_cap_seg_path(cap->dir, cap->seg_no);
+    else if (cap->path != NULL)
+        p = strdup(cap->path);
+    pthread_mutex_unlock(&cap->lock);
+    return p;
+}
+
+uint64_t
+tg_cap_segments_dropped(struct tg_cap *cap)
+{
+    uint64_t n;
+    pthread_mutex_lock(&cap->lock);
+    n = cap->segs_deleted;
+    pthread_mutex_unlock(&cap->lock);
+    return n;
+}
+
+/* --- segments: the streams' state, the heads, rotation ----------------------- */
+
+/* STREAM's shadow, the table grown as needed; NULL out of memory.  Lock held. */
+static struct tg_cap_shadow *
+tg_cap_shadow_get(struct tg_cap *cap, uint32_t stream)
+{
+    if (stream >= cap->n_sh) {
+        size_t nn = cap->n_sh ? cap->n_sh : 16;
+        struct tg_cap_shadow *ns;
+        while (nn <= stream)
+            nn *= 2;
+        ns = realloc(cap->sh, nn * sizeof(*ns));
+        if (ns == NULL)
+            return NULL;
+        memset(ns + cap->n_sh, 0, (nn - cap->n_sh) * sizeof(*ns));
+        cap->sh = ns;
+        cap->n_sh = nn;
+    }
+    if (!cap->sh[stream].used) {
+        cap->sh[stream].used = 1;
+        cap->sh[stream].t_us = cap->start_us;
+    }
+    return &cap->sh[stream];
+}
+
+static void
+tg_cap_shadow_free(struct tg_cap_shadow *s)
+{
+    free(s->def);
+    free(s->open);
+    memset(s, 0, sizeof(*s));
+}
+
+/* Follow the records of a chunk of STREAM (KIND events or process samples) in
+ * its shadow.  A record that does not decode marks the stream broken (its
+ * STATE is not written: a reader starting after it refuses the stream rather
+ * than misreading it).  Lock held. */
+static void
+tg_cap_shadow_chunk(struct tg_cap *cap, int kind, uint32_t stream, const unsigned char *p,
+                    size_t len)
+{
+    const unsigned char *end = p + len;
+    const int timed = (cap->flags & TG_CAP_F_TIME) != 0;
+    const int memory = (cap->flags & TG_CAP_F_MEMORY) != 0;
+    struct tg_cap_shadow *s = tg_cap_shadow_get(cap, stream);
+    uint64_t head, v, dt = 0;
+
+    if (s == NULL || s->broken)
+        goto broken;
+    while (p < end) {
+        if (kind == TG_CAP_CHUNK_PROCESS) {
+            if ((timed && tg_cap_get_varint(&p, end, &dt) < 0)
+                    || tg_cap_get_varint(&p, end, &v) < 0)
+                goto broken;
+            s->t_us += (int64_t)dt;
+            s->calls++;
+            s->mem += tg_cap_unzz(v);
+            continue;
+        }
+        if (tg_cap_get_varint(&p, end, &head) < 0)
+            goto broken;
+        if (head & 1) {  /* RETURN */
+            if (timed && tg_cap_get_varint(&p, end, &dt) < 0)
+                goto broken;
+            v = 0;
+            if (memory && tg_cap_get_varint(&p, end, &v) < 0)
+                goto broken;
+            if (s->depth == 0)
+                goto broken;
+            s->t_us += (int64_t)dt;
+            s->mem += tg_cap_unzz(v);
+            s->depth--;
+            s->returns++;
+        } else if (head) {  /* CALL */
+            uint64_t id = head >> 1;
+            int64_t line = 0;
+            if (timed && tg_cap_get_varint(&p, end, &dt) < 0)
+                goto broken;
+            if (id >= cap->kinds_cap || cap->kinds[id] == 0)
+                goto broken;
+            if (cap->kinds[id] == TG_CAP_CODE_C + 1) {
+                if (tg_cap_get_varint(&p, end, &v) < 0)
+                    goto broken;
+                line = tg_cap_unzz(v);
+            }
+            if (s->depth == s->open_cap) {
+                size_t nc = s->open_cap ? 2 * s->open_cap : 32;
+                struct tg_cap_open_call *no = realloc(s->open, nc * sizeof(*no));
+                if (no == NULL)
+                    goto broken;
+                s->open = no;
+                s->open_cap = nc;
+            }
+            s->t_us += (int64_t)dt;
+            s->calls++;
+            s->open[s->depth].code = (uint32_t)id;
+            s->open[s->depth].line = line;
+            s->open[s->depth].number = s->calls;
+            s->depth++;
+        } else {  /* SPECIAL */
+            if (p >= end || *p++ != TG_CAP_EV_DROPPED
+                    || tg_cap_get_varint(&p, end, &v) < 0)
+                goto broken;
+        }
+    }
+    return;
+broken:
+    if (s != NULL)
+        s->broken = 1;
+}
+
+/* Write one head chunk (TG_CAP_CHUNK_HEAD) to FD; returns 0 or an errno. */
+static int
+tg_cap_head_chunk(int fd, int kind, uint32_t stream, const void *buf, size_t len,
+                  uint64_t *size)
+{
+    unsigned char h[TG_CAP_CHUNK_HEADER_SIZE];
+    struct iovec iov[2];
+    tg_cap_chunk_header(h, kind, TG_CAP_CHUNK_HEAD, stream, len);
+    iov[0].iov_base = h;
+    iov[0].iov_len = sizeof(h);
+    iov[1].iov_base = (void *)buf;
+    iov[1].iov_len = len;
+    *size += sizeof(h) + len;
+    return tg_cap_writev_all(fd, iov, 2);
+}
+
+/* Write STATE chunk of stream NO (shadow S) to FD; 0 or an errno. */
+static int
+tg_cap_head_state(struct tg_cap *cap, int fd, uint32_t no, const struct tg_cap_shadow *s,
+                  uint64_t *size)
+{
+    size_t n = 5 * TG_CAP_VARINT_MAX + s->depth * 3 * TG_CAP_VARINT_MAX, i;
+    unsigned char *buf = malloc(n), *p;
+    int e;
+
+    if (buf == NULL)
+        return ENOMEM;
+    p = tg_cap_put_varint(buf, (uint64_t)(s->t_us - cap->start_us));
+    p = tg_cap_put_varint(p, s->calls);
+    p = tg_cap_put_varint(p, s->returns);
+    p = tg_cap_put_varint(p, tg_cap_zz(s->mem));
+    p = tg_cap_put_varint(p, s->depth);
+    for (i = 0; i < s->depth; i++) {
+        p = tg_cap_put_varint(p, s->open[i].code);
+        p = tg_cap_put_varint(p, s->open[i].number);
+        if (cap->kinds[s->open[i].code] == TG_CAP_CODE_C + 1)
+            p = tg_cap_put_varint(p, tg_cap_zz(s->open[i].line));
+    }
+    e = tg_cap_head_chunk(fd, TG_CAP_CHUNK_STATE, no, buf, (size_t)(p - buf), size);
+    free(buf);
+    return e;
+}
+
+/* Write the head of a new segment to FD (its size added to *SIZE): the code
+ * definitions written so far, the live threads, every stream's state.
+ * Returns 0 or an errno.  Lock held. */
+static int
+tg_cap_write_head(struct tg_cap *cap, int fd, uint64_t *size)
+{
+    struct tg_cap_shadow meta;
+    size_t i, from = 0;
+    int e = 0;
+
+    for (i = 0; i < cap->n_defs_ends && !e; i++) {
+        e = tg_cap_head_chunk(fd, TG_CAP_CHUNK_CODES, TG_CAP_STREAM_META,
+                              cap->alldefs + from, cap->defs_ends[i] - from, size);
+        from = cap->defs_ends[i];
+    }
+    for (i = TG_CAP_STREAM_FIRST; i < cap->n_sh && !e; i++)
+        if (cap->sh[i].used && cap->sh[i].live && !cap->sh[i].broken && cap->sh[i].def != NULL)
+            e = tg_cap_head_chunk(fd, TG_CAP_CHUNK_THREAD, (uint32_t)i, cap->sh[i].def,
+                                  cap->sh[i].def_len, size);
+    memset(&meta, 0, sizeof(meta));
+    meta.t_us = cap->start_us;
+    for (i = 0; i < cap->n_sh; i++)
+        if (cap->sh[i].used && cap->sh[i].t_us > meta.t_us)
+            meta.t_us = cap->sh[i].t_us;
+    if (!e)
+        e = tg_cap_head_state(cap, fd, TG_CAP_STREAM_META, &meta, size);
+    for (i = TG_CAP_STREAM_PROCESS; i < cap->n_sh && !e; i++) {
+        const struct tg_cap_shadow *s = &cap->sh[i];
+        if (s->used && !s->broken && (s->live || i == TG_CAP_STREAM_PROCESS))
+            e = tg_cap_head_state(cap, fd, (uint32_t)i, s, size);
+    }
+    return e;
+}
+
+/* Start the next segment: create it with its head, make it current, delete
+ * the oldest segments while the older ones and a full current one would pass
+ * max_size.  Returns 0 or an errno (the capture stops).  Lock held. */
+static int
+tg_cap_rotate_locked(struct tg_cap *cap)
+{
+    unsigned char h[TG_CAP_HEADER_SIZE];
+    uint64_t size = TG_CAP_HEADER_SIZE, older = 0;
+    struct stat st;
+    size_t i, kept = (size_t)(cap->seg_no - cap->seg_first) + 1;
+    char *path;
+    int fd, e;
+
+    if (kept + 1 > cap->seg_sizes_cap) {
+        size_t nc = 2 * (kept + 1);
+        uint64_t *ns = realloc(cap->seg_sizes, nc * sizeof(*ns));
+        if (ns == NULL)
+            return ENOMEM;
+        cap->seg_sizes = ns;
+        cap->seg_sizes_cap = nc;
+    }
+    if (cap->seg_no == UINT32_MAX || (path = tg_cap_seg_path(cap->dir, cap->seg_no + 1)) == NULL)
+        return ENOMEM;
+    memcpy(h, cap->header, sizeof(h));
+    tg_cap_put_u32(h + 36, cap->seg_no + 1);
+    fd = tg_cap_create(path, h, &st);
+    if (fd < 0) {
+        free(path);
+        return -fd;
+    }
+    e = tg_cap_write_head(cap, fd, &size);
+    if (e) {
+        close(fd);
+        unlink(path);  /* a head cut short would only puzzle a reader */
+        free(path);
+        return e;
+    }
+    free(path);
+    if (tg_cap_fd_ok(cap))
+        close(cap->fd);
+    cap->fd = fd;
+    cap->dev = st.st_dev;
+    cap->ino = st.st_ino;
+    cap->seg_no++;
+    cap->seg_sizes[kept++] = size;
+    cap->seg_head = size;
+    for (i = 0; i + 1 < kept; i++)
+        older += cap->seg_sizes[i];
+    while (kept > 1 && older + cap->seg_max > cap->max_size) {
+        char *old = tg_cap_seg_path(cap->dir, cap->seg_first);
+        if (old == NULL)
+            break;
+        if (unlink(old) < 0 && errno != ENOENT) {
+            free(old);
+            break;  /* kept: the limit gives way rather than the records */
+        }
+        free(old);
+        older -= cap->seg_sizes[0];
+        memmove(cap->seg_sizes, cap->seg_sizes + 1, (kept - 1) * sizeof(*cap->seg_sizes));
+        kept--;
+        cap->seg_first++;
+        cap->segs_deleted++;
+    }
     return 0;
 }
 
@@ -245,6 +679,19 @@ tg_cap_define(struct tg_cap *cap, uint32_t id, int kind, uint32_t firstline,
         cap->defs = nb;
         cap->defs_cap = nc;
     }
+    if (cap->max_size && id >= cap->kinds_cap) {
+        size_t nc = cap->kinds_cap ? cap->kinds_cap : 1024;
+        unsigned char *nk;
+        while (nc <= id)
+            nc *= 2;
+        if ((nk = realloc(cap->kinds, nc)) == NULL)
+            goto out;
+        memset(nk + cap->kinds_cap, 0, nc - cap->kinds_cap);
+        cap->kinds = nk;
+        cap->kinds_cap = nc;
+    }
+    if (cap->max_size)
+        cap->kinds[id] = (unsigned char)(kind + 1);  /* 0: undefined */
     p = cap->defs + cap->defs_len;
     p = tg_cap_put_varint(p, id);
     *p++ = (unsigned char)kind;
@@ -316,6 +763,11 @@ tg_cap_deposit(struct tg_cap *cap, uint32_t stream, uint64_t calls, uint64_t ret
     cap->stats[cap->n_stats].returns = returns;
     cap->stats[cap->n_stats].dropped = dropped;
     cap->n_stats++;
+    if (stream < cap->n_sh) {  /* ended: its definition is not repeated */
+        free(cap->sh[stream].def);
+        cap->sh[stream].def = NULL;
+        cap->sh[stream].live = 0;
+    }
 out:
     pthread_mutex_unlock(&cap->lock);
     return ret;
@@ -355,6 +807,7 @@ tg_cap_finish(struct tg_cap *cap, int64_t end_us)
 void
 tg_cap_close(struct tg_cap *cap)
 {
+    size_t i;
     pthread_mutex_lock(&cap->lock);
     if (cap->fd >= 0 && !cap->dropped_child && tg_cap_fd_ok(cap))
         close(cap->fd);
@@ -376,6 +829,27 @@ tg_cap_close(struct tg_cap *cap)
     cap->zbuf = NULL;
     cap->zbuf_cap = 0;
     cap->compress = 0;
+    for (i = 0; i < cap->n_sh; i++)
+        tg_cap_shadow_free(&cap->sh[i]);
+    free(cap->sh);
+    cap->sh = NULL;
+    cap->n_sh = 0;
+    free(cap->alldefs);
+    cap->alldefs = NULL;
+    cap->alldefs_len = cap->alldefs_cap = 0;
+    free(cap->defs_ends);
+    cap->defs_ends = NULL;
+    cap->n_defs_ends = cap->defs_ends_cap = 0;
+    free(cap->kinds);
+    cap->kinds = NULL;
+    cap->kinds_cap = 0;
+    free(cap->seg_sizes);
+    cap->seg_sizes = NULL;
+    cap->seg_sizes_cap = 0;
+    free(cap->dir);
+    cap->dir = NULL;
+    cap->max_size = cap->seg_max = 0;
+    cap->seg_no = cap->seg_first = 0;
     pthread_mutex_unlock(&cap->lock);
 }
 

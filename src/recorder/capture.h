@@ -15,6 +15,15 @@
  * release store; a consumer loads the published length (acquire) before it
  * takes `lock`, so every definition a flushed record uses is written before it.
  * Lock order: a writer's lock, then the capture's lock.
+ *
+ * Segments (tg_cap_open_segments, a run's max_size): the capture rotates into a
+ * new segment file when the current one reaches seg_max bytes, under `lock`,
+ * before the data chunk that would pass it.  What a new segment's head repeats
+ * is kept here as it is written: every CODES payload (alldefs), each live
+ * thread's THREAD payload, and each stream's state, followed by decoding every
+ * chunk this file writes (the stream's time, counters, memory and open calls:
+ * struct tg_cap_shadow).  That decoding runs in whoever writes the chunk (the
+ * flusher, mostly), only in a segmented capture.
  */
 #ifndef TG_REC_CAPTURE_H
 #define TG_REC_CAPTURE_H
@@ -36,6 +45,27 @@
 struct tg_cap_stat {
     uint32_t stream;
     uint64_t calls, returns, dropped;
+};
+
+/* An open call of a stream, as its CALL wrote it (segments' STATE). */
+struct tg_cap_open_call {
+    uint32_t code;            /* code id */
+    int64_t line;             /* the CALL's line (C functions only) */
+    uint64_t number;          /* its call number */
+};
+
+/* A stream's state after the chunks written so far (segmented captures). */
+struct tg_cap_shadow {
+    int used;                 /* the stream exists (defined, or process samples) */
+    int live;                 /* a thread not yet deposited: its THREAD is repeated */
+    int broken;               /* a chunk did not decode: no STATE written for it */
+    unsigned char *def;       /* THREAD payload (malloc'ed), or NULL */
+    size_t def_len;
+    int64_t t_us;             /* time of its last timed record */
+    uint64_t calls, returns;  /* thread: CALLs, RETURNs; process: samples in calls */
+    int64_t mem;              /* thread: sum of deltas; process: last BYTES */
+    struct tg_cap_open_call *open;  /* open calls, innermost last (malloc'ed) */
+    size_t depth, open_cap;
 };
 
 struct tg_cap {
@@ -60,6 +90,26 @@ struct tg_cap {
     void *zctx;               /* ZSTD_CCtx, or NULL; lock */
     unsigned char *zbuf;      /* compression output; lock */
     size_t zbuf_cap;
+    unsigned char header[TG_CAP_HEADER_SIZE];  /* as written; each segment's
+                               * with its own number; immutable after open */
+    /* Segments (max_size > 0); all under lock. */
+    uint64_t max_size;        /* the segments' total stays within it (+ one chunk) */
+    uint64_t seg_max;         /* a segment's size before the next starts */
+    char *dir;                /* the run directory the segments are in (malloc'ed) */
+    uint32_t seg_no;          /* the current segment's number (>= 1) */
+    uint32_t seg_first;       /* the oldest segment kept */
+    uint64_t *seg_sizes;      /* bytes of segment seg_first + i (i < seg_no - seg_first + 1) */
+    size_t seg_sizes_cap;
+    uint64_t seg_head;        /* bytes of the current segment's header and head */
+    uint64_t segs_deleted;    /* segments dropped so far */
+    unsigned char *alldefs;   /* every CODES payload written, back to back */
+    size_t alldefs_len, alldefs_cap;
+    size_t *defs_ends;        /* end offset in alldefs of each payload */
+    size_t n_defs_ends, defs_ends_cap;
+    unsigned char *kinds;     /* code id -> TG_CAP_CODE_* (decoding CALLs) */
+    size_t kinds_cap;
+    struct tg_cap_shadow *sh; /* by stream id */
+    size_t n_sh;
 };
 
 /* Whether this build can compress chunks (zstd, TG_HAVE_ZSTD). */
@@ -73,6 +123,24 @@ void tg_cap_init(struct tg_cap *cap);
  * Returns 0, or -errno (CAP stays closed). */
 int tg_cap_open(struct tg_cap *cap, const char *path, uint32_t flags, int64_t start_us,
                 uint32_t memory_mode, uint32_t clock, uint32_t pid, int compress);
+/* The smallest max_size tg_cap_open_segments accepts. */
+#define TG_CAP_MAX_SIZE_MIN (256u * 1024)
+/* A segment is an eighth of max_size (and at least TG_CAP_SEG_MIN bytes). */
+#define TG_CAP_SEGS 8
+#define TG_CAP_SEG_MIN (64u * 1024)
+
+/* tg_cap_open with segments: DIR/capture-000001.tg onwards, rotated so that
+ * the segments' total stays within MAX_SIZE bytes (>= TG_CAP_MAX_SIZE_MIN) but
+ * for one chunk.  Returns 0, or -errno (-EINVAL: MAX_SIZE too small). */
+int tg_cap_open_segments(struct tg_cap *cap, const char *dir, uint64_t max_size,
+                         uint32_t flags, int64_t start_us, uint32_t memory_mode,
+                         uint32_t clock, uint32_t pid, int compress);
+/* The current segment's path (the capture's path without segments), for
+ * messages; the lock is taken.  Returns a malloc'ed copy or NULL. */
+char *tg_cap_current_path(struct tg_cap *cap);
+/* Segments dropped so far (0 without segments). */
+uint64_t tg_cap_segments_dropped(struct tg_cap *cap);
+
 /* Whether CAP is open and not stopped (racy peek, for fast checks). */
 int tg_cap_usable(struct tg_cap *cap);
 /* A new code id of this capture (>= 1).  Lock not needed: the callers hold the

@@ -114,8 +114,9 @@ tg_profile_all_threads(struct tg_recorder_object *self, int install)
 {
     if (!install)
         tg_monitor_uninstall(self);  /* nothing if the backend is setprofile */
-    if (install && self->r.backend != TG_BACKEND_SETPROFILE)
-        return;  /* sys.monitoring: installed by enable() */
+    if (self->r.backend != TG_BACKEND_SETPROFILE)
+        return;  /* sys.monitoring: installed by enable(); the program's own profile
+                  * functions were never replaced, and stay (threadgraph attach) */
 #if TG_HAVE_SETPROFILE_ALL
     if (install)
         PyEval_SetProfileAllThreads(tg_profile, (PyObject *)self);
@@ -130,6 +131,18 @@ tg_profile_all_threads(struct tg_recorder_object *self, int install)
             tg_set_profile_on(ts, NULL, NULL);
     }
 #endif
+}
+
+int
+tg_profile_others_count(void)
+{
+    int n = 0;
+    PyThreadState *ts = PyInterpreterState_ThreadHead(tg_tstate_interp(PyThreadState_Get()));
+
+    for (; ts != NULL; ts = PyThreadState_Next(ts))
+        if (ts->c_profilefunc != NULL && ts->c_profilefunc != tg_profile)
+            n++;
+    return n;
 }
 
 /* --- /proc/self/statm --------------------------------------------------------- */
@@ -372,7 +385,8 @@ tg_open_process_file(struct tg_recorder *r)
     return ret < 0 ? -1 : 0;
 }
 
-/* Create <outdir>/capture.tg (format binary or both) with its header, and the
+/* Create <outdir>/capture.tg (format binary or both) with its header, or its
+ * first segment <outdir>/capture-000001.tg (max_size), and the
  * process sample stream.  Returns 0, or -1 with OSError. */
 static int
 tg_open_capture(struct tg_recorder *r)
@@ -395,9 +409,15 @@ tg_open_capture(struct tg_recorder *r)
             | (r->track_stack ? TG_CAP_F_STACK : 0)
             | (r->sample_every > 0 ? TG_CAP_F_PROCESS : 0);
     start_us = tg_clock_now_ns() / 1000;  /* after tg_clock_enable: the records' clock */
-    ret = tg_cap_open(&r->cap, path, flags, start_us, (uint32_t)r->memory_mode,
-                      (uint32_t)atomic_load(&tg_clock_src), (uint32_t)getpid(),
-                      r->cap_compress);
+    if (r->cap_max_size)
+        ret = tg_cap_open_segments(&r->cap, r->outdir, r->cap_max_size, flags, start_us,
+                                   (uint32_t)r->memory_mode,
+                                   (uint32_t)atomic_load(&tg_clock_src),
+                                   (uint32_t)getpid(), r->cap_compress);
+    else
+        ret = tg_cap_open(&r->cap, path, flags, start_us, (uint32_t)r->memory_mode,
+                          (uint32_t)atomic_load(&tg_clock_src), (uint32_t)getpid(),
+                          r->cap_compress);
     if (ret < 0) {
         errno = -ret;
         PyErr_SetFromErrnoWithFilename(PyExc_OSError, path);
@@ -487,7 +507,9 @@ tg_recorder_enable(struct tg_recorder_object *self)
     r->page_size = sysconf(_SC_PAGESIZE);
     tg_statm_open(r);
     /* Events flow from here on but are ignored until r->active is set. */
-    if (r->backend == TG_BACKEND_MONITORING && tg_monitor_install(self) < 0) {
+    if (r->sampled)
+        r->backend = TG_BACKEND_SETPROFILE;  /* reported as such; none is installed */
+    else if (r->backend == TG_BACKEND_MONITORING && tg_monitor_install(self) < 0) {
         if (!r->backend_auto)
             goto fail;
         PyErr_Clear();  /* every tool id taken: profile functions instead */
@@ -540,7 +562,8 @@ tg_recorder_enable(struct tg_recorder_object *self)
     r->active = 1;
     Py_INCREF(self);
     tg_active = self;
-    tg_profile_all_threads(self, 1);
+    if (!r->sampled)  /* sampled mode: the allocator hooks are its only source */
+        tg_profile_all_threads(self, 1);
     return 0;
 
 fail_unwrap:
@@ -568,7 +591,8 @@ tg_recorder_disable(struct tg_recorder_object *self)
         return 0;
     r->active = 0;
     r->ended_gen = r->gen;
-    tg_profile_all_threads(self, 0);
+    if (!r->sampled)  /* none installed: another tool's profile function stays */
+        tg_profile_all_threads(self, 0);
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();
     tg_native_uninstall();  /* native=True (native.c); before the table is cleared */
@@ -698,7 +722,8 @@ tg_fork_child_stop(struct tg_recorder_object *self)
     r->fork_child_pending = 0;
     r->active = 0;
     r->ended_gen = r->gen;
-    tg_profile_all_threads(self, 0);
+    if (!r->sampled)
+        tg_profile_all_threads(self, 0);
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();
     tg_native_uninstall();  /* native=True (native.c) */

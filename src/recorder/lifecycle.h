@@ -25,6 +25,10 @@ int tg_recorder_disable(struct tg_recorder_object *self);
 
 /* Install the profile function on every existing thread, or remove it. */
 void tg_profile_all_threads(struct tg_recorder_object *self, int install);
+/* The number of thread states with a profile function that is not the recorder's
+ * (the program's own sys.setprofile): threadgraph attach refuses to replace it.
+ * The GIL must be held. */
+int tg_profile_others_count(void);
 
 /* Flusher thread. */
 int tg_flusher_start(struct tg_recorder *r);

@@ -13,6 +13,7 @@
 #include "ptrtable.h"
 #include "names.h"
 #include "native.h"
+#include "sampled.h"
 #include "options.h"
 #include "sigkick.h"
 
@@ -106,7 +107,8 @@ PyDoc_STRVAR(tg_rec_enable_doc,
 "enable(outdir, *, profile='both', memory='thread', filter=None, track_memory=True,\n"
 "       track_stack=False, track_sleeps=True, timestamps=True, sample_every=1000,\n"
 "       stream_factory=None, exclude_file=None, triggers=(), accounting=False,\n"
-"       compress=False, backend='auto', native=False, format='binary', sample_bytes=0)\n"
+"       compress=False, backend='auto', native=False, format='binary', sample_bytes=0,\n"
+"       mode='full', max_size=0)\n"
 "Start recording into the existing directory OUTDIR.");
 
 static PyObject *
@@ -116,25 +118,26 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
                              "track_stack", "track_sleeps", "timestamps", "sample_every",
                              "stream_factory", "exclude_file", "triggers", "accounting",
                              "compress", "backend", "native", "format", "sample_bytes",
-                             NULL};
+                             "mode", "max_size", NULL};
     struct tg_recorder *r = &self->r;
     const char *outdir, *profile = tg_choice_default(&tg_opt_profile);
     const char *memory = tg_choice_default(&tg_opt_memory);
     const char *backend = tg_choice_default(&tg_opt_backend);
     const char *format = tg_choice_default(&tg_opt_format);
+    const char *mode = tg_choice_default(&tg_opt_mode);
     const struct tg_choice *choice;
     PyObject *filter = Py_None, *factory = Py_None, *exclude = Py_None, *triggers = NULL;
     int track_memory = 1, track_stack = 0, track_sleeps = 1, timestamps = 1;
     long sample_every = 1000;
     int accounting = 0, compress = 0, native = 0;
-    long long sample_bytes = 0;
+    long long sample_bytes = 0, max_size = 0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOpppplOOOppspsL:enable", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOpppplOOOppspsLsL:enable", kwlist,
                                      &outdir, &profile, &memory, &filter, &track_memory,
                                      &track_stack, &track_sleeps, &timestamps,
                                      &sample_every, &factory, &exclude, &triggers,
                                      &accounting, &compress, &backend, &native, &format,
-                                     &sample_bytes))
+                                     &sample_bytes, &mode, &max_size))
         return NULL;
     if (r->active) {
         PyErr_SetString(PyExc_RuntimeError, "this profiler is already enabled");
@@ -172,7 +175,25 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
                         "stream_factory gives text streams: it needs format='text'");
         return NULL;
     }
+    if ((choice = tg_choice_find(&tg_opt_mode, mode)) == NULL)
+        return tg_choice_error(&tg_opt_mode, mode);
+    r->sampled = choice->value == TG_MODE_SAMPLED;
+    if (r->sampled && (!accounting || sample_bytes <= 0 || r->fmt_binary
+                       || factory != Py_None || track_stack)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "mode 'sampled' needs accounting with sample_bytes > 0 and "
+                        "format='text', without stream_factory or stacks");
+        return NULL;
+    }
     r->cap_compress = compress;
+    if (max_size != 0 && (max_size < (long long)TG_CAP_MAX_SIZE_MIN || r->fmt_text)) {
+        PyErr_Format(PyExc_ValueError, r->fmt_text
+                     ? "max_size bounds the binary capture: it needs format='binary'"
+                     : "max_size must be 0 (no limit) or at least %u bytes",
+                     (unsigned)TG_CAP_MAX_SIZE_MIN);
+        return NULL;
+    }
+    r->cap_max_size = (unsigned long long)max_size;
     r->track_memory = track_memory;
     r->track_stack = track_stack;
     r->track_sleeps = track_sleeps;
@@ -208,10 +229,16 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     }
     if (triggers != NULL && tg_set_triggers(r, triggers) < 0)
         goto fail;
-    if (accounting && tg_acct_start(outdir, compress, sample_bytes, r) < 0)
+    if (r->sampled && tg_sampled_start() < 0)
         goto fail;
+    if (accounting && tg_acct_start(outdir, compress, sample_bytes,
+                                    r->sampled ? tg_sampled_site : NULL, r) < 0) {
+        tg_sampled_stop();
+        goto fail;
+    }
     if (tg_recorder_enable(self) < 0) {
         tg_acct_stop();
+        tg_sampled_stop();
         goto fail;
     }
     if (native && tg_native_install() < 0) {  /* native=True: native.c */
@@ -219,6 +246,7 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
         PyErr_Fetch(&t, &v, &tb);
         tg_recorder_disable(self);
         tg_acct_stop();
+        tg_sampled_stop();
         PyErr_Restore(t, v, tb);
         goto fail;
     }
@@ -241,6 +269,7 @@ tg_rec_disable(struct tg_recorder_object *self, PyObject *unused)
     if (acct) {
         /* After the hooks are gone: the figures and the final snapshot are still. */
         tg_acct_stop();
+        tg_sampled_stop();
         if (tg_acct_finish(&self->r) < 0) {
             PyObject *t, *v, *tb, *msg;
             PyErr_Fetch(&t, &v, &tb);
@@ -320,7 +349,8 @@ tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
                                                                   memory_order_relaxed),
                          "output_dir", r->outdir,
                          "clock", tg_clock_source_name(),
-                         "capture", r->fmt_binary ? TG_CAP_FILENAME : NULL);
+                         "capture", !r->fmt_binary ? NULL : r->cap_max_size
+                         ? TG_CAP_SEG_PREFIX "*" TG_CAP_SEG_SUFFIX : TG_CAP_FILENAME);
 }
 
 /* --- allocation accounting (accounting.c) --- */
@@ -349,6 +379,19 @@ tg_rec_snapshot_peak(struct tg_recorder_object *self, PyObject *unused)
         return NULL;
     }
     return tg_acct_snapshot_peak();
+}
+
+static PyObject *
+tg_rec_snapshot_when(struct tg_recorder_object *self, PyObject *conds)
+{
+    (void)self;
+    if (!atomic_load(&tg_acct_on)) {
+        PyErr_SetString(PyExc_RuntimeError, "allocation accounting is not on");
+        return NULL;
+    }
+    if (tg_acct_when_set(conds) < 0)
+        return NULL;
+    Py_RETURN_NONE;
 }
 
 static PyObject *
@@ -501,6 +544,9 @@ static PyMethodDef tg_recorder_methods[] = {
     {"snapshot_peak", (PyCFunction)tg_rec_snapshot_peak, METH_NOARGS,
      "snapshot_peak(): write snapshot-<N>-peak (the sites at the process peak so far); "
      "returns its path."},
+    {"snapshot_when", (PyCFunction)tg_rec_snapshot_when, METH_O,
+     "snapshot_when(conditions): threshold snapshots (acct_when.h), replacing the "
+     "previous conditions."},
     {"snapshot_every", (PyCFunction)(void (*)(void))tg_rec_snapshot_every,
      METH_VARARGS | METH_KEYWORDS,
      "snapshot_every(start_after=0, stop_after=-1, every=1, code=None): periodic "
@@ -602,6 +648,26 @@ tg_mod_native_slots(PyObject *mod, PyObject *unused)
     return PyLong_FromLong(tg_native_patched_slots());
 }
 
+/* snapshot_condition(cond) -> (kind, limit): a threshold snapshot's condition
+ * checked as snapshot_when() checks it (acct_when.h), for the Python layer. */
+static PyObject *
+tg_mod_snapshot_condition(PyObject *mod, PyObject *arg)
+{
+    static const char *const kinds[TG_WHEN_KINDS] = {"thread", "live", "rss"};
+    enum tg_when_kind kind;
+    int64_t limit;
+    const char *c;
+
+    (void)mod;
+    if (!PyUnicode_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "a snapshot condition must be a str");
+        return NULL;
+    }
+    if ((c = PyUnicode_AsUTF8(arg)) == NULL || tg_acct_when_parse(c, &kind, &limit) < 0)
+        return NULL;
+    return Py_BuildValue("(sL)", kinds[kind], (long long)limit);
+}
+
 /* A signal number argument: 0 and *SIGNUM set, or -1 with an exception. */
 static int
 tg_signum_arg(PyObject *arg, int *signum)
@@ -648,14 +714,26 @@ tg_mod_finish_signal_default(PyObject *mod, PyObject *arg)
     return PyBool_FromLong(tg_sigkick_default(signum) == 0);
 }
 
+static PyObject *
+tg_mod_profiled_threads(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    return PyLong_FromLong(tg_profile_others_count());
+}
+
 static PyMethodDef tg_module_methods[] = {
     {"safe_basename", tg_mod_safe_basename, METH_O,
      "File base name for a thread name (without the ~N suffix)."},
     {"active", tg_mod_active, METH_NOARGS, "The recording Recorder, or None."},
+    {"profiled_threads", tg_mod_profiled_threads, METH_NOARGS,
+     "Threads with a profile function that is not threadgraph's (threadgraph attach)."},
     {"tracked_blocks", tg_mod_tracked_blocks, METH_NOARGS,
      "Number of live blocks in the pointer table."},
     {"thread_counters", tg_mod_thread_counters, METH_NOARGS,
      "(allocated, freed) bytes of the calling thread while hooked."},
+    {"snapshot_condition", tg_mod_snapshot_condition, METH_O,
+     "snapshot_condition(cond) -> (kind, limit), or ValueError (acct_when.h)."},
     {"native_slots", tg_mod_native_slots, METH_NOARGS,
      "Relocation slots that point at the native=True hooks now."},
     {"finish_signal_watch", tg_mod_finish_signal_watch, METH_O,
@@ -669,38 +747,68 @@ static PyMethodDef tg_module_methods[] = {
     {NULL, NULL, 0, NULL}
 };
 
+/*
+ * One process, one recorder: the tables, hooks and threads of recorder.h are
+ * process-wide and protected by the GIL, so the module runs in the main
+ * interpreter only.  A subinterpreter is refused at import (3.12+: by CPython,
+ * from the Py_mod_multiple_interpreters slot; before, by tg_module_exec), and
+ * the module declares that it needs the GIL (Py_mod_gil, 3.13+).
+ */
+static int
+tg_module_exec(PyObject *m)
+{
+    static int once;  /* process-wide set-up done; GIL */
+
+    if (tg_interp_current() != PyInterpreterState_Main()) {
+        PyErr_SetString(PyExc_ImportError,
+                        "threadgraph._recorder runs in the main interpreter only "
+                        "(its state is process-wide): not in a subinterpreter");
+        return -1;
+    }
+    if (!once) {
+        tg_recorder_ignore_methods(tg_recorder_methods,
+                                   sizeof(tg_recorder_methods) / sizeof(tg_recorder_methods[0]) - 1);
+        if (tg_recorder_module_init() < 0 || tg_threads_module_init() < 0)
+            return -1;
+        if (PyType_Ready(&tg_recorder_type) < 0)
+            return -1;
+        once = 1;
+    }
+    Py_INCREF(&tg_recorder_type);
+    if (PyModule_AddObject(m, "Recorder", (PyObject *)&tg_recorder_type) < 0) {
+        Py_DECREF(&tg_recorder_type);
+        return -1;
+    }
+    /* The version (threadgraph/_version.py, passed by setup.py), the smallest
+     * max_size (capture.h) and enable()'s option choices (options.h), for
+     * threadgraph/_options.py. */
+    if (PyModule_AddStringConstant(m, "VERSION", TG_VERSION) < 0
+            || PyModule_AddIntConstant(m, "MAX_SIZE_MIN", (long)TG_CAP_MAX_SIZE_MIN) < 0
+            || PyModule_AddIntConstant(m, "SAMPLED_DEFAULT_BYTES", TG_SAMPLED_DEFAULT_BYTES) < 0
+            || tg_options_export(m) < 0)
+        return -1;
+    return 0;
+}
+
+static PyModuleDef_Slot tg_module_slots[] = {
+    {Py_mod_exec, (void *)tg_module_exec},
+#if PY_VERSION_HEX >= 0x030C0000
+    {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
+#endif
+#if PY_VERSION_HEX >= 0x030D0000
+    {Py_mod_gil, Py_MOD_GIL_USED},
+#endif
+    {0, NULL}
+};
+
 static struct PyModuleDef tg_module = {
     PyModuleDef_HEAD_INIT, "threadgraph._recorder",
     "threadgraph's recording engine (C).  Use threadgraph.ProcessProfile.",
-    -1, tg_module_methods, NULL, NULL, NULL, NULL
+    0, tg_module_methods, tg_module_slots, NULL, NULL, NULL
 };
 
 PyMODINIT_FUNC
 PyInit__recorder(void)
 {
-    PyObject *m;
-
-    tg_recorder_ignore_methods(tg_recorder_methods,
-                               sizeof(tg_recorder_methods) / sizeof(tg_recorder_methods[0]) - 1);
-    if (tg_recorder_module_init() < 0 || tg_threads_module_init() < 0)
-        return NULL;
-    if (PyType_Ready(&tg_recorder_type) < 0)
-        return NULL;
-    m = PyModule_Create(&tg_module);
-    if (m == NULL)
-        return NULL;
-    Py_INCREF(&tg_recorder_type);
-    if (PyModule_AddObject(m, "Recorder", (PyObject *)&tg_recorder_type) < 0) {
-        Py_DECREF(&tg_recorder_type);
-        Py_DECREF(m);
-        return NULL;
-    }
-    /* The version (threadgraph/_version.py, passed by setup.py) and enable()'s
-     * option choices (options.h), for threadgraph/_options.py. */
-    if (PyModule_AddStringConstant(m, "VERSION", TG_VERSION) < 0
-            || tg_options_export(m) < 0) {
-        Py_DECREF(m);
-        return NULL;
-    }
-    return m;
+    return PyModuleDef_Init(&tg_module);
 }

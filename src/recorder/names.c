@@ -59,13 +59,20 @@ tg_safe_basename(const char *name, size_t len, char *out)
     }
     while (i < len) {
         unsigned char c = (unsigned char)name[i];
-        if (tg_basename_needs_pct(c) || (i == 0 && c == '.')) {
-            if (o + 3 > TG_NAME_MAX)
+        /* a C1 or bidirectional control (U+009B, U+202E): each byte as %HH,
+         * so no listing of the directory shows it raw */
+        size_t u = tg_unsafe_seq((const unsigned char *)name + i, len - i);
+        if (tg_basename_needs_pct(c) || (i == 0 && c == '.') || u > 1) {
+            size_t k, n = u > 1 ? u : 1;
+            if (o + 3 * n > TG_NAME_MAX)
                 break;
-            out[o++] = '%';
-            out[o++] = tg_hex_upper[c >> 4];
-            out[o++] = tg_hex_upper[c & 15];
-            i++;
+            for (k = 0; k < n; k++) {
+                unsigned char b = (unsigned char)name[i + k];
+                out[o++] = '%';
+                out[o++] = tg_hex_upper[b >> 4];
+                out[o++] = tg_hex_upper[b & 15];
+            }
+            i += n;
         } else {
             size_t n = tg_utf8_seq_len(name, i, len);
             if (o + n > TG_NAME_MAX)

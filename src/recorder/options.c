@@ -39,9 +39,16 @@ static const struct tg_choice tg_format_choices[] = {
 };
 const struct tg_option_choices tg_opt_format = {"format", tg_format_choices, 0};
 
+static const struct tg_choice tg_mode_choices[] = {
+    {"full", TG_MODE_FULL},
+    {"sampled", TG_MODE_SAMPLED},
+    {NULL, 0}
+};
+const struct tg_option_choices tg_opt_mode = {"mode", tg_mode_choices, 0};
+
 /* Every table, for the export. */
 static const struct tg_option_choices *const tg_option_tables[] = {
-    &tg_opt_profile, &tg_opt_memory, &tg_opt_backend, &tg_opt_format, NULL
+    &tg_opt_profile, &tg_opt_memory, &tg_opt_backend, &tg_opt_format, &tg_opt_mode, NULL
 };
 
 const struct tg_choice *

@@ -37,9 +37,13 @@ struct tg_option_choices {
 #define TG_BACKEND_AUTO (-1)
 #define TG_FORMAT_TEXT 1
 #define TG_FORMAT_BINARY 2
+/* mode: a full recording (the profile function or sys.monitoring) or a sampled
+ * one (sampled.h). */
+#define TG_MODE_FULL 0
+#define TG_MODE_SAMPLED 1
 
 extern const struct tg_option_choices tg_opt_profile, tg_opt_memory, tg_opt_backend,
-    tg_opt_format;
+    tg_opt_format, tg_opt_mode;
 
 /* The choice of O named NAME, or NULL. */
 const struct tg_choice *tg_choice_find(const struct tg_option_choices *o, const char *name);

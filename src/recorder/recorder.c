@@ -261,7 +261,48 @@ tg_frame_code_check(void)
         }
     }
 #endif
+    return tg_stack_codes_check();
+}
+
+int
+tg_stack_codes_check(void)
+{
+#if PY_VERSION_HEX >= 0x03090000
+    PyFrameObject *f = PyEval_GetFrame();  /* borrowed: the importing frame */
+    PyCodeObject *codes[2];
+    if (f != NULL) {
+        PyCodeObject *c = PyFrame_GetCode(f);
+        int n = tg_stack_codes(PyThreadState_Get(), codes, 2);
+        int ok = n >= 1 && codes[0] == c;
+        Py_DECREF(c);
+        if (!ok) {
+            PyErr_SetString(PyExc_ImportError,
+                            "threadgraph._recorder: this interpreter's frame chain is not "
+                            "the one the recorder was built for (tg_compat.h tg_stack_codes)");
+            return -1;
+        }
+    }
+#endif
     return 0;
+}
+
+int
+tg_code_site(struct tg_recorder *r, PyCodeObject *code, const char **file, size_t *file_len,
+             long *line, const char **func, size_t *func_len)
+{
+    struct tg_code_info *info = tg_code_info_get(r, code);
+    if (info == NULL)
+        return -2;
+    if (info->excluded)
+        return -1;
+    if (!info->pass)
+        return 0;
+    *file = info->file;
+    *file_len = info->file_len;
+    *line = info->firstlineno;
+    *func = info->func;
+    *func_len = info->func_len;
+    return 1;
 }
 
 int
@@ -417,6 +458,20 @@ tg_event_ns(struct tg_thread *t)
         return t->clock.last_ns;
     t->clock.last_ns = ns;
     return ns;
+}
+
+void
+tg_sampled_curve_point(struct tg_recorder_object *obj, int64_t bytes)
+{
+    struct tg_recorder *r = &obj->r;
+    struct tg_thread *t = tg_tls.thread;
+
+    /* Only a thread attached already (the enabling one, or started through
+     * threading): attaching calls Python, which an allocator hook must not. */
+    if (!r->text_mem || t == NULL || tg_tls.gen != r->gen)
+        return;
+    tg_write_mem_line(r, t, TG_CURVE_FILE, sizeof(TG_CURVE_FILE) - 1, 0, TG_CURVE_FUNC,
+                      sizeof(TG_CURVE_FUNC) - 1, 0, bytes, r->timestamps ? tg_event_ns(t) : 0);
 }
 
 /* The time of an event in the default configuration (capture only), in

@@ -46,9 +46,12 @@ struct tg_recorder {
     int track_stack;           /* write .stack */
     int track_sleeps;          /* sleep/lock correction (process, rss modes) */
     int timestamps;            /* TIME# prefixes */
+    int sampled;               /* mode="sampled": no profile function nor
+                                * sys.monitoring callbacks (sampled.h) */
     int fmt_text;              /* write the text files (.mem, .stack, process.mem) */
     int fmt_binary;            /* write capture.tg */
     int cap_compress;          /* zstd-compress its chunks (compress=True) */
+    unsigned long long cap_max_size; /* max_size: rotating segments (0: capture.tg) */
     int text_mem, text_stack;  /* fmt_text && track_memory / track_stack */
     int cap_counts_mem, cap_counts_stack;  /* !fmt_text && track_memory / track_stack:
                                             * capture records count as .mem / .stack
@@ -168,6 +171,26 @@ int tg_recorder_module_init_code_index(void);
 /* Whether tg_frame_code reads the calling frame's code as PyFrame_GetCode
  * does: 0, or -1 with ImportError set. */
 int tg_frame_code_check(void);
+
+/* Whether tg_stack_codes (tg_compat.h) finds the calling frame's code as
+ * PyEval_GetFrame does: 0, or -1 with ImportError set (tg_frame_code_check
+ * calls it). */
+int tg_stack_codes_check(void);
+
+/* What a sampled stack (sampled.c) records for a frame running CODE under R's
+ * configuration (GIL, the exception in flight saved): 1 with the call as the
+ * profile function records it (escaped FILE and FUNC, in the code object's
+ * cache entry, and its first LINE); 0 when R's filter leaves it out; -1 for
+ * the profiler's own plumbing (it and its callees are hidden); -2 when its
+ * cache entry cannot be built. */
+int tg_code_site(struct tg_recorder *r, PyCodeObject *code, const char **file, size_t *file_len,
+                 long *line, const char **func, size_t *func_len);
+
+/* A point of the calling thread's memory curve in a sampled run: BYTES, its
+ * memory now (allocated - freed since the run's start), as a .mem line
+ * (tg_format.h TG_CURVE_FILE).  GIL held, TG_BUSY_TRACER set; a thread not yet
+ * attached writes none. */
+void tg_sampled_curve_point(struct tg_recorder_object *obj, int64_t bytes);
 
 /* Calls of the LEN methods DEFS (the Recorder type's own) are plumbing, never
  * recorded.  Set once at module import, before any recorder is enabled. */

@@ -8,7 +8,8 @@
 
 #include "sigkick.h"
 
-/* Handlers are installed for signals below 32 only (SIGTERM, SIGINT, SIGHUP):
+/* Handlers are installed for signals below 32 only (threadgraph/profiler.py's
+ * _FINISH_SIGNALS: SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGALRM, ...):
  * one bit each in a word that the wrapper sets and the main thread clears
  * (lock-free atomics: async-signal-safe). */
 #define TG_SIGKICK_MAX 32

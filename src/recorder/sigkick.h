@@ -1,7 +1,8 @@
 /*
  * sigkick.h - the finishing signals' lost wake-up guard.
  *
- * threadgraph finishes a run on SIGTERM/SIGINT/SIGHUP with a Python-level
+ * threadgraph finishes a run on SIGTERM/SIGINT/SIGHUP (and the other
+ * terminating signals of profiler.py's _FINISH_SIGNALS) with a Python-level
  * handler (threadgraph/profiler.py), which Python runs in the main thread
  * between bytecodes.  A signal that lands while the main thread is between a
  * lock's "try" and its blocking wait (multiprocessing's SemLock.acquire:

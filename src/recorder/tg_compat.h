@@ -13,6 +13,20 @@
 #include <Python.h>
 #include <frameobject.h>
 
+/* The recorder's tables are protected by the GIL (recorder.h): a build
+ * without one (free-threaded CPython, 3.13t) would race.  setup.py refuses it
+ * with a message first; this stops any other way of building. */
+#ifdef Py_GIL_DISABLED
+#  error "threadgraph's recorder needs the GIL: free-threaded CPython (Py_GIL_DISABLED) is not supported; use the regular build of the same Python"
+#endif
+
+/* The interpreter running the calling thread. */
+#if PY_VERSION_HEX >= 0x03090000
+#  define tg_interp_current() PyInterpreterState_Get()
+#else
+#  define tg_interp_current() (PyThreadState_Get()->interp)
+#endif
+
 #if PY_VERSION_HEX >= 0x030C0000
 #  define TG_HAVE_SETPROFILE_ALL 1
 #  define tg_code_request_extra_index PyUnstable_Eval_RequestCodeExtraIndex
@@ -162,6 +176,103 @@ tg_current_frame_key(void)
 #  endif
 }
 #endif
+
+/* The code objects of thread TS's Python frames, innermost first, at most MAX
+ * into CODES (borrowed: the frames hold them while TS does not run); returns
+ * how many.  Sampled mode's stack walk (sampled.c), read in place as
+ * tracemalloc reads it, without creating frame objects: 3.8-3.10 follow the
+ * frame objects' f_back; 3.11 and 3.12 the interpreter frames from
+ * tstate->cframe->current_frame, 3.13 from tstate->current_frame
+ * (internal/pycore_frame.h: the code is the fifth pointer on 3.11, the first
+ * on 3.12 and 3.13, the link the seventh on 3.11 and the second after; frames
+ * the C stack owns (owner 3, the char after int stacktop and uint16_t
+ * return_offset, 3.12+) are the interpreter's shims, as are 3.13's
+ * CO_NO_MONITORING_EVENTS code objects, and a 3.13 frame whose f_executable is
+ * not a code object is none of the program's).  Newer
+ * versions go through PyEval_GetFrame and PyFrame_GetBack.
+ * tg_stack_codes_check (recorder.c) compares it with the public API at import. */
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030E0000
+struct tg_iframe {
+#  if PY_VERSION_HEX < 0x030C0000
+    void *f_func, *f_globals, *f_builtins, *f_locals;
+    PyObject *code;
+    void *frame_obj;
+    struct tg_iframe *previous;
+#  else
+    PyObject *code;
+    struct tg_iframe *previous;
+    void *f_funcobj, *f_globals, *f_builtins, *f_locals, *frame_obj, *instr;
+    int stacktop;
+    uint16_t return_offset;
+    char owner;
+#  endif
+};
+#endif
+
+static inline int
+tg_stack_codes(PyThreadState *ts, PyCodeObject **codes, int max)
+{
+    int n = 0;
+#if PY_VERSION_HEX < 0x030B0000
+    PyFrameObject *f;
+    for (f = ts->frame; f != NULL && n < max; f = f->f_back)
+        codes[n++] = f->f_code;
+#elif PY_VERSION_HEX < 0x030E0000
+    struct tg_iframe *f;
+#  if PY_VERSION_HEX < 0x030D0000
+    f = (struct tg_iframe *)ts->cframe->current_frame;
+#  else
+    f = (struct tg_iframe *)ts->current_frame;
+#  endif
+    for (; f != NULL && n < max; f = f->previous) {
+#  if PY_VERSION_HEX >= 0x030C0000
+        if (f->owner == 3 || f->code == NULL || !PyCode_Check(f->code))
+            continue;
+#    ifdef CO_NO_MONITORING_EVENTS
+        /* 3.13's interpreter shims (_Py_InitCleanup after an __init__ call):
+         * static, read-only code objects that are none of the program's. */
+        if (((PyCodeObject *)f->code)->co_flags & CO_NO_MONITORING_EVENTS)
+            continue;
+#    endif
+#  endif
+        codes[n++] = (PyCodeObject *)f->code;
+    }
+#else
+    PyFrameObject *f = PyEval_GetFrame();  /* borrowed */
+    (void)ts;
+    Py_XINCREF(f);
+    while (f != NULL && n < max) {
+        PyFrameObject *back = PyFrame_GetBack(f);
+        PyCodeObject *c = PyFrame_GetCode(f);
+        codes[n++] = c;
+        Py_DECREF(c);  /* the running frame keeps it */
+        Py_DECREF(f);
+        f = back;
+    }
+    Py_XDECREF(f);
+#endif
+    return n;
+}
+
+/* The calling thread's state if it holds the GIL, else NULL: safe from any
+ * thread, an allocator hook's included.  On 3.8-3.11 the current thread state is
+ * the GIL holder's, whoever asks; it is ours only if it is this thread's own
+ * (PyGILState_Check alone says yes for any thread when GIL-state checks are
+ * off, as with sub-interpreters). */
+static inline PyThreadState *
+tg_tstate_if_gil(void)
+{
+    PyThreadState *ts;
+
+    if (!PyGILState_Check())
+        return NULL;
+#if PY_VERSION_HEX >= 0x030D0000
+    ts = PyThreadState_GetUnchecked();
+#else
+    ts = _PyThreadState_UncheckedGet();
+#endif
+    return ts != NULL && ts == PyGILState_GetThisThreadState() ? ts : NULL;
+}
 
 /* PyLong_AsLong(O) for a sys.monitoring instruction offset: from 3.12 an int
  * that fits a machine word is "compact" and its value is read in place (the

@@ -61,7 +61,7 @@ tg_boot_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
         /* Attaching calls Python (a stream_factory): the run may have ended
          * meanwhile, and disable() has already cleared every thread's profile
          * function. */
-        if (self->r.backend == TG_BACKEND_SETPROFILE && self->r.active
+        if (self->r.backend == TG_BACKEND_SETPROFILE && !self->r.sampled && self->r.active
                 && self->r.gen == b->gen)
             PyEval_SetProfile(tg_profile, (PyObject *)self);
     }

@@ -18,8 +18,23 @@ static const char *milli(long long m)
 	return buf;
 }
 
+static const char *dur(double v)
+{
+	static char buf[TG_FMT_DURATION_MAX];
+	tg_fmt_duration(buf, v);
+	return buf;
+}
+
 int main(void)
 {
+	/* durations for people (the report's subtrees), not 9.5367431640625e-07 s */
+	CHECK_STR(dur(9.5367431640625e-07), "954 ns");
+	CHECK_STR(dur(1.0013580322265625e-05), "10 us");
+	CHECK_STR(dur(0.04894304275512695), "48.9 ms");
+	CHECK_STR(dur(0.0), "0 ns");
+	CHECK_STR(dur(1.25), "1.25 s");
+	CHECK_STR(dur(750), "12.5 min");
+
 	/* Python 3 repr(float) */
 	CHECK_STR(py(0.0), "0.0");
 	CHECK_STR(py(1.0), "1.0");

@@ -72,6 +72,24 @@ int main(void)
 		CHECK(!nuls[0] && nuls[1] && !nuls[2] && nuls[3]);
 		CHECK_INT(i, 4);
 	}
+	{ /* a bare '\r' inside a line marks it; a final "\r\n" or '\r' does not */
+		struct tg_lr lr;
+		const char *line;
+		size_t len;
+		int crs[5] = { 0 }, i = 0;
+		size_t lens[5] = { 0 };
+
+		p = tmpfile_with("cr.mem", "aa\r\nb\rb\ncc\n\rd\r\ne\r", 17);
+		CHECK_INT(tg_lr_open(&lr, p, 0, &d), 0);
+		while (i < 5 && tg_lr_next(&lr, &line, &len, &d) > 0) {
+			crs[i] = lr.has_cr;
+			lens[i++] = len;
+		}
+		tg_lr_release(&lr);
+		CHECK_INT(i, 5);
+		CHECK(!crs[0] && crs[1] && !crs[2] && crs[3] && !crs[4]);
+		CHECK(lens[0] == 2 && lens[1] == 3 && lens[2] == 2 && lens[3] == 2 && lens[4] == 1);
+	}
 	p = tmpfile_with("empty.mem", "", 0);
 	CHECK_INT(read_all(p, out, sizeof(out), &d, &ov), 0);
 	p = tmpfile_with("nl.mem", "\n", 1);

@@ -68,3 +68,10 @@ def tutorial_mems():
 
 
 needs_gnuplot = pytest.mark.skipif(not HAVE_GNUPLOT, reason="gnuplot not installed")
+
+
+def gnuplot_terminals():
+    """The terminal names of the gnuplot on PATH (the one the CLI runs here)."""
+    r = subprocess.run([shutil.which("gnuplot"), "-e", "print GPVAL_TERMINALS"],
+                       capture_output=True, text=True, timeout=60)
+    return set(r.stderr.split())

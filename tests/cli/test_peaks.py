@@ -92,3 +92,31 @@ def test_no_time(tg, fixtures):
                                                 ["1", "4", "Worker", "-307200"]]
     data = json.loads(tg("peaks", "--no_time", "--json", "--peak=100", mem).stdout)
     assert data[0]["time"] is None and data[0]["mem_line"] == 4
+
+
+def short_run(tmp_path):
+    """A one-second run: a 300 KB return then a 700 KB one 10 ms later, then ten
+    spikes of 400 KB a tenth of a second apart, and small returns between."""
+    lines = ["1000.000#a.py:1:first=>%d" % (300 * 1024),
+             "1000.010#a.py:2:largest=>%d" % (700 * 1024)]
+    for i in range(1, 11):
+        lines.append("%.3f#a.py:3:small=>1024" % (1000 + i / 10 - 0.05))
+        lines.append("%.3f#a.py:4:spike=>%d" % (1000 + i / 10, 400 * 1024))
+    path = tmp_path / "T.mem"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_default_spacing_scales_with_the_run(tg, tmp_path):
+    # the original's 60 s kept one peak of a one-second run, and not its largest
+    r = tg("peaks", short_run(tmp_path))
+    assert r.returncode == 0, r.stderr
+    rows = [ln.split("\t") for ln in r.stdout.splitlines()]
+    assert [row[6] for row in rows] == ["a.py:2:largest"] + ["a.py:4:spike"] * 10
+    assert [row[0] for row in rows] == [str(i) for i in range(11)]  # numbered in time order
+    # either spacing option given: the original's selection, its other default
+    r = tg("peaks", "--peak_delta_time=60", short_run(tmp_path))
+    assert [ln.split("\t")[6] for ln in r.stdout.splitlines()] == ["a.py:1:first"]
+    r = tg("peaks", "--peak_delta_value=350", short_run(tmp_path))
+    assert [ln.split("\t")[6] for ln in r.stdout.splitlines()] == \
+        ["a.py:1:first", "a.py:2:largest"]

@@ -80,7 +80,7 @@ def test_every_series_its_own_style(tmp_path):
     # fifty series styles, all different, then grey and black
     assert len(set(lts[i] for i in range(1, 51))) == 50
     assert lts[51] == ("#b0b0b0", "1") and lts[52] == ("#000000", "1")
-    used = [int(x) for x in re.findall(r"with lines lt (\d+) title '(?:Thread|Process)", gp)]
+    used = [int(x) for x in re.findall(r"with (?:steps|lines) lt (\d+) title '(?:Thread|Process)", gp)]
     assert len(used) == 13 and len(set(used)) == 13
     # the process's style is none of the threads'
     assert re.search(r"lt 52 title 'Process \(MB, right axis\)'", gp)
@@ -94,14 +94,14 @@ def test_many_threads_top_n_and_grey(tmp_path):
     mems = [write_mem(d / ("T%03d.mem" % i), [(T0 + i * 0.01, 4096 * (i + 1)), (T0 + 1, 0)])
             for i in range(105)]
     gp = script(tmp_path, "memg", *mems)
-    titled = re.findall(r"'memg-(\d+)\.dat' using \(tx\(\$1\)\):2 with lines lt (\d+) title '([^']*)'",
+    titled = re.findall(r"'memg-(\d+)\.dat' using \(tx\(\$1\)\):2 with steps lt (\d+) title '([^']*)'",
                         gp)
     assert [t[2] for t in titled] == ["T%03d" % i for i in range(85, 105)]
     assert len(set(t[1] for t in titled)) == 20
-    grey = re.findall(r"'memg-(\d+)\.dat' using \(tx\(\$1\)\):2 with lines lt 51 notitle", gp)
+    grey = re.findall(r"'memg-(\d+)\.dat' using \(tx\(\$1\)\):2 with steps lt 51 notitle", gp)
     assert sorted(int(g) for g in grey) == list(range(85))
     assert "set key title 'top 20 of 105 threads by memory moved'\n" in gp
-    assert "keyentry with lines lt 51 title '85 other threads (grey)'" in gp
+    assert "keyentry with steps lt 51 title '85 other threads (grey)'" in gp
     # grey first, under the coloured ones
     assert gp.index("lt 51 notitle") < gp.index("title 'T085'")
     gp = script(tmp_path, "memg", "--top-threads", "3", *mems)

@@ -5,7 +5,8 @@
  * Input: a thread name, then (after the first NUL, if any) names already used
  * in the run, NUL-separated.
  * Properties of tg_safe_basename + tg_nameset_claim (what the recorder runs):
- * the result is not empty, holds no '/', no control byte and no DEL, does not
+ * the result is not empty, holds no '/', no control byte, DEL, C1 or
+ * bidirectional control (tg_unsafe_seq), does not
  * start with '.', is at most TG_NAME_MAX bytes before its "~N" suffix, is not
  * "process" and differs from every name claimed before it in the run.  The mapping is injective on names that fit: two different
  * names of at most TG_NAME_MAX/3 bytes give different base names.
@@ -24,8 +25,9 @@ static void fz_check_base(const char *out)
 	FZ_ASSERT(len > 0 && len < TG_BASENAME_CAP);
 	FZ_ASSERT(out[0] != '.');
 	FZ_ASSERT(!strchr(out, '/'));
+	/* no control byte, DEL, C1 or bidirectional control (U+009B, U+202E) */
 	for (size_t i = 0; i < len; i++)
-		FZ_ASSERT((unsigned char)out[i] >= 0x20 && (unsigned char)out[i] != 0x7f);
+		FZ_ASSERT(!tg_unsafe_seq((const unsigned char *)out + i, len - i));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -7,7 +7,8 @@
 # Builds the target with `make build/fuzz/TARGET` if needed.  The working corpus
 # is build/fuzz/corpus/TARGET (started from tests/fuzz/seeds/TARGET, grown by the
 # run; the seeds in git are never written).  One process (no -jobs), at nice 10,
-# so it shares the machine.  Crash inputs land in build/fuzz/artifacts/.  The
+# so it shares the machine.  Each input is limited to 10 s, 1 GiB of RSS and
+# 256 MiB in one allocation (-timeout, -rss_limit_mb, -malloc_limit_mb).  Crash inputs land in build/fuzz/artifacts/.  The
 # run's figures are appended to build/fuzz/stats.log as
 #   DATE TARGET executions=N seconds=S exit=E
 # Exit status: libFuzzer's (0 = no crash, no sanitizer report, no property
@@ -45,7 +46,11 @@ esac
 start=$(date +%s)
 set +e
 # shellcheck disable=SC2086
-nice -n 10 "$bin" $limit -max_len=$maxlen -timeout=20 -rss_limit_mb=2048 \
+# Bounded in memory and time per input: a small input that makes a parser
+# allocate hundreds of MiB (a zstd bomb, a deep chain) or run for seconds
+# (a quadratic loop) is a finding, as a crash is (docs/security.md).
+nice -n 10 "$bin" $limit -max_len=$maxlen -timeout=10 -rss_limit_mb=1024 \
+    -malloc_limit_mb=256 \
     -print_final_stats=1 -artifact_prefix="$art/" ${FUZZ_ARGS:-} "$corpus" >"$log" 2>&1
 rc=$?
 set -e

@@ -132,7 +132,8 @@ def default_signals():
     """In the child: the signals the tests send take their default action, as
     in a terminal's foreground job, whatever the test run inherited (a shell's
     background job ignores SIGINT, `nohup` SIGHUP)."""
-    for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+    for signum in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM, signal.SIGUSR1,
+                   signal.SIGUSR2, signal.SIGALRM):
         signal.signal(signum, signal.SIG_DFL)
 
 
@@ -163,7 +164,9 @@ def signalled(tmp_path, how, launcher, profiled, signum):
 
 @pytest.mark.parametrize("launcher", ["run", "direct"])
 @pytest.mark.parametrize("signame, how", [("SIGTERM", "plain"), ("SIGHUP", "plain"),
-                                          ("SIGINT", "plain"), ("SIGTERM", "own")])
+                                          ("SIGINT", "plain"), ("SIGTERM", "own"),
+                                          ("SIGUSR1", "plain"), ("SIGUSR2", "plain"),
+                                          ("SIGALRM", "plain")])
 def test_signal_writes_everything_then_acts_as_without_profiler(tmp_path, launcher,
                                                                 signame, how):
     signum = getattr(signal, signame)

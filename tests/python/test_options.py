@@ -48,7 +48,7 @@ def test_version_is_the_same_everywhere():
 
 def test_choices_come_from_the_recorder_table():
     assert _options.CHOICES == {k: tuple(v) for k, v in _recorder.OPTION_CHOICES.items()}
-    assert set(_options.CHOICES) == {"profile", "memory", "backend", "format"}
+    assert set(_options.CHOICES) == {"profile", "memory", "backend", "format", "mode"}
     for option, default in _options.DEFAULTS.items():
         assert default in _options.CHOICES[option]
     # ProcessProfile's defaults are the table's.
@@ -69,10 +69,15 @@ def test_choices_come_from_the_recorder_table():
 
 def test_run_parser_offers_exactly_the_choices():
     parser = build_parser()
-    by_dest = {a.dest: a for a in parser._actions}
+    by_dest = {}
+    for a in parser._actions:  # the first: --mode's, not --sampled's shorthand
+        by_dest.setdefault(a.dest, a)
     for option, choices in _options.CHOICES.items():
         assert tuple(by_dest[option].choices) == choices
-    assert by_dest["format"].default == _options.DEFAULTS["format"]
+    # --format's default depends on --mode (text for a sampled run): resolved
+    # after parsing.
+    assert by_dest["format"].default is None
+    assert by_dest["mode"].default == _options.DEFAULTS["mode"]
 
 
 def test_docs_name_every_choice():

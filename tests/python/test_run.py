@@ -9,6 +9,7 @@ import glob
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -381,6 +382,20 @@ def test_start_line_and_summary(tmp_path, fmt):
     assert re.match(r"^[^@ ]+@.+:[0-9]+-[0-9]+, Time: [0-9.e-]+ s, Memory: -?[0-9]+ B$", first), first
 
 
+def test_binary_run_without_stack_still_has_subtrees(tmp_path):
+    """A capture holds every call, --stack or not: run suggests decorate-stack, which
+    works, and --help says --stack is about text files."""
+    write(tmp_path / "alloc.py", ALLOCATOR)
+    res = tg(["run", "alloc.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    deco = [l for l in res.stderr.splitlines() if "threadgraph decorate-stack " in l]
+    assert deco, res.stderr
+    res2 = tg(deco[0].split()[1:], tmp_path)
+    assert res2.returncode == 0 and "@" in res2.stdout, res2.stderr
+    helptext = " ".join(tg(["run", "--help"], tmp_path).stdout.split())
+    assert "with --format text, also write a .stack file per thread" in helptext
+
+
 def test_output_dir_cannot_be_created(tmp_path):
     write(tmp_path / "probe.py", "print('ran')\n")
     write(tmp_path / "blocker", "a file, not a directory\n")
@@ -567,3 +582,56 @@ def test_backend_option_reaches_the_recorder(tmp_path):
     assert info["backend"] == "setprofile"
     res = tg(["run", "--backend", "ptrace", "app.py"], tmp_path)
     assert res.returncode == 2 and "--backend" in res.stderr
+
+
+HOSTILE_NAMES = r'''
+import threading
+THREAD = "w\u009b31m\u202eexe"
+def big():
+    return bytearray(700000)
+# a function name as hostile as a thread's: C1 CSI and a right-to-left override
+big.__code__ = big.__code__.replace(co_name="big\u009b2J\u202e")
+keep = []
+def worker():
+    keep.append(big())
+t = threading.Thread(target=worker, name=THREAD)
+t.start()
+t.join()
+'''
+
+# what must not reach a terminal raw: C0 but tab and newline, DEL, C1, bidi
+UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+@pytest.mark.skipif(not shutil.which("bash"), reason="the check runs the commands in bash")
+@pytest.mark.parametrize("fmt", ["text", "binary"])
+def test_summary_escapes_names_and_quotes_next_commands(tmp_path, fmt):
+    """run's peak table prints thread and function names from the program: no
+    raw C1 or bidi control reaches the terminal; the recorder's file names hold
+    none either; the suggested next commands work as printed, in bash, with a
+    space and a U+202E in the output path (quoted $'...')."""
+    write(tmp_path / "prog.py", HOSTILE_NAMES)
+    base = tmp_path / "out dir\u202e"
+    res = tg(["run", "--stack", "--format", fmt, "-o", str(base), "prog.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert not UNSAFE.search(res.stderr), ascii(res.stderr)
+    run_dir = only_run_dir(base)
+    for name in os.listdir(run_dir):
+        assert not UNSAFE.search(name), ascii(name)
+    assert "big\\xc2\\x9b2J\\xe2\\x80\\xae (prog.py:" in res.stderr, res.stderr
+    # the thread as its file name (text) or capture stream name, escaped by
+    # the recorder
+    assert "w%C2%9B31m%E2%80%AEexe  big" in res.stderr, res.stderr
+    if fmt == "binary" and not cli_reads_run_dirs(run_dir, tmp_path):
+        pytest.skip("the installed processor reads no binary capture")
+    nexts = [l.strip() for l in res.stderr.splitlines() if l.startswith("    threadgraph ")]
+    tgbin = " ".join(shlex.quote(a) for a in threadgraph_cmd())
+    for cmd in ("peaks", "decorate-stack", "report"):
+        line = next(l for l in nexts if l.split()[1] == cmd)
+        assert "$'out dir\\xe2\\x80\\xae/" in line, line  # quoted, escaped
+        r = subprocess.run(["bash", "-c", tgbin + line[len("threadgraph"):]], cwd=str(tmp_path),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=TIMEOUT)
+        assert r.returncode == 0, (line, r.stderr)
+        if cmd == "decorate-stack":
+            assert "big" in r.stdout, r.stdout

@@ -1,0 +1,271 @@
+/*
+ * test_capture_segments.c - a segmented capture (max_size) written by the
+ * recorder's capture writer (src/recorder/capture.c) and read back by the
+ * analysis library's reader (src/lib/capture.c), both linked here.
+ *
+ * Covered: the files' total stays within max_size; the oldest segments are
+ * dropped and the newest records kept; the streams go on across segments (open
+ * calls, record numbers, times, memory, process samples) from the first kept
+ * segment's head; a thread that ended in a dropped segment is gone; a segment
+ * deleted before the reader opens it is passed over; a newest segment cut short
+ * is read up to its cut; compressed chunks the same.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../src/recorder/capture.h"
+#include "../../src/lib/capture.h"
+#include "tg_test.h"
+
+#define MAX_SIZE (256u * 1024)
+#define START_US 1700000000000000LL
+
+/* What the writer wrote, for the checks. */
+struct expect {
+	uint64_t calls, returns;     /* thread stream 2 */
+	int64_t t_us;                /* its last record's time */
+	int64_t mem;                 /* sum of its deltas */
+	uint64_t samples;            /* process */
+	int64_t bytes;
+};
+
+/* Sum of the sizes of dir's segment files; *n gets their count. */
+static uint64_t segments_size(const char *dir, int *n, uint32_t *oldest)
+{
+	DIR *dh = opendir(dir);
+	struct dirent *e;
+	uint64_t total = 0;
+	char path[512];
+	struct stat st;
+	uint32_t no;
+
+	*n = 0;
+	*oldest = UINT32_MAX;
+	if (!dh)
+		return 0;
+	while ((e = readdir(dh))) {
+		if (!tg_capture_segment_name(e->d_name, &no))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (stat(path, &st) == 0)
+			total += (uint64_t)st.st_size;
+		(*n)++;
+		if (no < *oldest)
+			*oldest = no;
+	}
+	closedir(dh);
+	return total;
+}
+
+/* Writes a segmented capture into dir: thread 2 holds an outer call open for
+ * the whole run and makes ROUNDS rounds of calls (a Python and a C function)
+ * under it; thread 3 ends early; process samples throughout. */
+static void write_run(const char *dir, int compress, int rounds, struct expect *x)
+{
+	struct tg_cap cap;
+	unsigned char ev[16384], *p = ev;
+	uint32_t outer, py, c;
+	int64_t delta;
+	uint64_t lcg = 12345;
+
+	memset(x, 0, sizeof(*x));
+	x->t_us = START_US;
+	tg_cap_init(&cap);
+	CHECK_INT(tg_cap_open_segments(&cap, dir, 1000, TG_CAP_F_TIME | TG_CAP_F_MEMORY,
+				       START_US, 0, 0, 7, compress), -EINVAL);
+	CHECK_INT(tg_cap_open_segments(&cap, dir, MAX_SIZE, TG_CAP_F_TIME | TG_CAP_F_MEMORY,
+				       START_US, 0, 0, 7, compress), 0);
+	outer = tg_cap_new_code_id(&cap);
+	py = tg_cap_new_code_id(&cap);
+	c = tg_cap_new_code_id(&cap);
+	CHECK_INT(tg_cap_define(&cap, outer, TG_CAP_CODE_PYTHON, 5, "m.py", 4, "main", 4), 0);
+	CHECK_INT(tg_cap_define(&cap, py, TG_CAP_CODE_PYTHON, 20, "m.py", 4, "work", 4), 0);
+	CHECK_INT(tg_cap_define(&cap, c, TG_CAP_CODE_C, 0, "time", 4, "sleep", 5), 0);
+	CHECK_INT(tg_cap_thread(&cap, 2, 100, 200, "T2", 2, "T2", 2), 0);
+	CHECK_INT(tg_cap_thread(&cap, 3, 101, 201, "T3", 2, "T3", 2), 0);
+	p = tg_cap_enc_call(p, py, 1, 3, 0, 0);
+	p = tg_cap_enc_return(p, 1, 1, 2, 1, 64);
+	CHECK_INT(tg_cap_chunk_out(&cap, TG_CAP_CHUNK_EVENTS, 3, ev, (size_t)(p - ev)), 0);
+	CHECK_INT(tg_cap_deposit(&cap, 3, 1, 1, 0), 0);
+	p = ev;
+	p = tg_cap_enc_call(p, outer, 1, 1, 0, 0);
+	x->calls++;
+	x->t_us += 1;
+	for (int i = 0; i < rounds; i++) {
+		/* work() { sleep() } with a varying delta; distinct varint sizes */
+		lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+		delta = (int64_t)(lcg >> 40) % 200000 - 100000;  /* hard to compress */
+		p = tg_cap_enc_call(p, py, 1, 2, 0, 0);
+		p = tg_cap_enc_call(p, c, 1, 1, 1, 21 + i % 3);
+		p = tg_cap_enc_return(p, 0, 1, (uint64_t)(i % 5), 1, 8);
+		p = tg_cap_enc_return(p, 4, 1, 1, 1, delta);
+		x->calls += 2;
+		x->returns += 2;
+		x->t_us += 2 + 1 + i % 5 + 1;
+		x->mem += 8 + delta;
+		if ((size_t)(p - ev) > sizeof(ev) - 8 * TG_CAP_RECORD_MAX) {
+			CHECK_INT(tg_cap_chunk_out(&cap, TG_CAP_CHUNK_EVENTS, 2, ev,
+						   (size_t)(p - ev)), 0);
+			p = ev;
+			/* a process sample per chunk */
+			unsigned char s[32], *q = tg_cap_enc_sample(s, 1, 1000, 4096);
+			CHECK_INT(tg_cap_chunk_out(&cap, TG_CAP_CHUNK_PROCESS, TG_CAP_STREAM_PROCESS,
+						   s, (size_t)(q - s)), 0);
+			x->samples++;
+			x->bytes += 4096;
+		}
+	}
+	p = tg_cap_enc_return(p, 9, 1, 5, 1, -1);  /* main returns at line 14 */
+	x->returns++;
+	x->t_us += 5;
+	x->mem -= 1;
+	CHECK_INT(tg_cap_chunk_out(&cap, TG_CAP_CHUNK_EVENTS, 2, ev, (size_t)(p - ev)), 0);
+	CHECK_INT(tg_cap_deposit(&cap, 2, x->calls, x->returns, 0), 0);
+	CHECK(tg_cap_segments_dropped(&cap) > 0);
+	CHECK_INT(tg_cap_finish(&cap, START_US + 99000000), 0);
+	tg_cap_destroy(&cap);
+}
+
+/* Reads dir's capture and checks it against x (kept: segments all there;
+ * cut: the newest segment was cut short). */
+static void read_run(const char *dir, const struct expect *x, int cut)
+{
+	struct tg_capture cap;
+	struct tg_capcur cur;
+	struct tg_cap_rec_data r;
+	struct tg_diag d;
+	char *file = NULL;
+	unsigned long first_return = 0, n = 0;
+	int64_t mem = 0, last_t = 0;
+	int rc, last_depth = -1;
+	const char *last_func = NULL;
+
+	memset(&d, 0, sizeof(d));
+	CHECK(tg_capture_detect(dir, &file));
+	if (!file)
+		return;
+	rc = tg_capture_open(&cap, file, &d);
+	free(file);
+	CHECK_INT(rc, 0);
+	if (rc < 0) {
+		fprintf(stderr, "  %s\n", d.msg);
+		return;
+	}
+	CHECK(cap.seg_first > 1);
+	CHECK(cap.seg_last >= cap.seg_first);
+	CHECK_INT(cap.n_segs, cap.seg_last - cap.seg_first + 1);
+	CHECK_INT(cap.has_end, !cut);
+	CHECK_INT(cap.cut, cut);
+	CHECK(cap.kept_from_us > START_US);
+	CHECK_INT(cap.n_threads, 1);  /* T3 ended in a dropped segment */
+	CHECK_STR(cap.threads[0].base, "T2");
+	CHECK(cap.threads[0].has_state);
+	tg_capcur_init(&cur, &cap, &cap.threads[0]);
+	CHECK(cur.depth >= 1);  /* main() is open at every segment's start */
+	while ((rc = tg_capcur_next(&cur, &r, &d)) > 0) {
+		CHECK(r.t_us > cap.kept_from_us || r.t_us == cap.kept_from_us);
+		if (r.type == TG_CAP_REC_RETURN) {
+			if (!first_return)
+				first_return = r.number;
+			mem += r.value;
+			last_depth = (int)r.depth;
+			last_func = r.code->func;
+			n++;
+		}
+		last_t = r.t_us;
+	}
+	CHECK_INT(rc, 0);
+	if (!cut) {
+		/* the newest records are all there, numbered as in the whole run */
+		CHECK_INT(cur.calls, x->calls);
+		CHECK_INT(cur.returns, x->returns);
+		CHECK_INT(first_return + n - 1, x->returns);
+		CHECK(last_t == x->t_us);
+		CHECK_INT(last_depth, 0);
+		CHECK(last_func && !strncmp(last_func, "main", 4));
+		/* the memory before the kept records plus theirs is the whole run's */
+		CHECK(cap.threads[0].state.mem + mem == x->mem);
+	} else {
+		CHECK(cur.returns < x->returns);
+		CHECK(n > 0);
+	}
+	tg_capcur_release(&cur);
+	tg_capcur_init(&cur, &cap, NULL);
+	n = 0;
+	while ((rc = tg_capcur_next(&cur, &r, &d)) > 0)
+		n++;
+	CHECK_INT(rc, 0);
+	if (!cut) {
+		CHECK_INT(cur.samples, x->samples);
+		CHECK(r.value == x->bytes || n == 0);
+		CHECK(cur.bytes == x->bytes);
+	}
+	tg_capcur_release(&cur);
+	tg_capture_close(&cap);
+}
+
+static void rm_dir(const char *dir)
+{
+	DIR *dh = opendir(dir);
+	struct dirent *e;
+	char path[512];
+
+	if (!dh)
+		return;
+	while ((e = readdir(dh)))
+		if (e->d_name[0] != '.') {
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+			unlink(path);
+		}
+	closedir(dh);
+	rmdir(dir);
+}
+
+static void test_segments(int compress)
+{
+	char dir[] = "/tmp/tg_test_segments_XXXXXX", path[512];
+	struct expect x;
+	uint64_t total;
+	uint32_t oldest;
+	int n;
+
+	if (!mkdtemp(dir))
+		abort();
+	write_run(dir, compress, compress ? 200000 : 60000, &x);
+	total = segments_size(dir, &n, &oldest);
+	CHECK(total <= MAX_SIZE);
+	CHECK(n >= 2);
+	CHECK(oldest > 1);
+	read_run(dir, &x, 0);
+	/* the recorder deleted the oldest one meanwhile: the next one has a head */
+	snprintf(path, sizeof(path), "%s/" TG_CAP_SEG_PREFIX "%0*u" TG_CAP_SEG_SUFFIX, dir,
+		 TG_CAP_SEG_DIGITS, oldest);
+	CHECK_INT(unlink(path), 0);
+	read_run(dir, &x, 0);
+	/* killed while writing: the newest segment ends inside a chunk */
+	total = segments_size(dir, &n, &oldest);
+	snprintf(path, sizeof(path), "%s/" TG_CAP_SEG_PREFIX "%0*u" TG_CAP_SEG_SUFFIX, dir,
+		 TG_CAP_SEG_DIGITS, oldest + (uint32_t)n - 1);
+	{
+		struct stat st;
+		CHECK_INT(stat(path, &st), 0);
+		CHECK_INT(truncate(path, st.st_size - 100), 0);
+	}
+	read_run(dir, &x, 1);
+	rm_dir(dir);
+}
+
+int main(void)
+{
+	test_segments(0);
+	if (tg_cap_can_compress())
+		test_segments(1);
+	TG_TEST_DONE();
+}

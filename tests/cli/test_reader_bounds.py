@@ -1,0 +1,150 @@
+"""The reader stays bounded and linear on any capture (docs/security.md).
+
+A hostile capture is small: a few bytes of zstd can stand for a MiB of records,
+a few bytes can define a thread, ids can be chosen to collide in a hash table.
+Each test runs the CLI with a CPU-time limit far above what the input needs
+(RLIMIT_CPU: a resource bound, not a timing assertion) and reads its peak RSS
+(wait4), then checks the figure against a bound the input allows.
+"""
+import os
+import resource
+import shutil
+import struct
+import subprocess
+
+import pytest
+
+import capture_encode as ce
+from clisupport import CLI
+from test_capture import chunk, code, header, thread
+
+# Generous: the tests need well under a second each; the quadratic or unbounded
+# readers they catch need minutes or gigabytes.
+CPU_SECONDS = 20
+# Peak RSS a small capture may cost (the ASan build's shadow memory included).
+RSS_MB = 200
+
+
+def run_bounded(tmp_path, *args):
+    """Runs the CLI under RLIMIT_CPU; returns (exit status, stdout, stderr, peak RSS in MB)."""
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS))
+
+    with open(out, "wb") as o, open(err, "wb") as e:
+        p = subprocess.Popen([CLI] + [str(a) for a in args], stdout=o, stderr=e,
+                             preexec_fn=limit)
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") \
+            else (status >> 8 if os.WIFEXITED(status) else -os.WTERMSIG(status))
+    return (p.returncode, out.read_text(errors="replace"), err.read_text(errors="replace"),
+            ru.ru_maxrss / 1024)
+
+
+def zstd_frame(data, tmp_path):
+    src = tmp_path / "frame.bin"
+    src.write_bytes(data)
+    return subprocess.run(["zstd", "-q", "-19", "-c", str(src)], check=True,
+                          capture_output=True).stdout
+
+
+@pytest.mark.skipif(shutil.which("zstd") is None, reason="needs the zstd command")
+def test_zstd_chunks_are_decompressed_one_at_a_time(tg, tmp_path):
+    """300 zstd chunks of 1 MiB of records each, 30 KB of file: reading the
+    first record decompresses one chunk, not 300 MiB up front."""
+    # CALL code 1 (dt 0), RETURN (line +0, dt 0, delta 0)
+    pair = ce.varint(1 << 1) + ce.varint(0) + ce.varint(1) + ce.varint(0) + ce.varint(0)
+    frame = zstd_frame(pair * ((1 << 20) // len(pair)), tmp_path)
+    run = tmp_path / "run"
+    run.mkdir()
+    data = header(flags=ce.F_TIME | ce.F_MEMORY | ce.F_STACK) + code() + thread() + \
+        chunk(1, 2, frame, flags=1) * 300
+    (run / "capture.tg").write_bytes(data)
+    assert len(data) < 100000
+    rc, out, err, rss = run_bounded(tmp_path, "decorate-stack", run, "T", "1")
+    assert rc == 0, err
+    assert "f@a.py:5" in out
+    assert rss < RSS_MB, "%.0f MB for a %d-byte capture" % (rss, len(data))
+
+
+@pytest.mark.skipif(shutil.which("zstd") is None, reason="needs the zstd command")
+def test_zstd_chunk_over_1_mib_is_refused(tg, tmp_path):
+    """The recorder compresses 64 KiB chunks: a frame that claims more than 1 MiB
+    of records is refused before anything is decompressed."""
+    frame = zstd_frame(b"\x02\x01\x00" * 400000, tmp_path)
+    (tmp_path / "capture.tg").write_bytes(
+        header(flags=ce.F_MEMORY) + code() + thread() + chunk(1, 2, frame, flags=1))
+    r = tg("peaks", tmp_path)
+    assert r.returncode == 1 and "zstd chunk of more than 1 MiB" in r.stderr, r.stderr
+
+
+def test_opening_is_linear_in_the_thread_count(tmp_path):
+    """60,000 thread definitions (a few bytes each): the file-name check used to
+    compare each thread with all earlier ones."""
+    n = 60000
+    run = tmp_path / "run"
+    run.mkdir()
+    parts = [header()]
+    for i in range(n):
+        parts.append(thread(stream=2 + i, base=b"t%d" % i))
+    (run / "capture.tg").write_bytes(b"".join(parts))
+    rc, out, err, rss = run_bounded(tmp_path, "peaks", "--peak=0", run)
+    assert rc == 0, err[-2000:]
+    # and two threads of one name are still refused, the later one named
+    (run / "capture.tg").write_bytes(b"".join(parts) + thread(stream=2 + n, base=b"t7"))
+    rc, out, err, rss = run_bounded(tmp_path, "peaks", run)
+    assert rc == 1 and "two threads have the same file name" in err
+    assert "at byte %d:" % (len(b"".join(parts)) + 12) in err, err
+
+
+_FMIX_INV = pow(0xff51afd7ed558ccd, -1, 1 << 64)
+
+
+def _unfmix(h):
+    """The id whose (unseeded) 64-bit finalizer is h: the inverse of murmur3's
+    fmix64 steps the reader used to hash ids with."""
+    h ^= h >> 33
+    h = (h * _FMIX_INV) & ((1 << 64) - 1)
+    return h ^ (h >> 33)
+
+
+def test_chosen_ids_do_not_collide(tmp_path):
+    """Code ids chosen so that an unseeded hash puts them all in one slot: the
+    reader's maps are seeded, so the file cannot choose its collisions."""
+    n = 100000
+    ids = [i for i in (_unfmix(j << 24) for j in range(1, 3 * n)) if i < 1 << 63][:n]
+    assert all(i >= 1 << 20 for i in ids) and len(set(ids)) == n
+    calls = b"".join(ce.varint(i << 1) + ce.varint(1) + ce.varint(0) for i in ids[:20000])
+    run = tmp_path / "run"
+    run.mkdir()
+    data = header(flags=ce.F_MEMORY) + thread()
+    # whole definitions per chunk
+    per = []
+    cur = b""
+    for k, i in enumerate(ids):
+        d1 = ce.varint(i) + bytes([0]) + ce.varint(1) + ce.text(b"a.py") + ce.text(b"f%d" % k)
+        if len(cur) + len(d1) > 60000:
+            per.append(cur)
+            cur = b""
+        cur += d1
+    per.append(cur)
+    data += b"".join(chunk(ce.K_CODES, 0, p) for p in per) + chunk(1, 2, calls)
+    (run / "capture.tg").write_bytes(data)
+    rc, out, err, rss = run_bounded(tmp_path, "peaks", "--peak=0", run)
+    assert rc == 0, err[-2000:]
+
+
+def test_fuzz_targets_run_bounded():
+    """tests/fuzz/run.sh (make fuzz-smoke runs every target through it) gives
+    libFuzzer a time, an RSS and a single-allocation limit per input: a small
+    input that costs seconds or hundreds of MiB is a finding."""
+    from clisupport import REPO
+    with open(os.path.join(REPO, "tests", "fuzz", "run.sh")) as f:
+        script = f.read()
+    call = script[script.index('"$bin" $limit'):]
+    call = call[:call.index(">\"$log\"")]
+    for flag, most in (("-timeout=", 20), ("-rss_limit_mb=", 2048), ("-malloc_limit_mb=", 512)):
+        assert flag in call, flag
+        value = int(call.split(flag)[1].split()[0])
+        assert 0 < value <= most, (flag, value)

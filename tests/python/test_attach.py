@@ -1,0 +1,336 @@
+"""threadgraph attach / detach on real processes (docs/attach.md).
+
+A real http.server.ThreadingHTTPServer is started without threadgraph and loaded
+from client threads on 127.0.0.1; threadgraph attaches with gdb, records, and
+detaches; the server must answer the same throughout and be left as it was.
+Everything synchronises on pipes and on the commands' own lines, never on time.
+
+These need gdb and ptrace permission, and run on two Pythons only (3.11: the
+profile function backend; 3.12: sys.monitoring): attaching is slow-ish (gdb).
+"""
+import http.client
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from tgtest import env_with_package
+
+pytestmark = [
+    pytest.mark.skipif(sys.version_info[:2] not in ((3, 11), (3, 12)),
+                       reason="attach runs on 3.11 and 3.12 only (gdb is slow)"),
+    pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed"),
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux only"),
+]
+
+CLIENTS = 4
+REQUESTS = 15  # per client thread and phase
+
+# The server: main thread answers /state from a queue (so that the state is read
+# on a thread that existed before the attach); the server runs in its own thread.
+SERVER = r'''
+import http.server, json, os, queue, signal, sys, threading, atexit
+
+def own_profile(frame, event, arg):
+    pass
+
+if "--own-profile" in sys.argv:
+    sys.setprofile(own_profile)
+signal.signal(signal.SIGHUP, lambda s, f: None)  # the program's own handler
+asks, answers = queue.Queue(), queue.Queue()
+
+def state():
+    return {
+        "profile": repr(sys.getprofile()),
+        "threading_profile": repr(getattr(threading, "_profile_hook", None)),
+        "signals": {str(s): repr(signal.getsignal(s))
+                    for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)},
+        "os_exit": repr(os._exit),
+        "alloc": repr(sys.getallocatedblocks() > 0),
+    }
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        if self.path == "/state":
+            asks.put(None)
+            body = json.dumps(answers.get()).encode()
+        else:
+            body = build_page(self.path)
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+def build_page(path):
+    rows = ["<li>%s %d</li>" % (path, i) for i in range(50)]
+    return ("<ul>%s</ul>" % "".join(rows)).encode()
+
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+threading.Thread(target=srv.serve_forever, name="server", daemon=True).start()
+print(srv.server_address[1], flush=True)
+while True:
+    asks.get()
+    answers.put(state())
+'''
+
+
+def start_server(tmp_path, *args, executable=None):
+    script = tmp_path / "server.py"
+    script.write_text(SERVER)
+    env = env_with_package()
+    proc = subprocess.Popen([executable or sys.executable, str(script)] + list(args),
+                            cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, universal_newlines=True)
+    port = int(proc.stdout.readline())
+    return proc, port
+
+
+def get(port, path):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def load(port, phase):
+    """CLIENTS threads x REQUESTS requests; the answers, by path."""
+    answers = {}
+
+    def client(n):
+        for i in range(REQUESTS):
+            path = "/%s/%d/%d" % (phase, n, i)
+            answers[path] = get(port, path)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(CLIENTS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return answers
+
+
+def cmd(*args):
+    return [sys.executable, "-m", "threadgraph"] + list(args)
+
+
+def start_attach(tmp_path, pid, *options):
+    """Popen of threadgraph attach, once it says it records; its first line."""
+    proc = subprocess.Popen(cmd("attach", "-o", str(tmp_path / "out"), *options, str(pid)),
+                            cwd=str(tmp_path), env=env_with_package(keep_cli=True),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            universal_newlines=True)
+    line = proc.stderr.readline()
+    if "attached to process" not in line:
+        proc.wait(timeout=120)
+        if "ptrace not permitted" in line:
+            pytest.skip("ptrace is not permitted here: " + line.strip())
+        pytest.fail("attach failed: %s%s" % (line, proc.stderr.read()))
+    return proc, line
+
+
+def out_dir(tmp_path, pid):
+    return str(tmp_path / "out" / str(pid))
+
+
+def recorded_functions(tmp_path, pid):
+    """{thread name: set of function names} of the run, from threadgraph export."""
+    exported = tmp_path / "exported"
+    subprocess.run(cmd("export", "-o", str(exported), out_dir(tmp_path, pid)), check=True,
+                   stdout=subprocess.PIPE, env=env_with_package(keep_cli=True))
+    funcs = {}
+    for name in os.listdir(str(exported)):
+        if name.endswith(".mem"):
+            with open(str(exported / name), encoding="utf-8", errors="replace") as f:
+                funcs[name[:-4]] = {line.rsplit("=>", 1)[0].rsplit(":", 1)[-1]
+                                    for line in f}
+    return funcs
+
+
+def maps_of(pid):
+    with open("/proc/%d/maps" % pid) as f:
+        return f.read()
+
+
+def stop(proc):
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+def test_attach_records_a_server_and_leaves_it_as_it_was(tmp_path):
+    server, port = start_server(tmp_path)
+    try:
+        before_state = json.loads(get(port, "/state")[1])
+        before = load(port, "p")
+        attach, _ = start_attach(tmp_path, server.pid)
+        during = load(port, "p")
+        r = subprocess.run(cmd("detach", str(server.pid)), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        rest = attach.communicate(timeout=120)[1]
+        assert attach.returncode == 0, rest
+        assert "detached from process %d" % server.pid in rest
+        after = load(port, "p")
+        assert before == during == after
+        assert all(status == 200 for status, _ in before.values())
+        # No hook of threadgraph's remains: the program's own are back.
+        assert json.loads(get(port, "/state")[1]) == before_state
+        # The handlers ran in the server's request threads and were recorded there.
+        funcs = recorded_functions(tmp_path, server.pid)
+        handler_threads = [n for n, f in funcs.items() if "do_GET" in f and "build_page" in f]
+        assert len(handler_threads) >= CLIENTS, sorted(funcs)
+        assert all("process_request_thread" in n for n in handler_threads)
+        # SIGTERM ends it as it would have without threadgraph (the default action).
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == -signal.SIGTERM
+    finally:
+        stop(server)
+    # ... as a server never attached to does.
+    plain, _ = start_server(tmp_path)
+    try:
+        plain.send_signal(signal.SIGTERM)
+        assert plain.wait(timeout=60) == -signal.SIGTERM
+    finally:
+        stop(plain)
+
+
+def test_duration_and_program_ending_while_attached(tmp_path):
+    """--duration detaches by itself; a program that ends while attached leaves a
+    complete capture and the command says so."""
+    script = tmp_path / "ending.py"
+    script.write_text(
+        "import select, sys\n"
+        "def last_work():\n"
+        "    return [bytearray(1000) for _ in range(100)]\n"
+        "print('ready', flush=True)\n"
+        "# a wait with a timeout: gdb needs a thread that releases the GIL\n"
+        "while not select.select([sys.stdin], [], [], 0.05)[0]:\n"
+        "    pass\n"
+        "keep = last_work()\n"
+        "sys.exit(3)\n")
+    target = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path),
+                              env=env_with_package(), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, universal_newlines=True)
+    try:
+        assert target.stdout.readline() == "ready\n"
+        attach, _ = start_attach(tmp_path, target.pid, "--duration", "600")
+        target.stdin.write("go\n")
+        target.stdin.flush()
+        assert target.wait(timeout=120) == 3
+        rest = attach.communicate(timeout=120)[1]
+        assert attach.returncode == 0, rest
+        assert "ended while attached" in rest
+        funcs = recorded_functions(tmp_path, target.pid)
+        assert "last_work" in funcs["MainThread"]
+    finally:
+        stop(target)
+
+
+def test_refusals_do_nothing_to_the_target(tmp_path):
+    # Not a Python process.
+    other = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+        r = subprocess.run(cmd("attach", str(other.pid)), stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=120)
+        assert r.returncode == 1
+        assert "not a Python process" in r.stderr and r.stderr.count("\n") == 1
+    finally:
+        stop(other)
+    # No such process.
+    r = subprocess.run(cmd("attach", "999999999"), stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=120)
+    assert r.returncode == 1 and "no process 999999999" in r.stderr
+    # Not attached.
+    r = subprocess.run(cmd("detach", "999999999"), stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=120)
+    assert r.returncode == 1 and "not attached" in r.stderr
+    server, port = start_server(tmp_path)
+    try:
+        attach, _ = start_attach(tmp_path, server.pid)
+        # Already attached.
+        r = subprocess.run(cmd("attach", str(server.pid)), stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=120)
+        assert r.returncode == 1 and "already attached" in r.stderr, r.stderr
+        attach.send_signal(signal.SIGINT)  # as Ctrl-C
+        rest = attach.communicate(timeout=120)[1]
+        assert attach.returncode == 0 and "detached" in rest, rest
+        assert get(port, "/x")[0] == 200
+    finally:
+        stop(server)
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="sys.monitoring leaves the "
+                    "program's profile function alone: nothing to refuse")
+def test_refused_when_the_program_has_its_own_profile_function(tmp_path):
+    server, port = start_server(tmp_path, "--own-profile")
+    try:
+        r = subprocess.run(cmd("attach", "-o", str(tmp_path / "out"), str(server.pid)),
+                           stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        assert r.returncode == 1 and "its own profile function" in r.stderr, r.stderr
+        assert "own_profile" in json.loads(get(port, "/state")[1])["profile"]
+    finally:
+        stop(server)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring: 3.12+")
+def test_own_profile_function_kept_with_sys_monitoring(tmp_path):
+    server, port = start_server(tmp_path, "--own-profile")
+    try:
+        before = json.loads(get(port, "/state")[1])
+        attach, _ = start_attach(tmp_path, server.pid)
+        load(port, "q")
+        attach.send_signal(signal.SIGINT)
+        attach.communicate(timeout=120)
+        assert attach.returncode == 0
+        assert json.loads(get(port, "/state")[1]) == before
+    finally:
+        stop(server)
+
+
+def test_refused_without_threadgraph_in_the_target(tmp_path):
+    base = os.path.realpath(sys.executable)  # a venv's interpreter is a link to it
+    probe = subprocess.run([base, "-c", "import threadgraph"], stderr=subprocess.DEVNULL,
+                           env={"PATH": os.environ.get("PATH", "")})
+    if probe.returncode == 0:
+        pytest.skip("the base interpreter has threadgraph installed")
+    target = subprocess.Popen([base, "-c", "import sys; print('ready', flush=True); "
+                               "sys.stdin.read()"], env={"PATH": os.environ.get("PATH", "")},
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              universal_newlines=True)
+    try:
+        assert target.stdout.readline() == "ready\n"
+        r = subprocess.run(cmd("attach", str(target.pid)), stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=120)
+        assert r.returncode == 1 and "cannot import threadgraph" in r.stderr, r.stderr
+        assert "pip install" in r.stderr and r.stderr.count("\n") == 1
+        assert "_recorder" not in maps_of(target.pid)
+    finally:
+        stop(target)
+
+
+def test_docs_name_every_option():
+    """docs/attach.md documents every option of attach --help, and no other."""
+    import re
+
+    opt = re.compile(r"(?<![\w-])--[a-z][a-z_-]*[a-z]")
+    helptext = subprocess.run(cmd("attach", "--help"), stdout=subprocess.PIPE,
+                              universal_newlines=True, check=True).stdout
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "attach.md")) as f:
+        text = f.read()
+    section = text[text.index("## Options"):text.index("## What it needs")]
+    # --no_time: the C processor's option, named by --no-timestamps' help;
+    # --follow-exec: named by the docs as one of run's that do not apply
+    assert (set(opt.findall(helptext)) - {"--help", "--no_time"}
+            == set(opt.findall(section)) - {"--follow-exec"})
+    assert "--follow-exec" not in helptext

@@ -1,0 +1,202 @@
+"""max_size: a busy multi-threaded program whose capture rotates in segments.
+
+The run's files stay within the limit, the commands read what is kept (and say
+which part of the run it covers), the kept records are the newest ones (each
+worker thread's records are the tail of the same program's full capture), and a
+run killed with SIGKILL is still readable.
+"""
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tgtest import env_with_package, only_dir, run_scenario
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "cli"))
+from clisupport import CLI  # noqa: E402
+
+from threadgraph._options import MAX_SIZE_MIN, parse_size  # noqa: E402
+
+LIMIT = MAX_SIZE_MIN  # the smallest limit: the most rotations for the least work
+TIMEOUT = 120  # seconds; only a hang gets near it
+
+# Three workers whose calls (not their times or deltas) are the same on every run.
+BUSY = """
+import sys, threading
+import threadgraph
+
+def leaf(i):
+    return [i] * (i % 7)
+
+def mid(i):
+    return leaf(i)
+
+def work(n):
+    keep = []
+    for i in range(n):
+        keep.append(mid(i))
+        if len(keep) > 100:
+            keep.clear()
+
+p = threadgraph.ProcessProfile(default_log_path=OUT)
+p.trackStack()
+p.enable()
+ts = [threading.Thread(target=work, args=(ROUNDS,), name="w%d" % k) for k in range(3)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+p.disable()
+"""
+ROUNDS = 20000  # about 1.5 MB of full capture: several times the limit
+
+
+def cli(*args):
+    return subprocess.run([CLI] + [str(a) for a in args], capture_output=True, text=True,
+                          errors="replace", timeout=TIMEOUT)
+
+
+def capture_files(run):
+    return sorted(f for f in os.listdir(run) if f.startswith("capture"))
+
+
+def calls(export_dir, thread):
+    """THREAD's .stack records without their times: (indent, site, line, func)."""
+    out = []
+    with open(os.path.join(export_dir, thread + ".stack"), encoding="utf-8",
+              errors="surrogateescape") as f:
+        for line in f:
+            body = line.rstrip("\n")
+            indent = len(body) - len(body.lstrip(" "))
+            rest = body.lstrip(" ").split("#", 1)[-1]
+            out.append((indent, rest))
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("maxsize")
+    code = BUSY.replace("ROUNDS", str(ROUNDS))
+    # the same script file for both: the records name it
+    run_scenario(tmp, code.replace("OUT", "'full'"))
+    run_scenario(tmp, code.replace("OUT", "'bounded', max_size=%d" % LIMIT))
+    return only_dir(tmp / "full"), only_dir(tmp / "bounded")
+
+
+def test_files_within_the_limit(runs):
+    full, bounded = runs
+    files = capture_files(bounded)
+    assert files and all(f.startswith("capture-") and f.endswith(".tg") for f in files)
+    assert "capture-000001.tg" not in files  # the oldest were dropped
+    total = sum(os.path.getsize(os.path.join(bounded, f)) for f in files)
+    assert total <= LIMIT
+    assert os.path.getsize(os.path.join(full, "capture.tg")) > 3 * LIMIT
+
+
+def test_newest_records_kept(runs, tmp_path):
+    full, bounded = runs
+    for run, out in ((full, tmp_path / "f"), (bounded, tmp_path / "b")):
+        r = cli("export", "-o", out, run)
+        assert r.returncode == 0, r.stderr
+    # a worker that ended before the segments kept is gone with them
+    kept = [w for w in ("w0", "w1", "w2") if os.path.exists(tmp_path / "b" / (w + ".stack"))]
+    assert kept
+    for w in kept:
+        a, b = calls(tmp_path / "f", w), calls(tmp_path / "b", w)
+        assert 0 < len(b) < len(a)
+        assert b == a[-len(b):]
+
+
+def test_commands_read_it_and_say_what_it_covers(runs, tmp_path):
+    _full, bounded = runs
+    for args in (("peaks", "--peak=0", bounded),
+                 ("memg", "-o", tmp_path / "memg", bounded),
+                 ("report", "-o", tmp_path / "r.html", bounded),
+                 ("folded", "--metric", "delta", bounded)):
+        r = cli(*args)
+        assert r.returncode == 0, (args, r.stderr)
+        assert "capture of limited size: segments" in r.stderr, (args, r.stderr)
+        assert "dropped; its records cover the run from" in r.stderr
+    assert os.path.getsize(tmp_path / "r.html") > 0
+
+
+KILLED = """
+import sys, threading
+import threadgraph
+
+def work(n):
+    keep = []
+    i = 0
+    while True:
+        keep.append([i] * (i % 5))
+        if len(keep) > 100:
+            keep.clear()
+        i += 1
+        if i == n:
+            sys.stdout.write("ready\\n")
+            sys.stdout.flush()
+
+p = threadgraph.ProcessProfile(default_log_path="out", max_size=LIMIT)
+p.enable()
+t = threading.Thread(target=work, args=(50000,), name="busy")
+t.start()
+t.join()
+"""
+
+
+def test_sigkill_leaves_it_readable(tmp_path):
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED.replace("LIMIT", str(LIMIT)))
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path),
+                            env=env_with_package(keep_cli=True), stdout=subprocess.PIPE,
+                            universal_newlines=True)
+    try:
+        assert proc.stdout.readline() == "ready\n"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=TIMEOUT)
+        proc.stdout.close()
+    run = only_dir(tmp_path / "out")
+    total = sum(os.path.getsize(os.path.join(run, f)) for f in capture_files(run))
+    assert total <= LIMIT
+    r = cli("export", "-o", tmp_path / "x", run)
+    assert r.returncode == 0, r.stderr
+    assert "no end chunk" in r.stderr or "cut short" in r.stderr
+    assert os.path.getsize(tmp_path / "x" / "busy.mem") > 0
+
+
+def test_sizes():
+    assert parse_size("10M") == 10 << 20
+    assert parse_size("2G") == 2 << 30
+    assert parse_size("512k") == 512 << 10
+    assert parse_size("1.5MiB") == 3 << 19
+    assert parse_size(1 << 20) == 1 << 20
+    assert parse_size(None) is None and parse_size(0) is None and parse_size("0") is None
+    for bad in ("10X", "M", "-1M", "1e6", True, "1K"):
+        with pytest.raises(ValueError):
+            parse_size(bad)
+
+
+def test_max_size_needs_binary(tmp_path):
+    import threadgraph
+    with pytest.raises(ValueError, match="format='binary'"):
+        threadgraph.ProcessProfile(format="both", max_size="1M")
+
+
+def test_run_option(tmp_path):
+    script = tmp_path / "tiny.py"
+    script.write_text("print(sum(range(10)))\n")
+    env = env_with_package(keep_cli=True)
+    r = subprocess.run([sys.executable, "-m", "threadgraph", "run", "-o", str(tmp_path / "o"),
+                        "--max-size", "1M", str(script)], capture_output=True, text=True,
+                       env=env, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "45\n"
+    assert capture_files(only_dir(tmp_path / "o")) == ["capture-000001.tg"]
+    r = subprocess.run([sys.executable, "-m", "threadgraph", "run", "--max-size", "10Q",
+                        str(script)], capture_output=True, text=True, env=env,
+                       timeout=TIMEOUT)
+    assert r.returncode == 2 and "--max-size" in r.stderr

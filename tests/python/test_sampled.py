@@ -1,0 +1,214 @@
+"""Sampled mode (ProcessProfile(mode="sampled"), `threadgraph run --sampled`;
+docs/api.md "Sampled mode"): no profile function and no sys.monitoring
+callbacks; the allocator hooks count every byte per thread (exact totals, a
+memory curve per thread in its .mem file); the Python stack of one allocation
+per N bytes on average is read from the thread's frames and its site given an
+unbiased weight, in accounting's snapshots.
+
+The sampler is seeded (THREADGRAPH_SAMPLE_SEED): a thread's sample points
+depend only on the seed, its number and its own allocations, so the planted
+thread's estimate is the same from one run to the next.
+"""
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tgtest import env_with_package, only_dir, parse_mem, read_lines, run_scenario
+
+SEED = {"THREADGRAPH_SAMPLE_SEED": "7"}
+MIB = 1 << 20
+N = 512 * 1024          # the default rate
+BLOCKS = 64
+# Bound of the planted site's estimate, in standard deviations of the
+# Horvitz-Thompson estimate for BLOCKS blocks of 1 MiB at rate N
+# (docs/accounting.md "Sampling"): about 22 % here.
+ERR_SIGMAS = 4.5
+
+PLANTED = """
+import sys, threading
+from threadgraph import ProcessProfile
+
+KEEP = []
+
+def plant():                    # BLOCKS blocks of 1 MiB, kept
+    for _ in range(%(blocks)d):
+        KEEP.append(bytearray(%(mib)d))
+
+def noise():                    # small blocks elsewhere, freed
+    for _ in range(20000):
+        b = [0] * 20
+        del b
+
+p = ProcessProfile(default_log_path="out", %(kwargs)s)
+p.enable()
+t = threading.Thread(target=plant, name="planter")
+u = threading.Thread(target=noise, name="noisy")
+t.start(); t.join()             # one after the other: what each thread
+u.start(); u.join()             # does (and frees) does not depend on timing
+p.disable()
+print(sys.getprofile())
+"""
+
+
+def planted(tmp_path, kwargs):
+    code = PLANTED % {"blocks": BLOCKS, "mib": MIB, "kwargs": kwargs}
+    proc = run_scenario(tmp_path, code, env=SEED)
+    return only_dir(tmp_path / "out"), proc
+
+
+def snapshot(path):
+    """{call context innermost first with its thread: [live_bytes, total_bytes]}
+    and the header, from a version 2 snapshot."""
+    header, nodes, threads, out = {}, {}, {}, {}
+    for line in read_lines(path):
+        if line.startswith("# thread: "):
+            ix, base = line[len("# thread: "):].split(" ", 1)
+            threads[ix] = base
+        elif line.startswith("# "):
+            key, _, value = line[2:].partition(": ")
+            header[key] = value
+        else:
+            f = line.split(" ", 7)
+            nodes[f[0]] = (f[1], f[2], int(f[3]), int(f[5]), f[7])
+    for nid, (parent, thread, live, total, call) in nodes.items():
+        ctx = [call]
+        while parent != "-":
+            ctx.append(nodes[parent][4])
+            parent = nodes[parent][0]
+        out[(threads.get(thread, "-"), "<-".join(ctx))] = [live, total]
+    return header, out
+
+
+def planted_sites(sites):
+    """{context: [live, total]} of the sites of plant() in thread planter."""
+    return {ctx: v for (thread, ctx), v in sites.items()
+            if thread == "planter" and ctx.split("<-")[0].endswith(":plant")}
+
+
+def summary_threads(run_dir):
+    with open(os.path.join(run_dir, "summary.json")) as f:
+        return {t["name"]: t for t in json.load(f)["threads"]}
+
+
+def test_planted_site_found_within_tolerance(tmp_path):
+    run_dir, proc = planted(tmp_path, 'mode="sampled"')
+    assert proc.stdout == "None\n"      # no profile function was left behind
+    header, sites = snapshot(os.path.join(run_dir, "snapshot-1-final"))
+    assert header["sampled"] == str(N)
+    (ctx, (live, total)), = planted_sites(sites).items()
+    # The whole stack, read from the frames: plant <- Thread.run <- ... _bootstrap.
+    assert "<-" in ctx and ctx.split("<-")[1].endswith(":run"), ctx
+    true = BLOCKS * MIB
+    p = 1 - math.exp(-MIB / N)
+    sd = math.sqrt(BLOCKS * MIB * MIB * (1 - p) / p)
+    assert abs(live - true) <= ERR_SIGMAS * sd, (live, true, sd)
+    assert live == total                 # kept: all still live at the end
+    # Seeded: the same estimate again.
+    (tmp_path / "again").mkdir()
+    again, _ = planted(tmp_path / "again", 'mode="sampled"')
+    _, sites2 = snapshot(os.path.join(again, "snapshot-1-final"))
+    assert list(planted_sites(sites2).values()) == [[live, total]]
+
+
+def test_thread_totals_exact_whatever_the_sampling(tmp_path):
+    """Every byte is counted whatever is sampled: two rates give the same
+    thread figures, and the planted blocks are all there."""
+    sampled_dir, _ = planted(tmp_path, 'mode="sampled"')
+    (tmp_path / "fine").mkdir()
+    fine_dir, _ = planted(tmp_path / "fine", 'mode="sampled", sample_bytes=4096')
+    s, f = summary_threads(sampled_dir), summary_threads(fine_dir)
+    for name in ("planter", "noisy"):
+        # (What a thread frees may include a few objects of the thread before
+        # it, freed whenever the interpreter gets to them: allocations only.)
+        for key in ("total_requested_bytes", "alloc_calls", "hist_alloc"):
+            assert s[name][key] == f[name][key], (name, key)
+    # bytearray(1 MiB) requests 1 MiB + 1 bytes: bit length 21, one per block.
+    assert s["planter"]["hist_alloc"][21] == BLOCKS
+    assert s["planter"]["total_requested_bytes"] - s["planter"]["freed_bytes"] > BLOCKS * MIB
+
+
+def test_memory_curve_per_thread(tmp_path):
+    run_dir, _ = planted(tmp_path, 'mode="sampled"')
+    curve = parse_mem(os.path.join(run_dir, "planter.mem"))
+    assert curve, "no curve points"
+    # Each point is the thread's memory since the start: it climbs by 1 MiB
+    # blocks to the thread's exact total.
+    values = [rec[3] for rec in curve]
+    assert all(rec[:3] == ("<thread memory>", 0, "sampled") for rec in curve), curve[0]
+    assert values == sorted(values)
+    total = summary_threads(run_dir)["planter"]
+    assert values[-1] <= total["peak_bytes"]
+    assert values[-1] >= (BLOCKS - 8) * MIB
+    assert not [n for n in os.listdir(run_dir) if n.endswith(".stack") or n == "capture.tg"]
+
+
+def test_choices_checked(tmp_path):
+    from threadgraph import ProcessProfile
+    with pytest.raises(ValueError, match="mode must be 'full' or 'sampled'"):
+        ProcessProfile(mode="fast")
+    with pytest.raises(ValueError, match="format must be 'text'"):
+        ProcessProfile(mode="sampled", format="binary")
+    p = ProcessProfile(mode="sampled")
+    assert p.format == "text" and p.sample_bytes == N and p.mode == "sampled"
+    assert ProcessProfile(mode="sampled", sample_bytes=4096).sample_bytes == 4096
+
+
+RUN_PROGRAM = """
+import os, signal, sys, threading
+KEEP = []
+def work():
+    for _ in range(8):
+        KEEP.append(bytearray(1 << 20))
+t = threading.Thread(target=work, name="worker")
+t.start(); t.join()
+print("out", len(KEEP), sys.getprofile())
+sys.stderr.write("err\\n")
+how = sys.argv[1]
+if how == "fork":
+    pid = os.fork()
+    if pid == 0:
+        KEEP.append(bytearray(1 << 20))
+        print("child", flush=True)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    print("parent", os.WEXITSTATUS(status))
+elif how == "signal":
+    sys.stdout.flush()
+    os.kill(os.getpid(), signal.SIGTERM)
+sys.exit(3)
+"""
+
+
+def run(tmp_path, how, sampled):
+    (tmp_path / "prog.py").write_text(RUN_PROGRAM)
+    cmd = ([sys.executable, "-m", "threadgraph", "run", "--sampled", "-o", "out", "prog.py"]
+           if sampled else [sys.executable, "prog.py"])
+    return subprocess.run(cmd + [how], cwd=str(tmp_path), env=env_with_package(SEED),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=120,
+                          preexec_fn=lambda: signal.signal(signal.SIGTERM, signal.SIG_DFL))
+
+
+@pytest.mark.parametrize("how", ["plain", "fork", "signal"])
+def test_run_sampled_keeps_output_and_status(tmp_path, how):
+    plain = run(tmp_path, how, False)
+    prof = run(tmp_path, how, True)
+    assert prof.returncode == plain.returncode == (-signal.SIGTERM if how == "signal" else 3)
+    assert prof.stdout == plain.stdout
+    assert prof.stderr.startswith("err\n") or "\nerr\n" in prof.stderr, prof.stderr
+    run_dir = only_dir(tmp_path / "out")
+    names = os.listdir(run_dir)
+    # As a full run: the run is finished (a signal too), and a forked child
+    # does no accounting of its own.
+    assert {"summary.json", "summary.txt", "runinfo.json", "worker.mem"} <= set(names), names
+    assert [n for n in names if n.endswith("-final")], names
+    with open(os.path.join(run_dir, "runinfo.json")) as f:
+        assert json.load(f)["end_time"] is not None
+    assert summary_threads(run_dir)["worker"]["total_requested_bytes"] >= 8 * MIB
+    if how == "signal":
+        assert "threadgraph: program terminated by SIGTERM" in prof.stderr

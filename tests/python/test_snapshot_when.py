@@ -1,0 +1,124 @@
+"""Threshold snapshots (ProcessProfile.snapshot_when, `threadgraph run
+--snapshot-when`; docs/accounting.md "Threshold snapshots"): when a thread's
+memory first goes above the limit, a heap snapshot by call site is written,
+naming the thread in its label, with the site that grew; again at each new high
+a step above the last one; never below the limit."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tgtest import env_with_package, only_dir, read_lines, run_scenario
+
+MIB = 1 << 20
+LIMIT_MIB = 16
+BLOCKS = 40
+
+PROGRAM = """
+import sys, threading
+from threadgraph import ProcessProfile
+
+KEEP = []
+
+def grow():                     # BLOCKS blocks of 1 MiB, kept: above the limit
+    for _ in range(%(blocks)d):
+        KEEP.append(bytearray(1 << 20))
+
+def small():                    # stays far below it
+    KEEP.extend(bytearray(100) for _ in range(1000))
+
+p = ProcessProfile(default_log_path="out", %(kwargs)s)
+p.snapshot_when("thread>%(limit)dM")
+p.enable()
+t = threading.Thread(target=small, name="quiet"); t.start(); t.join()
+t = threading.Thread(target=grow, name="grower"); t.start(); t.join()
+p.disable()
+"""
+
+
+def threshold_snapshots(run_dir):
+    """[(number, label)] of the threshold snapshots, in order."""
+    out = []
+    for name in os.listdir(run_dir):
+        if name.startswith("snapshot-") and "-over-" in name:
+            n, label = name[len("snapshot-"):].split("-", 1)
+            out.append((int(n), label))
+    return sorted(out)
+
+
+def top_site(path):
+    """(thread base, call, live bytes) of the node with the most live bytes."""
+    threads, best = {}, None
+    for line in read_lines(path):
+        if line.startswith("# thread: "):
+            ix, base = line[len("# thread: "):].split(" ", 1)
+            threads[ix] = base
+        elif not line.startswith("#"):
+            f = line.split(" ", 7)
+            if best is None or int(f[3]) > best[2]:
+                best = (threads.get(f[2], "-"), f[7], int(f[3]))
+    return best
+
+
+@pytest.mark.parametrize("kwargs", ['accounting=True, format="text"', 'mode="sampled"'])
+def test_thread_crossing_the_limit_writes_a_snapshot_of_the_site_that_grew(tmp_path, kwargs):
+    run_scenario(tmp_path, PROGRAM % {"blocks": BLOCKS, "limit": LIMIT_MIB, "kwargs": kwargs},
+                 env={"THREADGRAPH_SAMPLE_SEED": "3"})
+    run_dir = only_dir(tmp_path / "out")
+    snaps = threshold_snapshots(run_dir)
+    assert snaps, os.listdir(run_dir)
+    first_n, first = snaps[0]
+    assert first_n == 1 and first.startswith("thread-over-%dM-grower-at-" % LIMIT_MIB), first
+    at = int(first.rsplit("-at-", 1)[1])
+    assert LIMIT_MIB * MIB < at <= (LIMIT_MIB + 2) * MIB   # written as it crossed
+    thread, call, live = top_site(os.path.join(run_dir, "snapshot-%d-%s" % snaps[0]))
+    assert (thread, call.rsplit(":", 1)[1]) == ("grower", "grow")
+    if "sampled" not in kwargs:
+        assert live >= (LIMIT_MIB - 1) * MIB            # exact: all it held then
+    # Again at new highs, a step (1/16 of the limit, at least 1 MiB) apart,
+    # only for that thread, up to its peak.
+    levels = [int(label.rsplit("-at-", 1)[1]) for _, label in snaps]
+    assert all("-grower-at-" in label for _, label in snaps)
+    assert len(snaps) > 1 and levels == sorted(levels)
+    assert all(b - a >= MIB for a, b in zip(levels, levels[1:]))
+    assert levels[-1] <= BLOCKS * MIB + MIB
+
+
+def test_below_the_limit_no_snapshot(tmp_path):
+    run_scenario(tmp_path, PROGRAM % {"blocks": 4, "limit": LIMIT_MIB,
+                                      "kwargs": 'accounting=True, format="text"'})
+    assert threshold_snapshots(only_dir(tmp_path / "out")) == []
+
+
+def test_conditions_checked():
+    from threadgraph import ProcessProfile, _recorder
+    assert _recorder.snapshot_condition("rss>2G") == ("rss", 2 << 30)
+    assert _recorder.snapshot_condition("thread>500M") == ("thread", 500 << 20)
+    assert _recorder.snapshot_condition("live>1048576") == ("live", 1 << 20)
+    assert _recorder.snapshot_condition("live>64KiB") == ("live", 64 << 10)
+    for bad in ("rss<2G", "heap>1G", "rss>", "rss>0", "rss>2X", "rss>-1", "rss>>1"):
+        with pytest.raises(ValueError, match="thread>SIZE, live>SIZE or rss>SIZE"):
+            _recorder.snapshot_condition(bad)
+    with pytest.raises(RuntimeError, match="accounting is not on"):
+        ProcessProfile().snapshot_when("rss>1G")
+    p = ProcessProfile(accounting=True)
+    with pytest.raises(ValueError):
+        p.snapshot_when("rss>1G", "nonsense")
+    p.snapshot_when("rss>1G", "thread>1M")
+
+
+def test_run_option(tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text("KEEP = [bytearray(1 << 20) for _ in range(8)]\nprint('ok')\n")
+    cmd = [sys.executable, "-m", "threadgraph", "run", "--sampled", "--snapshot-when",
+           "live>4M", "-o", "out", str(prog)]
+    res = subprocess.run(cmd, cwd=str(tmp_path), env=env_with_package(), timeout=120,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    assert res.returncode == 0 and res.stdout == "ok\n", res.stderr
+    snaps = threshold_snapshots(only_dir(tmp_path / "out"))
+    assert snaps and snaps[0][1].startswith("live-over-4M-at-"), snaps
+    bad = subprocess.run(cmd[:6] + ["live=4M"] + cmd[7:], cwd=str(tmp_path),
+                         env=env_with_package(), timeout=120, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True)
+    assert bad.returncode == 2 and "thread>SIZE, live>SIZE or rss>SIZE" in bad.stderr

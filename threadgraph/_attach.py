@@ -1,0 +1,560 @@
+"""``threadgraph attach PID`` and ``threadgraph detach PID`` (docs/attach.md).
+
+    threadgraph attach [options] PID      record a running Python program
+    threadgraph detach PID                stop an attach running elsewhere
+
+attach checks, before anything touches the target, that it can be done: the
+process exists and runs Python, its interpreter can import this same threadgraph
+(tried with the target's executable, environment and working directory), ptrace
+is allowed (Yama's ptrace_scope, our capabilities, its owner), and no attach is
+running on it.  Each refusal is one line and exit status 1.
+
+Then gdb (batch mode) attaches, waits for a thread entering PyEval_SaveThread (a
+safe point: it holds the GIL and is about to let the others run), has it run
+one line that starts threadgraph's control thread (threadgraph/_inject.py), and
+detaches: the target is stopped for the time gdb takes.  On CPython 3.14+, when
+this command runs on 3.14+ too, sys.remote_exec (PEP 768) replaces gdb
+(untested here).  Everything else goes over a Unix socket in a private
+directory: the options, ``ok <dir>`` once recording, ``detach``, ``done``.  The
+socket's end is the signal: if this command dies, the target detaches by itself.
+"""
+import argparse
+import errno
+import fcntl
+import json
+import os
+import pwd
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+PROG = "threadgraph attach"
+# Options of `threadgraph run` that do not apply to a running program.
+RUN_ONLY = ("module", "follow_exec", "help")
+GDB_TIMEOUT = 15.0  # seconds for a thread to reach a safe point
+CONNECT_TIMEOUT = 30.0  # seconds for the control thread to start and answer
+CAP_SYS_PTRACE = 19
+INJECT_MARK = "threadgraph-inject"
+MIN_VERSION, MAX_VERSION = (3, 8), (3, 13)
+
+
+class Refused(Exception):
+    """A one-line reason not to attach; nothing was done to the target."""
+
+
+def say(msg):
+    sys.stderr.write("threadgraph: %s\n" % msg)
+    sys.stderr.flush()
+
+
+# --- options -------------------------------------------------------------------
+
+
+def build_parser():
+    from threadgraph import _run
+
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        usage="%(prog)s [options] PID",
+        description="Record a running Python program (CPython 3.8-3.13, started "
+        "without threadgraph) until --duration ends, Ctrl-C, or `threadgraph detach "
+        "PID`; then leave it running as before. Needs gdb and ptrace permission, and "
+        "threadgraph importable by the program's interpreter (docs/attach.md).",
+        epilog="Files go to BASE/<pid>/, as with threadgraph run.",
+    )
+    parser.add_argument("pid", metavar="PID", type=int, help="the process to record")
+    parser.add_argument(
+        "--duration", metavar="SECONDS", type=float,
+        help="detach after SECONDS (default: at Ctrl-C or threadgraph detach PID)")
+    run_parser = _run.build_parser()
+    for action in run_parser._actions:  # run's recording options, defined once there
+        if action.dest in RUN_ONLY:
+            continue
+        if action.dest == "output":
+            action.help = ("base directory; the files are written into BASE/<pid>/ "
+                           "(default: threadgraph-attach in the current directory)")
+        parser._add_action(action)
+    return parser
+
+
+# --- the target ----------------------------------------------------------------
+
+
+def read_proc(pid, name):
+    """Contents of /proc/PID/NAME (bytes); Refused when the process is not there
+    or not ours to read."""
+    try:
+        with open("/proc/%d/%s" % (pid, name), "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise Refused("no process %d" % pid)
+    except PermissionError:
+        raise Refused("cannot read /proc/%d/%s: a process of another user (attach as "
+                      "that user, or as root)" % (pid, name))
+
+
+def proc_status(pid):
+    fields = {}
+    for line in read_proc(pid, "status").decode("utf-8", "replace").splitlines():
+        key, _, value = line.partition(":")
+        fields[key] = value.strip()
+    return fields
+
+
+def target_python(pid):
+    """(executable, environment, cwd) of PID when it runs CPython, else Refused."""
+    status = proc_status(pid)
+    comm = status.get("Name", "?")
+    try:
+        exe = os.readlink("/proc/%d/exe" % pid)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT:
+            raise Refused("no process %d" % pid)
+        raise Refused("cannot read /proc/%d/exe: %s (attach as the program's user, or "
+                      "as root)" % (pid, exc.strerror))
+    maps = read_proc(pid, "maps")
+    base = os.path.basename(exe)
+    if b"libpython3" not in maps and not base.startswith("python3"):
+        raise Refused("process %d (%s) is not a Python process" % (pid, comm))
+    if exe.endswith(" (deleted)"):
+        raise Refused("the executable of process %d was deleted or replaced since it "
+                      "started: its interpreter cannot be checked" % pid)
+    env = {}
+    for item in read_proc(pid, "environ").split(b"\0"):
+        key, eq, value = item.partition(b"=")
+        if eq:
+            env[os.fsdecode(key)] = os.fsdecode(value)
+    try:
+        cwd = os.readlink("/proc/%d/cwd" % pid)
+    except OSError:
+        cwd = "/"
+    return invoked_as(pid, exe, env, cwd), env, cwd
+
+
+def invoked_as(pid, exe, env, cwd):
+    """The interpreter path PID was started as when it is EXE (a virtual
+    environment's bin/python is a link to the base interpreter: only its own
+    path finds the environment's site-packages), else EXE."""
+    argv0 = os.fsdecode(read_proc(pid, "cmdline").split(b"\0")[0])
+    if "/" in argv0:
+        candidates = [os.path.join(cwd, argv0)]
+    else:
+        candidates = [os.path.join(cwd, d, argv0)
+                      for d in env.get("PATH", os.defpath).split(os.pathsep)]
+    real = os.path.realpath(exe)
+    for path in candidates:
+        if os.path.isfile(path) and os.path.realpath(path) == real:
+            return os.path.abspath(path)
+    return exe
+
+
+CHECK_SOURCE = """\
+import sys
+print("%d.%d" % sys.version_info[:2])
+try:
+    import threadgraph, threadgraph._recorder
+    print(threadgraph.__version__)
+    print(threadgraph.__file__)
+except Exception as e:
+    print("-")
+    print("%s: %s" % (type(e).__name__, e))
+"""
+
+
+def check_importable(pid, exe, env, cwd):
+    """The target's Python version (major, minor), once its interpreter imports
+    this threadgraph; Refused otherwise."""
+    from threadgraph import __version__
+
+    try:
+        out = subprocess.run([exe, "-c", CHECK_SOURCE], env=env, cwd=cwd,
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, timeout=60, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise Refused("cannot run the interpreter of process %d (%s): %s" % (pid, exe, exc))
+    lines = out.stdout.decode("utf-8", "replace").splitlines()
+    if len(lines) < 3 or "." not in lines[0]:
+        raise Refused("process %d (%s) is not a CPython 3 program" % (pid, exe))
+    version = tuple(int(x) for x in lines[0].split("."))
+    if version < MIN_VERSION:
+        raise Refused("process %d runs Python %d.%d: threadgraph records 3.8 to 3.13"
+                      % ((pid,) + version))
+    if lines[1] == "-":
+        raise Refused("the interpreter of process %d (%s) cannot import threadgraph (%s): "
+                      "install it there (%s -m pip install threadgraph), same version as "
+                      "this one (%s)" % (pid, exe, lines[2], exe, __version__))
+    if lines[1] != __version__:
+        raise Refused("process %d imports threadgraph %s (%s), this command is %s: attach "
+                      "with that installation's threadgraph command" % (
+                          pid, lines[1], os.path.dirname(lines[2]), __version__))
+    return version
+
+
+def has_cap(status, cap):
+    try:
+        return bool(int(status.get("CapEff", "0"), 16) >> cap & 1)
+    except ValueError:
+        return False
+
+
+def check_ptrace(pid):
+    """Refused when the kernel will not let us (gdb) trace PID."""
+    me = proc_status(os.getpid())
+    privileged = has_cap(me, CAP_SYS_PTRACE)
+    try:
+        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+            scope = int(f.read().strip() or 0)
+    except (OSError, ValueError):
+        scope = 0  # no Yama
+    if scope >= 3:
+        raise Refused("ptrace is disabled on this machine (kernel.yama.ptrace_scope = 3); "
+                      "only a reboot with a lower setting allows attaching")
+    if scope == 2 and not privileged:
+        raise Refused("attaching needs CAP_SYS_PTRACE here (kernel.yama.ptrace_scope = 2): "
+                      "run threadgraph attach as root")
+    if scope == 1 and not privileged:
+        raise Refused("ptrace is restricted to a process's ancestors "
+                      "(kernel.yama.ptrace_scope = 1): run `sudo sysctl "
+                      "kernel.yama.ptrace_scope=0`, or threadgraph attach as root")
+    uid = proc_status(pid).get("Uid", "").split()
+    if uid and int(uid[0]) != os.getuid() and not privileged:
+        try:
+            owner = pwd.getpwuid(int(uid[0])).pw_name
+        except KeyError:
+            owner = uid[0]
+        raise Refused("process %d belongs to %s: attach as that user, or as root" % (pid, owner))
+
+
+PTRACE_FIX = ("ptrace not permitted: in a container, add CAP_SYS_PTRACE (docker run "
+              "--cap-add=SYS_PTRACE; Kubernetes: securityContext.capabilities.add "
+              "[SYS_PTRACE], or kubectl debug --profile=general); docs/attach.md")
+
+
+# --- one attach per target: a locked state file ---------------------------------
+
+
+def state_dir():
+    d = os.path.join(tempfile.gettempdir(), "threadgraph-%d" % os.getuid())
+    os.makedirs(d, mode=0o700, exist_ok=True)
+    return d
+
+
+def state_path(pid):
+    return os.path.join(state_dir(), "attach-%d" % pid)
+
+
+def lock_state(pid):
+    """Open and lock PID's state file, writing our pid in it; Refused if another
+    attach holds it.  The lock lasts as long as this process (the fd)."""
+    fd = os.open(state_path(pid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        other = os.read(fd, 64).decode("ascii", "replace").strip()
+        os.close(fd)
+        raise Refused("process %d is already attached (threadgraph attach, pid %s): "
+                      "threadgraph detach %d first" % (pid, other or "?", pid))
+    os.ftruncate(fd, 0)
+    os.write(fd, b"%d\n" % os.getpid())
+    return fd
+
+
+# --- injection --------------------------------------------------------------------
+
+
+def c_string(text):
+    return '"%s"' % text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def gdb_script(line):
+    """The gdb commands: stop at a thread entering PyEval_SaveThread, run LINE
+    there, detach.  A SIGINT (our timeout, or Ctrl-C before the safe point)
+    ends `continue`: the breakpoint is deleted and gdb detaches (status 3)."""
+    call = "((int (*)(const char *))PyRun_SimpleString)(%s)" % c_string(line)
+    return "\n".join([
+        "set confirm off",
+        "set pagination off",
+        "set unwindonsignal on",
+        "handle SIGINT nopass",
+        "print (void *)PyEval_SaveThread",  # not Python: an error, gdb ends here
+        "print (void *)PyRun_SimpleString",
+        "break PyEval_SaveThread",
+        "commands 1",
+        "disable breakpoints",
+        "echo %s\\n" % INJECT_MARK,
+        "print %s" % call,
+        "detach",
+        "quit 0",
+        "end",
+        "continue",
+        "delete breakpoints",
+        "detach",
+        "quit 3",
+        "",
+    ])
+
+
+def inject_gdb(pid, line, ctl_dir, stop):
+    """Run LINE in PID through gdb.  Returns True once run, False when no thread
+    reached a safe point in time or STOP (a list, a signal arrived) was set
+    before; Refused on a gdb failure."""
+    gdb = shutil.which("gdb")
+    if gdb is None:
+        raise Refused("gdb is needed to attach (Debian/Ubuntu: apt-get install gdb)")
+    script = os.path.join(ctl_dir, "inject.gdb")
+    with open(script, "w") as f:
+        f.write(gdb_script(line))
+    out_path = os.path.join(ctl_dir, "gdb.out")
+    with open(out_path, "wb") as out:
+        proc = subprocess.Popen(
+            [gdb, "-q", "-batch", "-nx", "-iex", "set auto-load off",
+             "-iex", "set debuginfod enabled off", "-p", str(pid), "-x", script],
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True)  # a terminal's Ctrl-C is ours to forward
+    deadline = time.monotonic() + GDB_TIMEOUT
+    interrupted = False
+    while True:
+        try:
+            rc = proc.wait(timeout=0.1)
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        if interrupted:
+            continue
+        if stop or time.monotonic() > deadline:
+            with open(out_path, "rb") as f:
+                injecting = INJECT_MARK.encode() in f.read()
+            if not injecting:  # never in the middle of the call
+                proc.send_signal(signal.SIGINT)
+                interrupted = True
+    with open(out_path, "rb") as f:
+        text = f.read().decode("utf-8", "replace")
+    if rc == 0 and INJECT_MARK in text:
+        return True
+    if rc == 3:
+        return False
+    if "ptrace: Operation not permitted" in text:
+        raise Refused(PTRACE_FIX)
+    if "No such process" in text:
+        raise Refused("no process %d" % pid)
+    if "No symbol" in text and "PyEval_SaveThread" in text:
+        raise Refused("process %d is not a Python process (no PyEval_SaveThread)" % pid)
+    last = [l for l in text.splitlines() if l.strip()][-1:] or ["no output"]
+    raise Refused("gdb failed (status %d): %s (all of it: %s)" % (rc, last[0], out_path))
+
+
+def inject_remote_exec(pid, line, ctl_dir):
+    """CPython 3.14+ (PEP 768): the interpreter runs LINE's script itself at its
+    next safe point.  Untested here (no 3.14 on the test machines)."""
+    script = os.path.join(ctl_dir, "inject.py")
+    with open(script, "w") as f:
+        f.write(line + "\n")
+    try:
+        sys.remote_exec(pid, script)
+    except PermissionError:
+        raise Refused(PTRACE_FIX)
+    except (OSError, RuntimeError) as exc:
+        raise Refused("sys.remote_exec failed: %s" % exc)
+    return True
+
+
+# --- the session -------------------------------------------------------------------
+
+
+class _Stop(Exception):
+    pass
+
+
+def recv_line(conn, buf, timeout):
+    """(line, rest) from CONN, line None at its end or when TIMEOUT passes."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while b"\n" not in buf:
+        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+        ready, _, _ = select.select([conn], [], [], wait)
+        if not ready:
+            return None, buf
+        try:
+            data = conn.recv(4096)
+        except OSError:
+            data = b""
+        if not data:
+            return None, buf
+        buf += data
+    line, _, rest = buf.partition(b"\n")
+    return line.decode("utf-8", "replace"), rest
+
+
+def options_of(opts):
+    values = {k: v for k, v in vars(opts).items() if k not in ("pid", "duration")}
+    values.setdefault("follow_fork", False)
+    values.setdefault("process_memory_frequency", None)
+    return values
+
+
+def attach(opts, on_attached=None):
+    """Attach to OPTS.pid, record until detach, print what was done.  Returns
+    the exit status.  ON_ATTACHED(output_dir), when given, is called once the
+    program records (threadgraph live)."""
+    pid = opts.pid
+    base = os.path.abspath(opts.output or "threadgraph-attach")
+    stop = []
+
+    def on_signal(signum, frame):
+        stop.append(signum)
+        if len(stop) == 1 and raise_on_signal:
+            raise _Stop()
+
+    raise_on_signal = False
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    ctl_dir = None
+    lock_fd = None
+    try:
+        if pid <= 0 or pid == os.getpid():
+            raise Refused("%d is not a process to attach to" % pid)
+        exe, env, cwd = target_python(pid)
+        check_ptrace(pid)
+        version = check_importable(pid, exe, env, cwd)
+        lock_fd = lock_state(pid)
+        ctl_dir = tempfile.mkdtemp(prefix="tg-attach-")
+        target_uid = int(proc_status(pid).get("Uid", "0").split()[0])
+        if os.getuid() == 0 and target_uid != 0:
+            os.chown(ctl_dir, target_uid, -1)  # root attaching to a user's program
+        with open(os.path.join(ctl_dir, "options.json"), "w") as f:
+            json.dump({"base": base, "options": options_of(opts)}, f)
+        listener = socket.socket(socket.AF_UNIX)
+        listener.bind(os.path.join(ctl_dir, "sock"))
+        if os.getuid() == 0 and target_uid != 0:
+            os.chown(os.path.join(ctl_dir, "sock"), target_uid, -1)
+        listener.listen(4)
+        from threadgraph._inject import SOURCE
+
+        line = "exec(%r, {'D': %r})" % (SOURCE, ctl_dir)
+        if stop:
+            say("interrupted before attaching: nothing was done to process %d" % pid)
+            return 130
+        started = time.monotonic()
+        if version >= (3, 14) and hasattr(sys, "remote_exec"):
+            ran = inject_remote_exec(pid, line, ctl_dir)
+        else:
+            ran = inject_gdb(pid, line, ctl_dir, stop)
+        if not ran:
+            if stop:
+                say("interrupted before attaching: nothing was done to process %d" % pid)
+                return 130
+            raise Refused("no thread of process %d reached a safe point (a thread "
+                          "waiting: I/O, sleep, a lock) within %g s: nothing was done"
+                          % (pid, GDB_TIMEOUT))
+        ready, _, _ = select.select([listener], [], [], CONNECT_TIMEOUT)
+        if not ready:
+            say("process %d ran threadgraph's line but did not answer within %g s"
+                % (pid, CONNECT_TIMEOUT))
+            return 1
+        conn, _ = listener.accept()
+        listener.close()
+        reply, buf = recv_line(conn, b"", CONNECT_TIMEOUT)
+        if reply is None or reply.startswith("error "):
+            raise Refused(reply[6:] if reply else "process %d ended before recording" % pid)
+        out_dir = reply[3:]
+        attach_s = time.monotonic() - started
+        say("attached to process %d in %.2f s; writing to %s/ (Ctrl-C or threadgraph "
+            "detach %d to stop)" % (pid, attach_s, display_path(out_dir), pid))
+        if on_attached is not None:
+            on_attached(out_dir)
+        ended = False
+        raise_on_signal = True
+        try:
+            if not stop:
+                ready, _, _ = select.select([conn], [], [], opts.duration)
+                ended = bool(ready)  # the program ended (or the session broke)
+        except _Stop:
+            pass
+        raise_on_signal = False
+        if ended:
+            # Anything but "done" after "ok" means the program has gone.
+            say("process %d ended while attached; its files are complete in %s/"
+                % (pid, display_path(out_dir)))
+            return 0
+        detach_started = time.monotonic()
+        try:
+            conn.sendall(b"detach\n")
+        except OSError:
+            pass
+        reply, buf = recv_line(conn, buf, None)
+        if reply is None or not reply.startswith("done"):
+            say("process %d ended while detaching; its files are complete in %s/"
+                % (pid, display_path(out_dir)))
+            return 0
+        _, threads, records = reply.split()
+        say("detached from process %d in %.2f s: %s threads, %s records in %s/ "
+            "(then: threadgraph memg %s)" % (
+                pid, time.monotonic() - detach_started, threads, records,
+                display_path(out_dir), display_path(out_dir)))
+        return 0
+    except Refused as exc:
+        say("cannot attach: %s" % exc)
+        return 1
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        if ctl_dir is not None:
+            shutil.rmtree(ctl_dir, ignore_errors=True)
+        if lock_fd is not None:
+            try:
+                os.unlink(state_path(pid))
+            except OSError:
+                pass
+            os.close(lock_fd)
+
+
+def display_path(path):
+    from threadgraph._run import display_path as dp
+
+    return dp(path)
+
+
+def main(argv):
+    opts = build_parser().parse_args(argv)
+    if opts.duration is not None and opts.duration <= 0:
+        build_parser().error("--duration must be more than 0")
+    return attach(opts)
+
+
+# --- detach -----------------------------------------------------------------------
+
+
+def detach_main(argv):
+    parser = argparse.ArgumentParser(
+        prog="threadgraph detach", usage="%(prog)s PID",
+        description="Stop a threadgraph attach recording process PID (as its Ctrl-C "
+        "would) and wait until the program runs as before.")
+    parser.add_argument("pid", metavar="PID", type=int, help="the attached process")
+    opts = parser.parse_args(argv)
+    path = state_path(opts.pid)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        say("process %d is not attached" % opts.pid)
+        return 1
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            say("process %d is not attached" % opts.pid)  # a stale file
+            return 1
+        except OSError:
+            pass
+        text = os.read(fd, 64).decode("ascii", "replace").strip()
+        try:
+            os.kill(int(text), signal.SIGINT)
+        except (ValueError, ProcessLookupError):
+            say("process %d is not attached" % opts.pid)
+            return 1
+        fcntl.flock(fd, fcntl.LOCK_SH)  # released when the attach has detached
+    finally:
+        os.close(fd)
+    say("detached from process %d" % opts.pid)
+    return 0

@@ -1,0 +1,158 @@
+"""The part of ``threadgraph attach`` that runs inside the attached program.
+
+``threadgraph attach`` (threadgraph/_attach.py) has gdb run one line in the
+target at a safe point, a thread entering ``PyEval_SaveThread`` (it holds the
+GIL and is about to let other threads run, so every Python invariant holds)::
+
+    exec(SOURCE, {"D": "<control directory>"})
+
+SOURCE imports this module and calls ``start(D)``, which only starts the control
+thread and returns, so that the interrupted thread goes on at once.  The control
+thread connects to the attaching command's socket ``D/sock``, reads the options
+(``D/options.json``), enables a ProcessProfile for every thread of the process
+(enable() installs the recorder on the threads already running and on those
+started later), answers ``ok <output dir>`` and waits.  A ``detach`` line, or the
+end of the connection (the attaching command ended or was killed), disables the
+profile; it answers ``done`` and ends.  If the program ends first, its atexit
+disables the profile (the capture is complete, as with ``threadgraph run``) and
+the attaching command sees the connection close.
+
+What is put back at detach (docs/attach.md): the profile functions and
+sys.monitoring tool (disable()), the thread-start and sleep wrappers, the
+allocators, os._exit, and the atexit hook this run registered.  Signal handlers
+are never touched: they can only be set from the main thread, and the control
+thread is not it.  Left behind, inert: the modules imported (threadgraph and
+what it imports) and the os.register_at_fork hooks (which cannot be removed and
+do nothing without an enabled profile).
+"""
+import json
+import os
+import socket
+import threading
+
+THREAD_NAME = "threadgraph-attach"
+
+# What gdb has the target run, with D bound to the control directory; any
+# failure is reported on the socket, never printed into the program's stderr.
+SOURCE = """\
+try:
+    import threadgraph._inject as m
+    m.start(D)
+except BaseException as e:
+    try:
+        import socket
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(D + "/sock")
+        s.sendall(("error cannot import threadgraph in the program: %s\\n" % e).encode())
+        s.close()
+    except BaseException:
+        pass
+"""
+
+
+def start(ctl_dir):
+    """Start the control thread (called by gdb's line on an interrupted thread:
+    return at once).  A daemon: it never keeps the program from ending."""
+    t = threading.Thread(target=_control, args=(ctl_dir,), name=THREAD_NAME, daemon=True)
+    t.start()
+
+
+def _send(sock, line):
+    try:
+        sock.sendall((line + "\n").encode("utf-8", "replace"))
+    except OSError:
+        pass
+
+
+def _wait_for_detach(sock):
+    """Block until a ``detach`` line or the end of the connection."""
+    buf = b""
+    while True:
+        try:
+            data = sock.recv(4096)
+        except OSError:
+            return
+        if not data:
+            return
+        buf += data
+        if b"detach\n" in buf:
+            return
+
+
+def _control(ctl_dir):
+    sock = socket.socket(socket.AF_UNIX)
+    try:
+        sock.connect(os.path.join(ctl_dir, "sock"))
+    except OSError:
+        sock.close()
+        return  # the attaching command is gone: nothing was done
+    try:
+        _attached(sock, ctl_dir)
+    finally:
+        sock.close()
+
+
+def _attached(sock, ctl_dir):
+    from threadgraph import _recorder, profiler
+    from threadgraph._run import make_profiler
+
+    try:
+        with open(os.path.join(ctl_dir, "options.json"), encoding="utf-8") as f:
+            settings = json.load(f)
+    except (OSError, ValueError) as exc:
+        _send(sock, "error cannot read the options: %s" % exc)
+        return
+    if _recorder.active() is not None:
+        _send(sock, "error already recording: threadgraph is attached or the program "
+              "runs under threadgraph run or a ProcessProfile")
+        return
+    reason = own_profile_functions(settings)
+    if reason:
+        _send(sock, "error " + reason)
+        return
+    atexit_before = profiler._HOOKS_INSTALLED
+    try:
+        prof = make_profiler(_Options(settings["options"]), settings["base"])
+        prof.enable()
+    except (OSError, RuntimeError, ValueError) as exc:
+        _send(sock, "error cannot start recording: %s" % exc)
+        return
+    quiet = prof._rec.quiet
+    quiet(True)  # the control thread's own work is not the program's
+    _send(sock, "ok %s" % prof.output_dir)
+    _wait_for_detach(sock)
+    prof.disable()
+    if not atexit_before:  # registered by this run: taken away again
+        import atexit
+
+        atexit.unregister(profiler._atexit)
+        profiler._HOOKS_INSTALLED = False  # the fork hooks stay (inert)
+    stats = prof.stats()
+    _send(sock, "done %d %d" % (stats.get("threads", 0), stats.get("records", 0)))
+
+
+def own_profile_functions(settings):
+    """A reason to refuse when recording would replace the program's own profile
+    function (sys.setprofile, threading.setprofile), else None.  With the
+    sys.monitoring backend (3.12+) profile functions are not touched."""
+    import sys
+
+    from threadgraph import _recorder
+
+    backend = settings["options"].get("backend") or "auto"
+    if backend != "setprofile" and sys.version_info >= (3, 12):
+        return None  # sys.monitoring (the fallback when its tool ids are taken aside)
+    n = _recorder.profiled_threads()
+    if n or getattr(threading, "_profile_hook", None) is not None:
+        return ("the program has its own profile function (sys.setprofile) on %d "
+                "thread(s): recording would replace it%s" % (
+                    max(n, 1), "; --backend monitoring leaves it alone"
+                    if sys.version_info >= (3, 12) else ""))
+    return None
+
+
+class _Options:
+    """threadgraph run's parsed options, rebuilt from the attaching command's."""
+
+    def __init__(self, values):
+        self.__dict__.update(values)
