@@ -357,6 +357,11 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 		"each number links to the call's subtree with the time and memory of every "
 		"call in it (<code>threadgraph decorate-stack</code>).</p>\n",
 		o->memg.peak.peak_kb);
+	/* numbers that look wrong, explained where they are shown */
+	fputs("<p class=\"meta\">A delta is what the thread held more, or less, when the "
+	      "call returned: a temporary its caller frees right after counts as the call's "
+	      "growth (the caller's own delta then shows the release), and a garbage "
+	      "collection run during a call counts all it freed to that call.</p>\n", out);
 	if (!files->has_stack)
 		rep_missing(out, cb, "the run has no .stack files: the peaks' call subtrees need "
 			    "them (threadgraph run --stack, ProcessProfile.trackStack())");

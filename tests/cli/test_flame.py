@@ -256,6 +256,9 @@ def test_report_sections(tg, tmp_path):
     assert fill, html
     assert fill.group(2).startswith("fill@/app/cache.py:3-4, Time: ")
     assert "Memory: 3000 B" in fill.group(2)
+    # numbers that look wrong are explained where they are shown
+    assert "a temporary its caller frees right after counts as the call's growth" in html
+    assert "a garbage collection run during a call counts all it freed to that call" in html
     # times for people ("48.9 ms"), not repr(float) seconds ("9.5367431640625e-07 s")
     main = re.search(r"main@/app/main.py:1-2, Time: [0-9.]+ (ns|us|ms|s|min), Memory: 4000 B\n"
                      r"  load@/app/load.py:5-7, [^\n]*Memory: 3500 B\n"
