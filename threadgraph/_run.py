@@ -565,9 +565,12 @@ def shell_quote(word):
 
 
 def print_summary(prof, opts, status):
+    from threadgraph.profiler import _losses, describe_losses
+
     stats = prof.stats()
     out_dir = stats.get("output_dir") or prof.output_dir
     shown = display_path(out_dir)
+    lost = describe_losses(_losses(stats))
     say(
         "program exited with status %d; %d thread%s seen, %d records written%s to %s/"
         % (
@@ -581,6 +584,14 @@ def print_summary(prof, opts, status):
             shown,
         )
     )
+    _print_next(out_dir, shown, opts)
+    if lost:
+        # Last, where it is seen: what the files lack (runinfo.json has it by cause).
+        say("records lost: %s (runinfo.json)" % lost)
+
+
+def _print_next(out_dir, shown, opts):
+    """The top peaks and the next commands to run on OUT_DIR."""
     mem_files = thread_mem_files(out_dir)
     binary = capture_path(out_dir) is not None and not mem_files
     peaks, why = top_peaks(out_dir, mem_files, not opts.no_timestamps)

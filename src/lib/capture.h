@@ -252,6 +252,7 @@ struct tg_capcur {
 	size_t depth, open_alloc;
 	unsigned long calls, returns, samples; /* records decoded so far */
 	uint64_t dropped;       /* records the recorder reported lost (SPECIAL) */
+	uint64_t unwound;       /* calls closed without a RETURN (SPECIAL) */
 	int cut;                /* stopped at a record cut short */
 	int no_state;           /* out of memory for the open calls of the stream's
 				 * state (a segment's head): reading it fails */

@@ -490,9 +490,15 @@ tg_cap_shadow_chunk(struct tg_cap *cap, int kind, uint32_t stream, const unsigne
             s->open[s->depth].number = s->calls;
             s->depth++;
         } else {  /* SPECIAL */
-            if (p >= end || *p++ != TG_CAP_EV_DROPPED
+            int type = p < end ? *p++ : -1;
+            if ((type != TG_CAP_EV_DROPPED && type != TG_CAP_EV_UNWOUND)
                     || tg_cap_get_varint(&p, end, &v) < 0)
                 goto broken;
+            if (type == TG_CAP_EV_UNWOUND) {  /* closes the V innermost open calls */
+                if (v > s->depth)
+                    goto broken;
+                s->depth -= (size_t)v;
+            }
         }
     }
     return;
