@@ -178,3 +178,20 @@ def test_folded_output_is_bounded(tmp_path):
     assert rc == 0, err
     lines = out.splitlines()
     assert len(lines) == 1500 and lines[-1].count(";") == 1500
+
+
+def test_export_output_is_bounded(tmp_path):
+    """A .stack line is indented by its depth: a chain of n calls is n^2/2 spaces
+    (a 7 MB capture of a million nested calls wrote 12 GB).  export stops past
+    --max-output MiB (default 1 GiB plus 100 times the capture), says why and how
+    to go further, and removes what it wrote."""
+    run = tmp_path / "run"
+    deep_chain(run, 3000)  # 3000 * 2999 / 2 spaces: 4.3 MiB
+    out = tmp_path / "out"
+    rc, _, err, rss = run_bounded(tmp_path, "export", "--max-output", "1", "-o", out, run)
+    assert rc == 1, err
+    assert "the text would be more than 1 MiB" in err and "--max-output MIB" in err, err
+    assert os.listdir(out) == []
+    rc, _, err, rss = run_bounded(tmp_path, "export", "-o", out, run)
+    assert rc == 0, err
+    assert os.path.getsize(out / "T.stack") > 3000 * 2999 // 2
