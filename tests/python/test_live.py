@@ -133,6 +133,17 @@ def test_live_follows_a_run_and_gives_the_terminal_back(tmp_path):
         # The same figures without a terminal.
         once = cli("live", "--once", run_dir)
         assert {m[0]: m[1:] for m in ROW.findall(once)} == rows
+        # The keys: sort, select a thread (its functions), all threads, pause.
+        term.run("send-keys", "-t", "t", "s")
+        term.wait_for(lambda t: "s sort (change)" in t)
+        term.run("send-keys", "-t", "t", "j")
+        text = term.wait_for(lambda t: re.search(r"^>\S", t, re.M) is not None)
+        chosen = re.search(r"^>(\S+)", text, re.M).group(1)
+        term.wait_for(lambda t: "calls, thread %s" % chosen in t)
+        term.run("send-keys", "-t", "t", "a")
+        term.wait_for(lambda t: "calls, all threads" in t and not re.search(r"^>", t, re.M))
+        term.run("send-keys", "-t", "t", "p")
+        term.wait_for(lambda t: "PAUSED" in t)
         term.run("send-keys", "-t", "t", "q")
         text = term.wait_for(lambda t: "EXIT=" in t)
         assert "RESTORED" in text and "EXIT=0" in text
