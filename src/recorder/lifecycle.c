@@ -638,8 +638,11 @@ tg_recorder_enable(struct tg_recorder_object *self)
     if (tg_open_process_file(r) < 0)
         goto fail;
 
-    /* The enabling thread's files open now so that a bad directory fails here. */
-    if (r->track_memory || r->track_stack) {
+    /* The enabling thread's files open now so that a bad directory fails here;
+     * unless it is quiet (Recorder.quiet(True) before enable(): threadgraph
+     * attach's control thread), which is then left out of the run, as it never
+     * records anything. */
+    if ((r->track_memory || r->track_stack) && !(tg_tls.busy & TG_BUSY_TRACER)) {
         t = tg_thread_attach(self, NULL, 0);
         if (t == NULL) {
             PyErr_NoMemory();

@@ -527,7 +527,9 @@ tg_rec_get_outdir(struct tg_recorder_object *self, void *closure)
 
 /* quiet(flag) -> previous: while set, the calling thread's events and
  * allocations are not recorded (TG_BUSY_TRACER, as while the tracer runs Python
- * code itself): threadgraph run's own work in the program's main thread. */
+ * code itself): threadgraph run's own work in the program's main thread.  Set
+ * before enable(), the enabling thread is left out of the run (no files, no
+ * entry) until it records, which it does not while quiet. */
 static PyObject *
 tg_rec_quiet(struct tg_recorder_object *self, PyObject *arg)
 {
