@@ -422,3 +422,18 @@ def test_threading_setprofile_for_later_threads(tmp_path):
     else:
         assert "hooked" not in recs["hooked"][1]
         assert info["displaced"] == 1
+
+
+@pytest.mark.skipif(not MONITORING, reason="3.8-3.11 run the setprofile backend by default: "
+                    "test_other_profiler_inside_a_profiled_program covers it")
+def test_setprofile_backend_takeover_is_counted_on_312(tmp_path):
+    """backend="setprofile" on 3.12+: the program's function runs alone; the
+    takeover is counted and said, though ours does not come back."""
+    write(tmp_path / "prog.py", TOOL_PROGRAM)
+    res = tg(["run", "--backend", "setprofile", "-o", "out", "prog.py", "sys.setprofile"],
+             tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "sys.setprofile saw ['during', 'work']" in res.stdout
+    info = runinfo(only_run_dir(tmp_path / "out"))
+    assert info["backend"] == "setprofile" and info["displaced"] == 1
+    assert "1 takeovers by another profiler" in res.stderr.strip().splitlines()[-1]
