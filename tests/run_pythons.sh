@@ -57,6 +57,12 @@ for v in "${VERSIONS[@]}"; do
     # source build); where none exists the test skips with a message.
     "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: numpy \
         || echo "Python $v: no NumPy wheel, the NumPy test will be skipped"
+    # coverage.py, pytest-cov and greenlet: tests/python/test_coexist.py runs them
+    # beside the recorder (wheels only; a missing one skips its tests with a message).
+    for dep in coverage pytest-cov greenlet; do
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: "$dep" \
+            || echo "Python $v: no $dep wheel, its coexistence tests will be skipped"
+    done
     # Run from inside the venv directory so the source tree's threadgraph/ (which has
     # no compiled parts for this version) never shadows the installed package.  The
     # two suites run as two pytest sessions so each reports its own count.

@@ -7,12 +7,25 @@ Every other argument list (memg, peaks, memh, nesting, interleave, decorate-stac
 """
 import sys
 
+def live_of_pid(args):
+    """``threadgraph live PID``: the operand is a number that names no file
+    (then the view needs an attach first, which is Python's)."""
+    import os
+
+    operands = [a for a in args if not a.startswith("-")]
+    return bool(operands) and operands[-1].isdigit() and not os.path.exists(operands[-1])
+
+
 def main(argv=None):
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] == "run":
         from threadgraph._run import main as run_main
 
         return run_main(args[1:])
+    if args and args[0] == "live" and live_of_pid(args[1:]):
+        from threadgraph import _attach
+
+        return _attach.live_main(args[1:])
     if args and args[0] in ("attach", "detach"):
         from threadgraph import _attach
 

@@ -396,10 +396,9 @@ def options_of(opts):
     return values
 
 
-def attach(opts, on_attached=None):
+def attach(opts):
     """Attach to OPTS.pid, record until detach, print what was done.  Returns
-    the exit status.  ON_ATTACHED(output_dir), when given, is called once the
-    program records (threadgraph live)."""
+    the exit status.  With OPTS.live the live view runs until q, then detach."""
     pid = opts.pid
     base = os.path.abspath(opts.output or "threadgraph-attach")
     stop = []
@@ -463,9 +462,10 @@ def attach(opts, on_attached=None):
         attach_s = time.monotonic() - started
         say("attached to process %d in %.2f s; writing to %s/ (Ctrl-C or threadgraph "
             "detach %d to stop)" % (pid, attach_s, display_path(out_dir), pid))
-        if on_attached is not None:
-            on_attached(out_dir)
         ended = False
+        if opts.live:
+            show_live(out_dir, stop)  # until q (or detach): then detach
+            stop.append(0)
         raise_on_signal = True
         try:
             if not stop:
@@ -511,6 +511,27 @@ def attach(opts, on_attached=None):
             os.close(lock_fd)
 
 
+def show_live(out_dir, stop):
+    """The C live view of OUT_DIR on this terminal, until it is left, or until
+    STOP is set (threadgraph detach PID: the view is ended, restoring the
+    terminal)."""
+    from threadgraph._cli import cli_path
+
+    view = subprocess.Popen([cli_path(), "live", out_dir])
+    while True:
+        try:
+            view.wait(timeout=0.2)
+            return
+        except subprocess.TimeoutExpired:
+            if stop:  # it restores the terminal on SIGTERM as on q
+                view.terminate()
+
+
+def live_main(argv):
+    """threadgraph live PID [attach options]: attach --live."""
+    return main(["--live"] + list(argv))
+
+
 def display_path(path):
     from threadgraph._run import display_path as dp
 
@@ -530,8 +551,9 @@ def main(argv):
 def detach_main(argv):
     parser = argparse.ArgumentParser(
         prog="threadgraph detach", usage="%(prog)s PID",
-        description="Stop a threadgraph attach recording process PID (as its Ctrl-C "
-        "would) and wait until the program runs as before.")
+        description="Stop a threadgraph attach recording process PID (SIGTERM to "
+        "the attach command: it detaches as on Ctrl-C) and wait until the program runs "
+        "as before.")
     parser.add_argument("pid", metavar="PID", type=int, help="the attached process")
     opts = parser.parse_args(argv)
     path = state_path(opts.pid)
@@ -549,7 +571,7 @@ def detach_main(argv):
             pass
         text = os.read(fd, 64).decode("ascii", "replace").strip()
         try:
-            os.kill(int(text), signal.SIGINT)
+            os.kill(int(text), signal.SIGTERM)
         except (ValueError, ProcessLookupError):
             say("process %d is not attached" % opts.pid)
             return 1

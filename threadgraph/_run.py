@@ -201,6 +201,13 @@ def build_parser():
         "(default: %s, text with --sampled; ProcessProfile(format=...))" % DEFAULTS["format"],
     )
     parser.add_argument(
+        "--live",
+        action="store_true",
+        help="show threadgraph live, the terminal view of the threads' memory, while "
+        "the program runs; the program's own output goes to BASE/<pid>/output.txt "
+        "(q leaves the view once the program has ended; docs/attach.md)",
+    )
+    parser.add_argument(
         "-m",
         dest="module",
         metavar="module",
@@ -498,6 +505,12 @@ def top_peaks(out_dir, mem_files, timestamps):
     return growth_first(innermost(peaks)), None
 
 
+# How to read a delta that looks wrong, said under the peaks (and in the report).
+PEAK_HINT = ("  (a delta is what the thread held more, or less, when the call returned:\n"
+             "   a temporary the caller frees right after counts as the call's growth, and a\n"
+             "   garbage collection run during a call counts all it freed to that call)\n")
+
+
 def growth_first(peaks):
     """The summary's order: growth (positive deltas), largest first, then releases.
 
@@ -552,9 +565,12 @@ def shell_quote(word):
 
 
 def print_summary(prof, opts, status):
+    from threadgraph.profiler import _losses, describe_losses
+
     stats = prof.stats()
     out_dir = stats.get("output_dir") or prof.output_dir
     shown = display_path(out_dir)
+    lost = describe_losses(_losses(stats))
     say(
         "program exited with status %d; %d thread%s seen, %d records written%s to %s/"
         % (
@@ -568,6 +584,14 @@ def print_summary(prof, opts, status):
             shown,
         )
     )
+    _print_next(out_dir, shown, opts)
+    if lost:
+        # Last, where it is seen: what the files lack (runinfo.json has it by cause).
+        say("records lost: %s (runinfo.json)" % lost)
+
+
+def _print_next(out_dir, shown, opts):
+    """The top peaks and the next commands to run on OUT_DIR."""
     mem_files = thread_mem_files(out_dir)
     binary = capture_path(out_dir) is not None and not mem_files
     peaks, why = top_peaks(out_dir, mem_files, not opts.no_timestamps)
@@ -594,6 +618,7 @@ def print_summary(prof, opts, status):
                 % (width, term_safe(p.get("thread", "")), term_safe(p.get("function", "")),
                    term_safe(site), int(p.get("delta", 0)))
             )
+        sys.stderr.write(PEAK_HINT)
     no_time = "--no_time " if opts.no_timestamps else ""
     q = shell_quote(shown)
     say("next:")
@@ -704,6 +729,7 @@ def main(argv):
     was = quiet(True)  # threadgraph's own work, not the program's
     try:
         say("profiling %s; writing to %s/" % (name, display_path(prof.output_dir)))
+        viewer = start_live_view(prof.output_dir) if opts.live else None
     finally:
         quiet(was)
 
@@ -756,6 +782,8 @@ def main(argv):
         # Stop recording before printing anything: formatting a traceback allocates,
         # and that is threadgraph's work, not the program's.
         prof.disable()
+        if viewer is not None:
+            end_live_view(viewer)
     if failure is not None and failure[0] == "exception":
         report_exception(*failure[1])
     elif failure is not None:
@@ -768,6 +796,47 @@ def main(argv):
     if interrupted:
         die_of_keyboard_interrupt()
     return status
+
+
+def start_live_view(out_dir):
+    """run --live: the C live view on the terminal, the program's stdout and
+    stderr (file descriptors 1 and 2) sent to OUT_DIR/output.txt meanwhile, so
+    that they do not garble it.  Returns what end_live_view needs."""
+    from threadgraph._cli import cli_path
+
+    output = os.path.join(out_dir, "output.txt")
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = (os.dup(1), os.dup(2))
+    viewer = subprocess.Popen([cli_path(), "live", out_dir], stdin=0, stdout=saved[0],
+                              stderr=saved[1])
+    fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    os.dup2(fd, 1)
+    os.dup2(fd, 2)
+    os.close(fd)
+    return viewer, saved, output
+
+
+def end_live_view(state):
+    """After the run: wait for the view to be left (q), put the terminal back on
+    file descriptors 1 and 2, say where the program's output went."""
+    viewer, saved, output = state
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    while True:
+        try:
+            viewer.wait()
+            break
+        except KeyboardInterrupt:
+            continue  # Ctrl-C reaches the view too, which then ends
+    os.dup2(saved[0], 1)
+    os.dup2(saved[1], 2)
+    os.close(saved[0])
+    os.close(saved[1])
+    say("the program's output: %s" % display_path(output))
 
 
 def say_terminated(prof, signum):

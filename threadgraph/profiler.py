@@ -89,6 +89,32 @@ def _resolve(module: str, name: str) -> Any:
     return obj
 
 
+# The causes of loss, in the order they are reported: stats() and runinfo.json
+# keys, with what each counts.
+LOSS_CAUSES = (
+    ("dropped", "records dropped (could not be written)"),
+    ("unwound", "calls unwound (their return was never seen)"),
+    ("displaced", "takeovers by another profiler (calls meanwhile unrecorded)"),
+)
+
+
+def _losses(stats: Dict[str, Any]) -> Dict[str, int]:
+    """The loss counts of STATS (a stats() dict, or runinfo.json) by cause."""
+    out = {}
+    for key, _ in LOSS_CAUSES:
+        try:
+            out[key] = max(0, int(stats.get(key) or 0))
+        except (TypeError, ValueError):
+            out[key] = 0
+    return out
+
+
+def describe_losses(losses: Dict[str, int]) -> str:
+    """'N records dropped (...), M calls unwound (...)': the non-zero causes."""
+    return ", ".join("%d %s" % (losses[key], what) for key, what in LOSS_CAUSES
+                     if losses.get(key))
+
+
 def _make_output_dir(base: str) -> str:
     """Create <base>/<pid>, or <pid>-2, -3, ... if it exists and is not empty."""
     base = os.path.abspath(base)
@@ -389,7 +415,7 @@ class ProcessProfile:
         if not self._rec.active:
             return
         errors = self._rec.disable()
-        dropped = self._rec.stats().get("dropped", 0)
+        losses = _losses(self._rec.stats())
         if self._accounting_on() and self._output_dir is not None:
             try:
                 figures = self._rec.accounting()
@@ -410,9 +436,9 @@ class ProcessProfile:
         for message in errors:
             warnings.warn("threadgraph: output stopped: %s" % message, RuntimeWarning,
                           stacklevel=3)
-        if dropped:
-            warnings.warn("threadgraph: %d records dropped: they could not be written "
-                          "(runinfo.json \"dropped\")" % dropped, RuntimeWarning, stacklevel=3)
+        if any(losses.values()):
+            warnings.warn("threadgraph: records lost: %s (runinfo.json)" % describe_losses(losses),
+                          RuntimeWarning, stacklevel=3)
 
     # -- allocation accounting (accounting=True; docs/accounting.md) --
 
@@ -485,11 +511,15 @@ class ProcessProfile:
         return _AccountingWindow(self._rec, str(name))
 
     def stats(self) -> Dict[str, Any]:
-        """{"threads", "records", "stack_records", "dropped", "process_samples",
-        "output_dir", "clock", "capture"} of the current or last run ("records"
-        counts returns, "dropped" the records that could not be written,
-        "process_samples" the process.mem samples taken, "capture" is "capture.tg",
-        "capture-*.tg" with max_size, or None)."""
+        """{"threads", "records", "stack_records", "dropped", "unwound", "displaced",
+        "process_samples", "output_dir", "clock", "capture", "monitoring_tool",
+        "monitoring_ids_taken"} of the current or last run ("records" counts
+        returns; the losses: "dropped" the records that could not be written,
+        "unwound" the calls whose return was never seen, "displaced" the times
+        another tool's profile function took a thread; "process_samples" the
+        process.mem samples taken; "capture" is "capture.tg",
+        "capture-*.tg" with max_size, or None;
+        "monitoring_tool" the sys.monitoring tool id used, or None)."""
         s = self._rec.stats()
         s["output_dir"] = self._output_dir
         return s
@@ -523,6 +553,9 @@ class ProcessProfile:
             "capture_compression": ("zstd" if self.compress and self.format != "text"
                                     and self._rec.can_compress() else None),
             "dropped": self._rec.stats()["dropped"],
+            "unwound": self._rec.stats()["unwound"],
+            "displaced": self._rec.stats()["displaced"],
+            "monitoring_tool": self._rec.stats()["monitoring_tool"],
             "threads": self.threads(),
         }
         path = os.path.join(self._output_dir, "runinfo.json")

@@ -194,6 +194,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_folded(int argc, char **argv);
 int cmd_flamegraph(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_live(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 
 #endif

@@ -46,6 +46,7 @@ static const struct tg_cmd tg_commands[] = {
 	{ "folded", cmd_folded, "a run's calls as folded stacks (flamegraph.pl, inferno, speedscope)" },
 	{ "flamegraph", cmd_flamegraph, "an interactive flame graph of a run (flame.svg)" },
 	{ "report", cmd_report, "one self-contained HTML page of a run (report.html)" },
+	{ "live", cmd_live, "a terminal view of a run's threads' memory, refreshed every second" },
 	{ "export", cmd_export, "a binary capture back to its text dumps (.mem, .stack, process.mem)" },
 };
 

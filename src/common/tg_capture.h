@@ -36,7 +36,9 @@
  * never decrease within a stream.  A RETURN closes the innermost open CALL, and
  * takes its code from it: a recorder that cannot write a CALL must not write its
  * RETURN either (a DROPPED event counts them), or the reader, finding a RETURN
- * with no open CALL, refuses the stream as corrupt.
+ * with no open CALL, refuses the stream as corrupt.  An UNWOUND event closes
+ * calls whose returns the recorder never saw, so that the next RETURN closes
+ * the call it belongs to; it writes no .mem line on export.
  *
  * Record numbers: the k-th RETURN of a thread's stream is line k of the
  * thread's exported .mem file; the k-th CALL is line k of its .stack file.
@@ -175,6 +177,9 @@ enum tg_cap_code_kind {
 /* Special events (after a varint 0 in a thread stream). */
 enum tg_cap_event {
 	TG_CAP_EV_DROPPED = 1, /* varint n: n records were lost here */
+	TG_CAP_EV_UNWOUND = 2, /* varint n: the n innermost open calls are closed
+				* without RETURN records (their returns were not
+				* seen: a greenlet switch, another profiler) */
 };
 
 /* --- varints ------------------------------------------------------------- */

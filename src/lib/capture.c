@@ -1369,6 +1369,17 @@ cap_next(struct tg_capcur *c, struct tg_cap_rec_data *r, const unsigned want, st
 				goto short_rec;
 			c->dropped += v;
 			break;
+		case TG_CAP_EV_UNWOUND:
+			if (cap_varint(&p, end, &v) < 0)
+				goto short_rec;
+			if (v > c->depth) {
+				c->p = p;
+				return cap_cur_corrupt(c, d, start,
+						       "more calls unwound than are open");
+			}
+			c->depth -= (size_t)v;
+			c->unwound += v;
+			break;
 		default:
 			c->p = p;
 			return cap_cur_corrupt(c, d, start, "unknown special event");

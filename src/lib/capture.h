@@ -251,6 +251,7 @@ struct tg_capcur {
 	size_t depth, open_alloc;
 	unsigned long calls, returns, samples; /* records decoded so far */
 	uint64_t dropped;       /* records the recorder reported lost (SPECIAL) */
+	uint64_t unwound;       /* calls closed without a RETURN (SPECIAL) */
 	int cut;                /* stopped at a record cut short */
 	unsigned char *zbuf;    /* the current span's records when it is zstd (owned) */
 	size_t zalloc;          /* bytes of zbuf, counted in the capture's budget */

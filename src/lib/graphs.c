@@ -44,6 +44,28 @@ static void graph_report_plotting(const struct tg_memg_report *r,
 
 /* ---- memh ---- */
 
+/*
+ * Whether a return is one of the frames threading wraps every thread's target in
+ * (Thread.run, _bootstrap_inner, _bootstrap in threading.py): each returns the
+ * thread's whole delta once more, so they crowded out the functions that did
+ * the allocating.
+ */
+static int memh_is_thread_wrapper(const struct tg_memrec *m)
+{
+	static const char *const wrappers[] = { "run", "_bootstrap_inner", "_bootstrap" };
+	static const char file[] = "threading.py";
+	size_t fl = sizeof(file) - 1;
+
+	if (m->file.len < fl || memcmp(m->file.s + m->file.len - fl, file, fl) ||
+	    (m->file.len > fl && m->file.s[m->file.len - fl - 1] != '/'))
+		return 0;
+	for (size_t i = 0; i < sizeof(wrappers) / sizeof(wrappers[0]); i++)
+		if (m->func.len == strlen(wrappers[i]) &&
+		    !memcmp(m->func.s, wrappers[i], m->func.len))
+			return 1;
+	return 0;
+}
+
 static int memh_read(const struct tg_graph_opts *o, const struct tg_dumpfile *df,
 		     struct tg_sitetab *t, struct tg_diag *d)
 {
@@ -56,8 +78,11 @@ static int memh_read(const struct tg_graph_opts *o, const struct tg_dumpfile *df
 	while ((got = tg_src_next_mem(&src, &m, d)) > 0) {
 		if (!m.delta)
 			continue;
-		if (tg_src_mem_text(&src, &m, d) < 0 ||
-		    tg_sitetab_add(t, m.site.s, m.site.len, m.delta, d) < 0)
+		if (tg_src_mem_text(&src, &m, d) < 0)
+			goto release;
+		if (memh_is_thread_wrapper(&m))
+			continue;
+		if (tg_sitetab_add(t, m.site.s, m.site.len, m.delta, d) < 0)
 			goto release;
 	}
 	ret = got < 0 ? -1 : 0;
@@ -115,7 +140,7 @@ int tg_memh_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 	for (long i = 0; i < k; i++) {
 		fprintf(legend.f, "%ld: ", i);
 		fwrite(t.arena + pick[i]->off, 1, pick[i]->len, legend.f);
-		putc('\n', legend.f);
+		fprintf(legend.f, "=>%lld\n", (long long)pick[i]->sum);  /* bytes, as memg.txt */
 	}
 	if (graph_script(&script, po, &pf, "memh", d) < 0) {
 		tg_aout_abort(&legend);

@@ -30,6 +30,9 @@
 #include "snapshot.h"
 #include "tg_format.h"
 
+
+/* Threads named in the report's first line; the others are counted. */
+#define REP_HEADER_THREADS 20
 /* The run's dump files, as memg takes them. */
 struct rep_files {
 	struct tg_dumpfile *v;   /* thread .mem files (sorted), then process.mem */
@@ -284,6 +287,11 @@ static void rep_memg(FILE *out, const struct tg_report_opts *o, const struct rep
 	fputs("<p>Each thread's memory delta per recorded return (KB) "
 	      "with the numbered peaks of the table below (as <code>threadgraph memg</code> "
 	      "draws them).</p>\n", out);
+	if (!o->gnuplot) {  /* said before anything is read: no temporary path in it */
+		rep_missing(out, cb, "memory graph left out: gnuplot not found (the graph "
+			    "needs gnuplot; the rest of the report does not)");
+		return;
+	}
 	if (tg_memg_run(&o->memg, &po, files->v, files->n, NULL, &sub) < 0) {
 		rep_missing(out, cb, "memory graph left out: %s%s", sub.msg,
 			    strstr(sub.msg, "gnuplot") ? " (the graph needs gnuplot; the rest of "
@@ -349,6 +357,11 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 		"each number links to the call's subtree with the time and memory of every "
 		"call in it (<code>threadgraph decorate-stack</code>).</p>\n",
 		o->memg.peak.peak_kb);
+	/* numbers that look wrong, explained where they are shown */
+	fputs("<p class=\"meta\">A delta is what the thread held more, or less, when the "
+	      "call returned: a temporary its caller frees right after counts as the call's "
+	      "growth (the caller's own delta then shows the release), and a garbage "
+	      "collection run during a call counts all it freed to that call.</p>\n", out);
 	if (!files->has_stack)
 		rep_missing(out, cb, "the run has no .stack files: the peaks' call subtrees need "
 			    "them (threadgraph run --stack, ProcessProfile.trackStack())");
@@ -501,7 +514,10 @@ static int rep_accounting(FILE *out, const struct tg_report_opts *o,
 	fputs("<h3>Summary</h3>\n<pre>", out);
 	rep_copy_escaped(out, tmp, 0);
 	fputs("</pre>\n<h3>Allocation sizes</h3>\n", out);
-	if (tg_hist_plot(&s.process, &po, &sub) < 0) {
+	if (!o->gnuplot) {
+		rep_missing(out, cb, "histogram graph left out: gnuplot not found (the graph "
+			    "needs gnuplot; the rest of the report does not)");
+	} else if (tg_hist_plot(&s.process, &po, &sub) < 0) {
 		rep_missing(out, cb, "histogram graph left out: %s", sub.msg);
 	} else if (asprintf(&path, "%s/hist.svg", o->scratch) >= 0) {
 		if (rep_inline_svg(out, path, "allocation sizes", &sub) < 0)
@@ -594,10 +610,13 @@ int tg_report_write(const struct tg_report_opts *opts, FILE *out,
 	fputs("<h1>threadgraph report</h1>\n<p class=\"meta\">Run <code>", out);
 	tg_xml_puts(out, o->run_dir);
 	fprintf(out, "</code>: %zu thread%s", files.threads, files.threads == 1 ? "" : "s");
-	for (size_t i = 0; i < files.threads; i++) {
+	/* named up to REP_HEADER_THREADS: 510 names took 2.5 screens before the graph */
+	for (size_t i = 0; i < files.threads && i < REP_HEADER_THREADS; i++) {
 		fputs(i ? ", " : " (", out);
 		tg_xml_puts(out, files.v[i].thread);
 	}
+	if (files.threads > REP_HEADER_THREADS)
+		fprintf(out, " and %zu more", files.threads - REP_HEADER_THREADS);
 	fprintf(out, "%s; stacks %s; accounting %s.</p>\n", files.threads ? ")" : "",
 		files.has_stack ? "recorded" : "not recorded", accounting ? "on" : "off");
 	fputs("<nav><a href=\"#memory\">memory graph</a><a href=\"#peaks\">peaks</a>", out);

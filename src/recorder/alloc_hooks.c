@@ -16,6 +16,15 @@
 _Thread_local struct tg_tls tg_tls __attribute__((tls_model("initial-exec")));
 _Atomic int64_t tg_process_total;
 int tg_hooks_count_total;
+void (*tg_hooks_watch)(void);
+
+/* TG_BUSY_WATCH is set: out of line, the hooks keep one test of a register. */
+static __attribute__((noinline, cold)) void
+tg_hook_watch(void)
+{
+    if (tg_hooks_watch != NULL)
+        tg_hooks_watch();
+}
 
 struct tg_hook_domain {
     PyMemAllocatorDomain domain;
@@ -63,6 +72,8 @@ tg_hook_malloc_body(void *ctx, size_t size, int gil)
             tg_hook_entry_insert(d->table, p, size, gil);
             tg_hook_account((int64_t)size, 0);
         }
+        if (gil && __builtin_expect(saved & TG_BUSY_WATCH, 0))
+            tg_hook_watch();
     }
     return p;
 }

@@ -21,6 +21,9 @@
 /* Bits of tg_tls.busy. */
 #define TG_BUSY_TRACER 1  /* the profile function is doing its own work */
 #define TG_BUSY_HOOK 2    /* inside a hook: nested calls (pymalloc -> raw) pass through */
+#define TG_BUSY_WATCH 4   /* this thread's profile function was changed (sys.setprofile
+                           * audit event, lifecycle.c): the next allocation with the
+                           * GIL calls tg_hooks_watch to see by whom */
 
 struct tg_thread;
 struct tg_acct_thread;
@@ -47,6 +50,12 @@ extern _Thread_local struct tg_tls tg_tls __attribute__((tls_model("initial-exec
  * maintained only while tg_hooks_count_total is set (memory="process"). */
 extern _Atomic int64_t tg_process_total;
 extern int tg_hooks_count_total;  /* written at enable/disable with the GIL */
+
+/* Called by the mem and obj domains' malloc, with the GIL, after the block is
+ * counted, when the calling thread has TG_BUSY_WATCH set (and not
+ * TG_BUSY_TRACER); it clears the bit when done watching.  Set once at module
+ * init (lifecycle.c): the hooks reach the layer above only through it. */
+extern void (*tg_hooks_watch)(void);
 
 /* Install the wrappers on the three domains.  Returns 0. */
 int tg_hooks_install(int count_total);

@@ -145,6 +145,10 @@ tg_cap_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void *buf
         return cap->err;
     if (cap->dropped_child || !tg_cap_fd_ok(cap))
         return cap->err ? cap->err : EBADF;
+    /* a chunk's length is a u32 that readers take up to TG_CAP_CHUNK_MAX: never
+     * cut a longer one to 32 bits (its callers cap what they write) */
+    if (len > TG_CAP_CHUNK_MAX || cap->defs_len > TG_CAP_CHUNK_MAX)
+        return E2BIG;
     if (buf != NULL) {
         int flags = 0;
 #ifdef TG_HAVE_ZSTD
@@ -486,9 +490,15 @@ tg_cap_shadow_chunk(struct tg_cap *cap, int kind, uint32_t stream, const unsigne
             s->open[s->depth].number = s->calls;
             s->depth++;
         } else {  /* SPECIAL */
-            if (p >= end || *p++ != TG_CAP_EV_DROPPED
+            int type = p < end ? *p++ : -1;
+            if ((type != TG_CAP_EV_DROPPED && type != TG_CAP_EV_UNWOUND)
                     || tg_cap_get_varint(&p, end, &v) < 0)
                 goto broken;
+            if (type == TG_CAP_EV_UNWOUND) {  /* closes the V innermost open calls */
+                if (v > s->depth)
+                    goto broken;
+                s->depth -= (size_t)v;
+            }
         }
     }
     return;
@@ -662,6 +672,8 @@ tg_cap_define(struct tg_cap *cap, uint32_t id, int kind, uint32_t firstline,
     unsigned char *p;
     int ret = -1;
 
+    if (need > TG_CAP_CHUNK_MAX)
+        return -1;  /* a definition is one chunk: its texts are capped (names.h) */
     pthread_mutex_lock(&cap->lock);
     if (cap->err || cap->fd < 0 || cap->dropped_child)
         goto out;

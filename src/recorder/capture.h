@@ -186,6 +186,14 @@ static inline unsigned char *tg_cap_enc_dropped(unsigned char *p, uint64_t n)
     return tg_cap_put_varint(p, n);
 }
 
+/* SPECIAL "the N innermost open calls end here without a RETURN". */
+static inline unsigned char *tg_cap_enc_unwound(unsigned char *p, uint64_t n)
+{
+    *p++ = 0;
+    *p++ = TG_CAP_EV_UNWOUND;
+    return tg_cap_put_varint(p, n);
+}
+
 /* CALL of CODE (>= 1); DT_US if TIMED; LINE (zigzag: a frame's line may be -1)
  * for C functions (IS_C). */
 static inline unsigned char *tg_cap_enc_call(unsigned char *p, uint32_t code, int timed,

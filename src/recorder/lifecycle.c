@@ -44,6 +44,7 @@ tg_recorder_init(struct tg_recorder *r)
     r->track_sleeps = 1;
     r->timestamps = 1;
     r->mon_tool = -1;
+    r->mon_tool_run = -1;
     tg_thread_table_init(&r->table, tg_flusher_kick, r);
     tg_writer_init(&r->process_w);
     tg_writer_init(&r->process_cap);
@@ -144,6 +145,107 @@ tg_profile_others_count(void)
             n++;
     return n;
 }
+
+/* --- another tool's profile function (3.8-3.11) ------------------------------ */
+
+/*
+ * A program may install its own profile function on a thread (cProfile,
+ * profile, yappi, sys.setprofile, threading.setprofile): there is one per
+ * thread, so it displaces ours.  The program then runs exactly as without
+ * threadgraph (its function is the only one called), and ours comes back as
+ * soon as the thread has none again:
+ *
+ * - every change of a thread's profile function raises the "sys.setprofile"
+ *   audit event first, on that thread; our audit hook (tg_audit) marks the
+ *   thread TG_BUSY_WATCH;
+ * - the next allocation of the thread with the GIL (alloc_hooks.c) calls
+ *   tg_profile_watch, after the change: another tool's function is counted
+ *   once (the thread's `displaced`) and watched until it is gone; no function
+ *   at all means the tool let go, and ours is put back without Python code
+ *   (tg_profile_take_quietly), since an allocation is no place to run any.
+ *
+ * What happened meanwhile is not recorded: the takeovers are counted
+ * (stats()/runinfo.json "displaced", the disable() warning), and the calls
+ * that returned while the other tool held the thread are closed as unwound
+ * by the next return of an enclosing call (recorder.c tg_unwind_to).  3.12+
+ * record through sys.monitoring with a tool id of their own (monitor.c), which
+ * no other tool displaces.
+ */
+
+#if !TG_HAVE_SETPROFILE_ALL
+/* Our audit hook is added once per process (audit hooks cannot be removed);
+ * GIL. */
+static int tg_audit_added;
+
+/* Audit hook: marks the calling thread when its profile function is about to
+ * change, unless the change is our own.  GIL held; never fails. */
+static int
+tg_audit(const char *event, PyObject *args, void *data)
+{
+    struct tg_recorder_object *a = tg_active;
+
+    (void)args;
+    (void)data;
+    if (a != NULL && a->r.active && a->r.backend == TG_BACKEND_SETPROFILE && !a->r.sampled
+            && !(tg_tls.busy & TG_BUSY_TRACER) && strcmp(event, "sys.setprofile") == 0)
+        tg_tls.busy |= TG_BUSY_WATCH;
+    return 0;
+}
+
+/* tg_hooks_watch: see above.  GIL held, inside an allocation: no Python code. */
+static void
+tg_profile_watch(void)
+{
+    struct tg_recorder_object *a = tg_active;
+    PyThreadState *ts = _PyThreadState_UncheckedGet();
+    struct tg_thread *t;
+
+    if (a == NULL || !a->r.active || a->r.backend != TG_BACKEND_SETPROFILE || a->r.sampled
+            || ts == NULL) {
+        tg_tls.busy &= ~TG_BUSY_WATCH;
+        return;
+    }
+    t = tg_tls.gen == a->r.gen ? tg_tls.thread : NULL;
+    if (ts->c_profilefunc == tg_profile) {
+        tg_tls.busy &= ~TG_BUSY_WATCH;
+    } else if (ts->c_profilefunc != NULL) {
+        /* Another tool's: keep watching until it lets go (its removal raises
+         * the event again, but an allocation between the event and the change
+         * would still see the tool). */
+        if (t != NULL && !t->held_by_other) {
+            t->held_by_other = 1;
+            atomic_store_explicit(&t->displaced,
+                                  atomic_load_explicit(&t->displaced, memory_order_relaxed) + 1,
+                                  memory_order_relaxed);
+        }
+        return;
+    } else {
+        tg_tls.busy |= TG_BUSY_TRACER;
+        (void)tg_profile_take_quietly(ts, tg_profile, (PyObject *)a);
+        tg_tls.busy &= ~(TG_BUSY_TRACER | TG_BUSY_WATCH);
+    }
+    if (t != NULL)
+        t->held_by_other = 0;
+}
+
+/* Start watching for other tools' profile functions (setprofile backend). */
+static void
+tg_watch_start(void)
+{
+    if (tg_audit_added)
+        return;
+    tg_hooks_watch = tg_profile_watch;
+    if (PySys_AddAuditHook(tg_audit, NULL) < 0)
+        PyErr_Clear();  /* refused by another hook: takeovers go unnoticed */
+    else
+        tg_audit_added = 1;
+}
+#else
+static void
+tg_watch_start(void)
+{
+}
+#endif
 
 /* --- /proc/self/statm --------------------------------------------------------- */
 
@@ -513,14 +615,29 @@ tg_recorder_enable(struct tg_recorder_object *self)
     r->page_size = sysconf(_SC_PAGESIZE);
     tg_statm_open(r);
     /* Events flow from here on but are ignored until r->active is set. */
-    if (r->sampled)
+    r->mon_taken = 0;
+    r->mon_tool_run = -1;
+    if (r->sampled) {
         r->backend = TG_BACKEND_SETPROFILE;  /* reported as such; none is installed */
-    else if (r->backend == TG_BACKEND_MONITORING && tg_monitor_install(self) < 0) {
-        if (!r->backend_auto)
+    } else if (r->backend == TG_BACKEND_MONITORING) {
+        int e = tg_monitor_install(self);
+        if (e < 0 && !r->backend_auto)
             goto fail;
-        PyErr_Clear();  /* every tool id taken: profile functions instead */
-        r->backend = TG_BACKEND_SETPROFILE;
+        if (e < 0) {
+            /* Profile functions instead, said aloud (stats()
+             * "monitoring_ids_taken"): the other tools keep their ids. */
+            PyErr_Clear();
+            r->backend = TG_BACKEND_SETPROFILE;
+            r->mon_taken = e == -2;
+            if (e == -2 && PyErr_WarnEx(PyExc_RuntimeWarning,
+                                        "threadgraph: sys.monitoring tool ids 3 and 4 are both "
+                                        "taken by other tools: recording with a profile "
+                                        "function (backend 'setprofile') instead", 1) < 0)
+                goto fail;
+        }
     }
+    if (r->backend == TG_BACKEND_SETPROFILE && !r->sampled)
+        tg_watch_start();
     tg_clock_enable();  /* before the capture's start time, and the flusher */
     if (tg_open_capture(r) < 0)
         goto fail;

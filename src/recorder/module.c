@@ -334,23 +334,38 @@ static PyObject *
 tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
 {
     struct tg_recorder *r = &self->r;
-    uint64_t records, stack_records, dropped;
+    uint64_t records, stack_records, dropped, unwound, displaced;
     size_t threads;
+    PyObject *tool;
     (void)unused;
 
     tg_thread_table_totals(&r->table, &records, &stack_records, &dropped, &threads);
+    tg_thread_table_losses(&r->table, &unwound, &displaced);
     dropped += atomic_load_explicit(&r->samples_dropped, memory_order_relaxed);
-    return Py_BuildValue("{s:n,s:K,s:K,s:K,s:K,s:z,s:s,s:z}", "threads", (Py_ssize_t)threads,
+    if (r->mon_tool_run >= 0) {
+        tool = PyLong_FromLong(r->mon_tool_run);
+    } else {
+        Py_INCREF(Py_None);
+        tool = Py_None;
+    }
+    if (tool == NULL)
+        return NULL;
+    return Py_BuildValue("{s:n,s:K,s:K,s:K,s:K,s:K,s:K,s:z,s:s,s:z,s:N,s:O}",
+                         "threads", (Py_ssize_t)threads,
                          "records", (unsigned long long)records,
                          "stack_records", (unsigned long long)stack_records,
                          "dropped", (unsigned long long)dropped,
+                         "unwound", (unsigned long long)unwound,
+                         "displaced", (unsigned long long)displaced,
                          "process_samples",
                          (unsigned long long)atomic_load_explicit(&r->samples_taken,
                                                                   memory_order_relaxed),
                          "output_dir", r->outdir,
                          "clock", tg_clock_source_name(),
                          "capture", !r->fmt_binary ? NULL : r->cap_max_size
-                         ? TG_CAP_SEG_PREFIX "*" TG_CAP_SEG_SUFFIX : TG_CAP_FILENAME);
+                         ? TG_CAP_SEG_PREFIX "*" TG_CAP_SEG_SUFFIX : TG_CAP_FILENAME,
+                         "monitoring_tool", tool,
+                         "monitoring_ids_taken", r->mon_taken ? Py_True : Py_False);
 }
 
 /* --- allocation accounting (accounting.c) --- */
@@ -538,7 +553,8 @@ static PyMethodDef tg_recorder_methods[] = {
     {"threads", (PyCFunction)tg_rec_threads, METH_NOARGS,
      "Threads seen in this run: list of dicts (name, native_id, ident, base, mem, stack)."},
     {"stats", (PyCFunction)tg_rec_stats, METH_NOARGS,
-     "dict: threads, records, stack_records, dropped, output_dir, clock, capture."},
+     "dict: threads, records, stack_records, dropped, unwound, displaced, output_dir, "
+     "clock, capture, monitoring_tool, monitoring_ids_taken."},
     {"snapshot", (PyCFunction)tg_rec_snapshot, METH_VARARGS,
      "snapshot(label='snapshot'): write snapshot-<N>-<label> now; returns its path."},
     {"snapshot_peak", (PyCFunction)tg_rec_snapshot_peak, METH_NOARGS,

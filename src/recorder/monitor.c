@@ -65,9 +65,11 @@ tg_offset_int_size(void)
 
 /* --- callbacks ------------------------------------------------------------- */
 
-/* The tool ids to try, in order: PROFILER_ID first (2), then ids no tool
- * conventionally claims. */
-static const int tg_mon_tools[] = {2, 4, 3};
+/* The tool ids to try, in order: only the two that sys.monitoring names for
+ * no kind of tool (0 DEBUGGER_ID, 1 COVERAGE_ID, 2 PROFILER_ID and 5
+ * OPTIMIZER_ID are left to the tools they are named for: cProfile takes
+ * PROFILER_ID on 3.12+ and fails if it is taken). */
+static const int tg_mon_tools[] = {3, 4};
 
 #define TG_MON_CB(fname, what)                                                        \
     static PyObject *                                                                 \
@@ -204,10 +206,10 @@ tg_monitor_install(struct tg_recorder_object *self)
     if (tool < 0) {
         if (tool == -2)
             PyErr_SetString(PyExc_RuntimeError,
-                            "sys.monitoring: every tool id threadgraph can use is taken "
-                            "by another tool");
+                            "sys.monitoring: tool ids 3 and 4, the ones threadgraph may "
+                            "use, are both taken by other tools");
         Py_DECREF(mon);
-        return -1;
+        return tool;
     }
     Py_XSETREF(r->mon_missing, PyObject_GetAttrString(mon, "MISSING"));
     if (r->mon_missing == NULL)
@@ -221,6 +223,7 @@ tg_monitor_install(struct tg_recorder_object *self)
     if (res == NULL)
         goto fail;
     Py_DECREF(res);
+    r->mon_tool_run = tool;
     Py_DECREF(mon);
     return 0;
 fail:

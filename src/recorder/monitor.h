@@ -14,7 +14,8 @@
 int64_t tg_offset_int_size(void);
 #endif
 /* Start or stop delivering sys.monitoring events to the recorder (monitor.c);
- * install returns 0, or -1 with an exception (nothing installed). */
+ * install returns 0, or -1 with an exception (nothing installed), -2 (with a
+ * RuntimeError) when both tool ids threadgraph may use are taken. */
 int tg_monitor_install(struct tg_recorder_object *self);  /* 3.8-3.11: -1, ValueError */
 void tg_monitor_uninstall(struct tg_recorder_object *self);
 

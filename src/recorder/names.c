@@ -200,14 +200,77 @@ tg_nameset_claim(struct tg_nameset *s, char *out)
     return 0;
 }
 
-size_t
-tg_escaped_len(const char *src, size_t len)
+/* Escaped length of SRC (LEN bytes), whole. */
+static size_t
+tg_escaped_len_all(const char *src, size_t len)
 {
     size_t i, n = len;
     for (i = 0; i < len; i++)
         if (TG_NEEDS_ESCAPE(src[i]))
             n += 3;
     return n;
+}
+
+/* 64-bit FNV-1a of SRC: the suffix that keeps two cut texts apart. */
+static uint64_t
+tg_text_hash(const char *src, size_t len)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)src[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* Bytes of SRC kept by a cut: the longest prefix that ends on a UTF-8
+ * character boundary and takes at most TG_TEXT_MAX - TG_TEXT_SUFFIX bytes,
+ * escaped when ESC. */
+static size_t
+tg_cut_point(const char *src, size_t len, int esc)
+{
+    size_t room = TG_TEXT_MAX - TG_TEXT_SUFFIX, n = 0, i;
+
+    for (i = 0; i < len; i++) {
+        size_t w = esc && TG_NEEDS_ESCAPE(src[i]) ? 4 : 1;
+        if (n + w > room)
+            break;
+        n += w;
+    }
+    while (i > 0 && i < len && ((unsigned char)src[i] & 0xc0) == 0x80)
+        i--;  /* not inside a character */
+    return i;
+}
+
+/* Writes the cut's suffix "~" + 16 hex digits of SRC's hash at DST. */
+static char *
+tg_put_suffix(char *dst, const char *src, size_t len)
+{
+    uint64_t h = tg_text_hash(src, len);
+    *dst++ = '~';
+    for (int k = 15; k >= 0; k--)
+        *dst++ = tg_hex_lower[(h >> (4 * k)) & 15];
+    return dst;
+}
+
+size_t
+tg_text_cap(const char *src, size_t len, char *out)
+{
+    size_t keep;
+    if (len <= TG_TEXT_MAX) {
+        memcpy(out, src, len);
+        return len;
+    }
+    keep = tg_cut_point(src, len, 0);
+    memcpy(out, src, keep);
+    return (size_t)(tg_put_suffix(out + keep, src, len) - out);
+}
+
+size_t
+tg_escaped_len(const char *src, size_t len)
+{
+    size_t n = tg_escaped_len_all(src, len);
+    if (n <= TG_TEXT_MAX)
+        return n;
+    return tg_escaped_len_all(src, tg_cut_point(src, len, 1)) + TG_TEXT_SUFFIX;
 }
 
 /* Whether any byte of the 8 in X is below 0x20 or is 0x7f (TG_NEEDS_ESCAPE).
@@ -230,8 +293,25 @@ tg_word32_needs_escape(uint32_t x)
     return (((x - ones * 0x20) & ~x) | ((y - ones) & ~y)) & high ? 1 : 0;
 }
 
+static char *tg_escape_all(char *dst, const char *src, size_t len);
+
 char *
 tg_escape(char *dst, const char *src, size_t len)
+{
+    size_t keep;
+
+    /* escaped, a text of TG_TEXT_MAX / 4 bytes or less cannot pass the cap */
+    if (__builtin_expect(len <= TG_TEXT_MAX / 4, 1) ||
+        tg_escaped_len_all(src, len) <= TG_TEXT_MAX)
+        return tg_escape_all(dst, src, len);
+    keep = tg_cut_point(src, len, 1);
+    dst = tg_escape_all(dst, src, keep);
+    return tg_put_suffix(dst, src, len);
+}
+
+/* tg_escape() without the cap. */
+static char *
+tg_escape_all(char *dst, const char *src, size_t len)
 {
     size_t i = 0;
 

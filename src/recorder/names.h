@@ -31,10 +31,24 @@ void tg_nameset_free(struct tg_nameset *s);
  * (S unchanged). */
 int tg_nameset_claim(struct tg_nameset *s, char *out);
 
-/* Length of SRC (LEN bytes) once bytes < 0x20 and 0x7f are written as \xHH. */
+/*
+ * Longest text the recorder writes for a FILE, a FUNCTION or a thread's name (a
+ * capture's THREAD definition): a record stays a line the readers take (their
+ * limit is 64 KiB) and a definition a chunk (16 MiB).  A longer text is cut on
+ * a character boundary (and outside a \xHH) and ends with "~" and 16 hex
+ * digits of a hash of the whole text, so that two cut texts stay distinct.
+ */
+#define TG_TEXT_MAX 8192
+#define TG_TEXT_SUFFIX 17  /* "~" + 16 hex digits */
+
+/* Length of SRC (LEN bytes) once bytes < 0x20 and 0x7f are written as \xHH,
+ * cut to TG_TEXT_MAX. */
 size_t tg_escaped_len(const char *src, size_t len);
 /* Write the escaped form of SRC into DST (tg_escaped_len bytes); returns the end. */
 char *tg_escape(char *dst, const char *src, size_t len);
+/* Copy SRC (unescaped) into OUT (TG_TEXT_MAX bytes), cut as above; returns the
+ * length written. */
+size_t tg_text_cap(const char *src, size_t len, char *out);
 
 #pragma GCC visibility pop
 

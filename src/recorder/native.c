@@ -99,7 +99,7 @@ tg_nat_skip(void)
 static inline void
 tg_nat_note_alloc(void *p, size_t size)
 {
-    if (tg_tls.busy)
+    if (tg_tls.busy & (TG_BUSY_TRACER | TG_BUSY_HOOK))
         return;
     tg_hook_entry_insert(&tg_ptrtable_raw, p, size, 0);
     tg_hook_account((int64_t)size, 0);

@@ -497,8 +497,30 @@ tg_cap_reserve(struct tg_thread *t, unsigned char **start)
     if (__builtin_expect(t->cap_drop_pending != 0, 0)) {
         p = tg_cap_enc_dropped(p, t->cap_drop_pending);
         t->cap_drop_pending = 0;
+        if (t->cap_unwind_pending != 0) {  /* after the mark: see tg_cap_unwound */
+            p = tg_cap_enc_unwound(p, t->cap_unwind_pending);
+            t->cap_unwind_pending = 0;
+        }
     }
     return p;
+}
+
+/* The capture's UNWOUND event: the N innermost open calls of T's stream end
+ * without RETURN records.  When it cannot be written now it is kept pending
+ * behind a DROPPED mark (one record counted lost), so that the stream's next
+ * record, whichever it is, is preceded by it and pairs as it should. */
+static void
+tg_cap_unwound(struct tg_thread *t, uint64_t n)
+{
+    unsigned char *start, *p;
+
+    p = tg_cap_reserve(t, &start);  /* writes a pending mark first */
+    if (p == NULL) {  /* counted and marked pending by tg_cap_reserve */
+        t->cap_unwind_pending += n;
+        return;
+    }
+    p = tg_cap_enc_unwound(p, n);
+    tg_writer_commit(&t->capw, (size_t)(p - start));
 }
 
 /* NS / 1000 (NS >= 0 is a time since the epoch; a negative one takes the
@@ -786,15 +808,48 @@ tg_open_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key,
         tg_acct_push(file, file_len, line, func, func_len, esc);
 }
 
-/* Close the recorded call KEY if it is the innermost open one; returns the
- * delta through *DELTA and the call's capture reference line through *REF,
+/* A return of KEY that is not the innermost open call's.  If KEY is open
+ * further down, the calls above it returned without their return being seen
+ * (a greenlet switched away from them, another profiler held the hook, a
+ * frame unwound by C code): they are closed without records, counted in
+ * T->unwound (and marked in the capture stream so that its pairing holds),
+ * and 1 is returned: KEY is now innermost.  0 when KEY is not open at all (a
+ * frame running since before enable(), or a filtered one).  Out of line: the
+ * event path pays only the compare that brings it here. */
+static __attribute__((noinline, cold)) int
+tg_unwind_to(struct tg_recorder *r, struct tg_thread *t, uintptr_t key, int d)
+{
+    size_t i = t->depth, j;
+    uint64_t in_stream = 0;
+
+    while (i > 0 && t->frames[i - 1].key != key)
+        i--;
+    if (i == 0)
+        return 0;
+    for (j = i; j < t->depth; j++) {
+        in_stream += t->frames[j].cap_line != TG_CAP_NOT_WRITTEN;
+        if (!d && atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
+            tg_acct_pop();
+    }
+    if ((d || r->fmt_binary) && in_stream != 0)
+        tg_cap_unwound(t, in_stream);
+    atomic_store_explicit(&t->unwound,
+                          atomic_load_explicit(&t->unwound, memory_order_relaxed)
+                          + (t->depth - i), memory_order_relaxed);
+    t->depth = i;
+    return 1;
+}
+
+/* Close the recorded call KEY (innermost, or made so by tg_unwind_to); returns
+ * the delta through *DELTA and the call's capture reference line through *REF,
  * and 1, or 0 when the return has no recorded call (a frame running since
  * before enable(), or a filtered one). */
 static inline __attribute__((always_inline)) int
 tg_close_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key, int64_t *delta,
               int64_t *ref, const int d)
 {
-    if (t->depth == 0 || t->frames[t->depth - 1].key != key)
+    if (__builtin_expect(t->depth == 0 || t->frames[t->depth - 1].key != key, 0)
+            && (t->depth == 0 || !tg_unwind_to(r, t, key, d)))
         return 0;
     t->depth--;
     if (!d && atomic_load_explicit(&tg_acct_on, memory_order_relaxed))

@@ -65,6 +65,10 @@ struct tg_recorder {
     int backend;               /* enum tg_backend, as resolved by enable() */
     int backend_auto;          /* backend chosen by default: may fall back */
     int mon_tool;              /* sys.monitoring tool id in use, or -1; GIL */
+    int mon_tool_run;          /* the tool id of the current or last run, or -1
+                                * (stats()); GIL */
+    int mon_taken;             /* backend auto fell back to setprofile because
+                                * both tool ids we may use were taken; GIL */
     PyObject *mon_missing;     /* sys.monitoring.MISSING (strong) or NULL; GIL */
     int64_t offset_int_size;   /* 3.12+: bytes of the int the interpreter allocates
                                 * for an instruction offset above the small ints to

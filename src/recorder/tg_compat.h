@@ -124,6 +124,36 @@ static inline void tg_exc_save(tg_saved_exc *s) { PyErr_Fetch(&s->type, &s->valu
 static inline void tg_exc_restore(tg_saved_exc *s) { PyErr_Restore(s->type, s->value, s->tb); }
 #endif
 
+/* Give TS, the calling thread's state, which has no profile function, the
+ * profile function FUNC with ARG (a reference is taken), as PyEval_SetProfile
+ * would but without its "sys.setprofile" audit event: called from inside an
+ * allocation (lifecycle.c tg_profile_watch), where no Python code may run.
+ * While a trace function runs (ts->tracing) the interpreter recomputes the
+ * tracing flag itself when it returns.  3.8-3.11 (3.12+ profile functions are
+ * sys.monitoring's internals).  Returns 0, or -1 when TS has a profile
+ * function after all. */
+#if PY_VERSION_HEX < 0x030C0000
+static inline int
+tg_profile_take_quietly(PyThreadState *ts, Py_tracefunc func, PyObject *arg)
+{
+    if (ts->c_profilefunc != NULL || ts->c_profileobj != NULL)
+        return -1;
+    Py_INCREF(arg);
+    ts->c_profileobj = arg;
+    ts->c_profilefunc = func;
+    if (ts->tracing == 0) {
+#  if PY_VERSION_HEX >= 0x030B0000
+        ts->cframe->use_tracing = 255;  /* _PyThreadState_UpdateTracingState */
+#  elif PY_VERSION_HEX >= 0x030A0000
+        ts->cframe->use_tracing = 1;
+#  else
+        ts->use_tracing = 1;
+#  endif
+    }
+    return 0;
+}
+#endif
+
 /* Install (func != NULL) or remove the profile function on another thread state.
  * Only for versions without PyEval_SetProfileAllThreads; the GIL must be held. */
 #if !TG_HAVE_SETPROFILE_ALL

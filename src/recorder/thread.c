@@ -171,6 +171,7 @@ tg_thread_table_clear_log(struct tg_thread_table *tt)
     tg_nameset_free(tt->names);
     tt->names = NULL;
     tt->done_records = tt->done_stack_records = tt->done_dropped = 0;
+    tt->done_unwound = tt->done_displaced = 0;
 }
 
 /* --- live and retired states ----------------------------------------------------- */
@@ -269,6 +270,8 @@ tg_thread_table_settle(struct tg_thread_table *tt, struct tg_thread *t)
     tt->done_records += atomic_load(&t->n_records);
     tt->done_stack_records += atomic_load(&t->n_stack_records);
     tt->done_dropped += atomic_load(&t->dropped);
+    tt->done_unwound += atomic_load(&t->unwound);
+    tt->done_displaced += atomic_load(&t->displaced);
     pthread_mutex_unlock(&tt->lock);
 }
 
@@ -328,6 +331,21 @@ tg_thread_table_totals(struct tg_thread_table *tt, uint64_t *records, uint64_t *
         *records += atomic_load_explicit(&t->n_records, memory_order_relaxed);
         *stack_records += atomic_load_explicit(&t->n_stack_records, memory_order_relaxed);
         *dropped += atomic_load_explicit(&t->dropped, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&tt->lock);
+}
+
+void
+tg_thread_table_losses(struct tg_thread_table *tt, uint64_t *unwound, uint64_t *displaced)
+{
+    struct tg_thread *t;
+
+    pthread_mutex_lock(&tt->lock);
+    *unwound = tt->done_unwound;
+    *displaced = tt->done_displaced;
+    for (t = tt->live; t != NULL; t = t->next) {
+        *unwound += atomic_load_explicit(&t->unwound, memory_order_relaxed);
+        *displaced += atomic_load_explicit(&t->displaced, memory_order_relaxed);
     }
     pthread_mutex_unlock(&tt->lock);
 }

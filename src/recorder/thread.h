@@ -64,8 +64,16 @@ struct tg_thread {
     uint64_t cap_calls, cap_returns;  /* capture records written; owner only */
     uint64_t cap_dropped;          /* capture records lost; owner only */
     uint64_t cap_drop_pending;     /* of those, not yet marked in the stream; owner */
+    uint64_t cap_unwind_pending;   /* calls unwound whose UNWOUND event could not be
+                                    * written yet (written after the DROPPED mark
+                                    * cap_drop_pending forces); owner */
     _Atomic uint64_t dropped;      /* records lost (text lines and capture records):
                                     * owner stores, others read (as n_records) */
+    _Atomic uint64_t unwound;      /* recorded calls whose return was never seen,
+                                    * closed by an outer frame's return
+                                    * (recorder.c tg_unwind_to); as dropped */
+    _Atomic uint64_t displaced;    /* times another tool took this thread's profile
+                                    * function (lifecycle.c tg_reclaim); as dropped */
     _Atomic uint64_t n_records;    /* .mem lines written; owner stores, others read
                                     * (relaxed: a plain load/store, no lock prefix) */
     _Atomic uint64_t n_stack_records;  /* .stack lines written; as n_records */
@@ -79,6 +87,8 @@ struct tg_thread {
     struct tg_time_cache clock;    /* timestamps of this thread's lines; owner only */
     uintptr_t suppress_key;        /* frame of profiler plumbing running now: nothing
                                     * is recorded until it returns (0 = none); owner */
+    int held_by_other;             /* another tool's profile function holds this
+                                    * thread (counted once in displaced); owner */
     uintptr_t trig_key;            /* pending sleep trigger call (0 = none); owner */
     int64_t trig_before;           /* memory reading at its call; owner */
     int64_t trig_own_before;       /* own traced bytes at its call; owner */
@@ -109,6 +119,7 @@ struct tg_thread_table {
     struct tg_nameset *names;      /* the log's base names (names.h) */
     uint64_t done_records, done_stack_records;  /* counts of unlisted states */
     uint64_t done_dropped;
+    uint64_t done_unwound, done_displaced;
     pthread_cond_t unpinned;       /* a state's pins fell to 0; with lock */
     struct tg_thread **pass;       /* tg_thread_table_each's pinned states; the one
                                     * flusher (allocated under lock) */
@@ -192,6 +203,11 @@ struct tg_thread *tg_thread_table_reap_child(struct tg_thread_table *tt, struct 
  * number of threads logged.  Takes the lock. */
 void tg_thread_table_totals(struct tg_thread_table *tt, uint64_t *records,
                             uint64_t *stack_records, uint64_t *dropped, size_t *threads);
+
+/* The run's losses other than dropped records (done counts plus the live
+ * states'): calls unwound, takeovers of the profile function.  Takes the lock. */
+void tg_thread_table_losses(struct tg_thread_table *tt, uint64_t *unwound,
+                            uint64_t *displaced);
 
 #pragma GCC visibility pop
 

@@ -12,6 +12,7 @@
 #include "alloc_hooks.h"
 #include "sinks.h"
 #include "tg_format.h"
+#include "names.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -178,8 +179,17 @@ tg_thread_open_files(struct tg_recorder *r, struct tg_thread *t, size_t idx, uin
         if (tg_sink_open_chunks(&t->capw, &r->cap, TG_CAP_CHUNK_EVENTS, t->stream,
                                 r->cap.path ? r->cap.path : TG_CAP_FILENAME) < 0)
             return -1;
-        e = tg_cap_thread(&r->cap, t->stream, log->native_id, log->ident, log->base,
-                          strlen(log->base), log->name, log->name_len);
+        {
+            /* the name cut to TG_TEXT_MAX (a definition is one chunk) */
+            char *name = log->name_len > TG_TEXT_MAX ? malloc(TG_TEXT_MAX) : NULL;
+            size_t name_len = log->name_len;
+            if (name != NULL)
+                name_len = tg_text_cap(log->name, log->name_len, name);
+            e = log->name_len > TG_TEXT_MAX && name == NULL ? ENOMEM
+                : tg_cap_thread(&r->cap, t->stream, log->native_id, log->ident, log->base,
+                                strlen(log->base), name ? name : log->name, name_len);
+            free(name);
+        }
         if (e) {
             atomic_store(&t->capw.err, e);
             ret = -1;

@@ -496,6 +496,8 @@ BROKEN = [
      "runs past the end of its chunk"),
     ("special", header() + thread() + chunk(1, 2, b"\x00\x09"), "unknown special event"),
     ("negative start", header(start=-5), "negative start time"),
+    ("unwound too many", header() + code() + thread() + chunk(1, 2, CALL + b"\x00\x02\x02"),
+     "more calls unwound than are open"),
 ]
 
 
@@ -521,6 +523,21 @@ def test_unknown_chunk_kinds_are_skipped(tg, tmp_path):
     assert "warning" not in r.stderr
     assert read(tmp_path / "T.mem") == b"1.000005#a.py:5:f=>100\n"
     assert read(tmp_path / "T.stack") == b"1.000003#a.py:5:f\n"
+
+
+def test_unwound_calls_close_without_a_line(tg, tmp_path):
+    """UNWOUND closes the innermost open calls: the RETURN after it closes the
+    outer call, and the unwound one has no .mem line."""
+    unwound_1 = b"\x00\x02" + ce.varint(1)
+    data = header() + code() + thread() + chunk(1, 2, CALL + CALL + unwound_1 + RET) + \
+        chunk(5, 0, struct.pack("<q", 2000000) + ce.varint(0))
+    (tmp_path / "capture.tg").write_bytes(data)
+    r = export(tg, tmp_path)
+    assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
+    assert read(tmp_path / "T.mem") == b"1.000008#a.py:5:f=>100\n"
+    assert read(tmp_path / "T.stack") == b"1.000003#a.py:5:f\n 1.000006#a.py:5:f\n"
+    r = tg("decorate-stack", tmp_path, "T", "1")
+    assert r.returncode == 0 and "Sanitizer" not in r.stderr, r.stderr
 
 
 def test_out_of_range_values_are_malformed_as_in_text(tg, tmp_path):

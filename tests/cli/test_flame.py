@@ -256,6 +256,9 @@ def test_report_sections(tg, tmp_path):
     assert fill, html
     assert fill.group(2).startswith("fill@/app/cache.py:3-4, Time: ")
     assert "Memory: 3000 B" in fill.group(2)
+    # numbers that look wrong are explained where they are shown
+    assert "a temporary its caller frees right after counts as the call's growth" in html
+    assert "a garbage collection run during a call counts all it freed to that call" in html
     # times for people ("48.9 ms"), not repr(float) seconds ("9.5367431640625e-07 s")
     main = re.search(r"main@/app/main.py:1-2, Time: [0-9.]+ (ns|us|ms|s|min), Memory: 4000 B\n"
                      r"  load@/app/load.py:5-7, [^\n]*Memory: 3500 B\n"
@@ -341,3 +344,17 @@ def test_without_accounting_the_default_metric_is_delta(tg, tmp_path):
     a, b = tg("folded", tut), tg("folded", "--metric", "delta", tut)
     assert a.returncode == b.returncode == 0 and a.stdout == b.stdout and a.stdout
     assert "no allocation accounting" in a.stderr and "note" not in b.stderr
+
+
+def test_report_header_names_at_most_20_threads(tg, tmp_path):
+    run = tmp_path / "many"
+    run.mkdir()
+    for i in range(30):
+        (run / ("T%02d.mem" % i)).write_text("100.%02d#a.py:1:f=>4096\n" % i)
+    out = tmp_path / "r.html"
+    r = tg("report", run, "-o", out, env={"GNUPLOT": str(tmp_path / "no-gnuplot")})
+    assert r.returncode == 0, r.stderr
+    meta = re.search(r'<p class="meta">Run <code>[^<]*</code>: ([^\n]*)</p>', out.read_text())
+    assert meta, out.read_text()[:2000]
+    assert meta.group(1).startswith("30 threads (T00, T01, ")
+    assert "T19 and 10 more)" in meta.group(1) and "T20" not in meta.group(1)

@@ -12,15 +12,16 @@ def test_memh(tg, tmp_path, tutorial):
     r = tg("memh", "--script-only", "-o", tmp_path, *tutorial_mems())
     assert r.returncode == 0, r.stderr
     # sums over all threads, sorted ascending; zero sums left out
+    # each with its sum in bytes, as memg.txt gives each peak's delta
     assert (tmp_path / "memh.txt").read_text() == (
-        "0: /data/code/thread_graph/examples/main.py:55:setup\n"
-        "1: None:0:sleep\n"
-        "2: main.py:60:main\n"
-        "3: /data/code/thread_graph/examples/main.py:62:warm\n"
-        "4: /home/stefano/pys/py27/lib/python2.7/random.py:240:randint\n"
-        "5: main.py:66:main\n"
-        "6: /data/code/thread_graph/examples/main.py:39:doStuff\n"
-        "7: main.py:44:run\n")
+        "0: /data/code/thread_graph/examples/main.py:55:setup=>-8192\n"
+        "1: None:0:sleep=>-4096\n"
+        "2: main.py:60:main=>4096\n"
+        "3: /data/code/thread_graph/examples/main.py:62:warm=>4096\n"
+        "4: /home/stefano/pys/py27/lib/python2.7/random.py:240:randint=>16384\n"
+        "5: main.py:66:main=>24576\n"
+        "6: /data/code/thread_graph/examples/main.py:39:doStuff=>163840\n"
+        "7: main.py:44:run=>172032\n")
     # run: 212992 - 40960 = 172032 B = 168 KB; doStuff 167936 - 4096 = 160 KB
     assert dat(tmp_path / "memh-plot" / "memh.dat")[-2:] == [["6", "160", "6"], ["7", "168", "7"]]
 
@@ -34,8 +35,21 @@ def test_memh_keeps_30_per_side(tg, tmp_path):
     assert r.returncode == 0, r.stderr
     legend = (tmp_path / "memh.txt").read_text().splitlines()
     assert len(legend) == 60
-    assert legend[0] == "0: a.py:0:f" and legend[29] == "29: a.py:29:f"
-    assert legend[30] == "30: a.py:70:f" and legend[59] == "59: a.py:99:f"
+    assert legend[0] == "0: a.py:0:f=>-51200" and legend[29] == "29: a.py:29:f=>-21504"
+    assert legend[30] == "30: a.py:70:f=>20480" and legend[59] == "59: a.py:99:f=>50176"
+
+
+def test_memh_leaves_out_the_thread_wrappers(tg, tmp_path):
+    # threading's run, _bootstrap_inner and _bootstrap return each thread's whole
+    # delta again: they crowded out the functions that allocate
+    mem = tmp_path / "T.mem"
+    lib = "/usr/lib/python3.11/threading.py"
+    mem.write_text("1.0#app.py:5:work=>4096\n1.1#%s:1012:run=>4096\n"
+                   "1.2#%s:1049:_bootstrap_inner=>4096\n1.3#%s:1009:_bootstrap=>4096\n"
+                   "1.4#app.py:9:run=>2048\n" % (lib, lib, lib))
+    r = tg("memh", "--script-only", "-o", tmp_path, mem)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "memh.txt").read_text() == "0: app.py:9:run=>2048\n1: app.py:5:work=>4096\n"
 
 
 def test_memh_nothing(tg, tmp_path):

@@ -145,6 +145,8 @@ def test_run_lists_growth_first(tmp_path):
     assert part[0] == "  growth, largest first:", res.stderr
     deltas, labels = [], []
     for line in part[1:]:
+        if re.match(r"  \(|   \S", line):
+            continue  # the hint under the peaks, on how to read a delta
         m = re.search(r" ([-+][0-9]+) B$", line)
         if m:
             deltas.append(int(m.group(1)))

@@ -392,6 +392,10 @@ def test_binary_run_without_stack_still_has_subtrees(tmp_path):
     assert deco, res.stderr
     res2 = tg(deco[0].split()[1:], tmp_path)
     assert res2.returncode == 0 and "@" in res2.stdout, res2.stderr
+    # under the peaks: how to read a delta that looks wrong
+    assert "a temporary the caller frees right after counts as the call's growth" in res.stderr
+    assert "garbage collection run during a call counts all it freed" in " ".join(
+        res.stderr.split())
     helptext = " ".join(tg(["run", "--help"], tmp_path).stdout.split())
     assert "with --format text, also write a .stack file per thread" in helptext
 

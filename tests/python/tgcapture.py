@@ -133,7 +133,7 @@ class Capture:
 
     def _events(self, buf):
         """Yields ("call", code, dt, line) / ("return", line_off, dt, delta) /
-        ("dropped", n) from a thread stream's bytes."""
+        ("dropped", n) / ("unwound", n) from a thread stream's bytes."""
         timed = self.flags & F_TIME
         memory = self.flags & F_MEMORY
         p = 0
@@ -142,8 +142,8 @@ class Capture:
             if head == 0:
                 typ = buf[p]
                 n, p = varint(buf, p + 1)
-                assert typ == 1
-                yield ("dropped", n)
+                assert typ in (1, 2)
+                yield ("dropped" if typ == 1 else "unwound", n)
             elif head & 1 == 0:
                 code = head >> 1
                 dt = line = None
@@ -171,6 +171,10 @@ class Capture:
         for ev in self._events(self.streams.get(stream, b"")):
             if ev[0] == "dropped":
                 dropped += ev[1]
+                continue
+            if ev[0] == "unwound":  # calls closed without a return record
+                assert ev[1] <= len(open_)
+                del open_[len(open_) - ev[1]:]
                 continue
             if ev[2] is not None:
                 us += ev[2]

@@ -1,0 +1,450 @@
+/*
+ * cmd_live.c - threadgraph live: a terminal view of a run being written,
+ * refreshed every second (docs/attach.md "threadgraph live").
+ *
+ * The figures come from src/lib/live.c; this file only reads keys and draws,
+ * with plain ANSI escapes: the alternate screen while it runs, the terminal
+ * restored on q, at end of input and on SIGINT, SIGTERM, SIGHUP and SIGQUIT.
+ * `--once` prints one reading as plain text instead, for scripts and pipes.
+ * `threadgraph live PID` is the Python package's (it attaches first):
+ * threadgraph/_attach.py runs this command on the run directory it gets.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "capture.h"
+#include "cli.h"
+#include "live.h"
+
+static const char live_usage[] = "threadgraph live [options] RUN_DIR|PID";
+
+#define LIVE_REFRESH_MS 1000
+#define LIVE_FUNCS_SHOWN 8
+
+/* Sort keys of the thread table, cycled by 's'. */
+struct live_sort {
+	const char *name;
+	int (*cmp)(const struct tg_live_thread *, const struct tg_live_thread *);
+};
+
+static int live_cmp_i64(int64_t a, int64_t b)
+{
+	return a < b ? 1 : a > b ? -1 : 0;  /* largest first */
+}
+static int live_by_now(const struct tg_live_thread *a, const struct tg_live_thread *b)
+{
+	return live_cmp_i64(a->now, b->now);
+}
+static int live_by_change(const struct tg_live_thread *a, const struct tg_live_thread *b)
+{
+	return live_cmp_i64(a->change, b->change);
+}
+static int live_by_peak(const struct tg_live_thread *a, const struct tg_live_thread *b)
+{
+	return live_cmp_i64(a->peak, b->peak);
+}
+static int live_by_largest(const struct tg_live_thread *a, const struct tg_live_thread *b)
+{
+	return live_cmp_i64(a->largest, b->largest);
+}
+static int live_by_name(const struct tg_live_thread *a, const struct tg_live_thread *b)
+{
+	return strcmp(a->name, b->name);
+}
+
+static const struct live_sort live_sorts[] = {
+	{ "now", live_by_now },
+	{ "change", live_by_change },
+	{ "peak", live_by_peak },
+	{ "largest", live_by_largest },
+	{ "name", live_by_name },
+	{ "start", NULL },  /* attach order */
+};
+#define LIVE_NSORTS (sizeof(live_sorts) / sizeof(live_sorts[0]))
+
+/* The view's state: what the keys change. */
+struct live_view {
+	const char *run;        /* the operand, for the title */
+	char *capture;          /* RUN_DIR/capture.tg (owned) */
+	size_t sort;            /* index into live_sorts */
+	int paused;
+	uint32_t selected;      /* stream of the selected thread, 0: none */
+	int done;               /* q, end of input or a finishing signal */
+	struct tg_live lv;
+	char status[256];       /* why there are no figures yet, or the last error */
+};
+
+/* Set by the finishing signals and SIGWINCH (the main loop acts on them). */
+static volatile sig_atomic_t live_signal, live_resized;
+
+static void live_on_signal(int sig)
+{
+	live_signal = sig;
+}
+
+static void live_on_winch(int sig)
+{
+	(void)sig;
+	live_resized = 1;
+}
+
+/* Bytes as the view shows them: 1023 B, 12.3 KB, 4.56 MB, signed with SIGN. */
+static void live_bytes(char *buf, size_t n, int64_t v, int sign)
+{
+	double a = (double)(v < 0 ? -v : v);
+	const char *s = v < 0 ? "-" : sign && v > 0 ? "+" : "";
+
+	if (a < 1024)
+		snprintf(buf, n, "%s%.0f B", s, a);
+	else if (a < 1024.0 * 1024)
+		snprintf(buf, n, "%s%.1f KB", s, a / 1024);
+	else if (a < 1024.0 * 1024 * 1024)
+		snprintf(buf, n, "%s%.2f MB", s, a / (1024.0 * 1024));
+	else
+		snprintf(buf, n, "%s%.2f GB", s, a / (1024.0 * 1024 * 1024));
+}
+
+/* The process's resident set now, from /proc when it still runs, else -1. */
+static int64_t live_rss_now(uint32_t pid)
+{
+	char path[64];
+	long pages, resident;
+	FILE *f;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%u/statm", (unsigned)pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	n = fscanf(f, "%ld %ld", &pages, &resident);
+	fclose(f);
+	if (n != 2)
+		return -1;
+	return (int64_t)resident * sysconf(_SC_PAGESIZE);
+}
+
+/* The threads in the view's order: an array of pointers (owned by the caller). */
+static const struct tg_live_thread **live_ordered(const struct live_view *v)
+{
+	const struct tg_live_thread **o = malloc((v->lv.n_threads + 1) * sizeof(*o));
+	const struct live_sort *s = &live_sorts[v->sort];
+
+	if (!o)
+		return NULL;
+	for (size_t i = 0; i < v->lv.n_threads; i++)
+		o[i] = &v->lv.threads[i];
+	/* insertion sort: stable, and the table is small */
+	for (size_t i = 1; s->cmp && i < v->lv.n_threads; i++) {
+		const struct tg_live_thread *t = o[i];
+		size_t j = i;
+		while (j > 0 && s->cmp(o[j - 1], t) > 0) {
+			o[j] = o[j - 1];
+			j--;
+		}
+		o[j] = t;
+	}
+	return o;
+}
+
+/* The frame: LINES lines of at most COLS columns on F (plain text with
+ * TTY 0; reverse video for the selected thread with TTY 1). */
+static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, int tty)
+{
+	const struct tg_live *lv = &v->lv;
+	const struct tg_live_thread **o;
+	const char *eol = tty ? "\033[K\n" : "\n";
+	char a[32], b[32], c[32], d[32];
+	int64_t rss = lv->ended ? -1 : live_rss_now(lv->pid), total = 0;
+	int used = 0, room;
+	size_t shown = 0;
+	const char *sel_name = NULL;
+
+	fprintf(f, "threadgraph live  %.*s  pid %u  %s%s%s", cols > 60 ? cols - 60 : 10, v->run,
+		(unsigned)lv->pid, lv->readings ? (lv->ended ? "run ended" : "recording") : "waiting",
+		v->paused ? "  PAUSED" : "", eol);
+	used++;
+	for (size_t i = 0; i < lv->n_threads; i++)
+		total += lv->threads[i].now;
+	live_bytes(a, sizeof(a), total, 0);
+	if (rss >= 0)
+		live_bytes(b, sizeof(b), rss, 0);
+	else if (lv->has_process)
+		live_bytes(b, sizeof(b), lv->process_bytes, 0);
+	else
+		snprintf(b, sizeof(b), "-");
+	fprintf(f, "process: RSS %s%s  threads %zu  their memory now %s  (%.1f s recorded)%s", b,
+		rss < 0 && lv->has_process ? " (last sample)" : "", lv->n_threads, a,
+		(double)(lv->last_us - lv->start_us) / 1e6, eol);
+	used++;
+	if (v->status[0]) {
+		fprintf(f, "%s%s", v->status, eol);
+		used++;
+	}
+	fprintf(f, "%s%-24s %12s %12s %12s %12s %9s%s%s", tty ? "\033[1m" : "", " THREAD", "NOW",
+		"CHANGE", "PEAK", "LARGEST", "RETURNS", tty ? "\033[0m" : "", eol);
+	used++;
+	room = lines - used - 4 - LIVE_FUNCS_SHOWN;
+	if (room < 3)
+		room = 3;
+	o = live_ordered(v);
+	for (size_t i = 0; o && i < lv->n_threads && (int)shown < room; i++, shown++) {
+		const struct tg_live_thread *t = o[i];
+		int sel = v->selected == t->stream;
+
+		live_bytes(a, sizeof(a), t->now, 0);
+		live_bytes(b, sizeof(b), t->change, 1);
+		live_bytes(c, sizeof(c), t->peak, 0);
+		live_bytes(d, sizeof(d), t->largest, 0);
+		fprintf(f, "%s%c%-23.23s %12s %12s %12s %12s %9lu%s%s", sel && tty ? "\033[7m" : "",
+			sel ? '>' : ' ', t->name, a, b, c, d, t->returns, sel && tty ? "\033[0m" : "",
+			eol);
+	}
+	if (o && shown < lv->n_threads)
+		fprintf(f, " ... %zu more threads (s sorts)%s", lv->n_threads - shown, eol);
+	free(o);
+	for (size_t i = 0; i < lv->n_threads; i++)
+		if (lv->threads[i].stream == v->selected)
+			sel_name = lv->threads[i].name;
+	fprintf(f, "%s%stop functions by net bytes of their calls, %s%s%s", eol,
+		tty ? "\033[1m" : "", sel_name ? "thread " : "all threads",
+		sel_name ? sel_name : "", tty ? "\033[0m" : "");
+	fputs(eol, f);
+	for (size_t i = 0; i < lv->n_funcs && i < LIVE_FUNCS_SHOWN; i++) {
+		char line[512];
+		live_bytes(a, sizeof(a), lv->funcs[i].net, 0);
+		snprintf(line, sizeof(line), "  %12s %8lu  %s  %s", a, lv->funcs[i].calls,
+			 lv->funcs[i].func, lv->funcs[i].file);
+		fprintf(f, "%.*s%s", tty ? cols - 1 : (int)sizeof(line), line, eol);
+	}
+	if (tty)
+		fprintf(f, "\033[Jq quit  s sort (%s)  p pause  j/k select a thread  a all threads",
+			live_sorts[v->sort].name);
+}
+
+/* Reads the capture unless paused; keeps the last figures on failure. */
+static void live_refresh(struct live_view *v)
+{
+	struct tg_diag d = { 0 };
+
+	if (v->paused)
+		return;
+	v->lv.focus = v->selected;
+	if (tg_live_read(&v->lv, v->capture, &d) < 0) {
+		if (!v->lv.readings && access(v->capture, F_OK) != 0)
+			snprintf(v->status, sizeof(v->status), "waiting for %s", v->capture);
+		else
+			snprintf(v->status, sizeof(v->status), "cannot read: %.200s", d.msg);
+		return;
+	}
+	v->status[0] = '\0';
+}
+
+/* Moves the selection by STEP in the view's order. */
+static void live_select(struct live_view *v, int step)
+{
+	const struct tg_live_thread **o = live_ordered(v);
+	size_t n = v->lv.n_threads, at = n;
+
+	if (!o || !n) {
+		free(o);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (o[i]->stream == v->selected)
+			at = i;
+	if (at == n)
+		at = step > 0 ? 0 : n - 1;
+	else if (step > 0)
+		at = at + 1 < n ? at + 1 : at;
+	else
+		at = at > 0 ? at - 1 : 0;
+	v->selected = o[at]->stream;
+	free(o);
+}
+
+/* Acts on the key bytes in BUF; returns 1 when the view must be read again. */
+static int live_keys(struct live_view *v, const char *buf, ssize_t n)
+{
+	int reread = 0;
+
+	for (ssize_t i = 0; i < n; i++) {
+		char k = buf[i];
+
+		if (k == '\033' && i + 2 < n && buf[i + 1] == '[') {  /* arrows */
+			k = buf[i + 2] == 'A' ? 'k' : buf[i + 2] == 'B' ? 'j' : 0;
+			i += 2;
+		}
+		switch (k) {
+		case 'q': case 'Q': case 3 /* ^C in raw mode */:
+			v->done = 1;
+			break;
+		case 's':
+			v->sort = (v->sort + 1) % LIVE_NSORTS;
+			break;
+		case 'p': case ' ':
+			v->paused = !v->paused;
+			break;
+		case 'j': live_select(v, 1); reread = 1; break;
+		case 'k': live_select(v, -1); reread = 1; break;
+		case 'a': v->selected = 0; reread = 1; break;
+		default: break;
+		}
+	}
+	return reread;
+}
+
+static void live_term_size(int *lines, int *cols)
+{
+	struct winsize ws;
+
+	*lines = 24;
+	*cols = 80;
+	if (ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col) {
+		*lines = ws.ws_row;
+		*cols = ws.ws_col;
+	}
+}
+
+/* Draws one frame at the top of the alternate screen, in one write. */
+static void live_frame(const struct live_view *v)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int lines, cols;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return;
+	live_term_size(&lines, &cols);
+	fputs("\033[H", f);
+	live_draw(f, v, lines, cols, 1);
+	fclose(f);
+	if (buf && write(1, buf, len) < 0)
+		errno = 0;  /* the terminal went away: the loop ends at end of input */
+	free(buf);
+}
+
+/* The interactive loop on a terminal: returns the exit code. */
+static int live_interactive(struct live_view *v)
+{
+	struct termios saved, raw;
+	struct sigaction sa = { 0 }, old[5];
+	const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+	int have_tty = tcgetattr(0, &saved) == 0;
+
+	if (have_tty) {
+		raw = saved;
+		raw.c_lflag &= ~(ICANON | ECHO);
+		raw.c_cc[VMIN] = 1;
+		raw.c_cc[VTIME] = 0;
+		tcsetattr(0, TCSANOW, &raw);
+	}
+	sa.sa_handler = live_on_signal;
+	for (size_t i = 0; i < 4; i++)
+		sigaction(sigs[i], &sa, &old[i]);
+	sa.sa_handler = live_on_winch;
+	sigaction(SIGWINCH, &sa, &old[4]);
+	fputs("\033[?1049h\033[?25l\033[2J", stdout);  /* alternate screen, no cursor */
+	fflush(stdout);
+	while (!v->done && !live_signal) {
+		struct pollfd p = { .fd = 0, .events = POLLIN };
+		char buf[64];
+		int r;
+
+		live_refresh(v);
+		live_frame(v);
+		r = poll(&p, 1, LIVE_REFRESH_MS);
+		if (r > 0) {
+			ssize_t n = read(0, buf, sizeof(buf));
+			if (n <= 0)
+				v->done = 1;  /* end of input */
+			else if (live_keys(v, buf, n) && v->paused)
+				v->paused = 0;  /* a new selection is shown even when paused */
+		}
+		live_resized = 0;
+	}
+	fputs("\033[?25h\033[?1049l", stdout);  /* the terminal as it was */
+	fflush(stdout);
+	if (have_tty)
+		tcsetattr(0, TCSANOW, &saved);
+	for (size_t i = 0; i < 4; i++)
+		sigaction(sigs[i], &old[i], NULL);
+	sigaction(SIGWINCH, &old[4], NULL);
+	if (live_signal && live_signal != SIGINT)
+		return 128 + live_signal;
+	return TG_EXIT_OK;
+}
+
+int cmd_live(int argc, char **argv)
+{
+	struct live_view v = { 0 };
+	const char *sort = NULL;
+	int once = 0, nargs, ret, missing;
+	struct stat st;
+	const struct tg_option opts[] = {
+		{ "once", 0, TG_OPT_BOOL, &once, NULL, NULL,
+		  "print one reading as plain text on stdout and exit (no terminal needed)" },
+		{ "sort", 0, TG_OPT_STRING, &sort, NULL, "KEY",
+		  "order of the threads: now (default), change, peak, largest, name, start" },
+		TG_OPT_END_ROW,
+	};
+
+	ret = tg_parse_options(argc, argv, opts, live_usage,
+			       "A view of each thread's memory, refreshed every second, of a run being "
+			       "written\n(or ended): its memory now, its change over the last second, "
+			       "its peak, its\nlargest call, the process RSS and the top functions. Keys: "
+			       "q quits, s sorts,\np pauses, j/k select a thread (its functions), a all "
+			       "threads. With a PID\n(threadgraph live PID, the Python command) it "
+			       "attaches first and detaches on q.", &nargs);
+	if (ret)
+		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	tg_resolve_run_bases(argv, nargs > 0);
+	if (nargs != 1)
+		return usage_error(live_usage, "expected one run directory");
+	if (sort) {
+		for (v.sort = 0; v.sort < LIVE_NSORTS && strcmp(live_sorts[v.sort].name, sort); v.sort++)
+			;
+		if (v.sort == LIVE_NSORTS)
+			return usage_error(live_usage, "unknown sort key '%s'", sort);
+	}
+	v.run = argv[0];
+	/* A directory, or a run not started yet (interactive: the view waits for
+	 * its capture, saying so): RUN_DIR/capture.tg. */
+	errno = 0;
+	missing = stat(argv[0], &st) != 0 && errno == ENOENT;
+	if ((!missing && errno == 0 && S_ISDIR(st.st_mode)) || (missing && !once)) {
+		size_t n = strlen(argv[0]);
+		if (!(v.capture = malloc(n + sizeof("/" TG_CAP_FILENAME))))
+			return error("out of memory");
+		memcpy(v.capture, argv[0], n);
+		strcpy(v.capture + n, "/" TG_CAP_FILENAME);
+	} else if (!tg_capture_detect(argv[0], &v.capture)) {
+		return error("'%s' is not a run directory or a capture (live reads the binary "
+			     "capture: a run made with --format text has none)", argv[0]);
+	}
+	tg_live_init(&v.lv);
+	if (once) {
+		struct tg_diag d = { 0 };
+		if (tg_live_read(&v.lv, v.capture, &d) < 0) {
+			ret = error("%s", d.msg);
+		} else {
+			live_draw(stdout, &v, 1000000, 1000, 0);
+			ret = TG_EXIT_OK;
+		}
+	} else if (!isatty(1)) {
+		ret = error("live draws on a terminal: give --once to print one reading");
+	} else {
+		ret = live_interactive(&v);
+	}
+	tg_live_release(&v.lv);
+	free(v.capture);
+	return ret;
+}

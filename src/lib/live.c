@@ -1,0 +1,197 @@
+/*
+ * live.c - the figures of threadgraph live, from a capture being written
+ * (live.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "capture.h"
+#include "live.h"
+
+void tg_live_init(struct tg_live *lv)
+{
+	memset(lv, 0, sizeof(*lv));
+}
+
+static void live_free_threads(struct tg_live_thread *t, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(t[i].name);
+	free(t);
+}
+
+void tg_live_release(struct tg_live *lv)
+{
+	live_free_threads(lv->threads, lv->n_threads);
+	free(lv->funcs);
+	free(lv->names);
+	tg_live_init(lv);
+}
+
+/* The previous reading's thread of STREAM, or NULL. */
+static const struct tg_live_thread *live_prev(const struct tg_live *lv, uint32_t stream)
+{
+	for (size_t i = 0; i < lv->n_threads; i++)
+		if (lv->threads[i].stream == stream)
+			return &lv->threads[i];
+	return NULL;
+}
+
+/* Decodes thread T's stream into *OUT, adding its returns' deltas to NET (by
+ * code index).  Returns 0 or -1 with d->msg. */
+static int live_thread(const struct tg_capture *cap, const struct tg_cap_thread *t,
+		       struct tg_live_thread *out, uint32_t focus, int64_t *net,
+		       unsigned long *calls, int64_t *last_us, struct tg_diag *d)
+{
+	struct tg_capcur c;
+	struct tg_cap_rec_data r;
+	int ret;
+
+	tg_capcur_init(&c, cap, t);
+	while ((ret = tg_capcur_next_return(&c, &r, d)) == 1) {
+		size_t ix = (size_t)(r.code - cap->codes);
+
+		out->returns++;
+		if (r.value > out->largest)
+			out->largest = r.value;
+		if (c.depth == 0) {  /* an outermost call: the thread's own total */
+			out->now += r.value;
+			if (out->now > out->peak)
+				out->peak = out->now;
+		}
+		if (ix < cap->n_codes && (!focus || focus == t->stream)) {
+			net[ix] += r.value;
+			calls[ix]++;
+		}
+		if (r.t_us > *last_us)
+			*last_us = r.t_us;
+	}
+	tg_capcur_release(&c);
+	return ret < 0 ? -1 : 0;
+}
+
+static int live_func_cmp(const void *a, const void *b)
+{
+	const struct tg_live_func *x = a, *y = b;
+
+	if (x->net != y->net)
+		return x->net < y->net ? 1 : -1;
+	return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : 0;
+}
+
+/* Keeps the TG_LIVE_FUNCS functions of largest NET, their texts copied. */
+static int live_funcs(struct tg_live *lv, const struct tg_capture *cap, const int64_t *net,
+		      const unsigned long *calls, struct tg_diag *d)
+{
+	struct tg_live_func *all = NULL;
+	size_t n = 0, keep, len = 0;
+	char *names = NULL, *p;
+
+	if (cap->n_codes && !(all = malloc(cap->n_codes * sizeof(*all))))
+		return tg_error(d, "out of memory");
+	for (size_t i = 0; i < cap->n_codes; i++) {
+		if (!calls[i])
+			continue;
+		all[n].func = NULL;
+		all[n].net = net[i];
+		all[n].calls = calls[i];
+		all[n].file = (const char *)(uintptr_t)i;  /* the code index, until copied */
+		n++;
+	}
+	if (n)
+		qsort(all, n, sizeof(*all), live_func_cmp);
+	keep = n < TG_LIVE_FUNCS ? n : TG_LIVE_FUNCS;
+	for (size_t i = 0; i < keep; i++) {
+		const struct tg_cap_code *code = &cap->codes[(uintptr_t)all[i].file];
+		len += code->file_len + code->func_len + 2;
+	}
+	if (keep && !(names = malloc(len))) {
+		free(all);
+		return tg_error(d, "out of memory");
+	}
+	p = names;
+	for (size_t i = 0; i < keep; i++) {
+		const struct tg_cap_code *code = &cap->codes[(uintptr_t)all[i].file];
+		memcpy(p, code->file, code->file_len);
+		p[code->file_len] = '\0';
+		all[i].file = p;
+		p += code->file_len + 1;
+		memcpy(p, code->func, code->func_len);
+		p[code->func_len] = '\0';
+		all[i].func = p;
+		p += code->func_len + 1;
+	}
+	free(lv->funcs);
+	free(lv->names);
+	lv->funcs = all;
+	lv->n_funcs = keep;
+	lv->names = names;
+	return 0;
+}
+
+int tg_live_read(struct tg_live *lv, const char *path, struct tg_diag *d)
+{
+	struct tg_capture cap;
+	struct tg_live_thread *threads = NULL;
+	int64_t *net = NULL, last_us;
+	unsigned long *calls = NULL;
+	int ret = -1;
+
+	if (tg_capture_open(&cap, path, d) < 0)
+		return -1;
+	last_us = cap.start_us;
+	if (cap.n_threads && !(threads = calloc(cap.n_threads, sizeof(*threads)))) {
+		tg_error(d, "out of memory");
+		goto close_cap;
+	}
+	if (cap.n_codes && (!(net = calloc(cap.n_codes, sizeof(*net)))
+			    || !(calls = calloc(cap.n_codes, sizeof(*calls))))) {
+		tg_error(d, "out of memory");
+		goto free_threads;
+	}
+	for (size_t i = 0; i < cap.n_threads; i++) {
+		const struct tg_cap_thread *t = &cap.threads[i];
+		const struct tg_live_thread *prev = live_prev(lv, t->stream);
+
+		threads[i].stream = t->stream;
+		threads[i].ended = cap.has_end;
+		if (!(threads[i].name = strdup(t->name))) {
+			tg_error(d, "out of memory");
+			goto free_threads;
+		}
+		if (live_thread(&cap, t, &threads[i], lv->focus, net, calls, &last_us, d) < 0)
+			goto free_threads;
+		threads[i].change = prev ? threads[i].now - prev->now : 0;
+	}
+	if (live_funcs(lv, &cap, net, calls, d) < 0)
+		goto free_threads;
+	lv->has_process = cap.process.n > 0;
+	if (lv->has_process) {
+		struct tg_capcur c;
+		struct tg_cap_rec_data r;
+
+		tg_capcur_init(&c, &cap, NULL);
+		while (tg_capcur_next(&c, &r, d) == 1)
+			lv->process_bytes = r.value;
+		tg_capcur_release(&c);
+	}
+	live_free_threads(lv->threads, lv->n_threads);
+	lv->threads = threads;
+	lv->n_threads = cap.n_threads;
+	threads = NULL;
+	lv->memory_mode = cap.memory_mode;
+	lv->ended = cap.has_end;
+	lv->pid = cap.pid;
+	lv->start_us = cap.start_us;
+	lv->last_us = last_us;
+	lv->readings++;
+	ret = 0;
+free_threads:
+	if (threads)
+		live_free_threads(threads, cap.n_threads);
+	free(net);
+	free(calls);
+close_cap:
+	tg_capture_close(&cap);
+	return ret;
+}

@@ -1,0 +1,77 @@
+/*
+ * live.h - the figures of threadgraph live: each thread's memory now, its
+ * change since the previous reading, its peak and its largest single call,
+ * the process's memory, and the functions whose calls grew memory most, read
+ * from a binary capture that may still be written (docs/attach.md).
+ *
+ * A reading (tg_live_read) opens the capture as it is on disk now (its last
+ * chunk may be cut short: used up to its last complete record) and decodes every
+ * stream from the start; the previous reading's figures give the changes.
+ * The view that draws them is the CLI's (src/cli/cmd_live.c): nothing here
+ * knows a terminal.
+ *
+ * A thread's memory "now" is the sum of the deltas of its outermost recorded
+ * calls that returned: what its completed calls allocated and did not free
+ * (exact per thread in memory mode "thread").  Its peak is the highest that sum
+ * reached; "largest" is its largest single return delta, the figure `threadgraph
+ * peaks` lists first for that thread.
+ */
+#ifndef TG_LIVE_H
+#define TG_LIVE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diag.h"
+
+/* One thread's figures. */
+struct tg_live_thread {
+	char *name;             /* threading name (owned) */
+	uint32_t stream;        /* capture stream id: pairs a thread across readings */
+	int64_t now;            /* bytes: sum of its outermost returns' deltas */
+	int64_t change;         /* now - now at the previous reading (0 the first time) */
+	int64_t peak;           /* highest now so far */
+	int64_t largest;        /* largest single return delta (0 before any) */
+	unsigned long returns;  /* returns decoded */
+	int ended;              /* its stream has a final count (the run ended) */
+};
+
+/* One function's figures: the net bytes of its calls (inclusive of callees),
+ * in all threads or in the thread of tg_live.focus. */
+struct tg_live_func {
+	const char *file, *func; /* escaped as in .mem lines; point into names (owned) */
+	int64_t net;            /* sum of the deltas of its returns */
+	unsigned long calls;    /* returns of it */
+};
+
+struct tg_live {
+	struct tg_live_thread *threads;  /* in attach order */
+	size_t n_threads;
+	struct tg_live_func *funcs;      /* largest net first, at most TG_LIVE_FUNCS */
+	size_t n_funcs;
+	char *names;                     /* texts of funcs (owned) */
+	int64_t process_bytes;           /* last process sample (0 without samples) */
+	int has_process;                 /* the capture has process samples */
+	unsigned memory_mode;            /* the capture's (0 thread, 1 process, 2 rss) */
+	int ended;                       /* the run ended (END chunk) */
+	uint32_t pid;                    /* the recorded process */
+	int64_t start_us, last_us;       /* first record's time base, latest record */
+	unsigned long readings;          /* tg_live_read calls that succeeded */
+	uint32_t focus;                  /* set by the caller: funcs of this stream's
+					  * thread only (0: of all threads) */
+};
+
+/* Functions kept per reading (the view shows fewer). */
+#define TG_LIVE_FUNCS 64
+
+void tg_live_init(struct tg_live *lv);
+void tg_live_release(struct tg_live *lv);
+/*
+ * Reads the capture file at PATH as it is now into LV, computing each thread's
+ * change against LV's previous reading.  Returns 0, or -1 with d->msg set (the
+ * file is not a capture yet, unreadable, corrupt); LV keeps its previous figures
+ * on failure.
+ */
+int tg_live_read(struct tg_live *lv, const char *path, struct tg_diag *d);
+
+#endif

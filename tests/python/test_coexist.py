@@ -1,0 +1,383 @@
+"""threadgraph beside other tools: profilers, coverage.py, pytest-cov, greenlet.
+
+Real programs under `threadgraph run --format both` (or profiled with
+ProcessProfile under the other tool), checked on both outputs: the capture
+(decoded by the tests' own reader, tgcapture.py) and the text dumps, which must
+be what the capture renders to.  On 3.12+ the recorder uses a sys.monitoring
+tool id of its own and the other tool records beside it; on 3.8-3.11 the other
+tool's profile function displaces ours while it is installed, and ours comes
+back when it is gone (docs/architecture.md, "Another tool's profile function").
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import tgcapture
+from test_run import only_run_dir, tg, write, TIMEOUT
+
+MONITORING = sys.version_info >= (3, 12)
+
+# The program: `before` runs first, `during` while the other tool records,
+# `after_stop` once it stopped, and `in_thread` in a thread started after that.
+# It prints what the other tool saw: its output must be the same with and
+# without threadgraph.
+TOOL_PROGRAM = """
+import sys, threading
+
+TOOL = sys.argv[1]
+
+def work(n):
+    return [str(i) for i in range(n)]
+
+def before(): return work(10)
+def during(): return work(20)
+def after_stop(): return work(30)
+def in_thread(): return work(40)
+
+def names(stats):
+    return sorted({k[2] for k in stats.stats if k[0].endswith("prog.py")})
+
+before()
+if TOOL == "cProfile":
+    import cProfile, pstats
+    pr = cProfile.Profile()
+    pr.enable()
+    during()
+    pr.disable()
+    seen = names(pstats.Stats(pr))
+elif TOOL == "profile":
+    import profile, pstats
+    pr = profile.Profile()
+    pr.runcall(during)
+    seen = names(pstats.Stats(pr))
+else:
+    calls = []
+    def hook(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.endswith("prog.py"):
+            calls.append(frame.f_code.co_name)
+    sys.setprofile(hook)
+    during()
+    sys.setprofile(None)
+    seen = sorted(set(calls))
+print(TOOL, "saw", seen)
+print("after", len(after_stop()))
+t = threading.Thread(target=in_thread, name="late")
+t.start()
+t.join()
+print("thread done")
+"""
+
+
+def records(run_dir):
+    """{thread base: (calls, returns)} of the run's capture, each call and
+    return as its function name; the text dumps are checked to be the capture's
+    rendering on the way."""
+    cap = tgcapture.load(os.path.join(run_dir, "capture.tg"))
+    for name, data in cap.render().items():
+        with open(os.path.join(run_dir, name), "rb") as f:
+            assert f.read() == data, "%s differs from the capture's rendering" % name
+    out = {}
+    for stream in cap.order:
+        calls, returns, _ = cap.thread_records(stream)
+        out[cap.threads[stream]["base"]] = (
+            [c[4].decode() for c in calls], [r[3].decode() for r in returns])
+    return out
+
+
+def runinfo(run_dir):
+    with open(os.path.join(run_dir, "runinfo.json")) as f:
+        return json.load(f)
+
+
+# The pure-Python `profile` module is not among them: its Profile.runcall
+# fails ("Bad return") whenever a profiler that sees C calls is already active
+# (threadgraph, or cProfile itself): the C_RETURN of the sys.setprofile call that
+# installs it then reaches it, before any call.  docs/api.md, "Other tools".
+@pytest.mark.parametrize("tool", ["cProfile", "sys.setprofile"])
+def test_other_profiler_inside_a_profiled_program(tmp_path, tool):
+    prog = write(tmp_path / "prog.py", TOOL_PROGRAM)
+    plain = subprocess.run([sys.executable, prog, tool], cwd=str(tmp_path),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=TIMEOUT)
+    assert plain.returncode == 0, plain.stderr
+    assert "during" in plain.stdout  # the tool works at all
+
+    res = tg(["run", "--stack", "--format", "both", "-o", "out", "prog.py", tool], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == plain.stdout  # the program runs as without threadgraph
+
+    run = only_run_dir(tmp_path / "out")
+    recs = records(run)
+    main_calls, main_returns = recs["MainThread"]
+    late_calls, late_returns = recs["late"]
+    # Recorded again once the other tool stopped, in this thread and a later one.
+    for fn in ("before", "after_stop"):
+        assert fn in main_calls and fn in main_returns, fn
+    assert "in_thread" in late_calls and "in_thread" in late_returns
+    assert late_calls.count("work") == late_returns.count("work") == 1
+    info = runinfo(run)
+    assert info["dropped"] == 0
+    if MONITORING:
+        # Both record: threadgraph through its own tool id, never PROFILER_ID.
+        assert info["backend"] == "monitoring" and info["monitoring_tool"] in (3, 4)
+        assert "during" in main_calls and "during" in main_returns
+        assert info["displaced"] == 0 and info["unwound"] == 0
+    else:
+        # The other tool held the thread meanwhile: said, never silent.
+        assert "during" not in main_returns
+        assert info["displaced"] >= 1
+        assert "records lost:" in res.stderr.strip().splitlines()[-1]
+        assert "takeovers by another profiler" in res.stderr.strip().splitlines()[-1]
+
+
+def test_profile_function_taken_in_enable_comes_back(tmp_path):
+    """ProcessProfile in-process (binary only): sys.setprofile's function runs
+    alone while installed; disable() warns about the takeover."""
+    prog = write(tmp_path / "prog.py", """
+        import sys, warnings
+        from threadgraph import ProcessProfile
+
+        def f(): return [0] * 100
+        def g(): return [1] * 100
+        seen = []
+        p = ProcessProfile(default_log_path="out")
+        p.enable()
+        sys.setprofile(lambda frame, ev, arg: seen.append(ev))
+        f()
+        sys.setprofile(None)
+        x = [None] * 10  # an allocation: the recorder looks here
+        g()
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            p.disable()
+        print("hook events", len(seen) > 0)
+        print("warnings", [str(m.message) for m in w])
+        print("stats", p.stats()["displaced"], p.stats()["monitoring_tool"])
+    """)
+    res = subprocess.run([sys.executable, prog], cwd=str(tmp_path), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True, timeout=TIMEOUT)
+    assert res.returncode == 0, res.stderr
+    assert "hook events True" in res.stdout
+    recs = records_binary(only_run_dir(tmp_path / "out"))
+    calls, returns = recs["MainThread"]
+    assert "g" in calls and "g" in returns
+    if MONITORING:
+        assert "f" in returns
+        assert "stats 0 " in res.stdout and "takeovers" not in res.stdout
+    else:
+        assert "f" not in returns
+        assert "stats 1 None" in res.stdout
+        assert "1 takeovers by another profiler" in res.stdout
+
+
+def records_binary(run_dir):
+    cap = tgcapture.load(os.path.join(run_dir, "capture.tg"))
+    out = {}
+    for stream in cap.order:
+        calls, returns, _ = cap.thread_records(stream)
+        out[cap.threads[stream]["base"]] = (
+            [c[4].decode() for c in calls], [r[3].decode() for r in returns])
+    return out
+
+
+# --- coverage.py and pytest-cov ---------------------------------------------------
+
+MOD = """
+def covered(n):
+    total = 0
+    for i in range(n):
+        total += i
+    return [total] * 10
+
+def also_covered():
+    return covered(3)
+"""
+
+
+def coverage_json(tmp_path, data_file):
+    """{file name: executed lines} and the missing lines, from `coverage json`."""
+    out = tmp_path / "cov.json"
+    res = subprocess.run([sys.executable, "-m", "coverage", "json", "--data-file", data_file,
+                          "-o", str(out)], cwd=str(tmp_path), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True, timeout=TIMEOUT)
+    assert res.returncode == 0, res.stderr
+    with open(str(out)) as f:
+        files = json.load(f)["files"]
+    return {os.path.basename(k): v for k, v in files.items()}
+
+
+def test_coverage_run_over_a_profiled_program(tmp_path):
+    pytest.importorskip("coverage", reason="coverage.py is not installed (tests/run_pythons.sh "
+                        "installs it where a wheel exists)")
+    write(tmp_path / "mod.py", MOD)
+    prog = write(tmp_path / "prog.py", """
+        from threadgraph import ProcessProfile
+        import mod
+        p = ProcessProfile(default_log_path="out", format="both")
+        p.enable()
+        mod.also_covered()
+        p.disable()
+        print("ok")
+    """)
+    res = subprocess.run([sys.executable, "-m", "coverage", "run", "--data-file", ".cov",
+                          prog], cwd=str(tmp_path), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True, timeout=TIMEOUT)
+    assert res.returncode == 0 and res.stdout == "ok\n", res.stderr
+    files = coverage_json(tmp_path, ".cov")
+    assert files["mod.py"]["missing_lines"] == []  # every line of the module ran
+    assert files["prog.py"]["missing_lines"] == []
+    calls, returns = records(only_run_dir(tmp_path / "out"))["MainThread"]
+    for fn in ("also_covered", "covered"):
+        assert fn in calls and fn in returns
+
+
+def test_threadgraph_run_over_a_program_using_coverage(tmp_path):
+    pytest.importorskip("coverage", reason="coverage.py is not installed (tests/run_pythons.sh "
+                        "installs it where a wheel exists)")
+    write(tmp_path / "mod.py", MOD)
+    write(tmp_path / "prog.py", """
+        import coverage
+        cov = coverage.Coverage(data_file=".cov", include=["*mod.py"])
+        cov.start()
+        import mod
+        mod.also_covered()
+        cov.stop()
+        cov.save()
+        mod.covered(2)  # after coverage stopped: recorded still
+        print("ok")
+    """)
+    res = tg(["run", "--stack", "--format", "both", "-o", "out", "prog.py"], tmp_path)
+    assert res.returncode == 0 and res.stdout == "ok\n", res.stderr
+    files = coverage_json(tmp_path, ".cov")
+    assert files["mod.py"]["missing_lines"] == []
+    calls, returns = records(only_run_dir(tmp_path / "out"))["MainThread"]
+    assert calls.count("covered") == returns.count("covered") == 2
+    assert "also_covered" in returns
+    assert runinfo(only_run_dir(tmp_path / "out"))["displaced"] == 0
+
+
+def test_pytest_cov_over_profiled_tests(tmp_path):
+    pytest.importorskip("pytest_cov", reason="pytest-cov is not installed "
+                        "(tests/run_pythons.sh installs it where a wheel exists)")
+    write(tmp_path / "mod.py", MOD)
+    write(tmp_path / "test_mod.py", """
+        import os
+        from threadgraph import ProcessProfile
+        import mod
+
+        def test_it():
+            p = ProcessProfile(default_log_path=os.path.join(os.path.dirname(__file__), "out"))
+            p.enable()
+            assert mod.also_covered() == [3] * 10
+            p.disable()
+    """)
+    res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "--cov=mod", "--cov-report=term-missing", "test_mod.py"],
+                         cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, timeout=TIMEOUT)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "1 passed" in res.stdout
+    line = [ln for ln in res.stdout.splitlines() if ln.startswith("mod.py")]
+    assert line and line[0].split()[3] == "100%", res.stdout
+    calls, returns = records_binary(only_run_dir(tmp_path / "out"))["MainThread"]
+    for fn in ("also_covered", "covered"):
+        assert fn in calls and fn in returns
+
+
+# --- a stack that repairs itself ------------------------------------------------------
+
+
+def test_greenlet_switch_unwinds_and_counts(tmp_path):
+    """A greenlet left suspended never returns: the main greenlet's next return
+    closes its calls as unwound (counted), and the stream still pairs."""
+    pytest.importorskip("greenlet", reason="greenlet is not installed (tests/run_pythons.sh "
+                        "installs it where a wheel exists)")
+    write(tmp_path / "prog.py", """
+        import greenlet
+
+        def inner():
+            main.switch()  # leaves run_g, outer and inner open, never resumed
+        def outer():
+            inner()
+        def run_g():
+            outer()
+        def switch_away():
+            g.switch()
+        def after():
+            return [1] * 10
+
+        main = greenlet.getcurrent()
+        g = greenlet.greenlet(run_g)
+        switch_away()
+        after()
+        print("ok")
+    """)
+    res = tg(["run", "--stack", "--format", "both", "-o", "out", "prog.py"], tmp_path)
+    assert res.returncode == 0 and res.stdout == "ok\n", res.stderr
+    run = only_run_dir(tmp_path / "out")
+    calls, returns = records(run)["MainThread"]
+    # switch_away's return closes the calls made in g: run_g, outer, inner and
+    # the C call main.switch (g.switch, made from switch_away, is closed too).
+    for fn in ("run_g", "outer", "inner"):
+        assert fn in calls, fn
+    assert "switch_away" in returns and "after" in returns
+    info = runinfo(run)
+    assert info["unwound"] >= 4 and info["dropped"] == 0
+    assert "calls unwound" in res.stderr.strip().splitlines()[-1]
+    # The CLI reads the capture's UNWOUND events as the tests' reader does: its
+    # export is the text files the recorder wrote.
+    exp_dir = tmp_path / "exp"
+    exp_dir.mkdir()
+    shutil.copy(os.path.join(run, "capture.tg"), str(exp_dir))
+    exp = tg(["export", str(exp_dir)], tmp_path)
+    assert exp.returncode == 0, exp.stderr
+    for name in ("MainThread.mem", "MainThread.stack"):
+        with open(os.path.join(run, name), "rb") as a, open(str(exp_dir / name), "rb") as b:
+            assert a.read() == b.read(), name
+
+
+def test_unwound_calls_across_capture_segments(tmp_path):
+    """With max_size, a segment's head holds the calls open where it starts: the
+    recorder's own decoding of the stream follows UNWOUND too, so a reader that
+    starts at a later segment pairs every return."""
+    pytest.importorskip("greenlet", reason="greenlet is not installed (tests/run_pythons.sh "
+                        "installs it where a wheel exists)")
+    prog = write(tmp_path / "prog.py", """
+        import greenlet
+        from threadgraph import ProcessProfile
+
+        def inner(): main.switch()
+        def outer(): inner()
+        def run_g(): outer()
+        def switch_away(g): g.switch()
+        def work(): return [str(i) for i in range(20)]
+
+        main = greenlet.getcurrent()
+        p = ProcessProfile(default_log_path="out", max_size="256K")
+        p.enable()
+        kept = []
+        for i in range(12000):
+            g = greenlet.greenlet(run_g)
+            kept.append(g)  # never resumed nor collected while recording
+            switch_away(g)
+            work()
+        p.disable()
+        print(p.stats()["unwound"])
+    """)
+    res = subprocess.run([sys.executable, "-W", "ignore", prog], cwd=str(tmp_path),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, timeout=TIMEOUT)
+    assert res.returncode == 0, res.stderr
+    assert int(res.stdout) == 4 * 12000
+    run = only_run_dir(tmp_path / "out")
+    segments = sorted(f for f in os.listdir(run) if f.startswith("capture-"))
+    assert segments and segments[0] != "capture-000001.tg"  # the first ones were dropped
+    exp = tg(["export", run], tmp_path)
+    assert exp.returncode == 0 and "error" not in exp.stderr, exp.stderr
+    with open(os.path.join(run, "MainThread.mem")) as f:
+        lines = f.read().splitlines()
+    assert any(":work=>" in ln for ln in lines) and any(":switch_away=>" in ln for ln in lines)

@@ -1,0 +1,151 @@
+"""threadgraph live in a real terminal (tmux): a run being written, its threads'
+figures, and the terminal given back on q (docs/attach.md, "threadgraph live").
+
+The program is held by a FIFO until the view has shown its threads; the test
+waits on the pane's content (capture-pane), never on time.  Runs on 3.11 and
+3.12 only (a terminal test: its cost is tmux's, the same on every Python).
+"""
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tgtest import env_with_package
+
+pytestmark = [
+    pytest.mark.skipif(sys.version_info[:2] not in ((3, 11), (3, 12)),
+                       reason="the terminal tests run on 3.11 and 3.12 only"),
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
+
+PROGRAM = r'''
+import sys, threading
+keep = []
+
+def grow(n):
+    return [bytearray(1000) for _ in range(n)]
+
+def worker(n):
+    for i in range(3):
+        keep.append(grow(n))
+
+threads = [threading.Thread(target=worker, args=(100 * (i + 1),), name="w%d" % i)
+           for i in range(3)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+with open(sys.argv[1]) as gate:  # until the test has seen the view
+    gate.read()
+'''
+
+PANE_WAIT = 120.0  # a bound on a wait for the pane's content, never reached when it works
+
+
+class Tmux:
+    def __init__(self, tmp_path, command):
+        self.sock = str(tmp_path / "tmux.sock")
+        self.run("new-session", "-d", "-s", "t", "-x", "150", "-y", "40", command)
+
+    def run(self, *args):
+        return subprocess.run(["tmux", "-S", self.sock] + list(args), check=True,
+                              stdout=subprocess.PIPE, universal_newlines=True).stdout
+
+    def pane(self):
+        return self.run("capture-pane", "-p", "-t", "t")
+
+    def wait_for(self, predicate):
+        deadline = time.monotonic() + PANE_WAIT
+        while True:
+            text = self.pane()
+            if predicate(text):
+                return text
+            if time.monotonic() > deadline:
+                pytest.fail("the pane never showed it:\n" + text)
+            time.sleep(0.1)
+
+    def close(self):
+        subprocess.run(["tmux", "-S", self.sock, "kill-server"], stderr=subprocess.DEVNULL)
+
+
+ROW = re.compile(r"^[ >](w\d)\s+(\S+ \S+)\s+(\S+ \S+)\s+(\S+ \S+)\s+(\S+ \S+)\s+(\d+)\s*$", re.M)
+
+
+def kb(v):
+    """The view's spelling of a byte count (live_bytes in cmd_live.c)."""
+    a = abs(v)
+    s = "-" if v < 0 else ""
+    if a < 1024:
+        return "%s%d B" % (s, a)
+    if a < 1024 * 1024:
+        return "%s%.1f KB" % (s, a / 1024)
+    return "%s%.2f MB" % (s, a / (1024 * 1024))
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "threadgraph"] + list(args), check=True,
+                          stdout=subprocess.PIPE, universal_newlines=True,
+                          env=env_with_package(keep_cli=True)).stdout
+
+
+def test_live_follows_a_run_and_gives_the_terminal_back(tmp_path):
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    gate = str(tmp_path / "gate")
+    os.mkfifo(gate)
+    run = subprocess.Popen([sys.executable, "-m", "threadgraph", "run", "-o",
+                            str(tmp_path / "base"), str(tmp_path / "prog.py"), gate],
+                           cwd=str(tmp_path), env=env_with_package(keep_cli=True),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run_dir = str(tmp_path / "base" / str(run.pid))
+    live = " ".join(shlex.quote(a) for a in
+                    [sys.executable, "-m", "threadgraph", "live", run_dir])
+    script = ('a=$(stty -g); %s; s=$?; [ "$a" = "$(stty -g)" ] && echo RESTORED; '
+              'echo EXIT=$s; exec sleep 600' % live)
+    term = Tmux(tmp_path, "sh -c %s" % shlex.quote(script))
+    try:
+        # The run's threads appear while it is still running.
+        text = term.wait_for(lambda t: len(ROW.findall(t)) == 3 and "recording" in t)
+        assert run.poll() is None
+        with open(gate, "w") as f:
+            f.write("end\n")
+        assert run.wait(timeout=120) == 0
+        text = term.wait_for(lambda t: "run ended" in t)
+        rows = {m[0]: m[1:] for m in ROW.findall(text)}
+        assert sorted(rows) == ["w0", "w1", "w2"]
+        # The figures are those of the finished run: each thread's largest call
+        # is its largest peak (threadgraph peaks), its returns its records.
+        peaks = json.loads(cli("peaks", "--peak", "0", "--peak_delta_time", "0",
+                               "--peak_delta_value", "0", "--json", run_dir))
+        exported = tmp_path / "exported"
+        cli("export", "-q", "-o", str(exported), run_dir)
+        for name, (now, change, peak, largest, returns) in rows.items():
+            deltas = [p["delta"] for p in peaks if p["thread"] == name]
+            assert largest == kb(max(deltas)), (name, largest, deltas)
+            with open(str(exported / (name + ".mem"))) as f:
+                assert int(returns) == sum(1 for _ in f)
+            assert now == peak  # the workers only grow
+        # The same figures without a terminal.
+        once = cli("live", "--once", run_dir)
+        assert {m[0]: m[1:] for m in ROW.findall(once)} == rows
+        term.run("send-keys", "-t", "t", "q")
+        text = term.wait_for(lambda t: "EXIT=" in t)
+        assert "RESTORED" in text and "EXIT=0" in text
+        assert "THREAD" not in text  # the alternate screen is gone
+    finally:
+        term.close()
+        if run.poll() is None:
+            run.kill()
+        run.wait()
+
+
+def test_live_needs_a_terminal_or_once(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "threadgraph", "live", str(tmp_path)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, env=env_with_package(keep_cli=True))
+    assert r.returncode != 0 and "--once" in r.stderr
