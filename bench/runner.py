@@ -107,9 +107,10 @@ class Threadgraph:
 
     # CONFIGS pass these positionally: append new parameters at the end.
     def __init__(self, memory_mode, stack, accounting=False, backend=None, native=False,
-                 fmt="text", compress=False, sample_bytes=0, mode="full"):
+                 fmt="text", compress=False, sample_bytes=0, mode="full", process_every=None):
         self.mode = mode
         self.native = native
+        self.process_every = process_every
         self.fmt = fmt
         self.compress = compress
         self.memory_mode = memory_mode
@@ -145,6 +146,8 @@ class Threadgraph:
             self.prof.backend = self.backend
         if self.native:  # native memory (docs/api.md "Native memory")
             self.prof.native = True
+        if self.process_every is not None:  # process.mem every N events
+            self.prof.setProcessMemoryFrequence(self.process_every)
         self.prof.enable()
 
     def stop(self):
@@ -238,6 +241,13 @@ CONFIGS = {
     "tg-thread": (Threadgraph, ("thread", True), "threadgraph, thread mode, stacks on (full recording)"),
     "tg-binary": (Threadgraph, ("thread", True, False, None, False, "binary"),
                   "threadgraph full recording (thread mode, stacks on) into the binary capture"),
+    "tg-tutorial": (Threadgraph, ("thread", True, False, None, False, "binary", False, 0, "full",
+                                  20),
+                    "the tutorial's configuration: profile \"both\", trackStack(), "
+                    "setProcessMemoryFrequence(20), the default binary capture"),
+    "tg-tutorial-native": (Threadgraph, ("thread", True, False, None, True, "binary", False, 0,
+                                         "full", 20),
+                           "tg-tutorial with native=True"),
     "tg-binary-setprofile": (Threadgraph, ("thread", True, False, "setprofile", False, "binary"),
                              "tg-binary with events from a profile function (3.12/3.13, "
                              "where the default is sys.monitoring)"),

@@ -2,7 +2,7 @@
 workloads (docs/accounting.md "Sampling").
 
     python3 bench/sample_error.py [--scale S] [--sample-bytes N] [--seeds K]
-                                  [--only W,...] [--threadgraph-path DIR]
+                                  [--only W,...] [--threadgraph-path DIR] [--sampled]
 
 Each workload runs once with exact accounting, once more exactly (the run-to-run
 noise of the workload itself: threads, hash seeds), and under K seeds with
@@ -11,6 +11,11 @@ thread names differ between runs).  For every site holding at least 1 % of the
 exact run's allocated bytes (TOTAL, final snapshot) or of its peak (LIVE in the
 peak snapshot), the relative error |estimate - exact| / exact is taken; the
 table gives the median and the largest over sites and seeds.  Prints Markdown.
+
+--sampled measures mode="sampled" (docs/api.md "Sampled mode"; default
+--sample-bytes 524288, its default) instead: its sites are Python stacks read
+from the frames, so the exact runs record Python calls only (profile="python")
+for their contexts to be the same.
 """
 import argparse
 import os
@@ -30,7 +35,7 @@ sys.path.insert(0, %(here)r)
 import runner
 from threadgraph import ProcessProfile
 fn = runner.prepare_workload(%(workload)r, %(scale)r)
-p = ProcessProfile(default_log_path=%(out)r, accounting=True, sample_bytes=%(sb)d)
+p = ProcessProfile(default_log_path=%(out)r, %(kwargs)s)
 p.trackStack(False)
 p.enable()
 fn()
@@ -39,14 +44,20 @@ print(p.output_dir)
 """
 
 
-def run_once(workload, scale, sample_bytes, seed, tgpath):
+def run_once(workload, scale, sample_bytes, seed, tgpath, sampled=False):
     out = tempfile.mkdtemp(prefix="tgsample-")
     env = dict(os.environ)
     env["THREADGRAPH_SAMPLE_SEED"] = str(seed)
     if tgpath:
         env["PYTHONPATH"] = tgpath + os.pathsep + env.get("PYTHONPATH", "")
+    if not sampled:
+        kwargs = "accounting=True, sample_bytes=%d" % sample_bytes
+    elif sample_bytes:
+        kwargs = 'mode="sampled", sample_bytes=%d' % sample_bytes
+    else:
+        kwargs = 'accounting=True, profile="python"'
     code = CHILD % {"here": HERE, "workload": workload, "scale": scale, "out": out,
-                    "sb": sample_bytes}
+                    "kwargs": kwargs}
     res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, timeout=1800)
     if res.returncode != 0:
@@ -85,24 +96,30 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=float, default=0.25)
-    ap.add_argument("--sample-bytes", type=int, default=65536)
+    ap.add_argument("--sample-bytes", type=int)
+    ap.add_argument("--sampled", action="store_true",
+                    help='mode="sampled" against exact Python-call accounting')
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--only")
     ap.add_argument("--threadgraph-path")
     args = ap.parse_args()
     workloads = args.only.split(",") if args.only else WORKLOADS
-    print("sample_bytes=%d, scale %.2f, %d seeds; sites >= %d %% of the exact figure; "
+    if args.sample_bytes is None:
+        args.sample_bytes = 524288 if args.sampled else 65536
+    print("%ssample_bytes=%d, scale %.2f, %d seeds; sites >= %d %% of the exact figure; "
           "relative error median / max (over sites and seeds)\n"
-          % (args.sample_bytes, args.scale, args.seeds, SHARE * 100))
+          % ('mode="sampled", ' if args.sampled else "", args.sample_bytes, args.scale,
+             args.seeds, SHARE * 100))
     print("| workload | allocated MB | sites | exact rerun | sampled "
           "| peak MB | sites at peak | exact rerun | sampled |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for w in workloads:
-        tot0, pk0 = run_once(w, args.scale, 0, 0, args.threadgraph_path)
-        tot1, pk1 = run_once(w, args.scale, 0, 0, args.threadgraph_path)
+        tot0, pk0 = run_once(w, args.scale, 0, 0, args.threadgraph_path, args.sampled)
+        tot1, pk1 = run_once(w, args.scale, 0, 0, args.threadgraph_path, args.sampled)
         et, ep = [], []
         for seed in range(1, args.seeds + 1):
-            tot, pk = run_once(w, args.scale, args.sample_bytes, seed, args.threadgraph_path)
+            tot, pk = run_once(w, args.scale, args.sample_bytes, seed, args.threadgraph_path,
+                               args.sampled)
             et += errors(tot0, tot)
             ep += errors(pk0, pk)
         rt, rp = errors(tot0, tot1), errors(pk0, pk1)

@@ -6,9 +6,11 @@
 For every bench workload, R rounds each running `runner.py none W` and
 `runner.py tg-sampled W` one after the other (the order alternating from round to
 round), each in a fresh interpreter; the figure is the process CPU time (user +
-system, all threads) from the profiler's start to its stop (runner.py "cpu").
-Prints a Markdown table: the median CPU seconds of each and the median of the
-per-round ratios, with its smallest and largest.
+system, all threads) of the workload (runner.py "run_cpu"), and, beside it, from
+the profiler's start to its stop (runner.py "cpu": enable() and disable() with
+its summary and snapshots included).  Prints a Markdown table: the median CPU
+seconds of each and the median of the per-round ratios, with its smallest and
+largest.
 """
 import argparse
 import json
@@ -32,30 +34,36 @@ def once(config, workload, scale):
                          timeout=1800)
     if res.returncode != 0:
         raise RuntimeError("%s %s failed: %s" % (config, workload, res.stderr[-2000:]))
-    return json.loads(res.stdout.strip().splitlines()[-1])["cpu"]
+    return json.loads(res.stdout.strip().splitlines()[-1])
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scale", type=float, default=0.3)
+    ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--only")
     args = ap.parse_args()
     workloads = args.only.split(",") if args.only else WORKLOADS
     print("scale %.2f, %d rounds; process CPU seconds (user + system), median\n"
           % (args.scale, args.reps))
-    print("| workload | none | sampled | ratio (median of rounds) | min - max |")
-    print("|---|---:|---:|---:|---:|")
+    print("| workload | none | sampled | ratio (median of rounds) | min - max "
+          "| with enable/disable |")
+    print("|---|---:|---:|---:|---:|---:|")
     for w in workloads:
-        cpu = {c: [] for c in CONFIGS}
+        run = {c: [] for c in CONFIGS}
+        whole = {c: [] for c in CONFIGS}
         for r in range(args.reps):
             for c in (CONFIGS if r % 2 == 0 else CONFIGS[::-1]):
-                cpu[c].append(once(c, w, args.scale))
-        ratios = [s / n for n, s in zip(cpu["none"], cpu["tg-sampled"])]
-        print("| %s | %.3f | %.3f | %.3fx | %.2f - %.2f |"
-              % (w, statistics.median(cpu["none"]), statistics.median(cpu["tg-sampled"]),
-                 statistics.median(ratios), min(ratios), max(ratios)))
+                res = once(c, w, args.scale)
+                run[c].append(res["run_cpu"])
+                whole[c].append(res["cpu"])
+        ratios = [s / n for n, s in zip(run["none"], run["tg-sampled"])]
+        wratios = [s / n for n, s in zip(whole["none"], whole["tg-sampled"])]
+        print("| %s | %.3f | %.3f | %.3fx | %.2f - %.2f | %.3fx |"
+              % (w, statistics.median(run["none"]), statistics.median(run["tg-sampled"]),
+                 statistics.median(ratios), min(ratios), max(ratios),
+                 statistics.median(wratios)))
         sys.stdout.flush()
     return 0
 

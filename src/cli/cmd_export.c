@@ -1,6 +1,8 @@
 /*
  * cmd_export.c - threadgraph export: a binary capture back to the text dumps.
  */
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +19,11 @@ int cmd_export(int argc, char **argv)
 	const char *outdir = NULL;
 	char *dir = NULL;
 	int nargs, ret, quiet = 0;
+	unsigned long max_mib = ULONG_MAX;  /* unset: tg_export_default_max */
 	const struct tg_option opts[] = {
+		{ "max-output", 0, TG_OPT_COUNT, &max_mib, NULL, "MIB",
+		  "write at most MIB mebibytes of text (default: 1024 plus 100 times the "
+		  "capture's size, 0: no limit): a .stack line is indented by its depth" },
 		{ "output", 'o', TG_OPT_STRING, &outdir, NULL, "DIR",
 		  "write the files into DIR, created if missing (default: the capture's directory)" },
 		{ "quiet", 'q', TG_OPT_BOOL, &quiet, NULL, NULL,
@@ -55,7 +61,8 @@ int cmd_export(int argc, char **argv)
 		dir[n] = '\0';
 		outdir = dir;
 	}
-	if (tg_export_run(cap, outdir, &st, &d) < 0) {
+	if (tg_export_run(cap, outdir, max_mib == ULONG_MAX ? tg_export_default_max(cap)
+			  : (uint64_t)max_mib << 20, &st, &d) < 0) {
 		ret = error("%s", d.msg);
 		goto out;
 	}

@@ -1,6 +1,7 @@
 /*
  * cmd_folded.c - threadgraph folded: a run's calls as folded stacks.
  */
+#include <stdint.h>
 #include <string.h>
 
 #include "cli.h"
@@ -9,14 +10,23 @@
 
 static const char folded_usage[] = "threadgraph folded [options] RUN_DIR";
 
+/* Default of --max-output: more text than any flame graph tool takes in. */
+#define TG_FOLDED_MAX_MIB 1024
+
 int cmd_folded(int argc, char **argv)
 {
 	struct tg_fold_args a = { .metric = "alloc", .c = { .no_time = tg_global_no_time } };
 	struct tg_fold f;
 	struct tg_diag d;
+	unsigned long max_mib = TG_FOLDED_MAX_MIB;
+	unsigned depth;
+	uint64_t size;
 	int nargs, ret;
 	const struct tg_option opts[] = {
 		TG_FOLD_OPTIONS(&a),
+		{ "max-output", 0, TG_OPT_COUNT, &max_mib, NULL, "MIB",
+		  "write at most MIB mebibytes of stacks (default 1024, 0: no limit): a line "
+		  "repeats its whole stack, so deep calls make much text" },
 		TG_OPT_END_ROW,
 	};
 
@@ -32,6 +42,16 @@ int cmd_folded(int argc, char **argv)
 		return usage_error(folded_usage, "expected one run directory");
 	if ((ret = tg_cli_fold_load(&a, argv[0], folded_usage, &f, &d)))
 		return ret;
+	size = tg_fold_text_size(&f, &depth);
+	if (max_mib && size > (uint64_t)max_mib << 20) {
+		ret = error("the folded stacks of '%s' would be more than %lu MiB of text "
+			    "(%llu MiB: stacks up to %u frames deep); give --max-output %llu to "
+			    "write them, or --thread NAME to fold one thread", argv[0], max_mib,
+			    (unsigned long long)(size >> 20), depth,
+			    (unsigned long long)((size >> 20) + 1));
+		tg_fold_release(&f);
+		return ret;
+	}
 	ret = tg_fold_write(&f, stdout) ? error("unable to write to standard output") : 0;
 	tg_fold_release(&f);
 	return ret;

@@ -24,6 +24,8 @@ struct exp_out {
 	int fd;            /* -1 when not open */
 	size_t n;          /* bytes in buf */
 	char *buf;         /* EXP_BUF bytes */
+	uint64_t *total;   /* bytes formatted so far, all files (shared) */
+	uint64_t max;      /* bound of *total (0: none) */
 };
 
 /* The files of one export, to remove them all on failure. */
@@ -150,6 +152,11 @@ static int exp_put(struct exp_out *o, const struct tg_cap_rec_data *r, int timed
 			return tg_error(d, "a record of '%s' is too long to export", o->path);
 	}
 	o->n += n;
+	*o->total += n;
+	if (o->max && *o->total > o->max)
+		return tg_error(d, "the text would be more than %llu MiB (calls nested %u "
+				"deep in '%s'): give --max-output MIB to go further (0: no "
+				"limit)", (unsigned long long)(o->max >> 20), r->depth, o->path);
 	return 0;
 }
 
@@ -180,11 +187,18 @@ out:
 	return ret;
 }
 
-int tg_export_run(const struct tg_capture *cap, const char *dir, struct tg_export_stats *st,
-		  struct tg_diag *d)
+uint64_t tg_export_default_max(const struct tg_capture *cap)
+{
+	return (1ull << 30) + 100 * (uint64_t)cap->size;
+}
+
+int tg_export_run(const struct tg_capture *cap, const char *dir, uint64_t max_bytes,
+		  struct tg_export_stats *st, struct tg_diag *d)
 {
 	struct exp_state x = { 0 };
-	struct exp_out mem = { NULL, -1, 0, NULL }, stack = { NULL, -1, 0, NULL };
+	uint64_t total = 0;
+	struct exp_out mem = { NULL, -1, 0, NULL, &total, max_bytes };
+	struct exp_out stack = { NULL, -1, 0, NULL, &total, max_bytes };
 	int want_mem = (cap->flags & TG_CAP_F_MEMORY) != 0;
 	int want_stack = (cap->flags & TG_CAP_F_STACK) != 0;
 	int ret = -1;

@@ -24,11 +24,17 @@ struct tg_export_stats {
 /*
  * Writes the text files of cap into dir, creating dir (and its parents) if
  * missing.  Never overwrites: if any of the files exists, fails before writing
- * anything; files are created O_EXCL|O_NOFOLLOW with mode 0644.  Returns 0, or
- * -1 with d->msg set (a corrupt stream, a write error), having removed the
- * files it created.
+ * anything; files are created O_EXCL|O_NOFOLLOW with mode 0644.  max_bytes (0:
+ * no limit) bounds the text written, all files: a .stack line is indented by
+ * its depth, so deep calls make text quadratic in the records.  Returns 0, or
+ * -1 with d->msg set (a corrupt stream, a write error, max_bytes passed),
+ * having removed the files it created.
  */
-int tg_export_run(const struct tg_capture *cap, const char *dir, struct tg_export_stats *st,
-		  struct tg_diag *d);
+int tg_export_run(const struct tg_capture *cap, const char *dir, uint64_t max_bytes,
+		  struct tg_export_stats *st, struct tg_diag *d);
+
+/* The default of max_bytes for cap: 1 GiB plus 100 times the capture's size
+ * (a text run is some 30 times its capture). */
+uint64_t tg_export_default_max(const struct tg_capture *cap);
 
 #endif

@@ -278,6 +278,29 @@ static void fold_fputs_safe(FILE *out, const char *s)
 	}
 }
 
+uint64_t tg_fold_text_size(const struct tg_fold *f, unsigned *max_depth)
+{
+	uint64_t *plen, total = 0;
+
+	*max_depth = 0;
+	if (f->n < 2)
+		return 0;
+	if (!(plen = malloc(f->n * sizeof(*plen))))
+		return UINT64_MAX;
+	plen[0] = 0;
+	/* parents come before their children: a path's length from its parent's */
+	for (size_t i = 1; i < f->n; i++) {
+		const struct tg_fold_node *nd = &f->v[i];
+		plen[i] = (nd->parent ? plen[nd->parent] + 1 : 0) + strlen(tg_fold_name(f, i));
+		if (nd->self > 0)
+			total += plen[i] + 22;  /* " VALUE\n" */
+		if (nd->depth > *max_depth)
+			*max_depth = nd->depth;
+	}
+	free(plen);
+	return total;
+}
+
 int tg_fold_write(const struct tg_fold *f, FILE *out)
 {
 	size_t *path, top = 0, i;

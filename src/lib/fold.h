@@ -142,6 +142,14 @@ static inline const char *tg_fold_name(const struct tg_fold *f, size_t i)
 }
 
 /*
+ * The bytes tg_fold_write() would write (at most: a value is counted at its
+ * longest), and the deepest frame's depth in *max_depth: each line repeats its
+ * whole path, so a deep chain makes text quadratic in the frames.  UINT64_MAX
+ * when out of memory.
+ */
+uint64_t tg_fold_text_size(const struct tg_fold *f, unsigned *max_depth);
+
+/*
  * Writes one line "FRAME;FRAME;... SELF" per frame with a positive self value,
  * outermost frame first, the root left out, in depth-first order by name.
  * Returns 0 or EOF.

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fmt.h"
 #include "memg.h"
@@ -428,6 +429,130 @@ static void memg_yclip(const struct tg_memg_opts *o, const struct tg_dumpfile *f
 		*clip_hi = rest + rest / 4;
 }
 
+/*
+ * The graph's size is bounded: a thread series with more points than the graph
+ * can show is thinned, once the run's time span is known, to the first, lowest,
+ * highest and last point of each of `columns` slices of the span (what a
+ * screen column shows), in their order.  The threads together keep about
+ * MEMG_POINTS_BUDGET points: 510 threads made a 5 MB memg.svg and report.
+ */
+#define MEMG_POINTS_BUDGET 60000
+struct memg_thin_pt {
+	char line[160];    /* the data line as written ("X Y\n": X is at most 64 bytes) */
+	double y;
+	size_t order;      /* its place in the file */
+};
+
+static int memg_thin_cmp(const void *a, const void *b)
+{
+	const struct memg_thin_pt *x = a, *y = b;
+
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static void memg_thin_set(struct memg_thin_pt *p, const char *line, size_t len, double y,
+			  size_t order)
+{
+	if (len >= sizeof(p->line))
+		len = sizeof(p->line) - 1;
+	memcpy(p->line, line, len);
+	p->line[len] = '\0';
+	p->y = y;
+	p->order = order;
+}
+
+/* Thins DIR/NAME as said above; 0, or -1 with d set (the file left whole).  No
+ * allocation per line: a long series streams through four fixed slots. */
+static int memg_thin(const char *dir, const char *name, double x0, double x1,
+		     size_t columns, struct tg_diag *d)
+{
+	char *path = NULL, *tmp = NULL, *line = NULL;
+	size_t cap = 0, order = 0;
+	long col = -1;
+	struct memg_thin_pt keep[4];   /* first, lowest, highest, last of the slice */
+	FILE *in = NULL, *out = NULL;
+	int ret = -1;
+
+	if (asprintf(&path, "%s/%s", dir, name) < 0) {
+		path = NULL;
+		tg_error(d, "out of memory");
+		goto done;
+	}
+	if (asprintf(&tmp, "%s/.%s.thin", dir, name) < 0) {
+		tmp = NULL;
+		tg_error(d, "out of memory");
+		goto done;
+	}
+	if (!(in = fopen(path, "r")) || !(out = fopen(tmp, "w"))) {
+		tg_error(d, "unable to thin '%s': %s", path, strerror(errno));
+		goto done;
+	}
+	for (;;) {
+		ssize_t len = getline(&line, &cap, in);
+		double x = 0, y = 0;
+		long c;
+
+		if (len >= 0 && sscanf(line, "%lf %lf", &x, &y) != 2)
+			continue;
+		c = len < 0 ? -2 : x1 > x0 ? (long)((x - x0) / (x1 - x0) * (double)columns) : 0;
+		if (c != col && col != -1) {  /* a slice ends: its points, in order */
+			struct memg_thin_pt *v[4];
+			size_t k = 0;
+			for (int i = 0; i < 4; i++) {
+				int dup = 0;
+				for (size_t j = 0; j < k; j++)
+					dup |= v[j]->order == keep[i].order;
+				if (!dup)
+					v[k++] = &keep[i];
+			}
+			for (size_t i = 1; i < k; i++)  /* insertion sort by order: k <= 4 */
+				for (size_t j = i; j > 0 && memg_thin_cmp(v[j - 1], v[j]) > 0; j--) {
+					struct memg_thin_pt *t = v[j];
+					v[j] = v[j - 1];
+					v[j - 1] = t;
+				}
+			for (size_t j = 0; j < k; j++)
+				fputs(v[j]->line, out);
+		}
+		if (len < 0)
+			break;
+		if (c != col) {
+			col = c;
+			for (int i = 0; i < 4; i++)
+				memg_thin_set(&keep[i], line, (size_t)len, y, order);
+		} else {
+			if (y < keep[1].y)
+				memg_thin_set(&keep[1], line, (size_t)len, y, order);
+			if (y > keep[2].y)
+				memg_thin_set(&keep[2], line, (size_t)len, y, order);
+			memg_thin_set(&keep[3], line, (size_t)len, y, order);
+		}
+		order++;
+	}
+	if (ferror(in) || fclose(out) != 0) {
+		out = NULL;
+		tg_error(d, "unable to thin '%s'", path);
+		goto done;
+	}
+	out = NULL;
+	if (rename(tmp, path) < 0) {
+		tg_error(d, "unable to thin '%s': %s", path, strerror(errno));
+		goto done;
+	}
+	ret = 0;
+done:
+	if (in)
+		fclose(in);
+	if (out)
+		fclose(out);
+	if (ret < 0 && tmp)
+		unlink(tmp);
+	free(line);
+	free(path);
+	free(tmp);
+	return ret;
+}
+
 /* Writes memg.gp's settings and plot command. */
 static void memg_script(FILE *f, const struct tg_memg_opts *o,
 			const struct tg_dumpfile *files, size_t n,
@@ -559,6 +684,24 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	}
 	tg_gp_pick_top(act, n, top, show);
 	tg_peaks_select(&peaks, &o->peak);
+	if (ta.seen && ta.t1 > ta.t0) {
+		size_t series = 0, columns;
+		for (i = 0; i < n; i++)
+			series += st[i].events && files[i].kind == TG_DUMP_MEM;
+		columns = MEMG_POINTS_BUDGET / 4 / (series ? series : 1);
+		if (columns > (size_t)po->width)
+			columns = (size_t)po->width;
+		if (columns < 16)
+			columns = 16;
+		for (i = 0; i < n; i++) {
+			if (!st[i].events || files[i].kind != TG_DUMP_MEM ||
+			    st[i].events <= 4 * columns)
+				continue;
+			snprintf(name, sizeof(name), "memg-%zu.dat", i);
+			if (memg_thin(pf.dir, name, ta.t0, ta.t1, columns, d) < 0)
+				goto out;
+		}
+	}
 	memg_yclip(o, files, n, st, &clip_lo, &clip_hi);
 
 	if (tg_aout_open(&legend, po->dir, "memg.txt", d) < 0)

@@ -76,8 +76,10 @@ tg_acct_window_open_impl(const char *name)
     /* The register now tracks the peak since this open; what it held (the peak
      * since the previous open) is kept for the windows still open.  Under the
      * hooks' lock: they update the register with a load and a store. */
+    live = tg_acct_live_now();  /* sampled mode: a sum, taken before the lock */
     tg_acct_spin_lock();
-    live = TG_LOAD(tg_acct.live);
+    if (tg_acct.stack_site == NULL)
+        live = TG_LOAD(tg_acct.live);
     w->saved_peak = TG_LOAD(tg_acct.win_peak);
     atomic_store_explicit(&tg_acct.win_peak, live, TG_RELAXED);
     tg_acct.nwindows++;
@@ -221,6 +223,7 @@ tg_acct_start(const char *outdir, int compress, long long sample_bytes,
     tg_acct.nsnap = 0;
     tg_acct.sched_err[0] = '\0';
     atomic_store(&tg_acct.live, 0);
+    atomic_store(&tg_acct.tracer_freed, 0);
     atomic_store(&tg_acct.peak, 0);
     atomic_store(&tg_acct.win_peak, 0);
     tg_acct.peak_seq = 1;   /* site stamps start at 0: "unchanged since the peak" */
@@ -251,6 +254,7 @@ void
 tg_acct_stop(void)
 {
     atomic_store(&tg_acct_on, 0);
+    tg_acct_peak_settle();
     tg_acct.sched.active = 0;
 }
 

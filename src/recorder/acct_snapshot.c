@@ -148,6 +148,10 @@ tg_acct_view_take(struct tg_snap_view *v, size_t nids, int at_peak)
 {
     size_t i;
 
+    /* Sampled mode: the live bytes are a sum over the threads, taken before
+     * the lock (acct_state.h tracer_freed). */
+    int64_t live = tg_acct_live_now();
+
     tg_acct_spin_lock();
     for (i = 0; i <= nids; i++) {
         uint32_t id = i == 0 ? TG_SITE_NOTHREAD : i < nids ? (uint32_t)i : TG_SITE_FULL;
@@ -167,7 +171,7 @@ tg_acct_view_take(struct tg_snap_view *v, size_t nids, int at_peak)
             r->fc = TG_LOAD(c->free_count);
         }
     }
-    v->live = TG_LOAD(tg_acct.live);
+    v->live = tg_acct.stack_site == NULL ? TG_LOAD(tg_acct.live) : live;
     v->peak = TG_LOAD(tg_acct.peak);
     v->peak_ns = tg_acct.peak_ns;
     tg_acct_spin_unlock();

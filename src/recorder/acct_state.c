@@ -18,12 +18,6 @@ struct tg_acct tg_acct = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-/* The histogram bin of SIZE (TG_ACCT_BINS). */
-static inline int
-tg_acct_bin(size_t size)
-{
-    return size == 0 ? 0 : 64 - __builtin_clzll((unsigned long long)size);
-}
 
 void
 tg_acct_spin_wait(void)
@@ -128,9 +122,10 @@ tg_acct_alloc(size_t size)
     struct tg_acct_thread *t = tg_acct_self();
     struct tg_acct_site_ctr *c = NULL;
     uint32_t sid = TG_SITE_NOTHREAD;
-    int64_t live, own = 0, wb = 0, wc = 0;
+    int64_t live = 0, own = 0, wb = 0, wc = 0;
     int64_t mean = atomic_load_explicit(&tg_acct.sample, TG_RELAXED);
     int when = 0;  /* threshold snapshots due (acct_when.h), written after the lock */
+    int light = tg_acct.stack_site != NULL;  /* sampled mode (see tracer_freed) */
 
     if (size > TG_ACCT_SIZE_MASK)  /* >= 16 TiB: counted at the mask (documented) */
         size = TG_ACCT_SIZE_MASK;
@@ -152,6 +147,13 @@ tg_acct_alloc(size_t size)
     } else if (mean > 0) {
         sid = TG_SITE_NONE;  /* no state, no sampler: the process figures only */
     }
+    if (light) {
+        /* Sampled mode: the thread's counters were all; a sampled block also
+         * gives its site and the process's live bytes a look (see tracer_freed). */
+        if (sid == TG_SITE_NONE)
+            goto out;
+        live = tg_acct_live_now();
+    }
     if (sid != TG_SITE_NONE) {
         tg_acct_weight(size, mean, &wb, &wc);
         c = tg_sites_ctr(&tg_acct.sites, sid);
@@ -164,13 +166,15 @@ tg_acct_alloc(size_t size)
         TG_OWN_ADD(c->alloc_bytes, wb);
         TG_OWN_ADD(c->alloc_count, wc);
     }
-    live = TG_LOAD(tg_acct.live) + (int64_t)size;
+    if (!light)
+        live = TG_LOAD(tg_acct.live) + (int64_t)size;
     atomic_store_explicit(&tg_acct.live, live, TG_RELAXED);
     if (live > TG_LOAD(tg_acct.peak))
         when |= tg_acct_new_peak_locked(live);
     if (TG_LOAD(tg_acct.nwin) && live > TG_LOAD(tg_acct.win_peak))
         atomic_store_explicit(&tg_acct.win_peak, live, TG_RELAXED);
     tg_acct_spin_unlock();
+out:
     if (__builtin_expect(when != 0, 0))
         tg_acct_when_fire(t, own, when);
     return (uint64_t)size | ((uint64_t)sid << TG_ACCT_SIZE_BITS);
@@ -192,6 +196,13 @@ tg_acct_free(uint64_t word, int count_thread)
             TG_OWN_ADD(t->hist_free[tg_acct_bin(size)], 1);
         }
     }
+    if (tg_acct.stack_site != NULL) {
+        /* Sampled mode (see tracer_freed): the lock for a sampled block's site only. */
+        if (!count_thread)
+            atomic_fetch_add_explicit(&tg_acct.tracer_freed, (int64_t)size, TG_RELAXED);
+        if (sid == TG_SITE_NONE)
+            return size;
+    }
     if (sid != TG_SITE_NONE) {
         tg_acct_weight(size, atomic_load_explicit(&tg_acct.sample, TG_RELAXED), &wb, &wc);
         c = tg_sites_ctr(&tg_acct.sites, sid);
@@ -202,9 +213,43 @@ tg_acct_free(uint64_t word, int count_thread)
         TG_OWN_ADD(c->free_bytes, wb);
         TG_OWN_ADD(c->free_count, wc);
     }
-    atomic_store_explicit(&tg_acct.live, TG_LOAD(tg_acct.live) - (int64_t)size, TG_RELAXED);
+    if (tg_acct.stack_site == NULL)
+        atomic_store_explicit(&tg_acct.live, TG_LOAD(tg_acct.live) - (int64_t)size, TG_RELAXED);
     tg_acct_spin_unlock();
     return size;
+}
+
+void
+tg_acct_peak_settle(void)
+{
+    int64_t live;
+
+    if (tg_acct.stack_site == NULL)
+        return;
+    live = tg_acct_live_now();
+    tg_acct_spin_lock();
+    atomic_store_explicit(&tg_acct.live, live, TG_RELAXED);
+    if (live > TG_LOAD(tg_acct.peak))
+        (void)tg_acct_new_peak_locked(live);
+    tg_acct_spin_unlock();
+}
+
+int64_t
+tg_acct_live_now(void)
+{
+    struct tg_acct_thread *t;
+    int64_t live;
+
+    if (tg_acct.stack_site == NULL)
+        return TG_LOAD(tg_acct.live);
+    live = -TG_LOAD(tg_acct.tracer_freed);
+    pthread_mutex_lock(&tg_acct.lock);
+    t = tg_acct.threads;
+    pthread_mutex_unlock(&tg_acct.lock);
+    /* The list only grows at its head: walking from a read head is safe. */
+    for (; t != NULL; t = t->next)
+        live += TG_LOAD(t->requested) - TG_LOAD(t->freed);
+    return live;
 }
 
 /* --- the profile function's calls (GIL) -------------------------------------- */
@@ -292,5 +337,5 @@ tg_acct_process_figs(struct tg_acct_figs *f)
     }
     pthread_mutex_unlock(&tg_acct.lock);
     /* Exact live bytes: frees made by the tracer count here but in no thread. */
-    f->live = TG_LOAD(tg_acct.live);
+    f->live = tg_acct_live_now();
 }

@@ -59,6 +59,13 @@ struct tg_recorder;
  * 1 for 1, 2 for 2..3, ..., 21 for 1 MiB..2 MiB-1). */
 #define TG_ACCT_BINS 65
 
+/* The histogram bin of SIZE (TG_ACCT_BINS). */
+static inline int
+tg_acct_bin(size_t size)
+{
+    return size == 0 ? 0 : 64 - __builtin_clzll((unsigned long long)size);
+}
+
 /* Whether accounting is on for this run; written with the GIL at enable and
  * disable, read by the hooks (relaxed: a hook racing with the switch either
  * counts or does not, both are safe).  Kept out of struct tg_acct: the hooks'
@@ -162,6 +169,13 @@ struct tg_acct {
      * function keeps (tg_acct_push).  Written with the GIL at start before
      * accounting is switched on, then read-only. */
     uint32_t (*stack_site)(struct tg_acct_thread *t);
+    /* Sampled mode keeps no process counter on the hooks' common path: an
+     * allocation or free that is not sampled touches its thread's counters
+     * only (no lock, no shared line), and the process's live bytes are the sum
+     * over the threads (tg_acct_live_now) less what the tracer freed of the
+     * program's blocks, counted here (relaxed atomic).  Its peak is then
+     * looked for at the sampled allocations ("Sampled mode" in docs/api.md). */
+    _Atomic int64_t tracer_freed;
 
     /* Run configuration and bookkeeping; GIL. */
     struct tg_recorder *rec;           /* names threads in snapshots; NULL outside
@@ -224,6 +238,15 @@ uint32_t tg_acct_root(struct tg_acct_thread *t);
  * live bytes).  Any thread. */
 void tg_acct_thread_figs(struct tg_acct_thread *t, struct tg_acct_figs *f);
 void tg_acct_process_figs(struct tg_acct_figs *f);
+
+/* The process's live bytes now: the exact counter, or in sampled mode the sum
+ * over the threads (see tracer_freed).  Any thread, not under the spin lock
+ * (it takes tg_acct.lock). */
+int64_t tg_acct_live_now(void);
+
+/* Sampled mode, at the end of a run (GIL, hooks off): the process's peak is
+ * at least its live bytes now (between samples it is not looked for). */
+void tg_acct_peak_settle(void);
 
 /* Monotonic seconds. */
 double tg_acct_monotonic(void);

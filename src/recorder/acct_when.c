@@ -235,7 +235,7 @@ tg_acct_when_fire(struct tg_acct_thread *t, int64_t own, int mask)
     }
     if (mask & (1 << TG_WHEN_LIVE)) {
         lim = TG_LOAD(tg_acct.when.limit[TG_WHEN_LIVE]);
-        v = TG_LOAD(tg_acct.live);
+        v = tg_acct_live_now();
         snprintf(label, sizeof(label), "%s-at-%lld", tg_acct.when.text[TG_WHEN_LIVE], (long long)v);
         atomic_store_explicit(&tg_acct.when.live_next, tg_when_next(v, lim), TG_RELAXED);
         tg_when_write(label);

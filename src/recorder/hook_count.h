@@ -26,6 +26,53 @@ tg_hook_account(int64_t alloc, int64_t freed)
         atomic_fetch_add_explicit(&tg_process_total, alloc - freed, memory_order_relaxed);
 }
 
+/* Sampled mode's common case, inline in the hooks (acct_state.h tracer_freed):
+ * an allocation of SIZE bytes where no sample point falls and no threshold is
+ * due counts on the calling thread's state alone.  1 with the table word in
+ * *WORD, or 0 when tg_acct_alloc must take it (any other case, which it counts
+ * from the start: nothing is counted here then). */
+static inline __attribute__((always_inline)) int
+tg_acct_alloc_light(size_t size, uint64_t *word)
+{
+    struct tg_acct_thread *t = tg_tls.acct;
+    int64_t own;
+
+    if (tg_acct.stack_site == NULL || t == NULL || size > TG_ACCT_SIZE_MASK
+            || tg_tls.acct_gen != atomic_load_explicit(&tg_acct.gen, memory_order_relaxed)
+            || t->sampler.left <= (int64_t)size)
+        return 0;
+    own = TG_LOAD(t->requested) + (int64_t)size - TG_LOAD(t->freed);
+    if (own > TG_LOAD(t->peak)) {
+        if (tg_acct_when_thread_due(t, own))
+            return 0;
+        atomic_store_explicit(&t->peak, own, memory_order_relaxed);
+    }
+    t->sampler.left -= (int64_t)size;
+    TG_OWN_ADD(t->alloc_calls, 1);
+    TG_OWN_ADD(t->requested, (int64_t)size);
+    TG_OWN_ADD(t->hist_alloc[tg_acct_bin(size)], 1);
+    *word = size;
+    return 1;
+}
+
+/* Sampled mode's common free, inline: a block without a site (WORD is its
+ * size) freed by the program counts on the calling thread's state alone.  1
+ * with its size in *SIZE, or 0 when tg_acct_free must take it. */
+static inline __attribute__((always_inline)) int
+tg_acct_free_light(size_t word, int count_thread, size_t *size)
+{
+    struct tg_acct_thread *t = tg_tls.acct;
+
+    if (tg_acct.stack_site == NULL || t == NULL || !count_thread || word > TG_ACCT_SIZE_MASK
+            || tg_tls.acct_gen != atomic_load_explicit(&tg_acct.gen, memory_order_relaxed))
+        return 0;
+    TG_OWN_ADD(t->free_calls, 1);
+    TG_OWN_ADD(t->freed, (int64_t)word);
+    TG_OWN_ADD(t->hist_free[tg_acct_bin(word)], 1);
+    *size = word;
+    return 1;
+}
+
 /* Enter a new block P of SIZE bytes in TABLE (tg_ptrtable_gil when GIL, whose
  * inline operations the mem and obj hooks use): its size alone (a compact
  * entry), or, when allocation accounting is on (which also counts the
@@ -36,7 +83,9 @@ static inline __attribute__((always_inline)) void
 tg_hook_entry_insert(struct tg_ptrtable *table, void *p, size_t size, int gil)
 {
     if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed)) {
-        uint64_t word = tg_acct_alloc(size);
+        uint64_t word;
+        if (!tg_acct_alloc_light(size, &word))
+            word = tg_acct_alloc(size);
         if (word > TG_ACCT_SIZE_MASK)
             tg_ptrtable_insert_wide(table, p, (size_t)word);
         else if (gil)
@@ -73,8 +122,12 @@ tg_hook_entry_remove(struct tg_ptrtable *table, void *p, size_t *word, int gil)
 static inline size_t
 tg_hook_entry_free(size_t word, int count_thread)
 {
-    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
+    if (atomic_load_explicit(&tg_acct_on, memory_order_relaxed)) {
+        size_t size;
+        if (tg_acct_free_light(word, count_thread, &size))
+            return size;
         return tg_acct_free(word, count_thread);
+    }
     return TG_ACCT_ENTRY_SIZE(word);
 }
 

@@ -32,6 +32,25 @@ tg_fd_is_ours(int fd, dev_t dev, ino_t ino)
     return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
 }
 
+/* Stop W's stream with errno E (the first error is kept), and send the
+ * producer's next reserve to the slow path (see lim in writer.h).  Any side. */
+static void
+tg_writer_stop(struct tg_writer *w, int e)
+{
+    int none = 0;
+    atomic_compare_exchange_strong(&w->err, &none, e);
+    atomic_store(&w->lim, 0);
+}
+
+/* W's buffer is empty again (len 0): its next line takes the slow path, which
+ * stamps first_ns.  The producer's side, or with no producer running. */
+static void
+tg_writer_emptied(struct tg_writer *w)
+{
+    atomic_store_explicit(&w->len, 0, memory_order_relaxed);
+    atomic_store(&w->lim, 0);
+}
+
 /* Before touching W's descriptor: if the program closed it (and maybe reused its
  * number for a file of its own), forget it without closing and stop the stream. */
 static int
@@ -42,8 +61,7 @@ tg_writer_check_fd(struct tg_writer *w)
     if (tg_fd_is_ours(w->fd, w->dev, w->ino))
         return 1;
     w->fd = -1;
-    if (!atomic_load_explicit(&w->err, memory_order_relaxed))
-        atomic_store(&w->err, EBADF);
+    tg_writer_stop(w, EBADF);
     return 0;
 }
 
@@ -70,7 +88,7 @@ tg_writer_init_buffer(struct tg_writer *w, const char *label)
     w->sink_ctx = NULL;
     w->sink_tag = 0;
     w->pyfile = NULL;
-    atomic_store(&w->len, 0);
+    tg_writer_emptied(w);
     w->flushed = 0;
     w->first_ns = 0;
     atomic_store(&w->err, 0);
@@ -178,7 +196,7 @@ tg_writer_write_full_unlocked(struct tg_writer *w)
     if (w->full_len > w->full_from && tg_writer_writable_unlocked(w)) {
         int e = tg_writer_out(w, w->full + w->full_from, w->full_len - w->full_from);
         if (e)
-            atomic_store(&w->err, e);
+            tg_writer_stop(w, e);
     }
     if (w->spare == NULL)
         w->spare = w->full;
@@ -198,7 +216,7 @@ tg_writer_write_pending_unlocked(struct tg_writer *w)
     if (end > w->flushed && tg_writer_writable_unlocked(w)) {
         int e = tg_writer_out(w, w->buf + w->flushed, end - w->flushed);
         if (e)
-            atomic_store(&w->err, e);
+            tg_writer_stop(w, e);
     }
     w->flushed = end;
 }
@@ -214,13 +232,13 @@ tg_writer_flush_owner(struct tg_writer *w)
 
     if (w->in_sink_write || len == 0)
         return;
-    atomic_store(&w->len, 0);
+    tg_writer_emptied(w);
     w->first_ns = 0;
     w->in_sink_write = 1;
     e = w->sink->write(w->sink_ctx, w->sink_tag, w->buf, len);
     w->in_sink_write = 0;
-    if (e && !atomic_load(&w->err))
-        atomic_store(&w->err, e);
+    if (e)
+        tg_writer_stop(w, e);
 }
 
 void
@@ -259,7 +277,7 @@ tg_writer_flush(struct tg_writer *w)
             tg_writer_write_full_unlocked(w);  /* writes nothing: recycles it */
             pthread_mutex_unlock(&w->lock);
         }
-        atomic_store(&w->len, 0);
+        tg_writer_emptied(w);
         w->flushed = 0;
         return;
     }
@@ -269,7 +287,7 @@ tg_writer_flush(struct tg_writer *w)
     }
     pthread_mutex_lock(&w->lock);
     tg_writer_write_pending_unlocked(w);
-    atomic_store_explicit(&w->len, 0, memory_order_relaxed);
+    tg_writer_emptied(w);
     w->flushed = 0;
     pthread_mutex_unlock(&w->lock);
 }
@@ -293,7 +311,7 @@ tg_writer_handoff(struct tg_writer *w)
         w->full_len = atomic_load_explicit(&w->len, memory_order_relaxed);
         w->buf = w->spare;
         w->spare = NULL;
-        atomic_store_explicit(&w->len, 0, memory_order_relaxed);
+        tg_writer_emptied(w);
         w->flushed = 0;
         done = 1;
     }
@@ -340,6 +358,14 @@ tg_writer_reserve_slow(struct tg_writer *w, size_t n)
     }
     if (len == 0)
         w->first_ns = tg_monotonic_ns();
+    /* The fast path's bound (writer.h, lim): raised, then err read again, so
+     * that a stream stopped meanwhile is seen here or has its lim lowered after
+     * this store. */
+    atomic_store(&w->lim, w->cap);
+    if (atomic_load(&w->err) || w->dropped) {
+        atomic_store(&w->lim, 0);
+        return NULL;
+    }
     return w->buf + len;
 }
 
@@ -356,8 +382,8 @@ tg_writer_release(struct tg_writer *w)
         pthread_mutex_lock(&w->lock);
     if (w->sink != NULL && w->sink->close != NULL) {
         int e = w->sink->close(w->sink_ctx, w->dropped);
-        if (e && !atomic_load(&w->err))
-            atomic_store(&w->err, e);
+        if (e)
+            tg_writer_stop(w, e);
     }
     w->sink = NULL;
     w->sink_ctx = NULL;
@@ -365,6 +391,7 @@ tg_writer_release(struct tg_writer *w)
     if (tg_writer_check_fd(w))
         close(w->fd);
     w->fd = -1;
+    atomic_store(&w->lim, 0);
     free(w->buf);
     w->buf = NULL;
     w->cap = 0;
@@ -373,7 +400,7 @@ tg_writer_release(struct tg_writer *w)
     w->full_from = w->full_len = 0;
     free(w->spare);
     w->spare = NULL;
-    atomic_store(&w->len, 0);
+    tg_writer_emptied(w);
     w->flushed = 0;
     free(w->path);
     w->path = NULL;
@@ -397,10 +424,10 @@ tg_writer_drop_in_child(struct tg_writer *w)
         free(w->full);
     w->full = NULL;
     w->full_from = w->full_len = 0;
-    atomic_store(&w->len, 0);
+    w->dropped = 1;
+    tg_writer_emptied(w);
     w->flushed = 0;
     w->first_ns = 0;
-    w->dropped = 1;
     if (tg_fd_is_ours(w->fd, w->dev, w->ino))
         close(w->fd);
     w->fd = -1;

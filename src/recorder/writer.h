@@ -82,6 +82,16 @@ struct tg_writer {
                              * holder; atomic: the flusher peeks at it unlocked */
     size_t cap;             /* size of buf; as buf */
     _Atomic size_t len;     /* end of appended lines; producer publishes (release) */
+    _Atomic size_t lim;     /* the fast path's bound: a record of N bytes is appended
+                             * at once while len + N <= lim.  cap while the buffer
+                             * holds lines and the stream is usable, else 0 (empty
+                             * buffer: its first line stamps first_ns; stopped or
+                             * dropped stream).  Raised only by the producer's slow
+                             * path, which re-reads err after raising it; lowered
+                             * to 0 by whoever empties the buffer or stops the
+                             * stream (tg_writer_stop: err first, then lim; both
+                             * sides seq_cst, so the producer never keeps cap for
+                             * a stopped stream) */
     _Atomic size_t flushed; /* bytes of buf already written; written under lock,
                              * atomic: the flusher peeks at it unlocked */
     char *_Atomic full;     /* a filled buffer handed to the flusher, or NULL; as
@@ -127,14 +137,14 @@ static inline int tg_writer_usable(struct tg_writer *w)
 char *tg_writer_reserve_slow(struct tg_writer *w, size_t n);
 /* Producer (GIL held): space for N more bytes at the end of the buffer, flushing
  * or growing first as needed; NULL if the stream is stopped or memory ran out.
- * Follow with tg_writer_commit.  Inline: on most records it is three loads and a
- * compare (an empty or released buffer has len 0 and takes the slow path). */
+ * Follow with tg_writer_commit.  Inline: on most records it is two loads and one
+ * compare against lim (an empty, released, stopped or dropped writer has lim 0
+ * and takes the slow path). */
 static inline char *
 tg_writer_reserve(struct tg_writer *w, size_t n)
 {
     size_t len = atomic_load_explicit(&w->len, memory_order_relaxed);
-    if (__builtin_expect(len != 0 && n <= w->cap - len && !w->dropped
-                         && !atomic_load_explicit(&w->err, memory_order_relaxed), 1))
+    if (__builtin_expect(len + n <= atomic_load_explicit(&w->lim, memory_order_relaxed), 1))
         return w->buf + len;
     return tg_writer_reserve_slow(w, n);
 }

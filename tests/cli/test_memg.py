@@ -307,3 +307,22 @@ def test_peak_labels_do_not_overlap(tg, tmp_path):
     assert rows[0][3] == "500" and float(rows[1][3]) > 500 + 5  # raised above label 0
     gp = (tmp_path / "memg-plot" / "memg.gp").read_text()
     assert "'memg-peaks.dat' using (tx($1)):4:3 with labels" in gp
+
+
+def test_long_series_thinned_to_what_the_graph_shows(tg, tmp_path):
+    # 20000 returns in one thread: kept are each screen column's first, lowest,
+    # highest and last point, so the spikes stay and the graph's size is bounded
+    rows = ["%.4f#a.py:1:f=>%d" % (1000 + i * 0.0005, ((i * 7919) % 97 - 48) * 1024)
+            for i in range(20000)]
+    rows[12345] = "%.4f#a.py:2:spike=>%d" % (1000 + 12345 * 0.0005, 300 * 1024)
+    rows[777] = "%.4f#a.py:3:dip=>%d" % (1000 + 777 * 0.0005, -90 * 1024)
+    mem = tmp_path / "T.mem"
+    mem.write_text("\n".join(rows) + "\n")
+    r = tg("memg", "--script-only", "-o", tmp_path, mem)
+    assert r.returncode == 0, r.stderr
+    pts = dat(tmp_path / "memg-plot" / "memg-0.dat")
+    assert 1920 < len(pts) <= 4 * 1920
+    ys = [float(p[1]) for p in pts]
+    assert max(ys) == 300 and min(ys) == -90
+    xs = [float(p[0]) for p in pts]
+    assert xs == sorted(xs) and xs[0] == 1000 and xs[-1] == float(rows[-1].split("#")[0])

@@ -148,3 +148,50 @@ def test_fuzz_targets_run_bounded():
         assert flag in call, flag
         value = int(call.split(flag)[1].split()[0])
         assert 0 < value <= most, (flag, value)
+
+
+def deep_chain(run, n):
+    """A capture of one chain of n nested calls, each with its own delta of 1."""
+    call = ce.varint(1 << 1)
+    rets = b"".join(ce.varint(1) + ce.varint(ce.zz(k)) for k in range(1, n + 1))
+    payload = call * n + rets
+    chunks = b"".join(chunk(1, 2, payload[i:i + 60000]) for i in range(0, len(payload), 60000))
+    run.mkdir()
+    (run / "capture.tg").write_bytes(header(flags=ce.F_MEMORY | ce.F_STACK) + code() +
+                                     thread() + chunks)
+
+
+def test_folded_output_is_bounded(tmp_path):
+    """A line of folded stacks repeats its whole stack: a chain of n calls is
+    n^2/2 frames of text (a 4 MB snapshot of a 100,000-deep chain wrote 14.7 GB).
+    folded refuses past --max-output MiB (default 1024), saying how deep the calls
+    are and how to go further, before writing anything."""
+    run = tmp_path / "run"
+    deep_chain(run, 1500)  # 1500 * 1501 / 2 frames of "f (a.py:5)": ~12 MiB
+    rc, out, err, rss = run_bounded(tmp_path, "folded", "--metric", "delta",
+                                    "--max-output", "4", run)
+    assert rc == 1 and out == "", err
+    assert "would be more than 4 MiB of text" in err and "stacks up to 1501 frames deep" in err, err
+    assert "give --max-output 12 to write them" in err, err
+    rc, out, err, rss = run_bounded(tmp_path, "folded", "--metric", "delta",
+                                    "--max-output", "12", run)
+    assert rc == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 1500 and lines[-1].count(";") == 1500
+
+
+def test_export_output_is_bounded(tmp_path):
+    """A .stack line is indented by its depth: a chain of n calls is n^2/2 spaces
+    (a 7 MB capture of a million nested calls wrote 12 GB).  export stops past
+    --max-output MiB (default 1 GiB plus 100 times the capture), says why and how
+    to go further, and removes what it wrote."""
+    run = tmp_path / "run"
+    deep_chain(run, 3000)  # 3000 * 2999 / 2 spaces: 4.3 MiB
+    out = tmp_path / "out"
+    rc, _, err, rss = run_bounded(tmp_path, "export", "--max-output", "1", "-o", out, run)
+    assert rc == 1, err
+    assert "the text would be more than 1 MiB" in err and "--max-output MIB" in err, err
+    assert os.listdir(out) == []
+    rc, _, err, rss = run_bounded(tmp_path, "export", "-o", out, run)
+    assert rc == 0, err
+    assert os.path.getsize(out / "T.stack") > 3000 * 2999 // 2

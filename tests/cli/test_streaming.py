@@ -60,4 +60,6 @@ def test_memory_bounded(tmp_path):
         assert rss_big - rss_small < slack, (cmd[0], rss_small, rss_big, size_kb)
         if cmd[0] == "peaks":
             assert len(stdout.splitlines()) == LINES // 1000
-    assert (out / "memg-plot" / "memg-0.dat").stat().st_size > 1_000_000
+    # every line was read; the series is thinned (line by line, memory bounded) to
+    # what a 1920-pixel graph shows
+    assert 400 < len((out / "memg-plot" / "memg-0.dat").read_text().splitlines()) <= 4 * 1920

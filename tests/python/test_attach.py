@@ -339,3 +339,31 @@ def test_docs_name_every_option():
         assert "`%s" % name in options or "`%s" % name in run_doc, name
     assert "--duration" in options and "--live" in options
     assert "`--follow-exec` are about" in options and "--follow-exec" not in helptext
+
+
+def test_program_killed_while_attached(tmp_path):
+    """SIGKILL while attached: the capture holds what was flushed (a capture cut
+    short is readable), and the command says the program ended."""
+    server, port = start_server(tmp_path)
+    try:
+        attach, line = start_attach(tmp_path, server.pid)
+        load(port, "k")
+        capture = os.path.join(out_dir(tmp_path, server.pid), "capture.tg")
+        # Wait for the recorder's periodic flush to put the handlers' records
+        # on disk (the content is the synchronisation: export finds do_GET).
+        while True:
+            if os.path.getsize(capture) > 40:
+                try:
+                    if any("do_GET" in f for f in recorded_functions(tmp_path, server.pid)
+                           .values()):
+                        break
+                except subprocess.CalledProcessError:
+                    pass
+            shutil.rmtree(str(tmp_path / "exported"), ignore_errors=True)
+            load(port, "k2")
+        server.kill()
+        assert server.wait(timeout=60) == -signal.SIGKILL
+        rest = attach.communicate(timeout=120)[1]
+        assert attach.returncode == 0 and "ended while attached" in rest, rest
+    finally:
+        stop(server)
