@@ -146,7 +146,7 @@ tg_profile_others_count(void)
     return n;
 }
 
-/* --- another tool's profile function (3.8-3.11) ------------------------------ */
+/* --- another tool's profile function ------------------------------------------- */
 
 /*
  * A program may install its own profile function on a thread (cProfile,
@@ -169,10 +169,10 @@ tg_profile_others_count(void)
  * that returned while the other tool held the thread are closed as unwound
  * by the next return of an enclosing call (recorder.c tg_unwind_to).  3.12+
  * record through sys.monitoring with a tool id of their own (monitor.c), which
- * no other tool displaces.
+ * no other tool displaces; with backend="setprofile" there, a takeover is
+ * counted but ours does not come back (tg_profile_watch).
  */
 
-#if !TG_HAVE_SETPROFILE_ALL
 /* Our audit hook is added once per process (audit hooks cannot be removed);
  * GIL. */
 static int tg_audit_added;
@@ -197,7 +197,11 @@ static void
 tg_profile_watch(void)
 {
     struct tg_recorder_object *a = tg_active;
+#if PY_VERSION_HEX >= 0x030D0000
+    PyThreadState *ts = PyThreadState_GetUnchecked();
+#else
     PyThreadState *ts = _PyThreadState_UncheckedGet();
+#endif
     struct tg_thread *t;
 
     if (a == NULL || !a->r.active || a->r.backend != TG_BACKEND_SETPROFILE || a->r.sampled
@@ -220,8 +224,13 @@ tg_profile_watch(void)
         }
         return;
     } else {
+#if !TG_HAVE_SETPROFILE_ALL
         tg_tls.busy |= TG_BUSY_TRACER;
         (void)tg_profile_take_quietly(ts, tg_profile, (PyObject *)a);
+#endif
+        /* 3.12+: profile functions are sys.monitoring's internals, which only
+         * PyEval_SetProfile (and its audit event: Python code) reaches; the
+         * thread stays unrecorded, its takeover counted. */
         tg_tls.busy &= ~(TG_BUSY_TRACER | TG_BUSY_WATCH);
     }
     if (t != NULL)
@@ -240,12 +249,6 @@ tg_watch_start(void)
     else
         tg_audit_added = 1;
 }
-#else
-static void
-tg_watch_start(void)
-{
-}
-#endif
 
 /* --- /proc/self/statm --------------------------------------------------------- */
 
