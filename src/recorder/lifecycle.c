@@ -279,20 +279,34 @@ tg_statm_close(struct tg_recorder *r)
 
 /* --- flusher --------------------------------------------------------------- */
 
-/* Write out every descriptor-backed buffer of R.  Any thread, no GIL needed. */
+/* tg_thread_table_each callback: write out T's descriptor-backed buffers. */
+static void
+tg_flush_thread_all(struct tg_thread *t, void *ctx)
+{
+    (void)ctx;
+    /* Python streams are skipped inside: their thread flushes them. */
+    tg_writer_flush_nogil(&t->mem);
+    tg_writer_flush_nogil(&t->stack);
+    tg_writer_flush_nogil(&t->capw);
+}
+
+/* The same for the buffers T's writers handed off (see writer.h). */
+static void
+tg_flush_thread_full(struct tg_thread *t, void *ctx)
+{
+    (void)ctx;
+    tg_writer_flush_full_nogil(&t->mem);
+    tg_writer_flush_full_nogil(&t->stack);
+    tg_writer_flush_full_nogil(&t->capw);
+}
+
+/* Write out every descriptor-backed buffer of R.  Any thread, no GIL needed.
+ * The table's lock is not held across the writes (tg_thread_table_each): out of
+ * memory for its list, this pass writes nothing and the next one tries again. */
 static void
 tg_flush_all_fd(struct tg_recorder *r)
 {
-    struct tg_thread *t;
-
-    pthread_mutex_lock(&r->table.lock);
-    for (t = r->table.live; t != NULL; t = t->next) {
-        /* Python streams are skipped inside: their thread flushes them. */
-        tg_writer_flush_nogil(&t->mem);
-        tg_writer_flush_nogil(&t->stack);
-        tg_writer_flush_nogil(&t->capw);
-    }
-    pthread_mutex_unlock(&r->table.lock);
+    tg_thread_table_each(&r->table, tg_flush_thread_all, NULL);
     tg_writer_flush_nogil(&r->process_w);
     tg_writer_flush_nogil(&r->process_cap);
     {
@@ -310,15 +324,7 @@ tg_flush_all_fd(struct tg_recorder *r)
 static void
 tg_flush_full_fd(struct tg_recorder *r)
 {
-    struct tg_thread *t;
-
-    pthread_mutex_lock(&r->table.lock);
-    for (t = r->table.live; t != NULL; t = t->next) {
-        tg_writer_flush_full_nogil(&t->mem);
-        tg_writer_flush_full_nogil(&t->stack);
-        tg_writer_flush_full_nogil(&t->capw);
-    }
-    pthread_mutex_unlock(&r->table.lock);
+    tg_thread_table_each(&r->table, tg_flush_thread_full, NULL);
     tg_writer_flush_full_nogil(&r->process_w);
     tg_writer_flush_full_nogil(&r->process_cap);
 }
