@@ -15,7 +15,8 @@ static const char flamegraph_usage[] = "threadgraph flamegraph [options] RUN_DIR
 
 int cmd_flamegraph(int argc, char **argv)
 {
-	struct tg_fold_args a = { .metric = "alloc", .c = { .no_time = tg_global_no_time } };
+	struct tg_fold_args a = { .metric = "alloc", .max_depth = TG_FOLD_MAX_DEPTH,
+				   .c = { .no_time = tg_global_no_time } };
 	struct tg_flamesvg_opts so = { .id = "tgflame", .standalone = 1 };
 	struct tg_flamesvg_stats st;
 	const char *output = "flame.svg", *title = NULL;

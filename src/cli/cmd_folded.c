@@ -15,7 +15,8 @@ static const char folded_usage[] = "threadgraph folded [options] RUN_DIR";
 
 int cmd_folded(int argc, char **argv)
 {
-	struct tg_fold_args a = { .metric = "alloc", .c = { .no_time = tg_global_no_time } };
+	struct tg_fold_args a = { .metric = "alloc", .max_depth = TG_FOLD_MAX_DEPTH,
+				   .c = { .no_time = tg_global_no_time } };
 	struct tg_fold f;
 	struct tg_diag d;
 	unsigned long max_mib = TG_FOLDED_MAX_MIB;

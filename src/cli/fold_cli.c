@@ -27,6 +27,7 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 	o.path = path;
 	o.thread = a->thread;
 	o.merge_threads = a->merge;
+	o.max_depth = a->max_depth;
 	o.has_time = !a->c.no_time;
 	tg_cli_diag_init(d, &a->c);
 	tg_fold_init(f);
@@ -63,6 +64,10 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 	if (f->unpaired)
 		warning("%lu call%s had no return record (still running when the run ended): "
 			"counted 0 for themselves", f->unpaired, f->unpaired == 1 ? "" : "s");
+	if (f->deep)
+		warning("%lu call%s nested deeper than %lu: part of their ancestor's own value "
+			"(--max-depth N to go further, 0: no limit)", f->deep,
+			f->deep == 1 ? "" : "s", a->max_depth);
 	if (f->mismatched)
 		warning("%lu call%s paired with a return of another function (damaged dumps?)",
 			f->mismatched, f->mismatched == 1 ? "" : "s");

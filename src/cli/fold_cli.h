@@ -13,6 +13,7 @@ struct tg_fold_args {
 	int has_metric;          /* --metric given (else alloc, or delta without accounting) */
 	const char *thread;      /* --thread */
 	int merge;               /* --merge-threads */
+	unsigned long max_depth; /* --max-depth (delta, time) */
 	struct tg_common_args c;
 };
 
@@ -25,6 +26,9 @@ struct tg_fold_args {
 	  "only the thread NAME (its file base name), without a thread frame" }, \
 	{ "merge-threads", 0, TG_OPT_BOOL, &(a)->merge, NULL, NULL, \
 	  "sum the same stacks over all threads, without thread frames" }, \
+	{ "max-depth", 0, TG_OPT_COUNT, &(a)->max_depth, NULL, "N", \
+	  "delta, time: calls nested deeper than N are part of their ancestor's own " \
+	  "value (default 10000, 0: no limit)" }, \
 	TG_COMMON_OPTIONS(&(a)->c)
 
 /*

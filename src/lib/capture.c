@@ -384,6 +384,7 @@ static int cap_read_thread(struct tg_capture *cap, uint32_t stream, const unsign
 	}
 	t.stream = stream;
 	t.offset = (uint64_t)(start - cap->map);
+	t.at = start;
 	t.base = cap_strndup(base, blen);
 	t.name = cap_strndup(name, nlen);
 	if (!t.base || !t.name) {
@@ -689,7 +690,7 @@ static int cap_cmp_base(const void *a, const void *b)
 
 	if (c)
 		return c;
-	return x->offset < y->offset ? -1 : x->offset > y->offset;
+	return x < y ? -1 : x > y;  /* definition order (offsets are per segment) */
 }
 
 /* Refuses two threads with one file name (export would write one file twice),
@@ -709,7 +710,7 @@ static int cap_check_bases(struct tg_capture *cap, struct tg_diag *d)
 	qsort(v, cap->n_threads, sizeof(*v), cap_cmp_base);
 	for (size_t i = 1; i < cap->n_threads && !ret; i++)
 		if (!strcmp(v[i - 1]->base, v[i]->base))
-			ret = cap_corrupt(cap, d, cap->map + v[i]->offset,
+			ret = cap_corrupt(cap, d, v[i]->at,
 					  "two threads have the same file name");
 	free(v);
 	return ret;
@@ -1050,6 +1051,9 @@ void tg_capcur_init(struct tg_capcur *c, const struct tg_capture *cap,
 		if (b->depth && (c->open = malloc(b->depth * sizeof(*c->open)))) {
 			memcpy(c->open, b->open, b->depth * sizeof(*c->open));
 			c->depth = c->open_alloc = b->depth;
+		} else if (b->depth) {
+			c->n_spans = 0;  /* its records would not pair with their calls */
+			c->no_state = 1;
 		}
 	} else if (!t && cap->has_process_base) {
 		c->t_us = cap->process_base.t_us;
@@ -1235,6 +1239,8 @@ static int cap_next_span(struct tg_capcur *c, struct tg_diag *d)
 		const struct tg_cap_span *sp;
 		if (c->si + 1 >= c->n_spans) {
 			c->si = c->n_spans;
+			if (c->no_state)  /* the stream was not started (tg_capcur_init) */
+				return tg_error(d, "out of memory");
 			return 0;
 		}
 		sp = &c->spans[++c->si];

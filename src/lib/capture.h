@@ -89,7 +89,8 @@ struct tg_cap_thread {
 	char *name;             /* threading name, NUL-terminated (owned) */
 	struct tg_cap_spans spans;
 	uint64_t end_calls, end_returns, dropped; /* from the END chunk (0 without) */
-	uint64_t offset;        /* file offset of the definition, for messages */
+	uint64_t offset;        /* file offset of the definition (in its segment) */
+	const unsigned char *at; /* the definition, in its file's mapping (messages) */
 	int has_state;          /* state is set (a segment's STATE) */
 	struct tg_cap_base state;
 };
@@ -253,6 +254,8 @@ struct tg_capcur {
 	uint64_t dropped;       /* records the recorder reported lost (SPECIAL) */
 	uint64_t unwound;       /* calls closed without a RETURN (SPECIAL) */
 	int cut;                /* stopped at a record cut short */
+	int no_state;           /* out of memory for the open calls of the stream's
+				 * state (a segment's head): reading it fails */
 	unsigned char *zbuf;    /* the current span's records when it is zstd (owned) */
 	size_t zalloc;          /* bytes of zbuf, counted in the capture's budget */
 	void *zctx;             /* ZSTD_DCtx, made on the first zstd span (owned) */

@@ -81,9 +81,14 @@ struct tg_fold {
 	unsigned long unpaired;  /* calls without a return record (still open at the end) */
 	unsigned long mismatched; /* calls paired with a return of another function */
 	unsigned long extra;     /* return records left over after the last call */
+	unsigned long deep;      /* calls deeper than max_depth, charged to their ancestor */
 	unsigned long threads;   /* threads read */
 	char *source;            /* the snapshot read, or the run directory (owned) */
 };
+
+/* Default of tg_fold_opts.max_depth (folded, flamegraph, report): ten times
+ * CPython's default recursion limit. */
+#define TG_FOLD_MAX_DEPTH 10000
 
 struct tg_fold_opts {
 	const char *path;        /* run directory (or, for snapshot metrics, a snapshot) */
@@ -94,6 +99,10 @@ struct tg_fold_opts {
 	const struct tg_capture *cap; /* delta, time: the capture path names, already
 				       * open (the caller's); NULL: tg_fold_load opens it
 				       * when path is one (dumpset.h) */
+	unsigned long max_depth; /* delta, time: calls nested deeper have no frame (their
+				  * values stay their ancestor's, which they are part of)
+				  * and no open-call entry: memory does not grow with the
+				  * depth of a chain (0: no limit) */
 };
 
 /* Empties F (needs no release before). */

@@ -188,7 +188,20 @@ struct load_thread {
 	struct tg_src mem;      /* the .mem records, read as calls close */
 	struct load_open *open;
 	size_t top, cap;
+	unsigned long beyond;   /* open calls past max_depth, nested inside open[top - 1]
+				 * (their .stack depths follow its one by one) */
 };
+
+/* Closes the innermost open call past max_depth: its .mem record is read and
+ * left out (its values are part of its ancestor's own).  0 or -1. */
+static int load_close_deep(struct load_thread *t, struct tg_diag *d)
+{
+	struct tg_memrec r;
+	int got = tg_src_next_mem(&t->mem, &r, d);
+
+	t->beyond--;
+	return got < 0 ? -1 : 0;
+}
 
 static uint64_t load_site_hash(const struct tg_str *file, const struct tg_str *func)
 {
@@ -283,9 +296,17 @@ int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o,
 		struct load_open *c;
 		long tlen;
 
+		while (t.beyond && t.open[t.top - 1].depth + t.beyond >= r.depth)
+			if (load_close_deep(&t, d) < 0)
+				goto out;
 		while (t.top && t.open[t.top - 1].depth >= r.depth)
 			if (load_close(f, o, &t, d) < 0)
 				goto out;
+		if (o->max_depth && t.top >= o->max_depth) {
+			t.beyond++;
+			f->deep++;
+			continue;
+		}
 		if (t.top == t.cap) {
 			size_t nc = t.cap ? t.cap * 2 : 64;
 			struct load_open *nv = realloc(t.open, nc * sizeof(*nv));
@@ -318,6 +339,9 @@ int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o,
 	}
 	if (got < 0)
 		goto out;
+	while (t.beyond)
+		if (load_close_deep(&t, d) < 0)
+			goto out;
 	while (t.top)
 		if (load_close(f, o, &t, d) < 0)
 			goto out;

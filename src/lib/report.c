@@ -455,7 +455,8 @@ static int rep_flame(FILE *out, const struct tg_report_opts *o,
 		     const struct tg_fold_metric_info *m, const struct tg_report_cb *cb,
 		     struct tg_diag *d)
 {
-	struct tg_fold_opts fo = { o->run_dir, m, NULL, 0, o->memg.has_time, o->cap };
+	struct tg_fold_opts fo = { .path = o->run_dir, .metric = m, .has_time = o->memg.has_time,
+				   .cap = o->cap, .max_depth = TG_FOLD_MAX_DEPTH };
 	struct tg_flamesvg_opts so = { NULL, m->what, 1200, 0.1, 0 };
 	struct tg_fold f;
 	struct tg_diag sub = *d;

@@ -8,7 +8,10 @@
  * calls, record numbers, times, memory, process samples) from the first kept
  * segment's head; a thread that ended in a dropped segment is gone; a segment
  * deleted before the reader opens it is passed over; a newest segment cut short
- * is read up to its cut; compressed chunks the same.
+ * is read up to its cut; compressed chunks the same.  And a STATE chunk on its
+ * own: a RETURN closing the call it left open, numbered and timed from it; an
+ * open call of an undefined code, a state cut inside its chunk, and a RETURN
+ * with no state refused.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -262,8 +265,109 @@ static void test_segments(int compress)
 	rm_dir(dir);
 }
 
+/* Appends a chunk (KIND, FLAGS, STREAM, PAYLOAD/N) at *P. */
+static unsigned char *put_chunk(unsigned char *p, int kind, int flags, uint32_t stream,
+				const unsigned char *payload, size_t n)
+{
+	p[0] = (unsigned char)kind;
+	p[1] = (unsigned char)flags;
+	p[2] = p[3] = 0;
+	tg_cap_put_u32(p + 4, stream);
+	tg_cap_put_u32(p + 8, (uint32_t)n);
+	memcpy(p + TG_CAP_CHUNK_HEADER_SIZE, payload, n);
+	return p + TG_CAP_CHUNK_HEADER_SIZE + n;
+}
+
+/* A one-file capture whose head gives thread 2 a STATE (open call of code
+ * OPEN_CODE, DEPTH given as STATE_DEPTH), then a RETURN: reads (1), or the
+ * reader's error (0) with its message containing WANT. */
+static void state_case(uint64_t open_code, uint64_t state_depth, int ok, const char *want)
+{
+	unsigned char buf[512], pay[64], *p = buf, *q;
+	char path[] = "/tmp/tg_test_state_XXXXXX";
+	struct tg_capture cap;
+	struct tg_capcur cur;
+	struct tg_cap_rec_data r;
+	struct tg_diag d;
+	int fd, rc;
+
+	memset(&d, 0, sizeof(d));
+	memcpy(p, TG_CAP_MAGIC, TG_CAP_MAGIC_LEN);
+	tg_cap_put_u32(p + 8, TG_CAP_VERSION);
+	tg_cap_put_u32(p + 12, TG_CAP_F_TIME | TG_CAP_F_MEMORY);
+	tg_cap_put_u64(p + 16, (uint64_t)START_US);
+	memset(p + 24, 0, 16);
+	p += TG_CAP_HEADER_SIZE;
+	q = pay;  /* code 1: m.py:5 main */
+	q = tg_cap_put_varint(q, 1);
+	*q++ = TG_CAP_CODE_PYTHON;
+	q = tg_cap_put_varint(q, 5);
+	q = tg_cap_put_varint(q, 4);
+	memcpy(q, "m.py", 4);
+	q += 4;
+	q = tg_cap_put_varint(q, 4);
+	memcpy(q, "main", 4);
+	q += 4;
+	p = put_chunk(p, TG_CAP_CHUNK_CODES, TG_CAP_CHUNK_HEAD, 0, pay, (size_t)(q - pay));
+	q = pay;  /* thread T2 */
+	q = tg_cap_put_varint(q, 1);
+	q = tg_cap_put_varint(q, 2);
+	q = tg_cap_put_varint(q, 2);
+	memcpy(q, "T2", 2);
+	q += 2;
+	q = tg_cap_put_varint(q, 2);
+	memcpy(q, "T2", 2);
+	q += 2;
+	p = put_chunk(p, TG_CAP_CHUNK_THREAD, TG_CAP_CHUNK_HEAD, 2, pay, (size_t)(q - pay));
+	q = pay;  /* at +100 us: 7 calls, 6 returns, memory 500, main open */
+	q = tg_cap_put_varint(q, 100);
+	q = tg_cap_put_varint(q, 7);
+	q = tg_cap_put_varint(q, 6);
+	q = tg_cap_put_varint(q, tg_cap_zz(500));
+	q = tg_cap_put_varint(q, state_depth);
+	q = tg_cap_put_varint(q, open_code);
+	q = tg_cap_put_varint(q, 3);
+	p = put_chunk(p, TG_CAP_CHUNK_STATE, TG_CAP_CHUNK_HEAD, 2, pay, (size_t)(q - pay));
+	q = tg_cap_enc_return(pay, 4, 1, 10, 1, -20);  /* main returns at line 9 */
+	p = put_chunk(p, TG_CAP_CHUNK_EVENTS, 0, 2, pay, (size_t)(q - pay));
+	fd = mkstemp(path);
+	if (fd < 0 || write(fd, buf, (size_t)(p - buf)) != p - buf)
+		abort();
+	close(fd);
+	rc = tg_capture_open(&cap, path, &d);
+	if (rc == 0) {
+		tg_capcur_init(&cur, &cap, &cap.threads[0]);
+		rc = tg_capcur_next(&cur, &r, &d);
+		if (rc == 1) {
+			CHECK_INT(r.type, TG_CAP_REC_RETURN);
+			CHECK_INT(r.line, 9);
+			CHECK_INT(r.number, 7);       /* the 7th return: numbers go on */
+			CHECK_INT(r.call_number, 3);  /* closes the 3rd call */
+			CHECK(r.t_us == START_US + 110);
+			CHECK_INT(r.depth, 0);
+			CHECK(cap.threads[0].state.mem + r.value == 480);
+		}
+		tg_capcur_release(&cur);
+		tg_capture_close(&cap);
+		rc = rc == 1 ? 0 : -1;
+	}
+	CHECK_INT(rc == 0, ok);
+	if (!ok)
+		CHECK(d.msg && strstr(d.msg, want));
+	unlink(path);
+}
+
+static void test_state(void)
+{
+	state_case(1, 1, 1, NULL);
+	state_case(9, 1, 0, "an open call of an undefined code");
+	state_case(1, 2, 0, "state runs past its chunk");
+	state_case(1, 0, 0, "a return without an open call");
+}
+
 int main(void)
 {
+	test_state();
 	test_segments(0);
 	if (tg_cap_can_compress())
 		test_segments(1);

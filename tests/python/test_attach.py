@@ -367,3 +367,14 @@ def test_program_killed_while_attached(tmp_path):
         assert attach.returncode == 0 and "ended while attached" in rest, rest
     finally:
         stop(server)
+
+
+def test_duration_detaches_by_itself(tmp_path):
+    server, port = start_server(tmp_path)
+    try:
+        attach, _ = start_attach(tmp_path, server.pid, "--duration", "0.2")
+        rest = attach.communicate(timeout=120)[1]
+        assert attach.returncode == 0 and "detached from process" in rest, rest
+        assert get(port, "/after")[0] == 200
+    finally:
+        stop(server)

@@ -133,6 +133,17 @@ def test_live_follows_a_run_and_gives_the_terminal_back(tmp_path):
         # The same figures without a terminal.
         once = cli("live", "--once", run_dir)
         assert {m[0]: m[1:] for m in ROW.findall(once)} == rows
+        # The keys: sort, select a thread (its functions), all threads, pause.
+        term.run("send-keys", "-t", "t", "s")
+        term.wait_for(lambda t: "s sort (change)" in t)
+        term.run("send-keys", "-t", "t", "j")
+        text = term.wait_for(lambda t: re.search(r"^>\S", t, re.M) is not None)
+        chosen = re.search(r"^>(\S+)", text, re.M).group(1)
+        term.wait_for(lambda t: "calls, thread %s" % chosen in t)
+        term.run("send-keys", "-t", "t", "a")
+        term.wait_for(lambda t: "calls, all threads" in t and not re.search(r"^>", t, re.M))
+        term.run("send-keys", "-t", "t", "p")
+        term.wait_for(lambda t: "PAUSED" in t)
         term.run("send-keys", "-t", "t", "q")
         text = term.wait_for(lambda t: "EXIT=" in t)
         assert "RESTORED" in text and "EXIT=0" in text
@@ -149,3 +160,32 @@ def test_live_needs_a_terminal_or_once(tmp_path):
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        universal_newlines=True, env=env_with_package(keep_cli=True))
     assert r.returncode != 0 and "--once" in r.stderr
+
+
+def test_run_live_keeps_the_programs_output_off_the_view(tmp_path):
+    (tmp_path / "prog.py").write_text(PROGRAM.replace(
+        "with open(sys.argv[1])", "print('the program speaks', flush=True)\n"
+        "sys.stderr.write('and complains\\n')\nwith open(sys.argv[1])"))
+    gate = str(tmp_path / "gate")
+    os.mkfifo(gate)
+    run = " ".join(shlex.quote(a) for a in
+                   [sys.executable, "-m", "threadgraph", "run", "--live", "-o",
+                    str(tmp_path / "base"), str(tmp_path / "prog.py"), gate])
+    script = ('cd %s; a=$(stty -g); %s; s=$?; [ "$a" = "$(stty -g)" ] && echo RESTORED; '
+              'echo EXIT=$s; exec sleep 600' % (shlex.quote(str(tmp_path)), run))
+    term = Tmux(tmp_path, "sh -c %s" % shlex.quote(script))
+    try:
+        term.wait_for(lambda t: len(ROW.findall(t)) == 3 and "recording" in t)
+        with open(gate, "w") as f:
+            f.write("end\n")
+        text = term.wait_for(lambda t: "run ended" in t)
+        assert "the program speaks" not in text and "complains" not in text
+        term.run("send-keys", "-t", "t", "q")
+        text = term.wait_for(lambda t: "EXIT=" in t)
+        assert "RESTORED" in text and "EXIT=0" in text
+        assert "the program's output: " in text and "program exited with status 0" in text
+        (run_dir,) = [p for p in (tmp_path / "base").iterdir() if p.is_dir()]
+        output = (run_dir / "output.txt").read_text()
+        assert "the program speaks\n" in output and "and complains\n" in output
+    finally:
+        term.close()

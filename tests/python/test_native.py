@@ -7,6 +7,7 @@ Deltas are exact for the native blocks themselves; what the interpreter allocate
 around a call (the int holding a pointer, a frame) is bounded by named tolerances.
 """
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -424,3 +425,41 @@ def test_numpy_arrays_in_four_threads(tmp_path):
         assert -other - NUMPY_HEADER <= dropped <= -other + PY_OBJECTS, (i, dropped)
     (traced,) = deltas(parse_mem(os.path.join(run, "MainThread.mem")), "traced_array")
     assert near(traced, 8000000, NUMPY_HEADER)
+
+
+# --- sampled mode with native=True (docs/api.md "Sampled mode") ---
+
+SAMPLED = """
+import os, threading
+from threadgraph import ProcessProfile
+
+os.environ["THREADGRAPH_SAMPLE_SEED"] = "5"    # read at enable(): a seeded sampler
+
+p = ProcessProfile(default_log_path="out", native=True, mode="sampled")
+p.enable()
+import natext
+KEEP = []
+def native_plant():             # 48 native blocks of 1 MiB, kept
+    for _ in range(48):
+        KEEP.append(natext.malloc(1 << 20))
+t = threading.Thread(target=native_plant, name="nplanter")
+t.start(); t.join()
+p.disable()
+print(p.output_dir)
+"""
+
+
+def test_sampled_mode_samples_native_blocks_with_their_python_stack(tmp_path, natext):
+    proc = _run(tmp_path, natext, SAMPLED)
+    run = proc.stdout.strip().splitlines()[-1]
+    with open(os.path.join(run, "summary.json")) as f:
+        (thread,) = [t for t in json.load(f)["threads"] if t["name"] == "nplanter"]
+    assert thread["hist_alloc"][21] >= 48        # every native block counted
+    live = 0
+    for line in open(os.path.join(run, "snapshot-1-final")):
+        if not line.startswith("#") and line.rstrip("\n").endswith(":native_plant"):
+            live += int(line.split(" ")[3])
+    n, mib = 512 * 1024, 1 << 20
+    p = 1 - math.exp(-mib / n)
+    sd = math.sqrt(48 * mib * mib * (1 - p) / p)  # the estimate's standard deviation
+    assert abs(live - 48 * mib) <= 4.5 * sd, live

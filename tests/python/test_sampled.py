@@ -212,3 +212,30 @@ def test_run_sampled_keeps_output_and_status(tmp_path, how):
     assert summary_threads(run_dir)["worker"]["total_requested_bytes"] >= 8 * MIB
     if how == "signal":
         assert "threadgraph: program terminated by SIGTERM" in prof.stderr
+
+
+def test_commands_read_a_sampled_run(tmp_path):
+    """folded and flamegraph (allocated, and live at the peak, from the samples),
+    summary, peaks (the per-thread curves) and report read a sampled run."""
+    run_dir, _ = planted(tmp_path, 'mode="sampled"')
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "threadgraph"] + list(args),
+                              cwd=str(tmp_path), env=env_with_package(), timeout=120,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True)
+
+    for metric in ("alloc", "peak"):
+        res = cli("folded", "--metric", metric, "--thread", "planter", run_dir)
+        assert res.returncode == 0, res.stderr
+        assert "sampled run" in res.stderr              # says the values are estimates
+        (line,) = [l for l in res.stdout.splitlines() if l.split(" (")[-2].endswith("plant")]
+        assert abs(int(line.rsplit(" ", 1)[1]) - BLOCKS * MIB) < BLOCKS * MIB / 4, line
+    res = cli("flamegraph", "--metric", "peak", "-o", str(tmp_path / "f.svg"), run_dir)
+    assert res.returncode == 0 and "plant" in (tmp_path / "f.svg").read_text(), res.stderr
+    res = cli("summary", run_dir)
+    assert res.returncode == 0 and "planter" in res.stdout, res.stderr
+    res = cli("peaks", os.path.join(run_dir, "planter.mem"))
+    assert res.returncode == 0 and "<thread memory>" in res.stdout, res.stderr
+    res = cli("report", "-o", str(tmp_path / "r.html"), run_dir)
+    assert res.returncode == 0 and (tmp_path / "r.html").stat().st_size > 0, res.stderr
