@@ -173,6 +173,24 @@ $(B)/asan/ctest/test_thread_table: $(THREAD_DEPS)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/common -Isrc/recorder -Itests/c -o $@ $< $(THREAD_SRC) -pthread
 
+# ThreadSanitizer: the recorder's threaded plain-C parts (the writer and its
+# unlocked peeks, the thread table's flusher pass, the pointer tables, the
+# clock, the signal guard, the capture), each test with the sources it links.
+TSAN       := -O1 -g -fsanitize=thread -fno-omit-frame-pointer
+TSAN_TESTS := test_writer test_thread_table test_ptrtable test_clock test_sigkick test_capture
+tsan_src_test_writer       := src/recorder/writer.c
+tsan_src_test_thread_table := $(THREAD_SRC)
+tsan_src_test_ptrtable     := src/recorder/ptrtable.c src/recorder/ptrpage.c
+tsan_src_test_clock        := src/recorder/clock.c
+tsan_src_test_sigkick      := src/recorder/sigkick.c
+tsan_src_test_capture      := src/recorder/capture.c
+TSAN_BINS  := $(addprefix $(B)/tsan/ctest/,$(TSAN_TESTS))
+
+$(B)/tsan/ctest/%: tests/c/%.c tests/c/tg_test.h $(wildcard src/recorder/*.c) $(HDRS)
+	@mkdir -p $(B)/tsan/ctest
+	$(CC) $(WARN) $(TSAN) $(ZSTD_DEF) -Isrc/common -Isrc/recorder -Itests/c -o $@ $< \
+		$(tsan_src_$*) -pthread $(ZSTD_LIB)
+
 CTEST_BINS      := $(patsubst tests/c/%.c,$(B)/ctest/%,$(CTESTS))
 ASAN_CTEST_BINS := $(patsubst tests/c/%.c,$(B)/asan/ctest/%,$(CTESTS))
 
@@ -191,12 +209,17 @@ check-asan: $(ASAN_CTEST_BINS) $(ASAN_CLI) $(TEST_PY3)
 	@set -e; for t in $(ASAN_CTEST_BINS); do echo "== $$t"; $$t; done
 	TG_CLI=$(abspath $(ASAN_CLI)) ASAN_OPTIONS=detect_leaks=1 $(TEST_PY3) -m pytest -q -p no:cacheprovider tests/cli
 
+# Any data race is an error (halt_on_error): the C tests' threads under TSan.
+check-tsan: $(TSAN_BINS)
+	@set -e; for t in $(TSAN_BINS); do echo "== $$t"; \
+		TSAN_OPTIONS=halt_on_error=1:exitcode=66 $$t; done
+
 test-python:
 	bash tests/run_pythons.sh
 
 # CI's whole run: a short fuzz run of every target (FUZZ_SECONDS each) keeps the
 # targets building and catches regressions the corpus already reaches.
-test: test-c check-asan check-asan-python valgrind
+test: test-c check-asan check-tsan check-asan-python valgrind
 	$(MAKE) fuzz-smoke FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
 	$(MAKE) test-python
 

@@ -146,7 +146,7 @@ tg_profile_others_count(void)
     return n;
 }
 
-/* --- another tool's profile function (3.8-3.11) ------------------------------ */
+/* --- another tool's profile function ------------------------------------------- */
 
 /*
  * A program may install its own profile function on a thread (cProfile,
@@ -169,10 +169,10 @@ tg_profile_others_count(void)
  * that returned while the other tool held the thread are closed as unwound
  * by the next return of an enclosing call (recorder.c tg_unwind_to).  3.12+
  * record through sys.monitoring with a tool id of their own (monitor.c), which
- * no other tool displaces.
+ * no other tool displaces; with backend="setprofile" there, a takeover is
+ * counted but ours does not come back (tg_profile_watch).
  */
 
-#if !TG_HAVE_SETPROFILE_ALL
 /* Our audit hook is added once per process (audit hooks cannot be removed);
  * GIL. */
 static int tg_audit_added;
@@ -197,7 +197,11 @@ static void
 tg_profile_watch(void)
 {
     struct tg_recorder_object *a = tg_active;
+#if PY_VERSION_HEX >= 0x030D0000
+    PyThreadState *ts = PyThreadState_GetUnchecked();
+#else
     PyThreadState *ts = _PyThreadState_UncheckedGet();
+#endif
     struct tg_thread *t;
 
     if (a == NULL || !a->r.active || a->r.backend != TG_BACKEND_SETPROFILE || a->r.sampled
@@ -220,8 +224,13 @@ tg_profile_watch(void)
         }
         return;
     } else {
+#if !TG_HAVE_SETPROFILE_ALL
         tg_tls.busy |= TG_BUSY_TRACER;
         (void)tg_profile_take_quietly(ts, tg_profile, (PyObject *)a);
+#endif
+        /* 3.12+: profile functions are sys.monitoring's internals, which only
+         * PyEval_SetProfile (and its audit event: Python code) reaches; the
+         * thread stays unrecorded, its takeover counted. */
         tg_tls.busy &= ~(TG_BUSY_TRACER | TG_BUSY_WATCH);
     }
     if (t != NULL)
@@ -240,12 +249,6 @@ tg_watch_start(void)
     else
         tg_audit_added = 1;
 }
-#else
-static void
-tg_watch_start(void)
-{
-}
-#endif
 
 /* --- /proc/self/statm --------------------------------------------------------- */
 
@@ -276,20 +279,34 @@ tg_statm_close(struct tg_recorder *r)
 
 /* --- flusher --------------------------------------------------------------- */
 
-/* Write out every descriptor-backed buffer of R.  Any thread, no GIL needed. */
+/* tg_thread_table_each callback: write out T's descriptor-backed buffers. */
+static void
+tg_flush_thread_all(struct tg_thread *t, void *ctx)
+{
+    (void)ctx;
+    /* Python streams are skipped inside: their thread flushes them. */
+    tg_writer_flush_nogil(&t->mem);
+    tg_writer_flush_nogil(&t->stack);
+    tg_writer_flush_nogil(&t->capw);
+}
+
+/* The same for the buffers T's writers handed off (see writer.h). */
+static void
+tg_flush_thread_full(struct tg_thread *t, void *ctx)
+{
+    (void)ctx;
+    tg_writer_flush_full_nogil(&t->mem);
+    tg_writer_flush_full_nogil(&t->stack);
+    tg_writer_flush_full_nogil(&t->capw);
+}
+
+/* Write out every descriptor-backed buffer of R.  Any thread, no GIL needed.
+ * The table's lock is not held across the writes (tg_thread_table_each): out of
+ * memory for its list, this pass writes nothing and the next one tries again. */
 static void
 tg_flush_all_fd(struct tg_recorder *r)
 {
-    struct tg_thread *t;
-
-    pthread_mutex_lock(&r->table.lock);
-    for (t = r->table.live; t != NULL; t = t->next) {
-        /* Python streams are skipped inside: their thread flushes them. */
-        tg_writer_flush_nogil(&t->mem);
-        tg_writer_flush_nogil(&t->stack);
-        tg_writer_flush_nogil(&t->capw);
-    }
-    pthread_mutex_unlock(&r->table.lock);
+    tg_thread_table_each(&r->table, tg_flush_thread_all, NULL);
     tg_writer_flush_nogil(&r->process_w);
     tg_writer_flush_nogil(&r->process_cap);
     {
@@ -307,15 +324,7 @@ tg_flush_all_fd(struct tg_recorder *r)
 static void
 tg_flush_full_fd(struct tg_recorder *r)
 {
-    struct tg_thread *t;
-
-    pthread_mutex_lock(&r->table.lock);
-    for (t = r->table.live; t != NULL; t = t->next) {
-        tg_writer_flush_full_nogil(&t->mem);
-        tg_writer_flush_full_nogil(&t->stack);
-        tg_writer_flush_full_nogil(&t->capw);
-    }
-    pthread_mutex_unlock(&r->table.lock);
+    tg_thread_table_each(&r->table, tg_flush_thread_full, NULL);
     tg_writer_flush_full_nogil(&r->process_w);
     tg_writer_flush_full_nogil(&r->process_cap);
 }

@@ -113,6 +113,16 @@ tg_code_info_build(PyCodeObject *code)
 
     if (fb == NULL || nb == NULL)
         goto cleanup;
+    if (memchr(PyBytes_AS_STRING(nb), ':', (size_t)PyBytes_GET_SIZE(nb)) != NULL) {
+        /* readers take FUNCTION after a record's last ':' (docs/formats.md): a
+         * name's ':' is written \x3a, as a control byte would be */
+        PyObject *esc = PyObject_CallMethod(nb, "replace", "y#y#", ":", (Py_ssize_t)1,
+                                            "\\x3a", (Py_ssize_t)4);
+        Py_DECREF(nb);
+        nb = esc;
+        if (nb == NULL)
+            goto cleanup;
+    }
     flen = tg_escaped_len(PyBytes_AS_STRING(fb), (size_t)PyBytes_GET_SIZE(fb));
     nlen = tg_escaped_len(PyBytes_AS_STRING(nb), (size_t)PyBytes_GET_SIZE(nb));
     info = malloc(sizeof(*info) + flen + nlen + 2);

@@ -13,6 +13,7 @@ tg_thread_table_init(struct tg_thread_table *tt, void (*kick)(void *ctx), void *
 {
     memset(tt, 0, sizeof(*tt));
     pthread_mutex_init(&tt->lock, NULL);
+    pthread_cond_init(&tt->unpinned, NULL);
     tt->kick = kick;
     tt->kick_ctx = kick_ctx;
 }
@@ -36,6 +37,10 @@ tg_thread_table_destroy(struct tg_thread_table *tt)
     tg_thread_free_list(&tt->retired);
     tg_thread_free_list(&tt->live);
     tg_thread_table_clear_log(tt);
+    free(tt->pass);
+    tt->pass = NULL;
+    tt->pass_cap = 0;
+    pthread_cond_destroy(&tt->unpinned);
     pthread_mutex_destroy(&tt->lock);
 }
 
@@ -195,6 +200,8 @@ tg_thread_table_remove(struct tg_thread_table *tt, struct tg_thread *t)
             break;
         }
     }
+    while (t->pins > 0)  /* a flusher call on it: its write ends first */
+        pthread_cond_wait(&tt->unpinned, &tt->lock);
     pthread_mutex_unlock(&tt->lock);
     return found;
 }
@@ -207,8 +214,53 @@ tg_thread_table_take_live(struct tg_thread_table *tt)
     pthread_mutex_lock(&tt->lock);
     list = tt->live;
     tt->live = NULL;
+    for (;;) {
+        struct tg_thread *t;
+        for (t = list; t != NULL && t->pins == 0; t = t->next)
+            ;
+        if (t == NULL)
+            break;
+        pthread_cond_wait(&tt->unpinned, &tt->lock);
+    }
     pthread_mutex_unlock(&tt->lock);
     return list;
+}
+
+int
+tg_thread_table_each(struct tg_thread_table *tt,
+                     void (*fn)(struct tg_thread *t, void *ctx), void *ctx)
+{
+    struct tg_thread *t;
+    size_t n = 0, i;
+
+    pthread_mutex_lock(&tt->lock);
+    for (t = tt->live; t != NULL; t = t->next)
+        n++;
+    if (n > tt->pass_cap) {
+        /* memory, no I/O: fine under the lock */
+        size_t cap = n * 2;
+        struct tg_thread **np = realloc(tt->pass, cap * sizeof(*np));
+        if (np == NULL) {
+            pthread_mutex_unlock(&tt->lock);
+            return -1;
+        }
+        tt->pass = np;
+        tt->pass_cap = cap;
+    }
+    for (t = tt->live, i = 0; t != NULL; t = t->next, i++) {
+        t->pins++;
+        tt->pass[i] = t;
+    }
+    pthread_mutex_unlock(&tt->lock);
+    for (i = 0; i < n; i++) {
+        t = tt->pass[i];
+        fn(t, ctx);
+        pthread_mutex_lock(&tt->lock);
+        if (--t->pins == 0)
+            pthread_cond_broadcast(&tt->unpinned);
+        pthread_mutex_unlock(&tt->lock);
+    }
+    return 0;
 }
 
 void
@@ -243,8 +295,10 @@ tg_thread_table_reap_child(struct tg_thread_table *tt, struct tg_thread *me)
     struct tg_thread *t = tt->live, *next, *found = NULL;
 
     /* Only this thread exists in the child (the atfork handler released the
-     * lock): nobody else can reach the lists. */
+     * lock): nobody else can reach the lists.  The parent's flusher may have
+     * had states pinned: none is now, and its condition starts afresh. */
     tt->live = NULL;
+    pthread_cond_init(&tt->unpinned, NULL);
     for (; t != NULL; t = next) {
         next = t->next;
         if (t == me)
@@ -253,8 +307,10 @@ tg_thread_table_reap_child(struct tg_thread_table *tt, struct tg_thread *me)
             tg_thread_free(t);
     }
     tg_thread_free_list(&tt->retired);
-    if (found != NULL)
+    if (found != NULL) {
         found->next = NULL;
+        found->pins = 0;
+    }
     return found;
 }
 

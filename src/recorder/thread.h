@@ -52,6 +52,8 @@ struct tg_frame_entry {
  */
 struct tg_thread {
     struct tg_thread *next;        /* live or retired list link; table lock (live) */
+    unsigned pins;                 /* flusher passes using it unlocked
+                                    * (tg_thread_table_each); table lock */
     uint64_t gen;                  /* run generation; immutable */
     struct tg_writer mem;          /* producer: this thread; see writer.h */
     struct tg_writer stack;        /* producer: this thread; see writer.h */
@@ -118,6 +120,10 @@ struct tg_thread_table {
     uint64_t done_records, done_stack_records;  /* counts of unlisted states */
     uint64_t done_dropped;
     uint64_t done_unwound, done_displaced;
+    pthread_cond_t unpinned;       /* a state's pins fell to 0; with lock */
+    struct tg_thread **pass;       /* tg_thread_table_each's pinned states; the one
+                                    * flusher (allocated under lock) */
+    size_t pass_cap;
     void (*kick)(void *ctx);       /* given to every new state's writers (writer.h);
                                     * set at init */
     void *kick_ctx;
@@ -165,10 +171,23 @@ void tg_thread_table_clear_log(struct tg_thread_table *tt);
 
 /* List T (live). */
 void tg_thread_table_add(struct tg_thread_table *tt, struct tg_thread *t);
-/* Unlist T if it is listed; returns 1 if it was. */
+/* Unlist T if it is listed; returns 1 if it was.  Returns once no
+ * tg_thread_table_each call uses T (T can then be closed and freed). */
 int tg_thread_table_remove(struct tg_thread_table *tt, struct tg_thread *t);
-/* Unlist every live state and return them as a list (linked by next). */
+/* Unlist every live state and return them as a list (linked by next), once no
+ * tg_thread_table_each call uses any of them. */
 struct tg_thread *tg_thread_table_take_live(struct tg_thread_table *tt);
+/*
+ * Call FN(T, CTX) for every listed state T, the lock NOT held during the calls
+ * (they write files: a slow disk must not stall thread start, thread end of
+ * other threads, or fork, which take the lock with the GIL held).  Each state
+ * is pinned from the list walk until its call returns, so that remove and
+ * take_live wait for it and it is neither closed nor freed meanwhile.  One
+ * caller at a time (the flusher).  Returns 0, or -1 when out of memory (no
+ * call made).
+ */
+int tg_thread_table_each(struct tg_thread_table *tt,
+                         void (*fn)(struct tg_thread *t, void *ctx), void *ctx);
 /* Add the counts of T (closed, unlisted) to the run's done counts. */
 void tg_thread_table_settle(struct tg_thread_table *tt, struct tg_thread *t);
 /* Settle T (closed, unlisted) and keep it on the retired list. */

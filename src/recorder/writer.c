@@ -244,8 +244,8 @@ tg_writer_flush_owner(struct tg_writer *w)
 void
 tg_writer_flush_full_nogil(struct tg_writer *w)
 {
-    if (w->pyfile != NULL || __atomic_load_n(&w->full, __ATOMIC_RELAXED) == NULL)
-        return;  /* racy peek; the locked path re-reads */
+    if (w->pyfile != NULL || atomic_load_explicit(&w->full, memory_order_relaxed) == NULL)
+        return;  /* unlocked peek (atomic); the locked path re-reads */
     pthread_mutex_lock(&w->lock);
     tg_writer_write_full_unlocked(w);
     pthread_mutex_unlock(&w->lock);
@@ -256,9 +256,10 @@ tg_writer_flush_nogil(struct tg_writer *w)
 {
     if (w->buf == NULL || w->pyfile != NULL)
         return;
-    if (atomic_load_explicit(&w->len, memory_order_relaxed) == w->flushed
-            && __atomic_load_n(&w->full, __ATOMIC_RELAXED) == NULL)
-        return;  /* racy peek; the locked path re-reads */
+    if (atomic_load_explicit(&w->len, memory_order_relaxed)
+                == atomic_load_explicit(&w->flushed, memory_order_relaxed)
+            && atomic_load_explicit(&w->full, memory_order_relaxed) == NULL)
+        return;  /* unlocked peeks (atomics); the locked path re-reads */
     pthread_mutex_lock(&w->lock);
     if (w->buf != NULL)
         tg_writer_write_pending_unlocked(w);

@@ -16,7 +16,10 @@
  * consumer side (writing bytes out) is serialised by `lock`: the background
  * flusher writes [flushed, len) without the GIL and only advances `flushed`; the
  * buffer is rewound (len = flushed = 0) only by a GIL holder, under the lock,
- * when no producer can be running.  So the hot path takes no lock at all.
+ * when no producer can be running.  So the hot path takes no lock at all.  The
+ * flusher first peeks, without the lock, at whether there is anything to write
+ * (`len`, `flushed`, `full`, `buf`): those fields are atomics (relaxed), so the
+ * peek is no data race (make check-tsan); the locked path reads them again.
  *
  * A descriptor writer whose buffer fills does not write it itself (a 64 KiB
  * write(2) in the program's thread, with the GIL held, was a sixth of the
@@ -75,7 +78,8 @@ struct tg_writer {
     void (*kick)(void *ctx);  /* asks the flusher to write a handed-off buffer (GIL
                                * held), or NULL: no handoff; set by the creator */
     void *kick_ctx;         /* its argument; as kick */
-    char *buf;              /* malloc'ed; moved (realloc) only under lock by a GIL holder */
+    char *_Atomic buf;      /* malloc'ed; moved (realloc) only under lock by a GIL
+                             * holder; atomic: the flusher peeks at it unlocked */
     size_t cap;             /* size of buf; as buf */
     _Atomic size_t len;     /* end of appended lines; producer publishes (release) */
     _Atomic size_t lim;     /* the fast path's bound: a record of N bytes is appended
@@ -88,8 +92,10 @@ struct tg_writer {
                              * stream (tg_writer_stop: err first, then lim; both
                              * sides seq_cst, so the producer never keeps cap for
                              * a stopped stream) */
-    size_t flushed;         /* bytes of buf already written; lock */
-    char *full;             /* a filled buffer handed to the flusher, or NULL; lock */
+    _Atomic size_t flushed; /* bytes of buf already written; written under lock,
+                             * atomic: the flusher peeks at it unlocked */
+    char *_Atomic full;     /* a filled buffer handed to the flusher, or NULL; as
+                             * flushed */
     size_t full_from;       /* its bytes [full_from, full_len) are still to write; lock */
     size_t full_len;
     char *spare;            /* an empty TG_WRITER_BUFSIZE buffer, or NULL; lock */

@@ -12,21 +12,24 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <time.h>
+#include <stdatomic.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "sigkick.h"
 #include "tg_test.h"
 
-static volatile sig_atomic_t tripped;     /* what the chained handler saw */
-static volatile sig_atomic_t trip_count;
+/* What the chained handler saw; atomic: the handler runs in whichever thread
+ * the signal reached (sig_atomic_t is atomic only within one thread). */
+static atomic_int tripped;
+static atomic_int trip_count;
 static sem_t never;                       /* never posted: only EINTR ends a wait */
 
 static void
 python_like_handler(int signum)
 {
-    tripped = signum;
-    trip_count++;
+    atomic_store(&tripped, signum);
+    atomic_fetch_add(&trip_count, 1);
 }
 
 static void

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,19 +273,23 @@ struct walker {
 	struct tg_thread_table *tt;
 	atomic_int stop;
 	long walks;
+	long failed;  /* passes that ran out of memory */
 };
+
+/* The flusher's pass over one state (lifecycle.c), without the table's lock. */
+static void walker_flush(struct tg_thread *t, void *ctx)
+{
+	(void)ctx;
+	tg_writer_flush_full_nogil(&t->mem);
+	tg_writer_flush_nogil(&t->mem);
+}
 
 static void *walker_main(void *arg)
 {
 	struct walker *w = arg;
 	while (!atomic_load(&w->stop)) {
-		struct tg_thread *t;
-		pthread_mutex_lock(&w->tt->lock);
-		for (t = w->tt->live; t != NULL; t = t->next) {
-			tg_writer_flush_full_nogil(&t->mem);
-			tg_writer_flush_nogil(&t->mem);
-		}
-		pthread_mutex_unlock(&w->tt->lock);
+		if (tg_thread_table_each(w->tt, walker_flush, NULL) < 0)
+			w->failed++;
 		w->walks++;
 	}
 	return NULL;
@@ -324,11 +329,91 @@ static void test_concurrent_walk(void)
 	atomic_store(&w.stop, 1);
 	pthread_join(th, NULL);
 	CHECK(w.walks > 0);
+	CHECK_INT(w.failed, 0);
 	CHECK_INT(list_len(tt.live), 8);
 	tg_thread_table_totals(&tt, &rec, &srec, &drop, &threads);
 	CHECK_INT(rec, 2000);
 	CHECK_INT(threads, 2000);
 	CHECK_STR(tt.log[1999].base, "t4~400");
+	tg_thread_table_destroy(&tt);
+}
+
+/* --- the flusher's pass holds no lock across a write ------------------------------ */
+
+struct held {
+	struct tg_thread_table *tt;
+	struct tg_thread *slow;  /* the state whose "write" blocks */
+	sem_t entered, release;
+	int calls;
+};
+
+/* A write to a slow disk: blocks, for SLOW, until the test releases it. */
+static void held_call(struct tg_thread *t, void *ctx)
+{
+	struct held *h = ctx;
+
+	h->calls++;
+	if (t != h->slow)
+		return;
+	sem_post(&h->entered);
+	while (sem_wait(&h->release) < 0 && errno == EINTR)
+		;
+}
+
+static void *held_main(void *arg)
+{
+	struct held *h = arg;
+
+	CHECK_INT(tg_thread_table_each(h->tt, held_call, h), 0);
+	return NULL;
+}
+
+/*
+ * While the flusher's pass is inside a write (of state a), the table's lock is
+ * free: a thread starts (log_add, add) and another one ends (remove, close,
+ * free) without waiting for the disk, as thread start, thread end and fork do
+ * with the GIL held.  The pass still visits every state listed at its start;
+ * a state it holds is unlisted only once its write returned.
+ */
+static void test_each_holds_no_lock(void)
+{
+	struct tg_thread_table tt;
+	struct held h = { 0 };
+	struct tg_thread *a, *b, *c, *d;
+	long ia, ib, ic, id;
+	pthread_t th;
+
+	tg_thread_table_init(&tt, NULL, NULL);
+	a = make_state(&tt, "a", 41, &ia);
+	b = make_state(&tt, "b", 42, &ib);
+	tg_thread_table_add(&tt, a);
+	tg_thread_table_add(&tt, b);
+	h.tt = &tt;
+	h.slow = a;
+	sem_init(&h.entered, 0, 0);
+	sem_init(&h.release, 0, 0);
+	CHECK(pthread_create(&th, NULL, held_main, &h) == 0);
+	while (sem_wait(&h.entered) < 0 && errno == EINTR)
+		;
+	/* the pass is blocked in a's write: none of this may wait for it */
+	c = make_state(&tt, "c", 43, &ic);
+	tg_thread_table_add(&tt, c);
+	CHECK(listed(&tt, c));
+	d = make_state(&tt, "d", 44, &id);
+	tg_thread_table_add(&tt, d);
+	CHECK_INT(tg_thread_table_remove(&tt, d), 1);  /* not in the pass: at once */
+	tg_thread_close_writers(d, NULL, NULL);
+	tg_thread_table_settle(&tt, d);
+	tg_thread_free(d);
+	sem_post(&h.release);
+	pthread_join(th, NULL);
+	CHECK_INT(h.calls, 2);  /* a and b, listed when the pass began */
+	CHECK_INT(a->pins + b->pins + c->pins, 0);
+	CHECK_INT(tg_thread_table_remove(&tt, a), 1);
+	tg_thread_close_writers(a, NULL, NULL);
+	tg_thread_free(a);
+	sem_destroy(&h.entered);
+	sem_destroy(&h.release);
 	tg_thread_table_destroy(&tt);
 }
 
@@ -341,6 +426,7 @@ int main(void)
 	test_life();
 	test_fork_reap();
 	test_concurrent_walk();
+	test_each_holds_no_lock();
 	{
 		char cmd[300];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);

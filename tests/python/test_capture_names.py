@@ -34,10 +34,6 @@ def text(alphabet=ALPHABET):
     return (s + "x" * size + s)[: size + 40] if size else s
 
 
-# FUNCTION is the text after the record's last ':' (docs/formats.md): a ':' in a
-# function's name is not escaped and splits it (a known limit of the format)
-FUNC_ALPHABET = [a for a in ALPHABET if ":" not in a]
-
 
 def make_function(name, depth):
     def f(n):
@@ -53,7 +49,8 @@ def g(n):
     len("x")
 
 
-FUNCS = [make_function(text(FUNC_ALPHABET), i) for i in range(6)]
+FUNCS = [make_function(text(), i) for i in range(6)]
+FUNCS.append(make_function("a:1:b", 0))  # FUNCTION is after a record's last ':'
 # two long names that differ only past the cut: they must stay two functions
 FUNCS += [make_function("L" * 20000 + "one", 0), make_function("L" * 20000 + "two", 0)]
 
@@ -63,6 +60,7 @@ def work():
         g(rng.randint(0, 4))
     FUNCS[-1](0)
     FUNCS[-2](0)
+    FUNCS[-3](0)
 
 
 p = threadgraph.ProcessProfile(format=fmt, default_log_path=base, profile="both")
@@ -122,6 +120,7 @@ def test_every_capture_the_recorder_writes_is_read(tmp_path):
                         file_, _, func = site.rsplit(b":", 2)
                         assert len(file_) <= TEXT_MAX and len(func) <= TEXT_MAX, (fmt, name)
                         funcs.add(func)
+            assert b"a\\x3a1\\x3ab" in funcs, fmt  # a name's ':' is written \x3a
             longs = [f for f in funcs if f.startswith(b"L" * 100)]
             assert len(longs) == 2 and all(len(f) == TEXT_MAX for f in longs), (fmt, longs)
 

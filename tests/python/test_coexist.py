@@ -381,3 +381,62 @@ def test_unwound_calls_across_capture_segments(tmp_path):
     with open(os.path.join(run, "MainThread.mem")) as f:
         lines = f.read().splitlines()
     assert any(":work=>" in ln for ln in lines) and any(":switch_away=>" in ln for ln in lines)
+
+
+def test_threading_setprofile_for_later_threads(tmp_path):
+    """threading.setprofile's function runs alone in the threads started while it
+    is set; threads started after it is cleared are recorded."""
+    write(tmp_path / "prog.py", """
+        import sys, threading
+
+        def work(n): return [str(i) for i in range(n)]
+        def hooked(): return work(10)
+        def later(): return work(20)
+        seen = []
+        def hook(frame, event, arg):
+            if event == "call" and frame.f_code.co_filename.endswith("prog.py"):
+                seen.append(frame.f_code.co_name)
+
+        threading.setprofile(hook)
+        t = threading.Thread(target=hooked, name="hooked")
+        t.start(); t.join()
+        threading.setprofile(None)
+        t = threading.Thread(target=later, name="later")
+        t.start(); t.join()
+        print(sorted(set(seen)))
+    """)
+    plain = subprocess.run([sys.executable, "prog.py"], cwd=str(tmp_path),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=TIMEOUT)
+    assert plain.returncode == 0 and "hooked" in plain.stdout, plain.stderr
+    res = tg(["run", "--stack", "--format", "both", "-o", "out", "prog.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == plain.stdout
+    run = only_run_dir(tmp_path / "out")
+    recs = records(run)
+    calls, returns = recs["later"]
+    assert "later" in calls and "later" in returns and returns.count("work") == 1
+    info = runinfo(run)
+    if MONITORING:
+        assert "hooked" in recs["hooked"][1] and info["displaced"] == 0
+    else:
+        assert "hooked" not in recs["hooked"][1]
+        assert info["displaced"] == 1
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 12),
+                    reason="3.8-3.11 run the setprofile backend by default "
+                    "(test_other_profiler_inside_a_profiled_program covers it); on 3.13 "
+                    "the interpreter allocates between the sys.setprofile audit event and "
+                    "the change, and the takeover is not counted yet (docs/api.md)")
+def test_setprofile_backend_takeover_is_counted_on_312(tmp_path):
+    """backend="setprofile" on 3.12+: the program's function runs alone; the
+    takeover is counted and said, though ours does not come back."""
+    write(tmp_path / "prog.py", TOOL_PROGRAM)
+    res = tg(["run", "--backend", "setprofile", "-o", "out", "prog.py", "sys.setprofile"],
+             tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "sys.setprofile saw ['during', 'work']" in res.stdout
+    info = runinfo(only_run_dir(tmp_path / "out"))
+    assert info["backend"] == "setprofile" and info["displaced"] == 1
+    assert "1 takeovers by another profiler" in res.stderr.strip().splitlines()[-1]

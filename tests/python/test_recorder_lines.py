@@ -129,8 +129,9 @@ def test_no_line_is_written_as_line_0(tmp_path):
                 with open(os.path.join(run_dir, name)) as f:
                     text = f.read()
                 assert ":-" not in text, text
-            assert any(line == 0 for _s, line, _f, _d in
-                       parse_mem(os.path.join(run_dir, "MainThread.mem")))
+            if sys.version_info >= (3, 12):  # where CPython gives these lines -1
+                assert any(line == 0 for _s, line, _f, _d in
+                           parse_mem(os.path.join(run_dir, "MainThread.mem")))
         for cmd in (["peaks"], ["folded", "--metric", "delta"]):
             r = subprocess.run([CLI] + cmd + ["--strict", run_dir], capture_output=True,
                                text=True, timeout=60)
