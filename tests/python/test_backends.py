@@ -148,7 +148,7 @@ def test_monitoring_and_setprofile_write_the_same_records(tmp_path, memory="thre
         worker = files["worker.mem"].splitlines()
         assert any(l.endswith(":long_function=>0") for l in worker), worker
         assert any(l.endswith(":leaf=>8000") for l in worker), worker  # list freelist
-        assert any(l.startswith("None:") and ":append=>" in l for l in worker), worker
+        assert any(l.startswith("list:") and ":append=>" in l for l in worker), worker
         assert any(":sorted=>" in l for l in worker), worker
 
 
