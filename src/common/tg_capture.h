@@ -133,7 +133,7 @@ enum tg_cap_chunk_kind {
  */
 enum tg_cap_code_kind {
 	TG_CAP_CODE_PYTHON = 0,
-	TG_CAP_CODE_C = 1, /* FILE is the module (or "None"), CALLs carry a line */
+	TG_CAP_CODE_C = 1, /* FILE is the owner (module, type or "<builtin>"), CALLs carry a line */
 };
 
 /*
