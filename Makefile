@@ -12,8 +12,10 @@ WARN    := -std=gnu11 -Wall -Wextra -Wno-missing-field-initializers \
 	   -Werror=incompatible-pointer-types -Werror=implicit-function-declaration
 # libzstd when its header is installed: the recorder's compress=True chunk
 # compression and the CLI's reading of such captures.
-ZSTD_DEF := $(if $(wildcard /usr/include/zstd.h),-DTG_HAVE_ZSTD)
-ZSTD_LIB := $(if $(wildcard /usr/include/zstd.h),-lzstd)
+# THREADGRAPH_NO_ZSTD=1 builds without it, as setup.py does.
+ZSTD_ON  := $(if $(THREADGRAPH_NO_ZSTD),,$(wildcard /usr/include/zstd.h))
+ZSTD_DEF := $(if $(ZSTD_ON),-DTG_HAVE_ZSTD)
+ZSTD_LIB := $(if $(ZSTD_ON),-lzstd)
 INC     := -Isrc/common -Isrc/lib -Isrc/cli $(ZSTD_DEF)
 LIBS    := -lm -lz $(ZSTD_LIB)
 # The version's one definition is threadgraph/_version.py (setup.py reads it too).
@@ -23,10 +25,16 @@ SAN     := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-re
 
 LIB_SRC  := $(sort $(wildcard src/lib/*.c))
 CLI_SRC  := $(sort $(wildcard src/cli/*.c))
-HDRS     := $(wildcard src/*/*.h)
 CTESTS   := $(sort $(wildcard tests/c/test_*.c))
 
 B        := build
+# The zstd setting as a file that changes only when the setting does: every
+# build that depends on the headers depends on it too, so installing or
+# removing libzstd-dev, or THREADGRAPH_NO_ZSTD, rebuilds them.
+ZSTD_STAMP := $(B)/zstd-setting
+$(shell mkdir -p $(B) && (echo '$(ZSTD_DEF)' | cmp -s - $(ZSTD_STAMP) || \
+	echo '$(ZSTD_DEF)' > $(ZSTD_STAMP)))
+HDRS     := $(wildcard src/*/*.h) $(ZSTD_STAMP)
 CLI      := $(B)/threadgraph
 ASAN_CLI := $(B)/asan/threadgraph
 
@@ -86,7 +94,7 @@ $(B)/asan/ctest/test_ptrtable: $(PTRTABLE_DEPS)
 # The recorder's capture writer is pure C: its test links capture.c alone (and
 # libzstd when its header is installed, ZSTD_* above).
 CAPTURE_DEPS := tests/c/test_capture.c tests/c/tg_test.h src/recorder/capture.c \
-		src/recorder/capture.h src/common/tg_capture.h
+		src/recorder/capture.h src/common/tg_capture.h $(ZSTD_STAMP)
 
 $(B)/ctest/test_capture: $(CAPTURE_DEPS)
 	@mkdir -p $(B)/ctest

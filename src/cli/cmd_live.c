@@ -74,7 +74,7 @@ static const struct live_sort live_sorts[] = {
 /* The view's state: what the keys change. */
 struct live_view {
 	const char *run;        /* the operand, for the title */
-	char *capture;          /* RUN_DIR/capture.tg (owned) */
+	char *capture;          /* RUN_DIR/capture.tg, or a segment of it (owned) */
 	size_t sort;            /* index into live_sorts */
 	int paused;
 	uint32_t selected;      /* stream of the selected thread, 0: none */
@@ -387,7 +387,7 @@ int cmd_live(int argc, char **argv)
 {
 	struct live_view v = { 0 };
 	const char *sort = NULL;
-	int once = 0, nargs, ret, missing;
+	int once = 0, nargs, ret, missing, is_dir;
 	struct stat st;
 	const struct tg_option opts[] = {
 		{ "once", 0, TG_OPT_BOOL, &once, NULL, NULL,
@@ -420,7 +420,10 @@ int cmd_live(int argc, char **argv)
 	 * its capture, saying so): RUN_DIR/capture.tg. */
 	errno = 0;
 	missing = stat(argv[0], &st) != 0 && errno == ENOENT;
-	if ((!missing && errno == 0 && S_ISDIR(st.st_mode)) || (missing && !once)) {
+	is_dir = !missing && errno == 0 && S_ISDIR(st.st_mode);
+	if (is_dir && tg_capture_detect(argv[0], &v.capture)) {
+		;  /* its capture.tg, or its segments (--max-size) */
+	} else if (is_dir || (missing && !once)) {
 		size_t n = strlen(argv[0]);
 		if (!(v.capture = malloc(n + sizeof("/" TG_CAP_FILENAME))))
 			return error("out of memory");

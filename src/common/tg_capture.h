@@ -133,7 +133,7 @@ enum tg_cap_chunk_kind {
  */
 enum tg_cap_code_kind {
 	TG_CAP_CODE_PYTHON = 0,
-	TG_CAP_CODE_C = 1, /* FILE is the module (or "None"), CALLs carry a line */
+	TG_CAP_CODE_C = 1, /* FILE is the owner (module, type or "<builtin>"), CALLs carry a line */
 };
 
 /*
@@ -166,7 +166,8 @@ enum tg_cap_code_kind {
  *   varint t: the stream's time (its last timed record) - start_us
  *   varint a: thread: CALLs so far; process: samples so far
  *   varint b: thread: RETURNs so far; process: 0
- *   varint zz(m): thread: the sum of its deltas so far; process: the last BYTES
+ *   varint zz(m): thread: the sum of its outermost calls' deltas so far (its
+ *                 memory); process: the last BYTES
  *   varint depth, then depth times, outermost first, an open call:
  *     varint code id, varint call number (the k of its CALL),
  *     [varint zz(line)] only if the code is TG_CAP_CODE_C (as in its CALL)

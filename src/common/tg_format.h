@@ -46,6 +46,12 @@
 #define TG_NONE_MODULE "None"
 
 /*
+ * FILE of a C function with no module and no object it is bound to (a C
+ * function bound to an object names the object's type instead, docs/formats.md).
+ */
+#define TG_NO_OWNER "<builtin>"
+
+/*
  * Characters of FILE and FUNCTION that the recorder escapes as \xHH so that every
  * record stays on one line: bytes below 0x20 and 0x7f.  Readers print what they
  * read; they never unescape.

@@ -76,7 +76,8 @@ struct tg_cap_open {
 struct tg_cap_base {
 	int64_t t_us;           /* the stream's time */
 	uint64_t calls, returns; /* records before (process: samples in calls) */
-	int64_t mem;            /* thread: sum of its deltas before; process: BYTES */
+	int64_t mem;            /* thread: sum of its outermost calls' deltas before;
+				 * process: BYTES */
 	struct tg_cap_open *open; /* calls open, outermost first (owned) */
 	size_t depth;
 };

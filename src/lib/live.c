@@ -48,6 +48,8 @@ static int live_thread(const struct tg_capture *cap, const struct tg_cap_thread 
 	int ret;
 
 	tg_capcur_init(&c, cap, t);
+	if (t->has_state)  /* a capture of limited size: its memory before the kept segments */
+		out->now = out->peak = t->state.mem;
 	while ((ret = tg_capcur_next_return(&c, &r, d)) == 1) {
 		size_t ix = (size_t)(r.code - cap->codes);
 

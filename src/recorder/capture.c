@@ -460,9 +460,10 @@ tg_cap_shadow_chunk(struct tg_cap *cap, int kind, uint32_t stream, const unsigne
             if (s->depth == 0)
                 goto broken;
             s->t_us += (int64_t)dt;
-            s->mem += tg_cap_unzz(v);
             s->depth--;
             s->returns++;
+            if (s->depth == 0)  /* an outermost call: the thread's own total */
+                s->mem += tg_cap_unzz(v);
         } else if (head) {  /* CALL */
             uint64_t id = head >> 1;
             int64_t line = 0;

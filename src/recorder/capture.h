@@ -63,7 +63,8 @@ struct tg_cap_shadow {
     size_t def_len;
     int64_t t_us;             /* time of its last timed record */
     uint64_t calls, returns;  /* thread: CALLs, RETURNs; process: samples in calls */
-    int64_t mem;              /* thread: sum of deltas; process: last BYTES */
+    int64_t mem;              /* thread: sum of its outermost calls' deltas;
+                               * process: last BYTES */
     struct tg_cap_open_call *open;  /* open calls, innermost last (malloc'ed) */
     size_t depth, open_cap;
 };

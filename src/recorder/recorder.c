@@ -629,42 +629,59 @@ tg_flush_py_if_old(struct tg_thread *t)
 }
 
 /* A C function as the profile events name it: its method definition and its
- * module (a str, or NULL). */
+ * owner, which names it in the records (FILE) and keys the capture's table:
+ * the function's module (a str, as the original wrote it), else the type of
+ * the object it is bound to (a method of a module-less object: `list.append`,
+ * a file's `flush`), the type itself for a class method, or NULL. */
 struct tg_cfunc {
     PyMethodDef *ml;
-    PyObject *module;  /* borrowed */
+    PyObject *owner;  /* borrowed */
 };
+
+/* The owner of a C function bound to SELF without a module: SELF's type, or
+ * SELF for a class method; NULL for none or a module. */
+static inline PyObject *
+tg_cfunc_owner_of_self(PyObject *self)
+{
+    if (self == NULL || PyModule_CheckExact(self))
+        return NULL;
+    return PyType_Check(self) ? self : (PyObject *)Py_TYPE(self);
+}
 
 /* Whether CALLABLE, called with first argument ARG0 (NULL: unknown, or none
  * when MISSING), is a C function for the profile events, and which: a builtin
  * function or method, or (sys.monitoring) a method descriptor called with its
- * self, which the setprofile events report as the bound builtin method. */
+ * self, which the setprofile events report as the bound builtin method (both
+ * get the same owner, the type of self). */
 static inline int
 tg_cfunc_of(PyObject *callable, PyObject *arg0, PyObject *missing, struct tg_cfunc *cf)
 {
     if (PyCFunction_Check(callable)) {
-        cf->ml = ((PyCFunctionObject *)callable)->m_ml;
-        cf->module = ((PyCFunctionObject *)callable)->m_module;
+        PyCFunctionObject *f = (PyCFunctionObject *)callable;
+        cf->ml = f->m_ml;
+        cf->owner = f->m_module != NULL ? f->m_module : tg_cfunc_owner_of_self(f->m_self);
         return 1;
     }
     if (Py_TYPE(callable) == &PyMethodDescr_Type && arg0 != NULL && arg0 != missing) {
         cf->ml = ((PyMethodDescrObject *)callable)->d_method;
-        cf->module = NULL;  /* a bound builtin method has no module */
+        cf->owner = tg_cfunc_owner_of_self(arg0);
         return 1;
     }
     return 0;
 }
 
-/* UTF-8 view of a C function's module and name.  Never disturbs the exception
- * in flight. */
+/* UTF-8 view of a C function's FILE (its owner: the module's name, the
+ * type's tp_name, or TG_NO_OWNER) and name.  Never disturbs the exception in
+ * flight.  Reads no attribute and allocates nothing (it runs on every C call
+ * of a text dump); the capture reads it once per (function, owner). */
 static void
 tg_cfunc_names(const struct tg_cfunc *cf, const char **mod, size_t *mod_len,
                const char **name, size_t *name_len)
 {
-    PyObject *m = cf->module;
+    PyObject *m = cf->owner;
 
-    *mod = TG_NONE_MODULE;
-    *mod_len = sizeof(TG_NONE_MODULE) - 1;
+    *mod = TG_NO_OWNER;
+    *mod_len = sizeof(TG_NO_OWNER) - 1;
     if (m != NULL && PyUnicode_Check(m)) {
         if (PyUnicode_IS_COMPACT_ASCII(m)) {
             *mod = (const char *)PyUnicode_DATA(m);
@@ -682,6 +699,10 @@ tg_cfunc_names(const struct tg_cfunc *cf, const char **mod, size_t *mod_len,
             PyErr_Clear();
             tg_exc_restore(&saved);
         }
+    } else if (m != NULL && PyType_Check(m) && ((PyTypeObject *)m)->tp_name != NULL
+               && ((PyTypeObject *)m)->tp_name[0] != '\0') {
+        *mod = ((PyTypeObject *)m)->tp_name;
+        *mod_len = strlen(*mod);
     }
     *name = cf->ml->ml_name;
     *name_len = strlen(*name);
@@ -710,8 +731,8 @@ tg_cap_python_id(struct tg_recorder *r, struct tg_code_info *info)
 }
 
 /* The capture's code id of the C function CF, defined on first use (0 on
- * failure).  The table holds a reference to the module, so that its address
- * names the same module as long as the entry lives. */
+ * failure).  The table holds a reference to the owner, so that its address
+ * names the same owner as long as the entry lives. */
 static __attribute__((noinline, cold)) uint32_t
 tg_cap_define_c(struct tg_recorder *r, const struct tg_cfunc *cf)
 {
@@ -731,11 +752,11 @@ tg_cap_define_c(struct tg_recorder *r, const struct tg_cfunc *cf)
     tg_escape(buf, mod, mod_len);
     tg_escape(buf + fe, name, name_len);
     if (tg_cap_define(&r->cap, id, TG_CAP_CODE_C, 0, buf, fe, buf + fe, ne) < 0
-            || tg_cap_idtab_put(&r->cfunc_ids, (uintptr_t)cf->ml, (uintptr_t)cf->module,
+            || tg_cap_idtab_put(&r->cfunc_ids, (uintptr_t)cf->ml, (uintptr_t)cf->owner,
                                 id) < 0)
         id = 0;  /* a definition without an entry is only a few wasted bytes */
     else
-        Py_XINCREF(cf->module);
+        Py_XINCREF(cf->owner);
     free(buf);
     return id;
 }
@@ -745,7 +766,7 @@ tg_cap_define_c(struct tg_recorder *r, const struct tg_cfunc *cf)
 static inline __attribute__((always_inline)) uint32_t
 tg_cap_c_id(struct tg_recorder *r, const struct tg_cfunc *cf)
 {
-    uint32_t id = tg_cap_idtab_get(&r->cfunc_ids, (uintptr_t)cf->ml, (uintptr_t)cf->module);
+    uint32_t id = tg_cap_idtab_get(&r->cfunc_ids, (uintptr_t)cf->ml, (uintptr_t)cf->owner);
     return id != 0 ? id : tg_cap_define_c(r, cf);
 }
 

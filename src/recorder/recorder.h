@@ -118,8 +118,8 @@ struct tg_recorder {
 
     /* --- capture.tg (fmt_binary) --- */
     struct tg_cap cap;                 /* the file; see capture.h */
-    struct tg_cap_idtab cfunc_ids;     /* (PyMethodDef, module) -> code id, each
-                                        * module referenced; GIL */
+    struct tg_cap_idtab cfunc_ids;     /* (PyMethodDef, owner) -> code id, each
+                                        * owner referenced; GIL */
     struct tg_writer process_cap;      /* process samples (chunk mode); as process_w */
     int64_t process_cap_us;            /* last sample's time (us); the producer */
     int64_t process_cap_bytes;         /* last sample's bytes; the producer */

@@ -34,7 +34,7 @@
 struct expect {
 	uint64_t calls, returns;     /* thread stream 2 */
 	int64_t t_us;                /* its last record's time */
-	int64_t mem;                 /* sum of its deltas */
+	int64_t mem;                 /* sum of its outermost calls' deltas */
 	uint64_t samples;            /* process */
 	int64_t bytes;
 };
@@ -112,7 +112,6 @@ static void write_run(const char *dir, int compress, int rounds, struct expect *
 		x->calls += 2;
 		x->returns += 2;
 		x->t_us += 2 + 1 + i % 5 + 1;
-		x->mem += 8 + delta;
 		if ((size_t)(p - ev) > sizeof(ev) - 8 * TG_CAP_RECORD_MAX) {
 			CHECK_INT(tg_cap_chunk_out(&cap, TG_CAP_CHUNK_EVENTS, 2, ev,
 						   (size_t)(p - ev)), 0);
@@ -177,7 +176,8 @@ static void read_run(const char *dir, const struct expect *x, int cut)
 		if (r.type == TG_CAP_REC_RETURN) {
 			if (!first_return)
 				first_return = r.number;
-			mem += r.value;
+			if (r.depth == 0)
+				mem += r.value;
 			last_depth = (int)r.depth;
 			last_func = r.code->func;
 			n++;

@@ -1,5 +1,9 @@
 """Global options, help, usage errors, exit codes, stdout errors."""
+import os
+import shutil
 import subprocess
+
+import pytest
 
 from clisupport import CLI, tutorial_mems
 
@@ -76,3 +80,27 @@ def test_stdout_write_error():
                            stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
     assert r.returncode == 1
     assert "error: unable to write to standard output" in r.stderr
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_rebuilds_when_the_zstd_setting_changes(tmp_path):
+    """build/zstd-setting changes with the setting only: the same setting
+    leaves a built CLI alone, THREADGRAPH_NO_ZSTD (or libzstd-dev coming or
+    going) rebuilds it without (with) -DTG_HAVE_ZSTD.  Dry runs (make -n)."""
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    b = str(tmp_path / "b")
+    cli = os.path.join(b, "threadgraph")
+
+    def dry(env=None):
+        e = dict(os.environ)
+        e.pop("THREADGRAPH_NO_ZSTD", None)
+        e.update(env or {})
+        return subprocess.run(["make", "-n", "B=" + b, cli], cwd=repo, env=e,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, timeout=60).stdout
+
+    dry()  # writes the setting
+    open(cli, "w").close()  # a CLI newer than every source and the setting
+    assert " -o " + cli not in dry()
+    out = dry({"THREADGRAPH_NO_ZSTD": "1"})
+    assert " -o " + cli in out and "TG_HAVE_ZSTD" not in out
