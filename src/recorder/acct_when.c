@@ -158,11 +158,12 @@ tg_when_rss(void)
     return (int64_t)rss * sysconf(_SC_PAGESIZE);
 }
 
-/* The step above level LEVEL of a condition of limit LIMIT. */
+/* The level above which the next snapshot of a condition is due, after one at
+ * LEVEL (LEVEL >= the condition's limit). */
 static int64_t
-tg_when_next(int64_t level, int64_t limit)
+tg_when_next(int64_t level)
 {
-    int64_t step = limit / TG_WHEN_STEP_DIV;
+    int64_t step = level / TG_WHEN_STEP_DIV;
     return level + (step > TG_WHEN_STEP_MIN ? step : TG_WHEN_STEP_MIN);
 }
 
@@ -226,18 +227,16 @@ tg_acct_when_fire(struct tg_acct_thread *t, int64_t own, int mask)
     tg_tls.busy |= TG_BUSY_TRACER;
     tg_exc_save(&saved);
     if (mask & (1 << TG_WHEN_THREAD)) {
-        lim = TG_LOAD(tg_acct.when.limit[TG_WHEN_THREAD]);
         tg_when_thread_base(t, base);
         snprintf(label, sizeof(label), "%s-%s-at-%lld", tg_acct.when.text[TG_WHEN_THREAD], base,
                  (long long)own);
-        t->when_next = tg_when_next(own, lim);
+        t->when_next = tg_when_next(own);
         tg_when_write(label);
     }
     if (mask & (1 << TG_WHEN_LIVE)) {
-        lim = TG_LOAD(tg_acct.when.limit[TG_WHEN_LIVE]);
         v = tg_acct_live_now();
         snprintf(label, sizeof(label), "%s-at-%lld", tg_acct.when.text[TG_WHEN_LIVE], (long long)v);
-        atomic_store_explicit(&tg_acct.when.live_next, tg_when_next(v, lim), TG_RELAXED);
+        atomic_store_explicit(&tg_acct.when.live_next, tg_when_next(v), TG_RELAXED);
         tg_when_write(label);
     }
     if (mask & (1 << TG_WHEN_RSS)) {
@@ -246,7 +245,7 @@ tg_acct_when_fire(struct tg_acct_thread *t, int64_t own, int mask)
         if (lim != 0 && v > lim && v > TG_LOAD(tg_acct.when.rss_next)) {
             snprintf(label, sizeof(label), "%s-at-%lld", tg_acct.when.text[TG_WHEN_RSS],
                      (long long)v);
-            atomic_store_explicit(&tg_acct.when.rss_next, tg_when_next(v, lim), TG_RELAXED);
+            atomic_store_explicit(&tg_acct.when.rss_next, tg_when_next(v), TG_RELAXED);
             tg_when_write(label);
         }
     }

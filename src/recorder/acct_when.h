@@ -30,9 +30,13 @@
 
 struct tg_acct_thread;
 
-/* After a snapshot at level L of a condition of limit LIMIT, the next one is
- * due above L + max(LIMIT / TG_WHEN_STEP_DIV, TG_WHEN_STEP_MIN). */
-#define TG_WHEN_STEP_DIV 16
+/* After a snapshot at level L, the next one is due above
+ * L + max(L / TG_WHEN_STEP_DIV, TG_WHEN_STEP_MIN): a step relative to the level,
+ * so a program that keeps growing writes a number of snapshots logarithmic in
+ * its growth (a quarter up each time: 11 from the limit to 10 times it), not one
+ * per fixed amount (1/16 of the limit gave 150 files for three threads growing
+ * from 5 MiB to 60 MiB). */
+#define TG_WHEN_STEP_DIV 4
 #define TG_WHEN_STEP_MIN (INT64_C(1) << 20)
 /* rss is read when the process's live bytes pass a new peak this far above the
  * last read. */
