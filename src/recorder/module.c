@@ -8,7 +8,7 @@
 #include "recorder.h"
 #include "lifecycle.h"
 #include "thread_start.h"
-#include "alloc_hooks.h"
+#include "tls.h"
 #include "accounting.h"
 #include "ptrtable.h"
 #include "names.h"
