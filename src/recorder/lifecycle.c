@@ -760,7 +760,7 @@ tg_atfork_prepare(void)
         }
         tg_writer_lock_for_fork(&a->r.process_w);
         tg_writer_lock_for_fork(&a->r.process_cap);
-        pthread_mutex_lock(&a->r.cap.lock);  /* after the writers' (capture.h) */
+        pthread_mutex_lock(&a->r.cap.lock);  /* after the writers' (capture_write.h) */
     }
     tg_ptrtable_lock_all();
 }

@@ -798,7 +798,7 @@ tg_module_exec(PyObject *m)
         return -1;
     }
     /* The version (threadgraph/_version.py, passed by setup.py), the smallest
-     * max_size (capture.h) and enable()'s option choices (options.h), for
+     * max_size (capture_write.h) and enable()'s option choices (options.h), for
      * threadgraph/_options.py. */
     if (PyModule_AddStringConstant(m, "VERSION", TG_VERSION) < 0
             || PyModule_AddIntConstant(m, "MAX_SIZE_MIN", (long)TG_CAP_MAX_SIZE_MIN) < 0
