@@ -113,12 +113,13 @@ def _attached(sock, ctl_dir):
     atexit_before = profiler._HOOKS_INSTALLED
     try:
         prof = make_profiler(_Options(settings["options"]), settings["base"])
+        # Quiet from before enable(): the control thread's own work is not the
+        # program's, and the thread is left out of the run (no empty entry).
+        prof._rec.quiet(True)
         prof.enable()
     except (OSError, RuntimeError, ValueError) as exc:
         _send(sock, "error cannot start recording: %s" % exc)
         return
-    quiet = prof._rec.quiet
-    quiet(True)  # the control thread's own work is not the program's
     _send(sock, "ok %s" % prof.output_dir)
     _wait_for_detach(sock)
     prof.disable()

@@ -42,7 +42,7 @@ def check(option: str, value: object) -> str:
     return value  # type: ignore[return-value]
 
 
-#: The smallest max_size (bytes): the recorder's (src/recorder/capture.h).
+#: The smallest max_size (bytes): the recorder's (src/recorder/capture_write.h).
 MAX_SIZE_MIN: int = _recorder.MAX_SIZE_MIN
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(?:i?B)?\s*\Z", re.IGNORECASE)

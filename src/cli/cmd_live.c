@@ -21,14 +21,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "capture.h"
+#include "capture_read.h"
 #include "cli.h"
 #include "live.h"
+#include "snapshot.h"
 
 static const char live_usage[] = "threadgraph live [options] RUN_DIR|PID";
 
 #define LIVE_REFRESH_MS 1000
 #define LIVE_FUNCS_SHOWN 8
+#define LIVE_SITES_SHOWN 5
 
 /* Sort keys of the thread table, cycled by 's'. */
 struct live_sort {
@@ -81,6 +83,11 @@ struct live_view {
 	int done;               /* q, end of input or a finishing signal */
 	struct tg_live lv;
 	char status[256];       /* why there are no figures yet, or the last error */
+	char *dir;              /* the directory holding the capture (owned) */
+	struct tg_snapshot snap; /* its newest snapshot, sites by live bytes (has_snap) */
+	int has_snap;
+	struct timespec dir_mtime; /* of dir when snap was last looked for */
+	time_t snap_mtime;      /* when snap's file was written */
 };
 
 /* Set by the finishing signals and SIGWINCH (the main loop acts on them). */
@@ -154,6 +161,59 @@ static const struct tg_live_thread **live_ordered(const struct live_view *v)
 	return o;
 }
 
+/*
+ * Reads the newest snapshot of the run (accounting on: periodic, threshold or
+ * manual snapshots while it runs, the final one at its end) when the run
+ * directory changed since the last look (a snapshot is a new file in it), as
+ * the call sites by live bytes, merged over the threads.  No snapshot (no
+ * accounting, or none written yet): nothing shown.
+ */
+static void live_snap_refresh(struct live_view *v)
+{
+	struct tg_snapshot s;
+	struct tg_diag d = { 0 };
+	struct stat st;
+
+	if (!v->dir || stat(v->dir, &st) != 0)
+		return;
+	if (st.st_mtim.tv_sec == v->dir_mtime.tv_sec && st.st_mtim.tv_nsec == v->dir_mtime.tv_nsec)
+		return;
+	v->dir_mtime = st.st_mtim;
+	if (tg_snapshot_read(&s, v->dir, &d) < 0)
+		return;
+	if (tg_snapshot_group(&s, 1, 1, &d) < 0) {
+		tg_snapshot_release(&s);
+		return;
+	}
+	tg_snapshot_sort(&s, TG_SNAP_LIVE);
+	if (v->has_snap)
+		tg_snapshot_release(&v->snap);
+	v->snap = s;
+	v->has_snap = 1;
+	v->snap_mtime = stat(s.path, &st) == 0 ? st.st_mtime : 0;
+}
+
+/* The call sites panel: LIVE_SITES_SHOWN lines and a title, when a snapshot is known. */
+static void live_draw_sites(FILE *f, const struct live_view *v, int cols, int tty, const char *eol)
+{
+	const struct tg_snapshot *s = &v->snap;
+	const char *base = strrchr(s->path, '/');
+	char a[32], when[32] = "";
+	struct tm tm;
+
+	if (v->snap_mtime && localtime_r(&v->snap_mtime, &tm))
+		strftime(when, sizeof(when), ", written %H:%M:%S", &tm);
+	fprintf(f, "%s%stop call sites by live bytes, all threads (%s%s)%s%s", eol,
+		tty ? "\033[1m" : "", base ? base + 1 : s->path, when, tty ? "\033[0m" : "", eol);
+	for (size_t i = 0; i < s->n && i < LIVE_SITES_SHOWN; i++) {
+		char line[512];
+		live_bytes(a, sizeof(a), s->sites[i].live_bytes, 0);
+		snprintf(line, sizeof(line), "  %12s %8lld  %s", a, (long long)s->sites[i].live_count,
+			 s->sites[i].site);
+		fprintf(f, "%.*s%s", tty ? cols - 1 : (int)sizeof(line), line, eol);
+	}
+}
+
 /* The frame: LINES lines of at most COLS columns on F (plain text with
  * TTY 0; reverse video for the selected thread with TTY 1). */
 static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, int tty)
@@ -191,7 +251,7 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 	fprintf(f, "%s%-24s %12s %12s %12s %12s %9s%s%s", tty ? "\033[1m" : "", " THREAD", "NOW",
 		"CHANGE", "PEAK", "LARGEST", "RETURNS", tty ? "\033[0m" : "", eol);
 	used++;
-	room = lines - used - 4 - LIVE_FUNCS_SHOWN;
+	room = lines - used - 4 - LIVE_FUNCS_SHOWN - (v->has_snap ? LIVE_SITES_SHOWN + 2 : 0);
 	if (room < 3)
 		room = 3;
 	o = live_ordered(v);
@@ -210,6 +270,8 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 	if (o && shown < lv->n_threads)
 		fprintf(f, " ... %zu more threads (s sorts)%s", lv->n_threads - shown, eol);
 	free(o);
+	if (v->has_snap)
+		live_draw_sites(f, v, cols, tty, eol);
 	for (size_t i = 0; i < lv->n_threads; i++)
 		if (lv->threads[i].stream == v->selected)
 			sel_name = lv->threads[i].name;
@@ -237,6 +299,7 @@ static void live_refresh(struct live_view *v)
 	if (v->paused)
 		return;
 	v->lv.focus = v->selected;
+	live_snap_refresh(v);
 	if (tg_live_read(&v->lv, v->capture, &d) < 0) {
 		if (!v->lv.readings && access(v->capture, F_OK) != 0)
 			snprintf(v->status, sizeof(v->status), "waiting for %s", v->capture);
@@ -434,8 +497,16 @@ int cmd_live(int argc, char **argv)
 			     "capture: a run made with --format text has none)", argv[0]);
 	}
 	tg_live_init(&v.lv);
+	if ((v.dir = strdup(v.capture)) != NULL) {
+		char *slash = strrchr(v.dir, '/');
+		if (slash)
+			*slash = '\0';
+		else
+			strcpy(v.dir, ".");
+	}
 	if (once) {
 		struct tg_diag d = { 0 };
+		live_snap_refresh(&v);
 		if (tg_live_read(&v.lv, v.capture, &d) < 0) {
 			ret = error("%s", d.msg);
 		} else {
@@ -448,6 +519,9 @@ int cmd_live(int argc, char **argv)
 		ret = live_interactive(&v);
 	}
 	tg_live_release(&v.lv);
+	if (v.has_snap)
+		tg_snapshot_release(&v.snap);
+	free(v.dir);
 	free(v.capture);
 	return ret;
 }

@@ -16,7 +16,7 @@
 #include "acct_schedule.h"
 #include "acct_snapshot.h"
 #include "acct_state.h"
-#include "alloc_hooks.h"
+#include "tls.h"
 #include "recorder.h"
 #include "tg_snapshot.h"
 

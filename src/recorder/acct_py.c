@@ -4,7 +4,7 @@
  */
 #include "acct_py.h"
 #include "acct_state.h"
-#include "alloc_hooks.h"
+#include "tls.h"
 #include "recorder.h"
 
 #include <string.h>

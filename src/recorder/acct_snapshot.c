@@ -4,7 +4,7 @@
  */
 #include "acct_snapshot.h"
 #include "acct_state.h"
-#include "alloc_hooks.h"
+#include "tls.h"
 #include "names.h"
 #include "recorder.h"
 #include "tg_snapshot.h"

@@ -6,7 +6,7 @@
  * split (the interning's fast paths are inline in acct_sites.h).
  */
 #include "acct_state.h"
-#include "alloc_hooks.h"
+#include "tls.h"
 #include "clock.h"
 
 #include <stdlib.h>

@@ -4,7 +4,7 @@
 #include "acct_when.h"
 #include "acct_snapshot.h"
 #include "acct_state.h"
-#include "alloc_hooks.h"
+#include "tls.h"
 #include "recorder.h"
 
 #include <ctype.h>

@@ -13,7 +13,6 @@
 
 #include <string.h>
 
-_Thread_local struct tg_tls tg_tls __attribute__((tls_model("initial-exec")));
 _Atomic int64_t tg_process_total;
 int tg_hooks_count_total;
 void (*tg_hooks_watch)(void);

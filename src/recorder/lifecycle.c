@@ -647,8 +647,11 @@ tg_recorder_enable(struct tg_recorder_object *self)
     if (tg_open_process_file(r) < 0)
         goto fail;
 
-    /* The enabling thread's files open now so that a bad directory fails here. */
-    if (r->track_memory || r->track_stack) {
+    /* The enabling thread's files open now so that a bad directory fails here;
+     * unless it is quiet (Recorder.quiet(True) before enable(): threadgraph
+     * attach's control thread), which is then left out of the run, as it never
+     * records anything. */
+    if ((r->track_memory || r->track_stack) && !(tg_tls.busy & TG_BUSY_TRACER)) {
         t = tg_thread_attach(self, NULL, 0);
         if (t == NULL) {
             PyErr_NoMemory();
@@ -757,7 +760,7 @@ tg_atfork_prepare(void)
         }
         tg_writer_lock_for_fork(&a->r.process_w);
         tg_writer_lock_for_fork(&a->r.process_cap);
-        pthread_mutex_lock(&a->r.cap.lock);  /* after the writers' (capture.h) */
+        pthread_mutex_lock(&a->r.cap.lock);  /* after the writers' (capture_write.h) */
     }
     tg_ptrtable_lock_all();
 }

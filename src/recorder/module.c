@@ -8,7 +8,7 @@
 #include "recorder.h"
 #include "lifecycle.h"
 #include "thread_start.h"
-#include "alloc_hooks.h"
+#include "tls.h"
 #include "accounting.h"
 #include "ptrtable.h"
 #include "names.h"
@@ -528,7 +528,9 @@ tg_rec_get_outdir(struct tg_recorder_object *self, void *closure)
 
 /* quiet(flag) -> previous: while set, the calling thread's events and
  * allocations are not recorded (TG_BUSY_TRACER, as while the tracer runs Python
- * code itself): threadgraph run's own work in the program's main thread. */
+ * code itself): threadgraph run's own work in the program's main thread.  Set
+ * before enable(), the enabling thread is left out of the run (no files, no
+ * entry) until it records, which it does not while quiet. */
 static PyObject *
 tg_rec_quiet(struct tg_recorder_object *self, PyObject *arg)
 {
@@ -801,7 +803,7 @@ tg_module_exec(PyObject *m)
         return -1;
     }
     /* The version (threadgraph/_version.py, passed by setup.py), the smallest
-     * max_size (capture.h) and enable()'s option choices (options.h), for
+     * max_size (capture_write.h) and enable()'s option choices (options.h), for
      * threadgraph/_options.py. */
     if (PyModule_AddStringConstant(m, "VERSION", TG_VERSION) < 0
             || PyModule_AddIntConstant(m, "MAX_SIZE_MIN", (long)TG_CAP_MAX_SIZE_MIN) < 0

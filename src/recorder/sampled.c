@@ -12,7 +12,7 @@
  */
 #include "sampled.h"
 #include "accounting.h"
-#include "alloc_hooks.h"
+#include "tls.h"
 #include "recorder.h"
 
 #include <stdlib.h>

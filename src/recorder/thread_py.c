@@ -9,7 +9,7 @@
  */
 #include "thread_py.h"
 #include "recorder.h"
-#include "alloc_hooks.h"
+#include "tls.h"
 #include "sinks.h"
 #include "tg_format.h"
 #include "names.h"

@@ -12,7 +12,7 @@
  */
 #include "recorder.h"
 #include "thread_start.h"
-#include "alloc_hooks.h"
+#include "tls.h"
 
 #include <stddef.h>
 #include <stdlib.h>

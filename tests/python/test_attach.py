@@ -191,6 +191,8 @@ def test_attach_records_a_server_and_leaves_it_as_it_was(tmp_path):
         handler_threads = [n for n, f in funcs.items() if "do_GET" in f and "build_page" in f]
         assert len(handler_threads) >= CLIENTS, sorted(funcs)
         assert all("process_request_thread" in n for n in handler_threads)
+        # The control thread is not part of the program's run.
+        assert not [n for n in funcs if "threadgraph-attach" in n], sorted(funcs)
         # SIGTERM ends it as it would have without threadgraph (the default action).
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=60) == -signal.SIGTERM

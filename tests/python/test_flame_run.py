@@ -282,3 +282,46 @@ def test_binary_run_reads_as_its_exported_text(run, tmp_path):
     # the planted 300000-byte returns are peaks with their decorated subtree
     assert '<section class="peak"' in html and "leaf_alloc@" in html
     assert 'id="flame-delta"' in html
+
+
+# Recording started deep in a call chain (as threadgraph attach starts it): the
+# frames running at enable() have no call record and their returns are ignored.
+STARTED_INSIDE = """\
+import sys
+from threadgraph import ProcessProfile
+p = ProcessProfile(default_log_path="out")
+p.trackStack()
+keep = []
+def work():
+    return [bytearray(1000) for _ in range(100)]
+def do_GET():
+    keep.append(work())
+def inner():
+    p.enable()
+    do_GET()
+    do_GET()
+def middle():
+    inner()
+    do_GET()
+def outer():
+    middle()
+    do_GET()
+    p.disable()
+outer()
+"""
+
+
+def test_calls_made_inside_frames_running_at_enable_are_folded(tmp_path):
+    (tmp_path / "inside.py").write_text(STARTED_INSIDE)
+    res = subprocess.run([sys.executable, "inside.py"], cwd=str(tmp_path),
+                         stderr=subprocess.PIPE, universal_newlines=True, timeout=TIMEOUT)
+    assert res.returncode == 0, res.stderr
+    (d,) = glob.glob(str(tmp_path / "out" / "*"))
+    stacks = folded(d, "--metric", "delta")
+    # The four do_GET calls are roots of the thread's stacks, with what their
+    # callee kept (4 x 100 blocks of 1000 bytes); the frames running at enable()
+    # (outer, middle, inner) appear nowhere.
+    kept = sum(v for s, v in stacks.items()
+               if s.startswith("MainThread;do_GET (") and ";work (" in s)
+    assert kept >= 4 * 100 * 1000, stacks
+    assert not [s for s in stacks if re.search(r"\b(outer|middle|inner) \(", s)], stacks

@@ -189,3 +189,28 @@ def test_run_live_keeps_the_programs_output_off_the_view(tmp_path):
         assert "the program speaks\n" in output and "and complains\n" in output
     finally:
         term.close()
+
+
+def test_live_shows_call_sites_by_live_bytes_with_accounting(tmp_path):
+    # With accounting the view lists the newest snapshot's call sites by live
+    # bytes (here the final one), the figures `threadgraph top` gives.
+    prog = tmp_path / "prog.py"
+    prog.write_text("keep = []\n"
+                    "def grow(n):\n"
+                    "    return [bytearray(1000) for _ in range(n)]\n"
+                    "for i in range(3):\n"
+                    "    keep.append(grow(300))\n")
+    cli("run", "--accounting", "-o", str(tmp_path / "out"), str(prog))
+    run_dir = str(tmp_path / "out" / os.listdir(str(tmp_path / "out"))[0])
+    once = cli("live", "--once", run_dir)
+    assert "top call sites by live bytes, all threads (snapshot-1-final" in once, once
+    top = cli("top", "--merge-threads", "--depth", "1", run_dir).splitlines()
+    first = top[2].split()  # LIVE_BYTES LIVE_COUNT TOTAL_BYTES TOTAL_COUNT THREAD SITE
+    # grow's list comprehension (its own frame before 3.12, inlined into grow after)
+    assert first[-1].endswith((":<listcomp>", ":grow")), top
+    site = [line for line in once.splitlines() if line.endswith(first[-1])]
+    assert site and site[0].split()[:3] == kb(int(first[0])).split() + [first[1]], once
+    # Without accounting there is no such panel.
+    cli("run", "-o", str(tmp_path / "plain"), str(prog))
+    plain = str(tmp_path / "plain" / os.listdir(str(tmp_path / "plain"))[0])
+    assert "call sites" not in cli("live", "--once", plain)

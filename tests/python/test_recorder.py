@@ -155,6 +155,34 @@ p.disable()
     assert {"MainThread", "early", "Dummy-1"} <= names
 
 
+def test_thread_quiet_from_before_enable_is_left_out_of_the_run(tmp_path):
+    # threadgraph attach's control thread: quiet(True), enable(), then it only
+    # waits while the program's threads are recorded.  It has no files and no
+    # entry (an empty one made peaks/memg say "skipped: no events").
+    run_scenario(tmp_path, PRELUDE + """
+def work():
+    return [bytearray(100) for _ in range(10)]
+def worker():
+    work()
+p = ProcessProfile(format="text", default_log_path="out", profile="python")
+def control():
+    p._rec.quiet(True)
+    p.enable()
+    t = threading.Thread(target=worker, name="worker")
+    t.start()
+    t.join()
+    p.disable()
+c = threading.Thread(target=control, name="control")
+c.start()
+c.join()
+""")
+    run_dir = only_dir(tmp_path / "out")
+    names = {t["name"] for t in load_runinfo(run_dir)["threads"]}
+    assert "worker" in names and "control" not in names, names
+    assert not [f for f in os.listdir(run_dir) if f.startswith("control")]
+    assert deltas(parse_mem(os.path.join(run_dir, "worker.mem")), "work")
+
+
 def test_disable_stops_every_thread(tmp_path):
     run_scenario(tmp_path, PRELUDE + """
 stop = threading.Event()

@@ -1,0 +1,48 @@
+/*
+ * tls.h - the recorder's per-OS-thread state: one thread-local struct.
+ *
+ * A leaf: it includes only clock.h (for the clock cache) and is read by every
+ * layer above it (the allocator hooks, accounting, thread state, events,
+ * lifecycle).  It lives apart from alloc_hooks.h so that accounting can reach
+ * its thread's state without including the hooks, which call accounting.
+ */
+#ifndef TG_TLS_H
+#define TG_TLS_H
+
+#include "clock.h"
+#include <stdint.h>
+
+#pragma GCC visibility push(hidden)
+
+/* Bits of tg_tls.busy. */
+#define TG_BUSY_TRACER 1  /* the profile function is doing its own work */
+#define TG_BUSY_HOOK 2    /* inside a hook: nested calls (pymalloc -> raw) pass through */
+#define TG_BUSY_WATCH 4   /* this thread's profile function was changed (sys.setprofile
+                           * audit event, lifecycle.c): the next allocation with the
+                           * GIL calls tg_hooks_watch to see by whom */
+
+struct tg_thread;
+struct tg_acct_thread;
+
+/* Everything the recorder keeps per OS thread.  Thread-local: only its own thread
+ * reads or writes it.  Never freed: the pointers in it are owned elsewhere
+ * (thread.c, acct_state.c) and are valid only while their generation matches. */
+struct tg_tls {
+    struct tg_thread *thread;  /* this thread's recorder state, valid iff gen matches */
+    uint64_t gen;              /* run generation `thread` belongs to */
+    int64_t allocated;         /* bytes allocated by this thread while hooked */
+    int64_t freed;             /* bytes freed (exact sizes) by this thread while hooked */
+    int busy;                  /* TG_BUSY_* bits */
+    struct tg_clock_cache clock;  /* the profile function's clock reads (clock.h) */
+    struct tg_acct_thread *acct;  /* this thread's accounting state (acct_state.c),
+                                   * valid iff acct_gen == tg_acct.gen */
+    uint64_t acct_gen;
+};
+
+/* initial-exec: a direct %fs access instead of a __tls_get_addr call per hook;
+ * the struct is small enough for glibc's static TLS reserve for dlopen. */
+extern _Thread_local struct tg_tls tg_tls __attribute__((tls_model("initial-exec")));
+
+#pragma GCC visibility pop
+
+#endif /* TG_TLS_H */
