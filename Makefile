@@ -77,6 +77,17 @@ $(B)/ctest/test_sigkick: tests/c/test_sigkick.c tests/c/tg_test.h src/recorder/s
 $(B)/asan/ctest/test_sigkick: tests/c/test_sigkick.c tests/c/tg_test.h src/recorder/sigkick.c src/recorder/sigkick.h
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/sigkick.c -lpthread
+# The native hooks' mapping table is pure C: its test links nat_maps.c alone.
+NATMAPS_DEPS := tests/c/test_nat_maps.c tests/c/tg_test.h src/recorder/nat_maps.c \
+		src/recorder/nat_maps.h
+
+$(B)/ctest/test_nat_maps: $(NATMAPS_DEPS)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/nat_maps.c
+
+$(B)/asan/ctest/test_nat_maps: $(NATMAPS_DEPS)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/nat_maps.c
 # The recorder's pointer tables are pure C: their test links ptrtable.c and the
 # GIL table's page map (ptrpage.c) alone.
 PTRTABLE_DEPS := tests/c/test_ptrtable.c tests/c/tg_test.h src/recorder/ptrtable.c \

@@ -16,6 +16,7 @@
 #include "sampled.h"
 #include "options.h"
 #include "sigkick.h"
+#include "gcwatch.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -747,6 +748,10 @@ static PyMethodDef tg_module_methods[] = {
     {"safe_basename", tg_mod_safe_basename, METH_O,
      "File base name for a thread name (without the ~N suffix)."},
     {"active", tg_mod_active, METH_NOARGS, "The recording Recorder, or None."},
+    {"gc_callback", (PyCFunction)(void (*)(void))tg_gc_callback, METH_FASTCALL,
+     "gc.callbacks entry while recording: notes the collector's runs (gcwatch.h)."},
+    {"gc_runs", tg_gc_runs, METH_NOARGS,
+     "gc_runs() -> ([(native_id, start_ns, stop_ns, collected)], dropped), and forget them."},
     {"profiled_threads", tg_mod_profiled_threads, METH_NOARGS,
      "Threads with a profile function that is not threadgraph's (threadgraph attach)."},
     {"tracked_blocks", tg_mod_tracked_blocks, METH_NOARGS,
