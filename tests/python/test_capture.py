@@ -172,9 +172,13 @@ def test_binary_alone_matches_the_text_of_a_both_run(tmp_path, backend):
         assert sum(1 for l in stack if l.endswith(":leaf")) == 2000
 
 
+KILL_SEED = 20261126  # the random kill point and cuts: the same on every run
+
+
 def test_sigkill_leaves_a_readable_prefix(tmp_path):
     """Killed at a random point: every record older than about a second is in
     the capture, which reads up to its last whole chunk."""
+    rng = random.Random(KILL_SEED)
     script = tmp_path / "kill.py"
     script.write_text(KILL_WORKLOAD.replace('format="text"', 'format="binary"'))
     proc = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path),
@@ -187,7 +191,7 @@ def test_sigkill_leaves_a_readable_prefix(tmp_path):
         while not (os.path.exists(path) and os.path.getsize(path) > 4096):
             assert time.time() < deadline, "no capture on disk after 60 s"
             time.sleep(0.05)
-        time.sleep(2.5 + random.uniform(0, 1.0))
+        time.sleep(2.5 + rng.uniform(0, 1.0))  # the kill point: seeded (KILL_SEED)
         kill_time = time.time()
         proc.send_signal(signal.SIGKILL)
     finally:
@@ -197,7 +201,7 @@ def test_sigkill_leaves_a_readable_prefix(tmp_path):
     with open(path, "rb") as f:
         data = f.read()
     # Cut anywhere, the capture still decodes up to the cut.
-    for cut in sorted(random.sample(range(40, len(data)), 20)) + [len(data)]:
+    for cut in sorted(rng.sample(range(40, len(data)), 20)) + [len(data)]:
         tgcapture.Capture(data[:cut])
     cap = tgcapture.Capture(data)
     assert cap.end is None  # killed: no trailer

@@ -215,13 +215,19 @@ def test_signal_that_interrupts_no_wait_still_finishes_the_run(tmp_path):
     handler would never run (the Pool.terminate() hang); the recorder sends
     the signal again to the main thread (src/recorder/sigkick.h)."""
     (tmp_path / "prog.py").write_text(textwrap.dedent("""
-        import multiprocessing, signal, sys, threading, time
+        import linecache, multiprocessing, signal, sys, threading, time
 
         def work():
             return bytearray(1000)
 
-        def kill_from_here():
-            time.sleep(0.5)           # the main thread is in sem_wait by now
+        def kill_from_here(main):
+            # Wait until the main thread stands at the blocking acquire (its
+            # frame on that line: inside the C call), then signal this thread.
+            while True:
+                f = sys._current_frames()[main]
+                if "BLOCKS" in linecache.getline(f.f_code.co_filename, f.f_lineno):
+                    break
+                time.sleep(0.001)
             signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
 
         if sys.argv[1] == "profiled":
@@ -231,8 +237,9 @@ def test_signal_that_interrupts_no_wait_still_finishes_the_run(tmp_path):
             work()
         lock = multiprocessing.Lock()
         lock.acquire()
-        threading.Thread(target=kill_from_here, daemon=True).start()
-        lock.acquire()                # never acquired: only the signal ends this
+        threading.Thread(target=kill_from_here, args=(threading.get_ident(),),
+                         daemon=True).start()
+        lock.acquire()                # BLOCKS: never acquired, only the signal ends this
     """ % WORK_CALLS))
     for how in ("plain", "profiled"):
         proc = subprocess.run([sys.executable, "prog.py", how], cwd=str(tmp_path),
@@ -249,18 +256,25 @@ def test_signal_that_interrupts_no_wait_still_finishes_the_run(tmp_path):
 
 
 SIGNAL_ELSEWHERE = """
-import multiprocessing, os, signal, sys, threading, time
+import linecache, multiprocessing, os, signal, sys, threading, time
 from threadgraph import ProcessProfile
 
-def kill_from_here():
-    time.sleep(0.5)           # the main thread is in sem_wait by now
+def kill_from_here(waiter):
+    # Wait until WAITER stands at the blocking acquire (its frame on that line:
+    # inside the C call), then signal this thread, not the waiter.
+    while True:
+        f = sys._current_frames()[waiter]
+        if "BLOCKS" in linecache.getline(f.f_code.co_filename, f.f_lineno):
+            break
+        time.sleep(0.001)
     signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
 
 def wait_for_sigterm():
     lock = multiprocessing.Lock()
     lock.acquire()
-    threading.Thread(target=kill_from_here, daemon=True).start()
-    lock.acquire()            # never acquired: only the signal ends this
+    threading.Thread(target=kill_from_here, args=(threading.get_ident(),),
+                     daemon=True).start()
+    lock.acquire()            # BLOCKS: never acquired, only the signal ends this
 
 p = ProcessProfile(format="text", default_log_path="out", profile="python")
 p.enable()

@@ -553,7 +553,10 @@ assert any(issubclass(w.category, RuntimeWarning) and "stopped" in str(w.message
         len(read_lines(os.path.join(run_dir, "MainThread.mem")))
 
 
-def test_records_reach_disk_within_a_second_of_a_kill(tmp_path):
+FLUSHER_GIVE_UP_S = 60  # a failure bound, not a timing claim
+
+
+def test_records_reach_disk_without_a_trigger_before_a_kill(tmp_path):
     script = tmp_path / "s.py"
     script.write_text(PRELUDE + """
 def work():
@@ -572,9 +575,12 @@ threading.Event().wait()   # idle forever: only the background flusher can write
     try:
         run_dir = proc.stdout.readline().strip()
         path = os.path.join(run_dir, "MainThread.mem")
-        deadline = time.time() + 1.5   # the guarantee: about a second
+        # Only the background flusher can write while the program idles: wait
+        # for its lines.  How soon (about a second) is shown in bench/, not
+        # asserted here; the bound only keeps a broken flusher from hanging.
+        give_up = time.monotonic() + FLUSHER_GIVE_UP_S
         count = 0
-        while time.time() < deadline:
+        while time.monotonic() < give_up:
             with open(path) as f:
                 count = sum(1 for line in f if line.split("#", 1)[-1].startswith(str(script)))
             if count >= 100:

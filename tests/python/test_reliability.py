@@ -169,7 +169,11 @@ threading.Event().wait()
 """
 
 
+KILL_SEED = 20261126  # the random kill point: the same on every run
+
+
 def test_sigkill_at_a_random_point_keeps_older_records(tmp_path):
+    rng = random.Random(KILL_SEED)
     script = tmp_path / "kill.py"
     script.write_text(KILL_WORKLOAD)
     proc = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path),
@@ -182,7 +186,7 @@ def test_sigkill_at_a_random_point_keeps_older_records(tmp_path):
         while not all(os.path.exists(p) and os.path.getsize(p) for p in busy):
             assert time.time() < deadline, "no records on disk after 60 s"
             time.sleep(0.05)
-        time.sleep(2.5 + random.uniform(0, 1.0))
+        time.sleep(2.5 + rng.uniform(0, 1.0))  # the kill point: seeded (KILL_SEED)
         kill_time = time.time()
         proc.send_signal(signal.SIGKILL)
         busy.append(os.path.join(run_dir, "slow.mem"))

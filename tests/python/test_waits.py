@@ -154,18 +154,22 @@ def test_disable_while_a_thread_waits_in_a_with_statement(tmp_path):
     """The wrapper a `with lock:` entered stays safe when the run ends (or a new
     one starts) before the lock is granted."""
     (tmp_path / "s.py").write_text(textwrap.dedent("""
-        import threading, time
+        import linecache, sys, threading, time
         from threadgraph import ProcessProfile
         g = threading.Lock(); g.acquire()
         entered = []
         def waiter():
-            with g:
+            with g:                # BLOCKS
                 entered.append(1)
         p = ProcessProfile(format="text", default_log_path="out", profile="python", memory="process")
         p.enable()
         t = threading.Thread(target=waiter, name="A")
         t.start()
-        time.sleep(0.2)            # A is (most likely) blocked in `with g:`
+        while True:                # until A stands at `with g:` (in the C __enter__)
+            f = sys._current_frames().get(t.ident)
+            if f is not None and "BLOCKS" in linecache.getline(f.f_code.co_filename, f.f_lineno):
+                break
+            time.sleep(0.001)
         p.disable()
         q = ProcessProfile(format="text", default_log_path="out2", profile="python", memory="rss")
         q.enable()
