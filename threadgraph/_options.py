@@ -19,6 +19,11 @@ CHOICES: Dict[str, Tuple[str, ...]] = {
 #: (format: "text" with a stream_factory; backend: $THREADGRAPH_BACKEND first).
 DEFAULTS: Dict[str, str] = dict(_recorder.OPTION_DEFAULTS)
 
+#: {keyword: default} of enable()'s numeric and boolean keywords (track_memory,
+#: track_stack, track_sleeps, timestamps, sample_every, accounting, compress,
+#: native): src/recorder/options.h's TG_DEFAULT_*.
+VALUE_DEFAULTS: Dict[str, Union[bool, int]] = dict(_recorder.VALUE_DEFAULTS)
+
 PROFILE_MODES = CHOICES["profile"]
 MEMORY_MODES = CHOICES["memory"]
 BACKENDS = CHOICES["backend"]

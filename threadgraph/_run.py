@@ -26,7 +26,7 @@ import threading
 import traceback
 import types
 
-from threadgraph._options import CHOICES, DEFAULTS, SAMPLED_DEFAULT_BYTES
+from threadgraph._options import CHOICES, DEFAULTS, SAMPLED_DEFAULT_BYTES, VALUE_DEFAULTS
 
 PROG = "threadgraph run"
 TOP_PEAKS = 5
@@ -116,7 +116,8 @@ def build_parser():
         metavar="N",
         type=int,
         help="write a process.mem sample every N profile events, 0 for none "
-        "(default: 1000; ProcessProfile.setProcessMemoryFrequence)",
+        "(default: %d; ProcessProfile.setProcessMemoryFrequence)"
+        % VALUE_DEFAULTS["sample_every"],
     )
     parser.add_argument(
         "--no-timestamps",

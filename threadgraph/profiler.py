@@ -270,11 +270,11 @@ class ProcessProfile:
                              "format='binary'")
         self._filter: Optional[str] = None
         self._forked = False
-        self._stack = False
-        self._memory = True
-        self._sleeps = True
-        self._timestamps = True
-        self._frequence: int = 1000
+        self._stack = bool(_options.VALUE_DEFAULTS["track_stack"])
+        self._memory = bool(_options.VALUE_DEFAULTS["track_memory"])
+        self._sleeps = bool(_options.VALUE_DEFAULTS["track_sleeps"])
+        self._timestamps = bool(_options.VALUE_DEFAULTS["timestamps"])
+        self._frequence: int = int(_options.VALUE_DEFAULTS["sample_every"])
         self._triggers: List[Tuple[str, str]] = []
         self._rec = _recorder.Recorder()
         self._output_dir: Optional[str] = None

@@ -106,7 +106,8 @@ tg_set_triggers(struct tg_recorder *r, PyObject *seq)
 
 PyDoc_STRVAR(tg_rec_enable_doc,
 "enable(outdir, *, profile='both', memory='thread', filter=None, track_memory=True,\n"
-"       track_stack=False, track_sleeps=True, timestamps=True, sample_every=1000,\n"
+"       track_stack=False, track_sleeps=True, timestamps=True,\n"
+"       sample_every=" TG_STR(TG_DEFAULT_SAMPLE_EVERY) ",\n"
 "       stream_factory=None, exclude_file=None, triggers=(), accounting=False,\n"
 "       compress=False, backend='auto', native=False, format='binary', sample_bytes=0,\n"
 "       mode='full', max_size=0)\n"
@@ -128,9 +129,11 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     const char *mode = tg_choice_default(&tg_opt_mode);
     const struct tg_choice *choice;
     PyObject *filter = Py_None, *factory = Py_None, *exclude = Py_None, *triggers = NULL;
-    int track_memory = 1, track_stack = 0, track_sleeps = 1, timestamps = 1;
-    long sample_every = 1000;
-    int accounting = 0, compress = 0, native = 0;
+    int track_memory = TG_DEFAULT_TRACK_MEMORY, track_stack = TG_DEFAULT_TRACK_STACK;
+    int track_sleeps = TG_DEFAULT_TRACK_SLEEPS, timestamps = TG_DEFAULT_TIMESTAMPS;
+    long sample_every = TG_DEFAULT_SAMPLE_EVERY;
+    int accounting = TG_DEFAULT_ACCOUNTING, compress = TG_DEFAULT_COMPRESS;
+    int native = TG_DEFAULT_NATIVE;
     long long sample_bytes = 0, max_size = 0;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOpppplOOOppspsLsL:enable", kwlist,
