@@ -77,6 +77,17 @@ $(B)/ctest/test_sigkick: tests/c/test_sigkick.c tests/c/tg_test.h src/recorder/s
 $(B)/asan/ctest/test_sigkick: tests/c/test_sigkick.c tests/c/tg_test.h src/recorder/sigkick.c src/recorder/sigkick.h
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/sigkick.c -lpthread
+# The native hooks' mapping table is pure C: its test links nat_maps.c alone.
+NATMAPS_DEPS := tests/c/test_nat_maps.c tests/c/tg_test.h src/recorder/nat_maps.c \
+		src/recorder/nat_maps.h
+
+$(B)/ctest/test_nat_maps: $(NATMAPS_DEPS)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/nat_maps.c
+
+$(B)/asan/ctest/test_nat_maps: $(NATMAPS_DEPS)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/nat_maps.c
 # The recorder's pointer tables are pure C: their test links ptrtable.c and the
 # GIL table's page map (ptrpage.c) alone.
 PTRTABLE_DEPS := tests/c/test_ptrtable.c tests/c/tg_test.h src/recorder/ptrtable.c \
@@ -91,30 +102,30 @@ $(B)/asan/ctest/test_ptrtable: $(PTRTABLE_DEPS)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/ptrtable.c src/recorder/ptrpage.c -pthread
 
-# The recorder's capture writer is pure C: its test links capture.c alone (and
+# The recorder's capture writer is pure C: its test links capture_write.c alone (and
 # libzstd when its header is installed, ZSTD_* above).
-CAPTURE_DEPS := tests/c/test_capture.c tests/c/tg_test.h src/recorder/capture.c \
-		src/recorder/capture.h src/common/tg_capture.h $(ZSTD_STAMP)
+CAPTURE_DEPS := tests/c/test_capture.c tests/c/tg_test.h src/recorder/capture_write.c \
+		src/recorder/capture_write.h src/common/tg_capture.h $(ZSTD_STAMP)
 
 $(B)/ctest/test_capture: $(CAPTURE_DEPS)
 	@mkdir -p $(B)/ctest
-	$(CC) $(WARN) $(CFLAGS) $(ZSTD_DEF) -Isrc/common -Isrc/recorder -Itests/c -o $@ $< src/recorder/capture.c -pthread $(ZSTD_LIB)
+	$(CC) $(WARN) $(CFLAGS) $(ZSTD_DEF) -Isrc/common -Isrc/recorder -Itests/c -o $@ $< src/recorder/capture_write.c -pthread $(ZSTD_LIB)
 
 $(B)/asan/ctest/test_capture: $(CAPTURE_DEPS)
 	@mkdir -p $(B)/asan/ctest
-	$(CC) $(WARN) -O1 -g $(SAN) $(ZSTD_DEF) -Isrc/common -Isrc/recorder -Itests/c -o $@ $< src/recorder/capture.c -pthread $(ZSTD_LIB)
+	$(CC) $(WARN) -O1 -g $(SAN) $(ZSTD_DEF) -Isrc/common -Isrc/recorder -Itests/c -o $@ $< src/recorder/capture_write.c -pthread $(ZSTD_LIB)
 
 # Segments: the recorder's capture writer and the library's reader together.
-SEGMENTS_DEPS := tests/c/test_capture_segments.c tests/c/tg_test.h src/recorder/capture.c \
-		 src/recorder/capture.h $(LIB_SRC) $(HDRS)
+SEGMENTS_DEPS := tests/c/test_capture_segments.c tests/c/tg_test.h src/recorder/capture_write.c \
+		 src/recorder/capture_write.h $(LIB_SRC) $(HDRS)
 
 $(B)/ctest/test_capture_segments: $(SEGMENTS_DEPS)
 	@mkdir -p $(B)/ctest
-	$(CC) $(WARN) $(CFLAGS) $(INC) -Itests/c -o $@ $< src/recorder/capture.c $(LIB_SRC) -pthread $(LIBS)
+	$(CC) $(WARN) $(CFLAGS) $(INC) -Itests/c -o $@ $< src/recorder/capture_write.c $(LIB_SRC) -pthread $(LIBS)
 
 $(B)/asan/ctest/test_capture_segments: $(SEGMENTS_DEPS)
 	@mkdir -p $(B)/asan/ctest
-	$(CC) $(WARN) -O1 -g $(SAN) $(INC) -Itests/c -o $@ $< src/recorder/capture.c $(LIB_SRC) -pthread $(LIBS)
+	$(CC) $(WARN) -O1 -g $(SAN) $(INC) -Itests/c -o $@ $< src/recorder/capture_write.c $(LIB_SRC) -pthread $(LIBS)
 
 # Accounting's sampler is pure C: its test links acct_sample.c alone.
 SAMPLE_DEPS := tests/c/test_acct_sample.c tests/c/tg_test.h src/recorder/acct_sample.c \
@@ -191,7 +202,7 @@ tsan_src_test_thread_table := $(THREAD_SRC)
 tsan_src_test_ptrtable     := src/recorder/ptrtable.c src/recorder/ptrpage.c
 tsan_src_test_clock        := src/recorder/clock.c
 tsan_src_test_sigkick      := src/recorder/sigkick.c
-tsan_src_test_capture      := src/recorder/capture.c
+tsan_src_test_capture      := src/recorder/capture_write.c
 TSAN_BINS  := $(addprefix $(B)/tsan/ctest/,$(TSAN_TESTS))
 
 $(B)/tsan/ctest/%: tests/c/%.c tests/c/tg_test.h $(wildcard src/recorder/*.c) $(HDRS)

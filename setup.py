@@ -43,6 +43,7 @@ class BuildExtAndCli(build_ext):
     def run(self):
         super().run()
         self.build_cli()
+        warn_without_zstd()
 
     def build_cli(self):
         sources = rel_sources("src/lib/*.c") + rel_sources("src/cli/*.c")
@@ -82,6 +83,29 @@ def have_zstd():
 
 
 ZSTD = have_zstd()
+
+NO_ZSTD_WARNING = (
+    "WARNING: threadgraph is being built WITHOUT zstd (%s): this build cannot read "
+    "a binary capture whose chunks are zstd-compressed (written with compress=True "
+    "by a build with zstd), and its compress=True writes captures uncompressed. "
+    "Install libzstd-dev (zstd.h) and reinstall to read and write compressed captures."
+)
+
+
+def warn_without_zstd():
+    """Say on stderr that this build has no zstd: when setup.py starts and again
+    after the build (the end of a build log).  pip shows a successful build's
+    output only with -v; the reader's error on a compressed chunk also names the
+    cause (src/lib/capture_read.c)."""
+    if ZSTD:
+        return
+    why = ("THREADGRAPH_NO_ZSTD is set" if os.environ.get("THREADGRAPH_NO_ZSTD")
+           else "no zstd.h found")
+    sys.stderr.write(NO_ZSTD_WARNING % why + "\n")
+    sys.stderr.flush()
+
+
+warn_without_zstd()
 
 
 def refuse_free_threaded():

@@ -19,6 +19,11 @@ CHOICES: Dict[str, Tuple[str, ...]] = {
 #: (format: "text" with a stream_factory; backend: $THREADGRAPH_BACKEND first).
 DEFAULTS: Dict[str, str] = dict(_recorder.OPTION_DEFAULTS)
 
+#: {keyword: default} of enable()'s numeric and boolean keywords (track_memory,
+#: track_stack, track_sleeps, timestamps, sample_every, accounting, compress,
+#: native): src/recorder/options.h's TG_DEFAULT_*.
+VALUE_DEFAULTS: Dict[str, Union[bool, int]] = dict(_recorder.VALUE_DEFAULTS)
+
 PROFILE_MODES = CHOICES["profile"]
 MEMORY_MODES = CHOICES["memory"]
 BACKENDS = CHOICES["backend"]
@@ -42,7 +47,7 @@ def check(option: str, value: object) -> str:
     return value  # type: ignore[return-value]
 
 
-#: The smallest max_size (bytes): the recorder's (src/recorder/capture.h).
+#: The smallest max_size (bytes): the recorder's (src/recorder/capture_write.h).
 MAX_SIZE_MIN: int = _recorder.MAX_SIZE_MIN
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(?:i?B)?\s*\Z", re.IGNORECASE)

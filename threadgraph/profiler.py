@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import errno
+import gc
 import importlib
 import json
 import os
@@ -142,6 +143,28 @@ def _make_output_dir(base: str) -> str:
             raise OSError(errno.EEXIST, "no free profile directory", path)
 
 
+def _gc_callback_remove() -> None:
+    """Take the recorder's collector callback out of gc.callbacks (every copy)."""
+    gc.callbacks[:] = [cb for cb in gc.callbacks if cb is not _recorder.gc_callback]
+
+
+def _write_gc_runs(outdir: str) -> None:
+    """Write ``gc.txt``: one line per run of the cyclic collector while recording,
+    ``NATIVE_ID START STOP COLLECTED`` (docs/formats.md); no file when it never ran."""
+    runs, dropped = _recorder.gc_runs()
+    if not runs:
+        return
+    lines = ["%d %d.%06d %d.%06d %d\n" % (tid, start // 10**9, start % 10**9 // 1000,
+                                           stop // 10**9, stop % 10**9 // 1000, collected)
+             for tid, start, stop, collected in runs]
+    if dropped:
+        lines.append("# %d later runs not kept\n" % dropped)
+    fd = os.open(os.path.join(outdir, "gc.txt"),
+                 os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    with os.fdopen(fd, "w") as f:
+        f.write("".join(lines))
+
+
 class ProcessProfile:
     """Records every thread's calls, returns and memory deltas into files.
 
@@ -247,11 +270,11 @@ class ProcessProfile:
                              "format='binary'")
         self._filter: Optional[str] = None
         self._forked = False
-        self._stack = False
-        self._memory = True
-        self._sleeps = True
-        self._timestamps = True
-        self._frequence: int = 1000
+        self._stack = bool(_options.VALUE_DEFAULTS["track_stack"])
+        self._memory = bool(_options.VALUE_DEFAULTS["track_memory"])
+        self._sleeps = bool(_options.VALUE_DEFAULTS["track_sleeps"])
+        self._timestamps = bool(_options.VALUE_DEFAULTS["timestamps"])
+        self._frequence: int = int(_options.VALUE_DEFAULTS["sample_every"])
         self._triggers: List[Tuple[str, str]] = []
         self._rec = _recorder.Recorder()
         self._output_dir: Optional[str] = None
@@ -391,6 +414,8 @@ class ProcessProfile:
         global _ACTIVE
         _ACTIVE = self
         self._pid = os.getpid()
+        _recorder.gc_runs()  # forget runs of an earlier profile
+        gc.callbacks.append(_recorder.gc_callback)
         _install_process_hooks()
         with _signals_deferred():
             _exit_paths_install()
@@ -415,6 +440,12 @@ class ProcessProfile:
         if not self._rec.active:
             return
         errors = self._rec.disable()
+        _gc_callback_remove()
+        if self._output_dir is not None:
+            try:
+                _write_gc_runs(self._output_dir)
+            except OSError as exc:
+                errors.append("%s: %s" % (os.path.join(self._output_dir, "gc.txt"), exc))
         losses = _losses(self._rec.stats())
         if self._accounting_on() and self._output_dir is not None:
             try:

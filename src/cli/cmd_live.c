@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "capture.h"
+#include "capture_read.h"
 #include "cli.h"
 #include "live.h"
 #include "snapshot.h"

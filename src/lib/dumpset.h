@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "capture.h"
+#include "capture_read.h"
 #include "diag.h"
 #include "dumpfile.h"
 

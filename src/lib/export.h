@@ -12,7 +12,7 @@
 
 #include <stdint.h>
 
-#include "capture.h"
+#include "capture_read.h"
 #include "diag.h"
 
 struct tg_export_stats {

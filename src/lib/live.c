@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture.h"
+#include "capture_read.h"
 #include "live.h"
 
 void tg_live_init(struct tg_live *lv)

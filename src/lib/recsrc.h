@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "capture.h"
+#include "capture_read.h"
 #include "diag.h"
 #include "dumpfile.h"
 #include "linereader.h"

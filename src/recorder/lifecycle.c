@@ -18,6 +18,7 @@
 #include "sinks.h"
 #include "sigkick.h"
 #include "tg_format.h"
+#include "options.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,11 +39,12 @@ tg_recorder_init(struct tg_recorder *r)
 {
     memset(r, 0, sizeof(*r));
     r->statm_fd = -1;
-    r->sample_every = 1000;
+    r->sample_every = TG_DEFAULT_SAMPLE_EVERY;  /* enable()'s defaults (options.h) */
     r->record_python = r->record_c = 1;
-    r->track_memory = 1;
-    r->track_sleeps = 1;
-    r->timestamps = 1;
+    r->track_memory = TG_DEFAULT_TRACK_MEMORY;
+    r->track_stack = TG_DEFAULT_TRACK_STACK;
+    r->track_sleeps = TG_DEFAULT_TRACK_SLEEPS;
+    r->timestamps = TG_DEFAULT_TIMESTAMPS;
     r->mon_tool = -1;
     r->mon_tool_run = -1;
     tg_thread_table_init(&r->table, tg_flusher_kick, r);
@@ -760,7 +762,7 @@ tg_atfork_prepare(void)
         }
         tg_writer_lock_for_fork(&a->r.process_w);
         tg_writer_lock_for_fork(&a->r.process_cap);
-        pthread_mutex_lock(&a->r.cap.lock);  /* after the writers' (capture.h) */
+        pthread_mutex_lock(&a->r.cap.lock);  /* after the writers' (capture_write.h) */
     }
     tg_ptrtable_lock_all();
 }

@@ -16,6 +16,7 @@
 #include "sampled.h"
 #include "options.h"
 #include "sigkick.h"
+#include "gcwatch.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -105,7 +106,8 @@ tg_set_triggers(struct tg_recorder *r, PyObject *seq)
 
 PyDoc_STRVAR(tg_rec_enable_doc,
 "enable(outdir, *, profile='both', memory='thread', filter=None, track_memory=True,\n"
-"       track_stack=False, track_sleeps=True, timestamps=True, sample_every=1000,\n"
+"       track_stack=False, track_sleeps=True, timestamps=True,\n"
+"       sample_every=" TG_STR(TG_DEFAULT_SAMPLE_EVERY) ",\n"
 "       stream_factory=None, exclude_file=None, triggers=(), accounting=False,\n"
 "       compress=False, backend='auto', native=False, format='binary', sample_bytes=0,\n"
 "       mode='full', max_size=0)\n"
@@ -127,9 +129,11 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     const char *mode = tg_choice_default(&tg_opt_mode);
     const struct tg_choice *choice;
     PyObject *filter = Py_None, *factory = Py_None, *exclude = Py_None, *triggers = NULL;
-    int track_memory = 1, track_stack = 0, track_sleeps = 1, timestamps = 1;
-    long sample_every = 1000;
-    int accounting = 0, compress = 0, native = 0;
+    int track_memory = TG_DEFAULT_TRACK_MEMORY, track_stack = TG_DEFAULT_TRACK_STACK;
+    int track_sleeps = TG_DEFAULT_TRACK_SLEEPS, timestamps = TG_DEFAULT_TIMESTAMPS;
+    long sample_every = TG_DEFAULT_SAMPLE_EVERY;
+    int accounting = TG_DEFAULT_ACCOUNTING, compress = TG_DEFAULT_COMPRESS;
+    int native = TG_DEFAULT_NATIVE;
     long long sample_bytes = 0, max_size = 0;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOpppplOOOppspsLsL:enable", kwlist,
@@ -744,6 +748,10 @@ static PyMethodDef tg_module_methods[] = {
     {"safe_basename", tg_mod_safe_basename, METH_O,
      "File base name for a thread name (without the ~N suffix)."},
     {"active", tg_mod_active, METH_NOARGS, "The recording Recorder, or None."},
+    {"gc_callback", (PyCFunction)(void (*)(void))tg_gc_callback, METH_FASTCALL,
+     "gc.callbacks entry while recording: notes the collector's runs (gcwatch.h)."},
+    {"gc_runs", tg_gc_runs, METH_NOARGS,
+     "gc_runs() -> ([(native_id, start_ns, stop_ns, collected)], dropped), and forget them."},
     {"profiled_threads", tg_mod_profiled_threads, METH_NOARGS,
      "Threads with a profile function that is not threadgraph's (threadgraph attach)."},
     {"tracked_blocks", tg_mod_tracked_blocks, METH_NOARGS,
@@ -798,7 +806,7 @@ tg_module_exec(PyObject *m)
         return -1;
     }
     /* The version (threadgraph/_version.py, passed by setup.py), the smallest
-     * max_size (capture.h) and enable()'s option choices (options.h), for
+     * max_size (capture_write.h) and enable()'s option choices (options.h), for
      * threadgraph/_options.py. */
     if (PyModule_AddStringConstant(m, "VERSION", TG_VERSION) < 0
             || PyModule_AddIntConstant(m, "MAX_SIZE_MIN", (long)TG_CAP_MAX_SIZE_MIN) < 0

@@ -6,10 +6,12 @@
  *    aligned_alloc, memalign, valloc, mmap/mmap64, munmap, mremap, and
  *    dlopen/dlmopen (which re-patch after loading), and dlsym (x86-64), which
  *    hands out our hooks for the allocator functions (ctypes takes them so);
- *  - the mapping table: anonymous mappings as sorted, disjoint page ranges with
- *    their accounting site, under one mutex held across the system call (mmap is
- *    a system call already, and holding the lock keeps an address that the kernel
- *    hands out again from being entered before its old range left the table);
+ *  - the mapping table: anonymous mappings as disjoint page ranges with their
+ *    accounting site, in a balanced tree (nat_maps.c: O(log n) per mmap or
+ *    munmap, however many are live), under one mutex held across the system
+ *    call (mmap is a system call already, and holding the lock keeps an address
+ *    that the kernel hands out again from being entered before its old range
+ *    left the table);
  *  - the patcher: dl_iterate_phdr over the loaded objects, and in each the
  *    JUMP_SLOT, GLOB_DAT and absolute relocations naming one of our symbols.
  *
@@ -23,6 +25,7 @@
 #define _GNU_SOURCE 1  /* as pyconfig.h defines it: no redefinition warning */
 #include "native.h"
 #include "hook_count.h"
+#include "nat_maps.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -240,16 +243,10 @@ tg_nat_valloc(size_t size)
 
 /* --- the mapping table ------------------------------------------------------ */
 
-struct tg_nat_map {
-    uintptr_t start, end;   /* page-aligned, start < end */
-    uint32_t sid;           /* accounting site of the mmap (0 when accounting is off) */
-};
-
-/* Guards the three fields below; held across the mapping system calls.  Taken
- * before fork() and released after it in both processes (atfork handlers). */
+/* Guards tg_maps; held across the mapping system calls.  Taken before fork()
+ * and released after it in both processes (atfork handlers). */
 static pthread_mutex_t tg_maps_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct tg_nat_map *tg_maps;   /* sorted by start, disjoint; real malloc */
-static size_t tg_nmaps, tg_maps_cap;
+static struct tg_nat_maps tg_maps = TG_NAT_MAPS_INIT;  /* guarded by tg_maps_lock */
 
 static inline uintptr_t
 tg_nat_page_up(size_t len)
@@ -257,44 +254,13 @@ tg_nat_page_up(size_t len)
     return ((uintptr_t)len + tg_nat_page - 1) & ~(uintptr_t)(tg_nat_page - 1);
 }
 
-/* Index of the first range that ends after A (tg_maps_lock held). */
-static size_t
-tg_maps_find_unlocked(uintptr_t a)
-{
-    size_t lo = 0, hi = tg_nmaps;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (tg_maps[mid].end <= a)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-/* Make room for one range at index I (tg_maps_lock held).  Returns 0, or -1 if
- * out of memory (the caller then drops the range: it is never credited). */
-static int
-tg_maps_open_unlocked(size_t i)
-{
-    if (tg_nmaps == tg_maps_cap) {
-        size_t cap = tg_maps_cap ? tg_maps_cap * 2 : 64;
-        struct tg_nat_map *n = realloc(tg_maps, cap * sizeof(*n));  /* our own: real */
-        if (n == NULL)
-            return -1;
-        tg_maps = n;
-        tg_maps_cap = cap;
-    }
-    memmove(&tg_maps[i + 1], &tg_maps[i], (tg_nmaps - i) * sizeof(*tg_maps));
-    tg_nmaps++;
-    return 0;
-}
-
-/* Credit BYTES of a range of site SID as released; the thread too if
- * COUNT_THREAD. */
+/* Credit BYTES of a range of site SID as released; the thread too if *CTX (an
+ * int, "count the thread") is non-zero. */
 static void
-tg_maps_credit(size_t bytes, uint32_t sid, int count_thread)
+tg_maps_credit(size_t bytes, uint32_t sid, void *ctx)
 {
+    int count_thread = *(const int *)ctx;
+
     if (atomic_load_explicit(&tg_acct_on, TG_RELAXED))
         tg_acct_free((uint64_t)bytes | ((uint64_t)sid << TG_ACCT_SIZE_BITS), count_thread);
     if (count_thread)
@@ -307,58 +273,24 @@ tg_maps_credit(size_t bytes, uint32_t sid, int count_thread)
 static size_t
 tg_maps_release_unlocked(uintptr_t a, size_t len, int count_thread)
 {
-    uintptr_t b = a + tg_nat_page_up(len);
-    size_t i = tg_maps_find_unlocked(a), total = 0;
-
-    while (i < tg_nmaps && tg_maps[i].start < b) {
-        struct tg_nat_map *m = &tg_maps[i];
-        uintptr_t lo = m->start > a ? m->start : a;
-        uintptr_t hi = m->end < b ? m->end : b;
-        tg_maps_credit(hi - lo, m->sid, count_thread);
-        total += hi - lo;
-        if (lo > m->start && hi < m->end) {   /* a hole: split in two */
-            uintptr_t end = m->end;
-            uint32_t sid = m->sid;
-            m->end = lo;
-            if (tg_maps_open_unlocked(i + 1) == 0) {
-                tg_maps[i + 1].start = hi;
-                tg_maps[i + 1].end = end;
-                tg_maps[i + 1].sid = sid;
-            }  /* else the tail is forgotten: its munmap will count 0 */
-            break;
-        } else if (lo > m->start) {
-            m->end = lo;
-            i++;
-        } else if (hi < m->end) {
-            m->start = hi;
-            break;
-        } else {
-            memmove(m, m + 1, (tg_nmaps - i - 1) * sizeof(*m));
-            tg_nmaps--;
-        }
-    }
-    return total;
+    return tg_nat_maps_release(&tg_maps, a, a + tg_nat_page_up(len), tg_maps_credit,
+                               &count_thread);
 }
 
 /* A new anonymous mapping [P, P + LEN rounded up): counted and entered
- * (tg_maps_lock held; not for the tracer's own mappings). */
+ * (tg_maps_lock held; not for the tracer's own mappings).  Out of memory, the
+ * range is not entered: its munmap will count 0. */
 static void
 tg_maps_add_unlocked(void *p, size_t len)
 {
     uintptr_t a = (uintptr_t)p, n = tg_nat_page_up(len);
     uint32_t sid = 0;
-    size_t i;
 
     tg_maps_release_unlocked(a, n, 1);  /* a stale range we missed the end of */
     if (atomic_load_explicit(&tg_acct_on, TG_RELAXED))
         sid = (uint32_t)(tg_acct_alloc(n) >> TG_ACCT_SIZE_BITS);
     tg_hook_account((int64_t)n, 0);
-    i = tg_maps_find_unlocked(a);
-    if (tg_maps_open_unlocked(i) < 0)
-        return;
-    tg_maps[i].start = a;
-    tg_maps[i].end = a + n;
-    tg_maps[i].sid = sid;
+    (void)tg_nat_maps_insert(&tg_maps, a, a + n, sid);
 }
 
 /* Forget every range (GIL, at uninstall: the hooks no longer count). */
@@ -366,9 +298,7 @@ static void
 tg_maps_clear(void)
 {
     pthread_mutex_lock(&tg_maps_lock);
-    free(tg_maps);
-    tg_maps = NULL;
-    tg_nmaps = tg_maps_cap = 0;
+    tg_nat_maps_clear(&tg_maps);
     pthread_mutex_unlock(&tg_maps_lock);
 }
 

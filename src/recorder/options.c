@@ -129,6 +129,17 @@ tg_options_export(PyObject *module)
     choices = NULL;  /* stolen */
     if (PyModule_AddObject(module, "OPTION_DEFAULTS", defaults) < 0)
         goto cleanup;
+    defaults = Py_BuildValue("{s:N,s:N,s:N,s:N,s:l,s:N,s:N,s:N}",
+                             "track_memory", PyBool_FromLong(TG_DEFAULT_TRACK_MEMORY),
+                             "track_stack", PyBool_FromLong(TG_DEFAULT_TRACK_STACK),
+                             "track_sleeps", PyBool_FromLong(TG_DEFAULT_TRACK_SLEEPS),
+                             "timestamps", PyBool_FromLong(TG_DEFAULT_TIMESTAMPS),
+                             "sample_every", (long)TG_DEFAULT_SAMPLE_EVERY,
+                             "accounting", PyBool_FromLong(TG_DEFAULT_ACCOUNTING),
+                             "compress", PyBool_FromLong(TG_DEFAULT_COMPRESS),
+                             "native", PyBool_FromLong(TG_DEFAULT_NATIVE));
+    if (defaults == NULL || PyModule_AddObject(module, "VALUE_DEFAULTS", defaults) < 0)
+        goto cleanup;
     defaults = NULL;
     rc = 0;
 cleanup:

@@ -42,6 +42,22 @@ struct tg_option_choices {
 #define TG_MODE_FULL 0
 #define TG_MODE_SAMPLED 1
 
+/* enable()'s numeric and boolean keyword defaults, defined once: enable()'s
+ * locals and docstring (module.c), a new Recorder (tg_recorder_init) and
+ * _recorder.VALUE_DEFAULTS, which threadgraph/_options.py hands to
+ * ProcessProfile and `threadgraph run`; tests/python/test_options.py checks
+ * the defaults docs/api.md and docs/run.md state against it. */
+#define TG_DEFAULT_TRACK_MEMORY 1
+#define TG_DEFAULT_TRACK_STACK 0
+#define TG_DEFAULT_TRACK_SLEEPS 1
+#define TG_DEFAULT_TIMESTAMPS 1
+#define TG_DEFAULT_SAMPLE_EVERY 1000  /* process.mem: one request per N events */
+#define TG_DEFAULT_ACCOUNTING 0
+#define TG_DEFAULT_COMPRESS 0
+#define TG_DEFAULT_NATIVE 0
+#define TG_STR_(x) #x
+#define TG_STR(x) TG_STR_(x)
+
 extern const struct tg_option_choices tg_opt_profile, tg_opt_memory, tg_opt_backend,
     tg_opt_format, tg_opt_mode;
 
@@ -51,8 +67,8 @@ const struct tg_choice *tg_choice_find(const struct tg_option_choices *o, const 
 const char *tg_choice_default(const struct tg_option_choices *o);
 /* Raise ValueError "OPTION must be 'a', 'b' or 'c', not 'NAME'"; returns NULL. */
 PyObject *tg_choice_error(const struct tg_option_choices *o, const char *name);
-/* Add OPTION_CHOICES ({option: (names...)}) and OPTION_DEFAULTS ({option:
- * name}) to MODULE.  Returns 0, or -1 with an exception set. */
+/* Add OPTION_CHOICES ({option: (names...)}), OPTION_DEFAULTS ({option:
+ * name}) and VALUE_DEFAULTS ({keyword: bool or int}, TG_DEFAULT_*) to MODULE.  Returns 0, or -1 with an exception set. */
 int tg_options_export(PyObject *module);
 
 #pragma GCC visibility pop

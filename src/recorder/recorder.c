@@ -21,7 +21,7 @@
 #include "alloc_hooks.h"
 #include "accounting.h"
 #include "names.h"
-#include "capture.h"
+#include "capture_write.h"
 #include "tg_format.h"
 #include "recfmt.h"
 

@@ -16,7 +16,7 @@
 #include "tg_compat.h"
 #include "clock.h"
 #include "writer.h"
-#include "capture.h"
+#include "capture_write.h"
 #include "thread.h"
 
 #include <pthread.h>
@@ -117,7 +117,7 @@ struct tg_recorder {
                                         * taken by the flusher (relaxed) */
 
     /* --- capture.tg (fmt_binary) --- */
-    struct tg_cap cap;                 /* the file; see capture.h */
+    struct tg_cap cap;                 /* the file; see capture_write.h */
     struct tg_cap_idtab cfunc_ids;     /* (PyMethodDef, owner) -> code id, each
                                         * owner referenced; GIL */
     struct tg_writer process_cap;      /* process samples (chunk mode); as process_w */

@@ -7,7 +7,7 @@
 #define TG_SINKS_H
 
 #include "tg_compat.h"
-#include "capture.h"
+#include "capture_write.h"
 #include "writer.h"
 
 #pragma GCC visibility push(hidden)

@@ -2,7 +2,7 @@
  * writer.h - buffered, whole-line output streams for the dump files.
  *
  * A writer owns either a file descriptor (the default files) or a sink: a
- * function its opener gives (the capture's chunks, capture.c; a Python file
+ * function its opener gives (the capture's chunks, capture_write.c; a Python file
  * object, sinks.c).  Records are appended into a 64 KiB buffer that only
  * ever holds whole lines, and leave the process with one write(2) (or one sink
  * call) per flush, so a killed process leaves at most its last line incomplete.

@@ -1,6 +1,6 @@
 /*
- * Unit tests of the recorder's capture writer (src/recorder/capture.c) and the
- * record encoders of capture.h: a capture is written through the same calls the
+ * Unit tests of the recorder's capture writer (src/recorder/capture_write.c) and the
+ * record encoders of capture_write.h: a capture is written through the same calls the
  * recorder makes, read back byte by byte with the format's own definitions
  * (src/common/tg_capture.h), and compared with what was encoded.
  *
@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "capture.h"
+#include "capture_write.h"
 #include "tg_test.h"
 
 #ifdef TG_HAVE_ZSTD

@@ -1,5 +1,5 @@
 /*
- * test_capture_read.c - the capture reader (capture.c, recsrc.c) on captures built
+ * test_capture_read.c - the capture reader (capture_read.c, recsrc.c) on captures built
  * here with tg_capture.h's encoders: decoded records, their text, every
  * truncation, corruption, sparse ids.
  */
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "capture.h"
+#include "capture_read.h"
 #include "recsrc.h"
 #include "tg_test.h"
 

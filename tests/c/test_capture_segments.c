@@ -1,7 +1,7 @@
 /*
  * test_capture_segments.c - a segmented capture (max_size) written by the
- * recorder's capture writer (src/recorder/capture.c) and read back by the
- * analysis library's reader (src/lib/capture.c), both linked here.
+ * recorder's capture writer (src/recorder/capture_write.c) and read back by the
+ * analysis library's reader (src/lib/capture_read.c), both linked here.
  *
  * Covered: the files' total stays within max_size; the oldest segments are
  * dropped and the newest records kept; the streams go on across segments (open
@@ -23,8 +23,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../src/recorder/capture.h"
-#include "../../src/lib/capture.h"
+#include "../../src/recorder/capture_write.h"
+#include "../../src/lib/capture_read.h"
 #include "tg_test.h"
 
 #define MAX_SIZE (256u * 1024)

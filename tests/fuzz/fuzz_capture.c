@@ -10,7 +10,7 @@
  * peak list holds no control byte but tab and newline.
  */
 #include "fuzz_util.h"  /* first: it defines _GNU_SOURCE */
-#include "capture.h"
+#include "capture_read.h"
 #include "dumpset.h"
 #include "memg.h"
 #include "peaks_out.h"

@@ -114,3 +114,28 @@ def test_split_argv_knows_every_option_that_takes_a_value():
         ours, target, rest = split_argv([opt, "VALUE", "prog.py", "--stack"])
         assert ours == [opt, "VALUE"] and target == ("script", "prog.py")
         assert rest == ["--stack"]
+
+
+def test_value_defaults_are_one_table():
+    # enable()'s numeric and boolean defaults: src/recorder/options.h, exported,
+    # and what ProcessProfile, run --help, enable()'s docstring and the docs say.
+    d = _options.VALUE_DEFAULTS
+    assert d == _recorder.VALUE_DEFAULTS
+    assert set(d) == {"track_memory", "track_stack", "track_sleeps", "timestamps",
+                      "sample_every", "accounting", "compress", "native"}
+    p = threadgraph.ProcessProfile()
+    assert p._frequence == d["sample_every"]
+    assert (p._memory, p._stack, p._sleeps, p._timestamps) == (
+        d["track_memory"], d["track_stack"], d["track_sleeps"], d["timestamps"])
+    doc = _recorder.Recorder.enable.__doc__
+    for key, value in d.items():
+        assert "%s=%s" % (key, value) in doc, key
+    help_text = " ".join(build_parser().format_help().split())
+    assert "(default: %d; ProcessProfile.setProcessMemoryFrequence)" % d["sample_every"] in help_text
+    api = " ".join(read_doc("api.md").split())
+    assert "`setProcessMemoryFrequence(n)`" in api
+    assert re.findall(r"profile events of the process \(default (\d+)\)", api) == [
+        str(d["sample_every"])]
+    run_md = " ".join(read_doc("run.md").split())
+    assert re.findall(r"`0` turns `process.mem` off\. Default (\d+)\.", run_md) == [
+        str(d["sample_every"])]

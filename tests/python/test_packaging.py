@@ -127,3 +127,19 @@ def test_compat_import():
     assert issubclass(ProcessProfile, threadgraph.ProcessProfile)
     for name in ("enable", "disable", "setFilter", "trackStack", "setProcessMemoryFrequence"):
         assert callable(getattr(ProcessProfile, name))
+
+
+def test_a_build_without_zstd_says_so():
+    # setup.py decides whether to build with zstd when it starts; --version runs
+    # that decision and nothing else (nothing is compiled, nothing written).
+    pytest.importorskip("setuptools", reason="setup.py needs setuptools in this Python")
+    env = dict(os.environ, THREADGRAPH_NO_ZSTD="1")
+    r = run([sys.executable, os.path.join(ROOT, "setup.py"), "--version"], cwd=ROOT, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "WITHOUT zstd (THREADGRAPH_NO_ZSTD is set)" in r.stderr
+    assert "cannot read a binary capture whose chunks are zstd-compressed" in r.stderr
+    if os.path.exists("/usr/include/zstd.h"):
+        env.pop("THREADGRAPH_NO_ZSTD")
+        r = run([sys.executable, os.path.join(ROOT, "setup.py"), "--version"], cwd=ROOT, env=env)
+        assert r.returncode == 0, r.stderr
+        assert "zstd" not in r.stderr

@@ -1,5 +1,5 @@
 /*
- * capture.h - reading a binary capture (capture.tg, src/common/tg_capture.h).
+ * capture_read.h - reading a binary capture (capture.tg, src/common/tg_capture.h).
  *
  * tg_capture_open() maps the file, checks its header, reads the code and thread
  * definitions and the END trailer, and splits the chunks into per-stream lists

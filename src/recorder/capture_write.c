@@ -1,11 +1,11 @@
 /*
- * capture.c - the capture file of a run: header, chunks, pending code
- * definitions, END trailer, and the C function id table (capture.h).
+ * capture_write.c - the capture file of a run: header, chunks, pending code
+ * definitions, END trailer, and the C function id table (capture_write.h).
  *
  * Never raises, never prints: failures are errnos, and the first failed write
  * stops the capture for good (the recorder reports it at disable()).
  */
-#include "capture.h"
+#include "capture_write.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,10 +1,10 @@
 /*
- * capture.h - the recorder's side of the binary capture (capture.tg, format in
+ * capture_write.h - the recorder's side of the binary capture (capture.tg, format in
  * src/common/tg_capture.h and docs/formats.md): the shared capture file, its
  * pending code definitions, per-stream counters, the record encoders and the
  * (ml, module) -> id table of C functions.
  *
- * Plain C (no Python): tests/c/test_capture.c links capture.c alone.
+ * Plain C (no Python): tests/c/test_capture.c links capture_write.c alone.
  *
  * Concurrency: one struct tg_cap per run.  Its descriptor, pending definitions
  * and counters are protected by `lock`.  Thread streams are tg_writer buffers in

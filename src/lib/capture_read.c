@@ -1,5 +1,5 @@
 /*
- * capture.c - open a binary capture and decode its streams (capture.h).
+ * capture_read.c - open a binary capture and decode its streams (capture_read.h).
  *
  * The file is mapped read-only; opening walks the chunk headers once (a 1 GB
  * text run is a few hundred 64 KiB chunks), parses the definitions, and files
@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "capture.h"
+#include "capture_read.h"
 #include "tg_format.h"
 
 #ifdef TG_HAVE_ZSTD
