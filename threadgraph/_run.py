@@ -512,6 +512,51 @@ PEAK_HINT = ("  (a delta is what the thread held more, or less, when the call re
              "   garbage collection run during a call counts all it freed to that call)\n")
 
 
+def gc_runs_by_thread(out_dir):
+    """{thread name: [runs, objects collected]} from OUT_DIR's gc.txt (the
+    collector's runs while recording, docs/formats.md), names from runinfo.json;
+    {} when either is missing or unreadable."""
+    try:
+        with open(os.path.join(out_dir, "runinfo.json")) as f:
+            names = {int(t["native_id"]): str(t["name"]) for t in json.load(f)["threads"]}
+        with open(os.path.join(out_dir, "gc.txt")) as f:
+            lines = f.read().splitlines()
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    runs = {}
+    for line in lines:
+        fields = line.split(" ")
+        if line.startswith("#") or len(fields) != 4:
+            continue
+        try:
+            name = names.get(int(fields[0]), "native id " + fields[0])
+            entry = runs.setdefault(name, [0, 0])
+            entry[0] += 1
+            entry[1] += max(int(fields[3]), 0)
+        except ValueError:
+            continue
+    return runs
+
+
+def gc_hint(out_dir, peaks):
+    """The line said under the peaks when the garbage collector ran in a thread
+    they belong to, or ""."""
+    runs = gc_runs_by_thread(out_dir)
+    shown = []
+    for p in peaks:
+        name = str(p.get("thread", ""))
+        if name in runs and name not in shown:
+            shown.append(name)
+    if not shown:
+        return ""
+    parts = ["%s (%d run%s, %d objects collected)"
+             % (term_safe(n), runs[n][0], "" if runs[n][0] == 1 else "s", runs[n][1])
+             for n in shown]
+    return ("  the garbage collector ran in %s:\n"
+            "   a peak of that thread whose call spans a run counts what it freed (gc.txt)\n"
+            % ", ".join(parts))
+
+
 def growth_first(peaks):
     """The summary's order: growth (positive deltas), largest first, then releases.
 
@@ -620,6 +665,7 @@ def _print_next(out_dir, shown, opts):
                    term_safe(site), int(p.get("delta", 0)))
             )
         sys.stderr.write(PEAK_HINT)
+        sys.stderr.write(gc_hint(out_dir, peaks))
     no_time = "--no_time " if opts.no_timestamps else ""
     q = shell_quote(shown)
     say("next:")

@@ -4,7 +4,8 @@
  *
  * Properties: no sanitizer report; no line holds '\n' or is longer than
  * TG_LR_MAX_LINE; has_nul is set exactly for lines holding a NUL byte, and
- * tg_lr_bad() names a reason exactly for overlong or NUL lines; line numbers
+ * has_cr exactly for lines holding a '\r' (a final "\r\n" ends the line), and
+ * tg_lr_bad() names a reason exactly for overlong, NUL or CR lines; line numbers
  * count up by one; for plain input the lines and their terminators account for
  * every byte, only the last line may lack its newline, and (overlong lines
  * aside) each line is the input's text at that place.
@@ -34,9 +35,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FZ_ASSERT(!memchr(line, '\n', len));
 		FZ_ASSERT(!lr.overlong || len == 0);
 		/* NULs are found once per buffer fill: the flag must match the line */
-		if (!lr.overlong)
+		if (!lr.overlong) {
 			FZ_ASSERT(lr.has_nul == (memchr(line, '\0', len) != NULL));
-		FZ_ASSERT((tg_lr_bad(&lr) != NULL) == (lr.overlong || lr.has_nul));
+			/* a "\r\n" ending is not part of the line; any other '\r' is */
+			FZ_ASSERT(lr.has_cr == (memchr(line, '\r', len) != NULL));
+		}
+		FZ_ASSERT((tg_lr_bad(&lr) != NULL) == (lr.overlong || lr.has_nul || lr.has_cr));
 		if (!gz && ok && !lr.overlong) {
 			/* the line is the input's text at the current offset */
 			FZ_ASSERT(off + len <= size && !memcmp(line, data + off, len));

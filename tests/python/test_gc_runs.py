@@ -63,3 +63,39 @@ def test_gc_run_recorded_in_its_thread(tmp_path):
     assert len(start.split(".")[1]) == 6
     # disable() took its callback out and left the program's own
     assert res["callbacks_kept"]
+
+
+RUN_PROGRAM = textwrap.dedent("""
+    import gc, threading
+    gc.disable()  # only the collection asked for below runs
+
+    def churn():
+        x = [bytearray(1000) for _ in range(2000)]
+        for _ in range(500):
+            a, b = [], []
+            a.append(b)
+            b.append(a)
+        del a, b
+        gc.collect()
+        return x
+
+    def big():
+        return [bytearray(1000) for _ in range(4000)]
+
+    keep = []
+    t = threading.Thread(target=lambda: keep.append(churn()), name="Worker")
+    t.start()
+    t.join()
+    keep.append(big())
+""")
+
+
+def test_run_summary_names_the_thread_that_collected(tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(RUN_PROGRAM)
+    proc = subprocess.run([sys.executable, "-m", "threadgraph", "run", "-o", str(tmp_path / "out"),
+                           str(prog)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "  the garbage collector ran in Worker (1 run, " in proc.stderr, proc.stderr
+    assert "MainThread (" not in proc.stderr.split("the garbage collector ran in", 1)[1]
