@@ -35,7 +35,6 @@ static void
 tg_acct_sched_fire(long count)
 {
     char label[64];
-    PyObject *p;
     tg_saved_exc saved;
 
     if (tg_acct.sched.code != NULL) {
@@ -50,20 +49,7 @@ tg_acct_sched_fire(long count)
         snprintf(label + n, sizeof(label) - (size_t)n, "s");
     }
     tg_exc_save(&saved);
-    p = tg_acct_snapshot(label);
-    if (p == NULL && tg_acct.sched_err[0] == '\0') {
-        PyObject *t, *v, *tb, *msg;
-        PyErr_Fetch(&t, &v, &tb);
-        msg = v != NULL ? PyObject_Str(v) : NULL;
-        snprintf(tg_acct.sched_err, sizeof(tg_acct.sched_err), "periodic snapshot %s failed: %s",
-                 label, msg != NULL && PyUnicode_Check(msg) ? PyUnicode_AsUTF8(msg) : "?");
-        Py_XDECREF(msg);
-        Py_XDECREF(t);
-        Py_XDECREF(v);
-        Py_XDECREF(tb);
-    }
-    Py_XDECREF(p);
-    PyErr_Clear();
+    tg_acct_snapshot_noted("periodic", label);
     tg_exc_restore(&saved);
     tg_acct.sched.next += tg_acct.sched.every;
     if (tg_acct.sched.stop >= 0 && tg_acct.sched.next > tg_acct.sched.stop)

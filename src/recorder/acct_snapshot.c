@@ -379,6 +379,26 @@ tg_acct_snapshot(const char *label)
     return tg_acct_snapshot_write(label, 0);
 }
 
+void
+tg_acct_snapshot_noted(const char *what, const char *label)
+{
+    PyObject *p = tg_acct_snapshot(label);
+
+    if (p == NULL && tg_acct.sched_err[0] == '\0') {
+        PyObject *t, *v, *tb, *msg;
+        PyErr_Fetch(&t, &v, &tb);
+        msg = v != NULL ? PyObject_Str(v) : NULL;
+        snprintf(tg_acct.sched_err, sizeof(tg_acct.sched_err), "%s snapshot %s failed: %s",
+                 what, label, msg != NULL && PyUnicode_Check(msg) ? PyUnicode_AsUTF8(msg) : "?");
+        Py_XDECREF(msg);
+        Py_XDECREF(t);
+        Py_XDECREF(v);
+        Py_XDECREF(tb);
+    }
+    Py_XDECREF(p);
+    PyErr_Clear();
+}
+
 PyObject *
 tg_acct_snapshot_peak(void)
 {

@@ -189,28 +189,6 @@ tg_when_thread_base(struct tg_acct_thread *t, char *base)
     pthread_mutex_unlock(&r->table.lock);
 }
 
-/* Write the snapshot LABEL; a failure is noted once for disable() (the hook
- * never raises).  GIL held, TG_BUSY_TRACER set, the exception saved. */
-static void
-tg_when_write(const char *label)
-{
-    PyObject *p = tg_acct_snapshot(label);
-
-    if (p == NULL && tg_acct.sched_err[0] == '\0') {
-        PyObject *t, *v, *tb, *msg;
-        PyErr_Fetch(&t, &v, &tb);
-        msg = v != NULL ? PyObject_Str(v) : NULL;
-        snprintf(tg_acct.sched_err, sizeof(tg_acct.sched_err), "threshold snapshot %s failed: %s",
-                 label, msg != NULL && PyUnicode_Check(msg) ? PyUnicode_AsUTF8(msg) : "?");
-        Py_XDECREF(msg);
-        Py_XDECREF(t);
-        Py_XDECREF(v);
-        Py_XDECREF(tb);
-    }
-    Py_XDECREF(p);
-    PyErr_Clear();
-}
-
 void
 tg_acct_when_fire(struct tg_acct_thread *t, int64_t own, int mask)
 {
@@ -231,13 +209,13 @@ tg_acct_when_fire(struct tg_acct_thread *t, int64_t own, int mask)
         snprintf(label, sizeof(label), "%s-%s-at-%lld", tg_acct.when.text[TG_WHEN_THREAD], base,
                  (long long)own);
         t->when_next = tg_when_next(own);
-        tg_when_write(label);
+        tg_acct_snapshot_noted("threshold", label);
     }
     if (mask & (1 << TG_WHEN_LIVE)) {
         v = tg_acct_live_now();
         snprintf(label, sizeof(label), "%s-at-%lld", tg_acct.when.text[TG_WHEN_LIVE], (long long)v);
         atomic_store_explicit(&tg_acct.when.live_next, tg_when_next(v), TG_RELAXED);
-        tg_when_write(label);
+        tg_acct_snapshot_noted("threshold", label);
     }
     if (mask & (1 << TG_WHEN_RSS)) {
         lim = TG_LOAD(tg_acct.when.limit[TG_WHEN_RSS]);
@@ -246,7 +224,7 @@ tg_acct_when_fire(struct tg_acct_thread *t, int64_t own, int mask)
             snprintf(label, sizeof(label), "%s-at-%lld", tg_acct.when.text[TG_WHEN_RSS],
                      (long long)v);
             atomic_store_explicit(&tg_acct.when.rss_next, tg_when_next(v), TG_RELAXED);
-            tg_when_write(label);
+            tg_acct_snapshot_noted("threshold", label);
         }
     }
     tg_exc_restore(&saved);
