@@ -90,8 +90,9 @@ def main():
         g = geomean([med.get((w, c)) for w in workloads])
         gf = geomean([med[(w, c)] / med[(w, a.floor)] for w in workloads
                       if (w, c) in med and (w, a.floor) in med])
-        cells.append("n/a" if g is None else "%.2fx (%.2fx)" % (g, gf) if c != a.floor
-                     else "%.2fx" % g)
+        # without the floor's figures (its hook not built) the ratio alone
+        cells.append("n/a" if g is None else "%.2fx (%.2fx)" % (g, gf)
+                     if c != a.floor and gf is not None else "%.2fx" % g)
     print("| geomean | %s |" % " | ".join(cells))
     print("\nCPU time over the unprofiled run, medians of %d rounds (in parentheses: "
           "over the floor `%s`)." % (a.rounds, a.floor))
