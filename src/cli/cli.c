@@ -167,6 +167,9 @@ void tg_cli_capture_warnings(const struct tg_capture *cap)
 {
 	uint64_t dropped = tg_capture_dropped(cap);
 
+	if (cap->empty_last)
+		warning("segment %u of '%s' left out: cut short in its header (the recorder "
+			"was killed as it started it)", cap->empty_last, cap->path);
 	if (cap->cut)
 		warning("'%s' is cut short at byte %llu (the recorder was stopped while "
 			"writing?): the records before the cut are used", cap->path,

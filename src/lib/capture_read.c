@@ -781,8 +781,10 @@ static int cap_scan(struct tg_capture *cap, const struct tg_cap_seg *seg, int he
 }
 
 /* Maps path into seg (path copied).  0, or -1 with d->msg set; *gone is set
- * when the file does not exist (a segment deleted since it was listed). */
-static int cap_map(struct tg_cap_seg *seg, const char *path, int *gone, struct tg_diag *d)
+ * when the file does not exist (a segment deleted since it was listed),
+ * *short_head (if not NULL) when it is a capture cut short in its header. */
+static int cap_map_seg(struct tg_cap_seg *seg, const char *path, int *gone, int *short_head,
+		       struct tg_diag *d)
 {
 	struct stat st;
 	void *map;
@@ -803,9 +805,12 @@ static int cap_map(struct tg_cap_seg *seg, const char *path, int *gone, struct t
 		char buf[TG_CAP_MAGIC_LEN];
 		ssize_t n = read(fd, buf, sizeof(buf));
 		close(fd);
-		if (n >= 0 && !memcmp(buf, TG_CAP_MAGIC, (size_t)n))
+		if (n >= 0 && !memcmp(buf, TG_CAP_MAGIC, (size_t)n)) {
+			if (short_head)
+				*short_head = 1;
 			return tg_error(d, "'%s': capture cut short in its header (%lld bytes): "
 					"no records", path, (long long)st.st_size);
+		}
 		return tg_error(d, "'%s' is not a capture (no capture magic)", path);
 	}
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -823,6 +828,11 @@ static int cap_map(struct tg_cap_seg *seg, const char *path, int *gone, struct t
 	if (!tg_capture_is_magic(seg->map, seg->size))
 		return tg_error(d, "'%s' is not a capture (no capture magic)", path);
 	return 0;
+}
+
+static int cap_map(struct tg_cap_seg *seg, const char *path, int *gone, struct tg_diag *d)
+{
+	return cap_map_seg(seg, path, gone, NULL, d);
 }
 
 /* Reads seg's header into cap (first: the first file read; later ones must
@@ -927,7 +937,7 @@ static int cap_open_segments(struct tg_capture *cap, const char *dir, size_t dle
 		;
 	for (size_t i = from; i < n; i++) {
 		char name[64], *path;
-		int gone = 0;
+		int gone = 0, short_head = 0;
 
 		snprintf(name, sizeof(name), TG_CAP_SEG_PREFIX "%0*u" TG_CAP_SEG_SUFFIX,
 			 TG_CAP_SEG_DIGITS, nos[i]);
@@ -935,13 +945,19 @@ static int cap_open_segments(struct tg_capture *cap, const char *dir, size_t dle
 			tg_error(d, "out of memory");
 			goto out;
 		}
-		if (cap_map(&seg, path, &gone, d) < 0) {
+		if (cap_map_seg(&seg, path, &gone, &short_head, d) < 0) {
 			free(path);
 			free(seg.path);
 			if (seg.map)
 				munmap((void *)seg.map, seg.size);
 			if (gone && !cap->n_segs && i + 1 < n)
 				continue;  /* deleted by the recorder meanwhile */
+			if (short_head && cap->n_segs && i + 1 == n) {
+				/* the newest, its header unwritten: an older
+				 * recorder killed as it started it */
+				cap->empty_last = nos[i];
+				break;
+			}
 			goto out;
 		}
 		free(path);

@@ -154,6 +154,8 @@ struct tg_capture {
 	int64_t end_us;
 	int cut;                /* the file ends inside a chunk (or its header) */
 	uint64_t cut_at;        /* offset of that chunk */
+	uint32_t empty_last;    /* a newest segment left out: cut short in its
+				 * header (its number), else 0 */
 	uint64_t skipped_chunks; /* chunks of unknown kinds, skipped */
 	unsigned char **owned;  /* decompressed zstd definitions (codes point into them) */
 	size_t n_owned, owned_alloc;

@@ -325,6 +325,20 @@ tg_cap_seg_path(const char *dir, uint32_t no)
     return p;
 }
 
+/* PATH's hidden twin (DIR/.capture-<NO>.tg.part) where a segment is written
+ * before it gets its name; malloc'ed (NULL: out of memory). */
+static char *
+tg_cap_seg_tmp_path(const char *path)
+{
+    const char *base = strrchr(path, '/');
+    size_t dlen = base != NULL ? (size_t)(base - path) + 1 : 0;
+    size_t n = strlen(path) + sizeof(".part") + 1;
+    char *p = malloc(n);
+    if (p != NULL)
+        snprintf(p, n, "%.*s.%s.part", (int)dlen, path, path + dlen);
+    return p;
+}
+
 int
 tg_cap_open_segments(struct tg_cap *cap, const char *dir, uint64_t max_size,
                      uint32_t flags, int64_t start_us, uint32_t memory_mode,
@@ -595,7 +609,7 @@ tg_cap_rotate_locked(struct tg_cap *cap)
     uint64_t size = TG_CAP_HEADER_SIZE, older = 0;
     struct stat st;
     size_t i, kept = (size_t)(cap->seg_no - cap->seg_first) + 1;
-    char *path;
+    char *path, *tmp;
     int fd, e;
 
     if (kept + 1 > cap->seg_sizes_cap) {
@@ -608,20 +622,33 @@ tg_cap_rotate_locked(struct tg_cap *cap)
     }
     if (cap->seg_no == UINT32_MAX || (path = tg_cap_seg_path(cap->dir, cap->seg_no + 1)) == NULL)
         return ENOMEM;
+    /* Written under a hidden name and renamed when its head is complete, so
+     * that a process killed meanwhile leaves no segment a reader would find
+     * empty or cut short (readers list only capture-<NO>.tg names). */
+    tmp = tg_cap_seg_tmp_path(path);
+    if (tmp == NULL) {
+        free(path);
+        return ENOMEM;
+    }
     memcpy(h, cap->header, sizeof(h));
     tg_cap_put_u32(h + 36, cap->seg_no + 1);
-    fd = tg_cap_create(path, h, &st);
+    fd = tg_cap_create(tmp, h, &st);
     if (fd < 0) {
+        free(tmp);
         free(path);
         return -fd;
     }
     e = tg_cap_write_head(cap, fd, &size);
+    if (!e && rename(tmp, path) < 0)
+        e = errno;
     if (e) {
         close(fd);
-        unlink(path);  /* a head cut short would only puzzle a reader */
+        unlink(tmp);
+        free(tmp);
         free(path);
         return e;
     }
+    free(tmp);
     free(path);
     if (tg_cap_fd_ok(cap))
         close(cap->fd);

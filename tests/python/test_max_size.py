@@ -123,6 +123,29 @@ def test_commands_read_it_and_say_what_it_covers(runs, tmp_path):
     assert os.path.getsize(tmp_path / "r.html") > 0
 
 
+def test_newest_segment_without_its_header_is_left_out(runs, tmp_path):
+    """A recorder killed as it created a segment (before it wrote the header):
+    the segments before it are read, and the one left out is named."""
+    import shutil
+    _full, bounded = runs
+    for size in (0, 20):
+        copy = tmp_path / ("c%d" % size)
+        shutil.copytree(bounded, copy)
+        last = max(capture_files(copy))
+        no = int(last[len("capture-"):-len(".tg")]) + 1
+        with open(os.path.join(copy, last), "rb") as f:
+            head = f.read(size)
+        (copy / ("capture-%06d.tg" % no)).write_bytes(head)
+        r = cli("export", "-o", tmp_path / ("x%d" % size), copy)
+        assert r.returncode == 0, r.stderr
+        assert "segment %d of" % no in r.stderr and "left out" in r.stderr, r.stderr
+        r0 = cli("export", "-o", tmp_path / ("y%d" % size), bounded)
+        for name in os.listdir(tmp_path / ("y%d" % size)):
+            assert (tmp_path / ("x%d" % size) / name).read_bytes() == \
+                (tmp_path / ("y%d" % size) / name).read_bytes()
+        assert r0.returncode == 0
+
+
 KILLED = """
 import sys, threading
 import threadgraph
@@ -160,7 +183,10 @@ def test_sigkill_leaves_it_readable(tmp_path):
         proc.wait(timeout=TIMEOUT)
         proc.stdout.close()
     run = only_dir(tmp_path / "out")
-    total = sum(os.path.getsize(os.path.join(run, f)) for f in capture_files(run))
+    # a segment being started is .capture-N.tg.part until its head is written
+    assert all(not f.endswith(".tg") or f in capture_files(run) for f in os.listdir(run))
+    total = sum(os.path.getsize(os.path.join(run, f)) for f in os.listdir(run)
+                if "capture" in f)
     assert total <= LIMIT
     r = cli("export", "-o", tmp_path / "x", run)
     assert r.returncode == 0, r.stderr
