@@ -109,10 +109,10 @@ def run_suite(tmp_path, *args, env=None):
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     tmp = tmp_path / "tmp"
     tmp.mkdir(exist_ok=True)
-    full_env = dict(os.environ)
-    for var in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
-                "PYTEST_XDIST_AUTO_NUM_WORKERS", "PYTHONWARNINGS"):
-        full_env.pop(var, None)
+    # Nothing of this session's pytest (PYTEST_ADDOPTS, PYTEST_XDIST_WORKER when
+    # it runs under xdist itself...) reaches the inner one.
+    full_env = {k: v for k, v in os.environ.items()
+                if not k.startswith("PYTEST_") and k != "PYTHONWARNINGS"}
     full_env["TMPDIR"] = str(tmp)
     full_env.update(env or {})
     xml = tmp_path / "junit.xml"
