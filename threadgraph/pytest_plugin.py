@@ -212,8 +212,8 @@ class _Plugin:
         run = profile.output_dir
         try:
             judge(run, limits, result)
-        except (OSError, ValueError) as exc:
-            result.failure = "threadgraph: cannot read the test's run %s: %s" % (run, exc)
+        except (OSError, ValueError, KeyError) as exc:
+            result.failure = "threadgraph: cannot read the test's run %s: %r" % (run, exc)
         if result.failure is not None and self.keep_dir is not None:
             result.kept = keep_run(run, self.keep_dir, item.nodeid)
             result.failure += "\nrun kept: %s  (threadgraph report %s)" % (
