@@ -59,9 +59,10 @@ for v in "${VERSIONS[@]}"; do
         || echo "Python $v: no NumPy wheel, the NumPy test will be skipped"
     # coverage.py, pytest-cov and greenlet: tests/python/test_coexist.py runs them
     # beside the recorder (wheels only; a missing one skips its tests with a message).
-    for dep in coverage pytest-cov greenlet; do
+    # protobuf: tests/python/test_export_profiles.py reads the pprof export with it.
+    for dep in coverage pytest-cov greenlet protobuf; do
         "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: "$dep" \
-            || echo "Python $v: no $dep wheel, its coexistence tests will be skipped"
+            || echo "Python $v: no $dep wheel, the tests that need it will be skipped"
     done
     # Run from inside the venv directory so the source tree's threadgraph/ (which has
     # no compiled parts for this version) never shadows the installed package.  The
