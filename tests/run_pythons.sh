@@ -61,7 +61,8 @@ for v in "${VERSIONS[@]}"; do
     # beside the recorder (wheels only; a missing one skips its tests with a message).
     # pytest-xdist: tests/python/test_pytest_plugin.py runs the plugin's suite under
     # -n 2 too (skipped with a message without it).
-    for dep in coverage pytest-cov greenlet pytest-xdist; do
+    # protobuf: tests/python/test_export_profiles.py reads the pprof export with it.
+    for dep in coverage pytest-cov greenlet pytest-xdist protobuf; do
         "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: "$dep" \
             || echo "Python $v: no $dep wheel, the tests that use it will be skipped"
     done
