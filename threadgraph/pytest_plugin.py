@@ -123,6 +123,9 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption("--threadgraph-all", action="store_true", default=False,
                     help="with --threadgraph: also measure tests without markers and "
                          "list the highest peaks at the end")
+    group.addoption("--threadgraph-native", action="store_true", default=False,
+                    help="also count native memory (malloc, mmap) of C extensions and "
+                         "libraries, such as NumPy's arrays")
     group.addoption("--threadgraph-dir", metavar="DIR", default=None,
                     help="keep the run directory of each test that fails a limit in "
                          "DIR (for threadgraph report)")
@@ -156,6 +159,7 @@ class _Plugin:
     def __init__(self, config: Any) -> None:
         self.config = config
         self.all = bool(config.getoption("threadgraph_all"))
+        self.native = bool(config.getoption("threadgraph_native"))
         keep = config.getoption("threadgraph_dir")
         self.keep_dir = os.path.abspath(keep) if keep else None
         self.tmp: Optional[str] = None
@@ -184,7 +188,7 @@ class _Plugin:
             self.tmp = tempfile.mkdtemp(prefix="threadgraph-pytest-")
         self.count += 1
         base = os.path.join(self.tmp, str(self.count))
-        profile = ProcessProfile(default_log_path=base, accounting=True)
+        profile = ProcessProfile(default_log_path=base, accounting=True, native=self.native)
         per_thread = [lim.limit for lim in limits if lim.thread is not None]
         if per_thread:
             # Snapshots of the thread that passes the smallest per-thread limit,
@@ -208,8 +212,8 @@ class _Plugin:
         run = profile.output_dir
         try:
             judge(run, limits, result)
-        except (OSError, ValueError) as exc:
-            result.failure = "threadgraph: cannot read the test's run %s: %s" % (run, exc)
+        except (OSError, ValueError, KeyError) as exc:
+            result.failure = "threadgraph: cannot read the test's run %s: %r" % (run, exc)
         if result.failure is not None and self.keep_dir is not None:
             result.kept = keep_run(run, self.keep_dir, item.nodeid)
             result.failure += "\nrun kept: %s  (threadgraph report %s)" % (
