@@ -5,6 +5,7 @@ call stack into the original ThreadGraph's dump files; the ``threadgraph`` comma
 turns them into graphs.  See docs/api.md.
 """
 from threadgraph._version import __version__
+from threadgraph._marks import mark, phase
 from threadgraph.profiler import ProcessProfile
 
-__all__ = ["ProcessProfile", "__version__"]
+__all__ = ["ProcessProfile", "__version__", "mark", "phase"]
