@@ -234,10 +234,12 @@ static int load_close(struct tg_fold *f, const struct tg_fold_opts *o, struct lo
 	if (o->metric->metric == TG_FOLD_DELTA) {
 		int64_t own = r.delta;
 		tg_fold_add(&own, c->kids_delta == INT64_MIN ? INT64_MAX : -c->kids_delta);
-		if (own > 0)
+		if (own > 0) {
 			tg_fold_add(&f->v[c->node].self, own);
-		else
+			f->v[c->node].grew++;
+		} else {
 			tg_fold_add(&f->neg, own == INT64_MIN ? INT64_MAX : -own);
+		}
 		if (parent)
 			tg_fold_add(&parent->kids_delta, r.delta);
 	} else {

@@ -529,9 +529,8 @@ static void memg_yclip(const struct tg_memg_opts *o, const struct tg_dumpfile *f
  * can show is thinned, once the run's time span is known, to the first, lowest,
  * highest and last point of each of `columns` slices of the span (what a
  * screen column shows), in their order.  The threads together keep about
- * MEMG_POINTS_BUDGET points: 510 threads made a 5 MB memg.svg and report.
+ * TG_MEMG_POINTS_BUDGET points: 510 threads made a 5 MB memg.svg and report.
  */
-#define MEMG_POINTS_BUDGET 60000
 struct memg_thin_pt {
 	char line[160];    /* the data line as written ("X Y\n": X is at most 64 bytes) */
 	double y;
@@ -558,8 +557,8 @@ static void memg_thin_set(struct memg_thin_pt *p, const char *line, size_t len, 
 
 /* Thins DIR/NAME as said above; 0, or -1 with d set (the file left whole).  No
  * allocation per line: a long series streams through four fixed slots. */
-static int memg_thin(const char *dir, const char *name, double x0, double x1,
-		     size_t columns, struct tg_diag *d)
+int tg_memg_thin(const char *dir, const char *name, double x0, double x1,
+		 size_t columns, struct tg_diag *d)
 {
 	char *path = NULL, *tmp = NULL, *line = NULL;
 	size_t cap = 0, order = 0;
@@ -788,7 +787,7 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		size_t series = 0, columns;
 		for (i = 0; i < n; i++)
 			series += st[i].events && files[i].kind == TG_DUMP_MEM;
-		columns = MEMG_POINTS_BUDGET / 4 / (series ? series : 1);
+		columns = TG_MEMG_POINTS_BUDGET / 4 / (series ? series : 1);
 		if (columns > (size_t)po->width)
 			columns = (size_t)po->width;
 		if (columns < 16)
@@ -798,7 +797,7 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 			    st[i].events <= 4 * columns)
 				continue;
 			snprintf(name, sizeof(name), "memg-%zu.dat", i);
-			if (memg_thin(pf.dir, name, ta.t0, ta.t1, columns, d) < 0)
+			if (tg_memg_thin(pf.dir, name, ta.t0, ta.t1, columns, d) < 0)
 				goto out;
 		}
 	}

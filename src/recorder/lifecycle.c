@@ -762,7 +762,7 @@ tg_atfork_prepare(void)
         }
         tg_writer_lock_for_fork(&a->r.process_w);
         tg_writer_lock_for_fork(&a->r.process_cap);
-        pthread_mutex_lock(&a->r.cap.lock);  /* after the writers' (capture_write.h) */
+        tg_cap_lock_for_fork(&a->r.cap);  /* after the writers' (capture_write.h) */
     }
     tg_ptrtable_lock_all();
 }
@@ -773,7 +773,7 @@ tg_atfork_unlock(struct tg_recorder_object *a)
     tg_ptrtable_unlock_all();
     if (a != NULL) {
         struct tg_thread *t;
-        pthread_mutex_unlock(&a->r.cap.lock);
+        tg_cap_unlock_for_fork(&a->r.cap);
         tg_writer_unlock_for_fork(&a->r.process_cap);
         tg_writer_unlock_for_fork(&a->r.process_w);
         for (t = a->r.table.live; t != NULL; t = t->next) {
