@@ -305,12 +305,22 @@ def thread_failure(run: str, lim: Limit, thread: Dict[str, Any]) -> str:
              "%s" % (lim.text, thread["name"], format_size(thread["peak_bytes"]),
                      thread["peak_bytes"], format_size(lim.limit))]
     snap = last_threshold_snapshot(run, thread["base"])
-    if snap is None:
-        return lines[0]
-    path, at = snap
-    lines.append("top call sites of %s, live when it had %s:" % (thread["name"],
-                                                               format_size(at)))
-    lines += site_lines(read_snapshot(path), thread["base"])
+    if snap is not None:
+        path, at = snap
+        lines.append("top call sites of %s, live when it had %s:" % (thread["name"],
+                                                                   format_size(at)))
+        lines += site_lines(read_snapshot(path), thread["base"])
+        return "\n".join(lines)
+    # The threshold snapshot is taken at an allocation made with the GIL: one
+    # that passed the limit without it (native code that released the GIL, as
+    # mmap does) leaves none if no later high came.  The peak snapshot then.
+    path = numbered_snapshot(run, "peak")
+    sites = site_lines(read_snapshot(path), thread["base"]) if path else []
+    if sites:
+        lines.append("top call sites of %s live at the test's peak (none was taken when "
+                     "it passed the limit: one is taken at an allocation made with the GIL):"
+                     % thread["name"])
+        lines += sites
     return "\n".join(lines)
 
 

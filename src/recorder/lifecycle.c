@@ -14,6 +14,7 @@
 #include "names.h"
 #include "ptrtable.h"
 #include "sleepwrap.h"
+#include "spguard.h"
 #include "native.h"
 #include "sinks.h"
 #include "sigkick.h"
@@ -643,6 +644,8 @@ tg_recorder_enable(struct tg_recorder_object *self)
     }
     if (r->backend == TG_BACKEND_SETPROFILE && !r->sampled)
         tg_watch_start();
+    if (!r->sampled)
+        tg_spguard_install();
     tg_clock_enable();  /* before the capture's start time, and the flusher */
     if (tg_open_capture(r) < 0)
         goto fail;
@@ -704,6 +707,7 @@ fail_thread:
     tg_tls.thread = NULL;
 fail:
     tg_monitor_uninstall(self);
+    tg_spguard_uninstall();
     tg_writer_release(&r->process_w);
     tg_writer_release(&r->process_cap);
     tg_cap_close(&r->cap);
@@ -724,6 +728,7 @@ tg_recorder_disable(struct tg_recorder_object *self)
     r->ended_gen = r->gen;
     if (!r->sampled)  /* none installed: another tool's profile function stays */
         tg_profile_all_threads(self, 0);
+    tg_spguard_uninstall();
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();
     tg_native_uninstall();  /* native=True (native.c); before the table is cleared */
@@ -855,6 +860,7 @@ tg_fork_child_stop(struct tg_recorder_object *self)
     r->ended_gen = r->gen;
     if (!r->sampled)
         tg_profile_all_threads(self, 0);
+    tg_spguard_uninstall();
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();
     tg_native_uninstall();  /* native=True (native.c) */
