@@ -11,12 +11,13 @@ does not ask for it) does not load the recorder extension.
 """
 from typing import TYPE_CHECKING, Any
 
+from threadgraph._marks import mark, phase
 from threadgraph._version import __version__
 
 if TYPE_CHECKING:
     from threadgraph.profiler import ProcessProfile
 
-__all__ = ["ProcessProfile", "__version__"]
+__all__ = ["ProcessProfile", "__version__", "mark", "phase"]
 
 
 def __getattr__(name: str) -> Any:

@@ -121,8 +121,8 @@ def pytest_addoption(parser: Any) -> None:
                     help="check the limit_memory and limit_leaks markers with "
                          "threadgraph's recorder")
     group.addoption("--threadgraph-all", action="store_true", default=False,
-                    help="with --threadgraph: also measure tests without markers and "
-                         "list the highest peaks at the end")
+                    help="also measure tests without markers and list the highest "
+                         "peaks at the end (implies --threadgraph, as the options below)")
     group.addoption("--threadgraph-native", action="store_true", default=False,
                     help="also count native memory (malloc, mmap) of C extensions and "
                          "libraries, such as NumPy's arrays")
@@ -136,7 +136,9 @@ def pytest_addoption(parser: Any) -> None:
 def pytest_configure(config: Any) -> None:
     for name, text in _MARKERS.items():
         config.addinivalue_line("markers", text)
-    if config.getoption("threadgraph") or config.getini("threadgraph"):
+    if (config.getoption("threadgraph") or config.getini("threadgraph")
+            or config.getoption("threadgraph_all") or config.getoption("threadgraph_native")
+            or config.getoption("threadgraph_dir")):
         config.pluginmanager.register(_Plugin(config), "threadgraph-limits")
 
 
@@ -197,7 +199,7 @@ class _Plugin:
         result = Result()
         try:
             profile.enable()
-        except RuntimeError as exc:
+        except (RuntimeError, OSError) as exc:
             if limits:
                 result.failure = "threadgraph: cannot measure this test: %s" % exc
                 self.results[item.nodeid] = result
@@ -215,9 +217,12 @@ class _Plugin:
         except (OSError, ValueError, KeyError) as exc:
             result.failure = "threadgraph: cannot read the test's run %s: %r" % (run, exc)
         if result.failure is not None and self.keep_dir is not None:
-            result.kept = keep_run(run, self.keep_dir, item.nodeid)
-            result.failure += "\nrun kept: %s  (threadgraph report %s)" % (
-                result.kept, result.kept)
+            try:
+                result.kept = keep_run(run, self.keep_dir, item.nodeid)
+                result.failure += "\nrun kept: %s  (threadgraph report %s)" % (
+                    result.kept, result.kept)
+            except OSError as exc:
+                result.failure += "\nrun not kept: %s" % exc
         shutil.rmtree(base, ignore_errors=True)
         self.results[item.nodeid] = result
 

@@ -261,7 +261,8 @@ def test_xdist(tmp_path):
     except ImportError:
         pytest.skip("pytest-xdist is not installed (tests/run_pythons.sh installs it)")
     keep = tmp_path / "kept"
-    proc, outcomes = run_suite(tmp_path, "-n", "2", "--threadgraph", "--threadgraph-all",
+    # (--threadgraph-all implies --threadgraph.)
+    proc, outcomes = run_suite(tmp_path, "-n", "2", "--threadgraph-all",
                                "--threadgraph-dir", str(keep), env={"TG_UNMARKED": "enabled"})
     check_outcomes(proc, outcomes)
     check_messages(outcomes)
