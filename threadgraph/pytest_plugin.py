@@ -188,6 +188,7 @@ class _Plugin:
 
         if self.tmp is None:
             self.tmp = tempfile.mkdtemp(prefix="threadgraph-pytest-")
+            self.warm_up(ProcessProfile)
         self.count += 1
         base = os.path.join(self.tmp, str(self.count))
         profile = ProcessProfile(default_log_path=base, accounting=True, native=self.native)
@@ -225,6 +226,19 @@ class _Plugin:
                 result.failure += "\nrun not kept: %s" % exc
         shutil.rmtree(base, ignore_errors=True)
         self.results[item.nodeid] = result
+
+    def warm_up(self, profile_class: Any) -> None:
+        """One run of nothing before the first measured test: the first enable()
+        of a process does work of its own once (it imports the modules whose
+        functions it wraps), which would count in that test's figures."""
+        base = os.path.join(self.tmp, "warm-up")
+        profile = profile_class(default_log_path=base, accounting=True, native=self.native)
+        try:
+            profile.enable()
+        except (RuntimeError, OSError):
+            return  # the test's own enable() will say why
+        profile.disable()
+        shutil.rmtree(base, ignore_errors=True)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: Any, call: Any) -> Iterator[None]:
