@@ -82,15 +82,18 @@ static int export_load(const char *path, struct tg_xprof *x)
 	return rc < 0 ? error("%s", d.msg) : 0;
 }
 
-/* Writes X to OUT as a pprof profile (PPROF) or a speedscope file; 0 or -1 (d->msg set). */
+/* Writes X to OUT as a pprof profile (PPROF) or a speedscope file; 0 or -1
+ * (d->msg set, naming FILE). */
 static int export_write(FILE *out, const char *file, const struct tg_xprof *x,
 			const struct export_prof_args *a, int pprof, struct tg_diag *d)
 {
-	if (pprof)
-		return tg_pprof_write(out, x, d);
-	if (tg_speedscope_write(out, x, a->weight, x->source ? x->source : "run") == EOF)
-		return tg_error(d, "unable to write '%s': %s", file, strerror(errno));
-	return 0;
+	char why[sizeof(d->msg)];
+
+	if (pprof ? tg_pprof_write(out, x, d) == 0
+	    : tg_speedscope_write(out, x, a->weight, x->source ? x->source : "run", d) == 0)
+		return 0;
+	memcpy(why, d->msg, sizeof(why));
+	return tg_error(d, "%s (writing '%s')", why, file);
 }
 
 /*

@@ -10,15 +10,17 @@
 
 #include <stdio.h>
 
+#include "diag.h"
 #include "xprof.h"
 
 /*
  * Writes X to OUT as a speedscope file whose weights are the samples' value
  * WHICH (TG_XV_ALLOC_SPACE or TG_XV_INUSE_SPACE); samples whose weight is not
  * positive are left out, a thread with none keeps an empty profile.  NAME
- * names the file's group of profiles.  Returns 0 or EOF (a write error).
+ * names the file's group of profiles.  Returns 0, or -1 with d->msg set (out
+ * of memory, a write error).
  */
 int tg_speedscope_write(FILE *out, const struct tg_xprof *x, enum tg_xval which,
-			const char *name);
+			const char *name, struct tg_diag *d);
 
 #endif

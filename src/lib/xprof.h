@@ -44,8 +44,8 @@ enum tg_xprof_from { TG_XPROF_ACCOUNTING, TG_XPROF_DELTA };
 
 /* At most this many frames over all samples' stacks: a profile holds each
  * sample's whole stack, so a deep recursion that allocates at every level
- * makes it quadratic in the depth (2^25 frames: 256 MiB of stack ids). */
-#define TG_XPROF_MAX_STACK_FRAMES ((size_t)1 << 25)
+ * makes it quadratic in the depth (2^24 frames: 128 MiB of stack ids). */
+#define TG_XPROF_MAX_STACK_FRAMES ((size_t)1 << 24)
 
 struct tg_xfunc {
 	size_t name, file;       /* string ids */

@@ -23,12 +23,10 @@ CLI = os.path.join(os.path.dirname(threadgraph.__file__), "_bin", "threadgraph")
 
 PLANT = 7 * 1024 * 1024
 # The bytearray is one block of PLANT + 1 bytes (its buffer) plus its object
-# (about 57 bytes); nothing else is allocated in plant().
+# (57 bytes on 3.8 to 3.13): nothing else is allocated in plant(), so its
+# bytes are PLANT plus at most this, with accounting and, without, as plant()'s
+# own delta (the thread's memory change over the call; it has no callees).
 HEADER_TOLERANCE = 1024
-# Without accounting, plant()'s own delta is the thread's memory change over the
-# call less its callees': the bytearray, plus what the interpreter allocates
-# for the call itself (a frame, a small object or two).
-DELTA_TOLERANCE = 64 * 1024
 
 PROGRAM = """
 import threading
@@ -192,9 +190,8 @@ def test_pprof_planted_allocation(runs, tmp_path, acct):
     assert ("no allocation accounting" in r.stderr) == (not acct)
     prof, samples = read_pprof(out)
     (s,) = planted(samples)
-    tol = HEADER_TOLERANCE if acct else DELTA_TOLERANCE
     for key in ("alloc_space", "inuse_space"):
-        assert PLANT <= s[2][key] <= PLANT + tol, (key, s)
+        assert PLANT <= s[2][key] <= PLANT + HEADER_TOLERANCE, (key, s)
     assert s[2]["alloc_objects"] >= 1 and s[2]["inuse_objects"] >= 1
     leaf, caller = s[1][0], s[1][1]
     assert leaf[1].endswith("scenario.py") and leaf[2] == PLANT_LINE
@@ -221,8 +218,7 @@ def test_speedscope_planted_frame(runs, tmp_path, acct):
             if frames[st[-1]]["name"] == "plant"]
     assert len(hits) == 1
     stack, weight = hits[0]
-    tol = HEADER_TOLERANCE if acct else DELTA_TOLERANCE
-    assert PLANT <= weight <= PLANT + tol
+    assert PLANT <= weight <= PLANT + HEADER_TOLERANCE
     assert frames[stack[-2]]["name"] == "loader"     # outermost first: the caller before
     assert frames[stack[-1]]["line"] == PLANT_LINE
     assert frames[stack[-1]]["file"].endswith("scenario.py")
@@ -251,7 +247,8 @@ def test_both_at_once_and_errors(runs, tmp_path):
     # a disk full: the error, and the device is written, never replaced
     if os.path.exists("/dev/full") and stat.S_ISCHR(os.stat("/dev/full").st_mode):
         r = cli("export", "--pprof", "-o", "/dev/full", runs[True])
-        assert r.returncode == 1 and "unable to write '/dev/full'" in r.stderr, r.stderr
+        assert r.returncode == 1 and "'/dev/full'" in r.stderr, r.stderr
+        assert "No space left on device" in r.stderr, r.stderr
         assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
     # a pipe: written directly (the reader gets the whole profile)
     r = subprocess.run([CLI, "export", "-q", "--pprof", "-o", "/dev/stdout", runs[True]],
@@ -271,3 +268,26 @@ def test_both_at_once_and_errors(runs, tmp_path):
     assert r.returncode == 1 and "no .stack files" in r.stderr, r.stderr
     r = cli("export", "--speedscope", js, tmp_path / "nowhere")
     assert r.returncode == 1 and "error:" in r.stderr
+
+
+def test_pprof_values_at_the_edges(tmp_path):
+    # int64 values at their limits and negative (a damaged or hostile snapshot: a
+    # negative int64 is a ten-byte varint), a call without file or line
+    snap = tmp_path / "snapshot-1-final"
+    snap.write_text("# threadgraph snapshot 2\n# thread: 0 w 1\n"
+                    "# columns: ID PARENT THREAD LIVE_BYTES LIVE_COUNT TOTAL_BYTES "
+                    "TOTAL_COUNT CALL\n"
+                    "1 - 0 -5 1 9223372036854775807 3 /x y.py:2:neg\n"
+                    "2 1 - 300 2 -9223372036854775807 2 <no python frame>\n"
+                    "3 2 - 0 0 0 0 /z.py:4:nothing\n")
+    out = tmp_path / "p.pb.gz"
+    r = cli("export", "--pprof", "-o", out, snap)
+    assert r.returncode == 0, r.stderr
+    prof, samples = read_pprof(out)
+    assert samples == [
+        ("w 1", [("neg", "/x y.py", 2)],
+         {"alloc_objects": 3, "alloc_space": 2 ** 63 - 1, "inuse_objects": 1, "inuse_space": -5}),
+        ("w 1", [("<no python frame>", "", 0), ("neg", "/x y.py", 2)],
+         {"alloc_objects": 2, "alloc_space": -(2 ** 63 - 1), "inuse_objects": 2,
+          "inuse_space": 300}),
+    ]
