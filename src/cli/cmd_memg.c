@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "held.h"
 #include "memg.h"
 
 static const char memg_usage[] = "threadgraph memg [options] FILES...|RUN_DIR";
@@ -18,8 +19,12 @@ int cmd_memg(int argc, char **argv)
 	struct tg_memg_report r = tg_cli_report;
 	struct tg_dumpset files;
 	struct tg_diag d;
-	int nargs, ret, top_given = 0;
+	int nargs, ret, top_given = 0, held = 0;
 	const struct tg_option opts[] = {
+		{ "held", 0, TG_OPT_BOOL, &held, NULL, NULL,
+		  "draw each thread's held memory over time instead (step lines, the top "
+		  "threads, the others summed, all threads, the process): memg-held.EXT, and "
+		  "the largest peak's per-thread shares in memg-held.txt" },
 		{ "cap", 0, TG_OPT_NUMBER, &o.cap_kb, &o.has_cap, "N",
 		  "clip plotted values to +-N KB" },
 		{ "no_process", 0, TG_OPT_BOOL, &o.no_process, NULL, NULL,
@@ -57,10 +62,14 @@ int cmd_memg(int argc, char **argv)
 	if ((ret = tg_cli_peak_opts(&p, &o, memg_usage)))
 		goto out;
 	tg_cli_diag_init(&d, &c);
-	ret = tg_memg_run(&o, &po, files.v, files.n, &r, &d) < 0 ? error("%s", d.msg) : 0;
+	if (held)
+		ret = tg_held_run(&o, &po, files.v, files.n, &r, NULL, &d) < 0 ?
+			error("%s", d.msg) : 0;
+	else
+		ret = tg_memg_run(&o, &po, files.v, files.n, &r, &d) < 0 ? error("%s", d.msg) : 0;
 	tg_cli_diag_summary(&d);
 	if (ret == 0)
-		tg_cli_plot_note(&po, "memg");
+		tg_cli_plot_note(&po, held ? "memg-held" : "memg");
 out:
 	tg_dumpset_release(&files);
 	return ret;

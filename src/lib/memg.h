@@ -93,6 +93,17 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		const struct tg_dumpfile *files, size_t n, const struct tg_memg_report *r,
 		struct tg_diag *d);
 
+/*
+ * A series file DIR/NAME ("X Y" lines in time order) with more points than a
+ * graph shows is thinned to the first, lowest, highest and last point of each
+ * of `columns` slices of the span x0..x1, in their order; the series together
+ * keep about TG_MEMG_POINTS_BUDGET points (510 threads made a 5 MB memg.svg).
+ * Returns 0, or -1 with d set (the file left whole).
+ */
+#define TG_MEMG_POINTS_BUDGET 60000
+int tg_memg_thin(const char *dir, const char *name, double x0, double x1, size_t columns,
+		 struct tg_diag *d);
+
 /* Writes the legend line "N: THREAD>REST" of a peak; returns 0 or EOF. */
 int tg_peak_write_legend(FILE *f, const struct tg_peaks *p, const struct tg_peak *k,
 			 const char *thread);

@@ -23,6 +23,8 @@
 #include "dumpset.h"
 #include "flamesvg.h"
 #include "fold.h"
+#include "held.h"
+#include "marks.h"
 #include "linereader.h"
 #include "markup.h"
 #include "peaks.h"
@@ -335,6 +337,107 @@ static void rep_memg(FILE *out, const struct tg_report_opts *o, const struct rep
 	free(path);
 }
 
+/* Rows of the held table before the rest are summed. */
+#define REP_HELD_ROWS 20
+
+static const struct tg_held_peak *rep_held_sort;
+static int rep_held_cmp(const void *a, const void *b)
+{
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	int64_t x = rep_held_sort->level[i], y = rep_held_sort->level[j];
+
+	if (x != y)
+		return x < y ? 1 : -1;
+	return i < j ? -1 : i > j;
+}
+
+/* The largest peak's shares: who drove it, largest first (REP_HELD_ROWS rows). */
+static void rep_held_table(FILE *out, const struct tg_held_peak *p, const struct rep_files *files)
+{
+	size_t *ix = malloc((p->n ? p->n : 1) * sizeof(*ix)), k = 0;
+	int64_t rest = 0, rest_peak = 0, rest_end = 0;
+
+	if (!ix)
+		return;
+	for (size_t i = 0; i < p->n; i++)
+		if (p->has[i])
+			ix[k++] = i;
+	rep_held_sort = p;  /* qsort has no context argument; set just before */
+	qsort(ix, k, sizeof(*ix), rep_held_cmp);
+	fprintf(out, "<p>Largest peak of all threads' held memory: <b>%.2f MB</b> (%lld bytes) at "
+		"<code>", (double)p->total / 1048576.0, (long long)p->total);
+	tg_xml_puts(out, p->xs);
+	fputs("</code>. Who drove it:</p>\n<table><tr><th>Thread</th><th>Held at the peak</th>"
+	      "<th>Share</th><th>Own peak</th><th>Held at its end</th></tr>\n", out);
+	for (size_t j = 0; j < k; j++) {
+		size_t i = ix[j];
+
+		if (j >= REP_HELD_ROWS) {
+			rest += p->level[i];
+			rest_peak += p->peak[i];
+			rest_end += p->end[i];
+			continue;
+		}
+		fputs("<tr><td>", out);
+		tg_xml_puts(out, files->v[i].thread);
+		fprintf(out, "</td><td class=\"num\">%.2f MB</td><td class=\"num\">%.1f%%</td>"
+			"<td class=\"num\">%.2f MB</td><td class=\"num\">%.2f MB</td></tr>\n",
+			(double)p->level[i] / 1048576.0,
+			p->total ? 100.0 * (double)p->level[i] / (double)p->total : 0.0,
+			(double)p->peak[i] / 1048576.0, (double)p->end[i] / 1048576.0);
+	}
+	if (k > REP_HELD_ROWS)
+		fprintf(out, "<tr><td>%zu other threads (sum)</td><td class=\"num\">%.2f MB</td>"
+			"<td class=\"num\">%.1f%%</td><td class=\"num\">%.2f MB</td>"
+			"<td class=\"num\">%.2f MB</td></tr>\n", k - REP_HELD_ROWS,
+			(double)rest / 1048576.0,
+			p->total ? 100.0 * (double)rest / (double)p->total : 0.0,
+			(double)rest_peak / 1048576.0, (double)rest_end / 1048576.0);
+	fputs("</table>\n", out);
+	free(ix);
+}
+
+/* Each thread's held memory over time (memg --held) and the largest peak's
+ * shares, the report's first section.  Soft failures become notes. */
+static void rep_held(FILE *out, const struct tg_report_opts *o, const struct rep_files *files,
+		     const struct tg_report_cb *cb, struct tg_diag *d)
+{
+	struct tg_plot_opts po = { o->scratch, "svg", 1200, 560, 0, o->gnuplot, 0 };
+	struct tg_memg_opts mo = o->memg;
+	struct tg_held_peak p;
+	struct tg_diag sub = *d;
+	char *path;
+
+	mo.no_process = 0;  /* its own axis: it flattens nothing here */
+	fputs("<h2 id=\"held\">Memory held by thread</h2>\n", out);
+	if (!files->threads) {
+		rep_missing(out, cb, "no thread .mem files in the run: no held memory");
+		return;
+	}
+	fputs("<p>What each thread holds over time: allocated by it and not freed by it, "
+	      "MB (as <code>threadgraph memg --held</code> draws it).</p>\n", out);
+	memset(&p, 0, sizeof(p));
+	if (tg_held_run(&mo, &po, files->v, files->n, NULL, &p, &sub) < 0) {
+		rep_missing(out, cb, "held memory left out: %s%s", sub.msg,
+			    strstr(sub.msg, "gnuplot") ? " (the graph needs gnuplot; the rest of "
+			    "the report does not)" : "");
+		d->malformed = sub.malformed;
+		return;
+	}
+	d->malformed = sub.malformed;
+	if (!o->gnuplot) {
+		rep_missing(out, cb, "held memory graph left out: gnuplot not found (the graph "
+			    "needs gnuplot; the rest of the report does not)");
+	} else if (asprintf(&path, "%s/memg-held.svg", o->scratch) >= 0) {
+		if (rep_inline_svg(out, path, "memory held by thread", &sub) < 0)
+			rep_missing(out, cb, "held memory graph left out: %s", sub.msg);
+		free(path);
+	}
+	if (p.found)
+		rep_held_table(out, &p, files);
+	tg_held_peak_release(&p);
+}
+
 /* Writes a peak's TIME as local "HH:MM:SS.ffffff" (the dump's text otherwise). */
 static void rep_time(FILE *out, const struct tg_peaks *p, const struct tg_peak *k, int has_time)
 {
@@ -363,18 +466,22 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 		     const struct tg_report_cb *cb, struct tg_diag *d)
 {
 	struct tg_peaks peaks;
+	struct tg_marks marks;
 	size_t max_peaks = o->max_peaks ? o->max_peaks : 50;
 	size_t max_lines = o->max_lines ? o->max_lines : 300;
-	int ret = -1;
+	int ret = -1, phases;
 
 	tg_peaks_init(&peaks);
+	tg_marks_init(&marks);
 	fputs("<h2 id=\"peaks\">Peaks</h2>\n", out);
 	if (!files->threads) {
 		rep_missing(out, cb, "no thread .mem files in the run: no peaks");
 		return 0;
 	}
-	if (tg_peaks_collect(&o->memg, files->v, files->n, &peaks, NULL, d) < 0)
+	if (tg_marks_read_near(&marks, files->v, files->n, d) < 0 ||
+	    tg_peaks_collect(&o->memg, files->v, files->n, &peaks, NULL, d) < 0)
 		goto out;
+	phases = marks.n_phases && o->memg.has_time;
 	if (!peaks.n) {
 		fprintf(out, "<p>No return changed a thread's memory by more than %g KB "
 			"(<code>--peak</code>).</p>\n", o->memg.peak.peak_kb);
@@ -396,8 +503,12 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 	else if (!o->memg.has_time)
 		rep_missing(out, cb, "the dumps have no timestamps: the peaks' call subtrees "
 			    "(decorate-stack) need them");
-	fputs("<table><tr><th>#</th><th>time</th><th>thread</th><th>call "
-	      "(FILE:LINE:FUNCTION=&gt;DELTA)</th><th>delta</th></tr>\n", out);
+	if (phases)
+		fputs("<p class=\"meta\">A peak's phase is the innermost "
+		      "<code>threadgraph.phase</code> open when its call returned.</p>\n", out);
+	fprintf(out, "<table><tr><th>#</th><th>time</th>%s<th>thread</th><th>call "
+		"(FILE:LINE:FUNCTION=&gt;DELTA)</th><th>delta</th></tr>\n",
+		phases ? "<th>phase</th>" : "");
 	for (size_t i = 0; i < peaks.n; i++) {
 		const struct tg_peak *k = &peaks.v[i];
 		char g[32], s[32];
@@ -411,6 +522,12 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 			fprintf(out, "<tr><td>%zu</td><td>", k->id);
 		rep_time(out, &peaks, k, o->memg.has_time);
 		fputs("</td><td>", out);
+		if (phases) {
+			const struct tg_phase *ph = tg_marks_phase_at(&marks, k->x);
+			if (ph)
+				tg_xml_puts(out, ph->name);
+			fputs("</td><td>", out);
+		}
 		tg_xml_puts(out, files->v[k->thread].thread);
 		fputs("</td><td><code>", out);
 		tg_xml_text(out, tg_peak_rest(&peaks, k), k->rest_len);
@@ -465,6 +582,7 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 	ret = 0;
 out:
 	tg_peaks_release(&peaks);
+	tg_marks_release(&marks);
 	return ret;
 }
 
@@ -484,7 +602,8 @@ static int rep_flame(FILE *out, const struct tg_report_opts *o,
 		     struct tg_diag *d)
 {
 	struct tg_fold_opts fo = { .path = o->run_dir, .metric = m, .has_time = o->memg.has_time,
-				   .cap = o->cap, .max_depth = TG_FOLD_MAX_DEPTH };
+				   .cap = o->cap, .max_depth = TG_FOLD_MAX_DEPTH,
+				   .no_stitch = o->no_stitch };
 	struct tg_flamesvg_opts so = { NULL, m->what, 1200, 0.1, 0 };
 	struct tg_fold f;
 	struct tg_diag sub = *d;
@@ -651,12 +770,13 @@ int tg_report_write(const struct tg_report_opts *opts, FILE *out,
 		fprintf(out, " and %zu more", files.threads - REP_HEADER_THREADS);
 	fprintf(out, "%s; stacks %s; accounting %s.</p>\n", files.threads ? ")" : "",
 		files.has_stack ? "recorded" : "not recorded", accounting ? "on" : "off");
-	fputs("<nav><a href=\"#memory\">memory graph</a><a href=\"#peaks\">peaks</a>", out);
+	fputs("<nav><a href=\"#held\">held memory</a><a href=\"#memory\">memory graph</a><a href=\"#peaks\">peaks</a>", out);
 	for (size_t i = 0; i < nm; i++)
 		fprintf(out, "<a href=\"#flamegraph-%s\">flame graph (%s)</a>", metrics[i]->name,
 			metrics[i]->name);
 	fputs("<a href=\"#accounting\">accounting</a></nav>\n", out);
 
+	rep_held(out, o, &files, cb, d);
 	rep_memg(out, o, &files, cb, d);
 	if (rep_peaks(out, o, &files, cb, d) < 0)
 		goto out;

@@ -241,7 +241,8 @@ def test_report_sections(tg, tmp_path):
            RUN, "-o", out)
     assert r.returncode == 0, r.stderr
     html = out.read_text()
-    for anchor in ("memory", "peaks", "flamegraph-peak", "flamegraph-alloc", "accounting"):
+    for anchor in ("held", "memory", "peaks", "flamegraph-peak", "flamegraph-alloc",
+                   "accounting"):
         assert html.count('id="%s"' % anchor) == 1
         assert 'href="#%s"' % anchor in html
     for svg_id in ("flame-peak", "flame-alloc"):
@@ -268,7 +269,8 @@ def test_report_sections(tg, tmp_path):
     assert not re.search(r"(href|src)=\"(https?:|//)", html)
     assert "<script src" not in html
     if HAVE_GNUPLOT:
-        assert html.count('src="data:image/svg+xml;base64,') == 2
+        # held memory, memory by thread, allocation sizes
+        assert html.count('src="data:image/svg+xml;base64,') == 3
     else:
         assert "needs gnuplot" in html
 
@@ -317,7 +319,8 @@ def test_report_process_rebase_reaches_the_memory_graph(tg, tmp_path):
         out = tmp_path / "r.html"
         r = tg("report", "--process", *opts, RUN, "-o", out)
         assert r.returncode == 0, r.stderr
-        data = re.search(r'src="data:image/svg\+xml;base64,([^"]+)"', out.read_text()).group(1)
+        data = re.search(r'alt="memory by thread" src="data:image/svg\+xml;base64,([^"]+)"',
+                         out.read_text()).group(1)
         return base64.b64decode(data).decode("utf-8", "replace")
     assert "Process (KB - 5500)" in graph("--process_rebase", "5500")
     assert "Process (MB, right axis)" in graph()

@@ -1,0 +1,731 @@
+/*
+ * held.c - each thread's held memory over time, its sum, the largest peak's
+ * shares, and the memg --held graph (held.h).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "capture_read.h"
+#include "fmt.h"
+#include "held.h"
+#include "recsrc.h"
+#include "tg_capture.h"
+
+/* The held memory of the calls open in a thread, by depth: what the thread held
+ * when each was called (as known then). */
+struct held_bases {
+	int64_t *v;
+	size_t cap;
+};
+
+static int held_base_set(struct held_bases *b, size_t depth, int64_t v, struct tg_diag *d)
+{
+	if (depth >= b->cap) {
+		size_t cap = b->cap ? b->cap : 64;
+		int64_t *nv;
+
+		while (cap <= depth)
+			cap *= 2;
+		if (!(nv = realloc(b->v, cap * sizeof(*nv))))
+			return tg_error(d, "out of memory");
+		b->v = nv;
+		b->cap = cap;
+	}
+	b->v[depth] = v;
+	return 0;
+}
+
+static int64_t held_base_get(const struct held_bases *b, size_t depth)
+{
+	return depth < b->cap ? b->v[depth] : 0;
+}
+
+/* Follows one step: emits it when the level changed (or is the first one). */
+struct held_emit {
+	tg_held_step_fn step;
+	void *ctx;
+	int started;
+	int64_t last;
+};
+
+static int held_emit(struct held_emit *e, double x, const char *xs, size_t xlen, int64_t v,
+		     struct tg_diag *d)
+{
+	if (e->started && v == e->last)
+		return 0;
+	e->started = 1;
+	e->last = v;
+	if (e->step(e->ctx, x, xs, xlen, v))
+		return d->msg[0] ? -1 : tg_error(d, "out of memory");
+	return 0;
+}
+
+/* A capture's thread: its CALLs give the nesting. */
+static int held_read_capture(const struct tg_dumpfile *df, struct held_emit *e,
+			     struct tg_diag *d)
+{
+	const struct tg_cap_thread *t = df->cap_thread;
+	struct held_bases b = { 0 };
+	struct tg_capcur c;
+	struct tg_cap_rec_data r;
+	char xs[TG_CAP_TIME_MAX];
+	int64_t v = t->has_state ? t->state.mem : 0;
+	int got, ret = -1;
+
+	if (!(df->cap->flags & TG_CAP_F_TIME))
+		return tg_error(d, "held memory needs timestamps: '%s' has none", df->path);
+	tg_capcur_init(&c, df->cap, t);
+	for (size_t k = 0; k < c.depth; k++)
+		if (held_base_set(&b, k, v, d) < 0)
+			goto release;
+	while ((got = tg_capcur_next(&c, &r, d)) > 0) {
+		size_t xlen;
+
+		if (r.type == TG_CAP_REC_CALL) {
+			if (held_base_set(&b, r.depth, v, d) < 0)
+				goto release;
+			if (!e->started) {  /* the curve starts at the first record */
+				xlen = tg_cap_fmt_time(xs, r.t_us);
+				if (held_emit(e, tg_cap_time_value(r.t_us), xs, xlen, v, d) < 0)
+					goto release;
+			}
+			continue;
+		}
+		if (r.type != TG_CAP_REC_RETURN)
+			continue;
+		v = held_base_get(&b, c.depth) + r.value;  /* c.depth: the call's own depth */
+		xlen = tg_cap_fmt_time(xs, r.t_us);
+		if (held_emit(e, tg_cap_time_value(r.t_us), xs, xlen, v, d) < 0)
+			goto release;
+	}
+	ret = got < 0 ? -1 : 0;
+release:
+	tg_capcur_release(&c);
+	free(b.v);
+	return ret;
+}
+
+/* The .stack file beside a text .mem (NAME.mem[.gz] -> NAME.stack[.gz]), or NULL. */
+static char *held_stack_path(const char *mem)
+{
+	size_t len = strlen(mem);
+	const char *gz = "";
+	char *p;
+
+	if (len > 3 && strcmp(mem + len - 3, ".gz") == 0) {
+		gz = ".gz";
+		len -= 3;
+	}
+	if (len < 4 || strncmp(mem + len - 4, ".mem", 4) != 0)
+		return NULL;
+	if (asprintf(&p, "%.*s.stack%s", (int)(len - 4), mem, gz) < 0)
+		return NULL;
+	return p;
+}
+
+#define HELD_SAMPLED_SITE "<thread memory>:0:sampled"
+
+/*
+ * A text thread: its .mem returns paired with the calls of its .stack.  The
+ * returns come in post-order: the .stack's next call, at depth D, opens once
+ * the calls at depth D and deeper have closed, so before each return the next
+ * calls open while their depth is the number of calls open.
+ */
+static int held_read_text(const struct tg_dumpfile *df, struct held_emit *e, const char **why,
+			  struct tg_diag *d)
+{
+	struct tg_dumpfile sdf = { 0 };
+	struct tg_src ms, ss;
+	struct tg_memrec m;
+	struct tg_stackrec sr;
+	struct held_bases b = { 0 };
+	char *spath = NULL;
+	size_t open = 0;
+	int64_t v = 0;
+	int got, sgot = 0, sampled = -1, have_stack = 0, ret = -1;
+
+	if (tg_src_open(&ms, df, 1, 0, d) < 0)
+		return -1;
+	while ((got = tg_src_next_mem(&ms, &m, d)) > 0) {
+		if (sampled < 0) {
+			sampled = m.site.len == strlen(HELD_SAMPLED_SITE) &&
+				  memcmp(m.site.s, HELD_SAMPLED_SITE, m.site.len) == 0;
+			if (!sampled) {
+				spath = held_stack_path(df->path);
+				if (!spath || access(spath, R_OK) != 0) {
+					*why = "no .stack file beside it: held memory needs the calls' "
+					       "nesting (record with stacks, or the binary capture)";
+					ret = 1;
+					goto release;
+				}
+				if (tg_dumpfile_init(&sdf, spath) < 0) {
+					tg_error(d, "out of memory");
+					goto release;
+				}
+				if (tg_src_open(&ss, &sdf, 1, 0, d) < 0)
+					goto release;
+				have_stack = 1;
+				sgot = tg_src_next_stack(&ss, &sr, d);
+				if (sgot < 0)
+					goto release;
+			}
+			if (held_emit(e, m.time.v, m.time.text.s, m.time.text.len, v, d) < 0)
+				goto release;
+		}
+		if (sampled) {
+			v = m.delta;  /* a reading of the thread's memory */
+		} else {
+			while (sgot > 0 && sr.depth >= open) {
+				if (sr.depth > open)  /* deeper than the calls open: dumps that
+						       * do not pair; follow the .stack */
+					open = sr.depth;
+				if (held_base_set(&b, open, v, d) < 0)
+					goto release;
+				open++;
+				if ((sgot = tg_src_next_stack(&ss, &sr, d)) < 0)
+					goto release;
+			}
+			if (open)
+				open--;
+			v = held_base_get(&b, open) + m.delta;
+		}
+		if (held_emit(e, m.time.v, m.time.text.s, m.time.text.len, v, d) < 0)
+			goto release;
+	}
+	ret = got < 0 ? -1 : 0;
+release:
+	if (have_stack)
+		tg_src_release(&ss);
+	if (sdf.thread)
+		tg_dumpfile_release(&sdf);
+	tg_src_release(&ms);
+	free(spath);
+	free(b.v);
+	return ret;
+}
+
+int tg_held_read(const struct tg_dumpfile *df, tg_held_step_fn step, void *ctx,
+		 const char **why, struct tg_diag *d)
+{
+	struct held_emit e = { step, ctx, 0, 0 };
+
+	*why = NULL;
+	if (df->cap)
+		return held_read_capture(df, &e, d);
+	return held_read_text(df, &e, why, d);
+}
+
+/* --- the peak and its shares ---------------------------------------------- */
+
+void tg_held_peak_release(struct tg_held_peak *p)
+{
+	free(p->level);
+	free(p->peak);
+	free(p->end);
+	free(p->has);
+	memset(p, 0, sizeof(*p));
+}
+
+static int held_peak_init(struct tg_held_peak *p, size_t n, struct tg_diag *d)
+{
+	memset(p, 0, sizeof(*p));
+	p->n = n;
+	p->level = calloc(n ? n : 1, sizeof(*p->level));
+	p->peak = calloc(n ? n : 1, sizeof(*p->peak));
+	p->end = calloc(n ? n : 1, sizeof(*p->end));
+	p->has = calloc(n ? n : 1, 1);
+	if (!p->level || !p->peak || !p->end || !p->has) {
+		tg_held_peak_release(p);
+		return tg_error(d, "out of memory");
+	}
+	return 0;
+}
+
+static void held_mb(char *buf, size_t n, int64_t v)
+{
+	snprintf(buf, n, "%.2f MB", (double)v / 1048576.0);
+}
+
+/* Order of the share table: largest level first, then by file order. */
+static const struct tg_held_peak *held_sort_peak;
+static int held_share_cmp(const void *a, const void *b)
+{
+	size_t i = *(const size_t *)a, j = *(const size_t *)b;
+	int64_t x = held_sort_peak->level[i], y = held_sort_peak->level[j];
+
+	if (x != y)
+		return x < y ? 1 : -1;
+	return i < j ? -1 : i > j;
+}
+
+int tg_held_peak_write(FILE *f, const struct tg_held_peak *p, const struct tg_dumpfile *files)
+{
+	size_t *ix, k = 0;
+	char mb[64];
+
+	if (!p->found)
+		return fputs("no thread held memory: no peak\n", f) == EOF ? EOF : 0;
+	held_mb(mb, sizeof(mb), p->total);
+	fprintf(f, "largest peak of all threads' held memory: %s (%lld bytes) at %s\n", mb,
+		(long long)p->total, p->xs);
+	fputs("thread\theld_bytes\tshare\n", f);
+	if (!(ix = malloc((p->n ? p->n : 1) * sizeof(*ix))))
+		return EOF;
+	for (size_t i = 0; i < p->n; i++)
+		if (p->has[i])
+			ix[k++] = i;
+	held_sort_peak = p;  /* qsort has no context argument; set just before */
+	qsort(ix, k, sizeof(*ix), held_share_cmp);
+	for (size_t j = 0; j < k; j++) {
+		size_t i = ix[j];
+		fprintf(f, "%s\t%lld\t%.1f%%\n", files[i].thread, (long long)p->level[i],
+			p->total ? 100.0 * (double)p->level[i] / (double)p->total : 0.0);
+	}
+	free(ix);
+	return ferror(f) ? EOF : 0;
+}
+
+/* --- the graph ------------------------------------------------------------- */
+
+/* A thread series being written: "TIME BYTES" lines, and its extremes. */
+struct held_series {
+	FILE *f;
+	int64_t peak, low, last;
+	double x_last;
+	unsigned long points;
+};
+
+static int held_series_step(void *ctx, double x, const char *xs, size_t xlen, int64_t v)
+{
+	struct held_series *s = ctx;
+
+	fprintf(s->f, "%.*s %lld\n", (int)xlen, xs, (long long)v);
+	if (!s->points || v > s->peak)
+		s->peak = v;
+	if (!s->points || v < s->low)
+		s->low = v;
+	s->last = v;
+	s->x_last = x;
+	s->points++;
+	return 0;
+}
+
+/* One input of the merge: a thread's series file. */
+struct held_in {
+	FILE *f;
+	size_t file;          /* index in files[] */
+	double x;
+	char xs[64];
+	int64_t v;
+	int ok;               /* x, v hold the next point */
+};
+
+static void held_in_next(struct held_in *in)
+{
+	char line[160];
+	long long v;
+
+	in->ok = 0;
+	while (fgets(line, sizeof(line), in->f)) {
+		if (sscanf(line, "%63s %lld", in->xs, &v) == 2) {
+			in->x = strtod(in->xs, NULL);
+			in->v = v;
+			in->ok = 1;
+			return;
+		}
+	}
+}
+
+/* Heap of inputs by (x, file). */
+static int held_in_less(const struct held_in *a, const struct held_in *b)
+{
+	return a->x < b->x || (a->x == b->x && a->file < b->file);
+}
+
+static void held_heap_down(struct held_in **h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		struct held_in *t;
+
+		if (l < n && held_in_less(h[l], h[m]))
+			m = l;
+		if (r < n && held_in_less(h[r], h[m]))
+			m = r;
+		if (m == i)
+			return;
+		t = h[i];
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+/*
+ * Merges the thread series in time: writes the sum of all threads
+ * (held-all.dat) and of the threads not shown (held-others.dat, when any), and
+ * finds the largest value of the sum.  Changes at one time are applied together.
+ */
+static int held_merge(const char *dir, size_t n,
+		      const unsigned char *series, const unsigned char *show,
+		      struct tg_held_peak *p, int *has_others, struct tg_diag *d)
+{
+	struct held_in *in = calloc(n ? n : 1, sizeof(*in));
+	struct held_in **h = calloc(n ? n : 1, sizeof(*h));
+	int64_t *level = calloc(n ? n : 1, sizeof(*level));
+	struct tg_aout all = { 0 }, oth = { 0 };
+	size_t nh = 0;
+	int64_t sum = 0, others = 0;
+	int ret = -1, any = 0;
+	char path[4200];
+
+	*has_others = 0;
+	if (!in || !h || !level) {
+		tg_error(d, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!series[i])
+			continue;
+		*has_others |= !show[i];
+		snprintf(path, sizeof(path), "%s/held-%zu.dat", dir, i);
+		if (!(in[i].f = fopen(path, "r"))) {
+			tg_error(d, "unable to read '%s': %s", path, strerror(errno));
+			goto out;
+		}
+		in[i].file = i;
+		held_in_next(&in[i]);
+		if (in[i].ok)
+			h[nh++] = &in[i];
+	}
+	for (size_t i = nh / 2; i-- > 0;)
+		held_heap_down(h, nh, i);
+	if (tg_aout_open(&all, dir, "held-all.dat", d) < 0)
+		goto out;
+	if (*has_others && tg_aout_open(&oth, dir, "held-others.dat", d) < 0)
+		goto out;
+	while (nh) {
+		double x = h[0]->x;
+		char xs[64];
+
+		memcpy(xs, h[0]->xs, sizeof(xs));
+		while (nh && h[0]->x == x) {  /* every change at this time */
+			struct held_in *t = h[0];
+			size_t i = t->file;
+
+			sum += t->v - level[i];
+			if (!show[i])
+				others += t->v - level[i];
+			level[i] = t->v;
+			held_in_next(t);
+			if (!t->ok)
+				h[0] = h[--nh];
+			held_heap_down(h, nh, 0);
+		}
+		fprintf(all.f, "%s %lld\n", xs, (long long)sum);
+		if (*has_others)
+			fprintf(oth.f, "%s %lld\n", xs, (long long)others);
+		if (!any || sum > p->total) {
+			any = 1;
+			p->total = sum;
+			p->x = x;
+			snprintf(p->xs, sizeof(p->xs), "%s", xs);
+		}
+	}
+	p->found = any;
+	if (tg_aout_commit(&all, d) < 0 || (*has_others && tg_aout_commit(&oth, d) < 0))
+		goto out;
+	ret = 0;
+out:
+	if (all.f)
+		tg_aout_abort(&all);
+	else
+		tg_aout_release(&all);
+	if (oth.f)
+		tg_aout_abort(&oth);
+	else
+		tg_aout_release(&oth);
+	for (size_t i = 0; in && i < n; i++)
+		if (in[i].f)
+			fclose(in[i].f);
+	free(in);
+	free(h);
+	free(level);
+	return ret;
+}
+
+/* File i's level at the peak (its last point at or before p->x), and its series
+ * carried on to END (text) so that its last step reaches the graph's end. */
+static int held_level_at(const char *dir, const char *name, const struct tg_held_peak *p,
+			 int64_t *level, const char *end, struct tg_diag *d)
+{
+	char path[4200], line[160], xs[64];
+	long long v, last = 0;
+	FILE *f;
+
+	*level = 0;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (!(f = fopen(path, "r+")))
+		return tg_error(d, "unable to read '%s': %s", path, strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%63s %lld", xs, &v) != 2)
+			continue;
+		if (p->found && strtod(xs, NULL) <= p->x)
+			*level = v;
+		last = v;
+	}
+	if (end && fprintf(f, "%s %lld\n", end, last) < 0) {
+		fclose(f);
+		return tg_error(d, "unable to write '%s'", path);
+	}
+	if (fclose(f) != 0)
+		return tg_error(d, "unable to write '%s'", path);
+	return 0;
+}
+
+static void held_script(FILE *f, const struct tg_memg_opts *o, const struct tg_dumpfile *files,
+			size_t n, const unsigned char *series, const unsigned char *show,
+			size_t shown, size_t nseries, int has_others, int process,
+			const struct tg_timeaxis *ta, const struct tg_held_peak *p)
+{
+	struct tg_timerange range = { o->has_from, o->has_to, o->from, o->to };
+	const char *sep = "plot ";
+	size_t k = 0;
+
+	fputs("set title 'Memory held by each thread: allocated by it and not freed by it, "
+	      "MB'\n", f);
+	fputs("set key outside right top\nset grid\nset ylabel 'Held (MB)'\n", f);
+	if (shown < nseries)
+		fprintf(f, "set key title 'top %zu of %zu threads by peak'\n", shown, nseries);
+	if (process)
+		fputs("set ytics nomirror\nset y2tics\nset y2label 'Process resident size (MB)'\n"
+		      "set y2range [0:*]\n", f);
+	tg_timeaxis_write(f, ta, &range, "Event");
+	if (has_others) {
+		fprintf(f, "%s'held-others.dat' using (tx($1)):($2/1048576) with steps lt %d "
+			"lw 2 title '%zu other thread%s (sum)'", sep, TG_GP_LT_OTHER,
+			nseries - shown, nseries - shown == 1 ? "" : "s");
+		sep = ", \\\n     ";
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!series[i] || !show[i])
+			continue;
+		fprintf(f, "%s'held-%zu.dat' using (tx($1)):($2/1048576) with steps lt %zu lw 2 "
+			"title ", sep, i, k++ % TG_GP_STYLES + 1);
+		tg_gp_quote(f, files[i].thread, strlen(files[i].thread));
+		sep = ", \\\n     ";
+	}
+	fprintf(f, "%s'held-all.dat' using (tx($1)):($2/1048576) with steps lt %d lw 1 dt 2 "
+		"title 'all threads (sum)'", sep, TG_GP_LT_PROCESS);
+	if (process)
+		fprintf(f, ", \\\n     'held-process.dat' using (tx($1)):($2/1024) axes x1y2 "
+			"with lines lt %d lw 1 dt 3 title 'Process RSS (MB, right axis)'",
+			TG_GP_LT_PROCESS);
+	if (p->found)
+		fputs(", \\\n     'held-peak.dat' using (tx($1)):($2/1048576) with points pt 7 "
+		      "ps 1 lc rgb '#000000' notitle, \\\n     'held-peak.dat' using "
+		      "(tx($1)):($2/1048576):3 with labels tc rgb '#000000' offset char 0,1 "
+		      "notitle", f);
+	fputs("\n", f);
+}
+
+int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
+		const struct tg_dumpfile *files, size_t n, const struct tg_memg_report *r,
+		struct tg_held_peak *peak_out, struct tg_diag *d)
+{
+	struct tg_plot_files pf = TG_PLOT_FILES_INIT;
+	struct tg_aout dat = { 0 }, script = { 0 }, legend = { 0 };
+	struct tg_held_peak p;
+	struct tg_timeaxis ta;
+	struct held_series *hs = calloc(n ? n : 1, sizeof(*hs));
+	unsigned char *series = calloc(n ? n : 1, 1), *show = calloc(n ? n : 1, 1);
+	double *act = calloc(n ? n : 1, sizeof(*act));
+	size_t top = o->top_threads ? (size_t)o->top_threads : TG_MEMG_TOP_THREADS;
+	size_t nseries = 0, shown = 0;
+	int ret = -1, has_others = 0, process = 0, have_end = 0;
+	double t_end = 0;
+	char name[64], end[64] = "";
+
+	memset(&p, 0, sizeof(p));
+	tg_timeaxis_init(&ta, o->clock ? TG_TIME_CLOCK : TG_TIME_ELAPSED);
+	if (!hs || !series || !show || !act) {
+		tg_error(d, "out of memory");
+		goto out;
+	}
+	if (!o->has_time) {
+		tg_error(d, "held memory needs timestamped dumps (not --no_time)");
+		goto out;
+	}
+	if (held_peak_init(&p, n, d) < 0 || tg_plot_files_open(&pf, po, "memg-held", d) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		const char *why = NULL;
+		int rc;
+
+		act[i] = -1;
+		if (files[i].kind != TG_DUMP_MEM) {
+			if (files[i].kind == TG_DUMP_STACK && r && r->skip)
+				r->skip(r->ctx, &files[i], "a stack file");
+			continue;
+		}
+		if (r && r->start)
+			r->start(r->ctx, &files[i]);
+		snprintf(name, sizeof(name), "held-%zu.dat", i);
+		if (tg_aout_open(&dat, pf.dir, name, d) < 0)
+			goto out;
+		hs[i].f = dat.f;
+		rc = tg_held_read(&files[i], held_series_step, &hs[i], &why, d);
+		if (rc < 0 || tg_aout_commit(&dat, d) < 0) {
+			tg_aout_abort(&dat);
+			goto out;
+		}
+		tg_aout_release(&dat);
+		hs[i].f = NULL;
+		if (rc == 1 || !hs[i].points) {
+			if (r && r->skip)
+				r->skip(r->ctx, &files[i], rc == 1 ? why : "no events");
+			continue;
+		}
+		series[i] = 1;
+		nseries++;
+		p.has[i] = 1;
+		p.peak[i] = hs[i].peak;
+		p.end[i] = hs[i].last;
+		act[i] = fmax(fabs((double)hs[i].peak), fabs((double)hs[i].low));
+		if (!have_end || hs[i].x_last > t_end) {
+			t_end = hs[i].x_last;
+			snprintf(end, sizeof(end), "%.6f", t_end);
+			have_end = 1;
+		}
+	}
+	if (!nseries) {
+		tg_error(d, "no thread with held memory to plot");
+		goto out;
+	}
+	tg_gp_pick_top(act, n, top, show);
+	for (size_t i = 0; i < n; i++)
+		shown += series[i] && show[i];
+	for (size_t i = 0; i < n && !o->no_process; i++) {
+		struct tg_memg_stats st;
+
+		if (files[i].kind != TG_DUMP_PROCESS)
+			continue;
+		if (r && r->start)
+			r->start(r->ctx, &files[i]);
+		if (tg_aout_open(&dat, pf.dir, "held-process.dat", d) < 0)
+			goto out;
+		{
+			struct tg_memg_opts po2 = *o;
+			po2.has_rebase = 0;
+			if (tg_memg_read_process(&po2, &files[i], dat.f, &st, &ta, d) < 0) {
+				tg_aout_abort(&dat);
+				goto out;
+			}
+		}
+		if (st.events && t_end > st.x_last) {
+			char m[TG_FMT_MILLI_MAX];
+			tg_fmt_milli(m, st.y_last);
+			fprintf(dat.f, "%s %s\n", end, m);
+		}
+		if (tg_aout_commit(&dat, d) < 0) {
+			tg_aout_abort(&dat);
+			goto out;
+		}
+		tg_aout_release(&dat);
+		process = st.events != 0;
+		break;
+	}
+	if (held_merge(pf.dir, n, series, show, &p, &has_others, d) < 0)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		if (!series[i])
+			continue;
+		snprintf(name, sizeof(name), "held-%zu.dat", i);
+		if (held_level_at(pf.dir, name, &p, &p.level[i], end, d) < 0)
+			goto out;
+	}
+	{
+		int64_t ignore;
+		if (held_level_at(pf.dir, "held-all.dat", &p, &ignore, end, d) < 0 ||
+		    (has_others && held_level_at(pf.dir, "held-others.dat", &p, &ignore, end, d) < 0))
+			goto out;
+	}
+	/* the time axis: every thread's first and last step */
+	for (size_t i = 0; i < n; i++) {
+		char line[160], xs[64];
+		long long v;
+		FILE *f;
+		char path[4200];
+
+		if (!series[i])
+			continue;
+		snprintf(path, sizeof(path), "%s/held-%zu.dat", pf.dir, i);
+		if (!(f = fopen(path, "r")))
+			continue;
+		if (fgets(line, sizeof(line), f) && sscanf(line, "%63s %lld", xs, &v) == 2)
+			tg_timeaxis_see(&ta, strtod(xs, NULL));
+		fclose(f);
+		tg_timeaxis_see(&ta, t_end);
+	}
+	if (ta.seen && ta.t1 > ta.t0) {  /* as memg: a bounded graph */
+		size_t columns = TG_MEMG_POINTS_BUDGET / 4 / (nseries + 2);
+
+		if (columns > (size_t)po->width)
+			columns = (size_t)po->width;
+		if (columns < 16)
+			columns = 16;
+		for (size_t i = 0; i < n; i++) {
+			if (!series[i] || hs[i].points <= 4 * columns)
+				continue;
+			snprintf(name, sizeof(name), "held-%zu.dat", i);
+			if (tg_memg_thin(pf.dir, name, ta.t0, ta.t1, columns, d) < 0)
+				goto out;
+		}
+		if (tg_memg_thin(pf.dir, "held-all.dat", ta.t0, ta.t1, columns, d) < 0 ||
+		    (has_others && tg_memg_thin(pf.dir, "held-others.dat", ta.t0, ta.t1, columns,
+						d) < 0))
+			goto out;
+	}
+	if (p.found) {
+		char mb[64];
+
+		if (tg_aout_open(&dat, pf.dir, "held-peak.dat", d) < 0)
+			goto out;
+		held_mb(mb, sizeof(mb), p.total);
+		fprintf(dat.f, "%s %lld \"largest peak: %s\"\n", p.xs, (long long)p.total, mb);
+		if (tg_aout_commit(&dat, d) < 0) {
+			tg_aout_abort(&dat);
+			goto out;
+		}
+		tg_aout_release(&dat);
+	}
+	if (tg_aout_open(&legend, po->dir, "memg-held.txt", d) < 0)
+		goto out;
+	tg_held_peak_write(legend.f, &p, files);
+	if (tg_aout_open(&script, pf.dir, "memg-held.gp", d) < 0) {
+		tg_aout_abort(&legend);
+		goto out;
+	}
+	tg_gp_preamble(script.f, po, "memg-held");
+	held_script(script.f, o, files, n, series, show, shown, nseries, has_others, process,
+		    &ta, &p);
+	if (r && r->plotting && tg_plot_draws(po))
+		r->plotting(r->ctx);
+	ret = tg_plot_finish(po, &pf, "memg-held", &script, &legend, d);
+	if (ret == 0 && peak_out) {
+		*peak_out = p;
+		memset(&p, 0, sizeof(p));
+	}
+out:
+	tg_plot_files_release(&pf);
+	tg_held_peak_release(&p);
+	free(hs);
+	free(series);
+	free(show);
+	free(act);
+	return ret;
+}
