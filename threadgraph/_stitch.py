@@ -7,10 +7,12 @@ While a ProcessProfile records, ``concurrent.futures.ThreadPoolExecutor.submit``
 ``asyncio.run``, task groups) are wrapped, at enable() if their modules are
 imported, else when the program imports them (nothing is imported for it):
 
-- the wrapper, hidden from the records (_marks.hidden), notes a task id with
-  the submitting thread's position (the recorder's ``position()``: its open
-  calls at that moment, the caller of submit innermost) and hands the pool a
-  callable that runs the work through ``run_task``;
+- the wrapper notes a task id with the submitting thread's position (the
+  recorder's ``position()``: its open calls at that moment, the caller of
+  submit innermost) and hands the pool a callable that runs the work through
+  ``run_task``; submit's wrapper is hidden from the records (_marks.hidden),
+  create_task's is recorded (an eager task's first step runs inside it) and
+  leaves its own call out of the position;
 - ``run_task`` (a recorded frame) notes the id with its own position, checked
   by the recorder to be its own call, then calls the work: the readers graft
   that call, as a frame ``[LABEL]``, under the submitter's calls.
@@ -112,11 +114,15 @@ def _wrap_submit(orig: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _wrap_create_task(orig: Callable[..., Any]) -> Callable[..., Any]:
-    @_marks.hidden
+    # Not hidden: with an eager task factory (3.12+) the task's first step runs
+    # inside create_task, and must be recorded.  The submission is the caller's
+    # place: this wrapper's own call, when recorded (innermost), left out.
     def create_task(self: Any, coro: Any, *args: Any, **kwargs: Any) -> Any:
         rec = _marks.active
-        pos = rec.position(False) if rec is not None and not isinstance(coro, TaskCoro) \
-            else None
+        if rec is None or isinstance(coro, TaskCoro):
+            return orig(self, coro, *args, **kwargs)
+        pos = rec.position(True)
+        pos = (pos[0], pos[1], pos[2] - 1) if pos is not None else rec.position(False)
         if pos is None:
             return orig(self, coro, *args, **kwargs)
         tid = next(_ids)

@@ -110,7 +110,7 @@ def run(request, tmp_path_factory):
         exported = str(tmp / "exported")
         os.makedirs(exported)
         for name in os.listdir(d):
-            if name != "capture.tg" and os.path.isfile(os.path.join(d, name)):
+            if name not in ("capture.tg", "marks.txt") and os.path.isfile(os.path.join(d, name)):
                 shutil.copy(os.path.join(d, name), os.path.join(exported, name))
         tg(["export", "-q", "-o", exported, d], tmp)
     return {"dir": d, "cwd": tmp, "format": request.param, "exported": exported,
@@ -181,12 +181,15 @@ def test_no_stitch_keeps_work_where_it_ran(run):
 def test_capture_and_its_export_fold_alike(run):
     if run["format"] != "binary":
         pytest.skip("the binary run's export")
+    # export -o carries marks.txt with the dumps
+    assert open(os.path.join(run["exported"], "marks.txt")).read() == \
+        open(os.path.join(run["dir"], "marks.txt")).read()
     assert folded(run["dir"]) == folded(run["exported"])
     assert folded(run["dir"], "--no-stitch") == folded(run["exported"], "--no-stitch")
 
 
 def peaks(run_dir, *args):
-    res = tg(["peaks", "--json", "--peak", "1000", "--peak_delta_time", "0"] + list(args)
+    res = tg(["peaks", "--json", "--peak", "1500", "--peak_delta_time", "0"] + list(args)
              + [run_dir], run_dir)
     return json.loads(res.stdout)
 
@@ -210,11 +213,14 @@ def test_memg_and_report_name_the_phases(run):
     if shutil.which("gnuplot") is None:
         pytest.skip("the graphs need gnuplot")
     out = os.path.join(str(run["cwd"]), "memg-" + run["format"])
-    tg(["memg", "--peak", "1000", "-o", out, run["dir"]], run["cwd"])
+    tg(["memg", "--peak", "1500", "-o", out, run["dir"]], run["cwd"])
     svg = open(os.path.join(out, "memg.svg")).read()
     assert "phase load" in svg and "phase serve" in svg and "loaded" in svg
+    tg(["memg", "--held", "-o", out, run["dir"]], run["cwd"])
+    svg = open(os.path.join(out, "memg-held.svg")).read()
+    assert "phase load" in svg and "phase serve" in svg and "loaded" in svg
     page = os.path.join(str(run["cwd"]), "report-%s.html" % run["format"])
-    tg(["report", "--peak", "1000", "--peak_delta_time", "0", "--metric", "delta", "-o", page,
+    tg(["report", "--peak", "1500", "--peak_delta_time", "0", "--metric", "delta", "-o", page,
         run["dir"]], run["cwd"])
     html = open(page).read()
     assert "<th>phase</th>" in html
@@ -277,3 +283,34 @@ def test_wrappers_installed_on_import_and_removed(tmp_path):
         marks = open(os.path.join(only_dir(tmp_path / base), "marks.txt")).read()
         kinds = [l.split("\t")[0] for l in marks.splitlines()[1:]]
         assert kinds.count("task") == 3 and kinds.count("run") == 3, marks
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="asyncio.eager_task_factory is 3.12's")
+def test_eager_task_first_step_is_recorded_and_stitched(tmp_path):
+    """An eager task runs its first step inside create_task: recorded, and
+    stitched with its later steps under the task's marker."""
+    from tgtest import only_dir, run_scenario
+    run_scenario(tmp_path, """
+        import asyncio
+        from threadgraph import ProcessProfile
+        keep = []
+        async def child(n):
+            keep.append(bytearray(n))
+            await asyncio.sleep(0)
+            keep.append(bytearray(n))
+        async def spawner():
+            await asyncio.create_task(child(%d))
+        async def amain():
+            asyncio.get_running_loop().set_task_factory(asyncio.eager_task_factory)
+            await spawner()
+        p = ProcessProfile(default_log_path="out")
+        p.trackStack()
+        p.enable()
+        asyncio.run(amain())
+        p.disable()
+        """ % SUBMIT)
+    d = only_dir(tmp_path / "out")
+    stacks, path = folded(d), str(tmp_path / "scenario.py")
+    got = sum(v for k, v in stacks.items()
+              if "spawner (%s:" % path in k and ";[Task-" in k and "child (" in k)
+    assert 2 * SUBMIT <= got <= 2 * SUBMIT + SLACK, stacks
