@@ -216,6 +216,9 @@ def test_memg_and_report_name_the_phases(run):
     tg(["memg", "--peak", "1500", "-o", out, run["dir"]], run["cwd"])
     svg = open(os.path.join(out, "memg.svg")).read()
     assert "phase load" in svg and "phase serve" in svg and "loaded" in svg
+    tg(["memg", "--held", "-o", out, run["dir"]], run["cwd"])
+    svg = open(os.path.join(out, "memg-held.svg")).read()
+    assert "phase load" in svg and "phase serve" in svg and "loaded" in svg
     page = os.path.join(str(run["cwd"]), "report-%s.html" % run["format"])
     tg(["report", "--peak", "1500", "--peak_delta_time", "0", "--metric", "delta", "-o", page,
         run["dir"]], run["cwd"])
