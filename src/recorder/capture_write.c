@@ -71,10 +71,57 @@ tg_cap_fd_ok(struct tg_cap *cap)
     return 0;
 }
 
+/* The test gate (capture_write.h): all fields under tg_cap_gate_lock, but
+ * `armed`, which the write path peeks at (atomic, relaxed). */
+static pthread_mutex_t tg_cap_gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tg_cap_gate_cond = PTHREAD_COND_INITIALIZER;
+static _Atomic int tg_cap_gate_armed;  /* closed, or writers still inside */
+static int tg_cap_gate_closed;        /* writers wait at the gate */
+static unsigned tg_cap_gate_waiting;  /* writers waiting there now */
+
+void
+tg_cap_gate_set(int closed)
+{
+    pthread_mutex_lock(&tg_cap_gate_lock);
+    tg_cap_gate_closed = closed;
+    if (closed)
+        atomic_store_explicit(&tg_cap_gate_armed, 1, memory_order_relaxed);
+    pthread_cond_broadcast(&tg_cap_gate_cond);
+    pthread_mutex_unlock(&tg_cap_gate_lock);
+}
+
+void
+tg_cap_gate_wait_blocked(void)
+{
+    pthread_mutex_lock(&tg_cap_gate_lock);
+    while (tg_cap_gate_closed && tg_cap_gate_waiting == 0)
+        pthread_cond_wait(&tg_cap_gate_cond, &tg_cap_gate_lock);
+    pthread_mutex_unlock(&tg_cap_gate_lock);
+}
+
+/* A writer at the gate, before its write(2): waits while it is closed. */
+static void
+tg_cap_gate_pass(void)
+{
+    pthread_mutex_lock(&tg_cap_gate_lock);
+    if (tg_cap_gate_closed) {
+        tg_cap_gate_waiting++;
+        pthread_cond_broadcast(&tg_cap_gate_cond);  /* tg_cap_gate_wait_blocked */
+        while (tg_cap_gate_closed)
+            pthread_cond_wait(&tg_cap_gate_cond, &tg_cap_gate_lock);
+        tg_cap_gate_waiting--;
+    }
+    if (!tg_cap_gate_closed && tg_cap_gate_waiting == 0)
+        atomic_store_explicit(&tg_cap_gate_armed, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&tg_cap_gate_lock);
+}
+
 /* writev(2) all of IOV[0..N) (modified); returns 0 or an errno. */
 static int
 tg_cap_writev_all(int fd, struct iovec *iov, int n)
 {
+    if (__builtin_expect(atomic_load_explicit(&tg_cap_gate_armed, memory_order_relaxed), 0))
+        tg_cap_gate_pass();
     while (n > 0) {
         ssize_t w = writev(fd, iov, n);
         if (w < 0) {

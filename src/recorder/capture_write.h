@@ -204,6 +204,15 @@ int tg_cap_finish(struct tg_cap *cap, int64_t end_us);
 void tg_cap_close(struct tg_cap *cap);
 /* Destroy the lock (after the last close). */
 void tg_cap_destroy(struct tg_cap *cap);
+/* Test gate: while closed (tg_cap_gate_set(1)), every capture write waits just
+ * before its write(2), with the capture's lock held, as a write into a full
+ * pipe or a stalled NFS would: a deterministic blocked sink for tests
+ * (threadgraph._recorder._test_capture_gate).  Process-wide; open by default,
+ * and costs one relaxed load per write while open. */
+void tg_cap_gate_set(int closed);
+/* Wait until a writer waits at the closed gate (returns at once if open). */
+void tg_cap_gate_wait_blocked(void);
+
 /* pthread_atfork: take CAP's two locks before fork() (after the writers'),
  * release them after it, in the parent and the child. */
 void tg_cap_lock_for_fork(struct tg_cap *cap);

@@ -795,6 +795,26 @@ tg_mod_finish_signal_default(PyObject *mod, PyObject *arg)
     return PyBool_FromLong(tg_sigkick_default(signum) == 0);
 }
 
+/* _test_capture_gate(closed): the capture's test gate (capture_write.h).
+ * Closing it returns once a writer is blocked there (the GIL released while
+ * it waits), so the caller knows the capture's lock is held by a stuck write. */
+static PyObject *
+tg_mod_test_capture_gate(PyObject *mod, PyObject *arg)
+{
+    int closed = PyObject_IsTrue(arg);
+
+    (void)mod;
+    if (closed < 0)
+        return NULL;
+    tg_cap_gate_set(closed);
+    if (closed) {
+        Py_BEGIN_ALLOW_THREADS
+        tg_cap_gate_wait_blocked();
+        Py_END_ALLOW_THREADS
+    }
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 tg_mod_profiled_threads(PyObject *mod, PyObject *unused)
 {
@@ -829,6 +849,10 @@ static PyMethodDef tg_module_methods[] = {
     {"finish_signal_default", tg_mod_finish_signal_default, METH_O,
      "Default action for a finishing signal at the C level, from any thread; "
      "True if its handler was threadgraph's."},
+    {"_test_capture_gate", tg_mod_test_capture_gate, METH_O,
+     "Tests only: _test_capture_gate(True) makes every capture write block before "
+     "its write(2), holding the capture's lock, and returns once one is blocked; "
+     "_test_capture_gate(False) lets them go."},
     {NULL, NULL, 0, NULL}
 };
 
