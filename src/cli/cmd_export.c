@@ -1,31 +1,192 @@
 /*
- * cmd_export.c - threadgraph export: a binary capture back to the text dumps.
+ * cmd_export.c - threadgraph export: a binary capture back to the text dumps,
+ * or a run's allocations as a pprof profile or a speedscope file.
  */
+#define _GNU_SOURCE
+#include <errno.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+
+#include "atomic_out.h"
 #include "cli.h"
 #include "export.h"
+#include "fold_cli.h"
+#include "pprof.h"
+#include "speedscope.h"
+#include "xprof.h"
 
-static const char export_usage[] = "threadgraph export [options] RUN_DIR|CAPTURE";
+static const char export_usage[] =
+	"threadgraph export [options] RUN_DIR|CAPTURE\n"
+	"       threadgraph export --pprof -o FILE.pb.gz [--speedscope FILE.json] RUN_DIR|SNAPSHOT";
+
+/* What export_profiles writes. */
+struct export_prof_args {
+	const char *pprof;       /* -o FILE with --pprof, else NULL */
+	const char *speedscope;  /* --speedscope FILE, else NULL */
+	enum tg_xval weight;     /* speedscope's weights (--metric) */
+	int quiet;
+};
+
+/*
+ * Fills X from PATH: its accounting snapshot (a run directory's final one, or a
+ * snapshot file) or, for a run without accounting (or a capture), its recorded
+ * per-call deltas.  Returns 0 or the exit code after printing the error.
+ */
+static int export_load(const char *path, struct tg_xprof *x)
+{
+	struct tg_snapshot s;
+	struct tg_capture *cap = NULL;
+	struct tg_common_args c = { 0 };
+	struct tg_fold_args fa = { 0 };
+	struct tg_fold f;
+	struct tg_diag d;
+	struct stat st;
+	int rc;
+
+	tg_cli_diag_init(&d, &c);
+	if ((rc = tg_dumpset_open_capture(path, &cap, &d)) < 0)
+		return error("%s", d.msg);
+	tg_dumpset_free_capture(cap);
+	if (rc == 0) {
+		if (tg_snapshot_read(&s, path, &d) == 0) {
+			rc = tg_xprof_from_snapshot(x, &s, &d);
+			tg_snapshot_release(&s);
+			if (rc < 0)
+				return error("%s", d.msg);
+			if (x->sampled)
+				warning("sampled run (one sample per %lld bytes on average): the "
+					"values are estimates", (long long)x->sampled);
+			tg_cli_diag_summary(&d);
+			return 0;
+		}
+		if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode) || !strstr(d.msg, "no snapshot in"))
+			return error("%s", d.msg);
+	}
+	/* no accounting: the recorded calls' deltas are the best there is */
+	fputs("note: '", stderr);
+	tg_cli_put(stderr, path);
+	fputs("' has no allocation accounting (threadgraph run --accounting): the profile "
+	      "holds the recorded per-call deltas (docs/formats.md, \"pprof and speedscope\")\n",
+	      stderr);
+	fa.metric = "delta";
+	fa.has_metric = 1;
+	fa.max_depth = TG_FOLD_MAX_DEPTH;
+	if ((rc = tg_cli_fold_load(&fa, path, export_usage, &f, &d)) != 0)
+		return rc;
+	rc = tg_xprof_from_fold(x, &f, &d);
+	tg_fold_release(&f);
+	return rc < 0 ? error("%s", d.msg) : 0;
+}
+
+/* Writes X to OUT as a pprof profile (PPROF) or a speedscope file; 0 or -1
+ * (d->msg set, naming FILE). */
+static int export_write(FILE *out, const char *file, const struct tg_xprof *x,
+			const struct export_prof_args *a, int pprof, struct tg_diag *d)
+{
+	char why[sizeof(d->msg)];
+
+	if (pprof ? tg_pprof_write(out, x, d) == 0
+	    : tg_speedscope_write(out, x, a->weight, x->source ? x->source : "run", d) == 0)
+		return 0;
+	memcpy(why, d->msg, sizeof(why));
+	return tg_error(d, "%s (writing '%s')", why, file);
+}
+
+/*
+ * Writes FILE: a regular file (or a new one) whole or not at all, through a
+ * temporary file renamed into place; a device or a pipe that exists
+ * (/dev/stdout) directly, never replaced.  0 or the exit code after the error.
+ */
+static int export_one(const char *file, const struct tg_xprof *x, const struct export_prof_args *a,
+		      int pprof)
+{
+	struct tg_aout out = { 0 };
+	struct tg_diag d = { 0 };
+	struct stat st;
+
+	if (stat(file, &st) == 0 && S_ISDIR(st.st_mode))
+		return error("'%s' is a directory: give the file to write", file);
+	if (stat(file, &st) == 0 && !S_ISREG(st.st_mode)) {
+		FILE *f = fopen(file, "w");
+		int rc;
+
+		if (!f)
+			return error("unable to open '%s': %s", file, strerror(errno));
+		rc = export_write(f, file, x, a, pprof, &d);
+		if (fclose(f) == EOF && rc == 0)
+			rc = tg_error(&d, "unable to write '%s': %s", file, strerror(errno));
+		if (rc < 0)
+			return error("%s", d.msg);
+	} else {
+		if (tg_cli_open_output(file, &out, &d) < 0)
+			return error("%s", d.msg);
+		if (export_write(out.f, file, x, a, pprof, &d) < 0) {
+			tg_aout_abort(&out);
+			return error("%s", d.msg);
+		}
+		if (tg_aout_commit(&out, &d) < 0) {
+			tg_aout_release(&out);
+			return error("%s", d.msg);
+		}
+		tg_aout_release(&out);
+	}
+	if (!a->quiet) {
+		fprintf(stderr, "wrote %s profile of %zu sample%s (%zu thread%s) to ",
+			pprof ? "a pprof" : "a speedscope", x->n_samples,
+			x->n_samples == 1 ? "" : "s", x->n_threads, x->n_threads == 1 ? "" : "s");
+		tg_cli_put(stderr, file);
+		fputc('\n', stderr);
+	}
+	return 0;
+}
+
+static int export_profiles(const char *path, const struct export_prof_args *a)
+{
+	struct tg_xprof x;
+	int ret;
+
+	tg_xprof_init(&x);
+	if ((ret = export_load(path, &x)) != 0)
+		goto out;
+	if (!x.n_samples)
+		warning("'%s' holds no allocation: the profile is empty", x.source ? x.source : path);
+	if (a->pprof && (ret = export_one(a->pprof, &x, a, 1)) != 0)
+		goto out;
+	if (a->speedscope)
+		ret = export_one(a->speedscope, &x, a, 0);
+out:
+	tg_xprof_release(&x);
+	return ret;
+}
 
 int cmd_export(int argc, char **argv)
 {
 	struct tg_capture *cap = NULL;
 	struct tg_export_stats st;
 	struct tg_diag d = { 0 };
-	const char *outdir = NULL;
+	const char *outdir = NULL, *speedscope = NULL, *metric = "alloc";
 	char *dir = NULL;
-	int nargs, ret, quiet = 0;
+	int nargs, ret, quiet = 0, pprof = 0, has_metric = 0, has_max = 0;
 	unsigned long max_mib = ULONG_MAX;  /* unset: tg_export_default_max */
 	const struct tg_option opts[] = {
-		{ "max-output", 0, TG_OPT_COUNT, &max_mib, NULL, "MIB",
+		{ "max-output", 0, TG_OPT_COUNT, &max_mib, &has_max, "MIB",
 		  "write at most MIB mebibytes of text (default: 1024 plus 100 times the "
 		  "capture's size, 0: no limit): a .stack line is indented by its depth" },
+		{ "metric", 0, TG_OPT_STRING, &metric, &has_metric, "M",
+		  "--speedscope's weights: alloc (bytes allocated, default) or live (bytes "
+		  "live when the snapshot was written)" },
 		{ "output", 'o', TG_OPT_STRING, &outdir, NULL, "DIR",
-		  "write the files into DIR, created if missing (default: the capture's directory)" },
+		  "write the files into DIR, created if missing (default: the capture's "
+		  "directory); with --pprof, the profile's file" },
+		{ "pprof", 0, TG_OPT_BOOL, &pprof, NULL, NULL,
+		  "write a gzip'd pprof profile (alloc_objects, alloc_space, inuse_objects, "
+		  "inuse_space; a thread label) to -o FILE" },
+		{ "speedscope", 0, TG_OPT_STRING, &speedscope, NULL, "FILE",
+		  "write a speedscope file, one profile per thread, weights in bytes" },
 		{ "quiet", 'q', TG_OPT_BOOL, &quiet, NULL, NULL,
 		  "do not print what was written" },
 		TG_OPT_END_ROW,
@@ -40,6 +201,29 @@ int cmd_export(int argc, char **argv)
 	tg_resolve_run_bases(argv, nargs > 0);  /* RUN_DIR: a base of runs reads its latest */
 	if (nargs != 1)
 		return usage_error(export_usage, "expected one run directory or capture file");
+	if (pprof || speedscope) {
+		struct export_prof_args pa = { NULL, speedscope, TG_XV_ALLOC_SPACE, quiet };
+
+		if (pprof && !outdir)
+			return usage_error(export_usage, "--pprof needs -o FILE, the profile to write");
+		if (!pprof && outdir)
+			return usage_error(export_usage, "-o names --pprof's file; --speedscope "
+					   "takes its own");
+		if (has_max)
+			return usage_error(export_usage, "--max-output limits the text dumps, not "
+					   "--pprof or --speedscope");
+		if (has_metric && !speedscope)
+			return usage_error(export_usage, "--metric chooses --speedscope's weights");
+		if (!strcmp(metric, "live"))
+			pa.weight = TG_XV_INUSE_SPACE;
+		else if (strcmp(metric, "alloc"))
+			return usage_error(export_usage, "unknown metric '%s' (expected alloc or "
+					   "live)", metric);
+		pa.pprof = pprof ? outdir : NULL;
+		return export_profiles(argv[0], &pa);
+	}
+	if (has_metric)
+		return usage_error(export_usage, "--metric chooses --speedscope's weights");
 	ret = tg_dumpset_open_capture(argv[0], &cap, &d);
 	if (ret < 0)
 		return error("%s", d.msg);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "marks.h"
 #include "memg.h"
 #include "peaks_out.h"
 
@@ -36,7 +37,8 @@ int cmd_peaks(int argc, char **argv)
 	struct tg_dumpset files;
 	struct tg_peaks peaks;
 	struct tg_diag d;
-	const char *sort = "time";
+	const char *sort = "time", *phase = NULL;
+	struct tg_marks marks;
 	unsigned long top = 0;
 	int nargs, ret, json = 0, has_top = 0;
 	size_t s;
@@ -47,6 +49,8 @@ int cmd_peaks(int argc, char **argv)
 		  "keep only the N peaks of largest |delta|" },
 		{ "sort", 0, TG_OPT_STRING, &sort, NULL, "KEY",
 		  "order: time (default) or size (largest |delta| first)" },
+		{ "phase", 0, TG_OPT_STRING, &phase, NULL, "NAME",
+		  "only the peaks in phase NAME (threadgraph.phase; marks.txt)" },
 		TG_COMMON_OPTIONS(&c),
 		TG_OPT_END_ROW,
 	};
@@ -70,27 +74,45 @@ int cmd_peaks(int argc, char **argv)
 		return usage_error(peaks_usage, "unknown sort key '%s' (expected time or size)",
 				   sort);
 	tg_peaks_init(&peaks);
+	tg_marks_init(&marks);
 	tg_cli_diag_init(&d, &c);
 	if ((ret = tg_cli_dumpset(&files, argv, nargs, TG_VIEW_MEM)))
 		goto out;
 	o.has_time = tg_cli_has_time(&files, &c);
 	if ((ret = tg_cli_peak_opts(&p, &o, peaks_usage)))
 		goto out;
+	if (tg_marks_read_near(&marks, files.v, files.n, &d) < 0) {
+		ret = error("%s", d.msg);
+		goto out;
+	}
+	if (phase && !o.has_time) {
+		ret = error("--phase needs timestamps (the dumps have none: --no_time)");
+		goto out;
+	}
+	if (phase && !tg_marks_has_phase(&marks, phase)) {
+		ret = error("no phase '%s' in the run (its phases are noted in %s by "
+			    "threadgraph.phase)", phase, TG_MARKS_FILENAME);
+		goto out;
+	}
 	if (tg_peaks_collect(&o, files.v, files.n, &peaks, &r, &d) < 0) {
 		ret = error("%s", d.msg);
 		goto out;
 	}
+	if (phase)
+		tg_marks_keep_peaks(&peaks, &marks, phase);
 	if (has_top)
 		tg_peaks_top(&peaks, top);
 	if (peaks_sorts[s].sort)
 		peaks_sorts[s].sort(&peaks);
 	if (json)
-		tg_peaks_write_json(stdout, &peaks, files.v, o.has_time);
+		tg_peaks_write_json_phases(stdout, &peaks, files.v, o.has_time,
+					   marks.n_phases ? &marks : NULL);
 	else
 		tg_peaks_write_text(stdout, &peaks, files.v, o.has_time);
 out:
 	tg_cli_diag_summary(&d);
 	tg_peaks_release(&peaks);
+	tg_marks_release(&marks);
 	tg_dumpset_release(&files);
 	return ret;
 }

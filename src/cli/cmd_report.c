@@ -71,6 +71,9 @@ int cmd_report(int argc, char **argv)
 		  "also plot the process memory (process.mem) in the memory graph" },
 		{ "process_rebase", 0, TG_OPT_NUMBER, &o.memg.rebase_kb, &o.memg.has_rebase, "N",
 		  "with --process: subtract N KB from the process memory (default 30000)" },
+		{ "no-stitch", 0, TG_OPT_BOOL, &o.no_stitch, NULL, NULL,
+		  "flame graphs of delta or time: leave pool and asyncio tasks under the thread "
+		  "that ran them (default: under the call that submitted them)" },
 		TG_PEAK_OPTIONS(&p),
 		TG_COMMON_OPTIONS(&c),
 		TG_OPT_END_ROW,

@@ -28,6 +28,7 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 	o.thread = a->thread;
 	o.merge_threads = a->merge;
 	o.max_depth = a->max_depth;
+	o.no_stitch = a->no_stitch;
 	o.has_time = !a->c.no_time;
 	tg_cli_diag_init(d, &a->c);
 	tg_fold_init(f);

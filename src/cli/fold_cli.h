@@ -14,6 +14,7 @@ struct tg_fold_args {
 	const char *thread;      /* --thread */
 	int merge;               /* --merge-threads */
 	unsigned long max_depth; /* --max-depth (delta, time) */
+	int no_stitch;           /* --no-stitch (delta, time) */
 	struct tg_common_args c;
 };
 
@@ -29,6 +30,9 @@ struct tg_fold_args {
 	{ "max-depth", 0, TG_OPT_COUNT, &(a)->max_depth, NULL, "N", \
 	  "delta, time: calls nested deeper than N are part of their ancestor's own " \
 	  "value (default 10000, 0: no limit)" }, \
+	{ "no-stitch", 0, TG_OPT_BOOL, &(a)->no_stitch, NULL, NULL, \
+	  "delta, time: leave pool and asyncio tasks under the thread that ran them " \
+	  "(default: under the call that submitted them, with a [POOL] frame)" }, \
 	TG_COMMON_OPTIONS(&(a)->c)
 
 /*

@@ -33,6 +33,7 @@
 #include "dumpfile.h"
 
 struct tg_capture;
+struct tg_stitch;
 
 enum tg_fold_metric { TG_FOLD_ALLOC, TG_FOLD_LIVE, TG_FOLD_PEAK, TG_FOLD_DELTA, TG_FOLD_TIME };
 
@@ -60,6 +61,7 @@ struct tg_fold_node {
 	size_t name;             /* offset of the frame text (NUL-terminated) in the arena */
 	int64_t self;            /* the metric charged to this frame alone */
 	int64_t total;           /* self + children's totals (tg_fold_finish) */
+	uint64_t grew;           /* delta: calls whose own delta was positive (summed in self) */
 	size_t count;            /* frames in this subtree, itself included (tg_fold_finish) */
 	size_t child, next;      /* first child, next sibling, by name (tg_fold_finish) */
 	unsigned depth;          /* 0 for the root */
@@ -83,6 +85,7 @@ struct tg_fold {
 	unsigned long extra;     /* return records left over after the last call */
 	unsigned long deep;      /* calls deeper than max_depth, charged to their ancestor */
 	unsigned long threads;   /* threads read */
+	unsigned long stitched;  /* task runs grafted under their submitter (fold_stitch.h) */
 	char *source;            /* the snapshot read, or the run directory (owned) */
 };
 
@@ -99,6 +102,10 @@ struct tg_fold_opts {
 	const struct tg_capture *cap; /* delta, time: the capture path names, already
 				       * open (the caller's); NULL: tg_fold_load opens it
 				       * when path is one (dumpset.h) */
+	int no_stitch;           /* delta, time: tasks stay under the thread that ran
+				  * them (--no-stitch); stitching is also off with
+				  * thread (fold_stitch.h) */
+	struct tg_stitch *stitch; /* set by tg_fold_load: the run's task links, or NULL */
 	unsigned long max_depth; /* delta, time: calls nested deeper have no frame (their
 				  * values stay their ancestor's, which they are part of)
 				  * and no open-call entry: memory does not grow with the

@@ -18,6 +18,7 @@
 
 #include "dumpset.h"
 #include "fold.h"
+#include "fold_stitch.h"
 #include "linereader.h"
 #include "recsrc.h"
 #include "records.h"
@@ -233,10 +234,12 @@ static int load_close(struct tg_fold *f, const struct tg_fold_opts *o, struct lo
 	if (o->metric->metric == TG_FOLD_DELTA) {
 		int64_t own = r.delta;
 		tg_fold_add(&own, c->kids_delta == INT64_MIN ? INT64_MAX : -c->kids_delta);
-		if (own > 0)
+		if (own > 0) {
 			tg_fold_add(&f->v[c->node].self, own);
-		else
+			f->v[c->node].grew++;
+		} else {
 			tg_fold_add(&f->neg, own == INT64_MIN ? INT64_MAX : -own);
+		}
 		if (parent)
 			tg_fold_add(&parent->kids_delta, r.delta);
 	} else {
@@ -284,7 +287,9 @@ int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o,
 	struct tg_src ss;
 	struct tg_stackrec r;
 	char *buf = NULL;
-	size_t cap = 0;
+	size_t cap = 0, nruns = 0, ri = 0;
+	const struct tg_stitch_run *runs = o->stitch && stack->thread ?
+		tg_stitch_runs(o->stitch, stack->thread, &nruns) : NULL;
 	int got, ret = -1;
 
 	memset(&t, 0, sizeof(t));
@@ -329,7 +334,17 @@ int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o,
 		}
 		c = &t.open[t.top];
 		memset(c, 0, sizeof(*c));
-		if (tg_fold_child(f, t.top ? t.open[t.top - 1].node : root, buf, (size_t)tlen,
+		c->node = TG_FOLD_NONE;
+		while (ri < nruns && runs[ri].call < ss.lineno)
+			ri++;
+		/* a task's run: its marker frame, under the submitter's calls */
+		if (ri < nruns && runs[ri].call == ss.lineno) {
+			if (tg_stitch_marker(o->stitch, f, o, runs[ri].task, &c->node, d) < 0)
+				goto out;
+			f->stitched += c->node != TG_FOLD_NONE;
+		}
+		if (c->node == TG_FOLD_NONE &&
+		    tg_fold_child(f, t.top ? t.open[t.top - 1].node : root, buf, (size_t)tlen,
 				  TG_FOLD_CALL, &c->node, d) < 0)
 			goto out;
 		c->depth = r.depth;
@@ -378,6 +393,18 @@ static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg
 				 "--stack, ProcessProfile.trackStack())", o->path, o->metric->name);
 		goto out;
 	}
+	for (i = 0; o->stitch && i < n; i++) {  /* the task links' first pass */
+		free(stack);
+		if (asprintf(&stack, "%s/%s.stack", o->path, bases[i]) < 0) {
+			stack = NULL;
+			goto oom;
+		}
+		{
+			struct tg_dumpfile sdf = { stack, bases[i], TG_DUMP_STACK, NULL, NULL };
+			if (tg_stitch_scan(o->stitch, bases[i], &sdf, o->has_time, d) < 0)
+				goto out;
+		}
+	}
 	for (i = 0; i < n; i++) {
 		size_t root;
 		if (o->thread && strcmp(o->thread, bases[i]))
@@ -394,7 +421,7 @@ static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg
 			goto oom;
 		}
 		{
-			struct tg_dumpfile sdf = { stack, NULL, TG_DUMP_STACK, NULL, NULL };
+			struct tg_dumpfile sdf = { stack, bases[i], TG_DUMP_STACK, NULL, NULL };
 			struct tg_dumpfile mdf = { mem, NULL, TG_DUMP_MEM, NULL, NULL };
 			if (load_thread_root(f, o, bases[i], &root, d) < 0 ||
 			    tg_fold_load_pair(f, o, &sdf, &mdf, root, d) < 0)
@@ -450,6 +477,9 @@ static int load_capture(struct tg_fold *f, const struct tg_fold_opts *o,
 			 "and .mem dumps", cap->path, o->metric->name);
 		goto out;
 	}
+	for (size_t i = 0; o->stitch && i < set.n; i++)  /* the task links' first pass */
+		if (tg_stitch_scan(o->stitch, set.v[i].thread, &set.v[i], o->has_time, d) < 0)
+			goto out;
 	for (size_t i = 0; i < set.n; i++) {
 		const struct tg_dumpfile *st = &set.v[i];
 		struct tg_dumpfile mdf = { NULL, NULL, TG_DUMP_MEM, cap, st->cap_thread };
@@ -480,23 +510,51 @@ out:
 	return ret;
 }
 
+/* The task links of the run CAP (or the text dumps in o->path) into oo->stitch
+ * when stitching applies.  0 or -1. */
+static int load_stitch(struct tg_fold_opts *oo, const struct tg_capture *cap,
+		       struct tg_diag *d)
+{
+	char *dir;
+	int rc;
+
+	oo->stitch = NULL;
+	if (oo->no_stitch || oo->thread)
+		return 0;
+	if (!cap)
+		return tg_stitch_open(&oo->stitch, oo->path, d);
+	{
+		const char *slash = strrchr(cap->path, '/');
+		dir = slash ? strndup(cap->path, slash == cap->path ? 1 :
+				      (size_t)(slash - cap->path)) : strdup(".");
+	}
+	if (!dir)
+		return tg_error(d, "out of memory");
+	rc = tg_stitch_open(&oo->stitch, dir, d);
+	free(dir);
+	return rc;
+}
+
 int tg_fold_load(struct tg_fold *f, const struct tg_fold_opts *o, struct tg_diag *d)
 {
 	struct tg_capture *cap = NULL;
+	struct tg_fold_opts oo = *o;
 	int rc;
 
 	f->metric = o->metric;
+	oo.stitch = NULL;
 	if (o->metric->from_snapshot)
 		rc = load_snapshot(f, o, d);
 	else if (o->cap)
-		rc = load_capture(f, o, o->cap, d);
+		rc = load_stitch(&oo, o->cap, d) < 0 ? -1 : load_capture(f, &oo, o->cap, d);
 	else if ((rc = tg_dumpset_open_capture(o->path, &cap, d)) != 0)
-		rc = rc < 0 ? -1 : load_capture(f, o, cap, d);
+		rc = rc < 0 || load_stitch(&oo, cap, d) < 0 ? -1 : load_capture(f, &oo, cap, d);
 	else if (!load_is_dir(o->path))
 		rc = tg_error(d, "'%s' is not a run directory (the %s metric reads its .stack "
 			      "and .mem dumps)", o->path, o->metric->name);
 	else
-		rc = load_dumps(f, o, d);
+		rc = load_stitch(&oo, NULL, d) < 0 ? -1 : load_dumps(f, &oo, d);
+	tg_stitch_free(oo.stitch);
 	tg_dumpset_free_capture(cap);
 	if (rc < 0)
 		return -1;

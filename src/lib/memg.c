@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fmt.h"
+#include "marks.h"
 #include "memg.h"
 #include "recsrc.h"
 
@@ -298,11 +299,102 @@ int tg_peak_write_legend(FILE *f, const struct tg_peaks *p, const struct tg_peak
 	return putc('\n', f) == EOF ? EOF : 0;
 }
 
-/* Writes the plot command's series: threads (top ones styled, the rest grey), process, peaks. */
+/* Fill colours of the phases' shading, by the order of their names' first
+ * phase (the same name, the same colour); more names cycle. */
+static const char *const memg_phase_colours[] = {
+	"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+	"#8c564b", "#e377c2", "#bcbd22", "#17becf", "#7f7f7f",
+};
+#define MEMG_PHASE_COLOURS (sizeof(memg_phase_colours) / sizeof(memg_phase_colours[0]))
+
+/* The colour number of phase I: its name's first phase's rank among first
+ * phases of their names; *first set when I is that first one. */
+static size_t memg_phase_colour(const struct tg_marks *m, size_t i, int *first)
+{
+	size_t rank = 0;
+
+	for (size_t j = 0; j <= i; j++) {
+		size_t k;
+		for (k = 0; k < j && strcmp(m->phases[k].name, m->phases[j].name); k++)
+			;
+		if (k < j)
+			continue;  /* not its name's first */
+		if (!strcmp(m->phases[j].name, m->phases[i].name)) {
+			*first = j == i;
+			return rank % MEMG_PHASE_COLOURS;
+		}
+		rank++;
+	}
+	*first = 0;
+	return 0;
+}
+
+/*
+ * Writes the phases as shaded intervals behind the series and the marks as
+ * dashed vertical lines with their names (after the x axis: they use tx());
+ * only with timestamps.  A phase still open at the end runs to the last event.
+ */
+static void memg_marks_objects(FILE *f, const struct tg_memg_opts *o, const struct tg_marks *m,
+			       const struct tg_timeaxis *ta)
+{
+	double lo = o->has_from ? o->from : -INFINITY, hi = o->has_to ? o->to : INFINITY;
+	int first;
+
+	if (!o->has_time || !ta->seen)
+		return;
+	for (size_t i = 0; i < m->n_phases; i++) {
+		const struct tg_phase *p = &m->phases[i];
+		double a = fmax(p->start, lo), b = fmin(isinf(p->stop) ? ta->t1 : p->stop, hi);
+		size_t c = memg_phase_colour(m, i, &first);
+
+		if (b < a)
+			continue;
+		fprintf(f, "set object rect from tx(%.6f), graph 0 to tx(%.6f), graph 1 back "
+			"fc rgb '%s' fs transparent solid 0.12 noborder\n", a, b,
+			memg_phase_colours[c]);
+	}
+	for (size_t i = 0; i < m->n_marks; i++) {
+		const struct tg_mark *k = &m->marks[i];
+		if (k->t < lo || k->t > hi)
+			continue;
+		fprintf(f, "set arrow from tx(%.6f), graph 0 to tx(%.6f), graph 1 nohead back "
+			"dt 3 lc rgb '#505050'\nset label ", k->t, k->t);
+		tg_gp_quote_label(f, k->name, strlen(k->name), 40);
+		fprintf(f, " at tx(%.6f), graph 0.98 rotate by 90 right offset char -0.6,0 "
+			"tc rgb '#505050'\n", k->t);
+	}
+}
+
+/* Writes the key entries of the phases' names: "phase NAME", one per name. */
+static void memg_phase_keys(FILE *f, const struct tg_memg_opts *o, const struct tg_marks *m,
+			    const char **sep)
+{
+	int first;
+
+	if (!o->has_time)
+		return;
+	for (size_t i = 0; i < m->n_phases; i++) {
+		size_t c = memg_phase_colour(m, i, &first);
+		char *title;
+
+		if (!first)
+			continue;
+		if (asprintf(&title, "phase %s", m->phases[i].name) < 0)
+			continue;
+		fprintf(f, "%skeyentry with boxes fc rgb '%s' fs transparent solid 0.3 noborder "
+			"title ", *sep, memg_phase_colours[c]);
+		tg_gp_quote(f, title, strlen(title));
+		free(title);
+		*sep = ", \\\n     ";
+	}
+}
+
+/* Writes the plot command's series: threads (top ones styled, the rest grey),
+ * process, peaks, and the phases' key entries. */
 static void memg_plot_lines(FILE *f, const struct tg_memg_opts *o,
 			    const struct tg_dumpfile *files, size_t n,
 			    const struct tg_memg_stats *st, const unsigned char *show,
-			    size_t others, int peaks)
+			    size_t others, int peaks, const struct tg_marks *m)
 {
 	const char *sep = "plot ";
 	size_t i, k = 0;
@@ -343,6 +435,9 @@ static void memg_plot_lines(FILE *f, const struct tg_memg_opts *o,
 		fprintf(f, "%s'memg-peaks.dat' using (tx($1)):2 with points pt 7 ps 0.6 "
 			"lc rgb '#000000' notitle, \\\n     'memg-peaks.dat' using (tx($1)):4:3 "
 			"with labels tc rgb '#000000' offset char 0,0.8 notitle", sep);
+	if (peaks)
+		sep = ", \\\n     ";
+	memg_phase_keys(f, o, m, &sep);
 	fputs("\n", f);
 }
 
@@ -557,7 +652,7 @@ static void memg_script(FILE *f, const struct tg_memg_opts *o,
 			const struct tg_dumpfile *files, size_t n,
 			const struct tg_memg_stats *st, const unsigned char *show,
 			const struct tg_timeaxis *ta, int peaks, long long clip_lo,
-			long long clip_hi)
+			long long clip_hi, const struct tg_marks *mk)
 {
 	char m[TG_FMT_MILLI_MAX];
 	struct tg_timerange range = { o->has_from, o->has_to, o->from, o->to };
@@ -594,7 +689,8 @@ static void memg_script(FILE *f, const struct tg_memg_opts *o,
 		fputs("set ytics nomirror\nset y2tics\nset y2label 'Process memory (MB)'\n"
 		      "set y2range [0:*]\n", f);
 	tg_timeaxis_write(f, ta, &range, "Event");
-	memg_plot_lines(f, o, files, n, st, show, threads - shown, peaks);
+	memg_marks_objects(f, o, mk, ta);
+	memg_plot_lines(f, o, files, n, st, show, threads - shown, peaks, mk);
 }
 
 int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
@@ -602,6 +698,7 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		struct tg_diag *d)
 {
 	struct tg_peaks peaks;
+	struct tg_marks marks;
 	struct tg_aout dat, script, legend;
 	struct tg_plot_files pf = TG_PLOT_FILES_INIT;
 	struct tg_timeaxis ta;
@@ -616,6 +713,7 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	long long clip_lo = 0, clip_hi = 0;
 
 	tg_peaks_init(&peaks);
+	tg_marks_init(&marks);
 	tg_timeaxis_init(&ta, !o->has_time ? TG_TIME_NONE :
 			 o->clock ? TG_TIME_CLOCK : TG_TIME_ELAPSED);
 	memset(&script, 0, sizeof(script));
@@ -624,6 +722,8 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		tg_error(d, "out of memory");
 		goto out;
 	}
+	if (tg_marks_read_near(&marks, files, n, d) < 0)
+		goto out;
 	if (tg_plot_files_open(&pf, po, "memg", d) < 0)
 		goto out;
 	/* the threads first: the process line is drawn on to where they end */
@@ -783,7 +883,8 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	if (tg_aout_open(&script, pf.dir, "memg.gp", d) < 0)
 		goto out_legend;
 	tg_gp_preamble(script.f, po, "memg");
-	memg_script(script.f, o, files, n, st, show, &ta, peaks.n != 0, clip_lo, clip_hi);
+	memg_script(script.f, o, files, n, st, show, &ta, peaks.n != 0, clip_lo, clip_hi,
+		    &marks);
 	if (r && r->plotting && tg_plot_draws(po))
 		r->plotting(r->ctx);
 	ret = tg_plot_finish(po, &pf, "memg", &script, &legend, d);
@@ -794,6 +895,7 @@ out_legend:
 out:
 	tg_plot_files_release(&pf);
 	tg_peaks_release(&peaks);
+	tg_marks_release(&marks);
 	free(st);
 	free(act);
 	free(show);

@@ -5,6 +5,7 @@
 
 #include "fmt.h"
 #include "markup.h"
+#include "marks.h"
 #include "peaks_out.h"
 #include "records.h"
 
@@ -116,6 +117,13 @@ static void peaks_json_time(FILE *f, const char *t, size_t n)
 int tg_peaks_write_json(FILE *f, const struct tg_peaks *p, const struct tg_dumpfile *files,
 			int has_time)
 {
+	return tg_peaks_write_json_phases(f, p, files, has_time, NULL);
+}
+
+int tg_peaks_write_json_phases(FILE *f, const struct tg_peaks *p,
+			       const struct tg_dumpfile *files, int has_time,
+			       const struct tg_marks *m)
+{
 	putc('[', f);
 	for (size_t i = 0; i < p->n; i++) {
 		const struct tg_peak *k = &p->v[i];
@@ -142,7 +150,16 @@ int tg_peaks_write_json(FILE *f, const struct tg_peaks *p, const struct tg_dumpf
 		fprintf(f, ", \"delta\": %lld, \"mem_file\": ", k->delta);
 		mem = peaks_mem_file(df, &len);
 		tg_json_string(f, mem, len);
-		fprintf(f, ", \"mem_line\": %lu}", k->lineno);
+		fprintf(f, ", \"mem_line\": %lu", k->lineno);
+		if (m) {
+			const struct tg_phase *ph = has_time ? tg_marks_phase_at(m, k->x) : NULL;
+			fputs(", \"phase\": ", f);
+			if (ph)
+				tg_json_string(f, ph->name, strlen(ph->name));
+			else
+				fputs("null", f);
+		}
+		putc('}', f);
 	}
 	fputs(p->n ? "\n]\n" : "]\n", f);
 	return ferror(f) ? EOF : 0;

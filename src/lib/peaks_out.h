@@ -24,6 +24,13 @@ int tg_peaks_write_text(FILE *f, const struct tg_peaks *p, const struct tg_dumpf
 int tg_peaks_write_json(FILE *f, const struct tg_peaks *p, const struct tg_dumpfile *files,
 			int has_time);
 
+/* As tg_peaks_write_json, each object with "phase": the name of the
+ * innermost phase of M at the peak's time, or null (M may be NULL). */
+struct tg_marks;
+int tg_peaks_write_json_phases(FILE *f, const struct tg_peaks *p,
+			       const struct tg_dumpfile *files, int has_time,
+			       const struct tg_marks *m);
+
 /* Writes s as a JSON string (quotes included); invalid UTF-8 becomes U+FFFD. */
 int tg_json_string(FILE *f, const char *s, size_t len);
 

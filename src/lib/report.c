@@ -23,6 +23,7 @@
 #include "flamesvg.h"
 #include "fold.h"
 #include "held.h"
+#include "marks.h"
 #include "linereader.h"
 #include "markup.h"
 #include "peaks.h"
@@ -437,18 +438,22 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 		     const struct tg_report_cb *cb, struct tg_diag *d)
 {
 	struct tg_peaks peaks;
+	struct tg_marks marks;
 	size_t max_peaks = o->max_peaks ? o->max_peaks : 50;
 	size_t max_lines = o->max_lines ? o->max_lines : 300;
-	int ret = -1;
+	int ret = -1, phases;
 
 	tg_peaks_init(&peaks);
+	tg_marks_init(&marks);
 	fputs("<h2 id=\"peaks\">Peaks</h2>\n", out);
 	if (!files->threads) {
 		rep_missing(out, cb, "no thread .mem files in the run: no peaks");
 		return 0;
 	}
-	if (tg_peaks_collect(&o->memg, files->v, files->n, &peaks, NULL, d) < 0)
+	if (tg_marks_read_near(&marks, files->v, files->n, d) < 0 ||
+	    tg_peaks_collect(&o->memg, files->v, files->n, &peaks, NULL, d) < 0)
 		goto out;
+	phases = marks.n_phases && o->memg.has_time;
 	if (!peaks.n) {
 		fprintf(out, "<p>No return changed a thread's memory by more than %g KB "
 			"(<code>--peak</code>).</p>\n", o->memg.peak.peak_kb);
@@ -470,8 +475,12 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 	else if (!o->memg.has_time)
 		rep_missing(out, cb, "the dumps have no timestamps: the peaks' call subtrees "
 			    "(decorate-stack) need them");
-	fputs("<table><tr><th>#</th><th>time</th><th>thread</th><th>call "
-	      "(FILE:LINE:FUNCTION=&gt;DELTA)</th><th>delta</th></tr>\n", out);
+	if (phases)
+		fputs("<p class=\"meta\">A peak's phase is the innermost "
+		      "<code>threadgraph.phase</code> open when its call returned.</p>\n", out);
+	fprintf(out, "<table><tr><th>#</th><th>time</th>%s<th>thread</th><th>call "
+		"(FILE:LINE:FUNCTION=&gt;DELTA)</th><th>delta</th></tr>\n",
+		phases ? "<th>phase</th>" : "");
 	for (size_t i = 0; i < peaks.n; i++) {
 		const struct tg_peak *k = &peaks.v[i];
 		char g[32], s[32];
@@ -485,6 +494,12 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 			fprintf(out, "<tr><td>%zu</td><td>", k->id);
 		rep_time(out, &peaks, k, o->memg.has_time);
 		fputs("</td><td>", out);
+		if (phases) {
+			const struct tg_phase *ph = tg_marks_phase_at(&marks, k->x);
+			if (ph)
+				tg_xml_puts(out, ph->name);
+			fputs("</td><td>", out);
+		}
 		tg_xml_puts(out, files->v[k->thread].thread);
 		fputs("</td><td><code>", out);
 		tg_xml_text(out, tg_peak_rest(&peaks, k), k->rest_len);
@@ -539,6 +554,7 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 	ret = 0;
 out:
 	tg_peaks_release(&peaks);
+	tg_marks_release(&marks);
 	return ret;
 }
 
@@ -558,7 +574,8 @@ static int rep_flame(FILE *out, const struct tg_report_opts *o,
 		     struct tg_diag *d)
 {
 	struct tg_fold_opts fo = { .path = o->run_dir, .metric = m, .has_time = o->memg.has_time,
-				   .cap = o->cap, .max_depth = TG_FOLD_MAX_DEPTH };
+				   .cap = o->cap, .max_depth = TG_FOLD_MAX_DEPTH,
+				   .no_stitch = o->no_stitch };
 	struct tg_flamesvg_opts so = { NULL, m->what, 1200, 0.1, 0 };
 	struct tg_fold f;
 	struct tg_diag sub = *d;

@@ -34,6 +34,8 @@ struct tg_report_opts {
 				      * accounting (those present), else delta */
 	size_t max_lines;            /* lines shown of each peak's subtree (0: 300) */
 	size_t max_peaks;            /* peaks given a subtree (0: 50) */
+	int no_stitch;               /* flame graphs: tasks under the thread that ran them
+				      * (fold_stitch.h) */
 };
 
 /* What the caller may tell the user: a section left out or incomplete. */

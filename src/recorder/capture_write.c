@@ -19,7 +19,8 @@
 #ifdef TG_HAVE_ZSTD
 #  include <zstd.h>
 /* Level 1: the fastest of the regular levels; a chunk is compressed under the
- * capture's lock, by the flusher or (when it lags) by the program's thread. */
+ * capture's lock (never defs_lock), by the flusher or (when it lags) by the
+ * program's thread. */
 #  define TG_CAP_ZSTD_LEVEL 1
 #endif
 
@@ -41,7 +42,18 @@ tg_cap_init(struct tg_cap *cap)
 {
     memset(cap, 0, sizeof(*cap));
     pthread_mutex_init(&cap->lock, NULL);
+    pthread_mutex_init(&cap->defs_lock, NULL);
     cap->fd = -1;
+}
+
+/* Stop the capture for good with errno E (the first one stays).  Lock held;
+ * the store is atomic because tg_cap_define and tg_cap_usable read err
+ * without the lock. */
+static void
+tg_cap_fail_locked(struct tg_cap *cap, int e)
+{
+    if (!cap->err)
+        __atomic_store_n(&cap->err, e, __ATOMIC_RELAXED);
 }
 
 /* Whether CAP's descriptor is still the file we opened (the program may have
@@ -55,8 +67,7 @@ tg_cap_fd_ok(struct tg_cap *cap)
     if (fstat(cap->fd, &st) == 0 && st.st_dev == cap->dev && st.st_ino == cap->ino)
         return 1;
     cap->fd = -1;  /* not ours any more: never write or close it */
-    if (!cap->err)
-        cap->err = EBADF;
+    tg_cap_fail_locked(cap, EBADF);
     return 0;
 }
 
@@ -128,16 +139,93 @@ tg_cap_keep_defs(struct tg_cap *cap, const unsigned char *defs, size_t len)
     return 0;
 }
 
-/* Write the pending definitions (if any) and then chunk KIND/STREAM of BUF/LEN
- * (if BUF is not NULL), in one writev.  In a segmented capture, a data chunk
- * that would take the current segment past seg_max starts the next one first,
- * and the bytes are followed (tg_cap_shadow_chunk).  Lock held. */
+/* Move the pending definitions to the writer's side (wdefs), unless the last
+ * ones taken are still there (a failed write: the capture has stopped).  The
+ * buffers are swapped, not copied, under defs_lock alone: a definer waits at
+ * most for this swap, never for the compression or the write that follow.
+ * Lock held. */
+static void
+tg_cap_take_defs_locked(struct tg_cap *cap)
+{
+    unsigned char *b;
+    size_t c;
+
+    if (cap->wdefs_len > 0)
+        return;
+    pthread_mutex_lock(&cap->defs_lock);
+    b = cap->wdefs;
+    c = cap->wdefs_cap;
+    cap->wdefs = cap->defs;
+    cap->wdefs_cap = cap->defs_cap;
+    cap->wdefs_len = cap->defs_len;
+    cap->defs = b;
+    cap->defs_cap = c;
+    cap->defs_len = 0;
+    pthread_mutex_unlock(&cap->defs_lock);
+}
+
+/* End of the CODES payload that starts at FROM in wdefs: whole definitions,
+ * at most TG_CAP_DEFS_MAX bytes (or one longer definition alone).  In a
+ * segmented capture, notes each definition's kind for decoding CALLs (kinds).
+ * Returns the end, or 0 (malformed: cannot happen; out of memory for kinds).
+ * Lock held. */
+static size_t
+tg_cap_defs_piece(struct tg_cap *cap, size_t from)
+{
+    const unsigned char *p = cap->wdefs + from, *end = cap->wdefs + cap->wdefs_len;
+    const unsigned char *cut = p;
+
+    while (p < end) {
+        const unsigned char *q = p;
+        uint64_t id, v;
+        int kind;
+
+        if (tg_cap_get_varint(&q, end, &id) < 0 || q >= end)
+            return 0;
+        kind = *q++;
+        if (tg_cap_get_varint(&q, end, &v) < 0 || tg_cap_get_varint(&q, end, &v) < 0
+                || v > (uint64_t)(end - q))
+            return 0;
+        q += v;
+        if (tg_cap_get_varint(&q, end, &v) < 0 || v > (uint64_t)(end - q))
+            return 0;
+        q += v;
+        if (cut > cap->wdefs + from && (size_t)(q - (cap->wdefs + from)) > TG_CAP_DEFS_MAX)
+            break;  /* the next payload starts with this one */
+        if (cap->max_size) {
+            if (id >= UINT32_MAX)
+                return 0;
+            if (id >= cap->kinds_cap) {
+                size_t nc = cap->kinds_cap ? cap->kinds_cap : 1024;
+                unsigned char *nk;
+                while (nc <= id)
+                    nc *= 2;
+                if ((nk = realloc(cap->kinds, nc)) == NULL)
+                    return 0;
+                memset(nk + cap->kinds_cap, 0, nc - cap->kinds_cap);
+                cap->kinds = nk;
+                cap->kinds_cap = nc;
+            }
+            cap->kinds[id] = (unsigned char)(kind + 1);  /* 0: undefined */
+        }
+        p = cut = q;
+    }
+    return (size_t)(cut - cap->wdefs);
+}
+
+/* Write the pending definitions (if any, as CODES chunks of at most
+ * TG_CAP_DEFS_MAX bytes) and then chunk KIND/STREAM of BUF/LEN (if BUF is not
+ * NULL); the last definitions go in one writev with the chunk.  In a
+ * segmented capture, a data chunk that would take the current segment past
+ * seg_max starts the next one first, and the bytes are followed
+ * (tg_cap_shadow_chunk).  Lock held (not defs_lock: tg_cap_define goes on
+ * meanwhile, into the other buffer). */
 static int
 tg_cap_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void *buf, size_t len)
 {
     unsigned char dh[TG_CAP_CHUNK_HEADER_SIZE], ch[TG_CAP_CHUNK_HEADER_SIZE];
     const void *raw = buf;
-    size_t raw_len = len, total = 0;
+    size_t raw_len = len, total = 0, from = 0;
     struct iovec iov[4];
     int n = 0, e, i;
 
@@ -147,8 +235,9 @@ tg_cap_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void *buf
         return cap->err ? cap->err : EBADF;
     /* a chunk's length is a u32 that readers take up to TG_CAP_CHUNK_MAX: never
      * cut a longer one to 32 bits (its callers cap what they write) */
-    if (len > TG_CAP_CHUNK_MAX || cap->defs_len > TG_CAP_CHUNK_MAX)
+    if (len > TG_CAP_CHUNK_MAX)
         return E2BIG;
+    tg_cap_take_defs_locked(cap);
     if (buf != NULL) {
         int flags = 0;
 #ifdef TG_HAVE_ZSTD
@@ -179,23 +268,41 @@ tg_cap_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void *buf
     if (cap->max_size && buf != NULL
             && (kind == TG_CAP_CHUNK_EVENTS || kind == TG_CAP_CHUNK_PROCESS)) {
         uint64_t cur = cap->seg_sizes[cap->seg_no - cap->seg_first];
-        uint64_t need = sizeof(ch) + len + (cap->defs_len ? sizeof(dh) + cap->defs_len : 0);
+        uint64_t need = sizeof(ch) + len + cap->wdefs_len
+                        + (cap->wdefs_len / TG_CAP_DEFS_MAX + 1) * sizeof(dh);
         if (cur + need > cap->seg_max && cur > cap->seg_head
                 && (e = tg_cap_rotate_locked(cap)) != 0) {
-            cap->err = e;
+            tg_cap_fail_locked(cap, e);
             return e;
         }
     }
-    if (cap->defs_len > 0) {
-        tg_cap_chunk_header(dh, TG_CAP_CHUNK_CODES, 0, TG_CAP_STREAM_META, cap->defs_len);
-        iov[n].iov_base = dh;
-        iov[n++].iov_len = sizeof(dh);
-        iov[n].iov_base = cap->defs;
-        iov[n++].iov_len = cap->defs_len;
-        if (cap->max_size && (e = tg_cap_keep_defs(cap, cap->defs, cap->defs_len)) != 0) {
-            cap->err = e;
+    while (from < cap->wdefs_len) {
+        size_t end = tg_cap_defs_piece(cap, from);
+        if (end <= from) {
+            tg_cap_fail_locked(cap, ENOMEM);
+            return ENOMEM;
+        }
+        tg_cap_chunk_header(dh, TG_CAP_CHUNK_CODES, 0, TG_CAP_STREAM_META, end - from);
+        if (cap->max_size && (e = tg_cap_keep_defs(cap, cap->wdefs + from, end - from)) != 0) {
+            tg_cap_fail_locked(cap, e);
             return e;
         }
+        iov[0].iov_base = dh;
+        iov[0].iov_len = sizeof(dh);
+        iov[1].iov_base = cap->wdefs + from;
+        iov[1].iov_len = end - from;
+        n = 2;
+        from = end;
+        if (from == cap->wdefs_len && buf != NULL)
+            break;  /* the last ones go with the chunk */
+        e = tg_cap_writev_all(cap->fd, iov, n);
+        n = 0;
+        if (e) {
+            tg_cap_fail_locked(cap, e);
+            return e;
+        }
+        if (cap->max_size)
+            cap->seg_sizes[cap->seg_no - cap->seg_first] += sizeof(dh) + iov[1].iov_len;
     }
     if (buf != NULL) {
         iov[n].iov_base = ch;
@@ -203,14 +310,16 @@ tg_cap_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void *buf
         iov[n].iov_base = (void *)buf;
         iov[n++].iov_len = len;
     }
-    if (n == 0)
+    if (n == 0) {
+        cap->wdefs_len = 0;
         return 0;
+    }
     for (i = 0; i < n; i++)
         total += iov[i].iov_len;
     e = tg_cap_writev_all(cap->fd, iov, n);
-    cap->defs_len = 0;
+    cap->wdefs_len = 0;
     if (e) {
-        cap->err = e;
+        tg_cap_fail_locked(cap, e);
         return e;
     }
     if (cap->max_size) {
@@ -288,15 +397,19 @@ tg_cap_open_file(struct tg_cap *cap, const char *path, uint32_t seg, uint32_t fl
     cap->fd = fd;
     cap->dev = st.st_dev;
     cap->ino = st.st_ino;
-    cap->err = 0;
+    __atomic_store_n(&cap->err, 0, __ATOMIC_RELAXED);
     cap->dropped_child = 0;
     cap->flags = flags;
     cap->start_us = start_us;
     cap->epoch = atomic_fetch_add(&tg_cap_epochs, 1) + 1;
     cap->next_code = 1;
     cap->compress = compress && tg_cap_can_compress();
-    cap->defs_len = 0;
+    cap->wdefs_len = 0;
     cap->n_stats = 0;
+    pthread_mutex_lock(&cap->defs_lock);
+    cap->defs_len = 0;
+    cap->defs_open = 1;
+    pthread_mutex_unlock(&cap->defs_lock);
     pthread_mutex_unlock(&cap->lock);
     return 0;
 }
@@ -702,11 +815,13 @@ tg_cap_define(struct tg_cap *cap, uint32_t id, int kind, uint32_t firstline,
 
     if (need > TG_CAP_CHUNK_MAX)
         return -1;  /* a definition is one chunk: its texts are capped (names.h) */
-    pthread_mutex_lock(&cap->lock);
-    if (cap->err || cap->fd < 0 || cap->dropped_child)
-        goto out;
-    if (cap->defs_len > 0 && cap->defs_len + need > TG_CAP_DEFS_MAX
-            && tg_cap_out_locked(cap, 0, 0, NULL, 0) != 0)
+    if (__atomic_load_n(&cap->err, __ATOMIC_RELAXED))
+        return -1;  /* stopped: its records would never be written */
+    /* Only defs_lock, never `lock`: the writer holds that across compression
+     * and write(2), and a blocked sink must not stop a thread (holding the
+     * GIL) at its first call of a new function. */
+    pthread_mutex_lock(&cap->defs_lock);
+    if (!cap->defs_open)
         goto out;
     if (cap->defs_len + need > cap->defs_cap) {
         size_t nc = cap->defs_cap ? cap->defs_cap : 4096;
@@ -719,19 +834,6 @@ tg_cap_define(struct tg_cap *cap, uint32_t id, int kind, uint32_t firstline,
         cap->defs = nb;
         cap->defs_cap = nc;
     }
-    if (cap->max_size && id >= cap->kinds_cap) {
-        size_t nc = cap->kinds_cap ? cap->kinds_cap : 1024;
-        unsigned char *nk;
-        while (nc <= id)
-            nc *= 2;
-        if ((nk = realloc(cap->kinds, nc)) == NULL)
-            goto out;
-        memset(nk + cap->kinds_cap, 0, nc - cap->kinds_cap);
-        cap->kinds = nk;
-        cap->kinds_cap = nc;
-    }
-    if (cap->max_size)
-        cap->kinds[id] = (unsigned char)(kind + 1);  /* 0: undefined */
     p = cap->defs + cap->defs_len;
     p = tg_cap_put_varint(p, id);
     *p++ = (unsigned char)kind;
@@ -745,7 +847,7 @@ tg_cap_define(struct tg_cap *cap, uint32_t id, int kind, uint32_t firstline,
     cap->defs_len = (size_t)(p - cap->defs);
     ret = 0;
 out:
-    pthread_mutex_unlock(&cap->lock);
+    pthread_mutex_unlock(&cap->defs_lock);
     return ret;
 }
 
@@ -852,9 +954,15 @@ tg_cap_close(struct tg_cap *cap)
     if (cap->fd >= 0 && !cap->dropped_child && tg_cap_fd_ok(cap))
         close(cap->fd);
     cap->fd = -1;
+    pthread_mutex_lock(&cap->defs_lock);
     free(cap->defs);
     cap->defs = NULL;
     cap->defs_len = cap->defs_cap = 0;
+    cap->defs_open = 0;
+    pthread_mutex_unlock(&cap->defs_lock);
+    free(cap->wdefs);
+    cap->wdefs = NULL;
+    cap->wdefs_len = cap->wdefs_cap = 0;
     free(cap->stats);
     cap->stats = NULL;
     cap->n_stats = cap->stats_cap = 0;
@@ -896,7 +1004,22 @@ tg_cap_close(struct tg_cap *cap)
 void
 tg_cap_destroy(struct tg_cap *cap)
 {
+    pthread_mutex_destroy(&cap->defs_lock);
     pthread_mutex_destroy(&cap->lock);
+}
+
+void
+tg_cap_lock_for_fork(struct tg_cap *cap)
+{
+    pthread_mutex_lock(&cap->lock);
+    pthread_mutex_lock(&cap->defs_lock);
+}
+
+void
+tg_cap_unlock_for_fork(struct tg_cap *cap)
+{
+    pthread_mutex_unlock(&cap->defs_lock);
+    pthread_mutex_unlock(&cap->lock);
 }
 
 void
@@ -904,6 +1027,8 @@ tg_cap_drop_in_child(struct tg_cap *cap)
 {
     struct stat st;
     cap->defs_len = 0;
+    cap->defs_open = 0;
+    cap->wdefs_len = 0;
     cap->n_stats = 0;
     if (cap->fd >= 0 && fstat(cap->fd, &st) == 0 && st.st_dev == cap->dev
             && st.st_ino == cap->ino)

@@ -6,15 +6,24 @@
  *
  * Plain C (no Python): tests/c/test_capture.c links capture_write.c alone.
  *
- * Concurrency: one struct tg_cap per run.  Its descriptor, pending definitions
- * and counters are protected by `lock`.  Thread streams are tg_writer buffers in
- * chunk mode (writer.h): their consumers hand whole records to
- * tg_cap_chunk_out, which, under `lock`, first writes the pending definitions
- * and then the chunk.  A producer defines a code (tg_cap_define, under `lock`)
- * before it appends a record that uses it and publishes the record with a
- * release store; a consumer loads the published length (acquire) before it
- * takes `lock`, so every definition a flushed record uses is written before it.
- * Lock order: a writer's lock, then the capture's lock.
+ * Concurrency: one struct tg_cap per run.  Its descriptor, counters and
+ * everything a write touches are protected by `lock`, which the writer holds
+ * across zstd compression and write(2).  The pending definitions alone are
+ * protected by `defs_lock`, a short lock never held across I/O: a code is
+ * defined (tg_cap_define) by a thread holding the GIL at its first call, and a
+ * slow or blocked sink (a full pipe, a stalled NFS) must not stop it there.
+ * Thread streams are tg_writer buffers in chunk mode (writer.h): their
+ * consumers hand whole records to tg_cap_chunk_out, which, under `lock`,
+ * swaps the pending definitions out under `defs_lock` (defs <-> wdefs), lets
+ * go of it, then writes them and the chunk.  A producer defines a code (under
+ * `defs_lock`) before it appends a record that uses it and publishes the
+ * record with a release store; a consumer loads the published length
+ * (acquire) before it takes `lock` and then `defs_lock`, so every definition a
+ * flushed record uses is written before it.  Definitions made meanwhile wait
+ * in the other buffer for the next chunk.
+ * Lock order: a writer's lock, then the capture's `lock`, then `defs_lock`
+ * (tg_cap_define takes defs_lock alone).  fork() holds both
+ * (tg_cap_lock_for_fork).
  *
  * Segments (tg_cap_open_segments, a run's max_size): the capture rotates into a
  * new segment file when the current one reaches seg_max bytes, under `lock`,
@@ -38,7 +47,8 @@
 
 #pragma GCC visibility push(hidden)
 
-/* Pending definitions are written as soon as they exceed this (one chunk). */
+/* A CODES chunk holds at most this many bytes of definitions (but a single
+ * longer one): pending definitions are written as several chunks if need be. */
 #define TG_CAP_DEFS_MAX (64 * 1024)
 
 /* Counters of one thread stream for the END trailer. */
@@ -70,22 +80,43 @@ struct tg_cap_shadow {
 };
 
 struct tg_cap {
-    pthread_mutex_t lock;     /* guards everything below after open */
-    int fd;                   /* capture.tg, O_APPEND; -1 when closed */
+    pthread_mutex_t lock;     /* guards every field below marked "lock" (all but
+                               * those marked otherwise), after open; held
+                               * across compression and write(2) */
+    pthread_mutex_t defs_lock;  /* guards defs, defs_len, defs_cap, defs_open
+                               * only; never held across I/O or while taking
+                               * `lock` (order: lock, then defs_lock) */
+    int fd;                   /* capture.tg, O_APPEND; -1 when closed; lock
+                               * (tg_cap_usable peeks at it) */
     dev_t dev;                /* identity of the file on fd (see tg_fd_is_ours) */
     ino_t ino;
-    int err;                  /* errno of the first failed write: capture stopped */
+    int err;                  /* errno of the first failed write: capture stopped;
+                               * written under lock with atomic stores, read
+                               * without it (atomic loads) by tg_cap_define and
+                               * tg_cap_usable */
     int dropped_child;        /* set in a forked child: inherited, never written */
     uint32_t flags;           /* TG_CAP_F_* of the header */
     int64_t start_us;         /* header start_us; immutable after open */
     uint64_t epoch;           /* unique per opened capture (code ids are per epoch);
                                * immutable after open */
-    uint32_t next_code;       /* next code id to assign; lock (GIL holders only) */
-    unsigned char *defs;      /* pending CODES payload (whole definitions) */
-    size_t defs_len, defs_cap;
-    struct tg_cap_stat *stats;  /* streams' counters, deposited at thread close */
-    size_t n_stats, stats_cap;
-    char *path;               /* for messages; malloc'ed */
+    uint32_t next_code;       /* next code id to assign; the GIL (its only users,
+                               * tg_cap_new_code_id's callers, hold it); set at
+                               * open */
+    unsigned char *defs;      /* pending definitions, whole ones back to back
+                               * (a CODES payload, maybe longer than one);
+                               * defs_lock */
+    size_t defs_len, defs_cap;  /* defs_lock */
+    int defs_open;            /* definitions are taken (open, not closed, not a
+                               * forked child's); defs_lock */
+    unsigned char *wdefs;     /* definitions taken from defs by the writer, being
+                               * written (empty between writes but after a
+                               * failed one); lock */
+    size_t wdefs_len, wdefs_cap;  /* lock */
+    struct tg_cap_stat *stats;  /* streams' counters, deposited at thread close;
+                               * lock */
+    size_t n_stats, stats_cap;  /* lock */
+    char *path;               /* for messages; malloc'ed; set at open, then
+                               * read-only until close */
     int compress;             /* zstd-compress events and process chunks (set
                                * by tg_cap_open; only with TG_HAVE_ZSTD) */
     void *zctx;               /* ZSTD_CCtx, or NULL; lock */
@@ -107,7 +138,9 @@ struct tg_cap {
     size_t alldefs_len, alldefs_cap;
     size_t *defs_ends;        /* end offset in alldefs of each payload */
     size_t n_defs_ends, defs_ends_cap;
-    unsigned char *kinds;     /* code id -> TG_CAP_CODE_* (decoding CALLs) */
+    unsigned char *kinds;     /* code id -> TG_CAP_CODE_* + 1 (decoding CALLs),
+                               * noted as the definitions are written (a CALL
+                               * is always written after its code's) */
     size_t kinds_cap;
     struct tg_cap_shadow *sh; /* by stream id */
     size_t n_sh;
@@ -148,7 +181,9 @@ int tg_cap_usable(struct tg_cap *cap);
  * GIL; 0 if the ids ran out. */
 uint32_t tg_cap_new_code_id(struct tg_cap *cap);
 /* Queue the definition of code ID (kind TG_CAP_CODE_*, FIRSTLINE, FILE and FUNC
- * already escaped).  Returns 0 or -1 (out of memory / stopped: do not use ID). */
+ * already escaped); written before the next chunk.  Takes only defs_lock, so
+ * it never waits for a write in progress.  Returns 0 or -1 (out of memory /
+ * stopped: do not use ID). */
 int tg_cap_define(struct tg_cap *cap, uint32_t id, int kind, uint32_t firstline,
                   const char *file, size_t file_len, const char *func, size_t func_len);
 /* Write one chunk KIND of STREAM with payload BUF/LEN (whole records), after the
@@ -169,7 +204,11 @@ int tg_cap_finish(struct tg_cap *cap, int64_t end_us);
 void tg_cap_close(struct tg_cap *cap);
 /* Destroy the lock (after the last close). */
 void tg_cap_destroy(struct tg_cap *cap);
-/* In a forked child, with CAP's lock taken before fork() and now released:
+/* pthread_atfork: take CAP's two locks before fork() (after the writers'),
+ * release them after it, in the parent and the child. */
+void tg_cap_lock_for_fork(struct tg_cap *cap);
+void tg_cap_unlock_for_fork(struct tg_cap *cap);
+/* In a forked child, with CAP's locks taken before fork() and now released:
  * forget pending definitions, close the inherited descriptor unwritten.
  * Async-signal-safe (no malloc/free: the buffers are freed by the next close). */
 void tg_cap_drop_in_child(struct tg_cap *cap);

@@ -14,6 +14,7 @@
 #include "names.h"
 #include "ptrtable.h"
 #include "sleepwrap.h"
+#include "spguard.h"
 #include "native.h"
 #include "sinks.h"
 #include "sigkick.h"
@@ -643,6 +644,8 @@ tg_recorder_enable(struct tg_recorder_object *self)
     }
     if (r->backend == TG_BACKEND_SETPROFILE && !r->sampled)
         tg_watch_start();
+    if (!r->sampled)
+        tg_spguard_install();
     tg_clock_enable();  /* before the capture's start time, and the flusher */
     if (tg_open_capture(r) < 0)
         goto fail;
@@ -704,6 +707,7 @@ fail_thread:
     tg_tls.thread = NULL;
 fail:
     tg_monitor_uninstall(self);
+    tg_spguard_uninstall();
     tg_writer_release(&r->process_w);
     tg_writer_release(&r->process_cap);
     tg_cap_close(&r->cap);
@@ -724,6 +728,7 @@ tg_recorder_disable(struct tg_recorder_object *self)
     r->ended_gen = r->gen;
     if (!r->sampled)  /* none installed: another tool's profile function stays */
         tg_profile_all_threads(self, 0);
+    tg_spguard_uninstall();
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();
     tg_native_uninstall();  /* native=True (native.c); before the table is cleared */
@@ -762,7 +767,7 @@ tg_atfork_prepare(void)
         }
         tg_writer_lock_for_fork(&a->r.process_w);
         tg_writer_lock_for_fork(&a->r.process_cap);
-        pthread_mutex_lock(&a->r.cap.lock);  /* after the writers' (capture_write.h) */
+        tg_cap_lock_for_fork(&a->r.cap);  /* after the writers' (capture_write.h) */
     }
     tg_ptrtable_lock_all();
 }
@@ -773,7 +778,7 @@ tg_atfork_unlock(struct tg_recorder_object *a)
     tg_ptrtable_unlock_all();
     if (a != NULL) {
         struct tg_thread *t;
-        pthread_mutex_unlock(&a->r.cap.lock);
+        tg_cap_unlock_for_fork(&a->r.cap);
         tg_writer_unlock_for_fork(&a->r.process_cap);
         tg_writer_unlock_for_fork(&a->r.process_w);
         for (t = a->r.table.live; t != NULL; t = t->next) {
@@ -855,6 +860,7 @@ tg_fork_child_stop(struct tg_recorder_object *self)
     r->ended_gen = r->gen;
     if (!r->sampled)
         tg_profile_all_threads(self, 0);
+    tg_spguard_uninstall();
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();
     tg_native_uninstall();  /* native=True (native.c) */

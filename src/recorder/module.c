@@ -316,7 +316,7 @@ tg_rec_threads(struct tg_recorder_object *self, PyObject *unused)
             continue;  /* the run ended while it opened its streams: no records */
         snprintf(mem, sizeof(mem), "%s.mem", e->base);
         snprintf(stack, sizeof(stack), "%s.stack", e->base);
-        d = Py_BuildValue("{s:N,s:k,s:k,s:s,s:z,s:z}",
+        d = Py_BuildValue("{s:n,s:N,s:k,s:k,s:s,s:z,s:z}", "index", (Py_ssize_t)i,
                           "name", PyUnicode_DecodeUTF8(e->name, (Py_ssize_t)e->name_len,
                                                        "surrogateescape"),
                           "native_id", e->native_id, "ident", e->ident,
@@ -549,7 +549,55 @@ tg_rec_quiet(struct tg_recorder_object *self, PyObject *arg)
     return PyBool_FromLong(was);
 }
 
+/*
+ * position(innermost) -> (index, calls, depth) or None: where the calling
+ * thread's records stand, for the marks that threadgraph/_marks.py and
+ * _stitch.py keep (docs/formats.md "marks.txt"): INDEX its threads() entry,
+ * CALLS the CALL records (.stack lines) written so far, DEPTH its open recorded
+ * calls.  The open calls at that moment are the first DEPTH of those open right
+ * after CALL number CALLS, which a reader rebuilds exactly.  With INNERMOST
+ * true, None unless the Python function calling us is the innermost open
+ * recorded call (its CALL is then number CALLS): a task wrapper that was not
+ * recorded (a filter) gives no position rather than a wrong one.  None also
+ * when the thread is not recorded or no CALL is kept (no stacks).  A Recorder
+ * method: never recorded itself.
+ */
+static PyObject *
+tg_rec_position(struct tg_recorder_object *self, PyObject *arg)
+{
+    struct tg_recorder *r = &self->r;
+    struct tg_thread *t = tg_tls.thread;
+    int innermost = PyObject_IsTrue(arg);
+    uint64_t calls;
+
+    if (innermost < 0)
+        return NULL;
+    if (t == NULL || !r->active || tg_tls.gen != r->gen || !(r->fmt_binary || r->text_stack))
+        Py_RETURN_NONE;
+    calls = r->fmt_binary ? t->cap_calls : atomic_load_explicit(&t->n_stack_records,
+                                                                memory_order_relaxed);
+    if (innermost) {
+        uintptr_t key;
+        if (t->depth == 0)
+            Py_RETURN_NONE;
+#if TG_HAVE_MONITORING
+        if (r->backend == TG_BACKEND_MONITORING)
+            key = tg_current_frame_key();
+        else
+#endif
+            key = (uintptr_t)PyEval_GetFrame();
+        if (t->frames[t->depth - 1].key != key
+                || (r->fmt_binary && t->frames[t->depth - 1].cap_line == TG_CAP_NOT_WRITTEN))
+            Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(nKn)", (Py_ssize_t)t->log_idx, (unsigned long long)calls,
+                         (Py_ssize_t)t->depth);
+}
+
 static PyMethodDef tg_recorder_methods[] = {
+    {"position", (PyCFunction)tg_rec_position, METH_O,
+     "position(innermost) -> (index, calls, depth) or None: the calling thread's place "
+     "in its records (marks.txt)."},
     {"quiet", (PyCFunction)tg_rec_quiet, METH_O,
      "quiet(flag) -> previous flag: record nothing of the calling thread while set."},
     {"enable", (PyCFunction)(void (*)(void))tg_rec_enable, METH_VARARGS | METH_KEYWORDS,

@@ -240,6 +240,7 @@ tg_thread_attach(struct tg_recorder_object *self, const char *name, size_t name_
      * and its streams are dropped, and its events go unrecorded. */
     if (tg_thread_open_files(r, t, (size_t)idx, gen) == TG_OPEN_RUN_ENDED)
         goto fail;  /* its entry stays "attaching": runinfo.json leaves it out */
+    t->log_idx = (size_t)idx;
     tg_thread_table_log_joined(&r->table, (size_t)idx);
     tg_thread_table_add(&r->table, t);
     tg_tls.thread = t;

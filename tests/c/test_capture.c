@@ -13,6 +13,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -425,6 +427,162 @@ static void test_concurrent_chunks(void)
 	tg_cap_destroy(&cap);
 }
 
+/* A blocked sink: the capture's descriptor is a pipe that is full and that
+ * nobody reads yet, so a writer blocks inside write(2) holding the capture's
+ * lock.  Definitions still go on meanwhile (they take defs_lock alone: the
+ * thread that meets a new function holds the GIL), and every one of them is
+ * written, in order and before the END, once the pipe is read. */
+#define BLOCKED_DEFS 1000
+
+struct blocked_arg {
+	struct tg_cap *cap;
+	int ret;
+	_Atomic int done;
+};
+
+static void *blocked_writer(void *p)
+{
+	struct blocked_arg *a = p;
+	a->ret = tg_cap_chunk_out(a->cap, TG_CAP_CHUNK_EVENTS, TG_CAP_STREAM_FIRST, "ev", 2);
+	atomic_store(&a->done, 1);
+	return NULL;
+}
+
+struct drain_arg {
+	int fd;
+	unsigned char *buf;
+	size_t len, cap;
+};
+
+static void *drainer(void *p)
+{
+	struct drain_arg *d = p;
+	for (;;) {
+		ssize_t r;
+		if (d->len + 65536 > d->cap) {
+			unsigned char *nb = realloc(d->buf, d->cap = 2 * d->cap + 65536);
+			if (nb == NULL)
+				break;
+			d->buf = nb;
+		}
+		r = read(d->fd, d->buf + d->len, d->cap - d->len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		d->len += (size_t)r;
+	}
+	return NULL;
+}
+
+static void test_blocked_sink(void)
+{
+	char path[256];
+	struct tg_cap cap;
+	struct blocked_arg wa;
+	struct drain_arg da;
+	pthread_t wt, dt;
+	struct stat st;
+	struct chunk ch[64];
+	char block[4096];
+	size_t filled = 0;
+	int pfd[2], n, i, ids = 0, events_at = -1, id1_at = -1, end_at = -1, in_order = 1;
+
+	snprintf(path, sizeof(path), "%s/blocked.tg", dir);
+	tg_cap_init(&cap);
+	CHECK_INT(tg_cap_open(&cap, path, 0, 0, 0, 0, 1, 0), 0);
+	CHECK_INT(pipe(pfd), 0);
+	/* fill the pipe, then make its writes blocking again */
+	memset(block, 'x', sizeof(block));
+	CHECK_INT(fcntl(pfd[1], F_SETFL, O_NONBLOCK), 0);
+	for (;;) {
+		ssize_t w = write(pfd[1], block, sizeof(block));
+		if (w <= 0)
+			break;
+		filled += (size_t)w;
+	}
+	CHECK_INT(fcntl(pfd[1], F_SETFL, 0), 0);
+	/* the pipe becomes the capture's descriptor, as if the path were a FIFO */
+	CHECK_INT(dup2(pfd[1], cap.fd), cap.fd);
+	close(pfd[1]);
+	CHECK_INT(fstat(cap.fd, &st), 0);
+	cap.dev = st.st_dev;
+	cap.ino = st.st_ino;
+
+	CHECK_INT(tg_cap_define(&cap, tg_cap_new_code_id(&cap), TG_CAP_CODE_PYTHON, 1,
+				"a.py", 4, "f", 1), 0);
+	wa.cap = &cap;
+	wa.ret = -1;
+	atomic_store(&wa.done, 0);
+	CHECK_INT(pthread_create(&wt, NULL, blocked_writer, &wa), 0);
+	/* wait (an event, not a time) until the writer holds the capture's lock:
+	 * from then on it stays inside write(2) until the pipe is read */
+	while (pthread_mutex_trylock(&cap.lock) == 0) {
+		pthread_mutex_unlock(&cap.lock);
+		if (atomic_load(&wa.done))
+			break;
+		sched_yield();
+	}
+	CHECK(!atomic_load(&wa.done));
+	/* the progress under test: without defs_lock this loop never ends (the
+	 * alarm set in main turns that hang into a failure) */
+	for (i = 0; i < BLOCKED_DEFS; i++) {
+		char func[32];
+		int fl = snprintf(func, sizeof(func), "g%d", i);
+		CHECK_INT(tg_cap_define(&cap, tg_cap_new_code_id(&cap), TG_CAP_CODE_PYTHON,
+					(uint32_t)i, "b.py", 4, func, (size_t)fl), 0);
+	}
+	CHECK(!atomic_load(&wa.done));  /* the sink is still blocked */
+
+	da.fd = pfd[0];
+	da.buf = NULL;
+	da.len = da.cap = 0;
+	CHECK_INT(pthread_create(&dt, NULL, drainer, &da), 0);
+	pthread_join(wt, NULL);
+	CHECK_INT(wa.ret, 0);
+	CHECK_INT(tg_cap_finish(&cap, 0), 0);  /* closes the pipe: the drainer ends */
+	pthread_join(dt, NULL);
+	close(pfd[0]);
+	CHECK(da.len > filled);
+	if (da.len <= filled) {
+		free(da.buf);
+		tg_cap_destroy(&cap);
+		return;
+	}
+	/* the chunks after the filler (read_chunks skips a header's room) */
+	n = read_chunks(da.buf + filled - TG_CAP_HEADER_SIZE, da.len - filled + TG_CAP_HEADER_SIZE,
+			ch, 64);
+	for (i = 0; i < n; i++) {
+		if (ch[i].kind == TG_CAP_CHUNK_EVENTS)
+			events_at = i;
+		else if (ch[i].kind == TG_CAP_CHUNK_END)
+			end_at = i;
+		else if (ch[i].kind == TG_CAP_CHUNK_CODES) {
+			const unsigned char *q = ch[i].payload, *e = q + ch[i].len;
+			while (q < e) {
+				uint64_t id = get(&q, e), fl;
+				if (id != (uint64_t)ids + 1)
+					in_order = 0;
+				if (id == 1)
+					id1_at = i;
+				ids++;
+				q++;
+				get(&q, e);
+				fl = get(&q, e);
+				q += fl;
+				fl = get(&q, e);
+				q += fl;
+			}
+		}
+	}
+	CHECK(in_order);
+	CHECK_INT(ids, BLOCKED_DEFS + 1);
+	CHECK(id1_at >= 0 && id1_at < events_at);  /* defined before the records */
+	CHECK_INT(end_at, n - 1);
+	free(da.buf);
+	tg_cap_destroy(&cap);
+}
+
 #ifdef TG_HAVE_ZSTD
 /* compress: events chunks become zstd frames of exactly the records given;
  * definitions and chunks that would not shrink stay as they are. */
@@ -493,6 +651,11 @@ int main(void)
 	test_many_definitions();
 	test_reused_descriptor();
 	test_concurrent_chunks();
+	/* a failsafe, not a timing check: a deadlock in test_blocked_sink ends the
+	 * test (SIGALRM) instead of hanging the run */
+	alarm(300);
+	test_blocked_sink();
+	alarm(0);
 #ifdef TG_HAVE_ZSTD
 	test_compressed_chunks();
 #else

@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 SUITE = '''
+import mmap
 import os
 import sys
 import threading
@@ -80,6 +81,17 @@ def test_bad_size():
     pass
 
 
+@pytest.mark.limit_memory("4 MB", thread="Mapper")
+def test_native():
+    # An anonymous mapping: native memory, counted with --threadgraph-native only.
+    def work():
+        m = mmap.mmap(-1, 6 << 20)
+        m.close()
+    t = threading.Thread(target=work, name="Mapper")
+    t.start()
+    t.join()
+
+
 def test_unmarked():
     # No marker: the recorder is not enabled (nor, without --threadgraph,
     # imported), unless --threadgraph-all (TG_UNMARKED says which).
@@ -92,14 +104,40 @@ def test_unmarked():
     else:
         assert rec.active() is not None
     run_thread("Loader", 6)
+
+
+@pytest.fixture
+def own_profile(tmp_path):
+    from threadgraph import ProcessProfile
+    with ProcessProfile(default_log_path=str(tmp_path)):
+        yield
+
+
+@pytest.mark.limit_memory("1 GB")
+def test_own_profile(own_profile):
+    # Runs last: its fixture imports the recorder (test_unmarked checks that
+    # nothing did before).
+    pass
 '''
 
 EXPECTED = {
     "test_over": "failure", "test_under": "passed", "test_leak": "failure",
     "test_no_leak": "passed", "test_thread_over": "failure", "test_thread_under": "passed",
-    "test_thread_missing": "failure", "test_bad_size": "error", "test_unmarked": "passed",
+    "test_thread_missing": "failure", "test_bad_size": "error", "test_native": "passed",
+    "test_unmarked": "passed", "test_own_profile": "failure",
 }
-FAILING = ["test_over", "test_leak", "test_thread_over", "test_thread_missing"]
+FAILING = ["test_over", "test_leak", "test_thread_over", "test_thread_missing",
+           "test_own_profile"]
+
+
+def line_of(text):
+    """The line number, in test_suite.py, of SUITE's first line starting with TEXT."""
+    return next(n for n, line in enumerate(SUITE.splitlines(), 1)
+                if line.strip().startswith(text))
+
+
+FILL = line_of("def fill(")  # the recorder names a function by its first line
+WORK = line_of("def work():")
 
 
 def run_suite(tmp_path, *args, env=None):
@@ -133,9 +171,9 @@ def run_suite(tmp_path, *args, env=None):
     return proc, outcomes
 
 
-def check_outcomes(proc, outcomes):
+def check_outcomes(proc, outcomes, **changed):
     got = {name: o for name, (o, _) in outcomes.items()}
-    assert got == EXPECTED, proc.stdout
+    assert got == dict(EXPECTED, **changed), proc.stdout
 
 
 def check_messages(outcomes):
@@ -146,30 +184,34 @@ def check_messages(outcomes):
     site = over[over.index("top call sites live at the peak:"):]
     assert "thread Loader:" in site
     lines = [line.strip() for line in site.splitlines()]
-    at = next(i for i, line in enumerate(lines) if line.endswith("test_suite.py:12:<listcomp>")
-              or line.endswith("test_suite.py:11:fill"))
-    assert any(line.endswith("test_suite.py:16:work") for line in lines[at:at + 3])
+    at = next(i for i, line in enumerate(lines)
+              if line.endswith("test_suite.py:%d:<listcomp>" % (FILL + 1))  # before 3.12
+              or line.endswith("test_suite.py:%d:fill" % FILL))  # 3.12+: inlined
+    assert any(line.endswith("test_suite.py:%d:work" % WORK) for line in lines[at:at + 3])
 
     leak = outcomes["test_leak"][1]
     assert "limit_leaks('1 MB'): 3.0 MiB" in leak
     assert "still live at its end, over its limit of 1.0 MiB" in leak
     assert "still live, by thread: Keeper 3.0 MiB" in leak
-    assert "thread Keeper:" in leak and "test_suite.py:16:work" in leak
+    assert "thread Keeper:" in leak and "test_suite.py:%d:work" % WORK in leak
 
     thread = outcomes["test_thread_over"][1]
     assert ("limit_memory('4 MB', thread='Loader'): thread Loader-2 allocated up to "
             "6.0 MiB") in thread
     assert "top call sites of Loader-2" in thread and "thread Loader-2:" in thread
-    assert "test_suite.py:16:work" in thread
+    assert "test_suite.py:%d:work" % WORK in thread
     assert "Other" not in thread  # 2 MiB: under the limit, and not a Loader
 
     assert "no thread named 'Nobody' or starting with it" in outcomes["test_thread_missing"][1]
     assert "invalid memory size '24 parsecs'" in outcomes["test_bad_size"][1]
+    assert ("threadgraph: cannot measure this test: another ProcessProfile is already "
+            "enabled") in outcomes["test_own_profile"][1]
 
 
-def check_kept(keep, tmp_path):
+def check_kept(keep, tmp_path, failing):
     kept = sorted(os.listdir(str(keep)))
-    assert kept == sorted("test_suite.py_" + name for name in FAILING), kept
+    # Each test that failed a limit (test_own_profile was not measured).
+    assert kept == sorted("test_suite.py_" + name for name in failing), kept
     for name in kept:
         with open(os.path.join(str(keep), name, "summary.json")) as f:
             assert json.load(f)["process"]["peak_bytes"] > 0
@@ -180,11 +222,16 @@ def check_kept(keep, tmp_path):
 
 def test_limits(tmp_path):
     keep = tmp_path / "kept"
-    proc, outcomes = run_suite(tmp_path, "--threadgraph", "--threadgraph-dir", str(keep),
+    proc, outcomes = run_suite(tmp_path, "--threadgraph", "--threadgraph-native",
+                               "--threadgraph-dir", str(keep),
                                env={"TG_UNMARKED": "not enabled"})
-    check_outcomes(proc, outcomes)
+    check_outcomes(proc, outcomes, test_native="failure")
     check_messages(outcomes)
-    check_kept(keep, tmp_path)
+    native = outcomes["test_native"][1]
+    assert ("limit_memory('4 MB', thread='Mapper'): thread Mapper allocated up to "
+            "6.0 MiB") in native
+    assert "thread Mapper:" in native and ":work" in native
+    check_kept(keep, tmp_path, FAILING[:-1] + ["test_native"])
     # A kept run is a whole run directory: the report reads it.
     run = keep / "test_suite.py_test_thread_over"
     rep = subprocess.run([sys.executable, "-m", "threadgraph", "report", "-o",
@@ -205,17 +252,21 @@ def test_off_without_the_option(tmp_path):
     assert len(outcomes) == len(EXPECTED)
 
 
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11),
+                    reason="two xdist workers take a few seconds: checked on 3.11 only "
+                           "(the plugin does nothing version-specific there)")
 def test_xdist(tmp_path):
     try:
         import xdist  # noqa: F401
     except ImportError:
         pytest.skip("pytest-xdist is not installed (tests/run_pythons.sh installs it)")
     keep = tmp_path / "kept"
-    proc, outcomes = run_suite(tmp_path, "-n", "2", "--threadgraph", "--threadgraph-all",
+    # (--threadgraph-all implies --threadgraph.)
+    proc, outcomes = run_suite(tmp_path, "-n", "2", "--threadgraph-all",
                                "--threadgraph-dir", str(keep), env={"TG_UNMARKED": "enabled"})
     check_outcomes(proc, outcomes)
     check_messages(outcomes)
-    check_kept(keep, tmp_path)
+    check_kept(keep, tmp_path, FAILING[:-1])
     # --threadgraph-all: the workers' figures reach the controller's summary,
     # which lists test_unmarked too (measured, no limit).
     out = proc.stdout

@@ -1,0 +1,76 @@
+"""threadgraph export --pprof / --speedscope on the fixtures: a format 1
+accounting snapshot, the tutorial's text dumps (no accounting: the per-call
+deltas), and the bound on a deep profile.  The planted-allocation tests, with
+an independent protobuf reader, are tests/python/test_export_profiles.py."""
+import gzip
+import json
+import os
+
+from clisupport import FIXTURES
+
+ACC = os.path.join(FIXTURES, "accounting")
+
+
+def speedscope(tg, tmp_path, *args):
+    out = tmp_path / "p.json"
+    r = tg("export", "--speedscope", out, *args)
+    assert r.returncode == 0, r.stderr
+    with open(str(out)) as f:
+        doc = json.load(f)
+    assert doc["$schema"] == "https://www.speedscope.app/file-format-schema.json"
+    frames = doc["shared"]["frames"]
+    stacks = {}
+    for p in doc["profiles"]:
+        assert p["type"] == "sampled" and p["unit"] == "bytes"
+        assert len(p["samples"]) == len(p["weights"])
+        assert p["endValue"] == sum(p["weights"]) and p["startValue"] == 0
+        for st, w in zip(p["samples"], p["weights"]):
+            key = (p["name"], tuple(frames[i]["name"] for i in st))
+            stacks[key] = stacks.get(key, 0) + w
+    return r, stacks
+
+
+def test_format1_snapshot(tg, tmp_path):
+    # a format 1 site "leak.py:3:leak it<-main.py:1:main": outermost first in speedscope
+    r, stacks = speedscope(tg, tmp_path, ACC)
+    assert stacks[("<no thread>", ("main", "leak it"))] == 1000057
+    assert stacks[("<no thread>", ("main", "churn"))] == 1100443
+    r, stacks = speedscope(tg, tmp_path, "--metric", "live", ACC)
+    assert stacks[("<no thread>", ("main", "churn"))] == 943
+    out = tmp_path / "p.pb.gz"
+    r = tg("export", "--pprof", "-o", out, os.path.join(ACC, "final.gz"))
+    assert r.returncode == 0, r.stderr
+    assert "wrote a pprof profile of 4 samples (1 thread)" in r.stderr
+    with gzip.open(str(out)) as f:
+        data = f.read()
+    # string_table's first entry is "" (field 6, length 0), the thread label's key there
+    assert b"\x32\x00" in data and b"thread" in data and b"leak it" in data
+
+
+def test_text_dumps_without_accounting(tg, tmp_path, tutorial):
+    r, stacks = speedscope(tg, tmp_path, tutorial)
+    assert "has no allocation accounting" in r.stderr
+    assert stacks and all(w > 0 for w in stacks.values())
+    assert {name for name, _ in stacks} <= {n[:-4] for n in os.listdir(tutorial)
+                                            if n.endswith(".mem")}
+
+
+def test_deep_profile_is_refused(tg, tmp_path):
+    # a 6000-deep chain allocating at every level: 18 million stack frames
+    snap = tmp_path / "snapshot-1-final"
+    lines = ["# threadgraph snapshot 2", "# thread: 0 MainThread",
+             "# columns: ID PARENT THREAD LIVE_BYTES LIVE_COUNT TOTAL_BYTES TOTAL_COUNT CALL"]
+    lines += ["%d %s 0 8 1 8 1 /r.py:1:rec" % (i + 1, i if i else "-") for i in range(6000)]
+    snap.write_text("\n".join(lines) + "\n")
+    r = tg("export", "--pprof", "-o", tmp_path / "p.pb.gz", snap)
+    assert r.returncode == 1 and "more than 16777216 frames" in r.stderr, r.stderr
+    assert not (tmp_path / "p.pb.gz").exists()
+
+
+def test_usage_errors(tg, tmp_path):
+    r = tg("export", "-o", tmp_path / "x", "--speedscope", tmp_path / "p.json", ACC)
+    assert r.returncode == 2 and "-o names --pprof's file" in r.stderr
+    r = tg("export", "--metric", "live", ACC)
+    assert r.returncode == 2 and "--metric chooses --speedscope's weights" in r.stderr
+    r = tg("export", "--max-output", "1", "--speedscope", tmp_path / "p.json", ACC)
+    assert r.returncode == 2 and "--max-output" in r.stderr

