@@ -4,12 +4,15 @@ and run lines (docs/formats.md, docs/api.md "Pool work").
 While a ProcessProfile records, ``concurrent.futures.ThreadPoolExecutor.submit``
 (and so ``Executor.map`` and ``loop.run_in_executor``) and asyncio's
 ``BaseEventLoop.create_task`` (``asyncio.create_task``, ``ensure_future``,
-``asyncio.run``, task groups) are wrapped:
+``asyncio.run``, task groups) are wrapped, at enable() if their modules are
+imported, else when the program imports them (nothing is imported for it):
 
-- the wrapper, hidden from the records (_marks.hidden), notes a task id with
-  the submitting thread's position (the recorder's ``position()``: its open
-  calls at that moment, the caller of submit innermost) and hands the pool a
-  callable that runs the work through ``run_task``;
+- the wrapper notes a task id with the submitting thread's position (the
+  recorder's ``position()``: its open calls at that moment, the caller of
+  submit innermost) and hands the pool a callable that runs the work through
+  ``run_task``; submit's wrapper is hidden from the records (_marks.hidden),
+  create_task's is recorded (an eager task's first step runs inside it) and
+  leaves its own call out of the position;
 - ``run_task`` (a recorded frame) notes the id with its own position, checked
   by the recorder to be its own call, then calls the work: the readers graft
   that call, as a frame ``[LABEL]``, under the submitter's calls.
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import collections.abc
 import itertools
+import sys
 from typing import Any, Callable, Dict, List, Tuple
 
 from threadgraph import _marks
@@ -110,11 +114,15 @@ def _wrap_submit(orig: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _wrap_create_task(orig: Callable[..., Any]) -> Callable[..., Any]:
-    @_marks.hidden
+    # Not hidden: with an eager task factory (3.12+) the task's first step runs
+    # inside create_task, and must be recorded.  The submission is the caller's
+    # place: this wrapper's own call, when recorded (innermost), left out.
     def create_task(self: Any, coro: Any, *args: Any, **kwargs: Any) -> Any:
         rec = _marks.active
-        pos = rec.position(False) if rec is not None and not isinstance(coro, TaskCoro) \
-            else None
+        if rec is None or isinstance(coro, TaskCoro):
+            return orig(self, coro, *args, **kwargs)
+        pos = rec.position(True)
+        pos = (pos[0], pos[1], pos[2] - 1) if pos is not None else rec.position(False)
         if pos is None:
             return orig(self, coro, *args, **kwargs)
         tid = next(_ids)
@@ -127,24 +135,86 @@ def _wrap_create_task(orig: Callable[..., Any]) -> Callable[..., Any]:
     return create_task
 
 
-def install() -> None:
-    """Wraps the pools' submit and asyncio's create_task (once)."""
-    if _saved:
+#: module -> (class, method, wrapper maker) of each wrapper
+_TARGETS: Dict[str, Tuple[str, str, Callable[..., Any]]] = {
+    "concurrent.futures.thread": ("ThreadPoolExecutor", "submit", _wrap_submit),
+    "asyncio.base_events": ("BaseEventLoop", "create_task", _wrap_create_task),
+}
+
+
+def _patch(module: Any) -> None:
+    """Wraps the target of MODULE (one of _TARGETS, just imported) if not yet."""
+    cls_name, name, wrap = _TARGETS[module.__name__]
+    owner = getattr(module, cls_name, None)
+    orig = getattr(owner, "__dict__", {}).get(name)
+    if orig is None or any(o is owner and n == name for o, n, _ in _saved):
         return
-    import asyncio.base_events
-    import concurrent.futures.thread
-    targets: Dict[Any, Tuple[str, Callable[..., Any]]] = {
-        concurrent.futures.thread.ThreadPoolExecutor: ("submit", _wrap_submit),
-        asyncio.base_events.BaseEventLoop: ("create_task", _wrap_create_task),
-    }
-    for owner, (name, wrap) in targets.items():
-        orig = owner.__dict__[name]
-        setattr(owner, name, wrap(orig))
-        _saved.append((owner, name, orig))
+    setattr(owner, name, wrap(orig))
+    _saved.append((owner, name, orig))
+
+
+class _Loader:
+    """A target module's loader, which wraps the target once the module ran."""
+
+    def __init__(self, loader: Any) -> None:
+        self._loader = loader
+
+    def create_module(self, spec: Any) -> Any:
+        create = getattr(self._loader, "create_module", None)
+        return create(spec) if create is not None else None
+
+    def exec_module(self, module: Any) -> None:
+        # the module's own loader from now on (reload, inspect, pkgutil)
+        module.__loader__ = self._loader
+        if getattr(module, "__spec__", None) is not None:
+            module.__spec__.loader = self._loader
+        self._loader.exec_module(module)
+        if _finder in sys.meta_path:
+            _patch(module)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
+
+
+class _Finder:
+    """Finds nothing itself: hands the targets' specs of the other finders to
+    _Loader, so that a program that imports concurrent.futures or asyncio while
+    recording gets the wrappers, and one that never does pays no import."""
+
+    @_marks.hidden
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if name not in _TARGETS:
+            return None
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(name, path, target)
+            if spec is not None:
+                if getattr(spec.loader, "exec_module", None) is not None:
+                    spec.loader = _Loader(spec.loader)
+                return spec
+        return None
+
+
+_finder = _Finder()
+
+
+def install() -> None:
+    """Wraps the pools' submit and asyncio's create_task: now if their modules
+    are imported, else when they are (a finder first on sys.meta_path)."""
+    if _finder not in sys.meta_path:
+        sys.meta_path.insert(0, _finder)
+    for module_name in _TARGETS:
+        module = sys.modules.get(module_name)
+        if module is not None:
+            _patch(module)
 
 
 def uninstall() -> None:
-    """Puts the originals back."""
+    """Puts the originals back and stops watching imports."""
+    while _finder in sys.meta_path:
+        sys.meta_path.remove(_finder)
     while _saved:
         owner, name, orig = _saved.pop()
         setattr(owner, name, orig)

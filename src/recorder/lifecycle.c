@@ -373,8 +373,8 @@ tg_ts_add(struct timespec t, long ns)
 
 /* Every TG_FLUSH_PERIOD_NS: re-anchor the clock and write everything pending;
  * in between, when kicked: write the handed-off buffers only; with process
- * sampling on, at each poll: take a pending process.mem request (one sample
- * for every request made since the last). */
+ * sampling on, at each poll: take the pending process.mem requests (one
+ * reading, written once for every request made since the last poll). */
 static void *
 tg_flusher_main(void *arg)
 {
@@ -402,9 +402,10 @@ tg_flusher_main(void *arg)
                 goto out;
             clock_gettime(CLOCK_REALTIME, &now);
             if (sampling && !tg_ts_before(&now, &poll_at)) {
-                if (tg_process_sample_wanted(r)) {
+                uint64_t n = tg_process_sample_wanted(r);
+                if (n > 0) {
                     pthread_mutex_unlock(&r->flusher_lock);
-                    tg_process_sample(r);
+                    tg_process_sample(r, n);
                     pthread_mutex_lock(&r->flusher_lock);
                     poll_ns = TG_SAMPLE_POLL_MIN_NS;
                 } else if (poll_ns < TG_SAMPLE_POLL_MAX_NS) {
@@ -607,7 +608,8 @@ tg_recorder_enable(struct tg_recorder_object *self)
     tg_thread_table_clear_log(&r->table);
     r->samples_dropped = 0;
     r->samples_taken = 0;
-    r->sample_wanted = 0;
+    atomic_store(&r->sample_requests, 0);
+    r->sample_requests_taken = 0;
     r->dummy_counter = 0;
     r->text_mem = r->fmt_text && r->track_memory;
     r->text_stack = r->fmt_text && r->track_stack;
@@ -734,8 +736,12 @@ tg_recorder_disable(struct tg_recorder_object *self)
     tg_native_uninstall();  /* native=True (native.c); before the table is cleared */
     tg_hooks_uninstall();
     tg_flusher_stop(r);
-    if (tg_process_sample_wanted(r))
-        tg_process_sample(r);  /* the last request, which the flusher had not taken */
+    {
+        /* The last requests, which the flusher had not taken. */
+        uint64_t n = tg_process_sample_wanted(r);
+        if (n > 0)
+            tg_process_sample(r, n);
+    }
     tg_thread_retire_all(r);
     tg_writer_flush(&r->process_w);
     tg_note_writer_error(r, &r->process_w);
@@ -915,7 +921,8 @@ tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir)
     tg_thread_table_clear_log(&r->table);
     r->samples_dropped = 0;
     r->samples_taken = 0;
-    r->sample_wanted = 0;
+    atomic_store(&r->sample_requests, 0);
+    r->sample_requests_taken = 0;
     r->sample_countdown = r->sample_every;
     tg_writer_release(&r->process_w);
     tg_writer_release(&r->process_cap);

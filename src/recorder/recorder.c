@@ -380,12 +380,19 @@ tg_memory_now(struct tg_recorder *r, struct tg_thread *t, const int d)
 
 /* --- records ------------------------------------------------------------ */
 
+/* Owner-only addition of N to a counter other threads read. */
+static inline void
+tg_count_n(_Atomic uint64_t *c, uint64_t n)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+                          memory_order_relaxed);
+}
+
 /* Owner-only increment of a counter other threads read. */
 static inline void
 tg_count(_Atomic uint64_t *c)
 {
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    tg_count_n(c, 1);
 }
 
 /* Write "INDENT[TIME#]FILE:LINE:FUNCTION\n" to T's stack stream. */
@@ -910,9 +917,9 @@ tg_write_return(struct tg_recorder *r, struct tg_thread *t, const char *file, si
 }
 
 /* The countdown reached 0: ask the flusher for a process.mem sample (it reads
- * /proc/self/statm and writes the line: tg_process_sample) and restart the
- * countdown.  No system call: one relaxed store, which requests made before
- * the flusher takes it share (coalesced).  Out of line: one event in
+ * /proc/self/statm and writes one line per request: tg_process_sample) and
+ * restart the countdown.  No system call: a relaxed load and store of the
+ * request count (every event holds the GIL).  Out of line: one event in
  * sample_every.  Without sampling (sample_every 0) the countdown is parked at
  * LONG_MAX instead, so that the event path tests the countdown alone. */
 static __attribute__((noinline, cold)) void
@@ -923,43 +930,58 @@ tg_sample_request(struct tg_recorder *r)
         return;
     }
     r->sample_countdown = r->sample_every;
-    atomic_store_explicit(&r->sample_wanted, 1, memory_order_relaxed);
+    atomic_store_explicit(&r->sample_requests,
+                          atomic_load_explicit(&r->sample_requests, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
 }
 
-int
+uint64_t
 tg_process_sample_wanted(struct tg_recorder *r)
 {
-    return atomic_exchange_explicit(&r->sample_wanted, 0, memory_order_relaxed);
+    uint64_t made = atomic_load_explicit(&r->sample_requests, memory_order_relaxed);
+    uint64_t n = made - r->sample_requests_taken;
+
+    r->sample_requests_taken = made;
+    return n;
 }
 
 void
-tg_process_sample(struct tg_recorder *r)
+tg_process_sample(struct tg_recorder *r, uint64_t n)
 {
-    char *start, *p;
-
+    char line[TG_TIME_MAX + TG_INT_MAX + 2], *p = line;
+    size_t len;
     int64_t ns = 0, bytes;
+    uint64_t i;
 
     if (r->timestamps)
         ns = tg_clock_now_ns_mono(&r->process_clock.last_ns);  /* once for both */
     bytes = tg_rss_bytes(r);
     if (r->fmt_text) {
-        start = p = tg_writer_reserve(&r->process_w, TG_TIME_MAX + TG_INT_MAX + 2);
-        if (p != NULL) {
-            if (r->timestamps)
-                p = tg_fmt_time_ns(p, ns, &r->process_clock);
-            p = tg_fmt_i64(p, bytes);
-            *p++ = '\n';
-            tg_writer_commit(&r->process_w, (size_t)(p - start));
-        } else {
-            tg_count(&r->samples_dropped);
+        if (r->timestamps)
+            p = tg_fmt_time_ns(p, ns, &r->process_clock);
+        p = tg_fmt_i64(p, bytes);
+        *p++ = '\n';
+        len = (size_t)(p - line);
+        for (i = 0; i < n; i++) {
+            char *w = tg_writer_reserve(&r->process_w, len);
+            if (w == NULL) {
+                tg_count_n(&r->samples_dropped, n - i);
+                break;
+            }
+            memcpy(w, line, len);
+            tg_writer_commit(&r->process_w, len);
         }
     }
     if (r->fmt_binary) {
-        unsigned char *cs = (unsigned char *)tg_writer_reserve(&r->process_cap,
-                                                               TG_CAP_RECORD_MAX), *cp;
-        if (cs != NULL) {
+        for (i = 0; i < n; i++) {
+            unsigned char *cs = (unsigned char *)tg_writer_reserve(&r->process_cap,
+                                                                   TG_CAP_RECORD_MAX), *cp;
             uint64_t dt = 0;
             int64_t us = tg_ns_to_us(ns);
+            if (cs == NULL) {
+                tg_count_n(&r->samples_dropped, n - i);
+                break;
+            }
             if (r->timestamps && us > r->process_cap_us) {
                 dt = (uint64_t)(us - r->process_cap_us);
                 r->process_cap_us = us;
@@ -967,11 +989,9 @@ tg_process_sample(struct tg_recorder *r)
             cp = tg_cap_enc_sample(cs, r->timestamps, dt, bytes - r->process_cap_bytes);
             r->process_cap_bytes = bytes;
             tg_writer_commit(&r->process_cap, (size_t)(cp - cs));
-        } else {
-            tg_count(&r->samples_dropped);
         }
     }
-    tg_count(&r->samples_taken);
+    tg_count_n(&r->samples_taken, n);
 }
 
 /* Sampling of process.mem: a request every sample_every events of the process. */

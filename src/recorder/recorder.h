@@ -105,16 +105,20 @@ struct tg_recorder {
     /* --- process.mem --- */
     /* The sample's producer is the flusher (tg_process_sample), or enable() /
      * disable() / a forked child with the flusher stopped: the event path only
-     * counts down and sets sample_wanted (docs/api.md "process.mem"). */
+     * counts down and counts the requests (docs/api.md "process.mem"). */
     struct tg_writer process_w;        /* producer: the sample's (above) */
     struct tg_time_cache process_clock;  /* process_w's timestamps; the producer */
     long sample_countdown;             /* profile events until the next process.mem
                                         * request; GIL (every event holds it, so a
                                         * plain counter: a locked add here cost more
                                         * than the rest of the profile function) */
-    _Atomic int sample_wanted;         /* a sample was requested since the flusher
-                                        * last took one: set by the event path,
-                                        * taken by the flusher (relaxed) */
+    _Atomic uint64_t sample_requests;  /* process.mem requests made (one per
+                                        * sample_every events): raised by the event
+                                        * path under the GIL (a relaxed load and
+                                        * store, no locked add), read by the sample's
+                                        * producer */
+    uint64_t sample_requests_taken;    /* the requests already written; the
+                                        * sample's producer */
 
     /* --- capture.tg (fmt_binary) --- */
     struct tg_cap cap;                 /* the file; see capture_write.h */
@@ -152,13 +156,15 @@ extern struct tg_recorder_object *tg_active;
  * fields and accounting are set). */
 void tg_event_path_choose(struct tg_recorder *r);
 
-/* Take the pending process.mem request: 1 if one was made since the last
- * take (the countdown reached 0 in some thread), else 0.  Any thread. */
-int tg_process_sample_wanted(struct tg_recorder *r);
-/* One process.mem sample: the time now, then the resident set size read from
- * /proc/self/statm, to process_w and process_cap.  The sample's producer only
- * (the flusher; or with the flusher stopped), no GIL needed. */
-void tg_process_sample(struct tg_recorder *r);
+/* Take the pending process.mem requests: how many were made since the last
+ * take (each time the countdown reached 0, in any thread).  The sample's
+ * producer only. */
+uint64_t tg_process_sample_wanted(struct tg_recorder *r);
+/* One process.mem reading for N requests (N >= 1): the time now, then the
+ * resident set size read from /proc/self/statm, written N times (one line, and
+ * one capture sample, per request) to process_w and process_cap.  The sample's
+ * producer only (the flusher; or with the flusher stopped), no GIL needed. */
+void tg_process_sample(struct tg_recorder *r, uint64_t n);
 
 /* Profile function (PyEval_SetProfile); OBJ is the recorder object. */
 int tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);

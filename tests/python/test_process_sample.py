@@ -1,15 +1,18 @@
 """process.mem is sampled off the event path (docs/api.md "process.mem"): the
-event path counts down and requests a sample, the flusher reads
-/proc/self/statm.  A program that grows its memory in steps reads statm
-itself; every sample taken inside a step agrees with it.
+event path counts down and counts a request every N events, the flusher reads
+/proc/self/statm and writes one line per request taken.  A program that grows
+its memory in steps reads statm itself; every sample read inside a step agrees
+with it.
 
-Which samples lie inside a step is decided by stats()["process_samples"], not by
-time: samples are taken one after another, so with C0 the count after a step's
-pages are all resident (and statm read: LO) and C1 the count at the step's
-end (then statm read: HI), the samples C0 + 2 .. C1 (1-based lines of
-process.mem) were all read between the two readings (the sample C0 + 1 may
-have been reading already when C0 was counted), so each lies between LO and HI
-(the recorder's own buffers may grow meanwhile)."""
+Which samples were read inside a step is decided by stats()["process_samples"]
+(the lines written), not by time.  The flusher reads once for all the requests
+it takes, writes that many lines and then counts them, so with C0 the count
+after a step's pages are all resident (and statm read: LO), CA the next count
+seen after it and C1 the count at the step's end (then statm read: HI), the
+lines CA + 1 .. C1 (1-based lines of process.mem) were all read between the two
+readings (the lines CA counted may have been read before LO, but the next read
+comes after CA was counted, which is after C0 was seen), so each lies between LO
+and HI (the recorder's own buffers may grow meanwhile)."""
 import os
 import sys
 
@@ -42,11 +45,14 @@ p.enable()
 def samples():
     return p.stats()["process_samples"]
 
-def until_two_more():
+def after_two_reads():
     c0 = samples()
-    while samples() < c0 + 2:
+    while samples() == c0:
         f()
-    return c0
+    ca = samples()
+    while samples() == ca:
+        f()
+    return ca
 
 for _ in range(30000):  # the writers' buffers resident before the first step
     f()
@@ -54,15 +60,11 @@ blocks, steps = [], []
 for k in range(5):
     blocks.append(bytearray(b"x") * (4 << 20))  # 4 MiB, every page written
     rss_lo = statm_rss()
-    c0 = until_two_more()
+    c0 = after_two_reads()
     for _ in range(2000):
         f()
     c1 = samples()
     steps.append([c0, c1, rss_lo, statm_rss()])
-calls_before = samples()
-for _ in range(3000):  # 3000 calls: 6000 events, 300 requests of 20
-    f()
-steps.append([calls_before, samples(), 0, 0])
 p.disable()
 print(json.dumps({"steps": steps, "total": p.stats()["process_samples"],
                   "page": PAGE}))
@@ -88,9 +90,9 @@ def test_samples_agree_with_statm(tmp_path, fmt):
     times = [l.split("#")[0] for l in lines]
     assert times == sorted(times, key=float)
     page = out["page"]
-    *steps, last = out["steps"]
+    steps = out["steps"]
     for k, (c0, c1, lo, hi) in enumerate(steps):
-        inside = values[c0 + 1:c1]  # lines c0 + 2 .. c1
+        inside = values[c0:c1]  # lines CA + 1 .. C1
         assert inside, (k, c0, c1)
         for v in inside:
             # between the program's own readings before and after, within two
@@ -98,11 +100,55 @@ def test_samples_agree_with_statm(tmp_path, fmt):
             assert lo - 2 * page <= v <= hi + 2 * page, (k, v, lo, hi, inside)
         if k:
             assert lo - steps[k - 1][2] >= 4 << 20  # the steps are real
-    # Never more than one sample per 20 events: 3000 calls of f are 6000 events
-    # (and the loop's own), 300 requests at most; fewer samples when requests
-    # come faster than the flusher's polls (coalesced).
-    c0, c1, _, _ = last
-    assert 0 <= c1 - c0 <= 6000 // 20 + 2
+
+
+@pytest.mark.parametrize("every", [1, 20])
+def test_one_line_per_n_events(tmp_path, every):
+    """One process.mem line per N events, however fast the events come: 20000
+    calls of an empty function are 40000 events (a call and a return each),
+    made faster than the flusher polls (about one poll a millisecond).  The
+    same program without the calls, recorded just before in the same process
+    (after a first run that imports what enable() and disable() need), gives
+    the lines of everything else: enable()'s and disable()'s own events.  The
+    capture's process.mem is the text one."""
+    proc = run_scenario(tmp_path, """
+import sys
+from threadgraph import ProcessProfile
+
+def f():
+    pass
+
+def run(out, calls):
+    p = ProcessProfile(format="both", default_log_path=out, profile="both")
+    p.trackStack()
+    p.setProcessMemoryFrequence(%d)
+    p.enable()
+    for _ in range(calls):
+        f()
+    p.disable()
+    print(p.stats()["process_samples"])
+
+run("warm", 0)
+run("base", 0)
+run("out", 20000)
+""" % every)
+    counts = [int(x) for x in proc.stdout.split()]
+    lines = {}
+    for name in ("base", "out"):
+        run = only_dir(tmp_path / name)
+        lines[name] = read_lines(os.path.join(run, "process.mem"))
+        assert process_lines(run, "binary") == lines[name]
+        assert all(PROCESS_RE.match(l) and "#" in l for l in lines[name]), lines[name][:5]
+    assert counts[1:] == [len(lines["base"]), len(lines["out"])]
+    # The countdown starts afresh at enable(): the 40000 more events make
+    # 40000 / N more lines, give or take the one the base run's remainder
+    # completes.
+    more = len(lines["out"]) - len(lines["base"])
+    assert abs(more - 2 * 20000 // every) <= 1, (more, counts)
+    # A reading serves every request the flusher found waiting: its lines
+    # repeat it; the readings are in time order.
+    times = [float(l.split("#")[0]) for l in lines["out"]]
+    assert times == sorted(times)
 
 
 def test_no_request_no_sample(tmp_path):

@@ -81,6 +81,12 @@ def test_bad_size():
     pass
 
 
+@pytest.mark.limit_memory("4 MB")
+def test_fails_and_over():
+    run_thread("Loader", 6)
+    assert False, "failed by itself"
+
+
 @pytest.mark.limit_memory("4 MB", thread="Mapper")
 def test_native():
     # An anonymous mapping: native memory, counted with --threadgraph-native only.
@@ -124,10 +130,10 @@ EXPECTED = {
     "test_over": "failure", "test_under": "passed", "test_leak": "failure",
     "test_no_leak": "passed", "test_thread_over": "failure", "test_thread_under": "passed",
     "test_thread_missing": "failure", "test_bad_size": "error", "test_native": "passed",
-    "test_unmarked": "passed", "test_own_profile": "failure",
+    "test_unmarked": "passed", "test_own_profile": "failure", "test_fails_and_over": "failure",
 }
 FAILING = ["test_over", "test_leak", "test_thread_over", "test_thread_missing",
-           "test_own_profile"]
+           "test_fails_and_over", "test_own_profile"]
 
 
 def line_of(text):
@@ -206,6 +212,10 @@ def check_messages(outcomes):
     assert "invalid memory size '24 parsecs'" in outcomes["test_bad_size"][1]
     assert ("threadgraph: cannot measure this test: another ProcessProfile is already "
             "enabled") in outcomes["test_own_profile"][1]
+    # A test that failed by itself keeps its own failure, and gets the figures as
+    # a section of its report.
+    both = outcomes["test_fails_and_over"][1]
+    assert "failed by itself" in both and "threadgraph" not in both
 
 
 def check_kept(keep, tmp_path, failing):
@@ -227,6 +237,10 @@ def test_limits(tmp_path):
                                env={"TG_UNMARKED": "not enabled"})
     check_outcomes(proc, outcomes, test_native="failure")
     check_messages(outcomes)
+    out = proc.stdout
+    section = out[out.index("_ test_fails_and_over _"):]
+    section = section[section.index("- threadgraph -"):]
+    assert "limit_memory('4 MB'): the test's peak of memory allocated was 6.0 MiB" in section
     native = outcomes["test_native"][1]
     assert ("limit_memory('4 MB', thread='Mapper'): thread Mapper allocated up to "
             "6.0 MiB") in native
@@ -245,11 +259,11 @@ def test_limits(tmp_path):
 def test_off_without_the_option(tmp_path):
     # Installed but not asked for: the markers are known (--strict-markers) and
     # checked by nothing, and threadgraph's recorder is not even imported.
-    proc, outcomes = run_suite(tmp_path, "--strict-markers",
+    proc, outcomes = run_suite(tmp_path, "--strict-markers", "-k", "not test_fails_and_over",
                                env={"TG_UNMARKED": "not imported"})
     assert proc.returncode == 0, proc.stdout
     assert set(o for o, _ in outcomes.values()) == {"passed"}
-    assert len(outcomes) == len(EXPECTED)
+    assert len(outcomes) == len(EXPECTED) - 1
 
 
 @pytest.mark.skipif(sys.version_info[:2] != (3, 11),
