@@ -37,7 +37,7 @@ def settings_of(opts):
         "timestamps": not opts.no_timestamps, "format": opts.format,
         "native": opts.native, "sample_bytes": opts.sample_bytes,
         "mode": opts.mode, "snapshot_when": opts.snapshot_when,
-        "max_size": opts.max_size,
+        "max_size": opts.max_size, "aggregate": opts.aggregate,
     }
 
 
@@ -72,6 +72,8 @@ def _make_profile(base, settings):
         kwargs["compress"] = True  # gzip of accounting files, zstd of the capture
     if settings.get("max_size"):
         kwargs["max_size"] = settings["max_size"]
+    if settings.get("aggregate"):
+        kwargs["aggregate"] = True
     prof = ProcessProfile(**kwargs)
     if settings.get("filter"):
         prof.setFilter(settings["filter"])

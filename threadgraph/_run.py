@@ -182,6 +182,14 @@ def build_parser():
         "covers (ProcessProfile(max_size=...); docs/run.md)",
     )
     parser.add_argument(
+        "--aggregate",
+        action="store_true",
+        help="no record per call: each thread's calls rolled up per call path (count, "
+        "total and largest delta, time) and its memory curve in buckets, rewritten "
+        "every second into aggregate.tga, whose size does not grow with the run's "
+        "length (ProcessProfile(aggregate=True); docs/run.md)",
+    )
+    parser.add_argument(
         "--native",
         action="store_true",
         help="also count native memory: malloc & co. and anonymous mmap of C "
@@ -319,6 +327,8 @@ def make_profiler(opts, base):
         kwargs["mode"] = opts.mode
     if opts.max_size:
         kwargs["max_size"] = opts.max_size
+    if getattr(opts, "aggregate", False):
+        kwargs["aggregate"] = True
     if opts.backend:
         kwargs["backend"] = opts.backend
     if opts.native:
@@ -734,6 +744,10 @@ def main(argv):
             parser.error("--max-size: %s" % str(exc).replace("max_size must", "must"))
         if opts.format != "binary":
             parser.error("--max-size bounds the binary capture: it needs --format binary")
+    if opts.aggregate and (opts.mode == "sampled" or opts.max_size is not None
+                           or opts.format != "binary"):
+        parser.error("--aggregate writes aggregate.tga instead of the capture: it takes "
+                     "no --sampled, --max-size or --format other than binary")
     if (opts.compress and not (opts.accounting or opts.sample_bytes or opts.snapshot_when
                                or opts.mode == "sampled") and opts.format == "text"):
         parser.error("--compress compresses the binary capture and the accounting "

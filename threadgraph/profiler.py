@@ -195,6 +195,11 @@ class ProcessProfile:
       are deleted whole, so that the files stay within it; the commands read the
       segments kept and say which part of the run they cover (docs/formats.md
       "Segments").  None (the default) or 0: one ``capture.tg``, no limit.
+    * ``aggregate``: True writes no record per call: each thread's calls rolled
+      up per call path (count, total and largest delta, time) and its memory
+      curve in buckets, rewritten every second into ``aggregate.tga``, whose
+      size does not grow with the run's length (docs/api.md "Aggregate mode").
+      Needs ``format="binary"`` (the default), ``mode="full"``, no ``max_size``.
 
     Settings changed while enabled take effect at the next ``enable()``.  Only one
     ProcessProfile can be enabled in a process at a time.
@@ -207,7 +212,7 @@ class ProcessProfile:
                  native: bool = False,
                  format: Optional[str] = None,
                  sample_bytes: int = 0, mode: str = _options.DEFAULTS["mode"],
-                 max_size: Union[None, int, str] = None) -> None:
+                 max_size: Union[None, int, str] = None, aggregate: bool = False) -> None:
         if profile is None:
             profile = _options.DEFAULTS["profile"]
         _options.check("profile", profile)
@@ -268,6 +273,14 @@ class ProcessProfile:
         if self.max_size is not None and format != "binary":
             raise ValueError("max_size bounds the binary capture: it needs "
                              "format='binary'")
+        #: Call paths and memory curves rolled up into aggregate.tga instead of
+        #: a record per call (docs/api.md "Aggregate mode").
+        self.aggregate = bool(aggregate)
+        if self.aggregate and (mode != "full" or format != "binary" or self.max_size
+                               or stream_factory is not None):
+            raise ValueError("aggregate=True writes aggregate.tga instead of the capture: "
+                             "it needs format='binary' (the default), mode='full', no "
+                             "max_size and no stream_factory")
         self._filter: Optional[str] = None
         self._forked = False
         self._stack = bool(_options.VALUE_DEFAULTS["track_stack"])
@@ -410,7 +423,7 @@ class ProcessProfile:
                          compress=self.compress, backend=self.backend,
                          native=self.native, format=self.format,
                          sample_bytes=self.sample_bytes, mode=self.mode,
-                         max_size=self.max_size or 0)
+                         max_size=self.max_size or 0, aggregate=self.aggregate)
         global _ACTIVE
         _ACTIVE = self
         self._pid = os.getpid()

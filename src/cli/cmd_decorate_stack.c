@@ -4,6 +4,7 @@
  */
 #include <sys/stat.h>
 
+#include "aggfile.h"
 #include "cli.h"
 #include "decorate.h"
 
@@ -54,6 +55,10 @@ int cmd_decorate_stack(int argc, char **argv)
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
 	tg_resolve_run_bases(argv, nargs > 0);  /* RUN_DIR: a base of runs reads its latest */
+	if (nargs >= 1 && tg_aggfile_is_run(argv[0]))
+		return error("'%s' is an aggregate run (aggregate.tga): it keeps each call path's "
+			     "totals, not each call, and decorate-stack needs a full capture "
+			     "(record it without --aggregate)", argv[0]);
 	if (nargs != 3)
 		return usage_error(decorate_usage, "expected MEM STACK EVENT or RUN_DIR THREAD EVENT, "
 				   "got %d argument%s",

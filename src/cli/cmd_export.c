@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "export.h"
 #include "fold_cli.h"
+#include "marks.h"
 #include "pprof.h"
 #include "speedscope.h"
 #include "xprof.h"
@@ -249,6 +250,19 @@ int cmd_export(int argc, char **argv)
 			  : (uint64_t)max_mib << 20, &st, &d) < 0) {
 		ret = error("%s", d.msg);
 		goto out;
+	}
+	{
+		/* the run's phases and task links go with its dumps (docs/formats.md) */
+		const char *slash = strrchr(cap->path, '/');
+		char *capdir = slash ? strndup(cap->path, slash == cap->path ? 1 :
+					       (size_t)(slash - cap->path)) : strdup(".");
+		int rc = capdir ? tg_marks_copy(capdir, outdir, &d) : tg_error(&d, "out of memory");
+		free(capdir);
+		if (rc < 0) {
+			ret = error("%s", d.msg);
+			goto out;
+		}
+		st.files += rc;
 	}
 	if (st.dropped)
 		warning("the recorder lost %llu record%s: the files lack them",

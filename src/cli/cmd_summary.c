@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "acct_out.h"
+#include "aggfile.h"
 #include "cli.h"
 #include "fmt.h"
 #include "linereader.h"
@@ -64,7 +65,19 @@ int cmd_summary(int argc, char **argv)
 		free(path);
 		return ret;
 	}
-	if (tg_summary_read(&s, argv[0], &d) < 0)
+	if (tg_aggfile_is_run(argv[0])) {
+		/* an aggregate run: its call paths and curves, then accounting if on */
+		struct tg_aggfile a;
+		if (tg_aggfile_load(&a, argv[0], &d) < 0) {
+			tg_aggfile_release(&a);
+			return error("%s", d.msg);
+		}
+		tg_aggfile_summary(stdout, &a, 5);
+		tg_aggfile_release(&a);
+		if (tg_summary_read(&s, argv[0], &d) < 0)
+			return TG_EXIT_OK;
+		fputs("\n", stdout);
+	} else if (tg_summary_read(&s, argv[0], &d) < 0)
 		return error("%s", d.msg);
 	tg_summary_print(stdout, &s);
 	tg_summary_release(&s);

@@ -112,7 +112,8 @@ static int rd_is_run(const char *dir)
 	struct dirent *e;
 	int yes = 0;
 
-	if (rd_is_file(dir, "capture.tg", &st) || rd_is_file(dir, "runinfo.json", &st))
+	if (rd_is_file(dir, "capture.tg", &st) || rd_is_file(dir, "runinfo.json", &st)
+	    || rd_is_file(dir, "aggregate.tga", &st))
 		return 1;
 	d = opendir(dir);
 	if (!d)

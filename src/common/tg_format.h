@@ -102,5 +102,8 @@ static inline size_t tg_unsafe_seq(const unsigned char *s, size_t n)
  */
 #define TG_CURVE_FILE "<thread memory>"
 #define TG_CURVE_FUNC "sampled"
+/* An aggregate run's curve read as .mem records (src/lib/dumpset.h): the same
+ * pseudo-call, named so. */
+#define TG_AGG_CURVE_FUNC "aggregate"
 
 #endif /* TG_FORMAT_H */

@@ -21,6 +21,8 @@ int tg_dumpfile_init(struct tg_dumpfile *df, const char *path)
 	df->kind = TG_DUMP_MEM;
 	df->cap = NULL;
 	df->cap_thread = NULL;
+	df->agg = NULL;
+	df->agg_thread = NULL;
 	dot = NULL;
 	for (size_t i = 0; i < len; i++)
 		if (base[i] == '.')

@@ -15,6 +15,8 @@ enum tg_dump_kind {
 
 struct tg_capture;
 struct tg_cap_thread;
+struct tg_aggfile;
+struct tg_agg_rthread;
 
 struct tg_dumpfile {
 	const char *path;       /* as given (not owned) */
@@ -24,6 +26,10 @@ struct tg_dumpfile {
 	 * names the file `threadgraph export` writes; NULL for a text dump */
 	const struct tg_capture *cap;
 	const struct tg_cap_thread *cap_thread; /* its thread (NULL: process.mem) */
+	/* a thread's memory curve in an aggregate run (dumpset.h): its buckets
+	 * read as .mem records, path the .mem file it stands for; NULL otherwise */
+	const struct tg_aggfile *agg;
+	const struct tg_agg_rthread *agg_thread;
 };
 
 /* Fills df from path (a text dump: cap NULL); returns 0, or -1 when out of memory. */

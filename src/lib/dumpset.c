@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "aggfile.h"
 #include "dumpset.h"
 #include "tg_format.h"
 
@@ -252,6 +253,52 @@ void tg_dumpset_free_capture(struct tg_capture *cap)
 	}
 }
 
+static int ds_cmp_aggthreads(const void *a, const void *b)
+{
+	const struct tg_agg_rthread *x = *(const struct tg_agg_rthread *const *)a;
+	const struct tg_agg_rthread *y = *(const struct tg_agg_rthread *const *)b;
+	return strcmp(x->base, y->base);
+}
+
+/* The threads of the aggregate run PATH as .mem files (dumpset.h); 0 or -1. */
+static int ds_add_aggregate(struct tg_dumpset *s, const char *path, enum tg_dumpset_view view,
+			    struct tg_diag *d)
+{
+	const struct tg_agg_rthread **order;
+	const char *slash;
+	size_t dlen;
+
+	if (!(s->agg = calloc(1, sizeof(*s->agg))))
+		return tg_error(d, "out of memory");
+	if (tg_aggfile_load(s->agg, path, d) < 0)
+		return -1;
+	if (view == TG_VIEW_STACK || !s->agg->nt)
+		return 0;
+	slash = strrchr(s->agg->path, '/');
+	dlen = slash ? (size_t)(slash - s->agg->path) + 1 : 0;
+	if (!(order = malloc(s->agg->nt * sizeof(*order))))
+		return tg_error(d, "out of memory");
+	for (size_t i = 0; i < s->agg->nt; i++)
+		order[i] = &s->agg->t[i];
+	qsort(order, s->agg->nt, sizeof(*order), ds_cmp_aggthreads);
+	for (size_t i = 0; i < s->agg->nt; i++) {
+		char *p = ds_join(s->agg->path, dlen, order[i]->base, TG_MEM_SUFFIX);
+		if (!p || ds_own(s, p) < 0) {
+			free(order);
+			return tg_error(d, "out of memory");
+		}
+		if (ds_add(s, p, d) < 0) {
+			free(order);
+			return -1;
+		}
+		s->v[s->n - 1].kind = TG_DUMP_MEM;
+		s->v[s->n - 1].agg = s->agg;
+		s->v[s->n - 1].agg_thread = order[i];
+	}
+	free(order);
+	return 0;
+}
+
 int tg_dumpset_init(struct tg_dumpset *s, char **paths, size_t n, enum tg_dumpset_view view,
 		    struct tg_diag *d)
 {
@@ -260,6 +307,13 @@ int tg_dumpset_init(struct tg_dumpset *s, char **paths, size_t n, enum tg_dumpse
 	memset(s, 0, sizeof(*s));
 	for (size_t i = 0; i < n; i++) {
 		int rc = tg_dumpset_open_capture(paths[i], &s->cap, d);
+
+		if (rc == 0 && tg_aggfile_is_run(paths[i])) {
+			if (n != 1)
+				return tg_error(d, "an aggregate run ('%s') must be the only operand",
+						paths[i]);
+			return ds_add_aggregate(s, paths[i], view, d);
+		}
 
 		if (rc < 0)
 			return -1;
@@ -301,5 +355,9 @@ void tg_dumpset_release(struct tg_dumpset *s)
 	free(s->owned);
 	if (!s->cap_borrowed)
 		tg_dumpset_free_capture(s->cap);
+	if (s->agg) {
+		tg_aggfile_release(s->agg);
+		free(s->agg);
+	}
 	memset(s, 0, sizeof(*s));
 }

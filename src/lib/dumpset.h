@@ -31,6 +31,8 @@ struct tg_dumpset {
 	struct tg_capture *cap;  /* the capture the files come from (owned unless
 				  * cap_borrowed), or NULL */
 	int cap_borrowed;        /* cap is the caller's (tg_dumpset_init_capture) */
+	struct tg_aggfile *agg;  /* the aggregate run the files come from (owned), or
+				  * NULL: its threads' curves as .mem files */
 	char **owned;            /* paths built for directory entries (owned) */
 	size_t n_owned, owned_alloc;
 };
@@ -46,7 +48,11 @@ int tg_dir_names(const char *dir, const char *suffix, int gz, char ***names, siz
 void tg_dir_names_free(char **names, size_t n);
 
 /*
- * Expands the n operands into s for view.  A capture must be the only operand
+ * Expands the n operands into s for view.  An aggregate run (aggfile.h: a
+ * directory holding aggregate.tga, or the file) must be the only operand: its
+ * MEM view is one .mem file per thread whose records are the thread's memory
+ * curve, two per bucket (its lowest then its highest memory, at the bucket's
+ * start: TG_CURVE_FILE:0:aggregate=>BYTES); its STACK view is empty.  A capture must be the only operand
  * (its time flag decides --no_time).  Returns 0, or -1 with d->msg set (an
  * unreadable directory, a broken capture, a capture beside other operands);
  * s needs tg_dumpset_release() either way.

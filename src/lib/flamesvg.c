@@ -120,6 +120,11 @@ static void fs_fill(FILE *out, const struct tg_fold *f, size_t node)
 		fputs("#b8c0d8", out);
 		return;
 	}
+	/* a task's marker frame "[LABEL]" (fold_stitch.h): where pool work was grafted */
+	if (name[0] == '[' && name[strlen(name) - 1] == ']' && !strstr(name, " (")) {
+		fputs("#e8d8a0", out);
+		return;
+	}
 	/* the function name only: one function keeps its colour in every context */
 	for (const char *p = name; *p && strncmp(p, " (", 2); p++)
 		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;

@@ -12,10 +12,13 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "aggfile.h"
 #include "dumpset.h"
 #include "fold.h"
 #include "fold_stitch.h"
@@ -510,6 +513,94 @@ out:
 	return ret;
 }
 
+/*
+ * delta and time from an aggregate run (aggfile.h): each call path is a frame;
+ * its own value is the path's total (delta or time) minus its callees' totals,
+ * self = max(own, 0) -- per path, where the dumps' pairing clamps per call.
+ * 0 or -1.
+ */
+static int load_aggregate(struct tg_fold *f, const struct tg_fold_opts *o, struct tg_diag *d)
+{
+	struct tg_aggfile a;
+	size_t *map = NULL, *depth = NULL;
+	int64_t *own = NULL;
+	char *buf = NULL, line[16];
+	size_t cap = 0;
+	int ret = -1;
+
+	if (tg_aggfile_load(&a, o->path, d) < 0)
+		goto out;
+	if (!(f->source = strdup(o->path)))
+		goto oom;
+	for (size_t i = 0; i < a.nt; i++) {
+		const struct tg_agg_rthread *t = &a.t[i];
+		size_t root;
+
+		if (o->thread && strcmp(o->thread, t->base))
+			continue;
+		free(map);
+		free(depth);
+		free(own);
+		map = malloc(t->n_nodes * sizeof(*map));
+		depth = malloc(t->n_nodes * sizeof(*depth));
+		own = malloc(t->n_nodes * sizeof(*own));
+		if (!map || !depth || !own)
+			goto oom;
+		if (load_thread_root(f, o, t->base, &root, d) < 0)
+			goto out;
+		map[0] = root;
+		depth[0] = 0;
+		own[0] = 0;
+		for (size_t j = 1; j < t->n_nodes; j++)
+			own[j] = o->metric->metric == TG_FOLD_TIME ? t->nodes[j].time_us
+				 : t->nodes[j].total;
+		for (size_t j = 1; j < t->n_nodes; j++) {
+			const struct tg_agg_rnode *n = &t->nodes[j];
+			int64_t v = o->metric->metric == TG_FOLD_TIME ? n->time_us : n->total;
+			if (n->parent)
+				tg_fold_add(&own[n->parent], v == INT64_MIN ? INT64_MAX : -v);
+		}
+		for (size_t j = 1; j < t->n_nodes; j++) {
+			const struct tg_agg_rnode *n = &t->nodes[j];
+			const struct tg_agg_rfunc *fn = &a.f[n->func - 1];
+			long len;
+			depth[j] = depth[n->parent] + 1;
+			if (o->max_depth && depth[j] > o->max_depth) {
+				map[j] = map[n->parent];
+				f->deep += n->count > ULONG_MAX ? ULONG_MAX : (unsigned long)n->count;
+			} else {
+				snprintf(line, sizeof(line), "%u", n->line);
+				if ((len = tg_fold_frame_text(&buf, &cap, fn->file, strlen(fn->file), line,
+							      strlen(line), fn->func, strlen(fn->func))) < 0)
+					goto oom;
+				if (tg_fold_child(f, map[n->parent], buf, (size_t)len, TG_FOLD_CALL,
+						  &map[j], d) < 0)
+					goto out;
+			}
+			if (own[j] > 0)
+				tg_fold_add(&f->v[map[j]].self, own[j]);
+			else if (o->metric->metric == TG_FOLD_DELTA)
+				tg_fold_add(&f->neg, own[j]);
+		}
+		f->threads++;
+	}
+	if (o->thread && !f->threads) {
+		tg_error(d, "no thread '%s' in '%s'", o->thread, a.path);
+		goto out;
+	}
+	ret = 0;
+	goto out;
+oom:
+	tg_error(d, "out of memory");
+out:
+	free(map);
+	free(depth);
+	free(own);
+	free(buf);
+	tg_aggfile_release(&a);
+	return ret;
+}
+
 /* The task links of the run CAP (or the text dumps in o->path) into oo->stitch
  * when stitching applies.  0 or -1. */
 static int load_stitch(struct tg_fold_opts *oo, const struct tg_capture *cap,
@@ -547,6 +638,8 @@ int tg_fold_load(struct tg_fold *f, const struct tg_fold_opts *o, struct tg_diag
 		rc = load_snapshot(f, o, d);
 	else if (o->cap)
 		rc = load_stitch(&oo, o->cap, d) < 0 ? -1 : load_capture(f, &oo, o->cap, d);
+	else if (tg_aggfile_is_run(o->path))
+		rc = load_aggregate(f, o, d);
 	else if ((rc = tg_dumpset_open_capture(o->path, &cap, d)) != 0)
 		rc = rc < 0 || load_stitch(&oo, cap, d) < 0 ? -1 : load_capture(f, &oo, cap, d);
 	else if (!load_is_dir(o->path))

@@ -12,6 +12,7 @@
 #include "capture_read.h"
 #include "fmt.h"
 #include "held.h"
+#include "marks_plot.h"
 #include "recsrc.h"
 #include "tg_capture.h"
 
@@ -490,7 +491,8 @@ static int held_level_at(const char *dir, const char *name, const struct tg_held
 static void held_script(FILE *f, const struct tg_memg_opts *o, const struct tg_dumpfile *files,
 			size_t n, const unsigned char *series, const unsigned char *show,
 			size_t shown, size_t nseries, int has_others, int process,
-			const struct tg_timeaxis *ta, const struct tg_held_peak *p)
+			const struct tg_timeaxis *ta, const struct tg_held_peak *p,
+			const struct tg_marks *m)
 {
 	struct tg_timerange range = { o->has_from, o->has_to, o->from, o->to };
 	const char *sep = "plot ";
@@ -505,6 +507,8 @@ static void held_script(FILE *f, const struct tg_memg_opts *o, const struct tg_d
 		fputs("set ytics nomirror\nset y2tics\nset y2label 'Process resident size (MB)'\n"
 		      "set y2range [0:*]\n", f);
 	tg_timeaxis_write(f, ta, &range, "Event");
+	tg_marks_plot_objects(f, m, ta, o->has_from ? o->from : -INFINITY,
+			      o->has_to ? o->to : INFINITY);
 	if (has_others) {
 		fprintf(f, "%s'held-others.dat' using (tx($1)):($2/1048576) with steps lt %d "
 			"lw 2 title '%zu other thread%s (sum)'", sep, TG_GP_LT_OTHER,
@@ -530,6 +534,8 @@ static void held_script(FILE *f, const struct tg_memg_opts *o, const struct tg_d
 		      "ps 1 lc rgb '#000000' notitle, \\\n     'held-peak.dat' using "
 		      "(tx($1)):($2/1048576):3 with labels tc rgb '#000000' offset char 0,1 "
 		      "notitle", f);
+	sep = ", \\\n     ";
+	tg_marks_plot_keys(f, m, &sep);
 	fputs("\n", f);
 }
 
@@ -540,6 +546,7 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	struct tg_plot_files pf = TG_PLOT_FILES_INIT;
 	struct tg_aout dat = { 0 }, script = { 0 }, legend = { 0 };
 	struct tg_held_peak p;
+	struct tg_marks marks;
 	struct tg_timeaxis ta;
 	struct held_series *hs = calloc(n ? n : 1, sizeof(*hs));
 	unsigned char *series = calloc(n ? n : 1, 1), *show = calloc(n ? n : 1, 1);
@@ -551,6 +558,7 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	char name[64], end[64] = "";
 
 	memset(&p, 0, sizeof(p));
+	tg_marks_init(&marks);
 	tg_timeaxis_init(&ta, o->clock ? TG_TIME_CLOCK : TG_TIME_ELAPSED);
 	if (!hs || !series || !show || !act) {
 		tg_error(d, "out of memory");
@@ -711,8 +719,13 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		goto out;
 	}
 	tg_gp_preamble(script.f, po, "memg-held");
+	if (tg_marks_read_near(&marks, files, n, d) < 0) {
+		tg_aout_abort(&script);
+		tg_aout_abort(&legend);
+		goto out;
+	}
 	held_script(script.f, o, files, n, series, show, shown, nseries, has_others, process,
-		    &ta, &p);
+		    &ta, &p, &marks);
 	if (r && r->plotting && tg_plot_draws(po))
 		r->plotting(r->ctx);
 	ret = tg_plot_finish(po, &pf, "memg-held", &script, &legend, d);
@@ -723,6 +736,7 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 out:
 	tg_plot_files_release(&pf);
 	tg_held_peak_release(&p);
+	tg_marks_release(&marks);
 	free(hs);
 	free(series);
 	free(show);

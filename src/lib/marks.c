@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "linereader.h"
 #include "marks.h"
@@ -271,4 +273,70 @@ void tg_marks_keep_peaks(struct tg_peaks *p, const struct tg_marks *m, const cha
 			p->v[k++] = p->v[i];
 	}
 	p->n = k;
+}
+
+int tg_marks_copy(const char *srcdir, const char *dstdir, struct tg_diag *d)
+{
+	struct stat ss, ds;
+	char *src = NULL, *dst = NULL, buf[65536];
+	int in = -1, out = -1, ret = -1;
+	ssize_t n;
+
+	if (stat(srcdir, &ss) == 0 && stat(dstdir, &ds) == 0 && ss.st_dev == ds.st_dev &&
+	    ss.st_ino == ds.st_ino)
+		return 0;
+	if (asprintf(&src, "%s/%s", srcdir, TG_MARKS_FILENAME) < 0) {
+		src = NULL;
+		goto oom;
+	}
+	if (asprintf(&dst, "%s/%s", dstdir, TG_MARKS_FILENAME) < 0) {
+		dst = NULL;
+		goto oom;
+	}
+	if ((in = open(src, O_RDONLY | O_CLOEXEC)) < 0) {
+		ret = errno == ENOENT ? 0 : tg_error(d, "cannot read '%s': %s", src, strerror(errno));
+		goto out;
+	}
+	if ((out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0) {
+		ret = errno == EEXIST ? 0 : tg_error(d, "cannot create '%s': %s", dst,
+						     strerror(errno));
+		goto out;
+	}
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			tg_error(d, "cannot read '%s': %s", src, strerror(errno));
+			goto out;
+		}
+		for (ssize_t off = 0, w; off < n; off += w)
+			if ((w = write(out, buf + off, (size_t)(n - off))) < 0) {
+				if (errno == EINTR) {
+					w = 0;
+					continue;
+				}
+				tg_error(d, "cannot write '%s': %s", dst, strerror(errno));
+				goto out;
+			}
+	}
+	if (close(out) < 0) {
+		out = -1;
+		tg_error(d, "cannot write '%s': %s", dst, strerror(errno));
+		goto out;
+	}
+	out = -1;
+	ret = 1;
+	goto out;
+oom:
+	tg_error(d, "out of memory");
+out:
+	if (ret < 0 && out >= 0)
+		unlink(dst);
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	free(src);
+	free(dst);
+	return ret;
 }

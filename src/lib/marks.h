@@ -83,6 +83,13 @@ const struct tg_phase *tg_marks_phase_at(const struct tg_marks *m, double t);
 /* Whether some phase is called NAME. */
 int tg_marks_has_phase(const struct tg_marks *m, const char *name);
 
+/*
+ * Copies SRCDIR/marks.txt to DSTDIR (threadgraph export -o): 1 copied, 0 not
+ * (SRCDIR has none, DSTDIR is SRCDIR, or DSTDIR has one already: never
+ * overwritten), or -1 with d->msg set.
+ */
+int tg_marks_copy(const char *srcdir, const char *dstdir, struct tg_diag *d);
+
 /* Keeps the peaks of P whose innermost phase (at the peak's time: the return
  * of its call) is called NAME, numbers unchanged. */
 void tg_marks_keep_peaks(struct tg_peaks *p, const struct tg_marks *m, const char *name);

@@ -10,6 +10,7 @@
 
 #include "fmt.h"
 #include "marks.h"
+#include "marks_plot.h"
 #include "memg.h"
 #include "recsrc.h"
 
@@ -299,96 +300,6 @@ int tg_peak_write_legend(FILE *f, const struct tg_peaks *p, const struct tg_peak
 	return putc('\n', f) == EOF ? EOF : 0;
 }
 
-/* Fill colours of the phases' shading, by the order of their names' first
- * phase (the same name, the same colour); more names cycle. */
-static const char *const memg_phase_colours[] = {
-	"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
-	"#8c564b", "#e377c2", "#bcbd22", "#17becf", "#7f7f7f",
-};
-#define MEMG_PHASE_COLOURS (sizeof(memg_phase_colours) / sizeof(memg_phase_colours[0]))
-
-/* The colour number of phase I: its name's first phase's rank among first
- * phases of their names; *first set when I is that first one. */
-static size_t memg_phase_colour(const struct tg_marks *m, size_t i, int *first)
-{
-	size_t rank = 0;
-
-	for (size_t j = 0; j <= i; j++) {
-		size_t k;
-		for (k = 0; k < j && strcmp(m->phases[k].name, m->phases[j].name); k++)
-			;
-		if (k < j)
-			continue;  /* not its name's first */
-		if (!strcmp(m->phases[j].name, m->phases[i].name)) {
-			*first = j == i;
-			return rank % MEMG_PHASE_COLOURS;
-		}
-		rank++;
-	}
-	*first = 0;
-	return 0;
-}
-
-/*
- * Writes the phases as shaded intervals behind the series and the marks as
- * dashed vertical lines with their names (after the x axis: they use tx());
- * only with timestamps.  A phase still open at the end runs to the last event.
- */
-static void memg_marks_objects(FILE *f, const struct tg_memg_opts *o, const struct tg_marks *m,
-			       const struct tg_timeaxis *ta)
-{
-	double lo = o->has_from ? o->from : -INFINITY, hi = o->has_to ? o->to : INFINITY;
-	int first;
-
-	if (!o->has_time || !ta->seen)
-		return;
-	for (size_t i = 0; i < m->n_phases; i++) {
-		const struct tg_phase *p = &m->phases[i];
-		double a = fmax(p->start, lo), b = fmin(isinf(p->stop) ? ta->t1 : p->stop, hi);
-		size_t c = memg_phase_colour(m, i, &first);
-
-		if (b < a)
-			continue;
-		fprintf(f, "set object rect from tx(%.6f), graph 0 to tx(%.6f), graph 1 back "
-			"fc rgb '%s' fs transparent solid 0.12 noborder\n", a, b,
-			memg_phase_colours[c]);
-	}
-	for (size_t i = 0; i < m->n_marks; i++) {
-		const struct tg_mark *k = &m->marks[i];
-		if (k->t < lo || k->t > hi)
-			continue;
-		fprintf(f, "set arrow from tx(%.6f), graph 0 to tx(%.6f), graph 1 nohead back "
-			"dt 3 lc rgb '#505050'\nset label ", k->t, k->t);
-		tg_gp_quote_label(f, k->name, strlen(k->name), 40);
-		fprintf(f, " at tx(%.6f), graph 0.98 rotate by 90 right offset char -0.6,0 "
-			"tc rgb '#505050'\n", k->t);
-	}
-}
-
-/* Writes the key entries of the phases' names: "phase NAME", one per name. */
-static void memg_phase_keys(FILE *f, const struct tg_memg_opts *o, const struct tg_marks *m,
-			    const char **sep)
-{
-	int first;
-
-	if (!o->has_time)
-		return;
-	for (size_t i = 0; i < m->n_phases; i++) {
-		size_t c = memg_phase_colour(m, i, &first);
-		char *title;
-
-		if (!first)
-			continue;
-		if (asprintf(&title, "phase %s", m->phases[i].name) < 0)
-			continue;
-		fprintf(f, "%skeyentry with boxes fc rgb '%s' fs transparent solid 0.3 noborder "
-			"title ", *sep, memg_phase_colours[c]);
-		tg_gp_quote(f, title, strlen(title));
-		free(title);
-		*sep = ", \\\n     ";
-	}
-}
-
 /* Writes the plot command's series: threads (top ones styled, the rest grey),
  * process, peaks, and the phases' key entries. */
 static void memg_plot_lines(FILE *f, const struct tg_memg_opts *o,
@@ -437,7 +348,8 @@ static void memg_plot_lines(FILE *f, const struct tg_memg_opts *o,
 			"with labels tc rgb '#000000' offset char 0,0.8 notitle", sep);
 	if (peaks)
 		sep = ", \\\n     ";
-	memg_phase_keys(f, o, m, &sep);
+	if (o->has_time)
+		tg_marks_plot_keys(f, m, &sep);
 	fputs("\n", f);
 }
 
@@ -689,7 +601,9 @@ static void memg_script(FILE *f, const struct tg_memg_opts *o,
 		fputs("set ytics nomirror\nset y2tics\nset y2label 'Process memory (MB)'\n"
 		      "set y2range [0:*]\n", f);
 	tg_timeaxis_write(f, ta, &range, "Event");
-	memg_marks_objects(f, o, mk, ta);
+	if (o->has_time)
+		tg_marks_plot_objects(f, mk, ta, o->has_from ? o->from : -INFINITY,
+				      o->has_to ? o->to : INFINITY);
 	memg_plot_lines(f, o, files, n, st, show, threads - shown, peaks, mk);
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "aggfile.h"
 #include "recsrc.h"
 #include "tg_format.h"
 
@@ -15,6 +16,11 @@ int tg_src_open(struct tg_src *s, const struct tg_dumpfile *df, int has_time, si
 	s->df = df;
 	s->has_time = has_time;
 	s->sec = -1;
+	if (df->agg_thread) {
+		s->is_cap = s->is_agg = 1;  /* records made, as a capture's are */
+		s->lr.fd = -1;
+		return 0;
+	}
 	if (!df->cap)
 		return tg_lr_open(&s->lr, df->path, bufsize, d);
 	s->is_cap = 1;
@@ -26,7 +32,9 @@ int tg_src_open(struct tg_src *s, const struct tg_dumpfile *df, int has_time, si
 
 void tg_src_release(struct tg_src *s)
 {
-	if (s->is_cap)
+	if (s->is_agg)
+		;
+	else if (s->is_cap)
 		tg_capcur_release(&s->cur);
 	else
 		tg_lr_release(&s->lr);
@@ -95,9 +103,46 @@ static int src_cap_malformed(struct tg_src *s, struct tg_diag *d, const char *wh
 	return tg_malformed(d, where, s->lineno, why);
 }
 
+/* The next record of an aggregate thread's curve: each bucket's lowest, then
+ * (when higher) its highest memory, at the bucket's start. */
+static int src_agg_next_mem(struct tg_src *s, struct tg_memrec *r)
+{
+	const struct tg_agg_rthread *t = s->df->agg_thread;
+	const struct tg_agg_rbucket *b;
+
+	for (;;) {
+		if (s->agg_i / 2 >= t->nb)
+			return 0;
+		b = &t->b[s->agg_i / 2];
+		if (s->agg_i % 2 == 0 || b->max != b->min)
+			break;
+		s->agg_i++;
+	}
+	s->rec.t_us = b->t_us;
+	s->lineno = s->agg_i + 1;
+	src_time(s, &r->time);
+	r->file.s = TG_CURVE_FILE;
+	r->file.len = sizeof(TG_CURVE_FILE) - 1;
+	r->func.s = TG_AGG_CURVE_FUNC;
+	r->func.len = sizeof(TG_AGG_CURVE_FUNC) - 1;
+	r->line = 0;
+	r->delta = s->agg_i % 2 == 0 ? b->min : b->max;
+	if (r->delta > SRC_INT_MAX)
+		r->delta = SRC_INT_MAX;
+	else if (r->delta < -SRC_INT_MAX)
+		r->delta = -SRC_INT_MAX;
+	r->site.s = r->rest.s = r->file.s;
+	r->site.len = r->rest.len = 0;
+	s->agg_i++;
+	return 1;
+}
+
 int tg_src_cap_next_mem(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d)
 {
 	int got;
+
+	if (s->is_agg)
+		return src_agg_next_mem(s, r);
 
 	while ((got = tg_capcur_next_return(&s->cur, &s->rec, d)) > 0) {
 		s->lineno = s->rec.number;
@@ -130,6 +175,9 @@ int tg_src_cap_next_stack(struct tg_src *s, struct tg_stackrec *r, struct tg_dia
 {
 	int got;
 
+	if (s->is_agg)
+		return 0;  /* an aggregate run has no call records */
+
 	while ((got = tg_capcur_next_call(&s->cur, &s->rec, d)) > 0) {
 		s->lineno = s->rec.number;
 		if (s->rec.line < 0 || s->rec.line > 999999999) {
@@ -154,6 +202,9 @@ int tg_src_cap_next_stack(struct tg_src *s, struct tg_stackrec *r, struct tg_dia
 int tg_src_cap_next_proc(struct tg_src *s, struct tg_procrec *r, struct tg_diag *d)
 {
 	int got;
+
+	if (s->is_agg)
+		return 0;
 
 	while ((got = tg_capcur_next(&s->cur, &s->rec, d)) > 0) {
 		s->lineno = s->rec.number;

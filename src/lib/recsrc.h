@@ -31,7 +31,9 @@ struct tg_src {
 	const struct tg_dumpfile *df;
 	int has_time;            /* records carry TIME (text: TIME# prefixes expected) */
 	unsigned long lineno;    /* line (record number) of the last record returned */
-	int is_cap;              /* reading df->cap */
+	int is_cap;              /* reading df->cap, or df->agg (is_agg) */
+	int is_agg;              /* reading df->agg_thread's curve */
+	size_t agg_i;            /* aggregate: next record (two per bucket) */
 	int lazy_time;           /* capture: time text only from tg_src_mem_text() (the
 				  * caller sets it when it needs the text of few records) */
 	struct tg_lr lr;         /* text: the reader */

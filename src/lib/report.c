@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "aggfile.h"
 #include "acct_out.h"
 #include "decorate.h"
 #include "dumpset.h"
@@ -43,6 +44,7 @@ struct rep_files {
 	int has_stack;           /* some thread has a .stack file */
 	const struct tg_capture *cap; /* the run's binary capture, or NULL: text dumps */
 	struct tg_capture *own_cap;   /* cap when opened here (freed on release) */
+	struct tg_dumpset agg_set;    /* an aggregate run's curves (dumpset.h), or empty */
 };
 
 static void rep_note(const struct tg_report_cb *cb, const char *msg)
@@ -60,6 +62,7 @@ static void rep_files_release(struct rep_files *r)
 	free(r->v);
 	free(r->paths);
 	tg_dumpset_free_capture(r->own_cap);
+	tg_dumpset_release(&r->agg_set);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -135,6 +138,31 @@ out:
  * thread files in name order then process.mem, as rep_files_list lists a text
  * run.  0 or -1.
  */
+/* The thread curves of the aggregate run DIR as .mem files; 0 or -1. */
+static int rep_files_aggregate(struct rep_files *r, char *dir, struct tg_diag *d)
+{
+	struct tg_dumpset *set = &r->agg_set;
+
+	if (tg_dumpset_init(set, &dir, 1, TG_VIEW_MEM, d) < 0)
+		return -1;
+	if (!(r->v = calloc(set->n + 1, sizeof(*r->v))) ||
+	    !(r->paths = calloc(set->n + 1, sizeof(char *))))
+		return tg_error(d, "out of memory");
+	for (size_t i = 0; i < set->n; i++) {
+		if (!(r->paths[i] = strdup(set->v[i].path)))
+			return tg_error(d, "out of memory");
+		if (tg_dumpfile_init(&r->v[i], r->paths[i]) < 0) {
+			free(r->paths[i]);
+			r->paths[i] = NULL;
+			return tg_error(d, "out of memory");
+		}
+		r->v[i].agg = set->v[i].agg;
+		r->v[i].agg_thread = set->v[i].agg_thread;
+		r->n = r->threads = i + 1;
+	}
+	return 0;
+}
+
 static int rep_files_capture(struct rep_files *r, const struct tg_capture *cap,
 			     struct tg_diag *d)
 {
@@ -738,6 +766,9 @@ int tg_report_write(const struct tg_report_opts *opts, FILE *out,
 		/* the capture's records stand for the text dumps export would write */
 		o->memg.has_time = o->memg.has_time && (o->cap->flags & TG_CAP_F_TIME);
 		if (rep_files_capture(&files, o->cap, d) < 0)
+			goto out;
+	} else if (tg_aggfile_is_run(o->run_dir)) {
+		if (rep_files_aggregate(&files, (char *)o->run_dir, d) < 0)
 			goto out;
 	} else if (rep_files_list(&files, o->run_dir, d) < 0) {
 		return -1;

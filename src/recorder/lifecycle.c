@@ -57,6 +57,7 @@ tg_recorder_init(struct tg_recorder *r)
     r->fmt_binary = 1;
     pthread_mutex_init(&r->flusher_lock, NULL);
     pthread_cond_init(&r->flusher_cond, NULL);
+    pthread_mutex_init(&r->agg.lock, NULL);
 }
 
 /* tg_cap_idtab_clear callback: the C function table's module reference. GIL. */
@@ -103,6 +104,8 @@ tg_recorder_dealloc(struct tg_recorder *r)
     tg_writer_release(&r->process_cap);
     tg_cap_close(&r->cap);
     tg_cap_idtab_clear(&r->cfunc_ids, tg_cfunc_unref);
+    tg_cap_idtab_clear(&r->agg_cfunc_ids, tg_cfunc_unref);
+    tg_agg_close(&r->agg);
     tg_thread_table_destroy(&r->table);
     tg_writer_destroy(&r->process_w);
     tg_writer_destroy(&r->process_cap);
@@ -322,6 +325,9 @@ tg_flush_all_fd(struct tg_recorder *r)
 }
 
 #define TG_FLUSH_PERIOD_NS 500000000L
+/* aggregate.tga is rewritten every this many flusher periods (1 s): a killed
+ * run loses at most the last second (docs/api.md "Aggregate mode"). */
+#define TG_AGG_PERIOD_TICKS 2
 
 /* Write the buffers writers handed off (see writer.h).  No GIL needed. */
 static void
@@ -382,6 +388,7 @@ tg_flusher_main(void *arg)
     struct timespec next, now, poll_at;
     long poll_ns = TG_SAMPLE_POLL_MIN_NS;
     int sampling = r->sample_every > 0;  /* configuration: read-only while we run */
+    int agg_ticks = 0;
 
     tg_tls.busy |= TG_BUSY_TRACER;  /* native=True: what the flusher allocates is ours */
     clock_gettime(CLOCK_REALTIME, &next);
@@ -427,6 +434,10 @@ tg_flusher_main(void *arg)
         pthread_mutex_unlock(&r->flusher_lock);
         tg_clock_tick();  /* re-anchor the timestamps to CLOCK_REALTIME */
         tg_flush_all_fd(r);
+        if (r->aggregate && ++agg_ticks >= TG_AGG_PERIOD_TICKS) {
+            agg_ticks = 0;
+            tg_agg_write(&r->agg, r->outdir, tg_clock_gettime_ns() / 1000);
+        }
         tg_sigkick_poll();  /* a finishing signal whose handler waits (sigkick.h) */
         pthread_mutex_lock(&r->flusher_lock);
         if (now.tv_sec > next.tv_sec + 1)
@@ -555,6 +566,55 @@ tg_open_capture(struct tg_recorder *r)
     return 0;
 }
 
+/* aggregate=True: start the run's trees and write a first (empty)
+ * <outdir>/aggregate.tga, so that a directory we cannot write fails here.
+ * Returns 0, or -1 with OSError. */
+static int
+tg_open_aggregate(struct tg_recorder *r)
+{
+    static const char *const memory[] = {"thread", "process", "rss"};
+    const char *width = getenv("THREADGRAPH_AGG_BUCKET_US");
+    int64_t now_us;
+    int e;
+
+    if (!r->aggregate)
+        return 0;
+    now_us = tg_clock_now_ns() / 1000;  /* after tg_clock_enable: the events' clock */
+    /* THREADGRAPH_AGG_BUCKET_US: the curves' first bucket width (docs/api.md) */
+    tg_agg_open(&r->agg, now_us, memory[r->memory_mode],
+                width != NULL ? strtoll(width, NULL, 10) : TG_AGG_BUCKET_US);
+    e = tg_agg_write(&r->agg, r->outdir, now_us);
+    if (e != 0) {
+        errno = e;
+        PyErr_SetFromErrnoWithFilename(PyExc_OSError, r->outdir);
+        tg_agg_close(&r->agg);
+        return -1;
+    }
+    return 0;
+}
+
+/* The aggregate's last write (every thread retired), then its state freed.
+ * GIL held, flusher stopped. */
+static void
+tg_close_aggregate(struct tg_recorder *r, int write)
+{
+    if (!r->aggregate)
+        return;
+    if (write) {
+        int e = tg_agg_write(&r->agg, r->outdir, tg_clock_gettime_ns() / 1000);
+        if (e && r->errors != NULL) {
+            PyObject *msg = PyUnicode_FromFormat("%s/%s: %s (errno %d)", r->outdir,
+                                                 TG_AGG_FILENAME, strerror(e), e);
+            if (msg != NULL && PySequence_Contains(r->errors, msg) == 0)
+                PyList_Append(r->errors, msg);
+            Py_XDECREF(msg);
+            PyErr_Clear();
+        }
+    }
+    tg_agg_close(&r->agg);
+    tg_cap_idtab_clear(&r->agg_cfunc_ids, tg_cfunc_unref);
+}
+
 /* Close the capture: the process samples, the trailer (after every thread's
  * last chunk), the C function table.  GIL held, flusher stopped. */
 static void
@@ -615,8 +675,9 @@ tg_recorder_enable(struct tg_recorder_object *self)
     r->text_stack = r->fmt_text && r->track_stack;
     r->cap_counts_stack = !r->fmt_text && r->track_stack;
     r->cap_counts_mem = !r->fmt_text && r->track_memory;
-    r->time_calls = r->timestamps && (r->fmt_binary || r->track_stack);
-    r->time_returns = r->timestamps && (r->fmt_binary || r->track_memory);
+    r->time_calls = r->aggregate || (r->timestamps && (r->fmt_binary || r->track_stack));
+    r->time_returns = r->aggregate
+                      || (r->timestamps && (r->fmt_binary || r->track_memory));
     tg_event_path_choose(r);
     r->sample_countdown = r->sample_every;
     r->gen = ++tg_gen_counter;
@@ -650,6 +711,8 @@ tg_recorder_enable(struct tg_recorder_object *self)
         tg_spguard_install();
     tg_clock_enable();  /* before the capture's start time, and the flusher */
     if (tg_open_capture(r) < 0)
+        goto fail;
+    if (tg_open_aggregate(r) < 0)
         goto fail;
     if (tg_open_process_file(r) < 0)
         goto fail;
@@ -714,6 +777,7 @@ fail:
     tg_writer_release(&r->process_cap);
     tg_cap_close(&r->cap);
     tg_cap_idtab_clear(&r->cfunc_ids, tg_cfunc_unref);
+    tg_close_aggregate(r, 0);
     tg_statm_close(r);
     r->gen = ++tg_gen_counter;
     return -1;
@@ -747,6 +811,7 @@ tg_recorder_disable(struct tg_recorder_object *self)
     tg_note_writer_error(r, &r->process_w);
     tg_writer_release(&r->process_w);
     tg_close_capture(r);
+    tg_close_aggregate(r, 1);
     tg_statm_close(r);
     if (tg_active == self) {
         tg_active = NULL;
@@ -879,6 +944,10 @@ tg_fork_child_stop(struct tg_recorder_object *self)
     tg_writer_release(&r->process_cap);
     tg_cap_close(&r->cap);  /* the parent's file: never written here */
     tg_cap_idtab_clear(&r->cfunc_ids, tg_cfunc_unref);
+    if (r->aggregate) {  /* the parent's trees: never written here */
+        tg_agg_drop_in_child(&r->agg);
+        tg_cap_idtab_clear(&r->agg_cfunc_ids, tg_cfunc_unref);
+    }
     tg_statm_close(r);
     if (tg_active == self) {
         tg_active = NULL;
@@ -928,9 +997,13 @@ tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir)
     tg_writer_release(&r->process_cap);
     tg_cap_close(&r->cap);  /* the parent's: dropped at fork, never written here */
     tg_cap_idtab_clear(&r->cfunc_ids, tg_cfunc_unref);
+    if (r->aggregate) {  /* the parent's trees: the child starts its own */
+        tg_agg_drop_in_child(&r->agg);
+        tg_cap_idtab_clear(&r->agg_cfunc_ids, tg_cfunc_unref);
+    }
     tg_statm_close(r);
     tg_statm_open(r);
-    if (tg_open_capture(r) < 0 || tg_open_process_file(r) < 0) {
+    if (tg_open_capture(r) < 0 || tg_open_aggregate(r) < 0 || tg_open_process_file(r) < 0) {
         free(name);
         tg_fork_child_stop(self);
         return -1;

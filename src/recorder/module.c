@@ -110,7 +110,7 @@ PyDoc_STRVAR(tg_rec_enable_doc,
 "       sample_every=" TG_STR(TG_DEFAULT_SAMPLE_EVERY) ",\n"
 "       stream_factory=None, exclude_file=None, triggers=(), accounting=False,\n"
 "       compress=False, backend='auto', native=False, format='binary', sample_bytes=0,\n"
-"       mode='full', max_size=0)\n"
+"       mode='full', max_size=0, aggregate=False)\n"
 "Start recording into the existing directory OUTDIR.");
 
 static PyObject *
@@ -120,7 +120,7 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
                              "track_stack", "track_sleeps", "timestamps", "sample_every",
                              "stream_factory", "exclude_file", "triggers", "accounting",
                              "compress", "backend", "native", "format", "sample_bytes",
-                             "mode", "max_size", NULL};
+                             "mode", "max_size", "aggregate", NULL};
     struct tg_recorder *r = &self->r;
     const char *outdir, *profile = tg_choice_default(&tg_opt_profile);
     const char *memory = tg_choice_default(&tg_opt_memory);
@@ -135,13 +135,14 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     int accounting = TG_DEFAULT_ACCOUNTING, compress = TG_DEFAULT_COMPRESS;
     int native = TG_DEFAULT_NATIVE;
     long long sample_bytes = 0, max_size = 0;
+    int aggregate = 0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOpppplOOOppspsLsL:enable", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOpppplOOOppspsLsLp:enable", kwlist,
                                      &outdir, &profile, &memory, &filter, &track_memory,
                                      &track_stack, &track_sleeps, &timestamps,
                                      &sample_every, &factory, &exclude, &triggers,
                                      &accounting, &compress, &backend, &native, &format,
-                                     &sample_bytes, &mode, &max_size))
+                                     &sample_bytes, &mode, &max_size, &aggregate))
         return NULL;
     if (r->active) {
         PyErr_SetString(PyExc_RuntimeError, "this profiler is already enabled");
@@ -198,6 +199,16 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     r->cap_max_size = (unsigned long long)max_size;
+    if (aggregate && (r->fmt_text || r->sampled || max_size != 0 || !track_memory)) {
+        PyErr_SetString(PyExc_ValueError,
+                        "aggregate=True writes aggregate.tga instead of the capture: it needs "
+                        "format='binary' (the default), mode='full', track_memory=True "
+                        "and no max_size");
+        return NULL;
+    }
+    r->aggregate = aggregate;
+    if (aggregate)
+        r->fmt_binary = 0;  /* no record per call: aggregate.tga alone */
     r->track_memory = track_memory;
     r->track_stack = track_stack;
     r->track_sleeps = track_sleeps;

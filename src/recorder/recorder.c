@@ -60,6 +60,8 @@ struct tg_code_info {
     int firstlineno;
     uint64_t cap_epoch; /* capture epoch cap_id belongs to (0: none) */
     uint32_t cap_id;    /* code id in that capture */
+    uint64_t agg_epoch; /* aggregate run agg_id belongs to (0: none) */
+    uint32_t agg_id;    /* function id in that run (aggregate.h) */
     size_t file_len;
     size_t func_len;
     char *file;         /* escaped UTF-8 co_filename (points into data) */
@@ -135,6 +137,8 @@ tg_code_info_build(PyCodeObject *code)
     info->firstlineno = tg_known_line(code->co_firstlineno);
     info->cap_epoch = 0;
     info->cap_id = 0;
+    info->agg_epoch = 0;
+    info->agg_id = 0;
 #if TG_LINE_CACHE
     for (int i = 0; i < TG_LINE_CACHE; i++)
         info->lines[i].lasti = -1;  /* no valid offset is negative */
@@ -768,6 +772,61 @@ tg_cap_define_c(struct tg_recorder *r, const struct tg_cfunc *cf)
     return id;
 }
 
+/* aggregate=True: the function id of INFO's code in this run, interned on
+ * first use (0 on failure: its calls are not counted). */
+static __attribute__((noinline, cold)) uint32_t
+tg_agg_define_python(struct tg_recorder *r, struct tg_code_info *info)
+{
+    uint32_t id = tg_agg_func_add(&r->agg, 0, info->file, info->file_len, info->func,
+                                  info->func_len);
+    if (id != 0) {
+        info->agg_epoch = r->agg.epoch;
+        info->agg_id = id;
+    }
+    return id;
+}
+
+static inline uint32_t
+tg_agg_python_id(struct tg_recorder *r, struct tg_code_info *info)
+{
+    if (__builtin_expect(info->agg_epoch == r->agg.epoch, 1))
+        return info->agg_id;
+    return tg_agg_define_python(r, info);
+}
+
+/* aggregate=True: the function id of the C function CF (0 on failure); the
+ * table holds a reference to the owner, as cfunc_ids does. */
+static __attribute__((noinline, cold)) uint32_t
+tg_agg_define_c(struct tg_recorder *r, const struct tg_cfunc *cf)
+{
+    const char *mod, *name;
+    size_t mod_len, name_len, fe, ne;
+    char *buf;
+    uint32_t id;
+
+    tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);
+    fe = tg_escaped_len(mod, mod_len);
+    ne = tg_escaped_len(name, name_len);
+    buf = malloc(fe + ne + 1);
+    if (buf == NULL)
+        return 0;
+    tg_escape(buf, mod, mod_len);
+    tg_escape(buf + fe, name, name_len);
+    id = tg_agg_func_add(&r->agg, 1, buf, fe, buf + fe, ne);
+    free(buf);
+    if (id != 0 && tg_cap_idtab_put(&r->agg_cfunc_ids, (uintptr_t)cf->ml,
+                                    (uintptr_t)cf->owner, id) == 0)
+        Py_XINCREF(cf->owner);
+    return id;
+}
+
+static inline uint32_t
+tg_agg_c_id(struct tg_recorder *r, const struct tg_cfunc *cf)
+{
+    uint32_t id = tg_cap_idtab_get(&r->agg_cfunc_ids, (uintptr_t)cf->ml, (uintptr_t)cf->owner);
+    return id != 0 ? id : tg_agg_define_c(r, cf);
+}
+
 /* Inline, with the definition out of line: GCC had merged the two into one
  * function whose register saves every C call paid. */
 static inline __attribute__((always_inline)) uint32_t
@@ -841,6 +900,16 @@ tg_open_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key,
                                    ? tg_cap_call(r, t, cap_id, esc, line, ns, d) : 0;
     t->frames[t->depth].key = key;
     t->frames[t->depth].start = d || r->track_memory ? tg_memory_now(r, t, d) : 0;
+    if (!d && r->aggregate) {
+        /* aggregate=True: CAP_ID is the function's id; the node of this path. */
+        struct tg_agg_thread *at = t->agg;
+        uint32_t parent = t->depth > 0 ? (uint32_t)t->frames[t->depth - 1].cap_line : 0;
+        t->frames[t->depth].cap_line = at != NULL
+            ? tg_agg_enter(at, parent, cap_id, line > 0 ? (uint32_t)line : 0) : TG_AGG_NONE;
+        t->frames[t->depth].agg_us = ns / 1000;
+        if (at != NULL)
+            tg_agg_curve(at, ns / 1000, t->frames[t->depth].start);
+    }
     t->depth++;
     if (!d && atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
         tg_acct_push(file, file_len, line, func, func_len, esc);
@@ -914,6 +983,12 @@ tg_write_return(struct tg_recorder *r, struct tg_thread *t, const char *file, si
         tg_write_mem_line(r, t, file, file_len, line, func, func_len, esc, delta, ns);
     if (d || r->fmt_binary)
         tg_cap_return(r, t, ref, line, ns, delta, d);
+    if (!d && r->aggregate && t->agg != NULL) {
+        /* the entry tg_close_call just closed: its start and time still there */
+        const struct tg_frame_entry *fe = &t->frames[t->depth];
+        tg_agg_leave(t->agg, (uint32_t)ref, delta, ns / 1000 - fe->agg_us);
+        tg_agg_curve(t->agg, ns / 1000, fe->start + delta);
+    }
 }
 
 /* The countdown reached 0: ask the flusher for a process.mem sample (it reads
@@ -1059,7 +1134,8 @@ tg_on_py_call(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at
     }
     tg_open_call(r, t, at->key, info->file, info->file_len,
                  info->firstlineno, info->func, info->func_len, 0,
-                 d || r->fmt_binary ? tg_cap_python_id(r, info) : 0, d);
+                 d || r->fmt_binary ? tg_cap_python_id(r, info)
+                 : r->aggregate ? tg_agg_python_id(r, info) : 0, d);
 }
 
 /* PyTrace_RETURN (return, exception or yield): settles a pending Python sleep
@@ -1070,7 +1146,8 @@ tg_on_py_return(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *
     int64_t delta, ref;
     if (!d && t->trig_key == at->key)
         tg_trig_settle(r, t);
-    if (!tg_close_call(r, t, at->key, &delta, &ref, d) || !(d || r->text_mem || r->fmt_binary))
+    if (!tg_close_call(r, t, at->key, &delta, &ref, d)
+            || !(d || r->text_mem || r->fmt_binary || r->aggregate))
         return;
     {
         struct tg_code_info *info = tg_code_info_get(r, at->code);
@@ -1114,7 +1191,8 @@ tg_on_c_call(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at,
     else
         mod = name = NULL, mod_len = name_len = 0;
     tg_open_call(r, t, at->key, mod, mod_len, tg_caller_line(r, at), name, name_len, 1,
-                 d || r->fmt_binary ? tg_cap_c_id(r, cf) : 0, d);
+                 d || r->fmt_binary ? tg_cap_c_id(r, cf)
+                 : r->aggregate ? tg_agg_c_id(r, cf) : 0, d);
 }
 
 /* PyTrace_C_RETURN / PyTrace_C_EXCEPTION of CF: settles a pending C sleep
@@ -1130,7 +1208,8 @@ tg_on_c_return(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *a
 
     if (!d && t->trig_key == at->key)
         tg_trig_settle(r, t);
-    if (!tg_close_call(r, t, at->key, &delta, &ref, d) || !(d || r->text_mem || r->fmt_binary))
+    if (!tg_close_call(r, t, at->key, &delta, &ref, d)
+            || !(d || r->text_mem || r->fmt_binary || r->aggregate))
         return;
     if (!d && r->text_mem)
         tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);

@@ -18,6 +18,7 @@
 #include "writer.h"
 #include "capture_write.h"
 #include "thread.h"
+#include "aggregate.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -48,6 +49,9 @@ struct tg_recorder {
     int timestamps;            /* TIME# prefixes */
     int sampled;               /* mode="sampled": no profile function nor
                                 * sys.monitoring callbacks (sampled.h) */
+    int aggregate;             /* aggregate=True: call paths and curves rolled up
+                                * per thread into aggregate.tga (aggregate.h),
+                                * no record per call */
     int fmt_text;              /* write the text files (.mem, .stack, process.mem) */
     int fmt_binary;            /* write capture.tg */
     int cap_compress;          /* zstd-compress its chunks (compress=True) */
@@ -127,6 +131,11 @@ struct tg_recorder {
     struct tg_writer process_cap;      /* process samples (chunk mode); as process_w */
     int64_t process_cap_us;            /* last sample's time (us); the producer */
     int64_t process_cap_bytes;         /* last sample's bytes; the producer */
+
+    /* --- aggregate.tga (aggregate) --- */
+    struct tg_agg agg;                 /* trees, curves, names; see aggregate.h */
+    struct tg_cap_idtab agg_cfunc_ids; /* (PyMethodDef, owner) -> function id, each
+                                        * owner referenced; GIL */
 
     /* --- background flusher (a pthread, not a Python thread) --- */
     pthread_mutex_t flusher_lock;      /* guards flusher_stop, flusher_kicked */

@@ -33,11 +33,15 @@
 #pragma GCC visibility push(hidden)
 
 /* One open recorded call. */
+struct tg_agg_thread;  /* aggregate.h */
+
 struct tg_frame_entry {
     uintptr_t key;   /* frame address; | 1 for a C call made from that frame */
     int64_t start;   /* memory reading at the call */
     int64_t cap_line;  /* capture: the CALL's line (the RETURN's reference), or
-                        * TG_CAP_NOT_WRITTEN when the CALL was dropped */
+                        * TG_CAP_NOT_WRITTEN when the CALL was dropped;
+                        * aggregate: the call path's node (aggregate.h) */
+    int64_t agg_us;    /* aggregate: the time of the call (us) */
 };
 
 /* tg_frame_entry.cap_line of a call whose CALL record is not in the capture. */
@@ -95,6 +99,9 @@ struct tg_thread {
     uintptr_t trig_key;            /* pending sleep trigger call (0 = none); owner */
     int64_t trig_before;           /* memory reading at its call; owner */
     int64_t trig_own_before;       /* own traced bytes at its call; owner */
+    struct tg_agg_thread *agg;     /* aggregate: this thread's tree and curve, owned
+                                    * by the run's list (aggregate.h); immutable
+                                    * once the files are open */
     unsigned long ident;           /* threading ident; immutable */
     unsigned long native_id;       /* OS thread id; immutable */
 };

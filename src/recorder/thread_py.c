@@ -169,6 +169,9 @@ tg_thread_open_files(struct tg_recorder *r, struct tg_thread *t, size_t idx, uin
     if (!tg_run_still(r, gen))
         return TG_OPEN_RUN_ENDED;
     log = &r->table.log[idx];
+    if (r->aggregate && t->agg == NULL
+            && (t->agg = tg_agg_thread_new(&r->agg, log->base, log->native_id)) == NULL)
+        ret = -1;  /* its calls are not counted */
     if (r->fmt_binary) {
         int e;
         t->stream = TG_CAP_STREAM_FIRST + (uint32_t)idx;

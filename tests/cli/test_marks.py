@@ -139,3 +139,22 @@ def test_malformed_lines(tg, tmp_path, line, why):
     assert "marks.txt:11" in res.stderr and why in res.stderr, res.stderr
     res = tg("folded", "--metric", "delta", "--strict", run)
     assert res.returncode == 1 and "marks.txt:11: " + why in res.stderr, res.stderr
+
+
+def test_export_carries_marks(tg, fixtures, tmp_path):
+    import shutil
+    run = tmp_path / "run"
+    shutil.copytree(os.path.join(fixtures, "capture-v1-plain"), str(run))
+    (run / "marks.txt").write_text(MARKS)
+    res = tg("export", "-q", "-o", tmp_path / "out", run)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "out" / "marks.txt").read_text() == MARKS
+    # one already there is kept; the capture's own directory is left alone
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "marks.txt").write_text("# threadgraph marks 1\n")
+    res = tg("export", "-q", "-o", tmp_path / "mine", run)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "mine" / "marks.txt").read_text() == "# threadgraph marks 1\n"
+    res = tg("export", "-q", run)
+    assert res.returncode == 0, res.stderr
+    assert (run / "marks.txt").read_text() == MARKS

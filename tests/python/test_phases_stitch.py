@@ -110,7 +110,7 @@ def run(request, tmp_path_factory):
         exported = str(tmp / "exported")
         os.makedirs(exported)
         for name in os.listdir(d):
-            if name != "capture.tg" and os.path.isfile(os.path.join(d, name)):
+            if name not in ("capture.tg", "marks.txt") and os.path.isfile(os.path.join(d, name)):
                 shutil.copy(os.path.join(d, name), os.path.join(exported, name))
         tg(["export", "-q", "-o", exported, d], tmp)
     return {"dir": d, "cwd": tmp, "format": request.param, "exported": exported,
@@ -181,6 +181,9 @@ def test_no_stitch_keeps_work_where_it_ran(run):
 def test_capture_and_its_export_fold_alike(run):
     if run["format"] != "binary":
         pytest.skip("the binary run's export")
+    # export -o carries marks.txt with the dumps
+    assert open(os.path.join(run["exported"], "marks.txt")).read() == \
+        open(os.path.join(run["dir"], "marks.txt")).read()
     assert folded(run["dir"]) == folded(run["exported"])
     assert folded(run["dir"], "--no-stitch") == folded(run["exported"], "--no-stitch")
 
@@ -212,6 +215,9 @@ def test_memg_and_report_name_the_phases(run):
     out = os.path.join(str(run["cwd"]), "memg-" + run["format"])
     tg(["memg", "--peak", "1500", "-o", out, run["dir"]], run["cwd"])
     svg = open(os.path.join(out, "memg.svg")).read()
+    assert "phase load" in svg and "phase serve" in svg and "loaded" in svg
+    tg(["memg", "--held", "-o", out, run["dir"]], run["cwd"])
+    svg = open(os.path.join(out, "memg-held.svg")).read()
     assert "phase load" in svg and "phase serve" in svg and "loaded" in svg
     page = os.path.join(str(run["cwd"]), "report-%s.html" % run["format"])
     tg(["report", "--peak", "1500", "--peak_delta_time", "0", "--metric", "delta", "-o", page,

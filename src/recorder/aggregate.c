@@ -1,0 +1,354 @@
+/*
+ * aggregate.c - plain C: aggregate=True's call-path trees, memory curves and
+ * their file (aggregate.h; format in docs/formats.md "Aggregate").
+ */
+#include "aggregate.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static _Atomic uint64_t tg_agg_epochs;
+
+void
+tg_agg_open(struct tg_agg *a, int64_t start_us, const char *memory, int64_t bucket_us)
+{
+    a->bucket_us = bucket_us > 0 ? bucket_us : TG_AGG_BUCKET_US;
+    a->epoch = atomic_fetch_add(&tg_agg_epochs, 1) + 1;
+    a->start_us = start_us;
+    a->memory = memory;
+    a->threads = NULL;
+    atomic_store(&a->n_funcs, 0);
+    a->write_err = 0;
+}
+
+static void
+tg_agg_thread_free(struct tg_agg_thread *at)
+{
+    uint32_t i;
+    for (i = 0; i < TG_AGG_MAX_CHUNKS && at->chunks[i] != NULL; i++)
+        free(at->chunks[i]);
+    free(at->slots);
+    free(at->base);
+    free(at);
+}
+
+static void
+tg_agg_forget(struct tg_agg *a)
+{
+    struct tg_agg_thread *at, *next;
+    uint32_t i, n = atomic_load(&a->n_funcs);
+
+    for (at = a->threads; at != NULL; at = next) {
+        next = at->next;
+        tg_agg_thread_free(at);
+    }
+    a->threads = NULL;
+    for (i = 0; i < n; i++) {
+        struct tg_agg_func *f = &a->fchunks[i / TG_AGG_CHUNK][i % TG_AGG_CHUNK];
+        free(f->file);
+        free(f->func);
+    }
+    for (i = 0; i < TG_AGG_FUNC_CHUNKS && a->fchunks[i] != NULL; i++) {
+        free(a->fchunks[i]);
+        a->fchunks[i] = NULL;
+    }
+    atomic_store(&a->n_funcs, 0);
+}
+
+void
+tg_agg_close(struct tg_agg *a)
+{
+    pthread_mutex_lock(&a->lock);
+    tg_agg_forget(a);
+    pthread_mutex_unlock(&a->lock);
+}
+
+void
+tg_agg_drop_in_child(struct tg_agg *a)
+{
+    pthread_mutex_init(&a->lock, NULL);  /* the parent's flusher may have held it */
+    tg_agg_forget(a);
+}
+
+struct tg_agg_thread *
+tg_agg_thread_new(struct tg_agg *a, const char *base, unsigned long native_id)
+{
+    struct tg_agg_thread *at = calloc(1, sizeof(*at));
+    struct tg_agg_node *root;
+    uint32_t i;
+
+    if (at == NULL)
+        return NULL;
+    at->base = strdup(base);
+    at->chunks[0] = calloc(TG_AGG_CHUNK, sizeof(struct tg_agg_node));
+    at->slots_cap = 64;
+    at->slots = calloc(at->slots_cap, sizeof(uint32_t));
+    if (at->base == NULL || at->chunks[0] == NULL || at->slots == NULL) {
+        tg_agg_thread_free(at);
+        return NULL;
+    }
+    root = &at->chunks[0][0];  /* node 0: the thread itself, never counted */
+    root->parent = 0;
+    root->func = 0;
+    atomic_store(&at->n, 1);
+    at->native_id = native_id;
+    at->start_us = a->start_us;
+    atomic_store(&at->width_us, a->bucket_us);
+    for (i = 0; i < TG_AGG_BUCKETS; i++) {
+        atomic_store_explicit(&at->bmin[i], INT64_MAX, memory_order_relaxed);
+        atomic_store_explicit(&at->bmax[i], INT64_MIN, memory_order_relaxed);
+    }
+    pthread_mutex_lock(&a->lock);
+    at->next = a->threads;
+    a->threads = at;
+    pthread_mutex_unlock(&a->lock);
+    return at;
+}
+
+uint32_t
+tg_agg_func_add(struct tg_agg *a, int is_c, const char *file, size_t file_len,
+                const char *func, size_t func_len)
+{
+    uint32_t n = atomic_load_explicit(&a->n_funcs, memory_order_relaxed);
+    struct tg_agg_func *f;
+
+    if (n / TG_AGG_CHUNK >= TG_AGG_FUNC_CHUNKS)
+        return 0;
+    if (a->fchunks[n / TG_AGG_CHUNK] == NULL
+            && (a->fchunks[n / TG_AGG_CHUNK] = calloc(TG_AGG_CHUNK, sizeof(*f))) == NULL)
+        return 0;
+    f = &a->fchunks[n / TG_AGG_CHUNK][n % TG_AGG_CHUNK];
+    f->is_c = is_c;
+    f->file = malloc(file_len + 1);
+    f->func = malloc(func_len + 1);
+    if (f->file == NULL || f->func == NULL) {
+        free(f->file);
+        free(f->func);
+        f->file = f->func = NULL;
+        return 0;
+    }
+    memcpy(f->file, file, file_len);
+    f->file[file_len] = '\0';
+    memcpy(f->func, func, func_len);
+    f->func[func_len] = '\0';
+    atomic_store_explicit(&a->n_funcs, n + 1, memory_order_release);
+    return n + 1;
+}
+
+/* Doubles the slot table of AT; 0 or -1. */
+static int
+tg_agg_slots_grow(struct tg_agg_thread *at, uint32_t n)
+{
+    size_t cap = at->slots_cap * 2, i;
+    uint32_t *s = calloc(cap, sizeof(uint32_t));
+    if (s == NULL)
+        return -1;
+    for (i = 1; i < n; i++) {
+        struct tg_agg_node *nd = tg_agg_node_at(at, (uint32_t)i);
+        size_t j = tg_agg_hash(nd->parent, nd->func, nd->line) & (cap - 1);
+        while (s[j] != 0)
+            j = (j + 1) & (cap - 1);
+        s[j] = (uint32_t)i + 1;
+    }
+    free(at->slots);
+    at->slots = s;
+    at->slots_cap = cap;
+    return 0;
+}
+
+uint32_t
+tg_agg_enter_slow(struct tg_agg_thread *at, uint32_t parent, uint32_t func, uint32_t line)
+{
+    uint32_t n = atomic_load_explicit(&at->n, memory_order_relaxed);
+    struct tg_agg_node *nd;
+    size_t j;
+
+    if (n >= TG_AGG_MAX_CHUNKS * TG_AGG_CHUNK)
+        return TG_AGG_NONE;
+    if ((size_t)n * 2 >= at->slots_cap && tg_agg_slots_grow(at, n) < 0)
+        return TG_AGG_NONE;
+    if (at->chunks[n / TG_AGG_CHUNK] == NULL
+            && (at->chunks[n / TG_AGG_CHUNK] = calloc(TG_AGG_CHUNK, sizeof(*nd))) == NULL)
+        return TG_AGG_NONE;
+    nd = tg_agg_node_at(at, n);
+    nd->parent = parent;
+    nd->func = func;
+    nd->line = line;
+    j = tg_agg_hash(parent, func, line) & (at->slots_cap - 1);
+    while (at->slots[j] != 0)
+        j = (j + 1) & (at->slots_cap - 1);
+    at->slots[j] = n + 1;
+    atomic_store_explicit(&at->n, n + 1, memory_order_release);
+    return n;
+}
+
+/* Merges bucket pairs (2i, 2i+1) into i and doubles the width.  Owner only,
+ * inside an odd seq. */
+static void
+tg_agg_curve_merge(struct tg_agg_thread *at)
+{
+    uint32_t nb = atomic_load_explicit(&at->nb, memory_order_relaxed), i;
+    uint32_t half = (nb + 1) / 2;
+
+    for (i = 0; i < half; i++) {
+        int64_t lo = atomic_load_explicit(&at->bmin[2 * i], memory_order_relaxed);
+        int64_t hi = atomic_load_explicit(&at->bmax[2 * i], memory_order_relaxed);
+        if (2 * i + 1 < nb) {
+            int64_t lo2 = atomic_load_explicit(&at->bmin[2 * i + 1], memory_order_relaxed);
+            int64_t hi2 = atomic_load_explicit(&at->bmax[2 * i + 1], memory_order_relaxed);
+            if (lo2 < lo)
+                lo = lo2;
+            if (hi2 > hi)
+                hi = hi2;
+        }
+        atomic_store_explicit(&at->bmin[i], lo, memory_order_relaxed);
+        atomic_store_explicit(&at->bmax[i], hi, memory_order_relaxed);
+    }
+    for (i = half; i < nb; i++) {
+        atomic_store_explicit(&at->bmin[i], INT64_MAX, memory_order_relaxed);
+        atomic_store_explicit(&at->bmax[i], INT64_MIN, memory_order_relaxed);
+    }
+    atomic_store_explicit(&at->nb, half, memory_order_relaxed);
+    atomic_store_explicit(&at->width_us, atomic_load_explicit(&at->width_us,
+                          memory_order_relaxed) * 2, memory_order_relaxed);
+}
+
+void
+tg_agg_curve_slow(struct tg_agg_thread *at, int64_t now_us, int64_t bytes)
+{
+    int64_t off = now_us > at->start_us ? now_us - at->start_us : 0;
+    int64_t w = atomic_load_explicit(&at->width_us, memory_order_relaxed);
+    uint32_t nb = atomic_load_explicit(&at->nb, memory_order_relaxed);
+    uint64_t idx = (uint64_t)(off / w);
+
+    if (idx >= TG_AGG_BUCKETS) {
+        uint32_t s = atomic_load_explicit(&at->seq, memory_order_relaxed);
+        atomic_store_explicit(&at->seq, s + 1, memory_order_relaxed);
+        atomic_thread_fence(memory_order_release);
+        while (idx >= TG_AGG_BUCKETS) {
+            tg_agg_curve_merge(at);
+            w = atomic_load_explicit(&at->width_us, memory_order_relaxed);
+            idx = (uint64_t)(off / w);
+        }
+        atomic_store_explicit(&at->seq, s + 2, memory_order_release);
+        nb = atomic_load_explicit(&at->nb, memory_order_relaxed);
+    }
+    at->cur = (uint32_t)idx;
+    at->cur_end_us = at->start_us + ((int64_t)idx + 1) * w;
+    if (bytes < atomic_load_explicit(&at->bmin[idx], memory_order_relaxed))
+        atomic_store_explicit(&at->bmin[idx], bytes, memory_order_relaxed);
+    if (bytes > atomic_load_explicit(&at->bmax[idx], memory_order_relaxed))
+        atomic_store_explicit(&at->bmax[idx], bytes, memory_order_relaxed);
+    if (idx >= nb)
+        atomic_store_explicit(&at->nb, (uint32_t)idx + 1, memory_order_release);
+}
+
+/* Copies AT's curve (width, count, buckets) consistently; 0, or -1 when the
+ * owner kept merging (then the file has no curve for it this time). */
+static int
+tg_agg_curve_copy(struct tg_agg_thread *at, int64_t *width, uint32_t *nb, int64_t *lo,
+                  int64_t *hi)
+{
+    int tries;
+    for (tries = 0; tries < 8; tries++) {
+        uint32_t s1 = atomic_load_explicit(&at->seq, memory_order_acquire), s2, i;
+        if (s1 & 1)
+            continue;
+        *width = atomic_load_explicit(&at->width_us, memory_order_relaxed);
+        *nb = atomic_load_explicit(&at->nb, memory_order_acquire);
+        for (i = 0; i < *nb && i < TG_AGG_BUCKETS; i++) {
+            lo[i] = atomic_load_explicit(&at->bmin[i], memory_order_relaxed);
+            hi[i] = atomic_load_explicit(&at->bmax[i], memory_order_relaxed);
+        }
+        atomic_thread_fence(memory_order_acquire);
+        s2 = atomic_load_explicit(&at->seq, memory_order_relaxed);
+        if (s1 == s2)
+            return 0;
+    }
+    return -1;
+}
+
+/* Writes AT's section to F; 0 or -1 (out of memory). */
+static int
+tg_agg_write_thread(FILE *f, struct tg_agg_thread *at, int64_t *lo, int64_t *hi)
+{
+    uint32_t n = atomic_load_explicit(&at->n, memory_order_acquire), i, nb = 0;
+    int64_t width = 0;
+
+    fprintf(f, "t %lu %llu %s\n", at->native_id,
+            (unsigned long long)atomic_load_explicit(&at->dropped, memory_order_relaxed),
+            at->base);
+    for (i = 1; i < n; i++) {
+        struct tg_agg_node *nd = tg_agg_node_at(at, i);
+        fprintf(f, "n %u %u %u %llu %lld %lld %lld\n", nd->parent, nd->func, nd->line,
+                (unsigned long long)atomic_load_explicit(&nd->count, memory_order_relaxed),
+                (long long)atomic_load_explicit(&nd->total, memory_order_relaxed),
+                (long long)atomic_load_explicit(&nd->max, memory_order_relaxed),
+                (long long)atomic_load_explicit(&nd->time_us, memory_order_relaxed));
+    }
+    if (tg_agg_curve_copy(at, &width, &nb, lo, hi) == 0) {
+        fprintf(f, "c %lld\n", (long long)width);
+        for (i = 0; i < nb; i++)
+            if (lo[i] <= hi[i])
+                fprintf(f, "b %u %lld %lld\n", i, (long long)lo[i], (long long)hi[i]);
+    }
+    return 0;
+}
+
+int
+tg_agg_write(struct tg_agg *a, const char *outdir, int64_t end_us)
+{
+    size_t dl = strlen(outdir);
+    char *tmp = malloc(dl + sizeof(TG_AGG_TMPNAME) + 1);
+    char *dst = malloc(dl + sizeof(TG_AGG_FILENAME) + 1);
+    int64_t *lo = malloc(TG_AGG_BUCKETS * sizeof(int64_t));
+    int64_t *hi = malloc(TG_AGG_BUCKETS * sizeof(int64_t));
+    struct tg_agg_thread *at;
+    FILE *f = NULL;
+    uint32_t i, nf;
+    int e = 0;
+
+    if (tmp == NULL || dst == NULL || lo == NULL || hi == NULL) {
+        e = ENOMEM;
+        goto out;
+    }
+    sprintf(tmp, "%s/%s", outdir, TG_AGG_TMPNAME);
+    sprintf(dst, "%s/%s", outdir, TG_AGG_FILENAME);
+    pthread_mutex_lock(&a->lock);
+    f = fopen(tmp, "w");
+    if (f == NULL) {
+        e = errno;
+        goto unlock;
+    }
+    fprintf(f, "%s\nstart_us %lld\nend_us %lld\nmemory %s\n", TG_AGG_MAGIC,
+            (long long)a->start_us, (long long)end_us, a->memory);
+    for (at = a->threads; at != NULL; at = at->next)
+        tg_agg_write_thread(f, at, lo, hi);
+    /* After the threads: every function their nodes name is published. */
+    nf = atomic_load_explicit(&a->n_funcs, memory_order_acquire);
+    for (i = 0; i < nf; i++) {
+        struct tg_agg_func *fn = &a->fchunks[i / TG_AGG_CHUNK][i % TG_AGG_CHUNK];
+        fprintf(f, "f %u %s %s\t%s\n", i + 1, fn->is_c ? "c" : "py", fn->file, fn->func);
+    }
+    fputs("end\n", f);
+    if (ferror(f))
+        e = errno ? errno : EIO;
+    if (fclose(f) != 0 && e == 0)
+        e = errno ? errno : EIO;
+    if (e == 0 && rename(tmp, dst) != 0)
+        e = errno;
+    if (e != 0)
+        unlink(tmp);
+unlock:
+    a->write_err = e;
+    pthread_mutex_unlock(&a->lock);
+out:
+    free(tmp);
+    free(dst);
+    free(lo);
+    free(hi);
+    return e;
+}

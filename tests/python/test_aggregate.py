@@ -1,0 +1,252 @@
+"""aggregate=True: call paths and memory curves rolled up per thread.
+
+The same deterministic program recorded in full and aggregated: each worker's
+per-path call counts and delta totals are equal; a run twice as long writes an
+aggregate file of about the same size; the commands read it (and decorate-stack
+says it needs a full capture); a run killed with SIGKILL leaves the last
+complete aggregate.tga.
+"""
+import os
+import signal
+import subprocess
+import sys
+from collections import defaultdict
+
+import pytest
+
+from tgtest import env_with_package, only_dir, run_scenario
+import tgcapture
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "cli"))
+from clisupport import CLI  # noqa: E402
+
+TIMEOUT = 120  # seconds; only a hang gets near it
+
+# Workers whose calls and deltas are the same on every run (as test_max_size's).
+BUSY = """
+import sys, threading
+import threadgraph
+
+def leaf(i):
+    return [i] * (i % 7)
+
+def mid(i):
+    return leaf(i)
+
+def work(n):
+    keep = []
+    for i in range(n):
+        keep.append(mid(i))
+        if len(keep) > 100:
+            keep.clear()
+
+p = threadgraph.ProcessProfile(default_log_path=OUT)
+p.trackStack()
+p.enable()
+ts = [threading.Thread(target=work, args=(ROUNDS,), name="w%d" % k) for k in range(THREADS)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+p.disable()
+"""
+
+
+def cli(*args):
+    return subprocess.run([CLI] + [str(a) for a in args], capture_output=True, text=True,
+                          errors="replace", timeout=TIMEOUT)
+
+
+def read_aggregate(run):
+    """{thread: {path: (count, total)}} of RUN's aggregate.tga, a path being the
+    tuple of (file, line, function) from the outermost call."""
+    funcs, threads, nodes = {}, {}, None
+    with open(os.path.join(run, "aggregate.tga"), encoding="utf-8",
+              errors="surrogateescape") as f:
+        lines = f.read().split("\n")
+    assert lines[0] == "threadgraph-aggregate 1" and lines[-2] == "end"
+    raw = []
+    for line in lines[1:-2]:
+        kind, _, rest = line.partition(" ")
+        if kind == "t":
+            nodes = [()]
+            raw.append((rest.split(" ", 2)[2], nodes, []))
+        elif kind == "n":
+            raw[-1][2].append([int(x) for x in rest.split(" ")])
+        elif kind == "f":
+            fid, _kind, names = rest.split(" ", 2)
+            funcs[int(fid)] = names.split("\t")
+    for name, paths, rows in raw:
+        by_path = threads.setdefault(name, {})
+        for parent, func, line, count, total, _max, _time in rows:
+            path = paths[parent] + ((funcs[func][0], line, funcs[func][1]),)
+            paths.append(path)
+            c, t = by_path.get(path, (0, 0))
+            by_path[path] = (c + count, t + total)
+    return threads
+
+
+def read_capture(run):
+    """The same from RUN's full capture.tg: each call paired with its return."""
+    cap = tgcapture.load(os.path.join(run, "capture.tg"))
+    out = {}
+    for stream in cap.order:
+        name = cap.threads[stream]["base"]
+        if isinstance(name, bytes):
+            name = name.decode("utf-8", "surrogateescape")
+        by_path = defaultdict(lambda: (0, 0))
+        stack = []  # the open calls' paths
+        for ev in cap._events(cap.streams.get(stream, b"")):
+            if ev[0] == "call":
+                kind, first, f, fn = cap.codes[ev[1]]
+                line = ev[3] if kind == 1 else first
+                f = f.decode("utf-8", "surrogateescape") if isinstance(f, bytes) else f
+                fn = fn.decode("utf-8", "surrogateescape") if isinstance(fn, bytes) else fn
+                stack.append((stack[-1] if stack else ()) + ((f, line, fn),))
+            elif ev[0] == "return":
+                c, t = by_path[stack[-1]]
+                by_path[stack.pop()] = (c + 1, t + ev[3])
+            elif ev[0] == "unwound":
+                del stack[len(stack) - ev[1]:]
+        out[name] = dict(by_path)
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("aggregate")
+    code = BUSY.replace("ROUNDS", "3000")
+    out = []
+    for threads in (1, 3):
+        d = tmp / str(threads)
+        d.mkdir()
+        run_scenario(d, code.replace("THREADS", str(threads)).replace("OUT", "'full'"))
+        run_scenario(d, code.replace("THREADS", str(threads)).replace(
+            "OUT", "'agg', aggregate=True"))
+        out.append((only_dir(d / "full"), only_dir(d / "agg")))
+    return out
+
+
+def work_paths(paths):
+    return {p: v for p, v in paths.items() if any(fr[2] == "work" for fr in p)}
+
+
+def test_totals_equal_the_full_capture(runs):
+    """One worker: its deltas are the same on every run, so the totals are equal;
+    three workers: what one thread allocates depends on how they interleave
+    (CPython's own allocations), so the counts alone."""
+    (full, agg), (full3, agg3) = runs
+    assert not os.path.exists(os.path.join(agg, "capture.tg"))
+    want, got = read_capture(full), read_aggregate(agg)
+    work = work_paths(want["w0"])
+    assert len(work) >= 4  # work, mid, leaf, list.append, list.clear
+    assert {p: got["w0"].get(p) for p in work} == work
+    want, got = read_capture(full3), read_aggregate(agg3)
+    for w in ("w0", "w1", "w2"):
+        work = work_paths(want[w])
+        assert {p: got[w].get(p, (0,))[0] for p in work} == {p: v[0] for p, v in work.items()}
+
+
+def test_commands_read_it(runs, tmp_path):
+    agg = runs[1][1]
+    for args in (("folded", "--metric", "delta", agg),
+                 ("folded", "--metric", "time", agg),
+                 ("flamegraph", "--metric", "delta", "-o", tmp_path / "f.svg", agg),
+                 ("peaks", "--peak=0", agg),
+                 ("memg", "-o", tmp_path / "memg", agg),
+                 ("summary", agg),
+                 ("report", "-o", tmp_path / "r.html", agg)):
+        r = cli(*args)
+        assert r.returncode == 0, (args, r.stderr)
+        if args[0] == "folded":
+            assert "w1;_bootstrap" in r.stdout and "leaf (" in r.stdout
+    r = cli("decorate-stack", agg)
+    assert r.returncode != 0
+    assert "aggregate" in r.stderr and "full capture" in r.stderr, r.stderr
+
+
+# One worker (no other thread to interleave with), with 300 call paths more
+# than BUSY: the paths are what the size is made of, the curve is bounded.
+ONE = BUSY.replace("THREADS", "1").replace("""def work(n):
+    keep = []""", """def rec(k):
+    return rec(k - 1) if k else 0
+
+def work(n):
+    rec(300)
+    keep = []""")
+
+
+def test_twice_as_long_is_not_twice_as_big(tmp_path):
+    sizes = []
+    for rounds in (20000, 40000):
+        d = tmp_path / str(rounds)
+        d.mkdir()
+        # 10 us buckets: the curve reaches its bound early in a short test run
+        run_scenario(d, ONE.replace("ROUNDS", str(rounds)).replace(
+            "OUT", "'agg', aggregate=True"), env={"THREADGRAPH_AGG_BUCKET_US": "10"})
+        sizes.append(os.path.getsize(os.path.join(only_dir(d / "agg"), "aggregate.tga")))
+    assert sizes[1] <= 1.25 * sizes[0], sizes
+
+
+KILLED = """
+import os, sys, threading
+import threadgraph
+
+def written():
+    # the recorder rewrote aggregate.tga with this thread's tree in it
+    try:
+        with open(os.path.join(p.output_dir, "aggregate.tga")) as f:
+            return " busy\\n" in f.read()
+    except OSError:
+        return False
+
+def work():
+    keep = []
+    i = 0
+    told = False
+    while True:
+        keep.append([i] * (i % 5))
+        if len(keep) > 100:
+            keep.clear()
+        i += 1
+        if not told and i % 10000 == 0 and written():
+            told = True
+            sys.stdout.write("ready\\n")
+            sys.stdout.flush()
+
+p = threadgraph.ProcessProfile(default_log_path="out", aggregate=True)
+p.enable()
+t = threading.Thread(target=work, name="busy")
+t.start()
+t.join()
+"""
+
+
+def test_sigkill_leaves_it_readable(tmp_path):
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED)
+    proc = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path),
+                            env=env_with_package(keep_cli=True), stdout=subprocess.PIPE,
+                            universal_newlines=True)
+    try:
+        assert proc.stdout.readline() == "ready\n"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=TIMEOUT)
+        proc.stdout.close()
+    run = only_dir(tmp_path / "out")
+    # every write replaced the file whole: the last one is there, with the thread
+    r = cli("folded", "--metric", "delta", run)
+    assert r.returncode == 0, r.stderr
+    assert "busy;_bootstrap" in r.stdout and "append (" in r.stdout
+    r = cli("peaks", "--peak=0", run)
+    assert r.returncode == 0, r.stderr
+    assert "busy" in r.stdout
+
+
+def test_aggregate_options(tmp_path):
+    import threadgraph
+    for bad in ({"format": "text"}, {"mode": "sampled"}, {"max_size": "10M"}):
+        with pytest.raises(ValueError, match="aggregate"):
+            threadgraph.ProcessProfile(default_log_path=str(tmp_path), aggregate=True, **bad)
