@@ -114,8 +114,9 @@ static const char *agg_line(struct tg_aggfile *a, const char *l, const char *end
 	}
 	if (end - l >= 7 && !memcmp(l, "memory ", 7)) {
 		size_t n = (size_t)(end - l - 7);
-		if (n == 0 || n >= sizeof(a->memory) || memchr(l + 7, '\0', n))
-			return "a memory mode that is not one";
+		if (!((n == 6 && !memcmp(l + 7, "thread", 6)) || (n == 7 && !memcmp(l + 7, "process", 7))
+		      || (n == 3 && !memcmp(l + 7, "rss", 3))))
+			return "a memory mode that is not thread, process or rss";
 		memcpy(a->memory, l + 7, n);
 		a->memory[n] = '\0';
 		return NULL;
