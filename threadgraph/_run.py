@@ -522,49 +522,91 @@ PEAK_HINT = ("  (a delta is what the thread held more, or less, when the call re
              "   garbage collection run during a call counts all it freed to that call)\n")
 
 
-def gc_runs_by_thread(out_dir):
-    """{thread name: [runs, objects collected]} from OUT_DIR's gc.txt (the
-    collector's runs while recording, docs/formats.md), names from runinfo.json;
-    {} when either is missing or unreadable."""
+def read_gc_runs(out_dir):
+    """(names, runs) from OUT_DIR's gc.txt (the collector's runs while recording,
+    docs/formats.md): names maps a native id to its thread's name (runinfo.json),
+    runs is a list of (native_id, start, stop, collected).  ({}, []) when either
+    file is missing or unreadable; malformed lines are left out."""
     try:
         with open(os.path.join(out_dir, "runinfo.json")) as f:
             names = {int(t["native_id"]): str(t["name"]) for t in json.load(f)["threads"]}
         with open(os.path.join(out_dir, "gc.txt")) as f:
             lines = f.read().splitlines()
     except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    runs = {}
+        return {}, []
+    runs = []
     for line in lines:
         fields = line.split(" ")
         if line.startswith("#") or len(fields) != 4:
             continue
         try:
-            name = names.get(int(fields[0]), "native id " + fields[0])
-            entry = runs.setdefault(name, [0, 0])
-            entry[0] += 1
-            entry[1] += max(int(fields[3]), 0)
+            runs.append((int(fields[0]), float(fields[1]), float(fields[2]), int(fields[3])))
         except ValueError:
             continue
-    return runs
+    return names, runs
 
 
-def gc_hint(out_dir, peaks):
-    """The line said under the peaks when the garbage collector ran in a thread
-    they belong to, or ""."""
-    runs = gc_runs_by_thread(out_dir)
+def gc_runs_by_thread(names, runs):
+    """{thread name: [runs, objects collected]} of read_gc_runs' NAMES and RUNS."""
+    by = {}
+    for native_id, _start, _stop, collected in runs:
+        entry = by.setdefault(names.get(native_id, "native id %d" % native_id), [0, 0])
+        entry[0] += 1
+        entry[1] += max(collected, 0)
+    return by
+
+
+# gc.txt and the capture both write times cut to the microsecond, from one clock
+# (the half more absorbs the rounding of the parsed floats); as src/lib/gcruns.h.
+GC_SLACK = 1.5e-6
+
+
+def gc_in_call(names, runs, peak):
+    """(runs, objects collected) of the collections that PEAK's call ran: by its
+    thread, within [call_start, time] (peaks --json).  (0, 0) when the peak has
+    no call_start (text dumps, --no-timestamps)."""
+    start, end = peak.get("call_start"), peak.get("time")
+    if start is None or end is None:
+        return 0, 0
+    thread = str(peak.get("thread", ""))
+    n = objects = 0
+    for native_id, gc_start, gc_stop, collected in runs:
+        if names.get(native_id) == thread and gc_start >= start - GC_SLACK \
+                and gc_stop <= end + GC_SLACK:
+            n += 1
+            objects += max(collected, 0)
+    return n, objects
+
+
+def gc_mark(n, objects):
+    """The mark after a peak whose call ran the collector, or ""."""
+    if not n:
+        return ""
+    return "  [ran the garbage collector: %d run%s, %d objects]" % (
+        n, "" if n == 1 else "s", objects)
+
+
+def gc_hint(names, runs, peaks, marked):
+    """The lines said under the peaks when the garbage collector ran in a thread
+    they belong to (MARKED: some peak's call ran it), or ""."""
+    by = gc_runs_by_thread(names, runs)
     shown = []
     for p in peaks:
         name = str(p.get("thread", ""))
-        if name in runs and name not in shown:
+        if name in by and name not in shown:
             shown.append(name)
     if not shown:
         return ""
     parts = ["%s (%d run%s, %d objects collected)"
-             % (term_safe(n), runs[n][0], "" if runs[n][0] == 1 else "s", runs[n][1])
+             % (term_safe(n), by[n][0], "" if by[n][0] == 1 else "s", by[n][1])
              for n in shown]
-    return ("  the garbage collector ran in %s:\n"
-            "   a peak of that thread whose call spans a run counts what it freed (gc.txt)\n"
-            % ", ".join(parts))
+    text = "  the garbage collector ran in %s (gc.txt)\n" % ", ".join(parts)
+    if marked:
+        text += ("   [ran the garbage collector]: that call's delta includes what the\n"
+                 "   collector freed, and what the call left to it\n")
+    else:  # no call times (text dumps): the thread is all that is known
+        text += "   a peak of that thread whose call spans a run counts what it freed\n"
+    return text
 
 
 def growth_first(peaks):
@@ -657,6 +699,8 @@ def _print_next(out_dir, shown, opts):
         say("top peaks: none (no recorded call changed memory)")
     else:
         say("top peaks (thread, function, delta):")
+        gc_names, gc_runs = read_gc_runs(out_dir)
+        marked = 0
         width = max(len(term_safe(p.get("thread", ""))) for p in peaks)
         heading = None
         for p in peaks:
@@ -669,13 +713,15 @@ def _print_next(out_dir, shown, opts):
                 sys.stderr.write(label)
                 heading = label
             site = "%s:%s" % (os.path.basename(str(p.get("file", ""))), p.get("line", ""))
+            mark = gc_mark(*gc_in_call(gc_names, gc_runs, p))
+            marked += bool(mark)
             sys.stderr.write(
-                "    %-*s  %s (%s)  %+d B\n"
+                "    %-*s  %s (%s)  %+d B%s\n"
                 % (width, term_safe(p.get("thread", "")), term_safe(p.get("function", "")),
-                   term_safe(site), int(p.get("delta", 0)))
+                   term_safe(site), int(p.get("delta", 0)), mark)
             )
         sys.stderr.write(PEAK_HINT)
-        sys.stderr.write(gc_hint(out_dir, peaks))
+        sys.stderr.write(gc_hint(gc_names, gc_runs, peaks, marked))
     no_time = "--no_time " if opts.no_timestamps else ""
     q = shell_quote(shown)
     say("next:")

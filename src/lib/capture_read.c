@@ -481,6 +481,7 @@ static int cap_read_state(struct tg_capture *cap, uint32_t stream, const unsigne
 			return cap_corrupt(cap, d, start, "an open call of an undefined code");
 		}
 		o->number = (unsigned long)number;
+		o->t_us = TG_CAP_T_UNKNOWN;  /* a state gives no call times */
 		if (o->code->kind == TG_CAP_CODE_C) {
 			if (tg_cap_get_varint(&p, end, &v) < 0)
 				goto short_open;
@@ -1192,6 +1193,7 @@ static inline int cap_push(struct tg_capcur *c, const struct tg_cap_code *code, 
 	o->code = code;
 	o->ref = ref;
 	o->number = c->calls;
+	o->t_us = c->t_us;
 	return 0;
 }
 
@@ -1337,6 +1339,7 @@ cap_next(struct tg_capcur *c, struct tg_cap_rec_data *r, const unsigned want, st
 			r->value = tg_cap_unzz(v);
 			r->number = c->returns;
 			r->call_number = o->number;
+			r->call_t_us = o->t_us;
 			return 1;
 		}
 		if (head) { /* CALL */

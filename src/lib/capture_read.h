@@ -70,7 +70,12 @@ struct tg_cap_open {
 	const struct tg_cap_code *code;
 	int64_t ref;            /* line a RETURN's line is relative to */
 	unsigned long number;   /* its call number */
+	int64_t t_us;           /* its time; TG_CAP_T_UNKNOWN: open at a segment's
+				 * start (its CALL is in a dropped segment) */
 };
+
+/* A call's time that the records read do not hold. */
+#define TG_CAP_T_UNKNOWN INT64_MIN
 
 /* A stream's state where the records read start (a segment's STATE chunk). */
 struct tg_cap_base {
@@ -238,6 +243,7 @@ struct tg_cap_rec_data {
 	int64_t value;          /* RETURN: DELTA; SAMPLE: BYTES */
 	unsigned long number;   /* CALL: k-th call; RETURN: k-th return; SAMPLE: k-th */
 	unsigned long call_number; /* RETURN: the number of the CALL it closes */
+	int64_t call_t_us;      /* RETURN: that CALL's time, or TG_CAP_T_UNKNOWN */
 };
 
 struct tg_capcur {

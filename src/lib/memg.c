@@ -199,6 +199,8 @@ int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *
 		if (peaks && tg_peak_is_candidate(&o->peak, r.delta)) {
 			struct tg_peak c = {
 				.x = x,
+				.call_start = o->has_time ? r.call_start : TG_NO_TIME,
+				.ret_no = index,
 				.y = (double)memg_cap(tg_bytes_to_milli_kb(r.delta),
 						      s.cap_milli) / 1000.0,
 				.delta = r.delta,
@@ -289,6 +291,8 @@ int tg_peaks_collect(const struct tg_memg_opts *o, const struct tg_dumpfile *fil
 			r->skip(r->ctx, &files[i], "no events");
 	}
 	tg_peaks_select(peaks, &o->peak);
+	if (o->has_time && tg_peaks_call_starts(peaks, files, n, d) < 0)
+		return -1;
 	return 0;
 }
 

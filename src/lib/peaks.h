@@ -19,6 +19,8 @@
 #include <stddef.h>
 
 #include "diag.h"
+#include "dumpfile.h"
+#include "records.h"
 
 struct tg_peak_opts {
 	double peak_kb;        /* |delta| must exceed this (KB) */
@@ -33,6 +35,11 @@ struct tg_peak_opts {
 
 struct tg_peak {
 	double x;              /* time in seconds, or event index without timestamps */
+	double call_start;     /* when the peak's call began (seconds, as x), or
+				  TG_NO_TIME: not known (no times; a text dump
+				  without its .stack, see tg_peaks_call_starts) */
+	unsigned long ret_no;  /* its return's number among the file's records
+				  (1-based): it closes the ret_no-th call to close */
 	double y;              /* plotted value, KB (after --cap) */
 	long long delta;       /* DELTA, bytes */
 	unsigned thread;       /* index of the thread's file in the caller's list */
@@ -70,6 +77,18 @@ int tg_peaks_add(struct tg_peaks *p, const struct tg_peak *c, const char *time_t
 /* Keeps the peaks among the candidates (as described above), in time order
  * (then thread, then line), numbered from 0. */
 void tg_peaks_select(struct tg_peaks *p, const struct tg_peak_opts *o);
+
+/*
+ * Fills the call_start of the peaks of text dumps (files[0..n)) from the .stack
+ * file beside each .mem, when it exists: the ret_no-th return closes the
+ * ret_no-th call to close (a record at depth D closes the open calls at depth D
+ * or deeper), as decorate-stack pairs them; a call that does not name the
+ * return's FILE and FUNCTION (a pairing broken by lost records) leaves
+ * call_start unknown.  Peaks of a capture have theirs already.  Returns 0 or -1
+ * (d->msg set); a missing or unreadable .stack file is no error.
+ */
+int tg_peaks_call_starts(struct tg_peaks *p, const struct tg_dumpfile *files, size_t n,
+			 struct tg_diag *d);
 
 /* Keeps the n kept peaks of largest |delta| (ties: earlier first), in time order. */
 void tg_peaks_top(struct tg_peaks *p, size_t n);

@@ -139,6 +139,11 @@ int tg_peaks_write_json_phases(FILE *f, const struct tg_peaks *p,
 		} else {
 			fputs("null", f);
 		}
+		/* the call's start: with the return's time, the span the call ran */
+		if (has_time && k->call_start >= 0)
+			fprintf(f, ", \"call_start\": %.6f", k->call_start);
+		else
+			fputs(", \"call_start\": null", f);
 		fputs(", \"thread\": ", f);
 		tg_json_string(f, df->thread, strlen(df->thread));
 		fputs(", \"site\": ", f);

@@ -381,6 +381,7 @@ const char *tg_memrec_parse(struct tg_memrec *r, const char *s, size_t len, int 
 
 	if ((why = rec_time(&r->time, &s, &len, has_time)))
 		return why;
+	r->call_start = TG_NO_TIME;
 	r->rest.s = s;
 	r->rest.len = len;
 	if (mem_tail_fast(r, s, len))

@@ -33,7 +33,13 @@ struct tg_memrec {
 	struct tg_str func;
 	unsigned long line;  /* LINE */
 	long long delta;     /* DELTA, bytes */
+	double call_start;   /* when the call began, as time.v; TG_NO_TIME when the
+			      * records do not say (a text .mem line holds only
+			      * its return, a capture without times) */
 };
+
+/* A call start that is not known (times are never negative). */
+#define TG_NO_TIME (-1.0)
 
 /* One .stack line: INDENT[TIME#]FILE:LINE:FUNCTION */
 struct tg_stackrec {

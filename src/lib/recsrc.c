@@ -164,6 +164,11 @@ int tg_src_cap_next_mem(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d
 		r->func.len = s->rec.code->func_len;
 		r->line = (unsigned long)s->rec.line;
 		r->delta = s->rec.value;
+		r->call_start = TG_NO_TIME;
+		if (s->has_time && s->cur.timed && s->rec.call_t_us != TG_CAP_T_UNKNOWN) {
+			int64_t us = s->rec.call_t_us, sec = us / 1000000;
+			r->call_start = (double)sec + (double)(us - sec * 1000000) * 1e-6;
+		}
 		r->site.s = r->rest.s = r->file.s;
 		r->site.len = r->rest.len = 0;
 		return 1;

@@ -24,12 +24,14 @@
 #include "flamesvg.h"
 #include "fold.h"
 #include "held.h"
+#include "gcruns.h"
 #include "marks.h"
 #include "linereader.h"
 #include "markup.h"
 #include "peaks.h"
 #include "records.h"
 #include "report.h"
+#include "runinfo.h"
 #include "snapshot.h"
 #include "tg_format.h"
 
@@ -299,6 +301,7 @@ static const char rep_style[] =
 	"max-height:420px;font-size:12px}\n"
 	"img.graph{max-width:100%;height:auto;border:1px solid #ddd}\n"
 	"section.peak:target{outline:3px solid #e0b000}\n"
+	".gc{background:#e8f0ff;color:#134;padding:0 4px;border-radius:3px;font-size:13px}\n"
 	"svg.tgflame{max-width:100%;height:auto;border:1px solid #ddd}\n";
 
 /* The memory graph, in its section.  Soft failures become notes. */
@@ -461,18 +464,65 @@ static void rep_time(FILE *out, const struct tg_peaks *p, const struct tg_peak *
 	}
 }
 
+/* What marks the peaks whose call ran the garbage collector. */
+struct rep_gc {
+	struct tg_gc_runs runs;        /* gc.txt */
+	struct tg_run_threads threads; /* runinfo.json: a text dump's native id */
+};
+
+/* The native id of FILES' thread file I: the capture's, else runinfo.json's;
+ * 0 when not known. */
+static int rep_native_id(const struct rep_gc *g, const struct rep_files *files, size_t i,
+			 unsigned long long *id)
+{
+	const struct tg_dumpfile *df = &files->v[i];
+
+	if (df->cap_thread) {
+		*id = df->cap_thread->native_id;
+		return 1;
+	}
+	return !df->cap && tg_run_threads_id(&g->threads, df->thread, id);
+}
+
+/* The collections peak K's call ran (its thread, within its call's span):
+ * their number, objects collected in *objects; 0 when its call start or its
+ * thread's native id is not known (no times, a text dump without .stack). */
+static size_t rep_peak_gc(const struct rep_gc *g, const struct rep_files *files,
+			  const struct tg_peak *k, long long *objects)
+{
+	unsigned long long id;
+
+	*objects = 0;
+	if (!g->runs.n || k->call_start < 0 || !rep_native_id(g, files, k->thread, &id))
+		return 0;
+	return tg_gc_runs_within(&g->runs, id, k->call_start, k->x, objects);
+}
+
+/* Writes the mark of a peak whose call ran the collector (nothing otherwise). */
+static void rep_gc_mark(FILE *out, size_t runs, long long objects)
+{
+	if (runs)
+		fprintf(out, " <span class=\"gc\">ran the garbage collector (%zu run%s, %lld "
+			"object%s collected)</span>", runs, runs == 1 ? "" : "s", objects,
+			objects == 1 ? "" : "s");
+}
+
 /* The peaks table and each peak's decorated subtree. */
 static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep_files *files,
 		     const struct tg_report_cb *cb, struct tg_diag *d)
 {
 	struct tg_peaks peaks;
+	struct rep_gc gc;
 	struct tg_marks marks;
 	size_t max_peaks = o->max_peaks ? o->max_peaks : 50;
 	size_t max_lines = o->max_lines ? o->max_lines : 300;
+	size_t gc_marked = 0;
 	int ret = -1, phases;
 
 	tg_peaks_init(&peaks);
 	tg_marks_init(&marks);
+	tg_gc_runs_init(&gc.runs);
+	tg_run_threads_init(&gc.threads);
 	fputs("<h2 id=\"peaks\">Peaks</h2>\n", out);
 	if (!files->threads) {
 		rep_missing(out, cb, "no thread .mem files in the run: no peaks");
@@ -482,6 +532,13 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 	    tg_peaks_collect(&o->memg, files->v, files->n, &peaks, NULL, d) < 0)
 		goto out;
 	phases = marks.n_phases && o->memg.has_time;
+	if (o->memg.has_time && (tg_gc_runs_read(&gc.runs, o->run_dir, d) < 0 ||
+				 (gc.runs.n && tg_run_threads_read(&gc.threads, o->run_dir, d) < 0)))
+		goto out;
+	for (size_t i = 0; i < peaks.n; i++) {
+		long long objects;
+		gc_marked += rep_peak_gc(&gc, files, &peaks.v[i], &objects) > 0;
+	}
 	if (!peaks.n) {
 		fprintf(out, "<p>No return changed a thread's memory by more than %g KB "
 			"(<code>--peak</code>).</p>\n", o->memg.peak.peak_kb);
@@ -497,6 +554,10 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 	      "call returned: a temporary its caller frees right after counts as the call's "
 	      "growth (the caller's own delta then shows the release), and a garbage "
 	      "collection run during a call counts all it freed to that call.</p>\n", out);
+	if (gc_marked)
+		fprintf(out, "<p class=\"meta\">%zu of these peaks' calls <span class=\"gc\">ran "
+			"the garbage collector</span> (gc.txt): their delta includes what it "
+			"freed, and what the call left to it.</p>\n", gc_marked);
 	if (!files->has_stack)
 		rep_missing(out, cb, "the run has no .stack files: the peaks' call subtrees need "
 			    "them (threadgraph run --stack, ProcessProfile.trackStack())");
@@ -513,6 +574,8 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 		const struct tg_peak *k = &peaks.v[i];
 		char g[32], s[32];
 		int link = files->has_stack && o->memg.has_time && i < max_peaks;
+		long long objects;
+		size_t runs = rep_peak_gc(&gc, files, k, &objects);
 
 		tg_fmt_grouped(g, k->delta);
 		tg_fmt_bytes_short(s, k->delta);
@@ -531,7 +594,9 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 		tg_xml_puts(out, files->v[k->thread].thread);
 		fputs("</td><td><code>", out);
 		tg_xml_text(out, tg_peak_rest(&peaks, k), k->rest_len);
-		fprintf(out, "</code></td><td class=\"num\">%s B (%s)</td></tr>\n", g, s);
+		fputs("</code>", out);
+		rep_gc_mark(out, runs, objects);
+		fprintf(out, "</td><td class=\"num\">%s B (%s)</td></tr>\n", g, s);
 	}
 	fputs("</table>\n", out);
 	if (files->has_stack && o->memg.has_time && peaks.n > max_peaks)
@@ -550,7 +615,13 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 		tg_xml_puts(out, files->v[k->thread].thread);
 		fputs(" &gt; <code>", out);
 		tg_xml_text(out, tg_peak_rest(&peaks, k), k->rest_len);
-		fputs("</code></h3>\n", out);
+		fputs("</code>", out);
+		{
+			long long objects;
+			size_t runs = rep_peak_gc(&gc, files, k, &objects);
+			rep_gc_mark(out, runs, objects);
+		}
+		fputs("</h3>\n", out);
 		snprintf(event, sizeof(event), "%lu", k->lineno);
 		if (asprintf(&stack, "%.*s%s", (int)(strlen(mem) - 4), mem, TG_STACK_SUFFIX) < 0) {
 			tg_error(d, "out of memory");
@@ -581,6 +652,8 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 	}
 	ret = 0;
 out:
+	tg_run_threads_release(&gc.threads);
+	tg_gc_runs_release(&gc.runs);
 	tg_peaks_release(&peaks);
 	tg_marks_release(&marks);
 	return ret;
@@ -638,6 +711,53 @@ static int rep_flame(FILE *out, const struct tg_report_opts *o,
 }
 
 /* The accounting summary and histograms, in their section. */
+/* Pairs of the cross-thread frees table before the rest are summed. */
+#define REP_PAIR_ROWS 20
+
+/* Who freed whose memory (threadgraph threads): the summary's pairs. */
+static void rep_freed_by(FILE *out, const struct tg_summary *s, const struct tg_report_cb *cb)
+{
+	int64_t rest = 0, rest_blocks = 0;
+
+	fputs("<h3 id=\"freed-by\">Cross-thread frees</h3>\n", out);
+	if (!s->has_freed_by) {
+		rep_missing(out, cb, "no cross-thread frees: the summary was written by a "
+			    "threadgraph that did not count them");
+		return;
+	}
+	if (!s->n_pairs) {
+		fputs("<p>No block was freed by a thread other than the one that allocated "
+		      "it.</p>\n", out);
+		return;
+	}
+	fputs("<p>Memory allocated in one thread and freed in another (as <code>threadgraph "
+	      "threads</code> prints it), largest first.</p>\n<table><tr><th>Allocated in</th>"
+	      "<th>Freed in</th><th>Bytes</th><th>Blocks</th></tr>\n", out);
+	for (size_t i = 0; i < s->n_pairs; i++) {
+		const struct tg_sum_pair *p = &s->pairs[i];
+
+		if (i >= REP_PAIR_ROWS) {
+			rest += p->bytes;
+			rest_blocks += p->blocks;
+			continue;
+		}
+		fputs("<tr><td>", out);
+		tg_xml_puts(out, p->allocated_in);
+		fputs("</td><td>", out);
+		tg_xml_puts(out, p->freed_in);
+		fprintf(out, "</td><td class=\"num\">%lld</td><td class=\"num\">%lld</td></tr>\n",
+			(long long)p->bytes, (long long)p->blocks);
+	}
+	if (s->n_pairs > REP_PAIR_ROWS)
+		fprintf(out, "<tr><td colspan=\"2\">%zu other pairs (sum)</td><td class=\"num\">"
+			"%lld</td><td class=\"num\">%lld</td></tr>\n", s->n_pairs - REP_PAIR_ROWS,
+			(long long)rest, (long long)rest_blocks);
+	fputs("</table>\n", out);
+	if (s->freed_by_lost)
+		fprintf(out, "<p>And %lld bytes between pairs of threads the recorder could not keep "
+			"apart.</p>\n", (long long)s->freed_by_lost);
+}
+
 static int rep_accounting(FILE *out, const struct tg_report_opts *o,
 			  const struct tg_report_cb *cb, struct tg_diag *d)
 {
@@ -661,7 +781,9 @@ static int rep_accounting(FILE *out, const struct tg_report_opts *o,
 	tg_summary_print(tmp, &s);
 	fputs("<h3>Summary</h3>\n<pre>", out);
 	rep_copy_escaped(out, tmp, 0);
-	fputs("</pre>\n<h3>Allocation sizes</h3>\n", out);
+	fputs("</pre>\n", out);
+	rep_freed_by(out, &s, cb);
+	fputs("<h3>Allocation sizes</h3>\n", out);
 	if (!o->gnuplot) {
 		rep_missing(out, cb, "histogram graph left out: gnuplot not found (the graph "
 			    "needs gnuplot; the rest of the report does not)");

@@ -50,13 +50,17 @@ def test_json(tg, tutorial):
     r = tg("peaks", "--json", *PEAK_ARGS, *tutorial_mems())
     assert r.returncode == 0, r.stderr
     data = json.loads(r.stdout)
+    # call_start: the call its return closes in Thread-7.stack (decorate-stack's
+    # pairing: doStuff@main.py:27-39, 22.03 s); null in a thread without .stack
     assert data[1] == {
-        "index": 1, "time": 1394031433.4, "thread": "Thread-7",
+        "index": 1, "time": 1394031433.4, "call_start": 1394031411.37, "thread": "Thread-7",
         "site": "/data/code/thread_graph/examples/main.py:39:doStuff",
         "file": "/data/code/thread_graph/examples/main.py", "line": 39,
         "function": "doStuff", "delta": 167936,
         "mem_file": os.path.join(tutorial, "Thread-7.mem"), "mem_line": 30}
     assert [d["index"] for d in data] == [0, 1, 2, 3]
+    assert [d["call_start"] for d in data if d["thread"] != "Thread-7"]
+    assert all(d["call_start"] is None for d in data if d["thread"] != "Thread-7")
     empty = tg("peaks", "--json", "--peak=100000", *tutorial_mems())
     assert json.loads(empty.stdout) == []
 

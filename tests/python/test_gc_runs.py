@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 PROGRAM = textwrap.dedent("""
     import gc, json, sys, threading, time
     import threadgraph
@@ -99,3 +101,91 @@ def test_run_summary_names_the_thread_that_collected(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "  the garbage collector ran in Worker (1 run, " in proc.stderr, proc.stderr
     assert "MainThread (" not in proc.stderr.split("the garbage collector ran in", 1)[1]
+
+
+MARK = "[ran the garbage collector: 1 run, "
+
+# churn's call runs the collector, big's runs none; no comprehension, whose own
+# call would be the innermost peak on Python < 3.12.
+MARK_PROGRAM = textwrap.dedent("""
+    import gc, threading
+    gc.disable()  # only the collection asked for below runs
+
+    def churn():
+        keep = []
+        for _ in range(2000):
+            keep.append(bytearray(1000))
+        for _ in range(500):
+            a, b = [], []
+            a.append(b)
+            b.append(a)
+        del a, b
+        gc.collect()
+        return keep
+
+    def big():
+        keep = []
+        for _ in range(4000):
+            keep.append(bytearray(1000))
+        return keep
+
+    keep = []
+    t = threading.Thread(target=lambda: keep.append(churn()), name="Worker")
+    t.start()
+    t.join()
+    keep.append(big())
+""")
+
+
+def summary_line(stderr, thread, function):
+    lines = [l for l in stderr.splitlines()
+             if l.split()[:2] == [thread, function]]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("fmt", [[], ["--format", "text", "--stack"]], ids=["capture", "text"])
+def test_peak_whose_call_ran_the_collector_is_marked(tmp_path, fmt):
+    """The peak of churn(), whose call ran gc.collect(), is marked in run's summary
+    and in the report; big()'s, which ran none (gc disabled), is not.  Its call's
+    span comes from the capture's CALL record, or from the .stack pairing."""
+    from test_reliability import find_cli
+    prog = tmp_path / "prog.py"
+    prog.write_text(MARK_PROGRAM)
+    proc = subprocess.run([sys.executable, "-m", "threadgraph", "run"] + fmt
+                          + ["-o", str(tmp_path / "out"), str(prog)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert MARK in summary_line(proc.stderr, "Worker", "churn"), proc.stderr
+    assert "[ran the garbage" not in summary_line(proc.stderr, "MainThread", "big")
+    assert "that call's delta includes what the" in proc.stderr
+
+    (run,) = [str(p) for p in (tmp_path / "out").iterdir()]
+    with open(os.path.join(run, "gc.txt")) as f:
+        (gc_line,) = [l.split() for l in f if not l.startswith("#")]
+    cli = find_cli()
+    if cli is None:
+        pytest.skip("no threadgraph command-line processor")
+    inputs = [run] if not fmt else sorted(
+        os.path.join(run, n) for n in os.listdir(run) if n.endswith(".mem") and n != "process.mem")
+    every = ["--peak", "100", "--peak_delta_time", "0", "--peak_delta_value", "0"]
+    res = subprocess.run([cli, "peaks", "--json"] + every + inputs,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    assert res.returncode == 0, res.stderr
+    peaks = json.loads(res.stdout)
+    assert peaks and all(p["call_start"] is not None and p["call_start"] <= p["time"]
+                         for p in peaks), peaks
+    (churn,) = [p for p in peaks if p["function"] == "churn"]
+    assert churn["call_start"] <= float(gc_line[1]) <= float(gc_line[2]) <= churn["time"]
+    (big,) = [p for p in peaks if p["function"] == "big"]
+    assert not big["call_start"] <= float(gc_line[1]) <= big["time"]
+
+    html = tmp_path / "r.html"
+    res = subprocess.run([cli, "report"] + every + [run, "-o", str(html)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    assert res.returncode == 0, res.stderr
+    rows = [r for r in html.read_text().split("<tr>") if ":churn=&gt;" in r or ":big=&gt;" in r]
+    assert rows
+    for r in rows:
+        assert ('<span class="gc">ran the garbage collector (1 run, ' in r) == (":churn=&gt;" in r), r

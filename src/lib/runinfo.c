@@ -1,0 +1,366 @@
+/*
+ * runinfo.c - runinfo.json's threads (runinfo.h).
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runinfo.h"
+
+/* The JSON text being read. */
+struct ri {
+	const char *p, *end;
+	int depth;
+};
+
+#define RI_DEPTH_MAX 64
+
+static void ri_ws(struct ri *r)
+{
+	while (r->p < r->end && (*r->p == ' ' || *r->p == '\n' || *r->p == '\t' || *r->p == '\r'))
+		r->p++;
+}
+
+static int ri_hex4(const char *p, unsigned *v)
+{
+	*v = 0;
+	for (int i = 0; i < 4; i++) {
+		char c = p[i];
+		*v <<= 4;
+		if (c >= '0' && c <= '9')
+			*v |= (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			*v |= (unsigned)(c - 'a' + 10);
+		else if (c >= 'A' && c <= 'F')
+			*v |= (unsigned)(c - 'A' + 10);
+		else
+			return -1;
+	}
+	return 0;
+}
+
+/* Reads a string at r->p ('"'); into *out (malloc'ed, UTF-8) when OUT is not
+ * NULL.  Returns 0, -1 (not JSON), -2 (out of memory). */
+static int ri_string(struct ri *r, char **out)
+{
+	char *buf = NULL, *q = NULL;
+
+	if (r->p >= r->end || *r->p != '"')
+		return -1;
+	r->p++;
+	/* the decoded text is never longer than the escaped one */
+	if (out && !(buf = q = malloc((size_t)(r->end - r->p) + 1)))
+		return -2;
+	while (r->p < r->end && *r->p != '"') {
+		unsigned char c = (unsigned char)*r->p++;
+		unsigned cp;
+
+		if (c < 0x20)
+			goto bad;
+		if (c != '\\') {
+			if (q)
+				*q++ = (char)c;
+			continue;
+		}
+		if (r->p >= r->end)
+			goto bad;
+		c = (unsigned char)*r->p++;
+		switch (c) {
+		case '"': case '\\': case '/': cp = c; break;
+		case 'b': cp = '\b'; break;
+		case 'f': cp = '\f'; break;
+		case 'n': cp = '\n'; break;
+		case 'r': cp = '\r'; break;
+		case 't': cp = '\t'; break;
+		case 'u':
+			if (r->end - r->p < 4 || ri_hex4(r->p, &cp) < 0)
+				goto bad;
+			r->p += 4;
+			if (cp >= 0xd800 && cp < 0xdc00 && r->end - r->p >= 6 && r->p[0] == '\\' &&
+			    r->p[1] == 'u') {
+				unsigned lo;
+				if (ri_hex4(r->p + 2, &lo) == 0 && lo >= 0xdc00 && lo < 0xe000) {
+					cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+					r->p += 6;
+				}
+			}
+			break;
+		default:
+			goto bad;
+		}
+		if (!q)
+			continue;
+		/* UTF-8 (a lone surrogate as its three bytes: json.dump writes one
+		 * for a name that holds one, and no file name matches it anyway) */
+		if (cp < 0x80) {
+			*q++ = (char)cp;
+		} else if (cp < 0x800) {
+			*q++ = (char)(0xc0 | cp >> 6);
+			*q++ = (char)(0x80 | (cp & 0x3f));
+		} else if (cp < 0x10000) {
+			*q++ = (char)(0xe0 | cp >> 12);
+			*q++ = (char)(0x80 | (cp >> 6 & 0x3f));
+			*q++ = (char)(0x80 | (cp & 0x3f));
+		} else {
+			*q++ = (char)(0xf0 | cp >> 18);
+			*q++ = (char)(0x80 | (cp >> 12 & 0x3f));
+			*q++ = (char)(0x80 | (cp >> 6 & 0x3f));
+			*q++ = (char)(0x80 | (cp & 0x3f));
+		}
+	}
+	if (r->p >= r->end)
+		goto bad;
+	r->p++;
+	if (out) {
+		*q = '\0';
+		*out = buf;
+	}
+	return 0;
+bad:
+	free(buf);
+	return -1;
+}
+
+/* Skips one value (any JSON).  Returns 0 or -1 (not JSON). */
+static int ri_skip(struct ri *r)
+{
+	ri_ws(r);
+	if (r->p >= r->end)
+		return -1;
+	if (*r->p == '"')
+		return ri_string(r, NULL);
+	if (*r->p == '{' || *r->p == '[') {
+		char close = *r->p == '{' ? '}' : ']';
+		int obj = close == '}';
+		if (++r->depth > RI_DEPTH_MAX)
+			return -1;
+		r->p++;
+		ri_ws(r);
+		if (r->p < r->end && *r->p == close) {
+			r->p++;
+			r->depth--;
+			return 0;
+		}
+		for (;;) {
+			if (obj) {
+				ri_ws(r);
+				if (ri_string(r, NULL) < 0)
+					return -1;
+				ri_ws(r);
+				if (r->p >= r->end || *r->p++ != ':')
+					return -1;
+			}
+			if (ri_skip(r) < 0)
+				return -1;
+			ri_ws(r);
+			if (r->p >= r->end)
+				return -1;
+			if (*r->p == close) {
+				r->p++;
+				r->depth--;
+				return 0;
+			}
+			if (*r->p++ != ',')
+				return -1;
+		}
+	}
+	/* a number, true, false, null */
+	if (!strchr("-0123456789tfn", *r->p))
+		return -1;
+	while (r->p < r->end && strchr("+-.0123456789eEtruefalsn", *r->p))
+		r->p++;
+	return 0;
+}
+
+/* Reads one thread object at r->p into *t.  0, -1 (not JSON), -2 (memory). */
+static int ri_thread(struct ri *r, struct tg_run_thread *t)
+{
+	int e;
+
+	memset(t, 0, sizeof(*t));
+	ri_ws(r);
+	if (r->p >= r->end || *r->p++ != '{')
+		return -1;
+	ri_ws(r);
+	if (r->p < r->end && *r->p == '}') {
+		r->p++;
+		return 0;
+	}
+	for (;;) {
+		char *key = NULL;
+		ri_ws(r);
+		if ((e = ri_string(r, &key)) < 0)
+			return e;
+		ri_ws(r);
+		if (r->p >= r->end || *r->p++ != ':') {
+			free(key);
+			return -1;
+		}
+		ri_ws(r);
+		e = 0;
+		if ((!strcmp(key, "name") || !strcmp(key, "mem")) && r->p < r->end && *r->p == '"') {
+			char **dst = key[0] == 'n' ? &t->name : &t->mem;
+			free(*dst);
+			*dst = NULL;
+			e = ri_string(r, dst);
+		} else if (!strcmp(key, "native_id")) {
+			char *num_end;
+			errno = 0;
+			t->native_id = strtoull(r->p, &num_end, 10);
+			if (num_end == r->p || errno || num_end > r->end)
+				e = -1;
+			else
+				r->p = num_end;
+		} else {
+			e = ri_skip(r);
+		}
+		free(key);
+		if (e < 0)
+			return e;
+		ri_ws(r);
+		if (r->p >= r->end)
+			return -1;
+		if (*r->p == '}') {
+			r->p++;
+			return 0;
+		}
+		if (*r->p++ != ',')
+			return -1;
+	}
+}
+
+void tg_run_threads_init(struct tg_run_threads *t)
+{
+	memset(t, 0, sizeof(*t));
+}
+
+void tg_run_threads_release(struct tg_run_threads *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		free(t->v[i].name);
+		free(t->v[i].mem);
+	}
+	free(t->v);
+	tg_run_threads_init(t);
+}
+
+/* Reads the "threads" array at r->p into t.  0, -1 (not JSON), -2 (memory). */
+static int ri_threads(struct ri *r, struct tg_run_threads *t)
+{
+	int e;
+
+	ri_ws(r);
+	if (r->p >= r->end || *r->p++ != '[')
+		return -1;
+	ri_ws(r);
+	if (r->p < r->end && *r->p == ']')
+		return 0;
+	for (;;) {
+		struct tg_run_thread th;
+		if (t->n == t->alloc) {
+			size_t na = t->alloc ? 2 * t->alloc : 16;
+			struct tg_run_thread *nv = realloc(t->v, na * sizeof(*nv));
+			if (!nv)
+				return -2;
+			t->v = nv;
+			t->alloc = na;
+		}
+		e = ri_thread(r, &th);
+		if (e < 0) {
+			free(th.name);
+			free(th.mem);
+			return e;
+		}
+		t->v[t->n++] = th;
+		ri_ws(r);
+		if (r->p >= r->end)
+			return -1;
+		if (*r->p == ']')
+			return 0;
+		if (*r->p++ != ',')
+			return -1;
+	}
+}
+
+int tg_run_threads_read(struct tg_run_threads *t, const char *dir, struct tg_diag *d)
+{
+	size_t plen = strlen(dir) + sizeof("/runinfo.json"), len;
+	char *path = malloc(plen), *buf = NULL;
+	struct ri r;
+	FILE *f = NULL;
+	int e = 0;
+
+	if (!path)
+		return tg_error(d, "out of memory");
+	snprintf(path, plen, "%s/runinfo.json", dir);
+	if (!(f = fopen(path, "r")))
+		goto out;
+	if (!(buf = malloc(TG_RUNINFO_MAX))) {
+		e = -2;
+		goto out;
+	}
+	len = fread(buf, 1, TG_RUNINFO_MAX, f);
+	if (ferror(f) || len == TG_RUNINFO_MAX)
+		goto out;
+	r.p = buf;
+	r.end = buf + len;
+	r.depth = 1;
+	ri_ws(&r);
+	if (r.p >= r.end || *r.p++ != '{')
+		goto out;
+	for (;;) {
+		char *key = NULL;
+		ri_ws(&r);
+		if ((e = ri_string(&r, &key)) < 0)
+			break;
+		ri_ws(&r);
+		if (r.p >= r.end || *r.p++ != ':') {
+			free(key);
+			e = -1;
+			break;
+		}
+		e = !strcmp(key, "threads") ? ri_threads(&r, t) : ri_skip(&r);
+		free(key);
+		if (e < 0)
+			break;
+		ri_ws(&r);
+		if (r.p >= r.end || *r.p != ',')
+			break;
+		r.p++;
+	}
+out:
+	if (e < 0)
+		tg_run_threads_release(t);  /* not what the recorder writes: none known */
+	if (f)
+		fclose(f);
+	free(buf);
+	free(path);
+	if (e == -2)
+		return tg_error(d, "out of memory");
+	return 0;
+}
+
+int tg_run_threads_id(const struct tg_run_threads *t, const char *base,
+		      unsigned long long *id)
+{
+	size_t blen = strlen(base), found = 0;
+
+	for (size_t i = 0; i < t->n; i++) {
+		const char *m = t->v[i].mem;
+		const char *slash = m ? strrchr(m, '/') : NULL;
+		if (slash)
+			m = slash + 1;
+		if (m && !strncmp(m, base, blen) && !strcmp(m + blen, ".mem")) {
+			*id = t->v[i].native_id;
+			return 1;
+		}
+	}
+	for (size_t i = 0; i < t->n; i++)
+		if (t->v[i].name && !strcmp(t->v[i].name, base)) {
+			*id = t->v[i].native_id;
+			found++;
+		}
+	return found == 1;
+}

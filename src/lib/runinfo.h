@@ -1,0 +1,46 @@
+/*
+ * runinfo.h - the threads of a run's runinfo.json (docs/formats.md): which
+ * native thread id a thread's dump file belongs to, for what is kept by native
+ * id (gc.txt).  Only the "threads" list is read; a JSON reader of just what the
+ * recorder writes (json.dump), bounded, that refuses anything else.
+ */
+#ifndef TG_RUNINFO_H
+#define TG_RUNINFO_H
+
+#include <stddef.h>
+
+#include "diag.h"
+
+struct tg_run_thread {
+	char *name;                   /* threading name (UTF-8, owned) */
+	char *mem;                    /* its .mem file's base name, or NULL (a capture) */
+	unsigned long long native_id;
+};
+
+struct tg_run_threads {
+	struct tg_run_thread *v;
+	size_t n, alloc;
+};
+
+/* runinfo.json is read up to this size (a larger one names a huge argv). */
+#define TG_RUNINFO_MAX (16u << 20)
+
+void tg_run_threads_init(struct tg_run_threads *t);
+void tg_run_threads_release(struct tg_run_threads *t);
+
+/*
+ * Reads DIR/runinfo.json's threads into t.  No file, or one that is not the
+ * JSON the recorder writes, gives no threads (the caller then knows none).
+ * Returns 0, or -1 only when out of memory (d->msg set).
+ */
+int tg_run_threads_read(struct tg_run_threads *t, const char *dir, struct tg_diag *d);
+
+/*
+ * The native id of the thread whose dump is named BASE (a .mem file's base name,
+ * as dumpfile's thread): by its "mem" entry, else by its name.  Returns 1 with
+ * *id set, or 0 when no single thread matches.
+ */
+int tg_run_threads_id(const struct tg_run_threads *t, const char *base,
+		      unsigned long long *id);
+
+#endif
