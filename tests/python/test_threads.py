@@ -160,3 +160,19 @@ def test_report_tables(run, tmp_path):
     # the largest peak's shares: Producer drove it
     shares = html[html.index("Who drove it"):]
     assert shares.index("<tr><td>Producer</td>") < shares.index("<tr><td>MainThread</td>")
+
+
+SAMPLED = PROGRAM.replace("N, SIZE = %d, %d" % (N, SIZE), "N, SIZE = 8, 1 << 20").replace(
+    'format="both", accounting=True', 'format="binary", sample_bytes=65536')
+
+
+def test_sampled_pairs_are_estimates(tmp_path):
+    # under sample_bytes a block is paired when it is sampled, with its weight:
+    # 1 MiB buffers are all but surely sampled (weight ~ their size), the small
+    # objects rarely (weight ~ 64 KiB each), so the pair is N MiB within a few KiB
+    run_scenario(tmp_path, SAMPLED, env={"THREADGRAPH_SAMPLE_SEED": "7"})
+    run = only_dir(str(tmp_path / "out"))
+    doc = json.loads(tg("threads", "--json", run).stdout)
+    pairs = {(p["allocated_in"], p["freed_in"]): p for p in doc["freed_by"]}
+    handed = pairs[("Producer", "Consumer")]["bytes"]
+    assert abs(handed - 8 * ((1 << 20) + 1)) < 8 * (1 << 20) // 100
