@@ -270,3 +270,16 @@ def test_run_option(tmp_path):
                         str(script)], capture_output=True, text=True, env=env,
                        timeout=TIMEOUT)
     assert r.returncode == 2 and "--aggregate" in r.stderr
+
+
+def test_broken_file_is_refused(runs, tmp_path):
+    import shutil
+    agg = runs[0][1]
+    copy = tmp_path / "run"
+    shutil.copytree(agg, copy)
+    data = (copy / "aggregate.tga").read_bytes()
+    (copy / "aggregate.tga").write_bytes(data[:len(data) // 2])
+    for args in (("folded", "--metric", "delta", copy), ("peaks", copy), ("summary", copy)):
+        r = cli(*args)
+        assert r.returncode == 1, (args, r.stderr)
+        assert "aggregate.tga: cut short" in r.stderr, (args, r.stderr)
