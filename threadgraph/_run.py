@@ -808,9 +808,9 @@ def main(argv):
         if opts.format != "binary":
             parser.error("--max-size bounds the binary capture: it needs --format binary")
     if opts.aggregate and (opts.mode == "sampled" or opts.max_size is not None
-                           or opts.format != "binary"):
+                           or opts.format != "binary" or getattr(opts, "live", False)):
         parser.error("--aggregate writes aggregate.tga instead of the capture: it takes "
-                     "no --sampled, --max-size or --format other than binary")
+                     "no --sampled, --max-size, --live or --format other than binary")
     if (opts.compress and not (opts.accounting or opts.sample_bytes or opts.snapshot_when
                                or opts.mode == "sampled") and opts.format == "text"):
         parser.error("--compress compresses the binary capture and the accounting "
