@@ -46,6 +46,16 @@ def summary_lines(figures: Dict[str, Any]) -> List[str]:
         name = _clean(w["name"])
         for key in FIGURES:
             out.append("window\t%s\t%d\t%s" % (key, w["process"][key], name))
+    if "freed_by" in figures:
+        # cross-thread frees were counted (the line says so even with no pair)
+        out.append("process\tfreed_by_lost_bytes\t%d" % figures.get("freed_by_lost_bytes", 0))
+        for t in figures["threads"]:
+            out.append("thread\tlive_at_end_bytes\t%d\t%s" % (t.get("live_at_end_bytes", 0),
+                                                              _clean(t["name"])))
+        for p in figures["freed_by"]:
+            out.append("freed_by\t%d\t%d\t%s\t%s" % (p["bytes"], p["blocks"],
+                                                     _clean(p["allocated_in"]),
+                                                     _clean(p["freed_in"])))
     return out
 
 
@@ -59,6 +69,8 @@ def write_summary(outdir: str, figures: Dict[str, Any], compress: bool) -> List[
         "windows": figures.get("windows") or [],
         "snapshots": figures.get("snapshots", 0),
         "sample_bytes": figures.get("sample_bytes", 0),
+        "freed_by": figures.get("freed_by", []),
+        "freed_by_lost_bytes": figures.get("freed_by_lost_bytes", 0),
         "histogram_bins": "bin b holds sizes of bit length b: 0 -> 0, b >= 1 -> [2^(b-1), 2^b)",
     }
     texts = {

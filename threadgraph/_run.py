@@ -662,6 +662,20 @@ def shell_quote(word):
         lambda m: "".join("\\x%02x" % b for b in m.group().encode("utf-8")), body) + "'"
 
 
+def _print_next_aggregate(shown, opts):
+    """The next commands on an aggregate run (aggregate.tga: call paths and
+    curves, no record per call: no peaks of calls to list)."""
+    no_time = "--no_time " if opts.no_timestamps else ""
+    q = shell_quote(shown)
+    say("next (aggregate run: call paths and memory curves in aggregate.tga):")
+    sys.stderr.write("    threadgraph summary %s\n" % q)
+    sys.stderr.write("    threadgraph folded --metric delta %s\n" % q)
+    sys.stderr.write("    threadgraph %smemg %s\n" % (no_time, q))
+    sys.stderr.write("    threadgraph %sreport %s -o %s\n" % (
+        no_time, q, shell_quote(os.path.join(shown, "report.html"))))
+    sys.stderr.flush()
+
+
 def print_summary(prof, opts, status):
     from threadgraph.profiler import _losses, describe_losses
 
@@ -690,6 +704,9 @@ def print_summary(prof, opts, status):
 
 def _print_next(out_dir, shown, opts):
     """The top peaks and the next commands to run on OUT_DIR."""
+    if os.path.exists(os.path.join(out_dir, "aggregate.tga")):
+        _print_next_aggregate(shown, opts)
+        return
     mem_files = thread_mem_files(out_dir)
     binary = capture_path(out_dir) is not None and not mem_files
     peaks, why = top_peaks(out_dir, mem_files, not opts.no_timestamps)
@@ -791,9 +808,9 @@ def main(argv):
         if opts.format != "binary":
             parser.error("--max-size bounds the binary capture: it needs --format binary")
     if opts.aggregate and (opts.mode == "sampled" or opts.max_size is not None
-                           or opts.format != "binary"):
+                           or opts.format != "binary" or getattr(opts, "live", False)):
         parser.error("--aggregate writes aggregate.tga instead of the capture: it takes "
-                     "no --sampled, --max-size or --format other than binary")
+                     "no --sampled, --max-size, --live or --format other than binary")
     if (opts.compress and not (opts.accounting or opts.sample_bytes or opts.snapshot_when
                                or opts.mode == "sampled") and opts.format == "text"):
         parser.error("--compress compresses the binary capture and the accounting "

@@ -188,6 +188,7 @@ int cmd_nesting(int argc, char **argv);
 int cmd_interleave(int argc, char **argv);
 int cmd_decorate_stack(int argc, char **argv);
 int cmd_summary(int argc, char **argv);
+int cmd_threads(int argc, char **argv);
 int cmd_hist(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_diff(int argc, char **argv);

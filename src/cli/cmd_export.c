@@ -11,6 +11,7 @@
 
 #include <sys/stat.h>
 
+#include "aggfile.h"
 #include "atomic_out.h"
 #include "cli.h"
 #include "export.h"
@@ -202,6 +203,10 @@ int cmd_export(int argc, char **argv)
 	tg_resolve_run_bases(argv, nargs > 0);  /* RUN_DIR: a base of runs reads its latest */
 	if (nargs != 1)
 		return usage_error(export_usage, "expected one run directory or capture file");
+	if (!pprof && !speedscope && tg_aggfile_is_run(argv[0]))
+		return error("'%s' is an aggregate run (aggregate.tga): it keeps call paths and "
+			     "curves, no records to export as dumps; summary, folded, flamegraph, "
+			     "memg, peaks and report read it", argv[0]);
 	if (pprof || speedscope) {
 		struct export_prof_args pa = { NULL, speedscope, TG_XV_ALLOC_SPACE, quiet };
 

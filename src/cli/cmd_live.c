@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "aggfile.h"
 #include "capture_read.h"
 #include "cli.h"
 #include "live.h"
@@ -472,6 +473,9 @@ int cmd_live(int argc, char **argv)
 	tg_resolve_run_bases(argv, nargs > 0);
 	if (nargs != 1)
 		return usage_error(live_usage, "expected one run directory");
+	if (tg_aggfile_is_run(argv[0]))
+		return error("'%s' is an aggregate run (aggregate.tga): live reads a capture as "
+			     "it is written; memg and summary read an aggregate run", argv[0]);
 	if (sort) {
 		for (v.sort = 0; v.sort < LIVE_NSORTS && strcmp(live_sorts[v.sort].name, sort); v.sort++)
 			;

@@ -40,6 +40,8 @@ static const struct tg_cmd tg_commands[] = {
 	{ "decorate-stack", cmd_decorate_stack,
 	  "one call's subtree from a .stack dump with time and memory" },
 	{ "summary", cmd_summary, "allocation accounting figures of a run (process, threads, windows)" },
+	{ "threads", cmd_threads,
+	  "each thread's allocated, freed, peak and live bytes, and who freed whose memory" },
 	{ "hist", cmd_hist, "power-of-two histograms of allocation sizes (hist.svg)" },
 	{ "top", cmd_top, "biggest call sites of a heap snapshot (live or total bytes)" },
 	{ "diff", cmd_diff, "per-site growth between two heap snapshots (--base A B)" },

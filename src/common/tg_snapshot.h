@@ -32,6 +32,13 @@
  *   thread  <figure> <value> <thread name>
  *   window  <figure> <value> <window name>
  *   hist    alloc|free <bin> <count> process|"thread <name>"
+ *
+ * Cross-thread frees, added to format 1 (a reader that predates them warns
+ * about the lines it does not know; a summary without them reads as before):
+ *
+ *   process   freed_by_lost_bytes <bytes>     present when the pairs were counted
+ *   thread    live_at_end_bytes <bytes> <thread name>
+ *   freed_by  <bytes> <blocks> <allocated in> <freed in>
  */
 #ifndef TG_SNAPSHOT_FORMAT_H
 #define TG_SNAPSHOT_FORMAT_H
@@ -101,6 +108,10 @@
 #define TG_SUM_REC_THREAD "thread"
 #define TG_SUM_REC_WINDOW "window"
 #define TG_SUM_REC_HIST "hist"
+#define TG_SUM_REC_FREED_BY "freed_by"
+/* The cross-thread records' figures (not in TG_SUM_FIGURES_INIT). */
+#define TG_SUM_FIG_FREED_BY_LOST "freed_by_lost_bytes"
+#define TG_SUM_FIG_LIVE_AT_END "live_at_end_bytes"
 /* hist records: the second field, and the owner field's forms ("process", or
  * TG_SUM_HIST_THREAD followed by the thread's name). */
 #define TG_SUM_HIST_ALLOC "alloc"

@@ -89,17 +89,15 @@ static int held_read_capture(const struct tg_dumpfile *df, struct held_emit *e,
 		if (r.type == TG_CAP_REC_CALL) {
 			if (held_base_set(&b, r.depth, v, d) < 0)
 				goto release;
-			if (!e->started) {  /* the curve starts at the first record */
-				xlen = tg_cap_fmt_time(xs, r.t_us);
-				if (held_emit(e, tg_cap_time_value(r.t_us), xs, xlen, v, d) < 0)
-					goto release;
-			}
 			continue;
 		}
 		if (r.type != TG_CAP_REC_RETURN)
 			continue;
-		v = held_base_get(&b, c.depth) + r.value;  /* c.depth: the call's own depth */
 		xlen = tg_cap_fmt_time(xs, r.t_us);
+		/* the curve starts at the first return, as from the exported .mem */
+		if (!e->started && held_emit(e, tg_cap_time_value(r.t_us), xs, xlen, v, d) < 0)
+			goto release;
+		v = held_base_get(&b, c.depth) + r.value;  /* c.depth: the call's own depth */
 		if (held_emit(e, tg_cap_time_value(r.t_us), xs, xlen, v, d) < 0)
 			goto release;
 	}

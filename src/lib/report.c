@@ -711,6 +711,53 @@ static int rep_flame(FILE *out, const struct tg_report_opts *o,
 }
 
 /* The accounting summary and histograms, in their section. */
+/* Pairs of the cross-thread frees table before the rest are summed. */
+#define REP_PAIR_ROWS 20
+
+/* Who freed whose memory (threadgraph threads): the summary's pairs. */
+static void rep_freed_by(FILE *out, const struct tg_summary *s, const struct tg_report_cb *cb)
+{
+	int64_t rest = 0, rest_blocks = 0;
+
+	fputs("<h3 id=\"freed-by\">Cross-thread frees</h3>\n", out);
+	if (!s->has_freed_by) {
+		rep_missing(out, cb, "no cross-thread frees: the summary was written by a "
+			    "threadgraph that did not count them");
+		return;
+	}
+	if (!s->n_pairs) {
+		fputs("<p>No block was freed by a thread other than the one that allocated "
+		      "it.</p>\n", out);
+		return;
+	}
+	fputs("<p>Memory allocated in one thread and freed in another (as <code>threadgraph "
+	      "threads</code> prints it), largest first.</p>\n<table><tr><th>Allocated in</th>"
+	      "<th>Freed in</th><th>Bytes</th><th>Blocks</th></tr>\n", out);
+	for (size_t i = 0; i < s->n_pairs; i++) {
+		const struct tg_sum_pair *p = &s->pairs[i];
+
+		if (i >= REP_PAIR_ROWS) {
+			rest += p->bytes;
+			rest_blocks += p->blocks;
+			continue;
+		}
+		fputs("<tr><td>", out);
+		tg_xml_puts(out, p->allocated_in);
+		fputs("</td><td>", out);
+		tg_xml_puts(out, p->freed_in);
+		fprintf(out, "</td><td class=\"num\">%lld</td><td class=\"num\">%lld</td></tr>\n",
+			(long long)p->bytes, (long long)p->blocks);
+	}
+	if (s->n_pairs > REP_PAIR_ROWS)
+		fprintf(out, "<tr><td colspan=\"2\">%zu other pairs (sum)</td><td class=\"num\">"
+			"%lld</td><td class=\"num\">%lld</td></tr>\n", s->n_pairs - REP_PAIR_ROWS,
+			(long long)rest, (long long)rest_blocks);
+	fputs("</table>\n", out);
+	if (s->freed_by_lost)
+		fprintf(out, "<p>And %lld bytes between pairs of threads the recorder could not keep "
+			"apart.</p>\n", (long long)s->freed_by_lost);
+}
+
 static int rep_accounting(FILE *out, const struct tg_report_opts *o,
 			  const struct tg_report_cb *cb, struct tg_diag *d)
 {
@@ -734,7 +781,9 @@ static int rep_accounting(FILE *out, const struct tg_report_opts *o,
 	tg_summary_print(tmp, &s);
 	fputs("<h3>Summary</h3>\n<pre>", out);
 	rep_copy_escaped(out, tmp, 0);
-	fputs("</pre>\n<h3>Allocation sizes</h3>\n", out);
+	fputs("</pre>\n", out);
+	rep_freed_by(out, &s, cb);
+	fputs("<h3>Allocation sizes</h3>\n", out);
 	if (!o->gnuplot) {
 		rep_missing(out, cb, "histogram graph left out: gnuplot not found (the graph "
 			    "needs gnuplot; the rest of the report does not)");

@@ -769,9 +769,37 @@ void tg_summary_release(struct tg_summary *s)
 		free(s->threads[i].name);
 	for (size_t i = 0; i < s->n_windows; i++)
 		free(s->windows[i].name);
+	for (size_t i = 0; i < s->n_pairs; i++) {
+		free(s->pairs[i].allocated_in);
+		free(s->pairs[i].freed_in);
+	}
 	free(s->threads);
 	free(s->windows);
+	free(s->pairs);
 	memset(s, 0, sizeof(*s));
+}
+
+/* Adds a freed_by pair; 0 or -1 (out of memory). */
+static int sum_pair_add(struct tg_summary *s, int64_t bytes, int64_t blocks, const char *a,
+			size_t al, const char *f, size_t fl)
+{
+	struct tg_sum_pair *nv = realloc(s->pairs, (s->n_pairs + 1) * sizeof(*nv));
+
+	if (!nv)
+		return -1;
+	s->pairs = nv;
+	nv += s->n_pairs;
+	nv->bytes = bytes;
+	nv->blocks = blocks;
+	nv->allocated_in = strndup(a, al);
+	nv->freed_in = strndup(f, fl);
+	if (!nv->allocated_in || !nv->freed_in) {
+		free(nv->allocated_in);
+		free(nv->freed_in);
+		return -1;
+	}
+	s->n_pairs++;
+	return 0;
 }
 
 /* The entity called NAME in *V (added if new); NULL when out of memory. */
@@ -854,8 +882,38 @@ int tg_summary_read(struct tg_summary *s, const char *path, struct tg_diag *d)
 		if (n == 3 && FIELD_IS(f[0], fl[0], TG_SUM_REC_PROCESS)) {
 			k = figure_index(f[1], fl[1]);
 			p = f[2];
-			if (k >= 0 && !parse_i64(&p, f[2] + fl[2], &v) && p == f[2] + fl[2]) {
-				s->process.fig[k] = v;
+			if (!parse_i64(&p, f[2] + fl[2], &v) && p == f[2] + fl[2]) {
+				if (k >= 0) {
+					s->process.fig[k] = v;
+					continue;
+				}
+				if (FIELD_IS(f[1], fl[1], TG_SUM_FIG_FREED_BY_LOST)) {
+					s->has_freed_by = 1;
+					s->freed_by_lost = v;
+					continue;
+				}
+			}
+		} else if (n == 4 && FIELD_IS(f[0], fl[0], TG_SUM_REC_THREAD)
+			   && FIELD_IS(f[1], fl[1], TG_SUM_FIG_LIVE_AT_END)) {
+			p = f[2];
+			if (!parse_i64(&p, f[2] + fl[2], &v) && p == f[2] + fl[2]) {
+				if (!(e = entity(&s->threads, &s->n_threads, f[3], fl[3]))) {
+					tg_error(d, "out of memory");
+					goto out;
+				}
+				e->live_at_end = v;
+				e->has_live_at_end = 1;
+				continue;
+			}
+		} else if (n == 5 && FIELD_IS(f[0], fl[0], TG_SUM_REC_FREED_BY)) {
+			const char *q = f[2];
+			p = f[1];
+			if (!parse_i64(&p, f[1] + fl[1], &v) && p == f[1] + fl[1]
+			    && !parse_i64(&q, f[2] + fl[2], &bin) && q == f[2] + fl[2]) {
+				if (sum_pair_add(s, v, bin, f[3], fl[3], f[4], fl[4]) < 0) {
+					tg_error(d, "out of memory");
+					goto out;
+				}
 				continue;
 			}
 		} else if (n == 4 && (FIELD_IS(f[0], fl[0], TG_SUM_REC_THREAD)

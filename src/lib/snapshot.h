@@ -116,6 +116,14 @@ struct tg_sum_entity {
 	int64_t fig[TG_SUM_NFIG];
 	int64_t hist_alloc[TG_SUM_BINS];
 	int64_t hist_free[TG_SUM_BINS];
+	int has_live_at_end;              /* thread: live_at_end set */
+	int64_t live_at_end;              /* thread: what it allocated that is still live */
+};
+
+/* Bytes and blocks allocated in one thread and freed in another. */
+struct tg_sum_pair {
+	char *allocated_in, *freed_in;    /* thread names (owned) */
+	int64_t bytes, blocks;
 };
 
 struct tg_summary {
@@ -124,6 +132,10 @@ struct tg_summary {
 	size_t n_threads;
 	struct tg_sum_entity *windows;
 	size_t n_windows;
+	int has_freed_by;                 /* cross-thread frees were counted */
+	int64_t freed_by_lost;            /* bytes of pairs the recorder could not keep */
+	struct tg_sum_pair *pairs;        /* in the file's order (largest first) */
+	size_t n_pairs;
 };
 
 /*

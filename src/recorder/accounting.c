@@ -167,6 +167,9 @@ tg_acct_free_all(void)
         free(t);
     }
     tg_sites_reset(&tg_acct.sites);
+    free(tg_acct.pairs);
+    tg_acct.pairs = NULL;
+    tg_acct.pairs_lost_bytes = tg_acct.pairs_lost_count = 0;
     for (i = 0; i < (size_t)tg_acct.nwindows; i++)
         free(tg_acct.windows[i].name);
     tg_acct.nwindows = 0;
@@ -217,6 +220,8 @@ tg_acct_start(const char *outdir, int compress, long long sample_bytes,
         PyErr_NoMemory();
         return -1;
     }
+    /* cross-thread frees: without the table they are counted as lost */
+    tg_acct.pairs = calloc(TG_ACCT_PAIRS, sizeof(*tg_acct.pairs));
     tg_acct.compress = compress;
     tg_acct.rec = r;
     clock_gettime(CLOCK_REALTIME, &tg_acct.t0);

@@ -7,6 +7,7 @@
 #include "tls.h"
 #include "recorder.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* d[key] = v, stealing V (which may be NULL after a failed constructor). */
@@ -77,6 +78,75 @@ tg_thread_name(struct tg_recorder *r, struct tg_acct_thread *t, PyObject **base)
     return PyUnicode_FromFormat("native-%lu", t->native_id);
 }
 
+/* A fixed-point block count (TG_ACCT_CNT_ONE per block) rounded to blocks. */
+static long long
+tg_py_cnt_round(int64_t v)
+{
+    return v >= 0 ? (long long)((v + TG_ACCT_CNT_ONE / 2) >> TG_ACCT_CNT_SHIFT)
+                  : -(long long)((-v + TG_ACCT_CNT_ONE / 2) >> TG_ACCT_CNT_SHIFT);
+}
+
+/* Each thread's live bytes at its own sites (what it allocated that is still
+ * live), by thread ix, into a new array of N (GIL: the nodes' table); NULL if
+ * out of memory. */
+static int64_t *
+tg_acct_own_live(uint32_t n)
+{
+    int64_t *v = calloc(n ? n : 1, sizeof(*v));
+    size_t i;
+
+    if (v == NULL)
+        return NULL;
+    for (i = 1; i < tg_acct.sites.nnodes; i++) {
+        struct tg_acct_site_ctr *c = tg_sites_ctr(&tg_acct.sites, (uint32_t)i);
+        if (c != NULL && c->tix1 != 0 && c->tix1 <= n)
+            v[c->tix1 - 1] += TG_LOAD(c->alloc_bytes) - TG_LOAD(c->free_bytes);
+    }
+    return v;
+}
+
+/* The "freed_by" list: {"allocated_in", "freed_in", "bytes", "blocks"} per
+ * pair of threads (names by ix in NAMES, a list of N), largest first; a new
+ * list or NULL.  *LOST gets the bytes of pairs that did not fit. */
+static PyObject *
+tg_acct_freed_by(PyObject *names, uint32_t n, int64_t *lost)
+{
+    struct tg_acct_pair *v = malloc(TG_ACCT_PAIRS * sizeof(*v));
+    PyObject *l = NULL;
+    int64_t lost_count;
+    size_t i, j;
+
+    if (v == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    tg_acct_pairs_copy(v, lost, &lost_count);
+    /* largest first: compact the used slots, then insertion sort (few pairs) */
+    for (i = j = 0; i < TG_ACCT_PAIRS; i++)
+        if (v[i].a1 != 0 && v[i].a1 <= n && v[i].f < n)
+            v[j++] = v[i];
+    for (i = 1; i < j; i++) {
+        struct tg_acct_pair x = v[i];
+        size_t k = i;
+        for (; k > 0 && v[k - 1].bytes < x.bytes; k--)
+            v[k] = v[k - 1];
+        v[k] = x;
+    }
+    l = PyList_New(0);
+    for (i = 0; l != NULL && i < j; i++) {
+        PyObject *d = Py_BuildValue("{s:O,s:O,s:L,s:L}",
+                                    "allocated_in", PyList_GET_ITEM(names, v[i].a1 - 1),
+                                    "freed_in", PyList_GET_ITEM(names, v[i].f),
+                                    "bytes", (long long)v[i].bytes,
+                                    "blocks", tg_py_cnt_round(v[i].count));
+        if (d == NULL || PyList_Append(l, d) < 0)
+            Py_CLEAR(l);
+        Py_XDECREF(d);
+    }
+    free(v);
+    return l;
+}
+
 /* tg_acct_figures without the tracer mark (acct_py.h). */
 static PyObject *
 tg_acct_figures_impl(struct tg_recorder *r)
@@ -84,7 +154,9 @@ tg_acct_figures_impl(struct tg_recorder *r)
     struct tg_acct_figs pf;
     struct tg_acct_thread *t;
     PyObject *res = NULL, *proc = NULL, *threads = NULL, *ha = NULL, *hf = NULL;
-    int64_t pha[TG_ACCT_BINS], phf[TG_ACCT_BINS];
+    PyObject *names = NULL, *freed_by = NULL;
+    int64_t pha[TG_ACCT_BINS], phf[TG_ACCT_BINS], *own = NULL, lost = 0;
+    uint32_t nthreads;
     int i;
 
     memset(pha, 0, sizeof(pha));
@@ -95,12 +167,29 @@ tg_acct_figures_impl(struct tg_recorder *r)
         goto done;
     pthread_mutex_lock(&tg_acct.lock);
     t = tg_acct.threads;
+    nthreads = tg_acct.nthreads;
     pthread_mutex_unlock(&tg_acct.lock);
+    /* names by ix, for the pairs (a thread made after the read head has none) */
+    names = PyList_New(nthreads);
+    own = tg_acct_own_live(nthreads);
+    if (names == NULL || own == NULL)
+        goto done;
+    for (i = 0; i < (int)nthreads; i++) {
+        Py_INCREF(Py_None);
+        PyList_SET_ITEM(names, i, Py_None);
+    }
     /* The list only grows at its head: walking from a read head is safe. */
     for (; t != NULL; t = t->next) {
         struct tg_acct_figs f;
         PyObject *d, *name, *base, *a, *b;
         tg_acct_thread_figs(t, &f);
+        if (t->ix < nthreads) {
+            PyObject *nm = tg_thread_name(r, t, &base);
+            Py_XDECREF(base);
+            if (nm == NULL)
+                goto done;
+            PyList_SetItem(names, t->ix, nm);  /* steals nm */
+        }
         for (i = 0; i < TG_ACCT_BINS; i++) {
             pha[i] += TG_LOAD(t->hist_alloc[i]);
             phf[i] += TG_LOAD(t->hist_free[i]);
@@ -117,6 +206,8 @@ tg_acct_figures_impl(struct tg_recorder *r)
                 || tg_dict_set_steal(d, "native_id", PyLong_FromUnsignedLong(t->native_id)) < 0
                 || PyDict_SetItemString(d, "hist_alloc", a) < 0
                 || PyDict_SetItemString(d, "hist_free", b) < 0
+                || tg_dict_set_steal(d, "live_at_end_bytes", PyLong_FromLongLong(
+                       (long long)(t->ix < nthreads ? own[t->ix] : 0))) < 0
                 || PyList_Append(threads, d) < 0) {
             Py_XDECREF(d);
             Py_XDECREF(name);
@@ -145,11 +236,17 @@ tg_acct_figures_impl(struct tg_recorder *r)
     if (PyDict_SetItemString(proc, "hist_alloc", ha) < 0
             || PyDict_SetItemString(proc, "hist_free", hf) < 0)
         goto done;
-    res = Py_BuildValue("{s:O,s:O,s:O,s:I,s:L}", "process", proc, "threads", threads,
+    if ((freed_by = tg_acct_freed_by(names, nthreads, &lost)) == NULL)
+        goto done;
+    res = Py_BuildValue("{s:O,s:O,s:O,s:I,s:L,s:O,s:L}", "process", proc, "threads", threads,
                         "windows", tg_acct.closed_windows ? tg_acct.closed_windows : Py_None,
                         "snapshots", tg_acct.nsnap,
-                        "sample_bytes", (long long)atomic_load(&tg_acct.sample));
+                        "sample_bytes", (long long)atomic_load(&tg_acct.sample),
+                        "freed_by", freed_by, "freed_by_lost_bytes", (long long)lost);
 done:
+    Py_XDECREF(names);
+    Py_XDECREF(freed_by);
+    free(own);
     Py_XDECREF(proc);
     Py_XDECREF(threads);
     Py_XDECREF(ha);

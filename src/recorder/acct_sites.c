@@ -150,6 +150,7 @@ tg_sites_node_add(struct tg_acct_sites *s, uint32_t parent, uint32_t fid, uint32
     s->nodes[s->nnodes].parent = parent;
     s->nodes[s->nnodes].fid = fid;
     s->nodes[s->nnodes].tix = tix;
+    tg_sites_ctr(s, (uint32_t)s->nnodes)->tix1 = tix + 1;
     for (j = h & s->node_hash_mask; s->node_hash[j]; j = (j + 1) & s->node_hash_mask)
         ;
     s->node_hash[j] = (uint32_t)s->nnodes;

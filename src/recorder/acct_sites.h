@@ -62,6 +62,11 @@ struct tg_acct_site_ctr {
      * The hooks' spin lock. */
     uint64_t stamp;
     int64_t pk[4];
+    /* The node's thread ix + 1 (0: no thread, TG_SITE_NOTHREAD and
+     * TG_SITE_FULL), so that a free knows the block's allocating thread
+     * (cross-thread frees, acct_state.h).  Written with the GIL when the node is
+     * made, before its id is handed out; then read-only until tg_sites_reset. */
+    uint32_t tix1;
 };
 
 /* A function entry: what the recorder writes for a call. */

@@ -180,16 +180,57 @@ out:
     return (uint64_t)size | ((uint64_t)sid << TG_ACCT_SIZE_BITS);
 }
 
+/* Counts a block of thread A1 - 1 freed by thread F (tg_acct.spin held): out
+ * of line, off the common path of a free in the allocating thread. */
+static void __attribute__((noinline))
+tg_acct_pair_add_locked(uint32_t a1, uint32_t f, int64_t bytes, int64_t count)
+{
+    struct tg_acct_pair *p = tg_acct.pairs;
+    uint64_t h = ((uint64_t)a1 << 32 | f) * 0x9E3779B97F4A7C15ull;
+    size_t i, n;
+
+    if (p != NULL) {
+        for (i = (size_t)(h >> 52) & (TG_ACCT_PAIRS - 1), n = 0; n < TG_ACCT_PAIRS;
+             i = (i + 1) & (TG_ACCT_PAIRS - 1), n++) {
+            if (p[i].a1 == 0) {
+                p[i].a1 = a1;
+                p[i].f = f;
+            }
+            if (p[i].a1 == a1 && p[i].f == f) {
+                p[i].bytes += bytes;
+                p[i].count += count;
+                return;
+            }
+        }
+    }
+    tg_acct.pairs_lost_bytes += bytes;
+    tg_acct.pairs_lost_count += count;
+}
+
+void
+tg_acct_pairs_copy(struct tg_acct_pair *out, int64_t *lost_bytes, int64_t *lost_count)
+{
+    tg_acct_spin_lock();
+    if (tg_acct.pairs != NULL)
+        memcpy(out, tg_acct.pairs, TG_ACCT_PAIRS * sizeof(*out));
+    else
+        memset(out, 0, TG_ACCT_PAIRS * sizeof(*out));
+    *lost_bytes = tg_acct.pairs_lost_bytes;
+    *lost_count = tg_acct.pairs_lost_count;
+    tg_acct_spin_unlock();
+}
+
 size_t
 tg_acct_free(uint64_t word, int count_thread)
 {
     size_t size = TG_ACCT_ENTRY_SIZE(word);
     uint32_t sid = (uint32_t)(word >> TG_ACCT_SIZE_BITS);
     struct tg_acct_site_ctr *c = NULL;
+    struct tg_acct_thread *t = NULL;  /* the freeing thread, when it counts */
     int64_t wb = 0, wc = 0;
 
     if (count_thread) {
-        struct tg_acct_thread *t = tg_acct_self();
+        t = tg_acct_self();
         if (t != NULL) {
             TG_OWN_ADD(t->free_calls, 1);
             TG_OWN_ADD(t->freed, (int64_t)size);
@@ -212,6 +253,9 @@ tg_acct_free(uint64_t word, int count_thread)
         tg_site_touch_locked(c);
         TG_OWN_ADD(c->free_bytes, wb);
         TG_OWN_ADD(c->free_count, wc);
+        /* a block of another thread (tix1 0: of no thread) */
+        if (t != NULL && c->tix1 != t->ix + 1 && c->tix1 != 0)
+            tg_acct_pair_add_locked(c->tix1, t->ix, wb, wc);
     }
     if (tg_acct.stack_site == NULL)
         atomic_store_explicit(&tg_acct.live, TG_LOAD(tg_acct.live) - (int64_t)size, TG_RELAXED);

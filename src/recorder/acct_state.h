@@ -101,6 +101,20 @@ struct tg_acct_thread {
                                         * (0: the limit; acct_when.h); owner only */
 };
 
+/* Cross-thread frees: the bytes and blocks allocated in one thread and freed
+ * in another, per (allocating thread, freeing thread).  A block's allocating
+ * thread is its site's (struct tg_acct_site_ctr tix1): blocks without a thread
+ * (TG_SITE_NOTHREAD, TG_SITE_FULL, and under sampling the unsampled ones,
+ * TG_SITE_NONE) are not paired; sampled blocks count their weight, as at their
+ * site.  A fixed open-addressing table made at start, so that the free hook
+ * never allocates; a free in the allocating thread costs one compare. */
+#define TG_ACCT_PAIRS 4096                 /* a power of two */
+struct tg_acct_pair {
+    uint32_t a1;                           /* allocating thread ix + 1; 0: empty slot */
+    uint32_t f;                            /* freeing thread ix */
+    int64_t bytes, count;                  /* count fixed-point (TG_ACCT_CNT_ONE) */
+};
+
 /* Figures of a thread or of the process. */
 struct tg_acct_figs {
     int64_t alloc_calls, free_calls, requested, freed, live;
@@ -177,6 +191,14 @@ struct tg_acct {
      * looked for at the sampled allocations ("Sampled mode" in docs/api.md). */
     _Atomic int64_t tracer_freed;
 
+    /* Cross-thread frees (struct tg_acct_pair).  The array is made with the GIL
+     * at start, before accounting is switched on (NULL if out of memory: every
+     * pair then counts as lost), and freed at the next start; its slots and
+     * the lost figures (pairs that found no free slot) are written and read
+     * under .spin. */
+    struct tg_acct_pair *pairs;
+    int64_t pairs_lost_bytes, pairs_lost_count;
+
     /* Run configuration and bookkeeping; GIL. */
     struct tg_recorder *rec;           /* names threads in snapshots; NULL outside
                                         * start..finish and in a forked child */
@@ -247,6 +269,11 @@ int64_t tg_acct_live_now(void);
 /* Sampled mode, at the end of a run (GIL, hooks off): the process's peak is
  * at least its live bytes now (between samples it is not looked for). */
 void tg_acct_peak_settle(void);
+
+/* Copies the cross-thread pairs into OUT (TG_ACCT_PAIRS slots, empty ones
+ * with a1 0) and the lost figures; takes the spin lock (allocates nothing).
+ * Any thread. */
+void tg_acct_pairs_copy(struct tg_acct_pair *out, int64_t *lost_bytes, int64_t *lost_count);
 
 /* Monotonic seconds. */
 double tg_acct_monotonic(void);

@@ -135,7 +135,30 @@ static void test_summary(void)
 	CHECK_INT(s.threads[0].hist_alloc[17], 10);
 	CHECK_INT(s.n_windows, 1);
 	CHECK_INT(s.windows[0].fig[5], 9);
+	CHECK_INT(s.has_freed_by, 0);  /* a summary before cross-thread frees */
+	CHECK_INT(s.n_pairs, 0);
+	CHECK_INT(s.threads[0].has_live_at_end, 0);
 	tg_summary_release(&s);
+	/* cross-thread frees: the pairs, the lost bytes, each thread's live at end */
+	write_file("run/summary.txt",
+		   "# threadgraph summary 1\nthread\tpeak_bytes\t3\tP q\n"
+		   "process\tfreed_by_lost_bytes\t0\nthread\tlive_at_end_bytes\t-4\tP q\n"
+		   "freed_by\t2001140\t40\tP q\tC\nfreed_by\t88\t2\tC\tP q\n", 0);
+	CHECK_INT(tg_summary_read(&s, sub, &d), 0);
+	CHECK_INT(s.has_freed_by, 1);
+	CHECK_INT(s.freed_by_lost, 0);
+	CHECK_INT(s.n_threads, 1);
+	CHECK_INT(s.threads[0].has_live_at_end, 1);
+	CHECK_INT(s.threads[0].live_at_end, -4);
+	CHECK_INT(s.n_pairs, 2);
+	CHECK_STR(s.pairs[0].allocated_in, "P q");
+	CHECK_STR(s.pairs[0].freed_in, "C");
+	CHECK_INT(s.pairs[0].bytes, 2001140);
+	CHECK_INT(s.pairs[0].blocks, 40);
+	CHECK_STR(s.pairs[1].allocated_in, "C");
+	tg_summary_release(&s);
+	write_file("run/summary.txt", "# threadgraph summary 1\nfreed_by\tx\t1\ta\tb\n", 0);
+	CHECK_INT(tg_summary_read(&s, sub, &d), -1);  /* strict: bytes not a number */
 	write_file("run/summary.txt", "# threadgraph summary 1\nhist\talloc\t99\t1\tprocess\n", 0);
 	CHECK_INT(tg_summary_read(&s, sub, &d), -1);  /* plain first; bin out of range */
 }

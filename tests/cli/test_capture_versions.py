@@ -25,7 +25,7 @@ VERSIONS = sorted(d for d in os.listdir(FIXTURES)
 # output directory, RUN the run (the capture or its exported text).
 COMMANDS = {
     "peaks": [["--peak=3"], ["--json", "--top=5"]],
-    "memg": [["--script-only", "-o", "OUT"]],
+    "memg": [["--script-only", "-o", "OUT"], ["--held", "--script-only", "-o", "OUT"]],
     "memh": [["--script-only", "-o", "OUT"]],
     "nesting": [["--script-only", "-o", "OUT"]],
     "interleave": [["--script-only", "-o", "OUT"]],
@@ -33,6 +33,7 @@ COMMANDS = {
     "flamegraph": [["--metric", "delta", "-o", "OUT/flame.svg"]],
     "report": [["-o", "OUT/report.html"]],
     "live": [["--once"]],
+    "threads": [["--json"]],
 }
 # Commands that read no run of records (accounting files, processes, captures only).
 OTHERS = {"run", "attach", "detach", "summary", "hist", "top", "diff", "export",
@@ -101,11 +102,11 @@ def outputs(d):
 
 
 # Commands whose text output is compared (the graphs' files name their inputs).
-SAME_TEXT = {"folded"}
+SAME_TEXT = {"folded", "threads"}
 # Commands that read a capture only (a live recording's).
 CAPTURE_ONLY = {"live"}
 # Commands that take a run directory only (not a list of files).
-DIR_ONLY = {"folded", "flamegraph", "report", "live"}
+DIR_ONLY = {"folded", "flamegraph", "report", "live", "threads"}
 
 
 @pytest.mark.parametrize("name", VERSIONS)

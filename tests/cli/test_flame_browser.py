@@ -108,10 +108,10 @@ def test_report_in_the_browser(tg, tmp_path, browser):
     assert r.returncode == 0, r.stderr
     browser.open("file://" + str(out))
     keep(tmp_path, browser, "report.png", full=True)
-    if HAVE_GNUPLOT:  # the inlined gnuplot graphs decode and have a size
+    if HAVE_GNUPLOT:  # the inlined gnuplot graphs (held, memory, sizes) decode and have a size
         sizes = browser.js("Array.from(document.images).map(function(i){"
                            "return i.complete?i.naturalWidth:0;})")
-        assert len(sizes) == 2 and all(s > 0 for s in sizes), sizes
+        assert len(sizes) == 3 and all(s > 0 for s in sizes), sizes
     # the peaks table links to the subtrees
     target = browser.js("document.querySelector('a[href^=\"#peak-\"]').getAttribute('href')")
     assert browser.js("document.querySelector(%s).querySelector('pre').textContent"

@@ -250,3 +250,36 @@ def test_aggregate_options(tmp_path):
     for bad in ({"format": "text"}, {"mode": "sampled"}, {"max_size": "10M"}):
         with pytest.raises(ValueError, match="aggregate"):
             threadgraph.ProcessProfile(default_log_path=str(tmp_path), aggregate=True, **bad)
+
+
+def test_run_option(tmp_path):
+    script = tmp_path / "tiny.py"
+    script.write_text("def f(n):\n    return [0] * n\n\nprint(len(f(10)))\n")
+    env = env_with_package(keep_cli=True)
+    r = subprocess.run([sys.executable, "-m", "threadgraph", "run", "-o", str(tmp_path / "o"),
+                        "--aggregate", str(script)], capture_output=True, text=True,
+                       env=env, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "10\n"
+    run = only_dir(tmp_path / "o")
+    assert sorted(os.listdir(run)) == ["aggregate.tga", "runinfo.json"]
+    assert "threadgraph summary " in r.stderr and "*.mem" not in r.stderr
+    r = cli("folded", "--metric", "delta", run)
+    assert r.returncode == 0 and "MainThread;<module>" in r.stdout and ";f (" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "threadgraph", "run", "--aggregate", "--sampled",
+                        str(script)], capture_output=True, text=True, env=env,
+                       timeout=TIMEOUT)
+    assert r.returncode == 2 and "--aggregate" in r.stderr
+
+
+def test_broken_file_is_refused(runs, tmp_path):
+    import shutil
+    agg = runs[0][1]
+    copy = tmp_path / "run"
+    shutil.copytree(agg, copy)
+    data = (copy / "aggregate.tga").read_bytes()
+    (copy / "aggregate.tga").write_bytes(data[:len(data) // 2])
+    for args in (("folded", "--metric", "delta", copy), ("peaks", copy), ("summary", copy)):
+        r = cli(*args)
+        assert r.returncode == 1, (args, r.stderr)
+        assert "aggregate.tga: cut short" in r.stderr, (args, r.stderr)
