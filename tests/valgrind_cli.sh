@@ -124,6 +124,13 @@ check 1 folded --metric delta --thread Nobody "$tmp/run"
 check 0 flamegraph --metric delta -o "$tmp/flame.svg" "$tmp/run"
 check 0 report --peak 20 --metric delta -o "$tmp/report.html" "$tmp/run"
 check 0 report --metric time -o "$tmp/report.html" "$tmp/cut"
+# held memory and the threads' figures: from the capture, text dumps with
+# their .stack, an accounting summary (fixture without pairs), and none
+check 0 memg --held --script-only $o "$tmp/run"
+check 0 memg --held --script-only $o "$fr"/*.mem "$fr"/process.mem
+check 0 threads "$fr"
+check 0 threads --json "$tmp/run"
+check 1 threads "$tmp/missing"
 check 0 --help
 check 0 memg --help
 
