@@ -354,6 +354,26 @@ static int rep_held_cmp(const void *a, const void *b)
 	return i < j ? -1 : i > j;
 }
 
+/* A record's TIME text XS (LEN bytes; X its value): a time of day, as the
+ * peaks table shows it, when X is a Unix time; else the text (an event
+ * number of a run without times). */
+static void rep_clock(FILE *out, double x, const char *xs, size_t len)
+{
+	char buf[64];
+	struct tm tm;
+	time_t t = (time_t)x;
+	const char *dot = memchr(xs, '.', len);
+
+	if (x >= 1e9 && localtime_r(&t, &tm) &&
+	    strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm)) {
+		fputs(buf, out);
+		if (dot)
+			tg_xml_text(out, dot, (size_t)(xs + len - dot));
+	} else {
+		tg_xml_text(out, xs, len);
+	}
+}
+
 /* The largest peak's shares: who drove it, largest first (REP_HELD_ROWS rows). */
 static void rep_held_table(FILE *out, const struct tg_held_peak *p, const struct rep_files *files)
 {
@@ -367,10 +387,10 @@ static void rep_held_table(FILE *out, const struct tg_held_peak *p, const struct
 			ix[k++] = i;
 	rep_held_sort = p;  /* qsort has no context argument; set just before */
 	qsort(ix, k, sizeof(*ix), rep_held_cmp);
-	fprintf(out, "<p>Largest peak of all threads' held memory: <b>%.2f MB</b> (%lld bytes) at "
-		"<code>", (double)p->total / 1048576.0, (long long)p->total);
-	tg_xml_puts(out, p->xs);
-	fputs("</code>. Who drove it:</p>\n<table><tr><th>Thread</th><th>Held at the peak</th>"
+	fprintf(out, "<p>Largest peak of all threads' held memory: <b>%.2f MB</b> (%lld bytes) at ",
+		(double)p->total / 1048576.0, (long long)p->total);
+	rep_clock(out, p->x, p->xs, strlen(p->xs));
+	fputs(". Who drove it:</p>\n<table><tr><th>Thread</th><th>Held at the peak</th>"
 	      "<th>Share</th><th>Own peak</th><th>Held at its end</th></tr>\n", out);
 	for (size_t j = 0; j < k; j++) {
 		size_t i = ix[j];
@@ -444,24 +464,13 @@ static void rep_held(FILE *out, const struct tg_report_opts *o, const struct rep
 /* Writes a peak's TIME as local "HH:MM:SS.ffffff" (the dump's text otherwise). */
 static void rep_time(FILE *out, const struct tg_peaks *p, const struct tg_peak *k, int has_time)
 {
-	char buf[64];
-	struct tm tm;
-	time_t t;
-	const char *text = tg_peak_time(p, k), *dot;
+	const char *text = tg_peak_time(p, k);
 
 	if (!has_time) {
 		fprintf(out, "event %.0f", k->x);
 		return;
 	}
-	t = (time_t)k->x;
-	dot = memchr(text, '.', k->time_len);
-	if (localtime_r(&t, &tm) && strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S", &tm)) {
-		fputs(buf, out);
-		if (dot)
-			tg_xml_text(out, dot, (size_t)(text + k->time_len - dot));
-	} else {
-		tg_xml_text(out, text, k->time_len);
-	}
+	rep_clock(out, k->x, text, k->time_len);
 }
 
 /* What marks the peaks whose call ran the garbage collector. */
