@@ -186,18 +186,20 @@ tg_cap_keep_defs(struct tg_cap *cap, const unsigned char *defs, size_t len)
     return 0;
 }
 
-/* Move the pending definitions to the writer's side (wdefs), unless the last
- * ones taken are still there (a failed write: the capture has stopped).  The
- * buffers are swapped, not copied, under defs_lock alone: a definer waits at
+/* Move the pending definitions, THREAD chunks and ends to the writer's side
+ * (wdefs, wthr, wends), unless the last ones taken are still there (a failed
+ * write: the capture has stopped).  The buffers are swapped, not copied,
+ * under defs_lock alone: a definer (or a thread starting or ending) waits at
  * most for this swap, never for the compression or the write that follow.
  * Lock held. */
 static void
 tg_cap_take_defs_locked(struct tg_cap *cap)
 {
     unsigned char *b;
+    struct tg_cap_end *en;
     size_t c;
 
-    if (cap->wdefs_len > 0)
+    if (cap->wdefs_len > 0 || cap->wthr_len > 0 || cap->n_wends > 0)
         return;
     pthread_mutex_lock(&cap->defs_lock);
     b = cap->wdefs;
@@ -208,6 +210,22 @@ tg_cap_take_defs_locked(struct tg_cap *cap)
     cap->defs = b;
     cap->defs_cap = c;
     cap->defs_len = 0;
+    b = cap->wthr;
+    c = cap->wthr_cap;
+    cap->wthr = cap->thr;
+    cap->wthr_cap = cap->thr_cap;
+    cap->wthr_len = cap->thr_len;
+    cap->thr = b;
+    cap->thr_cap = c;
+    cap->thr_len = 0;
+    en = cap->wends;
+    c = cap->wends_cap;
+    cap->wends = cap->ends;
+    cap->wends_cap = cap->ends_cap;
+    cap->n_wends = cap->n_ends;
+    cap->ends = en;
+    cap->ends_cap = c;
+    cap->n_ends = 0;
     pthread_mutex_unlock(&cap->defs_lock);
 }
 
@@ -260,7 +278,7 @@ tg_cap_defs_piece(struct tg_cap *cap, size_t from)
     return (size_t)(cut - cap->wdefs);
 }
 
-/* Write the pending definitions (if any, as CODES chunks of at most
+/* Write the definitions taken (wdefs, if any, as CODES chunks of at most
  * TG_CAP_DEFS_MAX bytes) and then chunk KIND/STREAM of BUF/LEN (if BUF is not
  * NULL); the last definitions go in one writev with the chunk.  In a
  * segmented capture, a data chunk that would take the current segment past
@@ -268,7 +286,8 @@ tg_cap_defs_piece(struct tg_cap *cap, size_t from)
  * (tg_cap_shadow_chunk).  Lock held (not defs_lock: tg_cap_define goes on
  * meanwhile, into the other buffer). */
 static int
-tg_cap_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void *buf, size_t len)
+tg_cap_raw_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void *buf,
+                      size_t len)
 {
     unsigned char dh[TG_CAP_CHUNK_HEADER_SIZE], ch[TG_CAP_CHUNK_HEADER_SIZE];
     const void *raw = buf;
@@ -284,7 +303,6 @@ tg_cap_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void *buf
      * cut a longer one to 32 bits (its callers cap what they write) */
     if (len > TG_CAP_CHUNK_MAX)
         return E2BIG;
-    tg_cap_take_defs_locked(cap);
     if (buf != NULL) {
         int flags = 0;
 #ifdef TG_HAVE_ZSTD
@@ -392,6 +410,93 @@ tg_cap_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void *buf
     return 0;
 }
 
+/* Apply the end EN of a thread whose last chunk is written: its counters for
+ * END, and (segments) its THREAD is no longer repeated.  Lock held. */
+static void
+tg_cap_apply_end_locked(struct tg_cap *cap, const struct tg_cap_end *en)
+{
+    uint32_t stream = en->stat.stream;
+
+    if (cap->n_stats == cap->stats_cap) {
+        size_t nc = cap->stats_cap ? cap->stats_cap * 2 : 16;
+        struct tg_cap_stat *ns = realloc(cap->stats, nc * sizeof(*ns));
+        if (ns != NULL) {
+            cap->stats = ns;
+            cap->stats_cap = nc;
+        }
+    }
+    /* out of memory: the stream is left out of the END counters */
+    if (cap->n_stats < cap->stats_cap)
+        cap->stats[cap->n_stats++] = en->stat;
+    if (stream < cap->n_sh) {  /* ended: its definition is not repeated */
+        free(cap->sh[stream].def);
+        cap->sh[stream].def = NULL;
+        cap->sh[stream].live = 0;
+    }
+}
+
+/* Write the THREAD chunks taken (wthr), after the definitions taken, then the
+ * ends' last records (wends), and apply those ends.  An end is applied only
+ * after its tail is written: in a segmented capture a rotation meanwhile
+ * still repeats the thread's definition in the new head.  Returns 0 or the
+ * errno that stopped the capture (what is left is freed at close).  Lock
+ * held. */
+static int
+tg_cap_out_queued_locked(struct tg_cap *cap)
+{
+    size_t off = 0, i;
+    int e;
+
+    while (off < cap->wthr_len) {
+        uint32_t stream, len;
+        memcpy(&stream, cap->wthr + off, 4);
+        memcpy(&len, cap->wthr + off + 4, 4);
+        e = tg_cap_raw_out_locked(cap, TG_CAP_CHUNK_THREAD, stream, cap->wthr + off + 8, len);
+        if (e && cap->err)
+            return e;  /* else this one alone is lost (E2BIG: cannot happen) */
+        off += 8 + (size_t)len;
+    }
+    cap->wthr_len = 0;
+    for (i = 0; i < cap->n_wends; i++) {
+        struct tg_cap_end *en = &cap->wends[i];
+        if (en->tail != NULL) {
+            e = 0;
+            if (en->tail_split > 0)
+                e = tg_cap_raw_out_locked(cap, TG_CAP_CHUNK_EVENTS, en->stat.stream,
+                                          en->tail, en->tail_split);
+            if (!e && en->tail_len > en->tail_split)
+                e = tg_cap_raw_out_locked(cap, TG_CAP_CHUNK_EVENTS, en->stat.stream,
+                                          en->tail + en->tail_split,
+                                          en->tail_len - en->tail_split);
+            if (e && cap->err)
+                return e;  /* else these records alone are lost (E2BIG) */
+            free(en->tail);
+            en->tail = NULL;
+        }
+        tg_cap_apply_end_locked(cap, en);
+    }
+    cap->n_wends = 0;
+    return 0;
+}
+
+/* Write what is pending (definitions, THREAD chunks, ends' last records: see
+ * capture_write.h), apply the ends, then chunk KIND/STREAM of BUF/LEN (if BUF
+ * is not NULL).  Returns 0 or an errno (the capture stops).  Lock held. */
+static int
+tg_cap_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void *buf, size_t len)
+{
+    int e;
+
+    if (cap->err)
+        return cap->err;
+    if (cap->dropped_child || !tg_cap_fd_ok(cap))
+        return cap->err ? cap->err : EBADF;
+    tg_cap_take_defs_locked(cap);
+    if ((cap->wthr_len > 0 || cap->n_wends > 0) && (e = tg_cap_out_queued_locked(cap)) != 0)
+        return e;
+    return tg_cap_raw_out_locked(cap, kind, stream, buf, len);
+}
+
 /* Create PATH (O_EXCL, O_APPEND) and write HEADER into it.  Returns the
  * descriptor (its identity in *ST), or -errno. */
 static int
@@ -452,9 +557,13 @@ tg_cap_open_file(struct tg_cap *cap, const char *path, uint32_t seg, uint32_t fl
     cap->next_code = 1;
     cap->compress = compress && tg_cap_can_compress();
     cap->wdefs_len = 0;
+    cap->wthr_len = 0;
+    cap->n_wends = 0;  /* none: a close before (tg_cap_open) freed them */
     cap->n_stats = 0;
     pthread_mutex_lock(&cap->defs_lock);
     cap->defs_len = 0;
+    cap->thr_len = 0;
+    cap->n_ends = 0;
     cap->defs_open = 1;
     pthread_mutex_unlock(&cap->defs_lock);
     pthread_mutex_unlock(&cap->lock);
@@ -912,13 +1021,36 @@ int
 tg_cap_thread(struct tg_cap *cap, uint32_t stream, uint64_t native_id, uint64_t ident,
               const char *base, size_t base_len, const char *name, size_t name_len)
 {
-    size_t n = 4 * TG_CAP_VARINT_MAX + base_len + name_len;
-    unsigned char *buf = malloc(n), *p;
-    int e;
+    size_t need = 8 + 4 * TG_CAP_VARINT_MAX + base_len + name_len;
+    unsigned char *p, *start;
+    uint32_t len;
+    int e = 0;
 
-    if (buf == NULL)
-        return ENOMEM;
-    p = tg_cap_put_varint(buf, native_id);
+    if (need - 8 > TG_CAP_CHUNK_MAX)
+        return E2BIG;  /* its callers cap the names (names.h) */
+    if ((e = __atomic_load_n(&cap->err, __ATOMIC_RELAXED)) != 0)
+        return e;  /* stopped: never written */
+    /* Only defs_lock, never `lock` (as tg_cap_define): a thread starting with
+     * the GIL held must not wait for a blocked sink. */
+    pthread_mutex_lock(&cap->defs_lock);
+    if (!cap->defs_open) {
+        e = EBADF;
+        goto out;
+    }
+    if (cap->thr_len + need > cap->thr_cap) {
+        size_t nc = cap->thr_cap ? cap->thr_cap : 1024;
+        unsigned char *nb;
+        while (nc < cap->thr_len + need)
+            nc *= 2;
+        if ((nb = realloc(cap->thr, nc)) == NULL) {
+            e = ENOMEM;
+            goto out;
+        }
+        cap->thr = nb;
+        cap->thr_cap = nc;
+    }
+    start = cap->thr + cap->thr_len;
+    p = tg_cap_put_varint(start + 8, native_id);
     p = tg_cap_put_varint(p, ident);
     p = tg_cap_put_varint(p, base_len);
     memcpy(p, base, base_len);
@@ -926,40 +1058,61 @@ tg_cap_thread(struct tg_cap *cap, uint32_t stream, uint64_t native_id, uint64_t 
     p = tg_cap_put_varint(p, name_len);
     memcpy(p, name, name_len);
     p += name_len;
-    e = tg_cap_chunk_out(cap, TG_CAP_CHUNK_THREAD, stream, buf, (size_t)(p - buf));
-    free(buf);
+    len = (uint32_t)(p - start - 8);
+    memcpy(start, &stream, 4);  /* native order: read back by this process only */
+    memcpy(start + 4, &len, 4);
+    cap->thr_len = (size_t)(p - cap->thr);
+out:
+    pthread_mutex_unlock(&cap->defs_lock);
     return e;
 }
 
 int
 tg_cap_deposit(struct tg_cap *cap, uint32_t stream, uint64_t calls, uint64_t returns,
-               uint64_t dropped)
+               uint64_t dropped, unsigned char *tail, size_t tail_split, size_t tail_len)
 {
-    int ret = 0;
-    pthread_mutex_lock(&cap->lock);
-    if (cap->n_stats == cap->stats_cap) {
-        size_t nc = cap->stats_cap ? cap->stats_cap * 2 : 16;
-        struct tg_cap_stat *ns = realloc(cap->stats, nc * sizeof(*ns));
-        if (ns == NULL) {
-            ret = -1;
-            goto out;
-        }
-        cap->stats = ns;
-        cap->stats_cap = nc;
+    struct tg_cap_end *en;
+
+    /* Only defs_lock, never `lock` (as tg_cap_define): a thread ending with
+     * the GIL held must not wait for a blocked sink. */
+    pthread_mutex_lock(&cap->defs_lock);
+    if (!cap->defs_open) {  /* closed, or a forked child's: nothing to write */
+        pthread_mutex_unlock(&cap->defs_lock);
+        free(tail);
+        return 0;
     }
-    cap->stats[cap->n_stats].stream = stream;
-    cap->stats[cap->n_stats].calls = calls;
-    cap->stats[cap->n_stats].returns = returns;
-    cap->stats[cap->n_stats].dropped = dropped;
-    cap->n_stats++;
-    if (stream < cap->n_sh) {  /* ended: its definition is not repeated */
-        free(cap->sh[stream].def);
-        cap->sh[stream].def = NULL;
-        cap->sh[stream].live = 0;
+    if (cap->n_ends == cap->ends_cap) {
+        size_t nc = cap->ends_cap ? cap->ends_cap * 2 : 16;
+        struct tg_cap_end *ne = realloc(cap->ends, nc * sizeof(*ne));
+        if (ne == NULL)
+            goto nomem;
+        cap->ends = ne;
+        cap->ends_cap = nc;
     }
-out:
-    pthread_mutex_unlock(&cap->lock);
-    return ret;
+    en = &cap->ends[cap->n_ends++];
+    en->stat.stream = stream;
+    en->stat.calls = calls;
+    en->stat.returns = returns;
+    en->stat.dropped = dropped;
+    en->tail = tail;
+    en->tail_split = tail ? tail_split : 0;
+    en->tail_len = tail ? tail_len : 0;
+    pthread_mutex_unlock(&cap->defs_lock);
+    return 0;
+nomem:
+    pthread_mutex_unlock(&cap->defs_lock);
+    /* Out of memory: the records at least, written here (this may wait). */
+    if (tail != NULL) {
+        pthread_mutex_lock(&cap->lock);
+        if (tail_split > 0)
+            (void)tg_cap_out_locked(cap, TG_CAP_CHUNK_EVENTS, stream, tail, tail_split);
+        if (tail_len > tail_split)
+            (void)tg_cap_out_locked(cap, TG_CAP_CHUNK_EVENTS, stream, tail + tail_split,
+                                    tail_len - tail_split);
+        pthread_mutex_unlock(&cap->lock);
+        free(tail);
+    }
+    return -1;
 }
 
 int
@@ -970,11 +1123,14 @@ tg_cap_finish(struct tg_cap *cap, int64_t end_us)
     int e;
 
     pthread_mutex_lock(&cap->lock);
+    /* what is queued first: the ends' last records, and their counters */
+    e = tg_cap_out_locked(cap, 0, 0, NULL, 0);
     n = 8 + TG_CAP_VARINT_MAX + cap->n_stats * 4 * TG_CAP_VARINT_MAX;
-    buf = malloc(n);
-    if (buf == NULL) {
+    buf = e ? NULL : malloc(n);
+    if (e) {
+        /* the capture has stopped: no END */
+    } else if (buf == NULL) {
         e = ENOMEM;
-        tg_cap_out_locked(cap, 0, 0, NULL, 0);  /* the definitions at least */
     } else {
         tg_cap_put_u64(buf, (uint64_t)end_us);
         p = tg_cap_put_varint(buf + 8, cap->n_stats);
@@ -984,8 +1140,9 @@ tg_cap_finish(struct tg_cap *cap, int64_t end_us)
             p = tg_cap_put_varint(p, cap->stats[i].returns);
             p = tg_cap_put_varint(p, cap->stats[i].dropped);
         }
-        e = tg_cap_out_locked(cap, TG_CAP_CHUNK_END, TG_CAP_STREAM_META, buf,
-                              (size_t)(p - buf));
+        /* raw: an end queued since would not be in these counters */
+        e = tg_cap_raw_out_locked(cap, TG_CAP_CHUNK_END, TG_CAP_STREAM_META, buf,
+                                  (size_t)(p - buf));
         free(buf);
     }
     pthread_mutex_unlock(&cap->lock);
@@ -1005,11 +1162,27 @@ tg_cap_close(struct tg_cap *cap)
     free(cap->defs);
     cap->defs = NULL;
     cap->defs_len = cap->defs_cap = 0;
+    free(cap->thr);
+    cap->thr = NULL;
+    cap->thr_len = cap->thr_cap = 0;
+    for (i = 0; i < cap->n_ends; i++)
+        free(cap->ends[i].tail);
+    free(cap->ends);
+    cap->ends = NULL;
+    cap->n_ends = cap->ends_cap = 0;
     cap->defs_open = 0;
     pthread_mutex_unlock(&cap->defs_lock);
     free(cap->wdefs);
     cap->wdefs = NULL;
     cap->wdefs_len = cap->wdefs_cap = 0;
+    free(cap->wthr);
+    cap->wthr = NULL;
+    cap->wthr_len = cap->wthr_cap = 0;
+    for (i = 0; i < cap->n_wends; i++)
+        free(cap->wends[i].tail);
+    free(cap->wends);
+    cap->wends = NULL;
+    cap->n_wends = cap->wends_cap = 0;
     free(cap->stats);
     cap->stats = NULL;
     cap->n_stats = cap->stats_cap = 0;
@@ -1074,9 +1247,12 @@ tg_cap_drop_in_child(struct tg_cap *cap)
 {
     struct stat st;
     cap->defs_len = 0;
+    cap->thr_len = 0;
     cap->defs_open = 0;
     cap->wdefs_len = 0;
+    cap->wthr_len = 0;
     cap->n_stats = 0;
+    /* the queued ends' tails stay counted: the next close frees them */
     if (cap->fd >= 0 && fstat(cap->fd, &st) == 0 && st.st_dev == cap->dev
             && st.st_ino == cap->ino)
         close(cap->fd);

@@ -21,9 +21,25 @@
  * (acquire) before it takes `lock` and then `defs_lock`, so every definition a
  * flushed record uses is written before it.  Definitions made meanwhile wait
  * in the other buffer for the next chunk.
+ * Threads start and end the same way: tg_cap_thread queues the THREAD payload
+ * and tg_cap_deposit queues the end (the counters for END, and the stream's
+ * last bytes, taken from its writer instead of written), both under
+ * `defs_lock` alone, with the GIL held.  The writer swaps them out with the
+ * definitions and writes, in this order: the CODES, the queued THREAD chunks,
+ * the queued ends' last bytes, then applies those ends (the END counters; in
+ * a segmented capture the stream is no longer live, so later heads leave its
+ * THREAD out), and then its own chunk.  A thread's THREAD is queued before its
+ * first record is appended, so it precedes every chunk of the stream; its end
+ * is queued after every other chunk of the stream has been written (its
+ * writer's lock is taken to take the last bytes, after the flusher's writes
+ * of that stream), so an end applied in the same pass never drops a live
+ * stream from a head.  The one wait left: a thread whose own chunk is the
+ * write that is stuck waits at its end for its writer's lock (the flusher
+ * holds it across that write).  tg_cap_finish writes what is queued before
+ * the END; a close without it (a failed enable, a forked child) drops it.
  * Lock order: a writer's lock, then the capture's `lock`, then `defs_lock`
- * (tg_cap_define takes defs_lock alone).  fork() holds both
- * (tg_cap_lock_for_fork).
+ * (tg_cap_define, tg_cap_thread and tg_cap_deposit take defs_lock alone).
+ * fork() holds both (tg_cap_lock_for_fork).
  *
  * Segments (tg_cap_open_segments, a run's max_size): the capture rotates into a
  * new segment file when the current one reaches seg_max bytes, under `lock`,
@@ -57,6 +73,14 @@ struct tg_cap_stat {
     uint64_t calls, returns, dropped;
 };
 
+/* A thread's end, queued by tg_cap_deposit until the writer applies it. */
+struct tg_cap_end {
+    struct tg_cap_stat stat;  /* its counters for END */
+    unsigned char *tail;      /* its last records, not yet written (malloc'ed), or NULL */
+    size_t tail_split;        /* tail is two chunks: [0, split) and [split, len) */
+    size_t tail_len;
+};
+
 /* An open call of a stream, as its CALL wrote it (segments' STATE). */
 struct tg_cap_open_call {
     uint32_t code;            /* code id */
@@ -83,8 +107,8 @@ struct tg_cap {
     pthread_mutex_t lock;     /* guards every field below marked "lock" (all but
                                * those marked otherwise), after open; held
                                * across compression and write(2) */
-    pthread_mutex_t defs_lock;  /* guards defs, defs_len, defs_cap, defs_open
-                               * only; never held across I/O or while taking
+    pthread_mutex_t defs_lock;  /* guards defs*, thr*, ends*, defs_open only;
+                               * never held across I/O or while taking
                                * `lock` (order: lock, then defs_lock) */
     int fd;                   /* capture.tg, O_APPEND; -1 when closed; lock
                                * (tg_cap_usable peeks at it) */
@@ -108,11 +132,22 @@ struct tg_cap {
     size_t defs_len, defs_cap;  /* defs_lock */
     int defs_open;            /* definitions are taken (open, not closed, not a
                                * forked child's); defs_lock */
+    unsigned char *thr;       /* queued THREAD chunks: stream (u32), payload
+                               * length (u32), payload, back to back; defs_lock */
+    size_t thr_len, thr_cap;  /* defs_lock */
+    struct tg_cap_end *ends;  /* queued thread ends, in order; defs_lock */
+    size_t n_ends, ends_cap;  /* defs_lock */
+    unsigned char *wthr;      /* THREAD chunks taken from thr by the writer (as
+                               * wdefs); lock */
+    size_t wthr_len, wthr_cap;  /* lock */
+    struct tg_cap_end *wends; /* ends taken from ends by the writer (as wdefs);
+                               * lock */
+    size_t n_wends, wends_cap;  /* lock */
     unsigned char *wdefs;     /* definitions taken from defs by the writer, being
                                * written (empty between writes but after a
                                * failed one); lock */
     size_t wdefs_len, wdefs_cap;  /* lock */
-    struct tg_cap_stat *stats;  /* streams' counters, deposited at thread close;
+    struct tg_cap_stat *stats;  /* streams' counters, from the applied ends;
                                * lock */
     size_t n_stats, stats_cap;  /* lock */
     char *path;               /* for messages; malloc'ed; set at open, then
@@ -191,12 +226,22 @@ int tg_cap_define(struct tg_cap *cap, uint32_t id, int kind, uint32_t firstline,
  * failure; later calls return that errno without writing). */
 int tg_cap_chunk_out(struct tg_cap *cap, int kind, uint32_t stream, const void *buf,
                      size_t len);
-/* Write a thread definition chunk for STREAM.  Returns 0 or an errno. */
+/* Queue the thread definition (THREAD chunk) of STREAM, written before the
+ * next chunk: call it before the stream's first record.  Takes only
+ * defs_lock.  Returns 0 or an errno (out of memory, or the capture is closed
+ * or stopped). */
 int tg_cap_thread(struct tg_cap *cap, uint32_t stream, uint64_t native_id, uint64_t ident,
                   const char *base, size_t base_len, const char *name, size_t name_len);
-/* Add STREAM's final counters (thread close).  Returns 0 or -1 (out of memory). */
+/* Queue STREAM's end (thread close): its final counters, and TAIL/TAIL_LEN
+ * (malloc'ed, taken over, NULL if none: whole records, written as the chunks
+ * [0, TAIL_SPLIT) and [TAIL_SPLIT, TAIL_LEN)), the stream's last records,
+ * written before the next chunk.  Call it after every other chunk of the
+ * stream has been written (tg_writer_take_pending).  Takes only defs_lock but
+ * when out of memory (then writes the tail itself, under `lock`).  Returns 0
+ * or -1 (out of memory: the stream is left out of the END counters). */
 int tg_cap_deposit(struct tg_cap *cap, uint32_t stream, uint64_t calls, uint64_t returns,
-                   uint64_t dropped);
+                   uint64_t dropped, unsigned char *tail, size_t tail_split,
+                   size_t tail_len);
 /* Write the pending definitions and the END trailer (END_US, the deposited
  * counters), then close.  Returns 0 or an errno (the file is closed anyway). */
 int tg_cap_finish(struct tg_cap *cap, int64_t end_us);

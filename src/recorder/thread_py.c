@@ -261,10 +261,23 @@ done:
 void
 tg_thread_close(struct tg_recorder *r, struct tg_thread *t)
 {
+    char *tail = NULL;
+    size_t split = 0, len = 0;
+
+    /* The capture stream's last records are queued with its end, not written
+     * here: a thread ending (GIL held) must not wait for a blocked sink
+     * (capture_write.h).  Taken under the writer's lock, so after the
+     * flusher's last write of this stream.  Out of memory: written by the
+     * flush below, as before. */
+    if (r->fmt_binary && t->stream != 0)
+        (void)tg_writer_take_pending(&t->capw, &tail, &split, &len);
     tg_thread_close_writers(t, tg_thread_note, r);
     /* Out of memory here leaves the thread out of the trailer: nothing to do. */
     if (r->fmt_binary && t->stream != 0)
-        (void)tg_cap_deposit(&r->cap, t->stream, t->cap_calls, t->cap_returns, t->cap_dropped);
+        (void)tg_cap_deposit(&r->cap, t->stream, t->cap_calls, t->cap_returns, t->cap_dropped,
+                             (unsigned char *)tail, split, len);
+    else
+        free(tail);
 }
 
 void

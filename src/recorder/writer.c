@@ -292,6 +292,49 @@ tg_writer_flush(struct tg_writer *w)
     pthread_mutex_unlock(&w->lock);
 }
 
+int
+tg_writer_take_pending(struct tg_writer *w, char **out, size_t *split, size_t *len)
+{
+    size_t a = 0, b = 0, end;
+    char *copy = NULL;
+    int ret = 0;
+
+    *out = NULL;
+    *split = *len = 0;
+    if (w->buf == NULL || w->pyfile != NULL)
+        return 0;
+    pthread_mutex_lock(&w->lock);
+    end = atomic_load_explicit(&w->len, memory_order_acquire);
+    if (!atomic_load_explicit(&w->err, memory_order_relaxed) && !w->dropped) {
+        if (w->full != NULL && w->full_len > w->full_from)
+            a = w->full_len - w->full_from;
+        if (end > w->flushed)
+            b = end - w->flushed;
+        if (a + b > 0) {
+            if ((copy = malloc(a + b)) == NULL) {
+                ret = -1;
+                goto out;
+            }
+            if (a > 0)
+                memcpy(copy, w->full + w->full_from, a);
+            if (b > 0)
+                memcpy(copy + a, w->buf + w->flushed, b);
+        }
+    }
+    if (w->full != NULL) {  /* taken (or not to be written): recycled */
+        w->full_from = w->full_len;
+        tg_writer_write_full_unlocked(w);
+    }
+    tg_writer_emptied(w);
+    w->flushed = 0;
+    *out = copy;
+    *split = a;
+    *len = a + b;
+out:
+    pthread_mutex_unlock(&w->lock);
+    return ret;
+}
+
 /* Hand W's filled buffer to the flusher and continue in the spare one.  GIL
  * held (the producer).  Returns 0 when the flusher still has the previous one
  * (or no spare can be had): the caller then writes both itself. */

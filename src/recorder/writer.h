@@ -162,6 +162,16 @@ void tg_writer_flush_full_nogil(struct tg_writer *w);
 /* Write out what is pending and rewind the buffer.  GIL held, no producer running
  * (the owner itself, disable(), thread end). */
 void tg_writer_flush(struct tg_writer *w);
+/* Take W's unwritten bytes instead of writing them: the handed-off buffer's
+ * rest, then [flushed, len), copied back to back into *OUT (malloc'ed; the
+ * caller frees it), *SPLIT where the first part ends (both parts are whole
+ * records), *LEN in all; W is left empty, as after a flush.  For a sink
+ * writer (not owner-only) whose stream ends: the capture queues the bytes
+ * rather than have the ending thread wait for a blocked sink.  Takes W's lock
+ * (so after any write of W in progress).  The producer, GIL held.  Returns 0
+ * (*OUT NULL when nothing is left or W is stopped or dropped) or -1 (out of
+ * memory: nothing taken). */
+int tg_writer_take_pending(struct tg_writer *w, char **out, size_t *split, size_t *len);
 /* Flush, close (the sink's close too) and free everything; W may be released
  * twice.  GIL held. */
 void tg_writer_release(struct tg_writer *w);

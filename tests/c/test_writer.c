@@ -441,6 +441,49 @@ static void test_sink(void)
 	close(s.fd);
 }
 
+/* A stream's last bytes taken instead of written (a capture stream ending):
+ * the handed-off buffer's rest, then the current one, split between the two,
+ * the writer left empty, nothing written by the sink then or at release. */
+static void test_take_pending(void)
+{
+	struct tg_writer w;
+	struct fd_sink s = { 0 };
+	char *tail, *want, *want_full;
+	size_t split, len, want_len, full_len;
+	long n = 0;
+
+	s.fd = open("/dev/null", O_WRONLY);
+	CHECK(s.fd >= 0);
+	tg_writer_init(&w);
+	tg_writer_set_kick(&w, count_kick, &kicks);
+	CHECK_INT(tg_writer_open_sink(&w, &shared_sink, &s, 0, "take"), 0);
+	/* nothing pending: nothing taken */
+	CHECK_INT(tg_writer_take_pending(&w, &tail, &split, &len), 0);
+	CHECK(tail == NULL && split == 0 && len == 0);
+	kicks = 0;
+	while (kicks == 0 && n < 100000) {  /* bounded: a writer that never kicks fails */
+		CHECK(put_line(&w, "t", n));
+		n++;
+	}
+	CHECK(w.full != NULL);  /* handed off, not written yet */
+	CHECK(put_line(&w, "t", n));
+	n++;
+	CHECK_INT(tg_writer_take_pending(&w, &tail, &split, &len), 0);
+	want = expected_lines("t", 0, n, &want_len);
+	want_full = expected_lines("t", 0, n - 2, &full_len);
+	CHECK(tail != NULL && len == want_len && memcmp(tail, want, want_len) == 0);
+	CHECK_INT(split, full_len);  /* the handed-off buffer's lines, then the rest */
+	CHECK(w.full == NULL && atomic_load(&w.len) == 0);
+	tg_writer_flush_nogil(&w);
+	tg_writer_release(&w);
+	CHECK_INT(s.writes, 0);
+	free(tail);
+	free(want);
+	free(want_full);
+	tg_writer_destroy(&w);
+	close(s.fd);
+}
+
 /* An owner-only sink (a Python stream): the flusher leaves it alone, and records
  * appended while the sink writes are kept, after the ones being written. */
 static void test_owner_sink(void)
@@ -649,6 +692,7 @@ int main(void)
 	test_efbig();
 	test_fd_reused();
 	test_sink();
+	test_take_pending();
 	test_owner_sink();
 	test_fork_drop();
 	test_concurrent();
