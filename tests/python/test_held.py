@@ -94,9 +94,13 @@ def check_curves(curves):
     kb = [steps_b.index(4 * MIB + OBJ), steps_b.index(MIB // 2 + OBJ)]
     assert kb == sorted(kb)
     # the levels: what the thread holds
+    # (after each thread's last keep or drop: its end, in threading's own code,
+    # adds some more, 4.5 KB on 3.8)
     assert abs(a[ka[1] + 1] - (3 * MIB + 2 * OBJ)) <= START_UP
-    assert abs(a[-1] - (2 * MIB + OBJ)) <= START_UP
-    assert abs(b[-1] - (4 * MIB + MIB // 2 + 2 * OBJ)) <= START_UP
+    assert abs(a[ka[2] + 1] - (2 * MIB + OBJ)) <= START_UP
+    assert abs(b[kb[1] + 1] - (4 * MIB + MIB // 2 + 2 * OBJ)) <= START_UP
+    assert abs(a[-1] - (2 * MIB + OBJ)) <= 4 * START_UP
+    assert abs(b[-1] - (4 * MIB + MIB // 2 + 2 * OBJ)) <= 4 * START_UP
 
 
 def check_shares(legend):

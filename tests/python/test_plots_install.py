@@ -145,8 +145,10 @@ def test_run_lists_growth_first(tmp_path):
     assert part[0] == "  growth, largest first:", res.stderr
     deltas, labels = [], []
     for line in part[1:]:
-        if re.match(r"  \(|   \S", line):
-            continue  # the hint under the peaks, on how to read a delta
+        if re.match(r"  \(|   \S|  the garbage collector ran in ", line):
+            continue  # the hints under the peaks, on how to read a delta
+        # a peak whose call ran the collector (when it happened to run) is marked
+        line = re.sub(r"  \[ran the garbage collector: [^]]*\]$", "", line)
         m = re.search(r" ([-+][0-9]+) B$", line)
         if m:
             deltas.append(int(m.group(1)))
