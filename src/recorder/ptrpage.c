@@ -112,6 +112,13 @@ tg_ptrpage_page_empty(struct tg_ptrpage *m, struct tg_pp_node *n, unsigned pi)
         tg_ptrpage_node_empty(m, n);
 }
 
+__attribute__((noinline)) void
+tg_ptrpage_page_empty_at(struct tg_ptrpage *m, uintptr_t p)
+{
+    tg_ptrpage_page_empty(m, m->nodes[p >> TG_PP_NODE_SHIFT],
+                          (unsigned)(p >> TG_PP_PAGE_SHIFT) & (TG_PP_NODE_PAGES - 1));
+}
+
 void
 tg_ptrpage_clear(struct tg_ptrpage *m)
 {

@@ -19,7 +19,9 @@
  * Only 16-aligned blocks below 2^47 whose word is at most TG_PP_WORD_MAX go
  * here (with accounting off, nearly every block of the mem and obj domains);
  * ptrtable.c keeps the rest in the GIL table's hash and keeps a pointer in at
- * most one of the two.  An entry page whose last entry goes is kept for reuse
+ * most one of the two.  A block of such an address that the hash holds has
+ * TG_PP_MARK here instead, so that the page map alone says where any of them
+ * is (ptrtable_fast.h).  An entry page whose last entry goes is kept for reuse
  * (TG_PP_SPARE_MAX) or freed, and a node (32 KiB per 16 MiB of address space
  * in use) whose last entry page goes is kept for reuse (TG_PP_SPARE_NODES) or
  * freed; the node array (64 MiB of
@@ -46,7 +48,9 @@
 #define TG_PP_NODES (UINT64_C(1) << (TG_PP_ADDR_BITS - TG_PP_NODE_SHIFT))
 #define TG_PP_NODE_PAGES (1u << (TG_PP_NODE_SHIFT - TG_PP_PAGE_SHIFT))
 #define TG_PP_GRANULES (1u << (TG_PP_PAGE_SHIFT - 4))
-#define TG_PP_WORD_MAX 0xFFFEu   /* entries hold word + 1 in 16 bits */
+#define TG_PP_WORD_MAX 0xFFFDu   /* entries hold word + 1 in 16 bits ... */
+#define TG_PP_MARK 0xFFFFu       /* ... or this mark: the block's entry is in the
+                                    GIL table's hash (ptrtable_fast.h) */
 #define TG_PP_SPARE_MAX 1024     /* empty entry pages kept for reuse (520 KiB) */
 #define TG_PP_SPARE_NODES 32     /* empty nodes kept for reuse (1 MiB): a block
                                     moving between sparse regions (a growing
@@ -75,7 +79,8 @@ struct tg_ptrpage {
     size_t nspare;
     struct tg_pp_node *spare_nodes;/* empty nodes (page[] all NULL), by next */
     size_t nspare_nodes;
-    size_t count;                  /* entries */
+    size_t count;                  /* entries, marks included */
+    size_t marks;                  /* entries that are TG_PP_MARK */
     size_t pages;                  /* entry pages in use */
     size_t nnodes;
     int unmapped;                  /* the node array's mmap failed: no retry
@@ -147,6 +152,46 @@ tg_ptrpage_take(struct tg_ptrpage *m, uintptr_t p, size_t *word)
         tg_ptrpage_page_empty(m, n, pi);
     *word = w - 1;
     return 1;
+}
+
+/* The entry page of block P in M, with P's granule in *GI; NULL when P has
+ * none (no node or entry page there yet, or P cannot be in a page map).  For
+ * the hooks' fast paths (hook_count.h), which then read and write the granule
+ * themselves with tg_ptrpage_fill and tg_ptrpage_empty. */
+static inline struct tg_pp_page *
+tg_ptrpage_find(const struct tg_ptrpage *m, uintptr_t p, unsigned *gi)
+{
+    struct tg_pp_node *n;
+
+    if ((((uint64_t)p & 15) | ((uint64_t)p >> TG_PP_ADDR_BITS)) != 0
+            || m->nodes == NULL
+            || (n = m->nodes[p >> TG_PP_NODE_SHIFT]) == NULL)
+        return NULL;
+    *gi = (unsigned)(p >> 4) & (TG_PP_GRANULES - 1);
+    return n->page[(p >> TG_PP_PAGE_SHIFT) & (TG_PP_NODE_PAGES - 1)];
+}
+
+/* Out of line: the entry page of block P has no entry left. */
+void tg_ptrpage_page_empty_at(struct tg_ptrpage *m, uintptr_t p);
+
+/* Enter WORD (at most TG_PP_WORD_MAX) at granule GI of PG, P's entry page
+ * (tg_ptrpage_find), whose granule held no entry. */
+static inline void
+tg_ptrpage_fill(struct tg_ptrpage *m, struct tg_pp_page *pg, unsigned gi, size_t word)
+{
+    pg->u.live++;
+    m->count++;
+    pg->word1[gi] = (uint16_t)(word + 1);
+}
+
+/* Remove the entry at granule GI of PG, block P's entry page (not empty). */
+static inline void
+tg_ptrpage_empty(struct tg_ptrpage *m, struct tg_pp_page *pg, unsigned gi, uintptr_t p)
+{
+    pg->word1[gi] = 0;
+    m->count--;
+    if (__builtin_expect(--pg->u.live == 0, 0))
+        tg_ptrpage_page_empty_at(m, p);
 }
 
 /* Drop every entry and free the map's memory. */

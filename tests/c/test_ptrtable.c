@@ -21,7 +21,7 @@
 
 /* Compact limits as the table documents them (ptrtable.h). */
 #define COMPACT_SIZE_LIMIT (UINT64_C(1) << 20)
-#define PAGE_WORD_LIMIT 0xFFFF          /* the GIL table's page map: words below */
+#define PAGE_WORD_LIMIT 0xFFFE          /* the GIL table's page map: words below */
 #define COMPACT_PTR_LIMIT (UINT64_C(1) << 48)
 
 static void *P(uint64_t v) { return (void *)(uintptr_t)v; }
