@@ -212,21 +212,28 @@ tg_hook_malloc_gil_record(struct tg_hook_domain *d, void *p, size_t size)
     tg_hook_malloc_record(d, p, size, 0, 0, 1);
 }
 
-static void *
-tg_hook_malloc_gil(void *ctx, size_t size)
+/* The fast path proper, apart from the test that picks it: in one function, the
+ * registers it saves were saved before the test, by the general path too. */
+static __attribute__((noinline)) void *
+tg_hook_malloc_gil_fast(struct tg_hook_domain *d, size_t size)
 {
-    struct tg_hook_domain *d = ctx;
     void *p;
 
-    if (__builtin_expect(tg_tls.busy != 0, 0)
-            || !atomic_load_explicit(&tg_gil_fast, memory_order_relaxed))
-        return tg_hook_malloc_gil_general(ctx, size);
     tg_tls.busy = TG_BUSY_HOOK;
     p = d->orig.malloc(d->orig.ctx, size);
     tg_tls.busy = 0;
     if (__builtin_expect(p == NULL, 0) || !tg_hook_gil_fast_alloc(p, size))
         tg_hook_malloc_gil_record(d, p, size);
     return p;
+}
+
+static void *
+tg_hook_malloc_gil(void *ctx, size_t size)
+{
+    if (__builtin_expect(tg_tls.busy != 0, 0)
+            || !atomic_load_explicit(&tg_gil_fast, memory_order_relaxed))
+        return tg_hook_malloc_gil_general(ctx, size);
+    return tg_hook_malloc_gil_fast(ctx, size);
 }
 
 static void *
@@ -247,17 +254,25 @@ tg_hook_free_gil_general(void *ctx, void *ptr)
     tg_hook_free_body(ctx, ptr, 1);
 }
 
-static void
-tg_hook_free_gil(void *ctx, void *ptr)
+/* The fast path proper (see tg_hook_malloc_gil_fast). */
+static __attribute__((noinline)) void
+tg_hook_free_gil_fast(struct tg_hook_domain *d, void *ptr)
 {
-    struct tg_hook_domain *d = ctx;
-
-    if (__builtin_expect(tg_tls.busy == 0, 1)
-            && atomic_load_explicit(&tg_gil_fast, memory_order_relaxed)
-            && ptr != NULL && tg_hook_gil_fast_free(ptr)) {
+    if (tg_hook_gil_fast_free(ptr)) {
         /* A block pymalloc serves itself (TG_HOOK_SMALL_MAX): no nested
          * hooked call to keep from counting, so no busy bit, and a tail call. */
         d->orig.free(d->orig.ctx, ptr);
+        return;
+    }
+    tg_hook_free_gil_general(d, ptr);
+}
+
+static void
+tg_hook_free_gil(void *ctx, void *ptr)
+{
+    if (__builtin_expect(tg_tls.busy == 0, 1)
+            && atomic_load_explicit(&tg_gil_fast, memory_order_relaxed) && ptr != NULL) {
+        tg_hook_free_gil_fast(ctx, ptr);
         return;
     }
     tg_hook_free_gil_general(ctx, ptr);
@@ -290,10 +305,15 @@ tg_hooks_install(int count_total)
             d->ours.realloc = tg_hook_realloc_raw;
             d->ours.free = tg_hook_free_raw;
         } else {
-            d->ours.malloc = tg_hook_malloc_gil;
+            /* Without the fast paths (full mode), the general hooks directly:
+             * no test that would fail on every call.  (Hooks that stay in the
+             * chain from an earlier run, see above, keep their functions:
+             * either kind counts every mode exactly.) */
+            int fast = atomic_load(&tg_gil_fast);
+            d->ours.malloc = fast ? tg_hook_malloc_gil : tg_hook_malloc_gil_general;
             d->ours.calloc = tg_hook_calloc_gil;
             d->ours.realloc = tg_hook_realloc_gil;
-            d->ours.free = tg_hook_free_gil;
+            d->ours.free = fast ? tg_hook_free_gil : tg_hook_free_gil_general;
         }
         PyMem_SetAllocator(d->domain, &d->ours);
     }

@@ -195,7 +195,7 @@ tg_hook_gil_fast_free(void *p)
             || tg_acct.stack_site == NULL || t == NULL
             || tg_tls.acct_gen != atomic_load_explicit(&tg_acct.gen, memory_order_relaxed))
         return 0;
-    tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi, a);
+    tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
     TG_OWN_ADD(t->free_calls, 1);
     TG_OWN_ADD(t->freed, (int64_t)size);
     TG_OWN_ADD(t->hist_free[tg_acct_bin(size)], 1);

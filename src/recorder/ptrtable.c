@@ -264,7 +264,7 @@ tg_gil_hash_remove(uintptr_t p, size_t *word)
     if (tg_ptrpage_fits(p, 0) && (pg = tg_ptrpage_find(&tg_ptrpage_gil, p, &gi)) != NULL
             && pg->word1[gi] == TG_PP_MARK) {
         tg_ptrpage_gil.marks--;
-        tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi, p);
+        tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
     }
     found = tg_shard_remove_unlocked(s, p, tg_ptr_hash(p), word);
     if (found && s->ccount == 0 && s->wcount == 0)

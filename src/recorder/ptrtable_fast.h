@@ -301,7 +301,7 @@ tg_ptrtable_gil_remove(void *ptr, size_t *size)
     if (__builtin_expect((pg = tg_ptrpage_find(&tg_ptrpage_gil, p, &gi)) != NULL, 1)) {
         w = pg->word1[gi];
         if (__builtin_expect(w - 1u < TG_PP_MARK - 1u, 1)) {  /* a word */
-            tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi, p);
+            tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
             *size = w - 1;
             return 1;
         }
