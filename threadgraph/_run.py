@@ -582,7 +582,7 @@ def gc_mark(n, objects):
     """The mark after a peak whose call ran the collector, or ""."""
     if not n:
         return ""
-    return "  [ran the garbage collector: %d run%s, %d objects]" % (
+    return "  [gc: %d run%s, %d objects]" % (
         n, "" if n == 1 else "s", objects)
 
 
@@ -600,10 +600,10 @@ def gc_hint(names, runs, peaks, marked):
     parts = ["%s (%d run%s, %d objects collected)"
              % (term_safe(n), by[n][0], "" if by[n][0] == 1 else "s", by[n][1])
              for n in shown]
-    text = "  the garbage collector ran in %s (gc.txt)\n" % ", ".join(parts)
+    text = "  the garbage collector ran in %s; gc.txt lists its runs\n" % ", ".join(parts)
     if marked:
-        text += ("   [ran the garbage collector]: that call's delta includes what the\n"
-                 "   collector freed, and what the call left to it\n")
+        text += ("   [gc: ...]: the collector ran during that call, whose delta includes\n"
+                 "   what the collector freed, and what the call left to it\n")
     else:  # no call times (text dumps): the thread is all that is known
         text += "   a peak of that thread whose call spans a run counts what it freed\n"
     return text
