@@ -539,9 +539,13 @@ def display_path(path):
 
 
 def main(argv):
-    opts = build_parser().parse_args(argv)
+    from threadgraph._run import check_options
+
+    parser = build_parser()
+    opts = parser.parse_args(argv)
     if opts.duration is not None and opts.duration <= 0:
-        build_parser().error("--duration must be more than 0")
+        parser.error("--duration must be more than 0")
+    check_options(parser, opts)  # before the target is touched, as run does
     return attach(opts)
 
 

@@ -781,14 +781,10 @@ def _print_next(out_dir, shown, opts):
 # --- main -------------------------------------------------------------------------
 
 
-def main(argv):
-    parser = build_parser()
-    ours, target, prog_args = split_argv(list(argv), value_options(parser))
-    opts = parser.parse_args(ours)
-    if target is None and opts.module:
-        target = ("module", opts.module)
-    if target is None:
-        parser.error("give a script to run, or -m module")
+def check_options(parser, opts):
+    """The checks of recording options that argparse cannot make (values, and
+    options that exclude each other): a usage error through PARSER.  Shared with
+    threadgraph attach, whose recording options are these."""
     if opts.process_memory_frequency is not None and opts.process_memory_frequency < 0:
         parser.error("--process-memory-frequency must be 0 or more")
     if opts.sample_bytes is not None and opts.sample_bytes <= 0:
@@ -815,6 +811,17 @@ def main(argv):
                                or opts.mode == "sampled") and opts.format == "text"):
         parser.error("--compress compresses the binary capture and the accounting "
                      "outputs: with --format text it needs --accounting")
+
+
+def main(argv):
+    parser = build_parser()
+    ours, target, prog_args = split_argv(list(argv), value_options(parser))
+    opts = parser.parse_args(ours)
+    if target is None and opts.module:
+        target = ("module", opts.module)
+    if target is None:
+        parser.error("give a script to run, or -m module")
+    check_options(parser, opts)
 
     kind, name = target
     try:
