@@ -417,3 +417,43 @@ def test_bad_options_refused_before_the_target_is_touched(tmp_path):
                            universal_newlines=True, timeout=120)
         assert r.returncode == 2 and says in r.stderr, r.stderr
         assert "no process" not in r.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0
+                    or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv to drop CAP_SYS_PTRACE")
+def test_ptrace_not_permitted_says_the_fix(tmp_path):
+    """A root without CAP_SYS_PTRACE, as in a container by default: the kernel
+    denies it a program that has the capability; with Yama's ptrace_scope 1 or
+    3 (its sysctl file substituted: this kernel may have no Yama) even its own."""
+    drop = ["setpriv", "--bounding-set", "-sys_ptrace", "--inh-caps", "-sys_ptrace"]
+    waiting = [sys.executable, "-c", "import sys; print('ready', flush=True); sys.stdin.read()"]
+    env = env_with_package(keep_cli=True)
+    full = subprocess.Popen(waiting, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                            universal_newlines=True)
+    same = subprocess.Popen(drop + waiting, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            env=env, universal_newlines=True)
+    try:
+        assert full.stdout.readline() == same.stdout.readline() == "ready\n"
+        r = subprocess.run(drop + cmd("attach", str(full.pid)), stderr=subprocess.PIPE,
+                           env=env, universal_newlines=True, timeout=120)
+        assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+        assert "no CAP_SYS_PTRACE" in r.stderr and "--cap-add=SYS_PTRACE" in r.stderr
+        scope_file = tmp_path / "ptrace_scope"
+        with_scope = ("import sys; from threadgraph import _attach; "
+                      "_attach.YAMA_PTRACE_SCOPE = sys.argv[1]; "
+                      "sys.exit(_attach.main(sys.argv[2:]))")
+        for scope, says in (("1", "ptrace_scope = 1 and this root has no CAP_SYS_PTRACE"),
+                            ("3", "ptrace_scope = 3); only a reboot")):
+            scope_file.write_text(scope + "\n")
+            r = subprocess.run(drop + [sys.executable, "-c", with_scope, str(scope_file),
+                                       str(same.pid)], stderr=subprocess.PIPE, env=env,
+                               universal_newlines=True, timeout=120)
+            assert r.returncode == 1 and says in r.stderr, r.stderr
+            assert r.stderr.count("\n") == 1, r.stderr
+        for target in (full, same):
+            assert "_recorder" not in maps_of(target.pid)
+            assert target.poll() is None
+    finally:
+        stop(full)
+        stop(same)
