@@ -254,6 +254,14 @@ def test_thread_per_request_is_folded(tmp_path):
             runs[threads, kind] = only_dir(d / kind)
         sizes[threads] = os.path.getsize(os.path.join(runs[threads, "agg"], "aggregate.tga"))
     assert sizes[300] <= 1.25 * sizes[150], sizes
+    # the bound docs/formats.md "Size" states: per entry 24 KiB of curve, 110
+    # bytes and its name, 119 bytes a call path; then the functions
+    with open(os.path.join(runs[300, "agg"], "aggregate.tga"), "rb") as f:
+        lines = f.read().split(b"\n")
+    bound = 200 + sum(len(l) + 1 for l in lines if l.startswith(b"f "))
+    bound += sum(24576 + 110 + len(l) for l in lines if l.startswith(b"t "))
+    bound += 119 * sum(1 for l in lines if l.startswith(b"n "))
+    assert sizes[300] <= bound, (sizes, bound)
     got = entries(runs[300, "agg"])
     folded = {b: n for b, n in got if n}
     # the main thread, the most recent ended threads whole, one entry a family
