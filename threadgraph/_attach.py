@@ -39,6 +39,7 @@ RUN_ONLY = ("module", "follow_exec", "help")
 GDB_TIMEOUT = 15.0  # seconds for a thread to reach a safe point
 CONNECT_TIMEOUT = 30.0  # seconds for the control thread to start and answer
 CAP_SYS_PTRACE = 19
+YAMA_PTRACE_SCOPE = "/proc/sys/kernel/yama/ptrace_scope"
 INJECT_MARK = "threadgraph-inject"
 MIN_VERSION, MAX_VERSION = (3, 8), (3, 13)
 
@@ -94,8 +95,7 @@ def read_proc(pid, name):
     except FileNotFoundError:
         raise Refused("no process %d" % pid)
     except PermissionError:
-        raise Refused("cannot read /proc/%d/%s: a process of another user (attach as "
-                      "that user, or as root)" % (pid, name))
+        raise Refused("cannot read /proc/%d/%s: %s" % (pid, name, denied_fix()))
 
 
 def proc_status(pid):
@@ -115,8 +115,8 @@ def target_python(pid):
     except OSError as exc:
         if exc.errno == errno.ENOENT:
             raise Refused("no process %d" % pid)
-        raise Refused("cannot read /proc/%d/exe: %s (attach as the program's user, or "
-                      "as root)" % (pid, exc.strerror))
+        raise Refused("cannot read /proc/%d/exe (%s): %s" % (pid, exc.strerror,
+                                                              denied_fix()))
     maps = read_proc(pid, "maps")
     base = os.path.basename(exe)
     if b"libpython3" not in maps and not base.startswith("python3"):
@@ -202,18 +202,28 @@ def has_cap(status, cap):
         return False
 
 
+def denied_fix():
+    """The fix to name when the kernel denies us a process (its /proc files,
+    ptrace): root without CAP_SYS_PTRACE is a container's root."""
+    if os.getuid() == 0 and not has_cap(proc_status(os.getpid()), CAP_SYS_PTRACE):
+        return NO_CAP_FIX
+    return "it is not ours to trace (attach as the program's user, or as root)"
+
+
 def check_ptrace(pid):
     """Refused when the kernel will not let us (gdb) trace PID."""
     me = proc_status(os.getpid())
     privileged = has_cap(me, CAP_SYS_PTRACE)
     try:
-        with open("/proc/sys/kernel/yama/ptrace_scope") as f:
+        with open(YAMA_PTRACE_SCOPE) as f:
             scope = int(f.read().strip() or 0)
     except (OSError, ValueError):
         scope = 0  # no Yama
     if scope >= 3:
         raise Refused("ptrace is disabled on this machine (kernel.yama.ptrace_scope = 3); "
                       "only a reboot with a lower setting allows attaching")
+    if scope in (1, 2) and not privileged and os.getuid() == 0:
+        raise Refused("kernel.yama.ptrace_scope = %d and %s" % (scope, NO_CAP_FIX))
     if scope == 2 and not privileged:
         raise Refused("attaching needs CAP_SYS_PTRACE here (kernel.yama.ptrace_scope = 2): "
                       "run threadgraph attach as root")
@@ -222,6 +232,8 @@ def check_ptrace(pid):
                       "(kernel.yama.ptrace_scope = 1): run `sudo sysctl "
                       "kernel.yama.ptrace_scope=0`, or threadgraph attach as root")
     uid = proc_status(pid).get("Uid", "").split()
+    if uid and int(uid[0]) != os.getuid() and not privileged and os.getuid() == 0:
+        raise Refused("process %d belongs to another user and %s" % (pid, NO_CAP_FIX))
     if uid and int(uid[0]) != os.getuid() and not privileged:
         try:
             owner = pwd.getpwuid(int(uid[0])).pw_name
@@ -230,6 +242,9 @@ def check_ptrace(pid):
         raise Refused("process %d belongs to %s: attach as that user, or as root" % (pid, owner))
 
 
+NO_CAP_FIX = ("this root has no CAP_SYS_PTRACE (a container's): add it (docker run "
+              "--cap-add=SYS_PTRACE; Kubernetes: securityContext.capabilities.add "
+              "[SYS_PTRACE], or kubectl debug --profile=general); docs/attach.md")
 PTRACE_FIX = ("ptrace not permitted: in a container, add CAP_SYS_PTRACE (docker run "
               "--cap-add=SYS_PTRACE; Kubernetes: securityContext.capabilities.add "
               "[SYS_PTRACE], or kubectl debug --profile=general); docs/attach.md")
@@ -539,9 +554,13 @@ def display_path(path):
 
 
 def main(argv):
-    opts = build_parser().parse_args(argv)
+    from threadgraph._run import check_options
+
+    parser = build_parser()
+    opts = parser.parse_args(argv)
     if opts.duration is not None and opts.duration <= 0:
-        build_parser().error("--duration must be more than 0")
+        parser.error("--duration must be more than 0")
+    check_options(parser, opts)  # before the target is touched, as run does
     return attach(opts)
 
 

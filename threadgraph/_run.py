@@ -582,7 +582,7 @@ def gc_mark(n, objects):
     """The mark after a peak whose call ran the collector, or ""."""
     if not n:
         return ""
-    return "  [ran the garbage collector: %d run%s, %d objects]" % (
+    return "  [gc: %d run%s, %d objects]" % (
         n, "" if n == 1 else "s", objects)
 
 
@@ -600,10 +600,10 @@ def gc_hint(names, runs, peaks, marked):
     parts = ["%s (%d run%s, %d objects collected)"
              % (term_safe(n), by[n][0], "" if by[n][0] == 1 else "s", by[n][1])
              for n in shown]
-    text = "  the garbage collector ran in %s (gc.txt)\n" % ", ".join(parts)
+    text = "  the garbage collector ran in %s; gc.txt lists its runs\n" % ", ".join(parts)
     if marked:
-        text += ("   [ran the garbage collector]: that call's delta includes what the\n"
-                 "   collector freed, and what the call left to it\n")
+        text += ("   [gc: ...]: the collector ran during that call, whose delta includes\n"
+                 "   what the collector freed, and what the call left to it\n")
     else:  # no call times (text dumps): the thread is all that is known
         text += "   a peak of that thread whose call spans a run counts what it freed\n"
     return text
@@ -781,14 +781,10 @@ def _print_next(out_dir, shown, opts):
 # --- main -------------------------------------------------------------------------
 
 
-def main(argv):
-    parser = build_parser()
-    ours, target, prog_args = split_argv(list(argv), value_options(parser))
-    opts = parser.parse_args(ours)
-    if target is None and opts.module:
-        target = ("module", opts.module)
-    if target is None:
-        parser.error("give a script to run, or -m module")
+def check_options(parser, opts):
+    """The checks of recording options that argparse cannot make (values, and
+    options that exclude each other): a usage error through PARSER.  Shared with
+    threadgraph attach, whose recording options are these."""
     if opts.process_memory_frequency is not None and opts.process_memory_frequency < 0:
         parser.error("--process-memory-frequency must be 0 or more")
     if opts.sample_bytes is not None and opts.sample_bytes <= 0:
@@ -815,6 +811,17 @@ def main(argv):
                                or opts.mode == "sampled") and opts.format == "text"):
         parser.error("--compress compresses the binary capture and the accounting "
                      "outputs: with --format text it needs --accounting")
+
+
+def main(argv):
+    parser = build_parser()
+    ours, target, prog_args = split_argv(list(argv), value_options(parser))
+    opts = parser.parse_args(ours)
+    if target is None and opts.module:
+        target = ("module", opts.module)
+    if target is None:
+        parser.error("give a script to run, or -m module")
+    check_options(parser, opts)
 
     kind, name = target
     try:

@@ -32,6 +32,9 @@ static const char live_usage[] = "threadgraph live [options] RUN_DIR|PID";
 #define LIVE_REFRESH_MS 1000
 #define LIVE_FUNCS_SHOWN 8
 #define LIVE_SITES_SHOWN 5
+#define LIVE_NAME_MIN 12   /* THREAD column: at least, and without a terminal at most */
+#define LIVE_NAME_MAX 48
+#define LIVE_FIGURES 59    /* the row beside the name: mark, 4 x " %11s", " %9lu" */
 
 /* Sort keys of the thread table, cycled by 's'. */
 struct live_sort {
@@ -119,6 +122,71 @@ static void live_bytes(char *buf, size_t n, int64_t v, int sign)
 		snprintf(buf, n, "%s%.2f MB", s, a / (1024.0 * 1024));
 	else
 		snprintf(buf, n, "%s%.2f GB", s, a / (1024.0 * 1024 * 1024));
+}
+
+/* Code points of the UTF-8 text S[0, N) (a terminal column each, as near as
+ * counts: thread names are mostly ASCII). */
+static size_t live_chars(const char *s, size_t n)
+{
+	size_t chars = 0;
+
+	for (size_t i = 0; i < n; i++)
+		chars += ((unsigned char)s[i] & 0xC0) != 0x80;
+	return chars;
+}
+
+/* The byte offset in S where its code point number K starts (or its length). */
+static size_t live_char_at(const char *s, size_t k)
+{
+	size_t i = 0;
+
+	for (; s[i]; i++)
+		if (((unsigned char)s[i] & 0xC0) != 0x80 && k-- == 0)
+			break;
+	return i;
+}
+
+/* Writes S[0, N) with control bytes as '?': a thread's name is the program's. */
+static void live_put_text(FILE *f, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fputc((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i], f);
+}
+
+/* Writes NAME in W columns: padded, or its head and tail around ".." when
+ * longer (thread names often differ only at their end: pool-worker-17). */
+static void live_put_name(FILE *f, const char *name, int w)
+{
+	size_t len = strlen(name), chars = live_chars(name, len);
+
+	if (chars <= (size_t)w) {
+		live_put_text(f, name, len);
+		fprintf(f, "%*s", (int)((size_t)w - chars), "");
+		return;
+	}
+	size_t head = (size_t)(w - 2) / 2, tail = (size_t)(w - 2) - head;
+	size_t cut = live_char_at(name, head), from = live_char_at(name, chars - tail);
+
+	live_put_text(f, name, cut);
+	fputs("..", f);
+	live_put_text(f, name + from, len - from);
+}
+
+/* The THREAD column's width: the longest name, within what COLS leaves beside
+ * the figures on a terminal (TTY), else within LIVE_NAME_MAX. */
+static int live_name_width(const struct tg_live *lv, int cols, int tty)
+{
+	int w = LIVE_NAME_MIN, room = tty ? cols - 1 - LIVE_FIGURES : LIVE_NAME_MAX;
+
+	for (size_t i = 0; i < lv->n_threads; i++) {
+		const char *n = lv->threads[i].name;
+		size_t c = live_chars(n, strlen(n));
+		if (c > (size_t)w)
+			w = c > LIVE_NAME_MAX ? LIVE_NAME_MAX : (int)c;
+	}
+	if (w > room)
+		w = room;
+	return w < LIVE_NAME_MIN ? LIVE_NAME_MIN : w;
 }
 
 /* The process's resident set now, from /proc when it still runs, else -1. */
@@ -224,7 +292,7 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 	const char *eol = tty ? "\033[K\n" : "\n";
 	char a[32], b[32], c[32], d[32];
 	int64_t rss = lv->ended ? -1 : live_rss_now(lv->pid), total = 0;
-	int used = 0, room;
+	int used = 0, room, w = live_name_width(lv, cols, tty);
 	size_t shown = 0;
 	const char *sel_name = NULL;
 
@@ -249,8 +317,8 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 		fprintf(f, "%s%s", v->status, eol);
 		used++;
 	}
-	fprintf(f, "%s%-24s %12s %12s %12s %12s %9s%s%s", tty ? "\033[1m" : "", " THREAD", "NOW",
-		"CHANGE", "PEAK", "LARGEST", "RETURNS", tty ? "\033[0m" : "", eol);
+	fprintf(f, "%s %-*s %11s %11s %11s %11s %9s%s%s", tty ? "\033[1m" : "", w, "THREAD",
+		"NOW", "CHANGE", "PEAK", "LARGEST", "RETURNS", tty ? "\033[0m" : "", eol);
 	used++;
 	room = lines - used - 4 - LIVE_FUNCS_SHOWN - (v->has_snap ? LIVE_SITES_SHOWN + 2 : 0);
 	if (room < 3)
@@ -264,9 +332,10 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 		live_bytes(b, sizeof(b), t->change, 1);
 		live_bytes(c, sizeof(c), t->peak, 0);
 		live_bytes(d, sizeof(d), t->largest, 0);
-		fprintf(f, "%s%c%-23.23s %12s %12s %12s %12s %9lu%s%s", sel && tty ? "\033[7m" : "",
-			sel ? '>' : ' ', t->name, a, b, c, d, t->returns, sel && tty ? "\033[0m" : "",
-			eol);
+		fprintf(f, "%s%c", sel && tty ? "\033[7m" : "", sel ? '>' : ' ');
+		live_put_name(f, t->name, w);
+		fprintf(f, " %11s %11s %11s %11s %9lu%s%s", a, b, c, d, t->returns,
+			sel && tty ? "\033[0m" : "", eol);
 	}
 	if (o && shown < lv->n_threads)
 		fprintf(f, " ... %zu more threads (s sorts)%s", lv->n_threads - shown, eol);

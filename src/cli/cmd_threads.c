@@ -43,9 +43,8 @@ int cmd_threads(int argc, char **argv)
 	if ((ret = tg_threads_load_summary(&t, argv[0], &d)) < 0)
 		return error("%s", d.msg);
 	if (ret == 1) {
-		warning("no accounting summary (%s): allocated, freed and the cross-thread "
-			"frees need a run with accounting on; showing each thread's held memory",
-			d.msg);
+		warning("%s; showing each thread's held memory: allocated, freed and the "
+			"cross-thread frees need a run with accounting on", d.msg);
 		tg_cli_diag_init(&d, &c);
 		if ((ret = tg_cli_dumpset(&files, argv, 1, TG_VIEW_MEM)))
 			return ret;

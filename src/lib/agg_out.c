@@ -23,9 +23,21 @@ static int out_cmp(const void *a, const void *b)
 
 int tg_aggfile_summary(FILE *out, const struct tg_aggfile *a, size_t top)
 {
-	fprintf(out, "aggregate run: %.3f s recorded, memory mode %s, %zu thread%s\n",
-		(double)(a->end_us - a->start_us) / 1e6, a->memory, a->nt,
-		a->nt == 1 ? "" : "s");
+	uint64_t threads = 0, folded = 0;
+	size_t entries = 0;
+
+	for (size_t i = 0; i < a->nt; i++) {
+		threads += a->t[i].folded ? a->t[i].folded : 1;
+		folded += a->t[i].folded;
+		entries += a->t[i].folded != 0;
+	}
+	fprintf(out, "aggregate run: %.3f s recorded, memory mode %s, %" PRIu64 " thread%s",
+		(double)(a->end_us - a->start_us) / 1e6, a->memory, threads,
+		threads == 1 ? "" : "s");
+	if (folded)
+		fprintf(out, " (%" PRIu64 " ended, folded into %zu entr%s by name)", folded,
+			entries, entries == 1 ? "y" : "ies");
+	fputs("\n", out);
 	for (size_t i = 0; i < a->nt; i++) {
 		const struct tg_agg_rthread *t = &a->t[i];
 		uint64_t calls = 0;
@@ -42,7 +54,10 @@ int tg_aggfile_summary(FILE *out, const struct tg_aggfile *a, size_t top)
 		}
 		fputs("\n", out);
 		tg_fputs_safe(out, t->base, strlen(t->base));
-		fprintf(out, ": %" PRIu64 " calls on %zu call paths", calls, n);
+		fputs(": ", out);
+		if (t->folded)
+			fprintf(out, "%" PRIu64 " ended threads folded, ", t->folded);
+		fprintf(out, "%" PRIu64 " calls on %zu call paths", calls, n);
 		if (t->dropped)
 			fprintf(out, " (%" PRIu64 " calls not counted: tables full)", t->dropped);
 		if (t->nb)

@@ -10,7 +10,7 @@
 
 #include "aggfile.h"
 
-#define AGG_MAGIC "threadgraph-aggregate 1"
+#define AGG_MAGIC "threadgraph-aggregate "  /* then the version, 1 or 2 */
 #define AGG_MAX_BUCKET (1u << 20)           /* a bucket index past this is not ours */
 #define AGG_MAX_WIDTH_US 100000000000000LL  /* about three years */
 #define AGG_MAX_TIME_US 4102444800000000LL  /* 2100-01-01 */
@@ -166,6 +166,16 @@ static const char *agg_line(struct tg_aggfile *a, const char *l, const char *end
 		t->nodes[t->n_nodes++] = n;
 		return NULL;
 	}
+	case 'm': {
+		if (!t || a->version < 2)
+			return a->version < 2 ? "a folded entry in a version 1 file"
+					      : "a folded count before any thread line";
+		if (t->folded || t->n_nodes > 1 || t->width_us)
+			return "a folded count not right after its thread line";
+		if (agg_u64(&p, end, &t->folded) < 0 || p != end || !t->folded)
+			return "a folded count that is not a positive number";
+		return NULL;
+	}
 	case 'c': {
 		if (!t)
 			return "a curve before any thread line";
@@ -249,10 +259,12 @@ int tg_aggfile_parse(struct tg_aggfile *a, const char *path, const char *buf, si
 		if (ended)
 			return tg_error(d, "%s:%lu: data after the 'end' line", path, lineno);
 		if (lineno == 1) {
-			if ((size_t)(nl - p) != sizeof(AGG_MAGIC) - 1
-			    || memcmp(p, AGG_MAGIC, sizeof(AGG_MAGIC) - 1))
-				return tg_error(d, "%s: not a threadgraph aggregate file (version 1)",
-						path);
+			if ((size_t)(nl - p) != sizeof(AGG_MAGIC) || memcmp(p, AGG_MAGIC,
+			    sizeof(AGG_MAGIC) - 1) || (p[sizeof(AGG_MAGIC) - 1] != '1'
+			    && p[sizeof(AGG_MAGIC) - 1] != '2'))
+				return tg_error(d, "%s: not a threadgraph aggregate file (version 1 "
+						"or 2)", path);
+			a->version = p[sizeof(AGG_MAGIC) - 1] - '0';
 		} else if (nl - p == 3 && !memcmp(p, "end", 3)) {
 			ended = 1;
 		} else if ((why = agg_line(a, p, nl))) {

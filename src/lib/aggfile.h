@@ -41,6 +41,7 @@ struct tg_agg_rthread {
 	char *base;             /* file base name */
 	unsigned long native_id;
 	uint64_t dropped;       /* calls not counted (the recorder's tables full) */
+	uint64_t folded;        /* ended threads folded into this entry (0: a thread) */
 	struct tg_agg_rnode *nodes; /* nodes[0]: the thread itself (no function) */
 	size_t n_nodes, nodes_alloc;
 	int64_t width_us;       /* bucket width (0: no curve) */
@@ -55,6 +56,7 @@ struct tg_agg_rfunc {
 
 struct tg_aggfile {
 	char *path;             /* the file read (owned) */
+	int version;            /* 1 or 2 (2: folded entries) */
 	int64_t start_us, end_us; /* the run's start, the state's time */
 	char memory[16];        /* "thread", "process" or "rss" */
 	struct tg_agg_rthread *t;

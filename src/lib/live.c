@@ -38,13 +38,19 @@ static const struct tg_live_thread *live_prev(const struct tg_live *lv, uint32_t
 }
 
 /* Decodes thread T's stream into *OUT, adding its returns' deltas to NET (by
- * code index).  Returns 0 or -1 with d->msg. */
+ * code index).  A thread's memory now counts every returned call that no
+ * returned call encloses: OPEN[k] sums the deltas of the calls at depth k that
+ * returned inside the calls open at depths below k (a worker's loop that never
+ * returns shows its iterations); a call's return replaces its callees' sums by
+ * its own delta, which includes them.  Returns 0 or -1 with d->msg. */
 static int live_thread(const struct tg_capture *cap, const struct tg_cap_thread *t,
 		       struct tg_live_thread *out, uint32_t focus, int64_t *net,
 		       unsigned long *calls, int64_t *last_us, struct tg_diag *d)
 {
 	struct tg_capcur c;
 	struct tg_cap_rec_data r;
+	int64_t *open = NULL;   /* by depth, [0, top]: nonzero only there */
+	size_t n_open = 0, top = 0;
 	int ret;
 
 	tg_capcur_init(&c, cap, t);
@@ -52,15 +58,34 @@ static int live_thread(const struct tg_capture *cap, const struct tg_cap_thread 
 		out->now = out->peak = t->state.mem;
 	while ((ret = tg_capcur_next_return(&c, &r, d)) == 1) {
 		size_t ix = (size_t)(r.code - cap->codes);
+		size_t k = c.depth;  /* open calls around this one: 0 for an outermost call */
 
 		out->returns++;
 		if (r.value > out->largest)
 			out->largest = r.value;
-		if (c.depth == 0) {  /* an outermost call: the thread's own total */
-			out->now += r.value;
-			if (out->now > out->peak)
-				out->peak = out->now;
+		if (k >= n_open) {
+			size_t n = n_open ? n_open : 16;
+			int64_t *grown;
+
+			while (n <= k)
+				n *= 2;
+			if (!(grown = realloc(open, n * sizeof(*open)))) {
+				ret = tg_error(d, "out of memory");
+				break;
+			}
+			memset(grown + n_open, 0, (n - n_open) * sizeof(*grown));
+			open = grown;
+			n_open = n;
 		}
+		for (size_t j = k + 1; j <= top; j++) {  /* its callees: in r.value */
+			out->now -= open[j];
+			open[j] = 0;
+		}
+		top = k;
+		open[k] += r.value;
+		out->now += r.value;
+		if (out->now > out->peak)
+			out->peak = out->now;
 		if (ix < cap->n_codes && (!focus || focus == t->stream)) {
 			net[ix] += r.value;
 			calls[ix]++;
@@ -68,6 +93,7 @@ static int live_thread(const struct tg_capture *cap, const struct tg_cap_thread 
 		if (r.t_us > *last_us)
 			*last_us = r.t_us;
 	}
+	free(open);
 	tg_capcur_release(&c);
 	return ret < 0 ? -1 : 0;
 }

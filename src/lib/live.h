@@ -10,9 +10,12 @@
  * The view that draws them is the CLI's (src/cli/cmd_live.c): nothing here
  * knows a terminal.
  *
- * A thread's memory "now" is the sum of the deltas of its outermost recorded
- * calls that returned: what its completed calls allocated and did not free
- * (exact per thread in memory mode "thread").  Its peak is the highest that sum
+ * A thread's memory "now" is the sum of the deltas of its recorded calls that
+ * returned and that no returned call encloses: what its completed calls
+ * allocated and did not free, the calls completed inside calls still open
+ * included (a worker's loop that has not returned shows its iterations; exact
+ * per thread in memory mode "thread").  Once every call has returned it is the
+ * sum of its outermost calls' deltas.  Its peak is the highest that sum
  * reached; "largest" is its largest single return delta, the figure `threadgraph
  * peaks` lists first for that thread.
  */
@@ -28,7 +31,7 @@
 struct tg_live_thread {
 	char *name;             /* threading name (owned) */
 	uint32_t stream;        /* capture stream id: pairs a thread across readings */
-	int64_t now;            /* bytes: sum of its outermost returns' deltas */
+	int64_t now;            /* bytes: sum of its unenclosed returns' deltas */
 	int64_t change;         /* now - now at the previous reading (0 the first time) */
 	int64_t peak;           /* highest now so far */
 	int64_t largest;        /* largest single return delta (0 before any) */

@@ -46,6 +46,9 @@ tg_agg_forget(struct tg_agg *a)
         tg_agg_thread_free(at);
     }
     a->threads = NULL;
+    a->ends = 0;
+    a->n_ended = 0;
+    a->n_families = 0;
     for (i = 0; i < n; i++) {
         struct tg_agg_func *f = &a->fchunks[i / TG_AGG_CHUNK][i % TG_AGG_CHUNK];
         free(f->file);
@@ -73,8 +76,9 @@ tg_agg_drop_in_child(struct tg_agg *a)
     tg_agg_forget(a);
 }
 
-struct tg_agg_thread *
-tg_agg_thread_new(struct tg_agg *a, const char *base, unsigned long native_id)
+/* A new thread's (or folded entry's) state, not listed; NULL when out of memory. */
+static struct tg_agg_thread *
+tg_agg_thread_alloc(struct tg_agg *a, const char *base, unsigned long native_id)
 {
     struct tg_agg_thread *at = calloc(1, sizeof(*at));
     struct tg_agg_node *root;
@@ -101,6 +105,16 @@ tg_agg_thread_new(struct tg_agg *a, const char *base, unsigned long native_id)
         atomic_store_explicit(&at->bmin[i], INT64_MAX, memory_order_relaxed);
         atomic_store_explicit(&at->bmax[i], INT64_MIN, memory_order_relaxed);
     }
+    return at;
+}
+
+struct tg_agg_thread *
+tg_agg_thread_new(struct tg_agg *a, const char *base, unsigned long native_id)
+{
+    struct tg_agg_thread *at = tg_agg_thread_alloc(a, base, native_id);
+
+    if (at == NULL)
+        return NULL;
     pthread_mutex_lock(&a->lock);
     at->next = a->threads;
     a->threads = at;
@@ -246,6 +260,168 @@ tg_agg_curve_slow(struct tg_agg_thread *at, int64_t now_us, int64_t bytes)
         atomic_store_explicit(&at->nb, (uint32_t)idx + 1, memory_order_release);
 }
 
+/* --- ended threads folded (aggregate.h) ----------------------------------- */
+
+/* The folded entry named NAME, or NULL.  Lock held. */
+static struct tg_agg_thread *
+tg_agg_family_find(struct tg_agg *a, const char *name)
+{
+    struct tg_agg_thread *at;
+    for (at = a->threads; at != NULL; at = at->next)
+        if (at->folded != 0 && strcmp(at->base, name) == 0)
+            return at;
+    return NULL;
+}
+
+/* The entry that the ended thread named BASE folds into, made and listed when
+ * new; NULL when out of memory.  Lock held. */
+static struct tg_agg_thread *
+tg_agg_family(struct tg_agg *a, const char *base)
+{
+    size_t n = strlen(base), i, o = 0;
+    char *name = malloc(n + 3);
+    struct tg_agg_thread *fam = NULL;
+    int digits = 0;
+
+    if (name == NULL)
+        return NULL;
+    /* every run of digits one "*"; a name without digits is its repeats' family
+     * ("handler" and "handler~2" both "handler~*", docs "File names") */
+    for (i = 0; i < n; i++) {
+        int d = base[i] >= '0' && base[i] <= '9';
+        if (!d)
+            name[o++] = base[i];
+        else if (i == 0 || base[i - 1] < '0' || base[i - 1] > '9')
+            name[o++] = '*';
+        digits |= d;
+    }
+    if (!digits) {
+        name[o++] = '~';
+        name[o++] = '*';
+    }
+    name[o] = '\0';
+    if ((fam = tg_agg_family_find(a, name)) == NULL && a->n_families >= TG_AGG_FAMILIES) {
+        strcpy(name, "*");  /* the entry of every other family */
+        fam = tg_agg_family_find(a, name);
+    }
+    if (fam == NULL && (fam = tg_agg_thread_alloc(a, name, 0)) != NULL) {
+        if (strcmp(name, "*") != 0)
+            a->n_families++;
+        fam->next = a->threads;
+        a->threads = fam;
+    }
+    free(name);
+    return fam;
+}
+
+/* Adds SRC's calls to DST's paths (SRC's nodes come after their parents).
+ * Calls DST has no room for are counted in its dropped.  Lock held. */
+static void
+tg_agg_fold_tree(struct tg_agg_thread *dst, struct tg_agg_thread *src)
+{
+    uint32_t n = atomic_load_explicit(&src->n, memory_order_relaxed), i;
+    uint32_t *map = malloc((size_t)n * sizeof(uint32_t));
+    uint64_t lost = atomic_load_explicit(&src->dropped, memory_order_relaxed);
+
+    if (map != NULL)
+        map[0] = 0;  /* the thread's root */
+    for (i = 1; i < n; i++) {
+        struct tg_agg_node *s = tg_agg_node_at(src, i), *d;
+        uint64_t c = atomic_load_explicit(&s->count, memory_order_relaxed);
+        uint32_t m = map == NULL ? TG_AGG_NONE
+                     : tg_agg_enter(dst, map[s->parent], s->func, s->line);
+        if (map != NULL)
+            map[i] = m;
+        if (m == TG_AGG_NONE) {
+            lost += c;
+            continue;
+        }
+        if (c == 0)
+            continue;
+        d = tg_agg_node_at(dst, m);
+#define TG_AGG_ADD(field, v) atomic_store_explicit(&d->field, atomic_load_explicit( \
+            &d->field, memory_order_relaxed) + (v), memory_order_relaxed)
+        if (atomic_load_explicit(&d->count, memory_order_relaxed) == 0
+                || atomic_load_explicit(&s->max, memory_order_relaxed)
+                   > atomic_load_explicit(&d->max, memory_order_relaxed))
+            atomic_store_explicit(&d->max, atomic_load_explicit(&s->max, memory_order_relaxed),
+                                  memory_order_relaxed);
+        TG_AGG_ADD(count, c);
+        TG_AGG_ADD(total, atomic_load_explicit(&s->total, memory_order_relaxed));
+        TG_AGG_ADD(time_us, atomic_load_explicit(&s->time_us, memory_order_relaxed));
+#undef TG_AGG_ADD
+    }
+    free(map);
+    atomic_store_explicit(&dst->dropped, atomic_load_explicit(&dst->dropped,
+                          memory_order_relaxed) + lost, memory_order_relaxed);
+}
+
+/* Adds SRC's curve to DST's, bucket by bucket at the wider of their widths:
+ * with SUM the lowest and highest values are added (memory=thread: what the
+ * folded threads held together), otherwise the lowest and highest kept.  SRC's
+ * curve is merged in place (it is about to be freed).  Lock held. */
+static void
+tg_agg_fold_curve(struct tg_agg_thread *dst, struct tg_agg_thread *src, int sum)
+{
+    uint32_t nb, i;
+
+    while (atomic_load_explicit(&src->width_us, memory_order_relaxed)
+           < atomic_load_explicit(&dst->width_us, memory_order_relaxed))
+        tg_agg_curve_merge(src);
+    while (atomic_load_explicit(&dst->width_us, memory_order_relaxed)
+           < atomic_load_explicit(&src->width_us, memory_order_relaxed))
+        tg_agg_curve_merge(dst);
+    nb = atomic_load_explicit(&src->nb, memory_order_relaxed);
+    for (i = 0; i < nb; i++) {
+        int64_t lo = atomic_load_explicit(&src->bmin[i], memory_order_relaxed);
+        int64_t hi = atomic_load_explicit(&src->bmax[i], memory_order_relaxed);
+        int64_t dlo = atomic_load_explicit(&dst->bmin[i], memory_order_relaxed);
+        int64_t dhi = atomic_load_explicit(&dst->bmax[i], memory_order_relaxed);
+        if (lo > hi)
+            continue;  /* no reading */
+        if (dlo > dhi) {
+            dlo = lo;
+            dhi = hi;
+        } else if (sum) {
+            dlo += lo;
+            dhi += hi;
+        } else {
+            dlo = lo < dlo ? lo : dlo;
+            dhi = hi > dhi ? hi : dhi;
+        }
+        atomic_store_explicit(&dst->bmin[i], dlo, memory_order_relaxed);
+        atomic_store_explicit(&dst->bmax[i], dhi, memory_order_relaxed);
+    }
+    if (nb > atomic_load_explicit(&dst->nb, memory_order_relaxed))
+        atomic_store_explicit(&dst->nb, nb, memory_order_relaxed);
+}
+
+void
+tg_agg_thread_end(struct tg_agg *a, struct tg_agg_thread *at)
+{
+    struct tg_agg_thread **pp, **oldest = NULL, *fam;
+
+    pthread_mutex_lock(&a->lock);
+    at->ended = ++a->ends;
+    a->n_ended++;
+    if (a->n_ended <= TG_AGG_KEEP_ENDED)
+        goto unlock;
+    for (pp = &a->threads; *pp != NULL; pp = &(*pp)->next)
+        if ((*pp)->ended != 0 && (oldest == NULL || (*pp)->ended < (*oldest)->ended))
+            oldest = pp;
+    if ((fam = tg_agg_family(a, (*oldest)->base)) == NULL)
+        goto unlock;  /* out of memory: kept whole, folded at a later end */
+    at = *oldest;
+    tg_agg_fold_tree(fam, at);
+    tg_agg_fold_curve(fam, at, strcmp(a->memory, "thread") == 0);
+    fam->folded++;
+    *oldest = at->next;
+    a->n_ended--;
+    tg_agg_thread_free(at);
+unlock:
+    pthread_mutex_unlock(&a->lock);
+}
+
 /* Copies AT's curve (width, count, buckets) consistently; 0, or -1 when the
  * owner kept merging (then the file has no curve for it this time). */
 static int
@@ -281,6 +457,8 @@ tg_agg_write_thread(FILE *f, struct tg_agg_thread *at, int64_t *lo, int64_t *hi)
     fprintf(f, "t %lu %llu %s\n", at->native_id,
             (unsigned long long)atomic_load_explicit(&at->dropped, memory_order_relaxed),
             at->base);
+    if (at->folded != 0)
+        fprintf(f, "m %llu\n", (unsigned long long)at->folded);
     for (i = 1; i < n; i++) {
         struct tg_agg_node *nd = tg_agg_node_at(at, i);
         fprintf(f, "n %u %u %u %llu %lld %lld %lld\n", nd->parent, nd->func, nd->line,

@@ -14,6 +14,15 @@
  * Function names are interned once per run in an append-only table (its
  * writers hold the GIL), published the same way.
  *
+ * Threads that ended are kept whole up to TG_AGG_KEEP_ENDED, the most recent;
+ * past that the oldest is folded into its family's entry (its base name with
+ * every run of digits made "*": "Thread-7 (handler)" into "Thread-* (handler)")
+ * and freed, so that a program starting a thread per request keeps the file
+ * and the recorder's memory bounded.  At most TG_AGG_FAMILIES families get an
+ * entry of their own; the threads of any other fold into one entry named "*".
+ * A folded entry is a tg_agg_thread without an owner: its tree and curve are
+ * changed only under the lock, as the flusher reads them.
+ *
  * tg_agg_write writes the whole state to <outdir>/.aggregate.tga.tmp and
  * renames it to aggregate.tga: a reader (or a SIGKILL) sees the previous
  * complete file or the new one, never a part.
@@ -30,13 +39,17 @@
 
 #define TG_AGG_FILENAME "aggregate.tga"
 #define TG_AGG_TMPNAME ".aggregate.tga.tmp"
-#define TG_AGG_MAGIC "threadgraph-aggregate 1"
+#define TG_AGG_MAGIC "threadgraph-aggregate 2"
 #define TG_AGG_CHUNK 1024u         /* nodes (functions) per chunk */
 #define TG_AGG_MAX_CHUNKS 1024u    /* chunks per thread: 1M call paths */
 #define TG_AGG_FUNC_CHUNKS 1024u   /* chunks of the function table: 1M functions */
 #define TG_AGG_BUCKETS 512u        /* curve buckets before two merge into one */
-#define TG_AGG_BUCKET_US 10000     /* the curve's first bucket width (10 ms) */
+#define TG_AGG_BUCKET_US 1000      /* the curve's first bucket width (1 ms): the
+                                    * 512 reached within 0.512 s, so that a run
+                                    * twice as long is about as big from 1 s on */
 #define TG_AGG_NONE UINT32_MAX     /* no node: the call is not counted */
+#define TG_AGG_KEEP_ENDED 16u      /* ended threads kept whole, the most recent */
+#define TG_AGG_FAMILIES 16u        /* folded entries by name, besides the one "*" */
 
 struct tg_agg_node {
     uint32_t parent;               /* node index (0: the thread's root); immutable */
@@ -51,7 +64,9 @@ struct tg_agg_node {
 struct tg_agg_thread {
     struct tg_agg_thread *next;    /* the run's list; tg_agg.lock */
     char *base;                    /* file base name of the thread; immutable */
-    unsigned long native_id;       /* immutable */
+    unsigned long native_id;       /* immutable (0: a folded entry) */
+    uint64_t ended;                /* 0: running or folded; else its end's rank; lock */
+    uint64_t folded;               /* ended threads folded into it (0: a thread); lock */
     struct tg_agg_node *chunks[TG_AGG_MAX_CHUNKS]; /* owner allocates; published by n */
     _Atomic uint32_t n;            /* nodes published (release by the owner) */
     uint32_t *slots;               /* node index + 1 by (parent, func, line); owner */
@@ -85,6 +100,9 @@ struct tg_agg {
     struct tg_agg_func *fchunks[TG_AGG_FUNC_CHUNKS]; /* GIL writes; published by n_funcs */
     _Atomic uint32_t n_funcs;      /* functions published (release) */
     int write_err;                 /* errno of the last failed write (0: none); lock */
+    uint64_t ends;                 /* threads that ended (their ranks); lock */
+    uint32_t n_ended;              /* ended threads kept whole; lock */
+    uint32_t n_families;           /* folded entries other than "*"; lock */
 };
 
 /* Starts a run's state at START_US, curves starting with buckets of
@@ -98,6 +116,11 @@ void tg_agg_drop_in_child(struct tg_agg *a);
 /* A new thread listed in A, or NULL (out of memory).  Its base name is copied. */
 struct tg_agg_thread *tg_agg_thread_new(struct tg_agg *a, const char *base,
                                         unsigned long native_id);
+
+/* AT's thread ended (its owner, which no longer touches it): AT is kept
+ * whole, and the oldest ended thread past TG_AGG_KEEP_ENDED is folded into its
+ * family's entry and freed.  Takes the lock. */
+void tg_agg_thread_end(struct tg_agg *a, struct tg_agg_thread *at);
 
 /* Interns a function: its id (>= 1), or 0 (out of memory, table full).  The
  * texts are copied.  One writer at a time (the GIL). */

@@ -56,6 +56,14 @@ tg_cap_fail_locked(struct tg_cap *cap, int e)
         __atomic_store_n(&cap->err, e, __ATOMIC_RELAXED);
 }
 
+/* Whether FD is the file DEV/INO (fstat only: async-signal-safe). */
+static int
+tg_fd_ours(int fd, dev_t dev, ino_t ino)
+{
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
 /* Whether CAP's descriptor is still the file we opened (the program may have
  * closed it and reused the number); forgets it when not.  Lock held. */
 static int
@@ -186,50 +194,66 @@ tg_cap_keep_defs(struct tg_cap *cap, const unsigned char *defs, size_t len)
     return 0;
 }
 
+/* Space for NEED more bytes at the end of B (grown from FIRST bytes, doubling),
+ * or NULL (out of memory: B unchanged). */
+static unsigned char *
+tg_cap_buf_reserve(struct tg_cap_buf *b, size_t need, size_t first)
+{
+    if (b->len + need > b->cap) {
+        size_t nc = b->cap ? b->cap : first;
+        unsigned char *nb;
+        while (nc < b->len + need)
+            nc *= 2;
+        if ((nb = realloc(b->data, nc)) == NULL)
+            return NULL;
+        b->data = nb;
+        b->cap = nc;
+    }
+    return b->data + b->len;
+}
+
+/* The ends queued in Q, and how many (*N). */
+static struct tg_cap_end *
+tg_cap_queue_ends(const struct tg_cap_queue *q, size_t *n)
+{
+    *n = q->ends.len / sizeof(struct tg_cap_end);
+    return (struct tg_cap_end *)(void *)q->ends.data;
+}
+
+/* Free what Q holds (the ends' tails too) and leave it empty. */
+static void
+tg_cap_queue_free(struct tg_cap_queue *q)
+{
+    size_t n, i;
+    struct tg_cap_end *en = tg_cap_queue_ends(q, &n);
+    for (i = 0; i < n; i++)
+        free(en[i].tail);
+    free(q->defs.data);
+    free(q->thr.data);
+    free(q->ends.data);
+    memset(q, 0, sizeof(*q));
+}
+
 /* Move the pending definitions, THREAD chunks and ends to the writer's side
- * (wdefs, wthr, wends), unless the last ones taken are still there (a failed
- * write: the capture has stopped).  The buffers are swapped, not copied,
- * under defs_lock alone: a definer (or a thread starting or ending) waits at
- * most for this swap, never for the compression or the write that follow.
- * Lock held. */
+ * (q -> wq), unless the last ones taken are still there (a failed write: the
+ * capture has stopped).  The buffers are swapped, not copied, under defs_lock
+ * alone: a definer (or a thread starting or ending) waits at most for this
+ * swap, never for the compression or the write that follow.  Lock held. */
 static void
 tg_cap_take_defs_locked(struct tg_cap *cap)
 {
-    unsigned char *b;
-    struct tg_cap_end *en;
-    size_t c;
+    struct tg_cap_queue emptied;
 
-    if (cap->wdefs_len > 0 || cap->wthr_len > 0 || cap->n_wends > 0)
+    if (cap->wq.defs.len > 0 || cap->wq.thr.len > 0 || cap->wq.ends.len > 0)
         return;
+    emptied = cap->wq;  /* empty: its buffers become the threads' */
     pthread_mutex_lock(&cap->defs_lock);
-    b = cap->wdefs;
-    c = cap->wdefs_cap;
-    cap->wdefs = cap->defs;
-    cap->wdefs_cap = cap->defs_cap;
-    cap->wdefs_len = cap->defs_len;
-    cap->defs = b;
-    cap->defs_cap = c;
-    cap->defs_len = 0;
-    b = cap->wthr;
-    c = cap->wthr_cap;
-    cap->wthr = cap->thr;
-    cap->wthr_cap = cap->thr_cap;
-    cap->wthr_len = cap->thr_len;
-    cap->thr = b;
-    cap->thr_cap = c;
-    cap->thr_len = 0;
-    en = cap->wends;
-    c = cap->wends_cap;
-    cap->wends = cap->ends;
-    cap->wends_cap = cap->ends_cap;
-    cap->n_wends = cap->n_ends;
-    cap->ends = en;
-    cap->ends_cap = c;
-    cap->n_ends = 0;
+    cap->wq = cap->q;
+    cap->q = emptied;
     pthread_mutex_unlock(&cap->defs_lock);
 }
 
-/* End of the CODES payload that starts at FROM in wdefs: whole definitions,
+/* End of the CODES payload that starts at FROM in wq.defs: whole definitions,
  * at most TG_CAP_DEFS_MAX bytes (or one longer definition alone).  In a
  * segmented capture, notes each definition's kind for decoding CALLs (kinds).
  * Returns the end, or 0 (malformed: cannot happen; out of memory for kinds).
@@ -237,7 +261,7 @@ tg_cap_take_defs_locked(struct tg_cap *cap)
 static size_t
 tg_cap_defs_piece(struct tg_cap *cap, size_t from)
 {
-    const unsigned char *p = cap->wdefs + from, *end = cap->wdefs + cap->wdefs_len;
+    const unsigned char *p = cap->wq.defs.data + from, *end = cap->wq.defs.data + cap->wq.defs.len;
     const unsigned char *cut = p;
 
     while (p < end) {
@@ -255,7 +279,7 @@ tg_cap_defs_piece(struct tg_cap *cap, size_t from)
         if (tg_cap_get_varint(&q, end, &v) < 0 || v > (uint64_t)(end - q))
             return 0;
         q += v;
-        if (cut > cap->wdefs + from && (size_t)(q - (cap->wdefs + from)) > TG_CAP_DEFS_MAX)
+        if (cut > cap->wq.defs.data + from && (size_t)(q - (cap->wq.defs.data + from)) > TG_CAP_DEFS_MAX)
             break;  /* the next payload starts with this one */
         if (cap->max_size) {
             if (id >= UINT32_MAX)
@@ -275,10 +299,10 @@ tg_cap_defs_piece(struct tg_cap *cap, size_t from)
         }
         p = cut = q;
     }
-    return (size_t)(cut - cap->wdefs);
+    return (size_t)(cut - cap->wq.defs.data);
 }
 
-/* Write the definitions taken (wdefs, if any, as CODES chunks of at most
+/* Write the definitions taken (wq.defs, if any, as CODES chunks of at most
  * TG_CAP_DEFS_MAX bytes) and then chunk KIND/STREAM of BUF/LEN (if BUF is not
  * NULL); the last definitions go in one writev with the chunk.  In a
  * segmented capture, a data chunk that would take the current segment past
@@ -333,32 +357,32 @@ tg_cap_raw_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void 
     if (cap->max_size && buf != NULL
             && (kind == TG_CAP_CHUNK_EVENTS || kind == TG_CAP_CHUNK_PROCESS)) {
         uint64_t cur = cap->seg_sizes[cap->seg_no - cap->seg_first];
-        uint64_t need = sizeof(ch) + len + cap->wdefs_len
-                        + (cap->wdefs_len / TG_CAP_DEFS_MAX + 1) * sizeof(dh);
+        uint64_t need = sizeof(ch) + len + cap->wq.defs.len
+                        + (cap->wq.defs.len / TG_CAP_DEFS_MAX + 1) * sizeof(dh);
         if (cur + need > cap->seg_max && cur > cap->seg_head
                 && (e = tg_cap_rotate_locked(cap)) != 0) {
             tg_cap_fail_locked(cap, e);
             return e;
         }
     }
-    while (from < cap->wdefs_len) {
+    while (from < cap->wq.defs.len) {
         size_t end = tg_cap_defs_piece(cap, from);
         if (end <= from) {
             tg_cap_fail_locked(cap, ENOMEM);
             return ENOMEM;
         }
         tg_cap_chunk_header(dh, TG_CAP_CHUNK_CODES, 0, TG_CAP_STREAM_META, end - from);
-        if (cap->max_size && (e = tg_cap_keep_defs(cap, cap->wdefs + from, end - from)) != 0) {
+        if (cap->max_size && (e = tg_cap_keep_defs(cap, cap->wq.defs.data + from, end - from)) != 0) {
             tg_cap_fail_locked(cap, e);
             return e;
         }
         iov[0].iov_base = dh;
         iov[0].iov_len = sizeof(dh);
-        iov[1].iov_base = cap->wdefs + from;
+        iov[1].iov_base = cap->wq.defs.data + from;
         iov[1].iov_len = end - from;
         n = 2;
         from = end;
-        if (from == cap->wdefs_len && buf != NULL)
+        if (from == cap->wq.defs.len && buf != NULL)
             break;  /* the last ones go with the chunk */
         e = tg_cap_writev_all(cap->fd, iov, n);
         n = 0;
@@ -376,13 +400,13 @@ tg_cap_raw_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void 
         iov[n++].iov_len = len;
     }
     if (n == 0) {
-        cap->wdefs_len = 0;
+        cap->wq.defs.len = 0;
         return 0;
     }
     for (i = 0; i < n; i++)
         total += iov[i].iov_len;
     e = tg_cap_writev_all(cap->fd, iov, n);
-    cap->wdefs_len = 0;
+    cap->wq.defs.len = 0;
     if (e) {
         tg_cap_fail_locked(cap, e);
         return e;
@@ -435,8 +459,8 @@ tg_cap_apply_end_locked(struct tg_cap *cap, const struct tg_cap_end *en)
     }
 }
 
-/* Write the THREAD chunks taken (wthr), after the definitions taken, then the
- * ends' last records (wends), and apply those ends.  An end is applied only
+/* Write the THREAD chunks taken (wq.thr), after the definitions taken, then
+ * the ends' last records (wq.ends), and apply those ends.  An end is applied only
  * after its tail is written: in a segmented capture a rotation meanwhile
  * still repeats the thread's definition in the new head.  Returns 0 or the
  * errno that stopped the capture (what is left is freed at close).  Lock
@@ -444,21 +468,23 @@ tg_cap_apply_end_locked(struct tg_cap *cap, const struct tg_cap_end *en)
 static int
 tg_cap_out_queued_locked(struct tg_cap *cap)
 {
-    size_t off = 0, i;
+    size_t off = 0, i, n;
+    struct tg_cap_end *ends;
     int e;
 
-    while (off < cap->wthr_len) {
+    while (off < cap->wq.thr.len) {
         uint32_t stream, len;
-        memcpy(&stream, cap->wthr + off, 4);
-        memcpy(&len, cap->wthr + off + 4, 4);
-        e = tg_cap_raw_out_locked(cap, TG_CAP_CHUNK_THREAD, stream, cap->wthr + off + 8, len);
+        memcpy(&stream, cap->wq.thr.data + off, 4);
+        memcpy(&len, cap->wq.thr.data + off + 4, 4);
+        e = tg_cap_raw_out_locked(cap, TG_CAP_CHUNK_THREAD, stream, cap->wq.thr.data + off + 8, len);
         if (e && cap->err)
             return e;  /* else this one alone is lost (E2BIG: cannot happen) */
         off += 8 + (size_t)len;
     }
-    cap->wthr_len = 0;
-    for (i = 0; i < cap->n_wends; i++) {
-        struct tg_cap_end *en = &cap->wends[i];
+    cap->wq.thr.len = 0;
+    ends = tg_cap_queue_ends(&cap->wq, &n);
+    for (i = 0; i < n; i++) {
+        struct tg_cap_end *en = &ends[i];
         if (en->tail != NULL) {
             e = 0;
             if (en->tail_split > 0)
@@ -475,7 +501,7 @@ tg_cap_out_queued_locked(struct tg_cap *cap)
         }
         tg_cap_apply_end_locked(cap, en);
     }
-    cap->n_wends = 0;
+    cap->wq.ends.len = 0;
     return 0;
 }
 
@@ -492,7 +518,7 @@ tg_cap_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void *buf
     if (cap->dropped_child || !tg_cap_fd_ok(cap))
         return cap->err ? cap->err : EBADF;
     tg_cap_take_defs_locked(cap);
-    if ((cap->wthr_len > 0 || cap->n_wends > 0) && (e = tg_cap_out_queued_locked(cap)) != 0)
+    if ((cap->wq.thr.len > 0 || cap->wq.ends.len > 0) && (e = tg_cap_out_queued_locked(cap)) != 0)
         return e;
     return tg_cap_raw_out_locked(cap, kind, stream, buf, len);
 }
@@ -556,14 +582,11 @@ tg_cap_open_file(struct tg_cap *cap, const char *path, uint32_t seg, uint32_t fl
     cap->epoch = atomic_fetch_add(&tg_cap_epochs, 1) + 1;
     cap->next_code = 1;
     cap->compress = compress && tg_cap_can_compress();
-    cap->wdefs_len = 0;
-    cap->wthr_len = 0;
-    cap->n_wends = 0;  /* none: a close before (tg_cap_open) freed them */
+    /* empty: a close before (tg_cap_open) freed what they held */
+    cap->wq.defs.len = cap->wq.thr.len = cap->wq.ends.len = 0;
     cap->n_stats = 0;
     pthread_mutex_lock(&cap->defs_lock);
-    cap->defs_len = 0;
-    cap->thr_len = 0;
-    cap->n_ends = 0;
+    cap->q.defs.len = cap->q.thr.len = cap->q.ends.len = 0;
     cap->defs_open = 1;
     pthread_mutex_unlock(&cap->defs_lock);
     pthread_mutex_unlock(&cap->lock);
@@ -979,18 +1002,8 @@ tg_cap_define(struct tg_cap *cap, uint32_t id, int kind, uint32_t firstline,
     pthread_mutex_lock(&cap->defs_lock);
     if (!cap->defs_open)
         goto out;
-    if (cap->defs_len + need > cap->defs_cap) {
-        size_t nc = cap->defs_cap ? cap->defs_cap : 4096;
-        unsigned char *nb;
-        while (nc < cap->defs_len + need)
-            nc *= 2;
-        nb = realloc(cap->defs, nc);
-        if (nb == NULL)
-            goto out;
-        cap->defs = nb;
-        cap->defs_cap = nc;
-    }
-    p = cap->defs + cap->defs_len;
+    if ((p = tg_cap_buf_reserve(&cap->q.defs, need, 4096)) == NULL)
+        goto out;
     p = tg_cap_put_varint(p, id);
     *p++ = (unsigned char)kind;
     p = tg_cap_put_varint(p, firstline);
@@ -1000,7 +1013,7 @@ tg_cap_define(struct tg_cap *cap, uint32_t id, int kind, uint32_t firstline,
     p = tg_cap_put_varint(p, func_len);
     memcpy(p, func, func_len);
     p += func_len;
-    cap->defs_len = (size_t)(p - cap->defs);
+    cap->q.defs.len = (size_t)(p - cap->q.defs.data);
     ret = 0;
 out:
     pthread_mutex_unlock(&cap->defs_lock);
@@ -1037,19 +1050,10 @@ tg_cap_thread(struct tg_cap *cap, uint32_t stream, uint64_t native_id, uint64_t 
         e = EBADF;
         goto out;
     }
-    if (cap->thr_len + need > cap->thr_cap) {
-        size_t nc = cap->thr_cap ? cap->thr_cap : 1024;
-        unsigned char *nb;
-        while (nc < cap->thr_len + need)
-            nc *= 2;
-        if ((nb = realloc(cap->thr, nc)) == NULL) {
-            e = ENOMEM;
-            goto out;
-        }
-        cap->thr = nb;
-        cap->thr_cap = nc;
+    if ((start = tg_cap_buf_reserve(&cap->q.thr, need, 1024)) == NULL) {
+        e = ENOMEM;
+        goto out;
     }
-    start = cap->thr + cap->thr_len;
     p = tg_cap_put_varint(start + 8, native_id);
     p = tg_cap_put_varint(p, ident);
     p = tg_cap_put_varint(p, base_len);
@@ -1061,7 +1065,7 @@ tg_cap_thread(struct tg_cap *cap, uint32_t stream, uint64_t native_id, uint64_t 
     len = (uint32_t)(p - start - 8);
     memcpy(start, &stream, 4);  /* native order: read back by this process only */
     memcpy(start + 4, &len, 4);
-    cap->thr_len = (size_t)(p - cap->thr);
+    cap->q.thr.len = (size_t)(p - cap->q.thr.data);
 out:
     pthread_mutex_unlock(&cap->defs_lock);
     return e;
@@ -1081,15 +1085,11 @@ tg_cap_deposit(struct tg_cap *cap, uint32_t stream, uint64_t calls, uint64_t ret
         free(tail);
         return 0;
     }
-    if (cap->n_ends == cap->ends_cap) {
-        size_t nc = cap->ends_cap ? cap->ends_cap * 2 : 16;
-        struct tg_cap_end *ne = realloc(cap->ends, nc * sizeof(*ne));
-        if (ne == NULL)
-            goto nomem;
-        cap->ends = ne;
-        cap->ends_cap = nc;
-    }
-    en = &cap->ends[cap->n_ends++];
+    en = (struct tg_cap_end *)(void *)tg_cap_buf_reserve(&cap->q.ends, sizeof(*en),
+                                                        16 * sizeof(*en));
+    if (en == NULL)
+        goto nomem;
+    cap->q.ends.len += sizeof(*en);
     en->stat.stream = stream;
     en->stat.calls = calls;
     en->stat.returns = returns;
@@ -1159,30 +1159,10 @@ tg_cap_close(struct tg_cap *cap)
         close(cap->fd);
     cap->fd = -1;
     pthread_mutex_lock(&cap->defs_lock);
-    free(cap->defs);
-    cap->defs = NULL;
-    cap->defs_len = cap->defs_cap = 0;
-    free(cap->thr);
-    cap->thr = NULL;
-    cap->thr_len = cap->thr_cap = 0;
-    for (i = 0; i < cap->n_ends; i++)
-        free(cap->ends[i].tail);
-    free(cap->ends);
-    cap->ends = NULL;
-    cap->n_ends = cap->ends_cap = 0;
+    tg_cap_queue_free(&cap->q);
     cap->defs_open = 0;
     pthread_mutex_unlock(&cap->defs_lock);
-    free(cap->wdefs);
-    cap->wdefs = NULL;
-    cap->wdefs_len = cap->wdefs_cap = 0;
-    free(cap->wthr);
-    cap->wthr = NULL;
-    cap->wthr_len = cap->wthr_cap = 0;
-    for (i = 0; i < cap->n_wends; i++)
-        free(cap->wends[i].tail);
-    free(cap->wends);
-    cap->wends = NULL;
-    cap->n_wends = cap->wends_cap = 0;
+    tg_cap_queue_free(&cap->wq);
     free(cap->stats);
     cap->stats = NULL;
     cap->n_stats = cap->stats_cap = 0;
@@ -1229,35 +1209,68 @@ tg_cap_destroy(struct tg_cap *cap)
 }
 
 void
-tg_cap_lock_for_fork(struct tg_cap *cap)
+tg_cap_prepare_fork(struct tg_cap *cap)
 {
-    pthread_mutex_lock(&cap->lock);
     pthread_mutex_lock(&cap->defs_lock);
 }
 
 void
-tg_cap_unlock_for_fork(struct tg_cap *cap)
+tg_cap_after_fork_parent(struct tg_cap *cap)
 {
     pthread_mutex_unlock(&cap->defs_lock);
-    pthread_mutex_unlock(&cap->lock);
 }
 
 void
 tg_cap_drop_in_child(struct tg_cap *cap)
 {
-    struct stat st;
-    cap->defs_len = 0;
-    cap->thr_len = 0;
+    int was_held = pthread_mutex_trylock(&cap->lock) != 0;
+
+    if (was_held) {
+        /* Held at the fork by a write of a thread that is not in the child
+         * (fork() does not take `lock`: it must not wait for the disk).  What
+         * `lock` guards may be half-way changed: left as it is, never freed
+         * (leaked), and the child's capture starts from nothing. */
+        pthread_mutex_init(&cap->lock, NULL);
+        memset(&cap->wq, 0, sizeof(cap->wq));
+        cap->stats = NULL;
+        cap->stats_cap = 0;
+        cap->zctx = NULL;
+        cap->zbuf = NULL;
+        cap->zbuf_cap = 0;
+        cap->sh = NULL;
+        cap->n_sh = 0;
+        cap->alldefs = NULL;
+        cap->alldefs_len = cap->alldefs_cap = 0;
+        cap->defs_ends = NULL;
+        cap->n_defs_ends = cap->defs_ends_cap = 0;
+        cap->kinds = NULL;
+        cap->kinds_cap = 0;
+        cap->seg_sizes = NULL;
+        cap->seg_sizes_cap = 0;
+        cap->dir = NULL;
+        cap->max_size = cap->seg_max = 0;
+        cap->seg_no = cap->seg_first = 0;
+    }
+    /* q is whole: tg_cap_prepare_fork took defs_lock; the queued ends' tails
+     * stay counted (the next close frees them) */
+    cap->q.defs.len = cap->q.thr.len = 0;
     cap->defs_open = 0;
-    cap->wdefs_len = 0;
-    cap->wthr_len = 0;
+    cap->wq.defs.len = cap->wq.thr.len = 0;
     cap->n_stats = 0;
-    /* the queued ends' tails stay counted: the next close frees them */
-    if (cap->fd >= 0 && fstat(cap->fd, &st) == 0 && st.st_dev == cap->dev
-            && st.st_ino == cap->ino)
+    if (tg_fd_ours(cap->fd, cap->dev, cap->ino))
         close(cap->fd);
     cap->fd = -1;
     cap->dropped_child = 1;
+    if (!was_held)
+        pthread_mutex_unlock(&cap->lock);
+    pthread_mutex_unlock(&cap->defs_lock);
+    /* the test gate: the child's writes are its own, never held by the
+     * parent's closed gate (its lock and condition may have been in use) */
+    pthread_mutex_init(&tg_cap_gate_lock, NULL);
+    pthread_cond_init(&tg_cap_gate_cond, NULL);
+    tg_cap_gate_closed = 0;
+    tg_cap_gate_waiting = 0;
+    atomic_store_explicit(&tg_cap_gate_armed, 0, memory_order_relaxed);
 }
 
 /* --- C function ids --------------------------------------------------------- */

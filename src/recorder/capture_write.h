@@ -14,7 +14,7 @@
  * slow or blocked sink (a full pipe, a stalled NFS) must not stop it there.
  * Thread streams are tg_writer buffers in chunk mode (writer.h): their
  * consumers hand whole records to tg_cap_chunk_out, which, under `lock`,
- * swaps the pending definitions out under `defs_lock` (defs <-> wdefs), lets
+ * swaps the pending definitions out under `defs_lock` (q <-> wq), lets
  * go of it, then writes them and the chunk.  A producer defines a code (under
  * `defs_lock`) before it appends a record that uses it and publishes the
  * record with a release store; a consumer loads the published length
@@ -39,7 +39,9 @@
  * the END; a close without it (a failed enable, a forked child) drops it.
  * Lock order: a writer's lock, then the capture's `lock`, then `defs_lock`
  * (tg_cap_define, tg_cap_thread and tg_cap_deposit take defs_lock alone).
- * fork() holds both (tg_cap_lock_for_fork).
+ * fork() takes defs_lock alone, never `lock` (tg_cap_prepare_fork): a fork
+ * never waits for a write in progress; the child leaves that write's state
+ * alone (tg_cap_drop_in_child).
  *
  * Segments (tg_cap_open_segments, a run's max_size): the capture rotates into a
  * new segment file when the current one reaches seg_max bytes, under `lock`,
@@ -81,6 +83,24 @@ struct tg_cap_end {
     size_t tail_len;
 };
 
+/* A growable byte buffer: LEN bytes used of CAP at DATA (malloc'ed, or NULL). */
+struct tg_cap_buf {
+    unsigned char *data;
+    size_t len, cap;
+};
+
+/* What the threads queue for the writer: the capture has two, `q`, filled
+ * under defs_lock, and `wq`, emptied by the writer under `lock`; the writer
+ * swaps them (so a thread waits for the swap, never for a write). */
+struct tg_cap_queue {
+    struct tg_cap_buf defs;   /* code definitions, whole ones back to back (a
+                               * CODES payload, maybe longer than one) */
+    struct tg_cap_buf thr;    /* THREAD chunks: stream (u32), payload length
+                               * (u32), payload, back to back */
+    struct tg_cap_buf ends;   /* thread ends: struct tg_cap_end, in order (len
+                               * and cap in bytes) */
+};
+
 /* An open call of a stream, as its CALL wrote it (segments' STATE). */
 struct tg_cap_open_call {
     uint32_t code;            /* code id */
@@ -107,7 +127,7 @@ struct tg_cap {
     pthread_mutex_t lock;     /* guards every field below marked "lock" (all but
                                * those marked otherwise), after open; held
                                * across compression and write(2) */
-    pthread_mutex_t defs_lock;  /* guards defs*, thr*, ends*, defs_open only;
+    pthread_mutex_t defs_lock;  /* guards q and defs_open only;
                                * never held across I/O or while taking
                                * `lock` (order: lock, then defs_lock) */
     int fd;                   /* capture.tg, O_APPEND; -1 when closed; lock
@@ -126,27 +146,12 @@ struct tg_cap {
     uint32_t next_code;       /* next code id to assign; the GIL (its only users,
                                * tg_cap_new_code_id's callers, hold it); set at
                                * open */
-    unsigned char *defs;      /* pending definitions, whole ones back to back
-                               * (a CODES payload, maybe longer than one);
-                               * defs_lock */
-    size_t defs_len, defs_cap;  /* defs_lock */
     int defs_open;            /* definitions are taken (open, not closed, not a
                                * forked child's); defs_lock */
-    unsigned char *thr;       /* queued THREAD chunks: stream (u32), payload
-                               * length (u32), payload, back to back; defs_lock */
-    size_t thr_len, thr_cap;  /* defs_lock */
-    struct tg_cap_end *ends;  /* queued thread ends, in order; defs_lock */
-    size_t n_ends, ends_cap;  /* defs_lock */
-    unsigned char *wthr;      /* THREAD chunks taken from thr by the writer (as
-                               * wdefs); lock */
-    size_t wthr_len, wthr_cap;  /* lock */
-    struct tg_cap_end *wends; /* ends taken from ends by the writer (as wdefs);
-                               * lock */
-    size_t n_wends, wends_cap;  /* lock */
-    unsigned char *wdefs;     /* definitions taken from defs by the writer, being
-                               * written (empty between writes but after a
-                               * failed one); lock */
-    size_t wdefs_len, wdefs_cap;  /* lock */
+    struct tg_cap_queue q;    /* queued by the threads; defs_lock */
+    struct tg_cap_queue wq;   /* taken from q by the writer, being written
+                               * (empty between writes but after a failed
+                               * one); lock */
     struct tg_cap_stat *stats;  /* streams' counters, from the applied ends;
                                * lock */
     size_t n_stats, stats_cap;  /* lock */
@@ -258,13 +263,16 @@ void tg_cap_gate_set(int closed);
 /* Wait until a writer waits at the closed gate (returns at once if open). */
 void tg_cap_gate_wait_blocked(void);
 
-/* pthread_atfork: take CAP's two locks before fork() (after the writers'),
- * release them after it, in the parent and the child. */
-void tg_cap_lock_for_fork(struct tg_cap *cap);
-void tg_cap_unlock_for_fork(struct tg_cap *cap);
-/* In a forked child, with CAP's locks taken before fork() and now released:
- * forget pending definitions, close the inherited descriptor unwritten.
- * Async-signal-safe (no malloc/free: the buffers are freed by the next close). */
+/* pthread_atfork, prepare and parent: take and release CAP's defs_lock (short,
+ * never held across I/O) around fork(); never `lock`, which a write holds
+ * across write(2): a fork must not wait for the disk. */
+void tg_cap_prepare_fork(struct tg_cap *cap);
+void tg_cap_after_fork_parent(struct tg_cap *cap);
+/* In a forked child, after tg_cap_prepare_fork: forget pending definitions,
+ * close the inherited descriptor unwritten, release defs_lock.  If `lock` was
+ * held at the fork (a write of another thread), what it guards is left
+ * untouched (leaked) and the lock made anew.  The test gate starts open.  No
+ * malloc or free (the queued buffers are freed by the next close). */
 void tg_cap_drop_in_child(struct tg_cap *cap);
 
 /* --- record encoders (the hot path: no division, no formatting) ---------- */

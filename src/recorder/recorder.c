@@ -741,27 +741,39 @@ tg_cap_python_id(struct tg_recorder *r, struct tg_code_info *info)
     return tg_cap_define_python(r, info);
 }
 
+/* CF's module and name, escaped as the dumps write them, one after the other
+ * in a malloc'd buffer (the caller frees it): the module's FE bytes, then the
+ * name's NE.  NULL when out of memory. */
+static char *
+tg_cfunc_escaped_names(const struct tg_cfunc *cf, size_t *fe, size_t *ne)
+{
+    const char *mod, *name;
+    size_t mod_len, name_len;
+    char *buf;
+
+    tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);
+    *fe = tg_escaped_len(mod, mod_len);
+    *ne = tg_escaped_len(name, name_len);
+    buf = malloc(*fe + *ne + 1);
+    if (buf == NULL)
+        return NULL;
+    tg_escape(buf, mod, mod_len);
+    tg_escape(buf + *fe, name, name_len);
+    return buf;
+}
+
 /* The capture's code id of the C function CF, defined on first use (0 on
  * failure).  The table holds a reference to the owner, so that its address
  * names the same owner as long as the entry lives. */
 static __attribute__((noinline, cold)) uint32_t
 tg_cap_define_c(struct tg_recorder *r, const struct tg_cfunc *cf)
 {
-    const char *mod, *name;
-    size_t mod_len, name_len, fe, ne;
+    size_t fe, ne;
     char *buf;
     uint32_t id = tg_cap_new_code_id(&r->cap);
 
-    if (id == 0)
+    if (id == 0 || (buf = tg_cfunc_escaped_names(cf, &fe, &ne)) == NULL)
         return 0;
-    tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);
-    fe = tg_escaped_len(mod, mod_len);
-    ne = tg_escaped_len(name, name_len);
-    buf = malloc(fe + ne + 1);
-    if (buf == NULL)
-        return 0;
-    tg_escape(buf, mod, mod_len);
-    tg_escape(buf + fe, name, name_len);
     if (tg_cap_define(&r->cap, id, TG_CAP_CODE_C, 0, buf, fe, buf + fe, ne) < 0
             || tg_cap_idtab_put(&r->cfunc_ids, (uintptr_t)cf->ml, (uintptr_t)cf->owner,
                                 id) < 0)
@@ -799,19 +811,12 @@ tg_agg_python_id(struct tg_recorder *r, struct tg_code_info *info)
 static __attribute__((noinline, cold)) uint32_t
 tg_agg_define_c(struct tg_recorder *r, const struct tg_cfunc *cf)
 {
-    const char *mod, *name;
-    size_t mod_len, name_len, fe, ne;
-    char *buf;
+    size_t fe, ne;
+    char *buf = tg_cfunc_escaped_names(cf, &fe, &ne);
     uint32_t id;
 
-    tg_cfunc_names(cf, &mod, &mod_len, &name, &name_len);
-    fe = tg_escaped_len(mod, mod_len);
-    ne = tg_escaped_len(name, name_len);
-    buf = malloc(fe + ne + 1);
     if (buf == NULL)
         return 0;
-    tg_escape(buf, mod, mod_len);
-    tg_escape(buf + fe, name, name_len);
     id = tg_agg_func_add(&r->agg, 1, buf, fe, buf + fe, ne);
     free(buf);
     if (id != 0 && tg_cap_idtab_put(&r->agg_cfunc_ids, (uintptr_t)cf->ml,

@@ -297,6 +297,8 @@ tg_thread_detach(struct tg_recorder_object *self)
      * produces (sys.monitoring reaches every thread) are not recorded. */
     tg_tls.thread = NULL;
     tg_tls.gen = r->gen;
+    if (t->agg != NULL)  /* kept whole, or folded with its family's (aggregate.h) */
+        tg_agg_thread_end(&r->agg, t->agg);
     tg_thread_free(t);
     tg_tls.busy = busy;
 }

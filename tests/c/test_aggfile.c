@@ -1,6 +1,7 @@
 /*
  * test_aggfile.c - the aggregate.tga reader (src/lib/aggfile.c): a file as the
- * recorder writes it, and each kind of broken file refused with its line.
+ * recorder writes it (version 2, with a folded entry, and version 1), and each
+ * kind of broken file refused with its line.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 #include "tg_test.h"
 
 #define HEAD "threadgraph-aggregate 1\nstart_us 1000000\nend_us 2000000\nmemory thread\n"
+#define HEAD2 "threadgraph-aggregate 2\nstart_us 1000000\nend_us 2000000\nmemory thread\n"
 
 static int parse(const char *text, struct tg_aggfile *a, struct tg_diag *d)
 {
@@ -56,7 +58,26 @@ int main(void)
 	CHECK_STR(a.f[1].func, "append");
 	tg_aggfile_release(&a);
 
-	refused("threadgraph-aggregate 2\n", "not a threadgraph aggregate file");
+	/* version 2: a folded entry's count right after its t line */
+	CHECK_INT(parse(HEAD2 "t 7 0 w 1\nn 0 1 5 2 -10 7 30\nt 0 4 w *\nm 284\n"
+			"n 0 1 5 568 100 9 1\nc 20000\nb 1 3 8\nf 1 py a.py\twork\nend\n", &a, &d), 0);
+	CHECK_INT(a.version, 2);
+	CHECK_INT(a.nt, 2);
+	CHECK_INT(a.t[0].folded, 0);
+	CHECK_INT(a.t[1].folded, 284);
+	CHECK_STR(a.t[1].base, "w *");
+	CHECK_INT(a.t[1].dropped, 4);
+	CHECK_INT(a.t[1].nodes[1].count, 568);
+	CHECK_INT(a.t[1].b[0].t_us, 1000000 + 20000);
+	tg_aggfile_release(&a);
+	refused(HEAD "t 0 0 x\nm 3\nend\n", ":6: a folded entry in a version 1 file");
+	refused(HEAD2 "m 3\nend\n", "before any thread line");
+	refused(HEAD2 "t 0 0 x\nn 0 1 0 1 1 1 1\nm 3\nf 1 py a\tb\nend\n", "not right after");
+	refused(HEAD2 "t 0 0 x\nm 3\nm 3\nend\n", "not right after");
+	refused(HEAD2 "t 0 0 x\nm 0\nend\n", "not a positive number");
+	refused(HEAD2 "t 0 0 x\nm 3 4\nend\n", "not a positive number");
+	refused("threadgraph-aggregate 3\n", "not a threadgraph aggregate file");
+	refused("threadgraph-aggregate 12\n", "not a threadgraph aggregate file");
 	refused(HEAD "t 1 0 x\n", "cut short");
 	refused(HEAD "t 1 0 x\nend", "cut short");
 	refused(HEAD "end\nt 1 0 x\n", "after the 'end' line");

@@ -147,3 +147,38 @@ def test_every_command_reads_the_fixture(tmp_path, name):
     a = cli("decorate-stack", cap, "MainThread", "5")
     b = cli("decorate-stack", cap / "MainThread.mem", cap / "MainThread.stack", "5")
     assert a.returncode == 0 and a.stdout == b.stdout and a.stdout, (a.stderr, b.stderr)
+
+
+# Aggregate runs (docs/formats.md "Aggregate"): fixtures/aggregate-vN/ is a real
+# run of the recorder writing aggregate.tga version N (version 2 with two ended
+# threads folded), read by every command that reads one.
+AGG_VERSIONS = sorted(d for d in os.listdir(FIXTURES) if re.match(r"^aggregate-v\d+$", d))
+AGG_COMMANDS = [["summary"], ["peaks", "--peak=0"], ["memg", "--script-only", "-o", "OUT"],
+                ["folded", "--metric", "delta"], ["folded", "--metric", "time"],
+                ["flamegraph", "--metric", "delta", "-o", "OUT/flame.svg"],
+                ["report", "-o", "OUT/report.html"]]
+
+
+def test_there_is_an_aggregate_fixture_of_the_current_version():
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__)))), "src", "recorder", "aggregate.h")) as f:
+        current = int(re.search(r'#define TG_AGG_MAGIC "threadgraph-aggregate (\d+)"',
+                                f.read()).group(1))
+    have = {int(v.split("-v")[1]) for v in AGG_VERSIONS}
+    assert have == set(range(1, current + 1)), (have, current)
+
+
+@pytest.mark.parametrize("version", AGG_VERSIONS)
+def test_aggregate_fixture_is_read(version, tmp_path):
+    run = os.path.join(FIXTURES, version)
+    for i, args in enumerate(AGG_COMMANDS):
+        out = tmp_path / str(i)
+        out.mkdir()
+        r = cli(*[str(out) if a == "OUT" else a.replace("OUT", str(out)) for a in args] + [run])
+        assert r.returncode == 0, (args, r.stderr)
+        if args[0] == "summary":
+            assert "Thread-3 (handler): " in r.stdout, r.stdout
+            folded = "Thread-* (handler): 2 ended threads folded, " in r.stdout
+            assert folded == (version != "aggregate-v1"), r.stdout
+        if args[0] == "folded":
+            assert "\nThread-3 (handler);_bootstrap" in "\n" + r.stdout, r.stdout

@@ -4,7 +4,8 @@ The same deterministic program recorded in full and aggregated: each worker's
 per-path call counts and delta totals are equal; a run twice as long writes an
 aggregate file of about the same size; the commands read it (and decorate-stack
 says it needs a full capture); a run killed with SIGKILL leaves the last
-complete aggregate.tga.
+complete aggregate.tga; a thread per request keeps it bounded, the ended
+threads past the kept ones folded by name with their totals.
 """
 import os
 import signal
@@ -65,7 +66,7 @@ def read_aggregate(run):
     with open(os.path.join(run, "aggregate.tga"), encoding="utf-8",
               errors="surrogateescape") as f:
         lines = f.read().split("\n")
-    assert lines[0] == "threadgraph-aggregate 1" and lines[-2] == "end"
+    assert lines[0] == "threadgraph-aggregate 2" and lines[-2] == "end"
     raw = []
     for line in lines[1:-2]:
         kind, _, rest = line.partition(" ")
@@ -187,6 +188,118 @@ def test_twice_as_long_is_not_twice_as_big(tmp_path):
             "OUT", "'agg', aggregate=True"), env={"THREADGRAPH_AGG_BUCKET_US": "10"})
         sizes.append(os.path.getsize(os.path.join(only_dir(d / "agg"), "aggregate.tga")))
     assert sizes[1] <= 1.25 * sizes[0], sizes
+
+
+# A thread per request, each started after the last ended (deterministic):
+# two name families, "req-N" and threading's "Thread-N (handler)".
+PER_REQUEST = """
+import gc, threading
+import threadgraph
+
+def leaf(i):
+    return [i] * (i % 7)
+
+def handler(n):
+    keep = []
+    for i in range(n):
+        keep.append(leaf(i))
+    return len(keep)
+
+gc.disable()
+p = threadgraph.ProcessProfile(default_log_path=OUT)
+p.trackStack()
+p.enable()
+for k in range(THREADS):
+    t = threading.Thread(target=handler, args=(20,), name="req-%d" % k if k % 3 == 0 else None)
+    t.start()
+    t.join()
+p.disable()
+"""
+KEPT_ENDED = 16  # aggregate.h TG_AGG_KEEP_ENDED
+
+
+def entries(run):
+    """[(base, folded)] of RUN's aggregate.tga, in its order."""
+    out = []
+    with open(os.path.join(run, "aggregate.tga"), encoding="utf-8",
+              errors="surrogateescape") as f:
+        for line in f:
+            if line.startswith("t "):
+                out.append([line[:-1].split(" ", 3)[3], 0])
+            elif line.startswith("m "):
+                out[-1][1] = int(line[2:])
+    return out
+
+
+def handler_totals(threads):
+    """{path from handler down: (count, total)} added up over every thread."""
+    out = defaultdict(lambda: (0, 0))
+    for paths in threads.values():
+        for path, (c, t) in paths.items():
+            at = [i for i, fr in enumerate(path) if fr[2] == "handler"]
+            if at:
+                key = path[at[0]:]
+                out[key] = (out[key][0] + c, out[key][1] + t)
+    return dict(out)
+
+
+def test_thread_per_request_is_folded(tmp_path):
+    sizes, runs = {}, {}
+    for threads, kinds in ((150, ("agg",)), (300, ("agg", "full"))):
+        d = tmp_path / str(threads)
+        d.mkdir()
+        for kind in kinds:
+            out = "'agg', aggregate=True" if kind == "agg" else "'full'"
+            run_scenario(d, PER_REQUEST.replace("THREADS", str(threads)).replace("OUT", out))
+            runs[threads, kind] = only_dir(d / kind)
+        sizes[threads] = os.path.getsize(os.path.join(runs[threads, "agg"], "aggregate.tga"))
+    assert sizes[300] <= 1.25 * sizes[150], sizes
+    # the bound docs/formats.md "Size" states: per entry 24 KiB of curve, 110
+    # bytes and its name, 119 bytes a call path; then the functions
+    with open(os.path.join(runs[300, "agg"], "aggregate.tga"), "rb") as f:
+        lines = f.read().split(b"\n")
+    bound = 200 + sum(len(l) + 1 for l in lines if l.startswith(b"f "))
+    bound += sum(24576 + 110 + len(l) for l in lines if l.startswith(b"t "))
+    bound += 119 * sum(1 for l in lines if l.startswith(b"n "))
+    assert sizes[300] <= bound, (sizes, bound)
+    got = entries(runs[300, "agg"])
+    folded = {b: n for b, n in got if n}
+    # the main thread, the most recent ended threads whole, one entry a family
+    assert len(got) == 1 + KEPT_ENDED + 2, got
+    assert set(folded) == {"req-*", "Thread-* (handler)" if sys.version_info >= (3, 10)
+                           else "Thread-*"}, got
+    assert sum(folded.values()) == 300 - KEPT_ENDED
+    # every call is still counted, folded or not: the totals over all threads
+    # are the full capture's
+    want = handler_totals(read_capture(runs[300, "full"]))
+    assert sum(c for c, _ in want.values()) == 300 * 42  # handler, 20 leaf, 20 append, len
+    assert handler_totals(read_aggregate(runs[300, "agg"])) == want
+    r = cli("summary", runs[300, "agg"])
+    assert r.returncode == 0, r.stderr
+    assert "301 threads (%d ended, folded into 2 entries by name)" % (300 - KEPT_ENDED) \
+        in r.stdout, r.stdout
+    kept_req = sum(1 for k in range(300 - KEPT_ENDED, 300) if k % 3 == 0)
+    assert "req-*: %d ended threads folded, " % (100 - kept_req) in r.stdout, r.stdout
+    r = cli("folded", "--metric", "delta", runs[300, "agg"])
+    assert r.returncode == 0 and "\nreq-*;_bootstrap" in r.stdout, r.stderr
+
+
+def test_each_run_folds_its_own_threads(tmp_path):
+    """A second run in the same process starts its count of ended threads anew."""
+    code = PER_REQUEST.replace("THREADS", "20").replace("p.disable()", """p.disable()
+p = threadgraph.ProcessProfile(default_log_path='b', aggregate=True)
+p.enable()
+for k in range(20):
+    t = threading.Thread(target=handler, args=(20,), name="h")
+    t.start()
+    t.join()
+p.disable()""").replace("OUT", "'a', aggregate=True")
+    run_scenario(tmp_path, code)
+    for d, family in (("a", "req-*"), ("b", "h~*")):
+        got = entries(only_dir(tmp_path / d))
+        assert len([n for _, n in got if not n]) == 1 + KEPT_ENDED, (d, got)
+        assert sum(n for _, n in got) == 20 - KEPT_ENDED, (d, got)
+    assert dict(got)["h~*"] == 20 - KEPT_ENDED
 
 
 KILLED = """

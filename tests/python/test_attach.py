@@ -34,7 +34,7 @@ REQUESTS = 15  # per client thread and phase
 # The server: main thread answers /state from a queue (so that the state is read
 # on a thread that existed before the attach); the server runs in its own thread.
 SERVER = r'''
-import http.server, json, os, queue, signal, sys, threading, atexit
+import ctypes, http.server, json, os, queue, signal, sys, threading, atexit
 
 def own_profile(frame, event, arg):
     pass
@@ -51,14 +51,35 @@ def state():
         "signals": {str(s): repr(signal.getsignal(s))
                     for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)},
         "os_exit": repr(os._exit),
-        "alloc": repr(sys.getallocatedblocks() > 0),
+        "allocators": allocators(),
+        "monitoring": [sys.monitoring.get_tool(i) for i in range(6)]
+                      if hasattr(sys, "monitoring") else None,
     }
+
+class Allocator(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_void_p)
+                for name in ("ctx", "malloc", "calloc", "realloc", "free")]
+
+def allocators():
+    """The PyMem allocator of each domain (raw, mem, obj), as addresses."""
+    found = []
+    for domain in range(3):
+        a = Allocator()
+        ctypes.pythonapi.PyMem_GetAllocator(ctypes.c_int(domain), ctypes.byref(a))
+        found.append([a.ctx, a.malloc, a.calloc, a.realloc, a.free])
+    return found
 
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         if self.path == "/state":
             asks.put(None)
             body = json.dumps(answers.get()).encode()
+        elif self.path == "/tracemalloc":  # it installs its allocators over the current
+            import tracemalloc
+            tracemalloc.start()
+            kept = [bytearray(1000) for _ in range(10)]
+            body = str(tracemalloc.get_traced_memory()[0] >= 10000).encode()
+            tracemalloc.stop()
         else:
             body = build_page(self.path)
         self.send_response(200)
@@ -175,6 +196,8 @@ def test_attach_records_a_server_and_leaves_it_as_it_was(tmp_path):
         before = load(port, "p")
         attach, _ = start_attach(tmp_path, server.pid)
         during = load(port, "p")
+        # While attached the allocators are the recorder's (what the check below sees).
+        assert json.loads(get(port, "/state")[1])["allocators"] != before_state["allocators"]
         r = subprocess.run(cmd("detach", str(server.pid)), stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
         assert r.returncode == 0, r.stderr
@@ -184,8 +207,10 @@ def test_attach_records_a_server_and_leaves_it_as_it_was(tmp_path):
         after = load(port, "p")
         assert before == during == after
         assert all(status == 200 for status, _ in before.values())
-        # No hook of threadgraph's remains: the program's own are back.
+        # No hook of threadgraph's remains: the program's own are back (profile
+        # functions, signal handlers, the PyMem allocators, sys.monitoring's tools).
         assert json.loads(get(port, "/state")[1]) == before_state
+        assert get(port, "/tracemalloc") == (200, b"True")
         # The handlers ran in the server's request threads and were recorded there.
         funcs = recorded_functions(tmp_path, server.pid)
         handler_threads = [n for n, f in funcs.items() if "do_GET" in f and "build_page" in f]
@@ -380,3 +405,55 @@ def test_duration_detaches_by_itself(tmp_path):
         assert get(port, "/after")[0] == 200
     finally:
         stop(server)
+
+
+def test_bad_options_refused_before_the_target_is_touched(tmp_path):
+    """run's option checks apply to attach, before anything is done (a target
+    that does not exist shows that: the usage error comes first)."""
+    for options, says in ((["--max-size", "1"], "--max-size"),
+                          (["--sampled", "--stack"], "--stack needs a full run"),
+                          (["--aggregate", "--live"], "--aggregate writes")):
+        r = subprocess.run(cmd("attach", *options, "999999999"), stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=120)
+        assert r.returncode == 2 and says in r.stderr, r.stderr
+        assert "no process" not in r.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0
+                    or shutil.which("setpriv") is None,
+                    reason="needs root and setpriv to drop CAP_SYS_PTRACE")
+def test_ptrace_not_permitted_says_the_fix(tmp_path):
+    """A root without CAP_SYS_PTRACE, as in a container by default: the kernel
+    denies it a program that has the capability; with Yama's ptrace_scope 1 or
+    3 (its sysctl file substituted: this kernel may have no Yama) even its own."""
+    drop = ["setpriv", "--bounding-set", "-sys_ptrace", "--inh-caps", "-sys_ptrace"]
+    waiting = [sys.executable, "-c", "import sys; print('ready', flush=True); sys.stdin.read()"]
+    env = env_with_package(keep_cli=True)
+    full = subprocess.Popen(waiting, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                            universal_newlines=True)
+    same = subprocess.Popen(drop + waiting, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            env=env, universal_newlines=True)
+    try:
+        assert full.stdout.readline() == same.stdout.readline() == "ready\n"
+        r = subprocess.run(drop + cmd("attach", str(full.pid)), stderr=subprocess.PIPE,
+                           env=env, universal_newlines=True, timeout=120)
+        assert r.returncode == 1 and r.stderr.count("\n") == 1, r.stderr
+        assert "no CAP_SYS_PTRACE" in r.stderr and "--cap-add=SYS_PTRACE" in r.stderr
+        scope_file = tmp_path / "ptrace_scope"
+        with_scope = ("import sys; from threadgraph import _attach; "
+                      "_attach.YAMA_PTRACE_SCOPE = sys.argv[1]; "
+                      "sys.exit(_attach.main(sys.argv[2:]))")
+        for scope, says in (("1", "ptrace_scope = 1 and this root has no CAP_SYS_PTRACE"),
+                            ("3", "ptrace_scope = 3); only a reboot")):
+            scope_file.write_text(scope + "\n")
+            r = subprocess.run(drop + [sys.executable, "-c", with_scope, str(scope_file),
+                                       str(same.pid)], stderr=subprocess.PIPE, env=env,
+                               universal_newlines=True, timeout=120)
+            assert r.returncode == 1 and says in r.stderr, r.stderr
+            assert r.stderr.count("\n") == 1, r.stderr
+        for target in (full, same):
+            assert "_recorder" not in maps_of(target.pid)
+            assert target.poll() is None
+    finally:
+        stop(full)
+        stop(same)

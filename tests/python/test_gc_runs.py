@@ -108,7 +108,7 @@ def test_run_summary_names_the_thread_that_collected(tmp_path):
     assert not re.search(r"MainThread \([0-9]+ runs?, [1-9]", line[0]), proc.stderr
 
 
-MARK = "[ran the garbage collector: 1 run, "
+MARK = "[gc: 1 run, "
 
 # churn's call runs the collector, big's runs none; no comprehension, whose own
 # call would be the innermost peak on Python < 3.12.
@@ -164,7 +164,7 @@ def test_peak_whose_call_ran_the_collector_is_marked(tmp_path, fmt):
     assert proc.returncode == 0, proc.stderr
     assert MARK in summary_line(proc.stderr, "Worker", "churn"), proc.stderr
     assert "[ran the garbage" not in summary_line(proc.stderr, "MainThread", "big")
-    assert "that call's delta includes what the" in proc.stderr
+    assert "the collector ran during that call, whose delta includes" in proc.stderr
 
     (run,) = [str(p) for p in (tmp_path / "out").iterdir()]
     with open(os.path.join(run, "gc.txt")) as f:

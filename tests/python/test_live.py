@@ -41,6 +41,11 @@ for t in threads:
     t.start()
 for t in threads:
     t.join()
+named = threading.Thread(target=grow, args=(1,),
+                         name="pool-worker-with-a-rather-long-name-that-goes-on-%d" % 7)
+named.start()
+named.join()
+main_kept = grow(300)  # returned inside <module>, still open below
 with open(sys.argv[1]) as gate:  # until the test has seen the view
     gate.read()
 '''
@@ -112,6 +117,13 @@ def test_live_follows_a_run_and_gives_the_terminal_back(tmp_path):
         # The run's threads appear while it is still running.
         text = term.wait_for(lambda t: len(ROW.findall(t)) == 3 and "recording" in t)
         assert run.poll() is None
+        # A thread's memory now counts the calls returned inside calls still
+        # open (the main thread's grow(300), in <module>), and a long name keeps
+        # its head and its tail.
+        once = term.wait_for(lambda t: "MainThread" in t and re.search(
+            r"^ pool-worker-with-a-rat\S*\.\.\S*-goes-on-7 ", t, re.M) is not None)
+        main_now = re.search(r"^ MainThread\s+(\S+) (\S+)", once, re.M).groups()
+        assert main_now[1] == "KB" and float(main_now[0]) >= 290, once
         with open(gate, "w") as f:
             f.write("end\n")
         assert run.wait(timeout=120) == 0

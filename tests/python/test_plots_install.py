@@ -148,7 +148,7 @@ def test_run_lists_growth_first(tmp_path):
         if re.match(r"  \(|   \S|  the garbage collector ran in ", line):
             continue  # the hints under the peaks, on how to read a delta
         # a peak whose call ran the collector (when it happened to run) is marked
-        line = re.sub(r"  \[ran the garbage collector: [^]]*\]$", "", line)
+        line = re.sub(r"  \[gc: [^]]*\]$", "", line)
         m = re.search(r" ([-+][0-9]+) B$", line)
         if m:
             deltas.append(int(m.group(1)))
