@@ -89,6 +89,17 @@ $(B)/ctest/test_nat_maps: $(NATMAPS_DEPS)
 $(B)/asan/ctest/test_nat_maps: $(NATMAPS_DEPS)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/nat_maps.c
+# The native patcher's table of loaded objects is pure C: its test links nat_objs.c alone.
+NATOBJS_DEPS := tests/c/test_nat_objs.c tests/c/tg_test.h src/recorder/nat_objs.c \
+		src/recorder/nat_objs.h
+
+$(B)/ctest/test_nat_objs: $(NATOBJS_DEPS)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/nat_objs.c
+
+$(B)/asan/ctest/test_nat_objs: $(NATOBJS_DEPS)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/nat_objs.c
 # The recorder's pointer tables are pure C: their test links ptrtable.c and the
 # GIL table's page map (ptrpage.c) alone.
 PTRTABLE_DEPS := tests/c/test_ptrtable.c tests/c/tg_test.h src/recorder/ptrtable.c \

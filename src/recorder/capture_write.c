@@ -56,6 +56,14 @@ tg_cap_fail_locked(struct tg_cap *cap, int e)
         __atomic_store_n(&cap->err, e, __ATOMIC_RELAXED);
 }
 
+/* Whether FD is the file DEV/INO (fstat only: async-signal-safe). */
+static int
+tg_fd_ours(int fd, dev_t dev, ino_t ino)
+{
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
 /* Whether CAP's descriptor is still the file we opened (the program may have
  * closed it and reused the number); forgets it when not.  Lock held. */
 static int
@@ -1201,33 +1209,68 @@ tg_cap_destroy(struct tg_cap *cap)
 }
 
 void
-tg_cap_lock_for_fork(struct tg_cap *cap)
+tg_cap_prepare_fork(struct tg_cap *cap)
 {
-    pthread_mutex_lock(&cap->lock);
     pthread_mutex_lock(&cap->defs_lock);
 }
 
 void
-tg_cap_unlock_for_fork(struct tg_cap *cap)
+tg_cap_after_fork_parent(struct tg_cap *cap)
 {
     pthread_mutex_unlock(&cap->defs_lock);
-    pthread_mutex_unlock(&cap->lock);
 }
 
 void
 tg_cap_drop_in_child(struct tg_cap *cap)
 {
-    struct stat st;
+    int was_held = pthread_mutex_trylock(&cap->lock) != 0;
+
+    if (was_held) {
+        /* Held at the fork by a write of a thread that is not in the child
+         * (fork() does not take `lock`: it must not wait for the disk).  What
+         * `lock` guards may be half-way changed: left as it is, never freed
+         * (leaked), and the child's capture starts from nothing. */
+        pthread_mutex_init(&cap->lock, NULL);
+        memset(&cap->wq, 0, sizeof(cap->wq));
+        cap->stats = NULL;
+        cap->stats_cap = 0;
+        cap->zctx = NULL;
+        cap->zbuf = NULL;
+        cap->zbuf_cap = 0;
+        cap->sh = NULL;
+        cap->n_sh = 0;
+        cap->alldefs = NULL;
+        cap->alldefs_len = cap->alldefs_cap = 0;
+        cap->defs_ends = NULL;
+        cap->n_defs_ends = cap->defs_ends_cap = 0;
+        cap->kinds = NULL;
+        cap->kinds_cap = 0;
+        cap->seg_sizes = NULL;
+        cap->seg_sizes_cap = 0;
+        cap->dir = NULL;
+        cap->max_size = cap->seg_max = 0;
+        cap->seg_no = cap->seg_first = 0;
+    }
+    /* q is whole: tg_cap_prepare_fork took defs_lock; the queued ends' tails
+     * stay counted (the next close frees them) */
     cap->q.defs.len = cap->q.thr.len = 0;
     cap->defs_open = 0;
     cap->wq.defs.len = cap->wq.thr.len = 0;
     cap->n_stats = 0;
-    /* the queued ends' tails stay counted: the next close frees them */
-    if (cap->fd >= 0 && fstat(cap->fd, &st) == 0 && st.st_dev == cap->dev
-            && st.st_ino == cap->ino)
+    if (tg_fd_ours(cap->fd, cap->dev, cap->ino))
         close(cap->fd);
     cap->fd = -1;
     cap->dropped_child = 1;
+    if (!was_held)
+        pthread_mutex_unlock(&cap->lock);
+    pthread_mutex_unlock(&cap->defs_lock);
+    /* the test gate: the child's writes are its own, never held by the
+     * parent's closed gate (its lock and condition may have been in use) */
+    pthread_mutex_init(&tg_cap_gate_lock, NULL);
+    pthread_cond_init(&tg_cap_gate_cond, NULL);
+    tg_cap_gate_closed = 0;
+    tg_cap_gate_waiting = 0;
+    atomic_store_explicit(&tg_cap_gate_armed, 0, memory_order_relaxed);
 }
 
 /* --- C function ids --------------------------------------------------------- */

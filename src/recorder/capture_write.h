@@ -39,7 +39,9 @@
  * the END; a close without it (a failed enable, a forked child) drops it.
  * Lock order: a writer's lock, then the capture's `lock`, then `defs_lock`
  * (tg_cap_define, tg_cap_thread and tg_cap_deposit take defs_lock alone).
- * fork() holds both (tg_cap_lock_for_fork).
+ * fork() takes defs_lock alone, never `lock` (tg_cap_prepare_fork): a fork
+ * never waits for a write in progress; the child leaves that write's state
+ * alone (tg_cap_drop_in_child).
  *
  * Segments (tg_cap_open_segments, a run's max_size): the capture rotates into a
  * new segment file when the current one reaches seg_max bytes, under `lock`,
@@ -261,13 +263,16 @@ void tg_cap_gate_set(int closed);
 /* Wait until a writer waits at the closed gate (returns at once if open). */
 void tg_cap_gate_wait_blocked(void);
 
-/* pthread_atfork: take CAP's two locks before fork() (after the writers'),
- * release them after it, in the parent and the child. */
-void tg_cap_lock_for_fork(struct tg_cap *cap);
-void tg_cap_unlock_for_fork(struct tg_cap *cap);
-/* In a forked child, with CAP's locks taken before fork() and now released:
- * forget pending definitions, close the inherited descriptor unwritten.
- * Async-signal-safe (no malloc/free: the buffers are freed by the next close). */
+/* pthread_atfork, prepare and parent: take and release CAP's defs_lock (short,
+ * never held across I/O) around fork(); never `lock`, which a write holds
+ * across write(2): a fork must not wait for the disk. */
+void tg_cap_prepare_fork(struct tg_cap *cap);
+void tg_cap_after_fork_parent(struct tg_cap *cap);
+/* In a forked child, after tg_cap_prepare_fork: forget pending definitions,
+ * close the inherited descriptor unwritten, release defs_lock.  If `lock` was
+ * held at the fork (a write of another thread), what it guards is left
+ * untouched (leaked) and the lock made anew.  The test gate starts open.  No
+ * malloc or free (the queued buffers are freed by the next close). */
 void tg_cap_drop_in_child(struct tg_cap *cap);
 
 /* --- record encoders (the hot path: no division, no formatting) ---------- */

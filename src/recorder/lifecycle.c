@@ -377,6 +377,26 @@ tg_ts_add(struct timespec t, long ns)
     return t;
 }
 
+/* The flusher lets go of flusher_lock to work (write, sample): busy while it
+ * works.  flusher_lock held. */
+static void
+tg_flusher_leave(struct tg_recorder *r)
+{
+    r->flusher_busy = 1;
+    pthread_mutex_unlock(&r->flusher_lock);
+}
+
+/* Back from work: takes flusher_lock, and waits there while paused for a fork
+ * (tg_flusher_fork_prepare). */
+static void
+tg_flusher_back(struct tg_recorder *r)
+{
+    pthread_mutex_lock(&r->flusher_lock);
+    r->flusher_busy = 0;
+    while (r->flusher_paused && !r->flusher_stop)
+        pthread_cond_wait(&r->flusher_cond, &r->flusher_lock);
+}
+
 /* Every TG_FLUSH_PERIOD_NS: re-anchor the clock and write everything pending;
  * in between, when kicked: write the handed-off buffers only; with process
  * sampling on, at each poll: take the pending process.mem requests (one
@@ -411,9 +431,9 @@ tg_flusher_main(void *arg)
             if (sampling && !tg_ts_before(&now, &poll_at)) {
                 uint64_t n = tg_process_sample_wanted(r);
                 if (n > 0) {
-                    pthread_mutex_unlock(&r->flusher_lock);
+                    tg_flusher_leave(r);
                     tg_process_sample(r, n);
-                    pthread_mutex_lock(&r->flusher_lock);
+                    tg_flusher_back(r);
                     poll_ns = TG_SAMPLE_POLL_MIN_NS;
                 } else if (poll_ns < TG_SAMPLE_POLL_MAX_NS) {
                     poll_ns *= 2;
@@ -425,13 +445,13 @@ tg_flusher_main(void *arg)
                 break;
             if (r->flusher_kicked) {
                 r->flusher_kicked = 0;
-                pthread_mutex_unlock(&r->flusher_lock);
+                tg_flusher_leave(r);
                 tg_flush_full_fd(r);
-                pthread_mutex_lock(&r->flusher_lock);
+                tg_flusher_back(r);
             }
         }
         r->flusher_kicked = 0;
-        pthread_mutex_unlock(&r->flusher_lock);
+        tg_flusher_leave(r);
         tg_clock_tick();  /* re-anchor the timestamps to CLOCK_REALTIME */
         tg_flush_all_fd(r);
         if (r->aggregate && ++agg_ticks >= TG_AGG_PERIOD_TICKS) {
@@ -439,7 +459,7 @@ tg_flusher_main(void *arg)
             tg_agg_write(&r->agg, r->outdir, tg_clock_gettime_ns() / 1000);
         }
         tg_sigkick_poll();  /* a finishing signal whose handler waits (sigkick.h) */
-        pthread_mutex_lock(&r->flusher_lock);
+        tg_flusher_back(r);
         if (now.tv_sec > next.tv_sec + 1)
             next = now;  /* the process was stopped: do not run ticks to catch up */
     }
@@ -457,6 +477,7 @@ tg_flusher_start(struct tg_recorder *r)
     if (r->flusher_running)
         return 0;
     r->flusher_stop = 0;
+    r->flusher_paused = 0;
     /* Signals are for Python's main thread, never for the flusher. */
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -481,6 +502,41 @@ tg_flusher_stop(struct tg_recorder *r)
     pthread_join(r->flusher, NULL);
     Py_END_ALLOW_THREADS
     r->flusher_running = 0;
+}
+
+void
+tg_flusher_fork_prepare(struct tg_recorder *r)
+{
+    int idle;
+
+    if (!r->flusher_running)
+        return;
+    pthread_mutex_lock(&r->flusher_lock);
+    idle = !r->flusher_busy;
+    if (idle)
+        r->flusher_stop = 1;  /* it sees it before any work: ends at once */
+    else
+        r->flusher_paused = 1;  /* its write may be stuck: not waited for */
+    pthread_cond_signal(&r->flusher_cond);
+    pthread_mutex_unlock(&r->flusher_lock);
+    if (idle) {
+        Py_BEGIN_ALLOW_THREADS
+        pthread_join(r->flusher, NULL);
+        Py_END_ALLOW_THREADS
+        r->flusher_running = 0;
+    }
+}
+
+int
+tg_flusher_fork_parent(struct tg_recorder *r)
+{
+    if (!r->flusher_running)
+        return tg_flusher_start(r);
+    pthread_mutex_lock(&r->flusher_lock);
+    r->flusher_paused = 0;
+    pthread_cond_signal(&r->flusher_cond);
+    pthread_mutex_unlock(&r->flusher_lock);
+    return 0;
 }
 
 /* --- enable / disable ------------------------------------------------------ */
@@ -628,7 +684,12 @@ tg_close_capture(struct tg_recorder *r)
     tg_writer_release(&r->process_cap);
     if (r->cap.path != NULL) {  /* opened */
         char *path = r->cap.path ? strdup(r->cap.path) : NULL;
-        e = tg_cap_finish(&r->cap, tg_clock_gettime_ns() / 1000);
+        int64_t end_us = tg_clock_gettime_ns() / 1000;
+        /* The capture is thread-safe (its locks): a thread that starts, ends
+         * or defines a code meanwhile queues, or finds it closed. */
+        Py_BEGIN_ALLOW_THREADS
+        e = tg_cap_finish(&r->cap, end_us);
+        Py_END_ALLOW_THREADS
         if (e && r->errors != NULL) {
             PyObject *msg = PyUnicode_FromFormat("%s: %s (errno %d)", path ? path : "?",
                                                  strerror(e), e);
@@ -799,7 +860,14 @@ tg_recorder_disable(struct tg_recorder_object *self)
     tg_sleepwrap_uninstall();
     tg_native_uninstall();  /* native=True (native.c); before the table is cleared */
     tg_hooks_uninstall();
-    tg_flusher_stop(r);
+    tg_flusher_stop(r);  /* waits for its write in progress, GIL released */
+    /* What is buffered, written as the flusher writes it, without the GIL: a
+     * slow or blocked sink stalls this thread, not the program's others
+     * (docs/architecture.md "Locks and I/O").  What the thread ends and the
+     * capture's finish below still write is little: none appends any more. */
+    Py_BEGIN_ALLOW_THREADS
+    tg_flush_all_fd(r);
+    Py_END_ALLOW_THREADS
     {
         /* The last requests, which the flusher had not taken. */
         uint64_t n = tg_process_sample_wanted(r);
@@ -822,56 +890,41 @@ tg_recorder_disable(struct tg_recorder_object *self)
 
 /* --- fork ------------------------------------------------------------------ */
 
-/* pthread_atfork handlers: hold every lock across fork() so the child inherits
- * consistent tables and buffers; in the child, drop what was inherited. */
+/* pthread_atfork handlers.  fork() holds the locks that are never held across
+ * I/O (the thread table's, the capture's defs_lock, the pointer tables'), so
+ * the child inherits those tables whole; never a writer's lock or the
+ * capture's `lock`, which a write holds across write(2): a fork must not wait
+ * for a slow or blocked sink.  The child drops what it inherited; a writer or
+ * the capture whose lock was held at the fork (by the flusher's write) is left
+ * to that write, leaked, never touched (tg_writer_drop_in_child,
+ * tg_cap_drop_in_child).  docs/architecture.md "Locks and I/O". */
 static void
 tg_atfork_prepare(void)
 {
     struct tg_recorder_object *a = tg_active;
     if (a != NULL) {
-        struct tg_thread *t;
         pthread_mutex_lock(&a->r.table.lock);
-        for (t = a->r.table.live; t != NULL; t = t->next) {
-            tg_writer_lock_for_fork(&t->mem);
-            tg_writer_lock_for_fork(&t->stack);
-            tg_writer_lock_for_fork(&t->capw);
-        }
-        tg_writer_lock_for_fork(&a->r.process_w);
-        tg_writer_lock_for_fork(&a->r.process_cap);
-        tg_cap_lock_for_fork(&a->r.cap);  /* after the writers' (capture_write.h) */
+        tg_cap_prepare_fork(&a->r.cap);
     }
     tg_ptrtable_lock_all();
 }
 
 static void
-tg_atfork_unlock(struct tg_recorder_object *a)
-{
-    tg_ptrtable_unlock_all();
-    if (a != NULL) {
-        struct tg_thread *t;
-        tg_cap_unlock_for_fork(&a->r.cap);
-        tg_writer_unlock_for_fork(&a->r.process_cap);
-        tg_writer_unlock_for_fork(&a->r.process_w);
-        for (t = a->r.table.live; t != NULL; t = t->next) {
-            tg_writer_unlock_for_fork(&t->capw);
-            tg_writer_unlock_for_fork(&t->stack);
-            tg_writer_unlock_for_fork(&t->mem);
-        }
-        pthread_mutex_unlock(&a->r.table.lock);
-    }
-}
-
-static void
 tg_atfork_parent(void)
 {
-    tg_atfork_unlock(tg_active);
+    struct tg_recorder_object *a = tg_active;
+    tg_ptrtable_unlock_all();
+    if (a != NULL) {
+        tg_cap_after_fork_parent(&a->r.cap);
+        pthread_mutex_unlock(&a->r.table.lock);
+    }
 }
 
 static void
 tg_atfork_child(void)
 {
     struct tg_recorder_object *a = tg_active;
-    tg_atfork_unlock(a);
+    tg_ptrtable_unlock_all();
     tg_sigkick_after_fork_child();
     if (a != NULL) {
         struct tg_thread *t;
@@ -883,10 +936,13 @@ tg_atfork_child(void)
         }
         tg_writer_drop_in_child(&a->r.process_w);
         tg_writer_drop_in_child(&a->r.process_cap);
-        tg_cap_drop_in_child(&a->r.cap);
+        tg_cap_drop_in_child(&a->r.cap);  /* releases defs_lock */
+        pthread_mutex_unlock(&a->r.table.lock);
         /* The flusher does not exist in the child; its lock may have been held. */
         a->r.flusher_running = 0;
         a->r.flusher_kicked = 0;
+        a->r.flusher_busy = 0;
+        a->r.flusher_paused = 0;
         pthread_mutex_init(&a->r.flusher_lock, NULL);
         pthread_cond_init(&a->r.flusher_cond, NULL);
         a->r.fork_child_pending = 1;

@@ -36,6 +36,15 @@ int tg_flusher_start(struct tg_recorder *r);
  * buffers; nothing if it is not running.  GIL held. */
 void tg_flusher_kick(void *recorder);
 void tg_flusher_stop(struct tg_recorder *r);
+/* Before fork() (os.register_at_fork, GIL held): the flusher is stopped if it
+ * is idle (no other thread at the fork); if it is writing, which may take as
+ * long as a blocked sink wants, it is paused instead, not waited for: it
+ * finishes that work in the parent and waits.  tg_flusher_fork_parent resumes
+ * (or restarts) it after fork(); the child has no flusher. */
+void tg_flusher_fork_prepare(struct tg_recorder *r);
+/* Returns 0 or -errno (no flusher: buffers are written when they fill and at
+ * disable). */
+int tg_flusher_fork_parent(struct tg_recorder *r);
 
 /* Fork (called from Python os.register_at_fork hooks, GIL held). */
 void tg_fork_child_stop(struct tg_recorder_object *self);

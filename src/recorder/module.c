@@ -482,10 +482,11 @@ static PyObject *
 tg_rec_before_fork(struct tg_recorder_object *self, PyObject *unused)
 {
     (void)unused;
-    /* No flusher during fork(): it could hold locks, and on 3.12+ a running
-     * extra thread makes os.fork() warn about forking a multi-threaded process. */
+    /* No flusher during fork() (on 3.12+ a running extra thread makes os.fork()
+     * warn about forking a multi-threaded process), but for one in the middle
+     * of a write: it is paused, not waited for (lifecycle.h). */
     if (self->r.active)
-        tg_flusher_stop(&self->r);
+        tg_flusher_fork_prepare(&self->r);
     Py_RETURN_NONE;
 }
 
@@ -493,7 +494,7 @@ static PyObject *
 tg_rec_after_fork_parent(struct tg_recorder_object *self, PyObject *unused)
 {
     (void)unused;
-    if (self->r.active && tg_flusher_start(&self->r) < 0)
+    if (self->r.active && tg_flusher_fork_parent(&self->r) < 0)
         PyErr_Clear();  /* flushing then happens when buffers fill and at disable */
     Py_RETURN_NONE;
 }
@@ -795,19 +796,20 @@ tg_mod_finish_signal_default(PyObject *mod, PyObject *arg)
     return PyBool_FromLong(tg_sigkick_default(signum) == 0);
 }
 
-/* _test_capture_gate(closed): the capture's test gate (capture_write.h).
- * Closing it returns once a writer is blocked there (the GIL released while
- * it waits), so the caller knows the capture's lock is held by a stuck write. */
+/* _test_capture_gate(closed, wait=True): the capture's test gate
+ * (capture_write.h).  Closing it returns once a writer is blocked there (the
+ * GIL released while it waits), so the caller knows the capture's lock is held
+ * by a stuck write; with wait False, at once. */
 static PyObject *
-tg_mod_test_capture_gate(PyObject *mod, PyObject *arg)
+tg_mod_test_capture_gate(PyObject *mod, PyObject *args)
 {
-    int closed = PyObject_IsTrue(arg);
+    int closed, wait = 1;
 
     (void)mod;
-    if (closed < 0)
+    if (!PyArg_ParseTuple(args, "p|p:_test_capture_gate", &closed, &wait))
         return NULL;
     tg_cap_gate_set(closed);
-    if (closed) {
+    if (closed && wait) {
         Py_BEGIN_ALLOW_THREADS
         tg_cap_gate_wait_blocked();
         Py_END_ALLOW_THREADS
@@ -849,10 +851,11 @@ static PyMethodDef tg_module_methods[] = {
     {"finish_signal_default", tg_mod_finish_signal_default, METH_O,
      "Default action for a finishing signal at the C level, from any thread; "
      "True if its handler was threadgraph's."},
-    {"_test_capture_gate", tg_mod_test_capture_gate, METH_O,
+    {"_test_capture_gate", tg_mod_test_capture_gate, METH_VARARGS,
      "Tests only: _test_capture_gate(True) makes every capture write block before "
-     "its write(2), holding the capture's lock, and returns once one is blocked; "
-     "_test_capture_gate(False) lets them go."},
+     "its write(2), holding the capture's lock, and returns once one is blocked "
+     "(_test_capture_gate(True, False): at once); _test_capture_gate(False) lets "
+     "them go."},
     {NULL, NULL, 0, NULL}
 };
 

@@ -138,10 +138,13 @@ struct tg_recorder {
                                         * owner referenced; GIL */
 
     /* --- background flusher (a pthread, not a Python thread) --- */
-    pthread_mutex_t flusher_lock;      /* guards flusher_stop, flusher_kicked */
+    pthread_mutex_t flusher_lock;      /* guards flusher_stop, flusher_kicked,
+                                        * flusher_busy, flusher_paused */
     pthread_cond_t flusher_cond;
     int flusher_stop;
     int flusher_kicked;                /* a writer handed off a full buffer */
+    int flusher_busy;                  /* working without flusher_lock (writing) */
+    int flusher_paused;                /* wait after the work in hand: a fork */
     int flusher_running;               /* GIL */
     pthread_t flusher;
 

@@ -460,12 +460,28 @@ tg_writer_destroy(struct tg_writer *w)
 void
 tg_writer_drop_in_child(struct tg_writer *w)
 {
-    /* The inherited full buffer is the parent's to write: recycle it unwritten. */
-    if (w->full != NULL && w->spare == NULL)
-        w->spare = w->full;
-    else
-        free(w->full);
-    w->full = NULL;
+    if (pthread_mutex_trylock(&w->lock) != 0) {
+        /* fork() takes no writer's lock (a consumer holds it across write(2),
+         * and a fork must not wait for the disk): held here, it was held by
+         * a thread that is not in the child, in the middle of writing W's
+         * buffers, perhaps moving them.  They are left as they are (never
+         * freed here: leaked, at most this writer's three buffers) and W
+         * goes on empty, with a lock of its own. */
+        pthread_mutex_init(&w->lock, NULL);
+        w->buf = NULL;
+        w->cap = 0;
+        w->full = NULL;
+        w->spare = NULL;
+    } else {
+        /* The inherited full buffer is the parent's to write: recycle it
+         * unwritten. */
+        if (w->full != NULL && w->spare == NULL)
+            w->spare = w->full;
+        else
+            free(w->full);
+        w->full = NULL;
+        pthread_mutex_unlock(&w->lock);
+    }
     w->full_from = w->full_len = 0;
     w->dropped = 1;
     tg_writer_emptied(w);
@@ -474,16 +490,4 @@ tg_writer_drop_in_child(struct tg_writer *w)
     if (tg_fd_is_ours(w->fd, w->dev, w->ino))
         close(w->fd);
     w->fd = -1;
-}
-
-void
-tg_writer_lock_for_fork(struct tg_writer *w)
-{
-    pthread_mutex_lock(&w->lock);
-}
-
-void
-tg_writer_unlock_for_fork(struct tg_writer *w)
-{
-    pthread_mutex_unlock(&w->lock);
 }

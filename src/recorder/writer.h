@@ -179,14 +179,15 @@ void tg_writer_release(struct tg_writer *w);
 void tg_writer_destroy(struct tg_writer *w);
 /* In a forked child (the pthread_atfork child handler, lifecycle.c): forget
  * pending bytes and close the inherited descriptor without writing (a sink is
- * only closed, with DROPPED, at the release).  No lock, no malloc; but not async-signal-safe: an inherited full buffer that
- * cannot become the spare (one is there already) is free()d, which glibc allows
- * in an atfork child handler (its fork() resets the allocator's locks before the
- * handlers run).  A fork() from a signal handler must not reach here. */
+ * only closed, with DROPPED, at the release).  fork() takes no writer's lock
+ * (a consumer holds it across write(2)): if W's lock was held at the fork,
+ * by a write of another thread, W's buffers are left to that write (leaked,
+ * never touched) and W's lock is made anew.  No malloc; but not
+ * async-signal-safe: an inherited full buffer that cannot become the spare
+ * (one is there already) is free()d, which glibc allows in an atfork child
+ * handler (its fork() resets the allocator's locks before the handlers run).
+ * A fork() from a signal handler must not reach here. */
 void tg_writer_drop_in_child(struct tg_writer *w);
-/* fork(): take / release the consumer lock around fork() (descriptor writers). */
-void tg_writer_lock_for_fork(struct tg_writer *w);
-void tg_writer_unlock_for_fork(struct tg_writer *w);
 
 /* CLOCK_MONOTONIC in ns (the age of a Python stream's oldest line). */
 int64_t tg_monotonic_ns(void);

@@ -553,11 +553,7 @@ static void test_fork_drop(void)
 	CHECK_INT(tg_writer_open_sink(&ws, &shared_sink, &s, 0, "null"), 0);
 	CHECK(put_line(&w, "p", 0));
 	CHECK(put_line(&ws, "p", 0));
-	tg_writer_lock_for_fork(&w);
-	tg_writer_lock_for_fork(&ws);
 	pid = fork();
-	tg_writer_unlock_for_fork(&ws);
-	tg_writer_unlock_for_fork(&w);
 	if (pid == 0) {
 		int bad = 0;
 		tg_writer_drop_in_child(&w);

@@ -276,6 +276,24 @@ def test_thread_per_request_is_folded(tmp_path):
     assert r.returncode == 0 and "\nreq-*;_bootstrap" in r.stdout, r.stderr
 
 
+def test_each_run_folds_its_own_threads(tmp_path):
+    """A second run in the same process starts its count of ended threads anew."""
+    code = PER_REQUEST.replace("THREADS", "20").replace("p.disable()", """p.disable()
+p = threadgraph.ProcessProfile(default_log_path='b', aggregate=True)
+p.enable()
+for k in range(20):
+    t = threading.Thread(target=handler, args=(20,), name="h")
+    t.start()
+    t.join()
+p.disable()""").replace("OUT", "'a', aggregate=True")
+    run_scenario(tmp_path, code)
+    for d, family in (("a", "req-*"), ("b", "h~*")):
+        got = entries(only_dir(tmp_path / d))
+        assert len([n for _, n in got if not n]) == 1 + KEPT_ENDED, (d, got)
+        assert sum(n for _, n in got) == 20 - KEPT_ENDED, (d, got)
+    assert dict(got)["h~*"] == 20 - KEPT_ENDED
+
+
 KILLED = """
 import os, sys, threading
 import threadgraph

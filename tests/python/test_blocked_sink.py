@@ -65,7 +65,7 @@ PROGRAM = textwrap.dedent("""
 
 # Not a timing check: only a deadlock (the bug) comes near it, and it turns the
 # hang into a failure.
-DEADLOCK_GUARD_S = 120
+DEADLOCK_GUARD_S = int(os.environ.get("TG_TEST_DEADLOCK_GUARD_S", "120"))
 
 
 def test_new_functions_while_the_sink_is_blocked(tmp_path):
@@ -92,3 +92,115 @@ def test_new_functions_while_the_sink_is_blocked(tmp_path):
     calls, returns, dropped = cap.thread_records(late[0])
     assert sum(1 for c in calls if c[4] == b"late_work") == LATE_CALLS
     assert cap.end[1][late[0]] == (len(calls), len(returns), dropped)
+
+
+# A fork while the writer is stuck: fork() neither takes the capture's lock nor
+# a writer's in its prepare handler, nor waits for the flusher's write to end
+# (src/recorder/lifecycle.c "fork"); the child leaves the parent's state that
+# the stuck write was using, and records into its own run directory.
+FORK_PROGRAM = textwrap.dedent("""
+    import os
+    import sys
+    import threadgraph
+    from threadgraph import _recorder
+
+    p = threadgraph.ProcessProfile(default_log_path=sys.argv[1])
+    p.enableForkedProfile()
+    p.enable()
+
+    def warm():
+        return [0] * 10
+
+    def child_work():
+        return [2] * 10
+
+    for _ in range(100):
+        warm()
+    _recorder._test_capture_gate(True)
+    pid = os.fork()
+    if pid == 0:
+        for _ in range(%d):
+            child_work()
+        p.disable()
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    sys.stdout.write("child %%d exited %%d while blocked\\n" %% (pid, status))
+    sys.stdout.flush()
+    _recorder._test_capture_gate(False)
+    p.disable()
+""" % LATE_CALLS)
+
+
+def run_program(tmp_path, program):
+    prog = tmp_path / "prog.py"
+    prog.write_text(program)
+    try:
+        return subprocess.run([sys.executable, str(prog), str(tmp_path / "out")],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, env=env_with_package(),
+                              timeout=DEADLOCK_GUARD_S)
+    except subprocess.TimeoutExpired:
+        raise AssertionError("the program stalled behind the blocked capture write")
+
+
+def test_fork_while_the_sink_is_blocked(tmp_path):
+    res = run_program(tmp_path, FORK_PROGRAM)
+    assert res.returncode == 0, res.stderr
+    words = res.stdout.split()
+    assert words[0] == "child" and words[2:] == ["exited", "0", "while", "blocked"]
+    out = str(tmp_path / "out")
+    runs = sorted(os.listdir(out))
+    assert len(runs) == 2 and words[1] in runs, runs
+    parent = [d for d in runs if d != words[1]][0]
+    cap = tgcapture.load(os.path.join(out, parent, "capture.tg"))
+    assert not cap.truncated and cap.end is not None
+    # the child's run: its own directory, a whole capture with its calls
+    child = tgcapture.load(os.path.join(out, words[1], "capture.tg"))
+    assert not child.truncated and child.end is not None
+    calls = [c for st in child.threads for c in child.thread_records(st)[0]]
+    assert sum(1 for c in calls if c[4] == b"child_work") == LATE_CALLS
+
+
+# disable() writes what is buffered without the GIL: while its write is stuck,
+# the program's other threads run (here the one that opens the gate; were the
+# GIL held, neither could go on).  The flusher is stopped first (the fork
+# hook's before_fork, which stops an idle flusher) so that the write at the
+# gate is disable()'s own.
+DISABLE_PROGRAM = textwrap.dedent("""
+    import sys
+    import threading
+    import threadgraph
+    from threadgraph import _recorder
+
+    p = threadgraph.ProcessProfile(default_log_path=sys.argv[1])
+    p.enable()
+
+    def warm():
+        return [0] * 10
+
+    def opener():
+        _recorder._test_capture_gate(True)  # returns once disable() is stuck
+        sys.stdout.write("ran while disable() was blocked\\n")
+        sys.stdout.flush()
+        _recorder._test_capture_gate(False)
+
+    for _ in range(100):
+        warm()
+    p._rec.before_fork()  # no flusher: disable() writes everything itself
+    _recorder._test_capture_gate(True, False)
+    t = threading.Thread(target=opener)
+    t.start()
+    p.disable()
+    t.join()
+    sys.stdout.write("disabled\\n")
+""")
+
+
+def test_disable_while_the_sink_is_blocked(tmp_path):
+    res = run_program(tmp_path, DISABLE_PROGRAM)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "ran while disable() was blocked\ndisabled\n"
+    cap = tgcapture.load(os.path.join(only_dir(tmp_path / "out"), "capture.tg"))
+    assert not cap.truncated and cap.end is not None
+    names = [c[4] for st in cap.threads for c in cap.thread_records(st)[0]]
+    assert names.count(b"warm") == 100
