@@ -10,6 +10,12 @@ alternating from repetition to repetition. The cost is the program's CPU time
 (user + system of the child) as a ratio to the full capture's at the same length,
 median over the repetitions; the size is the run's output file at the end,
 median. Prints a Markdown table.
+
+Then a thread per request (--requests T): the program starts T short threads one
+after another (each a few calls and small lists, as a handler), T and 2T, the
+same way; the table adds the child's peak RSS (ru_maxrss), which the recorder's
+memory is part of: with ended threads folded by name (docs/formats.md
+"Aggregate") neither it nor aggregate.tga grows with the number of threads.
 """
 import argparse
 import os
@@ -46,55 +52,92 @@ for t in ts:
 p.disable()
 """
 
+PER_REQUEST = """
+import sys, threading
+import threadgraph
+
+def leaf(i):
+    return [i] * (i % 7)
+
+def handler(n):
+    keep = []
+    for i in range(n):
+        keep.append(leaf(i))
+
+p = threadgraph.ProcessProfile(default_log_path=sys.argv[1], aggregate=sys.argv[2] == "agg")
+p.enable()
+for k in range(int(sys.argv[3])):
+    t = threading.Thread(target=handler, args=(50,))
+    t.start()
+    t.join()
+p.disable()
+"""
+
 
 def run_once(script, mode, rounds):
+    """(CPU seconds, output bytes, peak RSS KiB) of one run."""
     base = tempfile.mkdtemp(prefix="tg-agg-")
     try:
-        before = os.times()
-        subprocess.run([sys.executable, script, base, mode, str(rounds)], check=True)
-        after = os.times()
-        cpu = (after.children_user - before.children_user
-               + after.children_system - before.children_system)
+        proc = subprocess.Popen([sys.executable, script, base, mode, str(rounds)])
+        _pid, status, ru = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            raise subprocess.CalledProcessError(proc.returncode, proc.args)
+        cpu = ru.ru_utime + ru.ru_stime
         size = 0
         for root, _dirs, files in os.walk(base):
             for f in files:
                 if f in ("capture.tg", "aggregate.tga"):
                     size += os.path.getsize(os.path.join(root, f))
-        return cpu, size
+        return cpu, size, ru.ru_maxrss
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def measure(program, lengths, reps):
+    """{(mode, length): ([cpu], [size], [rss])}, the order alternating."""
+    tmp = tempfile.mkdtemp(prefix="tg-agg-script-")
+    script = os.path.join(tmp, "prog.py")
+    with open(script, "w") as f:
+        f.write(program)
+    res = {(m, n): ([], [], []) for m in ("full", "agg") for n in lengths}
+    for rep in range(reps):
+        order = [("full", n) for n in lengths] + [("agg", n) for n in lengths]
+        if rep % 2:
+            order.reverse()
+        for m, n in order:
+            for acc, v in zip(res[(m, n)], run_once(script, m, n)):
+                acc.append(v)
+    shutil.rmtree(tmp, ignore_errors=True)
+    return res
+
+
+def table(res, lengths, what):
+    print("| %s | full: CPU s | full: capture.tg | aggregate: CPU s "
+          "| aggregate / full CPU | aggregate: aggregate.tga | full: peak RSS KiB "
+          "| aggregate: peak RSS KiB |" % what)
+    print("|---|---|---|---|---|---|---|---|")
+    for n in lengths:
+        fc, fs, fr = res[("full", n)]
+        ac, as_, ar = res[("agg", n)]
+        ratio = statistics.median(a / f for a, f in zip(ac, fc))
+        print("| %d | %.2f | %d | %.2f | %.2fx | %d | %d | %d |"
+              % (n, statistics.median(fc), statistics.median(fs), statistics.median(ac),
+                 ratio, statistics.median(as_), statistics.median(fr),
+                 statistics.median(ar)))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=200000)
+    ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--reps", type=int, default=5)
     args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="tg-agg-script-")
-    script = os.path.join(tmp, "busy.py")
-    with open(script, "w") as f:
-        f.write(PROGRAM)
     lengths = (args.rounds, 2 * args.rounds)
-    res = {(m, n): ([], []) for m in ("full", "agg") for n in lengths}
-    for rep in range(args.reps):
-        order = [("full", n) for n in lengths] + [("agg", n) for n in lengths]
-        if rep % 2:
-            order.reverse()
-        for m, n in order:
-            cpu, size = run_once(script, m, n)
-            res[(m, n)][0].append(cpu)
-            res[(m, n)][1].append(size)
-    shutil.rmtree(tmp, ignore_errors=True)
-    print("| rounds per thread | full: CPU s | full: capture.tg | aggregate: CPU s "
-          "| aggregate / full CPU | aggregate: aggregate.tga |")
-    print("|---|---|---|---|---|---|")
-    for n in lengths:
-        fc, fs = res[("full", n)]
-        ac, as_ = res[("agg", n)]
-        ratio = statistics.median(a / f for a, f in zip(ac, fc))
-        print("| %d | %.2f | %d | %.2f | %.2fx | %d |"
-              % (n, statistics.median(fc), statistics.median(fs), statistics.median(ac),
-                 ratio, statistics.median(as_)))
+    table(measure(PROGRAM, lengths, args.reps), lengths, "rounds per thread")
+    print()
+    lengths = (args.requests, 2 * args.requests)
+    table(measure(PER_REQUEST, lengths, args.reps), lengths, "threads, one per request")
 
 
 if __name__ == "__main__":

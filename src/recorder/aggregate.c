@@ -46,6 +46,9 @@ tg_agg_forget(struct tg_agg *a)
         tg_agg_thread_free(at);
     }
     a->threads = NULL;
+    a->ends = 0;
+    a->n_ended = 0;
+    a->n_families = 0;
     for (i = 0; i < n; i++) {
         struct tg_agg_func *f = &a->fchunks[i / TG_AGG_CHUNK][i % TG_AGG_CHUNK];
         free(f->file);

@@ -44,7 +44,9 @@
 #define TG_AGG_MAX_CHUNKS 1024u    /* chunks per thread: 1M call paths */
 #define TG_AGG_FUNC_CHUNKS 1024u   /* chunks of the function table: 1M functions */
 #define TG_AGG_BUCKETS 512u        /* curve buckets before two merge into one */
-#define TG_AGG_BUCKET_US 10000     /* the curve's first bucket width (10 ms) */
+#define TG_AGG_BUCKET_US 1000      /* the curve's first bucket width (1 ms): the
+                                    * 512 reached within 0.512 s, so that a run
+                                    * twice as long is about as big from 1 s on */
 #define TG_AGG_NONE UINT32_MAX     /* no node: the call is not counted */
 #define TG_AGG_KEEP_ENDED 16u      /* ended threads kept whole, the most recent */
 #define TG_AGG_FAMILIES 16u        /* folded entries by name, besides the one "*" */

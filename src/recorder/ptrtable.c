@@ -32,6 +32,8 @@ static const uint64_t tg_c_none[1];
 struct tg_ptrtable tg_ptrtable_raw = { 1, { 0 }, TG_SHARDS_INIT };
 /* Mem and obj domains: guarded by the GIL. */
 struct tg_ptrtable tg_ptrtable_gil = { 0, { 0 }, TG_SHARDS_INIT };
+/* Its newest block (ptrtable_fast.h); the GIL. */
+struct tg_gil_newest tg_gil_newest;
 #undef TG_S
 #undef TG_SHARDS_INIT
 
@@ -298,6 +300,8 @@ tg_ptrtable_insert_wide(struct tg_ptrtable *t, void *ptr, size_t size)
     struct tg_shard *s;
 
     if (t == &tg_ptrtable_gil) {
+        if (tg_gil_newest.p == p)
+            tg_gil_newest.p = 0;  /* one entry per address */
         tg_gil_hash_insert(p, size, 1);
         return;
     }
@@ -363,6 +367,7 @@ void
 tg_ptrtable_clear(void)
 {
     tg_table_clear(&tg_ptrtable_raw);
+    tg_gil_newest.p = 0;
     tg_table_clear(&tg_ptrtable_gil);
     memset(tg_ptrtable_gil.hfilter, 0, sizeof tg_ptrtable_gil.hfilter);
     tg_ptrpage_clear(&tg_ptrpage_gil);
@@ -387,6 +392,8 @@ void
 tg_ptrtable_stats(struct tg_ptrtable *t, struct tg_ptrtable_stats *st)
 {
     st->compact = st->wide = st->paged = st->bytes = 0;
+    if (t == &tg_ptrtable_gil)
+        tg_gil_newest_flush();  /* counted where it belongs */
     tg_table_stats(t, st);
     if (t == &tg_ptrtable_gil) {
         st->paged = tg_ptrpage_gil.count;

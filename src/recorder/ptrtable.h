@@ -20,8 +20,9 @@
  * so a free of an unknown block (allocated before enable()) costs one short
  * probe; otherwise a remove searches the compact array only when it has
  * entries, then the wide one.
- * The GIL table keeps most blocks elsewhere: in a page map by address
- * (ptrpage.h), for locality; its hash holds the rest (large words, unaligned
+ * The GIL table keeps most blocks elsewhere: its newest block in a slot of
+ * its own (freed first, often: ptrtable_fast.h), the others in a page map by
+ * address (ptrpage.h), for locality; its hash holds the rest (large words, unaligned
  * or high pointers), and a 512-bit filter of the hash's entries spares the
  * page-map blocks a look there.
  * Two tables, because each domain frees only its own blocks:
@@ -46,8 +47,10 @@ extern struct tg_ptrtable tg_ptrtable_raw;
 extern struct tg_ptrtable tg_ptrtable_gil;
 
 /* Record PTR (not NULL) with SIZE, any 64-bit word, in T, replacing a stale entry
- * for the same address.  When the table cannot grow the entry is dropped and its
- * free will count 0. */
+ * for the same address (in the GIL table, when PTR leaves its newest slot,
+ * ptrtable_fast.h: the mem and obj hooks see every free of the blocks they
+ * enter, so a block they insert is never in it).  When the table cannot grow
+ * the entry is dropped and its free will count 0. */
 void tg_ptrtable_insert(struct tg_ptrtable *t, void *ptr, size_t size);
 /* The same, always in a wide entry: for callers whose words mostly do not fit a
  * compact one (allocation accounting's site ids), so that the compact array stays

@@ -257,12 +257,30 @@ tg_gil_hash_maybe(uintptr_t p)
     return (int)((tg_ptrtable_gil.hfilter[b >> 6] >> (b & 63)) & 1);
 }
 
-/* tg_ptrtable_insert(&tg_ptrtable_gil, PTR, SIZE), inline (GIL held). */
-static inline void
-tg_ptrtable_gil_insert(void *ptr, size_t size)
-{
-    uintptr_t p = (uintptr_t)ptr;
+/*
+ * The GIL table's newest block, held apart from the page map and the hash.
+ * Under a profile function (3.8-3.11) the interpreter makes a frame object for
+ * every call it reports and frees it when the call returns; a call that makes
+ * nothing itself (a leaf) frees it before anything else is allocated, and so
+ * do the many temporaries a program frees at once.  Their entries then never
+ * reach the map: an insert only moves the previous newest block into the map,
+ * and a remove of the newest block is one compare (the map's three dependent
+ * loads, and the churn of an entry page emptied and refilled by one frame
+ * object, were half of the allocator hooks' instructions on call_heavy).  P is
+ * 0 when empty; a block is in at most one of the newest slot, the map and the
+ * hash.  Guarded by the GIL.
+ */
+struct tg_gil_newest {
+    uintptr_t p;    /* the block, or 0 */
+    size_t word;    /* its word, as given to tg_ptrtable_gil_insert */
+};
+extern struct tg_gil_newest tg_gil_newest;
 
+/* Enter P with WORD in the page map, or the hash if it does not fit there (GIL
+ * held). */
+static inline __attribute__((always_inline)) void
+tg_ptrtable_gil_enter(uintptr_t p, size_t size)
+{
     if (__builtin_expect(tg_ptrpage_fits(p, size), 1)
             && __builtin_expect(tg_ptrpage_set(&tg_ptrpage_gil, p, size) == 0, 1)) {
         if (__builtin_expect(tg_gil_hash_maybe(p), 0))
@@ -272,12 +290,46 @@ tg_ptrtable_gil_insert(void *ptr, size_t size)
     tg_gil_hash_insert(p, size, 0);
 }
 
+/* Move the newest block, if any, into the map or the hash (GIL held): before
+ * the table is read as a whole (stats) or a block is entered elsewhere. */
+static inline void
+tg_gil_newest_flush(void)
+{
+    uintptr_t q = tg_gil_newest.p;
+    if (q != 0) {
+        tg_gil_newest.p = 0;
+        tg_ptrtable_gil_enter(q, tg_gil_newest.word);
+    }
+}
+
+/* tg_ptrtable_insert(&tg_ptrtable_gil, PTR, SIZE), inline (GIL held): PTR
+ * becomes the newest block, the previous one goes to the map.  A newest
+ * block at PTR already (its free was not seen) is replaced, as the map would
+ * replace it; a stale map entry for PTR is replaced when PTR moves there. */
+static inline __attribute__((always_inline)) void
+tg_ptrtable_gil_insert(void *ptr, size_t size)
+{
+    uintptr_t p = (uintptr_t)ptr;
+    uintptr_t q = tg_gil_newest.p;
+    size_t qw = tg_gil_newest.word;
+
+    tg_gil_newest.p = p;
+    tg_gil_newest.word = size;
+    if (q != 0 && q != p)
+        tg_ptrtable_gil_enter(q, qw);
+}
+
 /* tg_ptrtable_remove(&tg_ptrtable_gil, PTR, SIZE), inline (GIL held). */
-static inline int
+static inline __attribute__((always_inline)) int
 tg_ptrtable_gil_remove(void *ptr, size_t *size)
 {
     uintptr_t p = (uintptr_t)ptr;
 
+    if (p == tg_gil_newest.p) {
+        *size = tg_gil_newest.word;
+        tg_gil_newest.p = 0;
+        return 1;
+    }
     if (__builtin_expect(tg_ptrpage_take(&tg_ptrpage_gil, p, size), 1))
         return 1;
     if (__builtin_expect(tg_gil_hash_maybe(p), 0))
