@@ -70,6 +70,16 @@ $(B)/ctest/test_clock: tests/c/test_clock.c tests/c/tg_test.h $(CLOCK_SRC)
 $(B)/asan/ctest/test_clock: tests/c/test_clock.c tests/c/tg_test.h $(CLOCK_SRC)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/clock.c -lpthread
+# aggregate=True's trees, curves and folds are pure C: their test links aggregate.c.
+AGG_SRC := src/recorder/aggregate.c src/recorder/aggregate.h
+
+$(B)/ctest/test_agg_fold: tests/c/test_agg_fold.c tests/c/tg_test.h $(AGG_SRC)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/aggregate.c -lpthread
+
+$(B)/asan/ctest/test_agg_fold: tests/c/test_agg_fold.c tests/c/tg_test.h $(AGG_SRC)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/aggregate.c -lpthread
 # The finishing signals' guard is pure C: its test links sigkick.c alone.
 $(B)/ctest/test_sigkick: tests/c/test_sigkick.c tests/c/tg_test.h src/recorder/sigkick.c src/recorder/sigkick.h
 	@mkdir -p $(B)/ctest
@@ -89,6 +99,17 @@ $(B)/ctest/test_nat_maps: $(NATMAPS_DEPS)
 $(B)/asan/ctest/test_nat_maps: $(NATMAPS_DEPS)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/nat_maps.c
+# The native patcher's table of loaded objects is pure C: its test links nat_objs.c alone.
+NATOBJS_DEPS := tests/c/test_nat_objs.c tests/c/tg_test.h src/recorder/nat_objs.c \
+		src/recorder/nat_objs.h
+
+$(B)/ctest/test_nat_objs: $(NATOBJS_DEPS)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/nat_objs.c
+
+$(B)/asan/ctest/test_nat_objs: $(NATOBJS_DEPS)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/nat_objs.c
 # The recorder's pointer tables are pure C: their test links ptrtable.c and the
 # GIL table's page map (ptrpage.c) alone.
 PTRTABLE_DEPS := tests/c/test_ptrtable.c tests/c/tg_test.h src/recorder/ptrtable.c \

@@ -13,7 +13,9 @@
  *    that the kernel hands out again from being entered before its old range
  *    left the table);
  *  - the patcher: dl_iterate_phdr over the loaded objects, and in each the
- *    JUMP_SLOT, GLOB_DAT and absolute relocations naming one of our symbols.
+ *    JUMP_SLOT, GLOB_DAT and absolute relocations naming one of our symbols
+ *    (read once per object and kept, nat_objs.c: a dlopen's walk then costs a
+ *    few slot checks per object already loaded).
  *
  * What is not seen (docs/api.md "Native memory"): allocations libc makes for
  * itself or on the program's behalf (strdup, fopen, getline: libc calls its own
@@ -26,6 +28,7 @@
 #include "native.h"
 #include "hook_count.h"
 #include "nat_maps.h"
+#include "nat_objs.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -33,6 +36,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -511,12 +515,46 @@ tg_nat_store(uintptr_t *slot, uintptr_t val, uintptr_t relro_lo, uintptr_t relro
     }
 }
 
-/* Patch, restore or count (W's mode) the N relocations at REL of the object INFO,
- * whose symbols and names are SYMTAB and STRTAB. */
+/* Patch, restore or count (W's mode) SLOT of the object INFO, which names the
+ * hooked function S (JUMP: a JUMP_SLOT). */
 static void
+tg_nat_apply(struct tg_nat_walk *w, const struct dl_phdr_info *info, uintptr_t *slot,
+             const struct tg_nat_sym *s, int jump, uintptr_t relro_lo, uintptr_t relro_hi)
+{
+    uintptr_t cur = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    uintptr_t real = (uintptr_t)*s->real;
+    uintptr_t hook = (uintptr_t)s->hook;
+
+    switch (w->mode) {
+    case TG_NAT_PATCH:
+        /* A slot is ours to take if it holds the real function or, for a
+         * lazily bound JUMP_SLOT, its PLT stub (inside the object itself);
+         * another tool's hook (memray's, say) stays in place. */
+        if (cur != real && !(jump && tg_nat_contains(info, cur)))
+            break;
+        tg_nat_store(slot, hook, relro_lo, relro_hi);
+        w->slots++;
+        break;
+    case TG_NAT_RESTORE:
+        if (cur == hook) {
+            tg_nat_store(slot, real, relro_lo, relro_hi);
+            w->slots++;
+        }
+        break;
+    case TG_NAT_COUNT:
+        w->slots += cur == hook;
+        break;
+    }
+}
+
+/* The N relocations at REL of the object INFO, whose symbols and names are
+ * SYMTAB and STRTAB: each that names a hooked function is appended to O, or,
+ * when O is NULL, patched, restored or counted (W's mode) at once.  Returns 0,
+ * or -1 when O could not grow (the slots found so far stay in O). */
+static int
 tg_nat_relocs(struct tg_nat_walk *w, const struct dl_phdr_info *info, const ElfW(Rela) *rel,
               size_t n, const ElfW(Sym) *symtab, const char *strtab, uintptr_t relro_lo,
-              uintptr_t relro_hi)
+              uintptr_t relro_hi, struct tg_nat_obj *o)
 {
     uintptr_t base = info->dlpi_addr;
     size_t i;
@@ -524,7 +562,7 @@ tg_nat_relocs(struct tg_nat_walk *w, const struct dl_phdr_info *info, const ElfW
         unsigned long type = ELF64_R_TYPE(rel[i].r_info);
         unsigned long symi = ELF64_R_SYM(rel[i].r_info);
         const struct tg_nat_sym *s;
-        uintptr_t *slot, cur, real, hook;
+        uintptr_t *slot;
 
         if (symi == 0 || (type != TG_NAT_R_JUMP && type != TG_NAT_R_GLOB && type != TG_NAT_R_ABS))
             continue;
@@ -534,34 +572,48 @@ tg_nat_relocs(struct tg_nat_walk *w, const struct dl_phdr_info *info, const ElfW
         if (s == NULL)
             continue;
         slot = (uintptr_t *)(base + rel[i].r_offset);
-        cur = __atomic_load_n(slot, __ATOMIC_RELAXED);
-        real = (uintptr_t)*s->real;
-        hook = (uintptr_t)s->hook;
-        switch (w->mode) {
-        case TG_NAT_PATCH:
-            /* A slot is ours to take if it holds the real function or, for a
-             * lazily bound JUMP_SLOT, its PLT stub (inside the object itself);
-             * another tool's hook (memray's, say) stays in place. */
-            if (cur != real && !(type == TG_NAT_R_JUMP && tg_nat_contains(info, cur)))
-                break;
-            tg_nat_store(slot, hook, relro_lo, relro_hi);
-            w->slots++;
-            break;
-        case TG_NAT_RESTORE:
-            if (cur == hook) {
-                tg_nat_store(slot, real, relro_lo, relro_hi);
-                w->slots++;
-            }
-            break;
-        case TG_NAT_COUNT:
-            w->slots += cur == hook;
-            break;
-        }
+        if (o == NULL)
+            tg_nat_apply(w, info, slot, s, type == TG_NAT_R_JUMP, relro_lo, relro_hi);
+        else if (tg_nat_obj_push(o, slot, (unsigned)(s - tg_nat_syms), type == TG_NAT_R_JUMP) < 0)
+            return -1;
     }
+    return 0;
 }
 
-/* dl_iterate_phdr callback: walk the relocation tables of one object (ARG is the
- * struct tg_nat_walk); always 0, so that the walk goes on. */
+/* Guarded by tg_nat_patch_lock: the slots of the objects walks have read since
+ * the last unload (nat_objs.h). */
+static struct tg_nat_objs tg_nat_objs = TG_NAT_OBJS_INIT;
+
+/* The entry of INFO's object in tg_nat_objs, added (empty) if it has none: NULL
+ * when its slots are not known (the C library gives no unload count, SIZE, or
+ * out of memory) and must be read from its relocations (*FRESH 0), else the
+ * entry, *FRESH 1 when it is new and the caller fills it (tg_nat_patch_lock
+ * held). */
+static struct tg_nat_obj *
+tg_nat_obj_of(const struct dl_phdr_info *info, size_t size, int *fresh)
+{
+    uintptr_t key = (uintptr_t)info->dlpi_phdr;
+    struct tg_nat_obj *o;
+
+    *fresh = 0;
+    if (size < offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(info->dlpi_subs) || key == 0)
+        return NULL;
+    if (info->dlpi_subs != tg_nat_objs.subs) {  /* an object may have been unloaded */
+        tg_nat_objs_clear(&tg_nat_objs);
+        tg_nat_objs.subs = info->dlpi_subs;
+    }
+    o = tg_nat_objs_find(&tg_nat_objs, key, info->dlpi_addr);
+    if (o != NULL)
+        return o->complete ? o : NULL;
+    o = tg_nat_objs_add(&tg_nat_objs, key, info->dlpi_addr);
+    *fresh = o != NULL;
+    return o;
+}
+
+/* dl_iterate_phdr callback: walk the relocation slots of one object (ARG is the
+ * struct tg_nat_walk); always 0, so that the walk goes on.  An object's
+ * relocations are read at its first walk; later walks visit the slots found
+ * then (tg_nat_objs), checking each again. */
 static int
 tg_nat_object(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -571,12 +623,19 @@ tg_nat_object(struct dl_phdr_info *info, size_t size, void *arg)
     const ElfW(Sym) *symtab = NULL;
     const char *strtab = NULL;
     const ElfW(Rela) *jmprel = NULL, *rela = NULL;
-    size_t jmprel_sz = 0, rela_sz = 0;
-    int i, pltrel = DT_RELA;
+    size_t jmprel_sz = 0, rela_sz = 0, k;
+    int i, pltrel = DT_RELA, fresh;
+    struct tg_nat_obj *o;
 
-    (void)size;
     if (tg_nat_skip_object(info))
         return 0;
+    o = tg_nat_obj_of(info, size, &fresh);
+    if (o != NULL && !fresh) {
+        for (k = 0; k < o->n; k++)
+            tg_nat_apply(w, info, o->slots[k].slot, &tg_nat_syms[o->slots[k].sym],
+                         o->slots[k].jump, o->relro_lo, o->relro_hi);
+        return 0;
+    }
     for (i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type == PT_DYNAMIC)
@@ -585,6 +644,11 @@ tg_nat_object(struct dl_phdr_info *info, size_t size, void *arg)
             relro_lo = (base + ph->p_vaddr) & ~(uintptr_t)(tg_nat_page - 1);
             relro_hi = (base + ph->p_vaddr + ph->p_memsz) & ~(uintptr_t)(tg_nat_page - 1);
         }
+    }
+    if (o != NULL) {
+        o->relro_lo = relro_lo;
+        o->relro_hi = relro_hi;
+        o->complete = 1;  /* until a push fails below */
     }
     if (dyn == NULL)
         return 0;
@@ -602,12 +666,28 @@ tg_nat_object(struct dl_phdr_info *info, size_t size, void *arg)
     }
     if (symtab == NULL || strtab == NULL)
         return 0;
+    if (o != NULL) {
+        if ((jmprel != NULL && pltrel == DT_RELA
+                    && tg_nat_relocs(w, info, jmprel, jmprel_sz / sizeof(*jmprel), symtab,
+                                     strtab, relro_lo, relro_hi, o) < 0)
+                || (rela != NULL
+                    && tg_nat_relocs(w, info, rela, rela_sz / sizeof(*rela), symtab, strtab,
+                                     relro_lo, relro_hi, o) < 0)) {
+            o->complete = 0;  /* out of memory: read the relocations every walk */
+            o = NULL;
+        } else {
+            for (k = 0; k < o->n; k++)
+                tg_nat_apply(w, info, o->slots[k].slot, &tg_nat_syms[o->slots[k].sym],
+                             o->slots[k].jump, relro_lo, relro_hi);
+            return 0;
+        }
+    }
     if (jmprel != NULL && pltrel == DT_RELA)
         tg_nat_relocs(w, info, jmprel, jmprel_sz / sizeof(*jmprel), symtab, strtab,
-                      relro_lo, relro_hi);
+                      relro_lo, relro_hi, NULL);
     if (rela != NULL)
         tg_nat_relocs(w, info, rela, rela_sz / sizeof(*rela), symtab, strtab,
-                      relro_lo, relro_hi);
+                      relro_lo, relro_hi, NULL);
     return 0;
 }
 
@@ -760,6 +840,9 @@ tg_native_uninstall(void)
         return;
     atomic_store(&tg_nat_on, 0);
     tg_nat_walk_all(TG_NAT_RESTORE);
+    pthread_mutex_lock(&tg_nat_patch_lock);
+    tg_nat_objs_clear(&tg_nat_objs);
+    pthread_mutex_unlock(&tg_nat_patch_lock);
     tg_maps_clear();
 }
 

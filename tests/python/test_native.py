@@ -199,6 +199,57 @@ def test_disable_restores_the_relocations(exact):
     assert exact["after_disable"] == 0
 
 
+LOADS = """
+import ctypes, importlib.machinery, importlib.util, json, os, shutil, _ctypes
+from threadgraph import ProcessProfile, _recorder as R
+
+def load_copy(name):
+    # another file, so another object: dlopen loads it anew
+    path = os.path.abspath(shutil.copy(natext_path, name + EXT))
+    loader = importlib.machinery.ExtensionFileLoader("natext", path)
+    spec = importlib.util.spec_from_file_location("natext", path, loader=loader)
+    return importlib.util.module_from_spec(spec)
+
+def delta(f, *a):
+    c0 = R.thread_counters()
+    r = f(*a)
+    c1 = R.thread_counters()
+    return r, (c1[0] - c0[0]) - (c1[1] - c0[1])
+
+p = ProcessProfile(format="text", default_log_path="out", native=True)
+p.enable()
+import natext
+natext_path = natext.__file__
+EXT = natext_path[natext_path.index(".", natext_path.rindex("/")):]
+res = {"slots": [R.native_slots()]}
+first = load_copy("copy1")                 # patched by its dlopen's walk
+res["slots"].append(R.native_slots())
+lib = ctypes.CDLL(os.path.abspath(shutil.copy(natext_path, "gone" + EXT)))
+_ctypes.dlclose(lib._handle)                # an unload: the walks' table starts again
+second = load_copy("copy2")
+res["slots"].append(R.native_slots())
+for name, m in (("natext", natext), ("first", first), ("second", second)):
+    b, res[name] = delta(m.malloc, 1234567)
+    _, res[name + "_free"] = delta(m.free, b)
+p.disable()
+res["slots"].append(R.native_slots())
+print(json.dumps(res))
+"""
+
+
+def test_objects_loaded_after_others_and_after_an_unload(natext, tmp_path):
+    # Each dlopen walks every loaded object again, from the slots it remembers
+    # per object (nat_objs.c); an unload makes it read them all afresh.
+    proc = _run(tmp_path, natext, LOADS)
+    res = json.loads(proc.stdout.strip().splitlines()[-1])
+    before, after_first, after_second, after_disable = res["slots"]
+    assert 0 < before < after_first < after_second
+    assert after_disable == 0
+    for name in ("natext", "first", "second"):
+        assert near(res[name], 1234567), name
+        assert near(res[name + "_free"], -1234567), name
+
+
 def test_threads_see_their_own_native_deltas(exact):
     run = exact["dir"]
     for i in range(4):
