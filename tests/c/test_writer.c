@@ -214,7 +214,7 @@ static void test_full_kick(void)
 		n++;
 	}
 	CHECK_INT(kicks, 1);
-	CHECK(w.full != NULL);   /* handed to the flusher, not written by the producer */
+	CHECK_INT(atomic_load(&w.nfull), 1);  /* handed to the flusher, not written */
 	CHECK_INT(atomic_load(&w.len), (long)strlen("line ") + 1 + snprintf(NULL, 0, "%ld", n - 1));
 	{
 		struct stat st;
@@ -222,24 +222,34 @@ static void test_full_kick(void)
 	}
 	/* The flusher, woken, writes the handed-off buffer only. */
 	tg_writer_flush_full_nogil(&w);
-	CHECK(w.full == NULL);
+	CHECK_INT(atomic_load(&w.nfull), 0);
 	CHECK(w.spare != NULL);  /* kept for the next handoff */
 	CHECK(check_file_lines(path, "line ", 0, n - 1));
-	/* A second full buffer while the first is still pending: the producer
-	 * writes both itself, in order (memory stays at two buffers). */
+	/* Full buffers while the flusher writes none: each handed off (a kick
+	 * each), up to TG_WRITER_QUEUED_MAX in all; then the producer neither writes nor
+	 * waits: its records are refused (dropped, counted by its caller). */
+	CHECK_INT(tg_writer_queued(), 0);  /* none left by other writers */
 	kicks = 0;
-	while (kicks == 0 && n < 100000) {  /* bounded: a writer that never kicks fails */
+	while (tg_writer_queued() < TG_WRITER_QUEUED_MAX && n < 100000000) {
 		CHECK(put_line(&w, "line ", n));
 		n++;
 	}
-	CHECK(w.full != NULL);
-	for (i = 0; w.full != NULL && i < 100000; i++) {
-		CHECK(put_line(&w, "line ", n));
-		n++;
+	CHECK_INT(kicks, TG_WRITER_QUEUED_MAX);
+	{
+		struct stat st;
+		CHECK(stat(path, &st) == 0);
+		i = (long)st.st_size;
 	}
-	CHECK_INT(kicks, 1);  /* no second kick: the producer wrote it */
-	CHECK(i > 1000 && i < 100000);
-	tg_writer_flush(&w);
+	while (put_line(&w, "line ", n) && n < 100000000)
+		n++;  /* the current buffer fills */
+	CHECK(!put_line(&w, "line ", n));  /* refused, and again */
+	CHECK_INT(atomic_load(&w.nfull), TG_WRITER_QUEUED_MAX);
+	CHECK_INT(atomic_load(&w.err), 0);  /* the stream goes on */
+	{
+		struct stat st;
+		CHECK(stat(path, &st) == 0 && st.st_size == i);  /* nothing written */
+	}
+	tg_writer_flush(&w);  /* all, in order */
 	CHECK(check_file_lines(path, "line ", 0, n));
 	tg_writer_release(&w);
 	CHECK_INT(atomic_load(&w.err), 0);
@@ -259,7 +269,7 @@ static void test_full_no_kick(void)
 	CHECK_INT(tg_writer_open_path(&w, path), 0);
 	for (n = 0; n < 50000; n++)
 		CHECK(put_line(&w, "n", n));
-	CHECK(w.full == NULL);
+	CHECK_INT(atomic_load(&w.nfull), 0);
 	CHECK(w.spare == NULL);
 	{
 		struct stat st;  /* more than one buffer has left already */
@@ -465,7 +475,7 @@ static void test_take_pending(void)
 		CHECK(put_line(&w, "t", n));
 		n++;
 	}
-	CHECK(w.full != NULL);  /* handed off, not written yet */
+	CHECK_INT(atomic_load(&w.nfull), 1);  /* handed off, not written yet */
 	CHECK(put_line(&w, "t", n));
 	n++;
 	CHECK_INT(tg_writer_take_pending(&w, &tail, &split, &len), 0);
@@ -473,7 +483,7 @@ static void test_take_pending(void)
 	want_full = expected_lines("t", 0, n - 2, &full_len);
 	CHECK(tail != NULL && len == want_len && memcmp(tail, want, want_len) == 0);
 	CHECK_INT(split, full_len);  /* the handed-off buffer's lines, then the rest */
-	CHECK(w.full == NULL && atomic_load(&w.len) == 0);
+	CHECK(atomic_load(&w.nfull) == 0 && atomic_load(&w.len) == 0);
 	tg_writer_flush_nogil(&w);
 	tg_writer_release(&w);
 	CHECK_INT(s.writes, 0);
@@ -515,7 +525,7 @@ static void test_owner_sink(void)
 	for (n = 1; n < 20000; n++)
 		CHECK(put_line(&w, "o", n));
 	CHECK_INT(kicks, 0);
-	CHECK(w.full == NULL);
+	CHECK_INT(atomic_load(&w.nfull), 0);
 	tg_writer_release(&w);
 	CHECK_INT(s.closes, 1);
 	close(s.fd);
@@ -632,8 +642,14 @@ static void *producer_main(void *arg)
 {
 	struct producer *p = arg;
 	for (long i = 0; i < PRODUCER_LINES; i++) {
-		if (!put_line(p->w, "thread line ", i))
+		/* Refused while TG_WRITER_QUEUED_MAX buffers wait for the flusher (this
+		 * producer is far faster than any profiled program): the recorder
+		 * counts the record dropped; here it is offered again once the
+		 * flusher has run, so that every line is checked in order. */
+		while (!put_line(p->w, "thread line ", i)) {
 			p->refused++;
+			sched_yield();
+		}
 		if (i % 50000 == 49999)
 			tg_writer_flush(p->w);  /* the owner's own flush (rewind) */
 	}
@@ -665,8 +681,8 @@ static void test_concurrent(void)
 	f.stop = 1;
 	pthread_mutex_unlock(&f.lock);
 	pthread_join(ft, NULL);
-	CHECK_INT(pr.refused, 0);
 	CHECK(f.kicks > 0);
+	printf("  (%ld lines refused while the queue was full)\n", pr.refused);
 	tg_writer_release(&w);
 	CHECK_INT(atomic_load(&w.err), 0);
 	CHECK(check_file_lines(path, "thread line ", 0, PRODUCER_LINES));
