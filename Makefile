@@ -70,6 +70,16 @@ $(B)/ctest/test_clock: tests/c/test_clock.c tests/c/tg_test.h $(CLOCK_SRC)
 $(B)/asan/ctest/test_clock: tests/c/test_clock.c tests/c/tg_test.h $(CLOCK_SRC)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/clock.c -lpthread
+# aggregate=True's trees, curves and folds are pure C: their test links aggregate.c.
+AGG_SRC := src/recorder/aggregate.c src/recorder/aggregate.h
+
+$(B)/ctest/test_agg_fold: tests/c/test_agg_fold.c tests/c/tg_test.h $(AGG_SRC)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/aggregate.c -lpthread
+
+$(B)/asan/ctest/test_agg_fold: tests/c/test_agg_fold.c tests/c/tg_test.h $(AGG_SRC)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/aggregate.c -lpthread
 # The finishing signals' guard is pure C: its test links sigkick.c alone.
 $(B)/ctest/test_sigkick: tests/c/test_sigkick.c tests/c/tg_test.h src/recorder/sigkick.c src/recorder/sigkick.h
 	@mkdir -p $(B)/ctest

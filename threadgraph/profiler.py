@@ -610,13 +610,20 @@ class ProcessProfile:
             "monitoring_tool": self._rec.stats()["monitoring_tool"],
             "threads": self.threads(),
         }
+        # Encoded here and written through a binary file: a text file would look
+        # up its codec's "incrementalencoder" under a name str made afresh
+        # (PyObject_GetAttrString), which CPython's type attribute cache then
+        # keeps alive.  Written while the hooks count (enable, a forked child),
+        # that 59-byte str would be freed when a later lookup takes its cache
+        # slot, a slot picked by the str's address: in whatever call of the
+        # program happens to collide, an exact delta that varies run to run.
+        data = (json.dumps(info, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
         path = os.path.join(self._output_dir, "runinfo.json")
         tmp = path + ".tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
                      | getattr(os, "O_CLOEXEC", 0), 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(info, f, indent=2, ensure_ascii=False)
-            f.write("\n")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.replace(tmp, path)
 
     def _after_fork_child(self) -> None:

@@ -93,8 +93,10 @@ tg_ptrpage_set_slow(struct tg_ptrpage *m, uintptr_t p, size_t word)
     return tg_ptrpage_set(m, p, word);
 }
 
-__attribute__((noinline)) void
-tg_ptrpage_page_empty(struct tg_ptrpage *m, struct tg_pp_node *n, unsigned pi)
+/* Detach the empty entry page PI of node N: kept for reuse or freed, and the
+ * node with it when it was the node's last. */
+static void
+tg_ptrpage_detach(struct tg_ptrpage *m, struct tg_pp_node *n, unsigned pi)
 {
     struct tg_pp_page *pg = n->page[pi];
 
@@ -110,6 +112,28 @@ tg_ptrpage_page_empty(struct tg_ptrpage *m, struct tg_pp_node *n, unsigned pi)
     }
     if (--n->npages == 0)
         tg_ptrpage_node_empty(m, n);
+}
+
+__attribute__((noinline)) void
+tg_ptrpage_page_empty(struct tg_ptrpage *m, struct tg_pp_node *n, unsigned pi)
+{
+    unsigned slot = m->park_next;
+    struct tg_pp_node *old = m->parked[slot].node;
+    unsigned old_pi = m->parked[slot].pi;
+
+    /* A parked page's live never falls to 0 (its bit stays set), so it is not
+     * parked twice, and it stays attached until it leaves parked[]: OLD and
+     * its page are still there. */
+    n->page[pi]->u.live = TG_PP_PARKED_BIT;
+    m->parked[slot].node = n;
+    m->parked[slot].pi = pi;
+    m->park_next = (slot + 1) % TG_PP_PARKED;
+    if (old != NULL) {
+        struct tg_pp_page *op = old->page[old_pi];
+        op->u.live &= ~TG_PP_PARKED_BIT;
+        if (op->u.live == 0)
+            tg_ptrpage_detach(m, old, old_pi);  /* not N: N keeps PI's page */
+    }
 }
 
 void

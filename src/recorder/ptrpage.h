@@ -19,8 +19,9 @@
  * Only 16-aligned blocks below 2^47 whose word is at most TG_PP_WORD_MAX go
  * here (with accounting off, nearly every block of the mem and obj domains);
  * ptrtable.c keeps the rest in the GIL table's hash and keeps a pointer in at
- * most one of the two.  An entry page whose last entry goes is kept for reuse
- * (TG_PP_SPARE_MAX) or freed, and a node (32 KiB per 16 MiB of address space
+ * most one of the two.  An entry page whose last entry goes stays in place
+ * while it is among the TG_PP_PARKED pages that emptied last, then is kept for
+ * reuse (TG_PP_SPARE_MAX) or freed, and a node (32 KiB per 16 MiB of address space
  * in use) whose last entry page goes is kept for reuse (TG_PP_SPARE_NODES) or
  * freed; the node array (64 MiB of
  * address space reserved, a page of it touched per 8 GiB in use) stays until
@@ -48,6 +49,13 @@
 #define TG_PP_GRANULES (1u << (TG_PP_PAGE_SHIFT - 4))
 #define TG_PP_WORD_MAX 0xFFFEu   /* entries hold word + 1 in 16 bits */
 #define TG_PP_SPARE_MAX 1024     /* empty entry pages kept for reuse (520 KiB) */
+#define TG_PP_PARKED 16          /* entry pages left in place when they empty,
+                                    the most recent ones: a page that one block
+                                    keeps emptying and refilling (a frame
+                                    object's, under a profile function) was
+                                    detached and attached again each time */
+#define TG_PP_PARKED_BIT 0x80000000u  /* in live: the page is in parked[] (its
+                                    entry count is live's other bits) */
 #define TG_PP_SPARE_NODES 32     /* empty nodes kept for reuse (1 MiB): a block
                                     moving between sparse regions (a growing
                                     list's buffer) made and freed a 32 KiB node,
@@ -75,6 +83,13 @@ struct tg_ptrpage {
     size_t nspare;
     struct tg_pp_node *spare_nodes;/* empty nodes (page[] all NULL), by next */
     size_t nspare_nodes;
+    struct {
+        struct tg_pp_node *node;   /* NULL: a free slot */
+        unsigned pi;
+    } parked[TG_PP_PARKED];        /* pages that emptied lately, still attached,
+                                      each once (TG_PP_PARKED_BIT): the oldest is
+                                      detached, if still empty, as the next comes */
+    unsigned park_next;            /* the slot the next one takes */
     size_t count;                  /* entries */
     size_t pages;                  /* entry pages in use */
     size_t nnodes;
@@ -95,7 +110,8 @@ tg_ptrpage_fits(uintptr_t p, size_t word)
 
 /* Out of line: enter P when its node or entry page does not exist yet. */
 int tg_ptrpage_set_slow(struct tg_ptrpage *m, uintptr_t p, size_t word);
-/* Out of line: the entry page of node N's page PI has no entry left. */
+/* Out of line: the entry page of node N's page PI has no entry left (and is
+ * not parked): it is parked, and the oldest parked page detached if empty. */
 void tg_ptrpage_page_empty(struct tg_ptrpage *m, struct tg_pp_node *n, unsigned pi);
 
 /* Enter block P (tg_ptrpage_fits) with WORD in M, replacing an entry for P.

@@ -387,6 +387,57 @@ static void test_pages(void)
 	tg_ptrtable_clear();
 }
 
+/* A page that one block keeps emptying and refilling stays attached (parked)
+ * instead of going to the spare list and back each time; a parked page goes
+ * once TG_PP_PARKED pages emptied after it, unless it has entries again. */
+static void test_parked(void)
+{
+	struct tg_ptrtable *t = &tg_ptrtable_gil;
+	const uint64_t base = 0x7f3600000000ull;
+	long i, bad = 0;
+
+	tg_ptrtable_clear();
+	tg_ptrtable_insert(t, P(base), 1);
+	tg_ptrtable_insert(t, P(base + 16), 2);       /* base goes to the map */
+	for (i = 0; i < 1000; i++) {               /* base's page empties each time */
+		if (take(t, base) != 1)
+			bad++;
+		tg_ptrtable_insert(t, P(base), 1);
+		tg_ptrtable_insert(t, P(base + 32), 3);   /* moves base to the map */
+		if (take(t, base + 32) != 3)
+			bad++;
+	}
+	CHECK_INT(bad, 0);
+	CHECK_INT(tg_ptrpage_gil.pages, 1);
+	CHECK_INT(tg_ptrpage_gil.nspare, 0);       /* never detached */
+	CHECK_INT(take(t, base), 1);
+	CHECK_INT(take(t, base + 16), 2);
+	CHECK_INT(tg_ptrpage_gil.pages, 1);        /* parked */
+	for (i = 1; i <= TG_PP_PARKED; i++) {      /* as many pages empty after it */
+		tg_ptrtable_insert(t, P(base + (uint64_t)i * 4096), 4);
+		tg_ptrtable_insert(t, P(base + 16), 5);   /* moves it to the map */
+		CHECK_INT(take(t, base + (uint64_t)i * 4096), 4);
+		CHECK_INT(take(t, base + 16), 5);
+		if (i == 1) {                      /* a parked page used again: kept */
+			tg_ptrtable_insert(t, P(base + 48), 6);
+			tg_ptrtable_insert(t, P(base + 64), 7);
+		}
+	}
+	/* base's page left parked[] with an entry: still there, its count exact */
+	CHECK_INT(tg_ptrpage_gil.pages, TG_PP_PARKED + 1);
+	CHECK_INT(take(t, base + 48), 6);
+	CHECK_INT(take(t, base + 64), 7);
+	for (i = 1; i <= TG_PP_PARKED; i++) {      /* every page empties and goes */
+		tg_ptrtable_insert(t, P(base + (UINT64_C(1) << 24) + (uint64_t)i * 4096), 8);
+		tg_ptrtable_insert(t, P(base + 16), 5);
+		CHECK_INT(take(t, base + (UINT64_C(1) << 24) + (uint64_t)i * 4096), 8);
+		CHECK_INT(take(t, base + 16), 5);
+	}
+	CHECK_INT(tg_ptrpage_gil.pages, TG_PP_PARKED);
+	CHECK_INT(tg_ptrtable_count(), 0);
+	tg_ptrtable_clear();
+}
+
 /* Where the page map's address space cannot be had (ulimit -v), every block
  * goes to the hash, exactly, and the mmap is not retried per block.  In a
  * child: the limit must not reach the other tests. */
@@ -475,6 +526,7 @@ int main(void)
 	test_growth(&tg_ptrtable_raw);
 	test_newest();
 	test_pages();
+	test_parked();
 	test_pages_without_address_space();
 	test_threads();
 	tg_ptrtable_clear();

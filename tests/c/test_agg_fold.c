@@ -1,0 +1,130 @@
+/*
+ * test_agg_fold.c - aggregate=True's ended threads (src/recorder/aggregate.c,
+ * plain C): past TG_AGG_KEEP_ENDED the oldest ended thread is folded into its
+ * name family's entry, counts, totals and times added per call path and
+ * curves added up bucket by bucket at the wider width; past TG_AGG_FAMILIES
+ * families, into the one "*"; the list stays bounded however many end.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "aggregate.h"
+#include "tg_test.h"
+
+static struct tg_agg a;
+
+/* The listed entry named BASE, or NULL. */
+static struct tg_agg_thread *entry(const char *base)
+{
+	struct tg_agg_thread *at;
+	for (at = a.threads; at != NULL; at = at->next)
+		if (strcmp(at->base, base) == 0)
+			return at;
+	return NULL;
+}
+
+static size_t listed(void)
+{
+	size_t n = 0;
+	for (struct tg_agg_thread *at = a.threads; at != NULL; at = at->next)
+		n++;
+	return n;
+}
+
+/* A thread named BASE that calls f1 -> f2 once, DELTA bytes in f2, with
+ * memory BYTES at time NOW_US; then it ends. */
+static void one(const char *base, int64_t delta, int64_t now_us, int64_t bytes)
+{
+	struct tg_agg_thread *at = tg_agg_thread_new(&a, base, 7);
+	uint32_t n1, n2;
+
+	CHECK(at != NULL);
+	n1 = tg_agg_enter(at, 0, 1, 10);
+	n2 = tg_agg_enter(at, n1, 2, 20);
+	tg_agg_curve(at, now_us, bytes);
+	tg_agg_leave(at, n2, delta, 5);
+	tg_agg_leave(at, n1, delta + 1, 6);
+	tg_agg_thread_end(&a, at);
+}
+
+int main(void)
+{
+	struct tg_agg_thread *fam, *t;
+	struct tg_agg_node *nd;
+	char name[32];
+	int i;
+
+	pthread_mutex_init(&a.lock, NULL);
+	tg_agg_open(&a, 1000000, "thread", 1000);
+	CHECK_INT(tg_agg_func_add(&a, 0, "a.py", 4, "f1", 2), 1);
+	CHECK_INT(tg_agg_func_add(&a, 0, "a.py", 4, "f2", 2), 2);
+
+	/* 16 ended threads are kept whole; the 17th end folds the first */
+	for (i = 1; i <= 16; i++) {
+		snprintf(name, sizeof(name), "Thread-%d (h)", i);
+		one(name, i, 1000000 + 500, 100);
+	}
+	CHECK_INT(listed(), 16);
+	CHECK(entry("Thread-* (h)") == NULL);
+	one("Thread-17 (h)", 17, 1000000 + 1700000, 50);
+	CHECK_INT(listed(), 17);  /* 16 whole, one folded entry */
+	CHECK(entry("Thread-1 (h)") == NULL);
+	fam = entry("Thread-* (h)");
+	CHECK(fam != NULL);
+	CHECK_INT(fam->folded, 1);
+	CHECK_INT(fam->native_id, 0);
+	CHECK_INT(fam->ended, 0);
+	CHECK_INT(atomic_load(&fam->n), 3);
+	nd = tg_agg_node_at(fam, 2);
+	CHECK_INT(nd->func, 2);
+	CHECK_INT(atomic_load(&nd->count), 1);
+	CHECK_INT(atomic_load(&nd->total), 1);
+	/* the second fold: counts, totals and times added, the largest kept, the
+	 * curve widened to the second thread's and its buckets added up */
+	t = entry("Thread-2 (h)");
+	CHECK(t != NULL);
+	for (i = 0; i < 600; i++)  /* merges its curve: 1 ms -> 2 ms */
+		tg_agg_curve(t, 1000000 + 1000 * i, 40);
+	one("Thread-18 (h)", 18, 1000000 + 1800000, 60);
+	CHECK_INT(fam->folded, 2);
+	CHECK(entry("Thread-2 (h)") == NULL);
+	nd = tg_agg_node_at(fam, 2);
+	CHECK_INT(atomic_load(&nd->count), 2);
+	CHECK_INT(atomic_load(&nd->total), 1 + 2);
+	CHECK_INT(atomic_load(&nd->max), 2);
+	CHECK_INT(atomic_load(&nd->time_us), 10);
+	CHECK_INT(atomic_load(&tg_agg_node_at(fam, 1)->total), 2 + 3);
+	CHECK_INT(atomic_load(&fam->width_us), 2000);
+	/* bucket 0: thread 1's 100 at 0.5 ms, and thread 2's 100 and 40 */
+	CHECK_INT(atomic_load(&fam->bmin[0]), 100 + 40);
+	CHECK_INT(atomic_load(&fam->bmax[0]), 100 + 100);
+	CHECK_INT(atomic_load(&fam->bmin[299]), 40);
+
+	/* other families: one entry each up to TG_AGG_FAMILIES, then "*" */
+	for (i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "w%c", 'a' + i);  /* no digits: "wa~*", ... */
+		one(name, 1, 1000000, 1);
+	}
+	CHECK(entry("wa~*") != NULL);
+	CHECK(entry("*") != NULL);
+	CHECK_INT(listed(), TG_AGG_KEEP_ENDED + TG_AGG_FAMILIES + 1);
+	{
+		uint64_t folded = 0;
+		for (t = a.threads; t != NULL; t = t->next)
+			folded += t->folded;
+		CHECK_INT(folded, 18 + 40 - TG_AGG_KEEP_ENDED);
+		CHECK_INT(atomic_load(&tg_agg_node_at(entry("*"), 2)->count), entry("*")->folded);
+	}
+	/* a thousand more: the list does not grow */
+	for (i = 0; i < 1000; i++) {
+		snprintf(name, sizeof(name), "req-%d", i);
+		one(name, 1, 1000000, 1);
+	}
+	CHECK_INT(listed(), TG_AGG_KEEP_ENDED + TG_AGG_FAMILIES + 1);
+	tg_agg_close(&a);
+	CHECK(a.threads == NULL);
+	CHECK_INT(a.n_ended, 0);
+	CHECK_INT(a.n_families, 0);
+	TG_TEST_DONE();
+}
