@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "aggfile.h"
 #include "capture_read.h"
 #include "fmt.h"
 #include "held.h"
@@ -147,6 +148,17 @@ static int held_read_text(const struct tg_dumpfile *df, struct held_emit *e, con
 	int64_t v = 0;
 	int got, sgot = 0, sampled = -1, have_stack = 0, ret = -1;
 
+	if (df->agg_thread) {
+		/* An aggregate run's curve: each bucket's lowest and highest reading of
+		 * the thread's memory, which is what it holds only when that memory is
+		 * the thread's own (memory="thread"). */
+		if (strcmp(df->agg->memory, "thread") != 0) {
+			*why = "an aggregate run's curves are the process's memory (memory=\""
+			       "process\" or \"rss\"), not what each thread holds";
+			return 1;
+		}
+		sampled = 1;
+	}
 	if (tg_src_open(&ms, df, 1, 0, d) < 0)
 		return -1;
 	while ((got = tg_src_next_mem(&ms, &m, d)) > 0) {

@@ -31,13 +31,13 @@
  * THREAD out), and then its own chunk.  A thread's THREAD is queued before its
  * first record is appended, so it precedes every chunk of the stream; its end
  * is queued after every other chunk of the stream has been written (its
- * writer's lock is taken to take the last bytes, after the flusher's writes
+ * writer's io_lock is taken to take the last bytes, after the flusher's writes
  * of that stream), so an end applied in the same pass never drops a live
  * stream from a head.  The one wait left: a thread whose own chunk is the
- * write that is stuck waits at its end for its writer's lock (the flusher
+ * write that is stuck waits at its end for its writer's io_lock (the flusher
  * holds it across that write).  tg_cap_finish writes what is queued before
  * the END; a close without it (a failed enable, a forked child) drops it.
- * Lock order: a writer's lock, then the capture's `lock`, then `defs_lock`
+ * Lock order: a writer's io_lock, then the capture's `lock`, then `defs_lock`
  * (tg_cap_define, tg_cap_thread and tg_cap_deposit take defs_lock alone).
  * fork() takes defs_lock alone, never `lock` (tg_cap_prepare_fork): a fork
  * never waits for a write in progress; the child leaves that write's state

@@ -861,6 +861,12 @@ tg_recorder_disable(struct tg_recorder_object *self)
     tg_native_uninstall();  /* native=True (native.c); before the table is cleared */
     tg_hooks_uninstall();
     tg_flusher_stop(r);  /* waits for its write in progress, GIL released */
+    {
+        /* The last requests, which the flusher had not taken. */
+        uint64_t n = tg_process_sample_wanted(r);
+        if (n > 0)
+            tg_process_sample(r, n);
+    }
     /* What is buffered, written as the flusher writes it, without the GIL: a
      * slow or blocked sink stalls this thread, not the program's others
      * (docs/architecture.md "Locks and I/O").  What the thread ends and the
@@ -868,12 +874,6 @@ tg_recorder_disable(struct tg_recorder_object *self)
     Py_BEGIN_ALLOW_THREADS
     tg_flush_all_fd(r);
     Py_END_ALLOW_THREADS
-    {
-        /* The last requests, which the flusher had not taken. */
-        uint64_t n = tg_process_sample_wanted(r);
-        if (n > 0)
-            tg_process_sample(r, n);
-    }
     tg_thread_retire_all(r);
     tg_writer_flush(&r->process_w);
     tg_note_writer_error(r, &r->process_w);

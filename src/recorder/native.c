@@ -441,7 +441,9 @@ struct tg_nat_walk {
 };
 
 /* The entry of symbol NAME if we hook it (and its real function exists), else NULL.
- * Relocations name mostly other symbols: the first letter screens them out. */
+ * Relocations name mostly other symbols: the first letter screens them out, and
+ * the first two letters most of the rest (memcpy, free_..., pthread_...) before
+ * any strcmp call (the install walk read every relocation name that way). */
 static const struct tg_nat_sym *
 tg_nat_sym_find(const char *name)
 {
@@ -449,10 +451,12 @@ tg_nat_sym_find(const char *name)
     if (name[0] != 'm' && name[0] != 'c' && name[0] != 'r' && name[0] != 'f'
                 && name[0] != 'p' && name[0] != 'a' && name[0] != 'v' && name[0] != 'd')
         return NULL;
-    for (i = 0; i < TG_NAT_NSYMS; i++)
-        if (*tg_nat_syms[i].real != NULL && tg_nat_syms[i].hook != NULL
-                && strcmp(name, tg_nat_syms[i].name) == 0)
+    for (i = 0; i < TG_NAT_NSYMS; i++) {
+        const char *n = tg_nat_syms[i].name;  /* at least two letters */
+        if (n[0] == name[0] && n[1] == name[1] && strcmp(name + 2, n + 2) == 0
+                && *tg_nat_syms[i].real != NULL && tg_nat_syms[i].hook != NULL)
             return &tg_nat_syms[i];
+    }
     return NULL;
 }
 

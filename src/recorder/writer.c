@@ -69,6 +69,7 @@ void
 tg_writer_init(struct tg_writer *w)
 {
     memset(w, 0, sizeof(*w));
+    pthread_mutex_init(&w->io_lock, NULL);
     pthread_mutex_init(&w->lock, NULL);
     w->fd = -1;
 }
@@ -186,39 +187,108 @@ tg_writer_writable_unlocked(struct tg_writer *w)
            && tg_writer_check_fd(w);
 }
 
-/* Write the handed-off buffer, if any, and keep it as the spare; the caller
- * holds w->lock. */
+/* Buffer B, written or given up, becomes W's spare (or is freed).  The
+ * caller holds io_lock and lock: no consumer is reading B. */
+static void
+tg_writer_recycle_unlocked(struct tg_writer *w, char *b)
+{
+    if (w->spare == NULL)
+        w->spare = b;
+    else
+        free(b);
+}
+
+/* Filled buffers queued in every writer (TG_WRITER_QUEUED_MAX); atomic. */
+static _Atomic unsigned tg_writer_nqueued;
+
+unsigned
+tg_writer_queued(void)
+{
+    return atomic_load_explicit(&tg_writer_nqueued, memory_order_relaxed);
+}
+
+/* Take the oldest handed-off buffer out of the queue.  lock held, nfull > 0. */
+static struct tg_writer_full
+tg_writer_pop_unlocked(struct tg_writer *w)
+{
+    unsigned n = atomic_load_explicit(&w->nfull, memory_order_relaxed);
+    struct tg_writer_full f = w->fullq[0];
+    memmove(w->fullq, w->fullq + 1, (n - 1) * sizeof(f));
+    atomic_store_explicit(&w->nfull, n - 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&tg_writer_nqueued, 1, memory_order_relaxed);
+    return f;
+}
+
+/* Write the handed-off buffers, oldest first, and recycle them.  The caller
+ * holds io_lock and lock; lock is let go across each write (a handoff
+ * meanwhile queues behind). */
 static void
 tg_writer_write_full_unlocked(struct tg_writer *w)
 {
-    if (w->full == NULL)
-        return;
-    if (w->full_len > w->full_from && tg_writer_writable_unlocked(w)) {
-        int e = tg_writer_out(w, w->full + w->full_from, w->full_len - w->full_from);
-        if (e)
-            tg_writer_stop(w, e);
+    while (atomic_load_explicit(&w->nfull, memory_order_relaxed) > 0) {
+        struct tg_writer_full f = tg_writer_pop_unlocked(w);
+        if (f.len > f.from && tg_writer_writable_unlocked(w)) {
+            int e;
+            pthread_mutex_unlock(&w->lock);
+            e = tg_writer_out(w, f.buf + f.from, f.len - f.from);
+            pthread_mutex_lock(&w->lock);
+            if (e)
+                tg_writer_stop(w, e);
+        }
+        tg_writer_recycle_unlocked(w, f.buf);
     }
-    if (w->spare == NULL)
-        w->spare = w->full;
-    else
-        free(w->full);
-    w->full = NULL;
-    w->full_from = w->full_len = 0;
 }
 
-/* Write [flushed, len) to the descriptor, after the handed-off buffer; the
- * caller holds w->lock. */
+/* Give up the handed-off buffers unwritten (a stopped or dropped stream).
+ * The caller holds io_lock and lock. */
+static void
+tg_writer_forget_full_unlocked(struct tg_writer *w)
+{
+    while (atomic_load_explicit(&w->nfull, memory_order_relaxed) > 0)
+        tg_writer_recycle_unlocked(w, tg_writer_pop_unlocked(w).buf);
+}
+
+/* Write [flushed, len) to the descriptor, after the handed-off buffers.  The
+ * caller holds io_lock and lock; lock is let go across the write: the range
+ * is claimed first (flushed advanced), so a handoff meanwhile queues the
+ * buffer from its end, and the buffer is not reused while it is read (only
+ * io_lock holders recycle buffers). */
 static void
 tg_writer_write_pending_unlocked(struct tg_writer *w)
 {
-    size_t end = atomic_load_explicit(&w->len, memory_order_acquire);
+    size_t end, from;
+    char *b;
+
     tg_writer_write_full_unlocked(w);
-    if (end > w->flushed && tg_writer_writable_unlocked(w)) {
-        int e = tg_writer_out(w, w->buf + w->flushed, end - w->flushed);
+    end = atomic_load_explicit(&w->len, memory_order_acquire);
+    from = w->flushed;
+    b = w->buf;
+    if (end <= from)
+        return;
+    w->flushed = end;
+    if (tg_writer_writable_unlocked(w)) {
+        int e;
+        pthread_mutex_unlock(&w->lock);
+        e = tg_writer_out(w, b + from, end - from);
+        pthread_mutex_lock(&w->lock);
         if (e)
             tg_writer_stop(w, e);
     }
-    w->flushed = end;
+}
+
+/* Take W's io_lock then lock / let them go (a consumer's pair). */
+static void
+tg_writer_lock_io(struct tg_writer *w)
+{
+    pthread_mutex_lock(&w->io_lock);
+    pthread_mutex_lock(&w->lock);
+}
+
+static void
+tg_writer_unlock_io(struct tg_writer *w)
+{
+    pthread_mutex_unlock(&w->lock);
+    pthread_mutex_unlock(&w->io_lock);
 }
 
 /* Hand the pending bytes to W's owner-only sink.  The GIL is held.  The buffer
@@ -244,11 +314,11 @@ tg_writer_flush_owner(struct tg_writer *w)
 void
 tg_writer_flush_full_nogil(struct tg_writer *w)
 {
-    if (w->pyfile != NULL || atomic_load_explicit(&w->full, memory_order_relaxed) == NULL)
+    if (w->pyfile != NULL || atomic_load_explicit(&w->nfull, memory_order_relaxed) == 0)
         return;  /* unlocked peek (atomic); the locked path re-reads */
-    pthread_mutex_lock(&w->lock);
+    tg_writer_lock_io(w);
     tg_writer_write_full_unlocked(w);
-    pthread_mutex_unlock(&w->lock);
+    tg_writer_unlock_io(w);
 }
 
 void
@@ -258,12 +328,12 @@ tg_writer_flush_nogil(struct tg_writer *w)
         return;
     if (atomic_load_explicit(&w->len, memory_order_relaxed)
                 == atomic_load_explicit(&w->flushed, memory_order_relaxed)
-            && atomic_load_explicit(&w->full, memory_order_relaxed) == NULL)
+            && atomic_load_explicit(&w->nfull, memory_order_relaxed) == 0)
         return;  /* unlocked peeks (atomics); the locked path re-reads */
-    pthread_mutex_lock(&w->lock);
+    tg_writer_lock_io(w);
     if (w->buf != NULL)
         tg_writer_write_pending_unlocked(w);
-    pthread_mutex_unlock(&w->lock);
+    tg_writer_unlock_io(w);
 }
 
 void
@@ -273,9 +343,9 @@ tg_writer_flush(struct tg_writer *w)
         return;
     if (atomic_load_explicit(&w->err, memory_order_relaxed) || w->dropped) {
         if (w->pyfile == NULL) {
-            pthread_mutex_lock(&w->lock);
-            tg_writer_write_full_unlocked(w);  /* writes nothing: recycles it */
-            pthread_mutex_unlock(&w->lock);
+            tg_writer_lock_io(w);
+            tg_writer_forget_full_unlocked(w);
+            tg_writer_unlock_io(w);
         }
         tg_writer_emptied(w);
         w->flushed = 0;
@@ -285,17 +355,18 @@ tg_writer_flush(struct tg_writer *w)
         tg_writer_flush_owner(w);
         return;
     }
-    pthread_mutex_lock(&w->lock);
+    tg_writer_lock_io(w);
     tg_writer_write_pending_unlocked(w);
     tg_writer_emptied(w);
     w->flushed = 0;
-    pthread_mutex_unlock(&w->lock);
+    tg_writer_unlock_io(w);
 }
 
 int
 tg_writer_take_pending(struct tg_writer *w, char **out, size_t *split, size_t *len)
 {
-    size_t a = 0, b = 0, end;
+    size_t a = 0, b = 0, end, off = 0;
+    unsigned i, n;
     char *copy = NULL;
     int ret = 0;
 
@@ -303,11 +374,12 @@ tg_writer_take_pending(struct tg_writer *w, char **out, size_t *split, size_t *l
     *split = *len = 0;
     if (w->buf == NULL || w->pyfile != NULL)
         return 0;
-    pthread_mutex_lock(&w->lock);
+    tg_writer_lock_io(w);
     end = atomic_load_explicit(&w->len, memory_order_acquire);
+    n = atomic_load_explicit(&w->nfull, memory_order_relaxed);
     if (!atomic_load_explicit(&w->err, memory_order_relaxed) && !w->dropped) {
-        if (w->full != NULL && w->full_len > w->full_from)
-            a = w->full_len - w->full_from;
+        for (i = 0; i < n; i++)
+            a += w->fullq[i].len - w->fullq[i].from;
         if (end > w->flushed)
             b = end - w->flushed;
         if (a + b > 0) {
@@ -315,43 +387,68 @@ tg_writer_take_pending(struct tg_writer *w, char **out, size_t *split, size_t *l
                 ret = -1;
                 goto out;
             }
-            if (a > 0)
-                memcpy(copy, w->full + w->full_from, a);
+            for (i = 0; i < n; i++) {
+                const struct tg_writer_full *f = &w->fullq[i];
+                memcpy(copy + off, f->buf + f->from, f->len - f->from);
+                off += f->len - f->from;
+            }
             if (b > 0)
                 memcpy(copy + a, w->buf + w->flushed, b);
         }
     }
-    if (w->full != NULL) {  /* taken (or not to be written): recycled */
-        w->full_from = w->full_len;
-        tg_writer_write_full_unlocked(w);
-    }
+    tg_writer_forget_full_unlocked(w);  /* taken (or not to be written) */
     tg_writer_emptied(w);
     w->flushed = 0;
     *out = copy;
     *split = a;
     *len = a + b;
 out:
-    pthread_mutex_unlock(&w->lock);
+    tg_writer_unlock_io(w);
     return ret;
 }
 
-/* Hand W's filled buffer to the flusher and continue in the spare one.  GIL
- * held (the producer).  Returns 0 when the flusher still has the previous one
- * (or no spare can be had): the caller then writes both itself. */
+/* Room for one more entry in W's queue.  lock held.  Returns 0 or -1. */
+static int
+tg_writer_queue_room_unlocked(struct tg_writer *w, unsigned n)
+{
+    if (n == w->fullq_cap) {
+        unsigned nc = w->fullq_cap ? 2 * w->fullq_cap : 4;
+        struct tg_writer_full *nq = realloc(w->fullq, nc * sizeof(*nq));
+        if (nq == NULL)
+            return -1;
+        w->fullq = nq;
+        w->fullq_cap = nc;
+    }
+    if (w->spare == NULL && (w->spare = malloc(TG_WRITER_BUFSIZE)) == NULL)
+        return -1;
+    return 0;
+}
+
+/* Hand W's filled buffer to the flusher and continue in a fresh one (the
+ * spare, or a new one).  GIL held (the producer).  Takes only `lock`, never
+ * held across I/O: a write in progress, even a stuck one, is not waited for.
+ * Returns 1 (handed off), 0 (no flusher to hand it to: the caller writes it
+ * itself) or -1 (TG_WRITER_QUEUED_MAX buffers wait already, or no memory:
+ * this record is dropped). */
 static int
 tg_writer_handoff(struct tg_writer *w)
 {
-    int done = 0;
+    int done = -1;
+    unsigned n;
 
     if (w->pyfile != NULL || w->cap != TG_WRITER_BUFSIZE || w->kick == NULL)
         return 0;
     pthread_mutex_lock(&w->lock);
-    if (w->full == NULL && w->spare == NULL)
-        w->spare = malloc(TG_WRITER_BUFSIZE);
-    if (w->full == NULL && w->spare != NULL) {
-        w->full = w->buf;
-        w->full_from = w->flushed;
-        w->full_len = atomic_load_explicit(&w->len, memory_order_relaxed);
+    n = atomic_load_explicit(&w->nfull, memory_order_relaxed);
+    if (atomic_fetch_add_explicit(&tg_writer_nqueued, 1, memory_order_relaxed)
+                >= TG_WRITER_QUEUED_MAX
+            || tg_writer_queue_room_unlocked(w, n) < 0) {
+        atomic_fetch_sub_explicit(&tg_writer_nqueued, 1, memory_order_relaxed);
+    } else {
+        w->fullq[n].buf = w->buf;
+        w->fullq[n].from = w->flushed;
+        w->fullq[n].len = atomic_load_explicit(&w->len, memory_order_relaxed);
+        atomic_store_explicit(&w->nfull, n + 1, memory_order_relaxed);
         w->buf = w->spare;
         w->spare = NULL;
         tg_writer_emptied(w);
@@ -359,8 +456,8 @@ tg_writer_handoff(struct tg_writer *w)
         done = 1;
     }
     pthread_mutex_unlock(&w->lock);
-    if (done)
-        w->kick(w->kick_ctx);
+    if (done > 0 || n > 0)
+        w->kick(w->kick_ctx);  /* again when full: a flusher that lags */
     return done;
 }
 
@@ -368,11 +465,15 @@ char *
 tg_writer_reserve_slow(struct tg_writer *w, size_t n)
 {
     size_t len;
+    int h = 0;
 
     if (!tg_writer_usable(w))
         return NULL;
     len = atomic_load_explicit(&w->len, memory_order_relaxed);
-    if (len + n > w->cap && n <= TG_WRITER_BUFSIZE && tg_writer_handoff(w)) {
+    if (len + n > w->cap && n <= TG_WRITER_BUFSIZE && (h = tg_writer_handoff(w)) != 0) {
+        if (h < 0)
+            return NULL;  /* dropped, counted by the caller; lim kept: the
+                           * next record tries again */
         len = 0;
     } else if (len + n > w->cap) {
         tg_writer_flush(w);
@@ -386,14 +487,14 @@ tg_writer_reserve_slow(struct tg_writer *w, size_t n)
             char *nb;
             int pyfile = w->pyfile != NULL;
             if (!pyfile)
-                pthread_mutex_lock(&w->lock);
+                tg_writer_lock_io(w);
             nb = realloc(w->buf, n);
             if (nb != NULL) {
                 w->buf = nb;
                 w->cap = n;
             }
             if (!pyfile)
-                pthread_mutex_unlock(&w->lock);
+                tg_writer_unlock_io(w);
             if (nb == NULL)
                 return NULL;
         }
@@ -422,7 +523,7 @@ tg_writer_release(struct tg_writer *w)
     /* callers that report errors read w->err and w->path before releasing */
     tg_writer_flush(w);
     if (!owner)
-        pthread_mutex_lock(&w->lock);
+        tg_writer_lock_io(w);
     if (w->sink != NULL && w->sink->close != NULL) {
         int e = w->sink->close(w->sink_ctx, w->dropped);
         if (e)
@@ -438,9 +539,11 @@ tg_writer_release(struct tg_writer *w)
     free(w->buf);
     w->buf = NULL;
     w->cap = 0;
-    free(w->full);
-    w->full = NULL;
-    w->full_from = w->full_len = 0;
+    while (atomic_load_explicit(&w->nfull, memory_order_relaxed) > 0)
+        free(tg_writer_pop_unlocked(w).buf);
+    free(w->fullq);
+    w->fullq = NULL;
+    w->fullq_cap = 0;
     free(w->spare);
     w->spare = NULL;
     tg_writer_emptied(w);
@@ -448,41 +551,51 @@ tg_writer_release(struct tg_writer *w)
     free(w->path);
     w->path = NULL;
     if (!owner)
-        pthread_mutex_unlock(&w->lock);
+        tg_writer_unlock_io(w);
 }
 
 void
 tg_writer_destroy(struct tg_writer *w)
 {
     pthread_mutex_destroy(&w->lock);
+    pthread_mutex_destroy(&w->io_lock);
 }
 
 void
 tg_writer_drop_in_child(struct tg_writer *w)
 {
-    if (pthread_mutex_trylock(&w->lock) != 0) {
-        /* fork() takes no writer's lock (a consumer holds it across write(2),
-         * and a fork must not wait for the disk): held here, it was held by
-         * a thread that is not in the child, in the middle of writing W's
-         * buffers, perhaps moving them.  They are left as they are (never
-         * freed here: leaked, at most this writer's three buffers) and W
-         * goes on empty, with a lock of its own. */
+    int io_held = pthread_mutex_trylock(&w->io_lock) != 0;
+    int held = pthread_mutex_trylock(&w->lock) != 0;
+
+    if (io_held || held) {
+        if (!held)
+            pthread_mutex_unlock(&w->lock);
+        if (!io_held)
+            pthread_mutex_unlock(&w->io_lock);
+        /* fork() takes no writer's lock (a consumer holds io_lock across
+         * write(2), and a fork must not wait for the disk): held here, it was
+         * held by a thread that is not in the child, in the middle of writing
+         * W's buffers.  They are left as they are (never freed here: leaked,
+         * the buffers of this writer's queue and two more) and W goes on
+         * empty, with locks of its own. */
+        pthread_mutex_init(&w->io_lock, NULL);
         pthread_mutex_init(&w->lock, NULL);
         w->buf = NULL;
         w->cap = 0;
-        w->full = NULL;
+        atomic_fetch_sub_explicit(&tg_writer_nqueued,
+                                  atomic_load_explicit(&w->nfull, memory_order_relaxed),
+                                  memory_order_relaxed);
+        atomic_store_explicit(&w->nfull, 0, memory_order_relaxed);
+        w->fullq = NULL;
+        w->fullq_cap = 0;
         w->spare = NULL;
     } else {
-        /* The inherited full buffer is the parent's to write: recycle it
+        /* The inherited full buffers are the parent's to write: recycled
          * unwritten. */
-        if (w->full != NULL && w->spare == NULL)
-            w->spare = w->full;
-        else
-            free(w->full);
-        w->full = NULL;
+        tg_writer_forget_full_unlocked(w);
         pthread_mutex_unlock(&w->lock);
+        pthread_mutex_unlock(&w->io_lock);
     }
-    w->full_from = w->full_len = 0;
     w->dropped = 1;
     tg_writer_emptied(w);
     w->flushed = 0;

@@ -13,23 +13,31 @@
  * Concurrency: one producer at a time appends (the owning thread's profile
  * function, or any thread for process.mem, always with the GIL), without a lock:
  * the bytes are written, then `len` is published with a release store.  The
- * consumer side (writing bytes out) is serialised by `lock`: the background
- * flusher writes [flushed, len) without the GIL and only advances `flushed`; the
- * buffer is rewound (len = flushed = 0) only by a GIL holder, under the lock,
- * when no producer can be running.  So the hot path takes no lock at all.  The
- * flusher first peeks, without the lock, at whether there is anything to write
- * (`len`, `flushed`, `full`, `buf`): those fields are atomics (relaxed), so the
- * peek is no data race (make check-tsan); the locked path reads them again.
+ * consumer side (writing bytes out) is serialised by `io_lock`, held across
+ * the write; buffer moves by `lock`, which is never held across I/O: a
+ * consumer takes io_lock, then lock, claims what it writes (a handed-off
+ * buffer out of the queue, or [flushed, len) by advancing `flushed`), lets go
+ * of lock for the write and takes it again after.  Only io_lock holders
+ * recycle or free a buffer, so the one being written stays.  The buffer is
+ * rewound (len = flushed = 0) or grown only by a GIL holder, under both
+ * locks, when no producer can be running.  So the hot path takes no lock at
+ * all.  The flusher first peeks, without the locks, at whether there is
+ * anything to write (`len`, `flushed`, `nfull`, `buf`): those fields are
+ * atomics (relaxed), so the peek is no data race (make check-tsan); the locked
+ * path reads them again.
  *
  * A descriptor writer whose buffer fills does not write it itself (a 64 KiB
  * write(2) in the program's thread, with the GIL held, was a sixth of the
- * recorder's cost on call-heavy code): under the lock it hands the buffer to the
- * flusher (`full`), takes the spare one and asks its creator to wake the flusher
+ * recorder's cost on call-heavy code, and the write may be stuck on a blocked
+ * sink): under `lock` alone it queues the buffer for the flusher (`fullq`),
+ * takes the spare one (or a new one) and asks its creator to wake the flusher
  * (the `kick` callback, tg_writer_set_kick; a writer without one writes its
- * buffer itself).  If the flusher has not written the previous full buffer
- * yet, the producer writes both itself (the memory stays bounded: two buffers
- * per stream).  Bytes always leave in order: whoever writes takes the lock and
- * writes `full` before the current buffer.
+ * buffer itself).  It never waits for a write: when TG_WRITER_QUEUED_MAX
+ * buffers wait already, the record is refused (reserve returns NULL; the recorder
+ * counts it dropped and marks the gap in the stream) and the next one tries
+ * again.  Bytes always leave in order: whoever writes holds io_lock and
+ * writes the queue, oldest first, before the current buffer; a buffer queued
+ * while its range is being written is queued from the end of that range.
  * Owner-only sinks (Python streams) are only ever touched with the GIL and take
  * no lock (a Python write may release the GIL; holding a lock across it could
  * deadlock a fork); the flusher never writes them.  Buffers come from malloc(),
@@ -67,8 +75,26 @@ struct tg_writer_sink {
     int owner_only;
 };
 
+/* At most this many filled buffers, of all streams (64 MiB), wait for the
+ * flusher: past them (a sink stuck, or slower than the program, for that
+ * long) the records of a stream whose buffer fills are dropped and counted,
+ * never waited for.  Process-wide, so that a burst of one stream (a deep
+ * recursion unwinding) passes whole while the flusher catches up. */
+#define TG_WRITER_QUEUED_MAX 1024
+
+/* A filled buffer handed to the flusher: its bytes [from, len) are to write. */
+struct tg_writer_full {
+    char *buf;
+    size_t from, len;
+};
+
 struct tg_writer {
-    pthread_mutex_t lock;   /* serialises consumers (flushes) and buffer moves */
+    pthread_mutex_t io_lock;  /* serialises consumers (flushes: the bytes leave in
+                             * order); held across write(2) and the sink's
+                             * write; taken before `lock` */
+    pthread_mutex_t lock;   /* buffer moves (handoff queue, spare, flushed, buf);
+                             * never held across I/O, so the producer's
+                             * handoff never waits for a write */
     int fd;                 /* open descriptor, or -1; set at open, cleared by release */
     const struct tg_writer_sink *sink;  /* or NULL: write(2) to fd; set at open */
     void *sink_ctx;         /* the sink's CTX; set at open, cleared by release */
@@ -94,10 +120,11 @@ struct tg_writer {
                              * a stopped stream) */
     _Atomic size_t flushed; /* bytes of buf already written; written under lock,
                              * atomic: the flusher peeks at it unlocked */
-    char *_Atomic full;     /* a filled buffer handed to the flusher, or NULL; as
-                             * flushed */
-    size_t full_from;       /* its bytes [full_from, full_len) are still to write; lock */
-    size_t full_len;
+    struct tg_writer_full *fullq;  /* filled buffers handed to the flusher,
+                             * oldest first (malloc'ed); lock */
+    unsigned fullq_cap;     /* lock */
+    _Atomic unsigned nfull; /* entries in fullq; written under lock, atomic: the
+                             * flusher peeks at it unlocked */
     char *spare;            /* an empty TG_WRITER_BUFSIZE buffer, or NULL; lock */
     int64_t first_ns;       /* monotonic time of the oldest line since the last rewind
                              * (Python streams' age check); producer only */
@@ -162,13 +189,13 @@ void tg_writer_flush_full_nogil(struct tg_writer *w);
 /* Write out what is pending and rewind the buffer.  GIL held, no producer running
  * (the owner itself, disable(), thread end). */
 void tg_writer_flush(struct tg_writer *w);
-/* Take W's unwritten bytes instead of writing them: the handed-off buffer's
+/* Take W's unwritten bytes instead of writing them: the handed-off buffers'
  * rest, then [flushed, len), copied back to back into *OUT (malloc'ed; the
  * caller frees it), *SPLIT where the first part ends (both parts are whole
  * records), *LEN in all; W is left empty, as after a flush.  For a sink
  * writer (not owner-only) whose stream ends: the capture queues the bytes
- * rather than have the ending thread wait for a blocked sink.  Takes W's lock
- * (so after any write of W in progress).  The producer, GIL held.  Returns 0
+ * rather than have the ending thread wait for a blocked sink.  Takes W's
+ * io_lock (so after any write of W in progress).  The producer, GIL held.  Returns 0
  * (*OUT NULL when nothing is left or W is stopped or dropped) or -1 (out of
  * memory: nothing taken). */
 int tg_writer_take_pending(struct tg_writer *w, char **out, size_t *split, size_t *len);
@@ -188,6 +215,10 @@ void tg_writer_destroy(struct tg_writer *w);
  * handler (its fork() resets the allocator's locks before the handlers run).
  * A fork() from a signal handler must not reach here. */
 void tg_writer_drop_in_child(struct tg_writer *w);
+
+/* Filled buffers waiting for a flusher, of all writers (bounded by
+ * TG_WRITER_QUEUED_MAX). */
+unsigned tg_writer_queued(void);
 
 /* CLOCK_MONOTONIC in ns (the age of a Python stream's oldest line). */
 int64_t tg_monotonic_ns(void);

@@ -393,6 +393,36 @@ static void test_pages(void)
 	tg_ptrtable_clear();
 }
 
+/* A page that one block keeps emptying and refilling stays attached (idle)
+ * instead of going to the spare list and back each time. */
+static void test_parked(void)
+{
+	struct tg_ptrtable *t = &tg_ptrtable_gil;
+	const uint64_t base = 0x7f3600000000ull;
+	long i, bad = 0;
+
+	tg_ptrtable_clear();
+	tg_ptrtable_insert(t, P(base), 1);
+	tg_ptrtable_insert(t, P(base + 16), 2);       /* base goes to the map */
+	for (i = 0; i < 1000; i++) {               /* base's page empties each time */
+		if (take(t, base) != 1)
+			bad++;
+		tg_ptrtable_insert(t, P(base), 1);
+		tg_ptrtable_insert(t, P(base + 32), 3);   /* moves base to the map */
+		if (take(t, base + 32) != 3)
+			bad++;
+	}
+	CHECK_INT(bad, 0);
+	CHECK_INT(tg_ptrpage_gil.pages, 1);
+	CHECK_INT(tg_ptrpage_gil.nspare, 0);       /* never detached */
+	CHECK_INT(take(t, base), 1);
+	CHECK_INT(take(t, base + 16), 2);
+	CHECK_INT(tg_ptrpage_gil.pages, 1);        /* idle */
+	CHECK_INT(tg_ptrpage_gil.idle, 1);
+	CHECK_INT(tg_ptrtable_count(), 0);
+	tg_ptrtable_clear();
+}
+
 /* Where the page map's address space cannot be had (ulimit -v), every block
  * goes to the hash, exactly, and the mmap is not retried per block.  In a
  * child: the limit must not reach the other tests. */
@@ -481,6 +511,7 @@ int main(void)
 	test_growth(&tg_ptrtable_raw);
 	test_newest();
 	test_pages();
+	test_parked();
 	test_pages_without_address_space();
 	test_threads();
 	tg_ptrtable_clear();

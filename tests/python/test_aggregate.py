@@ -397,3 +397,38 @@ def test_broken_file_is_refused(runs, tmp_path):
         r = cli(*args)
         assert r.returncode == 1, (args, r.stderr)
         assert "aggregate.tga: cut short" in r.stderr, (args, r.stderr)
+
+
+def curve_levels(run):
+    """{thread name: (highest reading, last bucket's highest)} from aggregate.tga."""
+    out, name = {}, None
+    with open(os.path.join(run, "aggregate.tga")) as f:
+        for line in f:
+            w = line.rstrip("\n").split(" ")
+            if w[0] == "t":
+                name = " ".join(w[3:])
+            elif w[0] == "b":
+                high = int(w[3])
+                peak = max(out[name][0], high) if name in out else high
+                out[name] = (peak, high)
+    return out
+
+
+def test_held_memory_from_the_curves(runs, tmp_path):
+    """threads and memg --held on an aggregate run: a thread's held memory is its
+    curve (memory="thread"), its peak the highest reading, its level at the end
+    the last bucket's highest."""
+    import json
+    agg = runs[1][1]
+    want = curve_levels(agg)
+    assert {"MainThread", "w0", "w1", "w2"} <= set(want), want
+    r = cli("threads", "--json", agg)
+    assert r.returncode == 0, r.stderr
+    got = {t["name"]: (t["peak"], t["live_at_end"]) for t in json.loads(r.stdout)["threads"]}
+    assert got == want
+    assert "need a run with accounting on" in r.stderr
+    r = cli("memg", "--held", "-o", tmp_path / "held", agg)
+    assert r.returncode == 0, r.stderr
+    with open(tmp_path / "held" / "memg-held.txt") as f:
+        assert "w0" in f.read()
+    assert os.path.getsize(tmp_path / "held" / "memg-held.svg") > 0

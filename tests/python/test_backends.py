@@ -28,6 +28,12 @@ PROGRAM = r'''
 import sys, threading, time
 import threadgraph
 
+# The GIL changes hands only where a thread blocks: otherwise, on a slow or
+# loaded machine, the switch interval could hand it to the new thread before
+# Thread.start reaches its Event.wait, which would then find the event set and
+# skip Condition.wait, and the two runs' calls would differ.
+sys.setswitchinterval(1000)
+
 profile = threadgraph.ProcessProfile(format="text", default_log_path=OUT, memory=MEMORY)
 profile.trackStack(True)
 profile.logTimestamps(False)

@@ -204,3 +204,52 @@ def test_disable_while_the_sink_is_blocked(tmp_path):
     assert not cap.truncated and cap.end is not None
     names = [c[4] for st in cap.threads for c in cap.thread_records(st)[0]]
     assert names.count(b"warm") == 100
+# A thread that fills its buffer while the writer is stuck goes on: its full
+# buffers are handed to the flusher, and past the bound its records are
+# dropped and counted (src/recorder/writer.h), never waited for.
+FILL_CALLS = 200000
+
+FILL_PROGRAM = textwrap.dedent("""
+    import sys
+    import threading
+    import threadgraph
+    from threadgraph import _recorder
+
+    p = threadgraph.ProcessProfile(default_log_path=sys.argv[1])
+    p.enable()
+
+    def warm():
+        return [0] * 10
+
+    def fill_work():
+        pass
+
+    def fill():
+        for _ in range(%d):
+            fill_work()
+
+    for _ in range(100):
+        warm()
+    _recorder._test_capture_gate(True)
+    t = threading.Thread(target=fill, name="fill")
+    t.start()
+    t.join()
+    sys.stdout.write("filled while blocked\\n")
+    sys.stdout.flush()
+    _recorder._test_capture_gate(False)
+    p.disable()
+""" % FILL_CALLS)
+
+
+def test_full_buffer_while_the_sink_is_blocked(tmp_path):
+    res = run_program(tmp_path, FILL_PROGRAM)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "filled while blocked\n"
+    cap = tgcapture.load(os.path.join(only_dir(tmp_path / "out"), "capture.tg"))
+    assert not cap.truncated and cap.end is not None
+    fill = [st for st, th in cap.threads.items() if th["name"] == "fill"]
+    assert len(fill) == 1
+    calls, returns, dropped = cap.thread_records(fill[0])
+    # every call is either in the stream or counted as dropped
+    assert sum(1 for c in calls if c[4] == b"fill_work") + dropped >= FILL_CALLS
+    assert cap.end[1][fill[0]] == (len(calls), len(returns), dropped)
