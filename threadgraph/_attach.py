@@ -505,9 +505,10 @@ def attach(opts):
                 % (pid, display_path(out_dir)))
             return 0
         _, threads, records = reply.split()
-        say("detached from process %d in %.2f s: %s threads, %s records in %s/ "
+        say("detached from process %d in %.2f s: %s thread%s, %s records in %s/ "
             "(then: threadgraph memg %s)" % (
-                pid, time.monotonic() - detach_started, threads, records,
+                pid, time.monotonic() - detach_started, threads,
+                "" if threads == "1" else "s", records,
                 display_path(out_dir), display_path(out_dir)))
         return 0
     except Refused as exc:

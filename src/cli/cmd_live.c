@@ -10,6 +10,7 @@
  * threadgraph/_attach.py runs this command on the run directory it gets.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -153,23 +154,45 @@ static void live_put_text(FILE *f, const char *s, size_t n)
 		fputc((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i], f);
 }
 
-/* Writes NAME in W columns: padded, or its head and tail around ".." when
- * longer (thread names often differ only at their end: pool-worker-17). */
-static void live_put_name(FILE *f, const char *name, int w)
+/* A line of the frame, cut at WIDTH columns (0: no limit), then EOL. */
+__attribute__((format(printf, 4, 5)))
+static void live_line(FILE *f, int width, const char *eol, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if (n >= (int)sizeof(line))
+		n = (int)sizeof(line) - 1;
+	if (width > 0 && n > width)
+		n = width;
+	live_put_text(f, line, (size_t)n);
+	fputs(eol, f);
+}
+
+/* NAME in W columns into OUT (N bytes, LIVE_NAME_BUF): padded, or its head
+ * (two thirds) and its tail around ".." when longer: names differ near their
+ * start ("Thread-12 (process_request_thread)") or at their end ("pool-worker-17"). */
+#define LIVE_NAME_BUF (LIVE_NAME_MAX * 4 + 1)
+static void live_fit_name(char *out, size_t n, const char *name, int w)
 {
 	size_t len = strlen(name), chars = live_chars(name, len);
+	size_t head, tail, cut, from;
 
 	if (chars <= (size_t)w) {
-		live_put_text(f, name, len);
-		fprintf(f, "%*s", (int)((size_t)w - chars), "");
+		snprintf(out, n, "%s%*s", name, (int)((size_t)w - chars), "");
 		return;
 	}
-	size_t head = (size_t)(w - 2) / 2, tail = (size_t)(w - 2) - head;
-	size_t cut = live_char_at(name, head), from = live_char_at(name, chars - tail);
-
-	live_put_text(f, name, cut);
-	fputs("..", f);
-	live_put_text(f, name + from, len - from);
+	head = (size_t)(w - 2) * 2 / 3;
+	tail = (size_t)(w - 2) - head;
+	cut = live_char_at(name, head);
+	from = live_char_at(name, chars - tail);
+	snprintf(out, n, "%.*s..%s", (int)cut, name, name + from);
 }
 
 /* The THREAD column's width: the longest name, within what COLS leaves beside
@@ -272,8 +295,10 @@ static void live_draw_sites(FILE *f, const struct live_view *v, int cols, int tt
 
 	if (v->snap_mtime && localtime_r(&v->snap_mtime, &tm))
 		strftime(when, sizeof(when), ", written %H:%M:%S", &tm);
-	fprintf(f, "%s%stop call sites by live bytes, all threads (%s%s)%s%s", eol,
-		tty ? "\033[1m" : "", base ? base + 1 : s->path, when, tty ? "\033[0m" : "", eol);
+	fprintf(f, "%s%s", eol, tty ? "\033[1m" : "");
+	live_line(f, tty ? cols - 1 : 0, "", "top call sites by live bytes, all threads (%s%s)",
+		  base ? base + 1 : s->path, when);
+	fprintf(f, "%s%s", tty ? "\033[0m" : "", eol);
 	for (size_t i = 0; i < s->n && i < LIVE_SITES_SHOWN; i++) {
 		char line[512];
 		live_bytes(a, sizeof(a), s->sites[i].live_bytes, 0);
@@ -281,6 +306,38 @@ static void live_draw_sites(FILE *f, const struct live_view *v, int cols, int tt
 			 s->sites[i].site);
 		fprintf(f, "%.*s%s", tty ? cols - 1 : (int)sizeof(line), line, eol);
 	}
+}
+
+/* One function's line: its bytes, calls, name and FILE:LINE, in WIDTH columns
+ * (0: no limit).  A path too long loses its head ("..lib/python3.12/x.py:12"):
+ * its end names the file. */
+static void live_draw_func(FILE *f, const struct tg_live_func *fn, int width, const char *eol)
+{
+	char a[32], head[600], loc[512];
+	int n, keep;
+	size_t len;
+
+	live_bytes(a, sizeof(a), fn->net, 0);
+	n = snprintf(head, sizeof(head), "  %11s %8lu  %s  ", a, fn->calls, fn->func);
+	if (n < 0 || n >= (int)sizeof(head))
+		n = (int)sizeof(head) - 1;
+	if (fn->line)
+		snprintf(loc, sizeof(loc), "%s:%llu", fn->file, (unsigned long long)fn->line);
+	else
+		snprintf(loc, sizeof(loc), "%s", fn->file);
+	len = strlen(loc);
+	keep = width - n;
+	if (!width || len <= (size_t)(keep > 0 ? keep : 0)) {
+		live_put_text(f, head, (size_t)n);
+		live_put_text(f, loc, len);
+	} else if (keep >= 12) {
+		live_put_text(f, head, (size_t)n);
+		fputs("..", f);
+		live_put_text(f, loc + len - (size_t)(keep - 2), (size_t)(keep - 2));
+	} else {
+		live_put_text(f, head, (size_t)(n < width ? n : width));
+	}
+	fputs(eol, f);
 }
 
 /* The frame: LINES lines of at most COLS columns on F (plain text with
@@ -293,12 +350,36 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 	char a[32], b[32], c[32], d[32];
 	int64_t rss = lv->ended ? -1 : live_rss_now(lv->pid), total = 0;
 	int used = 0, room, w = live_name_width(lv, cols, tty);
+	char age[64] = "", tail[128], name[LIVE_NAME_BUF];
+	size_t run_len, run_room;
 	size_t shown = 0;
 	const char *sel_name = NULL;
 
-	fprintf(f, "threadgraph live  %.*s  pid %u  %s%s%s", cols > 60 ? cols - 60 : 10, v->run,
-		(unsigned)lv->pid, lv->readings ? (lv->ended ? "run ended" : "recording") : "waiting",
-		v->paused ? "  PAUSED" : "", eol);
+	if (lv->readings && !lv->timed) {
+		snprintf(age, sizeof(age), "%s", lv->ended ? "run ended" : "recording");
+	} else if (lv->readings && !lv->ended) {  /* the latest record's age: how fresh, or how idle */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		snprintf(age, sizeof(age), "recording, latest record %.1f s ago",
+			 (double)((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 - lv->last_us)
+			 / 1e6);
+	} else if (lv->readings) {
+		snprintf(age, sizeof(age), "run ended after %.1f s",
+			 (double)(lv->last_us - lv->start_us) / 1e6);
+	} else {
+		snprintf(age, sizeof(age), "waiting");
+	}
+	/* The run's path gets what the rest leaves, losing its head (its end names
+	 * the run); PAUSED comes first, where it is never cut. */
+	snprintf(tail, sizeof(tail), "  pid %u  %s", (unsigned)lv->pid, age);
+	run_len = strlen(v->run);
+	run_room = (size_t)(cols > 0 ? cols : 80) - 1 - strlen("threadgraph live  ") - strlen(tail)
+		   - (v->paused ? strlen("PAUSED  ") : 0);
+	if ((ssize_t)run_room < 12)
+		run_room = 12;
+	live_line(f, tty ? cols - 1 : 0, eol, "threadgraph live  %s%s%s%s",
+		  v->paused ? "PAUSED  " : "", tty && run_len > run_room ? ".." : "",
+		  tty && run_len > run_room ? v->run + run_len - (run_room - 2) : v->run, tail);
 	used++;
 	for (size_t i = 0; i < lv->n_threads; i++)
 		total += lv->threads[i].now;
@@ -309,16 +390,18 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 		live_bytes(b, sizeof(b), lv->process_bytes, 0);
 	else
 		snprintf(b, sizeof(b), "-");
-	fprintf(f, "process: RSS %s%s  threads %zu  their memory now %s  (%.1f s recorded)%s", b,
-		rss < 0 && lv->has_process ? " (last sample)" : "", lv->n_threads, a,
-		(double)(lv->last_us - lv->start_us) / 1e6, eol);
+	live_line(f, tty ? cols - 1 : 0, eol,
+		  "process: RSS %s%s  threads %zu  their memory now %s", b,
+		  rss < 0 && lv->has_process ? " (last sample)" : "", lv->n_threads, a);
 	used++;
 	if (v->status[0]) {
-		fprintf(f, "%s%s", v->status, eol);
+		live_line(f, tty ? cols - 1 : 0, eol, "%s", v->status);
 		used++;
 	}
-	fprintf(f, "%s %-*s %11s %11s %11s %11s %9s%s%s", tty ? "\033[1m" : "", w, "THREAD",
-		"NOW", "CHANGE", "PEAK", "LARGEST", "RETURNS", tty ? "\033[0m" : "", eol);
+	fputs(tty ? "\033[1m" : "", f);
+	live_line(f, tty ? cols - 1 : 0, "", " %-*s %11s %11s %11s %11s %9s", w, "THREAD",
+		  "NOW", "CHANGE", "PEAK", "LARGEST", "RETURNS");
+	fprintf(f, "%s%s", tty ? "\033[0m" : "", eol);
 	used++;
 	room = lines - used - 4 - LIVE_FUNCS_SHOWN - (v->has_snap ? LIVE_SITES_SHOWN + 2 : 0);
 	if (room < 3)
@@ -332,10 +415,11 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 		live_bytes(b, sizeof(b), t->change, 1);
 		live_bytes(c, sizeof(c), t->peak, 0);
 		live_bytes(d, sizeof(d), t->largest, 0);
-		fprintf(f, "%s%c", sel && tty ? "\033[7m" : "", sel ? '>' : ' ');
-		live_put_name(f, t->name, w);
-		fprintf(f, " %11s %11s %11s %11s %9lu%s%s", a, b, c, d, t->returns,
-			sel && tty ? "\033[0m" : "", eol);
+		live_fit_name(name, sizeof(name), t->name, w);
+		fputs(sel && tty ? "\033[7m" : "", f);
+		live_line(f, tty ? cols - 1 : 0, "", "%c%s %11s %11s %11s %11s %9lu",
+			  sel ? '>' : ' ', name, a, b, c, d, t->returns);
+		fprintf(f, "%s%s", sel && tty ? "\033[0m" : "", eol);
 	}
 	if (o && shown < lv->n_threads)
 		fprintf(f, " ... %zu more threads (s sorts)%s", lv->n_threads - shown, eol);
@@ -345,20 +429,17 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 	for (size_t i = 0; i < lv->n_threads; i++)
 		if (lv->threads[i].stream == v->selected)
 			sel_name = lv->threads[i].name;
-	fprintf(f, "%s%stop functions by net bytes of their calls, %s%s%s", eol,
-		tty ? "\033[1m" : "", sel_name ? "thread " : "all threads",
-		sel_name ? sel_name : "", tty ? "\033[0m" : "");
-	fputs(eol, f);
-	for (size_t i = 0; i < lv->n_funcs && i < LIVE_FUNCS_SHOWN; i++) {
-		char line[512];
-		live_bytes(a, sizeof(a), lv->funcs[i].net, 0);
-		snprintf(line, sizeof(line), "  %12s %8lu  %s  %s", a, lv->funcs[i].calls,
-			 lv->funcs[i].func, lv->funcs[i].file);
-		fprintf(f, "%.*s%s", tty ? cols - 1 : (int)sizeof(line), line, eol);
+	fprintf(f, "%s%s", eol, tty ? "\033[1m" : "");
+	live_line(f, tty ? cols - 1 : 0, "", "top functions by net bytes of their calls, %s%s",
+		  sel_name ? "thread " : "all threads", sel_name ? sel_name : "");
+	fprintf(f, "%s%s", tty ? "\033[0m" : "", eol);
+	for (size_t i = 0; i < lv->n_funcs && i < LIVE_FUNCS_SHOWN; i++)
+		live_draw_func(f, &lv->funcs[i], tty ? cols - 1 : 0, eol);
+	if (tty) {
+		fputs("\033[J", f);
+		live_line(f, cols - 1, "", "q quit  s sort (%s)  p pause  j/k select a thread  "
+			  "a all threads", live_sorts[v->sort].name);
 	}
-	if (tty)
-		fprintf(f, "\033[Jq quit  s sort (%s)  p pause  j/k select a thread  a all threads",
-			live_sorts[v->sort].name);
 }
 
 /* Reads the capture unless paused; keeps the last figures on failure. */

@@ -140,6 +140,7 @@ static int live_funcs(struct tg_live *lv, const struct tg_capture *cap, const in
 	p = names;
 	for (size_t i = 0; i < keep; i++) {
 		const struct tg_cap_code *code = &cap->codes[(uintptr_t)all[i].file];
+		all[i].line = code->first_line;
 		memcpy(p, code->file, code->file_len);
 		p[code->file_len] = '\0';
 		all[i].file = p;
@@ -199,8 +200,11 @@ int tg_live_read(struct tg_live *lv, const char *path, struct tg_diag *d)
 		struct tg_cap_rec_data r;
 
 		tg_capcur_init(&c, &cap, NULL);
-		while (tg_capcur_next(&c, &r, d) == 1)
+		while (tg_capcur_next(&c, &r, d) == 1) {
 			lv->process_bytes = r.value;
+			if (r.t_us > last_us)
+				last_us = r.t_us;
+		}
 		tg_capcur_release(&c);
 	}
 	live_free_threads(lv->threads, lv->n_threads);
@@ -209,6 +213,7 @@ int tg_live_read(struct tg_live *lv, const char *path, struct tg_diag *d)
 	threads = NULL;
 	lv->memory_mode = cap.memory_mode;
 	lv->ended = cap.has_end;
+	lv->timed = (cap.flags & TG_CAP_F_TIME) != 0;
 	lv->pid = cap.pid;
 	lv->start_us = cap.start_us;
 	lv->last_us = last_us;

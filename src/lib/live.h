@@ -45,6 +45,7 @@ struct tg_live_func {
 	const char *file, *func; /* escaped as in .mem lines; point into names (owned) */
 	int64_t net;            /* sum of the deltas of its returns */
 	unsigned long calls;    /* returns of it */
+	uint64_t line;          /* its first line (Python: co_firstlineno; C: 0) */
 };
 
 struct tg_live {
@@ -57,6 +58,8 @@ struct tg_live {
 	int has_process;                 /* the capture has process samples */
 	unsigned memory_mode;            /* the capture's (0 thread, 1 process, 2 rss) */
 	int ended;                       /* the run ended (END chunk) */
+	int timed;                       /* its records carry times (else last_us
+					  * is start_us) */
 	uint32_t pid;                    /* the recorded process */
 	int64_t start_us, last_us;       /* first record's time base, latest record */
 	unsigned long readings;          /* tg_live_read calls that succeeded */

@@ -457,3 +457,52 @@ def test_ptrace_not_permitted_says_the_fix(tmp_path):
     finally:
         stop(full)
         stop(same)
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_live_pid_attaches_and_detaches_on_q(tmp_path):
+    """threadgraph live PID in a real terminal: the server's threads appear,
+    q leaves the view, detaches and gives the terminal back."""
+    import re
+    import shlex
+    import time
+
+    server, port = start_server(tmp_path)
+    sock = str(tmp_path / "tmux.sock")
+
+    def tmux(*args):
+        return subprocess.run(["tmux", "-S", sock] + list(args), check=True,
+                              stdout=subprocess.PIPE, universal_newlines=True).stdout
+
+    def wait_for(predicate):
+        deadline = time.monotonic() + 120  # a bound, never reached when it works
+        while True:
+            text = tmux("capture-pane", "-p", "-t", "t")
+            if predicate(text):
+                return text
+            if time.monotonic() > deadline:
+                pytest.fail("the pane never showed it:\n" + text)
+            time.sleep(0.1)
+
+    live = " ".join(shlex.quote(a) for a in cmd("live", "-o", str(tmp_path / "out"),
+                                                str(server.pid)))
+    script = ('a=$(stty -g); %s; s=$?; [ "$a" = "$(stty -g)" ] && echo RESTORED; '
+              'echo EXIT=$s; exec sleep 600' % live)
+    env = env_with_package(keep_cli=True)
+    subprocess.run(["tmux", "-S", sock, "new-session", "-d", "-s", "t", "-x", "120", "-y",
+                    "40", "env %s sh -c %s" % (
+                        " ".join(shlex.quote("%s=%s" % kv) for kv in env.items()),
+                        shlex.quote(script))], check=True)
+    try:
+        wait_for(lambda t: "recording" in t and "pid %d" % server.pid in t)
+        load(port, "v")
+        wait_for(lambda t: re.search(r"^ Thread-\d+ \(process_request_thread\)", t, re.M))
+        tmux("send-keys", "-t", "t", "q")
+        text = wait_for(lambda t: "EXIT=" in t)
+        assert "RESTORED" in text and "EXIT=0" in text, text
+        assert "detached from process %d" % server.pid in text.replace("\n", ""), text
+        assert json.loads(get(port, "/state")[1])["profile"] == "None"
+        assert get(port, "/after")[0] == 200
+    finally:
+        subprocess.run(["tmux", "-S", sock, "kill-server"], stderr=subprocess.DEVNULL)
+        stop(server)

@@ -117,6 +117,7 @@ def test_live_follows_a_run_and_gives_the_terminal_back(tmp_path):
         # The run's threads appear while it is still running.
         text = term.wait_for(lambda t: len(ROW.findall(t)) == 3 and "recording" in t)
         assert run.poll() is None
+        assert re.search(r"recording, latest record \d+\.\d s ago$", text, re.M), text
         # A thread's memory now counts the calls returned inside calls still
         # open (the main thread's grow(300), in <module>), and a long name keeps
         # its head and its tail.
@@ -156,6 +157,14 @@ def test_live_follows_a_run_and_gives_the_terminal_back(tmp_path):
         term.wait_for(lambda t: "calls, thread %s" % chosen in t)
         term.run("send-keys", "-t", "t", "a")
         term.wait_for(lambda t: "calls, all threads" in t and not re.search(r"^>", t, re.M))
+        # An 80-column terminal: every line fits (the title is still the first
+        # line), the long name keeps its head and tail.
+        term.run("resize-window", "-t", "t", "-x", "80", "-y", "30")
+        # (tmux clips the frame drawn for 150 columns at 80: the redrawn one is
+        # the one whose lines are all shorter)
+        narrow = term.wait_for(lambda t: max(len(line) for line in t.splitlines()) < 80
+                               and re.search(r"^ pool-worker-\S*\.\.\S*on-7 ", t, re.M))
+        assert narrow.startswith("threadgraph live  "), narrow
         term.run("send-keys", "-t", "t", "p")
         term.wait_for(lambda t: "PAUSED" in t)
         term.run("send-keys", "-t", "t", "q")
