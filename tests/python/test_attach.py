@@ -523,3 +523,26 @@ def test_live_pid_attaches_and_detaches_on_q(tmp_path):
     finally:
         subprocess.run(["tmux", "-S", sock, "kill-server"], stderr=subprocess.DEVNULL)
         stop(server)
+
+
+def test_run_options_apply_to_attach(tmp_path):
+    """--accounting and --stack as with run: the summary of live bytes by
+    thread, the snapshots, and the call stacks of the handlers."""
+    server, port = start_server(tmp_path)
+    try:
+        attach, _ = start_attach(tmp_path, server.pid, "--accounting", "--stack")
+        load(port, "o")
+        attach.send_signal(signal.SIGINT)
+        rest = attach.communicate(timeout=120)[1]
+        assert attach.returncode == 0 and "detached" in rest, rest
+        files = os.listdir(out_dir(tmp_path, server.pid))
+        assert "summary.json" in files and any(f.startswith("snapshot-") for f in files), files
+        exported = tmp_path / "exported"
+        subprocess.run(cmd("export", "-q", "-o", str(exported), out_dir(tmp_path, server.pid)),
+                       check=True, env=env_with_package(keep_cli=True))
+        stacks = [n for n in os.listdir(str(exported)) if n.endswith(".stack")]
+        assert any("build_page" in (exported / n).read_text(errors="replace")
+                   for n in stacks), stacks
+        assert get(port, "/after")[0] == 200
+    finally:
+        stop(server)
