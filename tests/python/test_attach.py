@@ -278,6 +278,23 @@ def test_refusals_do_nothing_to_the_target(tmp_path):
     r = subprocess.run(cmd("attach", "999999999"), stderr=subprocess.PIPE,
                        universal_newlines=True, timeout=120)
     assert r.returncode == 1 and "no process 999999999" in r.stderr
+    # A program under threadgraph run: told before gdb touches it.
+    script = tmp_path / "waits.py"
+    script.write_text("import sys\nprint('ready', flush=True)\nsys.stdin.read()\n")
+    under = subprocess.Popen(cmd("run", "-o", str(tmp_path / "run"), str(script)),
+                             cwd=str(tmp_path), env=env_with_package(keep_cli=True),
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, universal_newlines=True)
+    try:
+        assert under.stdout.readline() == "ready\n"
+        r = subprocess.run(cmd("attach", str(under.pid)), stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=120)
+        assert r.returncode == 1 and "runs under threadgraph run" in r.stderr, r.stderr
+        assert r.stderr.count("\n") == 1
+        under.stdin.close()
+        assert under.wait(timeout=120) == 0
+    finally:
+        stop(under)
     # Not attached.
     r = subprocess.run(cmd("detach", "999999999"), stderr=subprocess.PIPE,
                        universal_newlines=True, timeout=120)
