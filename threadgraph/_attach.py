@@ -153,6 +153,19 @@ def invoked_as(pid, exe, env, cwd):
     return exe
 
 
+def check_not_under_run(pid):
+    """Refused when PID was started by `threadgraph run` (python -m threadgraph
+    run, or the threadgraph script): it records already, as the target's own
+    check would say after gdb.  A ProcessProfile the program enabled itself is
+    only seen there."""
+    argv = [os.fsdecode(a) for a in read_proc(pid, "cmdline").split(b"\0")]
+    if argv[1:4] == ["-m", "threadgraph", "run"] or (
+            len(argv) > 2 and os.path.basename(argv[1]) == "threadgraph"
+            and argv[2] == "run"):
+        raise Refused("process %d runs under threadgraph run, which records it already "
+                      "(threadgraph live BASE/%d shows it)" % (pid, pid))
+
+
 CHECK_SOURCE = """\
 import sys
 print("%d.%d" % sys.version_info[:2])
@@ -431,6 +444,7 @@ def attach(opts):
         if pid <= 0 or pid == os.getpid():
             raise Refused("%d is not a process to attach to" % pid)
         exe, env, cwd = target_python(pid)
+        check_not_under_run(pid)
         check_ptrace(pid)
         version = check_importable(pid, exe, env, cwd)
         lock_fd = lock_state(pid)

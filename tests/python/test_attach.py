@@ -278,6 +278,23 @@ def test_refusals_do_nothing_to_the_target(tmp_path):
     r = subprocess.run(cmd("attach", "999999999"), stderr=subprocess.PIPE,
                        universal_newlines=True, timeout=120)
     assert r.returncode == 1 and "no process 999999999" in r.stderr
+    # A program under threadgraph run: told before gdb touches it.
+    script = tmp_path / "waits.py"
+    script.write_text("import sys\nprint('ready', flush=True)\nsys.stdin.read()\n")
+    under = subprocess.Popen(cmd("run", "-o", str(tmp_path / "run"), str(script)),
+                             cwd=str(tmp_path), env=env_with_package(keep_cli=True),
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, universal_newlines=True)
+    try:
+        assert under.stdout.readline() == "ready\n"
+        r = subprocess.run(cmd("attach", str(under.pid)), stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=120)
+        assert r.returncode == 1 and "runs under threadgraph run" in r.stderr, r.stderr
+        assert r.stderr.count("\n") == 1
+        under.stdin.close()
+        assert under.wait(timeout=120) == 0
+    finally:
+        stop(under)
     # Not attached.
     r = subprocess.run(cmd("detach", "999999999"), stderr=subprocess.PIPE,
                        universal_newlines=True, timeout=120)
@@ -505,4 +522,27 @@ def test_live_pid_attaches_and_detaches_on_q(tmp_path):
         assert get(port, "/after")[0] == 200
     finally:
         subprocess.run(["tmux", "-S", sock, "kill-server"], stderr=subprocess.DEVNULL)
+        stop(server)
+
+
+def test_run_options_apply_to_attach(tmp_path):
+    """--accounting and --stack as with run: the summary of live bytes by
+    thread, the snapshots, and the call stacks of the handlers."""
+    server, port = start_server(tmp_path)
+    try:
+        attach, _ = start_attach(tmp_path, server.pid, "--accounting", "--stack")
+        load(port, "o")
+        attach.send_signal(signal.SIGINT)
+        rest = attach.communicate(timeout=120)[1]
+        assert attach.returncode == 0 and "detached" in rest, rest
+        files = os.listdir(out_dir(tmp_path, server.pid))
+        assert "summary.json" in files and any(f.startswith("snapshot-") for f in files), files
+        exported = tmp_path / "exported"
+        subprocess.run(cmd("export", "-q", "-o", str(exported), out_dir(tmp_path, server.pid)),
+                       check=True, env=env_with_package(keep_cli=True))
+        stacks = [n for n in os.listdir(str(exported)) if n.endswith(".stack")]
+        assert any("build_page" in (exported / n).read_text(errors="replace")
+                   for n in stacks), stacks
+        assert get(port, "/after")[0] == 200
+    finally:
         stop(server)

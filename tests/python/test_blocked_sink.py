@@ -207,7 +207,7 @@ def test_disable_while_the_sink_is_blocked(tmp_path):
 # A thread that fills its buffer while the writer is stuck goes on: its full
 # buffers are handed to the flusher, and past the bound its records are
 # dropped and counted (src/recorder/writer.h), never waited for.
-FILL_CALLS = 200000
+FILL_CALLS = 60000  # ~120k records: several 64 KiB buffers, two would do
 
 FILL_PROGRAM = textwrap.dedent("""
     import sys
