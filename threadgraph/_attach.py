@@ -153,6 +153,22 @@ def invoked_as(pid, exe, env, cwd):
     return exe
 
 
+def check_same_mount_namespace(pid):
+    """Refused when PID sees another filesystem than ours (a container seen from
+    the host or from a debug container, a service with PrivateTmp): the control
+    socket and the options are files in our /tmp, which it could not open, and
+    its interpreter cannot be checked from here."""
+    try:
+        theirs = os.readlink("/proc/%d/ns/mnt" % pid)
+        ours = os.readlink("/proc/self/ns/mnt")
+    except OSError:
+        return  # no namespaces here (or not readable: ptrace's checks say so)
+    if theirs != ours:
+        raise Refused("process %d runs in another mount namespace (a container, or a "
+                      "service with PrivateTmp): run threadgraph attach inside it (docker "
+                      "exec, kubectl exec into its container); docs/attach.md" % pid)
+
+
 def check_not_under_run(pid):
     """Refused when PID was started by `threadgraph run` (python -m threadgraph
     run, or the threadgraph script): it records already, as the target's own
@@ -444,6 +460,7 @@ def attach(opts):
         if pid <= 0 or pid == os.getpid():
             raise Refused("%d is not a process to attach to" % pid)
         exe, env, cwd = target_python(pid)
+        check_same_mount_namespace(pid)
         check_not_under_run(pid)
         check_ptrace(pid)
         version = check_importable(pid, exe, env, cwd)

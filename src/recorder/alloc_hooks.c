@@ -45,6 +45,32 @@ static _Atomic int tg_tracking;
  * hooks and computes this) and stops only after disable has uninstalled them
  * (which clears it), so it never goes stale.  Relaxed atomic. */
 static _Atomic int tg_plain;
+/* Set at install when sampled mode's fast paths for the GIL domains may run
+ * (hook_count.h tg_hook_gil_fast_alloc/free): allocation accounting on and no
+ * process total (which they do not count), as tg_plain, whose life it shares.
+ * Relaxed atomic; the GIL hooks read it with the GIL, as install and
+ * uninstall write it. */
+static _Atomic int tg_gil_fast;
+
+/* Count and enter block P (NULL: a failed allocation) of SIZE bytes that D's
+ * allocator just returned to a thread whose busy bits were SAVED; PLAIN is
+ * tg_plain as the hook read it. */
+static inline __attribute__((always_inline)) void
+tg_hook_malloc_record(struct tg_hook_domain *d, void *p, size_t size, int saved, int plain,
+                      int gil)
+{
+    if (p != NULL && !(saved & TG_BUSY_TRACER)) {
+        if (__builtin_expect(plain, 1)) {
+            tg_hook_plain_insert(d->table, p, size, gil);
+            tg_tls.allocated += (int64_t)size;
+        } else {
+            tg_hook_entry_insert(d->table, p, size, gil);
+            tg_hook_account((int64_t)size, 0);
+        }
+        if (gil && __builtin_expect(saved & TG_BUSY_WATCH, 0))
+            tg_hook_watch();
+    }
+}
 
 static inline __attribute__((always_inline)) void *
 tg_hook_malloc_body(void *ctx, size_t size, int gil)
@@ -63,17 +89,7 @@ tg_hook_malloc_body(void *ctx, size_t size, int gil)
     tg_tls.busy = saved | TG_BUSY_HOOK;
     p = d->orig.malloc(d->orig.ctx, size);
     tg_tls.busy = saved;
-    if (p != NULL && !(saved & TG_BUSY_TRACER)) {
-        if (__builtin_expect(plain, 1)) {
-            tg_hook_plain_insert(d->table, p, size, gil);
-            tg_tls.allocated += (int64_t)size;
-        } else {
-            tg_hook_entry_insert(d->table, p, size, gil);
-            tg_hook_account((int64_t)size, 0);
-        }
-        if (gil && __builtin_expect(saved & TG_BUSY_WATCH, 0))
-            tg_hook_watch();
-    }
+    tg_hook_malloc_record(d, p, size, saved, plain, gil);
     return p;
 }
 
@@ -169,20 +185,98 @@ pass:
     d->orig.free(d->orig.ctx, ptr);
 }
 
-/* The hooks of each table: the raw domain's (tg_ptrtable_raw, locked) and the
- * mem and obj domains' (tg_ptrtable_gil, whose operations are inlined). */
-#define TG_HOOKS(kind, gil)                                                          \
-    static void *tg_hook_malloc_##kind(void *ctx, size_t size)                       \
-    { return tg_hook_malloc_body(ctx, size, gil); }                                  \
-    static void *tg_hook_calloc_##kind(void *ctx, size_t nelem, size_t elsize)       \
-    { return tg_hook_calloc_body(ctx, nelem, elsize, gil); }                         \
-    static void *tg_hook_realloc_##kind(void *ctx, void *ptr, size_t size)           \
-    { return tg_hook_realloc_body(ctx, ptr, size, gil); }                            \
-    static void tg_hook_free_##kind(void *ctx, void *ptr)                            \
-    { tg_hook_free_body(ctx, ptr, gil); }
-TG_HOOKS(raw, 0)
-TG_HOOKS(gil, 1)
-#undef TG_HOOKS
+/* The raw domain's hooks (tg_ptrtable_raw, locked). */
+static void *tg_hook_malloc_raw(void *ctx, size_t size)
+{ return tg_hook_malloc_body(ctx, size, 0); }
+static void *tg_hook_calloc_raw(void *ctx, size_t nelem, size_t elsize)
+{ return tg_hook_calloc_body(ctx, nelem, elsize, 0); }
+static void *tg_hook_realloc_raw(void *ctx, void *ptr, size_t size)
+{ return tg_hook_realloc_body(ctx, ptr, size, 0); }
+static void tg_hook_free_raw(void *ctx, void *ptr)
+{ tg_hook_free_body(ctx, ptr, 0); }
+
+/* The mem and obj domains' hooks (tg_ptrtable_gil, whose operations are
+ * inlined).  malloc and free first try sampled mode's fast paths
+ * (hook_count.h): while tg_gil_fast is set, a thread with no busy bit (the
+ * program's own calls) needs none of the general path's other tests, and the
+ * general path, out of line, no longer makes every call save its registers. */
+static __attribute__((noinline)) void *
+tg_hook_malloc_gil_general(void *ctx, size_t size)
+{
+    return tg_hook_malloc_body(ctx, size, 1);
+}
+
+static __attribute__((noinline)) void
+tg_hook_malloc_gil_record(struct tg_hook_domain *d, void *p, size_t size)
+{
+    tg_hook_malloc_record(d, p, size, 0, 0, 1);
+}
+
+/* The fast path proper, apart from the test that picks it: in one function, the
+ * registers it saves were saved before the test, by the general path too. */
+static __attribute__((noinline)) void *
+tg_hook_malloc_gil_fast(struct tg_hook_domain *d, size_t size)
+{
+    void *p;
+
+    tg_tls.busy = TG_BUSY_HOOK;
+    p = d->orig.malloc(d->orig.ctx, size);
+    tg_tls.busy = 0;
+    if (__builtin_expect(p == NULL, 0) || !tg_hook_gil_fast_alloc(p, size))
+        tg_hook_malloc_gil_record(d, p, size);
+    return p;
+}
+
+static void *
+tg_hook_malloc_gil(void *ctx, size_t size)
+{
+    if (__builtin_expect(tg_tls.busy != 0, 0)
+            || !atomic_load_explicit(&tg_gil_fast, memory_order_relaxed))
+        return tg_hook_malloc_gil_general(ctx, size);
+    return tg_hook_malloc_gil_fast(ctx, size);
+}
+
+static void *
+tg_hook_calloc_gil(void *ctx, size_t nelem, size_t elsize)
+{
+    return tg_hook_calloc_body(ctx, nelem, elsize, 1);
+}
+
+static void *
+tg_hook_realloc_gil(void *ctx, void *ptr, size_t size)
+{
+    return tg_hook_realloc_body(ctx, ptr, size, 1);
+}
+
+static __attribute__((noinline)) void
+tg_hook_free_gil_general(void *ctx, void *ptr)
+{
+    tg_hook_free_body(ctx, ptr, 1);
+}
+
+/* The fast path proper (see tg_hook_malloc_gil_fast). */
+static __attribute__((noinline)) void
+tg_hook_free_gil_fast(struct tg_hook_domain *d, void *ptr)
+{
+    if (tg_hook_gil_fast_free(ptr)) {
+        /* A block pymalloc serves itself (TG_HOOK_SMALL_MAX): no nested
+         * hooked call to keep from counting, so no busy bit, and a tail call. */
+        d->orig.free(d->orig.ctx, ptr);
+        return;
+    }
+    tg_hook_free_gil_general(d, ptr);
+}
+
+static void
+tg_hook_free_gil(void *ctx, void *ptr)
+{
+    if (__builtin_expect(tg_tls.busy == 0, 1)
+            && atomic_load_explicit(&tg_gil_fast, memory_order_relaxed) && ptr != NULL) {
+        tg_hook_free_gil_fast(ctx, ptr);
+        return;
+    }
+    tg_hook_free_gil_general(ctx, ptr);
+}
 
 int
 tg_hooks_install(int count_total)
@@ -196,6 +290,7 @@ tg_hooks_install(int count_total)
     atomic_store(&tg_process_total, 0);
     atomic_store(&tg_tracking, 1);
     atomic_store(&tg_plain, !count_total && !atomic_load(&tg_acct_on));
+    atomic_store(&tg_gil_fast, !count_total && atomic_load(&tg_acct_on));
     if (tg_installed)  /* still in another allocator's chain since last time */
         return 0;
     for (i = 0; i < 3; i++) {
@@ -210,10 +305,15 @@ tg_hooks_install(int count_total)
             d->ours.realloc = tg_hook_realloc_raw;
             d->ours.free = tg_hook_free_raw;
         } else {
-            d->ours.malloc = tg_hook_malloc_gil;
+            /* Without the fast paths (full mode), the general hooks directly:
+             * no test that would fail on every call.  (Hooks that stay in the
+             * chain from an earlier run, see above, keep their functions:
+             * either kind counts every mode exactly.) */
+            int fast = atomic_load(&tg_gil_fast);
+            d->ours.malloc = fast ? tg_hook_malloc_gil : tg_hook_malloc_gil_general;
             d->ours.calloc = tg_hook_calloc_gil;
             d->ours.realloc = tg_hook_realloc_gil;
-            d->ours.free = tg_hook_free_gil;
+            d->ours.free = fast ? tg_hook_free_gil : tg_hook_free_gil_general;
         }
         PyMem_SetAllocator(d->domain, &d->ours);
     }
@@ -242,6 +342,7 @@ tg_hooks_uninstall(void)
     /* Otherwise something (tracemalloc) wrapped our wrappers: they must stay in
      * the chain, and pass through from now on. */
     atomic_store(&tg_plain, 0);
+    atomic_store(&tg_gil_fast, 0);
     atomic_store(&tg_tracking, 0);
     tg_hooks_count_total = 0;
     tg_ptrtable_clear();

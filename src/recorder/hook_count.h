@@ -131,6 +131,78 @@ tg_hook_entry_free(size_t word, int count_thread)
     return TG_ACCT_ENTRY_SIZE(word);
 }
 
+/* ---- sampled mode's fast paths for the GIL domains (alloc_hooks.c) ----
+ * The general hooks test tracking, plain, accounting and the process total
+ * one by one and keep the thread's busy bits across the call down, and all
+ * their paths made the compiler save six registers on every call: a
+ * pass-through hook cost 31-33 instructions, an allocation with its table
+ * entry and accounting 133, a free 114 (callgrind, alloc_heavy).  These do
+ * the common case alone; anything else they leave untouched for the general
+ * path. */
+
+/* Largest request pymalloc serves itself (its SMALL_REQUEST_THRESHOLD, 512 in
+ * every supported version): the free of such a block calls down into no
+ * hooked allocator, so the free hook needs no TG_BUSY_HOOK around it.  (Were
+ * it wrong for some allocator, e.g. the debug hooks, a nested raw free would
+ * look its block up in the raw table, not find it and count nothing: exact
+ * still, only slower.) */
+#define TG_HOOK_SMALL_MAX 512
+
+/* Sampled mode's common allocation in a GIL domain: block P of SIZE bytes
+ * whose page map entry page exists, with no entry for P there (nor a mark:
+ * nor in the GIL table's hash, ptrtable_fast.h), that tg_acct_alloc_light counts: counted on the
+ * thread's counters and entered in the page map.  1 when done; 0 having done
+ * nothing (the general path then does everything). */
+static inline __attribute__((always_inline)) int
+tg_hook_gil_fast_alloc(void *p, size_t size)
+{
+    uintptr_t a = (uintptr_t)p;
+    struct tg_pp_page *pg;
+    unsigned gi;
+    uint64_t word;
+
+    if (size > TG_PP_WORD_MAX
+            || !atomic_load_explicit(&tg_acct_on, memory_order_relaxed)
+            || (pg = tg_ptrpage_find(&tg_ptrpage_gil, a, &gi)) == NULL
+            || pg->word1[gi] != 0
+            || tg_ptrtable_gil.unmarked
+            || !tg_acct_alloc_light(size, &word))
+        return 0;
+    tg_ptrpage_fill(&tg_ptrpage_gil, pg, gi, (size_t)word);
+    tg_tls.allocated += (int64_t)size;
+    return 1;
+}
+
+/* Sampled mode's common free in a GIL domain, by the program (the thread not
+ * busy): block P in the page map, of at most TG_HOOK_SMALL_MAX bytes, and the
+ * thread's accounting state current (accounting on: a forked child that
+ * goes on recording stops it with the hooks installed): removed and counted
+ * as freed by the calling thread.  1 when done; 0 having done nothing. */
+static inline __attribute__((always_inline)) int
+tg_hook_gil_fast_free(void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    struct tg_acct_thread *t = tg_tls.acct;
+    struct tg_pp_page *pg;
+    unsigned gi;
+    size_t size;
+
+    if ((pg = tg_ptrpage_find(&tg_ptrpage_gil, a, &gi)) == NULL)
+        return 0;
+    size = (size_t)pg->word1[gi] - 1;  /* no entry (0): SIZE_MAX */
+    if (size > TG_HOOK_SMALL_MAX
+            || !atomic_load_explicit(&tg_acct_on, memory_order_relaxed)
+            || tg_acct.stack_site == NULL || t == NULL
+            || tg_tls.acct_gen != atomic_load_explicit(&tg_acct.gen, memory_order_relaxed))
+        return 0;
+    tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
+    TG_OWN_ADD(t->free_calls, 1);
+    TG_OWN_ADD(t->freed, (int64_t)size);
+    TG_OWN_ADD(t->hist_free[tg_acct_bin(size)], 1);
+    tg_tls.freed += (int64_t)size;
+    return 1;
+}
+
 #pragma GCC visibility pop
 
 #endif /* TG_HOOK_COUNT_H */

@@ -49,6 +49,8 @@ tg_ptrpage_set_slow(struct tg_ptrpage *m, uintptr_t p, size_t word)
     struct tg_pp_node *n;
     struct tg_pp_page *pg;
 
+    if (m->idle > TG_PP_IDLE_MIN && m->idle > m->pages - m->idle)
+        tg_ptrpage_trim(m);  /* before N is looked up: it may go */
     if (m->nodes == NULL) {
         if (m->unmapped || (m->nodes = tg_ptrpage_map_nodes()) == NULL) {
             m->unmapped = 1;  /* e.g. under ulimit -v: not tried per block */
@@ -89,19 +91,20 @@ tg_ptrpage_set_slow(struct tg_ptrpage *m, uintptr_t p, size_t word)
         n->page[pi] = pg;
         n->npages++;
         m->pages++;
+        m->idle++;  /* until tg_ptrpage_set's entry below */
     }
     return tg_ptrpage_set(m, p, word);
 }
 
-/* Detach the empty entry page PI of node N: kept for reuse or freed, and the
- * node with it when it was the node's last. */
+/* The entry page of node N's page PI has no entry: out of the map. */
 static void
-tg_ptrpage_detach(struct tg_ptrpage *m, struct tg_pp_node *n, unsigned pi)
+tg_ptrpage_page_out(struct tg_ptrpage *m, struct tg_pp_node *n, unsigned pi)
 {
     struct tg_pp_page *pg = n->page[pi];
 
     n->page[pi] = NULL;
     m->pages--;
+    m->idle--;
     if (m->nspare < TG_PP_SPARE_MAX) {
         /* word1 is all 0 (live was): ready for reuse as it is. */
         pg->u.next = m->spare;
@@ -114,25 +117,22 @@ tg_ptrpage_detach(struct tg_ptrpage *m, struct tg_pp_node *n, unsigned pi)
         tg_ptrpage_node_empty(m, n);
 }
 
-__attribute__((noinline)) void
-tg_ptrpage_page_empty(struct tg_ptrpage *m, struct tg_pp_node *n, unsigned pi)
+__attribute__((noinline, cold)) void
+tg_ptrpage_trim(struct tg_ptrpage *m)
 {
-    unsigned slot = m->park_next;
-    struct tg_pp_node *old = m->parked[slot].node;
-    unsigned old_pi = m->parked[slot].pi;
+    struct tg_pp_node *n, *next;
+    unsigned pi;
 
-    /* A parked page's live never falls to 0 (its bit stays set), so it is not
-     * parked twice, and it stays attached until it leaves parked[]: OLD and
-     * its page are still there. */
-    n->page[pi]->u.live = TG_PP_PARKED_BIT;
-    m->parked[slot].node = n;
-    m->parked[slot].pi = pi;
-    m->park_next = (slot + 1) % TG_PP_PARKED;
-    if (old != NULL) {
-        struct tg_pp_page *op = old->page[old_pi];
-        op->u.live &= ~TG_PP_PARKED_BIT;
-        if (op->u.live == 0)
-            tg_ptrpage_detach(m, old, old_pi);  /* not N: N keeps PI's page */
+    for (n = m->all; n != NULL && m->idle > 0; n = next) {
+        next = n->next;  /* N goes when its last page does */
+        for (pi = 0; pi < TG_PP_NODE_PAGES; pi++) {
+            if (n->page[pi] != NULL && n->page[pi]->u.live == 0) {
+                int last = n->npages == 1;
+                tg_ptrpage_page_out(m, n, pi);
+                if (last)
+                    break;
+            }
+        }
     }
 }
 

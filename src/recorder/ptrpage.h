@@ -19,9 +19,17 @@
  * Only 16-aligned blocks below 2^47 whose word is at most TG_PP_WORD_MAX go
  * here (with accounting off, nearly every block of the mem and obj domains);
  * ptrtable.c keeps the rest in the GIL table's hash and keeps a pointer in at
- * most one of the two.  An entry page whose last entry goes stays in place
- * while it is among the TG_PP_PARKED pages that emptied last, then is kept for
- * reuse (TG_PP_SPARE_MAX) or freed, and a node (32 KiB per 16 MiB of address space
+ * most one of the two.  A block of such an address that the hash holds has
+ * TG_PP_MARK here instead, so that the page map alone says where any of them
+ * is (ptrtable_fast.h).  An entry page whose last entry goes stays in the
+ * map (idle): a program's heap pages empty and fill again all the time, and
+ * taking the page out at once and back at the next block made one allocation
+ * in fourteen take the slow path (alloc_heavy), and gave the free hook a call
+ * to make.  When a new entry page is needed and more are idle than busy
+ * (and than TG_PP_IDLE_MIN), tg_ptrpage_trim takes the idle ones out (so the
+ * map's memory stays within twice what its entries need, each idle page
+ * pinning at most one node): each is kept for reuse
+ * (TG_PP_SPARE_MAX) or freed, and a node (32 KiB per 16 MiB of address space
  * in use) whose last entry page goes is kept for reuse (TG_PP_SPARE_NODES) or
  * freed; the node array (64 MiB of
  * address space reserved, a page of it touched per 8 GiB in use) stays until
@@ -47,15 +55,12 @@
 #define TG_PP_NODES (UINT64_C(1) << (TG_PP_ADDR_BITS - TG_PP_NODE_SHIFT))
 #define TG_PP_NODE_PAGES (1u << (TG_PP_NODE_SHIFT - TG_PP_PAGE_SHIFT))
 #define TG_PP_GRANULES (1u << (TG_PP_PAGE_SHIFT - 4))
-#define TG_PP_WORD_MAX 0xFFFEu   /* entries hold word + 1 in 16 bits */
+#define TG_PP_WORD_MAX 0xFFFDu   /* entries hold word + 1 in 16 bits ... */
+#define TG_PP_MARK 0xFFFFu       /* ... or this mark: the block's entry is in the
+                                    GIL table's hash (ptrtable_fast.h) */
 #define TG_PP_SPARE_MAX 1024     /* empty entry pages kept for reuse (520 KiB) */
-#define TG_PP_PARKED 16          /* entry pages left in place when they empty,
-                                    the most recent ones: a page that one block
-                                    keeps emptying and refilling (a frame
-                                    object's, under a profile function) was
-                                    detached and attached again each time */
-#define TG_PP_PARKED_BIT 0x80000000u  /* in live: the page is in parked[] (its
-                                    entry count is live's other bits) */
+#define TG_PP_IDLE_MIN 64        /* idle entry pages always allowed; above, at
+                                    most as many as the busy ones */
 #define TG_PP_SPARE_NODES 32     /* empty nodes kept for reuse (1 MiB): a block
                                     moving between sparse regions (a growing
                                     list's buffer) made and freed a 32 KiB node,
@@ -83,15 +88,10 @@ struct tg_ptrpage {
     size_t nspare;
     struct tg_pp_node *spare_nodes;/* empty nodes (page[] all NULL), by next */
     size_t nspare_nodes;
-    struct {
-        struct tg_pp_node *node;   /* NULL: a free slot */
-        unsigned pi;
-    } parked[TG_PP_PARKED];        /* pages that emptied lately, still attached,
-                                      each once (TG_PP_PARKED_BIT): the oldest is
-                                      detached, if still empty, as the next comes */
-    unsigned park_next;            /* the slot the next one takes */
-    size_t count;                  /* entries */
-    size_t pages;                  /* entry pages in use */
+    size_t count;                  /* entries, marks included */
+    size_t marks;                  /* entries that are TG_PP_MARK */
+    size_t pages;                  /* entry pages in the map (idle included) */
+    size_t idle;                   /* entry pages in the map without an entry */
     size_t nnodes;
     int unmapped;                  /* the node array's mmap failed: no retry
                                       (every block goes to the hash) */
@@ -110,9 +110,9 @@ tg_ptrpage_fits(uintptr_t p, size_t word)
 
 /* Out of line: enter P when its node or entry page does not exist yet. */
 int tg_ptrpage_set_slow(struct tg_ptrpage *m, uintptr_t p, size_t word);
-/* Out of line: the entry page of node N's page PI has no entry left (and is
- * not parked): it is parked, and the oldest parked page detached if empty. */
-void tg_ptrpage_page_empty(struct tg_ptrpage *m, struct tg_pp_node *n, unsigned pi);
+/* Take every idle entry page out of M (out of line; done by
+ * tg_ptrpage_set_slow when more are idle than busy). */
+void tg_ptrpage_trim(struct tg_ptrpage *m);
 
 /* Enter block P (tg_ptrpage_fits) with WORD in M, replacing an entry for P.
  * Returns 0, or -1 when memory for the map ran out (P is not entered). */
@@ -129,40 +129,51 @@ tg_ptrpage_set(struct tg_ptrpage *m, uintptr_t p, size_t word)
         return tg_ptrpage_set_slow(m, p, word);
     gi = (unsigned)(p >> 4) & (TG_PP_GRANULES - 1);
     if (pg->word1[gi] == 0) {
-        pg->u.live++;
+        if (pg->u.live++ == 0)
+            m->idle--;
         m->count++;
     }
     pg->word1[gi] = (uint16_t)(word + 1);
     return 0;
 }
 
-/* Remove block P from M: 1 and its word in *WORD, or 0 (P is not there; any
- * P, aligned or not). */
-static inline int
-tg_ptrpage_take(struct tg_ptrpage *m, uintptr_t p, size_t *word)
+/* The entry page of block P in M, with P's granule in *GI; NULL when P has
+ * none (no node or entry page there yet, or P cannot be in a page map).  For
+ * the hooks' fast paths (hook_count.h), which then read and write the granule
+ * themselves with tg_ptrpage_fill and tg_ptrpage_empty. */
+static inline struct tg_pp_page *
+tg_ptrpage_find(const struct tg_ptrpage *m, uintptr_t p, unsigned *gi)
 {
     struct tg_pp_node *n;
-    struct tg_pp_page *pg;
-    unsigned pi, gi, w;
 
     if ((((uint64_t)p & 15) | ((uint64_t)p >> TG_PP_ADDR_BITS)) != 0
             || m->nodes == NULL
             || (n = m->nodes[p >> TG_PP_NODE_SHIFT]) == NULL)
-        return 0;
-    pi = (unsigned)(p >> TG_PP_PAGE_SHIFT) & (TG_PP_NODE_PAGES - 1);
-    pg = n->page[pi];
-    if (pg == NULL)
-        return 0;
-    gi = (unsigned)(p >> 4) & (TG_PP_GRANULES - 1);
-    w = pg->word1[gi];
-    if (w == 0)
-        return 0;
+        return NULL;
+    *gi = (unsigned)(p >> 4) & (TG_PP_GRANULES - 1);
+    return n->page[(p >> TG_PP_PAGE_SHIFT) & (TG_PP_NODE_PAGES - 1)];
+}
+
+/* Enter WORD (at most TG_PP_WORD_MAX) at granule GI of PG, P's entry page
+ * (tg_ptrpage_find), whose granule held no entry. */
+static inline void
+tg_ptrpage_fill(struct tg_ptrpage *m, struct tg_pp_page *pg, unsigned gi, size_t word)
+{
+    if (__builtin_expect(pg->u.live++ == 0, 0))
+        m->idle--;
+    m->count++;
+    pg->word1[gi] = (uint16_t)(word + 1);
+}
+
+/* Remove the entry at granule GI of PG (not empty).  No call: a page left
+ * without an entry stays, idle. */
+static inline void
+tg_ptrpage_empty(struct tg_ptrpage *m, struct tg_pp_page *pg, unsigned gi)
+{
     pg->word1[gi] = 0;
     m->count--;
-    if (--pg->u.live == 0)
-        tg_ptrpage_page_empty(m, n, pi);
-    *word = w - 1;
-    return 1;
+    if (__builtin_expect(--pg->u.live == 0, 0))
+        m->idle++;
 }
 
 /* Drop every entry and free the map's memory. */

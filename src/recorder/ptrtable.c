@@ -29,9 +29,9 @@ static const uint64_t tg_c_none[1];
 #define TG_SHARDS_INIT { TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, \
                          TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S, TG_S }
 /* Raw domain: each shard's fields are guarded by its own lock. */
-struct tg_ptrtable tg_ptrtable_raw = { 1, { 0 }, TG_SHARDS_INIT };
+struct tg_ptrtable tg_ptrtable_raw = { 1, 0, { 0 }, TG_SHARDS_INIT };
 /* Mem and obj domains: guarded by the GIL. */
-struct tg_ptrtable tg_ptrtable_gil = { 0, { 0 }, TG_SHARDS_INIT };
+struct tg_ptrtable tg_ptrtable_gil = { 0, 0, { 0 }, TG_SHARDS_INIT };
 /* Its newest block (ptrtable_fast.h); the GIL. */
 struct tg_gil_newest tg_gil_newest;
 #undef TG_S
@@ -233,9 +233,21 @@ tg_gil_hash_insert(uintptr_t p, size_t word, int wide)
     struct tg_shard *s = &tg_ptrtable_gil.shards[0];
     uint64_t h = tg_ptr_hash(p);
     unsigned b = tg_wfilter_bit(h);
-    size_t stale;
+    struct tg_pp_page *pg;
+    unsigned gi;
 
-    tg_ptrpage_take(&tg_ptrpage_gil, p, &stale);  /* one entry per address */
+    if (tg_ptrpage_fits(p, 0)) {
+        /* One entry per address: a word in the page map gives way to the mark
+         * (a mark already there: the hash's insert replaces its entry).  The
+         * set fails only where P has no entry page, so no word is left. */
+        pg = tg_ptrpage_find(&tg_ptrpage_gil, p, &gi);
+        if (pg == NULL || pg->word1[gi] != TG_PP_MARK) {
+            if (tg_ptrpage_set(&tg_ptrpage_gil, p, TG_PP_MARK - 1) == 0)
+                tg_ptrpage_gil.marks++;
+            else
+                tg_ptrtable_gil.unmarked = 1;
+        }
+    }
     if (wide)
         tg_shard_insert_wide_unlocked(s, p, h, word);
     else
@@ -247,18 +259,41 @@ __attribute__((noinline)) int
 tg_gil_hash_remove(uintptr_t p, size_t *word)
 {
     struct tg_shard *s = &tg_ptrtable_gil.shards[0];
-    int found = tg_shard_remove_unlocked(s, p, tg_ptr_hash(p), word);
+    struct tg_pp_page *pg;
+    unsigned gi;
+    int found;
 
+    if (tg_ptrpage_fits(p, 0) && (pg = tg_ptrpage_find(&tg_ptrpage_gil, p, &gi)) != NULL
+            && pg->word1[gi] == TG_PP_MARK) {
+        tg_ptrpage_gil.marks--;
+        tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
+    }
+    found = tg_shard_remove_unlocked(s, p, tg_ptr_hash(p), word);
     if (found && s->ccount == 0 && s->wcount == 0)
         memset(tg_ptrtable_gil.hfilter, 0, sizeof tg_ptrtable_gil.hfilter);
     return found;
 }
 
+/* Insert P with WORD in the GIL table when tg_ptrtable_gil_insert's common case
+ * does not hold: P has an entry already (a word: replaced; a mark: the hash's
+ * entry dropped), P's entry page does not exist yet, WORD or P do not fit the
+ * page map, or some block went to the hash unmarked. */
 __attribute__((noinline)) void
-tg_gil_hash_drop(uintptr_t p)
+tg_gil_insert_slow(uintptr_t p, size_t word)
 {
+    struct tg_pp_page *pg;
+    unsigned gi;
     size_t stale;
-    tg_gil_hash_remove(p, &stale);
+
+    if (tg_ptrpage_fits(p, word)) {
+        pg = tg_ptrpage_find(&tg_ptrpage_gil, p, &gi);
+        if ((pg != NULL && pg->word1[gi] == TG_PP_MARK)
+                || (tg_ptrtable_gil.unmarked && tg_gil_hash_maybe(p)))
+            tg_gil_hash_remove(p, &stale);
+        if (tg_ptrpage_set(&tg_ptrpage_gil, p, word) == 0)
+            return;
+    }
+    tg_gil_hash_insert(p, word, 0);
 }
 
 /* ---- the public functions ---- */
@@ -370,6 +405,7 @@ tg_ptrtable_clear(void)
     tg_gil_newest.p = 0;
     tg_table_clear(&tg_ptrtable_gil);
     memset(tg_ptrtable_gil.hfilter, 0, sizeof tg_ptrtable_gil.hfilter);
+    tg_ptrtable_gil.unmarked = 0;
     tg_ptrpage_clear(&tg_ptrpage_gil);
 }
 
@@ -396,7 +432,7 @@ tg_ptrtable_stats(struct tg_ptrtable *t, struct tg_ptrtable_stats *st)
         tg_gil_newest_flush();  /* counted where it belongs */
     tg_table_stats(t, st);
     if (t == &tg_ptrtable_gil) {
-        st->paged = tg_ptrpage_gil.count;
+        st->paged = tg_ptrpage_gil.count - tg_ptrpage_gil.marks;
         st->bytes += tg_ptrpage_bytes(&tg_ptrpage_gil);
     }
 }

@@ -22,9 +22,10 @@
  * entries, then the wide one.
  * The GIL table keeps most blocks elsewhere: its newest block in a slot of
  * its own (freed first, often: ptrtable_fast.h), the others in a page map by
- * address (ptrpage.h), for locality; its hash holds the rest (large words, unaligned
- * or high pointers), and a 512-bit filter of the hash's entries spares the
- * page-map blocks a look there.
+ * address (ptrpage.h), for locality; its hash holds the rest (large words,
+ * unaligned or high pointers), each marked in the page map where its address
+ * could be there, so that the page map alone answers for those addresses; a
+ * 512-bit filter of the hash's entries serves the others.
  * Two tables, because each domain frees only its own blocks:
  *   - tg_ptrtable_raw, for PYMEM_DOMAIN_RAW, which is called without the GIL from
  *     any thread: one mutex per shard;

@@ -73,6 +73,11 @@ struct tg_shard {
 
 struct tg_ptrtable {
     int locked;                        /* take the shard locks (raw domain); const */
+    int unmarked;                      /* GIL table only (GIL): set when a block
+                                          the page map could hold went to the hash
+                                          without its mark (no memory for the
+                                          entry page): a page map miss then looks
+                                          in the hash too; cleared by clear */
     uint64_t hfilter[TG_WFILTER_BITS / 64];  /* GIL table only (GIL): a bit per
                                           entry of its hash (tg_wfilter_bit), all
                                           cleared when the hash empties; clear =
@@ -240,14 +245,23 @@ tg_shard_remove_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t *si
     return tg_compact_remove_unlocked(s, tg_compact_key(p), h, size);
 }
 
-/* ---- the GIL table: the page map first (ptrpage.h), the hash for the rest ---- */
+/* ---- the GIL table: the page map first (ptrpage.h), the hash for the rest ----
+ * Where a block's address fits the page map (16-aligned, below 2^47) the page
+ * map says where its entry is: its word, TG_PP_MARK when the hash holds it (a
+ * word too large for the map, or accounting's wide words), or nothing.  So the
+ * common insert and remove never compute a hash nor test a filter (with
+ * sampled mode's wide entries live, the filter's 512 bits sent one
+ * allocation in seven to a useless hash probe).  Other addresses, and every
+ * address once a mark could not be set (tg_ptrtable_gil.unmarked), go by the
+ * hash's filter as before. */
 
 /* Out of line (ptrtable.c): enter P with WORD in the GIL table's hash (in a wide
- * entry if WIDE), dropping a page map entry for it; remove P from the hash;
- * drop a stale hash entry for P. */
+ * entry if WIDE), marking it in the page map and dropping a page map entry for
+ * it; insert P with WORD wherever it goes; remove P from the hash (and its
+ * mark), 1 and its word in *WORD or 0. */
 void tg_gil_hash_insert(uintptr_t p, size_t word, int wide);
+void tg_gil_insert_slow(uintptr_t p, size_t word);
 int tg_gil_hash_remove(uintptr_t p, size_t *word);
-void tg_gil_hash_drop(uintptr_t p);
 
 /* Whether the GIL table's hash might hold P. */
 static inline int
@@ -277,17 +291,22 @@ struct tg_gil_newest {
 extern struct tg_gil_newest tg_gil_newest;
 
 /* Enter P with WORD in the page map, or the hash if it does not fit there (GIL
- * held). */
+ * held): inline, the common case, a block whose address has an entry page
+ * already and no entry. */
 static inline __attribute__((always_inline)) void
 tg_ptrtable_gil_enter(uintptr_t p, size_t size)
 {
-    if (__builtin_expect(tg_ptrpage_fits(p, size), 1)
-            && __builtin_expect(tg_ptrpage_set(&tg_ptrpage_gil, p, size) == 0, 1)) {
-        if (__builtin_expect(tg_gil_hash_maybe(p), 0))
-            tg_gil_hash_drop(p);
+    struct tg_pp_page *pg;
+    unsigned gi;
+
+    if (__builtin_expect(size <= TG_PP_WORD_MAX, 1)
+            && (pg = tg_ptrpage_find(&tg_ptrpage_gil, p, &gi)) != NULL
+            && __builtin_expect(pg->word1[gi] == 0, 1)
+            && __builtin_expect(!tg_ptrtable_gil.unmarked, 1)) {
+        tg_ptrpage_fill(&tg_ptrpage_gil, pg, gi, size);
         return;
     }
-    tg_gil_hash_insert(p, size, 0);
+    tg_gil_insert_slow(p, size);
 }
 
 /* Move the newest block, if any, into the map or the hash (GIL held): before
@@ -324,15 +343,26 @@ static inline __attribute__((always_inline)) int
 tg_ptrtable_gil_remove(void *ptr, size_t *size)
 {
     uintptr_t p = (uintptr_t)ptr;
+    struct tg_pp_page *pg;
+    unsigned gi, w;
 
     if (p == tg_gil_newest.p) {
         *size = tg_gil_newest.word;
         tg_gil_newest.p = 0;
         return 1;
     }
-    if (__builtin_expect(tg_ptrpage_take(&tg_ptrpage_gil, p, size), 1))
-        return 1;
-    if (__builtin_expect(tg_gil_hash_maybe(p), 0))
+    if (__builtin_expect((pg = tg_ptrpage_find(&tg_ptrpage_gil, p, &gi)) != NULL, 1)) {
+        w = pg->word1[gi];
+        if (__builtin_expect(w - 1u < TG_PP_MARK - 1u, 1)) {  /* a word */
+            tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
+            *size = w - 1;
+            return 1;
+        }
+        if (w == TG_PP_MARK)
+            return tg_gil_hash_remove(p, size);
+    }
+    /* Not in the page map: in the hash only if P cannot be marked there. */
+    if ((!tg_ptrpage_fits(p, 0) || tg_ptrtable_gil.unmarked) && tg_gil_hash_maybe(p))
         return tg_gil_hash_remove(p, size);
     return 0;
 }
