@@ -56,11 +56,11 @@ def say(msg):
 # --- options -------------------------------------------------------------------
 
 
-def build_parser():
+def build_parser(prog=PROG):
     from threadgraph import _run
 
     parser = argparse.ArgumentParser(
-        prog=PROG,
+        prog=prog,
         usage="%(prog)s [options] PID",
         description="Record a running Python program (CPython 3.8-3.13, started "
         "without threadgraph) until --duration ends, Ctrl-C, or `threadgraph detach "
@@ -576,7 +576,7 @@ def show_live(out_dir, stop):
 
 def live_main(argv):
     """threadgraph live PID [attach options]: attach --live."""
-    return main(["--live"] + list(argv))
+    return main(["--live"] + list(argv), prog="threadgraph live")
 
 
 def display_path(path):
@@ -585,10 +585,11 @@ def display_path(path):
     return dp(path)
 
 
-def main(argv):
+def main(argv, prog=PROG):
+    """threadgraph attach (PROG names the command in usage errors: live PID too)."""
     from threadgraph._run import check_options
 
-    parser = build_parser()
+    parser = build_parser(prog)
     opts = parser.parse_args(argv)
     if opts.duration is not None and opts.duration <= 0:
         parser.error("--duration must be more than 0")

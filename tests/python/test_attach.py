@@ -434,6 +434,10 @@ def test_bad_options_refused_before_the_target_is_touched(tmp_path):
                            universal_newlines=True, timeout=120)
         assert r.returncode == 2 and says in r.stderr, r.stderr
         assert "no process" not in r.stderr
+    # live PID is attach --live: its usage errors name the command typed
+    r = subprocess.run(cmd("live", "--max-size", "1", "999999999"), stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.startswith("usage: threadgraph live "), r.stderr
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0
