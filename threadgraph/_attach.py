@@ -56,11 +56,11 @@ def say(msg):
 # --- options -------------------------------------------------------------------
 
 
-def build_parser():
+def build_parser(prog=PROG):
     from threadgraph import _run
 
     parser = argparse.ArgumentParser(
-        prog=PROG,
+        prog=prog,
         usage="%(prog)s [options] PID",
         description="Record a running Python program (CPython 3.8-3.13, started "
         "without threadgraph) until --duration ends, Ctrl-C, or `threadgraph detach "
@@ -151,6 +151,22 @@ def invoked_as(pid, exe, env, cwd):
         if os.path.isfile(path) and os.path.realpath(path) == real:
             return os.path.abspath(path)
     return exe
+
+
+def check_same_mount_namespace(pid):
+    """Refused when PID sees another filesystem than ours (a container seen from
+    the host or from a debug container, a service with PrivateTmp): the control
+    socket and the options are files in our /tmp, which it could not open, and
+    its interpreter cannot be checked from here."""
+    try:
+        theirs = os.readlink("/proc/%d/ns/mnt" % pid)
+        ours = os.readlink("/proc/self/ns/mnt")
+    except OSError:
+        return  # no namespaces here (or not readable: ptrace's checks say so)
+    if theirs != ours:
+        raise Refused("process %d runs in another mount namespace (a container, or a "
+                      "service with PrivateTmp): run threadgraph attach inside it (docker "
+                      "exec, kubectl exec into its container); docs/attach.md" % pid)
 
 
 def check_not_under_run(pid):
@@ -444,6 +460,7 @@ def attach(opts):
         if pid <= 0 or pid == os.getpid():
             raise Refused("%d is not a process to attach to" % pid)
         exe, env, cwd = target_python(pid)
+        check_same_mount_namespace(pid)
         check_not_under_run(pid)
         check_ptrace(pid)
         version = check_importable(pid, exe, env, cwd)
@@ -559,7 +576,7 @@ def show_live(out_dir, stop):
 
 def live_main(argv):
     """threadgraph live PID [attach options]: attach --live."""
-    return main(["--live"] + list(argv))
+    return main(["--live"] + list(argv), prog="threadgraph live")
 
 
 def display_path(path):
@@ -568,10 +585,11 @@ def display_path(path):
     return dp(path)
 
 
-def main(argv):
+def main(argv, prog=PROG):
+    """threadgraph attach (PROG names the command in usage errors: live PID too)."""
     from threadgraph._run import check_options
 
-    parser = build_parser()
+    parser = build_parser(prog)
     opts = parser.parse_args(argv)
     if opts.duration is not None and opts.duration <= 0:
         parser.error("--duration must be more than 0")

@@ -476,6 +476,27 @@ tg_agg_write_thread(FILE *f, struct tg_agg_thread *at, int64_t *lo, int64_t *hi)
     return 0;
 }
 
+/* Writes LEN bytes of BUF to TMP, then renames it DST: 0 or an errno.  No
+ * lock held: a slow or blocked disk stalls only the flusher. */
+static int
+tg_agg_write_file(const char *tmp, const char *dst, const char *buf, size_t len)
+{
+    FILE *f = fopen(tmp, "w");
+    int e = 0;
+
+    if (f == NULL)
+        return errno;
+    if (fwrite(buf, 1, len, f) != len || ferror(f))
+        e = errno ? errno : EIO;
+    if (fclose(f) != 0 && e == 0)
+        e = errno ? errno : EIO;
+    if (e == 0 && rename(tmp, dst) != 0)
+        e = errno;
+    if (e != 0)
+        unlink(tmp);
+    return e;
+}
+
 int
 tg_agg_write(struct tg_agg *a, const char *outdir, int64_t end_us)
 {
@@ -485,6 +506,8 @@ tg_agg_write(struct tg_agg *a, const char *outdir, int64_t end_us)
     int64_t *lo = malloc(TG_AGG_BUCKETS * sizeof(int64_t));
     int64_t *hi = malloc(TG_AGG_BUCKETS * sizeof(int64_t));
     struct tg_agg_thread *at;
+    char *buf = NULL;
+    size_t len = 0;
     FILE *f = NULL;
     uint32_t i, nf;
     int e = 0;
@@ -495,11 +518,15 @@ tg_agg_write(struct tg_agg *a, const char *outdir, int64_t end_us)
     }
     sprintf(tmp, "%s/%s", outdir, TG_AGG_TMPNAME);
     sprintf(dst, "%s/%s", outdir, TG_AGG_FILENAME);
+    /* The file is made in memory under the lock, which thread starts and ends
+     * take with the GIL held, and written after it is released: never I/O
+     * under a lock the interpreter waits for. */
     pthread_mutex_lock(&a->lock);
-    f = fopen(tmp, "w");
+    f = open_memstream(&buf, &len);
     if (f == NULL) {
-        e = errno;
-        goto unlock;
+        e = errno ? errno : ENOMEM;
+        pthread_mutex_unlock(&a->lock);
+        goto done;
     }
     fprintf(f, "%s\nstart_us %lld\nend_us %lld\nmemory %s\n", TG_AGG_MAGIC,
             (long long)a->start_us, (long long)end_us, a->memory);
@@ -513,17 +540,18 @@ tg_agg_write(struct tg_agg *a, const char *outdir, int64_t end_us)
     }
     fputs("end\n", f);
     if (ferror(f))
-        e = errno ? errno : EIO;
+        e = ENOMEM;
     if (fclose(f) != 0 && e == 0)
-        e = errno ? errno : EIO;
-    if (e == 0 && rename(tmp, dst) != 0)
-        e = errno;
-    if (e != 0)
-        unlink(tmp);
-unlock:
+        e = ENOMEM;
+    pthread_mutex_unlock(&a->lock);
+    if (e == 0)
+        e = tg_agg_write_file(tmp, dst, buf, len);
+done:
+    pthread_mutex_lock(&a->lock);
     a->write_err = e;
     pthread_mutex_unlock(&a->lock);
 out:
+    free(buf);
     free(tmp);
     free(dst);
     free(lo);

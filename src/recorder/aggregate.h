@@ -95,7 +95,10 @@ struct tg_agg {
     int64_t start_us;              /* the run's start (wall clock, us) */
     int64_t bucket_us;             /* the curves' first bucket width; configuration */
     const char *memory;            /* "thread", "process" or "rss"; configuration */
-    pthread_mutex_t lock;          /* guards threads (the list) and writes */
+    pthread_mutex_t lock;          /* guards threads (the list) and write_err; the
+                                      file is made in memory under it, written
+                                      after (never I/O under it: thread starts
+                                      and ends take it with the GIL held) */
     struct tg_agg_thread *threads; /* lock */
     struct tg_agg_func *fchunks[TG_AGG_FUNC_CHUNKS]; /* GIL writes; published by n_funcs */
     _Atomic uint32_t n_funcs;      /* functions published (release) */

@@ -434,6 +434,10 @@ def test_bad_options_refused_before_the_target_is_touched(tmp_path):
                            universal_newlines=True, timeout=120)
         assert r.returncode == 2 and says in r.stderr, r.stderr
         assert "no process" not in r.stderr
+    # live PID is attach --live: its usage errors name the command typed
+    r = subprocess.run(cmd("live", "--max-size", "1", "999999999"), stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.startswith("usage: threadgraph live "), r.stderr
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0
@@ -546,3 +550,27 @@ def test_run_options_apply_to_attach(tmp_path):
         assert get(port, "/after")[0] == 200
     finally:
         stop(server)
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0
+                    or shutil.which("unshare") is None,
+                    reason="needs root and unshare for a mount namespace")
+def test_refused_in_another_mount_namespace(tmp_path):
+    """A program with a /tmp of its own (a container's, PrivateTmp): refused
+    before gdb, saying to attach from inside."""
+    target = subprocess.Popen(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+         'mount -t tmpfs none /tmp && exec "$0" -c "import sys; print(\'ready\', '
+         'flush=True); sys.stdin.read()"', sys.executable],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, universal_newlines=True)
+    try:
+        if target.stdout.readline() != "ready\n":
+            pytest.skip("no mount namespace could be made here")
+        r = subprocess.run(cmd("attach", str(target.pid)), stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=120,
+                           env=env_with_package(keep_cli=True))
+        assert r.returncode == 1 and "another mount namespace" in r.stderr, r.stderr
+        assert r.stderr.count("\n") == 1
+        assert target.poll() is None
+    finally:
+        stop(target)
