@@ -96,10 +96,14 @@ def test_samples_agree_with_statm(tmp_path, fmt):
         assert inside, (k, c0, c1)
         for v in inside:
             # between the program's own readings before and after, within two
-            # pages (what the interpreter allocates between two reads)
-            assert lo - 2 * page <= v <= hi + 2 * page, (k, v, lo, hi, inside)
+            # pages (what the interpreter allocates between two reads); RSS may
+            # also go down between them (memory given back meanwhile: CI saw 56
+            # pages less after than before)
+            assert min(lo, hi) - 2 * page <= v <= max(lo, hi) + 2 * page, (k, v, lo, hi, inside)
         if k:
-            assert lo - steps[k - 1][2] >= 4 << 20  # the steps are real
+            # the steps are real: each adds a 4 MiB block, less what was given
+            # back meanwhile
+            assert lo - steps[k - 1][2] >= 3 << 20
 
 
 @pytest.mark.parametrize("every", [1, 20])
