@@ -222,7 +222,8 @@ def test_fold_depth_is_bounded(tmp_path):
         header(flags=ce.F_MEMORY | ce.F_STACK) + code() + thread() +
         b"".join(chunk(1, 2, payload[i:i + 60000]) for i in range(0, len(payload), 60000)))
     for cmd in (["folded", "--metric", "delta"],
-                ["flamegraph", "--metric", "delta", "-o", tmp_path / "f.svg"]):
+                ["flamegraph", "--metric", "delta", "-o", tmp_path / "f.svg"],
+                ["report", "-o", tmp_path / "r.html"]):
         rc, out, err, rss = run_bounded(tmp_path, *cmd, un)
         assert rc == 0 and "1990000 calls nested deeper" in err, err
         # ~50 B a call (the cursor's open calls; 110 under ASan) where it was ~180
