@@ -32,6 +32,72 @@ tg_fd_is_ours(int fd, dev_t dev, ino_t ino)
     return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
 }
 
+/* Free TG_WRITER_BUFSIZE buffers kept for the next writer that needs one:
+ * a thread's start takes one, its end gives its own back, so that a
+ * program starting and ending threads (or a flusher catching up with a
+ * queue) does not take and free 64 KiB blocks from the heap all the time
+ * (RSS moving with glibc's trims).  At most TG_WRITER_POOL_MAX (1 MiB), kept
+ * for the process's life.  pool_lock is held only for the array, never
+ * across I/O (any side takes it, the GIL holder included). */
+#define TG_WRITER_POOL_MAX 16
+static pthread_mutex_t tg_writer_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *tg_writer_pool[TG_WRITER_POOL_MAX];  /* pool_lock */
+static unsigned tg_writer_npool;                  /* pool_lock */
+
+/* A TG_WRITER_BUFSIZE buffer: a pooled one, or a new one; NULL when out of
+ * memory. */
+static char *
+tg_writer_buf_new(void)
+{
+    char *b = NULL;
+
+    pthread_mutex_lock(&tg_writer_pool_lock);
+    if (tg_writer_npool > 0)
+        b = tg_writer_pool[--tg_writer_npool];
+    pthread_mutex_unlock(&tg_writer_pool_lock);
+    return b != NULL ? b : malloc(TG_WRITER_BUFSIZE);
+}
+
+/* Give back buffer B of CAP bytes (NULL: nothing): pooled if it is a
+ * TG_WRITER_BUFSIZE one and the pool has room, else freed. */
+static void
+tg_writer_buf_free(char *b, size_t cap)
+{
+    if (b != NULL && cap == TG_WRITER_BUFSIZE) {
+        pthread_mutex_lock(&tg_writer_pool_lock);
+        if (tg_writer_npool < TG_WRITER_POOL_MAX) {
+            tg_writer_pool[tg_writer_npool++] = b;
+            b = NULL;
+        }
+        pthread_mutex_unlock(&tg_writer_pool_lock);
+    }
+    free(b);
+}
+
+unsigned
+tg_writer_pooled(void)
+{
+    unsigned n;
+
+    pthread_mutex_lock(&tg_writer_pool_lock);
+    n = tg_writer_npool;
+    pthread_mutex_unlock(&tg_writer_pool_lock);
+    return n;
+}
+
+void
+tg_writer_pool_after_fork_child(void)
+{
+    if (pthread_mutex_trylock(&tg_writer_pool_lock) != 0) {
+        /* held at the fork by a thread not in the child, maybe in the
+         * middle of a change: the pooled buffers are left (leaked) */
+        tg_writer_npool = 0;
+        pthread_mutex_init(&tg_writer_pool_lock, NULL);
+        return;
+    }
+    pthread_mutex_unlock(&tg_writer_pool_lock);
+}
+
 /* Stop W's stream with errno E (the first error is kept), and send the
  * producer's next reserve to the slow path (see lim in writer.h).  Any side. */
 static void
@@ -96,10 +162,10 @@ tg_writer_init_buffer(struct tg_writer *w, const char *label)
     w->dropped = 0;
     w->in_sink_write = 0;
     w->cap = TG_WRITER_BUFSIZE;
-    w->buf = malloc(w->cap);
+    w->buf = tg_writer_buf_new();
     w->path = strdup(label);
     if (w->buf == NULL || w->path == NULL) {
-        free(w->buf);
+        tg_writer_buf_free(w->buf, TG_WRITER_BUFSIZE);
         free(w->path);
         w->buf = NULL;
         w->path = NULL;
@@ -196,7 +262,7 @@ tg_writer_recycle_unlocked(struct tg_writer *w, struct tg_writer_full f)
     if (w->spare == NULL && f.cap == TG_WRITER_BUFSIZE)
         w->spare = f.buf;
     else
-        free(f.buf);
+        tg_writer_buf_free(f.buf, f.cap);
 }
 
 /* Filled buffers queued in every writer (TG_WRITER_QUEUED_MAX); atomic. */
@@ -380,7 +446,7 @@ tg_writer_queue_room_unlocked(struct tg_writer *w, unsigned n, size_t need, char
     }
     if (need > TG_WRITER_BUFSIZE)
         return (*big = malloc(need)) != NULL ? 0 : -1;
-    if (w->spare == NULL && (w->spare = malloc(TG_WRITER_BUFSIZE)) == NULL)
+    if (w->spare == NULL && (w->spare = tg_writer_buf_new()) == NULL)
         return -1;
     return 0;
 }
@@ -499,15 +565,17 @@ tg_writer_close_unlocked(struct tg_writer *w)
         close(w->fd);
     w->fd = -1;
     atomic_store(&w->lim, 0);
-    free(w->buf);
+    tg_writer_buf_free(w->buf, w->cap);
     w->buf = NULL;
     w->cap = 0;
-    while (atomic_load_explicit(&w->nfull, memory_order_relaxed) > 0)
-        free(tg_writer_pop_unlocked(w).buf);
+    while (atomic_load_explicit(&w->nfull, memory_order_relaxed) > 0) {
+        struct tg_writer_full f = tg_writer_pop_unlocked(w);
+        tg_writer_buf_free(f.buf, f.cap);
+    }
     free(w->fullq);
     w->fullq = NULL;
     w->fullq_cap = 0;
-    free(w->spare);
+    tg_writer_buf_free(w->spare, TG_WRITER_BUFSIZE);
     w->spare = NULL;
     tg_writer_emptied(w);
     w->flushed = 0;

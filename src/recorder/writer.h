@@ -42,7 +42,9 @@
  * Owner-only sinks (Python streams) are only ever touched with the GIL and take
  * no lock (a Python write may release the GIL; holding a lock across it could
  * deadlock a fork); the flusher never writes them.  Buffers come from malloc(),
- * never PyMem, so the tracer's own memory is invisible to the allocator hooks.
+ * never PyMem, so the tracer's own memory is invisible to the allocator hooks;
+ * a closed writer's 64 KiB buffers are pooled for the next ones
+ * (tg_writer_pooled), so threads coming and going do not churn the heap.
  */
 #ifndef TG_WRITER_H
 #define TG_WRITER_H
@@ -227,6 +229,14 @@ void tg_writer_drop_in_child(struct tg_writer *w);
 /* Filled buffers waiting for a flusher, of all writers (bounded by
  * TG_WRITER_QUEUED_MAX). */
 unsigned tg_writer_queued(void);
+
+/* TG_WRITER_BUFSIZE buffers given back by closed writers and kept for the
+ * next ones (at most 16, process-wide). */
+unsigned tg_writer_pooled(void);
+/* In a forked child (the atfork child handler, before any
+ * tg_writer_drop_in_child): the pool's lock made anew if a thread not in the
+ * child held it (its buffers then left alone). */
+void tg_writer_pool_after_fork_child(void);
 
 /* CLOCK_MONOTONIC in ns (the age of a Python stream's oldest line). */
 int64_t tg_monotonic_ns(void);

@@ -507,6 +507,47 @@ static void test_sink(void)
 	close(s.fd);
 }
 
+/* A closed writer's 64 KiB buffers are kept for the next writer, up to the
+ * pool's bound; a long record's buffer is not. */
+static void test_pool(void)
+{
+	struct tg_writer w, v;
+	const char *p;
+	char path[256];
+	char *buf;
+	unsigned before;
+	int i;
+
+	tg_writer_init(&w);
+	tg_writer_init(&v);
+	p = fresh_path();
+	snprintf(path, sizeof(path), "%s", p);
+	CHECK_INT(tg_writer_open_path(&w, path), 0);
+	CHECK(put_line(&w, "p", 0));
+	buf = w.buf;
+	before = tg_writer_pooled();
+	tg_writer_release(&w);
+	CHECK_INT(tg_writer_pooled(), before + 1);
+	p = fresh_path();
+	snprintf(path, sizeof(path), "%s", p);
+	CHECK_INT(tg_writer_open_path(&v, path), 0);
+	CHECK(v.buf == buf);  /* the same block, from the pool */
+	CHECK_INT(tg_writer_pooled(), before);
+	tg_writer_release(&v);
+	/* bounded: writers closed past it free their buffers */
+	for (i = 0; i < 40; i++) {
+		p = fresh_path();
+		snprintf(path, sizeof(path), "%s", p);
+		CHECK_INT(tg_writer_open_path(&w, path), 0);
+		CHECK_INT(tg_writer_open_path(&v, path), -EEXIST);  /* a stopped one too */
+		tg_writer_release(&v);
+		tg_writer_release(&w);
+	}
+	CHECK_INT(tg_writer_pooled(), 16);
+	tg_writer_destroy(&w);
+	tg_writer_destroy(&v);
+}
+
 /* A thread's stream closed by the flusher after its end
  * (tg_writer_close_nogil): the handed-off buffer, then the rest, written in
  * order, the buffers freed, the error and path kept for the report; the
@@ -930,6 +971,7 @@ int main(void)
 	test_fd_reused();
 	test_sink();
 	test_close_nogil();
+	test_pool();
 	test_owner_sink();
 	test_fork_drop();
 	test_stuck_write();
