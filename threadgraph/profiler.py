@@ -577,9 +577,16 @@ class ProcessProfile:
         return s
 
     def threads(self) -> List[Dict[str, Any]]:
-        """The runinfo.json thread table of the current or last run."""
+        """The runinfo.json thread table of the current or last run (with
+        aggregate=True, less the ended threads folded: folded_threads())."""
         return [{"name": t["name"], "native_id": t["native_id"], "ident": t["ident"],
                  "mem": t["mem"], "stack": t["stack"]} for t in self._rec.threads()]
+
+    def folded_threads(self) -> List[Dict[str, Any]]:
+        """runinfo.json's "threads_folded" of the current or last run: with
+        aggregate=True, [{"base": family, "threads": n}] of the ended threads
+        folded into one entry by name family (docs/formats.md "runinfo.json")."""
+        return [{"base": base, "threads": n} for base, n in self._rec.folded_threads()]
 
     def _write_runinfo(self) -> None:
         if self._output_dir is None:
@@ -610,6 +617,8 @@ class ProcessProfile:
             "monitoring_tool": self._rec.stats()["monitoring_tool"],
             "threads": self.threads(),
         }
+        if self.aggregate:
+            info["threads_folded"] = self.folded_threads()
         # Encoded here and written through a binary file: a text file would look
         # up its codec's "incrementalencoder" under a name str made afresh
         # (PyObject_GetAttrString), which CPython's type attribute cache then

@@ -109,12 +109,13 @@ tg_agg_thread_alloc(struct tg_agg *a, const char *base, unsigned long native_id)
 }
 
 struct tg_agg_thread *
-tg_agg_thread_new(struct tg_agg *a, const char *base, unsigned long native_id)
+tg_agg_thread_new(struct tg_agg *a, const char *base, unsigned long native_id, uint64_t tag)
 {
     struct tg_agg_thread *at = tg_agg_thread_alloc(a, base, native_id);
 
     if (at == NULL)
         return NULL;
+    at->tag = tag;
     pthread_mutex_lock(&a->lock);
     at->next = a->threads;
     a->threads = at;
@@ -396,10 +397,12 @@ tg_agg_fold_curve(struct tg_agg_thread *dst, struct tg_agg_thread *src, int sum)
         atomic_store_explicit(&dst->nb, nb, memory_order_relaxed);
 }
 
-void
-tg_agg_thread_end(struct tg_agg *a, struct tg_agg_thread *at)
+int
+tg_agg_thread_end(struct tg_agg *a, struct tg_agg_thread *at, uint64_t *folded_tag,
+                  char *family)
 {
     struct tg_agg_thread **pp, **oldest = NULL, *fam;
+    int folded = 0;
 
     pthread_mutex_lock(&a->lock);
     at->ended = ++a->ends;
@@ -417,9 +420,14 @@ tg_agg_thread_end(struct tg_agg *a, struct tg_agg_thread *at)
     fam->folded++;
     *oldest = at->next;
     a->n_ended--;
+    *folded_tag = at->tag;
+    if (family != NULL)
+        snprintf(family, TG_AGG_FAMILY_CAP, "%s", fam->base);
+    folded = 1;
     tg_agg_thread_free(at);
 unlock:
     pthread_mutex_unlock(&a->lock);
+    return folded;
 }
 
 /* Copies AT's curve (width, count, buckets) consistently; 0, or -1 when the

@@ -30,6 +30,8 @@
 #ifndef TG_AGGREGATE_H
 #define TG_AGGREGATE_H
 
+#include "names.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -65,6 +67,8 @@ struct tg_agg_thread {
     struct tg_agg_thread *next;    /* the run's list; tg_agg.lock */
     char *base;                    /* file base name of the thread; immutable */
     unsigned long native_id;       /* immutable (0: a folded entry) */
+    uint64_t tag;                  /* the caller's name for it (the recorder: its
+                                    * thread log's seq); immutable */
     uint64_t ended;                /* 0: running or folded; else its end's rank; lock */
     uint64_t folded;               /* ended threads folded into it (0: a thread); lock */
     struct tg_agg_node *chunks[TG_AGG_MAX_CHUNKS]; /* owner allocates; published by n */
@@ -116,14 +120,20 @@ void tg_agg_close(struct tg_agg *a);
 /* Forgets the state without using the lock (a forked child: the parent's). */
 void tg_agg_drop_in_child(struct tg_agg *a);
 
-/* A new thread listed in A, or NULL (out of memory).  Its base name is copied. */
+/* A new thread listed in A, or NULL (out of memory).  Its base name is copied;
+ * TAG is given back when it is folded. */
 struct tg_agg_thread *tg_agg_thread_new(struct tg_agg *a, const char *base,
-                                        unsigned long native_id);
+                                        unsigned long native_id, uint64_t tag);
 
 /* AT's thread ended (its owner, which no longer touches it): AT is kept
  * whole, and the oldest ended thread past TG_AGG_KEEP_ENDED is folded into its
- * family's entry and freed.  Takes the lock. */
-void tg_agg_thread_end(struct tg_agg *a, struct tg_agg_thread *at);
+ * family's entry and freed.  Returns 1 when a thread was folded, its tag in
+ * *FOLDED_TAG and its entry's name in FAMILY (TG_AGG_FAMILY_CAP bytes; may be
+ * NULL), else 0.  Takes the lock. */
+int tg_agg_thread_end(struct tg_agg *a, struct tg_agg_thread *at, uint64_t *folded_tag,
+                      char *family);
+/* Room for a family's name: a base name and "~*". */
+#define TG_AGG_FAMILY_CAP (TG_BASENAME_CAP + 2)
 
 /* Interns a function: its id (>= 1), or 0 (out of memory, table full).  The
  * texts are copied.  One writer at a time (the GIL). */

@@ -308,6 +308,32 @@ tg_rec_disable(struct tg_recorder_object *self, PyObject *unused)
     return errors;
 }
 
+/* An aggregate run's ended threads folded by family (thread.h): [(base, n)]. */
+static PyObject *
+tg_rec_folded_threads(struct tg_recorder_object *self, PyObject *unused)
+{
+    struct tg_thread_table *tt = &self->r.table;
+    PyObject *list = PyList_New(0);
+    size_t i;
+    (void)unused;
+
+    if (list == NULL)
+        return NULL;
+    pthread_mutex_lock(&tt->lock);
+    for (i = 0; i < tt->n_families; i++) {
+        PyObject *item = Py_BuildValue("(sK)", tt->families[i].base,
+                                       (unsigned long long)tt->families[i].threads);
+        if (item == NULL || PyList_Append(list, item) < 0) {
+            Py_XDECREF(item);
+            Py_CLEAR(list);
+            break;
+        }
+        Py_DECREF(item);
+    }
+    pthread_mutex_unlock(&tt->lock);
+    return list;
+}
+
 static PyObject *
 tg_rec_threads(struct tg_recorder_object *self, PyObject *unused)
 {
@@ -323,11 +349,13 @@ tg_rec_threads(struct tg_recorder_object *self, PyObject *unused)
         struct tg_thread_log *e = &r->table.log[i];
         char mem[TG_BASENAME_CAP + 8], stack[TG_BASENAME_CAP + 8];
         PyObject *d;
-        if (e->attaching)
-            continue;  /* the run ended while it opened its streams: no records */
+        if (e->attaching || e->folded)
+            continue;  /* the run ended while it opened its streams: no records;
+                        * or an aggregate run folded it (folded_threads) */
         snprintf(mem, sizeof(mem), "%s.mem", e->base);
         snprintf(stack, sizeof(stack), "%s.stack", e->base);
-        d = Py_BuildValue("{s:n,s:N,s:k,s:k,s:s,s:z,s:z}", "index", (Py_ssize_t)i,
+        d = Py_BuildValue("{s:K,s:N,s:k,s:k,s:s,s:z,s:z}", "index",
+                          (unsigned long long)e->seq,
                           "name", PyUnicode_DecodeUTF8(e->name, (Py_ssize_t)e->name_len,
                                                        "surrogateescape"),
                           "native_id", e->native_id, "ident", e->ident,
@@ -618,6 +646,8 @@ static PyMethodDef tg_recorder_methods[] = {
      "Stop recording; returns a list of messages for streams that failed."},
     {"threads", (PyCFunction)tg_rec_threads, METH_NOARGS,
      "Threads seen in this run: list of dicts (name, native_id, ident, base, mem, stack)."},
+    {"folded_threads", (PyCFunction)tg_rec_folded_threads, METH_NOARGS,
+     "Ended threads folded by family (aggregate): list of (base, threads)."},
     {"stats", (PyCFunction)tg_rec_stats, METH_NOARGS,
      "dict: threads, records, stack_records, dropped, unwound, displaced, output_dir, "
      "clock, capture, monitoring_tool, monitoring_ids_taken."},

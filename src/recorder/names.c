@@ -86,7 +86,9 @@ tg_safe_basename(const char *name, size_t len, char *out)
 }
 
 /* One name of a set, and for a name that others were derived from, the suffix
- * to try next (all smaller ones are taken: names are never removed). */
+ * to try next (all smaller ones were taken; tg_nameset_claim passes over those
+ * held and takes a released one again only when the count restarts with a
+ * released base name). */
 struct tg_name_entry {
     char *name;           /* malloc'ed; NULL = empty slot */
     unsigned long next;   /* next "~N" to try for copies of this name */
@@ -198,6 +200,31 @@ tg_nameset_claim(struct tg_nameset *s, char *out)
     tg_nameset_slot(s, out)->next = k + 1;
     snprintf(out + base_len, TG_BASENAME_CAP - base_len, "~%lu", k);
     return 0;
+}
+
+void
+tg_nameset_release(struct tg_nameset *s, const char *name)
+{
+    struct tg_name_entry *e = tg_nameset_slot(s, name);
+    size_t i, j, home;
+
+    if (e->name == NULL || strcmp(name, TG_PROCESS_BASENAME) == 0)
+        return;
+    free(e->name);
+    e->name = NULL;
+    s->count--;
+    /* Linear probing without tombstones: move back each later entry of the
+     * run whose home slot does not lie cyclically in (i, j], so that every
+     * name stays reachable from its home slot. */
+    i = (size_t)(e - s->slots);
+    for (j = (i + 1) & s->mask; s->slots[j].name != NULL; j = (j + 1) & s->mask) {
+        home = tg_name_hash(s->slots[j].name) & s->mask;
+        if (i <= j ? (home <= i || home > j) : (home <= i && home > j)) {
+            s->slots[i] = s->slots[j];
+            s->slots[j].name = NULL;
+            i = j;
+        }
+    }
 }
 
 /* Escaped length of SRC (LEN bytes), whole. */

@@ -30,6 +30,10 @@ void tg_nameset_free(struct tg_nameset *s);
  * free), and add it to S.  Returns 0, or -1 when out of memory
  * (S unchanged). */
 int tg_nameset_claim(struct tg_nameset *s, char *out);
+/* Take NAME out of S (nothing if absent; "process" stays): a later claim may
+ * get it, or a released "NAME~N", again.  Names are then distinct among those
+ * held, not over the set's life (an aggregate run's folded threads, thread.h). */
+void tg_nameset_release(struct tg_nameset *s, const char *name);
 
 /*
  * Longest text the recorder writes for a FILE, a FUNCTION or a thread's name (a

@@ -119,6 +119,7 @@ tg_thread_table_log_add(struct tg_thread_table *tt, char *name, size_t name_len,
     if (tg_nameset_claim(tt->names, base) < 0)
         goto unlock;
     e = &tt->log[tt->n_log];
+    e->seq = tt->n_seen++;
     e->base = strdup(base);
     if (e->base == NULL)
         goto unlock;  /* the name stays claimed: a later one gets "~2", harmless */
@@ -130,6 +131,7 @@ tg_thread_table_log_add(struct tg_thread_table *tt, char *name, size_t name_len,
     e->has_stack = has_stack;
     e->custom = custom;
     e->attaching = 1;
+    e->folded = 0;
     ret = (long)tt->n_log++;
 unlock:
     pthread_mutex_unlock(&tt->lock);
@@ -168,6 +170,12 @@ tg_thread_table_clear_log(struct tg_thread_table *tt)
     free(tt->log);
     tt->log = NULL;
     tt->n_log = tt->log_cap = 0;
+    tt->n_seen = 0;
+    for (i = 0; i < tt->n_families; i++)
+        free(tt->families[i].base);
+    free(tt->families);
+    tt->families = NULL;
+    tt->n_families = 0;
     tg_nameset_free(tt->names);
     tt->names = NULL;
     tt->done_records = tt->done_stack_records = tt->done_dropped = 0;
@@ -326,7 +334,9 @@ tg_thread_table_totals(struct tg_thread_table *tt, uint64_t *records, uint64_t *
     *dropped = tt->done_dropped;
     *threads = 0;
     for (size_t i = 0; i < tt->n_log; i++)
-        *threads += !tt->log[i].attaching;  /* the threads runinfo.json lists */
+        *threads += !tt->log[i].attaching && !tt->log[i].folded;  /* runinfo.json's */
+    for (size_t i = 0; i < tt->n_families; i++)
+        *threads += tt->families[i].threads;
     for (t = tt->live; t != NULL; t = t->next) {
         *records += atomic_load_explicit(&t->n_records, memory_order_relaxed);
         *stack_records += atomic_load_explicit(&t->n_stack_records, memory_order_relaxed);

@@ -106,8 +106,11 @@ struct tg_thread {
     unsigned long native_id;       /* OS thread id; immutable */
 };
 
-/* A thread as listed in runinfo.json; the log lives for the whole run. */
+/* A thread as listed in runinfo.json; the log lives for the whole run, less
+ * the entries of an aggregate run's folded threads (tg_thread_table_log_fold). */
 struct tg_thread_log {
+    uint64_t seq;      /* the thread's number in the run, from 0 (its stream,
+                        * runinfo.json's and position()'s "index"); immutable */
     char *name;        /* thread name, UTF-8 (may contain NUL); malloc'ed */
     size_t name_len;
     char *base;        /* file base name, unique in the run; malloc'ed */
@@ -116,6 +119,15 @@ struct tg_thread_log {
     int has_mem, has_stack, custom;  /* custom: stream_factory files */
     int attaching;     /* its thread is still opening its streams (a stream_factory
                         * is Python: the run may end meanwhile); not listed */
+    int folded;        /* folded (aggregate) but kept for the accounting's names:
+                        * not listed, counted in its family */
+};
+
+/* Ended threads of an aggregate run folded into one entry (aggregate.h): their
+ * log entries are dropped, counted here under the entry's name. */
+struct tg_thread_family {
+    char *base;        /* the entry's name ("req-*"); malloc'ed */
+    uint64_t threads;  /* threads folded into it */
 };
 
 /* The threads of a recorder: what disable(), the flusher and fork must reach. */
@@ -124,8 +136,13 @@ struct tg_thread_table {
     struct tg_thread *live;        /* listed states of this run */
     struct tg_thread *retired;     /* closed states of past runs, freed at the next
                                     * run; the caller's exclusion (the GIL) */
-    struct tg_thread_log *log;     /* every thread of the run, in order seen */
+    struct tg_thread_log *log;     /* every thread of the run, in order seen,
+                                    * less the folded ones */
     size_t n_log, log_cap;
+    uint64_t n_seen;               /* the next entry's seq */
+    struct tg_thread_family *families;  /* folded threads by family (aggregate);
+                                    * at most TG_AGG_FAMILIES + 1 */
+    size_t n_families;
     struct tg_nameset *names;      /* the log's base names (names.h) */
     uint64_t done_records, done_stack_records;  /* counts of unlisted states */
     uint64_t done_dropped;
@@ -173,6 +190,15 @@ void tg_thread_table_log_joined(struct tg_thread_table *tt, size_t idx);
  * the only thread (a fork child). */
 const struct tg_thread_log *tg_thread_table_log_find(const struct tg_thread_table *tt,
                                                      unsigned long ident);
+/* An aggregate run folded the ended thread of log entry SEQ into the entry
+ * FAMILY (aggregate.h tg_agg_thread_end): count it in FAMILY's, and drop its
+ * log entry and release its base name, or with KEEP (accounting names threads
+ * from the log) mark it folded.  Returns 0, or -1 when out of memory or not
+ * found (the entry is then kept as it was).  Takes the lock.  Entries move
+ * (memmove) here: only under the GIL, never while a thread attaches
+ * (thread_py.c reads its entry by index until it is listed). */
+int tg_thread_table_log_fold(struct tg_thread_table *tt, uint64_t seq, const char *family,
+                             int keep);
 /* Forget the log (names, base names) and the done counts: a new run.  A thread
  * still attaching to the previous run (in its stream_factory call) holds only
  * an index into this log: it checks the run's generation before using it again
@@ -210,7 +236,7 @@ void tg_thread_table_free_retired(struct tg_thread_table *tt);
 struct tg_thread *tg_thread_table_reap_child(struct tg_thread_table *tt, struct tg_thread *me);
 
 /* The run's totals: done counts plus the live states' (read relaxed), and the
- * number of threads logged.  Takes the lock. */
+ * number of threads logged (folded ones included).  Takes the lock. */
 void tg_thread_table_totals(struct tg_thread_table *tt, uint64_t *records,
                             uint64_t *stack_records, uint64_t *dropped, size_t *threads);
 

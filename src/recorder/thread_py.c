@@ -13,6 +13,7 @@
 #include "sinks.h"
 #include "tg_format.h"
 #include "names.h"
+#include "acct_state.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -170,11 +171,12 @@ tg_thread_open_files(struct tg_recorder *r, struct tg_thread *t, size_t idx, uin
         return TG_OPEN_RUN_ENDED;
     log = &r->table.log[idx];
     if (r->aggregate && t->agg == NULL
-            && (t->agg = tg_agg_thread_new(&r->agg, log->base, log->native_id)) == NULL)
+            && (t->agg = tg_agg_thread_new(&r->agg, log->base, log->native_id,
+                                           log->seq)) == NULL)
         ret = -1;  /* its calls are not counted */
     if (r->fmt_binary) {
         int e;
-        t->stream = TG_CAP_STREAM_FIRST + (uint32_t)idx;
+        t->stream = TG_CAP_STREAM_FIRST + (uint32_t)log->seq;
         t->cap_us = r->cap.start_us;
         /* Times never precede the capture's start_us (dt_us is unsigned). */
         if (t->clock.last_ns < r->cap.start_us * 1000)
@@ -243,7 +245,7 @@ tg_thread_attach(struct tg_recorder_object *self, const char *name, size_t name_
      * and its streams are dropped, and its events go unrecorded. */
     if (tg_thread_open_files(r, t, (size_t)idx, gen) == TG_OPEN_RUN_ENDED)
         goto fail;  /* its entry stays "attaching": runinfo.json leaves it out */
-    t->log_idx = (size_t)idx;
+    t->log_idx = (size_t)r->table.log[idx].seq;
     tg_thread_table_log_joined(&r->table, (size_t)idx);
     tg_thread_table_add(&r->table, t);
     tg_tls.thread = t;
@@ -297,8 +299,17 @@ tg_thread_detach(struct tg_recorder_object *self)
      * produces (sys.monitoring reaches every thread) are not recorded. */
     tg_tls.thread = NULL;
     tg_tls.gen = r->gen;
-    if (t->agg != NULL)  /* kept whole, or folded with its family's (aggregate.h) */
-        tg_agg_thread_end(&r->agg, t->agg);
+    if (t->agg != NULL) {  /* kept whole, or folded with its family's (aggregate.h) */
+        char family[TG_AGG_FAMILY_CAP];
+        uint64_t folded;
+        /* the thread folded (an older one) leaves the log too, unless the
+         * accounting names it from there; out of memory, it stays listed
+         * under its own name, which is harmless */
+        if (tg_agg_thread_end(&r->agg, t->agg, &folded, family))
+            (void)tg_thread_table_log_fold(&r->table, folded, family,
+                                           atomic_load_explicit(&tg_acct_on,
+                                                                memory_order_relaxed));
+    }
     tg_thread_free(t);
     tg_tls.busy = busy;
 }

@@ -34,9 +34,14 @@ static size_t listed(void)
 
 /* A thread named BASE that calls f1 -> f2 once, DELTA bytes in f2, with
  * memory BYTES at time NOW_US; then it ends. */
+static uint64_t tags;        /* the threads made so far: each one's tag */
+static int folded_one;       /* what the last end folded, if it did */
+static uint64_t folded_tag;
+static char folded_into[TG_AGG_FAMILY_CAP];
+
 static void one(const char *base, int64_t delta, int64_t now_us, int64_t bytes)
 {
-	struct tg_agg_thread *at = tg_agg_thread_new(&a, base, 7);
+	struct tg_agg_thread *at = tg_agg_thread_new(&a, base, 7, ++tags);
 	uint32_t n1, n2;
 
 	CHECK(at != NULL);
@@ -45,7 +50,7 @@ static void one(const char *base, int64_t delta, int64_t now_us, int64_t bytes)
 	tg_agg_curve(at, now_us, bytes);
 	tg_agg_leave(at, n2, delta, 5);
 	tg_agg_leave(at, n1, delta + 1, 6);
-	tg_agg_thread_end(&a, at);
+	folded_one = tg_agg_thread_end(&a, at, &folded_tag, folded_into);
 }
 
 int main(void)
@@ -67,7 +72,12 @@ int main(void)
 	}
 	CHECK_INT(listed(), 16);
 	CHECK(entry("Thread-* (h)") == NULL);
+	CHECK_INT(folded_one, 0);
 	one("Thread-17 (h)", 17, 1000000 + 1700000, 50);
+	/* the caller learns which thread went where (its thread log's entry) */
+	CHECK_INT(folded_one, 1);
+	CHECK_INT(folded_tag, 1);
+	CHECK_STR(folded_into, "Thread-* (h)");
 	CHECK_INT(listed(), 17);  /* 16 whole, one folded entry */
 	CHECK(entry("Thread-1 (h)") == NULL);
 	fam = entry("Thread-* (h)");
@@ -87,6 +97,7 @@ int main(void)
 	for (i = 0; i < 600; i++)  /* merges its curve: 1 ms -> 2 ms */
 		tg_agg_curve(t, 1000000 + 1000 * i, 40);
 	one("Thread-18 (h)", 18, 1000000 + 1800000, 60);
+	CHECK_INT(folded_tag, 2);
 	CHECK_INT(fam->folded, 2);
 	CHECK(entry("Thread-2 (h)") == NULL);
 	nd = tg_agg_node_at(fam, 2);
@@ -108,6 +119,8 @@ int main(void)
 	}
 	CHECK(entry("wa~*") != NULL);
 	CHECK(entry("*") != NULL);
+	CHECK_STR(folded_into, "*");
+	CHECK_INT(folded_tag, tags - TG_AGG_KEEP_ENDED);
 	CHECK_INT(listed(), TG_AGG_KEEP_ENDED + TG_AGG_FAMILIES + 1);
 	{
 		uint64_t folded = 0;

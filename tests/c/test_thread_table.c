@@ -216,6 +216,92 @@ static void test_life(void)
 	tg_thread_table_destroy(&tt);
 }
 
+/* --- an aggregate run's folded threads leave the log ---------------------------- */
+
+/* Log a joined thread NAME; its index. */
+static long log_one(struct tg_thread_table *tt, const char *name, unsigned long ident)
+{
+	long i = tg_thread_table_log_add(tt, strdup(name), strlen(name), ident, ident + 1000,
+					 0, 0, 0);
+	CHECK(i >= 0);
+	tg_thread_table_log_joined(tt, (size_t)i);
+	return i;
+}
+
+static void test_log_fold(void)
+{
+	struct tg_thread_table tt;
+	uint64_t rec, srec, drop;
+	size_t threads, cap = 0;
+	char name[32];
+	long i;
+
+	tg_thread_table_init(&tt, NULL, NULL);
+	CHECK_INT(log_one(&tt, "MainThread", 1), 0);
+	CHECK_INT(log_one(&tt, "h", 2), 1);
+	CHECK_INT(log_one(&tt, "h", 3), 2);
+	CHECK_STR(tt.log[2].base, "h~2");
+	/* fold "h" (seq 1): its entry and its name go; seqs stay */
+	CHECK_INT(tg_thread_table_log_fold(&tt, 1, "h~*", 0), 0);
+	CHECK_INT(tt.n_log, 2);
+	CHECK_INT(tt.log[1].seq, 2);
+	CHECK_STR(tt.log[1].base, "h~2");
+	CHECK_INT(tg_thread_table_log_fold(&tt, 1, "h~*", 0), -1);  /* gone already */
+	/* the name is free again; the copies' count goes on where the base's was */
+	i = log_one(&tt, "h", 4);
+	CHECK_INT(tt.log[i].seq, 3);
+	CHECK_STR(tt.log[i].base, "h");
+	i = log_one(&tt, "h", 5);
+	CHECK_STR(tt.log[i].base, "h~3");
+	tg_thread_table_totals(&tt, &rec, &srec, &drop, &threads);
+	CHECK_INT(threads, 5);  /* every thread seen, folded or not */
+	/* a thread per request: the log holds the ones not folded, the families
+	 * count the others, and a burst's room is given back */
+	for (int k = 0; k < 5000; k++) {
+		snprintf(name, sizeof(name), "req-%d", k);
+		i = log_one(&tt, name, 100 + (unsigned long)k);
+		if (tt.log_cap > cap)
+			cap = tt.log_cap;
+		if (k >= 16)
+			CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq - 16,
+							   k % 2 ? "req-*" : "*", 0), 0);
+	}
+	CHECK_INT(tt.n_log, 4 + 16);
+	CHECK(cap <= 64);  /* never more room than the entries listed need */
+	CHECK(tt.log_cap <= 64);
+	CHECK_INT(tt.n_families, 3);
+	CHECK_STR(tt.families[1].base, "*");
+	CHECK_INT(tt.families[1].threads + tt.families[2].threads, 5000 - 16);
+	CHECK_INT(tt.log[tt.n_log - 1].seq, 5 + 5000 - 1);
+	tg_thread_table_totals(&tt, &rec, &srec, &drop, &threads);
+	CHECK_INT(threads, 5 + 5000);
+	/* the set holds the names of the entries listed, and "process" */
+	for (int k = 0; k < 5000 - 16; k++) {
+		snprintf(name, sizeof(name), "req-%d", k);
+		i = log_one(&tt, name, 9000 + (unsigned long)k);
+		CHECK_STR(tt.log[i].base, name);
+		CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq, "req-*", 0), 0);
+	}
+	/* with the accounting on, a folded entry stays, name and all, unlisted */
+	i = log_one(&tt, "acct", 2);
+	CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq, "acct~*", 1), 0);
+	CHECK_INT(tt.log[i].folded, 1);
+	CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq, "acct~*", 1), -1);
+	CHECK_STR(tt.log[log_one(&tt, "acct", 3)].base, "acct~2");
+	tg_thread_table_totals(&tt, &rec, &srec, &drop, &threads);
+	CHECK_INT(threads, 5 + 5000 + 5000 - 16 + 2);  /* and "acct", folded or not */
+	i = log_one(&tt, "req-4999", 1);
+	CHECK_STR(tt.log[i].base, "req-4999~2");
+	i = log_one(&tt, "process", 1);
+	CHECK_STR(tt.log[i].base, "process~2");
+	/* a new run forgets the families */
+	tg_thread_table_clear_log(&tt);
+	CHECK_INT(tt.n_families, 0);
+	CHECK_INT(log_one(&tt, "x", 1), 0);
+	CHECK_INT(tt.log[0].seq, 0);
+	tg_thread_table_destroy(&tt);
+}
+
 /* --- fork: the child keeps only the forking thread's state ---------------------- */
 
 static void test_fork_reap(void)
@@ -425,6 +511,7 @@ int main(void)
 	}
 	test_life();
 	test_fork_reap();
+	test_log_fold();
 	test_concurrent_walk();
 	test_each_holds_no_lock();
 	{

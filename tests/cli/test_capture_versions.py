@@ -182,3 +182,38 @@ def test_aggregate_fixture_is_read(version, tmp_path):
             assert folded == (version != "aggregate-v1"), r.stdout
         if args[0] == "folded":
             assert "\nThread-3 (handler);_bootstrap" in "\n" + r.stdout, r.stdout
+
+
+# runinfo.json of an aggregate run (docs/formats.md "runinfo.json"): before
+# threads_folded every thread was listed; since, the folded ones are counted
+# by family instead.  The readers take both.
+RUNINFO_COMMANDS = AGG_COMMANDS + [["threads"]]
+
+
+@pytest.mark.parametrize("form", ["every thread", "threads_folded"])
+def test_aggregate_runinfo_forms_are_read(form, tmp_path):
+    import json
+    run = tmp_path / "run"
+    shutil.copytree(os.path.join(FIXTURES, "aggregate-v2"), str(run))
+    if form == "threads_folded":
+        # as the recorder writes it now: the two threads the file folds leave
+        # the list, counted under their entry's name
+        with open(str(run / "runinfo.json")) as f:
+            info = json.load(f)
+        folded = {"Thread-1 (handler)", "Thread-2 (handler)"}
+        assert folded <= {t["name"] for t in info["threads"]}
+        info["threads"] = [t for t in info["threads"] if t["name"] not in folded]
+        info["threads_folded"] = [{"base": "Thread-* (handler)", "threads": 2}]
+        with open(str(run / "runinfo.json"), "w") as f:
+            json.dump(info, f, indent=2)
+    for i, args in enumerate(RUNINFO_COMMANDS):
+        out = tmp_path / str(i)
+        out.mkdir()
+        r = cli(*[str(out) if a == "OUT" else a.replace("OUT", str(out)) for a in args] + [run])
+        assert r.returncode == 0, (form, args, r.stderr)
+        if args[0] in ("summary", "threads"):
+            assert "Thread-* (handler)" in r.stdout and "Thread-3 (handler)" in r.stdout, \
+                (args, r.stdout)
+    # live reads a capture as it is written, and says so
+    r = cli("live", run)
+    assert r.returncode == 1 and "is an aggregate run" in r.stderr, r.stderr

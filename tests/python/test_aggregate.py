@@ -7,6 +7,7 @@ says it needs a full capture); a run killed with SIGKILL leaves the last
 complete aggregate.tga; a thread per request keeps it bounded, the ended
 threads past the kept ones folded by name with their totals.
 """
+import json
 import os
 import signal
 import subprocess
@@ -300,6 +301,103 @@ p.disable()""").replace("OUT", "'a', aggregate=True")
         assert len([n for _, n in got if not n]) == 1 + KEPT_ENDED, (d, got)
         assert sum(n for _, n in got) == 20 - KEPT_ENDED, (d, got)
     assert dict(got)["h~*"] == 20 - KEPT_ENDED
+
+
+# Two runs in one process, N and 4N threads per request (one at a time, so
+# deterministic); in the second, the heap in use (every malloc arena, glibc's
+# malloc_info) after N threads and after 4N.
+MANY = """
+import ctypes, gc, json, os, re, threading
+import threadgraph
+
+libc = ctypes.CDLL(None)
+def heap_in_use():
+    # malloc_info's totals over every arena: the system's bytes less the free
+    # chunks (fast and other bins), plus the mmapped chunks
+    libc.fopen.restype = ctypes.c_void_p
+    libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+    libc.fclose.argtypes = [ctypes.c_void_p]
+    libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    f = libc.fopen(b"heap.xml", b"w")
+    libc.malloc_info(0, f)
+    libc.fclose(f)
+    with open("heap.xml") as f:
+        tail = f.read().rpartition("</heap>")[2]
+    get = lambda kind, typ: int(re.search(r'<%s type="%s"[^>]* size="(\\d+)"' % (kind, typ),
+                                          tail).group(1))
+    return (get("system", "current") - get("total", "fast") - get("total", "rest")
+            + get("total", "mmap"))
+
+def leaf(i):
+    return [i] * (i % 7)
+
+def handler(n):
+    keep = []
+    for i in range(n):
+        keep.append(leaf(i))
+    return len(keep)
+
+def requests(k):
+    for j in range(k):
+        t = threading.Thread(target=handler, args=(20,), name="req-%d" % j if j % 3 == 0 else None)
+        t.start()
+        t.join()
+
+gc.disable()
+heap = []
+for out, n in (("small", REQUESTS), ("large", 4 * REQUESTS)):
+    p = threadgraph.ProcessProfile(default_log_path=out, aggregate=True)
+    p.enable()
+    requests(n // 4)
+    heap.append(heap_in_use())
+    requests(n - n // 4)
+    heap.append(heap_in_use())
+    p.disable()
+print(json.dumps(heap))
+"""
+N_MANY = 200
+
+
+def run_size(run):
+    return sum(os.path.getsize(os.path.join(run, f)) for f in os.listdir(run))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_info")
+def test_many_threads_keep_files_and_memory_bounded(tmp_path):
+    """A run of 4N threads per request writes at most 1.25x the bytes of a run
+    of N (aggregate.tga and runinfo.json alike), and the recorder holds no more
+    memory after 4N threads than after N: the folded threads leave the thread
+    log and its names too; the per-path totals stay those of every thread."""
+    r = run_scenario(tmp_path, MANY.replace("REQUESTS", str(N_MANY)))
+    heap = json.loads(r.stdout)
+    small, large = only_dir(tmp_path / "small"), only_dir(tmp_path / "large")
+    assert run_size(large) <= 1.25 * run_size(small), (run_size(small), run_size(large))
+    infos = []
+    for run in (small, large):
+        with open(os.path.join(run, "runinfo.json")) as f:
+            infos.append(json.load(f))
+    for info, n in zip(infos, (N_MANY, 4 * N_MANY)):
+        # the main thread and the 16 ended threads kept whole are listed; the
+        # others are counted in their families, as aggregate.tga folds them
+        assert len(info["threads"]) == 1 + KEPT_ENDED, info["threads"]
+        assert sum(f["threads"] for f in info["threads_folded"]) == n - KEPT_ENDED
+        assert {f["base"] for f in info["threads_folded"]} == {
+            "req-*", "Thread-* (handler)" if sys.version_info >= (3, 10) else "Thread-*"}
+    agg = {(b, n) for b, n in entries(large)}
+    assert {(f["base"], f["threads"]) for f in infos[1]["threads_folded"]} <= agg
+    # the heap after 4N threads is that after N: 3N threads of 24 bytes each
+    # would pass the slack (the thread log alone took about 250 bytes a thread)
+    assert heap[3] - heap[2] < 24 * 3 * N_MANY, heap
+    # every call counted: the handler's calls over all entries
+    want = 4 * N_MANY * 42  # handler, 20 leaf, 20 append, len
+    got = handler_totals(read_aggregate(large))
+    assert sum(c for c, _ in got.values()) == want, got
+    # the commands read the run (its runinfo.json with threads_folded)
+    for args in (("summary",), ("threads",), ("peaks", "--peak=0"),
+                 ("report", "-o", tmp_path / "r.html")):
+        r = cli(*(args + (large,)))
+        assert r.returncode == 0, (args, r.stderr)
+        assert args[0] not in ("summary", "threads") or "req-*" in r.stdout, (args, r.stdout)
 
 
 KILLED = """

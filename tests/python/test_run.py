@@ -232,14 +232,21 @@ def test_non_daemon_threads_finish_before_the_profile_closes(tmp_path):
     write(
         tmp_path / "late.py",
         """\
-        import threading, time
+        import sys, threading, time
+        def in_module_code():
+            f = sys._current_frames().get(threading.main_thread().ident)
+            while f is not None and f.f_code.co_name != "<module>":
+                f = f.f_back
+            return f is not None and f.f_code.co_filename == __file__
         def slow():
-            time.sleep(0.3)
+            # until the main thread's module code has returned: python waits
+            # for "late", and so must the profiler
+            while in_module_code():
+                time.sleep(0.001)
             return bytearray(300000)
         def worker():
             slow()
         threading.Thread(target=worker, name="late").start()
-        # main returns at once; python waits for "late", and so must the profiler
         """,
     )
     res = tg(["run", "-o", "out", "late.py"], tmp_path)
@@ -283,15 +290,24 @@ def test_program_code_run_during_the_final_wait_is_recorded(tmp_path):
     write(
         tmp_path / "prog.py",
         """\
-        import os, signal, threading, time
+        import os, signal, sys, threading, time
         keep = []
+        def in_module_code():
+            f = sys._current_frames().get(threading.main_thread().ident)
+            while f is not None and f.f_code.co_name != "<module>":
+                f = f.f_back
+            return f is not None and f.f_code.co_filename == __file__
         def on_usr1(signum, frame):
             keep.append(bytearray(100000))
         signal.signal(signal.SIGUSR1, on_usr1)
         def later():
-            time.sleep(0.2)
+            # once the module code has returned: the main thread then waits
+            # for this thread, and runs the handler meanwhile
+            while in_module_code():
+                time.sleep(0.001)
             os.kill(os.getpid(), signal.SIGUSR1)
-            time.sleep(0.2)
+            while not keep:
+                time.sleep(0.001)
         threading.Thread(target=later).start()
         """,
     )

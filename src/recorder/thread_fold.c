@@ -1,0 +1,77 @@
+/*
+ * thread_fold.c - an aggregate run's ended threads folded out of the thread
+ * table's log (thread.h tg_thread_table_log_fold), so that a program starting
+ * a thread per request keeps the log, its base names and runinfo.json bounded
+ * by the threads kept whole (docs/formats.md "runinfo.json").  Plain C.
+ */
+#include "thread.h"
+#include "names.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* FAMILY's entry, added when new; NULL when out of memory.  Lock held. */
+static struct tg_thread_family *
+tg_thread_family_unlocked(struct tg_thread_table *tt, const char *family)
+{
+    struct tg_thread_family *f;
+    size_t i;
+
+    for (i = 0; i < tt->n_families; i++)
+        if (strcmp(tt->families[i].base, family) == 0)
+            return &tt->families[i];
+    /* a handful (aggregate.h TG_AGG_FAMILIES + 1): grown one at a time */
+    f = realloc(tt->families, (tt->n_families + 1) * sizeof(*f));
+    if (f == NULL)
+        return NULL;
+    tt->families = f;
+    f = &tt->families[tt->n_families];
+    if ((f->base = strdup(family)) == NULL)
+        return NULL;
+    f->threads = 0;
+    tt->n_families++;
+    return f;
+}
+
+int
+tg_thread_table_log_fold(struct tg_thread_table *tt, uint64_t seq, const char *family,
+                         int keep)
+{
+    struct tg_thread_family *f;
+    struct tg_thread_log *e;
+    size_t i;
+    int ret = -1;
+
+    pthread_mutex_lock(&tt->lock);
+    /* the oldest ended threads are folded first: near the start */
+    for (i = 0; i < tt->n_log && tt->log[i].seq != seq; i++)
+        ;
+    if (i == tt->n_log || tt->log[i].folded
+            || (f = tg_thread_family_unlocked(tt, family)) == NULL)
+        goto unlock;
+    e = &tt->log[i];
+    f->threads++;
+    if (keep) {
+        e->folded = 1;
+        ret = 0;
+        goto unlock;
+    }
+    if (tt->names != NULL)
+        tg_nameset_release(tt->names, e->base);
+    free(e->name);
+    free(e->base);
+    memmove(e, e + 1, (tt->n_log - i - 1) * sizeof(*e));
+    tt->n_log--;
+    /* give back what a burst of threads took (the array only grows in log_add) */
+    if (tt->log_cap > 64 && tt->n_log < tt->log_cap / 4) {
+        struct tg_thread_log *nl = realloc(tt->log, tt->log_cap / 2 * sizeof(*nl));
+        if (nl != NULL) {
+            tt->log = nl;
+            tt->log_cap /= 2;
+        }
+    }
+    ret = 0;
+unlock:
+    pthread_mutex_unlock(&tt->lock);
+    return ret;
+}
