@@ -286,6 +286,7 @@ static void test_log_fold(void)
 	i = log_one(&tt, "acct", 2);
 	CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq, "acct~*", 1), 0);
 	CHECK_INT(tt.log[i].folded, 1);
+	CHECK_STR(tt.log[i].base, "acct~*");  /* the accounting's name for it */
 	CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq, "acct~*", 1), -1);
 	CHECK_STR(tt.log[log_one(&tt, "acct", 3)].base, "acct~2");
 	tg_thread_table_totals(&tt, &rec, &srec, &drop, &threads);
