@@ -52,19 +52,19 @@ static _Atomic int tg_plain;
  * uninstall write it. */
 static _Atomic int tg_gil_fast;
 
-/* Count and enter block P (NULL: a failed allocation) of SIZE bytes that D's
- * allocator just returned to a thread whose busy bits were SAVED; PLAIN is
- * tg_plain as the hook read it. */
+/* Count and enter in TABLE (its domain's) block P (NULL: a failed allocation)
+ * of SIZE bytes that the allocator just returned to a thread whose busy bits
+ * were SAVED; PLAIN is tg_plain as the hook read it. */
 static inline __attribute__((always_inline)) void
-tg_hook_malloc_record(struct tg_hook_domain *d, void *p, size_t size, int saved, int plain,
+tg_hook_malloc_record(struct tg_ptrtable *table, void *p, size_t size, int saved, int plain,
                       int gil)
 {
     if (p != NULL && !(saved & TG_BUSY_TRACER)) {
         if (__builtin_expect(plain, 1)) {
-            tg_hook_plain_insert(d->table, p, size, gil);
+            tg_hook_plain_insert(table, p, size, gil);
             tg_tls.allocated += (int64_t)size;
         } else {
-            tg_hook_entry_insert(d->table, p, size, gil);
+            tg_hook_entry_insert(table, p, size, gil);
             tg_hook_account((int64_t)size, 0);
         }
         if (gil && __builtin_expect(saved & TG_BUSY_WATCH, 0))
@@ -89,7 +89,7 @@ tg_hook_malloc_body(void *ctx, size_t size, int gil)
     tg_tls.busy = saved | TG_BUSY_HOOK;
     p = d->orig.malloc(d->orig.ctx, size);
     tg_tls.busy = saved;
-    tg_hook_malloc_record(d, p, size, saved, plain, gil);
+    tg_hook_malloc_record(d->table, p, size, saved, plain, gil);
     return p;
 }
 
@@ -206,14 +206,19 @@ tg_hook_malloc_gil_general(void *ctx, size_t size)
     return tg_hook_malloc_body(ctx, size, 1);
 }
 
-static __attribute__((noinline)) void
-tg_hook_malloc_gil_record(struct tg_hook_domain *d, void *p, size_t size)
+/* The fast path's other cases (the GIL domains' table is tg_ptrtable_gil):
+ * returns P, so that the fast path calls it last. */
+static __attribute__((noinline)) void *
+tg_hook_malloc_gil_record(void *p, size_t size)
 {
-    tg_hook_malloc_record(d, p, size, 0, 0, 1);
+    tg_hook_malloc_record(&tg_ptrtable_gil, p, size, 0, 0, 1);
+    return p;
 }
 
 /* The fast path proper, apart from the test that picks it: in one function, the
- * registers it saves were saved before the test, by the general path too. */
+ * registers it saves were saved before the test, by the general path too.
+ * Only P and SIZE live across the call down (not D: the GIL domains share
+ * one table), two registers to save instead of four. */
 static __attribute__((noinline)) void *
 tg_hook_malloc_gil_fast(struct tg_hook_domain *d, size_t size)
 {
@@ -222,9 +227,9 @@ tg_hook_malloc_gil_fast(struct tg_hook_domain *d, size_t size)
     tg_tls.busy = TG_BUSY_HOOK;
     p = d->orig.malloc(d->orig.ctx, size);
     tg_tls.busy = 0;
-    if (__builtin_expect(p == NULL, 0) || !tg_hook_gil_fast_alloc(p, size))
-        tg_hook_malloc_gil_record(d, p, size);
-    return p;
+    if (__builtin_expect(p != NULL, 1) && tg_hook_gil_fast_alloc(p, size))
+        return p;
+    return tg_hook_malloc_gil_record(p, size);
 }
 
 static void *
@@ -254,25 +259,20 @@ tg_hook_free_gil_general(void *ctx, void *ptr)
     tg_hook_free_body(ctx, ptr, 1);
 }
 
-/* The fast path proper (see tg_hook_malloc_gil_fast). */
-static __attribute__((noinline)) void
-tg_hook_free_gil_fast(struct tg_hook_domain *d, void *ptr)
-{
-    if (tg_hook_gil_fast_free(ptr)) {
-        /* A block pymalloc serves itself (TG_HOOK_SMALL_MAX): no nested
-         * hooked call to keep from counting, so no busy bit, and a tail call. */
-        d->orig.free(d->orig.ctx, ptr);
-        return;
-    }
-    tg_hook_free_gil_general(d, ptr);
-}
-
+/* The free's fast path is a leaf with tail calls, which saves no register:
+ * it shares one function with the test that picks it (no jump between them,
+ * one read of the thread-local block's address). */
 static void
 tg_hook_free_gil(void *ctx, void *ptr)
 {
+    struct tg_hook_domain *d = ctx;
+
     if (__builtin_expect(tg_tls.busy == 0, 1)
-            && atomic_load_explicit(&tg_gil_fast, memory_order_relaxed) && ptr != NULL) {
-        tg_hook_free_gil_fast(ctx, ptr);
+            && atomic_load_explicit(&tg_gil_fast, memory_order_relaxed) && ptr != NULL
+            && tg_hook_gil_fast_free(ptr)) {
+        /* A block pymalloc serves itself (TG_HOOK_SMALL_MAX): no nested
+         * hooked call to keep from counting, so no busy bit, and a tail call. */
+        d->orig.free(d->orig.ctx, ptr);
         return;
     }
     tg_hook_free_gil_general(ctx, ptr);

@@ -10,7 +10,7 @@
  * empty profile function costs on 3.12+, and threads started by C code are
  * seen too.
  *
- * The callbacks are C functions (METH_FASTCALL) bound to the recorder object;
+ * The callbacks (tg_mon_cb below) hold the recorder object;
  * they hand the event to tg_monitor_event (recorder.c).  Everything here runs
  * with the GIL: install at enable(), uninstall at disable() or in a forked
  * child.
@@ -71,53 +71,101 @@ tg_offset_int_size(void)
  * PROFILER_ID on 3.12+ and fails if it is taken). */
 static const int tg_mon_tools[] = {3, 4};
 
-#define TG_MON_CB(fname, what)                                                        \
-    static PyObject *                                                                 \
-    fname(PyObject *self, PyObject *const *args, Py_ssize_t nargs)                    \
-    {                                                                                 \
-        if (nargs >= 4)                                                               \
-            tg_monitor_event((struct tg_recorder_object *)self, what, args[0],       \
-                             args[1], args[2], args[3]);                              \
-        else if (nargs >= 2)                                                          \
-            tg_monitor_event((struct tg_recorder_object *)self, what, args[0],       \
-                             args[1], NULL, NULL);                                    \
-        Py_RETURN_NONE;                                                               \
-    }
-
-/* C calls and returns: CALL comes for every callable, a Python function's
- * included (whose call its PY_START records), so what tg_cfunc_of would refuse
- * (anything but a builtin function or method descriptor) is left here, before
- * the event path: on 3.12 call-heavy code these were 45% of the callbacks, at
- * ~75 instructions each. */
-#define TG_MON_CB_C(fname, what)                                                      \
-    static PyObject *                                                                 \
-    fname(PyObject *self, PyObject *const *args, Py_ssize_t nargs)                    \
-    {                                                                                 \
-        if (nargs >= 4 && (PyCFunction_Check(args[2])                                 \
-                           || Py_TYPE(args[2]) == &PyMethodDescr_Type))               \
-            tg_monitor_event((struct tg_recorder_object *)self, what, args[0],       \
-                             args[1], args[2], args[3]);                              \
-        Py_RETURN_NONE;                                                               \
-    }
-
-/* Python calls and returns take (code, offset[, value]); C calls and returns
- * (code, offset, callable, arg0). */
-TG_MON_CB(tg_mon_py_call, PyTrace_CALL)
-TG_MON_CB(tg_mon_py_return, PyTrace_RETURN)
-TG_MON_CB_C(tg_mon_c_call, PyTrace_C_CALL)
-TG_MON_CB_C(tg_mon_c_return, PyTrace_C_RETURN)
-
-#define TG_MON_DEF(fname) \
-    {#fname, (PyCFunction)(void (*)(void))fname, METH_FASTCALL, "threadgraph event (internal)"}
-
-static PyMethodDef tg_mon_defs[] = {
-    TG_MON_DEF(tg_mon_py_call),
-    TG_MON_DEF(tg_mon_py_return),
-    TG_MON_DEF(tg_mon_c_call),
-    TG_MON_DEF(tg_mon_c_return),
+/*
+ * The callbacks are objects of a small type of their own, called through
+ * vectorcall (PEP 590): the interpreter calls tg_mon_cb_call directly, with
+ * no builtin-function layer (cfunction_vectorcall_FASTCALL: a recursion check
+ * and a thread-state read per event, ~25 instructions on 3.12), which every
+ * callback paid before.  One object per kind of event, holding the recorder
+ * (strong) and the event's PyTrace_* value.  Only sys.monitoring holds them.
+ */
+struct tg_mon_cb {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    struct tg_recorder_object *rec;  /* strong; set at creation */
 };
 
-/* sys.monitoring.events attribute -> callback (index into tg_mon_defs); C
+/* Python calls and returns take (code, offset[, value]). */
+#define TG_MON_PY(fname, what)                                                        \
+    static PyObject *                                                                 \
+    fname(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)    \
+    {                                                                                 \
+        (void)kwnames;                                                                \
+        if (PyVectorcall_NARGS(nargsf) >= 2)                                          \
+            tg_monitor_event(((struct tg_mon_cb *)self)->rec, what, args[0], args[1], \
+                             NULL, NULL);                                             \
+        Py_RETURN_NONE;                                                               \
+    }
+
+/* C calls and returns take (code, offset, callable, arg0).  CALL comes for
+ * every callable, a Python function's included (whose call its PY_START
+ * records), so what tg_cfunc_of would refuse (anything but a builtin function
+ * or method descriptor) is left here, before the event path: on 3.12
+ * call-heavy code these were 45% of the callbacks, at ~75 instructions each. */
+#define TG_MON_C(fname, what)                                                         \
+    static PyObject *                                                                 \
+    fname(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)    \
+    {                                                                                 \
+        (void)kwnames;                                                                \
+        if (PyVectorcall_NARGS(nargsf) >= 4                                           \
+                && (PyCFunction_Check(args[2])                                        \
+                    || Py_TYPE(args[2]) == &PyMethodDescr_Type))                      \
+            tg_monitor_event(((struct tg_mon_cb *)self)->rec, what, args[0], args[1], \
+                             args[2], args[3]);                                       \
+        Py_RETURN_NONE;                                                               \
+    }
+
+TG_MON_PY(tg_mon_py_call, PyTrace_CALL)
+TG_MON_PY(tg_mon_py_return, PyTrace_RETURN)
+TG_MON_C(tg_mon_c_call, PyTrace_C_CALL)
+TG_MON_C(tg_mon_c_return, PyTrace_C_RETURN)
+
+static const vectorcallfunc tg_mon_funcs[] = {
+    tg_mon_py_call,
+    tg_mon_py_return,
+    tg_mon_c_call,
+    tg_mon_c_return,
+};
+#define TG_MON_N_FUNCS (sizeof(tg_mon_funcs) / sizeof(tg_mon_funcs[0]))
+
+static void
+tg_mon_cb_dealloc(PyObject *self)
+{
+    Py_XDECREF((PyObject *)((struct tg_mon_cb *)self)->rec);
+    PyObject_Free(self);
+}
+
+/* Ready once, with the GIL, at the first install. */
+static PyTypeObject tg_mon_cb_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "threadgraph._recorder.monitoring_callback",
+    .tp_basicsize = sizeof(struct tg_mon_cb),
+    .tp_dealloc = tg_mon_cb_dealloc,
+    .tp_vectorcall_offset = offsetof(struct tg_mon_cb, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "threadgraph's sys.monitoring callback (internal)",
+};
+
+/* A new callback running FUNC (an entry of tg_mon_funcs) for SELF, or NULL
+ * with an exception. */
+static PyObject *
+tg_mon_cb_new(struct tg_recorder_object *self, vectorcallfunc func)
+{
+    struct tg_mon_cb *cb;
+
+    if (!(tg_mon_cb_type.tp_flags & Py_TPFLAGS_READY) && PyType_Ready(&tg_mon_cb_type) < 0)
+        return NULL;
+    cb = PyObject_New(struct tg_mon_cb, &tg_mon_cb_type);
+    if (cb == NULL)
+        return NULL;
+    cb->vectorcall = func;
+    Py_INCREF((PyObject *)self);
+    cb->rec = self;
+    return (PyObject *)cb;
+}
+
+/* sys.monitoring.events attribute -> callback (index into tg_mon_funcs); C
  * marks the events needed only for C calls. */
 static const struct {
     const char *event;
@@ -166,14 +214,14 @@ tg_mon_register(struct tg_recorder_object *self, PyObject *mon, int tool, int in
                 int need_c)
 {
     PyObject *events = PyObject_GetAttrString(mon, "events");
-    PyObject *cbs[sizeof(tg_mon_defs) / sizeof(tg_mon_defs[0])] = {NULL};
+    PyObject *cbs[TG_MON_N_FUNCS] = {NULL};
     long mask = 0;
     size_t i;
 
     if (events == NULL)
         return -1;
-    for (i = 0; install && i < sizeof(tg_mon_defs) / sizeof(tg_mon_defs[0]); i++) {
-        cbs[i] = PyCFunction_NewEx(&tg_mon_defs[i], (PyObject *)self, NULL);
+    for (i = 0; install && i < TG_MON_N_FUNCS; i++) {
+        cbs[i] = tg_mon_cb_new(self, tg_mon_funcs[i]);
         if (cbs[i] == NULL) {
             mask = -1;
             goto done;
@@ -202,7 +250,7 @@ tg_mon_register(struct tg_recorder_object *self, PyObject *mon, int tool, int in
         mask |= bit;
     }
 done:
-    for (i = 0; i < sizeof(tg_mon_defs) / sizeof(tg_mon_defs[0]); i++)
+    for (i = 0; i < TG_MON_N_FUNCS; i++)
         Py_XDECREF(cbs[i]);
     Py_DECREF(events);
     return mask;

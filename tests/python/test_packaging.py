@@ -143,3 +143,34 @@ def test_a_build_without_zstd_says_so():
         r = run([sys.executable, os.path.join(ROOT, "setup.py"), "--version"], cwd=ROOT, env=env)
         assert r.returncode == 0, r.stderr
         assert "zstd" not in r.stderr
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11),
+                    reason="setup.py's rebuild decision is checked on CPython 3.11 only "
+                           "(two setup.py runs, the same on every Python)")
+def test_a_build_tree_of_the_other_zstd_setting_is_rebuilt(tmp_path):
+    # build_ext takes an extension as up to date by the files' times alone:
+    # `pip install .` builds in ./build, so after a build with zstd, a build
+    # without (or with, once libzstd-dev is installed) installed the old
+    # extension beside a new CLI.  setup.py keeps the setting in build_temp and
+    # rebuilds when it changed.  Dry runs (-n): nothing is compiled.
+    pytest.importorskip("setuptools", reason="setup.py needs setuptools in this Python")
+    import sysconfig
+    lib, temp = tmp_path / "lib", tmp_path / "temp"
+    (lib / "threadgraph").mkdir(parents=True)
+    temp.mkdir()
+    # an extension newer than every source, as a finished build leaves it
+    (lib / "threadgraph" / ("_recorder" + sysconfig.get_config_var("EXT_SUFFIX"))).write_bytes(b"")
+    env = dict(os.environ, THREADGRAPH_NO_ZSTD="1")
+
+    def dry_build(setting):
+        (temp / "zstd-setting").write_text(setting)
+        r = run([sys.executable, os.path.join(ROOT, "setup.py"), "-v", "-n", "build_ext",
+                 "--build-lib", str(lib), "--build-temp", str(temp)], cwd=ROOT, env=env)
+        assert r.returncode == 0, r.stderr[-2000:]
+        return r.stdout + r.stderr
+
+    out = dry_build("zstd\n")
+    assert "building 'threadgraph._recorder' extension" in out, out[-2000:]
+    assert "-DTG_HAVE_ZSTD" not in out
+    assert "skipping 'threadgraph._recorder' extension (up-to-date)" in dry_build("no zstd\n")
