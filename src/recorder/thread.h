@@ -70,9 +70,9 @@ struct tg_thread {
     struct tg_writer stack;        /* producer: this thread; see writer.h */
     struct tg_writer capw;         /* capture events (chunk mode); as mem */
     uint32_t stream;               /* capture stream id; immutable */
-    size_t log_idx;                /* its entry in the table's log (runinfo.json's
-                                    * threads, threads()'s "index"); set at attach,
-                                    * immutable after */
+    size_t log_idx;                /* its log entry's seq (runinfo.json's threads,
+                                    * threads()'s and position()'s "index"); set
+                                    * at attach, immutable after */
     int64_t cap_us;                /* time of the stream's last timed record (us);
                                     * owner only */
     uint64_t cap_calls, cap_returns;  /* capture records written; owner only */
