@@ -70,9 +70,9 @@ struct tg_thread {
     struct tg_writer stack;        /* producer: this thread; see writer.h */
     struct tg_writer capw;         /* capture events (chunk mode); as mem */
     uint32_t stream;               /* capture stream id; immutable */
-    size_t log_idx;                /* its entry in the table's log (runinfo.json's
-                                    * threads, threads()'s "index"); set at attach,
-                                    * immutable after */
+    size_t log_idx;                /* its log entry's seq (runinfo.json's threads,
+                                    * threads()'s and position()'s "index"); set
+                                    * at attach, immutable after */
     int64_t cap_us;                /* time of the stream's last timed record (us);
                                     * owner only */
     uint64_t cap_calls, cap_returns;  /* capture records written; owner only */
@@ -126,8 +126,9 @@ struct tg_thread_log {
     int has_mem, has_stack, custom;  /* custom: stream_factory files */
     int attaching;     /* its thread is still opening its streams (a stream_factory
                         * is Python: the run may end meanwhile); not listed */
-    int folded;        /* folded (aggregate) but kept for the accounting's names:
-                        * not listed, counted in its family */
+    int folded;        /* folded (aggregate) but kept for the accounting, which
+                        * adds it up with its family's: base is then the family's
+                        * name; not listed, counted in its family */
 };
 
 /* Ended threads of an aggregate run folded into one entry (aggregate.h): their
@@ -207,8 +208,8 @@ const struct tg_thread_log *tg_thread_table_log_find(const struct tg_thread_tabl
                                                      unsigned long ident);
 /* An aggregate run folded the ended thread of log entry SEQ into the entry
  * FAMILY (aggregate.h tg_agg_thread_end): count it in FAMILY's, and drop its
- * log entry and release its base name, or with KEEP (accounting names threads
- * from the log) mark it folded.  Returns 0, or -1 when out of memory or not
+ * log entry and release its base name, or with KEEP (the accounting finds
+ * threads in the log) mark it folded, its base now FAMILY.  Returns 0, or -1 when out of memory or not
  * found (the entry is then kept as it was).  Takes the lock.  Entries move
  * (memmove) here: only under the GIL, never while a thread attaches
  * (thread_py.c reads its entry by index until it is listed). */

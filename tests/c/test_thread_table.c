@@ -287,6 +287,7 @@ static void test_log_fold(void)
 	i = log_one(&tt, "acct", 2);
 	CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq, "acct~*", 1), 0);
 	CHECK_INT(tt.log[i].folded, 1);
+	CHECK_STR(tt.log[i].base, "acct~*");  /* the accounting's name for it */
 	CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq, "acct~*", 1), -1);
 	CHECK_STR(tt.log[log_one(&tt, "acct", 3)].base, "acct~2");
 	tg_thread_table_totals(&tt, &rec, &srec, &drop, &threads);
@@ -301,6 +302,57 @@ static void test_log_fold(void)
 	CHECK_INT(log_one(&tt, "x", 1), 0);
 	CHECK_INT(tt.log[0].seq, 0);
 	tg_thread_table_destroy(&tt);
+}
+
+/* The name set under claims and releases in a random order (backward-shift
+ * deletion keeps every held name reachable): each claim gives a name no held
+ * one has, and each released one can be claimed again. */
+static void test_nameset_release(void)
+{
+	enum { NAMES = 600 };
+	struct tg_nameset *ns = tg_nameset_new();
+	static char held[NAMES][TG_BASENAME_CAP];
+	int is_held[NAMES] = {0}, n_held = 0;
+	unsigned seed = 12345;
+
+	CHECK(ns != NULL);
+	for (int step = 0; step < 20000; step++) {
+		int k;
+		seed = seed * 1103515245u + 12345u;
+		k = (int)((seed >> 8) % NAMES);
+		if (is_held[k]) {
+			tg_nameset_release(ns, held[k]);
+			is_held[k] = 0;
+			n_held--;
+		} else {
+			/* few distinct names, so that copies ("w3~2") come and go too */
+			snprintf(held[k], sizeof(held[k]), "w%u", (seed >> 20) % 40);
+			CHECK_INT(tg_nameset_claim(ns, held[k]), 0);
+			for (int j = 0; j < NAMES; j++)
+				if (is_held[j] && strcmp(held[j], held[k]) == 0)
+					CHECK(!"a claim gave a held name");
+			is_held[k] = 1;
+			n_held++;
+		}
+	}
+	CHECK(n_held > 0);
+	/* every held name is still found: claiming it again gives a copy */
+	for (int j = 0; j < NAMES; j++) {
+		char again[TG_BASENAME_CAP];
+		if (!is_held[j])
+			continue;
+		memcpy(again, held[j], sizeof(again));
+		CHECK_INT(tg_nameset_claim(ns, again), 0);
+		CHECK(strcmp(again, held[j]) != 0);
+		tg_nameset_release(ns, again);
+	}
+	tg_nameset_release(ns, "process");  /* reserved: stays */
+	{
+		char p[TG_BASENAME_CAP] = "process";
+		CHECK_INT(tg_nameset_claim(ns, p), 0);
+		CHECK_STR(p, "process~2");
+	}
+	tg_nameset_free(ns);
 }
 
 /* --- fork: the child keeps only the forking thread's state ---------------------- */
@@ -606,6 +658,7 @@ int main(void)
 	test_life();
 	test_fork_reap();
 	test_log_fold();
+	test_nameset_release();
 	test_concurrent_walk();
 	test_each_holds_no_lock();
 	test_end_while_written();

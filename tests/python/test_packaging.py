@@ -174,3 +174,24 @@ def test_a_build_tree_of_the_other_zstd_setting_is_rebuilt(tmp_path):
     assert "building 'threadgraph._recorder' extension" in out, out[-2000:]
     assert "-DTG_HAVE_ZSTD" not in out
     assert "skipping 'threadgraph._recorder' extension (up-to-date)" in dry_build("no zstd\n")
+
+
+def test_source_headers_have_distinct_names():
+    # Three headers were named capture.h (src/common, src/recorder, src/lib), the
+    # one meant picked by the include path's order: every header's name says
+    # which it is.  And the recorder's thread-local state is a leaf (tls.h) that
+    # the allocator hooks and accounting both include, so neither includes the
+    # other for it (they made the recorder's one call cycle).
+    import collections
+    import glob
+    import re
+    names = collections.Counter(os.path.basename(p)
+                                for p in glob.glob(os.path.join(ROOT, "src", "*", "*.h")))
+    assert names and [n for n, k in names.items() if k > 1] == []
+
+    def includes(path):
+        with open(os.path.join(ROOT, "src", "recorder", path)) as f:
+            return re.findall(r'^#include "([^"]+)"', f.read(), re.M)
+    assert includes("tls.h") == ["clock.h"]
+    assert "alloc_hooks.h" not in includes("acct_state.c")
+    assert "acct_state.h" not in includes("alloc_hooks.c")
