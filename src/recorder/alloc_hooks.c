@@ -243,6 +243,32 @@ tg_hook_malloc_gil(void *ctx, size_t size)
     return tg_hook_malloc_gil_fast(ctx, size);
 }
 
+/* Plain mode's malloc for the GIL domains (tg_plain: the thread's bytes only,
+ * the default and the tutorial's configuration): a thread with no busy bit
+ * (the program's own calls) counts the block and enters its size, as the
+ * general path does for it, with no other test; anything else goes to the
+ * general path.  Only the size and the thread-local block's address live
+ * across the call down: two registers saved instead of the general path's
+ * six. */
+static void *
+tg_hook_malloc_gil_plain(void *ctx, size_t size)
+{
+    struct tg_hook_domain *d = ctx;
+    void *p;
+
+    if (__builtin_expect(tg_tls.busy != 0, 0)
+            || !atomic_load_explicit(&tg_plain, memory_order_relaxed))
+        return tg_hook_malloc_gil_general(ctx, size);
+    tg_tls.busy = TG_BUSY_HOOK;
+    p = d->orig.malloc(d->orig.ctx, size);
+    tg_tls.busy = 0;
+    if (__builtin_expect(p != NULL, 1)) {
+        tg_ptrtable_gil_insert(p, size);
+        tg_tls.allocated += (int64_t)size;
+    }
+    return p;
+}
+
 static void *
 tg_hook_calloc_gil(void *ctx, size_t nelem, size_t elsize)
 {
@@ -259,6 +285,60 @@ static __attribute__((noinline)) void
 tg_hook_free_gil_general(void *ctx, void *ptr)
 {
     tg_hook_free_body(ctx, ptr, 1);
+}
+
+/* Plain mode's common free in a GIL domain: block P is the newest one or has
+ * its word in the page map (ptrtable_fast.h tg_ptrtable_gil_remove's first
+ * two cases): its entry is removed and its word + 1 returned.  0 having done
+ * nothing (a block in the hash or unknown): the general path takes it.  The
+ * word comes back as the value, not through a pointer, so that the hook can
+ * end in a tail call. */
+static inline __attribute__((always_inline)) size_t
+tg_hook_gil_plain_take(void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    struct tg_pp_page *pg;
+    unsigned gi, w;
+
+    if (a == tg_gil_newest.p) {
+        tg_gil_newest.p = 0;
+        return tg_gil_newest.word + 1;
+    }
+    if (__builtin_expect((pg = tg_ptrpage_find(&tg_ptrpage_gil, a, &gi)) == NULL, 0))
+        return 0;
+    w = pg->word1[gi];
+    if (__builtin_expect(w - 1u >= TG_PP_MARK - 1u, 0))  /* no entry, or a mark */
+        return 0;
+    tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
+    return w;
+}
+
+/* Plain mode's free for the GIL domains (see tg_hook_malloc_gil_plain): a
+ * block the program frees, entered with at most TG_HOOK_SMALL_MAX bytes, is
+ * counted and freed by a tail call without the busy bit (as
+ * tg_hook_free_gil_fast does), a larger one with it; anything else goes to
+ * the general path. */
+static void
+tg_hook_free_gil_plain(void *ctx, void *ptr)
+{
+    struct tg_hook_domain *d = ctx;
+    size_t w1, size;
+
+    if (__builtin_expect(tg_tls.busy != 0, 0) || ptr == NULL
+            || !atomic_load_explicit(&tg_plain, memory_order_relaxed)
+            || (w1 = tg_hook_gil_plain_take(ptr)) == 0) {
+        tg_hook_free_gil_general(ctx, ptr);
+        return;
+    }
+    size = TG_ACCT_ENTRY_SIZE(w1 - 1);
+    tg_tls.freed += (int64_t)size;
+    if (__builtin_expect(size <= TG_HOOK_SMALL_MAX, 1)) {
+        d->orig.free(d->orig.ctx, ptr);
+        return;
+    }
+    tg_tls.busy = TG_BUSY_HOOK;
+    d->orig.free(d->orig.ctx, ptr);
+    tg_tls.busy = 0;
 }
 
 /* The free's fast path is a leaf with tail calls, which saves no register:
@@ -307,15 +387,18 @@ tg_hooks_install(int count_total)
             d->ours.realloc = tg_hook_realloc_raw;
             d->ours.free = tg_hook_free_raw;
         } else {
-            /* Without the fast paths (full mode), the general hooks directly:
-             * no test that would fail on every call.  (Hooks that stay in the
+            /* Plain mode's hooks, or sampled mode's fast paths; without
+             * either (full mode), the general hooks directly: no test that
+             * would fail on every call.  (Hooks that stay in the
              * chain from an earlier run, see above, keep their functions:
              * either kind counts every mode exactly.) */
-            int fast = atomic_load(&tg_gil_fast);
-            d->ours.malloc = fast ? tg_hook_malloc_gil : tg_hook_malloc_gil_general;
+            int fast = atomic_load(&tg_gil_fast), plain = atomic_load(&tg_plain);
+            d->ours.malloc = plain ? tg_hook_malloc_gil_plain
+                             : fast ? tg_hook_malloc_gil : tg_hook_malloc_gil_general;
             d->ours.calloc = tg_hook_calloc_gil;
             d->ours.realloc = tg_hook_realloc_gil;
-            d->ours.free = fast ? tg_hook_free_gil : tg_hook_free_gil_general;
+            d->ours.free = plain ? tg_hook_free_gil_plain
+                           : fast ? tg_hook_free_gil : tg_hook_free_gil_general;
         }
         PyMem_SetAllocator(d->domain, &d->ours);
     }

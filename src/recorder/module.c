@@ -339,24 +339,34 @@ tg_rec_threads(struct tg_recorder_object *self, PyObject *unused)
 {
     struct tg_recorder *r = &self->r;
     PyObject *list = PyList_New(0);
+    char *name;
     size_t i;
     (void)unused;
 
     if (list == NULL)
         return NULL;
+    /* a name as the capture's THREAD definition has it: cut to TG_TEXT_MAX, so
+     * that a thread named with megabytes of text does not fill runinfo.json */
+    name = malloc(TG_TEXT_MAX);
+    if (name == NULL) {
+        Py_DECREF(list);
+        return PyErr_NoMemory();
+    }
     pthread_mutex_lock(&r->table.lock);
     for (i = 0; i < r->table.n_log; i++) {
         struct tg_thread_log *e = &r->table.log[i];
         char mem[TG_BASENAME_CAP + 8], stack[TG_BASENAME_CAP + 8];
         PyObject *d;
+        size_t name_len;
         if (e->attaching || e->folded)
             continue;  /* the run ended while it opened its streams: no records;
                         * or an aggregate run folded it (folded_threads) */
         snprintf(mem, sizeof(mem), "%s.mem", e->base);
         snprintf(stack, sizeof(stack), "%s.stack", e->base);
+        name_len = tg_text_cap(e->name, e->name_len, name);
         d = Py_BuildValue("{s:K,s:N,s:k,s:k,s:s,s:z,s:z}", "index",
                           (unsigned long long)e->seq,
-                          "name", PyUnicode_DecodeUTF8(e->name, (Py_ssize_t)e->name_len,
+                          "name", PyUnicode_DecodeUTF8(name, (Py_ssize_t)name_len,
                                                        "surrogateescape"),
                           "native_id", e->native_id, "ident", e->ident,
                           "base", e->base,
@@ -370,6 +380,7 @@ tg_rec_threads(struct tg_recorder_object *self, PyObject *unused)
         Py_DECREF(d);
     }
     pthread_mutex_unlock(&r->table.lock);
+    free(name);
     return list;
 }
 
@@ -847,6 +858,28 @@ tg_mod_test_capture_gate(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* _test_wait_ended(): returns once the flusher has written and closed the
+ * files of every thread that ended so far in the active run (thread.h, the
+ * ended list), the GIL released meanwhile; at once without an active run.
+ * A test's sync point: a thread's end no longer closes its files itself. */
+static PyObject *
+tg_mod_test_wait_ended(PyObject *mod, PyObject *unused)
+{
+    struct tg_recorder_object *a = tg_active;
+
+    (void)mod;
+    (void)unused;
+    if (a == NULL || !a->r.active || !a->r.flusher_running)
+        Py_RETURN_NONE;
+    Py_INCREF(a);
+    tg_flusher_kick(&a->r);
+    Py_BEGIN_ALLOW_THREADS
+    tg_thread_table_wait_ended(&a->r.table);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(a);
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 tg_mod_profiled_threads(PyObject *mod, PyObject *unused)
 {
@@ -881,6 +914,10 @@ static PyMethodDef tg_module_methods[] = {
     {"finish_signal_default", tg_mod_finish_signal_default, METH_O,
      "Default action for a finishing signal at the C level, from any thread; "
      "True if its handler was threadgraph's."},
+    {"_test_wait_ended", tg_mod_test_wait_ended, METH_NOARGS,
+     "Tests only: returns once the files of every thread that ended so far in the "
+     "active run are written and closed (the flusher closes them after the thread's "
+     "end)."},
     {"_test_capture_gate", tg_mod_test_capture_gate, METH_VARARGS,
      "Tests only: _test_capture_gate(True) makes every capture write block before "
      "its write(2), holding the capture's lock, and returns once one is blocked "
