@@ -97,6 +97,22 @@ struct tg_mon_cb {
         Py_RETURN_NONE;                                                               \
     }
 
+/* Whether CALLABLE may be a C function for the event path (tg_cfunc_of): a
+ * builtin function or method (or a subtype), or a method descriptor.  The
+ * exact types first, then the Python functions and bound methods that most
+ * CALL events carry, refused without PyCFunction_Check's walk of their type's
+ * MRO (PyType_IsSubtype, ~19 instructions per Python call on 3.12). */
+static inline int
+tg_mon_maybe_c(PyObject *callable)
+{
+    PyTypeObject *tp = Py_TYPE(callable);
+    if (tp == &PyCFunction_Type || tp == &PyMethodDescr_Type)
+        return 1;
+    if (tp == &PyFunction_Type || tp == &PyMethod_Type)
+        return 0;
+    return PyCFunction_Check(callable);
+}
+
 /* C calls and returns take (code, offset, callable, arg0).  CALL comes for
  * every callable, a Python function's included (whose call its PY_START
  * records), so what tg_cfunc_of would refuse (anything but a builtin function
@@ -107,9 +123,7 @@ struct tg_mon_cb {
     fname(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)    \
     {                                                                                 \
         (void)kwnames;                                                                \
-        if (PyVectorcall_NARGS(nargsf) >= 4                                           \
-                && (PyCFunction_Check(args[2])                                        \
-                    || Py_TYPE(args[2]) == &PyMethodDescr_Type))                      \
+        if (PyVectorcall_NARGS(nargsf) >= 4 && tg_mon_maybe_c(args[2]))               \
             tg_monitor_event(((struct tg_mon_cb *)self)->rec, what, args[0], args[1], \
                              args[2], args[3]);                                       \
         Py_RETURN_NONE;                                                               \
