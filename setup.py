@@ -41,8 +41,26 @@ class BuildExtAndCli(build_ext):
     """build_ext that also links the CLI executable into the package."""
 
     def run(self):
+        # build_ext takes an extension as up to date by the files' times, not by
+        # the macros it was compiled with: a build tree of the other zstd setting
+        # (`pip install .` builds in ./build; libzstd-dev installed since, or
+        # THREADGRAPH_NO_ZSTD set) would install its stale extension beside a
+        # fresh CLI.  The setting of the last build is kept in build_temp.
+        stamp = os.path.join(self.build_temp, "zstd-setting")
+        setting = "zstd\n" if ZSTD else "no zstd\n"
+        try:
+            with open(stamp) as f:
+                built = f.read()
+        except OSError:
+            built = None
+        if built != setting:
+            self.force = True
         super().run()
         self.build_cli()
+        if not self.dry_run:
+            os.makedirs(self.build_temp, exist_ok=True)
+            with open(stamp, "w") as f:
+                f.write(setting)
         warn_without_zstd()
 
     def build_cli(self):

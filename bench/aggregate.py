@@ -8,14 +8,17 @@ per thread, in a fresh interpreter each time, recorded in full (capture.tg) and
 aggregated (aggregate.tga), the configurations one after the other and the order
 alternating from repetition to repetition. The cost is the program's CPU time
 (user + system of the child) as a ratio to the full capture's at the same length,
-median over the repetitions; the size is the run's output file at the end,
-median. Prints a Markdown table.
+median over the repetitions; the size is the run's files at the end (the
+capture or aggregate.tga, runinfo.json, and with accounting its summaries and
+snapshots), median. Prints a Markdown table.
 
 Then a thread per request (--requests T): the program starts T short threads one
 after another (each a few calls and small lists, as a handler), T and 2T, the
 same way; the table adds the child's peak RSS (ru_maxrss), which the recorder's
 memory is part of: with ended threads folded by name (docs/formats.md
-"Aggregate") neither it nor aggregate.tga grows with the number of threads.
+"Aggregate") neither it nor the run's files grow with the number of threads.
+With --accounting the same again with accounting=True, whose files fold the
+same threads (the recorder's accounting counters are kept per thread).
 """
 import argparse
 import os
@@ -64,7 +67,8 @@ def handler(n):
     for i in range(n):
         keep.append(leaf(i))
 
-p = threadgraph.ProcessProfile(default_log_path=sys.argv[1], aggregate=sys.argv[2] == "agg")
+p = threadgraph.ProcessProfile(default_log_path=sys.argv[1], aggregate=sys.argv[2] == "agg",
+                               accounting=sys.argv[4] == "acct")
 p.enable()
 for k in range(int(sys.argv[3])):
     t = threading.Thread(target=handler, args=(50,))
@@ -74,11 +78,12 @@ p.disable()
 """
 
 
-def run_once(script, mode, rounds):
+def run_once(script, mode, rounds, acct):
     """(CPU seconds, output bytes, peak RSS KiB) of one run."""
     base = tempfile.mkdtemp(prefix="tg-agg-")
     try:
-        proc = subprocess.Popen([sys.executable, script, base, mode, str(rounds)])
+        proc = subprocess.Popen([sys.executable, script, base, mode, str(rounds),
+                                 "acct" if acct else "-"])
         _pid, status, ru = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
         if proc.returncode != 0:
@@ -87,14 +92,13 @@ def run_once(script, mode, rounds):
         size = 0
         for root, _dirs, files in os.walk(base):
             for f in files:
-                if f in ("capture.tg", "aggregate.tga"):
-                    size += os.path.getsize(os.path.join(root, f))
+                size += os.path.getsize(os.path.join(root, f))
         return cpu, size, ru.ru_maxrss
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def measure(program, lengths, reps):
+def measure(program, lengths, reps, acct=False):
     """{(mode, length): ([cpu], [size], [rss])}, the order alternating."""
     tmp = tempfile.mkdtemp(prefix="tg-agg-script-")
     script = os.path.join(tmp, "prog.py")
@@ -106,15 +110,15 @@ def measure(program, lengths, reps):
         if rep % 2:
             order.reverse()
         for m, n in order:
-            for acc, v in zip(res[(m, n)], run_once(script, m, n)):
+            for acc, v in zip(res[(m, n)], run_once(script, m, n, acct)):
                 acc.append(v)
     shutil.rmtree(tmp, ignore_errors=True)
     return res
 
 
 def table(res, lengths, what):
-    print("| %s | full: CPU s | full: capture.tg | aggregate: CPU s "
-          "| aggregate / full CPU | aggregate: aggregate.tga | full: peak RSS KiB "
+    print("| %s | full: CPU s | full: files | aggregate: CPU s "
+          "| aggregate / full CPU | aggregate: files | full: peak RSS KiB "
           "| aggregate: peak RSS KiB |" % what)
     print("|---|---|---|---|---|---|---|---|")
     for n in lengths:
@@ -132,12 +136,18 @@ def main():
     ap.add_argument("--rounds", type=int, default=200000)
     ap.add_argument("--requests", type=int, default=1000)
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--accounting", action="store_true",
+                    help="also the thread per request with accounting=True")
     args = ap.parse_args()
     lengths = (args.rounds, 2 * args.rounds)
     table(measure(PROGRAM, lengths, args.reps), lengths, "rounds per thread")
     print()
     lengths = (args.requests, 2 * args.requests)
     table(measure(PER_REQUEST, lengths, args.reps), lengths, "threads, one per request")
+    if args.accounting:
+        print()
+        table(measure(PER_REQUEST, lengths, args.reps, True), lengths,
+              "threads, one per request, accounting")
 
 
 if __name__ == "__main__":

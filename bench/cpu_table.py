@@ -2,7 +2,7 @@
 
     python3 bench/cpu_table.py [--configs noop,tg-binary,tg-tutorial,...]
                                [--workloads call_heavy,...] [--rounds 5] [--scale 0.3]
-                               [--floor noop] [--json FILE]
+                               [--floor noop] [--env NAME=VALUE ...] [--json FILE]
 
 Each measurement is a fresh `bench/runner.py CONFIG WORKLOAD` process; its figure
 is the process's CPU time (all threads, user + system: `time.process_time()`
@@ -11,6 +11,14 @@ workload, each configuration and the unprofiled run (`none`) once, in an order
 rotated every round; a configuration's ratio in a round is its CPU time over
 that round's unprofiled run, and the table gives the median ratio over the
 rounds, then each median divided by the floor's (`--floor`, the no-op hook).
+The default workloads are bench/insns.py's five and `numpy_heavy` when the
+interpreter can import NumPy.  With `tg-tutorial-native` among the
+configurations a second table sets native=True beside its references, round by
+round: over `tg-tutorial` (what native adds) and over `memray-native` (memray's
+`native_traces=True`), with each configuration's median page faults (`minflt`,
+start to stop), which dominate `numpy_heavy`'s CPU time and vary from run to
+run with glibc's heap heuristics (`--env MALLOC_MMAP_THRESHOLD_=131072` fixes
+them: bench/RESULTS.md).
 CPU time rather than wall time: on this shared 2-core machine the wall time of a
 run includes waiting for a core, which CPU time leaves out (the profiler's own
 threads count, the flusher's sampling included).  Prints a markdown table and
@@ -27,17 +35,62 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 RUNNER = os.path.join(HERE, "runner.py")
 WORKLOADS = ["call_heavy", "alloc_heavy", "generator_heavy", "threads_locks", "stdlib_mix"]
+NATIVE_WORKLOADS = ["numpy_heavy"]  # when NumPy imports
 CONFIGS = ["noop", "tg-binary", "tg-tutorial", "tg-tutorial-native", "memray",
            "memray-native", "memray-tpa"]
+# The second table: native=True, what it is compared with (round by round).
+NATIVE = "tg-tutorial-native"
+NATIVE_REFS = ["tg-tutorial", "memray-native"]
 
 
-def run_one(python, config, workload, scale):
+def run_one(python, config, workload, scale, env):
+    """(CPU time, minor page faults) of one run, or None."""
     p = subprocess.run([python, RUNNER, config, workload, "--scale", str(scale)],
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.stderr.write("%s %s failed: %s\n" % (config, workload, p.stderr[-300:]))
         return None
-    return json.loads(p.stdout.strip().splitlines()[-1])["cpu"]
+    res = json.loads(p.stdout.strip().splitlines()[-1])
+    return res["cpu"], res.get("minflt")
+
+
+def default_workloads(python, env):
+    ok = subprocess.run([python, "-c", "import numpy"], env=env,
+                        capture_output=True).returncode == 0
+    if not ok:
+        sys.stderr.write("numpy_heavy left out: NumPy does not import in %s\n" % python)
+    return WORKLOADS + (NATIVE_WORKLOADS if ok else [])
+
+
+def native_table(configs, workloads, rounds_of, faults):
+    """Print native=True beside its references: medians of the per-round
+    quotients, and each configuration's median page faults."""
+    refs = [c for c in NATIVE_REFS if c in configs]
+    shown = ["none"] + [c for c in [NATIVE] + refs if c in configs]
+    head = ["%s / %s" % (NATIVE, r) for r in refs] + ["faults: %s" % c for c in shown]
+    print("\n| workload | " + " | ".join(head) + " |")
+    print("|---|" + "---:|" * len(head))
+    quot = {r: [] for r in refs}
+    for w in workloads:
+        cells = []
+        for r in refs:
+            q = [rd[NATIVE] / rd[r] for rd in rounds_of.get(w, [])
+                 if rd.get(NATIVE) and rd.get(r)]
+            m = statistics.median(q) if q else None
+            if m:
+                quot[r].append(m)
+            cells.append("%.3f" % m if m else "n/a")
+        for c in shown:
+            f = [x for x in faults.get((w, c), []) if x is not None]
+            cells.append("%.0f K" % (statistics.median(f) / 1e3) if f else "n/a")
+        print("| %s | %s |" % (w, " | ".join(cells)))
+    cells = []
+    for r in refs:
+        g = geomean(quot[r])
+        cells.append("%.3f" % g if g else "n/a")
+    print("| geomean | %s |" % " | ".join(cells + [""] * len(shown)))
+    print("\nCPU time of `%s` over each reference's in the same round, median over "
+          "the rounds; page faults (`minflt`) from start to stop, medians." % NATIVE)
 
 
 def geomean(xs):
@@ -48,27 +101,45 @@ def geomean(xs):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--configs", default=",".join(CONFIGS))
-    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--workloads", default=None,
+                    help="default: the five of insns.py, and numpy_heavy if NumPy imports")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--scale", type=float, default=0.3)
     ap.add_argument("--floor", default="noop")
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                    help="set in every measured process's environment (repeatable)")
     ap.add_argument("--json", metavar="FILE")
     a = ap.parse_args()
+    env = dict(os.environ)
+    for kv in a.env:
+        name, sep, value = kv.partition("=")
+        if not sep or not name:
+            ap.error("--env wants NAME=VALUE, got %r" % kv)
+        env[name] = value
     configs = a.configs.split(",")
-    workloads = a.workloads.split(",")
+    workloads = (a.workloads.split(",") if a.workloads is not None
+                 else default_workloads(a.python, env))
     ratios = {}  # (workload, config) -> [ratio per round]
+    faults = {}  # (workload, config) -> [minflt per round], "none" included
+    rounds_of = {}  # workload -> [{config: ratio} per round]
     for r in range(a.rounds):
         for w in workloads:
             order = ["none"] + configs
             k = r % len(order)
             order = order[k:] + order[:k]
-            cpu = {c: run_one(a.python, c, w, a.scale) for c in order}
-            if not cpu["none"]:
+            got = {c: run_one(a.python, c, w, a.scale, env) for c in order}
+            for c, v in got.items():
+                if v is not None:
+                    faults.setdefault((w, c), []).append(v[1])
+            if not got["none"]:
                 continue
+            rd = {}
             for c in configs:
-                if cpu[c] is not None:
-                    ratios.setdefault((w, c), []).append(cpu[c] / cpu["none"])
+                if got[c] is not None:
+                    rd[c] = got[c][0] / got["none"][0]
+                    ratios.setdefault((w, c), []).append(rd[c])
+            rounds_of.setdefault(w, []).append(rd)
         sys.stderr.write("round %d done\n" % (r + 1))
     med = {k: statistics.median(v) for k, v in ratios.items()}
     print("| workload | " + " | ".join(configs) + " |")
@@ -96,11 +167,14 @@ def main():
     print("| geomean | %s |" % " | ".join(cells))
     print("\nCPU time over the unprofiled run, medians of %d rounds (in parentheses: "
           "over the floor `%s`)." % (a.rounds, a.floor))
+    if NATIVE in configs:
+        native_table(configs, workloads, rounds_of, faults)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"configs": configs, "workloads": workloads, "rounds": a.rounds,
-                       "scale": a.scale,
-                       "ratios": {"%s/%s" % k: v for k, v in ratios.items()}}, f, indent=1)
+                       "scale": a.scale, "env": a.env,
+                       "ratios": {"%s/%s" % k: v for k, v in ratios.items()},
+                       "minflt": {"%s/%s" % k: v for k, v in faults.items()}}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -329,6 +329,7 @@ def measure(config, workload, scale):
     try:
         gc.collect()
         rss0 = _rss_kb()
+        flt0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         c0 = time.process_time()
         t0 = time.perf_counter()
         cfg.start(outdir)
@@ -340,13 +341,14 @@ def measure(config, workload, scale):
         extra = cfg.stop()
         t3 = time.perf_counter()
         c3 = time.process_time()
-        maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        maxrss = ru.ru_maxrss
         out_bytes = _dir_bytes(outdir)
     finally:
         shutil.rmtree(outdir, ignore_errors=True)
     res = {"config": config, "workload": workload, "scale": scale,
            "wall": t3 - t0, "run": t2 - t1, "cpu": c3 - c0, "run_cpu": c2 - c1,
-           "maxrss_kb": maxrss, "rss0_kb": rss0,
+           "maxrss_kb": maxrss, "rss0_kb": rss0, "minflt": ru.ru_minflt - flt0,
            "out_bytes": out_bytes}
     res.update(extra)
     return res

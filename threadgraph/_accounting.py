@@ -59,9 +59,25 @@ def summary_lines(figures: Dict[str, Any]) -> List[str]:
     return out
 
 
+def _merge_pairs(pairs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """PAIRS (cross-thread frees) with those of the same two names added up:
+    an aggregate run's folded threads go by their family's name."""
+    merged: Dict[Any, Dict[str, Any]] = {}
+    for p in pairs:
+        key = (p["allocated_in"], p["freed_in"])
+        if key in merged:
+            merged[key]["bytes"] += p["bytes"]
+            merged[key]["blocks"] += p["blocks"]
+        else:
+            merged[key] = dict(p)
+    return sorted(merged.values(), key=lambda p: -p["bytes"])
+
+
 def write_summary(outdir: str, figures: Dict[str, Any], compress: bool) -> List[str]:
     """Write summary.json and summary.txt (``.gz`` when COMPRESS) into OUTDIR;
     returns the paths written.  Each file appears whole (tmp + rename)."""
+    if "freed_by" in figures:
+        figures = dict(figures, freed_by=_merge_pairs(figures["freed_by"]))
     doc = {
         "format": 1,
         "process": figures["process"],

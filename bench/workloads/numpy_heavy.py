@@ -1,7 +1,18 @@
 """NumPy-heavy: four threads building, combining and dropping arrays, so that most
 of the memory is native (NumPy's data buffers come from malloc, not from Python's
-allocators).  Needs NumPy (pip install numpy)."""
+allocators).  Needs NumPy (pip install numpy).
+
+NumPy is imported inside the measured run (its extension modules are loaded
+while the profiler is on, through native=True's dlopen hook).  OpenBLAS, which
+NumPy loads, is held to one thread: the workload makes no BLAS call, and the
+idle worker OpenBLAS otherwise starts spins for a while after the import, a few
+million instructions and some CPU time that vary from run to run whatever the
+profiler (under callgrind, numpy_heavy's count moved by 5 M between identical
+runs)."""
+import os
 import threading
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 DESCRIPTION = "4 threads creating, combining and dropping NumPy arrays (native buffers)"
 

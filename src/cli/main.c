@@ -101,7 +101,13 @@ int main(int argc, char **argv)
 		if (!strcmp(argv[i], "--no_time")) {
 			tg_global_no_time = 1;
 		} else if (!strcmp(argv[i], "--version")) {
+#ifdef TG_HAVE_ZSTD
 			printf("threadgraph %s\n", TG_VERSION);
+#else
+			/* pip shows no build output: say it where one looks */
+			printf("threadgraph %s (built without zstd: a capture with "
+			       "zstd-compressed chunks cannot be read)\n", TG_VERSION);
+#endif
 			return main_finish_stdout(TG_EXIT_OK);
 		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
 			main_usage(stdout);

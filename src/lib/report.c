@@ -711,6 +711,11 @@ static int rep_flame(FILE *out, const struct tg_report_opts *o,
 	if (f.sampled)
 		rep_missing(out, cb, "sampled run (one sample per %lld bytes on average): the %s "
 			    "values are estimates", (long long)f.sampled, m->name);
+	if (f.deep)
+		rep_missing(out, cb, "%lu call%s nested deeper than %d: part of their ancestor's "
+			    "own %s value in the flame graph (threadgraph flamegraph --max-depth N "
+			    "goes further)", f.deep, f.deep == 1 ? "" : "s", TG_FOLD_MAX_DEPTH,
+			    m->name);
 	if (tg_flamesvg_write(out, &f, &so, NULL, d) < 0) {
 		tg_fold_release(&f);
 		return -1;

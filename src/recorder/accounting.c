@@ -208,6 +208,7 @@ tg_acct_start(const char *outdir, int compress, long long sample_bytes,
         return -1;
     }
     pthread_once(&atfork_once, tg_acct_atfork_register);
+    atomic_store(&tg_acct_light_gen, TG_ACCT_NO_GEN);  /* before the states go */
     /* States of the last run are freed only now: a raw-domain hook that was
      * still running when it ended may have been writing into them. */
     tg_acct_free_all();
@@ -252,12 +253,15 @@ tg_acct_start(const char *outdir, int compress, long long sample_bytes,
         tg_tls.busy = busy;
     }
     atomic_store(&tg_acct_on, 1);
+    if (tg_acct.stack_site != NULL)
+        atomic_store(&tg_acct_light_gen, atomic_load(&tg_acct.gen));
     return 0;
 }
 
 void
 tg_acct_stop(void)
 {
+    atomic_store(&tg_acct_light_gen, TG_ACCT_NO_GEN);
     atomic_store(&tg_acct_on, 0);
     tg_acct_peak_settle();
     tg_acct.sched.active = 0;
@@ -267,6 +271,7 @@ void
 tg_acct_fork_child(void)
 {
     tg_acct.rec = NULL;
+    atomic_store(&tg_acct_light_gen, TG_ACCT_NO_GEN);
     atomic_store(&tg_acct_on, 0);
     tg_acct.sched.active = 0;
     tg_acct.had_run = 0;

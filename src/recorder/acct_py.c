@@ -54,19 +54,28 @@ tg_figs_dict(const struct tg_acct_figs *f, int64_t peak)
                          "peak_bytes", (long long)peak);
 }
 
-/* Name of thread T from the recorder's log (new str), or "native-<id>". */
+/* Name of thread T from the recorder's log (new str), or "native-<id>"; an
+ * aggregate run's folded thread goes by its family's name (its base, thread.h),
+ * and *FOLDED (may be NULL) says so. */
 static PyObject *
-tg_thread_name(struct tg_recorder *r, struct tg_acct_thread *t, PyObject **base)
+tg_thread_name(struct tg_recorder *r, struct tg_acct_thread *t, PyObject **base, int *folded)
 {
     size_t i;
     *base = NULL;
+    if (folded != NULL)
+        *folded = 0;
     if (r != NULL) {
         pthread_mutex_lock(&r->table.lock);
         for (i = r->table.n_log; i-- > 0;) {
             if (r->table.log[i].ident == t->ident && r->table.log[i].native_id == t->native_id
                     && !r->table.log[i].attaching) {
-                PyObject *n = PyUnicode_DecodeUTF8(r->table.log[i].name, (Py_ssize_t)r->table.log[i].name_len,
-                                                   "surrogateescape");
+                PyObject *n = r->table.log[i].folded
+                    ? PyUnicode_FromString(r->table.log[i].base)
+                    : PyUnicode_DecodeUTF8(r->table.log[i].name,
+                                           (Py_ssize_t)r->table.log[i].name_len,
+                                           "surrogateescape");
+                if (folded != NULL)
+                    *folded = r->table.log[i].folded;
                 *base = PyUnicode_FromString(r->table.log[i].base);
                 pthread_mutex_unlock(&r->table.lock);
                 return n;
@@ -147,6 +156,99 @@ tg_acct_freed_by(PyObject *names, uint32_t n, int64_t *lost)
     return l;
 }
 
+/* An aggregate run's folded threads (thread_fold.c) added up by family, so
+ * that the summary has one entry per family however many threads it holds. */
+struct tg_acct_family {
+    PyObject *name;                    /* the family's name; owned */
+    struct tg_acct_figs f;             /* sums */
+    int64_t peak;                      /* the highest of the threads' peaks */
+    int64_t own;                       /* live_at_end_bytes, summed */
+    _Atomic int64_t ha[TG_ACCT_BINS], hf[TG_ACCT_BINS];  /* summed (tg_hist_list) */
+    unsigned long long threads;
+};
+
+/* Add thread T (figures F, OWN live at end) to the family NAME of *FAMS (grown
+ * when new).  0, or -1 with a Python exception. */
+static int
+tg_acct_family_add(struct tg_acct_family **fams, size_t *n, PyObject *name,
+                   struct tg_acct_thread *t, const struct tg_acct_figs *f, int64_t own)
+{
+    struct tg_acct_family *fam = NULL;
+    size_t i;
+    int b;
+
+    for (i = 0; i < *n && fam == NULL; i++) {
+        int c = PyUnicode_Compare((*fams)[i].name, name);
+        if (c == -1 && PyErr_Occurred())
+            return -1;
+        if (c == 0)
+            fam = &(*fams)[i];
+    }
+    if (fam == NULL) {
+        struct tg_acct_family *g = realloc(*fams, (*n + 1) * sizeof(*g));
+        if (g == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *fams = g;
+        fam = &g[(*n)++];
+        memset(fam, 0, sizeof(*fam));
+        Py_INCREF(name);
+        fam->name = name;
+        fam->peak = INT64_MIN;
+    }
+    fam->f.alloc_calls += f->alloc_calls;
+    fam->f.free_calls += f->free_calls;
+    fam->f.requested += f->requested;
+    fam->f.freed += f->freed;
+    fam->f.live += f->live;
+    if (TG_LOAD(t->peak) > fam->peak)
+        fam->peak = TG_LOAD(t->peak);
+    fam->own += own;
+    for (b = 0; b < TG_ACCT_BINS; b++) {
+        TG_OWN_ADD(fam->ha[b], TG_LOAD(t->hist_alloc[b]));
+        TG_OWN_ADD(fam->hf[b], TG_LOAD(t->hist_free[b]));
+    }
+    fam->threads++;
+    return 0;
+}
+
+/* Append one dict per family of FAMS (N) to THREADS, as a thread's, with
+ * "folded_threads".  0, or -1 with a Python exception. */
+static int
+tg_acct_families_list(struct tg_acct_family *fams, size_t n, PyObject *threads)
+{
+    size_t i;
+    for (i = 0; i < n; i++) {
+        PyObject *d = tg_figs_dict(&fams[i].f, fams[i].peak);
+        if (d == NULL
+                || PyDict_SetItemString(d, "name", fams[i].name) < 0
+                || PyDict_SetItemString(d, "base", fams[i].name) < 0
+                || tg_dict_set_steal(d, "native_id", PyLong_FromLong(0)) < 0
+                || tg_dict_set_steal(d, "hist_alloc", tg_hist_list(fams[i].ha)) < 0
+                || tg_dict_set_steal(d, "hist_free", tg_hist_list(fams[i].hf)) < 0
+                || tg_dict_set_steal(d, "live_at_end_bytes",
+                                     PyLong_FromLongLong((long long)fams[i].own)) < 0
+                || tg_dict_set_steal(d, "folded_threads",
+                                     PyLong_FromUnsignedLongLong(fams[i].threads)) < 0
+                || PyList_Append(threads, d) < 0) {
+            Py_XDECREF(d);
+            return -1;
+        }
+        Py_DECREF(d);
+    }
+    return 0;
+}
+
+static void
+tg_acct_families_free(struct tg_acct_family *fams, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        Py_DECREF(fams[i].name);
+    free(fams);
+}
+
 /* tg_acct_figures without the tracer mark (acct_py.h). */
 static PyObject *
 tg_acct_figures_impl(struct tg_recorder *r)
@@ -156,8 +258,10 @@ tg_acct_figures_impl(struct tg_recorder *r)
     PyObject *res = NULL, *proc = NULL, *threads = NULL, *ha = NULL, *hf = NULL;
     PyObject *names = NULL, *freed_by = NULL;
     int64_t pha[TG_ACCT_BINS], phf[TG_ACCT_BINS], *own = NULL, lost = 0;
+    struct tg_acct_family *fams = NULL;
+    size_t nfams = 0;
     uint32_t nthreads;
-    int i;
+    int i, folded;
 
     memset(pha, 0, sizeof(pha));
     memset(phf, 0, sizeof(phf));
@@ -184,7 +288,7 @@ tg_acct_figures_impl(struct tg_recorder *r)
         PyObject *d, *name, *base, *a, *b;
         tg_acct_thread_figs(t, &f);
         if (t->ix < nthreads) {
-            PyObject *nm = tg_thread_name(r, t, &base);
+            PyObject *nm = tg_thread_name(r, t, &base, NULL);
             Py_XDECREF(base);
             if (nm == NULL)
                 goto done;
@@ -196,8 +300,17 @@ tg_acct_figures_impl(struct tg_recorder *r)
         }
         if (f.alloc_calls == 0 && f.free_calls == 0)
             continue;
+        name = tg_thread_name(r, t, &base, &folded);
+        if (name != NULL && folded) {
+            Py_XDECREF(base);
+            i = tg_acct_family_add(&fams, &nfams, name, t, &f,
+                                   t->ix < nthreads ? own[t->ix] : 0);
+            Py_DECREF(name);
+            if (i < 0)
+                goto done;
+            continue;
+        }
         d = tg_figs_dict(&f, TG_LOAD(t->peak));
-        name = tg_thread_name(r, t, &base);
         a = tg_hist_list(t->hist_alloc);
         b = tg_hist_list(t->hist_free);
         if (d == NULL || name == NULL || base == NULL || a == NULL || b == NULL
@@ -222,6 +335,8 @@ tg_acct_figures_impl(struct tg_recorder *r)
         Py_DECREF(a);
         Py_DECREF(b);
     }
+    if (tg_acct_families_list(fams, nfams, threads) < 0)
+        goto done;
     proc = tg_figs_dict(&pf, TG_LOAD(tg_acct.peak));
     if (proc == NULL)
         goto done;
@@ -244,6 +359,7 @@ tg_acct_figures_impl(struct tg_recorder *r)
                         "sample_bytes", (long long)atomic_load(&tg_acct.sample),
                         "freed_by", freed_by, "freed_by_lost_bytes", (long long)lost);
 done:
+    tg_acct_families_free(fams, nfams);
     Py_XDECREF(names);
     Py_XDECREF(freed_by);
     free(own);

@@ -92,9 +92,11 @@ tg_sink_put_func(struct tg_sink *s, uint32_t fid)
 }
 
 /* Base names of the run's threads by ix (into R's log, or "native-<tid>" in
- * NATIVE, which holds TG_BASENAME_CAP bytes per thread); N threads. */
+ * NATIVE, which holds TG_BASENAME_CAP bytes per thread); N threads.  FOLDED[ix]
+ * is set for an aggregate run's folded thread (named by its family). */
 static void
-tg_acct_thread_bases(struct tg_recorder *r, const char **names, char *native, size_t n)
+tg_acct_thread_bases(struct tg_recorder *r, const char **names, char *native, size_t n,
+                     uint8_t *folded)
 {
     struct tg_acct_thread *t;
     size_t i;
@@ -114,6 +116,7 @@ tg_acct_thread_bases(struct tg_recorder *r, const char **names, char *native, si
             if (r->table.log[i].ident == t->ident && r->table.log[i].native_id == t->native_id
                 && !r->table.log[i].attaching) {
                 names[t->ix] = r->table.log[i].base;
+                folded[t->ix] = (uint8_t)r->table.log[i].folded;
                 break;
             }
         }
@@ -185,6 +188,64 @@ tg_cnt_round(int64_t v)
                   : -(long long)((-v + TG_ACCT_CNT_ONE / 2) >> TG_ACCT_CNT_SHIFT);
 }
 
+/* An aggregate run's folded threads (thread_fold.c) merged by family, so that
+ * a snapshot holds a family's calling-context tree once however many threads
+ * it has: REP[ix] is the ix written for thread ix (the first folded thread of
+ * its family, or itself), CANON[node] the node that holds its counts (the
+ * first one of the family with the same path, or itself), and the counts of
+ * the others are added to it in ROWS.  SLOTS (MASK + 1 of them, zero, MASK + 1
+ * a power of two above twice NIDS) is the path table.  Nodes come after their
+ * parents, so a parent's CANON is known first.  GIL held. */
+static void
+tg_snap_fold(const struct tg_acct_node *nodes, size_t nids, struct tg_snap_row *rows,
+             const uint8_t *folded, const char **tnames, size_t nthr, uint32_t *canon,
+             uint32_t *rep, uint32_t *slots, size_t mask)
+{
+    size_t i, j;
+
+    for (i = 0; i < nthr; i++) {
+        rep[i] = (uint32_t)i;
+        if (!folded[i])
+            continue;
+        for (j = 0; j < i; j++)
+            if (folded[j] && rep[j] == j && strcmp(tnames[j], tnames[i]) == 0) {
+                rep[i] = (uint32_t)j;
+                break;
+            }
+    }
+    canon[0] = 0;
+    for (i = 1; i < nids; i++) {
+        const struct tg_acct_node *n = &nodes[i];
+        /* a root's key is its family (parent 0, fid 0, rep ix); a node's, its
+         * parent's merged node and its call */
+        uint32_t p = n->parent != 0 ? canon[n->parent] : 0;
+        uint32_t tix = n->tix < nthr ? rep[n->tix] : n->tix;
+        size_t h;
+        canon[i] = (uint32_t)i;
+        if (n->tix >= nthr || !folded[n->tix])
+            continue;
+        h = (size_t)((((uint64_t)p << 32 | n->fid) ^ (uint64_t)tix << 20)
+                     * 0x9E3779B97F4A7C15ull >> 17) & mask;
+        for (;; h = (h + 1) & mask) {
+            uint32_t s = slots[h];
+            if (s == 0) {
+                slots[h] = (uint32_t)i;
+                break;
+            }
+            if (nodes[s].fid == n->fid && rep[nodes[s].tix] == tix
+                    && (nodes[s].parent != 0 ? canon[nodes[s].parent] : 0) == p) {
+                canon[i] = s;
+                rows[s].ab += rows[i].ab;
+                rows[s].ac += rows[i].ac;
+                rows[s].fb += rows[i].fb;
+                rows[s].fc += rows[i].fc;
+                memset(&rows[i], 0, sizeof(rows[i]));
+                break;
+            }
+        }
+    }
+}
+
 /* Write the snapshot file PATH (tmp + rename): the nodes that hold counts and
  * their ancestors, parents first (docs/formats.md).  AT_PEAK: the counters at
  * the process peak, with the peak's time and the peak as the process live
@@ -194,7 +255,9 @@ tg_acct_write_snapshot(const char *path, const char *label, unsigned number, int
 {
     const struct tg_acct_node *nodes = tg_acct.sites.nodes;
     size_t nids = tg_acct.sites.nnodes > 0 ? tg_acct.sites.nnodes : 1, nthr, i;
-    uint8_t *keep = NULL, *tused = NULL;
+    uint8_t *keep = NULL, *tused = NULL, *folded = NULL;
+    uint32_t *canon = NULL, *rep = NULL, *slots = NULL;
+    size_t mask = 15;
     const char **tnames = NULL;
     char *native = NULL;
     int64_t sums[4] = {0, 0, 0, 0}, mean = atomic_load(&tg_acct.sample);
@@ -215,14 +278,22 @@ tg_acct_write_snapshot(const char *path, const char *label, unsigned number, int
     tnames = calloc(nthr + 1, sizeof(*tnames));
     native = malloc((nthr + 1) * TG_BASENAME_CAP);
     v.rows = malloc((nids + 1) * sizeof(*v.rows));
+    folded = calloc(nthr + 1, 1);
+    canon = malloc((nids + 1) * sizeof(*canon));
+    rep = malloc((nthr + 1) * sizeof(*rep));
+    while (mask + 1 < 2 * nids)
+        mask = mask * 2 + 1;
+    slots = calloc(mask + 1, sizeof(*slots));
     if (tmp == NULL || keep == NULL || tused == NULL || tnames == NULL || native == NULL
-            || v.rows == NULL) {
+            || v.rows == NULL || folded == NULL || canon == NULL || rep == NULL
+            || slots == NULL) {
         ret = -ENOMEM;
         goto out_free;
     }
     clock_gettime(CLOCK_REALTIME, &now);
     tg_acct_view_take(&v, nids, at_peak);
-    tg_acct_thread_bases(tg_acct.rec, tnames, native, nthr);
+    tg_acct_thread_bases(tg_acct.rec, tnames, native, nthr, folded);
+    tg_snap_fold(nodes, nids, v.rows, folded, tnames, nthr, canon, rep, slots, mask);
     /* Nodes with counts, then their ancestors up to (not including) the thread's
      * root: a child of a root is written as a root itself.  Each node is marked
      * once, so this is O(nodes). */
@@ -238,12 +309,13 @@ tg_acct_write_snapshot(const char *path, const char *label, unsigned number, int
         keep[i] = 1;
         if (i == 0 || i == nids)
             continue;
-        for (p = nodes[i].parent; p != 0 && nodes[p].parent != 0 && !keep[p]; p = nodes[p].parent)
+        for (p = canon[nodes[i].parent]; p != 0 && nodes[p].parent != 0 && !keep[p];
+             p = canon[nodes[p].parent])
             keep[p] = 1;
     }
     for (i = 1; i < nids; i++)
         if (keep[i] && nodes[i].tix < nthr)
-            tused[nodes[i].tix] = 1;
+            tused[rep[nodes[i].tix]] = 1;
     sprintf(tmp, "%s.tmp", path);
     if (tg_acct.compress) {
         s.gz = gzopen(tmp, "wb6");
@@ -298,11 +370,11 @@ tg_acct_write_snapshot(const char *path, const char *label, unsigned number, int
             continue;
         tg_sink_printf(&s, "%lu ", (unsigned long)id);
         if (n != NULL && n->parent != 0 && nodes[n->parent].parent != 0)
-            tg_sink_printf(&s, "%lu ", (unsigned long)n->parent);
+            tg_sink_printf(&s, "%lu ", (unsigned long)canon[n->parent]);
         else
             tg_sink_printf(&s, TG_SNAP_NONE_REF " ");
         if (n != NULL && n->tix < nthr)
-            tg_sink_printf(&s, "%lu ", (unsigned long)n->tix);
+            tg_sink_printf(&s, "%lu ", (unsigned long)rep[n->tix]);
         else
             tg_sink_printf(&s, TG_SNAP_NONE_REF " ");
         tg_sink_printf(&s, "%lld %lld %lld %lld ", (long long)(r->ab - r->fb),
@@ -330,6 +402,10 @@ out_free:
     free(v.rows);
     free(keep);
     free(tused);
+    free(folded);
+    free(canon);
+    free(rep);
+    free(slots);
     free(tnames);
     free(native);
     free(tmp);

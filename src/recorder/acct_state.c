@@ -13,6 +13,7 @@
 #include <string.h>
 
 _Atomic int tg_acct_on;
+_Atomic uint64_t tg_acct_light_gen = TG_ACCT_NO_GEN;
 
 struct tg_acct tg_acct = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
@@ -131,7 +132,6 @@ tg_acct_alloc(size_t size)
         size = TG_ACCT_SIZE_MASK;
     if (t != NULL) {
         sid = t->cur_site;
-        TG_OWN_ADD(t->alloc_calls, 1);
         TG_OWN_ADD(t->requested, (int64_t)size);
         TG_OWN_ADD(t->hist_alloc[tg_acct_bin(size)], 1);
         own = TG_LOAD(t->requested) - TG_LOAD(t->freed);
@@ -232,7 +232,6 @@ tg_acct_free(uint64_t word, int count_thread)
     if (count_thread) {
         t = tg_acct_self();
         if (t != NULL) {
-            TG_OWN_ADD(t->free_calls, 1);
             TG_OWN_ADD(t->freed, (int64_t)size);
             TG_OWN_ADD(t->hist_free[tg_acct_bin(size)], 1);
         }
@@ -358,8 +357,15 @@ tg_acct_pop(void)
 void
 tg_acct_thread_figs(struct tg_acct_thread *t, struct tg_acct_figs *f)
 {
-    f->alloc_calls = TG_LOAD(t->alloc_calls);
-    f->free_calls = TG_LOAD(t->free_calls);
+    int i;
+
+    /* Each call counts in one bin of its histogram (no counter of their own:
+     * one update less in every hook). */
+    f->alloc_calls = f->free_calls = 0;
+    for (i = 0; i < TG_ACCT_BINS; i++) {
+        f->alloc_calls += TG_LOAD(t->hist_alloc[i]);
+        f->free_calls += TG_LOAD(t->hist_free[i]);
+    }
     f->requested = TG_LOAD(t->requested);
     f->freed = TG_LOAD(t->freed);
     f->live = f->requested - f->freed;

@@ -72,6 +72,17 @@ tg_acct_bin(size_t size)
  * first test, read by the hook files with one RIP-relative load. */
 extern _Atomic int tg_acct_on __attribute__((visibility("hidden")));
 
+/* Sampled mode's light paths (hook_count.h) may run on a thread whose
+ * accounting state's generation (tg_tls.acct_gen) equals this: tg_acct.gen
+ * while accounting is on in sampled mode, TG_ACCT_NO_GEN (which no state has)
+ * otherwise.  One compare then stands for "accounting on, sampled mode, the
+ * thread's state current" (it was three tests and a NULL test, in the hooks of
+ * every allocation and free).  Written with the GIL at start (after everything
+ * the light paths read is set) and at stop and in a forked child (before
+ * anything else); relaxed, as tg_acct_on. */
+#define TG_ACCT_NO_GEN UINT64_MAX
+extern _Atomic uint64_t tg_acct_light_gen __attribute__((visibility("hidden")));
+
 #define TG_RELAXED memory_order_relaxed
 /* Owner-only update of a counter that other threads may read. */
 #define TG_OWN_ADD(x, v) \
@@ -83,13 +94,14 @@ struct tg_acct_thread {
     struct tg_acct_thread *next;       /* tg_acct.threads link; tg_acct.lock */
     unsigned long ident;               /* pthread id; immutable */
     unsigned long native_id;           /* OS thread id; immutable */
-    _Atomic int64_t alloc_calls;       /* owner writes, anyone reads (relaxed) */
-    _Atomic int64_t free_calls;
-    _Atomic int64_t requested;         /* bytes requested by its allocations */
+    _Atomic int64_t requested;         /* bytes requested by its allocations;
+                                        * owner writes, anyone reads (relaxed) */
     _Atomic int64_t freed;             /* bytes of the blocks it freed */
     _Atomic int64_t peak;              /* highest requested - freed seen */
-    _Atomic int64_t hist_alloc[TG_ACCT_BINS];  /* requested sizes */
-    _Atomic int64_t hist_free[TG_ACCT_BINS];   /* freed sizes */
+    _Atomic int64_t hist_alloc[TG_ACCT_BINS];  /* requested sizes; their sum is
+                                                * the allocation calls */
+    _Atomic int64_t hist_free[TG_ACCT_BINS];   /* freed sizes; their sum is the
+                                                * free calls */
     uint32_t ix;                       /* index in the run's thread list; immutable */
     uint32_t cur_site;                 /* node of new allocations; owner only */
     uint32_t root;                     /* the thread's "no python frame" node, 0

@@ -52,19 +52,19 @@ static _Atomic int tg_plain;
  * uninstall write it. */
 static _Atomic int tg_gil_fast;
 
-/* Count and enter block P (NULL: a failed allocation) of SIZE bytes that D's
- * allocator just returned to a thread whose busy bits were SAVED; PLAIN is
- * tg_plain as the hook read it. */
+/* Count and enter in TABLE (its domain's) block P (NULL: a failed allocation)
+ * of SIZE bytes that the allocator just returned to a thread whose busy bits
+ * were SAVED; PLAIN is tg_plain as the hook read it. */
 static inline __attribute__((always_inline)) void
-tg_hook_malloc_record(struct tg_hook_domain *d, void *p, size_t size, int saved, int plain,
+tg_hook_malloc_record(struct tg_ptrtable *table, void *p, size_t size, int saved, int plain,
                       int gil)
 {
     if (p != NULL && !(saved & TG_BUSY_TRACER)) {
         if (__builtin_expect(plain, 1)) {
-            tg_hook_plain_insert(d->table, p, size, gil);
+            tg_hook_plain_insert(table, p, size, gil);
             tg_tls.allocated += (int64_t)size;
         } else {
-            tg_hook_entry_insert(d->table, p, size, gil);
+            tg_hook_entry_insert(table, p, size, gil);
             tg_hook_account((int64_t)size, 0);
         }
         if (gil && __builtin_expect(saved & TG_BUSY_WATCH, 0))
@@ -89,7 +89,7 @@ tg_hook_malloc_body(void *ctx, size_t size, int gil)
     tg_tls.busy = saved | TG_BUSY_HOOK;
     p = d->orig.malloc(d->orig.ctx, size);
     tg_tls.busy = saved;
-    tg_hook_malloc_record(d, p, size, saved, plain, gil);
+    tg_hook_malloc_record(d->table, p, size, saved, plain, gil);
     return p;
 }
 
@@ -206,14 +206,19 @@ tg_hook_malloc_gil_general(void *ctx, size_t size)
     return tg_hook_malloc_body(ctx, size, 1);
 }
 
-static __attribute__((noinline)) void
-tg_hook_malloc_gil_record(struct tg_hook_domain *d, void *p, size_t size)
+/* The fast path's other cases (the GIL domains' table is tg_ptrtable_gil):
+ * returns P, so that the fast path calls it last. */
+static __attribute__((noinline)) void *
+tg_hook_malloc_gil_record(void *p, size_t size)
 {
-    tg_hook_malloc_record(d, p, size, 0, 0, 1);
+    tg_hook_malloc_record(&tg_ptrtable_gil, p, size, 0, 0, 1);
+    return p;
 }
 
 /* The fast path proper, apart from the test that picks it: in one function, the
- * registers it saves were saved before the test, by the general path too. */
+ * registers it saves were saved before the test, by the general path too.
+ * Only P and SIZE live across the call down (not D: the GIL domains share
+ * one table), two registers to save instead of four. */
 static __attribute__((noinline)) void *
 tg_hook_malloc_gil_fast(struct tg_hook_domain *d, size_t size)
 {
@@ -222,9 +227,9 @@ tg_hook_malloc_gil_fast(struct tg_hook_domain *d, size_t size)
     tg_tls.busy = TG_BUSY_HOOK;
     p = d->orig.malloc(d->orig.ctx, size);
     tg_tls.busy = 0;
-    if (__builtin_expect(p == NULL, 0) || !tg_hook_gil_fast_alloc(p, size))
-        tg_hook_malloc_gil_record(d, p, size);
-    return p;
+    if (__builtin_expect(p != NULL, 1) && tg_hook_gil_fast_alloc(p, size))
+        return p;
+    return tg_hook_malloc_gil_record(p, size);
 }
 
 static void *
@@ -234,6 +239,32 @@ tg_hook_malloc_gil(void *ctx, size_t size)
             || !atomic_load_explicit(&tg_gil_fast, memory_order_relaxed))
         return tg_hook_malloc_gil_general(ctx, size);
     return tg_hook_malloc_gil_fast(ctx, size);
+}
+
+/* Plain mode's malloc for the GIL domains (tg_plain: the thread's bytes only,
+ * the default and the tutorial's configuration): a thread with no busy bit
+ * (the program's own calls) counts the block and enters its size, as the
+ * general path does for it, with no other test; anything else goes to the
+ * general path.  Only the size and the thread-local block's address live
+ * across the call down: two registers saved instead of the general path's
+ * six. */
+static void *
+tg_hook_malloc_gil_plain(void *ctx, size_t size)
+{
+    struct tg_hook_domain *d = ctx;
+    void *p;
+
+    if (__builtin_expect(tg_tls.busy != 0, 0)
+            || !atomic_load_explicit(&tg_plain, memory_order_relaxed))
+        return tg_hook_malloc_gil_general(ctx, size);
+    tg_tls.busy = TG_BUSY_HOOK;
+    p = d->orig.malloc(d->orig.ctx, size);
+    tg_tls.busy = 0;
+    if (__builtin_expect(p != NULL, 1)) {
+        tg_ptrtable_gil_insert(p, size);
+        tg_tls.allocated += (int64_t)size;
+    }
+    return p;
 }
 
 static void *
@@ -254,25 +285,74 @@ tg_hook_free_gil_general(void *ctx, void *ptr)
     tg_hook_free_body(ctx, ptr, 1);
 }
 
-/* The fast path proper (see tg_hook_malloc_gil_fast). */
-static __attribute__((noinline)) void
-tg_hook_free_gil_fast(struct tg_hook_domain *d, void *ptr)
+/* Plain mode's common free in a GIL domain: block P is the newest one or has
+ * its word in the page map (ptrtable_fast.h tg_ptrtable_gil_remove's first
+ * two cases): its entry is removed and its word + 1 returned.  0 having done
+ * nothing (a block in the hash or unknown): the general path takes it.  The
+ * word comes back as the value, not through a pointer, so that the hook can
+ * end in a tail call. */
+static inline __attribute__((always_inline)) size_t
+tg_hook_gil_plain_take(void *p)
 {
-    if (tg_hook_gil_fast_free(ptr)) {
-        /* A block pymalloc serves itself (TG_HOOK_SMALL_MAX): no nested
-         * hooked call to keep from counting, so no busy bit, and a tail call. */
+    uintptr_t a = (uintptr_t)p;
+    struct tg_pp_page *pg;
+    unsigned gi, w;
+
+    if (a == tg_gil_newest.p) {
+        tg_gil_newest.p = 0;
+        return tg_gil_newest.word + 1;
+    }
+    if (__builtin_expect((pg = tg_ptrpage_find(&tg_ptrpage_gil, a, &gi)) == NULL, 0))
+        return 0;
+    w = pg->word1[gi];
+    if (__builtin_expect(w - 1u >= TG_PP_MARK - 1u, 0))  /* no entry, or a mark */
+        return 0;
+    tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
+    return w;
+}
+
+/* Plain mode's free for the GIL domains (see tg_hook_malloc_gil_plain): a
+ * block the program frees, entered with at most TG_HOOK_SMALL_MAX bytes, is
+ * counted and freed by a tail call without the busy bit (as
+ * tg_hook_free_gil_fast does), a larger one with it; anything else goes to
+ * the general path. */
+static void
+tg_hook_free_gil_plain(void *ctx, void *ptr)
+{
+    struct tg_hook_domain *d = ctx;
+    size_t w1, size;
+
+    if (__builtin_expect(tg_tls.busy != 0, 0) || ptr == NULL
+            || !atomic_load_explicit(&tg_plain, memory_order_relaxed)
+            || (w1 = tg_hook_gil_plain_take(ptr)) == 0) {
+        tg_hook_free_gil_general(ctx, ptr);
+        return;
+    }
+    size = TG_ACCT_ENTRY_SIZE(w1 - 1);
+    tg_tls.freed += (int64_t)size;
+    if (__builtin_expect(size <= TG_HOOK_SMALL_MAX, 1)) {
         d->orig.free(d->orig.ctx, ptr);
         return;
     }
-    tg_hook_free_gil_general(d, ptr);
+    tg_tls.busy = TG_BUSY_HOOK;
+    d->orig.free(d->orig.ctx, ptr);
+    tg_tls.busy = 0;
 }
 
+/* The free's fast path is a leaf with tail calls, which saves no register:
+ * it shares one function with the test that picks it (no jump between them,
+ * one read of the thread-local block's address). */
 static void
 tg_hook_free_gil(void *ctx, void *ptr)
 {
+    struct tg_hook_domain *d = ctx;
+
     if (__builtin_expect(tg_tls.busy == 0, 1)
-            && atomic_load_explicit(&tg_gil_fast, memory_order_relaxed) && ptr != NULL) {
-        tg_hook_free_gil_fast(ctx, ptr);
+            && atomic_load_explicit(&tg_gil_fast, memory_order_relaxed) && ptr != NULL
+            && tg_hook_gil_fast_free(ptr)) {
+        /* A block pymalloc serves itself (TG_HOOK_SMALL_MAX): no nested
+         * hooked call to keep from counting, so no busy bit, and a tail call. */
+        d->orig.free(d->orig.ctx, ptr);
         return;
     }
     tg_hook_free_gil_general(ctx, ptr);
@@ -305,15 +385,18 @@ tg_hooks_install(int count_total)
             d->ours.realloc = tg_hook_realloc_raw;
             d->ours.free = tg_hook_free_raw;
         } else {
-            /* Without the fast paths (full mode), the general hooks directly:
-             * no test that would fail on every call.  (Hooks that stay in the
+            /* Plain mode's hooks, or sampled mode's fast paths; without
+             * either (full mode), the general hooks directly: no test that
+             * would fail on every call.  (Hooks that stay in the
              * chain from an earlier run, see above, keep their functions:
              * either kind counts every mode exactly.) */
-            int fast = atomic_load(&tg_gil_fast);
-            d->ours.malloc = fast ? tg_hook_malloc_gil : tg_hook_malloc_gil_general;
+            int fast = atomic_load(&tg_gil_fast), plain = atomic_load(&tg_plain);
+            d->ours.malloc = plain ? tg_hook_malloc_gil_plain
+                             : fast ? tg_hook_malloc_gil : tg_hook_malloc_gil_general;
             d->ours.calloc = tg_hook_calloc_gil;
             d->ours.realloc = tg_hook_realloc_gil;
-            d->ours.free = fast ? tg_hook_free_gil : tg_hook_free_gil_general;
+            d->ours.free = plain ? tg_hook_free_gil_plain
+                           : fast ? tg_hook_free_gil : tg_hook_free_gil_general;
         }
         PyMem_SetAllocator(d->domain, &d->ours);
     }

@@ -22,20 +22,20 @@
  * flushed record uses is written before it.  Definitions made meanwhile wait
  * in the other buffer for the next chunk.
  * Threads start and end the same way: tg_cap_thread queues the THREAD payload
- * and tg_cap_deposit queues the end (the counters for END, and the stream's
- * last bytes, taken from its writer instead of written), both under
- * `defs_lock` alone, with the GIL held.  The writer swaps them out with the
+ * and tg_cap_deposit queues the end (the counters for END, and, if its caller
+ * has them, the stream's last bytes), both under `defs_lock` alone (a thread
+ * start with the GIL held; an end from the flusher).  The writer swaps them out with the
  * definitions and writes, in this order: the CODES, the queued THREAD chunks,
  * the queued ends' last bytes, then applies those ends (the END counters; in
  * a segmented capture the stream is no longer live, so later heads leave its
  * THREAD out), and then its own chunk.  A thread's THREAD is queued before its
  * first record is appended, so it precedes every chunk of the stream; its end
- * is queued after every other chunk of the stream has been written (its
- * writer's io_lock is taken to take the last bytes, after the flusher's writes
- * of that stream), so an end applied in the same pass never drops a live
- * stream from a head.  The one wait left: a thread whose own chunk is the
- * write that is stuck waits at its end for its writer's io_lock (the flusher
- * holds it across that write).  tg_cap_finish writes what is queued before
+ * is queued after every other chunk of the stream has been written (by the
+ * flusher, which closes an ended thread's stream and then queues its end;
+ * thread_py.c tg_thread_close_ended), so an end applied in the same pass never
+ * drops a live stream from a head.  A thread's end never waits for a write,
+ * not even one of its own stream that is stuck: the flusher does the
+ * writing.  tg_cap_finish writes what is queued before
  * the END; a close without it (a failed enable, a forked child) drops it.
  * Lock order: a writer's io_lock, then the capture's `lock`, then `defs_lock`
  * (tg_cap_define, tg_cap_thread and tg_cap_deposit take defs_lock alone).
@@ -241,7 +241,7 @@ int tg_cap_thread(struct tg_cap *cap, uint32_t stream, uint64_t native_id, uint6
  * (malloc'ed, taken over, NULL if none: whole records, written as the chunks
  * [0, TAIL_SPLIT) and [TAIL_SPLIT, TAIL_LEN)), the stream's last records,
  * written before the next chunk.  Call it after every other chunk of the
- * stream has been written (tg_writer_take_pending).  Takes only defs_lock but
+ * stream has been written (tg_writer_close_nogil).  Takes only defs_lock but
  * when out of memory (then writes the tail itself, under `lock`).  Returns 0
  * or -1 (out of memory: the stream is left out of the END counters). */
 int tg_cap_deposit(struct tg_cap *cap, uint32_t stream, uint64_t calls, uint64_t returns,

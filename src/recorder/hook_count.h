@@ -28,28 +28,28 @@ tg_hook_account(int64_t alloc, int64_t freed)
 
 /* Sampled mode's common case, inline in the hooks (acct_state.h tracer_freed):
  * an allocation of SIZE bytes where no sample point falls and no threshold is
- * due counts on the calling thread's state alone.  1 with the table word in
+ * due counts on the calling thread's state alone (tg_acct_light_gen: in
+ * sampled mode, accounting on and the thread's state current).  1 with the table word in
  * *WORD, or 0 when tg_acct_alloc must take it (any other case, which it counts
  * from the start: nothing is counted here then). */
 static inline __attribute__((always_inline)) int
 tg_acct_alloc_light(size_t size, uint64_t *word)
 {
     struct tg_acct_thread *t = tg_tls.acct;
-    int64_t own;
+    int64_t req, own;
 
-    if (tg_acct.stack_site == NULL || t == NULL || size > TG_ACCT_SIZE_MASK
-            || tg_tls.acct_gen != atomic_load_explicit(&tg_acct.gen, memory_order_relaxed)
-            || t->sampler.left <= (int64_t)size)
+    if (tg_tls.acct_gen != atomic_load_explicit(&tg_acct_light_gen, memory_order_relaxed)
+            || size > TG_ACCT_SIZE_MASK || t->sampler.left <= (int64_t)size)
         return 0;
-    own = TG_LOAD(t->requested) + (int64_t)size - TG_LOAD(t->freed);
+    req = TG_LOAD(t->requested) + (int64_t)size;  /* one load: they are atomics */
+    own = req - TG_LOAD(t->freed);
     if (own > TG_LOAD(t->peak)) {
         if (tg_acct_when_thread_due(t, own))
             return 0;
         atomic_store_explicit(&t->peak, own, memory_order_relaxed);
     }
     t->sampler.left -= (int64_t)size;
-    TG_OWN_ADD(t->alloc_calls, 1);
-    TG_OWN_ADD(t->requested, (int64_t)size);
+    atomic_store_explicit(&t->requested, req, memory_order_relaxed);
     TG_OWN_ADD(t->hist_alloc[tg_acct_bin(size)], 1);
     *word = size;
     return 1;
@@ -63,10 +63,9 @@ tg_acct_free_light(size_t word, int count_thread, size_t *size)
 {
     struct tg_acct_thread *t = tg_tls.acct;
 
-    if (tg_acct.stack_site == NULL || t == NULL || !count_thread || word > TG_ACCT_SIZE_MASK
-            || tg_tls.acct_gen != atomic_load_explicit(&tg_acct.gen, memory_order_relaxed))
+    if (!count_thread || word > TG_ACCT_SIZE_MASK
+            || tg_tls.acct_gen != atomic_load_explicit(&tg_acct_light_gen, memory_order_relaxed))
         return 0;
-    TG_OWN_ADD(t->free_calls, 1);
     TG_OWN_ADD(t->freed, (int64_t)word);
     TG_OWN_ADD(t->hist_free[tg_acct_bin(word)], 1);
     *size = word;
@@ -162,7 +161,6 @@ tg_hook_gil_fast_alloc(void *p, size_t size)
     uint64_t word;
 
     if (size > TG_PP_WORD_MAX
-            || !atomic_load_explicit(&tg_acct_on, memory_order_relaxed)
             || (pg = tg_ptrpage_find(&tg_ptrpage_gil, a, &gi)) == NULL
             || pg->word1[gi] != 0
             || tg_ptrtable_gil.unmarked
@@ -175,9 +173,10 @@ tg_hook_gil_fast_alloc(void *p, size_t size)
 
 /* Sampled mode's common free in a GIL domain, by the program (the thread not
  * busy): block P in the page map, of at most TG_HOOK_SMALL_MAX bytes, and the
- * thread's accounting state current (accounting on: a forked child that
- * goes on recording stops it with the hooks installed): removed and counted
- * as freed by the calling thread.  1 when done; 0 having done nothing. */
+ * thread's accounting state current in sampled mode (tg_acct_light_gen, which
+ * also says accounting is on: a forked child that goes on recording stops it
+ * with the hooks installed): removed and counted as freed by the calling
+ * thread.  1 when done; 0 having done nothing. */
 static inline __attribute__((always_inline)) int
 tg_hook_gil_fast_free(void *p)
 {
@@ -191,12 +190,9 @@ tg_hook_gil_fast_free(void *p)
         return 0;
     size = (size_t)pg->word1[gi] - 1;  /* no entry (0): SIZE_MAX */
     if (size > TG_HOOK_SMALL_MAX
-            || !atomic_load_explicit(&tg_acct_on, memory_order_relaxed)
-            || tg_acct.stack_site == NULL || t == NULL
-            || tg_tls.acct_gen != atomic_load_explicit(&tg_acct.gen, memory_order_relaxed))
+            || tg_tls.acct_gen != atomic_load_explicit(&tg_acct_light_gen, memory_order_relaxed))
         return 0;
     tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
-    TG_OWN_ADD(t->free_calls, 1);
     TG_OWN_ADD(t->freed, (int64_t)size);
     TG_OWN_ADD(t->hist_free[tg_acct_bin(size)], 1);
     tg_tls.freed += (int64_t)size;

@@ -306,13 +306,15 @@ tg_flush_thread_full(struct tg_thread *t, void *ctx)
     tg_writer_flush_full_nogil(&t->capw);
 }
 
-/* Write out every descriptor-backed buffer of R.  Any thread, no GIL needed.
- * The table's lock is not held across the writes (tg_thread_table_each): out of
- * memory for its list, this pass writes nothing and the next one tries again. */
+/* Write out every descriptor-backed buffer of R, and the files of the threads
+ * that ended.  The flusher, no GIL.  The table's lock is not held across the
+ * writes (tg_thread_table_each): out of memory for its list, this pass writes
+ * nothing and the next one tries again. */
 static void
 tg_flush_all_fd(struct tg_recorder *r)
 {
     tg_thread_table_each(&r->table, tg_flush_thread_all, NULL);
+    tg_thread_close_ended(r);
     tg_writer_flush_nogil(&r->process_w);
     tg_writer_flush_nogil(&r->process_cap);
     {
@@ -329,11 +331,13 @@ tg_flush_all_fd(struct tg_recorder *r)
  * run loses at most the last second (docs/api.md "Aggregate mode"). */
 #define TG_AGG_PERIOD_TICKS 2
 
-/* Write the buffers writers handed off (see writer.h).  No GIL needed. */
+/* Write the buffers writers handed off (see writer.h), and the files of the
+ * threads that ended (thread_py.h).  The flusher, no GIL. */
 static void
 tg_flush_full_fd(struct tg_recorder *r)
 {
     tg_thread_table_each(&r->table, tg_flush_thread_full, NULL);
+    tg_thread_close_ended(r);
     tg_writer_flush_full_nogil(&r->process_w);
     tg_writer_flush_full_nogil(&r->process_cap);
 }
@@ -489,42 +493,51 @@ tg_flusher_start(struct tg_recorder *r)
     return 0;
 }
 
-void
-tg_flusher_stop(struct tg_recorder *r)
-{
-    if (!r->flusher_running)
-        return;
-    pthread_mutex_lock(&r->flusher_lock);
-    r->flusher_stop = 1;
-    pthread_cond_signal(&r->flusher_cond);
-    pthread_mutex_unlock(&r->flusher_lock);
-    Py_BEGIN_ALLOW_THREADS
-    pthread_join(r->flusher, NULL);
-    Py_END_ALLOW_THREADS
-    r->flusher_running = 0;
-}
+/* What tg_flusher_order tells the flusher: stop; stop if it is idle, else
+ * pause after the work in hand (a fork: its write may be stuck); go on after
+ * a pause. */
+enum tg_flusher_order { TG_FLUSHER_STOP, TG_FLUSHER_STOP_IDLE, TG_FLUSHER_RESUME };
 
-void
-tg_flusher_fork_prepare(struct tg_recorder *r)
-{
-    int idle;
+/* Give the flusher ORDER and wake it; a stopped one is joined with the GIL
+ * released (its write in progress may take as long as the sink wants), the
+ * one stop-and-join of disable() and fork.  Returns 1 if it was stopped.  GIL
+ * held, the flusher running. */
 
-    if (!r->flusher_running)
-        return;
+static int
+tg_flusher_order(struct tg_recorder *r, enum tg_flusher_order order)
+{
+    int stop;
+
     pthread_mutex_lock(&r->flusher_lock);
-    idle = !r->flusher_busy;
-    if (idle)
-        r->flusher_stop = 1;  /* it sees it before any work: ends at once */
+    stop = order == TG_FLUSHER_STOP || (order == TG_FLUSHER_STOP_IDLE && !r->flusher_busy);
+    if (stop)
+        r->flusher_stop = 1;  /* an idle flusher sees it before any work */
     else
-        r->flusher_paused = 1;  /* its write may be stuck: not waited for */
+        r->flusher_paused = order == TG_FLUSHER_STOP_IDLE;
     pthread_cond_signal(&r->flusher_cond);
     pthread_mutex_unlock(&r->flusher_lock);
-    if (idle) {
+    if (stop) {
         Py_BEGIN_ALLOW_THREADS
         pthread_join(r->flusher, NULL);
         Py_END_ALLOW_THREADS
         r->flusher_running = 0;
     }
+    return stop;
+}
+
+void
+tg_flusher_stop(struct tg_recorder *r)
+{
+    if (r->flusher_running)
+        (void)tg_flusher_order(r, TG_FLUSHER_STOP);
+}
+
+void
+tg_flusher_fork_prepare(struct tg_recorder *r)
+{
+    /* A busy flusher's write may be stuck: it is paused, not waited for. */
+    if (r->flusher_running)
+        (void)tg_flusher_order(r, TG_FLUSHER_STOP_IDLE);
 }
 
 int
@@ -532,10 +545,7 @@ tg_flusher_fork_parent(struct tg_recorder *r)
 {
     if (!r->flusher_running)
         return tg_flusher_start(r);
-    pthread_mutex_lock(&r->flusher_lock);
-    r->flusher_paused = 0;
-    pthread_cond_signal(&r->flusher_cond);
-    pthread_mutex_unlock(&r->flusher_lock);
+    (void)tg_flusher_order(r, TG_FLUSHER_RESUME);
     return 0;
 }
 
@@ -657,7 +667,12 @@ tg_close_aggregate(struct tg_recorder *r, int write)
     if (!r->aggregate)
         return;
     if (write) {
-        int e = tg_agg_write(&r->agg, r->outdir, tg_clock_gettime_ns() / 1000);
+        int64_t now_us = tg_clock_gettime_ns() / 1000;
+        int e;
+        /* Its trees are still (every thread retired): written without the GIL. */
+        Py_BEGIN_ALLOW_THREADS
+        e = tg_agg_write(&r->agg, r->outdir, now_us);
+        Py_END_ALLOW_THREADS
         if (e && r->errors != NULL) {
             PyObject *msg = PyUnicode_FromFormat("%s/%s: %s (errno %d)", r->outdir,
                                                  TG_AGG_FILENAME, strerror(e), e);
@@ -679,7 +694,9 @@ tg_close_capture(struct tg_recorder *r)
     int e;
     if (!r->fmt_binary)
         return;
-    tg_writer_flush(&r->process_cap);
+    Py_BEGIN_ALLOW_THREADS
+    tg_writer_close_nogil(&r->process_cap);
+    Py_END_ALLOW_THREADS
     tg_note_writer_error(r, &r->process_cap);
     tg_writer_release(&r->process_cap);
     if (r->cap.path != NULL) {  /* opened */
@@ -829,7 +846,7 @@ tg_recorder_enable(struct tg_recorder_object *self)
 fail_unwrap:
     tg_threads_unwrap(self);
 fail_thread:
-    tg_thread_retire_all(r);
+    tg_thread_retire_all(r, 0);
     tg_tls.thread = NULL;
 fail:
     tg_monitor_uninstall(self);
@@ -869,13 +886,11 @@ tg_recorder_disable(struct tg_recorder_object *self)
     }
     /* What is buffered, written as the flusher writes it, without the GIL: a
      * slow or blocked sink stalls this thread, not the program's others
-     * (docs/architecture.md "Locks and I/O").  What the thread ends and the
-     * capture's finish below still write is little: none appends any more. */
+     * (docs/architecture.md "Locks and I/O").  Nothing appends any more. */
+    tg_thread_retire_all(r, 1);
     Py_BEGIN_ALLOW_THREADS
-    tg_flush_all_fd(r);
+    tg_writer_close_nogil(&r->process_w);
     Py_END_ALLOW_THREADS
-    tg_thread_retire_all(r);
-    tg_writer_flush(&r->process_w);
     tg_note_writer_error(r, &r->process_w);
     tg_writer_release(&r->process_w);
     tg_close_capture(r);
@@ -927,12 +942,19 @@ tg_atfork_child(void)
     tg_ptrtable_unlock_all();
     tg_sigkick_after_fork_child();
     if (a != NULL) {
+        struct tg_thread *lists[3] = { a->r.table.live, a->r.table.ended,
+                                        a->r.table.closed };
         struct tg_thread *t;
-        /* The parent writes these buffers itself: never a second time here. */
-        for (t = a->r.table.live; t != NULL; t = t->next) {
-            tg_writer_drop_in_child(&t->mem);
-            tg_writer_drop_in_child(&t->stack);
-            tg_writer_drop_in_child(&t->capw);
+        int i;
+        /* The parent writes these buffers itself: never a second time here.
+         * The ended states too (the parent's flusher writes and closes
+         * them); one it had taken is on no list: left alone. */
+        for (i = 0; i < 3; i++) {
+            for (t = lists[i]; t != NULL; t = t->next) {
+                tg_writer_drop_in_child(&t->mem);
+                tg_writer_drop_in_child(&t->stack);
+                tg_writer_drop_in_child(&t->capw);
+            }
         }
         tg_writer_drop_in_child(&a->r.process_w);
         tg_writer_drop_in_child(&a->r.process_cap);

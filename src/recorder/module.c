@@ -339,24 +339,34 @@ tg_rec_threads(struct tg_recorder_object *self, PyObject *unused)
 {
     struct tg_recorder *r = &self->r;
     PyObject *list = PyList_New(0);
+    char *name;
     size_t i;
     (void)unused;
 
     if (list == NULL)
         return NULL;
+    /* a name as the capture's THREAD definition has it: cut to TG_TEXT_MAX, so
+     * that a thread named with megabytes of text does not fill runinfo.json */
+    name = malloc(TG_TEXT_MAX);
+    if (name == NULL) {
+        Py_DECREF(list);
+        return PyErr_NoMemory();
+    }
     pthread_mutex_lock(&r->table.lock);
     for (i = 0; i < r->table.n_log; i++) {
         struct tg_thread_log *e = &r->table.log[i];
         char mem[TG_BASENAME_CAP + 8], stack[TG_BASENAME_CAP + 8];
         PyObject *d;
+        size_t name_len;
         if (e->attaching || e->folded)
             continue;  /* the run ended while it opened its streams: no records;
                         * or an aggregate run folded it (folded_threads) */
         snprintf(mem, sizeof(mem), "%s.mem", e->base);
         snprintf(stack, sizeof(stack), "%s.stack", e->base);
+        name_len = tg_text_cap(e->name, e->name_len, name);
         d = Py_BuildValue("{s:K,s:N,s:k,s:k,s:s,s:z,s:z}", "index",
                           (unsigned long long)e->seq,
-                          "name", PyUnicode_DecodeUTF8(e->name, (Py_ssize_t)e->name_len,
+                          "name", PyUnicode_DecodeUTF8(name, (Py_ssize_t)name_len,
                                                        "surrogateescape"),
                           "native_id", e->native_id, "ident", e->ident,
                           "base", e->base,
@@ -370,6 +380,7 @@ tg_rec_threads(struct tg_recorder_object *self, PyObject *unused)
         Py_DECREF(d);
     }
     pthread_mutex_unlock(&r->table.lock);
+    free(name);
     return list;
 }
 

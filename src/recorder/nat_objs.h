@@ -4,7 +4,9 @@
  * functions.
  *
  * Finding those slots means reading every relocation of the object and comparing
- * its symbol's name; the slots themselves are few (0-16 per object).  Every
+ * its symbol's name; the slots themselves are few (0-16 per object).  An object
+ * the patcher leaves alone (the loader, libc, the recorder) is kept with none, so
+ * that the decision too is made once.  Every
  * dlopen walks all loaded objects again (a walk must also look at the slots of
  * objects whose load was still in progress during an earlier walk), so without
  * this table importing a package with many extension modules (NumPy: ~20) read

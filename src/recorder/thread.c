@@ -36,6 +36,8 @@ tg_thread_table_destroy(struct tg_thread_table *tt)
 {
     tg_thread_free_list(&tt->retired);
     tg_thread_free_list(&tt->live);
+    tg_thread_free_list(&tt->ended);
+    tg_thread_free_list(&tt->closed);
     tg_thread_table_clear_log(tt);
     free(tt->pass);
     tt->pass = NULL;
@@ -214,14 +216,10 @@ tg_thread_table_remove(struct tg_thread_table *tt, struct tg_thread *t)
     return found;
 }
 
-struct tg_thread *
-tg_thread_table_take_live(struct tg_thread_table *tt)
+/* Wait until no state of LIST is pinned.  lock held. */
+static void
+tg_thread_table_wait_unpinned_locked(struct tg_thread_table *tt, struct tg_thread *list)
 {
-    struct tg_thread *list;
-
-    pthread_mutex_lock(&tt->lock);
-    list = tt->live;
-    tt->live = NULL;
     for (;;) {
         struct tg_thread *t;
         for (t = list; t != NULL && t->pins == 0; t = t->next)
@@ -230,6 +228,90 @@ tg_thread_table_take_live(struct tg_thread_table *tt)
             break;
         pthread_cond_wait(&tt->unpinned, &tt->lock);
     }
+}
+
+struct tg_thread *
+tg_thread_table_take_live(struct tg_thread_table *tt)
+{
+    struct tg_thread *list;
+
+    pthread_mutex_lock(&tt->lock);
+    list = tt->live;
+    tt->live = NULL;
+    tg_thread_table_wait_unpinned_locked(tt, list);
+    pthread_mutex_unlock(&tt->lock);
+    return list;
+}
+
+/* Add T's counts to the done counts.  lock held. */
+static void
+tg_thread_table_settle_locked(struct tg_thread_table *tt, struct tg_thread *t)
+{
+    tt->done_records += atomic_load(&t->n_records);
+    tt->done_stack_records += atomic_load(&t->n_stack_records);
+    tt->done_dropped += atomic_load(&t->dropped);
+    tt->done_unwound += atomic_load(&t->unwound);
+    tt->done_displaced += atomic_load(&t->displaced);
+}
+
+void
+tg_thread_table_end(struct tg_thread_table *tt, struct tg_thread *t)
+{
+    struct tg_thread **pp;
+
+    pthread_mutex_lock(&tt->lock);
+    for (pp = &tt->live; *pp != NULL; pp = &(*pp)->next) {
+        if (*pp == t) {
+            *pp = t->next;
+            break;
+        }
+    }
+    /* Pinned or not: a pass holding T ends with it before the flusher takes
+     * the ended list, so T is never closed under a pass's write. */
+    tg_thread_table_settle_locked(tt, t);
+    t->next = tt->ended;
+    tt->ended = t;
+    pthread_mutex_unlock(&tt->lock);
+    if (tt->kick != NULL)
+        tt->kick(tt->kick_ctx);
+}
+
+struct tg_thread *
+tg_thread_table_take_ended(struct tg_thread_table *tt)
+{
+    struct tg_thread *list;
+
+    pthread_mutex_lock(&tt->lock);
+    list = tt->ended;
+    tt->ended = NULL;
+    tg_thread_table_wait_unpinned_locked(tt, list);
+    pthread_mutex_unlock(&tt->lock);
+    return list;
+}
+
+void
+tg_thread_table_closed_add(struct tg_thread_table *tt, struct tg_thread *list)
+{
+    struct tg_thread *last;
+
+    if (list == NULL)
+        return;
+    for (last = list; last->next != NULL; last = last->next)
+        ;
+    pthread_mutex_lock(&tt->lock);
+    last->next = tt->closed;
+    tt->closed = list;
+    pthread_mutex_unlock(&tt->lock);
+}
+
+struct tg_thread *
+tg_thread_table_take_closed(struct tg_thread_table *tt)
+{
+    struct tg_thread *list;
+
+    pthread_mutex_lock(&tt->lock);
+    list = tt->closed;
+    tt->closed = NULL;
     pthread_mutex_unlock(&tt->lock);
     return list;
 }
@@ -275,18 +357,13 @@ void
 tg_thread_table_settle(struct tg_thread_table *tt, struct tg_thread *t)
 {
     pthread_mutex_lock(&tt->lock);
-    tt->done_records += atomic_load(&t->n_records);
-    tt->done_stack_records += atomic_load(&t->n_stack_records);
-    tt->done_dropped += atomic_load(&t->dropped);
-    tt->done_unwound += atomic_load(&t->unwound);
-    tt->done_displaced += atomic_load(&t->displaced);
+    tg_thread_table_settle_locked(tt, t);
     pthread_mutex_unlock(&tt->lock);
 }
 
 void
 tg_thread_table_retire(struct tg_thread_table *tt, struct tg_thread *t)
 {
-    tg_thread_table_settle(tt, t);
     t->next = tt->retired;
     tt->retired = t;
 }
@@ -315,6 +392,8 @@ tg_thread_table_reap_child(struct tg_thread_table *tt, struct tg_thread *me)
             tg_thread_free(t);
     }
     tg_thread_free_list(&tt->retired);
+    tg_thread_free_list(&tt->ended);
+    tg_thread_free_list(&tt->closed);
     if (found != NULL) {
         found->next = NULL;
         found->pins = 0;

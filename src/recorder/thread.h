@@ -13,9 +13,16 @@
  *   tg_thread_table_log_add  give it a unique file base name in the run's log
  *   tg_thread_table_add      list it: the flusher and fork can now reach it
  *   tg_thread_close_writers  flush, report and release its files
- *   tg_thread_table_remove   unlist it (its thread ended) ...
- *   tg_thread_table_retire   ... or keep it on the retired list (disable()), its
- *                            counts added to the run's in both cases
+ *   tg_thread_table_end      its thread ended: unlist it, settle its counts and
+ *                            hand it to the flusher (the ended list), which
+ *                            writes and closes its files (take_ended) and
+ *                            puts it on the closed list (closed_add), from
+ *                            which a GIL holder reports and frees it
+ *                            (take_closed); nobody waits for a write ...
+ *   tg_thread_table_remove   ... or unlist it, once no flusher pass uses it
+ *   tg_thread_table_settle   add its counts to the run's
+ *   tg_thread_table_retire   keep it (closed, settled) on the retired list
+ *                            (disable())
  *   tg_thread_table_reap_child  in a forked child: free every state but one
  *   tg_thread_free           free it (the release sequence, written once)
  */
@@ -63,9 +70,9 @@ struct tg_thread {
     struct tg_writer stack;        /* producer: this thread; see writer.h */
     struct tg_writer capw;         /* capture events (chunk mode); as mem */
     uint32_t stream;               /* capture stream id; immutable */
-    size_t log_idx;                /* its entry in the table's log (runinfo.json's
-                                    * threads, threads()'s "index"); set at attach,
-                                    * immutable after */
+    size_t log_idx;                /* its log entry's seq (runinfo.json's threads,
+                                    * threads()'s and position()'s "index"); set
+                                    * at attach, immutable after */
     int64_t cap_us;                /* time of the stream's last timed record (us);
                                     * owner only */
     uint64_t cap_calls, cap_returns;  /* capture records written; owner only */
@@ -119,8 +126,9 @@ struct tg_thread_log {
     int has_mem, has_stack, custom;  /* custom: stream_factory files */
     int attaching;     /* its thread is still opening its streams (a stream_factory
                         * is Python: the run may end meanwhile); not listed */
-    int folded;        /* folded (aggregate) but kept for the accounting's names:
-                        * not listed, counted in its family */
+    int folded;        /* folded (aggregate) but kept for the accounting, which
+                        * adds it up with its family's: base is then the family's
+                        * name; not listed, counted in its family */
 };
 
 /* Ended threads of an aggregate run folded into one entry (aggregate.h): their
@@ -132,10 +140,16 @@ struct tg_thread_family {
 
 /* The threads of a recorder: what disable(), the flusher and fork must reach. */
 struct tg_thread_table {
-    pthread_mutex_t lock;          /* guards live, log*, names, done_* */
+    pthread_mutex_t lock;          /* guards live, ended, closed, log*, names,
+                                    * done_*, pins; never held across I/O */
     struct tg_thread *live;        /* listed states of this run */
     struct tg_thread *retired;     /* closed states of past runs, freed at the next
                                     * run; the caller's exclusion (the GIL) */
+    struct tg_thread *ended;       /* states whose thread ended, settled, their
+                                    * files not yet written and closed: the
+                                    * flusher's to take (tg_thread_table_end) */
+    struct tg_thread *closed;      /* ended states the flusher wrote and closed:
+                                    * a GIL holder's to report and free */
     struct tg_thread_log *log;     /* every thread of the run, in order seen,
                                     * less the folded ones */
     size_t n_log, log_cap;
@@ -192,8 +206,8 @@ const struct tg_thread_log *tg_thread_table_log_find(const struct tg_thread_tabl
                                                      unsigned long ident);
 /* An aggregate run folded the ended thread of log entry SEQ into the entry
  * FAMILY (aggregate.h tg_agg_thread_end): count it in FAMILY's, and drop its
- * log entry and release its base name, or with KEEP (accounting names threads
- * from the log) mark it folded.  Returns 0, or -1 when out of memory or not
+ * log entry and release its base name, or with KEEP (the accounting finds
+ * threads in the log) mark it folded, its base now FAMILY.  Returns 0, or -1 when out of memory or not
  * found (the entry is then kept as it was).  Takes the lock.  Entries move
  * (memmove) here: only under the GIL, never while a thread attaches
  * (thread_py.c reads its entry by index until it is listed). */
@@ -210,6 +224,20 @@ void tg_thread_table_add(struct tg_thread_table *tt, struct tg_thread *t);
 /* Unlist T if it is listed; returns 1 if it was.  Returns once no
  * tg_thread_table_each call uses T (T can then be closed and freed). */
 int tg_thread_table_remove(struct tg_thread_table *tt, struct tg_thread *t);
+/* T's thread ended (no record is appended to T any more; its owner-only
+ * streams already closed): unlist T, settle its counts and put it on the
+ * ended list for the flusher, then call the table's kick.  Never waits: a
+ * flusher pass may be inside a write of T (it is pinned); the flusher takes
+ * the ended list only between passes. */
+void tg_thread_table_end(struct tg_thread_table *tt, struct tg_thread *t);
+/* Take the ended list (linked by next), once no tg_thread_table_each call uses
+ * any of them (the flusher, between its passes; or with the flusher stopped).
+ * The caller writes and closes their files, then gives them to closed_add. */
+struct tg_thread *tg_thread_table_take_ended(struct tg_thread_table *tt);
+/* Put LIST (linked by next; written and closed) on the closed list. */
+void tg_thread_table_closed_add(struct tg_thread_table *tt, struct tg_thread *list);
+/* Take the closed list (linked by next): report their stopped writers, free them. */
+struct tg_thread *tg_thread_table_take_closed(struct tg_thread_table *tt);
 /* Unlist every live state and return them as a list (linked by next), once no
  * tg_thread_table_each call uses any of them. */
 struct tg_thread *tg_thread_table_take_live(struct tg_thread_table *tt);
@@ -226,13 +254,15 @@ int tg_thread_table_each(struct tg_thread_table *tt,
                          void (*fn)(struct tg_thread *t, void *ctx), void *ctx);
 /* Add the counts of T (closed, unlisted) to the run's done counts. */
 void tg_thread_table_settle(struct tg_thread_table *tt, struct tg_thread *t);
-/* Settle T (closed, unlisted) and keep it on the retired list. */
+/* Keep T (closed, unlisted, settled) on the retired list. */
 void tg_thread_table_retire(struct tg_thread_table *tt, struct tg_thread *t);
 /* Free every retired state. */
 void tg_thread_table_free_retired(struct tg_thread_table *tt);
 /* In a forked child: free every live state except ME (the forking thread's, or
- * NULL) and every retired one; their writers must have been dropped
- * (tg_writer_drop_in_child).  Returns ME unlisted, or NULL. */
+ * NULL) and every retired, ended and closed one; their writers must have been
+ * dropped (tg_writer_drop_in_child).  A state the parent's flusher had taken
+ * off the ended list is on none: never touched (leaked).  Returns ME unlisted,
+ * or NULL. */
 struct tg_thread *tg_thread_table_reap_child(struct tg_thread_table *tt, struct tg_thread *me);
 
 /* The run's totals: done counts plus the live states' (read relaxed), and the

@@ -50,12 +50,20 @@ tg_thread_table_log_fold(struct tg_thread_table *tt, uint64_t seq, const char *f
             || (f = tg_thread_family_unlocked(tt, family)) == NULL)
         goto unlock;
     e = &tt->log[i];
-    f->threads++;
     if (keep) {
+        /* the accounting's files name it by its family (its own base name
+         * stays taken in the set: the names of a run's files stay distinct) */
+        char *fb = strdup(family);
+        if (fb == NULL)
+            goto unlock;
+        free(e->base);
+        e->base = fb;
         e->folded = 1;
+        f->threads++;
         ret = 0;
         goto unlock;
     }
+    f->threads++;
     if (tt->names != NULL)
         tg_nameset_release(tt->names, e->base);
     free(e->name);

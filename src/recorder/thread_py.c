@@ -260,26 +260,62 @@ done:
     return t;
 }
 
-void
-tg_thread_close(struct tg_recorder *r, struct tg_thread *t)
+/* Flush and release T's owner-only (Python) streams, noting a stopped one:
+ * only their producer writes them, with the GIL (writer.h).  GIL held. */
+static void
+tg_thread_close_owned(struct tg_recorder *r, struct tg_thread *t)
 {
-    char *tail = NULL;
-    size_t split = 0, len = 0;
+    struct tg_writer *ws[3] = { &t->mem, &t->stack, &t->capw };
+    int i;
 
-    /* The capture stream's last records are queued with its end, not written
-     * here: a thread ending (GIL held) must not wait for a blocked sink
-     * (capture_write.h).  Taken under the writer's lock, so after the
-     * flusher's last write of this stream.  Out of memory: written by the
-     * flush below, as before. */
-    if (r->fmt_binary && t->stream != 0)
-        (void)tg_writer_take_pending(&t->capw, &tail, &split, &len);
-    tg_thread_close_writers(t, tg_thread_note, r);
-    /* Out of memory here leaves the thread out of the trailer: nothing to do. */
-    if (r->fmt_binary && t->stream != 0)
+    for (i = 0; i < 3; i++) {
+        if (ws[i]->pyfile == NULL)
+            continue;
+        tg_writer_flush(ws[i]);
+        tg_note_writer_error(r, ws[i]);
+        tg_writer_release(ws[i]);
+    }
+}
+
+/* Write and close T's other files, then queue its capture stream's end (the
+ * END counters) after its last chunk.  No GIL needed, none held (the
+ * flusher, or disable() with the GIL released): T's thread appends nothing
+ * any more, its owner-only streams are closed, no flusher pass uses T.  A
+ * slow or blocked sink stalls only the caller.  Out of memory for the end:
+ * the thread is left out of the trailer. */
+static void
+tg_thread_finish_nogil(struct tg_recorder *r, struct tg_thread *t)
+{
+    tg_writer_close_nogil(&t->mem);
+    tg_writer_close_nogil(&t->stack);
+    tg_writer_close_nogil(&t->capw);
+    if (t->stream != 0)
         (void)tg_cap_deposit(&r->cap, t->stream, t->cap_calls, t->cap_returns, t->cap_dropped,
-                             (unsigned char *)tail, split, len);
-    else
-        free(tail);
+                             NULL, 0, 0);
+}
+
+void
+tg_thread_close_ended(struct tg_recorder *r)
+{
+    struct tg_thread *list = tg_thread_table_take_ended(&r->table), *t;
+
+    for (t = list; t != NULL; t = t->next)
+        tg_thread_finish_nogil(r, t);
+    tg_thread_table_closed_add(&r->table, list);
+}
+
+/* Report the stopped streams of the states the flusher closed, and free
+ * them.  GIL held; no I/O (their files are closed). */
+static void
+tg_thread_reap_closed(struct tg_recorder *r)
+{
+    struct tg_thread *t = tg_thread_table_take_closed(&r->table), *next;
+
+    for (; t != NULL; t = next) {
+        next = t->next;
+        tg_thread_close_writers(t, tg_thread_note, r);
+        tg_thread_free(t);
+    }
 }
 
 void
@@ -292,13 +328,11 @@ tg_thread_detach(struct tg_recorder_object *self)
     if (t == NULL || !r->active || tg_tls.gen != r->gen)
         return;  /* disable() already retired it */
     tg_tls.busy |= TG_BUSY_TRACER;
-    tg_thread_table_remove(&r->table, t);
-    tg_thread_close(r, t);
-    tg_thread_table_settle(&r->table, t);  /* after close: its last drops */
     /* Thread NULL with the run's generation: the thread ended; events it still
      * produces (sys.monitoring reaches every thread) are not recorded. */
     tg_tls.thread = NULL;
     tg_tls.gen = r->gen;
+    tg_thread_close_owned(r, t);
     if (t->agg != NULL) {  /* kept whole, or folded with its family's (aggregate.h) */
         char family[TG_AGG_FAMILY_CAP];
         uint64_t folded;
@@ -310,18 +344,38 @@ tg_thread_detach(struct tg_recorder_object *self)
                                            atomic_load_explicit(&tg_acct_on,
                                                                 memory_order_relaxed));
     }
-    tg_thread_free(t);
+    /* The rest of its files are the flusher's to write and close: a thread
+     * ending (GIL held) never waits for a write, not even one of its own
+     * stream that is stuck (docs/architecture.md "Locks and I/O"). */
+    tg_thread_table_end(&r->table, t);
+    tg_thread_reap_closed(r);
     tg_tls.busy = busy;
 }
 
 void
-tg_thread_retire_all(struct tg_recorder *r)
+tg_thread_retire_all(struct tg_recorder *r, int release_gil)
 {
-    struct tg_thread *t = tg_thread_table_take_live(&r->table), *next;
+    PyThreadState *ts = NULL;
 
-    for (; t != NULL; t = next) {
+    struct tg_thread *list = tg_thread_table_take_live(&r->table), *t, *next;
+
+    for (t = list; t != NULL; t = t->next) {
+        tg_thread_close_owned(r, t);
+        tg_thread_table_settle(&r->table, t);  /* final: nothing records any more */
+    }
+    /* The writes, as the flusher makes them, without the GIL: a slow or
+     * blocked sink stalls this thread, not the program's others. */
+    if (release_gil)
+        ts = PyEval_SaveThread();
+    for (t = list; t != NULL; t = t->next)
+        tg_thread_finish_nogil(r, t);
+    tg_thread_close_ended(r);
+    if (ts != NULL)
+        PyEval_RestoreThread(ts);
+    for (t = list; t != NULL; t = next) {
         next = t->next;
-        tg_thread_close(r, t);
+        tg_thread_close_writers(t, tg_thread_note, r);  /* reports; no I/O left */
         tg_thread_table_retire(&r->table, t);
     }
+    tg_thread_reap_closed(r);
 }

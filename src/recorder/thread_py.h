@@ -21,14 +21,22 @@ struct tg_recorder_object;
  * tg_tls.thread.  Needs the GIL.  Returns NULL on failure (no exception). */
 struct tg_thread *tg_thread_attach(struct tg_recorder_object *self, const char *name,
                                    size_t name_len);
-/* The calling thread ends: unlist, close, settle and free its state.  GIL held. */
+/* The calling thread ends: its Python streams closed, its state unlisted,
+ * settled and handed to the flusher, which writes and closes the rest of its
+ * files (tg_thread_close_ended); states the flusher closed before are reported
+ * and freed.  GIL held; never waits for a write. */
 void tg_thread_detach(struct tg_recorder_object *self);
-/* Close T's files (stopped streams noted in r->errors) and deposit its capture
- * counts.  GIL held, T unlisted. */
-void tg_thread_close(struct tg_recorder *r, struct tg_thread *t);
-/* Close every live state and move it to the retired list (disable()).  GIL
- * held, flusher stopped. */
-void tg_thread_retire_all(struct tg_recorder *r);
+/* The flusher's part of a thread's end: for every state on the table's ended
+ * list, write and close its files and queue its capture stream's end, then
+ * move it to the closed list (reported and freed by the next detach or
+ * disable()).  No GIL needed; not with the GIL held (it writes). */
+void tg_thread_close_ended(struct tg_recorder *r);
+/* Close every live state (stopped streams noted in r->errors, capture counts
+ * deposited) and move it to the retired list, and close the ended ones
+ * (disable(); a failed enable()).  GIL held, released across the writes if
+ * RELEASE_GIL (disable(): a failed enable() keeps it, its run half made, and
+ * has little to write); flusher stopped. */
+void tg_thread_retire_all(struct tg_recorder *r, int release_gil);
 /* Append "PATH: reason" for a stopped writer W to r->errors (once).  GIL held. */
 void tg_note_writer_error(struct tg_recorder *r, struct tg_writer *w);
 

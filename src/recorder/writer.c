@@ -513,6 +513,42 @@ tg_writer_reserve_slow(struct tg_writer *w, size_t n)
     return w->buf + len;
 }
 
+/* Close W's descriptor (if it is still ours) and free its buffers: the
+ * stream takes no more records.  err, path and the sink stay.  The caller
+ * holds io_lock and lock, or W is owner-only (the GIL). */
+static void
+tg_writer_close_unlocked(struct tg_writer *w)
+{
+    if (tg_writer_check_fd(w))
+        close(w->fd);
+    w->fd = -1;
+    atomic_store(&w->lim, 0);
+    free(w->buf);
+    w->buf = NULL;
+    w->cap = 0;
+    while (atomic_load_explicit(&w->nfull, memory_order_relaxed) > 0)
+        free(tg_writer_pop_unlocked(w).buf);
+    free(w->fullq);
+    w->fullq = NULL;
+    w->fullq_cap = 0;
+    free(w->spare);
+    w->spare = NULL;
+    tg_writer_emptied(w);
+    w->flushed = 0;
+}
+
+void
+tg_writer_close_nogil(struct tg_writer *w)
+{
+    if (w->pyfile != NULL || (w->buf == NULL && w->fd < 0))
+        return;
+    tg_writer_lock_io(w);
+    if (w->buf != NULL)
+        tg_writer_write_pending_unlocked(w);  /* nothing, if stopped or dropped */
+    tg_writer_close_unlocked(w);
+    tg_writer_unlock_io(w);
+}
+
 void
 tg_writer_release(struct tg_writer *w)
 {
@@ -532,22 +568,7 @@ tg_writer_release(struct tg_writer *w)
     w->sink = NULL;
     w->sink_ctx = NULL;
     w->pyfile = NULL;
-    if (tg_writer_check_fd(w))
-        close(w->fd);
-    w->fd = -1;
-    atomic_store(&w->lim, 0);
-    free(w->buf);
-    w->buf = NULL;
-    w->cap = 0;
-    while (atomic_load_explicit(&w->nfull, memory_order_relaxed) > 0)
-        free(tg_writer_pop_unlocked(w).buf);
-    free(w->fullq);
-    w->fullq = NULL;
-    w->fullq_cap = 0;
-    free(w->spare);
-    w->spare = NULL;
-    tg_writer_emptied(w);
-    w->flushed = 0;
+    tg_writer_close_unlocked(w);
     free(w->path);
     w->path = NULL;
     if (!owner)

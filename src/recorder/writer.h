@@ -199,6 +199,14 @@ void tg_writer_flush(struct tg_writer *w);
  * (*OUT NULL when nothing is left or W is stopped or dropped) or -1 (out of
  * memory: nothing taken). */
 int tg_writer_take_pending(struct tg_writer *w, char **out, size_t *split, size_t *len);
+/* The stream of a thread that ended, closed by whoever writes for it (the
+ * flusher), no GIL needed: write what is pending (the handed-off buffers,
+ * then the rest), close the descriptor and free the buffers.  err and path
+ * stay, for the report, and the sink, closed by tg_writer_release, which frees
+ * the rest without any write.  Takes io_lock: after any write of W in
+ * progress.  No producer may append any more.  Does nothing to owner-only
+ * sinks (their producer closes them, with the GIL). */
+void tg_writer_close_nogil(struct tg_writer *w);
 /* Flush, close (the sink's close too) and free everything; W may be released
  * twice.  GIL held. */
 void tg_writer_release(struct tg_writer *w);

@@ -173,6 +173,7 @@ static void test_life(void)
 	for (; list != NULL; list = next) {
 		next = list->next;
 		tg_thread_close_writers(list, note, &notes);
+		tg_thread_table_settle(&tt, list);
 		tg_thread_table_retire(&tt, list);
 	}
 	CHECK_INT(notes, 1);
@@ -286,6 +287,7 @@ static void test_log_fold(void)
 	i = log_one(&tt, "acct", 2);
 	CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq, "acct~*", 1), 0);
 	CHECK_INT(tt.log[i].folded, 1);
+	CHECK_STR(tt.log[i].base, "acct~*");  /* the accounting's name for it */
 	CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq, "acct~*", 1), -1);
 	CHECK_STR(tt.log[log_one(&tt, "acct", 3)].base, "acct~2");
 	tg_thread_table_totals(&tt, &rec, &srec, &drop, &threads);
@@ -300,6 +302,57 @@ static void test_log_fold(void)
 	CHECK_INT(log_one(&tt, "x", 1), 0);
 	CHECK_INT(tt.log[0].seq, 0);
 	tg_thread_table_destroy(&tt);
+}
+
+/* The name set under claims and releases in a random order (backward-shift
+ * deletion keeps every held name reachable): each claim gives a name no held
+ * one has, and each released one can be claimed again. */
+static void test_nameset_release(void)
+{
+	enum { NAMES = 600 };
+	struct tg_nameset *ns = tg_nameset_new();
+	static char held[NAMES][TG_BASENAME_CAP];
+	int is_held[NAMES] = {0}, n_held = 0;
+	unsigned seed = 12345;
+
+	CHECK(ns != NULL);
+	for (int step = 0; step < 20000; step++) {
+		int k;
+		seed = seed * 1103515245u + 12345u;
+		k = (int)((seed >> 8) % NAMES);
+		if (is_held[k]) {
+			tg_nameset_release(ns, held[k]);
+			is_held[k] = 0;
+			n_held--;
+		} else {
+			/* few distinct names, so that copies ("w3~2") come and go too */
+			snprintf(held[k], sizeof(held[k]), "w%u", (seed >> 20) % 40);
+			CHECK_INT(tg_nameset_claim(ns, held[k]), 0);
+			for (int j = 0; j < NAMES; j++)
+				if (is_held[j] && strcmp(held[j], held[k]) == 0)
+					CHECK(!"a claim gave a held name");
+			is_held[k] = 1;
+			n_held++;
+		}
+	}
+	CHECK(n_held > 0);
+	/* every held name is still found: claiming it again gives a copy */
+	for (int j = 0; j < NAMES; j++) {
+		char again[TG_BASENAME_CAP];
+		if (!is_held[j])
+			continue;
+		memcpy(again, held[j], sizeof(again));
+		CHECK_INT(tg_nameset_claim(ns, again), 0);
+		CHECK(strcmp(again, held[j]) != 0);
+		tg_nameset_release(ns, again);
+	}
+	tg_nameset_release(ns, "process");  /* reserved: stays */
+	{
+		char p[TG_BASENAME_CAP] = "process";
+		CHECK_INT(tg_nameset_claim(ns, p), 0);
+		CHECK_STR(p, "process~2");
+	}
+	tg_nameset_free(ns);
 }
 
 /* --- fork: the child keeps only the forking thread's state ---------------------- */
@@ -323,17 +376,34 @@ static void test_fork_reap(void)
 	tg_thread_table_add(&tt, b);
 	put(&a->mem, "parent a\n");
 	put(&me->mem, "parent me\n");
+	/* A thread that ended, not yet written by the flusher, and one written
+	 * and closed, not yet freed: the child frees both, writing nothing. */
+	{
+		long ie, ic;
+		struct tg_thread *e = make_state(&tt, "fe", 34, &ie);
+		struct tg_thread *c = make_state(&tt, "fc", 35, &ic);
+		tg_thread_table_add(&tt, e);
+		tg_thread_table_add(&tt, c);
+		put(&e->mem, "parent e\n");
+		tg_thread_table_end(&tt, c);
+		tg_thread_table_closed_add(&tt, tg_thread_table_take_ended(&tt));
+		tg_writer_close_nogil(&c->mem);
+		tg_thread_table_end(&tt, e);
+	}
 	pid = fork();
 	if (pid == 0) {
 		/* What the atfork child handler and fork_child_reap do. */
+		struct tg_thread *lists[3] = { tt.live, tt.ended, tt.closed };
 		struct tg_thread *t, *got;
-		int bad = 0;
-		for (t = tt.live; t != NULL; t = t->next)
-			tg_writer_drop_in_child(&t->mem);
+		int bad = 0, i;
+		for (i = 0; i < 3; i++)
+			for (t = lists[i]; t != NULL; t = t->next)
+				tg_writer_drop_in_child(&t->mem);
 		got = tg_thread_table_reap_child(&tt, me);
 		bad |= got != me;
 		bad |= me->next != NULL;
 		bad |= tt.live != NULL || tt.retired != NULL;
+		bad |= tt.ended != NULL || tt.closed != NULL;
 		bad |= tg_writer_usable(&me->mem);  /* its inherited file is the parent's */
 		tg_thread_free(me);
 		/* A state that was not listed (or NULL) is not returned. */
@@ -351,6 +421,7 @@ static void test_fork_reap(void)
 	CHECK_STR(slurp("fa"), "parent a\n");
 	CHECK_STR(slurp("fme"), "parent me\n");
 	CHECK_STR(slurp("fb"), "");
+	CHECK_STR(slurp("fe"), "parent e\n");  /* the parent's, once */
 }
 
 /* --- a flusher walking the table while threads come and go ---------------------- */
@@ -503,6 +574,78 @@ static void test_each_holds_no_lock(void)
 	tg_thread_table_destroy(&tt);
 }
 
+/*
+ * A thread ends while the flusher's pass is inside a write of its own state
+ * (issue: the ending thread waited for the pin with the GIL held): end hands
+ * the state over without waiting, settled at once; the flusher takes the
+ * ended list only after its pass, writes and closes the files
+ * (tg_writer_close_nogil) and puts the states on the closed list, from which
+ * the next GIL holder reports and frees them.
+ */
+static void test_end_while_written(void)
+{
+	struct tg_thread_table tt;
+	struct held h = { 0 };
+	struct tg_thread *a, *b, *list;
+	long ia, ib;
+	pthread_t th;
+	uint64_t rec, srec, drop;
+	size_t threads;
+
+	kicks = 0;
+	tg_thread_table_init(&tt, count_kick, &kicks);
+	a = make_state(&tt, "ea", 51, &ia);
+	b = make_state(&tt, "eb", 52, &ib);
+	tg_thread_table_add(&tt, a);
+	tg_thread_table_add(&tt, b);
+	put(&a->mem, "a last\n");
+	atomic_store(&a->n_records, 4);
+	h.tt = &tt;
+	h.slow = a;
+	sem_init(&h.entered, 0, 0);
+	sem_init(&h.release, 0, 0);
+	CHECK(pthread_create(&th, NULL, held_main, &h) == 0);
+	while (sem_wait(&h.entered) < 0 && errno == EINTR)
+		;
+	/* a's write is stuck: its thread ends without waiting for it */
+	tg_thread_table_end(&tt, a);
+	CHECK(!listed(&tt, a) && listed(&tt, b));
+	CHECK(tt.ended == a && a->pins == 1);
+	CHECK_INT(kicks, 1);  /* the flusher is told */
+	tg_thread_table_totals(&tt, &rec, &srec, &drop, &threads);
+	CHECK_INT(rec, 4);    /* settled at once */
+	CHECK(tg_thread_table_take_closed(&tt) == NULL);  /* not written yet */
+	sem_post(&h.release);
+	pthread_join(th, NULL);
+	/* The flusher, after its pass. */
+	list = tg_thread_table_take_ended(&tt);
+	CHECK(list == a && a->next == NULL && a->pins == 0 && tt.ended == NULL);
+	tg_writer_close_nogil(&a->mem);
+	CHECK(a->mem.buf == NULL && a->mem.fd < 0 && a->mem.path != NULL);
+	CHECK_STR(slurp("ea"), "a last\n");
+	tg_thread_table_closed_add(&tt, list);
+	/* The next GIL holder: report and free. */
+	list = tg_thread_table_take_closed(&tt);
+	CHECK(list == a && tt.closed == NULL);
+	notes = 0;
+	tg_thread_close_writers(a, note, &notes);
+	CHECK_INT(notes, 0);
+	tg_thread_free(a);
+	tg_thread_table_totals(&tt, &rec, &srec, &drop, &threads);
+	CHECK_INT(rec, 4);
+	/* Ended and closed states left at destroy are freed (ASan: no leak). */
+	tg_thread_table_end(&tt, b);
+	list = tg_thread_table_take_ended(&tt);
+	tg_thread_table_closed_add(&tt, list);
+	b = make_state(&tt, "ec", 53, &ib);
+	tg_thread_table_add(&tt, b);
+	tg_thread_table_end(&tt, b);
+	CHECK(tt.ended == b && tt.closed != NULL);
+	sem_destroy(&h.entered);
+	sem_destroy(&h.release);
+	tg_thread_table_destroy(&tt);
+}
+
 int main(void)
 {
 	if (mkdtemp(tmpdir) == NULL) {
@@ -512,8 +655,10 @@ int main(void)
 	test_life();
 	test_fork_reap();
 	test_log_fold();
+	test_nameset_release();
 	test_concurrent_walk();
 	test_each_holds_no_lock();
+	test_end_while_written();
 	{
 		char cmd[300];
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);

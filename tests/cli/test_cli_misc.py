@@ -2,6 +2,7 @@
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -104,3 +105,34 @@ def test_make_rebuilds_when_the_zstd_setting_changes(tmp_path):
     assert " -o " + cli not in dry()
     out = dry({"THREADGRAPH_NO_ZSTD": "1"})
     assert " -o " + cli in out and "TG_HAVE_ZSTD" not in out
+
+
+@pytest.mark.skipif(shutil.which("make") is None or os.environ.get("TG_CLI") is not None
+                    or not os.path.exists("/usr/include/zstd.h")
+                    or sys.version_info[:2] != (3, 11),
+                    reason="builds a CLI without zstd (-O0, about 10 s): "
+                           "once, under CPython 3.11, in the plain run of a tree whose own "
+                           "CLI has zstd")
+def test_a_cli_built_without_zstd_says_so(tmp_path):
+    """pip shows no build output, so the build's warning goes unseen: a CLI built
+    without zstd says so in --version, and refuses a compressed capture with the
+    remedy instead of reading it wrong."""
+    repo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    b = str(tmp_path / "b")
+    cli = os.path.join(b, "threadgraph")
+    env = dict(os.environ, THREADGRAPH_NO_ZSTD="1")
+    r = subprocess.run(["make", "-s", "B=" + b, "CFLAGS=-O0", cli], cwd=repo, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = subprocess.run([cli, "--version"], stdout=subprocess.PIPE, universal_newlines=True)
+    assert r.stdout == ("threadgraph 0.1.0 (built without zstd: a capture with "
+                        "zstd-compressed chunks cannot be read)\n")
+    fixtures = os.path.join(repo, "tests", "cli", "fixtures")
+    r = subprocess.run([cli, "peaks", os.path.join(fixtures, "capture-v1-zstd")],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    assert r.returncode == 1
+    assert "this threadgraph was built without zstd (install libzstd-dev" in r.stderr, r.stderr
+    r = subprocess.run([cli, "peaks", os.path.join(fixtures, "capture-v1-plain")],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    assert r.returncode == 0, r.stderr

@@ -23,6 +23,9 @@ from test_capture import chunk, code, header, thread
 CPU_SECONDS = 20
 # Peak RSS a small capture may cost (the ASan build's shadow memory included).
 RSS_MB = 200
+# An ASan build (make check-asan) takes 2 to 3 times the memory of a plain one.
+with open(CLI, "rb") as _f:
+    ASAN = b"__asan_init" in _f.read()
 
 
 def run_bounded(tmp_path, *args):
@@ -222,8 +225,10 @@ def test_fold_depth_is_bounded(tmp_path):
         header(flags=ce.F_MEMORY | ce.F_STACK) + code() + thread() +
         b"".join(chunk(1, 2, payload[i:i + 60000]) for i in range(0, len(payload), 60000)))
     for cmd in (["folded", "--metric", "delta"],
-                ["flamegraph", "--metric", "delta", "-o", tmp_path / "f.svg"]):
+                ["flamegraph", "--metric", "delta", "-o", tmp_path / "f.svg"],
+                ["report", "-o", tmp_path / "r.html"]):
         rc, out, err, rss = run_bounded(tmp_path, *cmd, un)
         assert rc == 0 and "1990000 calls nested deeper" in err, err
-        # ~50 B a call (the cursor's open calls; 110 under ASan) where it was ~180
-        assert rss < 300, (cmd, rss)
+        # ~65 B a call (the cursor's open calls; 150-200 under ASan, whose
+        # 300 MB bound this passed by a few MB) where it was ~180
+        assert rss < (600 if ASAN else 250), (cmd, rss)

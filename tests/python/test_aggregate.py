@@ -400,6 +400,93 @@ def test_many_threads_keep_files_and_memory_bounded(tmp_path):
         assert args[0] not in ("summary", "threads") or "req-*" in r.stdout, (args, r.stdout)
 
 
+# One run of 4N threads per request with accounting, aggregated or not.
+MANY_ACCT = """
+import gc, threading
+import threadgraph
+
+def leaf(i):
+    return [i] * (i % 7)
+
+def handler(n):
+    keep = []
+    for i in range(n):
+        keep.append(leaf(i))
+    return len(keep)
+
+gc.disable()
+p = threadgraph.ProcessProfile(default_log_path=OUT, accounting=True)
+p.enable()
+for j in range(THREADS):
+    t = threading.Thread(target=handler, args=(20,), name="req-%d" % j if j % 3 == 0 else None)
+    t.start()
+    t.join()
+p.disable()
+"""
+
+
+def handler_bytes(snapshot):
+    """{thread: (bytes, blocks)} allocated under handler calls, from a snapshot,
+    the ended threads of the full run named by family as the aggregate's are."""
+    names, nodes = {}, {}
+    with open(snapshot, encoding="utf-8", errors="surrogateescape") as f:
+        for line in f:
+            if line.startswith("# thread: "):
+                ix, _, base = line[10:-1].partition(" ")
+                names[ix] = base
+            elif not line.startswith("#"):
+                fields = line[:-1].split(" ", 7)
+                nodes[fields[0]] = fields
+    out = defaultdict(lambda: (0, 0))
+    for nid, fields in nodes.items():
+        up = nid
+        while up != "-" and not nodes[up][7].endswith(":handler"):
+            up = nodes[up][1]
+        if up != "-" and fields[2] != "-":
+            b, c = out[names[fields[2]]]
+            out[names[fields[2]]] = (b + int(fields[5]), c + int(fields[6]))
+    return dict(out)
+
+
+def test_many_threads_with_accounting(tmp_path):
+    """With accounting, the folded threads' figures and calling-context trees
+    are added up by family: summary and snapshots of 4N threads are at most
+    1.25x those of N, and the bytes allocated under handler calls, family by
+    family, are the full run's exactly."""
+    sizes = {}
+    for kind, threads in (("small", N_MANY), ("large", 4 * N_MANY), ("full", 4 * N_MANY)):
+        d = tmp_path / kind
+        d.mkdir()
+        out = "'out'" if kind == "full" else "'out', aggregate=True"
+        run_scenario(d, MANY_ACCT.replace("OUT", out).replace("THREADS", str(threads)),
+                     env={"PYTHONHASHSEED": "0"})
+        run = only_dir(d / "out")
+        sizes[kind] = {f: os.path.getsize(os.path.join(run, f)) for f in os.listdir(run)
+                       if f.startswith(("summary", "snapshot-"))}
+        sizes[kind, "run"] = run
+    assert set(sizes["small"]) == set(sizes["large"]) == {
+        "summary.json", "summary.txt", "snapshot-1-final", "snapshot-2-peak"}, sizes
+    for f, n in sizes["small"].items():
+        assert sizes["large"][f] <= 1.25 * n, (f, n, sizes["large"][f])
+    with open(os.path.join(sizes["large", "run"], "summary.json")) as f:
+        summary = json.load(f)
+    folded = {t["name"]: t["folded_threads"] for t in summary["threads"]
+              if "folded_threads" in t}
+    assert sum(folded.values()) == 4 * N_MANY - KEPT_ENDED, folded
+    assert len(summary["threads"]) == 1 + KEPT_ENDED + len(folded), summary["threads"]
+    # exact: the full run's threads, those the aggregate folded added up
+    got = handler_bytes(os.path.join(sizes["large", "run"], "snapshot-1-final"))
+    full = handler_bytes(os.path.join(sizes["full", "run"], "snapshot-1-final"))
+    want = defaultdict(lambda: (0, 0))
+    for name, (b, c) in full.items():
+        if name not in got:  # folded: "req-12" into "req-*"
+            name = "req-*" if name.startswith("req-") else next(f for f in folded if f != "req-*")
+        want[name] = (want[name][0] + b, want[name][1] + c)
+    assert got == dict(want), (got, dict(want))
+    r = cli("threads", sizes["large", "run"])
+    assert r.returncode == 0 and "req-*" in r.stdout, r.stderr
+
+
 KILLED = """
 import os, sys, threading
 import threadgraph

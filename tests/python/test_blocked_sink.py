@@ -253,3 +253,148 @@ def test_full_buffer_while_the_sink_is_blocked(tmp_path):
     # every call is either in the stream or counted as dropped
     assert sum(1 for c in calls if c[4] == b"fill_work") + dropped >= FILL_CALLS
     assert cap.end[1][fill[0]] == (len(calls), len(returns), dropped)
+
+
+# A thread ends while the flusher's write of its own stream is stuck: it hands
+# its state to the flusher, which writes and closes the rest of its files
+# after that write (src/recorder/thread.h, the ended list), so the thread
+# never waits at its end, and the program goes on: the main thread runs,
+# another thread starts, runs and ends.  The main thread records nothing
+# (quiet) and process samples are off, so the one stream the flusher can be
+# writing when it sticks is the ender's own.  Before, the ending thread waited
+# with the GIL held for the flusher's pass to let go of its state: the whole
+# program stopped until the write went on.
+END_CALLS = 20000  # a full 64 KiB buffer: the flusher is kicked to write it
+
+END_PROGRAM = textwrap.dedent("""
+    import sys
+    import threading
+    import threadgraph
+    from threadgraph import _recorder
+
+    p = threadgraph.ProcessProfile(default_log_path=sys.argv[1])
+    p.setProcessMemoryFrequence(0)
+    p._rec.quiet(True)
+    p.enable()
+
+    def work():
+        return [0] * 10
+
+    def ender():
+        _recorder._test_capture_gate(True, False)
+        for _ in range(%d):
+            work()
+        # returns once the flusher's write of this thread's stream is stuck
+        _recorder._test_capture_gate(True)
+
+    def other():
+        for _ in range(%d):
+            work()
+
+    t = threading.Thread(target=ender, name="ender")
+    t.start()
+    t.join()
+    sys.stdout.write("ended while its own write was stuck\\n")
+    sys.stdout.flush()
+    o = threading.Thread(target=other, name="other")
+    o.start()
+    o.join()
+    sys.stdout.write("another thread ran and ended\\n")
+    sys.stdout.flush()
+    _recorder._test_capture_gate(False)
+    p.disable()
+""" % (END_CALLS, LATE_CALLS))
+
+
+def test_thread_ends_while_its_own_write_is_stuck(tmp_path):
+    res = run_program(tmp_path, END_PROGRAM)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == ("ended while its own write was stuck\n"
+                          "another thread ran and ended\n")
+    cap = tgcapture.load(os.path.join(only_dir(tmp_path / "out"), "capture.tg"))
+    assert not cap.truncated and cap.end is not None
+    want = {"ender": END_CALLS, "other": LATE_CALLS}
+    for name, n in want.items():
+        st = [s for s, th in cap.threads.items() if th["name"] == name]
+        assert len(st) == 1, (name, cap.threads)
+        calls, returns, dropped = cap.thread_records(st[0])
+        # written whole by the flusher after its end, its END counters after
+        assert dropped == 0
+        assert sum(1 for c in calls if c[4] == b"work") == n
+        assert cap.end[1][st[0]] == (len(calls), len(returns), dropped)
+    assert {th["name"] for th in cap.threads.values()} == set(want)
+
+
+# The same, then a fork while the write is still stuck: the ended thread's
+# state, handed to the flusher but not yet closed, is dropped in the child
+# (the parent's flusher writes it, never the child), and the child records
+# its own run; the parent's capture has the ended thread whole once the write
+# goes on.
+FORK_END_PROGRAM = textwrap.dedent("""
+    import os
+    import sys
+    import threading
+    import threadgraph
+    from threadgraph import _recorder
+
+    p = threadgraph.ProcessProfile(default_log_path=sys.argv[1])
+    p.setProcessMemoryFrequence(0)
+    p.enableForkedProfile()
+    p._rec.quiet(True)
+    p.enable()
+
+    def work():
+        return [0] * 10
+
+    def child_work():
+        return [2] * 10
+
+    def ender():
+        _recorder._test_capture_gate(True, False)
+        for _ in range(%d):
+            work()
+        _recorder._test_capture_gate(True)
+
+    def in_child():
+        for _ in range(%d):
+            child_work()
+
+    t = threading.Thread(target=ender, name="ender")
+    t.start()
+    t.join()
+    pid = os.fork()
+    if pid == 0:
+        c = threading.Thread(target=in_child, name="in_child")
+        c.start()
+        c.join()
+        p.disable()
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    sys.stdout.write("child %%d exited %%d while blocked\\n" %% (pid, status))
+    sys.stdout.flush()
+    _recorder._test_capture_gate(False)
+    p.disable()
+""" % (END_CALLS, LATE_CALLS))
+
+
+def test_fork_after_a_thread_ended_while_its_write_is_stuck(tmp_path):
+    res = run_program(tmp_path, FORK_END_PROGRAM)
+    assert res.returncode == 0, res.stderr
+    words = res.stdout.split()
+    assert words[0] == "child" and words[2:] == ["exited", "0", "while", "blocked"]
+    out = str(tmp_path / "out")
+    runs = sorted(os.listdir(out))
+    assert len(runs) == 2 and words[1] in runs, runs
+    parent = [d for d in runs if d != words[1]][0]
+    cap = tgcapture.load(os.path.join(out, parent, "capture.tg"))
+    assert not cap.truncated and cap.end is not None
+    [st] = [s for s, th in cap.threads.items() if th["name"] == "ender"]
+    calls, returns, dropped = cap.thread_records(st)
+    assert dropped == 0 and sum(1 for c in calls if c[4] == b"work") == END_CALLS
+    assert cap.end[1][st] == (len(calls), len(returns), dropped)
+    child = tgcapture.load(os.path.join(out, words[1], "capture.tg"))
+    assert not child.truncated and child.end is not None
+    # the child's own threads only (its forking thread is attached anew)
+    assert "ender" not in {th["name"] for th in child.threads.values()}
+    calls = [c for s in child.threads for c in child.thread_records(s)[0]]
+    assert sum(1 for c in calls if c[4] == b"child_work") == LATE_CALLS

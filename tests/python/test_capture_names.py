@@ -6,11 +6,14 @@ bytes (src/recorder/names.h: a record stays a line the readers take, a
 definition a chunk), keeping two cut texts distinct; the readers take every
 capture and text dump it writes, with --strict.
 """
+import json
 import os
 import random
+import re
 import subprocess
 import sys
 
+import tgcapture
 from tgtest import env_with_package, only_dir
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -143,3 +146,11 @@ def test_a_20_mb_thread_name_keeps_the_capture_readable(tmp_path):
     assert os.path.getsize(os.path.join(run, "capture.tg")) < 1000000
     r = cli("peaks", "--strict", run)
     assert r.returncode == 0, r.stderr
+    # runinfo.json names the thread as the capture does (it held all 20 MB)
+    assert os.path.getsize(os.path.join(run, "runinfo.json")) < 100000
+    with open(os.path.join(run, "runinfo.json")) as f:
+        names = [t["name"] for t in json.load(f)["threads"]]
+    cap = tgcapture.load(os.path.join(run, "capture.tg"))
+    assert sorted(names) == sorted(cap.threads[s]["name"] for s in cap.order)
+    (long,) = [n for n in names if n.startswith("n")]
+    assert re.fullmatch("n{8175}~[0-9a-f]{16}", long), long[-40:]

@@ -95,6 +95,10 @@ b, res["posix_memalign"] = delta(natext.posix_memalign, 100000)
 _, res["free_memalign"] = delta(natext.free, b)
 b, res["aligned_alloc"] = delta(natext.aligned_alloc, 8 * 4096)
 _, res["free_aligned"] = delta(natext.free, b)
+b, res["got_memalign"] = delta(natext.ptr_memalign, 200000)
+_, res["free_got_memalign"] = delta(natext.free, b)
+b, res["word_valloc"] = delta(natext.ptr_valloc, 300000)
+_, res["free_word_valloc"] = delta(natext.free, b)
 m, res["mmap"] = delta(natext.mmap, 10 * PAGE)
 _, res["munmap_middle"] = delta(natext.munmap, m + 4 * PAGE, 3 * PAGE)
 _, res["munmap_rest"] = delta(natext.munmap, m, 10 * PAGE)
@@ -173,6 +177,16 @@ def test_malloc_family_exact(exact):
     assert near(exact["free_memalign"], -100000)
     assert near(exact["aligned_alloc"], 8 * 4096)
     assert near(exact["free_aligned"], -8 * 4096)
+
+
+def test_allocators_reached_through_the_got_and_a_data_word(exact):
+    # natext's memalign through its GOT (a GLOB_DAT relocation) and valloc
+    # through an initialised pointer (an absolute one): both sit in the RELA
+    # table after the RELATIVE relocations the patcher skips unread
+    assert near(exact["got_memalign"], 200000)
+    assert near(exact["free_got_memalign"], -200000)
+    assert near(exact["word_valloc"], 300000)
+    assert near(exact["free_word_valloc"], -300000)
 
 
 def test_mmap_partial_munmap_and_mremap_exact(exact):

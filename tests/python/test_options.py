@@ -136,6 +136,8 @@ def test_value_defaults_are_one_table():
     assert "`setProcessMemoryFrequence(n)`" in api
     assert re.findall(r"profile events of the process \(default (\d+)\)", api) == [
         str(d["sample_every"])]
+    doc = " ".join(threadgraph.ProcessProfile.setProcessMemoryFrequence.__doc__.split())
+    assert re.findall(r"\(default (\d+)\)", doc) == [str(d["sample_every"])]
     run_md = " ".join(read_doc("run.md").split())
     assert re.findall(r"`0` turns `process.mem` off\. Default (\d+)\.", run_md) == [
         str(d["sample_every"])]

@@ -143,3 +143,55 @@ def test_a_build_without_zstd_says_so():
         r = run([sys.executable, os.path.join(ROOT, "setup.py"), "--version"], cwd=ROOT, env=env)
         assert r.returncode == 0, r.stderr
         assert "zstd" not in r.stderr
+
+
+@pytest.mark.skipif(sys.version_info[:2] != (3, 11),
+                    reason="setup.py's rebuild decision is checked on CPython 3.11 only "
+                           "(two setup.py runs, the same on every Python)")
+def test_a_build_tree_of_the_other_zstd_setting_is_rebuilt(tmp_path):
+    # build_ext takes an extension as up to date by the files' times alone:
+    # `pip install .` builds in ./build, so after a build with zstd, a build
+    # without (or with, once libzstd-dev is installed) installed the old
+    # extension beside a new CLI.  setup.py keeps the setting in build_temp and
+    # rebuilds when it changed.  Dry runs (-n): nothing is compiled.
+    pytest.importorskip("setuptools", reason="setup.py needs setuptools in this Python")
+    import sysconfig
+    lib, temp = tmp_path / "lib", tmp_path / "temp"
+    (lib / "threadgraph").mkdir(parents=True)
+    temp.mkdir()
+    # an extension newer than every source, as a finished build leaves it
+    (lib / "threadgraph" / ("_recorder" + sysconfig.get_config_var("EXT_SUFFIX"))).write_bytes(b"")
+    env = dict(os.environ, THREADGRAPH_NO_ZSTD="1")
+
+    def dry_build(setting):
+        (temp / "zstd-setting").write_text(setting)
+        r = run([sys.executable, os.path.join(ROOT, "setup.py"), "-v", "-n", "build_ext",
+                 "--build-lib", str(lib), "--build-temp", str(temp)], cwd=ROOT, env=env)
+        assert r.returncode == 0, r.stderr[-2000:]
+        return r.stdout + r.stderr
+
+    out = dry_build("zstd\n")
+    assert "building 'threadgraph._recorder' extension" in out, out[-2000:]
+    assert "-DTG_HAVE_ZSTD" not in out
+    assert "skipping 'threadgraph._recorder' extension (up-to-date)" in dry_build("no zstd\n")
+
+
+def test_source_headers_have_distinct_names():
+    # Three headers were named capture.h (src/common, src/recorder, src/lib), the
+    # one meant picked by the include path's order: every header's name says
+    # which it is.  And the recorder's thread-local state is a leaf (tls.h) that
+    # the allocator hooks and accounting both include, so neither includes the
+    # other for it (they made the recorder's one call cycle).
+    import collections
+    import glob
+    import re
+    names = collections.Counter(os.path.basename(p)
+                                for p in glob.glob(os.path.join(ROOT, "src", "*", "*.h")))
+    assert names and [n for n, k in names.items() if k > 1] == []
+
+    def includes(path):
+        with open(os.path.join(ROOT, "src", "recorder", path)) as f:
+            return re.findall(r'^#include "([^"]+)"', f.read(), re.M)
+    assert includes("tls.h") == ["clock.h"]
+    assert "alloc_hooks.h" not in includes("acct_state.c")
+    assert "acct_state.h" not in includes("alloc_hooks.c")

@@ -136,3 +136,44 @@ def test_no_line_is_written_as_line_0(tmp_path):
             r = subprocess.run([CLI] + cmd + ["--strict", run_dir], capture_output=True,
                                text=True, timeout=60)
             assert r.returncode == 0 and "malformed" not in r.stderr, (fmt, cmd, r.stderr)
+
+
+HTTP_SERVER = '''
+import http.server, sys, threading, urllib.request
+import threadgraph
+
+p = threadgraph.ProcessProfile(format=sys.argv[2], default_log_path=sys.argv[1],
+                               profile="both")
+p.trackStack()
+p.enable()
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+srv.RequestHandlerClass.log_message = lambda *a: None
+t = threading.Thread(target=srv.serve_forever, name="server")
+t.start()
+for _ in range(3):
+    urllib.request.urlopen("http://127.0.0.1:%d/" % srv.server_address[1]).read()
+srv.shutdown()
+t.join()
+srv.server_close()
+p.disable()
+'''
+
+
+def test_a_threaded_http_server_is_read_strictly(tmp_path):
+    """A real program of many threads, C calls and generators (a threaded HTTP
+    server, three requests): everything the recorder writes the CLI reads with
+    --strict, in both formats (it was 23 lines skipped as malformed on 3.12)."""
+    (tmp_path / "srv").mkdir()
+    script = tmp_path / "server.py"
+    script.write_text(HTTP_SERVER)
+    for fmt in ("text", "binary"):
+        base = tmp_path / fmt
+        subprocess.run([sys.executable, str(script), str(base), fmt], check=True,
+                       capture_output=True, env=env_with_package(None),
+                       cwd=str(tmp_path / "srv"), timeout=120)
+        run_dir = only_dir(base)
+        for cmd in (["peaks", "--peak=0"], ["folded", "--metric", "delta"]):
+            r = subprocess.run([CLI] + cmd + ["--strict", run_dir], capture_output=True,
+                               text=True, timeout=60)
+            assert r.returncode == 0 and "malformed" not in r.stderr, (fmt, cmd, r.stderr)
+            assert r.stdout

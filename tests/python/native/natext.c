@@ -10,6 +10,7 @@
 #include <Python.h>
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,11 +195,42 @@ nx_pthread_alloc(PyObject *m, PyObject *args)
     return Py_BuildValue("(lN)", j.tid, PyLong_FromVoidPtr(j.block));
 }
 
+/* Allocators reached through words the loader fills in, which sit in this
+ * object's RELA table after its RELATIVE relocations: memalign through a GOT
+ * entry (GLOB_DAT: the volatile pointer makes the compiler load it from there)
+ * and valloc through an initialised data word (an absolute relocation).  The
+ * patcher must find both.  (Functions natext calls nowhere else, so that its
+ * other calls keep their PLT JUMP_SLOTs.) */
+static void *(*const nx_valloc_word)(size_t) = valloc;
+
+static PyObject *
+nx_ptr_memalign(PyObject *m, PyObject *args)
+{
+    void *(*volatile fn)(size_t, size_t) = memalign;
+    Py_ssize_t n;
+    (void)m;
+    if (!PyArg_ParseTuple(args, "n", &n))
+        return NULL;
+    return nx_ptr(fn(64, (size_t)n));
+}
+
+static PyObject *
+nx_ptr_valloc(PyObject *m, PyObject *args)
+{
+    Py_ssize_t n;
+    (void)m;
+    if (!PyArg_ParseTuple(args, "n", &n))
+        return NULL;
+    return nx_ptr(nx_valloc_word((size_t)n));
+}
+
 static PyMethodDef nx_methods[] = {
     {"malloc", nx_malloc, METH_VARARGS, NULL},
     {"calloc", nx_calloc, METH_VARARGS, NULL},
     {"realloc", nx_realloc, METH_VARARGS, NULL},
     {"free", nx_free, METH_O, NULL},
+    {"ptr_memalign", nx_ptr_memalign, METH_VARARGS, NULL},
+    {"ptr_valloc", nx_ptr_valloc, METH_VARARGS, NULL},
     {"posix_memalign", nx_memalign, METH_VARARGS, NULL},
     {"aligned_alloc", nx_aligned, METH_VARARGS, NULL},
     {"mmap", nx_mmap, METH_VARARGS, NULL},
