@@ -941,6 +941,7 @@ tg_atfork_child(void)
     struct tg_recorder_object *a = tg_active;
     tg_ptrtable_unlock_all();
     tg_sigkick_after_fork_child();
+    tg_writer_pool_after_fork_child();  /* before any writer is dropped */
     if (a != NULL) {
         struct tg_thread *lists[3] = { a->r.table.live, a->r.table.ended,
                                         a->r.table.closed };

@@ -858,6 +858,28 @@ tg_mod_test_capture_gate(PyObject *mod, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* _test_wait_ended(): returns once the flusher has written and closed the
+ * files of every thread that ended so far in the active run (thread.h, the
+ * ended list), the GIL released meanwhile; at once without an active run.
+ * A test's sync point: a thread's end no longer closes its files itself. */
+static PyObject *
+tg_mod_test_wait_ended(PyObject *mod, PyObject *unused)
+{
+    struct tg_recorder_object *a = tg_active;
+
+    (void)mod;
+    (void)unused;
+    if (a == NULL || !a->r.active || !a->r.flusher_running)
+        Py_RETURN_NONE;
+    Py_INCREF(a);
+    tg_flusher_kick(&a->r);
+    Py_BEGIN_ALLOW_THREADS
+    tg_thread_table_wait_ended(&a->r.table);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(a);
+    Py_RETURN_NONE;
+}
+
 static PyObject *
 tg_mod_profiled_threads(PyObject *mod, PyObject *unused)
 {
@@ -892,6 +914,10 @@ static PyMethodDef tg_module_methods[] = {
     {"finish_signal_default", tg_mod_finish_signal_default, METH_O,
      "Default action for a finishing signal at the C level, from any thread; "
      "True if its handler was threadgraph's."},
+    {"_test_wait_ended", tg_mod_test_wait_ended, METH_NOARGS,
+     "Tests only: returns once the files of every thread that ended so far in the "
+     "active run are written and closed (the flusher closes them after the thread's "
+     "end)."},
     {"_test_capture_gate", tg_mod_test_capture_gate, METH_VARARGS,
      "Tests only: _test_capture_gate(True) makes every capture write block before "
      "its write(2), holding the capture's lock, and returns once one is blocked "

@@ -32,7 +32,8 @@
  *   - tg_ptrtable_gil, for PYMEM_DOMAIN_MEM and PYMEM_DOMAIN_OBJ, which CPython
  *     only calls with the GIL held: the GIL protects it and it takes no lock
  *     (those locks were most of the recorder's cost).
- * The arrays come from malloc(), never from the hooked allocators.
+ * The arrays are anonymous mappings of their own (ptrtable.c), never from the
+ * hooked allocators nor the program's heap.
  */
 #ifndef TG_PTRTABLE_H
 #define TG_PTRTABLE_H

@@ -271,6 +271,7 @@ tg_thread_table_end(struct tg_thread_table *tt, struct tg_thread *t)
     tg_thread_table_settle_locked(tt, t);
     t->next = tt->ended;
     tt->ended = t;
+    tt->n_ending++;
     pthread_mutex_unlock(&tt->lock);
     if (tt->kick != NULL)
         tt->kick(tt->kick_ctx);
@@ -293,14 +294,27 @@ void
 tg_thread_table_closed_add(struct tg_thread_table *tt, struct tg_thread *list)
 {
     struct tg_thread *last;
+    size_t n = 1;
 
     if (list == NULL)
         return;
     for (last = list; last->next != NULL; last = last->next)
-        ;
+        n++;
     pthread_mutex_lock(&tt->lock);
     last->next = tt->closed;
     tt->closed = list;
+    tt->n_ending = tt->n_ending >= n ? tt->n_ending - n : 0;
+    if (tt->n_ending == 0)
+        pthread_cond_broadcast(&tt->unpinned);
+    pthread_mutex_unlock(&tt->lock);
+}
+
+void
+tg_thread_table_wait_ended(struct tg_thread_table *tt)
+{
+    pthread_mutex_lock(&tt->lock);
+    while (tt->n_ending > 0)
+        pthread_cond_wait(&tt->unpinned, &tt->lock);
     pthread_mutex_unlock(&tt->lock);
 }
 
@@ -394,6 +408,7 @@ tg_thread_table_reap_child(struct tg_thread_table *tt, struct tg_thread *me)
     tg_thread_free_list(&tt->retired);
     tg_thread_free_list(&tt->ended);
     tg_thread_free_list(&tt->closed);
+    tt->n_ending = 0;
     if (found != NULL) {
         found->next = NULL;
         found->pins = 0;

@@ -150,6 +150,8 @@ struct tg_thread_table {
                                     * flusher's to take (tg_thread_table_end) */
     struct tg_thread *closed;      /* ended states the flusher wrote and closed:
                                     * a GIL holder's to report and free */
+    size_t n_ending;               /* ended states not yet on the closed list
+                                    * (files maybe open); with unpinned */
     struct tg_thread_log *log;     /* every thread of the run, in order seen,
                                     * less the folded ones */
     size_t n_log, log_cap;
@@ -236,6 +238,10 @@ void tg_thread_table_end(struct tg_thread_table *tt, struct tg_thread *t);
 struct tg_thread *tg_thread_table_take_ended(struct tg_thread_table *tt);
 /* Put LIST (linked by next; written and closed) on the closed list. */
 void tg_thread_table_closed_add(struct tg_thread_table *tt, struct tg_thread *list);
+/* Wait until every state ended so far is on the closed list (its files
+ * written and closed); the caller has the flusher running, or makes the
+ * closes itself.  Not with the GIL held (tests: _test_wait_ended). */
+void tg_thread_table_wait_ended(struct tg_thread_table *tt);
 /* Take the closed list (linked by next): report their stopped writers, free them. */
 struct tg_thread *tg_thread_table_take_closed(struct tg_thread_table *tt);
 /* Unlist every live state and return them as a list (linked by next), once no

@@ -32,6 +32,72 @@ tg_fd_is_ours(int fd, dev_t dev, ino_t ino)
     return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
 }
 
+/* Free TG_WRITER_BUFSIZE buffers kept for the next writer that needs one:
+ * a thread's start takes one, its end gives its own back, so that a
+ * program starting and ending threads (or a flusher catching up with a
+ * queue) does not take and free 64 KiB blocks from the heap all the time
+ * (RSS moving with glibc's trims).  At most TG_WRITER_POOL_MAX (1 MiB), kept
+ * for the process's life.  pool_lock is held only for the array, never
+ * across I/O (any side takes it, the GIL holder included). */
+#define TG_WRITER_POOL_MAX 16
+static pthread_mutex_t tg_writer_pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *tg_writer_pool[TG_WRITER_POOL_MAX];  /* pool_lock */
+static unsigned tg_writer_npool;                  /* pool_lock */
+
+/* A TG_WRITER_BUFSIZE buffer: a pooled one, or a new one; NULL when out of
+ * memory. */
+static char *
+tg_writer_buf_new(void)
+{
+    char *b = NULL;
+
+    pthread_mutex_lock(&tg_writer_pool_lock);
+    if (tg_writer_npool > 0)
+        b = tg_writer_pool[--tg_writer_npool];
+    pthread_mutex_unlock(&tg_writer_pool_lock);
+    return b != NULL ? b : malloc(TG_WRITER_BUFSIZE);
+}
+
+/* Give back buffer B of CAP bytes (NULL: nothing): pooled if it is a
+ * TG_WRITER_BUFSIZE one and the pool has room, else freed. */
+static void
+tg_writer_buf_free(char *b, size_t cap)
+{
+    if (b != NULL && cap == TG_WRITER_BUFSIZE) {
+        pthread_mutex_lock(&tg_writer_pool_lock);
+        if (tg_writer_npool < TG_WRITER_POOL_MAX) {
+            tg_writer_pool[tg_writer_npool++] = b;
+            b = NULL;
+        }
+        pthread_mutex_unlock(&tg_writer_pool_lock);
+    }
+    free(b);
+}
+
+unsigned
+tg_writer_pooled(void)
+{
+    unsigned n;
+
+    pthread_mutex_lock(&tg_writer_pool_lock);
+    n = tg_writer_npool;
+    pthread_mutex_unlock(&tg_writer_pool_lock);
+    return n;
+}
+
+void
+tg_writer_pool_after_fork_child(void)
+{
+    if (pthread_mutex_trylock(&tg_writer_pool_lock) != 0) {
+        /* held at the fork by a thread not in the child, maybe in the
+         * middle of a change: the pooled buffers are left (leaked) */
+        tg_writer_npool = 0;
+        pthread_mutex_init(&tg_writer_pool_lock, NULL);
+        return;
+    }
+    pthread_mutex_unlock(&tg_writer_pool_lock);
+}
+
 /* Stop W's stream with errno E (the first error is kept), and send the
  * producer's next reserve to the slow path (see lim in writer.h).  Any side. */
 static void
@@ -96,10 +162,10 @@ tg_writer_init_buffer(struct tg_writer *w, const char *label)
     w->dropped = 0;
     w->in_sink_write = 0;
     w->cap = TG_WRITER_BUFSIZE;
-    w->buf = malloc(w->cap);
+    w->buf = tg_writer_buf_new();
     w->path = strdup(label);
     if (w->buf == NULL || w->path == NULL) {
-        free(w->buf);
+        tg_writer_buf_free(w->buf, TG_WRITER_BUFSIZE);
         free(w->path);
         w->buf = NULL;
         w->path = NULL;
@@ -187,15 +253,16 @@ tg_writer_writable_unlocked(struct tg_writer *w)
            && tg_writer_check_fd(w);
 }
 
-/* Buffer B, written or given up, becomes W's spare (or is freed).  The
- * caller holds io_lock and lock: no consumer is reading B. */
+/* Buffer F, written or given up, becomes W's spare (or is freed: a spare
+ * is there already, or F was made for a record longer than the buffer).  The
+ * caller holds io_lock and lock: no consumer is reading F. */
 static void
-tg_writer_recycle_unlocked(struct tg_writer *w, char *b)
+tg_writer_recycle_unlocked(struct tg_writer *w, struct tg_writer_full f)
 {
-    if (w->spare == NULL)
-        w->spare = b;
+    if (w->spare == NULL && f.cap == TG_WRITER_BUFSIZE)
+        w->spare = f.buf;
     else
-        free(b);
+        tg_writer_buf_free(f.buf, f.cap);
 }
 
 /* Filled buffers queued in every writer (TG_WRITER_QUEUED_MAX); atomic. */
@@ -215,7 +282,8 @@ tg_writer_pop_unlocked(struct tg_writer *w)
     struct tg_writer_full f = w->fullq[0];
     memmove(w->fullq, w->fullq + 1, (n - 1) * sizeof(f));
     atomic_store_explicit(&w->nfull, n - 1, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&tg_writer_nqueued, 1, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&w->nslots, f.slots, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&tg_writer_nqueued, f.slots, memory_order_relaxed);
     return f;
 }
 
@@ -235,7 +303,7 @@ tg_writer_write_full_unlocked(struct tg_writer *w)
             if (e)
                 tg_writer_stop(w, e);
         }
-        tg_writer_recycle_unlocked(w, f.buf);
+        tg_writer_recycle_unlocked(w, f);
     }
 }
 
@@ -245,7 +313,7 @@ static void
 tg_writer_forget_full_unlocked(struct tg_writer *w)
 {
     while (atomic_load_explicit(&w->nfull, memory_order_relaxed) > 0)
-        tg_writer_recycle_unlocked(w, tg_writer_pop_unlocked(w).buf);
+        tg_writer_recycle_unlocked(w, tg_writer_pop_unlocked(w));
 }
 
 /* Write [flushed, len) to the descriptor, after the handed-off buffers.  The
@@ -362,54 +430,11 @@ tg_writer_flush(struct tg_writer *w)
     tg_writer_unlock_io(w);
 }
 
-int
-tg_writer_take_pending(struct tg_writer *w, char **out, size_t *split, size_t *len)
-{
-    size_t a = 0, b = 0, end, off = 0;
-    unsigned i, n;
-    char *copy = NULL;
-    int ret = 0;
-
-    *out = NULL;
-    *split = *len = 0;
-    if (w->buf == NULL || w->pyfile != NULL)
-        return 0;
-    tg_writer_lock_io(w);
-    end = atomic_load_explicit(&w->len, memory_order_acquire);
-    n = atomic_load_explicit(&w->nfull, memory_order_relaxed);
-    if (!atomic_load_explicit(&w->err, memory_order_relaxed) && !w->dropped) {
-        for (i = 0; i < n; i++)
-            a += w->fullq[i].len - w->fullq[i].from;
-        if (end > w->flushed)
-            b = end - w->flushed;
-        if (a + b > 0) {
-            if ((copy = malloc(a + b)) == NULL) {
-                ret = -1;
-                goto out;
-            }
-            for (i = 0; i < n; i++) {
-                const struct tg_writer_full *f = &w->fullq[i];
-                memcpy(copy + off, f->buf + f->from, f->len - f->from);
-                off += f->len - f->from;
-            }
-            if (b > 0)
-                memcpy(copy + a, w->buf + w->flushed, b);
-        }
-    }
-    tg_writer_forget_full_unlocked(w);  /* taken (or not to be written) */
-    tg_writer_emptied(w);
-    w->flushed = 0;
-    *out = copy;
-    *split = a;
-    *len = a + b;
-out:
-    tg_writer_unlock_io(w);
-    return ret;
-}
-
-/* Room for one more entry in W's queue.  lock held.  Returns 0 or -1. */
+/* Room for one more entry in W's queue, and the buffer to go on in: the
+ * spare (made if need be) for a record of NEED bytes that fits a buffer, else
+ * a new one of NEED bytes in *BIG.  lock held.  Returns 0 or -1. */
 static int
-tg_writer_queue_room_unlocked(struct tg_writer *w, unsigned n)
+tg_writer_queue_room_unlocked(struct tg_writer *w, unsigned n, size_t need, char **big)
 {
     if (n == w->fullq_cap) {
         unsigned nc = w->fullq_cap ? 2 * w->fullq_cap : 4;
@@ -419,38 +444,55 @@ tg_writer_queue_room_unlocked(struct tg_writer *w, unsigned n)
         w->fullq = nq;
         w->fullq_cap = nc;
     }
-    if (w->spare == NULL && (w->spare = malloc(TG_WRITER_BUFSIZE)) == NULL)
+    if (need > TG_WRITER_BUFSIZE)
+        return (*big = malloc(need)) != NULL ? 0 : -1;
+    if (w->spare == NULL && (w->spare = tg_writer_buf_new()) == NULL)
         return -1;
     return 0;
 }
 
-/* Hand W's filled buffer to the flusher and continue in a fresh one (the
- * spare, or a new one).  GIL held (the producer).  Takes only `lock`, never
- * held across I/O: a write in progress, even a stuck one, is not waited for.
- * Returns 1 (handed off), 0 (no flusher to hand it to: the caller writes it
- * itself) or -1 (TG_WRITER_QUEUED_MAX buffers wait already, or no memory:
- * this record is dropped). */
+/* Hand W's filled buffer to the flusher and continue in a fresh one that
+ * holds a record of NEED bytes: the spare (or a new one), or, for a record
+ * longer than a buffer, one made for it (handed off in turn when the next
+ * record does not fit, so a long record never makes its writer write its
+ * buffers itself).  GIL held (the producer).  Takes only `lock`, never held
+ * across I/O: a write in progress, even a stuck one, is not waited for.  A
+ * buffer weighs its size in TG_WRITER_BUFSIZE units against
+ * TG_WRITER_QUEUED_MAX, so the bound stays one of memory.  Returns 1 (handed
+ * off), 0 (no flusher to hand it to: the caller writes it itself) or -1
+ * (the bound is reached, or no memory: this record is dropped). */
 static int
-tg_writer_handoff(struct tg_writer *w)
+tg_writer_handoff(struct tg_writer *w, size_t need)
 {
     int done = -1;
-    unsigned n;
+    unsigned n, slots;
+    char *big = NULL;
 
-    if (w->pyfile != NULL || w->cap != TG_WRITER_BUFSIZE || w->kick == NULL)
+    if (w->pyfile != NULL || w->kick == NULL)
         return 0;
+    slots = (unsigned)((w->cap + TG_WRITER_BUFSIZE - 1) / TG_WRITER_BUFSIZE);
     pthread_mutex_lock(&w->lock);
     n = atomic_load_explicit(&w->nfull, memory_order_relaxed);
-    if (atomic_fetch_add_explicit(&tg_writer_nqueued, 1, memory_order_relaxed)
-                >= TG_WRITER_QUEUED_MAX
-            || tg_writer_queue_room_unlocked(w, n) < 0) {
-        atomic_fetch_sub_explicit(&tg_writer_nqueued, 1, memory_order_relaxed);
+    if (atomic_fetch_add_explicit(&tg_writer_nqueued, slots, memory_order_relaxed) + slots
+                > TG_WRITER_QUEUED_MAX
+            || tg_writer_queue_room_unlocked(w, n, need, &big) < 0) {
+        atomic_fetch_sub_explicit(&tg_writer_nqueued, slots, memory_order_relaxed);
     } else {
         w->fullq[n].buf = w->buf;
         w->fullq[n].from = w->flushed;
         w->fullq[n].len = atomic_load_explicit(&w->len, memory_order_relaxed);
+        w->fullq[n].cap = w->cap;
+        w->fullq[n].slots = slots;
         atomic_store_explicit(&w->nfull, n + 1, memory_order_relaxed);
-        w->buf = w->spare;
-        w->spare = NULL;
+        atomic_fetch_add_explicit(&w->nslots, slots, memory_order_relaxed);
+        if (big != NULL) {
+            w->buf = big;
+            w->cap = need;
+        } else {
+            w->buf = w->spare;
+            w->spare = NULL;
+            w->cap = TG_WRITER_BUFSIZE;
+        }
         tg_writer_emptied(w);
         w->flushed = 0;
         done = 1;
@@ -470,7 +512,7 @@ tg_writer_reserve_slow(struct tg_writer *w, size_t n)
     if (!tg_writer_usable(w))
         return NULL;
     len = atomic_load_explicit(&w->len, memory_order_relaxed);
-    if (len + n > w->cap && n <= TG_WRITER_BUFSIZE && (h = tg_writer_handoff(w)) != 0) {
+    if (len + n > w->cap && (h = tg_writer_handoff(w, n)) != 0) {
         if (h < 0)
             return NULL;  /* dropped, counted by the caller; lim kept: the
                            * next record tries again */
@@ -523,15 +565,17 @@ tg_writer_close_unlocked(struct tg_writer *w)
         close(w->fd);
     w->fd = -1;
     atomic_store(&w->lim, 0);
-    free(w->buf);
+    tg_writer_buf_free(w->buf, w->cap);
     w->buf = NULL;
     w->cap = 0;
-    while (atomic_load_explicit(&w->nfull, memory_order_relaxed) > 0)
-        free(tg_writer_pop_unlocked(w).buf);
+    while (atomic_load_explicit(&w->nfull, memory_order_relaxed) > 0) {
+        struct tg_writer_full f = tg_writer_pop_unlocked(w);
+        tg_writer_buf_free(f.buf, f.cap);
+    }
     free(w->fullq);
     w->fullq = NULL;
     w->fullq_cap = 0;
-    free(w->spare);
+    tg_writer_buf_free(w->spare, TG_WRITER_BUFSIZE);
     w->spare = NULL;
     tg_writer_emptied(w);
     w->flushed = 0;
@@ -604,9 +648,10 @@ tg_writer_drop_in_child(struct tg_writer *w)
         w->buf = NULL;
         w->cap = 0;
         atomic_fetch_sub_explicit(&tg_writer_nqueued,
-                                  atomic_load_explicit(&w->nfull, memory_order_relaxed),
+                                  atomic_load_explicit(&w->nslots, memory_order_relaxed),
                                   memory_order_relaxed);
         atomic_store_explicit(&w->nfull, 0, memory_order_relaxed);
+        atomic_store_explicit(&w->nslots, 0, memory_order_relaxed);
         w->fullq = NULL;
         w->fullq_cap = 0;
         w->spare = NULL;

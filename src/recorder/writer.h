@@ -30,7 +30,8 @@
  * write(2) in the program's thread, with the GIL held, was a sixth of the
  * recorder's cost on call-heavy code, and the write may be stuck on a blocked
  * sink): under `lock` alone it queues the buffer for the flusher (`fullq`),
- * takes the spare one (or a new one) and asks its creator to wake the flusher
+ * takes the spare one (or a new one; for a record longer than a buffer, one
+ * made to its size, handed off in turn) and asks its creator to wake the flusher
  * (the `kick` callback, tg_writer_set_kick; a writer without one writes its
  * buffer itself).  It never waits for a write: when TG_WRITER_QUEUED_MAX
  * buffers wait already, the record is refused (reserve returns NULL; the recorder
@@ -41,7 +42,9 @@
  * Owner-only sinks (Python streams) are only ever touched with the GIL and take
  * no lock (a Python write may release the GIL; holding a lock across it could
  * deadlock a fork); the flusher never writes them.  Buffers come from malloc(),
- * never PyMem, so the tracer's own memory is invisible to the allocator hooks.
+ * never PyMem, so the tracer's own memory is invisible to the allocator hooks;
+ * a closed writer's 64 KiB buffers are pooled for the next ones
+ * (tg_writer_pooled), so threads coming and going do not churn the heap.
  */
 #ifndef TG_WRITER_H
 #define TG_WRITER_H
@@ -79,13 +82,18 @@ struct tg_writer_sink {
  * flusher: past them (a sink stuck, or slower than the program, for that
  * long) the records of a stream whose buffer fills are dropped and counted,
  * never waited for.  Process-wide, so that a burst of one stream (a deep
- * recursion unwinding) passes whole while the flusher catches up. */
+ * recursion unwinding) passes whole while the flusher catches up.  A buffer
+ * made for a record longer than TG_WRITER_BUFSIZE counts as as many as its
+ * size fills. */
 #define TG_WRITER_QUEUED_MAX 1024
 
 /* A filled buffer handed to the flusher: its bytes [from, len) are to write. */
 struct tg_writer_full {
     char *buf;
     size_t from, len;
+    size_t cap;      /* its size: TG_WRITER_BUFSIZE, or more for a long record */
+    unsigned slots;  /* its weight against TG_WRITER_QUEUED_MAX: cap in
+                      * TG_WRITER_BUFSIZE units, rounded up */
 };
 
 struct tg_writer {
@@ -125,6 +133,9 @@ struct tg_writer {
     unsigned fullq_cap;     /* lock */
     _Atomic unsigned nfull; /* entries in fullq; written under lock, atomic: the
                              * flusher peeks at it unlocked */
+    _Atomic unsigned nslots;  /* their slots (tg_writer_full); written under lock,
+                             * atomic: a forked child reads it when the lock
+                             * was held at the fork */
     char *spare;            /* an empty TG_WRITER_BUFSIZE buffer, or NULL; lock */
     int64_t first_ns;       /* monotonic time of the oldest line since the last rewind
                              * (Python streams' age check); producer only */
@@ -160,7 +171,8 @@ static inline int tg_writer_usable(struct tg_writer *w)
            && !w->dropped;
 }
 /* The slow path of tg_writer_reserve: first line of an empty buffer (stamps
- * first_ns), full buffer (flushes or grows), stopped stream. */
+ * first_ns), full buffer (handed off; without a kick, flushed or grown),
+ * stopped stream. */
 char *tg_writer_reserve_slow(struct tg_writer *w, size_t n);
 /* Producer (GIL held): space for N more bytes at the end of the buffer, flushing
  * or growing first as needed; NULL if the stream is stopped or memory ran out.
@@ -189,16 +201,6 @@ void tg_writer_flush_full_nogil(struct tg_writer *w);
 /* Write out what is pending and rewind the buffer.  GIL held, no producer running
  * (the owner itself, disable(), thread end). */
 void tg_writer_flush(struct tg_writer *w);
-/* Take W's unwritten bytes instead of writing them: the handed-off buffers'
- * rest, then [flushed, len), copied back to back into *OUT (malloc'ed; the
- * caller frees it), *SPLIT where the first part ends (both parts are whole
- * records), *LEN in all; W is left empty, as after a flush.  For a sink
- * writer (not owner-only) whose stream ends: the capture queues the bytes
- * rather than have the ending thread wait for a blocked sink.  Takes W's
- * io_lock (so after any write of W in progress).  The producer, GIL held.  Returns 0
- * (*OUT NULL when nothing is left or W is stopped or dropped) or -1 (out of
- * memory: nothing taken). */
-int tg_writer_take_pending(struct tg_writer *w, char **out, size_t *split, size_t *len);
 /* The stream of a thread that ended, closed by whoever writes for it (the
  * flusher), no GIL needed: write what is pending (the handed-off buffers,
  * then the rest), close the descriptor and free the buffers.  err and path
@@ -227,6 +229,14 @@ void tg_writer_drop_in_child(struct tg_writer *w);
 /* Filled buffers waiting for a flusher, of all writers (bounded by
  * TG_WRITER_QUEUED_MAX). */
 unsigned tg_writer_queued(void);
+
+/* TG_WRITER_BUFSIZE buffers given back by closed writers and kept for the
+ * next ones (at most 16, process-wide). */
+unsigned tg_writer_pooled(void);
+/* In a forked child (the atfork child handler, before any
+ * tg_writer_drop_in_child): the pool's lock made anew if a thread not in the
+ * child held it (its buffers then left alone). */
+void tg_writer_pool_after_fork_child(void);
 
 /* CLOCK_MONOTONIC in ns (the age of a Python stream's oldest line). */
 int64_t tg_monotonic_ns(void);

@@ -611,6 +611,7 @@ static void test_end_while_written(void)
 	tg_thread_table_end(&tt, a);
 	CHECK(!listed(&tt, a) && listed(&tt, b));
 	CHECK(tt.ended == a && a->pins == 1);
+	CHECK_INT(tt.n_ending, 1);  /* its files maybe still open */
 	CHECK_INT(kicks, 1);  /* the flusher is told */
 	tg_thread_table_totals(&tt, &rec, &srec, &drop, &threads);
 	CHECK_INT(rec, 4);    /* settled at once */
@@ -624,6 +625,8 @@ static void test_end_while_written(void)
 	CHECK(a->mem.buf == NULL && a->mem.fd < 0 && a->mem.path != NULL);
 	CHECK_STR(slurp("ea"), "a last\n");
 	tg_thread_table_closed_add(&tt, list);
+	CHECK_INT(tt.n_ending, 0);
+	tg_thread_table_wait_ended(&tt);  /* at once: nothing ending */
 	/* The next GIL holder: report and free. */
 	list = tg_thread_table_take_closed(&tt);
 	CHECK(list == a && tt.closed == NULL);

@@ -196,6 +196,62 @@ static void count_kick(void *ctx)
 	kicks++;
 }
 
+/* One record larger than the buffer, with a flusher: the producer writes
+ * nothing itself (it used to flush and grow its buffer, waiting for any
+ * write in progress, with the GIL held): the buffer before it is handed off,
+ * the record goes in a buffer of its own, handed off in turn at the next
+ * record, weighed by its size against TG_WRITER_QUEUED_MAX; the flusher
+ * writes both in order; the writer goes on in a 64 KiB buffer. */
+static void test_huge_record_handoff(void)
+{
+	struct tg_writer w;
+	const char *p = fresh_path();
+	char path[256];
+	size_t n = TG_WRITER_BUFSIZE * 3 + 17, len;
+	char *rec, *got, *want;
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s", p);
+	tg_writer_init(&w);
+	tg_writer_set_kick(&w, count_kick, &kicks);
+	CHECK_INT(tg_writer_open_path(&w, path), 0);
+	kicks = 0;
+	CHECK(put_line(&w, "x", 0));
+	rec = tg_writer_reserve(&w, n);
+	CHECK(rec != NULL);
+	if (rec != NULL) {
+		memset(rec, 'h', n - 1);
+		rec[n - 1] = '\n';
+		tg_writer_commit(&w, n);
+	}
+	CHECK_INT(kicks, 1);
+	CHECK_INT(atomic_load(&w.nfull), 1);  /* "x0" */
+	CHECK_INT(w.cap, n);
+	CHECK(put_line(&w, "y", 1));
+	CHECK_INT(kicks, 2);
+	CHECK_INT(atomic_load(&w.nfull), 2);  /* and the long record's own */
+	CHECK_INT(tg_writer_queued(), 1 + 4);  /* 64 KiB, then 3 x 64 KiB + 17 */
+	CHECK_INT(w.cap, TG_WRITER_BUFSIZE);
+	CHECK(stat(path, &st) == 0 && st.st_size == 0);  /* nothing written by it */
+	tg_writer_flush_full_nogil(&w);  /* the flusher */
+	CHECK_INT(tg_writer_queued(), 0);
+	CHECK(w.spare != NULL);  /* the 64 KiB one; the long one freed */
+	CHECK(stat(path, &st) == 0 && (size_t)st.st_size == n + 3);
+	tg_writer_release(&w);
+	want = malloc(n + 16);
+	memcpy(want, "x0\n", 3);
+	memset(want + 3, 'h', n - 1);
+	want[3 + n - 1] = '\n';
+	memcpy(want + 3 + n, "y1\n", 3);
+	got = slurp(path, &len);
+	CHECK_INT(len, n + 6);
+	CHECK(got != NULL && len == n + 6 && memcmp(got, want, n + 6) == 0);
+	free(got);
+	free(want);
+	CHECK_INT(atomic_load(&w.err), 0);
+	tg_writer_destroy(&w);
+}
+
 static void test_full_kick(void)
 {
 	struct tg_writer w;
@@ -451,45 +507,100 @@ static void test_sink(void)
 	close(s.fd);
 }
 
-/* A stream's last bytes taken instead of written (a capture stream ending):
- * the handed-off buffer's rest, then the current one, split between the two,
- * the writer left empty, nothing written by the sink then or at release. */
-static void test_take_pending(void)
+/* A closed writer's 64 KiB buffers are kept for the next writer, up to the
+ * pool's bound; a long record's buffer is not. */
+static void test_pool(void)
+{
+	struct tg_writer w, v;
+	const char *p;
+	char path[256];
+	char *buf;
+	unsigned before;
+	int i;
+
+	tg_writer_init(&w);
+	tg_writer_init(&v);
+	p = fresh_path();
+	snprintf(path, sizeof(path), "%s", p);
+	CHECK_INT(tg_writer_open_path(&w, path), 0);
+	CHECK(put_line(&w, "p", 0));
+	buf = w.buf;
+	before = tg_writer_pooled();
+	tg_writer_release(&w);
+	CHECK_INT(tg_writer_pooled(), before + 1);
+	p = fresh_path();
+	snprintf(path, sizeof(path), "%s", p);
+	CHECK_INT(tg_writer_open_path(&v, path), 0);
+	CHECK(v.buf == buf);  /* the same block, from the pool */
+	CHECK_INT(tg_writer_pooled(), before);
+	tg_writer_release(&v);
+	/* bounded: writers closed past it free their buffers */
+	for (i = 0; i < 40; i++) {
+		p = fresh_path();
+		snprintf(path, sizeof(path), "%s", p);
+		CHECK_INT(tg_writer_open_path(&w, path), 0);
+		CHECK_INT(tg_writer_open_path(&v, path), -EEXIST);  /* a stopped one too */
+		tg_writer_release(&v);
+		tg_writer_release(&w);
+	}
+	CHECK_INT(tg_writer_pooled(), 16);
+	tg_writer_destroy(&w);
+	tg_writer_destroy(&v);
+}
+
+/* A thread's stream closed by the flusher after its end
+ * (tg_writer_close_nogil): the handed-off buffer, then the rest, written in
+ * order, the buffers freed, the error and path kept for the report; the
+ * release writes nothing more and closes the sink once. */
+static void test_close_nogil(void)
 {
 	struct tg_writer w;
+	const char *p = fresh_path();
+	char path[256];
 	struct fd_sink s = { 0 };
-	char *tail, *want, *want_full;
-	size_t split, len, want_len, full_len;
 	long n = 0;
 
-	s.fd = open("/dev/null", O_WRONLY);
+	snprintf(path, sizeof(path), "%s", p);
+	s.fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
 	CHECK(s.fd >= 0);
 	tg_writer_init(&w);
 	tg_writer_set_kick(&w, count_kick, &kicks);
-	CHECK_INT(tg_writer_open_sink(&w, &shared_sink, &s, 0, "take"), 0);
-	/* nothing pending: nothing taken */
-	CHECK_INT(tg_writer_take_pending(&w, &tail, &split, &len), 0);
-	CHECK(tail == NULL && split == 0 && len == 0);
+	CHECK_INT(tg_writer_open_sink(&w, &shared_sink, &s, 0, "close"), 0);
 	kicks = 0;
 	while (kicks == 0 && n < 100000) {  /* bounded: a writer that never kicks fails */
-		CHECK(put_line(&w, "t", n));
+		CHECK(put_line(&w, "c", n));
 		n++;
 	}
 	CHECK_INT(atomic_load(&w.nfull), 1);  /* handed off, not written yet */
-	CHECK(put_line(&w, "t", n));
+	CHECK(put_line(&w, "c", n));
 	n++;
-	CHECK_INT(tg_writer_take_pending(&w, &tail, &split, &len), 0);
-	want = expected_lines("t", 0, n, &want_len);
-	want_full = expected_lines("t", 0, n - 2, &full_len);
-	CHECK(tail != NULL && len == want_len && memcmp(tail, want, want_len) == 0);
-	CHECK_INT(split, full_len);  /* the handed-off buffer's lines, then the rest */
-	CHECK(atomic_load(&w.nfull) == 0 && atomic_load(&w.len) == 0);
-	tg_writer_flush_nogil(&w);
+	tg_writer_close_nogil(&w);
+	CHECK_INT(s.writes, 2);
+	CHECK(check_file_lines(path, "c", 0, n));
+	CHECK(w.buf == NULL && w.spare == NULL && w.fullq == NULL);
+	CHECK_INT(tg_writer_queued(), 0);
+	CHECK(w.path != NULL && strcmp(w.path, "close") == 0);  /* for the report */
+	CHECK_INT(s.closes, 0);
+	tg_writer_close_nogil(&w);  /* twice: nothing */
 	tg_writer_release(&w);
-	CHECK_INT(s.writes, 0);
-	free(tail);
-	free(want);
-	free(want_full);
+	CHECK_INT(s.writes, 2);
+	CHECK_INT(s.closes, 1);
+	CHECK(w.path == NULL);
+	tg_writer_destroy(&w);
+	close(s.fd);
+
+	/* A stopped stream: nothing written, the error kept. */
+	memset(&s, 0, sizeof(s));
+	s.fd = open("/dev/full", O_WRONLY);
+	CHECK(s.fd >= 0);
+	tg_writer_init(&w);
+	CHECK_INT(tg_writer_open_sink(&w, &shared_sink, &s, 0, "/dev/full"), 0);
+	CHECK(put_line(&w, "f", 1));
+	tg_writer_close_nogil(&w);
+	CHECK_INT(atomic_load(&w.err), ENOSPC);
+	CHECK(w.buf == NULL && w.path != NULL);
+	tg_writer_release(&w);
+	CHECK_INT(s.writes, 1);
 	tg_writer_destroy(&w);
 	close(s.fd);
 }
@@ -743,6 +854,88 @@ static void test_stuck_write(void)
 	alarm(0);
 }
 
+/* A record longer than a buffer while a flush is stuck in the sink's write
+ * (io_lock held): the producer hands it off as it does a full buffer,
+ * without waiting (it used to flush and grow its buffer itself, and so
+ * waited for the stuck write, with the GIL held); once the write goes on,
+ * everything arrives in order. */
+static void test_stuck_long_record(void)
+{
+	struct tg_writer w;
+	struct stuck_sink s = { 0 };
+	int pfd[2], flags;
+	char junk[4096];
+	pthread_t ft, dt;
+	struct drainer dr = { 0 };
+	size_t fill = 0, n = TG_WRITER_BUFSIZE * 2 + 5, a_len, want_len;
+	char *rec, *a, *want, *all;
+
+	alarm(120);  /* a wait for the stuck write ends the test, not hangs it */
+	CHECK(pipe(pfd) == 0);
+	flags = fcntl(pfd[1], F_GETFL);
+	fcntl(pfd[1], F_SETFL, flags | O_NONBLOCK);
+	memset(junk, 'j', sizeof(junk));
+	for (;;) {  /* fill the pipe */
+		ssize_t k = write(pfd[1], junk, sizeof(junk));
+		if (k <= 0)
+			break;
+		fill += (size_t)k;
+	}
+	fcntl(pfd[1], F_SETFL, flags);
+	s.fd = pfd[1];
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.cond, NULL);
+	tg_writer_init(&w);
+	tg_writer_set_kick(&w, no_kick, NULL);
+	CHECK_INT(tg_writer_open_sink(&w, &stuck_sink_ops, &s, 0, "stuck-long"), 0);
+	CHECK(put_line(&w, "s", 0));
+	CHECK(pthread_create(&ft, NULL, stuck_flusher_main, &w) == 0);
+	pthread_mutex_lock(&s.lock);
+	while (s.entered == 0)
+		pthread_cond_wait(&s.cond, &s.lock);
+	pthread_mutex_unlock(&s.lock);
+	/* the flusher is in the sink's write of "s0", and stays there */
+	CHECK(put_line(&w, "s", 1));
+	rec = tg_writer_reserve(&w, n);
+	CHECK(rec != NULL);
+	if (rec != NULL) {
+		memset(rec, 'L', n - 1);
+		rec[n - 1] = '\n';
+		tg_writer_commit(&w, n);
+	}
+	CHECK(put_line(&w, "s", 2));
+	CHECK_INT(atomic_load(&w.nfull), 2);  /* "s1", then the long record's own */
+	/* let the write go */
+	a = expected_lines("s", 0, 2, &a_len);
+	want_len = a_len + n + 3;
+	want = malloc(want_len);
+	memcpy(want, a, a_len);
+	memset(want + a_len, 'L', n - 1);
+	want[a_len + n - 1] = '\n';
+	memcpy(want + a_len + n, "s2\n", 3);
+	dr.fd = pfd[0];
+	dr.cap = fill + want_len + 1;
+	dr.buf = all = malloc(dr.cap);
+	CHECK(pthread_create(&dt, NULL, drainer_main, &dr) == 0);
+	pthread_join(ft, NULL);
+	tg_writer_flush(&w);
+	tg_writer_release(&w);
+	close(pfd[1]);
+	pthread_join(dt, NULL);
+	CHECK_INT(dr.len, fill + want_len);
+	CHECK(dr.len == fill + want_len && memcmp(all + fill, want, want_len) == 0);
+	CHECK_INT(atomic_load(&w.err), 0);
+	CHECK_INT(tg_writer_queued(), 0);
+	free(all);
+	free(want);
+	free(a);
+	close(pfd[0]);
+	tg_writer_destroy(&w);
+	pthread_mutex_destroy(&s.lock);
+	pthread_cond_destroy(&s.cond);
+	alarm(0);
+}
+
 /* --- a flusher thread against a producer thread ---------------------------------- */
 
 /* The flusher as lifecycle.c runs it: woken by kicks (and, here, spinning
@@ -854,14 +1047,17 @@ int main(void)
 	test_basic();
 	test_huge_record();
 	test_full_kick();
+	test_huge_record_handoff();
 	test_full_no_kick();
 	test_efbig();
 	test_fd_reused();
 	test_sink();
-	test_take_pending();
+	test_close_nogil();
+	test_pool();
 	test_owner_sink();
 	test_fork_drop();
 	test_stuck_write();
+	test_stuck_long_record();
 	test_concurrent();
 	{
 		char cmd[300];

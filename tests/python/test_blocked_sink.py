@@ -349,7 +349,10 @@ FORK_END_PROGRAM = textwrap.dedent("""
     def child_work():
         return [2] * 10
 
+    ender_tid = []
+
     def ender():
+        ender_tid.append(threading.get_native_id())
         _recorder._test_capture_gate(True, False)
         for _ in range(%d):
             work()
@@ -362,6 +365,11 @@ FORK_END_PROGRAM = textwrap.dedent("""
     t = threading.Thread(target=ender, name="ender")
     t.start()
     t.join()
+    # join() returns before the OS thread is gone: its exit (3.8's
+    # pthread_exit, which may dlopen libgcc_s) must not be cut by the fork,
+    # or the child's next dlopen fails on the loader's state (not ours)
+    while str(ender_tid[0]) in os.listdir("/proc/self/task"):
+        os.sched_yield()
     pid = os.fork()
     if pid == 0:
         c = threading.Thread(target=in_child, name="in_child")

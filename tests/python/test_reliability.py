@@ -249,6 +249,7 @@ def test_sigkill_at_a_random_point_keeps_older_records(tmp_path):
 
 def test_thousand_short_lived_threads_close_their_files(tmp_path):
     proc = run_py(tmp_path, PRELUDE + """
+from threadgraph import _recorder
 def work(i):
     return [i] * 10
 p = ProcessProfile(format="text", default_log_path="out")
@@ -264,6 +265,8 @@ for batch in range(20):
     peak = max(peak, nfds())
     for t in ts:
         t.join()
+# an ended thread's files are closed by the flusher, after its end
+_recorder._test_wait_ended()
 after_joins = nfds()
 p.disable()
 print(before_enable, baseline, after_joins, nfds(), peak)
