@@ -17,6 +17,7 @@
  */
 #include "recorder.h"
 #include "monitor.h"
+#include "tls.h"
 
 #if TG_HAVE_MONITORING
 
@@ -71,6 +72,110 @@ tg_offset_int_size(void)
  * PROFILER_ID on 3.12+ and fails if it is taken). */
 static const int tg_mon_tools[] = {3, 4};
 
+/* --- the calling thread's state -------------------------------------------- */
+
+/*
+ * Every event needs the running frame, which only the thread state gives:
+ * PyThreadState_Get is a call into libpython and a __tls_get_addr there
+ * (~20 instructions per event on 3.12, a fifth of the no-op callback's cost).
+ * The thread state is cached in a thread-local of our own instead, and used
+ * when two things hold:
+ * - it is alive: tg_mon_ts.epoch equals tg_mon_ts_epoch.  A thread state
+ *   cannot end without PyThreadState_Clear, which releases its dict; each
+ *   cached state's dict holds a sentinel whose deallocation advances the
+ *   epoch, so that no thread reads a cached state after any cached state was
+ *   cleared (a thread ending, a C thread's PyGILState_Release, finalization,
+ *   the threads a fork leaves behind);
+ * - it is the one running the event: its current frame runs the event's code
+ *   object (every event is fired in the running frame, with its code), which
+ *   an OS thread that has switched to another of its thread states (C code
+ *   may keep several, PyThreadState_Swap) does not pass, but for a frame of
+ *   the same code suspended there.
+ * Otherwise the state is read again (PyThreadState_Get) and cached.
+ */
+
+/* Advanced by a sentinel's deallocation; starts at 1, so that a thread's
+ * zeroed cache is stale.  GIL. */
+static uint64_t tg_mon_ts_epoch = 1;
+
+/* This thread's state and the epoch it was read in.  Thread-local. */
+static _Thread_local struct {
+    PyThreadState *ts;
+    uint64_t epoch;
+} tg_mon_ts __attribute__((tls_model("initial-exec")));
+
+static void
+tg_mon_sentinel_dealloc(PyObject *self)
+{
+    tg_mon_ts_epoch++;
+    PyObject_Free(self);
+}
+
+/* Ready once, with the GIL, at the first install (tg_mon_ready). */
+static PyTypeObject tg_mon_sentinel_type = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "threadgraph._recorder.thread_state_sentinel",
+    .tp_basicsize = sizeof(PyObject),
+    .tp_dealloc = tg_mon_sentinel_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "ends threadgraph's cache of a thread state with it (internal)",
+};
+
+/* Its key in a thread state's dict (an interned str, set at the first
+ * install and kept). */
+static PyObject *tg_mon_sentinel_key;
+
+/* The calling thread's state, read and cached again: its dict gets a sentinel
+ * if it has none.  When that fails the state is returned uncached (the next
+ * event tries again).  GIL held; allocations are the recorder's own. */
+static __attribute__((noinline, cold)) PyThreadState *
+tg_mon_ts_refresh(void)
+{
+    PyThreadState *ts = PyThreadState_Get();
+    uint64_t epoch = tg_mon_ts_epoch;
+    int busy = tg_tls.busy;
+    tg_saved_exc saved;
+    PyObject *dict, *sentinel;
+    int has;
+
+    tg_tls.busy |= TG_BUSY_TRACER;
+    tg_exc_save(&saved);
+    dict = PyThreadState_GetDict();  /* borrowed */
+    if (dict == NULL)
+        goto done;
+    has = PyDict_Contains(dict, tg_mon_sentinel_key);
+    if (has == 0) {
+        sentinel = PyObject_New(PyObject, &tg_mon_sentinel_type);
+        if (sentinel == NULL)
+            goto done;
+        has = PyDict_SetItem(dict, tg_mon_sentinel_key, sentinel) == 0;
+        Py_DECREF(sentinel);
+    }
+    /* A sentinel freed meanwhile (none can be: no code ran) leaves it stale. */
+    if (has == 1 && epoch == tg_mon_ts_epoch) {
+        tg_mon_ts.ts = ts;
+        tg_mon_ts.epoch = epoch;
+    }
+done:
+    PyErr_Clear();
+    tg_exc_restore(&saved);
+    tg_tls.busy = busy;
+    return ts;
+}
+
+/* The key of the frame running CODE, the code object of the calling
+ * thread's event (tg_tstate_frame_key of its state).  GIL held. */
+static inline uintptr_t
+tg_mon_frame(PyObject *code)
+{
+    if (__builtin_expect(tg_mon_ts.epoch == tg_mon_ts_epoch, 1)) {
+        uintptr_t f = tg_tstate_frame_key(tg_mon_ts.ts);
+        if (__builtin_expect(f != 0 && ((struct tg_iframe *)f)->code == code, 1))
+            return f;
+    }
+    return tg_tstate_frame_key(tg_mon_ts_refresh());
+}
+
 /*
  * The callbacks are objects of a small type of their own, called through
  * vectorcall (PEP 590): the interpreter calls tg_mon_cb_call directly, with
@@ -92,10 +197,27 @@ struct tg_mon_cb {
     {                                                                                 \
         (void)kwnames;                                                                \
         if (PyVectorcall_NARGS(nargsf) >= 2)                                          \
-            tg_monitor_event(((struct tg_mon_cb *)self)->rec, what, args[0], args[1], \
+            tg_monitor_event(((struct tg_mon_cb *)self)->rec, what,                  \
+                             tg_mon_frame(args[0]), args[0], args[1],                \
                              NULL, NULL);                                             \
         Py_RETURN_NONE;                                                               \
     }
+
+/* Whether CALLABLE may be a C function for the event path (tg_cfunc_of): a
+ * builtin function or method (or a subtype), or a method descriptor.  The
+ * exact types first, then the Python functions and bound methods that most
+ * CALL events carry, refused without PyCFunction_Check's walk of their type's
+ * MRO (PyType_IsSubtype, ~19 instructions per Python call on 3.12). */
+static inline int
+tg_mon_maybe_c(PyObject *callable)
+{
+    PyTypeObject *tp = Py_TYPE(callable);
+    if (tp == &PyCFunction_Type || tp == &PyMethodDescr_Type)
+        return 1;
+    if (tp == &PyFunction_Type || tp == &PyMethod_Type)
+        return 0;
+    return PyCFunction_Check(callable);
+}
 
 /* C calls and returns take (code, offset, callable, arg0).  CALL comes for
  * every callable, a Python function's included (whose call its PY_START
@@ -107,10 +229,9 @@ struct tg_mon_cb {
     fname(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)    \
     {                                                                                 \
         (void)kwnames;                                                                \
-        if (PyVectorcall_NARGS(nargsf) >= 4                                           \
-                && (PyCFunction_Check(args[2])                                        \
-                    || Py_TYPE(args[2]) == &PyMethodDescr_Type))                      \
-            tg_monitor_event(((struct tg_mon_cb *)self)->rec, what, args[0], args[1], \
+        if (PyVectorcall_NARGS(nargsf) >= 4 && tg_mon_maybe_c(args[2]))               \
+            tg_monitor_event(((struct tg_mon_cb *)self)->rec, what,                  \
+                             tg_mon_frame(args[0]), args[0], args[1],                \
                              args[2], args[3]);                                       \
         Py_RETURN_NONE;                                                               \
     }
@@ -135,7 +256,7 @@ tg_mon_cb_dealloc(PyObject *self)
     PyObject_Free(self);
 }
 
-/* Ready once, with the GIL, at the first install. */
+/* Ready once, with the GIL, at the first install (tg_mon_ready). */
 static PyTypeObject tg_mon_cb_type = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "threadgraph._recorder.monitoring_callback",
@@ -154,8 +275,6 @@ tg_mon_cb_new(struct tg_recorder_object *self, vectorcallfunc func)
 {
     struct tg_mon_cb *cb;
 
-    if (!(tg_mon_cb_type.tp_flags & Py_TPFLAGS_READY) && PyType_Ready(&tg_mon_cb_type) < 0)
-        return NULL;
     cb = PyObject_New(struct tg_mon_cb, &tg_mon_cb_type);
     if (cb == NULL)
         return NULL;
@@ -163,6 +282,21 @@ tg_mon_cb_new(struct tg_recorder_object *self, vectorcallfunc func)
     Py_INCREF((PyObject *)self);
     cb->rec = self;
     return (PyObject *)cb;
+}
+
+/* The types and the key above, made ready at the first install: 0, or -1
+ * with an exception.  GIL held. */
+static int
+tg_mon_ready(void)
+{
+    if (!(tg_mon_cb_type.tp_flags & Py_TPFLAGS_READY) && PyType_Ready(&tg_mon_cb_type) < 0)
+        return -1;
+    if (!(tg_mon_sentinel_type.tp_flags & Py_TPFLAGS_READY)
+            && PyType_Ready(&tg_mon_sentinel_type) < 0)
+        return -1;
+    if (tg_mon_sentinel_key == NULL)
+        tg_mon_sentinel_key = PyUnicode_InternFromString("threadgraph.monitor.tstate");
+    return tg_mon_sentinel_key == NULL ? -1 : 0;
 }
 
 /* sys.monitoring.events attribute -> callback (index into tg_mon_funcs); C
@@ -266,6 +400,10 @@ tg_monitor_install(struct tg_recorder_object *self)
 
     if (mon == NULL)
         return -1;
+    if (tg_mon_ready() < 0) {
+        Py_DECREF(mon);
+        return -1;
+    }
     tool = tg_mon_claim(mon);
     if (tool < 0) {
         if (tool == -2)

@@ -1378,8 +1378,9 @@ tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 #if TG_HAVE_MONITORING
 /* tg_monitor_event's body; D as tg_event's. */
 static inline __attribute__((always_inline)) int
-tg_monitor_event_body(struct tg_recorder_object *obj, int what, PyObject *code,
-                      PyObject *offset, PyObject *callable, PyObject *arg0, const int d)
+tg_monitor_event_body(struct tg_recorder_object *obj, int what, uintptr_t frame,
+                      PyObject *code, PyObject *offset, PyObject *callable, PyObject *arg0,
+                      const int d)
 {
     struct tg_recorder *r = &obj->r;
     struct tg_thread *t;
@@ -1404,7 +1405,7 @@ tg_monitor_event_body(struct tg_recorder_object *obj, int what, PyObject *code,
     /* The interpreter allocated the offset int to call us unless it is one of
      * the small ints: that is not the program's memory. */
     t->event_bias = lasti > TG_SMALL_INT_MAX ? r->offset_int_size : 0;
-    at.key = tg_current_frame_key() | (what >= PyTrace_C_CALL);
+    at.key = frame | (what >= PyTrace_C_CALL);
     at.code = (PyCodeObject *)code;
     at.frame = NULL;
     at.lasti = (int)lasti;
@@ -1415,26 +1416,28 @@ tg_monitor_event_body(struct tg_recorder_object *obj, int what, PyObject *code,
 }
 
 static __attribute__((noinline)) int
-tg_monitor_event_default(struct tg_recorder_object *obj, int what, PyObject *code,
-                         PyObject *offset, PyObject *callable, PyObject *arg0)
+tg_monitor_event_default(struct tg_recorder_object *obj, int what, uintptr_t frame,
+                         PyObject *code, PyObject *offset, PyObject *callable,
+                         PyObject *arg0)
 {
-    return tg_monitor_event_body(obj, what, code, offset, callable, arg0, 1);
+    return tg_monitor_event_body(obj, what, frame, code, offset, callable, arg0, 1);
 }
 
 static __attribute__((noinline)) int
-tg_monitor_event_general(struct tg_recorder_object *obj, int what, PyObject *code,
-                         PyObject *offset, PyObject *callable, PyObject *arg0)
+tg_monitor_event_general(struct tg_recorder_object *obj, int what, uintptr_t frame,
+                         PyObject *code, PyObject *offset, PyObject *callable,
+                         PyObject *arg0)
 {
-    return tg_monitor_event_body(obj, what, code, offset, callable, arg0, 0);
+    return tg_monitor_event_body(obj, what, frame, code, offset, callable, arg0, 0);
 }
 
 int
-tg_monitor_event(struct tg_recorder_object *obj, int what, PyObject *code, PyObject *offset,
-                 PyObject *callable, PyObject *arg0)
+tg_monitor_event(struct tg_recorder_object *obj, int what, uintptr_t frame, PyObject *code,
+                 PyObject *offset, PyObject *callable, PyObject *arg0)
 {
     /* A tail call into the copy for this run's configuration (tg_profile). */
     if (obj->r.default_path)
-        return tg_monitor_event_default(obj, what, code, offset, callable, arg0);
-    return tg_monitor_event_general(obj, what, code, offset, callable, arg0);
+        return tg_monitor_event_default(obj, what, frame, code, offset, callable, arg0);
+    return tg_monitor_event_general(obj, what, frame, code, offset, callable, arg0);
 }
 #endif

@@ -195,15 +195,21 @@ tg_set_profile_on(PyThreadState *ts, Py_tracefunc func, PyObject *arg)
 #if TG_HAVE_MONITORING
 /* Largest cached small int: ints up to it are not allocated. */
 #  define TG_SMALL_INT_MAX 256
+/* The key of the frame thread state TS is running (TS is the caller's). */
 static inline uintptr_t
-tg_current_frame_key(void)
+tg_tstate_frame_key(PyThreadState *ts)
 {
-    PyThreadState *ts = PyThreadState_GET();
 #  if PY_VERSION_HEX >= 0x030D0000
     return (uintptr_t)ts->current_frame;
 #  else
     return (uintptr_t)ts->cframe->current_frame;
 #  endif
+}
+
+static inline uintptr_t
+tg_current_frame_key(void)
+{
+    return tg_tstate_frame_key(PyThreadState_GET());
 }
 #endif
 

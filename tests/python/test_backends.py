@@ -9,7 +9,10 @@ that asking for "monitoring" fails clearly.
 """
 import json
 import os
+import shutil
+import subprocess
 import sys
+import sysconfig
 
 import pytest
 
@@ -194,6 +197,67 @@ def test_thread_started_by_c_code_is_seen_with_monitoring(tmp_path):
     assert len(mems) == 1, os.listdir(run)
     text = open(os.path.join(run, mems[0])).read()
     assert ":inner=>" in text, text
+
+
+@pytest.fixture(scope="module")
+def tstates_ext(tmp_path_factory):
+    """Directory holding the built tstates extension (native/tstates.c)."""
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler to build the test extension")
+    out = tmp_path_factory.mktemp("tstates")
+    target = out / ("tstates" + sysconfig.get_config_var("EXT_SUFFIX"))
+    r = subprocess.run([cc, "-O0", "-shared", "-fPIC", "-pthread",
+                        "-I" + sysconfig.get_paths()["include"], "-o", str(target),
+                        os.path.join(os.path.dirname(__file__), "native", "tstates.c")],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True)
+    if r.returncode != 0:
+        pytest.fail("building tstates failed:\n" + r.stdout)
+    return str(out)
+
+
+@needs_monitoring
+@pytest.mark.parametrize("mode", [0, 1], ids=["gilstate", "two-live-states"])
+def test_calls_from_c_under_new_thread_states(tmp_path, tstates_ext, mode):
+    # The monitoring backend caches each thread's state (monitor.c): a C thread
+    # that calls into Python under a new state each time (freed after the call,
+    # or alive beside the next one) must have every call recorded, paired with
+    # its return, with its exact delta; under ASan a cached state read after it
+    # was freed aborts the run.
+    run_scenario(tmp_path, """
+        import sys
+        sys.path.insert(0, %r)
+        import tstates, threadgraph
+        p = threadgraph.ProcessProfile(format="text", default_log_path="out",
+                                       backend="monitoring")
+        p.trackStack(True)
+        p.logTimestamps(False)
+        kept = []
+        def inner(i):
+            return bytearray(5000)
+        def gen():
+            yield 1
+            yield 2
+        def body(i):
+            kept.append(inner(i))
+            sum(gen())
+        p.enable()
+        tstates.calls(body, 40, %d)
+        body(-1)
+        p.disable()
+        s = p.stats()
+        assert s["dropped"] == 0 and s["unwound"] == 0, s
+    """ % (tstates_ext, mode))
+    run = only_dir(tmp_path / "out")
+    mems = [n for n in os.listdir(run) if n.endswith(".mem") and n != "process.mem"]
+    assert "MainThread.mem" in mems and len(mems) == 2, mems
+    mems.remove("MainThread.mem")
+    lines = open(os.path.join(run, mems[0])).read().splitlines()
+    # bytearray(5000): its object and its 5001-byte buffer
+    assert sum(l.endswith(":inner=>5057") for l in lines) == 40, lines
+    assert sum(":body=>" in l for l in lines) == 40, lines
+    assert sum(":gen=>" in l for l in lines) == 40 * 3, lines
 
 
 def test_bad_backend_is_refused(tmp_path):
