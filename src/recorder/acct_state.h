@@ -66,6 +66,14 @@ tg_acct_bin(size_t size)
     return size == 0 ? 0 : 64 - __builtin_clzll((unsigned long long)size);
 }
 
+/* tg_acct_bin of a SIZE known not to be 0 (the hooks' light paths leave size
+ * 0 to the general path): a bit scan, no test. */
+static inline unsigned
+tg_acct_bin_nz(size_t size)
+{
+    return 64u - (unsigned)__builtin_clzll((unsigned long long)size);
+}
+
 /* Whether accounting is on for this run; written with the GIL at enable and
  * disable, read by the hooks (relaxed: a hook racing with the switch either
  * counts or does not, both are safe).  Kept out of struct tg_acct: the hooks'

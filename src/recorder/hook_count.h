@@ -39,7 +39,8 @@ tg_acct_alloc_light(size_t size, uint64_t *word)
     int64_t req, own;
 
     if (tg_tls.acct_gen != atomic_load_explicit(&tg_acct_light_gen, memory_order_relaxed)
-            || size > TG_ACCT_SIZE_MASK || t->sampler.left <= (int64_t)size)
+            || size - 1 >= TG_ACCT_SIZE_MASK  /* 0 too: tg_acct_bin_nz below */
+            || t->sampler.left <= (int64_t)size)
         return 0;
     req = TG_LOAD(t->requested) + (int64_t)size;  /* one load: they are atomics */
     own = req - TG_LOAD(t->freed);
@@ -50,7 +51,7 @@ tg_acct_alloc_light(size_t size, uint64_t *word)
     }
     t->sampler.left -= (int64_t)size;
     atomic_store_explicit(&t->requested, req, memory_order_relaxed);
-    TG_OWN_ADD(t->hist_alloc[tg_acct_bin(size)], 1);
+    TG_OWN_ADD(t->hist_alloc[tg_acct_bin_nz(size)], 1);
     *word = size;
     return 1;
 }
@@ -63,11 +64,11 @@ tg_acct_free_light(size_t word, int count_thread, size_t *size)
 {
     struct tg_acct_thread *t = tg_tls.acct;
 
-    if (!count_thread || word > TG_ACCT_SIZE_MASK
+    if (!count_thread || word - 1 >= TG_ACCT_SIZE_MASK  /* 0 too */
             || tg_tls.acct_gen != atomic_load_explicit(&tg_acct_light_gen, memory_order_relaxed))
         return 0;
     TG_OWN_ADD(t->freed, (int64_t)word);
-    TG_OWN_ADD(t->hist_free[tg_acct_bin(word)], 1);
+    TG_OWN_ADD(t->hist_free[tg_acct_bin_nz(word)], 1);
     *size = word;
     return 1;
 }
@@ -172,7 +173,7 @@ tg_hook_gil_fast_alloc(void *p, size_t size)
 }
 
 /* Sampled mode's common free in a GIL domain, by the program (the thread not
- * busy): block P in the page map, of at most TG_HOOK_SMALL_MAX bytes, and the
+ * busy): block P in the page map, of 1 to TG_HOOK_SMALL_MAX bytes, and the
  * thread's accounting state current in sampled mode (tg_acct_light_gen, which
  * also says accounting is on: a forked child that goes on recording stops it
  * with the hooks installed): removed and counted as freed by the calling
@@ -189,12 +190,12 @@ tg_hook_gil_fast_free(void *p)
     if ((pg = tg_ptrpage_find(&tg_ptrpage_gil, a, &gi)) == NULL)
         return 0;
     size = (size_t)pg->word1[gi] - 1;  /* no entry (0): SIZE_MAX */
-    if (size > TG_HOOK_SMALL_MAX
+    if (size - 1 >= TG_HOOK_SMALL_MAX  /* 0 too: tg_acct_bin_nz below */
             || tg_tls.acct_gen != atomic_load_explicit(&tg_acct_light_gen, memory_order_relaxed))
         return 0;
     tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
     TG_OWN_ADD(t->freed, (int64_t)size);
-    TG_OWN_ADD(t->hist_free[tg_acct_bin(size)], 1);
+    TG_OWN_ADD(t->hist_free[tg_acct_bin_nz(size)], 1);
     tg_tls.freed += (int64_t)size;
     return 1;
 }

@@ -854,6 +854,88 @@ static void test_stuck_write(void)
 	alarm(0);
 }
 
+/* A record longer than a buffer while a flush is stuck in the sink's write
+ * (io_lock held): the producer hands it off as it does a full buffer,
+ * without waiting (it used to flush and grow its buffer itself, and so
+ * waited for the stuck write, with the GIL held); once the write goes on,
+ * everything arrives in order. */
+static void test_stuck_long_record(void)
+{
+	struct tg_writer w;
+	struct stuck_sink s = { 0 };
+	int pfd[2], flags;
+	char junk[4096];
+	pthread_t ft, dt;
+	struct drainer dr = { 0 };
+	size_t fill = 0, n = TG_WRITER_BUFSIZE * 2 + 5, a_len, want_len;
+	char *rec, *a, *want, *all;
+
+	alarm(120);  /* a wait for the stuck write ends the test, not hangs it */
+	CHECK(pipe(pfd) == 0);
+	flags = fcntl(pfd[1], F_GETFL);
+	fcntl(pfd[1], F_SETFL, flags | O_NONBLOCK);
+	memset(junk, 'j', sizeof(junk));
+	for (;;) {  /* fill the pipe */
+		ssize_t k = write(pfd[1], junk, sizeof(junk));
+		if (k <= 0)
+			break;
+		fill += (size_t)k;
+	}
+	fcntl(pfd[1], F_SETFL, flags);
+	s.fd = pfd[1];
+	pthread_mutex_init(&s.lock, NULL);
+	pthread_cond_init(&s.cond, NULL);
+	tg_writer_init(&w);
+	tg_writer_set_kick(&w, no_kick, NULL);
+	CHECK_INT(tg_writer_open_sink(&w, &stuck_sink_ops, &s, 0, "stuck-long"), 0);
+	CHECK(put_line(&w, "s", 0));
+	CHECK(pthread_create(&ft, NULL, stuck_flusher_main, &w) == 0);
+	pthread_mutex_lock(&s.lock);
+	while (s.entered == 0)
+		pthread_cond_wait(&s.cond, &s.lock);
+	pthread_mutex_unlock(&s.lock);
+	/* the flusher is in the sink's write of "s0", and stays there */
+	CHECK(put_line(&w, "s", 1));
+	rec = tg_writer_reserve(&w, n);
+	CHECK(rec != NULL);
+	if (rec != NULL) {
+		memset(rec, 'L', n - 1);
+		rec[n - 1] = '\n';
+		tg_writer_commit(&w, n);
+	}
+	CHECK(put_line(&w, "s", 2));
+	CHECK_INT(atomic_load(&w.nfull), 2);  /* "s1", then the long record's own */
+	/* let the write go */
+	a = expected_lines("s", 0, 2, &a_len);
+	want_len = a_len + n + 3;
+	want = malloc(want_len);
+	memcpy(want, a, a_len);
+	memset(want + a_len, 'L', n - 1);
+	want[a_len + n - 1] = '\n';
+	memcpy(want + a_len + n, "s2\n", 3);
+	dr.fd = pfd[0];
+	dr.cap = fill + want_len + 1;
+	dr.buf = all = malloc(dr.cap);
+	CHECK(pthread_create(&dt, NULL, drainer_main, &dr) == 0);
+	pthread_join(ft, NULL);
+	tg_writer_flush(&w);
+	tg_writer_release(&w);
+	close(pfd[1]);
+	pthread_join(dt, NULL);
+	CHECK_INT(dr.len, fill + want_len);
+	CHECK(dr.len == fill + want_len && memcmp(all + fill, want, want_len) == 0);
+	CHECK_INT(atomic_load(&w.err), 0);
+	CHECK_INT(tg_writer_queued(), 0);
+	free(all);
+	free(want);
+	free(a);
+	close(pfd[0]);
+	tg_writer_destroy(&w);
+	pthread_mutex_destroy(&s.lock);
+	pthread_cond_destroy(&s.cond);
+	alarm(0);
+}
+
 /* --- a flusher thread against a producer thread ---------------------------------- */
 
 /* The flusher as lifecycle.c runs it: woken by kicks (and, here, spinning
@@ -975,6 +1057,7 @@ int main(void)
 	test_owner_sink();
 	test_fork_drop();
 	test_stuck_write();
+	test_stuck_long_record();
 	test_concurrent();
 	{
 		char cmd[300];

@@ -386,8 +386,11 @@ def test_many_threads_keep_files_and_memory_bounded(tmp_path):
     agg = {(b, n) for b, n in entries(large)}
     assert {(f["base"], f["threads"]) for f in infos[1]["threads_folded"]} <= agg
     # the heap after 4N threads is that after N: 3N threads of 24 bytes each
-    # would pass the slack (the thread log alone took about 250 bytes a thread)
-    assert heap[3] - heap[2] < 24 * 3 * N_MANY, heap
+    # would pass the slack (the thread log alone took about 250 bytes a thread),
+    # besides the aggregate file that the flusher may be making in memory at
+    # either reading (open_memstream's buffer: up to twice the file)
+    slack = 24 * 3 * N_MANY + 2 * os.path.getsize(os.path.join(large, "aggregate.tga"))
+    assert heap[3] - heap[2] < slack, (heap, slack)
     # every call counted: the handler's calls over all entries
     want = 4 * N_MANY * 42  # handler, 20 leaf, 20 append, len
     got = handler_totals(read_aggregate(large))
