@@ -100,42 +100,27 @@ static int export_write(FILE *out, const char *file, const struct tg_xprof *x,
 
 /*
  * Writes FILE: a regular file (or a new one) whole or not at all, through a
- * temporary file renamed into place; a device or a pipe that exists
- * (/dev/stdout) directly, never replaced.  0 or the exit code after the error.
+ * temporary file renamed into place; a symbolic link, a device or a pipe that
+ * exists (/dev/stdout) directly, never replaced (tg_aout_open_path).  0 or
+ * the exit code after the error.
  */
 static int export_one(const char *file, const struct tg_xprof *x, const struct export_prof_args *a,
 		      int pprof)
 {
 	struct tg_aout out = { 0 };
 	struct tg_diag d = { 0 };
-	struct stat st;
 
-	if (stat(file, &st) == 0 && S_ISDIR(st.st_mode))
-		return error("'%s' is a directory: give the file to write", file);
-	if (stat(file, &st) == 0 && !S_ISREG(st.st_mode)) {
-		FILE *f = fopen(file, "w");
-		int rc;
-
-		if (!f)
-			return error("unable to open '%s': %s", file, strerror(errno));
-		rc = export_write(f, file, x, a, pprof, &d);
-		if (fclose(f) == EOF && rc == 0)
-			rc = tg_error(&d, "unable to write '%s': %s", file, strerror(errno));
-		if (rc < 0)
-			return error("%s", d.msg);
-	} else {
-		if (tg_cli_open_output(file, &out, &d) < 0)
-			return error("%s", d.msg);
-		if (export_write(out.f, file, x, a, pprof, &d) < 0) {
-			tg_aout_abort(&out);
-			return error("%s", d.msg);
-		}
-		if (tg_aout_commit(&out, &d) < 0) {
-			tg_aout_release(&out);
-			return error("%s", d.msg);
-		}
-		tg_aout_release(&out);
+	if (tg_cli_open_output(file, &out, &d) < 0)
+		return error("%s", d.msg);
+	if (export_write(out.f, file, x, a, pprof, &d) < 0) {
+		tg_aout_abort(&out);
+		return error("%s", d.msg);
 	}
+	if (tg_aout_commit(&out, &d) < 0) {
+		tg_aout_release(&out);
+		return error("%s", d.msg);
+	}
+	tg_aout_release(&out);
 	if (!a->quiet) {
 		fprintf(stderr, "wrote %s profile of %zu sample%s (%zu thread%s) to ",
 			pprof ? "a pprof" : "a speedscope", x->n_samples,

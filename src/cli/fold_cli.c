@@ -84,17 +84,5 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 
 int tg_cli_open_output(const char *path, struct tg_aout *a, struct tg_diag *d)
 {
-	const char *slash = strrchr(path, '/');
-	char *dir;
-	int rc;
-
-	if (!slash)
-		return tg_aout_open(a, ".", path, d);
-	if (!slash[1])
-		return tg_error(d, "'%s' names a directory, not a file", path);
-	if (!(dir = strndup(path, slash == path ? 1 : (size_t)(slash - path))))
-		return tg_error(d, "out of memory");
-	rc = tg_aout_open(a, dir, slash + 1, d);
-	free(dir);
-	return rc;
+	return tg_aout_open_path(a, path, d);
 }

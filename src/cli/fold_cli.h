@@ -48,7 +48,8 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 struct tg_aout;
 /*
  * Opens PATH (a file name, with or without a directory) for writing through
- * the atomic output: it appears whole on commit or not at all.  0 or -1.
+ * the atomic output: it appears whole on commit or not at all; a symbolic
+ * link, a device or a pipe is written directly (tg_aout_open_path).  0 or -1.
  */
 int tg_cli_open_output(const char *path, struct tg_aout *a, struct tg_diag *d);
 

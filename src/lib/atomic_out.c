@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "atomic_out.h"
@@ -51,6 +52,38 @@ int tg_aout_open(struct tg_aout *a, const char *dir, const char *name, struct tg
 	return 0;
 }
 
+int tg_aout_open_path(struct tg_aout *a, const char *path, struct tg_diag *d)
+{
+	const char *slash = strrchr(path, '/');
+	struct stat st;
+	char *dir;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return tg_error(d, "'%s' is a directory: give the file to write", path);
+	if (lstat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/* a link, a device, a pipe: written through, never replaced */
+		if (!(a->final = strdup(path)))
+			return tg_error(d, "out of memory");
+		if (!(a->f = fopen(path, "w"))) {
+			tg_error(d, "unable to open '%s': %s", path, strerror(errno));
+			tg_aout_release(a);
+			return -1;
+		}
+		return 0;
+	}
+	if (!slash)
+		return tg_aout_open(a, ".", path, d);
+	if (!slash[1])
+		return tg_error(d, "'%s' names a directory, not a file", path);
+	if (!(dir = strndup(path, slash == path ? 1 : (size_t)(slash - path))))
+		return tg_error(d, "out of memory");
+	rc = tg_aout_open(a, dir, slash + 1, d);
+	free(dir);
+	return rc;
+}
+
 int tg_aout_commit(struct tg_aout *a, struct tg_diag *d)
 {
 	int bad = 0;
@@ -61,10 +94,13 @@ int tg_aout_commit(struct tg_aout *a, struct tg_diag *d)
 			bad = 1;
 		a->f = NULL;
 		if (bad) {
-			tg_error(d, "unable to write '%s': %s", a->tmp, strerror(errno));
+			tg_error(d, "unable to write '%s': %s", a->tmp ? a->tmp : a->final,
+				 strerror(errno));
 			goto fail;
 		}
 	}
+	if (!a->tmp)
+		return 0;  /* written directly (tg_aout_open_path) */
 	if (rename(a->tmp, a->final) < 0) {
 		tg_error(d, "unable to rename '%s' to '%s': %s", a->tmp, a->final,
 			 strerror(errno));
@@ -72,7 +108,8 @@ int tg_aout_commit(struct tg_aout *a, struct tg_diag *d)
 	}
 	return 0;
 fail:
-	unlink(a->tmp);
+	if (a->tmp)
+		unlink(a->tmp);
 	return -1;
 }
 

@@ -4,6 +4,11 @@
  * A file is written to DIR/.NAME.tmp.PID and renamed to DIR/NAME on commit; on
  * abort (or any failure) the temporary file is removed, so a failed run never
  * leaves a half-written graph, legend or data file behind.
+ *
+ * A name the user gave that is a symbolic link, a device or a pipe
+ * (/dev/stdout, /dev/null, a FIFO) is written through directly instead
+ * (tg_aout_open_path): renaming over it would replace the link or the device
+ * node itself, not write where it leads.
  */
 #ifndef TG_ATOMIC_OUT_H
 #define TG_ATOMIC_OUT_H
@@ -14,7 +19,7 @@
 
 struct tg_aout {
 	char *final;  /* DIR/NAME (owned) */
-	char *tmp;    /* DIR/.NAME.tmp.PID (owned) */
+	char *tmp;    /* DIR/.NAME.tmp.PID (owned); NULL when written directly */
 	FILE *f;      /* open on tmp until commit/abort; NULL after */
 };
 
@@ -22,6 +27,13 @@ struct tg_aout {
 int tg_aout_names(struct tg_aout *a, const char *dir, const char *name, struct tg_diag *d);
 /* tg_aout_names() and opens the temporary file for writing; 0 or -1. */
 int tg_aout_open(struct tg_aout *a, const char *dir, const char *name, struct tg_diag *d);
+/*
+ * Opens PATH, a file named by the user: a symbolic link, a device or a pipe
+ * that exists is opened and written directly (commit closes it, abort leaves
+ * what was written); anything else as tg_aout_open(dirname, basename).  A
+ * directory is an error.  0 or -1.
+ */
+int tg_aout_open_path(struct tg_aout *a, const char *path, struct tg_diag *d);
 /* Flushes, closes and renames into place; on failure removes tmp.  0 or -1. */
 int tg_aout_commit(struct tg_aout *a, struct tg_diag *d);
 /* Closes (if open) and removes the temporary file; frees names.  Safe twice. */

@@ -270,6 +270,35 @@ def test_both_at_once_and_errors(runs, tmp_path):
     assert r.returncode == 1 and "error:" in r.stderr
 
 
+
+def test_a_link_is_written_through_never_replaced(runs, tmp_path):
+    # `-o /dev/stdout` with stdout redirected to a file made /dev/stdout (a link)
+    # look like a regular file: the profile was written beside it and renamed over
+    # the link, replacing the system's /dev/stdout.  Here the same with links of
+    # the test's own: a link to a regular file, and one to the process's stdout
+    # while stdout is a file, for export, flamegraph and report.
+    target = tmp_path / "target.pb.gz"
+    target.write_bytes(b"old")
+    link = tmp_path / "link.pb.gz"
+    link.symlink_to(target)
+    r = cli("export", "-q", "--pprof", "-o", link, runs[True])
+    assert r.returncode == 0, r.stderr
+    assert link.is_symlink() and os.readlink(str(link)) == str(target)
+    assert gzip.decompress(target.read_bytes())  # the profile, through the link
+    fd1 = tmp_path / "fd1"
+    fd1.symlink_to("/proc/self/fd/1")
+    for args in (["export", "-q", "--pprof", "-o", fd1],
+                 ["flamegraph", "-o", fd1],
+                 ["report", "-o", fd1]):
+        sink = tmp_path / "stdout.txt"
+        with open(str(sink), "wb") as out:
+            r = subprocess.run([CLI] + [str(a) for a in args] + [runs[True]], stdout=out,
+                               stderr=subprocess.PIPE, timeout=120)
+        assert r.returncode == 0, (args, r.stderr)
+        assert fd1.is_symlink(), args
+        assert sink.stat().st_size > 0, args
+        assert not [n for n in os.listdir(str(tmp_path)) if ".tmp." in n], args
+
 def test_pprof_values_at_the_edges(tmp_path):
     # int64 values at their limits and negative (a damaged or hostile snapshot: a
     # negative int64 is a ten-byte varint), a call without file or line
