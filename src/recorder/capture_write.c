@@ -6,6 +6,7 @@
  * stops the capture for good (the recorder reports it at disable()).
  */
 #include "capture_write.h"
+#include "testgate.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -79,57 +80,26 @@ tg_cap_fd_ok(struct tg_cap *cap)
     return 0;
 }
 
-/* The test gate (capture_write.h): all fields under tg_cap_gate_lock, but
- * `armed`, which the write path peeks at (atomic, relaxed). */
-static pthread_mutex_t tg_cap_gate_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t tg_cap_gate_cond = PTHREAD_COND_INITIALIZER;
-static _Atomic int tg_cap_gate_armed;  /* closed, or writers still inside */
-static int tg_cap_gate_closed;        /* writers wait at the gate */
-static unsigned tg_cap_gate_waiting;  /* writers waiting there now */
+/* The capture's test gate (capture_write.h, testgate.h). */
+static struct tg_test_gate tg_cap_gate = TG_TEST_GATE_INIT;
 
 void
 tg_cap_gate_set(int closed)
 {
-    pthread_mutex_lock(&tg_cap_gate_lock);
-    tg_cap_gate_closed = closed;
-    if (closed)
-        atomic_store_explicit(&tg_cap_gate_armed, 1, memory_order_relaxed);
-    pthread_cond_broadcast(&tg_cap_gate_cond);
-    pthread_mutex_unlock(&tg_cap_gate_lock);
+    tg_test_gate_set(&tg_cap_gate, closed);
 }
 
 void
 tg_cap_gate_wait_blocked(void)
 {
-    pthread_mutex_lock(&tg_cap_gate_lock);
-    while (tg_cap_gate_closed && tg_cap_gate_waiting == 0)
-        pthread_cond_wait(&tg_cap_gate_cond, &tg_cap_gate_lock);
-    pthread_mutex_unlock(&tg_cap_gate_lock);
-}
-
-/* A writer at the gate, before its write(2): waits while it is closed. */
-static void
-tg_cap_gate_pass(void)
-{
-    pthread_mutex_lock(&tg_cap_gate_lock);
-    if (tg_cap_gate_closed) {
-        tg_cap_gate_waiting++;
-        pthread_cond_broadcast(&tg_cap_gate_cond);  /* tg_cap_gate_wait_blocked */
-        while (tg_cap_gate_closed)
-            pthread_cond_wait(&tg_cap_gate_cond, &tg_cap_gate_lock);
-        tg_cap_gate_waiting--;
-    }
-    if (!tg_cap_gate_closed && tg_cap_gate_waiting == 0)
-        atomic_store_explicit(&tg_cap_gate_armed, 0, memory_order_relaxed);
-    pthread_mutex_unlock(&tg_cap_gate_lock);
+    tg_test_gate_wait_blocked(&tg_cap_gate);
 }
 
 /* writev(2) all of IOV[0..N) (modified); returns 0 or an errno. */
 static int
 tg_cap_writev_all(int fd, struct iovec *iov, int n)
 {
-    if (__builtin_expect(atomic_load_explicit(&tg_cap_gate_armed, memory_order_relaxed), 0))
-        tg_cap_gate_pass();
+    tg_test_gate_check(&tg_cap_gate);
     while (n > 0) {
         ssize_t w = writev(fd, iov, n);
         if (w < 0) {
@@ -1264,13 +1234,7 @@ tg_cap_drop_in_child(struct tg_cap *cap)
     if (!was_held)
         pthread_mutex_unlock(&cap->lock);
     pthread_mutex_unlock(&cap->defs_lock);
-    /* the test gate: the child's writes are its own, never held by the
-     * parent's closed gate (its lock and condition may have been in use) */
-    pthread_mutex_init(&tg_cap_gate_lock, NULL);
-    pthread_cond_init(&tg_cap_gate_cond, NULL);
-    tg_cap_gate_closed = 0;
-    tg_cap_gate_waiting = 0;
-    atomic_store_explicit(&tg_cap_gate_armed, 0, memory_order_relaxed);
+    tg_test_gate_reset_in_child(&tg_cap_gate);
 }
 
 /* --- C function ids --------------------------------------------------------- */
