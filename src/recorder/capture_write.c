@@ -190,14 +190,10 @@ tg_cap_queue_ends(const struct tg_cap_queue *q, size_t *n)
     return (struct tg_cap_end *)(void *)q->ends.data;
 }
 
-/* Free what Q holds (the ends' tails too) and leave it empty. */
+/* Free what Q holds and leave it empty. */
 static void
 tg_cap_queue_free(struct tg_cap_queue *q)
 {
-    size_t n, i;
-    struct tg_cap_end *en = tg_cap_queue_ends(q, &n);
-    for (i = 0; i < n; i++)
-        free(en[i].tail);
     free(q->defs.data);
     free(q->thr.data);
     free(q->ends.data);
@@ -430,11 +426,8 @@ tg_cap_apply_end_locked(struct tg_cap *cap, const struct tg_cap_end *en)
 }
 
 /* Write the THREAD chunks taken (wq.thr), after the definitions taken, then
- * the ends' last records (wq.ends), and apply those ends.  An end is applied only
- * after its tail is written: in a segmented capture a rotation meanwhile
- * still repeats the thread's definition in the new head.  Returns 0 or the
- * errno that stopped the capture (what is left is freed at close).  Lock
- * held. */
+ * apply the ends taken (wq.ends).  Returns 0 or the errno that stopped the
+ * capture (what is left is freed at close).  Lock held. */
 static int
 tg_cap_out_queued_locked(struct tg_cap *cap)
 {
@@ -453,30 +446,14 @@ tg_cap_out_queued_locked(struct tg_cap *cap)
     }
     cap->wq.thr.len = 0;
     ends = tg_cap_queue_ends(&cap->wq, &n);
-    for (i = 0; i < n; i++) {
-        struct tg_cap_end *en = &ends[i];
-        if (en->tail != NULL) {
-            e = 0;
-            if (en->tail_split > 0)
-                e = tg_cap_raw_out_locked(cap, TG_CAP_CHUNK_EVENTS, en->stat.stream,
-                                          en->tail, en->tail_split);
-            if (!e && en->tail_len > en->tail_split)
-                e = tg_cap_raw_out_locked(cap, TG_CAP_CHUNK_EVENTS, en->stat.stream,
-                                          en->tail + en->tail_split,
-                                          en->tail_len - en->tail_split);
-            if (e && cap->err)
-                return e;  /* else these records alone are lost (E2BIG) */
-            free(en->tail);
-            en->tail = NULL;
-        }
-        tg_cap_apply_end_locked(cap, en);
-    }
+    for (i = 0; i < n; i++)
+        tg_cap_apply_end_locked(cap, &ends[i]);
     cap->wq.ends.len = 0;
     return 0;
 }
 
-/* Write what is pending (definitions, THREAD chunks, ends' last records: see
- * capture_write.h), apply the ends, then chunk KIND/STREAM of BUF/LEN (if BUF
+/* Write what is pending (definitions, THREAD chunks: see capture_write.h),
+ * apply the ends, then chunk KIND/STREAM of BUF/LEN (if BUF
  * is not NULL).  Returns 0 or an errno (the capture stops).  Lock held. */
 static int
 tg_cap_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void *buf, size_t len)
@@ -1043,46 +1020,30 @@ out:
 
 int
 tg_cap_deposit(struct tg_cap *cap, uint32_t stream, uint64_t calls, uint64_t returns,
-               uint64_t dropped, unsigned char *tail, size_t tail_split, size_t tail_len)
+               uint64_t dropped)
 {
     struct tg_cap_end *en;
+    int ret = 0;
 
-    /* Only defs_lock, never `lock` (as tg_cap_define): a thread ending with
-     * the GIL held must not wait for a blocked sink. */
+    /* Only defs_lock, never `lock` (as tg_cap_define): the flusher, or a
+     * thread ending with the GIL held, must not wait for a blocked sink. */
     pthread_mutex_lock(&cap->defs_lock);
-    if (!cap->defs_open) {  /* closed, or a forked child's: nothing to write */
-        pthread_mutex_unlock(&cap->defs_lock);
-        free(tail);
-        return 0;
-    }
+    if (!cap->defs_open)  /* closed, or a forked child's: nothing to write */
+        goto unlock;
     en = (struct tg_cap_end *)(void *)tg_cap_buf_reserve(&cap->q.ends, sizeof(*en),
                                                         16 * sizeof(*en));
-    if (en == NULL)
-        goto nomem;
+    if (en == NULL) {
+        ret = -1;
+        goto unlock;
+    }
     cap->q.ends.len += sizeof(*en);
     en->stat.stream = stream;
     en->stat.calls = calls;
     en->stat.returns = returns;
     en->stat.dropped = dropped;
-    en->tail = tail;
-    en->tail_split = tail ? tail_split : 0;
-    en->tail_len = tail ? tail_len : 0;
+unlock:
     pthread_mutex_unlock(&cap->defs_lock);
-    return 0;
-nomem:
-    pthread_mutex_unlock(&cap->defs_lock);
-    /* Out of memory: the records at least, written here (this may wait). */
-    if (tail != NULL) {
-        pthread_mutex_lock(&cap->lock);
-        if (tail_split > 0)
-            (void)tg_cap_out_locked(cap, TG_CAP_CHUNK_EVENTS, stream, tail, tail_split);
-        if (tail_len > tail_split)
-            (void)tg_cap_out_locked(cap, TG_CAP_CHUNK_EVENTS, stream, tail + tail_split,
-                                    tail_len - tail_split);
-        pthread_mutex_unlock(&cap->lock);
-        free(tail);
-    }
-    return -1;
+    return ret;
 }
 
 int
@@ -1093,7 +1054,7 @@ tg_cap_finish(struct tg_cap *cap, int64_t end_us)
     int e;
 
     pthread_mutex_lock(&cap->lock);
-    /* what is queued first: the ends' last records, and their counters */
+    /* what is queued first: THREAD chunks, and the ends' counters */
     e = tg_cap_out_locked(cap, 0, 0, NULL, 0);
     n = 8 + TG_CAP_VARINT_MAX + cap->n_stats * 4 * TG_CAP_VARINT_MAX;
     buf = e ? NULL : malloc(n);
@@ -1221,8 +1182,8 @@ tg_cap_drop_in_child(struct tg_cap *cap)
         cap->max_size = cap->seg_max = 0;
         cap->seg_no = cap->seg_first = 0;
     }
-    /* q is whole: tg_cap_prepare_fork took defs_lock; the queued ends' tails
-     * stay counted (the next close frees them) */
+    /* q is whole: tg_cap_prepare_fork took defs_lock (its queued ends hold
+     * no memory of their own: left for the next close) */
     cap->q.defs.len = cap->q.thr.len = 0;
     cap->defs_open = 0;
     cap->wq.defs.len = cap->wq.thr.len = 0;
