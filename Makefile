@@ -201,7 +201,8 @@ $(B)/asan/ctest/test_recfmt: $(RECFMT_DEPS)
 
 # The thread state and table are pure C: their test links thread.c with the
 # writer and the names (no Python).
-THREAD_SRC  := src/recorder/thread.c src/recorder/thread_fold.c src/recorder/writer.c \
+THREAD_SRC  := src/recorder/thread.c src/recorder/thread_fold.c src/recorder/thread_lookup.c \
+	       src/recorder/writer.c \
 	       src/recorder/names.c
 THREAD_DEPS := tests/c/test_thread_table.c tests/c/tg_test.h $(THREAD_SRC) \
 	       src/recorder/thread.h src/recorder/writer.h src/recorder/names.h \
