@@ -134,6 +134,7 @@ tg_thread_table_log_add(struct tg_thread_table *tt, char *name, size_t name_len,
     e->custom = custom;
     e->attaching = 1;
     e->folded = 0;
+    tt->log_moves++;
     ret = (long)tt->n_log++;
 unlock:
     pthread_mutex_unlock(&tt->lock);
@@ -172,6 +173,7 @@ tg_thread_table_clear_log(struct tg_thread_table *tt)
     free(tt->log);
     tt->log = NULL;
     tt->n_log = tt->log_cap = 0;
+    tt->log_moves++;
     tt->n_seen = 0;
     for (i = 0; i < tt->n_families; i++)
         free(tt->families[i].base);

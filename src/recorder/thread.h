@@ -156,6 +156,8 @@ struct tg_thread_table {
                                     * less the folded ones */
     size_t n_log, log_cap;
     uint64_t n_seen;               /* the next entry's seq */
+    uint64_t log_moves;            /* times entries were added or removed (a
+                                    * tg_thread_logmap's check) */
     struct tg_thread_family *families;  /* folded threads by family (aggregate);
                                     * at most TG_AGG_FAMILIES + 1 */
     size_t n_families;
@@ -215,6 +217,33 @@ const struct tg_thread_log *tg_thread_table_log_find(const struct tg_thread_tabl
  * (thread_py.c reads its entry by index until it is listed). */
 int tg_thread_table_log_fold(struct tg_thread_table *tt, uint64_t seq, const char *family,
                              int keep);
+/* The log entry of SEQ, or NULL (folded away, or not of this run): a binary
+ * search (thread_lookup.c).  The caller holds the lock. */
+struct tg_thread_log *tg_thread_table_log_seq_unlocked(struct tg_thread_table *tt,
+                                                       uint64_t seq);
+
+/* The log's entries by thread, for a pass naming many threads (the
+ * accounting's): built once in O(entries) under the lock, then each lookup
+ * is O(1) where a walk of the log per thread made the pass quadratic. */
+struct tg_thread_logmap {
+    size_t *slots;     /* log index + 1, open addressing; NULL: no map */
+    size_t mask;
+    uint64_t moves;    /* the log's log_moves when built */
+};
+/* Map TT's log (the lock held).  0, or -1 when out of memory: M is then
+ * empty and tg_thread_logmap_find walks the log as before, as it does once
+ * the log changed (an entry added or removed: the lock was let go between
+ * lookups). */
+int tg_thread_logmap_build(struct tg_thread_logmap *m, const struct tg_thread_table *tt);
+/* The last entry of thread IDENT / NATIVE_ID that is not attaching, or NULL
+ * (as a walk of the log from its end finds it).  The lock held. */
+const struct tg_thread_log *tg_thread_logmap_find(const struct tg_thread_logmap *m,
+                                                  const struct tg_thread_table *tt,
+                                                  unsigned long ident,
+                                                  unsigned long native_id);
+/* Free M's map. */
+void tg_thread_logmap_release(struct tg_thread_logmap *m);
+
 /* Forget the log (names, base names) and the done counts: a new run.  A thread
  * still attaching to the previous run (in its stream_factory call) holds only
  * an index into this log: it checks the run's generation before using it again

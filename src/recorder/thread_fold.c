@@ -43,13 +43,12 @@ tg_thread_table_log_fold(struct tg_thread_table *tt, uint64_t seq, const char *f
     int ret = -1;
 
     pthread_mutex_lock(&tt->lock);
-    /* the oldest ended threads are folded first: near the start */
-    for (i = 0; i < tt->n_log && tt->log[i].seq != seq; i++)
-        ;
-    if (i == tt->n_log || tt->log[i].folded
-            || (f = tg_thread_family_unlocked(tt, family)) == NULL)
+    /* a binary search: with the accounting on, the folded entries stay, and a
+     * walk from the start made a thread per request quadratic */
+    e = tg_thread_table_log_seq_unlocked(tt, seq);
+    if (e == NULL || e->folded || (f = tg_thread_family_unlocked(tt, family)) == NULL)
         goto unlock;
-    e = &tt->log[i];
+    i = (size_t)(e - tt->log);
     if (keep) {
         /* the accounting's files name it by its family (its own base name
          * stays taken in the set: the names of a run's files stay distinct) */
@@ -70,6 +69,7 @@ tg_thread_table_log_fold(struct tg_thread_table *tt, uint64_t seq, const char *f
     free(e->base);
     memmove(e, e + 1, (tt->n_log - i - 1) * sizeof(*e));
     tt->n_log--;
+    tt->log_moves++;
     /* give back what a burst of threads took (the array only grows in log_add) */
     if (tt->log_cap > 64 && tt->n_log < tt->log_cap / 4) {
         struct tg_thread_log *nl = realloc(tt->log, tt->log_cap / 2 * sizeof(*nl));
