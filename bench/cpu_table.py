@@ -96,11 +96,11 @@ def native_table(configs, workloads, rounds_of, faults):
 
 
 def fault_fit(runs):
-    """Least squares CPU = a[c] + b * faults over every run of one workload,
+    """Least squares CPU = a[c] + b * faults over the runs of one workload,
     one intercept per configuration and the slope B shared (pooled within the
     configurations).  RUNS: {config: [(cpu, faults), ...]}.  Returns (a, b,
     residual standard deviation), or None when the faults do not vary."""
-    runs = {c: v for c, v in runs.items() if len(v) >= 2}
+    runs = {c: v for c, v in runs.items() if len(v) >= 3}
     mean = {c: (sum(t for t, _ in v) / len(v), sum(f for _, f in v) / len(v))
             for c, v in runs.items()}
     sxy = sum((f - mean[c][1]) * (t - mean[c][0]) for c, v in runs.items() for t, f in v)
