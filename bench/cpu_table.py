@@ -129,8 +129,8 @@ def fault_table(configs, workloads, runs_of):
         if every[-1] - every[0] < 0.2 * statistics.median(every):
             continue  # the faults hardly vary (e.g. glibc's thresholds fixed): nothing to fit
         fit = fault_fit(runs)
-        if fit is None:
-            continue
+        if fit is None or NATIVE not in fit[0] or "none" not in fit[0]:
+            continue  # too few runs
         a, b, sd = fit
         fref = statistics.median(f for _, f in runs["none"])
         at = {c: a[c] + b * fref for c in a}
