@@ -930,25 +930,44 @@ tg_mod_finish_signal_default(PyObject *mod, PyObject *arg)
     return PyBool_FromLong(tg_sigkick_default(signum) == 0);
 }
 
-/* _test_capture_gate(closed, wait=True): the capture's test gate
- * (capture_write.h).  Closing it returns once a writer is blocked there (the
- * GIL released while it waits), so the caller knows the capture's lock is held
- * by a stuck write; with wait False, at once. */
+/* The test gates' binding: close or open a gate (SET); closing it with WAIT
+ * returns once a writer is blocked there (WAIT_BLOCKED, the GIL released
+ * while it waits), so the caller knows that write is stuck, its lock held. */
 static PyObject *
-tg_mod_test_capture_gate(PyObject *mod, PyObject *args)
+tg_mod_test_gate(PyObject *args, const char *format, void (*set)(int),
+                 void (*wait_blocked)(void))
 {
     int closed, wait = 1;
 
-    (void)mod;
-    if (!PyArg_ParseTuple(args, "p|p:_test_capture_gate", &closed, &wait))
+    if (!PyArg_ParseTuple(args, format, &closed, &wait))
         return NULL;
-    tg_cap_gate_set(closed);
+    set(closed);
     if (closed && wait) {
         Py_BEGIN_ALLOW_THREADS
-        tg_cap_gate_wait_blocked();
+        wait_blocked();
         Py_END_ALLOW_THREADS
     }
     Py_RETURN_NONE;
+}
+
+/* _test_capture_gate(closed, wait=True): the capture's test gate
+ * (capture_write.h), held with the capture's lock. */
+static PyObject *
+tg_mod_test_capture_gate(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    return tg_mod_test_gate(args, "p|p:_test_capture_gate", tg_cap_gate_set,
+                            tg_cap_gate_wait_blocked);
+}
+
+/* _test_text_gate(closed, wait=True): the descriptor writers' test gate
+ * (writer.h: the text files), held with the writer's io_lock. */
+static PyObject *
+tg_mod_test_text_gate(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    return tg_mod_test_gate(args, "p|p:_test_text_gate", tg_writer_gate_set,
+                            tg_writer_gate_wait_blocked);
 }
 
 /* _test_wait_ended(): returns once the flusher has written and closed the
@@ -1017,6 +1036,10 @@ static PyMethodDef tg_module_methods[] = {
      "its write(2), holding the capture's lock, and returns once one is blocked "
      "(_test_capture_gate(True, False): at once); _test_capture_gate(False) lets "
      "them go."},
+    {"_test_text_gate", tg_mod_test_text_gate, METH_VARARGS,
+     "Tests only: as _test_capture_gate, for the writes of the text files "
+     "(.mem, .stack, process.mem): each waits before its write(2), holding its "
+     "writer's io_lock."},
     {NULL, NULL, 0, NULL}
 };
 
