@@ -460,13 +460,15 @@ tg_write_mem_line(struct tg_recorder *r, struct tg_thread *t,
 /* --- capture records (docs/formats.md "Binary capture") ------------------- */
 
 /* A capture record of T could not be written: counted, and marked in the
- * stream before its next record. */
+ * stream before its next record (the writer's next reserve is diverted to the
+ * slow path, tg_cap_reserve_slow, which writes the mark). */
 static void
 tg_cap_drop(struct tg_thread *t)
 {
     t->cap_dropped++;
     t->cap_drop_pending++;
     tg_count(&t->dropped);
+    tg_writer_divert(&t->capw);
 }
 
 /* The time of an event of T in ns: tg_clock_now_ns_mono(&T->clock.last_ns)
@@ -504,18 +506,19 @@ tg_event_us_capture(void)
     return tg_clock_now_us_cached(&tg_tls.clock);
 }
 
-/* Space for one record in T's capture stream (after the pending "dropped"
- * mark), or NULL (the record is counted as dropped). */
-static inline unsigned char *
-tg_cap_reserve(struct tg_thread *t, unsigned char **start)
+/* tg_cap_reserve's slow path: the writer's (a full or empty buffer, a
+ * stopped stream), and the pending "dropped" mark, which diverted the
+ * reserve here (tg_cap_drop).  Out of line: the event path keeps only the
+ * writer's one compare. */
+static __attribute__((noinline, cold)) unsigned char *
+tg_cap_reserve_slow(struct tg_thread *t)
 {
-    unsigned char *p = (unsigned char *)tg_writer_reserve(&t->capw, TG_CAP_RECORD_MAX);
-    *start = p;
-    if (__builtin_expect(p == NULL, 0)) {
+    unsigned char *p = (unsigned char *)tg_writer_reserve_slow(&t->capw, TG_CAP_RECORD_MAX);
+    if (p == NULL) {
         tg_cap_drop(t);
         return NULL;
     }
-    if (__builtin_expect(t->cap_drop_pending != 0, 0)) {
+    if (t->cap_drop_pending != 0) {
         p = tg_cap_enc_dropped(p, t->cap_drop_pending);
         t->cap_drop_pending = 0;
         if (t->cap_unwind_pending != 0) {  /* after the mark: see tg_cap_unwound */
@@ -526,6 +529,45 @@ tg_cap_reserve(struct tg_thread *t, unsigned char **start)
     return p;
 }
 
+/* Whether one record fits in T's capture buffer at once, at offset *LEN: the
+ * writer's fast path (tg_writer_reserve).  While a "dropped" mark is pending
+ * it never does (tg_cap_drop diverts the writer), so the records' fast paths
+ * below need no test of their own, nor one for a NULL pointer: what does not
+ * fit is written by their out-of-line copies, through tg_cap_reserve_slow. */
+static inline __attribute__((always_inline)) int
+tg_cap_fits(struct tg_thread *t, size_t *len)
+{
+    *len = atomic_load_explicit(&t->capw.len, memory_order_relaxed);
+    return __builtin_expect(*len + TG_CAP_RECORD_MAX
+                            <= atomic_load_explicit(&t->capw.lim, memory_order_relaxed), 1);
+}
+
+/* The start of T's capture buffer, where tg_cap_fits found room at LEN. */
+static inline unsigned char *
+tg_cap_at(struct tg_thread *t, size_t len)
+{
+    return (unsigned char *)atomic_load_explicit(&t->capw.buf, memory_order_relaxed) + len;
+}
+
+/* Space for one record in T's capture stream (after the pending "dropped"
+ * mark), or NULL (the record is counted as dropped).  Follow with
+ * tg_cap_commit.  The event path's records use tg_cap_fits instead. */
+static unsigned char *
+tg_cap_reserve(struct tg_thread *t)
+{
+    size_t len;
+    if (tg_cap_fits(t, &len))
+        return tg_cap_at(t, len);
+    return tg_cap_reserve_slow(t);
+}
+
+/* Publish T's capture record, written up to END. */
+static inline void
+tg_cap_commit(struct tg_thread *t, const unsigned char *end)
+{
+    tg_writer_commit_end(&t->capw, (const char *)end);
+}
+
 /* The capture's UNWOUND event: the N innermost open calls of T's stream end
  * without RETURN records.  When it cannot be written now it is kept pending
  * behind a DROPPED mark (one record counted lost), so that the stream's next
@@ -533,15 +575,15 @@ tg_cap_reserve(struct tg_thread *t, unsigned char **start)
 static void
 tg_cap_unwound(struct tg_thread *t, uint64_t n)
 {
-    unsigned char *start, *p;
+    unsigned char *p;
 
-    p = tg_cap_reserve(t, &start);  /* writes a pending mark first */
+    p = tg_cap_reserve(t);  /* writes a pending mark first */
     if (p == NULL) {  /* counted and marked pending by tg_cap_reserve */
         t->cap_unwind_pending += n;
         return;
     }
     p = tg_cap_enc_unwound(p, n);
-    tg_writer_commit(&t->capw, (size_t)(p - start));
+    tg_cap_commit(t, p);
 }
 
 /* NS / 1000 (NS >= 0 is a time since the epoch; a negative one takes the
@@ -576,6 +618,28 @@ tg_cap_dt(struct tg_thread *t, int64_t ns)
     return tg_cap_dt_us(t, tg_ns_to_us(ns));
 }
 
+/* The time field of T's next capture record for the time NS (microseconds
+ * when D), advancing the stream time: only for a record that is written. */
+static inline __attribute__((always_inline)) uint64_t
+tg_cap_dt_of(struct tg_recorder *r, struct tg_thread *t, int64_t ns, const int d)
+{
+    return d ? tg_cap_dt_us(t, ns) : r->timestamps ? tg_cap_dt(t, ns) : 0;
+}
+
+/* tg_cap_call's record when it does not fit at once: 1, or 0 when it is lost
+ * (counted by tg_cap_reserve_slow). */
+static __attribute__((noinline, cold)) int
+tg_cap_call_slow(struct tg_recorder *r, struct tg_thread *t, uint32_t id, int is_c, long line,
+                 int64_t ns, int d)
+{
+    unsigned char *p = tg_cap_reserve_slow(t);
+    if (p == NULL)
+        return 0;
+    p = tg_cap_enc_call(p, id, d || r->timestamps, tg_cap_dt_of(r, t, ns, d), is_c, line);
+    tg_cap_commit(t, p);
+    return 1;
+}
+
 /* CALL of code ID (0: could not be defined) at time NS (in microseconds when
  * D); LINE for C functions (IS_C).  Returns the RETURN's reference line, or
  * TG_CAP_NOT_WRITTEN. */
@@ -583,22 +647,35 @@ static inline __attribute__((always_inline)) int64_t
 tg_cap_call(struct tg_recorder *r, struct tg_thread *t, uint32_t id, int is_c, long line,
             int64_t ns, const int d)
 {
-    const int timed = d || r->timestamps;
-    unsigned char *start, *p;
+    size_t len;
     if (__builtin_expect(id == 0, 0)) {
         tg_cap_drop(t);
         return TG_CAP_NOT_WRITTEN;
     }
-    p = tg_cap_reserve(t, &start);
-    if (p == NULL)
+    if (tg_cap_fits(t, &len))
+        tg_cap_commit(t, tg_cap_enc_call(tg_cap_at(t, len), id, d || r->timestamps,
+                                         tg_cap_dt_of(r, t, ns, d), is_c, line));
+    else if (!tg_cap_call_slow(r, t, id, is_c, line, ns, d))
         return TG_CAP_NOT_WRITTEN;
-    p = tg_cap_enc_call(p, id, timed,
-                        d ? tg_cap_dt_us(t, ns) : timed ? tg_cap_dt(t, ns) : 0, is_c, line);
-    tg_writer_commit(&t->capw, (size_t)(p - start));
     t->cap_calls++;
     if (d || r->cap_counts_stack)
         tg_count(&t->n_stack_records);
     return line;
+}
+
+/* tg_cap_return's record when it does not fit at once: 1, or 0 when it is
+ * lost (counted by tg_cap_reserve_slow). */
+static __attribute__((noinline, cold)) int
+tg_cap_return_slow(struct tg_recorder *r, struct tg_thread *t, int64_t ref, long line,
+                   int64_t ns, int64_t delta, int d)
+{
+    unsigned char *p = tg_cap_reserve_slow(t);
+    if (p == NULL)
+        return 0;
+    p = tg_cap_enc_return(p, (int64_t)line - ref, d || r->timestamps,
+                          tg_cap_dt_of(r, t, ns, d), d || r->track_memory, delta);
+    tg_cap_commit(t, p);
+    return 1;
 }
 
 /* RETURN of the call whose CALL gave REF, at LINE, time NS (microseconds when
@@ -607,19 +684,17 @@ static inline __attribute__((always_inline)) void
 tg_cap_return(struct tg_recorder *r, struct tg_thread *t, int64_t ref, long line, int64_t ns,
               int64_t delta, const int d)
 {
-    const int timed = d || r->timestamps;
-    unsigned char *start, *p;
+    size_t len;
     if (__builtin_expect(ref == TG_CAP_NOT_WRITTEN, 0)) {
         tg_cap_drop(t);  /* its CALL is not in the stream: neither is it */
         return;
     }
-    p = tg_cap_reserve(t, &start);
-    if (p == NULL)
+    if (tg_cap_fits(t, &len))
+        tg_cap_commit(t, tg_cap_enc_return(tg_cap_at(t, len), (int64_t)line - ref,
+                                           d || r->timestamps, tg_cap_dt_of(r, t, ns, d),
+                                           d || r->track_memory, delta));
+    else if (!tg_cap_return_slow(r, t, ref, line, ns, delta, d))
         return;
-    p = tg_cap_enc_return(p, (int64_t)line - ref, timed,
-                          d ? tg_cap_dt_us(t, ns) : timed ? tg_cap_dt(t, ns) : 0,
-                          d || r->track_memory, delta);
-    tg_writer_commit(&t->capw, (size_t)(p - start));
     t->cap_returns++;
     if (d || r->cap_counts_mem)
         tg_count(&t->n_records);
@@ -1000,13 +1075,14 @@ tg_write_return(struct tg_recorder *r, struct tg_thread *t, const char *file, si
  * /proc/self/statm and writes one line per request: tg_process_sample) and
  * restart the countdown.  No system call: a relaxed load and store of the
  * request count (every event holds the GIL).  Out of line: one event in
- * sample_every.  Without sampling (sample_every 0) the countdown is parked at
- * LONG_MAX instead, so that the event path tests the countdown alone. */
+ * sample_every.  Without sampling (sample_every 0) the countdown starts at 0
+ * and wraps, so it comes back here once in 2^64 events, to be parked again:
+ * the event path tests the countdown alone. */
 static __attribute__((noinline, cold)) void
 tg_sample_request(struct tg_recorder *r)
 {
     if (r->sample_every <= 0) {
-        r->sample_countdown = LONG_MAX;
+        r->sample_countdown = ULONG_MAX;
         return;
     }
     r->sample_countdown = r->sample_every;
@@ -1074,11 +1150,13 @@ tg_process_sample(struct tg_recorder *r, uint64_t n)
     tg_count_n(&r->samples_taken, n);
 }
 
-/* Sampling of process.mem: a request every sample_every events of the process. */
+/* Sampling of process.mem: a request every sample_every events of the process.
+ * A test for zero, not <= 0: the decrement's own flags decide, one `sub` to
+ * memory and a branch (the signed test took a load, sub, store and test). */
 static inline void
 tg_maybe_sample(struct tg_recorder *r)
 {
-    if (__builtin_expect(--r->sample_countdown <= 0, 0))
+    if (__builtin_expect(--r->sample_countdown == 0, 0))
         tg_sample_request(r);
 }
 
@@ -1154,6 +1232,13 @@ tg_on_py_return(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *
     if (!tg_close_call(r, t, at->key, &delta, &ref, d)
             || !(d || r->text_mem || r->fmt_binary || r->aggregate))
         return;
+    if (d && !TG_LINE_CACHE) {
+        /* The default configuration writes the capture's RETURN alone, which
+         * names no code (its CALL did) and takes the line from the frame: no
+         * code info lookup (about 12 instructions a return). */
+        tg_write_return(r, t, NULL, 0, tg_at_line(NULL, at), NULL, 0, 0, delta, ref, d);
+        return;
+    }
     {
         struct tg_code_info *info = tg_code_info_get(r, at->code);
         if (info == NULL) {
