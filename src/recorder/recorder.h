@@ -62,7 +62,11 @@ struct tg_recorder {
                                             * lines in stats() */
     int default_path;          /* the default configuration: tg_profile runs its
                                 * copy without configuration tests (recorder.c,
-                                * tg_event_path_choose) */
+                                * tg_event_path_choose); GIL.  Cleared with
+                                * active, so that the fast path (tg_profile_fast)
+                                * need not test active: from enable()'s choice
+                                * to active, no thread's state is of the new
+                                * generation yet */
     int time_calls;            /* read the clock at recorded calls */
     int time_returns;          /* read the clock at recorded returns */
     int memory_mode;           /* enum tg_memory_mode */
