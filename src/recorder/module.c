@@ -350,7 +350,7 @@ tg_rec_thread_index(struct tg_recorder_object *self, PyObject *unused)
 
     if (t == NULL || !r->active || tg_tls.gen != r->gen)
         Py_RETURN_NONE;
-    tg_thread_table_log_note(&r->table, t->log_idx);
+    t->noted = 1;  /* in the log at its end (thread_py.c tg_thread_detach) */
     return PyLong_FromSize_t(t->log_idx);
 }
 
