@@ -340,6 +340,14 @@ tg_ptrtable_insert(struct tg_ptrtable *t, void *ptr, size_t size)
     struct tg_shard *s;
 
     if (t == &tg_ptrtable_gil) {
+        if (__builtin_expect(size == SIZE_MAX, 0)) {
+            /* Not in the newest slot, whose word + 1 tg_ptrtable_gil_take
+             * returns (0 would say "not here"). */
+            if (tg_gil_newest.p == p)
+                tg_gil_newest.p = 0;
+            tg_gil_insert_slow(p, size);
+            return;
+        }
         tg_ptrtable_gil_insert(ptr, size);
         return;
     }

@@ -286,7 +286,9 @@ tg_gil_hash_maybe(uintptr_t p)
  */
 struct tg_gil_newest {
     uintptr_t p;    /* the block, or 0 */
-    size_t word;    /* its word, as given to tg_ptrtable_gil_insert */
+    size_t word;    /* its word, as given to tg_ptrtable_gil_insert: never
+                       SIZE_MAX (tg_ptrtable_insert sends that word to the
+                       hash; the hooks' sizes are at most PY_SSIZE_T_MAX) */
 };
 extern struct tg_gil_newest tg_gil_newest;
 
@@ -351,16 +353,9 @@ tg_ptrtable_gil_take(uintptr_t p, int *marked)
     struct tg_pp_page *pg;
     unsigned gi, w;
 
-    if (p == tg_gil_newest.p) {
-        size_t nw = tg_gil_newest.word;
+    if (p == tg_gil_newest.p) {  /* its word is never SIZE_MAX: + 1 is not 0 */
         tg_gil_newest.p = 0;
-        /* A size an allocator was asked for (at most PY_SSIZE_T_MAX: the
-         * PyMem functions refuse more before calling the hooks), never an
-         * accounting word (those go to the hash): NW + 1 is not 0, and the
-         * callers' test of the result needs no compare on this path. */
-        if (nw > PTRDIFF_MAX)
-            __builtin_unreachable();
-        return nw + 1;
+        return tg_gil_newest.word + 1;
     }
     if (__builtin_expect((pg = tg_ptrpage_find(&tg_ptrpage_gil, p, &gi)) == NULL, 0))
         return 0;
