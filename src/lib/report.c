@@ -502,7 +502,13 @@ static size_t rep_peak_gc(const struct rep_gc *g, const struct rep_files *files,
 	unsigned long long id;
 
 	*objects = 0;
-	if (!g->runs.n || k->call_start < 0 || !rep_native_id(g, files, k->thread, &id))
+	if (!g->runs.n || k->call_start < 0)
+		return 0;
+	/* an aggregate run's folded entry: the runs of its threads (gc.txt's FAMILY) */
+	if (files->v[k->thread].agg_thread && files->v[k->thread].agg_thread->folded)
+		return tg_gc_runs_within_family(&g->runs, files->v[k->thread].agg_thread->base,
+						k->call_start, k->x, objects);
+	if (!rep_native_id(g, files, k->thread, &id))
 		return 0;
 	return tg_gc_runs_within(&g->runs, id, k->call_start, k->x, objects);
 }

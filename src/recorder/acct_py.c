@@ -56,30 +56,29 @@ tg_figs_dict(const struct tg_acct_figs *f, int64_t peak)
 
 /* Name of thread T from the recorder's log (new str), or "native-<id>"; an
  * aggregate run's folded thread goes by its family's name (its base, thread.h),
- * and *FOLDED (may be NULL) says so. */
+ * and *FOLDED (may be NULL) says so.  MAP: R's log by thread, built for the
+ * pass (thread.h tg_thread_logmap; a walk of the log per thread made the
+ * summary of a run of many threads quadratic). */
 static PyObject *
-tg_thread_name(struct tg_recorder *r, struct tg_acct_thread *t, PyObject **base, int *folded)
+tg_thread_name(struct tg_recorder *r, const struct tg_thread_logmap *map,
+               struct tg_acct_thread *t, PyObject **base, int *folded)
 {
-    size_t i;
+    const struct tg_thread_log *e;
     *base = NULL;
     if (folded != NULL)
         *folded = 0;
     if (r != NULL) {
         pthread_mutex_lock(&r->table.lock);
-        for (i = r->table.n_log; i-- > 0;) {
-            if (r->table.log[i].ident == t->ident && r->table.log[i].native_id == t->native_id
-                    && !r->table.log[i].attaching) {
-                PyObject *n = r->table.log[i].folded
-                    ? PyUnicode_FromString(r->table.log[i].base)
-                    : PyUnicode_DecodeUTF8(r->table.log[i].name,
-                                           (Py_ssize_t)r->table.log[i].name_len,
-                                           "surrogateescape");
-                if (folded != NULL)
-                    *folded = r->table.log[i].folded;
-                *base = PyUnicode_FromString(r->table.log[i].base);
-                pthread_mutex_unlock(&r->table.lock);
-                return n;
-            }
+        e = tg_thread_logmap_find(map, &r->table, t->ident, t->native_id);
+        if (e != NULL) {
+            PyObject *n = e->folded
+                ? PyUnicode_FromString(e->base)
+                : PyUnicode_DecodeUTF8(e->name, (Py_ssize_t)e->name_len, "surrogateescape");
+            if (folded != NULL)
+                *folded = e->folded;
+            *base = PyUnicode_FromString(e->base);
+            pthread_mutex_unlock(&r->table.lock);
+            return n;
         }
         pthread_mutex_unlock(&r->table.lock);
     }
@@ -262,6 +261,7 @@ tg_acct_figures_impl(struct tg_recorder *r)
     size_t nfams = 0;
     uint32_t nthreads;
     int i, folded;
+    struct tg_thread_logmap map = {NULL, 0, 0};
 
     memset(pha, 0, sizeof(pha));
     memset(phf, 0, sizeof(phf));
@@ -273,6 +273,11 @@ tg_acct_figures_impl(struct tg_recorder *r)
     t = tg_acct.threads;
     nthreads = tg_acct.nthreads;
     pthread_mutex_unlock(&tg_acct.lock);
+    if (r != NULL) {
+        pthread_mutex_lock(&r->table.lock);
+        (void)tg_thread_logmap_build(&map, &r->table);  /* none: tg_thread_name walks */
+        pthread_mutex_unlock(&r->table.lock);
+    }
     /* names by ix, for the pairs (a thread made after the read head has none) */
     names = PyList_New(nthreads);
     own = tg_acct_own_live(nthreads);
@@ -288,7 +293,7 @@ tg_acct_figures_impl(struct tg_recorder *r)
         PyObject *d, *name, *base, *a, *b;
         tg_acct_thread_figs(t, &f);
         if (t->ix < nthreads) {
-            PyObject *nm = tg_thread_name(r, t, &base, NULL);
+            PyObject *nm = tg_thread_name(r, &map, t, &base, NULL);
             Py_XDECREF(base);
             if (nm == NULL)
                 goto done;
@@ -300,7 +305,7 @@ tg_acct_figures_impl(struct tg_recorder *r)
         }
         if (f.alloc_calls == 0 && f.free_calls == 0)
             continue;
-        name = tg_thread_name(r, t, &base, &folded);
+        name = tg_thread_name(r, &map, t, &base, &folded);
         if (name != NULL && folded) {
             Py_XDECREF(base);
             i = tg_acct_family_add(&fams, &nfams, name, t, &f,
@@ -359,6 +364,7 @@ tg_acct_figures_impl(struct tg_recorder *r)
                         "sample_bytes", (long long)atomic_load(&tg_acct.sample),
                         "freed_by", freed_by, "freed_by_lost_bytes", (long long)lost);
 done:
+    tg_thread_logmap_release(&map);
     tg_acct_families_free(fams, nfams);
     Py_XDECREF(names);
     Py_XDECREF(freed_by);

@@ -99,6 +99,7 @@ tg_acct_thread_bases(struct tg_recorder *r, const char **names, char *native, si
                      uint8_t *folded)
 {
     struct tg_acct_thread *t;
+    struct tg_thread_logmap map = {NULL, 0, 0};
     size_t i;
 
     for (i = 0; i < n; i++)
@@ -107,27 +108,28 @@ tg_acct_thread_bases(struct tg_recorder *r, const char **names, char *native, si
     t = tg_acct.threads;
     pthread_mutex_unlock(&tg_acct.lock);
     /* The list only grows at its head: walking from a read head is safe. */
-    if (r != NULL)
+    if (r != NULL) {
         pthread_mutex_lock(&r->table.lock);
+        (void)tg_thread_logmap_build(&map, &r->table);  /* none: the walk */
+    }
     for (; t != NULL; t = t->next) {
+        const struct tg_thread_log *e;
         if (t->ix >= n)
             continue;
-        for (i = r != NULL ? r->table.n_log : 0; i-- > 0;) {
-            if (r->table.log[i].ident == t->ident && r->table.log[i].native_id == t->native_id
-                && !r->table.log[i].attaching) {
-                names[t->ix] = r->table.log[i].base;
-                folded[t->ix] = (uint8_t)r->table.log[i].folded;
-                break;
-            }
-        }
-        if (names[t->ix] == NULL) {
+        e = r != NULL ? tg_thread_logmap_find(&map, &r->table, t->ident, t->native_id) : NULL;
+        if (e != NULL) {
+            names[t->ix] = e->base;
+            folded[t->ix] = (uint8_t)e->folded;
+        } else {
             char *buf = native + (size_t)t->ix * TG_BASENAME_CAP;
             snprintf(buf, TG_BASENAME_CAP, "native-%lu", t->native_id);
             names[t->ix] = buf;
         }
     }
-    if (r != NULL)
+    if (r != NULL) {
+        tg_thread_logmap_release(&map);
         pthread_mutex_unlock(&r->table.lock);
+    }
 }
 
 /* The counters a snapshot writes for one node. */
@@ -191,7 +193,7 @@ tg_cnt_round(int64_t v)
 /* An aggregate run's folded threads (thread_fold.c) merged by family, so that
  * a snapshot holds a family's calling-context tree once however many threads
  * it has: REP[ix] is the ix written for thread ix (the first folded thread of
- * its family, or itself), CANON[node] the node that holds its counts (the
+ * its family, or itself; REP holds 2 NTHR, its second half a work area), CANON[node] the node that holds its counts (the
  * first one of the family with the same path, or itself), and the counts of
  * the others are added to it in ROWS.  SLOTS (MASK + 1 of them, zero, MASK + 1
  * a power of two above twice NIDS) is the path table.  Nodes come after their
@@ -201,17 +203,22 @@ tg_snap_fold(const struct tg_acct_node *nodes, size_t nids, struct tg_snap_row *
              const uint8_t *folded, const char **tnames, size_t nthr, uint32_t *canon,
              uint32_t *rep, uint32_t *slots, size_t mask)
 {
-    size_t i, j;
+    size_t i, j, nreps = 0;
 
+    /* the families' first threads, in REP's room past NTHR: a family's threads
+     * are found among the families (at most TG_AGG_FAMILIES + 1 of them), not
+     * among all the threads before them, which made a snapshot quadratic */
     for (i = 0; i < nthr; i++) {
         rep[i] = (uint32_t)i;
         if (!folded[i])
             continue;
-        for (j = 0; j < i; j++)
-            if (folded[j] && rep[j] == j && strcmp(tnames[j], tnames[i]) == 0) {
-                rep[i] = (uint32_t)j;
+        for (j = 0; j < nreps; j++)
+            if (strcmp(tnames[rep[nthr + j]], tnames[i]) == 0) {
+                rep[i] = rep[nthr + j];
                 break;
             }
+        if (j == nreps)
+            rep[nthr + nreps++] = (uint32_t)i;
     }
     canon[0] = 0;
     for (i = 1; i < nids; i++) {
@@ -280,7 +287,7 @@ tg_acct_write_snapshot(const char *path, const char *label, unsigned number, int
     v.rows = malloc((nids + 1) * sizeof(*v.rows));
     folded = calloc(nthr + 1, 1);
     canon = malloc((nids + 1) * sizeof(*canon));
-    rep = malloc((nthr + 1) * sizeof(*rep));
+    rep = malloc((2 * nthr + 1) * sizeof(*rep));  /* [nthr, 2 nthr): the families */
     while (mask + 1 < 2 * nids)
         mask = mask * 2 + 1;
     slots = calloc(mask + 1, sizeof(*slots));

@@ -287,32 +287,6 @@ tg_hook_free_gil_general(void *ctx, void *ptr)
     tg_hook_free_body(ctx, ptr, 1);
 }
 
-/* Plain mode's common free in a GIL domain: block P is the newest one or has
- * its word in the page map (ptrtable_fast.h tg_ptrtable_gil_remove's first
- * two cases): its entry is removed and its word + 1 returned.  0 having done
- * nothing (a block in the hash or unknown): the general path takes it.  The
- * word comes back as the value, not through a pointer, so that the hook can
- * end in a tail call. */
-static inline __attribute__((always_inline)) size_t
-tg_hook_gil_plain_take(void *p)
-{
-    uintptr_t a = (uintptr_t)p;
-    struct tg_pp_page *pg;
-    unsigned gi, w;
-
-    if (a == tg_gil_newest.p) {
-        tg_gil_newest.p = 0;
-        return tg_gil_newest.word + 1;
-    }
-    if (__builtin_expect((pg = tg_ptrpage_find(&tg_ptrpage_gil, a, &gi)) == NULL, 0))
-        return 0;
-    w = pg->word1[gi];
-    if (__builtin_expect(w - 1u >= TG_PP_MARK - 1u, 0))  /* no entry, or a mark */
-        return 0;
-    tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
-    return w;
-}
-
 /* Plain mode's free for the GIL domains (see tg_hook_malloc_gil_plain): a
  * block the program frees, entered with at most TG_HOOK_SMALL_MAX bytes, is
  * counted and freed by a tail call without the busy bit (as
@@ -326,7 +300,7 @@ tg_hook_free_gil_plain(void *ctx, void *ptr)
 
     if (__builtin_expect(tg_tls.busy != 0, 0) || ptr == NULL
             || !atomic_load_explicit(&tg_plain, memory_order_relaxed)
-            || (w1 = tg_hook_gil_plain_take(ptr)) == 0) {
+            || (w1 = tg_ptrtable_gil_take((uintptr_t)ptr, NULL)) == 0) {
         tg_hook_free_gil_general(ctx, ptr);
         return;
     }

@@ -133,7 +133,9 @@ tg_thread_table_log_add(struct tg_thread_table *tt, char *name, size_t name_len,
     e->has_stack = has_stack;
     e->custom = custom;
     e->attaching = 1;
+    e->noted = 0;
     e->folded = 0;
+    tt->log_moves++;
     ret = (long)tt->n_log++;
 unlock:
     pthread_mutex_unlock(&tt->lock);
@@ -172,12 +174,16 @@ tg_thread_table_clear_log(struct tg_thread_table *tt)
     free(tt->log);
     tt->log = NULL;
     tt->n_log = tt->log_cap = 0;
+    tt->log_moves++;
     tt->n_seen = 0;
     for (i = 0; i < tt->n_families; i++)
         free(tt->families[i].base);
     free(tt->families);
     tt->families = NULL;
     tt->n_families = 0;
+    free(tt->noted);
+    tt->noted = NULL;
+    tt->n_noted = tt->noted_cap = 0;
     tg_nameset_free(tt->names);
     tt->names = NULL;
     tt->done_records = tt->done_stack_records = tt->done_dropped = 0;

@@ -126,6 +126,8 @@ struct tg_thread_log {
     int has_mem, has_stack, custom;  /* custom: stream_factory files */
     int attaching;     /* its thread is still opening its streams (a stream_factory
                         * is Python: the run may end meanwhile); not listed */
+    int noted;         /* a gc run or a mark names it (gc.txt, marks.txt): a fold
+                        * keeps its family (tg_thread_table_family_of) */
     int folded;        /* folded (aggregate) but kept for the accounting, which
                         * adds it up with its family's: base is then the family's
                         * name; not listed, counted in its family */
@@ -136,6 +138,13 @@ struct tg_thread_log {
 struct tg_thread_family {
     char *base;        /* the entry's name ("req-*"); malloc'ed */
     uint64_t threads;  /* threads folded into it */
+};
+
+/* A noted thread an aggregate run folded away: the family its gc runs and
+ * marks are written under. */
+struct tg_thread_noted {
+    uint64_t seq;      /* its log entry's seq */
+    size_t family;     /* index in the table's families */
 };
 
 /* The threads of a recorder: what disable(), the flusher and fork must reach. */
@@ -156,9 +165,15 @@ struct tg_thread_table {
                                     * less the folded ones */
     size_t n_log, log_cap;
     uint64_t n_seen;               /* the next entry's seq */
+    uint64_t log_moves;            /* times entries were added or removed (a
+                                    * tg_thread_logmap's check) */
     struct tg_thread_family *families;  /* folded threads by family (aggregate);
                                     * at most TG_AGG_FAMILIES + 1 */
     size_t n_families;
+    struct tg_thread_noted *noted; /* folded threads that were noted, by seq once
+                                    * noted_sorted (sorted when looked up) */
+    size_t n_noted, noted_cap;
+    int noted_sorted;
     struct tg_nameset *names;      /* the log's base names (names.h) */
     uint64_t done_records, done_stack_records;  /* counts of unlisted states */
     uint64_t done_dropped;
@@ -215,6 +230,43 @@ const struct tg_thread_log *tg_thread_table_log_find(const struct tg_thread_tabl
  * (thread_py.c reads its entry by index until it is listed). */
 int tg_thread_table_log_fold(struct tg_thread_table *tt, uint64_t seq, const char *family,
                              int keep);
+/* The log entry of SEQ, or NULL (folded away, or not of this run): a binary
+ * search (thread_lookup.c).  The caller holds the lock. */
+struct tg_thread_log *tg_thread_table_log_seq_unlocked(struct tg_thread_table *tt,
+                                                       uint64_t seq);
+
+/* The log's entries by thread, for a pass naming many threads (the
+ * accounting's): built once in O(entries) under the lock, then each lookup
+ * is O(1) where a walk of the log per thread made the pass quadratic. */
+struct tg_thread_logmap {
+    size_t *slots;     /* log index + 1, open addressing; NULL: no map */
+    size_t mask;
+    uint64_t moves;    /* the log's log_moves when built */
+};
+/* Map TT's log (the lock held).  0, or -1 when out of memory: M is then
+ * empty and tg_thread_logmap_find walks the log as before, as it does once
+ * the log changed (an entry added or removed: the lock was let go between
+ * lookups). */
+int tg_thread_logmap_build(struct tg_thread_logmap *m, const struct tg_thread_table *tt);
+/* The last entry of thread IDENT / NATIVE_ID that is not attaching, or NULL
+ * (as a walk of the log from its end finds it).  The lock held. */
+const struct tg_thread_log *tg_thread_logmap_find(const struct tg_thread_logmap *m,
+                                                  const struct tg_thread_table *tt,
+                                                  unsigned long ident,
+                                                  unsigned long native_id);
+/* Free M's map. */
+void tg_thread_logmap_release(struct tg_thread_logmap *m);
+
+/* A gc run or a mark names the thread of log entry SEQ (gc.txt, marks.txt):
+ * if an aggregate run folds it, its family is kept for
+ * tg_thread_table_family_of (the others' are not: the memory stays bounded
+ * by the threads noted).  Takes the lock. */
+void tg_thread_table_log_note(struct tg_thread_table *tt, uint64_t seq);
+/* The family (its entry's name, valid while the lock is held) that an
+ * aggregate run folded the noted thread SEQ into, or NULL when SEQ was not
+ * folded or not noted.  The caller holds the lock. */
+const char *tg_thread_table_family_of_unlocked(struct tg_thread_table *tt, uint64_t seq);
+
 /* Forget the log (names, base names) and the done counts: a new run.  A thread
  * still attaching to the previous run (in its stream_factory call) holds only
  * an index into this log: it checks the run's generation before using it again

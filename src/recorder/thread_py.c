@@ -290,8 +290,7 @@ tg_thread_finish_nogil(struct tg_recorder *r, struct tg_thread *t)
     tg_writer_close_nogil(&t->stack);
     tg_writer_close_nogil(&t->capw);
     if (t->stream != 0)
-        (void)tg_cap_deposit(&r->cap, t->stream, t->cap_calls, t->cap_returns, t->cap_dropped,
-                             NULL, 0, 0);
+        (void)tg_cap_deposit(&r->cap, t->stream, t->cap_calls, t->cap_returns, t->cap_dropped);
 }
 
 void

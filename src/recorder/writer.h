@@ -235,8 +235,19 @@ unsigned tg_writer_queued(void);
 unsigned tg_writer_pooled(void);
 /* In a forked child (the atfork child handler, before any
  * tg_writer_drop_in_child): the pool's lock made anew if a thread not in the
- * child held it (its buffers then left alone). */
+ * child held it (its buffers then left alone); the test gate made anew, open. */
 void tg_writer_pool_after_fork_child(void);
+
+/* Test gate of the descriptor writes (the text files: .mem, .stack,
+ * process.mem): while closed (tg_writer_gate_set(1)), every write(2) of a
+ * descriptor writer waits just before it, with the writer's io_lock held, as a
+ * write into a full pipe or a stalled NFS would (testgate.h;
+ * threadgraph._recorder._test_text_gate).  Sinks (the capture, Python
+ * streams) are not held here: the capture has its own gate.  Process-wide;
+ * open by default, one relaxed load per write while open. */
+void tg_writer_gate_set(int closed);
+/* Wait until a write waits at the closed gate (returns at once if open). */
+void tg_writer_gate_wait_blocked(void);
 
 /* CLOCK_MONOTONIC in ns (the age of a Python stream's oldest line). */
 int64_t tg_monotonic_ns(void);

@@ -304,6 +304,94 @@ static void test_log_fold(void)
 	tg_thread_table_destroy(&tt);
 }
 
+/* The walk the accounting made per thread before the log map (thread.h):
+ * the last entry of IDENT / NATIVE_ID not attaching. */
+static const struct tg_thread_log *walk_find(const struct tg_thread_table *tt,
+					     unsigned long ident, unsigned long native_id)
+{
+	for (size_t i = tt->n_log; i-- > 0;)
+		if (tt->log[i].ident == ident && tt->log[i].native_id == native_id
+		    && !tt->log[i].attaching)
+			return &tt->log[i];
+	return NULL;
+}
+
+/* Many threads, idents reused (as pthread ids are), some folded and kept (the
+ * accounting's case), some folded away, one still attaching: the map finds for
+ * every thread the entry the walk finds, by seq a binary search finds every
+ * entry kept and none folded away, and a map of a log changed since falls
+ * back to the walk. */
+static void test_log_lookup(void)
+{
+	enum { N = 6000 };
+	struct tg_thread_table tt;
+	struct tg_thread_logmap map;
+	char name[32];
+	long i;
+	int bad = 0;
+
+	tg_thread_table_init(&tt, NULL, NULL);
+	for (int k = 0; k < N; k++) {
+		snprintf(name, sizeof(name), "req-%d", k);
+		/* every third thread reuses an earlier one's ident and native id */
+		i = log_one(&tt, name, k % 3 == 2 ? (unsigned long)(k / 3) : 100000 + (unsigned long)k);
+		if (k >= 16 && k % 2)
+			CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq - 16, "req-*", k % 4 == 1),
+				  0);
+	}
+	/* one still attaching: neither finds it */
+	i = tg_thread_table_log_add(&tt, strdup("att"), 3, 7, 1007, 0, 0, 0);
+	CHECK(i >= 0);
+	CHECK_INT(tg_thread_logmap_build(&map, &tt), 0);
+	for (unsigned long id = 0; id < 100000 + N; id = id + 1 == N ? 100000 : id + 1)
+		if (tg_thread_logmap_find(&map, &tt, id, id + 1000) != walk_find(&tt, id, id + 1000))
+			bad++;
+	CHECK_INT(bad, 0);
+	CHECK(tg_thread_logmap_find(&map, &tt, 7, 1007) == NULL);
+	CHECK(tg_thread_logmap_find(&map, &tt, 7, 1008) == NULL);  /* native id differs */
+	/* by seq: each entry kept is found, nothing in between */
+	bad = 0;
+	for (uint64_t seq = 0, j = 0; seq < tt.n_seen; seq++) {
+		struct tg_thread_log *e = tg_thread_table_log_seq_unlocked(&tt, seq);
+		if (j < tt.n_log && tt.log[j].seq == seq)
+			bad += e != &tt.log[j++];
+		else
+			bad += e != NULL;
+	}
+	CHECK_INT(bad, 0);
+	/* a noted thread folded away keeps its family, one not noted does not;
+	 * one folded and kept (the accounting) goes by its entry's base */
+	{
+		long a = log_one(&tt, "na", 200001), b = log_one(&tt, "nb", 200002);
+		long c = log_one(&tt, "nc", 200003);
+		uint64_t sa = tt.log[a].seq, sb = tt.log[b].seq, sc = tt.log[c].seq;
+		tg_thread_table_log_note(&tt, sc);
+		tg_thread_table_log_note(&tt, sa);
+		/* folded out of seq order: the lookup sorts */
+		CHECK_INT(tg_thread_table_log_fold(&tt, sc, "n*", 0), 0);
+		CHECK_INT(tg_thread_table_log_fold(&tt, sb, "n*", 0), 0);
+		CHECK_INT(tg_thread_table_log_fold(&tt, sa, "*", 0), 0);
+		CHECK_STR(tg_thread_table_family_of_unlocked(&tt, sa), "*");
+		CHECK(tg_thread_table_family_of_unlocked(&tt, sb) == NULL);
+		CHECK_STR(tg_thread_table_family_of_unlocked(&tt, sc), "n*");
+		CHECK(tg_thread_table_family_of_unlocked(&tt, tt.log[0].seq) == NULL);
+		for (size_t k = 0; k < tt.n_log; k++)
+			if (tt.log[k].folded) {
+				CHECK_STR(tg_thread_table_family_of_unlocked(&tt, tt.log[k].seq),
+					  "req-*");
+				break;
+			}
+		CHECK_INT(tt.n_noted, 2);
+		CHECK(tg_thread_logmap_find(&map, &tt, 5, 1005) == walk_find(&tt, 5, 1005));
+	}
+	/* the log changes: the old map is not trusted */
+	log_one(&tt, "late", 5);  /* reuses ident 5 */
+	CHECK(tg_thread_logmap_find(&map, &tt, 5, 1005) == &tt.log[tt.n_log - 1]);
+	tg_thread_logmap_release(&map);
+	tg_thread_logmap_release(&map);  /* safe twice */
+	tg_thread_table_destroy(&tt);
+}
+
 /* The name set under claims and releases in a random order (backward-shift
  * deletion keeps every held name reachable): each claim gives a name no held
  * one has, and each released one can be claimed again. */
@@ -658,6 +746,7 @@ int main(void)
 	test_life();
 	test_fork_reap();
 	test_log_fold();
+	test_log_lookup();
 	test_nameset_release();
 	test_concurrent_walk();
 	test_each_holds_no_lock();
