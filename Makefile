@@ -126,7 +126,7 @@ $(B)/asan/ctest/test_ptrtable: $(PTRTABLE_DEPS)
 
 # The recorder's capture writer is pure C: its test links capture_write.c alone (and
 # libzstd when its header is installed, ZSTD_* above).
-CAPTURE_DEPS := tests/c/test_capture.c tests/c/tg_test.h src/recorder/capture_write.c \
+CAPTURE_DEPS := tests/c/test_capture.c tests/c/tg_test.h src/recorder/capture_write.c src/recorder/testgate.h \
 		src/recorder/capture_write.h src/common/tg_capture.h $(ZSTD_STAMP)
 
 $(B)/ctest/test_capture: $(CAPTURE_DEPS)
@@ -175,7 +175,7 @@ $(B)/asan/ctest/test_acct_sites: $(SITES_DEPS)
 
 # The recorder's writer is pure C (sinks and the flush request are callbacks):
 # its test links writer.c alone.
-WRITER_DEPS := tests/c/test_writer.c tests/c/tg_test.h src/recorder/writer.c \
+WRITER_DEPS := tests/c/test_writer.c tests/c/tg_test.h src/recorder/writer.c src/recorder/testgate.h \
 	       src/recorder/writer.h
 
 $(B)/ctest/test_writer: $(WRITER_DEPS)

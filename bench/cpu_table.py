@@ -18,7 +18,9 @@ round: over `tg-tutorial` (what native adds) and over `memray-native` (memray's
 `native_traces=True`), with each configuration's median page faults (`minflt`,
 start to stop), which dominate `numpy_heavy`'s CPU time and vary from run to
 run with glibc's heap heuristics (`--env MALLOC_MMAP_THRESHOLD_=131072` fixes
-them: bench/RESULTS.md).
+them: bench/RESULTS.md).  For those workloads a third table gives the same
+runs at equal page faults (CPU time fitted as a per-configuration constant plus a
+shared cost per fault, read at the unprofiled run's median fault count).
 CPU time rather than wall time: on this shared 2-core machine the wall time of a
 run includes waiting for a core, which CPU time leaves out (the profiler's own
 threads count, the flusher's sampling included).  Prints a markdown table and
@@ -93,6 +95,64 @@ def native_table(configs, workloads, rounds_of, faults):
           "the rounds; page faults (`minflt`) from start to stop, medians." % NATIVE)
 
 
+def fault_fit(runs):
+    """Least squares CPU = a[c] + b * faults over the runs of one workload,
+    one intercept per configuration and the slope B shared (pooled within the
+    configurations).  RUNS: {config: [(cpu, faults), ...]}.  Returns (a, b,
+    residual standard deviation), or None when the faults do not vary."""
+    runs = {c: v for c, v in runs.items() if len(v) >= 3}
+    mean = {c: (sum(t for t, _ in v) / len(v), sum(f for _, f in v) / len(v))
+            for c, v in runs.items()}
+    sxy = sum((f - mean[c][1]) * (t - mean[c][0]) for c, v in runs.items() for t, f in v)
+    sxx = sum((f - mean[c][1]) ** 2 for c, v in runs.items() for _, f in v)
+    if sxx == 0:
+        return None
+    b = sxy / sxx
+    a = {c: mean[c][0] - b * mean[c][1] for c in runs}
+    res = [t - a[c] - b * f for c, v in runs.items() for t, f in v]
+    n = len(res) - len(a) - 1
+    sd = math.sqrt(sum(x * x for x in res) / n) if n > 0 else float("nan")
+    return a, b, sd
+
+
+def fault_table(configs, workloads, runs_of):
+    """Print native=True beside its references at equal page faults, for the
+    workloads whose CPU time the faults dominate (NATIVE_WORKLOADS)."""
+    refs = [c for c in NATIVE_REFS if c in configs]
+    shown = [c for c in [NATIVE] + refs if c in configs]
+    rows = []
+    for w in workloads:
+        runs = runs_of.get(w, {})
+        if w not in NATIVE_WORKLOADS or "none" not in runs or NATIVE not in runs:
+            continue
+        every = sorted(f for v in runs.values() for _, f in v)
+        if every[-1] - every[0] < 0.2 * statistics.median(every):
+            continue  # the faults hardly vary (e.g. glibc's thresholds fixed): nothing to fit
+        fit = fault_fit(runs)
+        if fit is None or NATIVE not in fit[0] or "none" not in fit[0]:
+            continue  # too few runs
+        a, b, sd = fit
+        fref = statistics.median(f for _, f in runs["none"])
+        at = {c: a[c] + b * fref for c in a}
+        cells = ["%.2f us" % (b * 1e6), "%.3f s" % sd, "%.0f K" % (fref / 1e3)]
+        cells += ["%.3f s" % at[c] if c in at else "n/a" for c in ["none"] + shown]
+        cells += ["%.3f" % (at[NATIVE] / at[r]) if r in at else "n/a" for r in refs]
+        rows.append("| %s | %s |" % (w, " | ".join(cells)))
+    if not rows:
+        return
+    head = (["CPU per fault", "residual sd", "faults: none (median)"]
+            + ["%s at those faults" % c for c in ["none"] + shown]
+            + ["%s / %s at equal faults" % (NATIVE, r) for r in refs])
+    print("\n| workload | " + " | ".join(head) + " |")
+    print("|---|" + "---:|" * len(head))
+    print("\n".join(rows))
+    print("\nThe same runs fitted as CPU time = a(configuration) + b x page faults "
+          "(least squares, b shared), then each configuration's CPU time at the "
+          "unprofiled run's median fault count: what the recorder costs apart from "
+          "how many times glibc's trims of the threads' heaps made the program "
+          "fault its buffers in again (bench/RESULTS.md).")
+
+
 def geomean(xs):
     xs = [x for x in xs if x]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
@@ -123,6 +183,7 @@ def main():
     ratios = {}  # (workload, config) -> [ratio per round]
     faults = {}  # (workload, config) -> [minflt per round], "none" included
     rounds_of = {}  # workload -> [{config: ratio} per round]
+    runs_of = {}  # workload -> {config: [(CPU seconds, minflt) per round]}, "none" included
     for r in range(a.rounds):
         for w in workloads:
             order = ["none"] + configs
@@ -132,6 +193,8 @@ def main():
             for c, v in got.items():
                 if v is not None:
                     faults.setdefault((w, c), []).append(v[1])
+                    if v[1] is not None:
+                        runs_of.setdefault(w, {}).setdefault(c, []).append(v)
             if not got["none"]:
                 continue
             rd = {}
@@ -169,12 +232,14 @@ def main():
           "over the floor `%s`)." % (a.rounds, a.floor))
     if NATIVE in configs:
         native_table(configs, workloads, rounds_of, faults)
+        fault_table(configs, workloads, runs_of)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"configs": configs, "workloads": workloads, "rounds": a.rounds,
                        "scale": a.scale, "env": a.env,
                        "ratios": {"%s/%s" % k: v for k, v in ratios.items()},
-                       "minflt": {"%s/%s" % k: v for k, v in faults.items()}}, f, indent=1)
+                       "minflt": {"%s/%s" % k: v for k, v in faults.items()},
+                       "runs": runs_of}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -80,8 +80,7 @@ class phase:
         rec = active
         note = None
         if rec is not None:
-            pos = rec.position(False)
-            note = ["phase", time.time_ns(), None, None if pos is None else pos[0], self.name]
+            note = ["phase", time.time_ns(), None, rec.thread_index(), self.name]
             records.append(note)
         self._open.append(note)
         window = None
@@ -120,8 +119,7 @@ def mark(name: str) -> None:
     """Notes a named instant of the calling thread (docs/api.md)."""
     rec = active
     if rec is not None:
-        pos = rec.position(False)
-        records.append(("mark", time.time_ns(), None if pos is None else pos[0], str(name)))
+        records.append(("mark", time.time_ns(), rec.thread_index(), str(name)))
 
 
 def _escape(text: str) -> str:
@@ -133,15 +131,26 @@ def _time(ns: int) -> str:
     return "%d.%06d" % (ns // 10**9, ns % 10**9 // 1000)
 
 
-def write(outdir: str, threads: List[dict]) -> None:
+def write(outdir: str, threads: List[dict],
+          families: Optional[Callable[[List[int]], List[Optional[str]]]] = None) -> None:
     """Write ``marks.txt`` into OUTDIR from the notes taken; THREADS is the
-    recorder's threads() (index -> base).  No file when there are none."""
+    recorder's threads() (index -> base), FAMILIES its families() (the entry an
+    aggregate run folded a thread into: its phases and marks go by that name).
+    No file when there are none."""
     if not records:
         return
     bases = {t["index"]: t["base"] for t in threads}
+    if families is not None:
+        gone = sorted({r[3] if r[0] == "phase" else r[2] for r in records
+                       if r[0] in ("phase", "mark")} - set(bases) - {None})
+        folded = {i: f for i, f in zip(gone, families(gone)) if f is not None}
+    else:
+        folded = {}
 
     def base(idx: Optional[int]) -> str:
-        return bases.get(idx, "-") if idx is not None else "-"
+        if idx is None:
+            return "-"
+        return bases.get(idx) or folded.get(idx, "-")
 
     lines = ["# threadgraph marks 1\n"]
     for r in list(records):

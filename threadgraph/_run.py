@@ -525,8 +525,10 @@ PEAK_HINT = ("  (a delta is what the thread held more, or less, when the call re
 def read_gc_runs(out_dir):
     """(names, runs) from OUT_DIR's gc.txt (the collector's runs while recording,
     docs/formats.md): names maps a native id to its thread's name (runinfo.json),
-    runs is a list of (native_id, start, stop, collected).  ({}, []) when either
-    file is missing or unreadable; malformed lines are left out."""
+    runs is a list of (native_id, start, stop, collected); a run of a thread an
+    aggregate run folded has its family's name (the line's FAMILY) for a
+    native_id, which names maps to itself.  ({}, []) when either file is
+    missing or unreadable; malformed lines are left out."""
     try:
         with open(os.path.join(out_dir, "runinfo.json")) as f:
             names = {int(t["native_id"]): str(t["name"]) for t in json.load(f)["threads"]}
@@ -536,13 +538,18 @@ def read_gc_runs(out_dir):
         return {}, []
     runs = []
     for line in lines:
-        fields = line.split(" ")
-        if line.startswith("#") or len(fields) != 4:
+        fields = line.split(" ", 4)
+        if line.startswith("#") or len(fields) < 4:
             continue
         try:
-            runs.append((int(fields[0]), float(fields[1]), float(fields[2]), int(fields[3])))
+            run = (int(fields[0]), float(fields[1]), float(fields[2]), int(fields[3]))
         except ValueError:
             continue
+        if len(fields) == 5:  # a thread an aggregate run folded: its family names it
+            names[fields[4]] = fields[4]
+            runs.append((fields[4],) + run[1:])
+        else:
+            runs.append(run)
     return names, runs
 
 
@@ -550,7 +557,7 @@ def gc_runs_by_thread(names, runs):
     """{thread name: [runs, objects collected]} of read_gc_runs' NAMES and RUNS."""
     by = {}
     for native_id, _start, _stop, collected in runs:
-        entry = by.setdefault(names.get(native_id, "native id %d" % native_id), [0, 0])
+        entry = by.setdefault(names.get(native_id) or "native id %s" % native_id, [0, 0])
         entry[0] += 1
         entry[1] += max(collected, 0)
     return by

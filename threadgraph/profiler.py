@@ -148,15 +148,22 @@ def _gc_callback_remove() -> None:
     gc.callbacks[:] = [cb for cb in gc.callbacks if cb is not _recorder.gc_callback]
 
 
-def _write_gc_runs(outdir: str) -> None:
+def _write_gc_runs(outdir: str, families: Any = None) -> None:
     """Write ``gc.txt``: one line per run of the cyclic collector while recording,
-    ``NATIVE_ID START STOP COLLECTED`` (docs/formats.md); no file when it never ran."""
+    ``NATIVE_ID START STOP COLLECTED`` and, for a thread an aggregate run folded,
+    `` FAMILY`` (docs/formats.md; FAMILIES: the recorder's families()); no file
+    when it never ran."""
     runs, dropped = _recorder.gc_runs()
     if not runs:
         return
-    lines = ["%d %d.%06d %d.%06d %d\n" % (tid, start // 10**9, start % 10**9 // 1000,
-                                           stop // 10**9, stop % 10**9 // 1000, collected)
-             for tid, start, stop, collected in runs]
+    folded: Dict[int, str] = {}
+    if families is not None:
+        seqs = sorted({r[4] for r in runs if r[4] >= 0})
+        folded = {i: f for i, f in zip(seqs, families(seqs)) if f is not None}
+    lines = ["%d %d.%06d %d.%06d %d%s\n" % (tid, start // 10**9, start % 10**9 // 1000,
+                                             stop // 10**9, stop % 10**9 // 1000, collected,
+                                             " " + folded[seq] if seq in folded else "")
+             for tid, start, stop, collected, seq in runs]
     if dropped:
         lines.append("# %d later runs not kept\n" % dropped)
     fd = os.open(os.path.join(outdir, "gc.txt"),
@@ -460,11 +467,11 @@ class ProcessProfile:
         _stitch.uninstall()
         if self._output_dir is not None:
             try:
-                _write_gc_runs(self._output_dir)
+                _write_gc_runs(self._output_dir, self._rec.families)
             except OSError as exc:
                 errors.append("%s: %s" % (os.path.join(self._output_dir, "gc.txt"), exc))
             try:
-                _marks.write(self._output_dir, self._rec.threads())
+                _marks.write(self._output_dir, self._rec.threads(), self._rec.families)
             except OSError as exc:
                 errors.append("%s: %s" % (os.path.join(self._output_dir, "marks.txt"), exc))
         losses = _losses(self._rec.stats())

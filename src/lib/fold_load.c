@@ -178,11 +178,60 @@ static int64_t load_time_us(const struct tg_str *t)
 	return sec * 1000000 + frac;
 }
 
+/* The microseconds of a capture record's time, as load_time_us reads the
+ * text the capture's export writes for it (tg_cap_fmt_time: six decimals of
+ * the unsigned value), without writing the text. */
+static int64_t load_cap_us(int64_t t_us)
+{
+	uint64_t u = (uint64_t)t_us, sec = u / 1000000;
+
+	if (sec > (uint64_t)LOAD_TIME_MAX_S)
+		sec = (uint64_t)LOAD_TIME_MAX_S;
+	return (int64_t)(sec * 1000000 + u % 1000000);
+}
+
+/* A record's time in microseconds: a capture's from its value, a text
+ * dump's from its TIME. */
+static inline int64_t load_rec_us(const struct tg_src *s, const struct tg_time *t)
+{
+	return s->is_cap ? load_cap_us(s->rec.t_us) : load_time_us(&t->text);
+}
+
+/*
+ * A capture's calls name their function by its definition (a code), so the
+ * frame a call makes under a given parent is known from (parent, code,
+ * line): remembered here, direct-mapped, it spares the frame text, its
+ * interning and the child lookup for every call but the first of each
+ * (parent, site), which on a long run is nearly every call.  Text dumps
+ * (whose names live in the line buffer) do without.
+ */
+#define LOAD_MEMO_SIZE 4096  /* a power of two */
+
+struct load_memo {
+	const struct tg_cap_code *code; /* NULL: empty */
+	size_t parent;
+	int64_t line;
+	size_t node;            /* the frame: tg_fold_child(parent, text of code, line) */
+	uint64_t site;          /* load_site_hash of the code's FILE and FUNCTION */
+};
+
+static inline size_t load_memo_slot(size_t parent, const struct tg_cap_code *code,
+				    int64_t line)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)code >> 4) * 0x9e3779b97f4a7c15ULL;
+
+	h ^= ((uint64_t)parent * 0xff51afd7ed558ccdULL) ^ (uint64_t)line;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	return (size_t)(h >> 40) & (LOAD_MEMO_SIZE - 1);
+}
+
 /* An open call while pairing. */
 struct load_open {
 	size_t node;            /* its frame */
 	unsigned depth;         /* .stack indentation */
 	uint64_t site;          /* hash of FILE and FUNCTION, to check the pairing */
+	const struct tg_cap_code *code; /* a capture's: its function's code (a return
+				 * of the same code pairs without hashing) */
 	int64_t t_call;         /* microseconds */
 	int64_t kids_delta;     /* DELTA of its paired callees */
 	int64_t kids_time;      /* durations of its paired callees */
@@ -232,7 +281,8 @@ static int load_close(struct tg_fold *f, const struct tg_fold_opts *o, struct lo
 		f->unpaired++;
 		return 0;
 	}
-	if (load_site_hash(&r.file, &r.func) != c->site)
+	if (!(c->code && t->mem.is_cap && t->mem.rec.code == c->code) &&
+	    load_site_hash(&r.file, &r.func) != c->site)
 		f->mismatched++;
 	if (o->metric->metric == TG_FOLD_DELTA) {
 		int64_t own = r.delta;
@@ -247,7 +297,7 @@ static int load_close(struct tg_fold *f, const struct tg_fold_opts *o, struct lo
 			tg_fold_add(&parent->kids_delta, r.delta);
 	} else {
 		/* times are below 2^53 microseconds (load_time_us): no overflow */
-		int64_t dur = load_time_us(&r.time.text) - c->t_call, own = dur - c->kids_time;
+		int64_t dur = load_rec_us(&t->mem, &r.time) - c->t_call, own = dur - c->kids_time;
 		if (own > 0)
 			tg_fold_add(&f->v[c->node].self, own);
 		if (parent)
@@ -289,6 +339,7 @@ int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o,
 	struct load_thread t;
 	struct tg_src ss;
 	struct tg_stackrec r;
+	struct load_memo *memo = NULL;
 	char *buf = NULL;
 	size_t cap = 0, nruns = 0, ri = 0;
 	const struct tg_stitch_run *runs = o->stitch && stack->thread ?
@@ -300,8 +351,16 @@ int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o,
 		return -1;
 	if (tg_src_open(&t.mem, mem, o->has_time, 0, d) < 0)
 		goto out_stack;
+	/* a capture's times are read as numbers (load_rec_us), never as text */
+	ss.lazy_time = t.mem.lazy_time = 1;
+	if (ss.is_cap && !ss.is_agg && !(memo = calloc(LOAD_MEMO_SIZE, sizeof(*memo)))) {
+		tg_error(d, "out of memory");
+		goto out;
+	}
 	while ((got = tg_src_next_stack(&ss, &r, d)) > 0) {
 		struct load_open *c;
+		struct load_memo *m = NULL;
+		size_t parent;
 		long tlen;
 
 		while (t.beyond && t.open[t.top - 1].depth + t.beyond >= r.depth)
@@ -325,16 +384,6 @@ int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o,
 			t.open = nv;
 			t.cap = nc;
 		}
-		{
-			char num[24];
-			int nlen = snprintf(num, sizeof(num), "%lu", r.line);
-			tlen = tg_fold_frame_text(&buf, &cap, r.file.s, r.file.len, num,
-						  (size_t)nlen, r.func.s, r.func.len);
-		}
-		if (tlen < 0) {
-			tg_error(d, "out of memory");
-			goto out;
-		}
 		c = &t.open[t.top];
 		memset(c, 0, sizeof(*c));
 		c->node = TG_FOLD_NONE;
@@ -346,13 +395,41 @@ int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o,
 				goto out;
 			f->stitched += c->node != TG_FOLD_NONE;
 		}
-		if (c->node == TG_FOLD_NONE &&
-		    tg_fold_child(f, t.top ? t.open[t.top - 1].node : root, buf, (size_t)tlen,
-				  TG_FOLD_CALL, &c->node, d) < 0)
-			goto out;
+		parent = t.top ? t.open[t.top - 1].node : root;
+		if (memo) {
+			c->code = ss.rec.code;
+			m = &memo[load_memo_slot(parent, c->code, ss.rec.line)];
+		}
+		if (c->node != TG_FOLD_NONE) {
+			c->site = load_site_hash(&r.file, &r.func);
+		} else if (m && m->code == c->code && m->parent == parent &&
+			   m->line == ss.rec.line) {
+			c->node = m->node;
+			c->site = m->site;
+		} else {
+			char num[24];
+			int nlen = snprintf(num, sizeof(num), "%lu", r.line);
+			tlen = tg_fold_frame_text(&buf, &cap, r.file.s, r.file.len, num,
+						  (size_t)nlen, r.func.s, r.func.len);
+			if (tlen < 0) {
+				tg_error(d, "out of memory");
+				goto out;
+			}
+			if (tg_fold_child(f, parent, buf, (size_t)tlen, TG_FOLD_CALL, &c->node,
+					  d) < 0)
+				goto out;
+			c->site = load_site_hash(&r.file, &r.func);
+			if (m) {
+				m->code = c->code;
+				m->parent = parent;
+				m->line = ss.rec.line;
+				m->node = c->node;
+				m->site = c->site;
+			}
+		}
 		c->depth = r.depth;
-		c->site = load_site_hash(&r.file, &r.func);
-		c->t_call = ss.has_time ? load_time_us(&r.time.text) : 0;
+		c->t_call = ss.has_time && o->metric->metric == TG_FOLD_TIME ?
+			    load_rec_us(&ss, &r.time) : 0;
 		t.top++;
 	}
 	if (got < 0)
@@ -369,6 +446,7 @@ int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o,
 out:
 	tg_src_release(&t.mem);
 	free(t.open);
+	free(memo);
 	free(buf);
 out_stack:
 	tg_src_release(&ss);

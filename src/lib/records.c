@@ -246,7 +246,7 @@ static const char *rec_time(struct tg_time *t, const char **s, size_t *len, int 
 
 /* Splits FILE:LINE:FUNCTION on its last two ':'; NULL or the reason. */
 static const char *rec_site(const char *s, size_t len, struct tg_str *file,
-			    unsigned long *line, struct tg_str *func)
+			    unsigned long *line, struct tg_str *func, int *minus1)
 {
 	const char *c2, *c1;
 	unsigned long x = 0;
@@ -266,8 +266,10 @@ static const char *rec_site(const char *s, size_t len, struct tg_str *file,
 	if (c1 + 1 == c2 || c2 - c1 > 10)
 		return "bad line number";
 	p = c1 + 1;
-	if (c2 - c1 == 3 && c1[1] == '-' && c1[2] == '1')
+	if (c2 - c1 == 3 && c1[1] == '-' && c1[2] == '1') {
 		p = c2;  /* "no line" as threadgraph 0.1.0 wrote it: the line 0 of today */
+		*minus1 = 1;
+	}
 	for (; p < c2; p++) {
 		unsigned dgt = (unsigned)(*p - '0');
 		if (dgt > 9)
@@ -382,6 +384,7 @@ const char *tg_memrec_parse(struct tg_memrec *r, const char *s, size_t len, int 
 	if ((why = rec_time(&r->time, &s, &len, has_time)))
 		return why;
 	r->call_start = TG_NO_TIME;
+	r->line_minus1 = 0;
 	r->rest.s = s;
 	r->rest.len = len;
 	if (mem_tail_fast(r, s, len))
@@ -397,7 +400,7 @@ const char *tg_memrec_parse(struct tg_memrec *r, const char *s, size_t len, int 
 		return "bad memory delta";
 	r->site.s = s;
 	r->site.len = (size_t)(gt - 1 - s);
-	return rec_site(s, r->site.len, &r->file, &r->line, &r->func);
+	return rec_site(s, r->site.len, &r->file, &r->line, &r->func, &r->line_minus1);
 }
 
 const char *tg_stackrec_parse(struct tg_stackrec *r, const char *s, size_t len, int has_time)
@@ -414,7 +417,8 @@ const char *tg_stackrec_parse(struct tg_stackrec *r, const char *s, size_t len, 
 		return why;
 	r->site.s = s;
 	r->site.len = len;
-	return rec_site(s, len, &r->file, &r->line, &r->func);
+	r->line_minus1 = 0;
+	return rec_site(s, len, &r->file, &r->line, &r->func, &r->line_minus1);
 }
 
 const char *tg_procrec_parse(struct tg_procrec *r, const char *s, size_t len, int has_time)

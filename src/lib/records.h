@@ -33,6 +33,9 @@ struct tg_memrec {
 	struct tg_str func;
 	unsigned long line;  /* LINE */
 	long long delta;     /* DELTA, bytes */
+	int line_minus1;     /* text: LINE was written -1 (threadgraph 0.1.0's "no
+			      * line"; line is 0): site and rest still say -1,
+			      * tg_src_next_mem rewrites them */
 	double call_start;   /* when the call began, as time.v; TG_NO_TIME when the
 			      * records do not say (a text .mem line holds only
 			      * its return, a capture without times) */
@@ -49,6 +52,7 @@ struct tg_stackrec {
 	struct tg_str file;
 	struct tg_str func;
 	unsigned long line;  /* LINE: the function's first line */
+	int line_minus1;     /* as tg_memrec's (tg_src_next_stack rewrites site) */
 };
 
 /* One process.mem line: [TIME#]BYTES */

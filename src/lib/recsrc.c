@@ -243,14 +243,16 @@ static char *src_put_i64(char *p, int64_t v)
 	return p;
 }
 
-int tg_src_cap_mem_text(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d)
+/* Formats FILE:LINE:FUNCTION into s->text, and with REST "=>DELTA" after it:
+ * *SITE (and *REST: the whole) then point there, until the next record.  0,
+ * or -1 (out of memory; d->msg set). */
+static int src_site_text(struct tg_src *s, const struct tg_str *file, unsigned long line,
+			 const struct tg_str *func, struct tg_str *site, struct tg_str *rest,
+			 long long delta, struct tg_diag *d)
 {
-	size_t need = (size_t)r->file.len + r->func.len + 64;
+	size_t need = (size_t)file->len + func->len + 64;
 	char *p;
 
-	if (s->has_time && s->lazy_time)
-		src_time_text(s, &r->time, s->rec.t_us / 1000000,
-			      (unsigned)(s->rec.t_us % 1000000));
 	if (need > s->text_alloc) {
 		char *nb = realloc(s->text, need);
 		if (!nb)
@@ -259,19 +261,40 @@ int tg_src_cap_mem_text(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d
 		s->text_alloc = need;
 	}
 	p = s->text;
-	memcpy(p, r->file.s, r->file.len);
-	p += r->file.len;
+	memcpy(p, file->s, file->len);
+	p += file->len;
 	*p++ = TG_FIELD_SEP;
-	p = src_put_i64(p, (int64_t)r->line);
+	p = src_put_i64(p, (int64_t)line);
 	*p++ = TG_FIELD_SEP;
-	memcpy(p, r->func.s, r->func.len);
-	p += r->func.len;
-	r->site.s = r->rest.s = s->text;
-	r->site.len = (size_t)(p - s->text);
-	memcpy(p, TG_DELTA_SEP, TG_DELTA_SEP_LEN);
-	p = src_put_i64(p + TG_DELTA_SEP_LEN, r->delta);
-	r->rest.len = (size_t)(p - s->text);
+	memcpy(p, func->s, func->len);
+	p += func->len;
+	site->s = s->text;
+	site->len = (size_t)(p - s->text);
+	if (rest) {
+		memcpy(p, TG_DELTA_SEP, TG_DELTA_SEP_LEN);
+		p = src_put_i64(p + TG_DELTA_SEP_LEN, delta);
+		rest->s = s->text;
+		rest->len = (size_t)(p - s->text);
+	}
 	return 0;
+}
+
+int tg_src_cap_mem_text(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d)
+{
+	if (s->has_time && s->lazy_time)
+		src_time_text(s, &r->time, s->rec.t_us / 1000000,
+			      (unsigned)(s->rec.t_us % 1000000));
+	return src_site_text(s, &r->file, r->line, &r->func, &r->site, &r->rest, r->delta, d);
+}
+
+int tg_src_mem_line_minus1(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d)
+{
+	return src_site_text(s, &r->file, r->line, &r->func, &r->site, &r->rest, r->delta, d);
+}
+
+int tg_src_stack_line_minus1(struct tg_src *s, struct tg_stackrec *r, struct tg_diag *d)
+{
+	return src_site_text(s, &r->file, r->line, &r->func, &r->site, NULL, 0, d);
 }
 
 size_t tg_src_fmt_record(char *buf, size_t len, const struct tg_cap_rec_data *r, int timed)

@@ -42,7 +42,8 @@ struct tg_src {
 	int64_t sec;             /* capture: the second tbuf's prefix holds (-1: none) */
 	size_t sec_len;          /* length of "SECONDS." in tbuf */
 	char tbuf[TG_CAP_TIME_MAX]; /* capture: the last record's TIME text */
-	char *text;              /* capture: the last record's site and rest */
+	char *text;              /* the last record's site and rest when formatted
+				  * (a capture's; a text line's LINE of -1) */
 	size_t text_alloc;
 };
 
@@ -59,6 +60,12 @@ void tg_src_release(struct tg_src *s);
 int tg_src_cap_next_mem(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d);
 int tg_src_cap_next_stack(struct tg_src *s, struct tg_stackrec *r, struct tg_diag *d);
 int tg_src_cap_next_proc(struct tg_src *s, struct tg_procrec *r, struct tg_diag *d);
+/* A text record whose LINE was written -1 (line_minus1; read as 0,
+ * docs/formats.md "LINE"): its site (and a .mem record's rest) formatted anew
+ * with LINE 0, as a capture's are, so that every command prints and groups it
+ * as the capture and its export do.  0 or -1 (out of memory). */
+int tg_src_mem_line_minus1(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d);
+int tg_src_stack_line_minus1(struct tg_src *s, struct tg_stackrec *r, struct tg_diag *d);
 
 /*
  * Each returns 1 with the next record in *r (texts valid until the next call),
@@ -79,6 +86,8 @@ static inline int tg_src_next_mem(struct tg_src *s, struct tg_memrec *r, struct 
 			why = tg_memrec_parse(r, line, len, s->has_time);
 		if (!why) {
 			s->lineno = s->lr.lineno;
+			if (r->line_minus1 && tg_src_mem_line_minus1(s, r, d) < 0)
+				return -1;
 			return 1;
 		}
 		if (tg_malformed(d, s->df->path, s->lr.lineno, why) < 0)
@@ -101,6 +110,8 @@ static inline int tg_src_next_stack(struct tg_src *s, struct tg_stackrec *r, str
 			why = tg_stackrec_parse(r, line, len, s->has_time);
 		if (!why) {
 			s->lineno = s->lr.lineno;
+			if (r->line_minus1 && tg_src_stack_line_minus1(s, r, d) < 0)
+				return -1;
 			return 1;
 		}
 		if (tg_malformed(d, s->df->path, s->lr.lineno, why) < 0)

@@ -17,7 +17,7 @@
 #include "acct_snapshot.h"
 #include "acct_state.h"
 #include "tls.h"
-#include "recorder.h"
+#include "thread.h"
 #include "tg_snapshot.h"
 
 #include <pthread.h>
@@ -201,7 +201,7 @@ tg_acct_pick_seed(void)
 
 int
 tg_acct_start(const char *outdir, int compress, long long sample_bytes,
-              uint32_t (*stack_site)(struct tg_acct_thread *t), struct tg_recorder *r)
+              uint32_t (*stack_site)(struct tg_acct_thread *t), struct tg_thread_table *threads)
 {
     static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
@@ -228,7 +228,7 @@ tg_acct_start(const char *outdir, int compress, long long sample_bytes,
     /* cross-thread frees: without the table they are counted as lost */
     tg_acct.pairs = calloc(TG_ACCT_PAIRS, sizeof(*tg_acct.pairs));
     tg_acct.compress = compress;
-    tg_acct.rec = r;
+    tg_acct.thread_table = threads;
     clock_gettime(CLOCK_REALTIME, &tg_acct.t0);
     tg_acct.nsnap = 0;
     tg_acct.sched_err[0] = '\0';
@@ -277,7 +277,7 @@ tg_acct_stop(void)
 void
 tg_acct_fork_child(void)
 {
-    tg_acct.rec = NULL;
+    tg_acct.thread_table = NULL;
     atomic_store(&tg_acct_light_gen, TG_ACCT_NO_GEN);
     atomic_store(&tg_acct_on, 0);
     tg_acct.sched.active = 0;
@@ -291,10 +291,10 @@ tg_acct_was_on(void)
 }
 
 int
-tg_acct_finish(struct tg_recorder *r)
+tg_acct_finish(struct tg_thread_table *threads)
 {
     PyObject *p;
-    tg_acct.rec = r;
+    tg_acct.thread_table = threads;
     while (tg_acct.nwindows > 0) {  /* windows left open end with the run */
         p = tg_acct_window_close(tg_acct.windows[tg_acct.nwindows - 1].id);
         Py_XDECREF(p);
@@ -305,7 +305,7 @@ tg_acct_finish(struct tg_recorder *r)
         Py_DECREF(p);
         p = tg_acct_snapshot_peak();
     }
-    tg_acct.rec = NULL;  /* R may go away after the run */
+    tg_acct.thread_table = NULL;  /* THREADS may go away after the run */
     if (p == NULL)
         return -1;
     Py_DECREF(p);

@@ -53,7 +53,7 @@
 
 #pragma GCC visibility push(hidden)
 
-struct tg_recorder;
+struct tg_thread_table;
 
 /* Power-of-two size bins: bin b holds sizes with bit length b (0 for size 0,
  * 1 for 1, 2 for 2..3, ..., 21 for 1 MiB..2 MiB-1). */
@@ -236,7 +236,8 @@ struct tg_acct {
     int64_t pairs_lost_bytes, pairs_lost_count;
 
     /* Run configuration and bookkeeping; GIL. */
-    struct tg_recorder *rec;           /* names threads in snapshots; NULL outside
+    struct tg_thread_table *thread_table; /* the recorder's (thread.h): names
+                                        * threads in snapshots; NULL outside
                                         * start..finish and in a forked child */
     struct timespec t0;                /* wall-clock start of the run */
     int had_run;                       /* whether the last run had accounting */

@@ -6,6 +6,7 @@
  * stops the capture for good (the recorder reports it at disable()).
  */
 #include "capture_write.h"
+#include "testgate.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -79,57 +80,26 @@ tg_cap_fd_ok(struct tg_cap *cap)
     return 0;
 }
 
-/* The test gate (capture_write.h): all fields under tg_cap_gate_lock, but
- * `armed`, which the write path peeks at (atomic, relaxed). */
-static pthread_mutex_t tg_cap_gate_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t tg_cap_gate_cond = PTHREAD_COND_INITIALIZER;
-static _Atomic int tg_cap_gate_armed;  /* closed, or writers still inside */
-static int tg_cap_gate_closed;        /* writers wait at the gate */
-static unsigned tg_cap_gate_waiting;  /* writers waiting there now */
+/* The capture's test gate (capture_write.h, testgate.h). */
+static struct tg_test_gate tg_cap_gate = TG_TEST_GATE_INIT;
 
 void
 tg_cap_gate_set(int closed)
 {
-    pthread_mutex_lock(&tg_cap_gate_lock);
-    tg_cap_gate_closed = closed;
-    if (closed)
-        atomic_store_explicit(&tg_cap_gate_armed, 1, memory_order_relaxed);
-    pthread_cond_broadcast(&tg_cap_gate_cond);
-    pthread_mutex_unlock(&tg_cap_gate_lock);
+    tg_test_gate_set(&tg_cap_gate, closed);
 }
 
 void
 tg_cap_gate_wait_blocked(void)
 {
-    pthread_mutex_lock(&tg_cap_gate_lock);
-    while (tg_cap_gate_closed && tg_cap_gate_waiting == 0)
-        pthread_cond_wait(&tg_cap_gate_cond, &tg_cap_gate_lock);
-    pthread_mutex_unlock(&tg_cap_gate_lock);
-}
-
-/* A writer at the gate, before its write(2): waits while it is closed. */
-static void
-tg_cap_gate_pass(void)
-{
-    pthread_mutex_lock(&tg_cap_gate_lock);
-    if (tg_cap_gate_closed) {
-        tg_cap_gate_waiting++;
-        pthread_cond_broadcast(&tg_cap_gate_cond);  /* tg_cap_gate_wait_blocked */
-        while (tg_cap_gate_closed)
-            pthread_cond_wait(&tg_cap_gate_cond, &tg_cap_gate_lock);
-        tg_cap_gate_waiting--;
-    }
-    if (!tg_cap_gate_closed && tg_cap_gate_waiting == 0)
-        atomic_store_explicit(&tg_cap_gate_armed, 0, memory_order_relaxed);
-    pthread_mutex_unlock(&tg_cap_gate_lock);
+    tg_test_gate_wait_blocked(&tg_cap_gate);
 }
 
 /* writev(2) all of IOV[0..N) (modified); returns 0 or an errno. */
 static int
 tg_cap_writev_all(int fd, struct iovec *iov, int n)
 {
-    if (__builtin_expect(atomic_load_explicit(&tg_cap_gate_armed, memory_order_relaxed), 0))
-        tg_cap_gate_pass();
+    tg_test_gate_check(&tg_cap_gate);
     while (n > 0) {
         ssize_t w = writev(fd, iov, n);
         if (w < 0) {
@@ -220,14 +190,10 @@ tg_cap_queue_ends(const struct tg_cap_queue *q, size_t *n)
     return (struct tg_cap_end *)(void *)q->ends.data;
 }
 
-/* Free what Q holds (the ends' tails too) and leave it empty. */
+/* Free what Q holds and leave it empty. */
 static void
 tg_cap_queue_free(struct tg_cap_queue *q)
 {
-    size_t n, i;
-    struct tg_cap_end *en = tg_cap_queue_ends(q, &n);
-    for (i = 0; i < n; i++)
-        free(en[i].tail);
     free(q->defs.data);
     free(q->thr.data);
     free(q->ends.data);
@@ -460,11 +426,8 @@ tg_cap_apply_end_locked(struct tg_cap *cap, const struct tg_cap_end *en)
 }
 
 /* Write the THREAD chunks taken (wq.thr), after the definitions taken, then
- * the ends' last records (wq.ends), and apply those ends.  An end is applied only
- * after its tail is written: in a segmented capture a rotation meanwhile
- * still repeats the thread's definition in the new head.  Returns 0 or the
- * errno that stopped the capture (what is left is freed at close).  Lock
- * held. */
+ * apply the ends taken (wq.ends).  Returns 0 or the errno that stopped the
+ * capture (what is left is freed at close).  Lock held. */
 static int
 tg_cap_out_queued_locked(struct tg_cap *cap)
 {
@@ -483,30 +446,14 @@ tg_cap_out_queued_locked(struct tg_cap *cap)
     }
     cap->wq.thr.len = 0;
     ends = tg_cap_queue_ends(&cap->wq, &n);
-    for (i = 0; i < n; i++) {
-        struct tg_cap_end *en = &ends[i];
-        if (en->tail != NULL) {
-            e = 0;
-            if (en->tail_split > 0)
-                e = tg_cap_raw_out_locked(cap, TG_CAP_CHUNK_EVENTS, en->stat.stream,
-                                          en->tail, en->tail_split);
-            if (!e && en->tail_len > en->tail_split)
-                e = tg_cap_raw_out_locked(cap, TG_CAP_CHUNK_EVENTS, en->stat.stream,
-                                          en->tail + en->tail_split,
-                                          en->tail_len - en->tail_split);
-            if (e && cap->err)
-                return e;  /* else these records alone are lost (E2BIG) */
-            free(en->tail);
-            en->tail = NULL;
-        }
-        tg_cap_apply_end_locked(cap, en);
-    }
+    for (i = 0; i < n; i++)
+        tg_cap_apply_end_locked(cap, &ends[i]);
     cap->wq.ends.len = 0;
     return 0;
 }
 
-/* Write what is pending (definitions, THREAD chunks, ends' last records: see
- * capture_write.h), apply the ends, then chunk KIND/STREAM of BUF/LEN (if BUF
+/* Write what is pending (definitions, THREAD chunks: see capture_write.h),
+ * apply the ends, then chunk KIND/STREAM of BUF/LEN (if BUF
  * is not NULL).  Returns 0 or an errno (the capture stops).  Lock held. */
 static int
 tg_cap_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void *buf, size_t len)
@@ -1073,46 +1020,30 @@ out:
 
 int
 tg_cap_deposit(struct tg_cap *cap, uint32_t stream, uint64_t calls, uint64_t returns,
-               uint64_t dropped, unsigned char *tail, size_t tail_split, size_t tail_len)
+               uint64_t dropped)
 {
     struct tg_cap_end *en;
+    int ret = 0;
 
-    /* Only defs_lock, never `lock` (as tg_cap_define): a thread ending with
-     * the GIL held must not wait for a blocked sink. */
+    /* Only defs_lock, never `lock` (as tg_cap_define): the flusher, or a
+     * thread ending with the GIL held, must not wait for a blocked sink. */
     pthread_mutex_lock(&cap->defs_lock);
-    if (!cap->defs_open) {  /* closed, or a forked child's: nothing to write */
-        pthread_mutex_unlock(&cap->defs_lock);
-        free(tail);
-        return 0;
-    }
+    if (!cap->defs_open)  /* closed, or a forked child's: nothing to write */
+        goto unlock;
     en = (struct tg_cap_end *)(void *)tg_cap_buf_reserve(&cap->q.ends, sizeof(*en),
                                                         16 * sizeof(*en));
-    if (en == NULL)
-        goto nomem;
+    if (en == NULL) {
+        ret = -1;
+        goto unlock;
+    }
     cap->q.ends.len += sizeof(*en);
     en->stat.stream = stream;
     en->stat.calls = calls;
     en->stat.returns = returns;
     en->stat.dropped = dropped;
-    en->tail = tail;
-    en->tail_split = tail ? tail_split : 0;
-    en->tail_len = tail ? tail_len : 0;
+unlock:
     pthread_mutex_unlock(&cap->defs_lock);
-    return 0;
-nomem:
-    pthread_mutex_unlock(&cap->defs_lock);
-    /* Out of memory: the records at least, written here (this may wait). */
-    if (tail != NULL) {
-        pthread_mutex_lock(&cap->lock);
-        if (tail_split > 0)
-            (void)tg_cap_out_locked(cap, TG_CAP_CHUNK_EVENTS, stream, tail, tail_split);
-        if (tail_len > tail_split)
-            (void)tg_cap_out_locked(cap, TG_CAP_CHUNK_EVENTS, stream, tail + tail_split,
-                                    tail_len - tail_split);
-        pthread_mutex_unlock(&cap->lock);
-        free(tail);
-    }
-    return -1;
+    return ret;
 }
 
 int
@@ -1123,7 +1054,7 @@ tg_cap_finish(struct tg_cap *cap, int64_t end_us)
     int e;
 
     pthread_mutex_lock(&cap->lock);
-    /* what is queued first: the ends' last records, and their counters */
+    /* what is queued first: THREAD chunks, and the ends' counters */
     e = tg_cap_out_locked(cap, 0, 0, NULL, 0);
     n = 8 + TG_CAP_VARINT_MAX + cap->n_stats * 4 * TG_CAP_VARINT_MAX;
     buf = e ? NULL : malloc(n);
@@ -1251,8 +1182,8 @@ tg_cap_drop_in_child(struct tg_cap *cap)
         cap->max_size = cap->seg_max = 0;
         cap->seg_no = cap->seg_first = 0;
     }
-    /* q is whole: tg_cap_prepare_fork took defs_lock; the queued ends' tails
-     * stay counted (the next close frees them) */
+    /* q is whole: tg_cap_prepare_fork took defs_lock (its queued ends hold
+     * no memory of their own: left for the next close) */
     cap->q.defs.len = cap->q.thr.len = 0;
     cap->defs_open = 0;
     cap->wq.defs.len = cap->wq.thr.len = 0;
@@ -1264,13 +1195,7 @@ tg_cap_drop_in_child(struct tg_cap *cap)
     if (!was_held)
         pthread_mutex_unlock(&cap->lock);
     pthread_mutex_unlock(&cap->defs_lock);
-    /* the test gate: the child's writes are its own, never held by the
-     * parent's closed gate (its lock and condition may have been in use) */
-    pthread_mutex_init(&tg_cap_gate_lock, NULL);
-    pthread_cond_init(&tg_cap_gate_cond, NULL);
-    tg_cap_gate_closed = 0;
-    tg_cap_gate_waiting = 0;
-    atomic_store_explicit(&tg_cap_gate_armed, 0, memory_order_relaxed);
+    tg_test_gate_reset_in_child(&tg_cap_gate);
 }
 
 /* --- C function ids --------------------------------------------------------- */

@@ -22,11 +22,11 @@
  * flushed record uses is written before it.  Definitions made meanwhile wait
  * in the other buffer for the next chunk.
  * Threads start and end the same way: tg_cap_thread queues the THREAD payload
- * and tg_cap_deposit queues the end (the counters for END, and, if its caller
- * has them, the stream's last bytes), both under `defs_lock` alone (a thread
- * start with the GIL held; an end from the flusher).  The writer swaps them out with the
- * definitions and writes, in this order: the CODES, the queued THREAD chunks,
- * the queued ends' last bytes, then applies those ends (the END counters; in
+ * and tg_cap_deposit queues the end (the counters for END), both under
+ * `defs_lock` alone (a thread start with the GIL held; an end from the
+ * flusher).  The writer swaps them out with the definitions and writes, in
+ * this order: the CODES, the queued THREAD chunks, then applies the queued
+ * ends (the END counters; in
  * a segmented capture the stream is no longer live, so later heads leave its
  * THREAD out), and then its own chunk.  A thread's THREAD is queued before its
  * first record is appended, so it precedes every chunk of the stream; its end
@@ -78,9 +78,6 @@ struct tg_cap_stat {
 /* A thread's end, queued by tg_cap_deposit until the writer applies it. */
 struct tg_cap_end {
     struct tg_cap_stat stat;  /* its counters for END */
-    unsigned char *tail;      /* its last records, not yet written (malloc'ed), or NULL */
-    size_t tail_split;        /* tail is two chunks: [0, split) and [split, len) */
-    size_t tail_len;
 };
 
 /* A growable byte buffer: LEN bytes used of CAP at DATA (malloc'ed, or NULL). */
@@ -237,16 +234,13 @@ int tg_cap_chunk_out(struct tg_cap *cap, int kind, uint32_t stream, const void *
  * or stopped). */
 int tg_cap_thread(struct tg_cap *cap, uint32_t stream, uint64_t native_id, uint64_t ident,
                   const char *base, size_t base_len, const char *name, size_t name_len);
-/* Queue STREAM's end (thread close): its final counters, and TAIL/TAIL_LEN
- * (malloc'ed, taken over, NULL if none: whole records, written as the chunks
- * [0, TAIL_SPLIT) and [TAIL_SPLIT, TAIL_LEN)), the stream's last records,
- * written before the next chunk.  Call it after every other chunk of the
- * stream has been written (tg_writer_close_nogil).  Takes only defs_lock but
- * when out of memory (then writes the tail itself, under `lock`).  Returns 0
- * or -1 (out of memory: the stream is left out of the END counters). */
+/* Queue STREAM's end (thread close): its final counters, for the END.  Call
+ * it after every chunk of the stream has been written (the flusher, after
+ * tg_writer_close_nogil): the stream's records never follow its end.  Takes
+ * only defs_lock.  Returns 0 or -1 (out of memory: the stream is left out of
+ * the END counters). */
 int tg_cap_deposit(struct tg_cap *cap, uint32_t stream, uint64_t calls, uint64_t returns,
-                   uint64_t dropped, unsigned char *tail, size_t tail_split,
-                   size_t tail_len);
+                   uint64_t dropped);
 /* Write the pending definitions and the END trailer (END_US, the deposited
  * counters), then close.  Returns 0 or an errno (the file is closed anyway). */
 int tg_cap_finish(struct tg_cap *cap, int64_t end_us);

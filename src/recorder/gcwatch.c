@@ -4,11 +4,14 @@
 #include "gcwatch.h"
 #include "alloc_hooks.h"
 #include "clock.h"
+#include "recorder.h"
+#include "tls.h"
 
 #include <stdlib.h>
 
 struct tg_gc_run {
     unsigned long native_id;
+    int64_t seq;           /* the thread's log seq (the recorder's index), -1: none */
     int64_t start_ns;
     int64_t stop_ns;
     Py_ssize_t collected;
@@ -54,7 +57,17 @@ tg_gc_callback(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     if (runs == NULL)
         runs = malloc(TG_GC_RUNS_MAX * sizeof *runs);
     if (runs != NULL && nruns < TG_GC_RUNS_MAX) {
+        struct tg_thread *t = tg_tls.thread;
         runs[nruns].native_id = PyThread_get_thread_native_id();
+        runs[nruns].seq = -1;
+        if (t != NULL && tg_active != NULL && tg_active->r.active
+                && tg_tls.gen == tg_active->r.gen) {
+            /* an aggregate run that folds this thread keeps its family; noted
+             * in the log at its end (the collection may have started where
+             * the table's lock is held) */
+            runs[nruns].seq = (int64_t)t->log_idx;
+            t->noted = 1;
+        }
         runs[nruns].start_ns = gc_started;
         runs[nruns].stop_ns = now;
         runs[nruns].collected = collected;
@@ -78,8 +91,9 @@ tg_gc_runs(PyObject *mod, PyObject *unused)
     if (list == NULL)
         goto cleanup;
     for (size_t i = 0; i < nruns; i++) {
-        PyObject *t = Py_BuildValue("(kLLn)", runs[i].native_id, (long long)runs[i].start_ns,
-                                    (long long)runs[i].stop_ns, runs[i].collected);
+        PyObject *t = Py_BuildValue("(kLLnL)", runs[i].native_id, (long long)runs[i].start_ns,
+                                    (long long)runs[i].stop_ns, runs[i].collected,
+                                    (long long)runs[i].seq);
         if (t == NULL || PyList_Append(list, t) < 0) {
             Py_XDECREF(t);
             goto cleanup;

@@ -247,7 +247,7 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     if (r->sampled && tg_sampled_start() < 0)
         goto fail;
     if (accounting && tg_acct_start(outdir, compress, sample_bytes,
-                                    r->sampled ? tg_sampled_site : NULL, r) < 0) {
+                                    r->sampled ? tg_sampled_site : NULL, &r->table) < 0) {
         tg_sampled_stop();
         goto fail;
     }
@@ -285,7 +285,7 @@ tg_rec_disable(struct tg_recorder_object *self, PyObject *unused)
         /* After the hooks are gone: the figures and the final snapshot are still. */
         tg_acct_stop();
         tg_sampled_stop();
-        if (tg_acct_finish(&self->r) < 0) {
+        if (tg_acct_finish(&self->r.table) < 0) {
             PyObject *t, *v, *tb, *msg;
             PyErr_Fetch(&t, &v, &tb);
             msg = v ? PyObject_Str(v) : NULL;
@@ -331,6 +331,93 @@ tg_rec_folded_threads(struct tg_recorder_object *self, PyObject *unused)
         Py_DECREF(item);
     }
     pthread_mutex_unlock(&tt->lock);
+    return list;
+}
+
+/*
+ * thread_index() -> index or None: the calling thread's index in the run (as
+ * position() gives it, in an aggregate run too, which has no records to place
+ * it in), noted (thread.h tg_thread_log.noted) so that an aggregate run that
+ * folds the thread keeps its family for families().  None when the thread is
+ * not recorded in this run.
+ */
+static PyObject *
+tg_rec_thread_index(struct tg_recorder_object *self, PyObject *unused)
+{
+    struct tg_recorder *r = &self->r;
+    struct tg_thread *t = tg_tls.thread;
+    (void)unused;
+
+    if (t == NULL || !r->active || tg_tls.gen != r->gen)
+        Py_RETURN_NONE;
+    t->noted = 1;  /* in the log at its end (thread_py.c tg_thread_detach) */
+    return PyLong_FromSize_t(t->log_idx);
+}
+
+/* families(indexes) -> [name or None]: for each thread index, the name of the
+ * family entry an aggregate run folded it into (runinfo.json's
+ * threads_folded), if it was noted (thread_index(), a gc run) and folded. */
+static PyObject *
+tg_rec_families(struct tg_recorder_object *self, PyObject *seqs)
+{
+    struct tg_thread_table *tt = &self->r.table;
+    PyObject *fast = PySequence_Fast(seqs, "families() takes a sequence of indexes");
+    PyObject *list = NULL;
+    Py_ssize_t i, n;
+    uint64_t *v = NULL;
+
+    if (fast == NULL)
+        return NULL;
+    n = PySequence_Fast_GET_SIZE(fast);
+    v = malloc((size_t)(n > 0 ? n : 1) * sizeof(*v));
+    if (v == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (i = 0; i < n; i++) {
+        v[i] = (uint64_t)PyLong_AsUnsignedLongLong(PySequence_Fast_GET_ITEM(fast, i));
+        if (PyErr_Occurred())
+            goto done;
+    }
+    list = PyList_New(n);
+    if (list == NULL)
+        goto done;
+    /* names copied under the lock, Python objects made after it */
+    {
+        char **names = calloc((size_t)(n > 0 ? n : 1), sizeof(*names));
+        int oom = names == NULL;
+        if (names != NULL) {
+            pthread_mutex_lock(&tt->lock);
+            for (i = 0; i < n; i++) {
+                const char *f = tg_thread_table_family_of_unlocked(tt, v[i]);
+                if (f != NULL && (names[i] = strdup(f)) == NULL)
+                    oom = 1;
+            }
+            pthread_mutex_unlock(&tt->lock);
+        }
+        for (i = 0; i < n && !oom; i++) {
+            PyObject *o = Py_None;
+            if (names[i] != NULL)
+                o = PyUnicode_DecodeUTF8(names[i], (Py_ssize_t)strlen(names[i]),
+                                         "surrogateescape");
+            else
+                Py_INCREF(o);
+            if (o == NULL)
+                break;
+            PyList_SET_ITEM(list, i, o);
+        }
+        if (names != NULL)
+            for (Py_ssize_t k = 0; k < n; k++)
+                free(names[k]);
+        free(names);
+        if (oom)
+            PyErr_NoMemory();
+        if (i < n)
+            Py_CLEAR(list);
+    }
+done:
+    free(v);
+    Py_DECREF(fast);
     return list;
 }
 
@@ -514,7 +601,7 @@ tg_rec_accounting(struct tg_recorder_object *self, PyObject *unused)
     (void)unused;
     if (!tg_acct_was_on())
         Py_RETURN_NONE;
-    return tg_acct_figures(&self->r);
+    return tg_acct_figures(&self->r.table);
 }
 
 static PyObject *
@@ -657,6 +744,12 @@ static PyMethodDef tg_recorder_methods[] = {
      "Stop recording; returns a list of messages for streams that failed."},
     {"threads", (PyCFunction)tg_rec_threads, METH_NOARGS,
      "Threads seen in this run: list of dicts (name, native_id, ident, base, mem, stack)."},
+    {"thread_index", (PyCFunction)tg_rec_thread_index, METH_NOARGS,
+     "thread_index() -> index or None: the calling thread's index in the run, noted for "
+     "families()"},
+    {"families", (PyCFunction)tg_rec_families, METH_O,
+     "families(indexes) -> [name or None]: the family entry an aggregate run folded each "
+     "noted thread into"},
     {"folded_threads", (PyCFunction)tg_rec_folded_threads, METH_NOARGS,
      "Ended threads folded by family (aggregate): list of (base, threads)."},
     {"stats", (PyCFunction)tg_rec_stats, METH_NOARGS,
@@ -837,25 +930,44 @@ tg_mod_finish_signal_default(PyObject *mod, PyObject *arg)
     return PyBool_FromLong(tg_sigkick_default(signum) == 0);
 }
 
-/* _test_capture_gate(closed, wait=True): the capture's test gate
- * (capture_write.h).  Closing it returns once a writer is blocked there (the
- * GIL released while it waits), so the caller knows the capture's lock is held
- * by a stuck write; with wait False, at once. */
+/* The test gates' binding: close or open a gate (SET); closing it with WAIT
+ * returns once a writer is blocked there (WAIT_BLOCKED, the GIL released
+ * while it waits), so the caller knows that write is stuck, its lock held. */
 static PyObject *
-tg_mod_test_capture_gate(PyObject *mod, PyObject *args)
+tg_mod_test_gate(PyObject *args, const char *format, void (*set)(int),
+                 void (*wait_blocked)(void))
 {
     int closed, wait = 1;
 
-    (void)mod;
-    if (!PyArg_ParseTuple(args, "p|p:_test_capture_gate", &closed, &wait))
+    if (!PyArg_ParseTuple(args, format, &closed, &wait))
         return NULL;
-    tg_cap_gate_set(closed);
+    set(closed);
     if (closed && wait) {
         Py_BEGIN_ALLOW_THREADS
-        tg_cap_gate_wait_blocked();
+        wait_blocked();
         Py_END_ALLOW_THREADS
     }
     Py_RETURN_NONE;
+}
+
+/* _test_capture_gate(closed, wait=True): the capture's test gate
+ * (capture_write.h), held with the capture's lock. */
+static PyObject *
+tg_mod_test_capture_gate(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    return tg_mod_test_gate(args, "p|p:_test_capture_gate", tg_cap_gate_set,
+                            tg_cap_gate_wait_blocked);
+}
+
+/* _test_text_gate(closed, wait=True): the descriptor writers' test gate
+ * (writer.h: the text files), held with the writer's io_lock. */
+static PyObject *
+tg_mod_test_text_gate(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    return tg_mod_test_gate(args, "p|p:_test_text_gate", tg_writer_gate_set,
+                            tg_writer_gate_wait_blocked);
 }
 
 /* _test_wait_ended(): returns once the flusher has written and closed the
@@ -895,7 +1007,8 @@ static PyMethodDef tg_module_methods[] = {
     {"gc_callback", (PyCFunction)(void (*)(void))tg_gc_callback, METH_FASTCALL,
      "gc.callbacks entry while recording: notes the collector's runs (gcwatch.h)."},
     {"gc_runs", tg_gc_runs, METH_NOARGS,
-     "gc_runs() -> ([(native_id, start_ns, stop_ns, collected)], dropped), and forget them."},
+     "gc_runs() -> ([(native_id, start_ns, stop_ns, collected, index)], dropped), and forget "
+     "them (index: the thread's in the run, -1 if none)."},
     {"profiled_threads", tg_mod_profiled_threads, METH_NOARGS,
      "Threads with a profile function that is not threadgraph's (threadgraph attach)."},
     {"tracked_blocks", tg_mod_tracked_blocks, METH_NOARGS,
@@ -923,6 +1036,10 @@ static PyMethodDef tg_module_methods[] = {
      "its write(2), holding the capture's lock, and returns once one is blocked "
      "(_test_capture_gate(True, False): at once); _test_capture_gate(False) lets "
      "them go."},
+    {"_test_text_gate", tg_mod_test_text_gate, METH_VARARGS,
+     "Tests only: as _test_capture_gate, for the writes of the text files "
+     "(.mem, .stack, process.mem): each waits before its write(2), holding its "
+     "writer's io_lock."},
     {NULL, NULL, 0, NULL}
 };
 

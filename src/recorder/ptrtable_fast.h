@@ -338,29 +338,56 @@ tg_ptrtable_gil_insert(void *ptr, size_t size)
         tg_ptrtable_gil_enter(q, qw);
 }
 
+/* The GIL table's common removes, inline (GIL held): block P is the newest
+ * one or has its word in the page map: its entry is removed and its word + 1
+ * returned.  0 having done nothing: P is in the hash (and *MARKED, when MARKED
+ * is not NULL, set to 1 if the page map marks it so) or nowhere.  The word
+ * comes back as the value, so that a caller that needs nothing else (plain
+ * mode's free hook, alloc_hooks.c) keeps no local's address and can end in a
+ * tail call; tg_ptrtable_gil_remove below is this plus the hash. */
+static inline __attribute__((always_inline)) size_t
+tg_ptrtable_gil_take(uintptr_t p, int *marked)
+{
+    struct tg_pp_page *pg;
+    unsigned gi, w;
+
+    if (p == tg_gil_newest.p) {
+        size_t nw = tg_gil_newest.word;
+        tg_gil_newest.p = 0;
+        /* A size an allocator was asked for (at most PY_SSIZE_T_MAX: the
+         * PyMem functions refuse more before calling the hooks), never an
+         * accounting word (those go to the hash): NW + 1 is not 0, and the
+         * callers' test of the result needs no compare on this path. */
+        if (nw > PTRDIFF_MAX)
+            __builtin_unreachable();
+        return nw + 1;
+    }
+    if (__builtin_expect((pg = tg_ptrpage_find(&tg_ptrpage_gil, p, &gi)) == NULL, 0))
+        return 0;
+    w = pg->word1[gi];
+    if (__builtin_expect(w - 1u >= TG_PP_MARK - 1u, 0)) {  /* no entry, or a mark */
+        if (marked != NULL)
+            *marked = w == TG_PP_MARK;
+        return 0;
+    }
+    tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
+    return w;
+}
+
 /* tg_ptrtable_remove(&tg_ptrtable_gil, PTR, SIZE), inline (GIL held). */
 static inline __attribute__((always_inline)) int
 tg_ptrtable_gil_remove(void *ptr, size_t *size)
 {
     uintptr_t p = (uintptr_t)ptr;
-    struct tg_pp_page *pg;
-    unsigned gi, w;
+    int marked = 0;
+    size_t w1 = tg_ptrtable_gil_take(p, &marked);
 
-    if (p == tg_gil_newest.p) {
-        *size = tg_gil_newest.word;
-        tg_gil_newest.p = 0;
+    if (__builtin_expect(w1 != 0, 1)) {
+        *size = w1 - 1;
         return 1;
     }
-    if (__builtin_expect((pg = tg_ptrpage_find(&tg_ptrpage_gil, p, &gi)) != NULL, 1)) {
-        w = pg->word1[gi];
-        if (__builtin_expect(w - 1u < TG_PP_MARK - 1u, 1)) {  /* a word */
-            tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
-            *size = w - 1;
-            return 1;
-        }
-        if (w == TG_PP_MARK)
-            return tg_gil_hash_remove(p, size);
-    }
+    if (marked)
+        return tg_gil_hash_remove(p, size);
     /* Not in the page map: in the hash only if P cannot be marked there. */
     if ((!tg_ptrpage_fits(p, 0) || tg_ptrtable_gil.unmarked) && tg_gil_hash_maybe(p))
         return tg_gil_hash_remove(p, size);

@@ -133,6 +133,7 @@ tg_thread_table_log_add(struct tg_thread_table *tt, char *name, size_t name_len,
     e->has_stack = has_stack;
     e->custom = custom;
     e->attaching = 1;
+    e->noted = 0;
     e->folded = 0;
     tt->log_moves++;
     ret = (long)tt->n_log++;
@@ -180,6 +181,9 @@ tg_thread_table_clear_log(struct tg_thread_table *tt)
     free(tt->families);
     tt->families = NULL;
     tt->n_families = 0;
+    free(tt->noted);
+    tt->noted = NULL;
+    tt->n_noted = tt->noted_cap = 0;
     tg_nameset_free(tt->names);
     tt->names = NULL;
     tt->done_records = tt->done_stack_records = tt->done_dropped = 0;

@@ -101,6 +101,10 @@ struct tg_thread {
     struct tg_time_cache clock;    /* timestamps of this thread's lines; owner only */
     uintptr_t suppress_key;        /* frame of profiler plumbing running now: nothing
                                     * is recorded until it returns (0 = none); owner */
+    int noted;                     /* a gc run or a mark named this thread: its log
+                                    * entry is noted when it ends (thread_py.c
+                                    * tg_thread_detach; not at once: a gc callback
+                                    * may run where the table lock is held); owner */
     int held_by_other;             /* another tool's profile function holds this
                                     * thread (counted once in displaced); owner */
     uintptr_t trig_key;            /* pending sleep trigger call (0 = none); owner */
@@ -126,6 +130,8 @@ struct tg_thread_log {
     int has_mem, has_stack, custom;  /* custom: stream_factory files */
     int attaching;     /* its thread is still opening its streams (a stream_factory
                         * is Python: the run may end meanwhile); not listed */
+    int noted;         /* a gc run or a mark names it (gc.txt, marks.txt): a fold
+                        * keeps its family (tg_thread_table_family_of) */
     int folded;        /* folded (aggregate) but kept for the accounting, which
                         * adds it up with its family's: base is then the family's
                         * name; not listed, counted in its family */
@@ -136,6 +142,13 @@ struct tg_thread_log {
 struct tg_thread_family {
     char *base;        /* the entry's name ("req-*"); malloc'ed */
     uint64_t threads;  /* threads folded into it */
+};
+
+/* A noted thread an aggregate run folded away: the family its gc runs and
+ * marks are written under. */
+struct tg_thread_noted {
+    uint64_t seq;      /* its log entry's seq */
+    size_t family;     /* index in the table's families */
 };
 
 /* The threads of a recorder: what disable(), the flusher and fork must reach. */
@@ -161,6 +174,10 @@ struct tg_thread_table {
     struct tg_thread_family *families;  /* folded threads by family (aggregate);
                                     * at most TG_AGG_FAMILIES + 1 */
     size_t n_families;
+    struct tg_thread_noted *noted; /* folded threads that were noted, by seq once
+                                    * noted_sorted (sorted when looked up) */
+    size_t n_noted, noted_cap;
+    int noted_sorted;
     struct tg_nameset *names;      /* the log's base names (names.h) */
     uint64_t done_records, done_stack_records;  /* counts of unlisted states */
     uint64_t done_dropped;
@@ -243,6 +260,18 @@ const struct tg_thread_log *tg_thread_logmap_find(const struct tg_thread_logmap 
                                                   unsigned long native_id);
 /* Free M's map. */
 void tg_thread_logmap_release(struct tg_thread_logmap *m);
+
+/* A gc run or a mark names the thread of log entry SEQ (gc.txt, marks.txt):
+ * if an aggregate run folds it, its family is kept for
+ * tg_thread_table_family_of (the others' are not: the memory stays bounded
+ * by the threads noted).  Takes the lock: never from a gc callback or a
+ * finalizer (the binding makes Python objects with the lock held, which may
+ * collect), hence struct tg_thread's noted. */
+void tg_thread_table_log_note(struct tg_thread_table *tt, uint64_t seq);
+/* The family (its entry's name, valid while the lock is held) that an
+ * aggregate run folded the noted thread SEQ into, or NULL when SEQ was not
+ * folded or not noted.  The caller holds the lock. */
+const char *tg_thread_table_family_of_unlocked(struct tg_thread_table *tt, uint64_t seq);
 
 /* Forget the log (names, base names) and the done counts: a new run.  A thread
  * still attaching to the previous run (in its stream_factory call) holds only

@@ -33,6 +33,73 @@ tg_thread_family_unlocked(struct tg_thread_table *tt, const char *family)
     return f;
 }
 
+/* Keep the family FAMILY of the noted thread SEQ, folded away (out of memory:
+ * not kept, its runs and marks then name no thread).  Lock held. */
+static void
+tg_thread_noted_add_unlocked(struct tg_thread_table *tt, uint64_t seq, size_t family)
+{
+    if (tt->n_noted == tt->noted_cap) {
+        size_t cap = tt->noted_cap ? tt->noted_cap * 2 : 16;
+        struct tg_thread_noted *nn = realloc(tt->noted, cap * sizeof(*nn));
+        if (nn == NULL)
+            return;
+        tt->noted = nn;
+        tt->noted_cap = cap;
+    }
+    /* threads fold in the order they ended, mostly that of their seqs */
+    if (tt->n_noted > 0 && tt->noted[tt->n_noted - 1].seq > seq)
+        tt->noted_sorted = 0;
+    else if (tt->n_noted == 0)
+        tt->noted_sorted = 1;
+    tt->noted[tt->n_noted].seq = seq;
+    tt->noted[tt->n_noted].family = family;
+    tt->n_noted++;
+}
+
+static int
+tg_thread_noted_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const struct tg_thread_noted *)a)->seq;
+    uint64_t y = ((const struct tg_thread_noted *)b)->seq;
+    return x < y ? -1 : x > y;
+}
+
+void
+tg_thread_table_log_note(struct tg_thread_table *tt, uint64_t seq)
+{
+    struct tg_thread_log *e;
+
+    pthread_mutex_lock(&tt->lock);
+    e = tg_thread_table_log_seq_unlocked(tt, seq);
+    if (e != NULL)
+        e->noted = 1;
+    pthread_mutex_unlock(&tt->lock);
+}
+
+const char *
+tg_thread_table_family_of_unlocked(struct tg_thread_table *tt, uint64_t seq)
+{
+    const struct tg_thread_log *e = tg_thread_table_log_seq_unlocked(tt, seq);
+    size_t lo = 0, hi = tt->n_noted;
+
+    if (e != NULL)  /* listed, or folded and kept for the accounting */
+        return e->folded ? e->base : NULL;
+    if (!tt->noted_sorted) {
+        qsort(tt->noted, tt->n_noted, sizeof(*tt->noted), tg_thread_noted_cmp);
+        tt->noted_sorted = 1;
+    }
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (tt->noted[mid].seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < tt->n_noted && tt->noted[lo].seq == seq && tt->noted[lo].family < tt->n_families)
+        return tt->families[tt->noted[lo].family].base;
+    return NULL;
+}
+
 int
 tg_thread_table_log_fold(struct tg_thread_table *tt, uint64_t seq, const char *family,
                          int keep)
@@ -63,6 +130,8 @@ tg_thread_table_log_fold(struct tg_thread_table *tt, uint64_t seq, const char *f
         goto unlock;
     }
     f->threads++;
+    if (e->noted)
+        tg_thread_noted_add_unlocked(tt, e->seq, (size_t)(f - tt->families));
     if (tt->names != NULL)
         tg_nameset_release(tt->names, e->base);
     free(e->name);

@@ -8,6 +8,7 @@
  * alone).
  */
 #include "writer.h"
+#include "testgate.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -85,9 +86,25 @@ tg_writer_pooled(void)
     return n;
 }
 
+/* The test gate of descriptor writes (writer.h, testgate.h). */
+static struct tg_test_gate tg_writer_gate = TG_TEST_GATE_INIT;
+
+void
+tg_writer_gate_set(int closed)
+{
+    tg_test_gate_set(&tg_writer_gate, closed);
+}
+
+void
+tg_writer_gate_wait_blocked(void)
+{
+    tg_test_gate_wait_blocked(&tg_writer_gate);
+}
+
 void
 tg_writer_pool_after_fork_child(void)
 {
+    tg_test_gate_reset_in_child(&tg_writer_gate);
     if (pthread_mutex_trylock(&tg_writer_pool_lock) != 0) {
         /* held at the fork by a thread not in the child, maybe in the
          * middle of a change: the pooled buffers are left (leaked) */
@@ -220,6 +237,7 @@ tg_writer_open_sink(struct tg_writer *w, const struct tg_writer_sink *sink, void
 static int
 tg_write_all(int fd, const char *buf, size_t len)
 {
+    tg_test_gate_check(&tg_writer_gate);
     while (len > 0) {
         ssize_t n = write(fd, buf, len);
         if (n < 0) {

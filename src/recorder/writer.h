@@ -193,6 +193,22 @@ static inline void tg_writer_commit(struct tg_writer *w, size_t used)
     size_t len = atomic_load_explicit(&w->len, memory_order_relaxed);
     atomic_store_explicit(&w->len, len + used, memory_order_release);
 }
+/* Producer: publish the bytes written up to END, a pointer into the buffer
+ * the last reserve returned space in (tg_writer_commit by the end instead of
+ * the length: no reload of len). */
+static inline void tg_writer_commit_end(struct tg_writer *w, const char *end)
+{
+    atomic_store_explicit(&w->len,
+                          (size_t)(end - atomic_load_explicit(&w->buf, memory_order_relaxed)),
+                          memory_order_release);
+}
+/* Producer: send its next reserve to the slow path (tg_writer_reserve_slow
+ * raises lim again), for a producer that has something to do there first.
+ * Only lowers lim, which any side may (see lim). */
+static inline void tg_writer_divert(struct tg_writer *w)
+{
+    atomic_store_explicit(&w->lim, 0, memory_order_relaxed);
+}
 /* Consumer without the GIL (the flusher): write out what is pending.  Does
  * nothing for owner-only sinks. */
 void tg_writer_flush_nogil(struct tg_writer *w);
@@ -235,8 +251,19 @@ unsigned tg_writer_queued(void);
 unsigned tg_writer_pooled(void);
 /* In a forked child (the atfork child handler, before any
  * tg_writer_drop_in_child): the pool's lock made anew if a thread not in the
- * child held it (its buffers then left alone). */
+ * child held it (its buffers then left alone); the test gate made anew, open. */
 void tg_writer_pool_after_fork_child(void);
+
+/* Test gate of the descriptor writes (the text files: .mem, .stack,
+ * process.mem): while closed (tg_writer_gate_set(1)), every write(2) of a
+ * descriptor writer waits just before it, with the writer's io_lock held, as a
+ * write into a full pipe or a stalled NFS would (testgate.h;
+ * threadgraph._recorder._test_text_gate).  Sinks (the capture, Python
+ * streams) are not held here: the capture has its own gate.  Process-wide;
+ * open by default, one relaxed load per write while open. */
+void tg_writer_gate_set(int closed);
+/* Wait until a write waits at the closed gate (returns at once if open). */
+void tg_writer_gate_wait_blocked(void);
 
 /* CLOCK_MONOTONIC in ns (the age of a Python stream's oldest line). */
 int64_t tg_monotonic_ns(void);

@@ -96,7 +96,7 @@ static void write_run(const char *dir, int compress, int rounds, struct expect *
 	p = tg_cap_enc_call(p, py, 1, 3, 0, 0);
 	p = tg_cap_enc_return(p, 1, 1, 2, 1, 64);
 	CHECK_INT(tg_cap_chunk_out(&cap, TG_CAP_CHUNK_EVENTS, 3, ev, (size_t)(p - ev)), 0);
-	CHECK_INT(tg_cap_deposit(&cap, 3, 1, 1, 0, NULL, 0, 0), 0);
+	CHECK_INT(tg_cap_deposit(&cap, 3, 1, 1, 0), 0);
 	p = ev;
 	p = tg_cap_enc_call(p, outer, 1, 1, 0, 0);
 	x->calls++;
@@ -129,7 +129,7 @@ static void write_run(const char *dir, int compress, int rounds, struct expect *
 	x->t_us += 5;
 	x->mem -= 1;
 	CHECK_INT(tg_cap_chunk_out(&cap, TG_CAP_CHUNK_EVENTS, 2, ev, (size_t)(p - ev)), 0);
-	CHECK_INT(tg_cap_deposit(&cap, 2, x->calls, x->returns, 0, NULL, 0, 0), 0);
+	CHECK_INT(tg_cap_deposit(&cap, 2, x->calls, x->returns, 0), 0);
 	CHECK(tg_cap_segments_dropped(&cap) > 0);
 	CHECK_INT(tg_cap_finish(&cap, START_US + 99000000), 0);
 	tg_cap_destroy(&cap);

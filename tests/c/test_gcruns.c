@@ -67,6 +67,39 @@ static void test_runs(void)
 	tg_gc_runs_release(&g);
 }
 
+/* An aggregate run's folded threads: a run's FAMILY (the rest of the line,
+ * spaces kept) names it, and it is not the run of a listed thread that has
+ * the same native id (ids are reused). */
+static void test_family_runs(void)
+{
+	struct tg_gc_runs g;
+	unsigned long last_bad = 0;
+	struct tg_diag d = { .warn = count_warn, .warn_ctx = &last_bad };
+	long long objects;
+
+	tg_gc_runs_init(&g);
+	put("gc.txt", "7 100.000010 100.000020 5 Thread-* (handler)\n"
+		      "7 100.500000 100.600000 4\n"
+		      "9 100.700000 100.800000 3 req-*\n"
+		      "9 100.900000 100.950000 2 Thread-* (handler)\n"
+		      "9 101.000000 101.100000 1 \n");
+	CHECK_INT(tg_gc_runs_read(&g, dir, &d), 0);
+	CHECK_INT(g.n, 4);
+	CHECK_INT(last_bad, 5);  /* an empty FAMILY */
+	CHECK_STR(g.v[0].family, "Thread-* (handler)");
+	CHECK(g.v[1].family == NULL);
+	CHECK_INT(g.v[0].collected, 5);
+	CHECK_INT(tg_gc_runs_within(&g, 7, 100.0, 102.0, &objects), 1);
+	CHECK_INT(objects, 4);
+	CHECK_INT(tg_gc_runs_within(&g, 9, 100.0, 102.0, &objects), 0);
+	CHECK_INT(tg_gc_runs_within_family(&g, "Thread-* (handler)", 100.0, 102.0, &objects), 2);
+	CHECK_INT(objects, 7);
+	CHECK_INT(tg_gc_runs_within_family(&g, "req-*", 100.0, 100.75, &objects), 0);
+	CHECK_INT(tg_gc_runs_within_family(&g, "req-*", 100.0, 100.8, &objects), 1);
+	CHECK_INT(tg_gc_runs_within_family(&g, "Thread-*", 100.0, 102.0, NULL), 0);
+	tg_gc_runs_release(&g);
+}
+
 static void test_threads(void)
 {
 	struct tg_run_threads t;
@@ -107,6 +140,7 @@ int main(void)
 		return 1;
 	}
 	test_runs();
+	test_family_runs();
 	test_threads();
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
 	if (system(cmd) != 0)

@@ -359,6 +359,31 @@ static void test_log_lookup(void)
 			bad += e != NULL;
 	}
 	CHECK_INT(bad, 0);
+	/* a noted thread folded away keeps its family, one not noted does not;
+	 * one folded and kept (the accounting) goes by its entry's base */
+	{
+		long a = log_one(&tt, "na", 200001), b = log_one(&tt, "nb", 200002);
+		long c = log_one(&tt, "nc", 200003);
+		uint64_t sa = tt.log[a].seq, sb = tt.log[b].seq, sc = tt.log[c].seq;
+		tg_thread_table_log_note(&tt, sc);
+		tg_thread_table_log_note(&tt, sa);
+		/* folded out of seq order: the lookup sorts */
+		CHECK_INT(tg_thread_table_log_fold(&tt, sc, "n*", 0), 0);
+		CHECK_INT(tg_thread_table_log_fold(&tt, sb, "n*", 0), 0);
+		CHECK_INT(tg_thread_table_log_fold(&tt, sa, "*", 0), 0);
+		CHECK_STR(tg_thread_table_family_of_unlocked(&tt, sa), "*");
+		CHECK(tg_thread_table_family_of_unlocked(&tt, sb) == NULL);
+		CHECK_STR(tg_thread_table_family_of_unlocked(&tt, sc), "n*");
+		CHECK(tg_thread_table_family_of_unlocked(&tt, tt.log[0].seq) == NULL);
+		for (size_t k = 0; k < tt.n_log; k++)
+			if (tt.log[k].folded) {
+				CHECK_STR(tg_thread_table_family_of_unlocked(&tt, tt.log[k].seq),
+					  "req-*");
+				break;
+			}
+		CHECK_INT(tt.n_noted, 2);
+		CHECK(tg_thread_logmap_find(&map, &tt, 5, 1005) == walk_find(&tt, 5, 1005));
+	}
 	/* the log changes: the old map is not trusted */
 	log_one(&tt, "late", 5);  /* reuses ident 5 */
 	CHECK(tg_thread_logmap_find(&map, &tt, 5, 1005) == &tt.log[tt.n_log - 1]);

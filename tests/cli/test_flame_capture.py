@@ -166,3 +166,41 @@ def test_report_capture_is_the_text(tg, tmp_path, args):
     r2 = tg("report", *args, "run/capture.tg", "-o", "r2.html", cwd=str(cap))
     assert r2.returncode == 0, r2.stderr
     assert (cap / "r2.html").read_text().replace("run/capture.tg", "run") == html
+
+
+def test_folded_capture_frames_by_parent_and_line(tg, tmp_path):
+    """The capture's reader remembers each (parent frame, code, line)'s frame
+    in a table of 4096 slots (src/lib/fold_load.c): with more sites than
+    slots (a C function called from 1000 lines, under 16 callers, twice
+    over), sharing a slot never merges two frames, as the text shows."""
+    text, cap = tmp_path / "text", tmp_path / "cap"
+    os.makedirs(str(text / "run"))
+    os.makedirs(str(cap / "run"))
+    stack, mem, t = [], [], [0]
+
+    def tick():
+        t[0] += 1
+        return "1.%06d#" % t[0]
+
+    lines, callers = 1000, ["f%d" % i for i in range(16)]
+    for rep in range(2):
+        stack.append(tick() + "a.py:1:main")
+        for caller in callers:
+            stack.append(" " + tick() + "a.py:5:" + caller)
+            for ln in range(1, lines + 1):
+                stack.append("  " + tick() + "builtins:%d:len" % ln)
+                mem.append(tick() + "builtins:%d:len=>%d" % (ln, ln))
+            mem.append(tick() + "a.py:6:%s=>0" % caller)
+        mem.append(tick() + "a.py:2:main=>0")
+    (text / "run" / "T.stack").write_text("\n".join(stack) + "\n")
+    (text / "run" / "T.mem").write_text("\n".join(mem) + "\n")
+    (cap / "run" / "capture.tg").write_bytes(
+        ce.encode([str(text / "run" / "T.mem"), str(text / "run" / "T.stack")]))
+    for metric in ("delta", "time"):
+        r = same(tg, text, cap, "folded", "--metric", metric, "run")
+        assert r.returncode == 0, r.stderr
+        got = parse_folded(r.stdout)
+        for caller in callers:
+            for ln in range(1, lines + 1):
+                site = "T;main (a.py:1);%s (a.py:5);len (builtins:%d)" % (caller, ln)
+                assert got[site] == (2 * ln if metric == "delta" else 2), (site, got[site])

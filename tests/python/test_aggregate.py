@@ -620,3 +620,111 @@ def test_held_memory_from_the_curves(runs, tmp_path):
     with open(tmp_path / "held" / "memg-held.txt") as f:
         assert "w0" in f.read()
     assert os.path.getsize(tmp_path / "held" / "memg-held.svg") > 0
+
+
+# Threads per request that run a collection and note a phase and a mark, and
+# end long before the run does: the first ones are folded into "req-*".
+NOTED = """
+import gc, json, sys, threading
+import threadgraph
+
+def handler(k):
+    with threadgraph.phase("p%d" % k):
+        threadgraph.mark("m%d" % k)
+        gc.collect()
+
+p = threadgraph.ProcessProfile(default_log_path="out", aggregate=True, accounting=ACCT)
+p.enable()
+ids = {}
+for k in range(NTHREADS):
+    t = threading.Thread(target=handler, args=(k,), name="req-%d" % k)
+    t.start()
+    t.join()
+    ids[k] = t.native_id
+threadgraph.mark("main")
+p.disable()
+print(json.dumps(ids))
+"""
+N_NOTED = KEPT_ENDED + 8
+
+
+@pytest.mark.parametrize("acct", [False, True], ids=["plain", "accounting"])
+def test_folded_threads_in_gc_and_marks(tmp_path, acct):
+    """gc.txt and marks.txt of an aggregate run name a folded thread by its
+    family, as runinfo.json's threads_folded and aggregate.tga do: its gc runs
+    carry the family as a fifth field, its phases and marks the family as their
+    THREAD; the threads kept whole (and MainThread) go by their own base names,
+    their runs without a family; the readers (the CLI's gc.txt, threadgraph
+    run's) take both."""
+    code = NOTED.replace("ACCT", str(acct)).replace("NTHREADS", str(N_NOTED))
+    ids = {int(k): v for k, v in json.loads(run_scenario(tmp_path, code).stdout).items()}
+    run = only_dir(tmp_path / "out")
+    with open(os.path.join(run, "runinfo.json")) as f:
+        info = json.load(f)
+    listed = {t["name"]: t for t in info["threads"]}
+    assert info["threads_folded"] == [{"base": "req-*", "threads": N_NOTED - KEPT_ENDED}]
+    folded = ["req-%d" % k for k in range(N_NOTED - KEPT_ENDED)]
+    kept = ["req-%d" % k for k in range(N_NOTED - KEPT_ENDED, N_NOTED)]
+    assert not set(folded) & set(listed) and set(kept) <= set(listed)
+    # marks.txt: every phase and mark is named, a folded thread's by its family
+    with open(os.path.join(run, "marks.txt")) as f:
+        recs = [line.rstrip("\n").split("\t") for line in f if not line.startswith("#")]
+    marks = {r[3]: r[2] for r in recs if r[0] == "mark"}
+    phases = {r[4]: r[3] for r in recs if r[0] == "phase"}
+    for k in range(N_NOTED):
+        want = "req-*" if k < N_NOTED - KEPT_ENDED else "req-%d" % k
+        assert marks["m%d" % k] == want and phases["p%d" % k] == want, k
+    assert marks["main"] == "MainThread"
+    # gc.txt: each handler's collection, the folded ones with their family
+    with open(os.path.join(run, "gc.txt")) as f:
+        lines = [line.rstrip("\n") for line in f if not line.startswith("#")]
+    by_id = defaultdict(list)
+    for line in lines:
+        fields = line.split(" ", 4)
+        by_id[int(fields[0])].append(fields[4] if len(fields) == 5 else None)
+    for k in range(N_NOTED):
+        fam = "req-*" if k < N_NOTED - KEPT_ENDED else None
+        assert fam in by_id[ids[k]], (k, by_id[ids[k]])
+    assert sum(f == "req-*" for fs in by_id.values() for f in fs) == N_NOTED - KEPT_ENDED
+    # the CLI's reader takes the fifth field (no malformed line), as threadgraph
+    # run's does (a folded run under its family's name)
+    r = cli("report", run, "-o", tmp_path / "r.html")
+    assert r.returncode == 0 and "gc.txt" not in r.stderr, r.stderr
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    from threadgraph import _run
+    names, runs = _run.read_gc_runs(run)
+    by = _run.gc_runs_by_thread(names, runs)
+    assert by["req-*"][0] == N_NOTED - KEPT_ENDED
+    for name in kept:
+        assert by[name][0] >= 1, (name, by)
+
+
+def test_collection_under_the_thread_table_lock(tmp_path):
+    """A collection that starts while the recorder holds its thread table's
+    lock (folded_threads() and threads() build their lists under it; before
+    3.12 a tuple's allocation may run the collector at once) notes its thread
+    without taking that lock again: the program goes on (a second lock of the
+    table from the gc callback hung it)."""
+    code = """
+        import gc, threading
+        import threadgraph
+
+        def handler():
+            gc.collect()
+
+        p = threadgraph.ProcessProfile(default_log_path="out", aggregate=True)
+        p.enable()
+        for k in range(KEPT + 4):
+            t = threading.Thread(target=handler, name="req-%d" % k)
+            t.start()
+            t.join()
+        gc.set_threshold(1)
+        for _ in range(50):
+            assert p.folded_threads() == [{"base": "req-*", "threads": 4}]
+            p.threads()
+        gc.set_threshold(700)
+        p.disable()
+        print("ok")
+    """.replace("KEPT", str(KEPT_ENDED))
+    assert run_scenario(tmp_path, code, timeout=60).stdout.strip() == "ok"

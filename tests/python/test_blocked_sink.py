@@ -406,3 +406,70 @@ def test_fork_after_a_thread_ended_while_its_write_is_stuck(tmp_path):
     assert "ender" not in {th["name"] for th in child.threads.values()}
     calls = [c for s in child.threads for c in child.thread_records(s)[0]]
     assert sum(1 for c in calls if c[4] == b"child_work") == LATE_CALLS
+
+
+# The same with the text files (format="text"): their writes have a gate of
+# their own (src/recorder/writer.h, _test_text_gate), held with the writer's
+# io_lock just before write(2).  The ender's full .mem/.stack buffers are
+# handed to the flusher, whose write sticks; the thread ends meanwhile, another
+# starts, runs and ends, and every line of both arrives once the write goes
+# on.  Were a thread's end to wait for its own write (or the flusher to give
+# up on it), the program would stall here (caught by the guard) or the files
+# would lack lines.
+TEXT_END_PROGRAM = textwrap.dedent("""
+    import sys
+    import threading
+    import threadgraph
+    from threadgraph import _recorder
+
+    p = threadgraph.ProcessProfile(format="text", default_log_path=sys.argv[1])
+    p.trackStack(True)
+    p.setProcessMemoryFrequence(0)
+    p._rec.quiet(True)
+    p.enable()
+
+    def work():
+        return [0] * 10
+
+    def ender():
+        _recorder._test_text_gate(True, False)
+        for _ in range(%d):
+            work()
+        # returns once the flusher's write of this thread's files is stuck
+        _recorder._test_text_gate(True)
+
+    def other():
+        for _ in range(%d):
+            work()
+
+    t = threading.Thread(target=ender, name="ender")
+    t.start()
+    t.join()
+    sys.stdout.write("ended while its own write was stuck\\n")
+    sys.stdout.flush()
+    o = threading.Thread(target=other, name="other")
+    o.start()
+    o.join()
+    sys.stdout.write("another thread ran and ended\\n")
+    sys.stdout.flush()
+    _recorder._test_text_gate(False)
+    p.disable()
+""" % (END_CALLS, LATE_CALLS))
+
+
+def test_thread_ends_while_its_own_text_write_is_stuck(tmp_path):
+    res = run_program(tmp_path, TEXT_END_PROGRAM)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == ("ended while its own write was stuck\n"
+                          "another thread ran and ended\n")
+    run = only_dir(tmp_path / "out")
+    want = {"ender": END_CALLS, "other": LATE_CALLS}
+    for name, n in want.items():
+        with open(os.path.join(run, name + ".mem")) as f:
+            mem = f.read().splitlines()
+        with open(os.path.join(run, name + ".stack")) as f:
+            stack = f.read().splitlines()
+        # every line whole, in order: one return and one call of work() each
+        assert sum(1 for ln in mem if ":work=>" in ln) == n
+        assert sum(1 for ln in stack if ln.endswith(":work")) == n
+        assert all("=>" in ln for ln in mem), name

@@ -892,14 +892,25 @@ print(p.output_dir)
 def test_program_closing_all_descriptors_is_left_alone(tmp_path):
     """A daemon closes every inherited descriptor (os.closerange(3, N)) and opens
     its own files, which get the recorder's old numbers.  The recorder must not
-    write records into them nor close them at disable()."""
+    write records into them nor close them at disable().  The flusher's side:
+    a thread whose files were opened before the closerange ends after it, and
+    the flusher writes and closes its files (_test_wait_ended returns once it
+    has), where the program's files now have those numbers."""
     proc = run_py(tmp_path, PRELUDE + """
 import warnings
 warnings.simplefilter("ignore")
+from threadgraph import _recorder
 p = ProcessProfile(format="text", default_log_path="out")
 p.enable()
 def work():
     return [0] * 100
+go = threading.Event()
+def late():
+    go.wait()
+    for _ in range(100):
+        work()
+t = threading.Thread(target=late, name="late")
+t.start()               # its .mem file open before the closerange
 for _ in range(100):
     work()
 os.closerange(3, 1024)
@@ -907,7 +918,9 @@ fds = [os.open("own%d.txt" % i, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
        for i in range(4)]
 for _ in range(100):
     work()
-time.sleep(1.2)          # the background flusher runs meanwhile
+go.set()
+t.join()
+_recorder._test_wait_ended()  # the flusher wrote and closed late's files
 for fd in fds:
     os.write(fd, b"program line\\n")
 p.disable()
