@@ -229,7 +229,7 @@ tg_hook_malloc_gil_fast(struct tg_hook_domain *d, size_t size)
     tg_tls.busy = TG_BUSY_HOOK;
     p = d->orig.malloc(d->orig.ctx, size);
     tg_tls.busy = 0;
-    if (__builtin_expect(p != NULL, 1) && tg_hook_gil_fast_alloc(p, size))
+    if (tg_hook_gil_fast_alloc(p, size))  /* not when P is NULL */
         return p;
     return tg_hook_malloc_gil_record(p, size);
 }
@@ -308,7 +308,7 @@ tg_hook_calloc_gil_fast(void *ctx, size_t nelem, size_t elsize, int sampled)
     tg_tls.busy = 0;
     size = nelem * elsize;  /* the allocator checked it for overflow before succeeding */
     if (sampled) {
-        if (__builtin_expect(p != NULL, 1) && tg_hook_gil_fast_alloc(p, size))
+        if (tg_hook_gil_fast_alloc(p, size))  /* not when P is NULL */
             return p;
         return tg_hook_malloc_gil_record(p, size);
     }
@@ -414,8 +414,8 @@ tg_hook_free_gil(void *ctx, void *ptr)
     struct tg_hook_domain *d = ctx;
 
     if (__builtin_expect(tg_tls.busy == 0, 1)
-            && atomic_load_explicit(&tg_gil_fast, memory_order_relaxed) && ptr != NULL
-            && tg_hook_gil_fast_free(ptr)) {
+            && atomic_load_explicit(&tg_gil_fast, memory_order_relaxed)
+            && tg_hook_gil_fast_free(ptr)) {  /* not when PTR is NULL */
         /* A block pymalloc serves itself (TG_HOOK_SMALL_MAX): no nested
          * hooked call to keep from counting, so no busy bit, and a tail call. */
         d->orig.free(d->orig.ctx, ptr);

@@ -179,10 +179,13 @@ tg_clock_us_if_cached(struct tg_clock_cache *cc, int64_t *us)
 #if TG_CLOCK_HAVE_TSC
     if (__builtin_expect(atomic_load_explicit(&tg_clock_pub.seq, memory_order_acquire)
                          == cc->seq, 1)) {
-        uint64_t d = __rdtsc() - cc->conv.base_tsc;
-        if ((int64_t)d < 0)
-            d = 0;  /* before the anchor: the anchor itself, as tg_clock_conv_ns */
-        *us = (int64_t)((cc->base_us_fx + (unsigned __int128)d * cc->mult_us)
+        /* Signed: a reading a little before the anchor (another core's rdtsc
+         * ran early) gives a time a little before it rather than the anchor
+         * itself (tg_clock_conv_ns's clamp), two instructions fewer; the
+         * caller's own clamp keeps its times from going back (the capture's
+         * tg_cap_dt_us).  base_us_fx (< 2^93) and mult_us (< 2^45) fit. */
+        int64_t d = (int64_t)(__rdtsc() - cc->conv.base_tsc);
+        *us = (int64_t)(((__int128)cc->base_us_fx + (__int128)d * (int64_t)cc->mult_us)
                         >> TG_CLOCK_US_SHIFT);
         return 1;
     }

@@ -1538,8 +1538,9 @@ tg_fast_return(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg,
     if (__builtin_expect(depth == 0, 0))
         return tg_profile_default(obj, frame, what, arg);
     e = &t->frames[depth - 1];
-    if (__builtin_expect(e->key != ((uintptr_t)frame | c_bit)
-                         || e->cap_line == TG_CAP_NOT_WRITTEN, 0)
+    /* cap_line < 0: TG_CAP_NOT_WRITTEN, the only negative one in the default
+     * configuration (lines are >= 0), in one instruction fewer */
+    if (__builtin_expect(e->key != ((uintptr_t)frame | c_bit) || e->cap_line < 0, 0)
             || (line = tg_fast_line(frame)) <= 0
             || !tg_clock_us_if_cached(&tg_tls.clock, &us))
         return tg_profile_default(obj, frame, what, arg);
