@@ -9,6 +9,7 @@
  * time.  The original's rule alone picks the wrong call when a return and the
  * next call of the same function share a timestamp.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -447,7 +448,10 @@ static void dec_print(const struct dec_state *s, const struct tg_decorate_opts *
 		putc('@', out);
 		tg_fputs_safe(out, file, flen);
 		if (o->human) {
-			tg_fmt_duration(secs, n->t_ret - n->t_call);
+			/* to the microsecond, the times' own resolution: as doubles
+			 * near 1.7e9 s they are 238 ns apart, so a 1 us call read
+			 * as "954 ns" */
+			tg_fmt_duration(secs, round((n->t_ret - n->t_call) * 1e6) / 1e6);
 			fprintf(out, ":%lu-%lu, Time: %s, Memory: %lld B\n", n->first_line,
 				n->end_line, secs, n->delta);
 			continue;

@@ -296,7 +296,9 @@ static const char rep_style[] =
 	".note{background:#fff6d8;border-left:4px solid #e0b000;padding:8px 12px}\n"
 	"table{border-collapse:collapse;font-size:14px}\n"
 	"th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}\n"
-	"td.num{text-align:right;font-variant-numeric:tabular-nums}\n"
+	"td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\n"
+	"td.time{white-space:nowrap}\n"
+	"td code{overflow-wrap:anywhere}\n"
 	"pre{background:#f6f6f6;border:1px solid #ddd;padding:8px;overflow:auto;"
 	"max-height:420px;font-size:12px}\n"
 	"img.graph{max-width:100%;height:auto;border:1px solid #ddd}\n"
@@ -595,9 +597,10 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 		tg_fmt_grouped(g, k->delta);
 		tg_fmt_bytes_short(s, k->delta);
 		if (link)
-			fprintf(out, "<tr><td><a href=\"#peak-%zu\">%zu</a></td><td>", k->id, k->id);
+			fprintf(out, "<tr><td><a href=\"#peak-%zu\">%zu</a></td><td class=\"time\">",
+				k->id, k->id);
 		else
-			fprintf(out, "<tr><td>%zu</td><td>", k->id);
+			fprintf(out, "<tr><td>%zu</td><td class=\"time\">", k->id);
 		rep_time(out, &peaks, k, o->memg.has_time);
 		fputs("</td><td>", out);
 		if (phases) {

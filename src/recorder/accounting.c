@@ -17,7 +17,7 @@
 #include "acct_snapshot.h"
 #include "acct_state.h"
 #include "tls.h"
-#include "recorder.h"
+#include "thread.h"
 #include "tg_snapshot.h"
 
 #include <pthread.h>
@@ -160,6 +160,9 @@ tg_acct_free_all(void)
     t = tg_acct.threads;
     tg_acct.threads = NULL;
     tg_acct.nthreads = 0;
+    tg_acct.running = NULL;
+    tg_acct.ended_live = 0;
+    tg_acct.lock_gen = TG_ACCT_NO_GEN;  /* exiting threads leave their states alone */
     pthread_mutex_unlock(&tg_acct.lock);
     for (; t != NULL; t = next) {
         next = t->next;
@@ -198,7 +201,7 @@ tg_acct_pick_seed(void)
 
 int
 tg_acct_start(const char *outdir, int compress, long long sample_bytes,
-              uint32_t (*stack_site)(struct tg_acct_thread *t), struct tg_recorder *r)
+              uint32_t (*stack_site)(struct tg_acct_thread *t), struct tg_thread_table *threads)
 {
     static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
@@ -208,6 +211,7 @@ tg_acct_start(const char *outdir, int compress, long long sample_bytes,
         return -1;
     }
     pthread_once(&atfork_once, tg_acct_atfork_register);
+    tg_acct_running_init();
     atomic_store(&tg_acct_light_gen, TG_ACCT_NO_GEN);  /* before the states go */
     /* States of the last run are freed only now: a raw-domain hook that was
      * still running when it ended may have been writing into them. */
@@ -224,7 +228,7 @@ tg_acct_start(const char *outdir, int compress, long long sample_bytes,
     /* cross-thread frees: without the table they are counted as lost */
     tg_acct.pairs = calloc(TG_ACCT_PAIRS, sizeof(*tg_acct.pairs));
     tg_acct.compress = compress;
-    tg_acct.rec = r;
+    tg_acct.thread_table = threads;
     clock_gettime(CLOCK_REALTIME, &tg_acct.t0);
     tg_acct.nsnap = 0;
     tg_acct.sched_err[0] = '\0';
@@ -239,6 +243,9 @@ tg_acct_start(const char *outdir, int compress, long long sample_bytes,
     tg_acct.stack_site = sample_bytes > 0 ? stack_site : NULL;
     tg_acct_when_clear();  /* snapshot_when() applies to a run, after enable() */
     atomic_fetch_add(&tg_acct.gen, 1);
+    pthread_mutex_lock(&tg_acct.lock);
+    tg_acct.lock_gen = atomic_load(&tg_acct.gen);
+    pthread_mutex_unlock(&tg_acct.lock);
     tg_acct.had_run = 1;
     /* The enabling thread's root now, so that its allocations outside recorded
      * calls are its own from the start (other threads get theirs at their first
@@ -270,7 +277,7 @@ tg_acct_stop(void)
 void
 tg_acct_fork_child(void)
 {
-    tg_acct.rec = NULL;
+    tg_acct.thread_table = NULL;
     atomic_store(&tg_acct_light_gen, TG_ACCT_NO_GEN);
     atomic_store(&tg_acct_on, 0);
     tg_acct.sched.active = 0;
@@ -284,10 +291,10 @@ tg_acct_was_on(void)
 }
 
 int
-tg_acct_finish(struct tg_recorder *r)
+tg_acct_finish(struct tg_thread_table *threads)
 {
     PyObject *p;
-    tg_acct.rec = r;
+    tg_acct.thread_table = threads;
     while (tg_acct.nwindows > 0) {  /* windows left open end with the run */
         p = tg_acct_window_close(tg_acct.windows[tg_acct.nwindows - 1].id);
         Py_XDECREF(p);
@@ -298,7 +305,7 @@ tg_acct_finish(struct tg_recorder *r)
         Py_DECREF(p);
         p = tg_acct_snapshot_peak();
     }
-    tg_acct.rec = NULL;  /* R may go away after the run */
+    tg_acct.thread_table = NULL;  /* THREADS may go away after the run */
     if (p == NULL)
         return -1;
     Py_DECREF(p);

@@ -30,25 +30,26 @@
 
 #pragma GCC visibility push(hidden)
 
-struct tg_recorder;
+struct tg_thread_table;
 
 /* Largest sample_bytes accepted (weights stay far from overflow below it). */
 #define TG_ACCT_SAMPLE_MAX (INT64_C(1) << 40)
 
-/* Start accounting for a run writing into OUTDIR (GIL); R names the threads in
- * snapshots until tg_acct_finish.  SAMPLE_BYTES > 0 attributes allocations to
+/* Start accounting for a run writing into OUTDIR (GIL); THREADS (the recorder's
+ * thread table, thread.h) names the threads in snapshots until tg_acct_finish.  SAMPLE_BYTES > 0 attributes allocations to
  * sites by sampling, one sample per SAMPLE_BYTES bytes on average (0: every
  * allocation).  STACK_SITE, when not NULL, gives a sampled allocation its
  * site (sampled mode, sampled.h) instead of the profile function's context.
  * Returns 0 or -1 with a Python exception. */
 int tg_acct_start(const char *outdir, int compress, long long sample_bytes,
-                  uint32_t (*stack_site)(struct tg_acct_thread *t), struct tg_recorder *r);
+                  uint32_t (*stack_site)(struct tg_acct_thread *t),
+                  struct tg_thread_table *threads);
 /* Stop counting (GIL); the counters stay readable until the next start. */
 void tg_acct_stop(void);
 /* After tg_acct_stop: the final and peak snapshots (GIL); the summary files are
  * written by the Python layer from tg_acct_figures.
- * R gives thread names.  Returns 0 or -1 with a Python exception. */
-int tg_acct_finish(struct tg_recorder *r);
+ * THREADS gives thread names.  Returns 0 or -1 with a Python exception. */
+int tg_acct_finish(struct tg_thread_table *threads);
 /* In a forked child (GIL): stop accounting and forget the inherited run, so
  * that the child writes no summary or snapshot into the parent's directory. */
 void tg_acct_fork_child(void);

@@ -5,7 +5,7 @@
 #include "acct_py.h"
 #include "acct_state.h"
 #include "tls.h"
-#include "recorder.h"
+#include "thread.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -54,22 +54,22 @@ tg_figs_dict(const struct tg_acct_figs *f, int64_t peak)
                          "peak_bytes", (long long)peak);
 }
 
-/* Name of thread T from the recorder's log (new str), or "native-<id>"; an
+/* Name of thread T from the log of the recorder's thread table TAB (new str), or "native-<id>"; an
  * aggregate run's folded thread goes by its family's name (its base, thread.h),
- * and *FOLDED (may be NULL) says so.  MAP: R's log by thread, built for the
+ * and *FOLDED (may be NULL) says so.  MAP: TAB's log by thread, built for the
  * pass (thread.h tg_thread_logmap; a walk of the log per thread made the
  * summary of a run of many threads quadratic). */
 static PyObject *
-tg_thread_name(struct tg_recorder *r, const struct tg_thread_logmap *map,
+tg_thread_name(struct tg_thread_table *tab, const struct tg_thread_logmap *map,
                struct tg_acct_thread *t, PyObject **base, int *folded)
 {
     const struct tg_thread_log *e;
     *base = NULL;
     if (folded != NULL)
         *folded = 0;
-    if (r != NULL) {
-        pthread_mutex_lock(&r->table.lock);
-        e = tg_thread_logmap_find(map, &r->table, t->ident, t->native_id);
+    if (tab != NULL) {
+        pthread_mutex_lock(&tab->lock);
+        e = tg_thread_logmap_find(map, tab, t->ident, t->native_id);
         if (e != NULL) {
             PyObject *n = e->folded
                 ? PyUnicode_FromString(e->base)
@@ -77,10 +77,10 @@ tg_thread_name(struct tg_recorder *r, const struct tg_thread_logmap *map,
             if (folded != NULL)
                 *folded = e->folded;
             *base = PyUnicode_FromString(e->base);
-            pthread_mutex_unlock(&r->table.lock);
+            pthread_mutex_unlock(&tab->lock);
             return n;
         }
-        pthread_mutex_unlock(&r->table.lock);
+        pthread_mutex_unlock(&tab->lock);
     }
     *base = PyUnicode_FromFormat("native-%lu", t->native_id);
     return PyUnicode_FromFormat("native-%lu", t->native_id);
@@ -250,7 +250,7 @@ tg_acct_families_free(struct tg_acct_family *fams, size_t n)
 
 /* tg_acct_figures without the tracer mark (acct_py.h). */
 static PyObject *
-tg_acct_figures_impl(struct tg_recorder *r)
+tg_acct_figures_impl(struct tg_thread_table *tab)
 {
     struct tg_acct_figs pf;
     struct tg_acct_thread *t;
@@ -273,10 +273,10 @@ tg_acct_figures_impl(struct tg_recorder *r)
     t = tg_acct.threads;
     nthreads = tg_acct.nthreads;
     pthread_mutex_unlock(&tg_acct.lock);
-    if (r != NULL) {
-        pthread_mutex_lock(&r->table.lock);
-        (void)tg_thread_logmap_build(&map, &r->table);  /* none: tg_thread_name walks */
-        pthread_mutex_unlock(&r->table.lock);
+    if (tab != NULL) {
+        pthread_mutex_lock(&tab->lock);
+        (void)tg_thread_logmap_build(&map, tab);  /* none: tg_thread_name walks */
+        pthread_mutex_unlock(&tab->lock);
     }
     /* names by ix, for the pairs (a thread made after the read head has none) */
     names = PyList_New(nthreads);
@@ -293,7 +293,7 @@ tg_acct_figures_impl(struct tg_recorder *r)
         PyObject *d, *name, *base, *a, *b;
         tg_acct_thread_figs(t, &f);
         if (t->ix < nthreads) {
-            PyObject *nm = tg_thread_name(r, &map, t, &base, NULL);
+            PyObject *nm = tg_thread_name(tab, &map, t, &base, NULL);
             Py_XDECREF(base);
             if (nm == NULL)
                 goto done;
@@ -305,7 +305,7 @@ tg_acct_figures_impl(struct tg_recorder *r)
         }
         if (f.alloc_calls == 0 && f.free_calls == 0)
             continue;
-        name = tg_thread_name(r, &map, t, &base, &folded);
+        name = tg_thread_name(tab, &map, t, &base, &folded);
         if (name != NULL && folded) {
             Py_XDECREF(base);
             i = tg_acct_family_add(&fams, &nfams, name, t, &f,
@@ -400,13 +400,13 @@ done:
 }
 
 PyObject *
-tg_acct_figures(struct tg_recorder *r)
+tg_acct_figures(struct tg_thread_table *tab)
 {
     /* What we allocate to report is the tracer's, not the program's. */
     int busy = tg_tls.busy;
     PyObject *res;
     tg_tls.busy |= TG_BUSY_TRACER;
-    res = tg_acct_figures_impl(r);
+    res = tg_acct_figures_impl(tab);
     tg_tls.busy = busy;
     return res;
 }

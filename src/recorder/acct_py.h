@@ -12,13 +12,14 @@
 
 #pragma GCC visibility push(hidden)
 
-struct tg_recorder;
+struct tg_thread_table;
 struct tg_acct_figs;
 
 /* Figures now (GIL): {"process": {...}, "threads": [...], "windows": [...],
- * "snapshots": N, "sample_bytes": N}; R names the threads.  New dict or NULL
+ * "snapshots": N, "sample_bytes": N}; TAB (the recorder's thread table,
+ * thread.h) names the threads.  New dict or NULL
  * with an exception. */
-PyObject *tg_acct_figures(struct tg_recorder *r);
+PyObject *tg_acct_figures(struct tg_thread_table *tab);
 
 /* A closed window's dict (GIL): NAME, SECONDS open, the process's figures PD
  * over the window with its PEAK and the live bytes LIVE0 at open, and the

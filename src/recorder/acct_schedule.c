@@ -4,7 +4,6 @@
 #include "acct_schedule.h"
 #include "acct_snapshot.h"
 #include "acct_state.h"
-#include "recorder.h"
 
 #include <stdio.h>
 

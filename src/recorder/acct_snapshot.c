@@ -6,7 +6,7 @@
 #include "acct_state.h"
 #include "tls.h"
 #include "names.h"
-#include "recorder.h"
+#include "thread.h"
 #include "tg_snapshot.h"
 
 #include <errno.h>
@@ -91,11 +91,11 @@ tg_sink_put_func(struct tg_sink *s, uint32_t fid)
     tg_sink_put_text(s, f->func, f->func_len, f->esc);
 }
 
-/* Base names of the run's threads by ix (into R's log, or "native-<tid>" in
+/* Base names of the run's threads by ix (into the log of TAB, the recorder's thread table, or "native-<tid>" in
  * NATIVE, which holds TG_BASENAME_CAP bytes per thread); N threads.  FOLDED[ix]
  * is set for an aggregate run's folded thread (named by its family). */
 static void
-tg_acct_thread_bases(struct tg_recorder *r, const char **names, char *native, size_t n,
+tg_acct_thread_bases(struct tg_thread_table *tab, const char **names, char *native, size_t n,
                      uint8_t *folded)
 {
     struct tg_acct_thread *t;
@@ -108,15 +108,15 @@ tg_acct_thread_bases(struct tg_recorder *r, const char **names, char *native, si
     t = tg_acct.threads;
     pthread_mutex_unlock(&tg_acct.lock);
     /* The list only grows at its head: walking from a read head is safe. */
-    if (r != NULL) {
-        pthread_mutex_lock(&r->table.lock);
-        (void)tg_thread_logmap_build(&map, &r->table);  /* none: the walk */
+    if (tab != NULL) {
+        pthread_mutex_lock(&tab->lock);
+        (void)tg_thread_logmap_build(&map, tab);  /* none: the walk */
     }
     for (; t != NULL; t = t->next) {
         const struct tg_thread_log *e;
         if (t->ix >= n)
             continue;
-        e = r != NULL ? tg_thread_logmap_find(&map, &r->table, t->ident, t->native_id) : NULL;
+        e = tab != NULL ? tg_thread_logmap_find(&map, tab, t->ident, t->native_id) : NULL;
         if (e != NULL) {
             names[t->ix] = e->base;
             folded[t->ix] = (uint8_t)e->folded;
@@ -126,9 +126,9 @@ tg_acct_thread_bases(struct tg_recorder *r, const char **names, char *native, si
             names[t->ix] = buf;
         }
     }
-    if (r != NULL) {
+    if (tab != NULL) {
         tg_thread_logmap_release(&map);
-        pthread_mutex_unlock(&r->table.lock);
+        pthread_mutex_unlock(&tab->lock);
     }
 }
 
@@ -299,7 +299,7 @@ tg_acct_write_snapshot(const char *path, const char *label, unsigned number, int
     }
     clock_gettime(CLOCK_REALTIME, &now);
     tg_acct_view_take(&v, nids, at_peak);
-    tg_acct_thread_bases(tg_acct.rec, tnames, native, nthr, folded);
+    tg_acct_thread_bases(tg_acct.thread_table, tnames, native, nthr, folded);
     tg_snap_fold(nodes, nids, v.rows, folded, tnames, nthr, canon, rep, slots, mask);
     /* Nodes with counts, then their ancestors up to (not including) the thread's
      * root: a child of a root is written as a root itself.  Each node is marked

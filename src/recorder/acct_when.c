@@ -5,7 +5,7 @@
 #include "acct_snapshot.h"
 #include "acct_state.h"
 #include "tls.h"
-#include "recorder.h"
+#include "thread.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -172,21 +172,21 @@ tg_when_next(int64_t level)
 static void
 tg_when_thread_base(struct tg_acct_thread *t, char *base)
 {
-    struct tg_recorder *r = tg_acct.rec;
+    struct tg_thread_table *tab = tg_acct.thread_table;
     size_t i;
 
     snprintf(base, TG_BASENAME_CAP, "native-%lu", t->native_id);
-    if (r == NULL)
+    if (tab == NULL)
         return;
-    pthread_mutex_lock(&r->table.lock);
-    for (i = r->table.n_log; i-- > 0;) {
-        struct tg_thread_log *e = &r->table.log[i];
+    pthread_mutex_lock(&tab->lock);
+    for (i = tab->n_log; i-- > 0;) {
+        struct tg_thread_log *e = &tab->log[i];
         if (e->ident == t->ident && e->native_id == t->native_id && !e->attaching) {
             snprintf(base, TG_BASENAME_CAP, "%s", e->base);
             break;
         }
     }
-    pthread_mutex_unlock(&r->table.lock);
+    pthread_mutex_unlock(&tab->lock);
 }
 
 void

@@ -229,7 +229,7 @@ tg_hook_malloc_gil_fast(struct tg_hook_domain *d, size_t size)
     tg_tls.busy = TG_BUSY_HOOK;
     p = d->orig.malloc(d->orig.ctx, size);
     tg_tls.busy = 0;
-    if (__builtin_expect(p != NULL, 1) && tg_hook_gil_fast_alloc(p, size))
+    if (tg_hook_gil_fast_alloc(p, size))  /* not when P is NULL */
         return p;
     return tg_hook_malloc_gil_record(p, size);
 }
@@ -269,17 +269,107 @@ tg_hook_malloc_gil_plain(void *ctx, size_t size)
     return p;
 }
 
-static void *
-tg_hook_calloc_gil(void *ctx, size_t nelem, size_t elsize)
+static __attribute__((noinline)) void *
+tg_hook_calloc_gil_general(void *ctx, size_t nelem, size_t elsize)
 {
     return tg_hook_calloc_body(ctx, nelem, elsize, 1);
 }
 
-static void *
-tg_hook_realloc_gil(void *ctx, void *ptr, size_t size)
+static __attribute__((noinline)) void *
+tg_hook_realloc_gil_general(void *ctx, void *ptr, size_t size)
 {
     return tg_hook_realloc_body(ctx, ptr, size, 1);
 }
+
+/* Whether the fast paths of plain mode (SAMPLED 0) or of sampled mode
+ * (SAMPLED 1) may take the calling thread's call in a GIL domain: a thread
+ * with no busy bit (the program's own calls) while that mode's hooks count. */
+static inline __attribute__((always_inline)) int
+tg_hook_gil_fast_ok(int sampled)
+{
+    return __builtin_expect(tg_tls.busy == 0, 1)
+           && atomic_load_explicit(sampled ? &tg_gil_fast : &tg_plain, memory_order_relaxed);
+}
+
+/* calloc's fast path in a GIL domain, for plain mode (SAMPLED 0) or sampled
+ * mode (SAMPLED 1): what the general path does for the program's own call in
+ * that mode, without its other tests (a calloc took ~120 instructions there). */
+static inline __attribute__((always_inline)) void *
+tg_hook_calloc_gil_fast(void *ctx, size_t nelem, size_t elsize, int sampled)
+{
+    struct tg_hook_domain *d = ctx;
+    size_t size;
+    void *p;
+
+    if (!tg_hook_gil_fast_ok(sampled))
+        return tg_hook_calloc_gil_general(ctx, nelem, elsize);
+    tg_tls.busy = TG_BUSY_HOOK;
+    p = d->orig.calloc(d->orig.ctx, nelem, elsize);
+    tg_tls.busy = 0;
+    size = nelem * elsize;  /* the allocator checked it for overflow before succeeding */
+    if (sampled) {
+        if (tg_hook_gil_fast_alloc(p, size))  /* not when P is NULL */
+            return p;
+        return tg_hook_malloc_gil_record(p, size);
+    }
+    if (__builtin_expect(p != NULL, 1)) {
+        tg_ptrtable_gil_insert(p, size);
+        tg_tls.allocated += (int64_t)size;
+    }
+    return p;
+}
+
+/* realloc's fast path in a GIL domain, for plain mode (SAMPLED 0) or sampled
+ * mode (SAMPLED 1): the program's own realloc of a block that is the newest
+ * one or has its word in the page map (tg_ptrtable_gil_take), or of NULL.  As
+ * the general path (~190 instructions a call there): the old entry is taken
+ * before the block can be released, put back if the allocator fails, and
+ * counted as freed only once the new block exists; any other block (in the
+ * hash, or from before enable) goes to the general path untouched. */
+static inline __attribute__((always_inline)) void *
+tg_hook_realloc_gil_fast(void *ctx, void *ptr, size_t size, int sampled)
+{
+    struct tg_hook_domain *d = ctx;
+    size_t w1 = 0;  /* the old block's word + 1; 0: PTR is NULL */
+    void *p;
+
+    if (!tg_hook_gil_fast_ok(sampled)
+            || (ptr != NULL && (w1 = tg_ptrtable_gil_take((uintptr_t)ptr, NULL)) == 0))
+        return tg_hook_realloc_gil_general(ctx, ptr, size);
+    tg_tls.busy = TG_BUSY_HOOK;
+    p = d->orig.realloc(d->orig.ctx, ptr, size);
+    tg_tls.busy = 0;
+    if (__builtin_expect(p == NULL, 0)) {
+        if (w1 != 0)
+            tg_ptrtable_gil_insert(ptr, w1 - 1);  /* the old block is untouched */
+        return NULL;
+    }
+    if (sampled) {
+        if (w1 != 0)
+            tg_tls.freed += (int64_t)tg_hook_entry_free(w1 - 1, 1);
+        if (tg_hook_gil_fast_alloc(p, size))
+            return p;
+        return tg_hook_malloc_gil_record(p, size);
+    }
+    if (w1 != 0)
+        tg_tls.freed += (int64_t)TG_ACCT_ENTRY_SIZE(w1 - 1);
+    tg_ptrtable_gil_insert(p, size);
+    tg_tls.allocated += (int64_t)size;
+    return p;
+}
+
+static void *
+tg_hook_calloc_gil_plain(void *ctx, size_t nelem, size_t elsize)
+{ return tg_hook_calloc_gil_fast(ctx, nelem, elsize, 0); }
+static void *
+tg_hook_calloc_gil_sampled(void *ctx, size_t nelem, size_t elsize)
+{ return tg_hook_calloc_gil_fast(ctx, nelem, elsize, 1); }
+static void *
+tg_hook_realloc_gil_plain(void *ctx, void *ptr, size_t size)
+{ return tg_hook_realloc_gil_fast(ctx, ptr, size, 0); }
+static void *
+tg_hook_realloc_gil_sampled(void *ctx, void *ptr, size_t size)
+{ return tg_hook_realloc_gil_fast(ctx, ptr, size, 1); }
 
 static __attribute__((noinline)) void
 tg_hook_free_gil_general(void *ctx, void *ptr)
@@ -324,8 +414,8 @@ tg_hook_free_gil(void *ctx, void *ptr)
     struct tg_hook_domain *d = ctx;
 
     if (__builtin_expect(tg_tls.busy == 0, 1)
-            && atomic_load_explicit(&tg_gil_fast, memory_order_relaxed) && ptr != NULL
-            && tg_hook_gil_fast_free(ptr)) {
+            && atomic_load_explicit(&tg_gil_fast, memory_order_relaxed)
+            && tg_hook_gil_fast_free(ptr)) {  /* not when PTR is NULL */
         /* A block pymalloc serves itself (TG_HOOK_SMALL_MAX): no nested
          * hooked call to keep from counting, so no busy bit, and a tail call. */
         d->orig.free(d->orig.ctx, ptr);
@@ -369,8 +459,10 @@ tg_hooks_install(int count_total)
             int fast = atomic_load(&tg_gil_fast), plain = atomic_load(&tg_plain);
             d->ours.malloc = plain ? tg_hook_malloc_gil_plain
                              : fast ? tg_hook_malloc_gil : tg_hook_malloc_gil_general;
-            d->ours.calloc = tg_hook_calloc_gil;
-            d->ours.realloc = tg_hook_realloc_gil;
+            d->ours.calloc = plain ? tg_hook_calloc_gil_plain
+                             : fast ? tg_hook_calloc_gil_sampled : tg_hook_calloc_gil_general;
+            d->ours.realloc = plain ? tg_hook_realloc_gil_plain
+                              : fast ? tg_hook_realloc_gil_sampled : tg_hook_realloc_gil_general;
             d->ours.free = plain ? tg_hook_free_gil_plain
                            : fast ? tg_hook_free_gil : tg_hook_free_gil_general;
         }

@@ -170,22 +170,41 @@ struct tg_clock_cache {
 /* The slow path of tg_clock_now_ns_cached: refill CC (TSC source) and read. */
 int64_t tg_clock_now_ns_slow(struct tg_clock_cache *cc);
 
+/* tg_clock_now_us_cached's fast path alone: 1 with the time in *US while CC
+ * holds (TSC source), else 0 without a read, for a caller that must not call
+ * (the profile function's fast path, recorder.c). */
+static inline int
+tg_clock_us_if_cached(struct tg_clock_cache *cc, int64_t *us)
+{
+#if TG_CLOCK_HAVE_TSC
+    if (__builtin_expect(atomic_load_explicit(&tg_clock_pub.seq, memory_order_acquire)
+                         == cc->seq, 1)) {
+        /* Signed: a reading a little before the anchor (another core's rdtsc
+         * ran early) gives a time a little before it rather than the anchor
+         * itself (tg_clock_conv_ns's clamp), two instructions fewer; the
+         * caller's own clamp keeps its times from going back (the capture's
+         * tg_cap_dt_us).  base_us_fx (< 2^93) and mult_us (< 2^45) fit. */
+        int64_t d = (int64_t)(__rdtsc() - cc->conv.base_tsc);
+        *us = (int64_t)(((__int128)cc->base_us_fx + (__int128)d * (int64_t)cc->mult_us)
+                        >> TG_CLOCK_US_SHIFT);
+        return 1;
+    }
+#else
+    (void)cc;
+    (void)us;
+#endif
+    return 0;
+}
+
 /* CLOCK_REALTIME in microseconds since the epoch through the caller's cache
  * CC: tg_clock_now_ns_cached(CC) / 1000 without the division (for a TSC
  * reading, the same within a microsecond: mult_us is mult rounded down). */
 static inline int64_t
 tg_clock_now_us_cached(struct tg_clock_cache *cc)
 {
-#if TG_CLOCK_HAVE_TSC
-    if (__builtin_expect(atomic_load_explicit(&tg_clock_pub.seq, memory_order_acquire)
-                         == cc->seq, 1)) {
-        uint64_t d = __rdtsc() - cc->conv.base_tsc;
-        if ((int64_t)d < 0)
-            d = 0;  /* before the anchor: the anchor itself, as tg_clock_conv_ns */
-        return (int64_t)((cc->base_us_fx + (unsigned __int128)d * cc->mult_us)
-                         >> TG_CLOCK_US_SHIFT);
-    }
-#endif
+    int64_t us;
+    if (tg_clock_us_if_cached(cc, &us))
+        return us;
     return tg_clock_now_ns_slow(cc) / 1000;
 }
 

@@ -62,9 +62,11 @@ tg_gc_callback(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
         runs[nruns].seq = -1;
         if (t != NULL && tg_active != NULL && tg_active->r.active
                 && tg_tls.gen == tg_active->r.gen) {
-            /* an aggregate run that folds this thread keeps its family */
+            /* an aggregate run that folds this thread keeps its family; noted
+             * in the log at its end (the collection may have started where
+             * the table's lock is held) */
             runs[nruns].seq = (int64_t)t->log_idx;
-            tg_thread_table_log_note(&tg_active->r.table, t->log_idx);
+            t->noted = 1;
         }
         runs[nruns].start_ns = gc_started;
         runs[nruns].stop_ns = now;

@@ -20,8 +20,8 @@
 /* gc.callbacks entry: gc_callback(phase, info).  GIL held (the collector's
  * caller).  Notes the time at "start"; at "stop" keeps (native thread id,
  * start, stop, info["collected"], the thread's index in the active run or -1)
- * and notes the thread in the run's log (thread.h tg_thread_table_log_note:
- * an aggregate run folding it keeps its family for gc.txt).  Returns None. */
+ * and notes the thread (thread.h struct tg_thread's noted: an aggregate run
+ * folding it keeps its family for gc.txt).  Returns None. */
 PyObject *tg_gc_callback(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 
 /* gc_runs() -> (list of (native_id, start_ns, stop_ns, collected, index),

@@ -26,6 +26,19 @@ tg_hook_account(int64_t alloc, int64_t freed)
         atomic_fetch_add_explicit(&tg_process_total, alloc - freed, memory_order_relaxed);
 }
 
+/* TG_OWN_ADD (acct_state.h: an owner-only update of a counter other threads
+ * read) in the hooks' light paths.  On x86-64 one add to memory: not locked,
+ * its store is one aligned 8-byte store as TG_OWN_ADD's is, so a relaxed
+ * load on another thread sees the old or the new value, never a mix; C's
+ * atomics can say this only as a load, an add and a store.  Elsewhere, and
+ * under ThreadSanitizer (which does not see into asm), TG_OWN_ADD. */
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#define TG_HOOK_OWN_ADD(x, v) \
+    __asm__ __volatile__("addq %1, %0" : "+m"(*(int64_t *)&(x)) : "er"((int64_t)(v)))
+#else
+#define TG_HOOK_OWN_ADD(x, v) TG_OWN_ADD(x, v)
+#endif
+
 /* Sampled mode's common case, inline in the hooks (acct_state.h tracer_freed):
  * an allocation of SIZE bytes where no sample point falls and no threshold is
  * due counts on the calling thread's state alone (tg_acct_light_gen: in
@@ -33,13 +46,12 @@ tg_hook_account(int64_t alloc, int64_t freed)
  * *WORD, or 0 when tg_acct_alloc must take it (any other case, which it counts
  * from the start: nothing is counted here then). */
 static inline __attribute__((always_inline)) int
-tg_acct_alloc_light(size_t size, uint64_t *word)
+tg_acct_alloc_light_nz(size_t size, uint64_t *word)
 {
     struct tg_acct_thread *t = tg_tls.acct;
     int64_t req, own;
 
     if (tg_tls.acct_gen != atomic_load_explicit(&tg_acct_light_gen, memory_order_relaxed)
-            || size - 1 >= TG_ACCT_SIZE_MASK  /* 0 too: tg_acct_bin_nz below */
             || t->sampler.left <= (int64_t)size)
         return 0;
     req = TG_LOAD(t->requested) + (int64_t)size;  /* one load: they are atomics */
@@ -51,9 +63,20 @@ tg_acct_alloc_light(size_t size, uint64_t *word)
     }
     t->sampler.left -= (int64_t)size;
     atomic_store_explicit(&t->requested, req, memory_order_relaxed);
-    TG_OWN_ADD(t->hist_alloc[tg_acct_bin_nz(size)], 1);
+    TG_HOOK_OWN_ADD(t->hist_alloc[tg_acct_bin_nz(size)], 1);
     *word = size;
     return 1;
+}
+
+/* tg_acct_alloc_light_nz above is the light case for a SIZE of 1 to
+ * TG_ACCT_SIZE_MASK bytes (tg_acct_bin_nz), which its callers may have
+ * tested already; this tests it. */
+static inline __attribute__((always_inline)) int
+tg_acct_alloc_light(size_t size, uint64_t *word)
+{
+    if (size - 1 >= TG_ACCT_SIZE_MASK)  /* 0 too */
+        return 0;
+    return tg_acct_alloc_light_nz(size, word);
 }
 
 /* Sampled mode's common free, inline: a block without a site (WORD is its
@@ -67,8 +90,8 @@ tg_acct_free_light(size_t word, int count_thread, size_t *size)
     if (!count_thread || word - 1 >= TG_ACCT_SIZE_MASK  /* 0 too */
             || tg_tls.acct_gen != atomic_load_explicit(&tg_acct_light_gen, memory_order_relaxed))
         return 0;
-    TG_OWN_ADD(t->freed, (int64_t)word);
-    TG_OWN_ADD(t->hist_free[tg_acct_bin_nz(word)], 1);
+    TG_HOOK_OWN_ADD(t->freed, (int64_t)word);
+    TG_HOOK_OWN_ADD(t->hist_free[tg_acct_bin_nz(word)], 1);
     *size = word;
     return 1;
 }
@@ -161,11 +184,14 @@ tg_hook_gil_fast_alloc(void *p, size_t size)
     unsigned gi;
     uint64_t word;
 
-    if (size > TG_PP_WORD_MAX
+    /* One test for the page map's bound and the light path's size 0.  P
+     * may be NULL (a failed allocation): no block lies in the first page of
+     * the address space, so it has no entry page. */
+    if (size - 1 >= TG_PP_WORD_MAX
             || (pg = tg_ptrpage_find(&tg_ptrpage_gil, a, &gi)) == NULL
             || pg->word1[gi] != 0
             || tg_ptrtable_gil.unmarked
-            || !tg_acct_alloc_light(size, &word))
+            || !tg_acct_alloc_light_nz(size, &word))
         return 0;
     tg_ptrpage_fill(&tg_ptrpage_gil, pg, gi, (size_t)word);
     tg_tls.allocated += (int64_t)size;
@@ -177,7 +203,8 @@ tg_hook_gil_fast_alloc(void *p, size_t size)
  * thread's accounting state current in sampled mode (tg_acct_light_gen, which
  * also says accounting is on: a forked child that goes on recording stops it
  * with the hooks installed): removed and counted as freed by the calling
- * thread.  1 when done; 0 having done nothing. */
+ * thread.  1 when done; 0 having done nothing, as for a NULL P (no block lies
+ * in the first page of the address space: no entry page there). */
 static inline __attribute__((always_inline)) int
 tg_hook_gil_fast_free(void *p)
 {
@@ -194,8 +221,8 @@ tg_hook_gil_fast_free(void *p)
             || tg_tls.acct_gen != atomic_load_explicit(&tg_acct_light_gen, memory_order_relaxed))
         return 0;
     tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
-    TG_OWN_ADD(t->freed, (int64_t)size);
-    TG_OWN_ADD(t->hist_free[tg_acct_bin_nz(size)], 1);
+    TG_HOOK_OWN_ADD(t->freed, (int64_t)size);
+    TG_HOOK_OWN_ADD(t->hist_free[tg_acct_bin_nz(size)], 1);
     tg_tls.freed += (int64_t)size;
     return 1;
 }

@@ -869,6 +869,7 @@ tg_recorder_disable(struct tg_recorder_object *self)
     if (!r->active)
         return 0;
     r->active = 0;
+    r->default_path = 0;  /* the fast path tests it alone (recorder.h) */
     r->ended_gen = r->gen;
     if (!r->sampled)  /* none installed: another tool's profile function stays */
         tg_profile_all_threads(self, 0);
@@ -1007,6 +1008,7 @@ tg_fork_child_stop(struct tg_recorder_object *self)
         return;
     r->fork_child_pending = 0;
     r->active = 0;
+    r->default_path = 0;  /* the fast path tests it alone (recorder.h) */
     r->ended_gen = r->gen;
     if (!r->sampled)
         tg_profile_all_threads(self, 0);

@@ -247,7 +247,7 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     if (r->sampled && tg_sampled_start() < 0)
         goto fail;
     if (accounting && tg_acct_start(outdir, compress, sample_bytes,
-                                    r->sampled ? tg_sampled_site : NULL, r) < 0) {
+                                    r->sampled ? tg_sampled_site : NULL, &r->table) < 0) {
         tg_sampled_stop();
         goto fail;
     }
@@ -285,7 +285,7 @@ tg_rec_disable(struct tg_recorder_object *self, PyObject *unused)
         /* After the hooks are gone: the figures and the final snapshot are still. */
         tg_acct_stop();
         tg_sampled_stop();
-        if (tg_acct_finish(&self->r) < 0) {
+        if (tg_acct_finish(&self->r.table) < 0) {
             PyObject *t, *v, *tb, *msg;
             PyErr_Fetch(&t, &v, &tb);
             msg = v ? PyObject_Str(v) : NULL;
@@ -350,7 +350,7 @@ tg_rec_thread_index(struct tg_recorder_object *self, PyObject *unused)
 
     if (t == NULL || !r->active || tg_tls.gen != r->gen)
         Py_RETURN_NONE;
-    tg_thread_table_log_note(&r->table, t->log_idx);
+    t->noted = 1;  /* in the log at its end (thread_py.c tg_thread_detach) */
     return PyLong_FromSize_t(t->log_idx);
 }
 
@@ -601,7 +601,7 @@ tg_rec_accounting(struct tg_recorder_object *self, PyObject *unused)
     (void)unused;
     if (!tg_acct_was_on())
         Py_RETURN_NONE;
-    return tg_acct_figures(&self->r);
+    return tg_acct_figures(&self->r.table);
 }
 
 static PyObject *

@@ -461,13 +461,15 @@ tg_write_mem_line(struct tg_recorder *r, struct tg_thread *t,
 /* --- capture records (docs/formats.md "Binary capture") ------------------- */
 
 /* A capture record of T could not be written: counted, and marked in the
- * stream before its next record. */
+ * stream before its next record (the writer's next reserve is diverted to the
+ * slow path, tg_cap_reserve_slow, which writes the mark). */
 static void
 tg_cap_drop(struct tg_thread *t)
 {
     t->cap_dropped++;
     t->cap_drop_pending++;
     tg_count(&t->dropped);
+    tg_writer_divert(&t->capw);
 }
 
 /* The time of an event of T in ns: tg_clock_now_ns_mono(&T->clock.last_ns)
@@ -505,18 +507,19 @@ tg_event_us_capture(void)
     return tg_clock_now_us_cached(&tg_tls.clock);
 }
 
-/* Space for one record in T's capture stream (after the pending "dropped"
- * mark), or NULL (the record is counted as dropped). */
-static inline unsigned char *
-tg_cap_reserve(struct tg_thread *t, unsigned char **start)
+/* tg_cap_reserve's slow path: the writer's (a full or empty buffer, a
+ * stopped stream), and the pending "dropped" mark, which diverted the
+ * reserve here (tg_cap_drop).  Out of line: the event path keeps only the
+ * writer's one compare. */
+static __attribute__((noinline, cold)) unsigned char *
+tg_cap_reserve_slow(struct tg_thread *t)
 {
-    unsigned char *p = (unsigned char *)tg_writer_reserve(&t->capw, TG_CAP_RECORD_MAX);
-    *start = p;
-    if (__builtin_expect(p == NULL, 0)) {
+    unsigned char *p = (unsigned char *)tg_writer_reserve_slow(&t->capw, TG_CAP_RECORD_MAX);
+    if (p == NULL) {
         tg_cap_drop(t);
         return NULL;
     }
-    if (__builtin_expect(t->cap_drop_pending != 0, 0)) {
+    if (t->cap_drop_pending != 0) {
         p = tg_cap_enc_dropped(p, t->cap_drop_pending);
         t->cap_drop_pending = 0;
         if (t->cap_unwind_pending != 0) {  /* after the mark: see tg_cap_unwound */
@@ -527,6 +530,45 @@ tg_cap_reserve(struct tg_thread *t, unsigned char **start)
     return p;
 }
 
+/* Whether one record fits in T's capture buffer at once, at offset *LEN: the
+ * writer's fast path (tg_writer_reserve).  While a "dropped" mark is pending
+ * it never does (tg_cap_drop diverts the writer), so the records' fast paths
+ * below need no test of their own, nor one for a NULL pointer: what does not
+ * fit is written by their out-of-line copies, through tg_cap_reserve_slow. */
+static inline __attribute__((always_inline)) int
+tg_cap_fits(struct tg_thread *t, size_t *len)
+{
+    *len = atomic_load_explicit(&t->capw.len, memory_order_relaxed);
+    return __builtin_expect(*len + TG_CAP_RECORD_MAX
+                            <= atomic_load_explicit(&t->capw.lim, memory_order_relaxed), 1);
+}
+
+/* The start of T's capture buffer, where tg_cap_fits found room at LEN. */
+static inline unsigned char *
+tg_cap_at(struct tg_thread *t, size_t len)
+{
+    return (unsigned char *)atomic_load_explicit(&t->capw.buf, memory_order_relaxed) + len;
+}
+
+/* Space for one record in T's capture stream (after the pending "dropped"
+ * mark), or NULL (the record is counted as dropped).  Follow with
+ * tg_cap_commit.  The event path's records use tg_cap_fits instead. */
+static unsigned char *
+tg_cap_reserve(struct tg_thread *t)
+{
+    size_t len;
+    if (tg_cap_fits(t, &len))
+        return tg_cap_at(t, len);
+    return tg_cap_reserve_slow(t);
+}
+
+/* Publish T's capture record, written up to END. */
+static inline void
+tg_cap_commit(struct tg_thread *t, const unsigned char *end)
+{
+    tg_writer_commit_end(&t->capw, (const char *)end);
+}
+
 /* The capture's UNWOUND event: the N innermost open calls of T's stream end
  * without RETURN records.  When it cannot be written now it is kept pending
  * behind a DROPPED mark (one record counted lost), so that the stream's next
@@ -534,15 +576,15 @@ tg_cap_reserve(struct tg_thread *t, unsigned char **start)
 static void
 tg_cap_unwound(struct tg_thread *t, uint64_t n)
 {
-    unsigned char *start, *p;
+    unsigned char *p;
 
-    p = tg_cap_reserve(t, &start);  /* writes a pending mark first */
+    p = tg_cap_reserve(t);  /* writes a pending mark first */
     if (p == NULL) {  /* counted and marked pending by tg_cap_reserve */
         t->cap_unwind_pending += n;
         return;
     }
     p = tg_cap_enc_unwound(p, n);
-    tg_writer_commit(&t->capw, (size_t)(p - start));
+    tg_cap_commit(t, p);
 }
 
 /* NS / 1000 (NS >= 0 is a time since the epoch; a negative one takes the
@@ -577,6 +619,28 @@ tg_cap_dt(struct tg_thread *t, int64_t ns)
     return tg_cap_dt_us(t, tg_ns_to_us(ns));
 }
 
+/* The time field of T's next capture record for the time NS (microseconds
+ * when D), advancing the stream time: only for a record that is written. */
+static inline __attribute__((always_inline)) uint64_t
+tg_cap_dt_of(struct tg_recorder *r, struct tg_thread *t, int64_t ns, const int d)
+{
+    return d ? tg_cap_dt_us(t, ns) : r->timestamps ? tg_cap_dt(t, ns) : 0;
+}
+
+/* tg_cap_call's record when it does not fit at once: 1, or 0 when it is lost
+ * (counted by tg_cap_reserve_slow). */
+static __attribute__((noinline, cold)) int
+tg_cap_call_slow(struct tg_recorder *r, struct tg_thread *t, uint32_t id, int is_c, long line,
+                 int64_t ns, int d)
+{
+    unsigned char *p = tg_cap_reserve_slow(t);
+    if (p == NULL)
+        return 0;
+    p = tg_cap_enc_call(p, id, d || r->timestamps, tg_cap_dt_of(r, t, ns, d), is_c, line);
+    tg_cap_commit(t, p);
+    return 1;
+}
+
 /* CALL of code ID (0: could not be defined) at time NS (in microseconds when
  * D); LINE for C functions (IS_C).  Returns the RETURN's reference line, or
  * TG_CAP_NOT_WRITTEN. */
@@ -584,22 +648,35 @@ static inline __attribute__((always_inline)) int64_t
 tg_cap_call(struct tg_recorder *r, struct tg_thread *t, uint32_t id, int is_c, long line,
             int64_t ns, const int d)
 {
-    const int timed = d || r->timestamps;
-    unsigned char *start, *p;
+    size_t len;
     if (__builtin_expect(id == 0, 0)) {
         tg_cap_drop(t);
         return TG_CAP_NOT_WRITTEN;
     }
-    p = tg_cap_reserve(t, &start);
-    if (p == NULL)
+    if (tg_cap_fits(t, &len))
+        tg_cap_commit(t, tg_cap_enc_call(tg_cap_at(t, len), id, d || r->timestamps,
+                                         tg_cap_dt_of(r, t, ns, d), is_c, line));
+    else if (!tg_cap_call_slow(r, t, id, is_c, line, ns, d))
         return TG_CAP_NOT_WRITTEN;
-    p = tg_cap_enc_call(p, id, timed,
-                        d ? tg_cap_dt_us(t, ns) : timed ? tg_cap_dt(t, ns) : 0, is_c, line);
-    tg_writer_commit(&t->capw, (size_t)(p - start));
     t->cap_calls++;
     if (d || r->cap_counts_stack)
         tg_count(&t->n_stack_records);
     return line;
+}
+
+/* tg_cap_return's record when it does not fit at once: 1, or 0 when it is
+ * lost (counted by tg_cap_reserve_slow). */
+static __attribute__((noinline, cold)) int
+tg_cap_return_slow(struct tg_recorder *r, struct tg_thread *t, int64_t ref, long line,
+                   int64_t ns, int64_t delta, int d)
+{
+    unsigned char *p = tg_cap_reserve_slow(t);
+    if (p == NULL)
+        return 0;
+    p = tg_cap_enc_return(p, (int64_t)line - ref, d || r->timestamps,
+                          tg_cap_dt_of(r, t, ns, d), d || r->track_memory, delta);
+    tg_cap_commit(t, p);
+    return 1;
 }
 
 /* RETURN of the call whose CALL gave REF, at LINE, time NS (microseconds when
@@ -608,19 +685,17 @@ static inline __attribute__((always_inline)) void
 tg_cap_return(struct tg_recorder *r, struct tg_thread *t, int64_t ref, long line, int64_t ns,
               int64_t delta, const int d)
 {
-    const int timed = d || r->timestamps;
-    unsigned char *start, *p;
+    size_t len;
     if (__builtin_expect(ref == TG_CAP_NOT_WRITTEN, 0)) {
         tg_cap_drop(t);  /* its CALL is not in the stream: neither is it */
         return;
     }
-    p = tg_cap_reserve(t, &start);
-    if (p == NULL)
+    if (tg_cap_fits(t, &len))
+        tg_cap_commit(t, tg_cap_enc_return(tg_cap_at(t, len), (int64_t)line - ref,
+                                           d || r->timestamps, tg_cap_dt_of(r, t, ns, d),
+                                           d || r->track_memory, delta));
+    else if (!tg_cap_return_slow(r, t, ref, line, ns, delta, d))
         return;
-    p = tg_cap_enc_return(p, (int64_t)line - ref, timed,
-                          d ? tg_cap_dt_us(t, ns) : timed ? tg_cap_dt(t, ns) : 0,
-                          d || r->track_memory, delta);
-    tg_writer_commit(&t->capw, (size_t)(p - start));
     t->cap_returns++;
     if (d || r->cap_counts_mem)
         tg_count(&t->n_records);
@@ -1013,13 +1088,14 @@ tg_write_return(struct tg_recorder *r, struct tg_thread *t, const char *file, si
  * /proc/self/statm and writes one line per request: tg_process_sample) and
  * restart the countdown.  No system call: a relaxed load and store of the
  * request count (every event holds the GIL).  Out of line: one event in
- * sample_every.  Without sampling (sample_every 0) the countdown is parked at
- * LONG_MAX instead, so that the event path tests the countdown alone. */
+ * sample_every.  Without sampling (sample_every 0) the countdown starts at 0
+ * and wraps, so it comes back here once in 2^64 events, to be parked again:
+ * the event path tests the countdown alone. */
 static __attribute__((noinline, cold)) void
 tg_sample_request(struct tg_recorder *r)
 {
     if (r->sample_every <= 0) {
-        r->sample_countdown = LONG_MAX;
+        r->sample_countdown = ULONG_MAX;
         return;
     }
     r->sample_countdown = r->sample_every;
@@ -1087,11 +1163,13 @@ tg_process_sample(struct tg_recorder *r, uint64_t n)
     tg_count_n(&r->samples_taken, n);
 }
 
-/* Sampling of process.mem: a request every sample_every events of the process. */
+/* Sampling of process.mem: a request every sample_every events of the process.
+ * A test for zero, not <= 0: the decrement's own flags decide, one `sub` to
+ * memory and a branch (the signed test took a load, sub, store and test). */
 static inline void
 tg_maybe_sample(struct tg_recorder *r)
 {
-    if (__builtin_expect(--r->sample_countdown <= 0, 0))
+    if (__builtin_expect(--r->sample_countdown == 0, 0))
         tg_sample_request(r);
 }
 
@@ -1140,6 +1218,9 @@ tg_on_py_call(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at
         return;
     if (__builtin_expect(info->excluded, 0)) {
         t->suppress_key = at->key;
+        /* the fast path (tg_profile_fast) tests the capture's room alone:
+         * none until a record is written again, after the plumbing */
+        tg_writer_divert(&t->capw);
         return;
     }
     if (!d) {
@@ -1167,6 +1248,13 @@ tg_on_py_return(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *
     if (!tg_close_call(r, t, at->key, &delta, &ref, d)
             || !(d || r->text_mem || r->fmt_binary || r->aggregate))
         return;
+    if (d && !TG_LINE_CACHE) {
+        /* The default configuration writes the capture's RETURN alone, which
+         * names no code (its CALL did) and takes the line from the frame: no
+         * code info lookup (about 12 instructions a return). */
+        tg_write_return(r, t, NULL, 0, tg_at_line(NULL, at), NULL, 0, 0, delta, ref, d);
+        return;
+    }
     {
         struct tg_code_info *info = tg_code_info_get(r, at->code);
         if (info == NULL) {
@@ -1379,13 +1467,190 @@ tg_profile_general(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     return tg_profile_body(obj, frame, what, arg, 0);
 }
 
+/*
+ * The profile function's fast path in the default configuration (3.8-3.11,
+ * with the TSC clock): the events that need nothing but reading and writing
+ * memory -- a Python call or return, a builtin's call or return, all of them
+ * recorded, in a thread already attached, with the code's id known, room in
+ * the capture buffer, a clock cache that holds, and no process sample due.
+ * It makes every test first and changes nothing until all have passed, so
+ * that anything else goes, untouched, to tg_profile_default (a tail call),
+ * which does the same work and the rest.  It calls nothing (on 3.11; before,
+ * the line of a return or a C call is PyFrame_GetLineNumber's), allocates
+ * nothing and runs no Python, so it needs neither TG_BUSY_TRACER nor the
+ * registers a call keeps: no prologue, about 20 instructions an event fewer.
+ * What it writes is exactly what tg_profile_default writes for the same
+ * event (tg_event with D 1); a change to one is a change to both.
+ */
+#define TG_PROFILE_FAST (!TG_HAVE_MONITORING && TG_CLOCK_HAVE_TSC)
+
+#if TG_PROFILE_FAST
+/* The line of a return or of a C call made from FRAME (tg_known_line's
+ * value) when it is > 0, else 0 or less: tg_profile_default works it out.
+ * On 3.11 without a call (the frame holds it); before, PyFrame_GetLineNumber
+ * decodes it. */
+static inline int
+tg_fast_line(PyFrameObject *frame)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    return tg_frame_line_set(frame);
+#else
+    return tg_frame_line(frame);
+#endif
+}
+
+/* The countdown reached 0 on the fast path: tg_sample_request, then the
+ * profile function's 0, so that the fast path ends with a jump here. */
+static __attribute__((noinline, cold)) int
+tg_fast_sample(PyObject *obj)
+{
+    tg_sample_request(&((struct tg_recorder_object *)obj)->r);
+    return 0;
+}
+
+/* The fast path's end of every event: the process.mem countdown (the
+ * event's records are already written: the request's order relative to them
+ * is not seen, the flusher takes the sample later anyway). */
+static inline __attribute__((always_inline)) int
+tg_fast_done(PyObject *obj)
+{
+    if (__builtin_expect(--((struct tg_recorder_object *)obj)->r.sample_countdown == 0, 0))
+        return tg_fast_sample(obj);
+    return 0;
+}
+
+/* Open a call on T's stack at DEPTH (room checked) and write its CALL of
+ * code ID (C: IS_C, with LINE) at LEN, time US: in tg_fast_return's order. */
+static inline __attribute__((always_inline)) void
+tg_fast_call(struct tg_thread *t, size_t depth, uintptr_t key, int64_t line, uint32_t id,
+             int is_c, size_t len, int64_t us)
+{
+    struct tg_frame_entry *e = &t->frames[depth];
+    uint64_t dt;
+    e->key = key;
+    e->start = tg_tls.allocated - tg_tls.freed;
+    e->cap_line = line;
+    t->depth = depth + 1;
+    t->cap_calls++;
+    tg_count(&t->n_stack_records);
+    dt = tg_cap_dt_us(t, us);
+    tg_cap_commit(t, tg_cap_enc_call(tg_cap_at(t, len), id, 1, dt, is_c, line));
+}
+
+/* A return (C: C_BIT 1, a C_RETURN or C_EXCEPTION of a builtin, keyed by
+ * the frame | 1) on the fast path; WHAT is what tg_profile_default gets if
+ * it is not for the fast path (ARG only matters for a C event). */
+static inline __attribute__((always_inline)) int
+tg_fast_return(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg,
+               struct tg_thread *t, size_t len, const int c_bit)
+{
+    size_t depth = t->depth;
+    struct tg_frame_entry *e;
+    int64_t us, line;
+
+    if (__builtin_expect(depth == 0, 0))
+        return tg_profile_default(obj, frame, what, arg);
+    e = &t->frames[depth - 1];
+    /* cap_line < 0: TG_CAP_NOT_WRITTEN, the only negative one in the default
+     * configuration (lines are >= 0), in one instruction fewer */
+    if (__builtin_expect(e->key != ((uintptr_t)frame | c_bit) || e->cap_line < 0, 0)
+            || (line = tg_fast_line(frame)) <= 0
+            || !tg_clock_us_if_cached(&tg_tls.clock, &us))
+        return tg_profile_default(obj, frame, what, arg);
+    /* Written in the order that keeps the fewest values live (the
+     * registers a call would have to save): the stack, the counters, the
+     * time, then the record. */
+    {
+        int64_t delta = tg_tls.allocated - tg_tls.freed - e->start;
+        int64_t line_off = line - e->cap_line;
+        uint64_t dt;
+        t->depth = depth - 1;
+        t->cap_returns++;
+        tg_count(&t->n_records);
+        dt = tg_cap_dt_us(t, us);
+        tg_cap_commit(t, tg_cap_enc_return(tg_cap_at(t, len), line_off, 1, dt, 1, delta));
+    }
+    return tg_fast_done(obj);
+}
+
+/* A C_CALL of the builtin ARG (its type checked) on the fast path.  (Out of
+ * line, in a function of its own, it saved a register push in the Python
+ * events' copy but cost the C calls more: 0.3 M instructions more on
+ * generator_heavy.) */
+static inline __attribute__((always_inline)) int
+tg_fast_c_call(PyObject *obj, PyFrameObject *frame, PyObject *arg, struct tg_thread *t,
+               size_t len)
+{
+    struct tg_recorder *r = &((struct tg_recorder_object *)obj)->r;
+    PyCFunctionObject *f = (PyCFunctionObject *)arg;
+    PyObject *owner = f->m_module != NULL ? f->m_module : tg_cfunc_owner_of_self(f->m_self);
+    size_t depth = t->depth;
+    int64_t us, line;
+    uint32_t id;
+
+    if (__builtin_expect(tg_is_own_def(f->m_ml) || depth == t->frames_cap, 0)
+            || (id = tg_cap_idtab_get(&r->cfunc_ids, (uintptr_t)f->m_ml,
+                                      (uintptr_t)owner)) == 0
+            || (line = tg_fast_line(frame)) <= 0
+            || !tg_clock_us_if_cached(&tg_tls.clock, &us))
+        return tg_profile_default(obj, frame, PyTrace_C_CALL, arg);
+    tg_fast_call(t, depth, (uintptr_t)frame | 1, line, id, 1, len, us);
+    return tg_fast_done(obj);
+}
+
+static inline __attribute__((always_inline)) int
+tg_profile_fast(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    struct tg_recorder *r = &((struct tg_recorder_object *)obj)->r;
+    struct tg_thread *t = tg_tls.thread;
+    size_t len, depth;
+    int64_t us;
+
+    /* Neither r->active (default_path is cleared with it) nor t->suppress_key
+     * (setting it diverts the capture writer, so tg_cap_fits fails until a
+     * record is written after it is cleared) need a test of their own. */
+    if (__builtin_expect((tg_tls.busy & TG_BUSY_TRACER) || frame == NULL || t == NULL
+                         || tg_tls.gen != r->gen, 0)
+            || !tg_cap_fits(t, &len))
+        return tg_profile_default(obj, frame, what, arg);
+    /* In each case below, WHAT and (for Python events) ARG given to
+     * tg_profile_default are constants it treats the same as the real ones
+     * (it reads ARG only for C events, and C_EXCEPTION as C_RETURN): fewer
+     * values kept live, fewer registers. */
+    if (what == PyTrace_RETURN)
+        return tg_fast_return(obj, frame, PyTrace_RETURN, NULL, t, len, 0);
+    if (what == PyTrace_CALL) {
+        struct tg_code_info *info = tg_code_extra_fast(tg_frame_code(frame), tg_code_index);
+        depth = t->depth;
+        if (__builtin_expect(info == NULL || info->gen != r->gen || info->excluded
+                             || info->cap_epoch != r->cap.epoch || info->cap_id == 0
+                             || depth == t->frames_cap, 0)
+                || !tg_clock_us_if_cached(&tg_tls.clock, &us))
+            return tg_profile_default(obj, frame, PyTrace_CALL, NULL);
+        tg_fast_call(t, depth, (uintptr_t)frame, info->firstlineno, info->cap_id, 0, len, us);
+        return tg_fast_done(obj);
+    }
+    if (arg == NULL || Py_TYPE(arg) != &PyCFunction_Type)
+        return tg_profile_default(obj, frame, what, arg);
+    if (what == PyTrace_C_CALL)
+        return tg_fast_c_call(obj, frame, arg, t, len);
+    if (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)
+        return tg_fast_return(obj, frame, PyTrace_C_RETURN, arg, t, len, 1);
+    return tg_profile_default(obj, frame, what, arg);
+}
+#endif
+
 int
 tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
     /* A tail call into the copy for this run's configuration. */
-    if (((struct tg_recorder_object *)obj)->r.default_path)
-        return tg_profile_default(obj, frame, what, arg);
-    return tg_profile_general(obj, frame, what, arg);
+    if (__builtin_expect(!((struct tg_recorder_object *)obj)->r.default_path, 0))
+        return tg_profile_general(obj, frame, what, arg);
+#if TG_PROFILE_FAST
+    return tg_profile_fast(obj, frame, what, arg);
+#else
+    return tg_profile_default(obj, frame, what, arg);
+#endif
 }
 
 #if TG_HAVE_MONITORING

@@ -62,7 +62,11 @@ struct tg_recorder {
                                             * lines in stats() */
     int default_path;          /* the default configuration: tg_profile runs its
                                 * copy without configuration tests (recorder.c,
-                                * tg_event_path_choose) */
+                                * tg_event_path_choose); GIL.  Cleared with
+                                * active, so that the fast path (tg_profile_fast)
+                                * need not test active: from enable()'s choice
+                                * to active, no thread's state is of the new
+                                * generation yet */
     int time_calls;            /* read the clock at recorded calls */
     int time_returns;          /* read the clock at recorded returns */
     int memory_mode;           /* enum tg_memory_mode */
@@ -112,10 +116,12 @@ struct tg_recorder {
      * counts down and counts the requests (docs/api.md "process.mem"). */
     struct tg_writer process_w;        /* producer: the sample's (above) */
     struct tg_time_cache process_clock;  /* process_w's timestamps; the producer */
-    long sample_countdown;             /* profile events until the next process.mem
-                                        * request; GIL (every event holds it, so a
-                                        * plain counter: a locked add here cost more
-                                        * than the rest of the profile function) */
+    unsigned long sample_countdown;    /* profile events until the next process.mem
+                                        * request (0 at enable without sampling:
+                                        * wraps, see tg_sample_request); GIL (every
+                                        * event holds it, so a plain counter: a
+                                        * locked add here cost more than the rest
+                                        * of the profile function) */
     _Atomic uint64_t sample_requests;  /* process.mem requests made (one per
                                         * sample_every events): raised by the event
                                         * path under the GIL (a relaxed load and

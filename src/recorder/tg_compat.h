@@ -51,7 +51,7 @@ tg_code_extra_fast(PyCodeObject *code, Py_ssize_t index)
         Py_ssize_t ce_size;
         void *ce_extras[1];
     } *e = (struct tg_code_extras *)code->co_extra;
-    if (e == NULL || index < 0 || index >= e->ce_size)
+    if (e == NULL || (size_t)index >= (size_t)e->ce_size)  /* index < 0 too */
         return NULL;
     return e->ce_extras[index];
 }
@@ -86,6 +86,27 @@ tg_frame_code(PyFrameObject *frame)
     return code;
 #else
     return frame->f_code;
+#endif
+}
+
+/* The line FRAME's object holds when the interpreter set it for the profile
+ * function's call (3.11: the f_lineno tg_frame_line reads), or 0 when it did
+ * not (then only tg_frame_line knows).  Never calls: before 3.11 always 0. */
+static inline int
+tg_frame_line_set(PyFrameObject *frame)
+{
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+    struct tg_frame_head311 {
+        PyObject_HEAD
+        PyFrameObject *f_back;
+        void *f_frame;
+        PyObject *f_trace;
+        int f_lineno;
+    };
+    return ((struct tg_frame_head311 *)frame)->f_lineno;
+#else
+    (void)frame;
+    return 0;
 #endif
 }
 

@@ -101,6 +101,10 @@ struct tg_thread {
     struct tg_time_cache clock;    /* timestamps of this thread's lines; owner only */
     uintptr_t suppress_key;        /* frame of profiler plumbing running now: nothing
                                     * is recorded until it returns (0 = none); owner */
+    int noted;                     /* a gc run or a mark named this thread: its log
+                                    * entry is noted when it ends (thread_py.c
+                                    * tg_thread_detach; not at once: a gc callback
+                                    * may run where the table lock is held); owner */
     int held_by_other;             /* another tool's profile function holds this
                                     * thread (counted once in displaced); owner */
     uintptr_t trig_key;            /* pending sleep trigger call (0 = none); owner */
@@ -260,7 +264,9 @@ void tg_thread_logmap_release(struct tg_thread_logmap *m);
 /* A gc run or a mark names the thread of log entry SEQ (gc.txt, marks.txt):
  * if an aggregate run folds it, its family is kept for
  * tg_thread_table_family_of (the others' are not: the memory stays bounded
- * by the threads noted).  Takes the lock. */
+ * by the threads noted).  Takes the lock: never from a gc callback or a
+ * finalizer (the binding makes Python objects with the lock held, which may
+ * collect), hence struct tg_thread's noted. */
 void tg_thread_table_log_note(struct tg_thread_table *tt, uint64_t seq);
 /* The family (its entry's name, valid while the lock is held) that an
  * aggregate run folded the noted thread SEQ into, or NULL when SEQ was not

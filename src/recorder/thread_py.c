@@ -332,6 +332,8 @@ tg_thread_detach(struct tg_recorder_object *self)
     tg_tls.thread = NULL;
     tg_tls.gen = r->gen;
     tg_thread_close_owned(r, t);
+    if (t->noted)  /* a gc run or a mark names it: a fold keeps its family */
+        tg_thread_table_log_note(&r->table, t->log_idx);
     if (t->agg != NULL) {  /* kept whole, or folded with its family's (aggregate.h) */
         char family[TG_AGG_FAMILY_CAP];
         uint64_t folded;

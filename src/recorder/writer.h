@@ -193,6 +193,22 @@ static inline void tg_writer_commit(struct tg_writer *w, size_t used)
     size_t len = atomic_load_explicit(&w->len, memory_order_relaxed);
     atomic_store_explicit(&w->len, len + used, memory_order_release);
 }
+/* Producer: publish the bytes written up to END, a pointer into the buffer
+ * the last reserve returned space in (tg_writer_commit by the end instead of
+ * the length: no reload of len). */
+static inline void tg_writer_commit_end(struct tg_writer *w, const char *end)
+{
+    atomic_store_explicit(&w->len,
+                          (size_t)(end - atomic_load_explicit(&w->buf, memory_order_relaxed)),
+                          memory_order_release);
+}
+/* Producer: send its next reserve to the slow path (tg_writer_reserve_slow
+ * raises lim again), for a producer that has something to do there first.
+ * Only lowers lim, which any side may (see lim). */
+static inline void tg_writer_divert(struct tg_writer *w)
+{
+    atomic_store_explicit(&w->lim, 0, memory_order_relaxed);
+}
 /* Consumer without the GIL (the flusher): write out what is pending.  Does
  * nothing for owner-only sinks. */
 void tg_writer_flush_nogil(struct tg_writer *w);

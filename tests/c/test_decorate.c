@@ -100,6 +100,24 @@ int main(void)
 	out = run(mem, stack, "nothing like it", NULL, NULL);
 	CHECK(strstr(out, "ERROR: event not found in") != NULL);
 	free(out);
+	{ /* the report's durations for people: to the microsecond (the times'
+	   * resolution), not the doubles' 954 ns for 1 us near 1.7e9 s */
+		struct tg_decorate_opts ho = { NULL, " ", 1 };
+		char *s1 = put("H.stack", "1700000000.000001#/src/a.py:10:f\n"
+				" 1700000000.000002#/src/a.py:20:g\n");
+		char *m1 = put("H.mem", "1700000000.000003#/src/a.py:21:g=>0\n"
+			       "1700000000.012346#/src/a.py:11:f=>0\n");
+		char *buf = NULL;
+		size_t n = 0;
+		FILE *f = open_memstream(&buf, &n);
+		CHECK_INT(tg_decorate_run(m1, s1, "2", &ho, f, NULL, &d), 0);
+		fclose(f);
+		CHECK_STR(buf, "f@/src/a.py:10-11, Time: 12.3 ms, Memory: 0 B\n"
+			       " g@/src/a.py:20-21, Time: 1 us, Memory: 0 B\n");
+		free(buf);
+		free(s1);
+		free(m1);
+	}
 	{ /* event earlier than any matching call */
 		char *m2 = put("U.mem", "0.5#/src/a.py:15:f=>1\n");
 		out = run(m2, stack, "1", NULL, NULL);

@@ -125,3 +125,40 @@ def test_report_in_the_browser(tg, tmp_path, browser):
     keep(tmp_path, browser, "report-zoomed.png")
     assert browser.errors() == []
     assert browser.fetched() == []
+
+
+def test_report_peaks_table_keeps_numbers_on_one_line(tg, tmp_path, browser):
+    """The peaks table of a run with long file paths: the time and the delta
+    stay on one line each (they wrapped as "2026-11-26 / 17:46:48.645119" and
+    "442,540 B (432.2 / KiB)" beside a long path, which now wraps instead), and
+    the table stays within the page."""
+    run = tmp_path / "run"
+    run.mkdir()
+    path = "/home/someone/projects/" + "/".join(["a_rather_long_directory_name"] * 4) + "/app.py"
+    stack, mem = [], []
+    for i in range(3):
+        stack.append("1764175608.%06d#%s:24:doStuff" % (100000 * i + 1, path))
+        mem.append("1764175608.%06d#%s:31:doStuff=>%d" % (100000 * i + 50000, path,
+                                                          442540 + 1000 * i))
+    (run / "T.stack").write_text("\n".join(stack) + "\n")
+    (run / "T.mem").write_text("\n".join(mem) + "\n")
+    out = tmp_path / "report.html"
+    r = tg("report", "--peak", "1", "--peak_delta_time", "0", "--peak_delta_value", "0",
+           run, "-o", out)
+    assert r.returncode == 0, r.stderr
+    browser.open("file://" + str(out))
+    keep(tmp_path, browser, "report-long-paths.png", full=True)
+    def lines(cell_js):
+        # line boxes of a cell's text, for each peak row (td.time)
+        return browser.js(
+            "Array.from(document.querySelectorAll('td.time')).map(function(t){"
+            "var r=document.createRange(); r.selectNodeContents(" + cell_js + ");"
+            "return r.getClientRects().length;})")
+    assert lines("t") == [1, 1, 1]                                      # time
+    assert lines("t.parentNode.lastElementChild") == [1, 1, 1]          # delta
+    assert all(n > 1 for n in lines("t.parentNode.querySelector('code')"))  # path
+    right = browser.js("Math.max.apply(null, Array.from(document.querySelectorAll("
+                       "'td.time')).map(function(t){"
+                       "return t.parentNode.lastElementChild.getBoundingClientRect().right;}))")
+    assert right <= browser.js("document.documentElement.clientWidth")
+    assert browser.errors() == []

@@ -698,3 +698,33 @@ def test_folded_threads_in_gc_and_marks(tmp_path, acct):
     assert by["req-*"][0] == N_NOTED - KEPT_ENDED
     for name in kept:
         assert by[name][0] >= 1, (name, by)
+
+
+def test_collection_under_the_thread_table_lock(tmp_path):
+    """A collection that starts while the recorder holds its thread table's
+    lock (folded_threads() and threads() build their lists under it; before
+    3.12 a tuple's allocation may run the collector at once) notes its thread
+    without taking that lock again: the program goes on (a second lock of the
+    table from the gc callback hung it)."""
+    code = """
+        import gc, threading
+        import threadgraph
+
+        def handler():
+            gc.collect()
+
+        p = threadgraph.ProcessProfile(default_log_path="out", aggregate=True)
+        p.enable()
+        for k in range(KEPT + 4):
+            t = threading.Thread(target=handler, name="req-%d" % k)
+            t.start()
+            t.join()
+        gc.set_threshold(1)
+        for _ in range(50):
+            assert p.folded_threads() == [{"base": "req-*", "threads": 4}]
+            p.threads()
+        gc.set_threshold(700)
+        p.disable()
+        print("ok")
+    """.replace("KEPT", str(KEPT_ENDED))
+    assert run_scenario(tmp_path, code, timeout=60).stdout.strip() == "ok"

@@ -195,3 +195,10 @@ def test_source_headers_have_distinct_names():
     assert includes("tls.h") == ["clock.h"]
     assert "alloc_hooks.h" not in includes("acct_state.c")
     assert "acct_state.h" not in includes("alloc_hooks.c")
+    # The accounting engine names threads through the recorder's thread table
+    # (thread.h), never the recorder itself: recorder.c includes accounting.h,
+    # so accounting including recorder.h closed a cycle through every acct_ file.
+    acct = [os.path.basename(p) for p in
+            glob.glob(os.path.join(ROOT, "src", "recorder", "acc*.[ch]"))]
+    assert "accounting.c" in acct and "acct_py.c" in acct
+    assert [f for f in acct if "recorder.h" in includes(f)] == []
