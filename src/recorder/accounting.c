@@ -160,6 +160,9 @@ tg_acct_free_all(void)
     t = tg_acct.threads;
     tg_acct.threads = NULL;
     tg_acct.nthreads = 0;
+    tg_acct.running = NULL;
+    tg_acct.ended_live = 0;
+    tg_acct.lock_gen = TG_ACCT_NO_GEN;  /* exiting threads leave their states alone */
     pthread_mutex_unlock(&tg_acct.lock);
     for (; t != NULL; t = next) {
         next = t->next;
@@ -208,6 +211,7 @@ tg_acct_start(const char *outdir, int compress, long long sample_bytes,
         return -1;
     }
     pthread_once(&atfork_once, tg_acct_atfork_register);
+    tg_acct_running_init();
     atomic_store(&tg_acct_light_gen, TG_ACCT_NO_GEN);  /* before the states go */
     /* States of the last run are freed only now: a raw-domain hook that was
      * still running when it ended may have been writing into them. */
@@ -239,6 +243,9 @@ tg_acct_start(const char *outdir, int compress, long long sample_bytes,
     tg_acct.stack_site = sample_bytes > 0 ? stack_site : NULL;
     tg_acct_when_clear();  /* snapshot_when() applies to a run, after enable() */
     atomic_fetch_add(&tg_acct.gen, 1);
+    pthread_mutex_lock(&tg_acct.lock);
+    tg_acct.lock_gen = atomic_load(&tg_acct.gen);
+    pthread_mutex_unlock(&tg_acct.lock);
     tg_acct.had_run = 1;
     /* The enabling thread's root now, so that its allocations outside recorded
      * calls are its own from the start (other threads get theirs at their first

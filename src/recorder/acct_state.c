@@ -17,7 +17,55 @@ _Atomic uint64_t tg_acct_light_gen = TG_ACCT_NO_GEN;
 
 struct tg_acct tg_acct = {
     .lock = PTHREAD_MUTEX_INITIALIZER,
+    .lock_gen = TG_ACCT_NO_GEN,
 };
+
+/* A thread's exit (tg_acct_thread_exit) is seen through a pthread key whose
+ * value is the thread's state; made once per process. */
+static pthread_key_t tg_acct_exit_key;
+static int tg_acct_exit_key_ok;
+static pthread_once_t tg_acct_exit_once = PTHREAD_ONCE_INIT;
+
+/* The pthread key's destructor: the calling thread is exiting (its
+ * interpreter state is gone, its Python allocations are over).  If its state
+ * P is the current run's, its requested - freed moves to tg_acct.ended_live
+ * and the state leaves the running list; the state itself stays (its figures
+ * are the summary's).  A later allocation hook of this thread (none of
+ * Python's: another library's thread-exit code with native=True) still counts
+ * on the state, but not in the process's live bytes. */
+static void
+tg_acct_thread_exit(void *p)
+{
+    struct tg_acct_thread *t = p;
+
+    pthread_mutex_lock(&tg_acct.lock);
+    /* P is still allocated only if this thread's state is of the run now
+     * current: the states are freed with lock_gen set to NO_GEN first. */
+    if (t != NULL && tg_tls.acct == t && tg_tls.acct_gen == tg_acct.lock_gen && !t->ended) {
+        tg_acct.ended_live += TG_LOAD(t->requested) - TG_LOAD(t->freed);
+        if (t->run_prev != NULL)
+            t->run_prev->run_next = t->run_next;
+        else
+            tg_acct.running = t->run_next;
+        if (t->run_next != NULL)
+            t->run_next->run_prev = t->run_prev;
+        t->run_next = t->run_prev = NULL;
+        t->ended = 1;
+    }
+    pthread_mutex_unlock(&tg_acct.lock);
+}
+
+static void
+tg_acct_exit_key_make(void)
+{
+    tg_acct_exit_key_ok = pthread_key_create(&tg_acct_exit_key, tg_acct_thread_exit) == 0;
+}
+
+void
+tg_acct_running_init(void)
+{
+    pthread_once(&tg_acct_exit_once, tg_acct_exit_key_make);
+}
 
 
 void
@@ -65,7 +113,15 @@ tg_acct_self(void)
     t->ix = tg_acct.nthreads++;
     t->next = tg_acct.threads;
     tg_acct.threads = t;
+    t->run_next = tg_acct.running;
+    if (t->run_next != NULL)
+        t->run_next->run_prev = t;
+    tg_acct.running = t;
     pthread_mutex_unlock(&tg_acct.lock);
+    /* Its exit takes it off the running list (without the key, it stays:
+     * the live bytes stay exact, their sum walks it). */
+    if (tg_acct_exit_key_ok)
+        (void)pthread_setspecific(tg_acct_exit_key, t);
     {
         int64_t mean = atomic_load_explicit(&tg_acct.sample, TG_RELAXED);
         if (mean > 0)
@@ -286,12 +342,13 @@ tg_acct_live_now(void)
     if (tg_acct.stack_site == NULL)
         return TG_LOAD(tg_acct.live);
     live = -TG_LOAD(tg_acct.tracer_freed);
+    /* Under the lock: a thread's exit moves its figure from the list to
+     * ended_live at one moment. */
     pthread_mutex_lock(&tg_acct.lock);
-    t = tg_acct.threads;
-    pthread_mutex_unlock(&tg_acct.lock);
-    /* The list only grows at its head: walking from a read head is safe. */
-    for (; t != NULL; t = t->next)
+    live += tg_acct.ended_live;
+    for (t = tg_acct.running; t != NULL; t = t->run_next)
         live += TG_LOAD(t->requested) - TG_LOAD(t->freed);
+    pthread_mutex_unlock(&tg_acct.lock);
     return live;
 }
 

@@ -117,6 +117,11 @@ struct tg_acct_thread {
     uint32_t *stack;                   /* nodes of the open recorded calls; owner (GIL) */
     size_t depth, cap;                 /* owner only */
     struct tg_acct_sampler sampler;    /* sample_bytes mode; owner only */
+    /* The running states' list, which tg_acct_live_now sums: a state leaves it
+     * when its thread exits (tg_acct.ended_live then holds its last figure).
+     * tg_acct.lock. */
+    struct tg_acct_thread *run_next, *run_prev;
+    int ended;                         /* its thread exited; tg_acct.lock */
     int64_t when_next;                 /* thread>SIZE: next level due a snapshot
                                         * (0: the limit; acct_when.h); owner only */
 };
@@ -179,6 +184,17 @@ struct tg_acct {
     pthread_mutex_t lock;
     struct tg_acct_thread *threads;    /* .lock */
     uint32_t nthreads;                 /* ix of the next state; .lock */
+    /* The states whose thread still runs (struct tg_acct_thread run_next), and
+     * requested - freed of those whose thread exited, at its exit (a thread
+     * that exited allocates and frees no more: its figure is final).  So
+     * sampled mode's live bytes (tg_acct_live_now), read at every sample, are a
+     * walk of the running threads, not of every thread the run has seen.
+     * .lock; lock_gen is the run's generation, changed under .lock (NO_GEN
+     * from the moment the states are freed), so that a thread's exit knows
+     * whether its state is still there. */
+    struct tg_acct_thread *running;
+    int64_t ended_live;
+    uint64_t lock_gen;
 
     /* The hooks' lock: orders every change of the process live bytes, the peak
      * registers and the site counters (see the top of the file).  A
@@ -274,6 +290,9 @@ tg_acct_when_thread_due(struct tg_acct_thread *t, int64_t own)
 /* The calling thread's state for this run, created on first use; NULL if out
  * of memory.  Any thread, no GIL needed: only malloc and a mutex. */
 struct tg_acct_thread *tg_acct_self(void);
+/* Make the pthread key through which a thread's exit takes its state off the
+ * running list (struct tg_acct running); once per process, at start (GIL). */
+void tg_acct_running_init(void);
 /* Thread T's root node ("no python frame"), made on first use (GIL). */
 uint32_t tg_acct_root(struct tg_acct_thread *t);
 

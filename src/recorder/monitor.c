@@ -10,14 +10,14 @@
  * empty profile function costs on 3.12+, and threads started by C code are
  * seen too.
  *
- * The callbacks (tg_mon_cb below) hold the recorder object;
- * they hand the event to tg_monitor_event (recorder.c).  Everything here runs
- * with the GIL: install at enable(), uninstall at disable() or in a forked
+ * The callbacks (struct tg_mon_cb, monitor.h) hold the recorder object; their
+ * functions, one per kind of event and configuration, are recorder.c's
+ * tg_mon_entries, where the event path is inlined into them.  Everything here
+ * runs with the GIL: install at enable(), uninstall at disable() or in a forked
  * child.
  */
 #include "recorder.h"
 #include "monitor.h"
-#include "tls.h"
 
 #if TG_HAVE_MONITORING
 
@@ -96,13 +96,10 @@ static const int tg_mon_tools[] = {3, 4};
 
 /* Advanced by a sentinel's deallocation; starts at 1, so that a thread's
  * zeroed cache is stale.  GIL. */
-static uint64_t tg_mon_ts_epoch = 1;
+uint64_t tg_mon_ts_epoch = 1;
 
 /* This thread's state and the epoch it was read in.  Thread-local. */
-static _Thread_local struct {
-    PyThreadState *ts;
-    uint64_t epoch;
-} tg_mon_ts __attribute__((tls_model("initial-exec")));
+_Thread_local struct tg_mon_ts tg_mon_ts __attribute__((tls_model("initial-exec")));
 
 static void
 tg_mon_sentinel_dealloc(PyObject *self)
@@ -128,7 +125,7 @@ static PyObject *tg_mon_sentinel_key;
 /* The calling thread's state, read and cached again: its dict gets a sentinel
  * if it has none.  When that fails the state is returned uncached (the next
  * event tries again).  GIL held; allocations are the recorder's own. */
-static __attribute__((noinline, cold)) PyThreadState *
+__attribute__((noinline, cold)) PyThreadState *
 tg_mon_ts_refresh(void)
 {
     PyThreadState *ts = PyThreadState_Get();
@@ -163,91 +160,9 @@ done:
     return ts;
 }
 
-/* The key of the frame running CODE, the code object of the calling
- * thread's event (tg_tstate_frame_key of its state).  GIL held. */
-static inline uintptr_t
-tg_mon_frame(PyObject *code)
-{
-    if (__builtin_expect(tg_mon_ts.epoch == tg_mon_ts_epoch, 1)) {
-        uintptr_t f = tg_tstate_frame_key(tg_mon_ts.ts);
-        if (__builtin_expect(f != 0 && ((struct tg_iframe *)f)->code == code, 1))
-            return f;
-    }
-    return tg_tstate_frame_key(tg_mon_ts_refresh());
-}
-
-/*
- * The callbacks are objects of a small type of their own, called through
- * vectorcall (PEP 590): the interpreter calls tg_mon_cb_call directly, with
- * no builtin-function layer (cfunction_vectorcall_FASTCALL: a recursion check
- * and a thread-state read per event, ~25 instructions on 3.12), which every
- * callback paid before.  One object per kind of event, holding the recorder
- * (strong) and the event's PyTrace_* value.  Only sys.monitoring holds them.
- */
-struct tg_mon_cb {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    struct tg_recorder_object *rec;  /* strong; set at creation */
-};
-
-/* Python calls and returns take (code, offset[, value]). */
-#define TG_MON_PY(fname, what)                                                        \
-    static PyObject *                                                                 \
-    fname(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)    \
-    {                                                                                 \
-        (void)kwnames;                                                                \
-        if (PyVectorcall_NARGS(nargsf) >= 2)                                          \
-            tg_monitor_event(((struct tg_mon_cb *)self)->rec, what,                  \
-                             tg_mon_frame(args[0]), args[0], args[1],                \
-                             NULL, NULL);                                             \
-        Py_RETURN_NONE;                                                               \
-    }
-
-/* Whether CALLABLE may be a C function for the event path (tg_cfunc_of): a
- * builtin function or method (or a subtype), or a method descriptor.  The
- * exact types first, then the Python functions and bound methods that most
- * CALL events carry, refused without PyCFunction_Check's walk of their type's
- * MRO (PyType_IsSubtype, ~19 instructions per Python call on 3.12). */
-static inline int
-tg_mon_maybe_c(PyObject *callable)
-{
-    PyTypeObject *tp = Py_TYPE(callable);
-    if (tp == &PyCFunction_Type || tp == &PyMethodDescr_Type)
-        return 1;
-    if (tp == &PyFunction_Type || tp == &PyMethod_Type)
-        return 0;
-    return PyCFunction_Check(callable);
-}
-
-/* C calls and returns take (code, offset, callable, arg0).  CALL comes for
- * every callable, a Python function's included (whose call its PY_START
- * records), so what tg_cfunc_of would refuse (anything but a builtin function
- * or method descriptor) is left here, before the event path: on 3.12
- * call-heavy code these were 45% of the callbacks, at ~75 instructions each. */
-#define TG_MON_C(fname, what)                                                         \
-    static PyObject *                                                                 \
-    fname(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)    \
-    {                                                                                 \
-        (void)kwnames;                                                                \
-        if (PyVectorcall_NARGS(nargsf) >= 4 && tg_mon_maybe_c(args[2]))               \
-            tg_monitor_event(((struct tg_mon_cb *)self)->rec, what,                  \
-                             tg_mon_frame(args[0]), args[0], args[1],                \
-                             args[2], args[3]);                                       \
-        Py_RETURN_NONE;                                                               \
-    }
-
-TG_MON_PY(tg_mon_py_call, PyTrace_CALL)
-TG_MON_PY(tg_mon_py_return, PyTrace_RETURN)
-TG_MON_C(tg_mon_c_call, PyTrace_C_CALL)
-TG_MON_C(tg_mon_c_return, PyTrace_C_RETURN)
-
-static const vectorcallfunc tg_mon_funcs[] = {
-    tg_mon_py_call,
-    tg_mon_py_return,
-    tg_mon_c_call,
-    tg_mon_c_return,
-};
-#define TG_MON_N_FUNCS (sizeof(tg_mon_funcs) / sizeof(tg_mon_funcs[0]))
+/* The callbacks' functions are tg_mon_entries (recorder.c); a callback of
+ * each kind in tg_mon_entries' order. */
+#define TG_MON_N_FUNCS TG_MON_N_KINDS
 
 static void
 tg_mon_cb_dealloc(PyObject *self)
@@ -268,7 +183,7 @@ static PyTypeObject tg_mon_cb_type = {
     .tp_doc = "threadgraph's sys.monitoring callback (internal)",
 };
 
-/* A new callback running FUNC (an entry of tg_mon_funcs) for SELF, or NULL
+/* A new callback running FUNC (an entry of tg_mon_entries) for SELF, or NULL
  * with an exception. */
 static PyObject *
 tg_mon_cb_new(struct tg_recorder_object *self, vectorcallfunc func)
@@ -299,16 +214,18 @@ tg_mon_ready(void)
     return tg_mon_sentinel_key == NULL ? -1 : 0;
 }
 
-/* sys.monitoring.events attribute -> callback (index into tg_mon_funcs); C
+/* sys.monitoring.events attribute -> callback (its kind, TG_MON_*); C
  * marks the events needed only for C calls. */
 static const struct {
     const char *event;
     int def;
     int c;
 } tg_mon_events[] = {
-    {"PY_START", 0, 0}, {"PY_RESUME", 0, 0}, {"PY_THROW", 0, 0},
-    {"PY_RETURN", 1, 0}, {"PY_YIELD", 1, 0}, {"PY_UNWIND", 1, 0},
-    {"CALL", 2, 1}, {"C_RETURN", 3, 1}, {"C_RAISE", 3, 1},
+    {"PY_START", TG_MON_PY_CALL, 0}, {"PY_RESUME", TG_MON_PY_CALL, 0},
+    {"PY_THROW", TG_MON_PY_CALL, 0}, {"PY_RETURN", TG_MON_PY_RETURN, 0},
+    {"PY_YIELD", TG_MON_PY_RETURN, 0}, {"PY_UNWIND", TG_MON_PY_RETURN, 0},
+    {"CALL", TG_MON_C_CALL, 1}, {"C_RETURN", TG_MON_C_RETURN, 1},
+    {"C_RAISE", TG_MON_C_RETURN, 1},
 };
 #define TG_MON_N_EVENTS (sizeof(tg_mon_events) / sizeof(tg_mon_events[0]))
 
@@ -355,7 +272,7 @@ tg_mon_register(struct tg_recorder_object *self, PyObject *mon, int tool, int in
     if (events == NULL)
         return -1;
     for (i = 0; install && i < TG_MON_N_FUNCS; i++) {
-        cbs[i] = tg_mon_cb_new(self, tg_mon_funcs[i]);
+        cbs[i] = tg_mon_cb_new(self, tg_mon_entries[self->r.default_path != 0][i]);
         if (cbs[i] == NULL) {
             mask = -1;
             goto done;

@@ -3,7 +3,7 @@
  *
  * Both event sources enter here: the profile function (tg_profile, installed
  * on every thread by lifecycle.c) and sys.monitoring's callbacks (monitor.c ->
- * tg_monitor_event).  Their entry points live in this file so that the whole
+ * tg_mon_entries).  Their entry points live in this file so that the whole
  * path (tg_event: the per-code-object cache, frame pairing, memory readings,
  * the .mem/.stack lines formatted by recfmt.h and the capture's records) is
  * inlined into each of them.  The thread state an event works on belongs to
@@ -24,6 +24,7 @@
 #include "capture_write.h"
 #include "tg_format.h"
 #include "recfmt.h"
+#include "monitor.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -740,19 +741,31 @@ tg_cfunc_owner_of_self(PyObject *self)
  * self, which the setprofile events report as the bound builtin method (both
  * get the same owner, the type of self). */
 static inline int
+tg_cfunc_of_builtin(PyObject *callable, struct tg_cfunc *cf)
+{
+    PyCFunctionObject *f = (PyCFunctionObject *)callable;
+    cf->ml = f->m_ml;
+    cf->owner = f->m_module != NULL ? f->m_module : tg_cfunc_owner_of_self(f->m_self);
+    return 1;
+}
+
+static inline int
+tg_cfunc_of_descr(PyObject *callable, PyObject *arg0, PyObject *missing, struct tg_cfunc *cf)
+{
+    if (arg0 == NULL || arg0 == missing)
+        return 0;
+    cf->ml = ((PyMethodDescrObject *)callable)->d_method;
+    cf->owner = tg_cfunc_owner_of_self(arg0);
+    return 1;
+}
+
+static inline int
 tg_cfunc_of(PyObject *callable, PyObject *arg0, PyObject *missing, struct tg_cfunc *cf)
 {
-    if (PyCFunction_Check(callable)) {
-        PyCFunctionObject *f = (PyCFunctionObject *)callable;
-        cf->ml = f->m_ml;
-        cf->owner = f->m_module != NULL ? f->m_module : tg_cfunc_owner_of_self(f->m_self);
-        return 1;
-    }
-    if (Py_TYPE(callable) == &PyMethodDescr_Type && arg0 != NULL && arg0 != missing) {
-        cf->ml = ((PyMethodDescrObject *)callable)->d_method;
-        cf->owner = tg_cfunc_owner_of_self(arg0);
-        return 1;
-    }
+    if (PyCFunction_Check(callable))
+        return tg_cfunc_of_builtin(callable, cf);
+    if (Py_TYPE(callable) == &PyMethodDescr_Type)
+        return tg_cfunc_of_descr(callable, arg0, missing, cf);
     return 0;
 }
 
@@ -1431,7 +1444,7 @@ tg_profile_body(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg, co
     tg_tls.busy |= TG_BUSY_TRACER;
 #if TG_HAVE_MONITORING
     /* 3.12+ derives these events from sys.monitoring's, which passes the
-     * instruction offset as an int (see tg_monitor_event): the frame's. */
+     * instruction offset as an int (see tg_mon_event): the frame's. */
     t->event_bias = PyFrame_GetLasti(frame) > TG_SMALL_INT_MAX ? r->offset_int_size : 0;
 #endif
     tg_event(r, t, what, &at, &cf, d);
@@ -1641,68 +1654,139 @@ tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 }
 
 #if TG_HAVE_MONITORING
-/* tg_monitor_event's body; D as tg_event's. */
-static inline __attribute__((always_inline)) int
-tg_monitor_event_body(struct tg_recorder_object *obj, int what, uintptr_t frame,
-                      PyObject *code, PyObject *offset, PyObject *callable, PyObject *arg0,
-                      const int d)
+/* Read a sys.monitoring instruction offset O (an int) as tg_offset_long does,
+ * with a shorter common case: an offset is never negative, so a compact int
+ * of at most one digit that is not negative (lv_tag: digits << 3 | sign, sign
+ * 0 positive, 1 zero) is its first digit (0 for zero).  -1 on failure, with
+ * no exception set. */
+static inline long
+tg_mon_offset(PyObject *o)
 {
+    long v;
+    if (__builtin_expect(Py_IS_TYPE(o, &PyLong_Type)
+                         && ((PyLongObject *)o)->long_value.lv_tag <= (1 << 3), 1))
+        return (long)((PyLongObject *)o)->long_value.ob_digit[0];
+    v = tg_offset_long(o);
+    if (v < 0) {
+        PyErr_Clear();
+        v = -1;
+    }
+    return v;
+}
+
+/* Whether a C event's callable ARGS[2], called with ARGS[3] as its first
+ * argument, is a C function for the event path, and which (tg_cfunc_of): the
+ * exact types first, so that a method descriptor is taken without
+ * PyCFunction_Check's walk of its type's MRO (PyType_IsSubtype). */
+static inline int
+tg_mon_cfunc(struct tg_recorder_object *obj, PyObject *const *args, struct tg_cfunc *cf)
+{
+    PyObject *callable = args[2];
+    PyTypeObject *tp = Py_TYPE(callable);
+
+    if (tp == &PyCFunction_Type)
+        return tg_cfunc_of_builtin(callable, cf);
+    if (tp == &PyMethodDescr_Type)
+        return tg_cfunc_of_descr(callable, args[3], obj->r.mon_missing, cf);
+    return tg_cfunc_of(callable, args[3], obj->r.mon_missing, cf);
+}
+
+/* The event WHAT (PyTrace_*, a constant in each entry) that sys.monitoring
+ * reports to the callback SELF (a struct tg_mon_cb) with ARGS: code, offset,
+ * and for C events the callable and its first argument, whose C function the
+ * caller found (CF, tg_mon_cfunc; else NULL).  D as tg_event's. */
+static inline __attribute__((always_inline)) void
+tg_mon_event(PyObject *self, PyObject *const *args, const struct tg_cfunc *cf,
+             const int what, const int d)
+{
+    struct tg_recorder_object *obj = ((struct tg_mon_cb *)self)->rec;
     struct tg_recorder *r = &obj->r;
+    PyObject *code = args[0];
     struct tg_thread *t;
     struct tg_at at;
-    struct tg_cfunc cf;
     long lasti;
 
     if (!r->active || (tg_tls.busy & TG_BUSY_TRACER) || !PyCode_Check(code))
-        return 0;
-    if (what >= PyTrace_C_CALL
-            && (callable == NULL || !tg_cfunc_of(callable, arg0, r->mon_missing, &cf)))
-        return 0;  /* a call of something else than a builtin: no C event */
+        return;
     t = tg_thread_for_event(obj);
     if (t == NULL)
-        return 0;
+        return;
+    at.key = tg_mon_frame(code) | (what >= PyTrace_C_CALL);
     tg_tls.busy |= TG_BUSY_TRACER;
-    lasti = tg_offset_long(offset);
-    if (lasti < 0) {
-        PyErr_Clear();
-        lasti = 0;
-    }
+    lasti = tg_mon_offset(args[1]);
     /* The interpreter allocated the offset int to call us unless it is one of
      * the small ints: that is not the program's memory. */
     t->event_bias = lasti > TG_SMALL_INT_MAX ? r->offset_int_size : 0;
-    at.key = frame | (what >= PyTrace_C_CALL);
     at.code = (PyCodeObject *)code;
     at.frame = NULL;
-    at.lasti = (int)lasti;
-    tg_event(r, t, what, &at, &cf, d);
+    at.lasti = lasti < 0 ? 0 : (int)lasti;
+    tg_event(r, t, what, &at, cf, d);
     t->event_bias = 0;
     tg_tls.busy &= ~TG_BUSY_TRACER;
-    return 0;
 }
 
-static __attribute__((noinline)) int
-tg_monitor_event_default(struct tg_recorder_object *obj, int what, uintptr_t frame,
-                         PyObject *code, PyObject *offset, PyObject *callable,
-                         PyObject *arg0)
-{
-    return tg_monitor_event_body(obj, what, frame, code, offset, callable, arg0, 1);
-}
+/* The callbacks' vectorcall functions, one per kind of event (monitor.h
+ * TG_MON_*) and copy of the event path: the interpreter calls straight into
+ * the path, the event's kind and the configuration's copy (tg_profile's
+ * default_path, fixed at enable) chosen when the callbacks were made
+ * (monitor.c), not per event. */
+#define TG_MON_PY_ENTRY(fname, what, d)                                               \
+    static PyObject *                                                                 \
+    fname(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)    \
+    {                                                                                 \
+        (void)kwnames;                                                                \
+        if (__builtin_expect(PyVectorcall_NARGS(nargsf) >= 2, 1))                     \
+            tg_mon_event(self, args, NULL, what, d);                                  \
+        Py_RETURN_NONE;                                                               \
+    }
 
-static __attribute__((noinline)) int
-tg_monitor_event_general(struct tg_recorder_object *obj, int what, uintptr_t frame,
-                         PyObject *code, PyObject *offset, PyObject *callable,
-                         PyObject *arg0)
-{
-    return tg_monitor_event_body(obj, what, frame, code, offset, callable, arg0, 0);
-}
+/* C events: CALL comes for every callable, and the Python functions and bound
+ * methods that most CALL events carry (on 3.12 call-heavy code, 45% of the
+ * callbacks; their calls are PY_START's) are left at once, by exact type,
+ * without a stack frame; the rest goes on out of line. */
+#define TG_MON_C_ENTRY(fname, what, d)                                                \
+    static __attribute__((noinline)) PyObject *                                       \
+    fname##_event(PyObject *self, PyObject *const *args)                              \
+    {                                                                                 \
+        struct tg_cfunc cf;                                                           \
+        if (tg_mon_cfunc(((struct tg_mon_cb *)self)->rec, args, &cf))                 \
+            tg_mon_event(self, args, &cf, what, d);                                   \
+        Py_RETURN_NONE;                                                               \
+    }                                                                                 \
+    static PyObject *                                                                 \
+    fname(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)    \
+    {                                                                                 \
+        PyTypeObject *tp;                                                             \
+        (void)kwnames;                                                                \
+        if (__builtin_expect(PyVectorcall_NARGS(nargsf) < 4, 0))                      \
+            Py_RETURN_NONE;                                                           \
+        tp = Py_TYPE(args[2]);                                                        \
+        if (tp == &PyFunction_Type || tp == &PyMethod_Type)                           \
+            Py_RETURN_NONE;                                                           \
+        return fname##_event(self, args);                                             \
+    }
 
-int
-tg_monitor_event(struct tg_recorder_object *obj, int what, uintptr_t frame, PyObject *code,
-                 PyObject *offset, PyObject *callable, PyObject *arg0)
-{
-    /* A tail call into the copy for this run's configuration (tg_profile). */
-    if (obj->r.default_path)
-        return tg_monitor_event_default(obj, what, frame, code, offset, callable, arg0);
-    return tg_monitor_event_general(obj, what, frame, code, offset, callable, arg0);
-}
+TG_MON_PY_ENTRY(tg_mon_py_call_d, PyTrace_CALL, 1)
+TG_MON_PY_ENTRY(tg_mon_py_return_d, PyTrace_RETURN, 1)
+TG_MON_C_ENTRY(tg_mon_c_call_d, PyTrace_C_CALL, 1)
+TG_MON_C_ENTRY(tg_mon_c_return_d, PyTrace_C_RETURN, 1)
+TG_MON_PY_ENTRY(tg_mon_py_call_g, PyTrace_CALL, 0)
+TG_MON_PY_ENTRY(tg_mon_py_return_g, PyTrace_RETURN, 0)
+TG_MON_C_ENTRY(tg_mon_c_call_g, PyTrace_C_CALL, 0)
+TG_MON_C_ENTRY(tg_mon_c_return_g, PyTrace_C_RETURN, 0)
+
+const vectorcallfunc tg_mon_entries[2][TG_MON_N_KINDS] = {
+    [0] = {
+        [TG_MON_PY_CALL] = tg_mon_py_call_g,
+        [TG_MON_PY_RETURN] = tg_mon_py_return_g,
+        [TG_MON_C_CALL] = tg_mon_c_call_g,
+        [TG_MON_C_RETURN] = tg_mon_c_return_g,
+    },
+    [1] = {
+        [TG_MON_PY_CALL] = tg_mon_py_call_d,
+        [TG_MON_PY_RETURN] = tg_mon_py_return_d,
+        [TG_MON_C_CALL] = tg_mon_c_call_d,
+        [TG_MON_C_RETURN] = tg_mon_c_return_d,
+    },
+};
 #endif

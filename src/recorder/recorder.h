@@ -187,14 +187,6 @@ void tg_process_sample(struct tg_recorder *r, uint64_t n);
 /* Profile function (PyEval_SetProfile); OBJ is the recorder object. */
 int tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
 
-#if TG_HAVE_MONITORING
-/* sys.monitoring event WHAT (a PyTrace_* value) in CODE at OFFSET (an int),
- * in the frame whose key is FRAME (tg_tstate_frame_key of the calling
- * thread's state); CALLABLE and ARG0 for C events, else NULL.  Never raises. */
-int tg_monitor_event(struct tg_recorder_object *obj, int what, uintptr_t frame,
-                     PyObject *code, PyObject *offset, PyObject *callable, PyObject *arg0);
-#endif
-
 /* One-time set up of the code-object cache at module import (GIL held). */
 int tg_recorder_module_init_code_index(void);
 /* Whether tg_frame_code reads the calling frame's code as PyFrame_GetCode

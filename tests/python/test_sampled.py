@@ -239,3 +239,52 @@ def test_commands_read_a_sampled_run(tmp_path):
     assert res.returncode == 0 and "<thread memory>" in res.stdout, res.stderr
     res = cli("report", "-o", str(tmp_path / "r.html"), run_dir)
     assert res.returncode == 0 and (tmp_path / "r.html").stat().st_size > 0, res.stderr
+
+
+ENDED = """
+import os, sys, threading
+from threadgraph import ProcessProfile
+
+KEEP = []
+SIZE = 200000
+
+def work():                     # a block that outlives its thread
+    KEEP.append(bytearray(SIZE))
+
+def tasks():
+    return len(os.listdir("/proc/self/task"))
+
+p = ProcessProfile(default_log_path="out", mode="sampled", sample_bytes=65536)
+p.enable()
+base = tasks()
+for i in range(20):
+    t = threading.Thread(target=work)
+    t.start(); t.join()
+    while tasks() > base:       # until the thread has really exited (its
+        pass                    # state's figures then leave the running list)
+kept = p.snapshot("kept")
+del KEEP[:10]                   # the main thread frees blocks of ended threads
+freed = p.snapshot("freed")
+p.disable()
+print(kept); print(freed)
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="needs /proc/self/task")
+def test_live_bytes_keep_threads_that_exited(tmp_path):
+    """The process's live bytes (a sum over the threads in sampled mode) keep
+    what threads that exited left allocated, and lose it when another thread
+    frees it: an exited thread's figure is folded into one sum at its exit, so
+    that a sample does not walk every thread the run has seen."""
+    proc = run_scenario(tmp_path, ENDED, env=SEED)
+    kept, freed = proc.stdout.split()
+    live_kept = int(snapshot(kept)[0]["process_live_bytes"])
+    live_freed = int(snapshot(freed)[0]["process_live_bytes"])
+    block = 200000 + 1          # bytearray(n) requests n + 1 bytes
+    assert live_kept >= 20 * block
+    # Ten blocks freed, and little else happened between the snapshots.
+    assert abs((live_kept - live_freed) - 10 * block) < 4096, (live_kept, live_freed)
+    with open(os.path.join(only_dir(tmp_path / "out"), "summary.json")) as f:
+        proc_figs = json.load(f)["process"]
+    assert proc_figs["live_bytes"] == proc_figs["total_requested_bytes"] - proc_figs["freed_bytes"]
+    assert proc_figs["peak_bytes"] >= 20 * block
