@@ -154,6 +154,24 @@ tg_ptrpage_find(const struct tg_ptrpage *m, uintptr_t p, unsigned *gi)
     return n->page[(p >> TG_PP_PAGE_SHIFT) & (TG_PP_NODE_PAGES - 1)];
 }
 
+/* tg_ptrpage_find for a map whose node array is mapped (tg_ptrpage_reserve):
+ * one test fewer. */
+static inline struct tg_pp_page *
+tg_ptrpage_find_mapped(const struct tg_ptrpage *m, uintptr_t p, unsigned *gi)
+{
+    struct tg_pp_node *n;
+
+    if ((((uint64_t)p & 15) | ((uint64_t)p >> TG_PP_ADDR_BITS)) != 0
+            || (n = m->nodes[p >> TG_PP_NODE_SHIFT]) == NULL)
+        return NULL;
+    *gi = (unsigned)(p >> 4) & (TG_PP_GRANULES - 1);
+    return n->page[(p >> TG_PP_PAGE_SHIFT) & (TG_PP_NODE_PAGES - 1)];
+}
+
+/* Map M's node array now if it is not (address space only, as the first set
+ * would): 0, or -1 when it cannot be.  It stays until tg_ptrpage_clear. */
+int tg_ptrpage_reserve(struct tg_ptrpage *m);
+
 /* Enter WORD (at most TG_PP_WORD_MAX) at granule GI of PG, P's entry page
  * (tg_ptrpage_find), whose granule held no entry. */
 static inline void
