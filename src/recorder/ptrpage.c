@@ -171,6 +171,20 @@ tg_ptrpage_clear(struct tg_ptrpage *m)
 }
 
 size_t
+tg_ptrpage_entries(const struct tg_ptrpage *m)
+{
+    const struct tg_pp_node *n;
+    size_t count = 0;
+    unsigned pi;
+
+    for (n = m->all; n != NULL; n = n->next)
+        for (pi = 0; pi < TG_PP_NODE_PAGES; pi++)
+            if (n->page[pi] != NULL)
+                count += n->page[pi]->u.live;
+    return count;
+}
+
+size_t
 tg_ptrpage_bytes(const struct tg_ptrpage *m)
 {
     return (m->nnodes + m->nspare_nodes) * sizeof(struct tg_pp_node)
