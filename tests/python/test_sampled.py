@@ -288,3 +288,50 @@ def test_live_bytes_keep_threads_that_exited(tmp_path):
         proc_figs = json.load(f)["process"]
     assert proc_figs["live_bytes"] == proc_figs["total_requested_bytes"] - proc_figs["freed_bytes"]
     assert proc_figs["peak_bytes"] >= 20 * block
+
+
+CLIMB = """
+import gc, json, sys, threading
+import threadgraph._recorder as R
+from threadgraph import ProcessProfile
+
+def live():
+    a, f = R.thread_counters()
+    return a - f
+
+def climb(out):
+    # Rounds that each free most of what they built and then climb higher
+    # than the last, in small blocks (the GIL domains' fast paths), past
+    # sample points (the default rate): the thread's peak must be found
+    # whichever way its allocations are counted.
+    tops = []
+    keep = []
+    for rnd in range(8):
+        del keep[len(keep) // 8:]
+        for i in range(3000 + 700 * rnd):
+            keep.append(bytes(40 + i %% 200))
+        tops.append(live())
+    del keep[:]
+    out.append(max(tops))
+
+gc.disable()
+p = ProcessProfile(default_log_path="out", %s)
+p.enable()
+res = []
+t = threading.Thread(target=climb, args=(res,), name="climber")
+t.start(); t.join()
+p.disable()
+print(res[0])
+"""
+
+
+@pytest.mark.parametrize("rate", ["", ", sample_bytes=4096"], ids=["default", "fine"])
+def test_thread_peak_exact(tmp_path, rate):
+    """A thread's peak (requested less freed at its highest) is that of every
+    allocation, not only of the sampled ones: it is at least the highest of
+    the thread's own readings of its counters, and above it by no more than
+    what the reading itself allocates."""
+    proc = run_scenario(tmp_path, CLIMB % ('mode="sampled"' + rate), env=SEED)
+    top = int(proc.stdout.split()[-1])
+    peak = summary_threads(only_dir(tmp_path / "out"))["climber"]["peak_bytes"]
+    assert 0 <= peak - top < 1024, (peak, top)
