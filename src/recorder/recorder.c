@@ -1808,8 +1808,9 @@ tg_mon_event(PyObject *self, PyObject *const *args, const struct tg_cfunc *cf,
 
 /* C events: CALL comes for every callable, and the Python functions and bound
  * methods that most CALL events carry (on 3.12 call-heavy code, 45% of the
- * callbacks; their calls are PY_START's) are left at once, by exact type,
- * without a stack frame; the rest goes on out of line. */
+ * callbacks; their calls are PY_START's), and classes (`str(i)`: CALL and
+ * C_RETURN, never a C function for tg_mon_cfunc), are left at once, by exact
+ * type, without a stack frame; the rest goes on out of line. */
 #define TG_MON_C_ENTRY(fname, what, d)                                                \
     static __attribute__((noinline)) PyObject *                                       \
     fname##_event(PyObject *self, PyObject *const *args)                              \
@@ -1827,7 +1828,7 @@ tg_mon_event(PyObject *self, PyObject *const *args, const struct tg_cfunc *cf,
         if (__builtin_expect(PyVectorcall_NARGS(nargsf) < 4, 0))                      \
             Py_RETURN_NONE;                                                           \
         tp = Py_TYPE(args[2]);                                                        \
-        if (tp == &PyFunction_Type || tp == &PyMethod_Type)                           \
+        if (tp == &PyFunction_Type || tp == &PyMethod_Type || tp == &PyType_Type)     \
             Py_RETURN_NONE;                                                           \
         return fname##_event(self, args);                                             \
     }
@@ -1998,11 +1999,11 @@ tg_mon_fast_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObjec
     depth = t->depth;
     if (c_bit) {
         /* a return of what tg_mon_cfunc takes for a C function (the default
-         * entry ignores any other), by exact type */
+         * entry ignores any other, a class at once), by exact type */
         PyTypeObject *tp = Py_TYPE(args[2]);
         if (tp != &PyCFunction_Type
                 && (tp != &PyMethodDescr_Type || args[3] == NULL || args[3] == r->mon_missing))
-            return slow(self, args, nargsf, kwnames);
+            return tp == &PyType_Type ? TG_MON_NONE : slow(self, args, nargsf, kwnames);
     }
     if (__builtin_expect(depth == 0, 0))
         return slow(self, args, nargsf, kwnames);
@@ -2044,7 +2045,7 @@ tg_mon_fast_c_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObj
     return tg_mon_fast_return(self, args, nargsf, kwnames, tg_mon_c_return_d, 1);
 }
 
-/* CALL: the Python functions and bound methods left at once, as
+/* CALL: the Python functions, bound methods and classes left at once, as
  * TG_MON_C_ENTRY does; a builtin or a method descriptor called with its self
  * (tg_mon_cfunc's exact types) on the fast path. */
 static PyObject *
@@ -2065,7 +2066,7 @@ tg_mon_fast_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObjec
     if (__builtin_expect(PyVectorcall_NARGS(nargsf) < 4, 0))
         return TG_MON_NONE;
     tp = Py_TYPE(args[2]);
-    if (tp == &PyFunction_Type || tp == &PyMethod_Type)
+    if (tp == &PyFunction_Type || tp == &PyMethod_Type || tp == &PyType_Type)
         return TG_MON_NONE;
     t = tg_tls.thread;
     if (!TG_MON_FAST_READY(r, t, &len))
