@@ -337,7 +337,6 @@ def test_thread_peak_exact(tmp_path, rate):
     assert 0 <= peak - top < 1024, (peak, top)
 
 
-
 AGAIN = """
 import gc, queue, threading
 from threadgraph import ProcessProfile
@@ -376,3 +375,46 @@ def test_second_run_counts_on_its_own_state(tmp_path):
               if name != "MainThread"]
         assert w["hist_alloc"][9] >= 5000, (run, w["hist_alloc"])
         assert w["total_requested_bytes"] >= 5000 * 333, run
+
+
+IDLE = """
+import threading
+from threadgraph import ProcessProfile
+
+KEEP = []
+p = ProcessProfile(default_log_path="out", mode="sampled")
+p.enable()
+t = threading.Thread(target=lambda: None, name="idle")
+t.start(); t.join()
+u = threading.Thread(target=lambda: KEEP.extend(bytearray(1 << 20) for _ in range(8)),
+                     name="busy")
+u.start(); u.join()
+p.disable()
+"""
+
+
+def test_a_thread_without_a_sample(tmp_path):
+    """A thread that allocated too little to be sampled has an empty .mem (no
+    reading of its curve was taken): memg and peaks leave it out with a warning
+    that names it, never a flat or made-up curve; its exact totals are in the
+    summary."""
+    run_scenario(tmp_path, IDLE, env=SEED)
+    run_dir = only_dir(tmp_path / "out")
+    idle, busy = (os.path.join(run_dir, n + ".mem") for n in ("idle", "busy"))
+    assert os.path.getsize(idle) == 0 and parse_mem(busy)
+    assert "idle" in summary_threads(run_dir)
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "threadgraph"] + list(args),
+                              cwd=str(tmp_path), env=env_with_package(), timeout=120,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True)
+
+    res = cli("peaks", idle, busy)
+    assert res.returncode == 0 and "busy" in res.stdout and "idle" not in res.stdout
+    assert "'%s' skipped: no events" % idle in res.stderr, res.stderr
+    res = cli("memg", "--script-only", "-o", str(tmp_path / "g"), idle, busy)
+    assert res.returncode == 0, res.stderr
+    assert "'%s' not plotted: no events" % idle in res.stderr, res.stderr
+    res = cli("memg", "--script-only", "-o", str(tmp_path / "g"), idle)
+    assert res.returncode == 1 and "error: no events to plot" in res.stderr, res.stderr
