@@ -108,6 +108,17 @@ $(B)/ctest/test_sigkick: tests/c/test_sigkick.c tests/c/tg_test.h src/recorder/s
 $(B)/asan/ctest/test_sigkick: tests/c/test_sigkick.c tests/c/tg_test.h src/recorder/sigkick.c src/recorder/sigkick.h
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/sigkick.c -lpthread
+# A code object's line table decoder is pure C: its test links linetable.c alone.
+LINETABLE_DEPS := tests/c/test_linetable.c tests/c/tg_test.h src/recorder/linetable.c \
+		src/recorder/linetable.h
+
+$(B)/ctest/test_linetable: $(LINETABLE_DEPS)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/linetable.c
+
+$(B)/asan/ctest/test_linetable: $(LINETABLE_DEPS)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/linetable.c
 # The native hooks' mapping table is pure C: its test links nat_maps.c alone.
 NATMAPS_DEPS := tests/c/test_nat_maps.c tests/c/tg_test.h src/recorder/nat_maps.c \
 		src/recorder/nat_maps.h

@@ -25,6 +25,7 @@
 #include "tg_format.h"
 #include "recfmt.h"
 #include "monitor.h"
+#include "linetable.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -52,6 +53,15 @@ struct tg_recorder_object *tg_active;
 #  define TG_LINE_CACHE 0
 #endif
 
+/* Misses of a code object's line cache after which its whole line table is
+ * decoded (linetable.h): a code object whose events fall at more offsets than
+ * the cache holds (a long function calling builtins all along) would
+ * otherwise pay PyCode_Addr2Line's walk, thousands of instructions in a long
+ * one, on most of them. */
+#ifndef TG_LINE_TABLE_AFTER  /* -D: another count, for tests */
+#  define TG_LINE_TABLE_AFTER 16
+#endif
+
 /* Stored in the code object's co_extra slot; freed with the code object. */
 struct tg_code_info {
     uint64_t gen;       /* run generation the flags were computed for */
@@ -71,6 +81,9 @@ struct tg_code_info {
     /* Instruction offset -> line, direct-mapped.  Written and read with the GIL
      * (the code object, and so this entry, is shared by every thread). */
     struct { int lasti; int line; } lines[TG_LINE_CACHE];
+    int line_misses;     /* of the cache, up to TG_LINE_TABLE_AFTER */
+    size_t line_units;   /* entries of line_table (0: none) */
+    int32_t *line_table; /* the line at offset 2 * i (linetable.h), malloc'd, or NULL */
 #endif
     char data[];
 };
@@ -81,6 +94,10 @@ static Py_ssize_t tg_code_index = -1;
 static void
 tg_code_info_free(void *p)
 {
+#if TG_LINE_CACHE
+    if (p != NULL)
+        free(((struct tg_code_info *)p)->line_table);
+#endif
     free(p);
 }
 
@@ -143,6 +160,9 @@ tg_code_info_build(PyCodeObject *code)
 #if TG_LINE_CACHE
     for (int i = 0; i < TG_LINE_CACHE; i++)
         info->lines[i].lasti = -1;  /* no valid offset is negative */
+    info->line_misses = 0;
+    info->line_units = 0;
+    info->line_table = NULL;
 #endif
     info->file = info->data;
     end = tg_escape(info->file, PyBytes_AS_STRING(fb), (size_t)PyBytes_GET_SIZE(fb));
@@ -201,6 +221,52 @@ tg_code_info_get(struct tg_recorder *r, PyCodeObject *code)
 }
 
 #if TG_LINE_CACHE
+/* Decode CODE's line table into INFO (left without one on failure: no
+ * memory, or a table this reader does not know).  Reads the code object's
+ * bytes in place: no Python object is made, nothing is allocated through
+ * Python's allocators. */
+static void
+tg_line_table_build(struct tg_code_info *info, PyCodeObject *code)
+{
+    PyObject *lt = code->co_linetable;
+    const uint8_t *tab;
+    size_t len, units;
+    int32_t *out;
+
+    if (lt == NULL || !PyBytes_Check(lt))
+        return;
+    tab = (const uint8_t *)PyBytes_AS_STRING(lt);
+    len = (size_t)PyBytes_GET_SIZE(lt);
+    units = tg_line_table_units(tab, len);
+    if (units == 0 || (out = malloc(units * sizeof(*out))) == NULL)
+        return;
+    if (tg_line_table_decode(tab, len, code->co_firstlineno, out, units) < 0) {
+        free(out);
+        return;
+    }
+#ifdef TG_LINE_TABLE_CHECK
+    for (size_t i = 0; i < units; i++)
+        if (out[i] != PyCode_Addr2Line(code, (int)(2 * i)))
+            Py_FatalError("threadgraph: line table differs from PyCode_Addr2Line");
+#endif
+    info->line_table = out;
+    info->line_units = units;
+}
+
+/* A miss of INFO's line cache at LASTI: the line from the decoded table, made
+ * at the TG_LINE_TABLE_AFTER-th miss, else PyCode_Addr2Line's. */
+static __attribute__((noinline)) int
+tg_offset_line_miss(struct tg_code_info *info, PyCodeObject *code, int lasti)
+{
+    size_t unit = (size_t)lasti >> 1;
+    if (info->line_table == NULL && info->line_misses < TG_LINE_TABLE_AFTER
+            && ++info->line_misses == TG_LINE_TABLE_AFTER)
+        tg_line_table_build(info, code);
+    if (unit < info->line_units && info->line_table[unit] != TG_LINE_TABLE_NONE)
+        return info->line_table[unit];
+    return PyCode_Addr2Line(code, lasti);
+}
+
 /* The line of CODE (whose entry is INFO, not NULL) at instruction offset LASTI
  * (bytes, >= 0), through INFO's cache. */
 static inline int
@@ -208,7 +274,7 @@ tg_offset_line(struct tg_code_info *info, PyCodeObject *code, int lasti)
 {
     unsigned slot = ((unsigned)lasti >> 1) % TG_LINE_CACHE;  /* offsets are even */
     if (info->lines[slot].lasti != lasti) {
-        info->lines[slot].line = PyCode_Addr2Line(code, lasti);
+        info->lines[slot].line = tg_offset_line_miss(info, code, lasti);
         info->lines[slot].lasti = lasti;
     }
     return info->lines[slot].line;
