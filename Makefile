@@ -43,22 +43,42 @@ ASAN_CLI := $(B)/asan/threadgraph
 
 all: $(CLI)
 
+# One compiler run builds the CLI from every source, one file after another: a
+# checkout or merge that lands during it gives a program whose early files saw
+# the old headers and later ones the new (struct layouts that disagree: ASan's
+# stack-buffer-overflow in records.c from fold_load.c), and make would then
+# keep it as newer than every source.  So the program is built as $@.tmp and
+# kept only if no prerequisite changed since the build began ($@.start).
+BUILD_START = @rm -f $@.tmp; touch $@.start
+BUILD_KEEP  = @if [ -n "$$(find $^ -newer $@.start | head -n 1)" ]; then \
+	rm -f $@.tmp $@.start; \
+	echo "error: sources changed while $@ was built (a checkout or merge?): run make again" >&2; \
+	exit 1; fi; mv -f $@.tmp $@; rm -f $@.start
+
 $(CLI): $(LIB_SRC) $(CLI_SRC) $(HDRS) $(VERSION_PY)
 	@mkdir -p $(B)
-	$(CC) $(WARN) $(CFLAGS) $(INC) $(VERSION_DEF) -o $@ $(LIB_SRC) $(CLI_SRC) $(LIBS)
+	$(BUILD_START)
+	$(CC) $(WARN) $(CFLAGS) $(INC) $(VERSION_DEF) -o $@.tmp $(LIB_SRC) $(CLI_SRC) $(LIBS)
+	$(BUILD_KEEP)
 
 $(ASAN_CLI): $(LIB_SRC) $(CLI_SRC) $(HDRS) $(VERSION_PY)
 	@mkdir -p $(B)/asan
-	$(CC) $(WARN) -O1 -g $(SAN) $(INC) $(VERSION_DEF) -o $@ $(LIB_SRC) $(CLI_SRC) $(LIBS)
+	$(BUILD_START)
+	$(CC) $(WARN) -O1 -g $(SAN) $(INC) $(VERSION_DEF) -o $@.tmp $(LIB_SRC) $(CLI_SRC) $(LIBS)
+	$(BUILD_KEEP)
 
 # Each tests/c/test_X.c is a program linked against the library; exit 0 = pass.
 $(B)/ctest/%: tests/c/%.c tests/c/tg_test.h $(LIB_SRC) $(HDRS)
 	@mkdir -p $(B)/ctest
-	$(CC) $(WARN) $(CFLAGS) $(INC) -Itests/c -o $@ $< $(LIB_SRC) $(LIBS)
+	$(BUILD_START)
+	$(CC) $(WARN) $(CFLAGS) $(INC) -Itests/c -o $@.tmp $< $(LIB_SRC) $(LIBS)
+	$(BUILD_KEEP)
 
 $(B)/asan/ctest/%: tests/c/%.c tests/c/tg_test.h $(LIB_SRC) $(HDRS)
 	@mkdir -p $(B)/asan/ctest
-	$(CC) $(WARN) -O1 -g $(SAN) $(INC) -Itests/c -o $@ $< $(LIB_SRC) $(LIBS)
+	$(BUILD_START)
+	$(CC) $(WARN) -O1 -g $(SAN) $(INC) -Itests/c -o $@.tmp $< $(LIB_SRC) $(LIBS)
+	$(BUILD_KEEP)
 
 # The recorder's clock is pure C: its test links clock.c alone, no Python.
 CLOCK_SRC := src/recorder/clock.c src/recorder/clock.h
@@ -88,6 +108,17 @@ $(B)/ctest/test_sigkick: tests/c/test_sigkick.c tests/c/tg_test.h src/recorder/s
 $(B)/asan/ctest/test_sigkick: tests/c/test_sigkick.c tests/c/tg_test.h src/recorder/sigkick.c src/recorder/sigkick.h
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/sigkick.c -lpthread
+# A code object's line table decoder is pure C: its test links linetable.c alone.
+LINETABLE_DEPS := tests/c/test_linetable.c tests/c/tg_test.h src/recorder/linetable.c \
+		src/recorder/linetable.h
+
+$(B)/ctest/test_linetable: $(LINETABLE_DEPS)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/linetable.c
+
+$(B)/asan/ctest/test_linetable: $(LINETABLE_DEPS)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/linetable.c
 # The native hooks' mapping table is pure C: its test links nat_maps.c alone.
 NATMAPS_DEPS := tests/c/test_nat_maps.c tests/c/tg_test.h src/recorder/nat_maps.c \
 		src/recorder/nat_maps.h

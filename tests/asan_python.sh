@@ -25,6 +25,8 @@ rm -rf "$out"
 mkdir -p "$pkg/_bin"
 cp "$root"/threadgraph/*.py "$pkg"/
 cp -r "$root"/threadgraph/_hook "$pkg"/   # the --follow-exec start-up hook
+# the original tutorial's import (from thread_graph.Profiler import ProcessProfile)
+mkdir -p "$out/thread_graph" && cp "$root"/thread_graph/*.py "$out/thread_graph"/
 inc=$($py -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
 suffix=$($py -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
 # The version's one definition (as setup.py and the Makefile read it).

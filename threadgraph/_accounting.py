@@ -73,6 +73,26 @@ def _merge_pairs(pairs: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
     return sorted(merged.values(), key=lambda p: -p["bytes"])
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "))
+
+
+def summary_json(doc: Dict[str, Any]) -> str:
+    """DOC as summary.json's text: one top-level key a line, and each element of
+    a list (a thread, a window, a freed_by pair) on its own line.  Every piece
+    goes through json's C encoder: indent= takes the pure-Python one, which
+    took 0.17 s at disable() for 2000 threads; this is about ten times less
+    and as readable line by line."""
+    enc = _ENCODER.encode
+    items = []
+    for key, value in doc.items():
+        if isinstance(value, list) and value:
+            text = "[\n%s\n  ]" % ",\n".join(["    " + enc(v) for v in value])
+        else:
+            text = enc(value)
+        items.append("  %s: %s" % (enc(key), text))
+    return "{\n%s\n}\n" % ",\n".join(items)
+
+
 def write_summary(outdir: str, figures: Dict[str, Any], compress: bool) -> List[str]:
     """Write summary.json and summary.txt (``.gz`` when COMPRESS) into OUTDIR;
     returns the paths written.  Each file appears whole (tmp + rename)."""
@@ -90,7 +110,7 @@ def write_summary(outdir: str, figures: Dict[str, Any], compress: bool) -> List[
         "histogram_bins": "bin b holds sizes of bit length b: 0 -> 0, b >= 1 -> [2^(b-1), 2^b)",
     }
     texts = {
-        "summary.json": json.dumps(doc, indent=2, ensure_ascii=False) + "\n",
+        "summary.json": summary_json(doc),
         "summary.txt": "\n".join(summary_lines(figures)) + "\n",
     }
     written = []

@@ -651,6 +651,10 @@ class ProcessProfile:
         del _marks.records[:]  # the parent's threads' notes
         if not self._forked:
             _marks.stop()
+            # the child records nothing and its disable() returns at once (the
+            # recorder is off): the pools' and asyncio's wrappers and the import
+            # finder go now, or they would stay for the child's whole life
+            _stitch.uninstall()
             self._rec.fork_child(None)
             return
         try:

@@ -781,7 +781,14 @@ static void rep_freed_by(FILE *out, const struct tg_summary *s, const struct tg_
 			"apart.</p>\n", (long long)s->freed_by_lost);
 }
 
-static int rep_accounting(FILE *out, const struct tg_report_opts *o,
+/*
+ * The accounting section.  A run recorded without accounting (ACCOUNTING 0: no
+ * summary.txt[.gz]) gets a note on the page only: accounting is off by default,
+ * so its absence is the run's choice, not something wrong to warn about (the
+ * command `threadgraph run` prints would warn on every run).  Summary files that
+ * are there but unreadable are warned about.
+ */
+static int rep_accounting(FILE *out, const struct tg_report_opts *o, int accounting,
 			  const struct tg_report_cb *cb, struct tg_diag *d)
 {
 	struct tg_plot_opts po = { o->scratch, "svg", 1000, 480, 0, o->gnuplot, 0 };
@@ -791,6 +798,12 @@ static int rep_accounting(FILE *out, const struct tg_report_opts *o,
 	char *path;
 
 	fputs("<h2 id=\"accounting\">Allocation accounting</h2>\n", out);
+	if (!accounting) {
+		rep_note_html(out, "this run was recorded without allocation accounting (no "
+			      "summary.txt); allocation accounting is turned on with threadgraph "
+			      "run --accounting or ProcessProfile(accounting=True)");
+		return 0;
+	}
 	if (tg_summary_read(&s, o->run_dir, &sub) < 0) {
 		rep_missing(out, cb, "no accounting summary: %s; allocation accounting is "
 			    "turned on with threadgraph run --accounting or "
@@ -928,7 +941,7 @@ int tg_report_write(const struct tg_report_opts *opts, FILE *out,
 	for (size_t i = 0; i < nm; i++)
 		if (rep_flame(out, o, metrics[i], cb, d) < 0)
 			goto out;
-	if (rep_accounting(out, o, cb, d) < 0)
+	if (rep_accounting(out, o, accounting, cb, d) < 0)
 		goto out;
 	fputs("<p class=\"meta\">Made by threadgraph report; self-contained: nothing is "
 	      "fetched.</p>\n</body></html>\n", out);

@@ -36,6 +36,11 @@
 struct tg_acct_sampler {
     int64_t left;    /* bytes until the next sample point (> 0 between calls) */
     uint64_t rng;    /* xorshift64* state, never 0 */
+    int64_t light_limit;  /* sampled mode's light path (hook_count.h
+                        * tg_acct_alloc_light_nz): while the thread's requested
+                        * bytes stay at most this, no allocation reaches a
+                        * sample point nor passes the thread's peak.  0 (a new
+                        * state's) until that path first sets it */
 };
 
 /* Seed S for the thread numbered IX from the run's SEED (splitmix64 of both,

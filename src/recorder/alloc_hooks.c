@@ -11,6 +11,7 @@
 #include "alloc_hooks.h"
 #include "hook_count.h"
 
+#include <pthread.h>
 #include <string.h>
 
 _Atomic int64_t tg_process_total;
@@ -45,12 +46,64 @@ static _Atomic int tg_tracking;
  * hooks and computes this) and stops only after disable has uninstalled them
  * (which clears it), so it never goes stale.  Relaxed atomic. */
 static _Atomic int tg_plain;
-/* Set at install when sampled mode's fast paths for the GIL domains may run
- * (hook_count.h tg_hook_gil_fast_alloc/free): allocation accounting on and no
- * process total (which they do not count), as tg_plain, whose life it shares.
- * Relaxed atomic; the GIL hooks read it with the GIL, as install and
- * uninstall write it. */
-static _Atomic int tg_gil_fast;
+/* Sampled mode's fast paths for the GIL domains (hook_count.h
+ * tg_hook_gil_fast_alloc/free) may run when allocation accounting is on and
+ * there is no process total (which they do not count): install then sets
+ * tg_gil_fast_key (ptrtable_fast.h), which the hooks compare with the
+ * thread's accounting generation, and uninstall clears it.  Once per
+ * process, a fork handler clears it in the child (see the key). */
+static pthread_once_t tg_hooks_fork_once = PTHREAD_ONCE_INIT;
+
+static void
+tg_hooks_fork_child(void)
+{
+    atomic_store_explicit(&tg_gil_fast_key, TG_GIL_FAST_OFF, memory_order_relaxed);
+}
+
+static void
+tg_hooks_fork_init(void)
+{
+    (void)pthread_atfork(NULL, NULL, tg_hooks_fork_child);
+}
+
+/* The key of the fast paths for accounting generation GEN: the word
+ * tg_tls.busy_gen holds on a thread with no busy bit whose fast_gen was set
+ * for GEN (tg_hook_fast_refresh).  Never TG_GIL_FAST_OFF: its busy bits are
+ * 0. */
+static uint64_t
+tg_hook_fast_word(uint64_t gen)
+{
+    struct tg_tls w;
+
+    memset(&w, 0, sizeof(w));
+    w.fast_gen = (uint32_t)gen | UINT32_C(0x80000000);
+    return w.busy_gen;
+}
+
+/* Whether the calling thread may take sampled mode's fast paths in a GIL
+ * domain: no busy bit (the program's own call) and its accounting state
+ * current while they may run, in one compare: tg_tls.busy_gen against
+ * tg_gil_fast_key, which is tg_hook_fast_word of accounting's light
+ * generation or TG_GIL_FAST_OFF (busy bits all 1, which no thread has). */
+static inline __attribute__((always_inline)) int
+tg_hook_gil_fast_on(void)
+{
+    return tg_tls.busy_gen == atomic_load_explicit(&tg_gil_fast_key, memory_order_relaxed);
+}
+
+/* On a call that tg_hook_gil_fast_on turned away: the thread's fast_gen
+ * copy of its accounting generation, once its state is current in sampled
+ * mode (tg_acct_light_gen: a thread's first counted allocation makes its
+ * state, in the general path), so that its next calls take the fast paths.
+ * A copy for an older run's generation does not match the new key. */
+static inline __attribute__((always_inline)) void
+tg_hook_fast_refresh(void)
+{
+    uint64_t g = atomic_load_explicit(&tg_acct_light_gen, memory_order_relaxed);
+
+    if (tg_tls.acct_gen == g && g != TG_ACCT_NO_GEN && tg_tls.acct != NULL)
+        tg_tls.fast_gen = (uint32_t)g | UINT32_C(0x80000000);
+}
 
 /* Count and enter in TABLE (its domain's) block P (NULL: a failed allocation)
  * of SIZE bytes that the allocator just returned to a thread whose busy bits
@@ -197,7 +250,7 @@ static void tg_hook_free_raw(void *ctx, void *ptr)
 
 /* The mem and obj domains' hooks (tg_ptrtable_gil, whose operations are
  * inlined).  malloc and free first try sampled mode's fast paths
- * (hook_count.h): while tg_gil_fast is set, a thread with no busy bit (the
+ * (hook_count.h): while tg_hook_gil_fast_on, a thread with no busy bit (the
  * program's own calls) needs none of the general path's other tests, and the
  * general path, out of line, no longer makes every call save its registers. */
 static __attribute__((noinline)) void *
@@ -234,12 +287,19 @@ tg_hook_malloc_gil_fast(struct tg_hook_domain *d, size_t size)
     return tg_hook_malloc_gil_record(p, size);
 }
 
+/* Sampled mode's malloc turned away from the fast path. */
+static __attribute__((noinline)) void *
+tg_hook_malloc_gil_miss(void *ctx, size_t size)
+{
+    tg_hook_fast_refresh();
+    return tg_hook_malloc_gil_general(ctx, size);
+}
+
 static void *
 tg_hook_malloc_gil(void *ctx, size_t size)
 {
-    if (__builtin_expect(tg_tls.busy != 0, 0)
-            || !atomic_load_explicit(&tg_gil_fast, memory_order_relaxed))
-        return tg_hook_malloc_gil_general(ctx, size);
+    if (__builtin_expect(!tg_hook_gil_fast_on(), 0))
+        return tg_hook_malloc_gil_miss(ctx, size);
     return tg_hook_malloc_gil_fast(ctx, size);
 }
 
@@ -287,8 +347,10 @@ tg_hook_realloc_gil_general(void *ctx, void *ptr, size_t size)
 static inline __attribute__((always_inline)) int
 tg_hook_gil_fast_ok(int sampled)
 {
+    if (sampled)
+        return tg_hook_gil_fast_on();
     return __builtin_expect(tg_tls.busy == 0, 1)
-           && atomic_load_explicit(sampled ? &tg_gil_fast : &tg_plain, memory_order_relaxed);
+           && atomic_load_explicit(&tg_plain, memory_order_relaxed);
 }
 
 /* calloc's fast path in a GIL domain, for plain mode (SAMPLED 0) or sampled
@@ -413,9 +475,12 @@ tg_hook_free_gil(void *ctx, void *ptr)
 {
     struct tg_hook_domain *d = ctx;
 
-    if (__builtin_expect(tg_tls.busy == 0, 1)
-            && atomic_load_explicit(&tg_gil_fast, memory_order_relaxed)
-            && tg_hook_gil_fast_free(ptr)) {  /* not when PTR is NULL */
+    if (__builtin_expect(!tg_hook_gil_fast_on(), 0)) {
+        tg_hook_fast_refresh();
+        tg_hook_free_gil_general(ctx, ptr);
+        return;
+    }
+    if (tg_hook_gil_fast_free(ptr)) {  /* not when PTR is NULL */
         /* A block pymalloc serves itself (TG_HOOK_SMALL_MAX): no nested
          * hooked call to keep from counting, so no busy bit, and a tail call. */
         d->orig.free(d->orig.ctx, ptr);
@@ -430,13 +495,19 @@ tg_hooks_install(int count_total)
     static const PyMemAllocatorDomain domains[3] = {
         PYMEM_DOMAIN_RAW, PYMEM_DOMAIN_MEM, PYMEM_DOMAIN_OBJ
     };
-    int i;
+    int i, fast = !count_total && atomic_load(&tg_acct_on);
 
     tg_hooks_count_total = count_total;
     atomic_store(&tg_process_total, 0);
     atomic_store(&tg_tracking, 1);
     atomic_store(&tg_plain, !count_total && !atomic_load(&tg_acct_on));
-    atomic_store(&tg_gil_fast, !count_total && atomic_load(&tg_acct_on));
+    (void)pthread_once(&tg_hooks_fork_once, tg_hooks_fork_init);
+    /* The key last: what the fast paths read is set.  Accounting's light
+     * generation is not that of any state unless sampled mode runs. */
+    if (fast && tg_ptrpage_reserve(&tg_ptrpage_gil) == 0 && !tg_ptrtable_gil.unmarked)
+        atomic_store(&tg_gil_fast_key, tg_hook_fast_word(atomic_load(&tg_acct_light_gen)));
+    else
+        atomic_store(&tg_gil_fast_key, TG_GIL_FAST_OFF);
     if (tg_installed)  /* still in another allocator's chain since last time */
         return 0;
     for (i = 0; i < 3; i++) {
@@ -456,7 +527,7 @@ tg_hooks_install(int count_total)
              * would fail on every call.  (Hooks that stay in the
              * chain from an earlier run, see above, keep their functions:
              * either kind counts every mode exactly.) */
-            int fast = atomic_load(&tg_gil_fast), plain = atomic_load(&tg_plain);
+            int plain = atomic_load(&tg_plain);
             d->ours.malloc = plain ? tg_hook_malloc_gil_plain
                              : fast ? tg_hook_malloc_gil : tg_hook_malloc_gil_general;
             d->ours.calloc = plain ? tg_hook_calloc_gil_plain
@@ -493,7 +564,7 @@ tg_hooks_uninstall(void)
     /* Otherwise something (tracemalloc) wrapped our wrappers: they must stay in
      * the chain, and pass through from now on. */
     atomic_store(&tg_plain, 0);
-    atomic_store(&tg_gil_fast, 0);
+    atomic_store(&tg_gil_fast_key, TG_GIL_FAST_OFF);
     atomic_store(&tg_tracking, 0);
     tg_hooks_count_total = 0;
     tg_ptrtable_clear();

@@ -39,33 +39,78 @@ tg_hook_account(int64_t alloc, int64_t freed)
 #define TG_HOOK_OWN_ADD(x, v) TG_OWN_ADD(x, v)
 #endif
 
+/* TG_HOOK_OWN_ADD of 1 to HIST[tg_acct_bin_nz(SIZE)] (a histogram of
+ * TG_ACCT_BINS bins, SIZE not 0): the bin is the bit scan's result + 1, and
+ * the + 1 goes into the address's displacement (one instruction fewer). */
+#define TG_HOOK_HIST_ADD(hist, size) \
+    TG_HOOK_OWN_ADD((&(hist)[1])[63 - (size_t)__builtin_clzll((unsigned long long)(size))], 1)
+
 /* Sampled mode's common case, inline in the hooks (acct_state.h tracer_freed):
  * an allocation of SIZE bytes where no sample point falls and no threshold is
  * due counts on the calling thread's state alone (tg_acct_light_gen: in
  * sampled mode, accounting on and the thread's state current).  1 with the table word in
  * *WORD, or 0 when tg_acct_alloc must take it (any other case, which it counts
- * from the start: nothing is counted here then). */
+ * from the start: nothing is counted here then).
+ *
+ * The common case of the common case is one compare: the thread's requested
+ * bytes against its light limit (struct tg_acct_sampler), set where the full
+ * tests last ran to the requested bytes plus the smaller of the bytes left
+ * before the next sample point (less one: a point at the allocation's last
+ * byte samples it) and the room below the thread's peak.  It holds until the
+ * requested bytes pass it, whatever happens meanwhile: every allocation, here
+ * or in tg_acct_alloc, adds its size to requested and takes it from the
+ * sampler's countdown, and raises live bytes by no more than that; a free
+ * only lowers them; a sample restarts the countdown only once requested has
+ * passed the old point, hence the limit.  So no allocation below the limit
+ * reaches a sample point or a new peak, and the thread's figures stay exact. */
 static inline __attribute__((always_inline)) int
-tg_acct_alloc_light_nz(size_t size, uint64_t *word)
+tg_acct_alloc_light_full(struct tg_acct_thread *t, int64_t req, size_t size, uint64_t *word)
 {
-    struct tg_acct_thread *t = tg_tls.acct;
-    int64_t req, own;
+    int64_t own, peak, room;
 
-    if (tg_tls.acct_gen != atomic_load_explicit(&tg_acct_light_gen, memory_order_relaxed)
-            || t->sampler.left <= (int64_t)size)
+    if (t->sampler.left <= (int64_t)size)
         return 0;
-    req = TG_LOAD(t->requested) + (int64_t)size;  /* one load: they are atomics */
     own = req - TG_LOAD(t->freed);
-    if (own > TG_LOAD(t->peak)) {
+    peak = TG_LOAD(t->peak);
+    if (own > peak) {
         if (tg_acct_when_thread_due(t, own))
             return 0;
         atomic_store_explicit(&t->peak, own, memory_order_relaxed);
+        peak = own;
     }
     t->sampler.left -= (int64_t)size;
+    room = t->sampler.left - 1 < peak - own ? t->sampler.left - 1 : peak - own;
+    t->sampler.light_limit = req + room;
     atomic_store_explicit(&t->requested, req, memory_order_relaxed);
-    TG_HOOK_OWN_ADD(t->hist_alloc[tg_acct_bin_nz(size)], 1);
+    TG_HOOK_HIST_ADD(t->hist_alloc, size);
     *word = size;
     return 1;
+}
+
+/* tg_acct_alloc_light_nz on a thread whose state its caller found current
+ * in sampled mode (tg_tls.acct_gen equal to tg_acct_light_gen, or
+ * alloc_hooks.c tg_hook_gil_fast_on, which implies it). */
+static inline __attribute__((always_inline)) int
+tg_acct_alloc_light_cur(size_t size, uint64_t *word)
+{
+    struct tg_acct_thread *t = tg_tls.acct;
+    int64_t req = TG_LOAD(t->requested) + (int64_t)size;  /* one load: they are atomics */
+
+    if (__builtin_expect(req > t->sampler.light_limit, 0))
+        return tg_acct_alloc_light_full(t, req, size, word);
+    t->sampler.left -= (int64_t)size;
+    atomic_store_explicit(&t->requested, req, memory_order_relaxed);
+    TG_HOOK_HIST_ADD(t->hist_alloc, size);
+    *word = size;
+    return 1;
+}
+
+static inline __attribute__((always_inline)) int
+tg_acct_alloc_light_nz(size_t size, uint64_t *word)
+{
+    if (tg_tls.acct_gen != atomic_load_explicit(&tg_acct_light_gen, memory_order_relaxed))
+        return 0;
+    return tg_acct_alloc_light_cur(size, word);
 }
 
 /* tg_acct_alloc_light_nz above is the light case for a SIZE of 1 to
@@ -91,7 +136,7 @@ tg_acct_free_light(size_t word, int count_thread, size_t *size)
             || tg_tls.acct_gen != atomic_load_explicit(&tg_acct_light_gen, memory_order_relaxed))
         return 0;
     TG_HOOK_OWN_ADD(t->freed, (int64_t)word);
-    TG_HOOK_OWN_ADD(t->hist_free[tg_acct_bin_nz(word)], 1);
+    TG_HOOK_HIST_ADD(t->hist_free, word);
     *size = word;
     return 1;
 }
@@ -171,11 +216,14 @@ tg_hook_entry_free(size_t word, int count_thread)
  * still, only slower.) */
 #define TG_HOOK_SMALL_MAX 512
 
-/* Sampled mode's common allocation in a GIL domain: block P of SIZE bytes
- * whose page map entry page exists, with no entry for P there (nor a mark:
- * nor in the GIL table's hash, ptrtable_fast.h), that tg_acct_alloc_light counts: counted on the
- * thread's counters and entered in the page map.  1 when done; 0 having done
- * nothing (the general path then does everything). */
+/* Sampled mode's common allocation in a GIL domain, by a thread that its
+ * caller found on the fast paths' key (alloc_hooks.c tg_hook_gil_fast_on,
+ * ptrtable_fast.h tg_gil_fast_key: not busy, its state current in sampled
+ * mode, the page map's node array mapped, no block in the hash unmarked): block P of SIZE bytes whose page
+ * map entry page exists, with no entry for P there (nor a mark: nor in the
+ * GIL table's hash, ptrtable_fast.h), that tg_acct_alloc_light_cur counts:
+ * counted on the thread's counters and entered in the page map.  1 when
+ * done; 0 having done nothing (the general path then does everything). */
 static inline __attribute__((always_inline)) int
 tg_hook_gil_fast_alloc(void *p, size_t size)
 {
@@ -188,10 +236,9 @@ tg_hook_gil_fast_alloc(void *p, size_t size)
      * may be NULL (a failed allocation): no block lies in the first page of
      * the address space, so it has no entry page. */
     if (size - 1 >= TG_PP_WORD_MAX
-            || (pg = tg_ptrpage_find(&tg_ptrpage_gil, a, &gi)) == NULL
+            || (pg = tg_ptrpage_find_mapped(&tg_ptrpage_gil, a, &gi)) == NULL
             || pg->word1[gi] != 0
-            || tg_ptrtable_gil.unmarked
-            || !tg_acct_alloc_light_nz(size, &word))
+            || !tg_acct_alloc_light_cur(size, &word))
         return 0;
     tg_ptrpage_fill(&tg_ptrpage_gil, pg, gi, (size_t)word);
     tg_tls.allocated += (int64_t)size;
@@ -199,12 +246,13 @@ tg_hook_gil_fast_alloc(void *p, size_t size)
 }
 
 /* Sampled mode's common free in a GIL domain, by the program (the thread not
- * busy): block P in the page map, of 1 to TG_HOOK_SMALL_MAX bytes, and the
- * thread's accounting state current in sampled mode (tg_acct_light_gen, which
- * also says accounting is on: a forked child that goes on recording stops it
- * with the hooks installed): removed and counted as freed by the calling
- * thread.  1 when done; 0 having done nothing, as for a NULL P (no block lies
- * in the first page of the address space: no entry page there). */
+ * busy) on a thread that its caller found on the fast paths' key (see
+ * tg_hook_gil_fast_alloc; accounting on, too: a forked
+ * child that goes on recording stops it with the hooks installed, and turns
+ * the key off): block P in the page map, of 1 to TG_HOOK_SMALL_MAX bytes,
+ * removed and counted as freed by the calling thread.  1 when done; 0 having
+ * done nothing, as for a NULL P (no block lies in the first page of the
+ * address space: no entry page there). */
 static inline __attribute__((always_inline)) int
 tg_hook_gil_fast_free(void *p)
 {
@@ -214,15 +262,14 @@ tg_hook_gil_fast_free(void *p)
     unsigned gi;
     size_t size;
 
-    if ((pg = tg_ptrpage_find(&tg_ptrpage_gil, a, &gi)) == NULL)
+    if ((pg = tg_ptrpage_find_mapped(&tg_ptrpage_gil, a, &gi)) == NULL)
         return 0;
     size = (size_t)pg->word1[gi] - 1;  /* no entry (0): SIZE_MAX */
-    if (size - 1 >= TG_HOOK_SMALL_MAX  /* 0 too: tg_acct_bin_nz below */
-            || tg_tls.acct_gen != atomic_load_explicit(&tg_acct_light_gen, memory_order_relaxed))
+    if (size - 1 >= TG_HOOK_SMALL_MAX)  /* 0 too: TG_HOOK_HIST_ADD below */
         return 0;
     tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
     TG_HOOK_OWN_ADD(t->freed, (int64_t)size);
-    TG_HOOK_OWN_ADD(t->hist_free[tg_acct_bin_nz(size)], 1);
+    TG_HOOK_HIST_ADD(t->hist_free, size);
     tg_tls.freed += (int64_t)size;
     return 1;
 }

@@ -71,6 +71,18 @@ tg_mon_frame(PyObject *code)
     return tg_tstate_frame_key(tg_mon_ts_refresh());
 }
 
+/* tg_mon_frame when the cached thread state holds, else 0 without reading
+ * it again (the event path's fast entries, recorder.c, which call nothing). */
+static inline uintptr_t
+tg_mon_frame_cached(PyObject *code)
+{
+    uintptr_t f;
+    if (__builtin_expect(tg_mon_ts.epoch != tg_mon_ts_epoch, 0))
+        return 0;
+    f = tg_tstate_frame_key(tg_mon_ts.ts);
+    return __builtin_expect(f != 0 && ((struct tg_iframe *)f)->code == code, 1) ? f : 0;
+}
+
 #endif
 /* Start or stop delivering sys.monitoring events to the recorder (monitor.c);
  * install returns 0, or -1 with an exception (nothing installed), -2 (with a

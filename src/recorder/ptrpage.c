@@ -41,6 +41,18 @@ tg_ptrpage_node_empty(struct tg_ptrpage *m, struct tg_pp_node *n)
     }
 }
 
+int
+tg_ptrpage_reserve(struct tg_ptrpage *m)
+{
+    if (m->nodes == NULL) {
+        if (m->unmapped || (m->nodes = tg_ptrpage_map_nodes()) == NULL) {
+            m->unmapped = 1;
+            return -1;
+        }
+    }
+    return 0;
+}
+
 __attribute__((noinline)) int
 tg_ptrpage_set_slow(struct tg_ptrpage *m, uintptr_t p, size_t word)
 {
@@ -51,12 +63,8 @@ tg_ptrpage_set_slow(struct tg_ptrpage *m, uintptr_t p, size_t word)
 
     if (m->idle > TG_PP_IDLE_MIN && m->idle > m->pages - m->idle)
         tg_ptrpage_trim(m);  /* before N is looked up: it may go */
-    if (m->nodes == NULL) {
-        if (m->unmapped || (m->nodes = tg_ptrpage_map_nodes()) == NULL) {
-            m->unmapped = 1;  /* e.g. under ulimit -v: not tried per block */
-            return -1;
-        }
-    }
+    if (tg_ptrpage_reserve(m) < 0)  /* e.g. under ulimit -v: not tried per block */
+        return -1;
     n = m->nodes[ni];
     if (n == NULL) {
         if (m->spare_nodes != NULL) {
@@ -160,6 +168,20 @@ tg_ptrpage_clear(struct tg_ptrpage *m)
     if (m->nodes != NULL)
         munmap(m->nodes, TG_PP_NODES * sizeof(struct tg_pp_node *));
     memset(m, 0, sizeof(*m));
+}
+
+size_t
+tg_ptrpage_entries(const struct tg_ptrpage *m)
+{
+    const struct tg_pp_node *n;
+    size_t count = 0;
+    unsigned pi;
+
+    for (n = m->all; n != NULL; n = n->next)
+        for (pi = 0; pi < TG_PP_NODE_PAGES; pi++)
+            if (n->page[pi] != NULL)
+                count += n->page[pi]->u.live;
+    return count;
 }
 
 size_t

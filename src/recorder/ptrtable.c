@@ -58,6 +58,7 @@ struct tg_ptrtable tg_ptrtable_raw = { 1, 0, { 0 }, TG_SHARDS_INIT };
 struct tg_ptrtable tg_ptrtable_gil = { 0, 0, { 0 }, TG_SHARDS_INIT };
 /* Its newest block (ptrtable_fast.h); the GIL. */
 struct tg_gil_newest tg_gil_newest;
+_Atomic uint64_t tg_gil_fast_key = TG_GIL_FAST_OFF;
 #undef TG_S
 #undef TG_SHARDS_INIT
 
@@ -266,10 +267,12 @@ tg_gil_hash_insert(uintptr_t p, size_t word, int wide)
          * set fails only where P has no entry page, so no word is left. */
         pg = tg_ptrpage_find(&tg_ptrpage_gil, p, &gi);
         if (pg == NULL || pg->word1[gi] != TG_PP_MARK) {
-            if (tg_ptrpage_set(&tg_ptrpage_gil, p, TG_PP_MARK - 1) == 0)
+            if (tg_ptrpage_set(&tg_ptrpage_gil, p, TG_PP_MARK - 1) == 0) {
                 tg_ptrpage_gil.marks++;
-            else
+            } else {
                 tg_ptrtable_gil.unmarked = 1;
+                atomic_store_explicit(&tg_gil_fast_key, TG_GIL_FAST_OFF, memory_order_relaxed);
+            }
         }
     }
     if (wide)
@@ -437,6 +440,7 @@ tg_ptrtable_clear(void)
     tg_gil_newest.p = 0;
     tg_table_clear(&tg_ptrtable_gil);
     memset(tg_ptrtable_gil.hfilter, 0, sizeof tg_ptrtable_gil.hfilter);
+    atomic_store_explicit(&tg_gil_fast_key, TG_GIL_FAST_OFF, memory_order_relaxed);
     tg_ptrtable_gil.unmarked = 0;
     tg_ptrpage_clear(&tg_ptrpage_gil);
 }
@@ -464,7 +468,7 @@ tg_ptrtable_stats(struct tg_ptrtable *t, struct tg_ptrtable_stats *st)
         tg_gil_newest_flush();  /* counted where it belongs */
     tg_table_stats(t, st);
     if (t == &tg_ptrtable_gil) {
-        st->paged = tg_ptrpage_gil.count - tg_ptrpage_gil.marks;
+        st->paged = tg_ptrpage_entries(&tg_ptrpage_gil) - tg_ptrpage_gil.marks;
         st->bytes += tg_ptrpage_bytes(&tg_ptrpage_gil);
     }
 }

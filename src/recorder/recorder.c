@@ -25,6 +25,7 @@
 #include "tg_format.h"
 #include "recfmt.h"
 #include "monitor.h"
+#include "linetable.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -52,6 +53,15 @@ struct tg_recorder_object *tg_active;
 #  define TG_LINE_CACHE 0
 #endif
 
+/* Misses of a code object's line cache after which its whole line table is
+ * decoded (linetable.h): a code object whose events fall at more offsets than
+ * the cache holds (a long function calling builtins all along) would
+ * otherwise pay PyCode_Addr2Line's walk, thousands of instructions in a long
+ * one, on most of them. */
+#ifndef TG_LINE_TABLE_AFTER  /* -D: another count, for tests */
+#  define TG_LINE_TABLE_AFTER 16
+#endif
+
 /* Stored in the code object's co_extra slot; freed with the code object. */
 struct tg_code_info {
     uint64_t gen;       /* run generation the flags were computed for */
@@ -71,6 +81,9 @@ struct tg_code_info {
     /* Instruction offset -> line, direct-mapped.  Written and read with the GIL
      * (the code object, and so this entry, is shared by every thread). */
     struct { int lasti; int line; } lines[TG_LINE_CACHE];
+    int line_misses;     /* of the cache, up to TG_LINE_TABLE_AFTER */
+    size_t line_units;   /* entries of line_table (0: none) */
+    int32_t *line_table; /* the line at offset 2 * i (linetable.h), malloc'd, or NULL */
 #endif
     char data[];
 };
@@ -81,6 +94,10 @@ static Py_ssize_t tg_code_index = -1;
 static void
 tg_code_info_free(void *p)
 {
+#if TG_LINE_CACHE
+    if (p != NULL)
+        free(((struct tg_code_info *)p)->line_table);
+#endif
     free(p);
 }
 
@@ -143,6 +160,9 @@ tg_code_info_build(PyCodeObject *code)
 #if TG_LINE_CACHE
     for (int i = 0; i < TG_LINE_CACHE; i++)
         info->lines[i].lasti = -1;  /* no valid offset is negative */
+    info->line_misses = 0;
+    info->line_units = 0;
+    info->line_table = NULL;
 #endif
     info->file = info->data;
     end = tg_escape(info->file, PyBytes_AS_STRING(fb), (size_t)PyBytes_GET_SIZE(fb));
@@ -201,6 +221,52 @@ tg_code_info_get(struct tg_recorder *r, PyCodeObject *code)
 }
 
 #if TG_LINE_CACHE
+/* Decode CODE's line table into INFO (left without one on failure: no
+ * memory, or a table this reader does not know).  Reads the code object's
+ * bytes in place: no Python object is made, nothing is allocated through
+ * Python's allocators. */
+static void
+tg_line_table_build(struct tg_code_info *info, PyCodeObject *code)
+{
+    PyObject *lt = code->co_linetable;
+    const uint8_t *tab;
+    size_t len, units;
+    int32_t *out;
+
+    if (lt == NULL || !PyBytes_Check(lt))
+        return;
+    tab = (const uint8_t *)PyBytes_AS_STRING(lt);
+    len = (size_t)PyBytes_GET_SIZE(lt);
+    units = tg_line_table_units(tab, len);
+    if (units == 0 || (out = malloc(units * sizeof(*out))) == NULL)
+        return;
+    if (tg_line_table_decode(tab, len, code->co_firstlineno, out, units) < 0) {
+        free(out);
+        return;
+    }
+#ifdef TG_LINE_TABLE_CHECK
+    for (size_t i = 0; i < units; i++)
+        if (out[i] != PyCode_Addr2Line(code, (int)(2 * i)))
+            Py_FatalError("threadgraph: line table differs from PyCode_Addr2Line");
+#endif
+    info->line_table = out;
+    info->line_units = units;
+}
+
+/* A miss of INFO's line cache at LASTI: the line from the decoded table, made
+ * at the TG_LINE_TABLE_AFTER-th miss, else PyCode_Addr2Line's. */
+static __attribute__((noinline)) int
+tg_offset_line_miss(struct tg_code_info *info, PyCodeObject *code, int lasti)
+{
+    size_t unit = (size_t)lasti >> 1;
+    if (info->line_table == NULL && info->line_misses < TG_LINE_TABLE_AFTER
+            && ++info->line_misses == TG_LINE_TABLE_AFTER)
+        tg_line_table_build(info, code);
+    if (unit < info->line_units && info->line_table[unit] != TG_LINE_TABLE_NONE)
+        return info->line_table[unit];
+    return PyCode_Addr2Line(code, lasti);
+}
+
 /* The line of CODE (whose entry is INFO, not NULL) at instruction offset LASTI
  * (bytes, >= 0), through INFO's cache. */
 static inline int
@@ -208,7 +274,7 @@ tg_offset_line(struct tg_code_info *info, PyCodeObject *code, int lasti)
 {
     unsigned slot = ((unsigned)lasti >> 1) % TG_LINE_CACHE;  /* offsets are even */
     if (info->lines[slot].lasti != lasti) {
-        info->lines[slot].line = PyCode_Addr2Line(code, lasti);
+        info->lines[slot].line = tg_offset_line_miss(info, code, lasti);
         info->lines[slot].lasti = lasti;
     }
     return info->lines[slot].line;
@@ -1775,6 +1841,257 @@ TG_MON_PY_ENTRY(tg_mon_py_return_g, PyTrace_RETURN, 0)
 TG_MON_C_ENTRY(tg_mon_c_call_g, PyTrace_C_CALL, 0)
 TG_MON_C_ENTRY(tg_mon_c_return_g, PyTrace_C_RETURN, 0)
 
+/*
+ * The callbacks' fast path in the default configuration (with the TSC
+ * clock), as tg_profile_fast is the profile function's: the events that need
+ * nothing but reading and writing memory -- a Python call or return, a
+ * builtin's call or return, all recorded, in a thread already attached whose
+ * cached thread state holds, the code's id (a C function's: in the table)
+ * and the line of the event's offset (in the code's line cache) known, room
+ * in the capture buffer, a clock cache that holds.  Every test comes first and
+ * nothing changes until all have passed, so that anything else goes,
+ * untouched, to the default entry above (a tail call), which does the same
+ * work and the rest.  It calls nothing, allocates nothing and runs no Python:
+ * no TG_BUSY_TRACER, and the offset int's bias is taken into the memory
+ * reading rather than stored in the thread.  What it writes is exactly what
+ * the default entries write for the same event (tg_event with D 1); a change
+ * to one is a change to both.
+ */
+#ifndef TG_MON_FAST  /* -DTG_MON_FAST=0: without it, to compare what both write */
+#  define TG_MON_FAST TG_CLOCK_HAVE_TSC
+#endif
+
+#if TG_MON_FAST
+/* None, the callbacks' result: immortal from 3.12 (PEP 683), so returned
+ * without a reference taken (Py_RETURN_NONE's increment tests for that). */
+#define TG_MON_NONE Py_None
+
+/* The countdown reached 0: tg_sample_request, then None. */
+static __attribute__((noinline, cold)) PyObject *
+tg_mon_fast_sample(struct tg_recorder *r)
+{
+    tg_sample_request(r);
+    return TG_MON_NONE;
+}
+
+/* Every fast event's end: the process.mem countdown (tg_fast_done's). */
+static inline __attribute__((always_inline)) PyObject *
+tg_mon_fast_done(struct tg_recorder *r)
+{
+    if (__builtin_expect(--r->sample_countdown == 0, 0))
+        return tg_mon_fast_sample(r);
+    return TG_MON_NONE;
+}
+
+/* Whether the fast path may take an event of R in the calling thread T with
+ * room at *LEN in its capture buffer.  R->active is tested (the callbacks
+ * are installed before it is set and removed after it is cleared, by calls
+ * that fire events); T->suppress_key needs no test (tg_profile_fast's: the
+ * plumbing diverts the capture writer). */
+#define TG_MON_FAST_READY(r, t, len)                                                \
+    (!__builtin_expect(!(r)->active || (tg_tls.busy & TG_BUSY_TRACER) || (t) == NULL \
+                       || tg_tls.gen != (r)->gen, 0)                                 \
+     && tg_cap_fits((t), (len)))
+
+/* The instruction offset O (the callback's second argument) when it is a
+ * compact int of at most one digit that is not negative (every offset below
+ * 2^30: tg_mon_offset's common case), else -1. */
+static inline long
+tg_mon_fast_offset(PyObject *o)
+{
+    if (__builtin_expect(Py_IS_TYPE(o, &PyLong_Type)
+                         && ((PyLongObject *)o)->long_value.lv_tag <= (1 << 3), 1))
+        return (long)((PyLongObject *)o)->long_value.ob_digit[0];
+    return -1;
+}
+
+/* The bytes the interpreter allocated for the offset int LASTI (tg_mon_event's
+ * event_bias). */
+static inline int64_t
+tg_mon_fast_bias(struct tg_recorder *r, long lasti)
+{
+    return lasti > TG_SMALL_INT_MAX ? r->offset_int_size : 0;
+}
+
+/* The line of INFO's code at offset LASTI (>= 0) from its cache (as
+ * tg_at_line gives it: tg_known_line's), or -1 when the cache does not hold
+ * it (the default entry computes and caches it). */
+static inline int
+tg_mon_fast_line(const struct tg_code_info *info, long lasti)
+{
+    unsigned slot = ((unsigned)lasti >> 1) % TG_LINE_CACHE;
+    if (__builtin_expect(info->lines[slot].lasti != lasti, 0))
+        return -1;
+    return tg_known_line(info->lines[slot].line);
+}
+
+/* Open a call KEY on T's stack at DEPTH (room checked) and write its CALL of
+ * code ID (C: IS_C, with LINE) at LEN, time US: tg_fast_call's, with the
+ * offset int's BIAS left out of the reading. */
+static inline __attribute__((always_inline)) void
+tg_mon_fast_open(struct tg_thread *t, size_t depth, uintptr_t key, int64_t line, uint32_t id,
+                 int is_c, size_t len, int64_t us, int64_t bias)
+{
+    struct tg_frame_entry *e = &t->frames[depth];
+    uint64_t dt;
+    e->key = key;
+    e->start = tg_tls.allocated - tg_tls.freed - bias;
+    e->cap_line = line;
+    t->depth = depth + 1;
+    t->cap_calls++;
+    tg_count(&t->n_stack_records);
+    dt = tg_cap_dt_us(t, us);
+    tg_cap_commit(t, tg_cap_enc_call(tg_cap_at(t, len), id, 1, dt, is_c, line));
+}
+
+/* PY_START, PY_RESUME, PY_THROW. */
+static PyObject *
+tg_mon_fast_py_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    struct tg_recorder *r = &((struct tg_mon_cb *)self)->rec->r;
+    struct tg_thread *t = tg_tls.thread;
+    struct tg_code_info *info;
+    PyObject *code;
+    uintptr_t key;
+    size_t len, depth;
+    int64_t us;
+    long lasti;
+
+    if (__builtin_expect(PyVectorcall_NARGS(nargsf) < 2, 0) || !TG_MON_FAST_READY(r, t, &len))
+        return tg_mon_py_call_d(self, args, nargsf, kwnames);
+    code = args[0];
+    depth = t->depth;
+    if (__builtin_expect(!PyCode_Check(code)
+                         || (info = tg_code_extra_fast((PyCodeObject *)code,
+                                                       tg_code_index)) == NULL
+                         || info->gen != r->gen || info->excluded
+                         || info->cap_epoch != r->cap.epoch || info->cap_id == 0
+                         || depth == t->frames_cap, 0)
+            || (lasti = tg_mon_fast_offset(args[1])) < 0
+            || (key = tg_mon_frame_cached(code)) == 0
+            || !tg_clock_us_if_cached(&tg_tls.clock, &us))
+        return tg_mon_py_call_d(self, args, nargsf, kwnames);
+    tg_mon_fast_open(t, depth, key, info->firstlineno, info->cap_id, 0, len, us,
+                     tg_mon_fast_bias(r, lasti));
+    return tg_mon_fast_done(r);
+}
+
+/* A return (C_BIT 1: of a builtin, keyed by the frame | 1) on the fast path;
+ * SLOW is the default entry of its kind. */
+static inline __attribute__((always_inline)) PyObject *
+tg_mon_fast_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames,
+                   vectorcallfunc slow, const int c_bit)
+{
+    struct tg_recorder *r = &((struct tg_mon_cb *)self)->rec->r;
+    struct tg_thread *t = tg_tls.thread;
+    struct tg_code_info *info;
+    struct tg_frame_entry *e;
+    PyObject *code;
+    size_t len, depth;
+    int64_t us, line;
+    long lasti;
+
+    if (__builtin_expect(PyVectorcall_NARGS(nargsf) < (c_bit ? 4 : 2), 0)
+            || !TG_MON_FAST_READY(r, t, &len))
+        return slow(self, args, nargsf, kwnames);
+    code = args[0];
+    depth = t->depth;
+    if (c_bit) {
+        /* a return of what tg_mon_cfunc takes for a C function (the default
+         * entry ignores any other), by exact type */
+        PyTypeObject *tp = Py_TYPE(args[2]);
+        if (tp != &PyCFunction_Type
+                && (tp != &PyMethodDescr_Type || args[3] == NULL || args[3] == r->mon_missing))
+            return slow(self, args, nargsf, kwnames);
+    }
+    if (__builtin_expect(depth == 0, 0))
+        return slow(self, args, nargsf, kwnames);
+    e = &t->frames[depth - 1];
+    /* cap_line < 0: TG_CAP_NOT_WRITTEN (lines are >= 0) */
+    if (__builtin_expect(!PyCode_Check(code)
+                         || (info = tg_code_extra_fast((PyCodeObject *)code,
+                                                       tg_code_index)) == NULL
+                         || e->cap_line < 0, 0)
+            || (lasti = tg_mon_fast_offset(args[1])) < 0
+            || e->key != (tg_mon_frame_cached(code) | c_bit)
+            || (line = tg_mon_fast_line(info, lasti)) < 0
+            || !tg_clock_us_if_cached(&tg_tls.clock, &us))
+        return slow(self, args, nargsf, kwnames);
+    {
+        int64_t delta = tg_tls.allocated - tg_tls.freed - tg_mon_fast_bias(r, lasti) - e->start;
+        int64_t line_off = line - e->cap_line;
+        uint64_t dt;
+        t->depth = depth - 1;
+        t->cap_returns++;
+        tg_count(&t->n_records);
+        dt = tg_cap_dt_us(t, us);
+        tg_cap_commit(t, tg_cap_enc_return(tg_cap_at(t, len), line_off, 1, dt, 1, delta));
+    }
+    return tg_mon_fast_done(r);
+}
+
+/* PY_RETURN, PY_YIELD, PY_UNWIND. */
+static PyObject *
+tg_mon_fast_py_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    return tg_mon_fast_return(self, args, nargsf, kwnames, tg_mon_py_return_d, 0);
+}
+
+/* C_RETURN, C_RAISE. */
+static PyObject *
+tg_mon_fast_c_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    return tg_mon_fast_return(self, args, nargsf, kwnames, tg_mon_c_return_d, 1);
+}
+
+/* CALL: the Python functions and bound methods left at once, as
+ * TG_MON_C_ENTRY does; a builtin or a method descriptor called with its self
+ * (tg_mon_cfunc's exact types) on the fast path. */
+static PyObject *
+tg_mon_fast_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    struct tg_recorder *r = &((struct tg_mon_cb *)self)->rec->r;
+    struct tg_thread *t;
+    struct tg_code_info *info;
+    struct tg_cfunc cf;
+    PyTypeObject *tp;
+    PyObject *code;
+    uintptr_t key;
+    size_t len, depth;
+    int64_t us, line;
+    uint32_t id;
+    long lasti;
+
+    if (__builtin_expect(PyVectorcall_NARGS(nargsf) < 4, 0))
+        return TG_MON_NONE;
+    tp = Py_TYPE(args[2]);
+    if (tp == &PyFunction_Type || tp == &PyMethod_Type)
+        return TG_MON_NONE;
+    t = tg_tls.thread;
+    if (!TG_MON_FAST_READY(r, t, &len))
+        return tg_mon_c_call_d(self, args, nargsf, kwnames);
+    if (tp == &PyCFunction_Type)
+        tg_cfunc_of_builtin(args[2], &cf);
+    else if (tp != &PyMethodDescr_Type
+             || !tg_cfunc_of_descr(args[2], args[3], r->mon_missing, &cf))
+        return tg_mon_c_call_d(self, args, nargsf, kwnames);
+    code = args[0];
+    depth = t->depth;
+    if (__builtin_expect(tg_is_own_def(cf.ml) || depth == t->frames_cap || !PyCode_Check(code)
+                         || (info = tg_code_extra_fast((PyCodeObject *)code,
+                                                       tg_code_index)) == NULL, 0)
+            || (lasti = tg_mon_fast_offset(args[1])) < 0
+            || (line = tg_mon_fast_line(info, lasti)) < 0
+            || (id = tg_cap_idtab_get(&r->cfunc_ids, (uintptr_t)cf.ml,
+                                      (uintptr_t)cf.owner)) == 0
+            || (key = tg_mon_frame_cached(code)) == 0
+            || !tg_clock_us_if_cached(&tg_tls.clock, &us))
+        return tg_mon_c_call_d(self, args, nargsf, kwnames);
+    tg_mon_fast_open(t, depth, key | 1, line, id, 1, len, us, tg_mon_fast_bias(r, lasti));
+    return tg_mon_fast_done(r);
+}
+#endif
+
 const vectorcallfunc tg_mon_entries[2][TG_MON_N_KINDS] = {
     [0] = {
         [TG_MON_PY_CALL] = tg_mon_py_call_g,
@@ -1783,10 +2100,17 @@ const vectorcallfunc tg_mon_entries[2][TG_MON_N_KINDS] = {
         [TG_MON_C_RETURN] = tg_mon_c_return_g,
     },
     [1] = {
+#if TG_MON_FAST
+        [TG_MON_PY_CALL] = tg_mon_fast_py_call,
+        [TG_MON_PY_RETURN] = tg_mon_fast_py_return,
+        [TG_MON_C_CALL] = tg_mon_fast_c_call,
+        [TG_MON_C_RETURN] = tg_mon_fast_c_return,
+#else
         [TG_MON_PY_CALL] = tg_mon_py_call_d,
         [TG_MON_PY_RETURN] = tg_mon_py_return_d,
         [TG_MON_C_CALL] = tg_mon_c_call_d,
         [TG_MON_C_RETURN] = tg_mon_c_return_d,
+#endif
     },
 };
 #endif

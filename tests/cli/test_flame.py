@@ -285,6 +285,18 @@ def test_report_without_gnuplot_renders_the_rest(tg, tmp_path):
     assert "data:image/svg+xml" not in html
 
 
+def test_report_warns_about_an_unreadable_accounting_summary(tg, tmp_path):
+    """Summary files that are there but unreadable are warned about."""
+    for name in os.listdir(RUN):
+        shutil.copy(os.path.join(RUN, name), str(tmp_path))
+    (tmp_path / "summary.txt").write_bytes(b"not a summary\n")
+    out = tmp_path / "report.html"
+    r = tg("report", tmp_path, "-o", out, env={"GNUPLOT": str(tmp_path / "no-gnuplot")})
+    assert r.returncode == 0, r.stderr
+    assert "warning: no accounting summary: " in r.stderr, r.stderr
+    assert "no accounting summary: " in out.read_text()
+
+
 def test_report_of_a_run_without_stacks_or_accounting(tg, tmp_path):
     shutil.copy(os.path.join(RUN, "MainThread.mem"), str(tmp_path))
     out = tmp_path / "report.html"
@@ -292,6 +304,9 @@ def test_report_of_a_run_without_stacks_or_accounting(tg, tmp_path):
     assert r.returncode == 0, r.stderr
     html = out.read_text()
     assert "allocation accounting is turned on with" in html and "no .stack files" in html
+    # accounting is off by default: its absence is noted on the page, not warned
+    # about (the command `threadgraph run` prints would warn after every run)
+    assert "warning" in r.stderr and "accounting" not in r.stderr, r.stderr
     assert 'href="#peak-' not in html  # no subtree to link to
     assert "flame graph (delta) left out" in html
     r = tg("report", tmp_path / "nosuch", "-o", out)
@@ -361,3 +376,22 @@ def test_report_header_names_at_most_20_threads(tg, tmp_path):
     assert meta, out.read_text()[:2000]
     assert meta.group(1).startswith("30 threads (T00, T01, ")
     assert "T19 and 10 more)" in meta.group(1) and "T20" not in meta.group(1)
+
+
+def test_report_reads_gc_runs_with_a_family_silently(tg, tmp_path):
+    """gc.txt's optional FAMILY (an aggregate run's folded thread, spaces and
+    all) and its '#' lines are read without a word (docs/formats.md "gc.txt");
+    a malformed line is still reported."""
+    for name in os.listdir(RUN):
+        shutil.copy(os.path.join(RUN, name), str(tmp_path))
+    gc = tmp_path / "gc.txt"
+    gc.write_text("42 1700000000.000100 1700000000.000200 7\n"
+                  "43 1700000000.000300 1700000000.000350 12 Thread-* (handler)\n"
+                  "# 3 later runs not kept\n")
+    env = {"GNUPLOT": str(tmp_path / "no-gnuplot")}
+    r = tg("report", tmp_path, "-o", tmp_path / "r.html", env=env)
+    assert r.returncode == 0 and "gc.txt" not in r.stderr, r.stderr
+    gc.write_text("43 1700000000.000300 1700000000.000350 12 \n")
+    r = tg("report", tmp_path, "-o", tmp_path / "r.html", env=env)
+    assert r.returncode == 0 and "gc.txt:1: " in r.stderr and "empty FAMILY" in r.stderr, \
+        r.stderr

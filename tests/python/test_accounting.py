@@ -179,6 +179,28 @@ def test_histogram_bins_exact(run):
     assert sum(proc["hist_free"]) == proc["free_calls"]
 
 
+def test_summary_json_text(run):
+    """summary.json: the JSON the indented encoder would give, one top-level key
+    a line and each thread, window and pair on its own line."""
+    from threadgraph._accounting import summary_json
+    with open(os.path.join(run, "summary.json"), encoding="utf-8") as f:
+        text = f.read()
+    doc = json.loads(text)
+    assert text == summary_json(doc)
+    assert json.loads(summary_json(doc)) == json.loads(json.dumps(doc, indent=2))
+    lines = text.splitlines()
+    assert lines[0] == "{" and lines[1] == '  "format": 1,' and lines[-1] == "}"
+    for key in ("threads", "windows", "freed_by"):
+        if doc[key]:
+            start = lines.index('  "%s": [' % key) + 1
+            rows = lines[start:start + len(doc[key])]
+            assert [json.loads(l.strip().rstrip(",")) for l in rows] == doc[key]
+            assert lines[start + len(doc[key])].startswith("  ]")
+    odd = {"format": 1, "empty": [], "nested": {"a": [1, {"b": "é\x01"}]},
+           "list": [{"x": 1.5}, [2, 3], "s"]}
+    assert json.loads(summary_json(odd)) == odd
+
+
 def test_summary_figures(run):
     with open(os.path.join(run, "summary.json")) as f:
         s = json.load(f)

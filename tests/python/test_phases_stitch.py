@@ -285,6 +285,33 @@ def test_wrappers_installed_on_import_and_removed(tmp_path):
         assert kinds.count("task") == 3 and kinds.count("run") == 3, marks
 
 
+def test_a_child_that_is_not_profiled_gets_the_originals_back(tmp_path):
+    """A child forked without enableForkedProfile() records nothing: it gets
+    the pool's own submit back and no import finder, as disable() would give
+    (its disable() does nothing, the recorder being off in it)."""
+    from tgtest import run_scenario
+    run_scenario(tmp_path, """
+        import os, sys
+        import concurrent.futures
+        from threadgraph import ProcessProfile
+        from threadgraph import _stitch
+
+        cls = concurrent.futures.ThreadPoolExecutor
+        p = ProcessProfile(default_log_path="out")
+        p.enable()
+        assert hasattr(cls.submit, "__wrapped__")
+        pid = os.fork()
+        if pid == 0:
+            ok = (not hasattr(cls.submit, "__wrapped__")
+                  and _stitch._finder not in sys.meta_path)
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        assert hasattr(cls.submit, "__wrapped__")  # the parent still records
+        p.disable()
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+        """)
+
+
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="asyncio.eager_task_factory is 3.12's")
 def test_eager_task_first_step_is_recorded_and_stitched(tmp_path):
     """An eager task runs its first step inside create_task: recorded, and

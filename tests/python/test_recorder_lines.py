@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import tgcapture
 from tgtest import env_with_package, only_dir, parse_mem, parse_stack, run_scenario
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -177,3 +178,60 @@ def test_a_threaded_http_server_is_read_strictly(tmp_path):
                                text=True, timeout=60)
             assert r.returncode == 0 and "malformed" not in r.stderr, (fmt, cmd, r.stderr)
             assert r.stdout
+
+
+def _long_function(calls):
+    """Source of `many(n)`: a loop whose body makes CALLS builtin calls, each
+    on its own line, the lines 1 to 70 apart (the location table's short, one-
+    line and long forms, and the loop's jump back), and the line of each."""
+    src, lines, line = ["def many(n):", "    t = 0", "    for i in range(n):"], [], 4
+    for k in range(calls):
+        gap = (k * 37) % 71  # blank lines before this call
+        src += [""] * gap
+        line += gap
+        src.append("        t += abs(-%d)" % k)
+        lines.append(line)
+        line += 1
+    src.append("    return t")
+    return "\n".join(src) + "\n", lines
+
+
+LONG_FUNCTION = '''
+import sys, threadgraph
+%s
+p = threadgraph.ProcessProfile(format=sys.argv[2], default_log_path=sys.argv[1],
+                               profile="both")
+p.trackStack()
+p.enable()
+for _ in range(3):
+    many(2)
+p.disable()
+'''
+
+
+def test_c_call_lines_of_a_long_function(tmp_path):
+    """A function whose builtin calls fall at more offsets than the line cache
+    holds (its whole line table is then decoded once): every call's line, in
+    both formats, is the line it was made from."""
+    source, lines = _long_function(60)
+    script = tmp_path / "long.py"
+    script.write_text(LONG_FUNCTION % source)
+    first = 3  # "def many" is the script's third line
+    expected = [first - 1 + l for l in lines] * 6
+    for fmt in ("text", "binary"):
+        base = tmp_path / fmt
+        subprocess.run([sys.executable, str(script), str(base), fmt], check=True,
+                       capture_output=True, env=env_with_package(None))
+        run_dir = only_dir(base)
+        if fmt == "text":
+            got = [line for _d, site, line, func in
+                   parse_stack(os.path.join(run_dir, "MainThread.stack")) if func == "abs"]
+            got_ret = [line for site, line, func, _d in
+                       parse_mem(os.path.join(run_dir, "MainThread.mem")) if func == "abs"]
+        else:
+            cap = tgcapture.load(os.path.join(run_dir, "capture.tg"))
+            calls, returns, _ = cap.thread_records(cap.order[0])
+            got = [line for _dep, _us, _f, line, fn in calls if fn == b"abs"]
+            got_ret = [line for _us, _f, line, fn, _d in returns if fn == b"abs"]
+        assert got == expected, fmt
+        assert got_ret == expected, fmt

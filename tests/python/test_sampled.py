@@ -288,3 +288,133 @@ def test_live_bytes_keep_threads_that_exited(tmp_path):
         proc_figs = json.load(f)["process"]
     assert proc_figs["live_bytes"] == proc_figs["total_requested_bytes"] - proc_figs["freed_bytes"]
     assert proc_figs["peak_bytes"] >= 20 * block
+
+
+CLIMB = """
+import gc, json, sys, threading
+import threadgraph._recorder as R
+from threadgraph import ProcessProfile
+
+def live():
+    a, f = R.thread_counters()
+    return a - f
+
+def climb(out):
+    # Rounds that each free most of what they built and then climb higher
+    # than the last, in small blocks (the GIL domains' fast paths), past
+    # sample points (the default rate): the thread's peak must be found
+    # whichever way its allocations are counted.
+    tops = []
+    keep = []
+    for rnd in range(8):
+        del keep[len(keep) // 8:]
+        for i in range(3000 + 700 * rnd):
+            keep.append(bytes(40 + i %% 200))
+        tops.append(live())
+    del keep[:]
+    out.append(max(tops))
+
+gc.disable()
+p = ProcessProfile(default_log_path="out", %s)
+p.enable()
+res = []
+t = threading.Thread(target=climb, args=(res,), name="climber")
+t.start(); t.join()
+p.disable()
+print(res[0])
+"""
+
+
+@pytest.mark.parametrize("rate", ["", ", sample_bytes=4096"], ids=["default", "fine"])
+def test_thread_peak_exact(tmp_path, rate):
+    """A thread's peak (requested less freed at its highest) is that of every
+    allocation, not only of the sampled ones: it is at least the highest of
+    the thread's own readings of its counters, and above it by no more than
+    what the reading itself allocates."""
+    proc = run_scenario(tmp_path, CLIMB % ('mode="sampled"' + rate), env=SEED)
+    top = int(proc.stdout.split()[-1])
+    peak = summary_threads(only_dir(tmp_path / "out"))["climber"]["peak_bytes"]
+    assert 0 <= peak - top < 1024, (peak, top)
+
+
+AGAIN = """
+import gc, queue, threading
+from threadgraph import ProcessProfile
+
+todo, done = queue.Queue(), queue.Queue()
+
+def worker():                   # lives through both runs
+    keep = []
+    while todo.get():
+        keep = [bytes(300) for _ in range(5000)]   # 333 bytes requested each
+        done.put(None)
+
+gc.disable()
+t = threading.Thread(target=worker, name="worker")
+t.start()
+for run in ("one", "two"):
+    p = ProcessProfile(default_log_path=run, mode="sampled")
+    p.enable()
+    todo.put(True)
+    done.get()
+    p.disable()
+todo.put(False)
+t.join()
+"""
+
+
+def test_second_run_counts_on_its_own_state(tmp_path):
+    """A thread that lives through two sampled runs is counted in each on
+    that run's state (the hooks' fast paths recognise a thread by a copy of
+    its state's generation; the old run's state is freed at the next start,
+    so counting on it would lose the bytes, and ASan would stop there)."""
+    run_scenario(tmp_path, AGAIN, env=SEED)
+    for run in ("one", "two"):
+        # Started before the run, the worker is named by its native id.
+        w, = [t for name, t in summary_threads(only_dir(tmp_path / run)).items()
+              if name != "MainThread"]
+        assert w["hist_alloc"][9] >= 5000, (run, w["hist_alloc"])
+        assert w["total_requested_bytes"] >= 5000 * 333, run
+
+
+IDLE = """
+import threading
+from threadgraph import ProcessProfile
+
+KEEP = []
+p = ProcessProfile(default_log_path="out", mode="sampled")
+p.enable()
+t = threading.Thread(target=lambda: None, name="idle")
+t.start(); t.join()
+u = threading.Thread(target=lambda: KEEP.extend(bytearray(1 << 20) for _ in range(8)),
+                     name="busy")
+u.start(); u.join()
+p.disable()
+"""
+
+
+def test_a_thread_without_a_sample(tmp_path):
+    """A thread that allocated too little to be sampled has an empty .mem (no
+    reading of its curve was taken): memg and peaks leave it out with a warning
+    that names it, never a flat or made-up curve; its exact totals are in the
+    summary."""
+    run_scenario(tmp_path, IDLE, env=SEED)
+    run_dir = only_dir(tmp_path / "out")
+    idle, busy = (os.path.join(run_dir, n + ".mem") for n in ("idle", "busy"))
+    assert os.path.getsize(idle) == 0 and parse_mem(busy)
+    assert "idle" in summary_threads(run_dir)
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "threadgraph"] + list(args),
+                              cwd=str(tmp_path), env=env_with_package(), timeout=120,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True)
+
+    res = cli("peaks", idle, busy)
+    assert res.returncode == 0 and "busy" in res.stdout and "idle" not in res.stdout
+    assert "'%s' skipped: no events" % idle in res.stderr, res.stderr
+    res = cli("memg", "--script-only", "-o", str(tmp_path / "g"), idle, busy)
+    assert res.returncode == 0, res.stderr
+    assert "'%s' not plotted: no events" % idle in res.stderr, res.stderr
+    res = cli("memg", "--script-only", "-o", str(tmp_path / "g"), idle)
+    assert res.returncode == 1 and "error: no events to plot" in res.stderr, res.stderr
