@@ -245,6 +245,9 @@ CONFIGS = {
                                   20),
                     "the tutorial's configuration: profile \"both\", trackStack(), "
                     "setProcessMemoryFrequence(20), the default binary capture"),
+    "tg-tutorial-noproc": (Threadgraph, ("thread", True, False, None, False, "binary", False, 0,
+                                         "full", 0),
+                           "tg-tutorial without process samples (setProcessMemoryFrequence(0))"),
     "tg-tutorial-native": (Threadgraph, ("thread", True, False, None, True, "binary", False, 0,
                                          "full", 20),
                            "tg-tutorial with native=True"),

@@ -66,14 +66,43 @@ tg_hooks_fork_init(void)
     (void)pthread_atfork(NULL, NULL, tg_hooks_fork_child);
 }
 
+/* The key of the fast paths for accounting generation GEN: the word
+ * tg_tls.busy_gen holds on a thread with no busy bit whose fast_gen was set
+ * for GEN (tg_hook_fast_refresh).  Never TG_GIL_FAST_OFF: its busy bits are
+ * 0. */
+static uint64_t
+tg_hook_fast_word(uint64_t gen)
+{
+    struct tg_tls w;
+
+    memset(&w, 0, sizeof(w));
+    w.fast_gen = (uint32_t)gen | UINT32_C(0x80000000);
+    return w.busy_gen;
+}
+
 /* Whether the calling thread may take sampled mode's fast paths in a GIL
  * domain: no busy bit (the program's own call) and its accounting state
- * current while they may run (tg_gil_fast_key). */
+ * current while they may run, in one compare: tg_tls.busy_gen against
+ * tg_gil_fast_key, which is tg_hook_fast_word of accounting's light
+ * generation or TG_GIL_FAST_OFF (busy bits all 1, which no thread has). */
 static inline __attribute__((always_inline)) int
 tg_hook_gil_fast_on(void)
 {
-    return __builtin_expect(tg_tls.busy == 0, 1)
-           && tg_tls.acct_gen == atomic_load_explicit(&tg_gil_fast_key, memory_order_relaxed);
+    return tg_tls.busy_gen == atomic_load_explicit(&tg_gil_fast_key, memory_order_relaxed);
+}
+
+/* On a call that tg_hook_gil_fast_on turned away: the thread's fast_gen
+ * copy of its accounting generation, once its state is current in sampled
+ * mode (tg_acct_light_gen: a thread's first counted allocation makes its
+ * state, in the general path), so that its next calls take the fast paths.
+ * A copy for an older run's generation does not match the new key. */
+static inline __attribute__((always_inline)) void
+tg_hook_fast_refresh(void)
+{
+    uint64_t g = atomic_load_explicit(&tg_acct_light_gen, memory_order_relaxed);
+
+    if (tg_tls.acct_gen == g && g != TG_ACCT_NO_GEN && tg_tls.acct != NULL)
+        tg_tls.fast_gen = (uint32_t)g | UINT32_C(0x80000000);
 }
 
 /* Count and enter in TABLE (its domain's) block P (NULL: a failed allocation)
@@ -258,11 +287,19 @@ tg_hook_malloc_gil_fast(struct tg_hook_domain *d, size_t size)
     return tg_hook_malloc_gil_record(p, size);
 }
 
+/* Sampled mode's malloc turned away from the fast path. */
+static __attribute__((noinline)) void *
+tg_hook_malloc_gil_miss(void *ctx, size_t size)
+{
+    tg_hook_fast_refresh();
+    return tg_hook_malloc_gil_general(ctx, size);
+}
+
 static void *
 tg_hook_malloc_gil(void *ctx, size_t size)
 {
-    if (!tg_hook_gil_fast_on())
-        return tg_hook_malloc_gil_general(ctx, size);
+    if (__builtin_expect(!tg_hook_gil_fast_on(), 0))
+        return tg_hook_malloc_gil_miss(ctx, size);
     return tg_hook_malloc_gil_fast(ctx, size);
 }
 
@@ -438,7 +475,12 @@ tg_hook_free_gil(void *ctx, void *ptr)
 {
     struct tg_hook_domain *d = ctx;
 
-    if (tg_hook_gil_fast_on() && tg_hook_gil_fast_free(ptr)) {  /* not when PTR is NULL */
+    if (__builtin_expect(!tg_hook_gil_fast_on(), 0)) {
+        tg_hook_fast_refresh();
+        tg_hook_free_gil_general(ctx, ptr);
+        return;
+    }
+    if (tg_hook_gil_fast_free(ptr)) {  /* not when PTR is NULL */
         /* A block pymalloc serves itself (TG_HOOK_SMALL_MAX): no nested
          * hooked call to keep from counting, so no busy bit, and a tail call. */
         d->orig.free(d->orig.ctx, ptr);
@@ -463,7 +505,7 @@ tg_hooks_install(int count_total)
     /* The key last: what the fast paths read is set.  Accounting's light
      * generation is not that of any state unless sampled mode runs. */
     if (fast && tg_ptrpage_reserve(&tg_ptrpage_gil) == 0 && !tg_ptrtable_gil.unmarked)
-        atomic_store(&tg_gil_fast_key, atomic_load(&tg_acct_light_gen));
+        atomic_store(&tg_gil_fast_key, tg_hook_fast_word(atomic_load(&tg_acct_light_gen)));
     else
         atomic_store(&tg_gil_fast_key, TG_GIL_FAST_OFF);
     if (tg_installed)  /* still in another allocator's chain since last time */

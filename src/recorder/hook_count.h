@@ -88,8 +88,8 @@ tg_acct_alloc_light_full(struct tg_acct_thread *t, int64_t req, size_t size, uin
 }
 
 /* tg_acct_alloc_light_nz on a thread whose state its caller found current
- * in sampled mode (tg_tls.acct_gen equal to tg_acct_light_gen, or to
- * tg_gil_fast_key, which is that or no generation). */
+ * in sampled mode (tg_tls.acct_gen equal to tg_acct_light_gen, or
+ * alloc_hooks.c tg_hook_gil_fast_on, which implies it). */
 static inline __attribute__((always_inline)) int
 tg_acct_alloc_light_cur(size_t size, uint64_t *word)
 {
@@ -216,10 +216,10 @@ tg_hook_entry_free(size_t word, int count_thread)
  * still, only slower.) */
 #define TG_HOOK_SMALL_MAX 512
 
-/* Sampled mode's common allocation in a GIL domain, by a thread whose
- * tg_tls.acct_gen its caller found equal to tg_gil_fast_key (ptrtable_fast.h:
- * the thread's state current in sampled mode, the page map's node array
- * mapped, no block in the hash unmarked): block P of SIZE bytes whose page
+/* Sampled mode's common allocation in a GIL domain, by a thread that its
+ * caller found on the fast paths' key (alloc_hooks.c tg_hook_gil_fast_on,
+ * ptrtable_fast.h tg_gil_fast_key: not busy, its state current in sampled
+ * mode, the page map's node array mapped, no block in the hash unmarked): block P of SIZE bytes whose page
  * map entry page exists, with no entry for P there (nor a mark: nor in the
  * GIL table's hash, ptrtable_fast.h), that tg_acct_alloc_light_cur counts:
  * counted on the thread's counters and entered in the page map.  1 when
@@ -246,8 +246,8 @@ tg_hook_gil_fast_alloc(void *p, size_t size)
 }
 
 /* Sampled mode's common free in a GIL domain, by the program (the thread not
- * busy) on a thread whose tg_tls.acct_gen its caller found equal to
- * tg_gil_fast_key (see tg_hook_gil_fast_alloc; accounting on, too: a forked
+ * busy) on a thread that its caller found on the fast paths' key (see
+ * tg_hook_gil_fast_alloc; accounting on, too: a forked
  * child that goes on recording stops it with the hooks installed, and turns
  * the key off): block P in the page map, of 1 to TG_HOOK_SMALL_MAX bytes,
  * removed and counted as freed by the calling thread.  1 when done; 0 having

@@ -358,8 +358,13 @@ tg_flusher_kick(void *recorder)
 /* How often the flusher looks for a process.mem request: every
  * TG_SAMPLE_POLL_MIN_NS while requests keep coming, the interval doubling up
  * to TG_SAMPLE_POLL_MAX_NS while none comes (an idle program is not woken a
- * thousand times a second).  docs/api.md "process.mem". */
-#define TG_SAMPLE_POLL_MIN_NS 1000000L
+ * hundred times a second); also whenever a writer's kick wakes it anyway.
+ * 10 ms, as memray's RSS samples (memory_interval_ms): each wake is a futex
+ * wait and wake, a context switch on a core the program may be using and a
+ * pread; at 1 ms the flusher's wakes were about half its CPU time and most of
+ * the process's voluntary context switches (bench/RESULTS.md, 2026-11-27).
+ * docs/api.md "process.mem". */
+#define TG_SAMPLE_POLL_MIN_NS 10000000L
 #define TG_SAMPLE_POLL_MAX_NS 64000000L
 
 /* A before B. */
@@ -432,17 +437,21 @@ tg_flusher_main(void *arg)
             if (r->flusher_stop)
                 goto out;
             clock_gettime(CLOCK_REALTIME, &now);
-            if (sampling && !tg_ts_before(&now, &poll_at)) {
+            if (sampling && (r->flusher_kicked || !tg_ts_before(&now, &poll_at))) {
+                /* A poll, or awake anyway for a kick: the pending requests
+                 * are taken at no extra wake. */
                 uint64_t n = tg_process_sample_wanted(r);
                 if (n > 0) {
                     tg_flusher_leave(r);
                     tg_process_sample(r, n);
                     tg_flusher_back(r);
                     poll_ns = TG_SAMPLE_POLL_MIN_NS;
-                } else if (poll_ns < TG_SAMPLE_POLL_MAX_NS) {
-                    poll_ns *= 2;
+                    poll_at = tg_ts_add(now, poll_ns);
+                } else if (!tg_ts_before(&now, &poll_at)) {
+                    if (poll_ns < TG_SAMPLE_POLL_MAX_NS)
+                        poll_ns *= 2;
+                    poll_at = tg_ts_add(now, poll_ns);
                 }
-                poll_at = tg_ts_add(now, poll_ns);
             }
             tick = !tg_ts_before(&now, &next);
             if (tick)

@@ -258,15 +258,16 @@ tg_shard_remove_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t *si
 
 /* Sampled mode's fast paths in the GIL domains (hook_count.h
  * tg_hook_gil_fast_alloc and _free, alloc_hooks.c) run on a thread whose
- * accounting state's generation (tg_tls.acct_gen) equals this key: set by
- * tg_hooks_install to accounting's tg_acct_light_gen once the page map's node
- * array is mapped (tg_ptrpage_reserve), while no block went to the hash
- * unmarked; TG_GIL_FAST_OFF (which no state has) otherwise: at uninstall, by
+ * busy bits and copy of its accounting state's generation (tg_tls.busy_gen)
+ * equal this key: set by tg_hooks_install from accounting's
+ * tg_acct_light_gen (alloc_hooks.c tg_hook_fast_word) once the page map's
+ * node array is mapped (tg_ptrpage_reserve), while no block went to the hash
+ * unmarked; TG_GIL_FAST_OFF (busy bits all 1: no thread) otherwise: at uninstall, by
  * tg_ptrtable_clear, when a block goes to the hash unmarked (the malloc's
  * fast path does not look there), and in a forked child (accounting stops
- * there).  So one compare stands for the hooks' mode, accounting's sampled
- * mode, the thread's state being current, the node array and the unmarked
- * flag (five tests per call before).  Written and read with the GIL (the
+ * there).  So one compare stands for the busy bits, the hooks' mode,
+ * accounting's sampled mode, the thread's state being current, the node
+ * array and the unmarked flag (six tests per call before).  Written and read with the GIL (the
  * child's handler runs before any other thread exists); relaxed atomic. */
 #define TG_GIL_FAST_OFF UINT64_MAX
 extern _Atomic uint64_t tg_gil_fast_key;

@@ -32,7 +32,17 @@ struct tg_tls {
     uint64_t gen;              /* run generation `thread` belongs to */
     int64_t allocated;         /* bytes allocated by this thread while hooked */
     int64_t freed;             /* bytes freed (exact sizes) by this thread while hooked */
-    int busy;                  /* TG_BUSY_* bits */
+    /* The busy bits and, in the same 8 bytes (busy_gen), sampled mode's
+     * copy of the thread's accounting generation: the GIL domains' hooks
+     * test both with one compare (alloc_hooks.c tg_hook_gil_fast_on). */
+    union {
+        struct {
+            int busy;          /* TG_BUSY_* bits */
+            uint32_t fast_gen; /* alloc_hooks.c: (uint32_t)acct_gen | 2^31 once
+                                * the hooks found this state current; 0 before */
+        };
+        uint64_t busy_gen;
+    };
     struct tg_clock_cache clock;  /* the profile function's clock reads (clock.h) */
     struct tg_acct_thread *acct;  /* this thread's accounting state (acct_state.c),
                                    * valid iff acct_gen == tg_acct.gen */

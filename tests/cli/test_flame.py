@@ -376,3 +376,22 @@ def test_report_header_names_at_most_20_threads(tg, tmp_path):
     assert meta, out.read_text()[:2000]
     assert meta.group(1).startswith("30 threads (T00, T01, ")
     assert "T19 and 10 more)" in meta.group(1) and "T20" not in meta.group(1)
+
+
+def test_report_reads_gc_runs_with_a_family_silently(tg, tmp_path):
+    """gc.txt's optional FAMILY (an aggregate run's folded thread, spaces and
+    all) and its '#' lines are read without a word (docs/formats.md "gc.txt");
+    a malformed line is still reported."""
+    for name in os.listdir(RUN):
+        shutil.copy(os.path.join(RUN, name), str(tmp_path))
+    gc = tmp_path / "gc.txt"
+    gc.write_text("42 1700000000.000100 1700000000.000200 7\n"
+                  "43 1700000000.000300 1700000000.000350 12 Thread-* (handler)\n"
+                  "# 3 later runs not kept\n")
+    env = {"GNUPLOT": str(tmp_path / "no-gnuplot")}
+    r = tg("report", tmp_path, "-o", tmp_path / "r.html", env=env)
+    assert r.returncode == 0 and "gc.txt" not in r.stderr, r.stderr
+    gc.write_text("43 1700000000.000300 1700000000.000350 12 \n")
+    r = tg("report", tmp_path, "-o", tmp_path / "r.html", env=env)
+    assert r.returncode == 0 and "gc.txt:1: " in r.stderr and "empty FAMILY" in r.stderr, \
+        r.stderr

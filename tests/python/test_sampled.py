@@ -337,6 +337,46 @@ def test_thread_peak_exact(tmp_path, rate):
     assert 0 <= peak - top < 1024, (peak, top)
 
 
+AGAIN = """
+import gc, queue, threading
+from threadgraph import ProcessProfile
+
+todo, done = queue.Queue(), queue.Queue()
+
+def worker():                   # lives through both runs
+    keep = []
+    while todo.get():
+        keep = [bytes(300) for _ in range(5000)]   # 333 bytes requested each
+        done.put(None)
+
+gc.disable()
+t = threading.Thread(target=worker, name="worker")
+t.start()
+for run in ("one", "two"):
+    p = ProcessProfile(default_log_path=run, mode="sampled")
+    p.enable()
+    todo.put(True)
+    done.get()
+    p.disable()
+todo.put(False)
+t.join()
+"""
+
+
+def test_second_run_counts_on_its_own_state(tmp_path):
+    """A thread that lives through two sampled runs is counted in each on
+    that run's state (the hooks' fast paths recognise a thread by a copy of
+    its state's generation; the old run's state is freed at the next start,
+    so counting on it would lose the bytes, and ASan would stop there)."""
+    run_scenario(tmp_path, AGAIN, env=SEED)
+    for run in ("one", "two"):
+        # Started before the run, the worker is named by its native id.
+        w, = [t for name, t in summary_threads(only_dir(tmp_path / run)).items()
+              if name != "MainThread"]
+        assert w["hist_alloc"][9] >= 5000, (run, w["hist_alloc"])
+        assert w["total_requested_bytes"] >= 5000 * 333, run
+
+
 IDLE = """
 import threading
 from threadgraph import ProcessProfile
