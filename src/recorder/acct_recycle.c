@@ -195,9 +195,7 @@ tg_acct_fold_thread(struct tg_acct_thread *t, struct tg_acct_thread *a)
         tg_sites_node_free(s, ids[i]);
         freed++;
     }
-    /* its thread is gone: nothing reads its stack or site again */
     t->cur_site = t->root ? t->root : TG_SITE_NOTHREAD;
-    t->depth = 0;
     tg_acct.fold.nodes += freed;
 done:
     tg_acct.fold.threads++;
@@ -254,6 +252,11 @@ tg_acct_thread_folded(unsigned long ident, unsigned long native_id, const char *
     }
     pthread_mutex_unlock(&tg_acct.lock);
     for (i = 0; i < n; i++) {
+        /* its thread is gone: nothing reads its stack again (256 bytes at
+         * least, the state's largest part after its histograms) */
+        free(found[i]->stack);
+        found[i]->stack = NULL;
+        found[i]->depth = found[i]->cap = 0;
         if (f->fams[fams[i]].anchor == NULL) {
             f->fams[fams[i]].anchor = found[i];  /* its nodes take the others' */
             continue;
