@@ -279,9 +279,11 @@ tg_hook_malloc_gil_fast(struct tg_hook_domain *d, size_t size)
 {
     void *p;
 
+    tg_tls.hook_size = size;
     tg_tls.busy = TG_BUSY_HOOK;
     p = d->orig.malloc(d->orig.ctx, size);
     tg_tls.busy = 0;
+    size = tg_tls.hook_size;
     if (tg_hook_gil_fast_alloc(p, size))  /* not when P is NULL */
         return p;
     return tg_hook_malloc_gil_record(p, size);
