@@ -7,14 +7,15 @@
  * recorded call; a thread's root node stands for "no python frame" (fid 0,
  * parent 0, found through the thread's state, not in the hash); every other node
  * has a real parent, which makes (parent, fid) its key and gives it its parent's
- * thread.  A parent always has a smaller id.
+ * thread.  A parent has a smaller id, unless ids were recycled (RECYCLED in
+ * struct tg_acct_sites: a reused id may be smaller than its parent's).
  *
  * Pure C, no Python: tests/c/test_acct_sites.c links acct_sites.c alone.
  *
  * Who touches what (struct tg_acct_sites):
- *  - functions, nodes, their hashes and the function cache: one thread at a
- *    time (the recorder holds the GIL when it interns and when it writes
- *    snapshots);
+ *  - functions, nodes, their hashes, the function cache and the free list of
+ *    recycled node ids: one thread at a time (the recorder holds the GIL when
+ *    it interns, recycles (acct_recycle.h) and writes snapshots);
  *  - counter chunks: published with a release store before any id in them is
  *    handed out, then read by the allocator hooks on any thread (acquire) and
  *    never moved or freed until tg_sites_reset;

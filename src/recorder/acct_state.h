@@ -10,7 +10,9 @@
  *    pointer and listed in tg_acct.threads.  Only its thread writes it (plain
  *    relaxed load + store, no lock prefix); summaries read it with relaxed loads.
  *    States are never freed during a run, so threads that ended keep their
- *    figures ("retired" by construction); all are freed at the next start.
+ *    figures ("retired" by construction); all are freed at the next start
+ *    (an aggregate run frees a folded thread's open-calls stack and recycles
+ *    its nodes, acct_recycle.h; the state itself stays).
  *  - process: live bytes, its peak and the window peak, under the spin lock;
  *    totals are sums over the thread states.
  *  - sites (acct_sites.h): nodes of each thread's calling-context tree,

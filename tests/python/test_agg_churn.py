@@ -5,8 +5,8 @@ calling-context nodes do not grow with the threads that came and went
 A folded thread's nodes without live blocks are added to its family's anchor
 and their ids recycled: the nodes in use after 3N threads are those after N
 (plus what blocks still live hold), the final snapshot says, path by path of
-each folded family, exactly what the same run without recycling
-(THREADGRAPH_ACCT_NO_RECYCLE) says, and the one at the peak no more.
+each folded family under the handler, exactly what the same run without
+recycling (THREADGRAPH_ACCT_NO_RECYCLE) says, and the one at the peak no more.
 """
 import os
 from collections import defaultdict
@@ -104,21 +104,23 @@ def test_thread_churn_keeps_nodes_bounded_and_files_unchanged(tmp_path):
     assert n2 - n1 <= 16 * 40, runs["recycled"][0]
     (k1, kt1, _), (k2, kt2, _) = runs["kept"][0]
     assert kt1 == kt2 == 0 and k2 - k1 > 10 * (THREADS - MARK), runs["kept"][0]
-    # The folded families' paths say the same, path by path (the other
-    # threads' are not the same from run to run: the main thread's waits,
-    # and where the peak falls), and at the peak no path had more than at
-    # the end (a double count of a recycled node's copy at the peak would).
+    # The folded families' paths under the handler say the same, path by
+    # path (the other paths are not the same from run to run: the main
+    # thread's waits, threading's set of locks that it empties at join, and
+    # where the peak falls), and at the peak no path of theirs had more than
+    # at the end (a double count of a recycled node's copy at the peak would).
     final = {}
     for kind in runs:
         rows, _ = by_family_path(os.path.join(runs[kind][1], "snapshot-1-final"))
-        final[kind] = {k: v for k, v in rows.items() if "*" in k[0]}
+        final[kind] = {k: v for k, v in rows.items()
+                       if "*" in k[0] and any(c.endswith(":handler") for c in k[1])}
     assert final["recycled"] == final["kept"]
-    assert len(final["recycled"]) > 10, final["recycled"]
+    assert len(final["recycled"]) >= 4, final["recycled"]
     # the handler's cached lists are still live, in their families
     assert any(k[1][0].endswith(":handler") and v[0] > 0 for k, v in final["recycled"].items())
     peak, _ = by_family_path(os.path.join(runs["recycled"][1], "snapshot-2-peak"))
     for k, v in peak.items():
-        if "*" in k[0]:
+        if k in final["recycled"]:
             assert v[2] <= final["recycled"][k][2] and v[3] <= final["recycled"][k][3], k
     # the commands read the renumbered files
     for snap in ("snapshot-1-final", "snapshot-2-peak"):
