@@ -1919,6 +1919,14 @@ tg_mon_fast_done(struct tg_recorder *r)
 #  define TG_MON_FAST_IS_CODE(code) 1
 #endif
 
+/* Whether the callback was given fewer than N arguments (NARGSF as
+ * vectorcall passes it), in one compare of its low 32 bits:
+ * PY_VECTORCALL_ARGUMENTS_OFFSET is the top bit, so fewer than N arguments
+ * always shows there; a count of 2^32 or more that looks small there only
+ * sends the event to the default entry, which counts exactly
+ * (PyVectorcall_NARGS masks with a 64-bit constant: one instruction more). */
+#define TG_MON_FAST_FEWER(nargsf, n) ((uint32_t)(nargsf) < (uint32_t)(n))
+
 /* The instruction offset O (the callback's second argument) when it is a
  * compact int of at most one digit that is not negative (every offset below
  * 2^30: tg_mon_offset's common case), else -1. */
@@ -1983,7 +1991,7 @@ tg_mon_fast_py_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObje
     int64_t us;
     long lasti;
 
-    if (__builtin_expect(PyVectorcall_NARGS(nargsf) < 2, 0) || !TG_MON_FAST_READY(r, t, &len))
+    if (__builtin_expect(TG_MON_FAST_FEWER(nargsf, 2), 0) || !TG_MON_FAST_READY(r, t, &len))
         return tg_mon_py_call_d(self, args, nargsf, kwnames);
     code = args[0];
     depth = t->depth;
@@ -2014,7 +2022,7 @@ tg_mon_fast_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObjec
     int64_t us, line;
     long lasti;
 
-    if (__builtin_expect(PyVectorcall_NARGS(nargsf) < (c_bit ? 4 : 2), 0)
+    if (__builtin_expect(TG_MON_FAST_FEWER(nargsf, c_bit ? 4 : 2), 0)
             || !TG_MON_FAST_READY(r, t, &len))
         return slow(self, args, nargsf, kwnames);
     code = args[0];
@@ -2085,8 +2093,8 @@ tg_mon_fast_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObjec
     uint32_t id;
     long lasti;
 
-    if (__builtin_expect(PyVectorcall_NARGS(nargsf) < 4, 0))
-        return TG_MON_NONE;
+    if (__builtin_expect(TG_MON_FAST_FEWER(nargsf, 4), 0))
+        return tg_mon_c_call_d(self, args, nargsf, kwnames);
     tp = Py_TYPE(args[2]);
     if (tp == &PyFunction_Type || tp == &PyMethod_Type || tp == &PyType_Type)
         return TG_MON_NONE;
