@@ -29,6 +29,10 @@ CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 CTESTS   := $(sort $(wildcard tests/c/test_*.c))
 
 B        := build
+# Programs built and pytest workers run at once by `make test` (and check-asan,
+# check-asan-python, fuzz-smoke): one per core, TG_TEST_JOBS=1 for one.
+TEST_JOBS := $(or $(TG_TEST_JOBS),$(shell nproc 2>/dev/null || echo 1))
+COMMA    := ,
 # The zstd setting as a file that changes only when the setting does: every
 # build that depends on the headers depends on it too, so installing or
 # removing libzstd-dev, or THREADGRAPH_NO_ZSTD, rebuilds them.
@@ -55,29 +59,51 @@ BUILD_KEEP  = @if [ -n "$$(find $^ -newer $@.start | head -n 1)" ]; then \
 	echo "error: sources changed while $@ was built (a checkout or merge?): run make again" >&2; \
 	exit 1; fi; mv -f $@.tmp $@; rm -f $@.start
 
-$(CLI): $(LIB_SRC) $(CLI_SRC) $(HDRS) $(VERSION_PY)
-	@mkdir -p $(B)
+# The library and the CLI are compiled once per flavour into objects (plain in
+# build/obj/, ASan/UBSan in build/asan/obj/), which the CLI and every C test
+# link: each test used to compile all of src/lib/ again.  Every object depends
+# on every header; the same $@.tmp guard keeps an object compiled while a
+# checkout changed its sources out of the tree.
+LIB_OBJ       := $(patsubst src/%.c,$(B)/obj/%.o,$(LIB_SRC))
+CLI_OBJ       := $(patsubst src/%.c,$(B)/obj/%.o,$(CLI_SRC))
+ASAN_LIB_OBJ  := $(patsubst src/%.c,$(B)/asan/obj/%.o,$(LIB_SRC))
+ASAN_CLI_OBJ  := $(patsubst src/%.c,$(B)/asan/obj/%.o,$(CLI_SRC))
+
+$(B)/obj/%.o: src/%.c $(HDRS) $(VERSION_PY)
+	@mkdir -p $(dir $@)
 	$(BUILD_START)
-	$(CC) $(WARN) $(CFLAGS) $(INC) $(VERSION_DEF) -o $@.tmp $(LIB_SRC) $(CLI_SRC) $(LIBS)
+	$(CC) $(WARN) $(CFLAGS) $(INC) $(VERSION_DEF) -c -o $@.tmp $<
 	$(BUILD_KEEP)
 
-$(ASAN_CLI): $(LIB_SRC) $(CLI_SRC) $(HDRS) $(VERSION_PY)
+$(B)/asan/obj/%.o: src/%.c $(HDRS) $(VERSION_PY)
+	@mkdir -p $(dir $@)
+	$(BUILD_START)
+	$(CC) $(WARN) -O1 -g $(SAN) $(INC) $(VERSION_DEF) -c -o $@.tmp $<
+	$(BUILD_KEEP)
+
+$(CLI): $(LIB_OBJ) $(CLI_OBJ)
+	@mkdir -p $(B)
+	$(BUILD_START)
+	$(CC) $(CFLAGS) -o $@.tmp $(LIB_OBJ) $(CLI_OBJ) $(LIBS)
+	$(BUILD_KEEP)
+
+$(ASAN_CLI): $(ASAN_LIB_OBJ) $(ASAN_CLI_OBJ)
 	@mkdir -p $(B)/asan
 	$(BUILD_START)
-	$(CC) $(WARN) -O1 -g $(SAN) $(INC) $(VERSION_DEF) -o $@.tmp $(LIB_SRC) $(CLI_SRC) $(LIBS)
+	$(CC) -O1 -g $(SAN) -o $@.tmp $(ASAN_LIB_OBJ) $(ASAN_CLI_OBJ) $(LIBS)
 	$(BUILD_KEEP)
 
 # Each tests/c/test_X.c is a program linked against the library; exit 0 = pass.
-$(B)/ctest/%: tests/c/%.c tests/c/tg_test.h $(LIB_SRC) $(HDRS)
+$(B)/ctest/%: tests/c/%.c tests/c/tg_test.h $(LIB_OBJ) $(HDRS)
 	@mkdir -p $(B)/ctest
 	$(BUILD_START)
-	$(CC) $(WARN) $(CFLAGS) $(INC) -Itests/c -o $@.tmp $< $(LIB_SRC) $(LIBS)
+	$(CC) $(WARN) $(CFLAGS) $(INC) -Itests/c -o $@.tmp $< $(LIB_OBJ) $(LIBS)
 	$(BUILD_KEEP)
 
-$(B)/asan/ctest/%: tests/c/%.c tests/c/tg_test.h $(LIB_SRC) $(HDRS)
+$(B)/asan/ctest/%: tests/c/%.c tests/c/tg_test.h $(ASAN_LIB_OBJ) $(HDRS)
 	@mkdir -p $(B)/asan/ctest
 	$(BUILD_START)
-	$(CC) $(WARN) -O1 -g $(SAN) $(INC) -Itests/c -o $@.tmp $< $(LIB_SRC) $(LIBS)
+	$(CC) $(WARN) -O1 -g $(SAN) $(INC) -Itests/c -o $@.tmp $< $(ASAN_LIB_OBJ) $(LIBS)
 	$(BUILD_KEEP)
 
 # The recorder's clock is pure C: its test links clock.c alone, no Python.
@@ -170,15 +196,15 @@ $(B)/asan/ctest/test_capture: $(CAPTURE_DEPS)
 
 # Segments: the recorder's capture writer and the library's reader together.
 SEGMENTS_DEPS := tests/c/test_capture_segments.c tests/c/tg_test.h src/recorder/capture_write.c \
-		 src/recorder/capture_write.h $(LIB_SRC) $(HDRS)
+		 src/recorder/capture_write.h $(HDRS)
 
-$(B)/ctest/test_capture_segments: $(SEGMENTS_DEPS)
+$(B)/ctest/test_capture_segments: $(SEGMENTS_DEPS) $(LIB_OBJ)
 	@mkdir -p $(B)/ctest
-	$(CC) $(WARN) $(CFLAGS) $(INC) -Itests/c -o $@ $< src/recorder/capture_write.c $(LIB_SRC) -pthread $(LIBS)
+	$(CC) $(WARN) $(CFLAGS) $(INC) -Itests/c -o $@ $< src/recorder/capture_write.c $(LIB_OBJ) -pthread $(LIBS)
 
-$(B)/asan/ctest/test_capture_segments: $(SEGMENTS_DEPS)
+$(B)/asan/ctest/test_capture_segments: $(SEGMENTS_DEPS) $(ASAN_LIB_OBJ)
 	@mkdir -p $(B)/asan/ctest
-	$(CC) $(WARN) -O1 -g $(SAN) $(INC) -Itests/c -o $@ $< src/recorder/capture_write.c $(LIB_SRC) -pthread $(LIBS)
+	$(CC) $(WARN) -O1 -g $(SAN) $(INC) -Itests/c -o $@ $< src/recorder/capture_write.c $(ASAN_LIB_OBJ) -pthread $(LIBS)
 
 # Accounting's sampler is pure C: its test links acct_sample.c alone.
 SAMPLE_DEPS := tests/c/test_acct_sample.c tests/c/tg_test.h src/recorder/acct_sample.c \
@@ -278,10 +304,14 @@ TEST_PY3 := $(B)/venv-test/bin/python
 $(TEST_PY3):
 	python3 -m venv --clear $(B)/venv-test
 	$(TEST_PY3) -m pip install -q --disable-pip-version-check pytest
+	$(TEST_PY3) -m pip install -q --disable-pip-version-check pytest-xdist || \
+		echo "no pytest-xdist: the sanitizer runs' pytest runs in one process"
 
 check-asan: $(ASAN_CTEST_BINS) $(ASAN_CLI) $(TEST_PY3)
 	@set -e; for t in $(ASAN_CTEST_BINS); do echo "== $$t"; $$t; done
-	TG_CLI=$(abspath $(ASAN_CLI)) ASAN_OPTIONS=detect_leaks=1 $(TEST_PY3) -m pytest -q -p no:cacheprovider tests/cli
+	@x=; if [ $(TEST_JOBS) -gt 1 ] && $(TEST_PY3) -c 'import xdist' 2>/dev/null; then \
+		x="-n $(TEST_JOBS)"; fi; set -x; \
+	TG_CLI=$(abspath $(ASAN_CLI)) ASAN_OPTIONS=detect_leaks=1 $(TEST_PY3) -m pytest -q -p no:cacheprovider $$x tests/cli
 
 # Any data race is an error (halt_on_error): the C tests' threads under TSan.
 check-tsan: $(TSAN_BINS)
@@ -293,7 +323,12 @@ test-python:
 
 # CI's whole run: a short fuzz run of every target (FUZZ_SECONDS each) keeps the
 # targets building and catches regressions the corpus already reaches.
-test: test-c check-asan check-tsan check-asan-python valgrind
+# Every program the checks run is built first, on every core (make -j): the
+# checks then run one after another, so their output stays in order.
+test:
+	@fz=; if $(FUZZ_PROBE); then fz=fuzz-build; fi; \
+	$(MAKE) -j$(TEST_JOBS) $(CTEST_BINS) $(CLI) $(ASAN_CTEST_BINS) $(ASAN_CLI) $(TSAN_BINS) $$fz
+	$(MAKE) test-c check-asan check-tsan check-asan-python valgrind
 	$(MAKE) fuzz-smoke FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
 	$(MAKE) test-python
 
@@ -355,9 +390,16 @@ $(B)/fuzz/fuzz_names: tests/fuzz/fuzz_names.c tests/fuzz/fuzz_util.h src/recorde
 	@mkdir -p $(B)/fuzz
 	$(FUZZ_CC) $(WARN) $(FUZZ_FLAGS) -Isrc/common -Isrc/recorder -o $@ $< src/recorder/names.c
 
-$(B)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_util.h $(LIB_SRC) $(HDRS)
+# The library once for every target: instrumented for coverage and the
+# sanitizers (fuzzer-no-link), the libFuzzer driver linked with each target.
+FUZZ_LIB_OBJ := $(patsubst src/%.c,$(B)/fuzz/obj/%.o,$(LIB_SRC))
+$(B)/fuzz/obj/%.o: src/%.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(WARN) $(subst fuzzer$(COMMA),fuzzer-no-link$(COMMA),$(FUZZ_FLAGS)) $(INC) -c -o $@ $<
+
+$(B)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_util.h $(FUZZ_LIB_OBJ) $(HDRS)
 	@mkdir -p $(B)/fuzz
-	$(FUZZ_CC) $(WARN) $(FUZZ_FLAGS) $(INC) -o $@ $< $(LIB_SRC) $(LIBS)
+	$(FUZZ_CC) $(WARN) $(FUZZ_FLAGS) $(INC) -o $@ $< $(FUZZ_LIB_OBJ) $(LIBS)
 
 fuzz-build: $(FUZZ_BINS)
 
@@ -366,9 +408,11 @@ fuzz-build: $(FUZZ_BINS)
 FUZZ_PROBE := printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' | \
 	      $(FUZZ_CC) -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1
 
+# The targets run TEST_JOBS at a time, each for FUZZ_SECONDS (one line each).
 fuzz-smoke:
 	@if $(FUZZ_PROBE); then \
-		set -e; for t in $(FUZZ_TARGETS); do sh tests/fuzz/run.sh $$t $(FUZZ_SECONDS); done; \
+		set -e; $(MAKE) -s -j$(TEST_JOBS) fuzz-build; \
+		printf '%s\n' $(FUZZ_TARGETS) | xargs -P $(TEST_JOBS) -I{} sh tests/fuzz/run.sh {} $(FUZZ_SECONDS); \
 	else echo "fuzz-smoke: skipped, $(FUZZ_CC) cannot build libFuzzer programs here (apt-get install clang)"; fi
 
 # Also under the newest pyenv 3.12/3.13 when there is one (with pytest): the
@@ -378,11 +422,15 @@ TEST_PY312 := $(B)/venv-test-312/bin/python
 $(TEST_PY312):
 	"$(ASAN_PY312)" -m venv --clear $(B)/venv-test-312
 	$(TEST_PY312) -m pip install -q --disable-pip-version-check pytest
+	$(TEST_PY312) -m pip install -q --disable-pip-version-check pytest-xdist || \
+		echo "no pytest-xdist: the sanitizer runs' pytest runs in one process"
 
-check-asan-python: $(TEST_PY3) $(if $(ASAN_PY312),$(TEST_PY312))
-	PYTHON=$(abspath $(TEST_PY3)) bash tests/asan_python.sh
+check-asan-python: $(TEST_PY3) $(if $(ASAN_PY312),$(TEST_PY312)) $(ASAN_CLI)
+	PYTHON=$(abspath $(TEST_PY3)) ASAN_CLI=$(abspath $(ASAN_CLI)) TG_TEST_JOBS=$(TEST_JOBS) \
+		bash tests/asan_python.sh
 	@if [ -n "$(ASAN_PY312)" ]; then \
-		PYTHON=$(abspath $(TEST_PY312)) bash tests/asan_python.sh; \
+		PYTHON=$(abspath $(TEST_PY312)) ASAN_CLI=$(abspath $(ASAN_CLI)) TG_TEST_JOBS=$(TEST_JOBS) \
+			bash tests/asan_python.sh; \
 	else echo "check-asan-python: no CPython 3.12/3.13 under pyenv, sys.monitoring backend not checked under ASan"; fi
 
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect

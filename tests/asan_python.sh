@@ -35,10 +35,17 @@ echo "== building the extension with ASan/UBSan for $($py -V 2>&1)"
 $cc -std=gnu11 -O1 -g -fPIC -shared $san -Wall -Wextra -Wno-missing-field-initializers \
     -I"$inc" -I"$root/src/common" -I"$root/src/recorder" -DTG_VERSION="\"$version\"" \
     -o "$pkg/_recorder$suffix" "$root"/src/recorder/*.c -lpthread -lz -ldl -lm
-echo "== building the CLI with ASan/UBSan"
-$cc -std=gnu11 -O1 -g $san -Wno-missing-field-initializers \
-    -I"$root/src/common" -I"$root/src/lib" -I"$root/src/cli" -DTG_VERSION="\"$version\"" \
-    -o "$pkg/_bin/threadgraph" "$root"/src/lib/*.c "$root"/src/cli/*.c -lm -lz
+# ASAN_CLI: the Makefile's ASan/UBSan CLI (make check-asan-python passes it),
+# copied instead of compiling the same sources again.
+if [ -n "${ASAN_CLI:-}" ]; then
+    echo "== the CLI with ASan/UBSan: $ASAN_CLI"
+    cp "$ASAN_CLI" "$pkg/_bin/threadgraph"
+else
+    echo "== building the CLI with ASan/UBSan"
+    $cc -std=gnu11 -O1 -g $san -Wno-missing-field-initializers \
+        -I"$root/src/common" -I"$root/src/lib" -I"$root/src/cli" -DTG_VERSION="\"$version\"" \
+        -o "$pkg/_bin/threadgraph" "$root"/src/lib/*.c "$root"/src/cli/*.c -lm -lz
+fi
 
 asan_rt=$($cc -print-file-name=libasan.so)
 ubsan_rt=$($cc -print-file-name=libubsan.so)
@@ -66,4 +73,10 @@ if [ $# -eq 0 ]; then
         [ -f "$root/tests/python/$t" ] && set -- "$@" "$root/tests/python/$t"
     done
 fi
-exec $py -m pytest -q -p no:cacheprovider "$@"
+# TG_TEST_JOBS > 1 (make check-asan-python passes one per core): that many
+# pytest-xdist workers, where the venv has pytest-xdist.
+jobs=()
+if [ "${TG_TEST_JOBS:-1}" -gt 1 ] && $py -c 'import xdist' 2>/dev/null; then
+    jobs=(-n "$TG_TEST_JOBS")
+fi
+exec $py -m pytest -q -p no:cacheprovider ${jobs[@]+"${jobs[@]}"} "$@"

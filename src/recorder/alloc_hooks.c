@@ -279,9 +279,11 @@ tg_hook_malloc_gil_fast(struct tg_hook_domain *d, size_t size)
 {
     void *p;
 
+    tg_tls.hook_size = size;
     tg_tls.busy = TG_BUSY_HOOK;
     p = d->orig.malloc(d->orig.ctx, size);
     tg_tls.busy = 0;
+    size = tg_tls.hook_size;
     if (tg_hook_gil_fast_alloc(p, size))  /* not when P is NULL */
         return p;
     return tg_hook_malloc_gil_record(p, size);
@@ -381,21 +383,22 @@ tg_hook_calloc_gil_fast(void *ctx, size_t nelem, size_t elsize, int sampled)
     return p;
 }
 
-/* realloc's fast path in a GIL domain, for plain mode (SAMPLED 0) or sampled
- * mode (SAMPLED 1): the program's own realloc of a block that is the newest
- * one or has its word in the page map (tg_ptrtable_gil_take), or of NULL.  As
- * the general path (~190 instructions a call there): the old entry is taken
- * before the block can be released, put back if the allocator fails, and
- * counted as freed only once the new block exists; any other block (in the
- * hash, or from before enable) goes to the general path untouched. */
-static inline __attribute__((always_inline)) void *
-tg_hook_realloc_gil_fast(void *ctx, void *ptr, size_t size, int sampled)
+/* Plain mode's realloc in a GIL domain: the program's own realloc of a
+ * block that is the newest one or has its word in the page map
+ * (tg_ptrtable_gil_take), or of NULL.  As the general path (~190
+ * instructions a call there): the old entry is taken before the block can be
+ * released, put back if the allocator fails, and counted as freed only once
+ * the new block exists; any other block (in the hash, or from before enable)
+ * goes to the general path untouched.  (Sampled mode's is
+ * tg_hook_realloc_gil_sampled below.) */
+static void *
+tg_hook_realloc_gil_plain(void *ctx, void *ptr, size_t size)
 {
     struct tg_hook_domain *d = ctx;
     size_t w1 = 0;  /* the old block's word + 1; 0: PTR is NULL */
     void *p;
 
-    if (!tg_hook_gil_fast_ok(sampled)
+    if (!tg_hook_gil_fast_ok(0)
             || (ptr != NULL && (w1 = tg_ptrtable_gil_take((uintptr_t)ptr, NULL)) == 0))
         return tg_hook_realloc_gil_general(ctx, ptr, size);
     tg_tls.busy = TG_BUSY_HOOK;
@@ -405,13 +408,6 @@ tg_hook_realloc_gil_fast(void *ctx, void *ptr, size_t size, int sampled)
         if (w1 != 0)
             tg_ptrtable_gil_insert(ptr, w1 - 1);  /* the old block is untouched */
         return NULL;
-    }
-    if (sampled) {
-        if (w1 != 0)
-            tg_tls.freed += (int64_t)tg_hook_entry_free(w1 - 1, 1);
-        if (tg_hook_gil_fast_alloc(p, size))
-            return p;
-        return tg_hook_malloc_gil_record(p, size);
     }
     if (w1 != 0)
         tg_tls.freed += (int64_t)TG_ACCT_ENTRY_SIZE(w1 - 1);
@@ -426,12 +422,71 @@ tg_hook_calloc_gil_plain(void *ctx, size_t nelem, size_t elsize)
 static void *
 tg_hook_calloc_gil_sampled(void *ctx, size_t nelem, size_t elsize)
 { return tg_hook_calloc_gil_fast(ctx, nelem, elsize, 1); }
-static void *
-tg_hook_realloc_gil_plain(void *ctx, void *ptr, size_t size)
-{ return tg_hook_realloc_gil_fast(ctx, ptr, size, 0); }
+
+/* Sampled mode's realloc in a GIL domain.  On the fast paths' key (see
+ * tg_hook_malloc_gil), the program's realloc of NULL or of a block whose
+ * plain size word (1 to TG_PP_WORD_MAX: no site) is in the page map or the
+ * newest slot (ptrtable_fast.h): the
+ * entry is taken before the block can be released (and put back if the
+ * allocator fails), the old block counted as freed by the calling thread as
+ * tg_hook_gil_fast_free counts it once the new block exists, and the new one
+ * counted and entered as tg_hook_malloc_gil's fast path does.  Any other
+ * block (in the hash, from before enable, with a site) goes to
+ * the general path untouched.  Through the fast path it shared with plain
+ * mode (the
+ * newest-block test, the page map's lookup for an unmapped node array,
+ * accounting's tests one by one, six saved registers) a call took about 133
+ * instructions on alloc_heavy. */
 static void *
 tg_hook_realloc_gil_sampled(void *ctx, void *ptr, size_t size)
-{ return tg_hook_realloc_gil_fast(ctx, ptr, size, 1); }
+{
+    struct tg_hook_domain *d = ctx;
+    struct tg_acct_thread *t;
+    struct tg_pp_page *pg;
+    unsigned gi;
+    size_t old = 0;
+    void *p;
+
+    if (__builtin_expect(!tg_hook_gil_fast_on(), 0)) {
+        tg_hook_fast_refresh();
+        return tg_hook_realloc_gil_general(ctx, ptr, size);
+    }
+    if (ptr == NULL) {
+        /* realloc(NULL, SIZE): nothing to take */
+    } else if ((uintptr_t)ptr == tg_gil_newest.p) {
+        /* Entered by the general path (e.g. an allocation over the light
+         * limit, tg_hook_malloc_gil_record): a word with a site is too
+         * large and goes to the general path. */
+        old = tg_gil_newest.word;
+        if (old - 1 >= TG_PP_WORD_MAX)
+            return tg_hook_realloc_gil_general(ctx, ptr, size);
+        tg_gil_newest.p = 0;
+    } else {
+        if ((pg = tg_ptrpage_find_mapped(&tg_ptrpage_gil, (uintptr_t)ptr, &gi)) == NULL)
+            return tg_hook_realloc_gil_general(ctx, ptr, size);
+        old = (size_t)pg->word1[gi] - 1;  /* no entry (0): SIZE_MAX; a mark: 0xFFFE */
+        if (old - 1 >= TG_PP_WORD_MAX)    /* 0 too: TG_HOOK_HIST_ADD below */
+            return tg_hook_realloc_gil_general(ctx, ptr, size);
+        tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
+    }
+    tg_tls.busy = TG_BUSY_HOOK;
+    p = d->orig.realloc(d->orig.ctx, ptr, size);
+    tg_tls.busy = 0;
+    if (__builtin_expect(p == NULL, 0)) {
+        if (old != 0)
+            tg_ptrtable_gil_insert(ptr, old);  /* the old block is untouched */
+        return NULL;
+    }
+    if (old != 0) {
+        t = tg_tls.acct;
+        TG_HOOK_OWN_ADD(t->freed, (int64_t)old);
+        TG_HOOK_HIST_ADD(t->hist_free, old);
+        tg_tls.freed += (int64_t)old;
+    }
+    if (tg_hook_gil_fast_alloc(p, size))  /* not when P is NULL */
+        return p;
+    return tg_hook_malloc_gil_record(p, size);
+}
 
 static __attribute__((noinline)) void
 tg_hook_free_gil_general(void *ctx, void *ptr)

@@ -90,12 +90,12 @@ tg_ptrpage_set_slow(struct tg_ptrpage *m, uintptr_t p, size_t word)
             m->spare = pg->u.next;
             m->nspare--;
             pg->u.next = NULL;
-            pg->u.live = 0;
         } else if ((pg = calloc(1, sizeof(*pg))) == NULL) {
             if (n->npages == 0)  /* the node made above: not left empty */
                 tg_ptrpage_node_empty(m, n);
             return -1;
         }
+        pg->u.live1 = -1;
         n->page[pi] = pg;
         n->npages++;
         m->pages++;
@@ -114,7 +114,7 @@ tg_ptrpage_page_out(struct tg_ptrpage *m, struct tg_pp_node *n, unsigned pi)
     m->pages--;
     m->idle--;
     if (m->nspare < TG_PP_SPARE_MAX) {
-        /* word1 is all 0 (live was): ready for reuse as it is. */
+        /* word1 is all 0 (live1 was -1): ready for reuse as it is. */
         pg->u.next = m->spare;
         m->spare = pg;
         m->nspare++;
@@ -134,7 +134,7 @@ tg_ptrpage_trim(struct tg_ptrpage *m)
     for (n = m->all; n != NULL && m->idle > 0; n = next) {
         next = n->next;  /* N goes when its last page does */
         for (pi = 0; pi < TG_PP_NODE_PAGES; pi++) {
-            if (n->page[pi] != NULL && n->page[pi]->u.live == 0) {
+            if (n->page[pi] != NULL && n->page[pi]->u.live1 < 0) {
                 int last = n->npages == 1;
                 tg_ptrpage_page_out(m, n, pi);
                 if (last)
@@ -180,7 +180,7 @@ tg_ptrpage_entries(const struct tg_ptrpage *m)
     for (n = m->all; n != NULL; n = n->next)
         for (pi = 0; pi < TG_PP_NODE_PAGES; pi++)
             if (n->page[pi] != NULL)
-                count += n->page[pi]->u.live;
+                count += (size_t)(n->page[pi]->u.live1 + 1);
     return count;
 }
 

@@ -68,7 +68,12 @@
 
 struct tg_pp_page {
     union {
-        uint32_t live;             /* entries in word1 (in use) */
+        int32_t live1;             /* entries in word1 less one, -1 when it
+                                      has none (in use): the hooks' fill and
+                                      empty then test the flags of their add
+                                      and subtract, for 0 and below 0 (two
+                                      instructions each, the fill's post-
+                                      increment and compare with 0 took five) */
         struct tg_pp_page *next;   /* the spare list (spare: word1 all 0) */
     } u;
     uint16_t word1[TG_PP_GRANULES];
@@ -127,7 +132,7 @@ tg_ptrpage_set(struct tg_ptrpage *m, uintptr_t p, size_t word)
             || (pg = n->page[(p >> TG_PP_PAGE_SHIFT) & (TG_PP_NODE_PAGES - 1)]) == NULL)
         return tg_ptrpage_set_slow(m, p, word);
     gi = (unsigned)(p >> 4) & (TG_PP_GRANULES - 1);
-    if (pg->word1[gi] == 0 && pg->u.live++ == 0)
+    if (pg->word1[gi] == 0 && ++pg->u.live1 == 0)
         m->idle--;
     pg->word1[gi] = (uint16_t)(word + 1);
     return 0;
@@ -177,7 +182,7 @@ int tg_ptrpage_reserve(struct tg_ptrpage *m);
 static inline void
 tg_ptrpage_fill(struct tg_ptrpage *m, struct tg_pp_page *pg, unsigned gi, size_t word)
 {
-    if (__builtin_expect(pg->u.live++ == 0, 0))
+    if (__builtin_expect(++pg->u.live1 == 0, 0))
         m->idle--;
     pg->word1[gi] = (uint16_t)(word + 1);
 }
@@ -188,7 +193,7 @@ static inline void
 tg_ptrpage_empty(struct tg_ptrpage *m, struct tg_pp_page *pg, unsigned gi)
 {
     pg->word1[gi] = 0;
-    if (__builtin_expect(--pg->u.live == 0, 0))
+    if (__builtin_expect(--pg->u.live1 < 0, 0))
         m->idle++;
 }
 

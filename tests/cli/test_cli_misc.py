@@ -101,7 +101,14 @@ def test_make_rebuilds_when_the_zstd_setting_changes(tmp_path):
                               universal_newlines=True, timeout=60).stdout
 
     dry()  # writes the setting
-    open(cli, "w").close()  # a CLI newer than every source and the setting
+    # objects of the library and the CLI, then a CLI, newer than every source
+    # and the setting
+    for part in ("lib", "cli"):
+        os.makedirs(os.path.join(b, "obj", part))
+        for name in os.listdir(os.path.join(repo, "src", part)):
+            if name.endswith(".c"):
+                open(os.path.join(b, "obj", part, name[:-2] + ".o"), "w").close()
+    open(cli, "w").close()
     assert " -o " + cli not in dry()
     out = dry({"THREADGRAPH_NO_ZSTD": "1"})
     assert " -o " + cli in out and "TG_HAVE_ZSTD" not in out
