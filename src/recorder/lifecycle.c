@@ -365,7 +365,7 @@ tg_flusher_kick(void *recorder)
  * (a burst) every handoff kicks as before, far below the queue's bound
  * (TG_WRITER_QUEUED_MAX), so polling drops nothing that kicking would not.
  * A look that finds the queue empty stops the polling: the next handoff
- * kicks.  bench/RESULTS.md, 2026-11-27 03:xx UTC. */
+ * kicks.  bench/RESULTS.md, 2026-11-27 03:10-04:01 UTC. */
 #define TG_QUEUE_POLL_NS 10000000L
 #define TG_KICK_QUEUED 64
 
