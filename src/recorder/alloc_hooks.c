@@ -481,7 +481,6 @@ tg_hook_realloc_gil_sampled(void *ctx, void *ptr, size_t size)
         t = tg_tls.acct;
         TG_HOOK_OWN_ADD(t->freed, (int64_t)old);
         TG_HOOK_HIST_ADD(t->hist_free, old);
-        tg_tls.freed += (int64_t)old;
     }
     if (tg_hook_gil_fast_alloc(p, size))  /* not when P is NULL */
         return p;
