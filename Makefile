@@ -29,6 +29,9 @@ CLI_SRC  := $(sort $(wildcard src/cli/*.c))
 CTESTS   := $(sort $(wildcard tests/c/test_*.c))
 
 B        := build
+# Programs built and pytest workers run at once by `make test` (and check-asan,
+# check-asan-python, fuzz-smoke): one per core, TG_TEST_JOBS=1 for one.
+TEST_JOBS := $(or $(TG_TEST_JOBS),$(shell nproc 2>/dev/null || echo 1))
 COMMA    := ,
 # The zstd setting as a file that changes only when the setting does: every
 # build that depends on the headers depends on it too, so installing or
@@ -301,10 +304,14 @@ TEST_PY3 := $(B)/venv-test/bin/python
 $(TEST_PY3):
 	python3 -m venv --clear $(B)/venv-test
 	$(TEST_PY3) -m pip install -q --disable-pip-version-check pytest
+	$(TEST_PY3) -m pip install -q --disable-pip-version-check pytest-xdist || \
+		echo "no pytest-xdist: the sanitizer runs' pytest runs in one process"
 
 check-asan: $(ASAN_CTEST_BINS) $(ASAN_CLI) $(TEST_PY3)
 	@set -e; for t in $(ASAN_CTEST_BINS); do echo "== $$t"; $$t; done
-	TG_CLI=$(abspath $(ASAN_CLI)) ASAN_OPTIONS=detect_leaks=1 $(TEST_PY3) -m pytest -q -p no:cacheprovider tests/cli
+	@x=; if [ $(TEST_JOBS) -gt 1 ] && $(TEST_PY3) -c 'import xdist' 2>/dev/null; then \
+		x="-n $(TEST_JOBS)"; fi; set -x; \
+	TG_CLI=$(abspath $(ASAN_CLI)) ASAN_OPTIONS=detect_leaks=1 $(TEST_PY3) -m pytest -q -p no:cacheprovider $$x tests/cli
 
 # Any data race is an error (halt_on_error): the C tests' threads under TSan.
 check-tsan: $(TSAN_BINS)
@@ -318,7 +325,6 @@ test-python:
 # targets building and catches regressions the corpus already reaches.
 # Every program the checks run is built first, on every core (make -j): the
 # checks then run one after another, so their output stays in order.
-TEST_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test:
 	@fz=; if $(FUZZ_PROBE); then fz=fuzz-build; fi; \
 	$(MAKE) -j$(TEST_JOBS) $(CTEST_BINS) $(CLI) $(ASAN_CTEST_BINS) $(ASAN_CLI) $(TSAN_BINS) $$fz
@@ -402,9 +408,11 @@ fuzz-build: $(FUZZ_BINS)
 FUZZ_PROBE := printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }\n' | \
 	      $(FUZZ_CC) -fsanitize=fuzzer -x c - -o /dev/null >/dev/null 2>&1
 
+# The targets run TEST_JOBS at a time, each for FUZZ_SECONDS (one line each).
 fuzz-smoke:
 	@if $(FUZZ_PROBE); then \
-		set -e; for t in $(FUZZ_TARGETS); do sh tests/fuzz/run.sh $$t $(FUZZ_SECONDS); done; \
+		set -e; $(MAKE) -s -j$(TEST_JOBS) fuzz-build; \
+		printf '%s\n' $(FUZZ_TARGETS) | xargs -P $(TEST_JOBS) -I{} sh tests/fuzz/run.sh {} $(FUZZ_SECONDS); \
 	else echo "fuzz-smoke: skipped, $(FUZZ_CC) cannot build libFuzzer programs here (apt-get install clang)"; fi
 
 # Also under the newest pyenv 3.12/3.13 when there is one (with pytest): the
@@ -414,11 +422,15 @@ TEST_PY312 := $(B)/venv-test-312/bin/python
 $(TEST_PY312):
 	"$(ASAN_PY312)" -m venv --clear $(B)/venv-test-312
 	$(TEST_PY312) -m pip install -q --disable-pip-version-check pytest
+	$(TEST_PY312) -m pip install -q --disable-pip-version-check pytest-xdist || \
+		echo "no pytest-xdist: the sanitizer runs' pytest runs in one process"
 
 check-asan-python: $(TEST_PY3) $(if $(ASAN_PY312),$(TEST_PY312)) $(ASAN_CLI)
-	PYTHON=$(abspath $(TEST_PY3)) ASAN_CLI=$(abspath $(ASAN_CLI)) bash tests/asan_python.sh
+	PYTHON=$(abspath $(TEST_PY3)) ASAN_CLI=$(abspath $(ASAN_CLI)) TG_TEST_JOBS=$(TEST_JOBS) \
+		bash tests/asan_python.sh
 	@if [ -n "$(ASAN_PY312)" ]; then \
-		PYTHON=$(abspath $(TEST_PY312)) ASAN_CLI=$(abspath $(ASAN_CLI)) bash tests/asan_python.sh; \
+		PYTHON=$(abspath $(TEST_PY312)) ASAN_CLI=$(abspath $(ASAN_CLI)) TG_TEST_JOBS=$(TEST_JOBS) \
+			bash tests/asan_python.sh; \
 	else echo "check-asan-python: no CPython 3.12/3.13 under pyenv, sys.monitoring backend not checked under ASan"; fi
 
 VALGRIND := valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect

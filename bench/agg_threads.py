@@ -11,7 +11,9 @@ process holds in use after disable() less what it held before enable()
 (glibc's mallinfo2, every arena: the recorder's memory left over, per thread),
 the peak RSS (ru_maxrss), the time disable() takes (it writes the final and peak
 snapshots and the summary, which name every thread), the whole run's CPU time,
-and the run's files.  The heap figure is the one that says whether the
+the run's files, and the accounting's calling-context nodes in use before
+disable() (recorders with _test_acct_nodes; set THREADGRAPH_ACCT_NO_RECYCLE to
+see them without the recycling of docs/accounting.md "Thread churn").  The heap figure is the one that says whether the
 recorder's memory grows with the threads; CPU and wall times depend on the
 machine's load.
 """
@@ -59,15 +61,18 @@ for k in range(threads):
     t = threading.Thread(target=handler, args=(k,))
     t.start()
     t.join()
+# the accounting's calling-context nodes in use (recorders that tell)
+from threadgraph import _recorder
+nodes = _recorder._test_acct_nodes()[0] if hasattr(_recorder, "_test_acct_nodes") else -1
 t0 = time.perf_counter()
 p.disable()
 t1 = time.perf_counter()
-print(in_use() - before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, t1 - t0)
+print(in_use() - before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, t1 - t0, nodes)
 """
 
 
 def run(script, threads, acct):
-    """(heap bytes kept, peak RSS KiB, disable() s, CPU s, files bytes)."""
+    """(heap bytes kept, peak RSS KiB, disable() s, CPU s, files bytes, nodes)."""
     base = tempfile.mkdtemp(prefix="tg-aggt-")
     try:
         proc = subprocess.Popen([sys.executable, script, base, str(threads),
@@ -76,10 +81,10 @@ def run(script, threads, acct):
         _pid, status, ru = os.wait4(proc.pid, 0)
         if os.waitstatus_to_exitcode(status) != 0:
             raise SystemExit("run failed: %s" % out)
-        heap, rss, dis = out.split()
+        heap, rss, dis, nodes = out.split()
         size = sum(os.path.getsize(os.path.join(root, f))
                    for root, _dirs, files in os.walk(base) for f in files)
-        return int(heap), int(rss), float(dis), ru.ru_utime + ru.ru_stime, size
+        return int(heap), int(rss), float(dis), ru.ru_utime + ru.ru_stime, size, int(nodes)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -93,12 +98,13 @@ def main():
     script = os.path.join(tmp, "prog.py")
     with open(script, "w") as f:
         f.write(PROGRAM)
-    print("| threads | heap kept | per thread | peak RSS KiB | disable() s | CPU s | files |")
-    print("|---|---|---|---|---|---|---|")
+    print("| threads | heap kept | per thread | peak RSS KiB | disable() s | CPU s | files "
+          "| nodes in use |")
+    print("|---|---|---|---|---|---|---|---|")
     for n in (int(x) for x in args.threads.split(",")):
-        heap, rss, dis, cpu, size = run(script, n, not args.no_accounting)
-        print("| %d | %d | %.0f | %d | %.2f | %.2f | %d |"
-              % (n, heap, heap / n, rss, dis, cpu, size))
+        heap, rss, dis, cpu, size, nodes = run(script, n, not args.no_accounting)
+        print("| %d | %d | %.0f | %d | %.2f | %.2f | %d | %s |"
+              % (n, heap, heap / n, rss, dis, cpu, size, nodes if nodes >= 0 else "-"))
         sys.stdout.flush()
     shutil.rmtree(tmp, ignore_errors=True)
 

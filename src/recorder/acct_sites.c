@@ -33,14 +33,17 @@ tg_sites_chunk_ensure(struct tg_acct_sites *s, uint32_t sid)
  * hash.  0 or -1 (out of memory, the table unchanged). */
 static int
 tg_idhash_grow(struct tg_acct_sites *s, uint32_t **tab, size_t *mask, size_t n,
-               uint64_t (*rehash)(const struct tg_acct_sites *, uint32_t))
+               uint64_t (*rehash)(const struct tg_acct_sites *, uint32_t), int nodes)
 {
     size_t cap = *tab ? (*mask + 1) * 2 : 1024, i;
     uint32_t *nt = calloc(cap, sizeof(*nt));
     if (nt == NULL)
         return -1;
     for (i = 1; i < n; i++) {
-        size_t j = rehash(s, (uint32_t)i) & (cap - 1);
+        size_t j;
+        if (nodes && s->nodes[i].tix == TG_NODE_FREE)
+            continue;  /* a recycled id: in no slot */
+        j = rehash(s, (uint32_t)i) & (cap - 1);
         while (nt[j])
             j = (j + 1) & (cap - 1);
         nt[j] = (uint32_t)i;
@@ -99,7 +102,7 @@ tg_sites_func_intern_slow(struct tg_acct_sites *s, const char *file, size_t file
         s->funcs_cap = cap;
     }
     if (s->func_hash == NULL || (s->nfuncs + 1) * 2 > s->func_hash_mask + 1) {
-        if (tg_idhash_grow(s, &s->func_hash, &s->func_hash_mask, s->nfuncs, tg_func_rehash) < 0)
+        if (tg_idhash_grow(s, &s->func_hash, &s->func_hash_mask, s->nfuncs, tg_func_rehash, 0) < 0)
             return 0;
     }
     mem = malloc(file_len + func_len + 2);
@@ -128,7 +131,21 @@ tg_sites_node_add(struct tg_acct_sites *s, uint32_t parent, uint32_t fid, uint32
                   uint64_t h)
 {
     size_t j;
+    uint32_t id;
 
+    if (s->nfree > 0) {
+        /* a recycled id: its counters were zeroed and its chunk published
+         * when it was first handed out; its hash slot was emptied */
+        id = s->free_ids[--s->nfree];
+        s->nodes[id].parent = parent;
+        s->nodes[id].fid = fid;
+        s->nodes[id].tix = tix;
+        tg_sites_ctr(s, id)->tix1 = tix + 1;
+        for (j = h & s->node_hash_mask; s->node_hash[j]; j = (j + 1) & s->node_hash_mask)
+            ;
+        s->node_hash[j] = id;
+        return id;
+    }
     if (s->nnodes == 0)
         s->nnodes = 1;
     if (s->nnodes >= TG_SITE_NOTHREAD)
@@ -142,7 +159,7 @@ tg_sites_node_add(struct tg_acct_sites *s, uint32_t parent, uint32_t fid, uint32
         s->nodes_cap = cap;
     }
     if (s->node_hash == NULL || (s->nnodes + 1) * 2 > s->node_hash_mask + 1) {
-        if (tg_idhash_grow(s, &s->node_hash, &s->node_hash_mask, s->nnodes, tg_node_rehash) < 0)
+        if (tg_idhash_grow(s, &s->node_hash, &s->node_hash_mask, s->nnodes, tg_node_rehash, 1) < 0)
             return TG_SITE_FULL;
     }
     if (tg_sites_chunk_ensure(s, (uint32_t)s->nnodes) < 0)
@@ -157,6 +174,57 @@ tg_sites_node_add(struct tg_acct_sites *s, uint32_t parent, uint32_t fid, uint32
     return (uint32_t)s->nnodes++;
 }
 
+int
+tg_sites_free_reserve(struct tg_acct_sites *s, size_t n)
+{
+    size_t cap = s->free_cap ? s->free_cap : 64;
+    uint32_t *nf;
+
+    while (cap < s->nfree + n)
+        cap *= 2;
+    if (cap == s->free_cap)
+        return 0;
+    nf = realloc(s->free_ids, cap * sizeof(*nf));
+    if (nf == NULL)
+        return -1;
+    s->free_ids = nf;
+    s->free_cap = cap;
+    return 0;
+}
+
+void
+tg_sites_node_free(struct tg_acct_sites *s, uint32_t id)
+{
+    size_t mask = s->node_hash_mask, j, k;
+
+    if (s->node_hash == NULL || id == 0 || id >= s->nnodes || s->nodes[id].tix == TG_NODE_FREE
+            || s->nfree >= s->free_cap)
+        return;
+    for (j = tg_node_rehash(s, id) & mask; s->node_hash[j] != id; j = (j + 1) & mask)
+        if (s->node_hash[j] == 0)
+            return;  /* not in the table: cannot happen, leave it be */
+    /* Backward-shift deletion (linear probing, no tombstones): each later
+     * entry of the run moves into the hole unless its home slot lies
+     * cyclically in (hole, its slot]. */
+    for (k = j;;) {
+        size_t home;
+        k = (k + 1) & mask;
+        if (s->node_hash[k] == 0)
+            break;
+        home = tg_node_rehash(s, s->node_hash[k]) & mask;
+        if (((k - home) & mask) >= ((k - j) & mask)) {
+            s->node_hash[j] = s->node_hash[k];
+            j = k;
+        }
+    }
+    s->node_hash[j] = 0;
+    s->nodes[id].parent = 0;
+    s->nodes[id].fid = 0;
+    s->nodes[id].tix = TG_NODE_FREE;
+    s->free_ids[s->nfree++] = id;
+    s->recycled = 1;
+}
+
 void
 tg_sites_reset(struct tg_acct_sites *s)
 {
@@ -168,6 +236,10 @@ tg_sites_reset(struct tg_acct_sites *s)
     free(s->func_hash);
     free(s->nodes);
     free(s->node_hash);
+    free(s->free_ids);
+    s->free_ids = NULL;
+    s->nfree = s->free_cap = 0;
+    s->recycled = 0;
     s->funcs = NULL;
     s->func_hash = NULL;
     s->nodes = NULL;

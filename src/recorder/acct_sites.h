@@ -7,14 +7,15 @@
  * recorded call; a thread's root node stands for "no python frame" (fid 0,
  * parent 0, found through the thread's state, not in the hash); every other node
  * has a real parent, which makes (parent, fid) its key and gives it its parent's
- * thread.  A parent always has a smaller id.
+ * thread.  A parent has a smaller id, unless ids were recycled (RECYCLED in
+ * struct tg_acct_sites: a reused id may be smaller than its parent's).
  *
  * Pure C, no Python: tests/c/test_acct_sites.c links acct_sites.c alone.
  *
  * Who touches what (struct tg_acct_sites):
- *  - functions, nodes, their hashes and the function cache: one thread at a
- *    time (the recorder holds the GIL when it interns and when it writes
- *    snapshots);
+ *  - functions, nodes, their hashes, the function cache and the free list of
+ *    recycled node ids: one thread at a time (the recorder holds the GIL when
+ *    it interns, recycles (acct_recycle.h) and writes snapshots);
  *  - counter chunks: published with a release store before any id in them is
  *    handed out, then read by the allocator hooks on any thread (acquire) and
  *    never moved or freed until tg_sites_reset;
@@ -82,8 +83,12 @@ struct tg_acct_func {
 struct tg_acct_node {
     uint32_t parent;   /* enclosing node, 0 for a root */
     uint32_t fid;      /* the recorded call, 0 for a root */
-    uint32_t tix;      /* owner thread's ix */
+    uint32_t tix;      /* owner thread's ix; TG_NODE_FREE: a recycled id, on the
+                        * free list (tg_sites_node_free) */
 };
+
+/* The tix of a node id on the free list: in no thread, in no hash slot. */
+#define TG_NODE_FREE UINT32_MAX
 
 /* Direct-mapped cache in front of the function table, keyed by the addresses
  * of the strings the recorder passes (they live in the code object's cache
@@ -112,6 +117,12 @@ struct tg_acct_sites {
     size_t nnodes, nodes_cap;
     uint32_t *node_hash;                  /* open addressing: node id or 0 */
     size_t node_hash_mask;
+    /* Recycled node ids (tg_sites_node_free), reused by tg_sites_node_add
+     * before a new one; RECYCLED is set once any id was freed: a reused id may
+     * then be lower than its parent's (the snapshot orders nodes by depth). */
+    uint32_t *free_ids;
+    size_t nfree, free_cap;
+    int recycled;
     struct tg_acct_fcache_entry fcache[TG_FCACHE_SIZE];
 };
 
@@ -176,6 +187,17 @@ tg_sites_node_key_hash(uint32_t fid, uint32_t parent)
  * table is full or memory runs out. */
 uint32_t tg_sites_node_add(struct tg_acct_sites *s, uint32_t parent, uint32_t fid, uint32_t tix,
                            uint64_t h);
+
+/* Make room on S's free list for N more ids: 0 or -1 (out of memory). */
+int tg_sites_free_reserve(struct tg_acct_sites *s, size_t n);
+
+/* Recycle node ID: out of the hash, marked TG_NODE_FREE and put on the free
+ * list (room reserved with tg_sites_free_reserve), for tg_sites_node_add to
+ * reuse.  The caller ensures that no block is live at it and none will be
+ * (its thread ended), that no node of the tree names it as parent any more
+ * (its children are freed too) and that its counters are zero (the hooks'
+ * spin lock, acct_recycle.c); with the GIL, as every interning. */
+void tg_sites_node_free(struct tg_acct_sites *s, uint32_t id);
 
 /* A new root node for thread TIX; its id or TG_SITE_FULL. */
 static inline uint32_t

@@ -190,20 +190,75 @@ tg_cnt_round(int64_t v)
                   : -(long long)((-v + TG_ACCT_CNT_ONE / 2) >> TG_ACCT_CNT_SHIFT);
 }
 
+/* The order in which a snapshot takes the nodes [1, NIDS), parents first,
+ * into ORDER (NIDS - 1 ids), and the id each is written as into OUTID (NIDS):
+ * by id, unless recycled ids (acct_recycle.h) put a child below its parent:
+ * then by depth, written as their rank (a snapshot's ids increase down the
+ * file and a parent comes first, docs/formats.md).  WORK holds NIDS + 1.
+ * GIL held. */
+static void
+tg_snap_order(const struct tg_acct_node *nodes, size_t nids, int recycled, uint32_t *order,
+              uint32_t *outid, uint32_t *work)
+{
+    size_t i, n, maxd = 0;
+
+    outid[0] = 0;
+    if (!recycled) {
+        for (i = 1; i < nids; i++) {
+            order[i - 1] = (uint32_t)i;
+            outid[i] = (uint32_t)i;
+        }
+        return;
+    }
+    /* depths into OUTID (UINT32_MAX: not yet), each node climbed once */
+    for (i = 1; i < nids; i++)
+        outid[i] = UINT32_MAX;
+    for (i = 1; i < nids; i++) {
+        uint32_t j = (uint32_t)i, d;
+        n = 0;
+        while (outid[j] == UINT32_MAX) {
+            work[n++] = j;
+            if (nodes[j].parent == 0)
+                break;
+            j = nodes[j].parent;
+        }
+        d = outid[j] == UINT32_MAX ? 0 : outid[j] + 1;
+        while (n > 0) {
+            j = work[--n];
+            outid[j] = nodes[j].parent == 0 ? 0 : d;
+            d = outid[j] + 1;
+        }
+    }
+    /* a counting sort by depth: WORK counts, then starts */
+    for (i = 1; i < nids; i++)
+        if (outid[i] > maxd)
+            maxd = outid[i];
+    memset(work, 0, (maxd + 2) * sizeof(*work));
+    for (i = 1; i < nids; i++)
+        work[outid[i] + 1]++;
+    for (i = 1; i <= maxd + 1; i++)
+        work[i] += work[i - 1];
+    for (i = 1; i < nids; i++)
+        order[work[outid[i]]++] = (uint32_t)i;
+    for (i = 0; i + 1 < nids; i++)
+        outid[order[i]] = (uint32_t)i + 1;
+}
+
 /* An aggregate run's folded threads (thread_fold.c) merged by family, so that
  * a snapshot holds a family's calling-context tree once however many threads
  * it has: REP[ix] is the ix written for thread ix (the first folded thread of
  * its family, or itself; REP holds 2 NTHR, its second half a work area), CANON[node] the node that holds its counts (the
  * first one of the family with the same path, or itself), and the counts of
  * the others are added to it in ROWS.  SLOTS (MASK + 1 of them, zero, MASK + 1
- * a power of two above twice NIDS) is the path table.  Nodes come after their
- * parents, so a parent's CANON is known first.  GIL held. */
+ * a power of two above twice NIDS) is the path table.  Nodes are taken in
+ * ORDER (tg_snap_order), parents first, so a parent's CANON is known first.
+ * GIL held. */
 static void
 tg_snap_fold(const struct tg_acct_node *nodes, size_t nids, struct tg_snap_row *rows,
              const uint8_t *folded, const char **tnames, size_t nthr, uint32_t *canon,
-             uint32_t *rep, uint32_t *slots, size_t mask)
+             uint32_t *rep, uint32_t *slots, size_t mask, const uint32_t *order)
 {
-    size_t i, j, nreps = 0;
+    size_t i, j, k, nreps = 0;
 
     /* the families' first threads, in REP's room past NTHR: a family's threads
      * are found among the families (at most TG_AGG_FAMILIES + 1 of them), not
@@ -221,14 +276,17 @@ tg_snap_fold(const struct tg_acct_node *nodes, size_t nids, struct tg_snap_row *
             rep[nthr + nreps++] = (uint32_t)i;
     }
     canon[0] = 0;
-    for (i = 1; i < nids; i++) {
-        const struct tg_acct_node *n = &nodes[i];
+    for (i = 1; i < nids; i++)
+        canon[i] = (uint32_t)i;
+    for (k = 0; k + 1 < nids; k++) {
+        const struct tg_acct_node *n;
+        i = order[k];
+        n = &nodes[i];
         /* a root's key is its family (parent 0, fid 0, rep ix); a node's, its
          * parent's merged node and its call */
         uint32_t p = n->parent != 0 ? canon[n->parent] : 0;
         uint32_t tix = n->tix < nthr ? rep[n->tix] : n->tix;
         size_t h;
-        canon[i] = (uint32_t)i;
         if (n->tix >= nthr || !folded[n->tix])
             continue;
         h = (size_t)((((uint64_t)p << 32 | n->fid) ^ (uint64_t)tix << 20)
@@ -261,9 +319,10 @@ static int
 tg_acct_write_snapshot(const char *path, const char *label, unsigned number, int at_peak)
 {
     const struct tg_acct_node *nodes = tg_acct.sites.nodes;
-    size_t nids = tg_acct.sites.nnodes > 0 ? tg_acct.sites.nnodes : 1, nthr, i;
+    size_t nids = tg_acct.sites.nnodes > 0 ? tg_acct.sites.nnodes : 1, nthr, i, k;
     uint8_t *keep = NULL, *tused = NULL, *folded = NULL;
-    uint32_t *canon = NULL, *rep = NULL, *slots = NULL;
+    uint32_t *canon = NULL, *rep = NULL, *slots = NULL, *order = NULL, *outid = NULL;
+    uint32_t *work = NULL;
     size_t mask = 15;
     const char **tnames = NULL;
     char *native = NULL;
@@ -288,19 +347,23 @@ tg_acct_write_snapshot(const char *path, const char *label, unsigned number, int
     folded = calloc(nthr + 1, 1);
     canon = malloc((nids + 1) * sizeof(*canon));
     rep = malloc((2 * nthr + 1) * sizeof(*rep));  /* [nthr, 2 nthr): the families */
+    order = malloc((nids + 1) * sizeof(*order));
+    outid = malloc((nids + 1) * sizeof(*outid));
+    work = malloc((nids + 2) * sizeof(*work));
     while (mask + 1 < 2 * nids)
         mask = mask * 2 + 1;
     slots = calloc(mask + 1, sizeof(*slots));
     if (tmp == NULL || keep == NULL || tused == NULL || tnames == NULL || native == NULL
             || v.rows == NULL || folded == NULL || canon == NULL || rep == NULL
-            || slots == NULL) {
+            || slots == NULL || order == NULL || outid == NULL || work == NULL) {
         ret = -ENOMEM;
         goto out_free;
     }
     clock_gettime(CLOCK_REALTIME, &now);
     tg_acct_view_take(&v, nids, at_peak);
     tg_acct_thread_bases(tg_acct.thread_table, tnames, native, nthr, folded);
-    tg_snap_fold(nodes, nids, v.rows, folded, tnames, nthr, canon, rep, slots, mask);
+    tg_snap_order(nodes, nids, tg_acct.sites.recycled, order, outid, work);
+    tg_snap_fold(nodes, nids, v.rows, folded, tnames, nthr, canon, rep, slots, mask, order);
     /* Nodes with counts, then their ancestors up to (not including) the thread's
      * root: a child of a root is written as a root itself.  Each node is marked
      * once, so this is O(nodes). */
@@ -369,15 +432,17 @@ tg_acct_write_snapshot(const char *path, const char *label, unsigned number, int
         if (tused[i])
             tg_sink_printf(&s, TG_SNAP_HDR(TG_SNAP_KEY_THREAD) "%zu %s\n", i, tnames[i]);
     tg_sink_printf(&s, TG_SNAP_COLUMNS "\n");
-    for (i = 0; i <= nids && !s.err; i++) {
+    /* row 0 (TG_SITE_NOTHREAD), the nodes in ORDER, the overflow row */
+    for (k = 0; k <= nids && !s.err; k++) {
+        size_t i = k == 0 || k == nids ? k : order[k - 1];
         uint32_t id = i < nids ? (uint32_t)i : TG_SITE_FULL;
         const struct tg_snap_row *r = &v.rows[i];
         const struct tg_acct_node *n = id != 0 && id != TG_SITE_FULL ? &nodes[id] : NULL;
         if (!keep[i])
             continue;
-        tg_sink_printf(&s, "%lu ", (unsigned long)id);
+        tg_sink_printf(&s, "%lu ", (unsigned long)(n != NULL ? outid[id] : id));
         if (n != NULL && n->parent != 0 && nodes[n->parent].parent != 0)
-            tg_sink_printf(&s, "%lu ", (unsigned long)canon[n->parent]);
+            tg_sink_printf(&s, "%lu ", (unsigned long)outid[canon[n->parent]]);
         else
             tg_sink_printf(&s, TG_SNAP_NONE_REF " ");
         if (n != NULL && n->tix < nthr)
@@ -413,6 +478,9 @@ out_free:
     free(canon);
     free(rep);
     free(slots);
+    free(order);
+    free(outid);
+    free(work);
     free(tnames);
     free(native);
     free(tmp);

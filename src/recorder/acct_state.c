@@ -31,8 +31,8 @@ static pthread_once_t tg_acct_exit_once = PTHREAD_ONCE_INIT;
  * P is the current run's, its requested - freed moves to tg_acct.ended_live
  * and the state leaves the running list; the state itself stays (its figures
  * are the summary's).  A later allocation hook of this thread (none of
- * Python's: another library's thread-exit code with native=True) still counts
- * on the state, but not in the process's live bytes. */
+ * Python's: another library's thread-exit code with native=True) counts in
+ * the process only (TG_ACCT_EXITED_GEN). */
 static void
 tg_acct_thread_exit(void *p)
 {
@@ -51,6 +51,18 @@ tg_acct_thread_exit(void *p)
             t->run_next->run_prev = t->run_prev;
         t->run_next = t->run_prev = NULL;
         t->ended = 1;
+        /* an aggregate run's fold may now recycle its nodes (acct_recycle.h) */
+        t->ended_next = tg_acct.ended;
+        tg_acct.ended = t;
+        t->in_ended = 1;
+        /* No hook of this thread touches the state again: its teardown's
+         * late allocations (another library's thread-exit code, with
+         * native=True) count in the process only, at no site of it, so
+         * that its nodes hold what they hold now (tls.h; the fast paths
+         * compare acct_gen and fast_gen, neither of which matches now). */
+        tg_tls.acct = NULL;
+        tg_tls.acct_gen = TG_ACCT_EXITED_GEN;
+        tg_tls.fast_gen = 0;
     }
     pthread_mutex_unlock(&tg_acct.lock);
 }
@@ -103,6 +115,8 @@ tg_acct_self(void)
 
     if (tg_tls.acct_gen == gen && tg_tls.acct != NULL)
         return tg_tls.acct;
+    if (tg_tls.acct_gen == TG_ACCT_EXITED_GEN)
+        return NULL;  /* its exit took its state (tg_acct_thread_exit) */
     t = calloc(1, sizeof(*t));
     if (t == NULL)
         return NULL;

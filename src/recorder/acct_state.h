@@ -10,7 +10,9 @@
  *    pointer and listed in tg_acct.threads.  Only its thread writes it (plain
  *    relaxed load + store, no lock prefix); summaries read it with relaxed loads.
  *    States are never freed during a run, so threads that ended keep their
- *    figures ("retired" by construction); all are freed at the next start.
+ *    figures ("retired" by construction); all are freed at the next start
+ *    (an aggregate run frees a folded thread's open-calls stack and recycles
+ *    its nodes, acct_recycle.h; the state itself stays).
  *  - process: live bytes, its peak and the window peak, under the spin lock;
  *    totals are sums over the thread states.
  *  - sites (acct_sites.h): nodes of each thread's calling-context tree,
@@ -43,6 +45,7 @@
 #include "acct_sample.h"
 #include "acct_sites.h"
 #include "acct_when.h"
+#include "acct_recycle.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -89,6 +92,11 @@ extern _Atomic int tg_acct_on __attribute__((visibility("hidden")));
  * the light paths read is set) and at stop and in a forked child (before
  * anything else); relaxed, as tg_acct_on. */
 #define TG_ACCT_NO_GEN UINT64_MAX
+/* tg_tls.acct_gen of a thread whose exit took its state away
+ * (tg_acct_thread_exit): no run's generation, nor TG_ACCT_NO_GEN, so that no
+ * hook finds a state, and tg_acct_self makes none (late hooks of the thread's
+ * own teardown count in no thread and at no site of it). */
+#define TG_ACCT_EXITED_GEN (UINT64_MAX - 1)
 extern _Atomic uint64_t tg_acct_light_gen __attribute__((visibility("hidden")));
 
 #define TG_RELAXED memory_order_relaxed
@@ -122,6 +130,10 @@ struct tg_acct_thread {
      * tg_acct.lock. */
     struct tg_acct_thread *run_next, *run_prev;
     int ended;                         /* its thread exited; tg_acct.lock */
+    /* tg_acct.ended's link: an aggregate run's exited threads not yet folded
+     * (acct_recycle.h); tg_acct.lock.  IN_ENDED: on that list; tg_acct.lock. */
+    struct tg_acct_thread *ended_next;
+    int in_ended;
     int64_t when_next;                 /* thread>SIZE: next level due a snapshot
                                         * (0: the limit; acct_when.h); owner only */
 };
@@ -195,6 +207,14 @@ struct tg_acct {
     struct tg_acct_thread *running;
     int64_t ended_live;
     uint64_t lock_gen;
+    /* The states whose thread exited and which no fold has taken yet
+     * (struct tg_acct_thread ended_next), newest first, so that an aggregate
+     * run's fold finds the state of the thread it folds among a few
+     * (acct_recycle.h) and not among every thread of the run.  .lock. */
+    struct tg_acct_thread *ended;
+    /* An aggregate run's ended threads folded into their family
+     * (acct_recycle.h): their nodes recycled.  GIL. */
+    struct tg_acct_fold fold;
 
     /* The hooks' lock: orders every change of the process live bytes, the peak
      * registers and the site counters (see the top of the file).  A

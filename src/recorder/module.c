@@ -997,6 +997,16 @@ tg_mod_test_wait_ended(PyObject *mod, PyObject *unused)
 }
 
 static PyObject *
+tg_mod_test_acct_nodes(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    return Py_BuildValue("(nKK)", (Py_ssize_t)tg_acct_nodes_in_use(),
+                         (unsigned long long)tg_acct.fold.threads,
+                         (unsigned long long)tg_acct.fold.nodes);
+}
+
+static PyObject *
 tg_mod_profiled_threads(PyObject *mod, PyObject *unused)
 {
     (void)mod;
@@ -1036,6 +1046,9 @@ static PyMethodDef tg_module_methods[] = {
      "Tests only: returns once the files of every thread that ended so far in the "
      "active run are written and closed (the flusher closes them after the thread's "
      "end)."},
+    {"_test_acct_nodes", tg_mod_test_acct_nodes, METH_NOARGS,
+     "Tests only: (calling-context nodes in use, ended threads whose nodes an "
+     "aggregate run recycled, nodes recycled) of the accounting (acct_recycle.h)."},
     {"_test_capture_gate", tg_mod_test_capture_gate, METH_VARARGS,
      "Tests only: _test_capture_gate(True) makes every capture write block before "
      "its write(2), holding the capture's lock, and returns once one is blocked "

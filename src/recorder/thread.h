@@ -231,9 +231,11 @@ const struct tg_thread_log *tg_thread_table_log_find(const struct tg_thread_tabl
  * threads in the log) mark it folded, its base now FAMILY.  Returns 0, or -1 when out of memory or not
  * found (the entry is then kept as it was).  Takes the lock.  Entries move
  * (memmove) here: only under the GIL, never while a thread attaches
- * (thread_py.c reads its entry by index until it is listed). */
+ * (thread_py.c reads its entry by index until it is listed).  On 0, *IDENT
+ * and *NATIVE_ID (unless NULL) are the folded thread's (the accounting recycles its nodes,
+ * acct_recycle.h). */
 int tg_thread_table_log_fold(struct tg_thread_table *tt, uint64_t seq, const char *family,
-                             int keep);
+                             int keep, unsigned long *ident, unsigned long *native_id);
 /* The log entry of SEQ, or NULL (folded away, or not of this run): a binary
  * search (thread_lookup.c).  The caller holds the lock. */
 struct tg_thread_log *tg_thread_table_log_seq_unlocked(struct tg_thread_table *tt,

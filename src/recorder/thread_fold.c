@@ -102,7 +102,7 @@ tg_thread_table_family_of_unlocked(struct tg_thread_table *tt, uint64_t seq)
 
 int
 tg_thread_table_log_fold(struct tg_thread_table *tt, uint64_t seq, const char *family,
-                         int keep)
+                         int keep, unsigned long *ident, unsigned long *native_id)
 {
     struct tg_thread_family *f;
     struct tg_thread_log *e;
@@ -116,6 +116,10 @@ tg_thread_table_log_fold(struct tg_thread_table *tt, uint64_t seq, const char *f
     if (e == NULL || e->folded || (f = tg_thread_family_unlocked(tt, family)) == NULL)
         goto unlock;
     i = (size_t)(e - tt->log);
+    if (ident != NULL)
+        *ident = e->ident;
+    if (native_id != NULL)
+        *native_id = e->native_id;
     if (keep) {
         /* the accounting's files name it by its family (its own base name
          * stays taken in the set: the names of a run's files stay distinct) */

@@ -337,13 +337,16 @@ tg_thread_detach(struct tg_recorder_object *self)
     if (t->agg != NULL) {  /* kept whole, or folded with its family's (aggregate.h) */
         char family[TG_AGG_FAMILY_CAP];
         uint64_t folded;
+        unsigned long fid_ident, fid_native;
+        int acct = atomic_load_explicit(&tg_acct_on, memory_order_relaxed);
         /* the thread folded (an older one) leaves the log too, unless the
          * accounting names it from there; out of memory, it stays listed
-         * under its own name, which is harmless */
-        if (tg_agg_thread_end(&r->agg, t->agg, &folded, family))
-            (void)tg_thread_table_log_fold(&r->table, folded, family,
-                                           atomic_load_explicit(&tg_acct_on,
-                                                                memory_order_relaxed));
+         * under its own name, which is harmless.  The accounting then
+         * recycles its calling-context nodes (acct_recycle.h). */
+        if (tg_agg_thread_end(&r->agg, t->agg, &folded, family)
+                && tg_thread_table_log_fold(&r->table, folded, family, acct, &fid_ident,
+                                            &fid_native) == 0 && acct)
+            tg_acct_thread_folded(fid_ident, fid_native, family);
     }
     /* The rest of its files are the flusher's to write and close: a thread
      * ending (GIL held) never waits for a write, not even one of its own

@@ -209,6 +209,70 @@ static void test_reset(struct tg_acct_sites *s)
 	tg_sites_reset(s);
 }
 
+/* Recycled node ids (tg_sites_node_free): thread trees made and freed again
+ * and again, leaves first, as acct_recycle.c does.  Every node still in use is
+ * found again under its key with its id (the hash's backward-shift deletion
+ * keeps every probe chain whole), a freed key is not found (interning it
+ * again gives a fresh or recycled id), freed ids are reused before new ones,
+ * so the table's size stays that of the trees alive at once. */
+#define RT_THREADS 8
+#define RT_NODES 64
+static void test_recycle(void)
+{
+	struct tg_acct_sites *s = calloc(1, sizeof(*s));
+	uint32_t ids[RT_THREADS][RT_NODES], par[RT_THREADS][RT_NODES], fid[RT_THREADS][RT_NODES];
+	uint32_t tix[RT_THREADS], funcs[16], round, k, i, j, high = 0, next_tix = 0;
+	char name[8];
+
+	if (s == NULL)
+		abort();
+	for (i = 0; i < 16; i++) {
+		snprintf(name, sizeof(name), "f%u", i);
+		funcs[i] = tg_sites_func_intern(s, "r.py", 4, (long)i, name, strlen(name), 0);
+	}
+	for (round = 0; round < 200; round++) {
+		for (k = 0; k < RT_THREADS; k++) {
+			if (round > 0 && (next_rand() & 1) == 0)
+				continue;
+			if (round > 0) {  /* free thread k's tree, leaves (higher index) first */
+				CHECK_INT(tg_sites_free_reserve(s, RT_NODES), 0);
+				for (j = RT_NODES; j-- > 0;) {
+					struct tg_acct_site_ctr *c = tg_sites_ctr(s, ids[k][j]);
+					c->tix1 = 0;
+					tg_sites_node_free(s, ids[k][j]);
+					CHECK_INT(s->nodes[ids[k][j]].tix, TG_NODE_FREE);
+				}
+			}
+			tix[k] = next_tix++;
+			ids[k][0] = tg_sites_root_add(s, tix[k]);
+			par[k][0] = 0;
+			fid[k][0] = 0;
+			for (j = 1; j < RT_NODES; j++) {
+				par[k][j] = (uint32_t)(next_rand() % j);
+				fid[k][j] = funcs[next_rand() % 16];
+				/* a key already made in this tree keeps its id */
+				ids[k][j] = tg_sites_node_intern(s, ids[k][par[k][j]], fid[k][j]);
+				CHECK(ids[k][j] != TG_SITE_FULL);
+				CHECK_INT(s->nodes[ids[k][j]].tix, tix[k]);
+				CHECK_INT(tg_sites_ctr(s, ids[k][j])->tix1, tix[k] + 1);
+			}
+		}
+		/* every node alive is found with its id; nothing new is made */
+		high = (uint32_t)s->nnodes;
+		for (k = 0; k < RT_THREADS; k++)
+			for (j = 1; j < RT_NODES; j++)
+				CHECK_INT(tg_sites_node_intern(s, ids[k][par[k][j]], fid[k][j]), ids[k][j]);
+		CHECK_INT(s->nnodes, high);
+	}
+	CHECK(s->recycled);
+	/* 8 trees of 64 nodes at most alive at once: ids stay below 2 x 8 x 64 */
+	CHECK(s->nnodes <= 1 + 2 * RT_THREADS * RT_NODES);
+	tg_sites_reset(s);
+	CHECK_INT(s->nfree, 0);
+	CHECK(!s->recycled);
+	free(s);
+}
+
 int main(void)
 {
 	static struct tg_acct_sites s;  /* all zero: empty */
@@ -217,5 +281,6 @@ int main(void)
 	test_address_reuse(&s);
 	test_reset(&s);
 	test_full();
+	test_recycle();
 	TG_TEST_DONE();
 }

@@ -243,11 +243,11 @@ static void test_log_fold(void)
 	CHECK_INT(log_one(&tt, "h", 3), 2);
 	CHECK_STR(tt.log[2].base, "h~2");
 	/* fold "h" (seq 1): its entry and its name go; seqs stay */
-	CHECK_INT(tg_thread_table_log_fold(&tt, 1, "h~*", 0), 0);
+	CHECK_INT(tg_thread_table_log_fold(&tt, 1, "h~*", 0, NULL, NULL), 0);
 	CHECK_INT(tt.n_log, 2);
 	CHECK_INT(tt.log[1].seq, 2);
 	CHECK_STR(tt.log[1].base, "h~2");
-	CHECK_INT(tg_thread_table_log_fold(&tt, 1, "h~*", 0), -1);  /* gone already */
+	CHECK_INT(tg_thread_table_log_fold(&tt, 1, "h~*", 0, NULL, NULL), -1);  /* gone already */
 	/* the name is free again; the copies' count goes on where the base's was */
 	i = log_one(&tt, "h", 4);
 	CHECK_INT(tt.log[i].seq, 3);
@@ -265,7 +265,7 @@ static void test_log_fold(void)
 			cap = tt.log_cap;
 		if (k >= 16)
 			CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq - 16,
-							   k % 2 ? "req-*" : "*", 0), 0);
+							   k % 2 ? "req-*" : "*", 0, NULL, NULL), 0);
 	}
 	CHECK_INT(tt.n_log, 4 + 16);
 	CHECK(cap <= 64);  /* never more room than the entries listed need */
@@ -281,14 +281,14 @@ static void test_log_fold(void)
 		snprintf(name, sizeof(name), "req-%d", k);
 		i = log_one(&tt, name, 9000 + (unsigned long)k);
 		CHECK_STR(tt.log[i].base, name);
-		CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq, "req-*", 0), 0);
+		CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq, "req-*", 0, NULL, NULL), 0);
 	}
 	/* with the accounting on, a folded entry stays, name and all, unlisted */
 	i = log_one(&tt, "acct", 2);
-	CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq, "acct~*", 1), 0);
+	CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq, "acct~*", 1, NULL, NULL), 0);
 	CHECK_INT(tt.log[i].folded, 1);
 	CHECK_STR(tt.log[i].base, "acct~*");  /* the accounting's name for it */
-	CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq, "acct~*", 1), -1);
+	CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq, "acct~*", 1, NULL, NULL), -1);
 	CHECK_STR(tt.log[log_one(&tt, "acct", 3)].base, "acct~2");
 	tg_thread_table_totals(&tt, &rec, &srec, &drop, &threads);
 	CHECK_INT(threads, 5 + 5000 + 5000 - 16 + 2);  /* and "acct", folded or not */
@@ -336,7 +336,7 @@ static void test_log_lookup(void)
 		/* every third thread reuses an earlier one's ident and native id */
 		i = log_one(&tt, name, k % 3 == 2 ? (unsigned long)(k / 3) : 100000 + (unsigned long)k);
 		if (k >= 16 && k % 2)
-			CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq - 16, "req-*", k % 4 == 1),
+			CHECK_INT(tg_thread_table_log_fold(&tt, tt.log[i].seq - 16, "req-*", k % 4 == 1, NULL, NULL),
 				  0);
 	}
 	/* one still attaching: neither finds it */
@@ -368,9 +368,9 @@ static void test_log_lookup(void)
 		tg_thread_table_log_note(&tt, sc);
 		tg_thread_table_log_note(&tt, sa);
 		/* folded out of seq order: the lookup sorts */
-		CHECK_INT(tg_thread_table_log_fold(&tt, sc, "n*", 0), 0);
-		CHECK_INT(tg_thread_table_log_fold(&tt, sb, "n*", 0), 0);
-		CHECK_INT(tg_thread_table_log_fold(&tt, sa, "*", 0), 0);
+		CHECK_INT(tg_thread_table_log_fold(&tt, sc, "n*", 0, NULL, NULL), 0);
+		CHECK_INT(tg_thread_table_log_fold(&tt, sb, "n*", 0, NULL, NULL), 0);
+		CHECK_INT(tg_thread_table_log_fold(&tt, sa, "*", 0, NULL, NULL), 0);
 		CHECK_STR(tg_thread_table_family_of_unlocked(&tt, sa), "*");
 		CHECK(tg_thread_table_family_of_unlocked(&tt, sb) == NULL);
 		CHECK_STR(tg_thread_table_family_of_unlocked(&tt, sc), "n*");

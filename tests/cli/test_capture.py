@@ -11,6 +11,7 @@ import json
 import os
 import random
 import shutil
+import sys
 import struct
 
 import pytest
@@ -391,7 +392,16 @@ def test_every_truncation_reads_up_to_the_cut(tg, tut_run, tmp_path):
     text, run = tut_run
     data = read(run / "capture.tg")
     full = {f: read(text / f) for f in ("Thread-7.mem", "Thread-7.stack", "process.mem")}
-    step = 1 if os.environ.get("TG_CLI", "").find("asan") < 0 else 3
+    # Every cut once per CI run: the capture (encoded by tgcapture from fixed
+    # dumps) and the CLI are the same under every Python: CPython 3.11 cuts at
+    # every byte, the other Pythons at every 13th (header, chunks and end all
+    # still cut), the ASan run (slower per process) at every 3rd.
+    if os.environ.get("TG_CLI", "").find("asan") >= 0:
+        step = 3
+    elif sys.version_info[:2] == (3, 11):
+        step = 1
+    else:
+        step = 13
     seen_partial = False
     for n in range(0, len(data), step):
         d = tmp_path / ("cut%d" % n)

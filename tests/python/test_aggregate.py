@@ -727,4 +727,4 @@ def test_collection_under_the_thread_table_lock(tmp_path):
         p.disable()
         print("ok")
     """.replace("KEPT", str(KEPT_ENDED))
-    assert run_scenario(tmp_path, code, timeout=60).stdout.strip() == "ok"
+    assert run_scenario(tmp_path, code, timeout=TIMEOUT).stdout.strip() == "ok"

@@ -8,6 +8,7 @@ import glob
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -44,17 +45,33 @@ def run_dirs(base):
 
 def run_scenario(tmp_path, code, timeout=120, check=True, env=None):
     """Run CODE (dedented) as a script in TMP_PATH with threadgraph importable.
-    Returns the CompletedProcess; fails the test on a non-zero exit if CHECK."""
+    Returns the CompletedProcess; fails the test on a non-zero exit if CHECK.
+    TIMEOUT only bounds a hang (a scenario takes a second or two of CPU): the
+    script then gets SIGABRT, on which faulthandler (PYTHONFAULTHANDLER) prints
+    every thread's Python stack, and the test fails with them."""
     script = tmp_path / "scenario.py"
     script.write_text(textwrap.dedent(code))
     full_env = env_with_package(env, keep_cli=True)
-    proc = subprocess.run([sys.executable, str(script)], cwd=str(tmp_path), env=full_env,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
-                          universal_newlines=True)
-    if check and proc.returncode != 0:
+    full_env.setdefault("PYTHONFAULTHANDLER", "1")
+    args = [sys.executable, str(script)]
+    proc = subprocess.Popen(args, cwd=str(tmp_path), env=full_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, universal_newlines=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        pytest.fail("scenario still running after %d s (hung?): stopped with SIGABRT\n"
+                    "stdout:\n%s\nstderr (its threads' stacks):\n%s" % (timeout, out, err))
+    res = subprocess.CompletedProcess(args, proc.returncode, out, err)
+    if check and res.returncode != 0:
         pytest.fail("scenario failed (%d)\nstdout:\n%s\nstderr:\n%s"
-                    % (proc.returncode, proc.stdout, proc.stderr))
-    return proc
+                    % (res.returncode, res.stdout, res.stderr))
+    return res
 
 
 def only_dir(base):
