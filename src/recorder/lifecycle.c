@@ -904,6 +904,7 @@ tg_recorder_enable(struct tg_recorder_object *self)
     tg_hooks_install(r->memory_mode == TG_MEM_PROCESS);
     tg_sleepwrap_install(r);  /* `with lock:` as a sleep trigger */
     r->active = 1;
+    r->mon_gen = r->gen;
     Py_INCREF(self);
     tg_active = self;
     if (!r->sampled)  /* sampled mode: the allocator hooks are its only source */
@@ -936,6 +937,7 @@ tg_recorder_disable(struct tg_recorder_object *self)
     if (!r->active)
         return 0;
     r->active = 0;
+    r->mon_gen = 0;
     r->default_path = 0;  /* the fast path tests it alone (recorder.h) */
     r->ended_gen = r->gen;
     if (!r->sampled)  /* none installed: another tool's profile function stays */
@@ -1076,6 +1078,7 @@ tg_fork_child_stop(struct tg_recorder_object *self)
         return;
     r->fork_child_pending = 0;
     r->active = 0;
+    r->mon_gen = 0;
     r->default_path = 0;  /* the fast path tests it alone (recorder.h) */
     r->ended_gen = r->gen;
     if (!r->sampled)

@@ -71,6 +71,11 @@ struct tg_code_info {
     int firstlineno;
     uint64_t cap_epoch; /* capture epoch cap_id belongs to (0: none) */
     uint32_t cap_id;    /* code id in that capture */
+    uint64_t fast_gen;  /* the run generation in which the monitoring fast path
+                         * may open this code's calls (gen current, not
+                         * excluded, cap_id of the run's capture: all fixed for
+                         * a generation once true), else 0; set by the default
+                         * entries' first call of the code (tg_on_py_call) */
     uint64_t agg_epoch; /* aggregate run agg_id belongs to (0: none) */
     uint32_t agg_id;    /* function id in that run (aggregate.h) */
     size_t file_len;
@@ -155,6 +160,7 @@ tg_code_info_build(PyCodeObject *code)
     info->firstlineno = tg_known_line(code->co_firstlineno);
     info->cap_epoch = 0;
     info->cap_id = 0;
+    info->fast_gen = 0;
     info->agg_epoch = 0;
     info->agg_id = 0;
 #if TG_LINE_CACHE
@@ -1301,6 +1307,13 @@ tg_on_py_call(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at
                  info->firstlineno, info->func, info->func_len, 0,
                  d || r->fmt_binary ? tg_cap_python_id(r, info)
                  : r->aggregate ? tg_agg_python_id(r, info) : 0, d);
+#if TG_HAVE_MONITORING
+    /* The monitoring fast path's one test of the code (tg_mon_fast_py_call):
+     * info->gen is r->gen here (tg_code_info_get), and excluded codes left
+     * above; a capture id of this run's capture is the last condition. */
+    if (d && info->cap_epoch == r->cap.epoch && info->cap_id != 0)
+        info->fast_gen = r->gen;
+#endif
 }
 
 /* PyTrace_RETURN (return, exception or yield): settles a pending Python sleep
@@ -1885,14 +1898,26 @@ tg_mon_fast_done(struct tg_recorder *r)
 }
 
 /* Whether the fast path may take an event of R in the calling thread T with
- * room at *LEN in its capture buffer.  R->active is tested (the callbacks
- * are installed before it is set and removed after it is cleared, by calls
- * that fire events); T->suppress_key needs no test (tg_profile_fast's: the
- * plumbing diverts the capture writer). */
+ * room at *LEN in its capture buffer.  R->active is tested with the thread's
+ * generation, in one compare: mon_gen is R->gen while active, 0 otherwise (the
+ * callbacks are installed before active is set and removed after it is
+ * cleared, by calls that fire events); T->suppress_key needs no test
+ * (tg_profile_fast's: the plumbing diverts the capture writer). */
 #define TG_MON_FAST_READY(r, t, len)                                                \
-    (!__builtin_expect(!(r)->active || (tg_tls.busy & TG_BUSY_TRACER) || (t) == NULL \
-                       || tg_tls.gen != (r)->gen, 0)                                 \
+    (!__builtin_expect((tg_tls.busy & TG_BUSY_TRACER) || (t) == NULL                \
+                       || tg_tls.gen != (r)->mon_gen, 0)                             \
      && tg_cap_fits((t), (len)))
+
+/* Whether CODE, the event's code object as the callback got it, may be read
+ * as one once tg_mon_frame_cached(CODE) found the running frame to run it:
+ * on 3.12 a frame's f_code is always a code object, so the test is left out
+ * (tested after the frame, it is implied); 3.13's f_executable may be
+ * another object (None in an entry frame), so it is made. */
+#if PY_VERSION_HEX >= 0x030D0000
+#  define TG_MON_FAST_IS_CODE(code) PyCode_Check(code)
+#else
+#  define TG_MON_FAST_IS_CODE(code) 1
+#endif
 
 /* The instruction offset O (the callback's second argument) when it is a
  * compact int of at most one digit that is not negative (every offset below
@@ -1962,14 +1987,11 @@ tg_mon_fast_py_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObje
         return tg_mon_py_call_d(self, args, nargsf, kwnames);
     code = args[0];
     depth = t->depth;
-    if (__builtin_expect(!PyCode_Check(code)
+    if (__builtin_expect((key = tg_mon_frame_cached(code)) == 0 || !TG_MON_FAST_IS_CODE(code)
                          || (info = tg_code_extra_fast((PyCodeObject *)code,
                                                        tg_code_index)) == NULL
-                         || info->gen != r->gen || info->excluded
-                         || info->cap_epoch != r->cap.epoch || info->cap_id == 0
-                         || depth == t->frames_cap, 0)
+                         || info->fast_gen != r->mon_gen || depth == t->frames_cap, 0)
             || (lasti = tg_mon_fast_offset(args[1])) < 0
-            || (key = tg_mon_frame_cached(code)) == 0
             || !tg_clock_us_if_cached(&tg_tls.clock, &us))
         return tg_mon_py_call_d(self, args, nargsf, kwnames);
     tg_mon_fast_open(t, depth, key, info->firstlineno, info->cap_id, 0, len, us,
@@ -2009,12 +2031,12 @@ tg_mon_fast_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObjec
         return slow(self, args, nargsf, kwnames);
     e = &t->frames[depth - 1];
     /* cap_line < 0: TG_CAP_NOT_WRITTEN (lines are >= 0) */
-    if (__builtin_expect(!PyCode_Check(code)
+    if (__builtin_expect(e->key != (tg_mon_frame_cached(code) | c_bit)
+                         || !TG_MON_FAST_IS_CODE(code)
                          || (info = tg_code_extra_fast((PyCodeObject *)code,
                                                        tg_code_index)) == NULL
                          || e->cap_line < 0, 0)
             || (lasti = tg_mon_fast_offset(args[1])) < 0
-            || e->key != (tg_mon_frame_cached(code) | c_bit)
             || (line = tg_mon_fast_line(info, lasti)) < 0
             || !tg_clock_us_if_cached(&tg_tls.clock, &us))
         return slow(self, args, nargsf, kwnames);

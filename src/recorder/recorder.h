@@ -38,6 +38,8 @@ struct tg_recorder {
     /* --- configuration: written by enable() with the GIL, then read-only --- */
     int active;                /* GIL */
     uint64_t gen;              /* run generation; GIL */
+    uint64_t mon_gen;          /* gen while active, else 0: the monitoring fast
+                                * path's one test of both (recorder.c); GIL */
     uint64_t ended_gen;        /* generation of the last run disable() ended
                                   (or began ending): a thread attaching across
                                   a Python call checks it; GIL */
