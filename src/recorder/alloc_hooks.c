@@ -481,7 +481,6 @@ tg_hook_realloc_gil_sampled(void *ctx, void *ptr, size_t size)
         t = tg_tls.acct;
         TG_HOOK_OWN_ADD(t->freed, (int64_t)old);
         TG_HOOK_HIST_ADD(t->hist_free, old);
-        tg_tls.freed += (int64_t)old;
     }
     if (tg_hook_gil_fast_alloc(p, size))  /* not when P is NULL */
         return p;
@@ -529,16 +528,20 @@ static void
 tg_hook_free_gil(void *ctx, void *ptr)
 {
     struct tg_hook_domain *d = ctx;
+    void (*down)(void *, void *);
 
     if (__builtin_expect(!tg_hook_gil_fast_on(), 0)) {
         tg_hook_fast_refresh();
         tg_hook_free_gil_general(ctx, ptr);
         return;
     }
+    /* Read before the lookup: the tail call then needs no copy of D kept
+     * aside (one move fewer a call). */
+    down = d->orig.free;
     if (tg_hook_gil_fast_free(ptr)) {  /* not when PTR is NULL */
         /* A block pymalloc serves itself (TG_HOOK_SMALL_MAX): no nested
          * hooked call to keep from counting, so no busy bit, and a tail call. */
-        d->orig.free(d->orig.ctx, ptr);
+        down(d->orig.ctx, ptr);
         return;
     }
     tg_hook_free_gil_general(ctx, ptr);

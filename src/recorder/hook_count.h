@@ -222,7 +222,8 @@ tg_hook_entry_free(size_t word, int count_thread)
  * mode, the page map's node array mapped, no block in the hash unmarked): block P of SIZE bytes whose page
  * map entry page exists, with no entry for P there (nor a mark: nor in the
  * GIL table's hash, ptrtable_fast.h), that tg_acct_alloc_light_cur counts:
- * counted on the thread's counters and entered in the page map.  1 when
+ * counted on the thread's accounting state (not on tg_tls's counters: see
+ * tg_hook_thread_counters) and entered in the page map.  1 when
  * done; 0 having done nothing (the general path then does everything). */
 static inline __attribute__((always_inline)) int
 tg_hook_gil_fast_alloc(void *p, size_t size)
@@ -241,7 +242,6 @@ tg_hook_gil_fast_alloc(void *p, size_t size)
             || !tg_acct_alloc_light_cur(size, &word))
         return 0;
     tg_ptrpage_fill(&tg_ptrpage_gil, pg, gi, (size_t)word);
-    tg_tls.allocated += (int64_t)size;
     return 1;
 }
 
@@ -270,8 +270,26 @@ tg_hook_gil_fast_free(void *p)
     tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
     TG_HOOK_OWN_ADD(t->freed, (int64_t)size);
     TG_HOOK_HIST_ADD(t->hist_free, size);
-    tg_tls.freed += (int64_t)size;
     return 1;
+}
+
+/* The calling thread's allocated and freed bytes while hooked
+ * (_recorder.thread_counters): tg_tls's, or, while its accounting state is
+ * current in sampled mode, the state's requested and freed bytes.  Sampled
+ * mode's fast paths above count there alone: tg_tls's counters are the full
+ * mode's (its per-call deltas), and nothing reads them in sampled mode. */
+static inline void
+tg_hook_thread_counters(int64_t *allocated, int64_t *freed)
+{
+    uint64_t g = atomic_load_explicit(&tg_acct_light_gen, memory_order_relaxed);
+
+    if (g != TG_ACCT_NO_GEN && tg_tls.acct_gen == g && tg_tls.acct != NULL) {
+        *allocated = TG_LOAD(tg_tls.acct->requested);
+        *freed = TG_LOAD(tg_tls.acct->freed);
+        return;
+    }
+    *allocated = tg_tls.allocated;
+    *freed = tg_tls.freed;
 }
 
 #pragma GCC visibility pop

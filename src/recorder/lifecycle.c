@@ -49,6 +49,7 @@ tg_recorder_init(struct tg_recorder *r)
     r->mon_tool = -1;
     r->mon_tool_run = -1;
     tg_thread_table_init(&r->table, tg_flusher_kick, r);
+    r->table.full_kick = tg_flusher_kick_full;
     tg_writer_init(&r->process_w);
     tg_writer_init(&r->process_cap);
     /* process_w and process_cap: no kick, their producer is the flusher itself
@@ -355,6 +356,34 @@ tg_flusher_kick(void *recorder)
     pthread_mutex_unlock(&r->flusher_lock);
 }
 
+/* While writers keep handing off buffers, the flusher looks at the queue every
+ * TG_QUEUE_POLL_NS instead of being woken for each buffer: a kick is a futex
+ * wake from the program's thread (a system call with the GIL held) and a
+ * context switch on a core the program may be using, one per 64 KiB of
+ * records (680 a run of call-heavy code).  At 10 ms the queue holds a few
+ * buffers (4 MiB of records a second fill 6); past TG_KICK_QUEUED of them
+ * (a burst) every handoff kicks as before, far below the queue's bound
+ * (TG_WRITER_QUEUED_MAX), so polling drops nothing that kicking would not.
+ * A look that finds the queue empty stops the polling: the next handoff
+ * kicks.  bench/RESULTS.md, 2026-11-27 03:10-04:01 UTC. */
+#define TG_QUEUE_POLL_NS 10000000L
+#define TG_KICK_QUEUED 64
+
+void
+tg_flusher_kick_full(void *recorder)
+{
+    struct tg_recorder *r = recorder;  /* GIL held by the caller */
+
+    /* The handoff counted its buffer in tg_writer_queued() before this: with
+     * the flusher's store of 0 then its look at the queue (tg_flusher_main),
+     * either it sees the buffer or this sees 0 and kicks. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (r->flusher_running && atomic_load(&r->flusher_polling)
+            && tg_writer_queued() < TG_KICK_QUEUED)
+        return;
+    tg_flusher_kick(r);
+}
+
 /* How often the flusher looks for a process.mem request: every
  * TG_SAMPLE_POLL_MIN_NS while requests keep coming, the interval doubling up
  * to TG_SAMPLE_POLL_MAX_NS while none comes (an idle program is not woken a
@@ -414,8 +443,9 @@ static void *
 tg_flusher_main(void *arg)
 {
     struct tg_recorder *r = arg;
-    struct timespec next, now, poll_at;
+    struct timespec next, now, poll_at, qpoll_at;
     long poll_ns = TG_SAMPLE_POLL_MIN_NS;
+    int polling = 0;  /* r->flusher_polling, which only this thread changes */
     int sampling = r->sample_every > 0;  /* configuration: read-only while we run */
     int agg_ticks = 0;
 
@@ -423,23 +453,30 @@ tg_flusher_main(void *arg)
     clock_gettime(CLOCK_REALTIME, &next);
     now = next;
     poll_at = tg_ts_add(now, poll_ns);
+    qpoll_at = now;
     pthread_mutex_lock(&r->flusher_lock);
     while (!r->flusher_stop) {
-        int tick;
+        int tick, woke;
         next = tg_ts_add(next, TG_FLUSH_PERIOD_NS);
         for (;;) {
             struct timespec until = next;
-            if (sampling && tg_ts_before(&poll_at, &next))
+            if (sampling && tg_ts_before(&poll_at, &until))
                 until = poll_at;
+            if (polling && tg_ts_before(&qpoll_at, &until))
+                until = qpoll_at;
             while (!r->flusher_stop && !r->flusher_kicked
                    && pthread_cond_timedwait(&r->flusher_cond, &r->flusher_lock, &until) == 0)
                 ;
             if (r->flusher_stop)
                 goto out;
             clock_gettime(CLOCK_REALTIME, &now);
-            if (sampling && (r->flusher_kicked || !tg_ts_before(&now, &poll_at))) {
-                /* A poll, or awake anyway for a kick: the pending requests
-                 * are taken at no extra wake. */
+            /* Kicked or either poll due: both polls are done at every wake,
+             * so that they stay in step (one wake per 10 ms, not two). */
+            woke = r->flusher_kicked || (sampling && !tg_ts_before(&now, &poll_at))
+                   || (polling && !tg_ts_before(&now, &qpoll_at));
+            if (sampling && woke) {
+                /* A poll, or awake anyway: the pending requests are taken at
+                 * no extra wake. */
                 uint64_t n = tg_process_sample_wanted(r);
                 if (n > 0) {
                     tg_flusher_leave(r);
@@ -456,11 +493,30 @@ tg_flusher_main(void *arg)
             tick = !tg_ts_before(&now, &next);
             if (tick)
                 break;
-            if (r->flusher_kicked) {
+            if (woke) {
+                /* Kicked, or a poll (TG_QUEUE_POLL_NS): buffers
+                 * found keep the polling on; none, it stops, then a last look
+                 * catches a handoff that saw it on (tg_flusher_kick_full). */
+                int kicked = r->flusher_kicked;
+                int queued = tg_writer_queued() > 0;
                 r->flusher_kicked = 0;
-                tg_flusher_leave(r);
-                tg_flush_full_fd(r);
-                tg_flusher_back(r);
+                if (queued) {
+                    polling = 1;
+                    qpoll_at = tg_ts_add(now, TG_QUEUE_POLL_NS);
+                    atomic_store(&r->flusher_polling, 1);
+                }
+                if (queued || kicked) {
+                    tg_flusher_leave(r);
+                    tg_flush_full_fd(r);
+                    tg_flusher_back(r);
+                }
+                if (!queued && polling) {
+                    polling = 0;
+                    atomic_store(&r->flusher_polling, 0);
+                    atomic_thread_fence(memory_order_seq_cst);
+                    if (tg_writer_queued() > 0)
+                        r->flusher_kicked = 1;
+                }
             }
         }
         r->flusher_kicked = 0;
@@ -477,6 +533,7 @@ tg_flusher_main(void *arg)
             next = now;  /* the process was stopped: do not run ticks to catch up */
     }
 out:
+    atomic_store(&r->flusher_polling, 0);
     pthread_mutex_unlock(&r->flusher_lock);
     return NULL;
 }
@@ -491,6 +548,7 @@ tg_flusher_start(struct tg_recorder *r)
         return 0;
     r->flusher_stop = 0;
     r->flusher_paused = 0;
+    atomic_store(&r->flusher_polling, 0);
     /* Signals are for Python's main thread, never for the flusher. */
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -978,6 +1036,7 @@ tg_atfork_child(void)
         a->r.flusher_kicked = 0;
         a->r.flusher_busy = 0;
         a->r.flusher_paused = 0;
+        atomic_store(&a->r.flusher_polling, 0);
         pthread_mutex_init(&a->r.flusher_lock, NULL);
         pthread_cond_init(&a->r.flusher_cond, NULL);
         a->r.fork_child_pending = 1;

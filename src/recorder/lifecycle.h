@@ -32,9 +32,14 @@ int tg_profile_others_count(void);
 
 /* Flusher thread. */
 int tg_flusher_start(struct tg_recorder *r);
-/* A writer's kick (writer.h): wake RECORDER's flusher to write handed-off
- * buffers; nothing if it is not running.  GIL held. */
+/* Wake RECORDER's flusher to write handed-off buffers and close ended
+ * threads' files; nothing if it is not running.  GIL held. */
 void tg_flusher_kick(void *recorder);
+/* A writer's kick (writer.h), on a handoff: tg_flusher_kick, unless the
+ * flusher is polling the queue anyway (it found buffers at its last look and
+ * looks again within TG_QUEUE_POLL_NS) and fewer than TG_KICK_QUEUED buffers
+ * wait.  GIL held. */
+void tg_flusher_kick_full(void *recorder);
 void tg_flusher_stop(struct tg_recorder *r);
 /* Before fork() (os.register_at_fork, GIL held): the flusher is stopped if it
  * is idle (no other thread at the fork); if it is writing, which may take as

@@ -11,6 +11,7 @@
 #include "tls.h"
 #include "accounting.h"
 #include "ptrtable.h"
+#include "hook_count.h"
 #include "names.h"
 #include "native.h"
 #include "sampled.h"
@@ -851,9 +852,12 @@ tg_mod_tracked_blocks(PyObject *mod, PyObject *unused)
 static PyObject *
 tg_mod_thread_counters(PyObject *mod, PyObject *unused)
 {
+    int64_t allocated, freed;
+
     (void)mod;
     (void)unused;
-    return Py_BuildValue("(LL)", (long long)tg_tls.allocated, (long long)tg_tls.freed);
+    tg_hook_thread_counters(&allocated, &freed);
+    return Py_BuildValue("(LL)", (long long)allocated, (long long)freed);
 }
 
 static PyObject *
@@ -1024,7 +1028,8 @@ static PyMethodDef tg_module_methods[] = {
     {"tracked_blocks", tg_mod_tracked_blocks, METH_NOARGS,
      "Number of live blocks in the pointer table."},
     {"thread_counters", tg_mod_thread_counters, METH_NOARGS,
-     "(allocated, freed) bytes of the calling thread while hooked."},
+     "(allocated, freed) bytes of the calling thread while hooked (in sampled\n"
+     "mode, once its accounting state exists, that state's requested and freed)."},
     {"snapshot_condition", tg_mod_snapshot_condition, METH_O,
      "snapshot_condition(cond) -> (kind, limit), or ValueError (acct_when.h)."},
     {"native_slots", tg_mod_native_slots, METH_NOARGS,

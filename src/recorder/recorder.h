@@ -153,6 +153,11 @@ struct tg_recorder {
     int flusher_kicked;                /* a writer handed off a full buffer */
     int flusher_busy;                  /* working without flusher_lock (writing) */
     int flusher_paused;                /* wait after the work in hand: a fork */
+    _Atomic int flusher_polling;       /* 1: the flusher looks at the handed-off
+                                        * buffers again within TG_QUEUE_POLL_NS,
+                                        * unkicked (tg_flusher_kick_full); written
+                                        * by the flusher (and its starter), read by
+                                        * writers' kicks; seq_cst */
     int flusher_running;               /* GIL */
     pthread_t flusher;
 

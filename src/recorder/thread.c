@@ -15,6 +15,7 @@ tg_thread_table_init(struct tg_thread_table *tt, void (*kick)(void *ctx), void *
     pthread_mutex_init(&tt->lock, NULL);
     pthread_cond_init(&tt->unpinned, NULL);
     tt->kick = kick;
+    tt->full_kick = kick;
     tt->kick_ctx = kick_ctx;
 }
 
@@ -57,9 +58,9 @@ tg_thread_new(struct tg_thread_table *tt, uint64_t gen, unsigned long ident,
     tg_writer_init(&t->mem);
     tg_writer_init(&t->stack);
     tg_writer_init(&t->capw);
-    tg_writer_set_kick(&t->mem, tt->kick, tt->kick_ctx);
-    tg_writer_set_kick(&t->stack, tt->kick, tt->kick_ctx);
-    tg_writer_set_kick(&t->capw, tt->kick, tt->kick_ctx);
+    tg_writer_set_kick(&t->mem, tt->full_kick, tt->kick_ctx);
+    tg_writer_set_kick(&t->stack, tt->full_kick, tt->kick_ctx);
+    tg_writer_set_kick(&t->capw, tt->full_kick, tt->kick_ctx);
     t->gen = gen;
     t->ident = ident;
     t->native_id = native_id;

@@ -186,12 +186,15 @@ struct tg_thread_table {
     struct tg_thread **pass;       /* tg_thread_table_each's pinned states; the one
                                     * flusher (allocated under lock) */
     size_t pass_cap;
-    void (*kick)(void *ctx);       /* given to every new state's writers (writer.h);
-                                    * set at init */
+    void (*kick)(void *ctx);       /* called when a thread ends; set at init */
+    void (*full_kick)(void *ctx);  /* given to every new state's writers (writer.h):
+                                    * kick unless its owner sets another after init */
     void *kick_ctx;
 };
 
-/* Make TT empty; new states' writers will call KICK(KICK_CTX) (may be NULL). */
+/* Make TT empty; a thread's end and new states' writers will call
+ * KICK(KICK_CTX) (may be NULL; the writers' one may be changed after, in
+ * full_kick). */
 void tg_thread_table_init(struct tg_thread_table *tt, void (*kick)(void *ctx), void *kick_ctx);
 /* Free every state (live and retired) and the log, and destroy the lock.  No
  * thread may use TT any more. */

@@ -31,7 +31,9 @@ struct tg_tls {
     struct tg_thread *thread;  /* this thread's recorder state, valid iff gen matches */
     uint64_t gen;              /* run generation `thread` belongs to */
     int64_t allocated;         /* bytes allocated by this thread while hooked */
-    int64_t freed;             /* bytes freed (exact sizes) by this thread while hooked */
+    int64_t freed;             /* bytes freed (exact sizes) by this thread while hooked
+                                * (both: all but sampled mode's fast paths, which count
+                                * on the accounting state alone, hook_count.h) */
     /* The busy bits and, in the same 8 bytes (busy_gen), sampled mode's
      * copy of the thread's accounting generation: the GIL domains' hooks
      * test both with one compare (alloc_hooks.c tg_hook_gil_fast_on). */
