@@ -1546,6 +1546,45 @@ tg_profile_general(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     return tg_profile_body(obj, frame, what, arg, 0);
 }
 
+/* The fast paths' records (3.8-3.11's profile function, 3.12+'s monitoring
+ * callbacks), written in the order that keeps the fewest values live (the
+ * registers a call would have to save): the stack, the counters, the time,
+ * then the record.  What they write is tg_event's with D 1.
+ *
+ * tg_fast_open: open a call KEY on T's stack at DEPTH (room checked), its
+ * memory counted from START, and write its CALL of code ID (C: IS_C, with
+ * LINE) at LEN, time US. */
+static inline __attribute__((always_inline)) void
+tg_fast_open(struct tg_thread *t, size_t depth, uintptr_t key, int64_t line, uint32_t id,
+             int is_c, size_t len, int64_t us, int64_t start)
+{
+    struct tg_frame_entry *e = &t->frames[depth];
+    uint64_t dt;
+    e->key = key;
+    e->start = start;
+    e->cap_line = line;
+    t->depth = depth + 1;
+    t->cap_calls++;
+    tg_count(&t->n_stack_records);
+    dt = tg_cap_dt_us(t, us);
+    tg_cap_commit(t, tg_cap_enc_call(tg_cap_at(t, len), id, 1, dt, is_c, line));
+}
+
+/* tg_fast_close: close E, the call at the top of T's stack (DEPTH entries),
+ * and write its RETURN at LEN: at LINE, time US, memory DELTA. */
+static inline __attribute__((always_inline)) void
+tg_fast_close(struct tg_thread *t, const struct tg_frame_entry *e, size_t depth, size_t len,
+              int64_t line, int64_t us, int64_t delta)
+{
+    int64_t line_off = line - e->cap_line;
+    uint64_t dt;
+    t->depth = depth - 1;
+    t->cap_returns++;
+    tg_count(&t->n_records);
+    dt = tg_cap_dt_us(t, us);
+    tg_cap_commit(t, tg_cap_enc_return(tg_cap_at(t, len), line_off, 1, dt, 1, delta));
+}
+
 /*
  * The profile function's fast path in the default configuration (3.8-3.11,
  * with the TSC clock): the events that need nothing but reading and writing
@@ -1598,24 +1637,6 @@ tg_fast_done(PyObject *obj)
     return 0;
 }
 
-/* Open a call on T's stack at DEPTH (room checked) and write its CALL of
- * code ID (C: IS_C, with LINE) at LEN, time US: in tg_fast_return's order. */
-static inline __attribute__((always_inline)) void
-tg_fast_call(struct tg_thread *t, size_t depth, uintptr_t key, int64_t line, uint32_t id,
-             int is_c, size_t len, int64_t us)
-{
-    struct tg_frame_entry *e = &t->frames[depth];
-    uint64_t dt;
-    e->key = key;
-    e->start = tg_tls.allocated - tg_tls.freed;
-    e->cap_line = line;
-    t->depth = depth + 1;
-    t->cap_calls++;
-    tg_count(&t->n_stack_records);
-    dt = tg_cap_dt_us(t, us);
-    tg_cap_commit(t, tg_cap_enc_call(tg_cap_at(t, len), id, 1, dt, is_c, line));
-}
-
 /* A return (C: C_BIT 1, a C_RETURN or C_EXCEPTION of a builtin, keyed by
  * the frame | 1) on the fast path; WHAT is what tg_profile_default gets if
  * it is not for the fast path (ARG only matters for a C event). */
@@ -1636,19 +1657,7 @@ tg_fast_return(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg,
             || (line = tg_fast_line(frame)) <= 0
             || !tg_clock_us_if_cached(&tg_tls.clock, &us))
         return tg_profile_default(obj, frame, what, arg);
-    /* Written in the order that keeps the fewest values live (the
-     * registers a call would have to save): the stack, the counters, the
-     * time, then the record. */
-    {
-        int64_t delta = tg_tls.allocated - tg_tls.freed - e->start;
-        int64_t line_off = line - e->cap_line;
-        uint64_t dt;
-        t->depth = depth - 1;
-        t->cap_returns++;
-        tg_count(&t->n_records);
-        dt = tg_cap_dt_us(t, us);
-        tg_cap_commit(t, tg_cap_enc_return(tg_cap_at(t, len), line_off, 1, dt, 1, delta));
-    }
+    tg_fast_close(t, e, depth, len, line, us, tg_tls.allocated - tg_tls.freed - e->start);
     return tg_fast_done(obj);
 }
 
@@ -1673,7 +1682,8 @@ tg_fast_c_call(PyObject *obj, PyFrameObject *frame, PyObject *arg, struct tg_thr
             || (line = tg_fast_line(frame)) <= 0
             || !tg_clock_us_if_cached(&tg_tls.clock, &us))
         return tg_profile_default(obj, frame, PyTrace_C_CALL, arg);
-    tg_fast_call(t, depth, (uintptr_t)frame | 1, line, id, 1, len, us);
+    tg_fast_open(t, depth, (uintptr_t)frame | 1, line, id, 1, len, us,
+                 tg_tls.allocated - tg_tls.freed);
     return tg_fast_done(obj);
 }
 
@@ -1706,7 +1716,8 @@ tg_profile_fast(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
                              || depth == t->frames_cap, 0)
                 || !tg_clock_us_if_cached(&tg_tls.clock, &us))
             return tg_profile_default(obj, frame, PyTrace_CALL, NULL);
-        tg_fast_call(t, depth, (uintptr_t)frame, info->firstlineno, info->cap_id, 0, len, us);
+        tg_fast_open(t, depth, (uintptr_t)frame, info->firstlineno, info->cap_id, 0, len, us,
+                     tg_tls.allocated - tg_tls.freed);
         return tg_fast_done(obj);
     }
     if (arg == NULL || Py_TYPE(arg) != &PyCFunction_Type)
@@ -1959,25 +1970,6 @@ tg_mon_fast_line(const struct tg_code_info *info, long lasti)
     return tg_known_line(info->lines[slot].line);
 }
 
-/* Open a call KEY on T's stack at DEPTH (room checked) and write its CALL of
- * code ID (C: IS_C, with LINE) at LEN, time US: tg_fast_call's, with the
- * offset int's BIAS left out of the reading. */
-static inline __attribute__((always_inline)) void
-tg_mon_fast_open(struct tg_thread *t, size_t depth, uintptr_t key, int64_t line, uint32_t id,
-                 int is_c, size_t len, int64_t us, int64_t bias)
-{
-    struct tg_frame_entry *e = &t->frames[depth];
-    uint64_t dt;
-    e->key = key;
-    e->start = tg_tls.allocated - tg_tls.freed - bias;
-    e->cap_line = line;
-    t->depth = depth + 1;
-    t->cap_calls++;
-    tg_count(&t->n_stack_records);
-    dt = tg_cap_dt_us(t, us);
-    tg_cap_commit(t, tg_cap_enc_call(tg_cap_at(t, len), id, 1, dt, is_c, line));
-}
-
 /* PY_START, PY_RESUME, PY_THROW. */
 static PyObject *
 tg_mon_fast_py_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
@@ -2002,8 +1994,8 @@ tg_mon_fast_py_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObje
             || (lasti = tg_mon_fast_offset(args[1])) < 0
             || !tg_clock_us_if_cached(&tg_tls.clock, &us))
         return tg_mon_py_call_d(self, args, nargsf, kwnames);
-    tg_mon_fast_open(t, depth, key, info->firstlineno, info->cap_id, 0, len, us,
-                     tg_mon_fast_bias(r, lasti));
+    tg_fast_open(t, depth, key, info->firstlineno, info->cap_id, 0, len, us,
+                 tg_tls.allocated - tg_tls.freed - tg_mon_fast_bias(r, lasti));
     return tg_mon_fast_done(r);
 }
 
@@ -2048,16 +2040,8 @@ tg_mon_fast_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObjec
             || (line = tg_mon_fast_line(info, lasti)) < 0
             || !tg_clock_us_if_cached(&tg_tls.clock, &us))
         return slow(self, args, nargsf, kwnames);
-    {
-        int64_t delta = tg_tls.allocated - tg_tls.freed - tg_mon_fast_bias(r, lasti) - e->start;
-        int64_t line_off = line - e->cap_line;
-        uint64_t dt;
-        t->depth = depth - 1;
-        t->cap_returns++;
-        tg_count(&t->n_records);
-        dt = tg_cap_dt_us(t, us);
-        tg_cap_commit(t, tg_cap_enc_return(tg_cap_at(t, len), line_off, 1, dt, 1, delta));
-    }
+    tg_fast_close(t, e, depth, len, line, us,
+                  tg_tls.allocated - tg_tls.freed - tg_mon_fast_bias(r, lasti) - e->start);
     return tg_mon_fast_done(r);
 }
 
@@ -2118,7 +2102,8 @@ tg_mon_fast_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObjec
             || (key = tg_mon_frame_cached(code)) == 0
             || !tg_clock_us_if_cached(&tg_tls.clock, &us))
         return tg_mon_c_call_d(self, args, nargsf, kwnames);
-    tg_mon_fast_open(t, depth, key | 1, line, id, 1, len, us, tg_mon_fast_bias(r, lasti));
+    tg_fast_open(t, depth, key | 1, line, id, 1, len, us,
+                 tg_tls.allocated - tg_tls.freed - tg_mon_fast_bias(r, lasti));
     return tg_mon_fast_done(r);
 }
 #endif
