@@ -114,17 +114,23 @@ p.disable()
 '''
 
 
+def _runs_in_both_formats(script, tmp_path):
+    """Run SCRIPT (argv: its output base, its format) once per format: each
+    format and its run directory."""
+    for fmt in ("text", "binary"):
+        base = tmp_path / fmt
+        subprocess.run([sys.executable, str(script), str(base), fmt], check=True,
+                       capture_output=True, env=env_with_package(None))
+        yield fmt, only_dir(base)
+
+
 def test_no_line_is_written_as_line_0(tmp_path):
     """CPython's "no line" (-1) is written as LINE 0, which every reader takes:
     a generator expression's implicit return on 3.12 and a code object without
     a line table used to give lines of -1 that the CLI skipped as malformed."""
     script = tmp_path / "noline.py"
     script.write_text(NO_LINE)
-    for fmt in ("text", "binary"):
-        base = tmp_path / fmt
-        subprocess.run([sys.executable, str(script), str(base), fmt], check=True,
-                       capture_output=True, env=env_with_package(None))
-        run_dir = only_dir(base)
+    for fmt, run_dir in _runs_in_both_formats(script, tmp_path):
         if fmt == "text":
             for name in ("MainThread.mem", "MainThread.stack"):
                 with open(os.path.join(run_dir, name)) as f:
@@ -218,11 +224,7 @@ def test_c_call_lines_of_a_long_function(tmp_path):
     script.write_text(LONG_FUNCTION % source)
     first = 3  # "def many" is the script's third line
     expected = [first - 1 + l for l in lines] * 6
-    for fmt in ("text", "binary"):
-        base = tmp_path / fmt
-        subprocess.run([sys.executable, str(script), str(base), fmt], check=True,
-                       capture_output=True, env=env_with_package(None))
-        run_dir = only_dir(base)
+    for fmt, run_dir in _runs_in_both_formats(script, tmp_path):
         if fmt == "text":
             got = [line for _d, site, line, func in
                    parse_stack(os.path.join(run_dir, "MainThread.stack")) if func == "abs"]
