@@ -2,7 +2,8 @@
 
     python3 bench/cpu_table.py [--configs noop,tg-binary,tg-tutorial,...]
                                [--workloads call_heavy,...] [--rounds 5] [--scale 0.3]
-                               [--floor noop] [--env NAME=VALUE ...] [--json FILE]
+                               [--floor noop] [--ref memray] [--env NAME=VALUE ...]
+                               [--json FILE]
 
 Each measurement is a fresh `bench/runner.py CONFIG WORKLOAD` process; its figure
 is the process's CPU time (all threads, user + system: `time.process_time()`
@@ -21,6 +22,9 @@ run with glibc's heap heuristics (`--env MALLOC_MMAP_THRESHOLD_=131072` fixes
 them: bench/RESULTS.md).  For those workloads a third table gives the same
 runs at equal page faults (CPU time fitted as a per-configuration constant plus a
 shared cost per fault, read at the unprofiled run's median fault count).
+A last table divides each configuration by the floor and by `--ref` (memray)
+within each round, and gives the median of those quotients with their quartiles:
+the spread a cell really has.
 CPU time rather than wall time: on this shared 2-core machine the wall time of a
 run includes waiting for a core, which CPU time leaves out (the profiler's own
 threads count, the flusher's sampling included).  Prints a markdown table and
@@ -153,6 +157,45 @@ def fault_table(configs, workloads, runs_of):
           "fault its buffers in again (bench/RESULTS.md).")
 
 
+def spread(xs):
+    """(median, low, high) of XS: the quartiles from 4 values on, else min and max."""
+    xs = sorted(xs)
+    if len(xs) >= 4:
+        q = statistics.quantiles(xs, n=4, method="inclusive")
+        return q[1], q[0], q[2]
+    return statistics.median(xs), xs[0], xs[-1]
+
+
+def paired_table(configs, workloads, rounds_of, floor, ref):
+    """Each configuration over FLOOR and over REF within the same round: the
+    median of the per-round quotients with their quartiles (min and max under 4
+    rounds), and the geometric mean of the medians.  The machine's drift between
+    rounds cancels in a same-round quotient, which the quotient of two medians
+    over the unprofiled run does not do."""
+    cols = [(c, b) for b in (floor, ref) if b in configs
+            for c in configs if c not in (b, floor)]
+    if not cols:
+        return
+    print("\n| workload | " + " | ".join("%s / %s" % cb for cb in cols) + " |")
+    print("|---|" + "---:|" * len(cols))
+    meds = {cb: [] for cb in cols}
+    for w in workloads:
+        cells = []
+        for c, b in cols:
+            q = [rd[c] / rd[b] for rd in rounds_of.get(w, []) if c in rd and b in rd]
+            if not q:
+                cells.append("n/a")
+                continue
+            m, lo, hi = spread(q)
+            meds[(c, b)].append(m)
+            cells.append("%.2f [%.2f-%.2f]" % (m, lo, hi))
+        print("| %s | %s |" % (w, " | ".join(cells)))
+    print("| geomean | %s |" % " | ".join(
+        "%.2f" % geomean(meds[cb]) if meds[cb] else "n/a" for cb in cols))
+    print("\nSame-round quotients: median over the rounds [quartiles; min-max under 4 "
+          "rounds].")
+
+
 def geomean(xs):
     xs = [x for x in xs if x]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
@@ -166,6 +209,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--scale", type=float, default=0.3)
     ap.add_argument("--floor", default="noop")
+    ap.add_argument("--ref", default="memray",
+                    help="the peer of the same-round table (with the floor)")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                     help="set in every measured process's environment (repeatable)")
@@ -230,6 +275,7 @@ def main():
     print("| geomean | %s |" % " | ".join(cells))
     print("\nCPU time over the unprofiled run, medians of %d rounds (in parentheses: "
           "over the floor `%s`)." % (a.rounds, a.floor))
+    paired_table(configs, workloads, rounds_of, a.floor, a.ref)
     if NATIVE in configs:
         native_table(configs, workloads, rounds_of, faults)
         fault_table(configs, workloads, runs_of)
