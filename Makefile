@@ -325,12 +325,16 @@ test-python:
 # targets building and catches regressions the corpus already reaches.
 # Every program the checks run is built first, on every core (make -j): the
 # checks then run one after another, so their output stays in order.
+# Each phase's end is stamped with the seconds since the start (where CI's time
+# goes).
 test:
-	@fz=; if $(FUZZ_PROBE); then fz=fuzz-build; fi; \
-	$(MAKE) -j$(TEST_JOBS) $(CTEST_BINS) $(CLI) $(ASAN_CTEST_BINS) $(ASAN_CLI) $(TSAN_BINS) $$fz
-	$(MAKE) test-c check-asan check-tsan check-asan-python valgrind
-	$(MAKE) fuzz-smoke FUZZ_SECONDS=$(CI_FUZZ_SECONDS)
-	$(MAKE) test-python
+	@set -e; t0=$$(date +%s); stamp() { echo "== make test: $$1 done at +$$(( $$(date +%s) - t0 )) s"; }; \
+	fz=; if $(FUZZ_PROBE); then fz=fuzz-build; fi; \
+	$(MAKE) -j$(TEST_JOBS) $(CTEST_BINS) $(CLI) $(ASAN_CTEST_BINS) $(ASAN_CLI) $(TSAN_BINS) $$fz; \
+	stamp build; \
+	$(MAKE) test-c check-asan check-tsan check-asan-python valgrind; stamp checks; \
+	$(MAKE) fuzz-smoke FUZZ_SECONDS=$(CI_FUZZ_SECONDS); stamp fuzz-smoke; \
+	$(MAKE) test-python; stamp test-python
 
 clean:
 	rm -rf $(B) threadgraph/_bin threadgraph/*.so
