@@ -10,6 +10,9 @@ printed on stdout:
     wall      seconds from before the profiler starts to after it stops (files flushed)
     run       seconds of the workload alone, profiler running
     maxrss_kb peak resident set size of this process (getrusage ru_maxrss)
+    nvcsw, nivcsw, utime, stime
+              voluntary and involuntary context switches and user and system CPU
+              seconds of the whole process (all threads, getrusage), start to stop
     rss0_kb   resident set size just before the profiler started
     out_bytes bytes the profiler wrote to its output directory (then deleted)
     events    threadgraph only: calls + returns recorded (stats(): stack_records +
@@ -332,7 +335,8 @@ def measure(config, workload, scale):
     try:
         gc.collect()
         rss0 = _rss_kb()
-        flt0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        flt0 = ru0.ru_minflt
         c0 = time.process_time()
         t0 = time.perf_counter()
         cfg.start(outdir)
@@ -352,7 +356,9 @@ def measure(config, workload, scale):
     res = {"config": config, "workload": workload, "scale": scale,
            "wall": t3 - t0, "run": t2 - t1, "cpu": c3 - c0, "run_cpu": c2 - c1,
            "maxrss_kb": maxrss, "rss0_kb": rss0, "minflt": ru.ru_minflt - flt0,
-           "out_bytes": out_bytes}
+           "out_bytes": out_bytes,
+           "nvcsw": ru.ru_nvcsw - ru0.ru_nvcsw, "nivcsw": ru.ru_nivcsw - ru0.ru_nivcsw,
+           "utime": ru.ru_utime - ru0.ru_utime, "stime": ru.ru_stime - ru0.ru_stime}
     res.update(extra)
     return res
 

@@ -15,10 +15,40 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <frameobject.h>
+#include <stdlib.h>
 
 /* Counts events only when asked (count=True), so the default is a pure no-op. */
 static int noophook_count_events; /* protected by the GIL */
 static unsigned long long noophook_events; /* protected by the GIL */
+/* Test knob (bench/RESULTS.md, issue 22): NOOPHOOK_SPIN=N in the environment at
+ * enable() makes every event run an empty loop of N iterations (3 instructions
+ * each), to give the floor a profiler's per-event cost without its other work;
+ * the sys.monitoring callback (event) too, from the value read at import.
+ * Written at import and by enable() with the GIL, read by the hooks. */
+static unsigned long noophook_spin;
+
+static void
+noophook_read_spin(void)
+{
+    const char *spin = getenv("NOOPHOOK_SPIN");
+    noophook_spin = spin ? strtoul(spin, NULL, 10) : 0;
+}
+
+static void
+noophook_do_spin(void)
+{
+    unsigned long i;
+    for (i = 0; i < noophook_spin; i++)
+        __asm__ volatile("");
+}
+
+static int
+noophook_trace_spinning(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    (void)obj; (void)frame; (void)what; (void)arg;
+    noophook_do_spin();
+    return 0;
+}
 
 static int
 noophook_trace(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
@@ -38,7 +68,9 @@ noophook_trace_counting(PyObject *obj, PyFrameObject *frame, int what, PyObject 
 static Py_tracefunc
 noophook_func(void)
 {
-    return noophook_count_events ? noophook_trace_counting : noophook_trace;
+    if (noophook_count_events)
+        return noophook_trace_counting;
+    return noophook_spin ? noophook_trace_spinning : noophook_trace;
 }
 
 /* Called by threading's per-thread hook on a new thread's first event. */
@@ -93,6 +125,7 @@ noophook_enable(PyObject *self, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "|p", kwlist, &count))
         return NULL;
     noophook_count_events = count;
+    noophook_read_spin();
     noophook_events = 0;
     hook = PyCFunction_New(&noophook_install_def, NULL);
     if (hook == NULL)
@@ -128,6 +161,7 @@ static PyObject *
 noophook_event(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self; (void)args; (void)nargs;
+    noophook_do_spin();  /* NOOPHOOK_SPIN, read at import */
     Py_RETURN_NONE;
 }
 
@@ -148,5 +182,6 @@ static struct PyModuleDef noophook_module = {
 PyMODINIT_FUNC
 PyInit_noophook(void)
 {
+    noophook_read_spin();
     return PyModule_Create(&noophook_module);
 }
