@@ -12,6 +12,9 @@ printed on stdout:
     maxrss_kb peak resident set size of this process (getrusage ru_maxrss)
     rss0_kb   resident set size just before the profiler started
     out_bytes bytes the profiler wrote to its output directory (then deleted)
+    utime, stime  user and system CPU seconds of the process (all threads), before
+              start to after stop; nvcsw, nivcsw its voluntary and involuntary
+              context switches over the same span (getrusage)
     events    threadgraph only: calls + returns recorded (stats(): stack_records +
               records; with stacks on), for bytes per recorded event
 
@@ -332,7 +335,8 @@ def measure(config, workload, scale):
     try:
         gc.collect()
         rss0 = _rss_kb()
-        flt0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        flt0 = ru0.ru_minflt
         c0 = time.process_time()
         t0 = time.perf_counter()
         cfg.start(outdir)
@@ -352,7 +356,11 @@ def measure(config, workload, scale):
     res = {"config": config, "workload": workload, "scale": scale,
            "wall": t3 - t0, "run": t2 - t1, "cpu": c3 - c0, "run_cpu": c2 - c1,
            "maxrss_kb": maxrss, "rss0_kb": rss0, "minflt": ru.ru_minflt - flt0,
-           "out_bytes": out_bytes}
+           "out_bytes": out_bytes,
+           # user and system CPU, voluntary and involuntary context switches of
+           # the whole process from before start to after stop (getrusage)
+           "utime": ru.ru_utime - ru0.ru_utime, "stime": ru.ru_stime - ru0.ru_stime,
+           "nvcsw": ru.ru_nvcsw - ru0.ru_nvcsw, "nivcsw": ru.ru_nivcsw - ru0.ru_nivcsw}
     res.update(extra)
     return res
 
