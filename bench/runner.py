@@ -15,9 +15,6 @@ printed on stdout:
               seconds of the whole process (all threads, getrusage), start to stop
     rss0_kb   resident set size just before the profiler started
     out_bytes bytes the profiler wrote to its output directory (then deleted)
-    utime, stime  user and system CPU seconds of the process (all threads), before
-              start to after stop; nvcsw, nivcsw its voluntary and involuntary
-              context switches over the same span (getrusage)
     events    threadgraph only: calls + returns recorded (stats(): stack_records +
               records; with stacks on), for bytes per recorded event
 
