@@ -268,6 +268,31 @@ tg_hook_malloc_gil_record(void *p, size_t size)
     return p;
 }
 
+/* ptrpage.h's first entry of a shadow page, out of the fast paths. */
+__attribute__((noinline)) void *
+tg_hook_gil_fast_busy(void *p)
+{
+    tg_ptrpage_busy(&tg_ptrpage_gil,
+                    (((uint64_t)(uintptr_t)p >> 4) | ((uint64_t)(uintptr_t)p << 60))
+                    >> TG_PP_SPAGE_SHIFT);
+    return p;
+}
+
+/* The end of sampled mode's allocations in a GIL domain: block P of SIZE
+ * bytes through tg_hook_gil_fast_alloc, or the general path's record; P
+ * returned, by tail calls where there is more to do. */
+static inline __attribute__((always_inline)) void *
+tg_hook_gil_fast_done(void *p, size_t size)
+{
+    int r = tg_hook_gil_fast_alloc(p, size);  /* 0 when P is NULL */
+
+    if (__builtin_expect(r == 1, 1))
+        return p;
+    if (r == 2)
+        return tg_hook_gil_fast_busy(p);
+    return tg_hook_malloc_gil_record(p, size);
+}
+
 /* The fast path proper.  Only P and SIZE live across the call down (not D:
  * the GIL domains share one table), so it saves two registers, not four; in
  * the same function as the test that picks it (a separate function, as the
@@ -284,9 +309,7 @@ tg_hook_malloc_gil_fast(struct tg_hook_domain *d, size_t size)
     p = d->orig.malloc(d->orig.ctx, size);
     tg_tls.busy = 0;
     size = tg_tls.hook_size;
-    if (tg_hook_gil_fast_alloc(p, size))  /* not when P is NULL */
-        return p;
-    return tg_hook_malloc_gil_record(p, size);
+    return tg_hook_gil_fast_done(p, size);
 }
 
 /* Sampled mode's malloc turned away from the fast path. */
@@ -371,11 +394,8 @@ tg_hook_calloc_gil_fast(void *ctx, size_t nelem, size_t elsize, int sampled)
     p = d->orig.calloc(d->orig.ctx, nelem, elsize);
     tg_tls.busy = 0;
     size = nelem * elsize;  /* the allocator checked it for overflow before succeeding */
-    if (sampled) {
-        if (tg_hook_gil_fast_alloc(p, size))  /* not when P is NULL */
-            return p;
-        return tg_hook_malloc_gil_record(p, size);
-    }
+    if (sampled)
+        return tg_hook_gil_fast_done(p, size);
     if (__builtin_expect(p != NULL, 1)) {
         tg_ptrtable_gil_insert(p, size);
         tg_tls.allocated += (int64_t)size;
@@ -442,8 +462,8 @@ tg_hook_realloc_gil_sampled(void *ctx, void *ptr, size_t size)
 {
     struct tg_hook_domain *d = ctx;
     struct tg_acct_thread *t;
-    struct tg_pp_page *pg;
-    unsigned gi;
+    uint16_t *e;
+    uint64_t g;
     size_t old = 0;
     void *p;
 
@@ -462,12 +482,13 @@ tg_hook_realloc_gil_sampled(void *ctx, void *ptr, size_t size)
             return tg_hook_realloc_gil_general(ctx, ptr, size);
         tg_gil_newest.p = 0;
     } else {
-        if ((pg = tg_ptrpage_find_mapped(&tg_ptrpage_gil, (uintptr_t)ptr, &gi)) == NULL)
+        if (!tg_ptrpage_find(&tg_ptrpage_gil, (uintptr_t)ptr, &g))
             return tg_hook_realloc_gil_general(ctx, ptr, size);
-        old = (size_t)pg->word1[gi] - 1;  /* no entry (0): SIZE_MAX; a mark: 0xFFFE */
-        if (old - 1 >= TG_PP_WORD_MAX)    /* 0 too: TG_HOOK_HIST_ADD below */
+        e = tg_ptrpage_entry(&tg_ptrpage_gil, g);
+        old = (size_t)*e - 1;          /* no entry (0): SIZE_MAX; a mark: 0xFFFE */
+        if (old - 1 >= TG_PP_WORD_MAX) /* 0 too: TG_HOOK_HIST_ADD below */
             return tg_hook_realloc_gil_general(ctx, ptr, size);
-        tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
+        tg_ptrpage_empty(&tg_ptrpage_gil, e, g);
     }
     tg_tls.busy = TG_BUSY_HOOK;
     p = d->orig.realloc(d->orig.ctx, ptr, size);
@@ -482,9 +503,7 @@ tg_hook_realloc_gil_sampled(void *ctx, void *ptr, size_t size)
         TG_HOOK_OWN_ADD(t->freed, (int64_t)old);
         TG_HOOK_HIST_ADD(t->hist_free, old);
     }
-    if (tg_hook_gil_fast_alloc(p, size))  /* not when P is NULL */
-        return p;
-    return tg_hook_malloc_gil_record(p, size);
+    return tg_hook_gil_fast_done(p, size);
 }
 
 static __attribute__((noinline)) void

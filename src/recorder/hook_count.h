@@ -224,26 +224,31 @@ tg_hook_entry_free(size_t word, int count_thread)
  * GIL table's hash, ptrtable_fast.h), that tg_acct_alloc_light_cur counts:
  * counted on the thread's accounting state (not on tg_tls's counters: see
  * tg_hook_thread_counters) and entered in the page map.  1 when
- * done; 0 having done nothing (the general path then does everything). */
+ * done, 2 when done and the entry was its shadow page's first (the caller
+ * then returns through tg_hook_gil_fast_busy); 0 having done nothing (the
+ * general path then does everything). */
 static inline __attribute__((always_inline)) int
 tg_hook_gil_fast_alloc(void *p, size_t size)
 {
     uintptr_t a = (uintptr_t)p;
-    struct tg_pp_page *pg;
-    unsigned gi;
-    uint64_t word;
+    uint16_t *e;
+    uint64_t g, word;
 
     /* One test for the page map's bound and the light path's size 0.  P
-     * may be NULL (a failed allocation): no block lies in the first page of
-     * the address space, so it has no entry page. */
+     * may be NULL (a failed allocation): granule 0 holds a mark from the
+     * reservation on (tg_ptrpage_reserve), so it is never taken for a free
+     * entry. */
     if (size - 1 >= TG_PP_WORD_MAX
-            || (pg = tg_ptrpage_find_mapped(&tg_ptrpage_gil, a, &gi)) == NULL
-            || pg->word1[gi] != 0
+            || !tg_ptrpage_find(&tg_ptrpage_gil, a, &g)
+            || *(e = tg_ptrpage_entry(&tg_ptrpage_gil, g)) != 0
             || !tg_acct_alloc_light_cur(size, &word))
         return 0;
-    tg_ptrpage_fill(&tg_ptrpage_gil, pg, gi, (size_t)word);
-    return 1;
+    return 1 + tg_ptrpage_fill_first(&tg_ptrpage_gil, e, g, (size_t)word);
 }
+
+/* After tg_hook_gil_fast_alloc's 2 for block P: its shadow page's first
+ * entry (ptrpage.h tg_ptrpage_busy).  Returns P, for a tail call. */
+void *tg_hook_gil_fast_busy(void *p);
 
 /* Sampled mode's common free in a GIL domain, by the program (the thread not
  * busy) on a thread that its caller found on the fast paths' key (see
@@ -251,23 +256,24 @@ tg_hook_gil_fast_alloc(void *p, size_t size)
  * child that goes on recording stops it with the hooks installed, and turns
  * the key off): block P in the page map, of 1 to TG_HOOK_SMALL_MAX bytes,
  * removed and counted as freed by the calling thread.  1 when done; 0 having
- * done nothing, as for a NULL P (no block lies in the first page of the
- * address space: no entry page there). */
+ * done nothing, as for a NULL P (granule 0 holds a mark: see
+ * tg_ptrpage_reserve). */
 static inline __attribute__((always_inline)) int
 tg_hook_gil_fast_free(void *p)
 {
     uintptr_t a = (uintptr_t)p;
     struct tg_acct_thread *t = tg_tls.acct;
-    struct tg_pp_page *pg;
-    unsigned gi;
+    uint16_t *e;
+    uint64_t g;
     size_t size;
 
-    if ((pg = tg_ptrpage_find_mapped(&tg_ptrpage_gil, a, &gi)) == NULL)
+    if (!tg_ptrpage_find(&tg_ptrpage_gil, a, &g))
         return 0;
-    size = (size_t)pg->word1[gi] - 1;  /* no entry (0): SIZE_MAX */
+    e = tg_ptrpage_entry(&tg_ptrpage_gil, g);
+    size = (size_t)*e - 1;  /* no entry (0): SIZE_MAX */
     if (size - 1 >= TG_HOOK_SMALL_MAX)  /* 0 too: TG_HOOK_HIST_ADD below */
         return 0;
-    tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
+    tg_ptrpage_empty(&tg_ptrpage_gil, e, g);
     TG_HOOK_OWN_ADD(t->freed, (int64_t)size);
     TG_HOOK_HIST_ADD(t->hist_free, size);
     return 1;

@@ -1,192 +1,176 @@
 /*
- * ptrpage.c - the GIL table's page map (ptrpage.h): its growth, its empty
- * pages and its clearing, out of the hooks' inlined path.
+ * ptrpage.c - the GIL table's page map (ptrpage.h): its reservation, its
+ * shadow pages' lists and trim, and its clearing, out of the hooks' inlined
+ * path.
  */
 #include "ptrpage.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 struct tg_ptrpage tg_ptrpage_gil;
 
-static __attribute__((noinline, cold)) struct tg_pp_node **
-tg_ptrpage_map_nodes(void)
+/* Bytes of the three arrays covering addresses below 2^BITS: the entries,
+ * then the counts, then the listed flags, each shadow page's 4 KiB aligned. */
+static size_t
+tg_ptrpage_span(unsigned bits, size_t *neg_at, size_t *listed_at)
 {
-    /* Address space only: pages of it are touched as nodes are entered. */
-    void *a = mmap(NULL, TG_PP_NODES * sizeof(struct tg_pp_node *), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    return a == MAP_FAILED ? NULL : a;
-}
+    uint64_t granules = UINT64_C(1) << (bits - 4);
+    uint64_t spages = granules >> TG_PP_SPAGE_SHIFT;
 
-/* Node N has no entry page left: out of the map, kept for reuse or freed. */
-static void
-tg_ptrpage_node_empty(struct tg_ptrpage *m, struct tg_pp_node *n)
-{
-    m->nodes[n->index] = NULL;
-    if (n->prev != NULL)
-        n->prev->next = n->next;
-    else
-        m->all = n->next;
-    if (n->next != NULL)
-        n->next->prev = n->prev;
-    m->nnodes--;
-    if (m->nspare_nodes < TG_PP_SPARE_NODES) {
-        n->next = m->spare_nodes;
-        n->prev = NULL;
-        m->spare_nodes = n;
-        m->nspare_nodes++;
-    } else {
-        free(n);
-    }
+    *neg_at = (size_t)(granules * sizeof(uint16_t));
+    *listed_at = *neg_at + (size_t)(spages * sizeof(uint32_t));
+    return *listed_at + (size_t)spages;
 }
 
 int
 tg_ptrpage_reserve(struct tg_ptrpage *m)
 {
-    if (m->nodes == NULL) {
-        if (m->unmapped || (m->nodes = tg_ptrpage_map_nodes()) == NULL) {
-            m->unmapped = 1;
-            return -1;
-        }
+    unsigned bits;
+
+    if (m->word1 != NULL)
+        return 0;
+    if (m->unmapped)  /* e.g. under ulimit -v: not tried per block */
+        return -1;
+    m->keep = sysconf(_SC_PAGESIZE) != (long)TG_PP_SPAGE_BYTES;
+    for (bits = TG_PP_ADDR_BITS; bits >= TG_PP_MIN_BITS; bits--) {
+        size_t neg_at, listed_at, span = tg_ptrpage_span(bits, &neg_at, &listed_at);
+        char *a = mmap(NULL, span, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+        if (a == MAP_FAILED)
+            continue;
+#ifdef MADV_DONTDUMP
+        (void)madvise(a, span, MADV_DONTDUMP);  /* a core without 16 TiB of zeros */
+#endif
+        m->word1 = (uint16_t *)a;
+        m->neg = (uint32_t *)(a + neg_at);
+        m->listed = (uint8_t *)(a + listed_at);
+        m->span = span;
+        m->glimit = UINT64_C(1) << (bits - 4);
+        /* No block lies in the first page of the address space: granule 0
+         * holds a mark (not counted), so that the hooks' fast paths take a
+         * NULL from a failed allocation for no free entry without a test of
+         * their own. */
+        m->word1[0] = TG_PP_MARK;
+        return 0;
     }
+    m->unmapped = 1;
+    return -1;
+}
+
+int
+tg_ptrpage_set(struct tg_ptrpage *m, uintptr_t p, size_t word)
+{
+    uint16_t *e;
+    uint64_t g;
+
+    if (tg_ptrpage_reserve(m) < 0 || !tg_ptrpage_find(m, p, &g))
+        return -1;
+    e = tg_ptrpage_entry(m, g);
+    if (*e == 0)
+        tg_ptrpage_fill(m, e, g, word);
+    else
+        *e = (uint16_t)(word + 1);
     return 0;
 }
 
-__attribute__((noinline)) int
-tg_ptrpage_set_slow(struct tg_ptrpage *m, uintptr_t p, size_t word)
+__attribute__((noinline, cold)) void
+tg_ptrpage_busy(struct tg_ptrpage *m, uint64_t sp)
 {
-    uint64_t ni = (uint64_t)p >> TG_PP_NODE_SHIFT;
-    unsigned pi = (unsigned)(p >> TG_PP_PAGE_SHIFT) & (TG_PP_NODE_PAGES - 1);
-    struct tg_pp_node *n;
-    struct tg_pp_page *pg;
+    if (m->listed[sp]) {
+        m->idle--;
+        return;
+    }
+    if (m->idle > TG_PP_IDLE_MIN && m->idle > m->pages - m->idle && !m->keep)
+        tg_ptrpage_trim(m);  /* SP has an entry already: it stays */
+    if (m->ntouched == m->touched_cap) {
+        size_t cap = m->touched_cap ? 2 * m->touched_cap : 1024;
+        uint32_t *t = realloc(m->touched, cap * sizeof(*t));
 
-    if (m->idle > TG_PP_IDLE_MIN && m->idle > m->pages - m->idle)
-        tg_ptrpage_trim(m);  /* before N is looked up: it may go */
-    if (tg_ptrpage_reserve(m) < 0)  /* e.g. under ulimit -v: not tried per block */
-        return -1;
-    n = m->nodes[ni];
-    if (n == NULL) {
-        if (m->spare_nodes != NULL) {
-            n = m->spare_nodes;  /* page[] all NULL already */
-            m->spare_nodes = n->next;
-            m->nspare_nodes--;
-            n->prev = NULL;
-        } else if ((n = calloc(1, sizeof(*n))) == NULL) {
-            return -1;
-        }
-        n->index = ni;
-        n->next = m->all;
-        if (m->all != NULL)
-            m->all->prev = n;
-        m->all = n;
-        m->nnodes++;
-        m->nodes[ni] = n;
+        if (t == NULL)
+            return;  /* not listed: its memory stays until clear, and the
+                        next page that gets a first entry tries again */
+        m->touched = t;
+        m->touched_cap = cap;
     }
-    pg = n->page[pi];
-    if (pg == NULL) {
-        if (m->spare != NULL) {
-            pg = m->spare;
-            m->spare = pg->u.next;
-            m->nspare--;
-            pg->u.next = NULL;
-        } else if ((pg = calloc(1, sizeof(*pg))) == NULL) {
-            if (n->npages == 0)  /* the node made above: not left empty */
-                tg_ptrpage_node_empty(m, n);
-            return -1;
-        }
-        pg->u.live1 = -1;
-        n->page[pi] = pg;
-        n->npages++;
-        m->pages++;
-        m->idle++;  /* until tg_ptrpage_set's entry below */
-    }
-    return tg_ptrpage_set(m, p, word);
+    m->touched[m->ntouched++] = (uint32_t)sp;
+    m->listed[sp] = 1;
+    m->pages++;
 }
 
-/* The entry page of node N's page PI has no entry: out of the map. */
-static void
-tg_ptrpage_page_out(struct tg_ptrpage *m, struct tg_pp_node *n, unsigned pi)
+static int
+tg_ptrpage_cmp_u32(const void *a, const void *b)
 {
-    struct tg_pp_page *pg = n->page[pi];
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
 
-    n->page[pi] = NULL;
-    m->pages--;
-    m->idle--;
-    if (m->nspare < TG_PP_SPARE_MAX) {
-        /* word1 is all 0 (live1 was -1): ready for reuse as it is. */
-        pg->u.next = m->spare;
-        m->spare = pg;
-        m->nspare++;
-    } else {
-        free(pg);
-    }
-    if (--n->npages == 0)
-        tg_ptrpage_node_empty(m, n);
+/* Give back the memory of the idle shadow pages [FIRST, FIRST + N). */
+static void
+tg_ptrpage_drop_run(struct tg_ptrpage *m, uint64_t first, uint64_t n)
+{
+    (void)madvise((char *)m->word1 + first * TG_PP_SPAGE_BYTES,
+                  (size_t)(n * TG_PP_SPAGE_BYTES), MADV_DONTNEED);
 }
 
 __attribute__((noinline, cold)) void
 tg_ptrpage_trim(struct tg_ptrpage *m)
 {
-    struct tg_pp_node *n, *next;
-    unsigned pi;
+    size_t i, kept = 0;
+    uint64_t run_first = 0, run_n = 0;
 
-    for (n = m->all; n != NULL && m->idle > 0; n = next) {
-        next = n->next;  /* N goes when its last page does */
-        for (pi = 0; pi < TG_PP_NODE_PAGES; pi++) {
-            if (n->page[pi] != NULL && n->page[pi]->u.live1 < 0) {
-                int last = n->npages == 1;
-                tg_ptrpage_page_out(m, n, pi);
-                if (last)
-                    break;
-            }
+    /* In address order, so that neighbouring idle pages go in one call. */
+    qsort(m->touched, m->ntouched, sizeof(*m->touched), tg_ptrpage_cmp_u32);
+    for (i = 0; i < m->ntouched; i++) {
+        uint64_t sp = m->touched[i];
+
+        if (m->neg[sp] != 0) {
+            m->touched[kept++] = (uint32_t)sp;
+            continue;
+        }
+        m->listed[sp] = 0;
+        m->pages--;
+        m->idle--;
+        if (run_n != 0 && run_first + run_n == sp) {
+            run_n++;
+        } else {
+            if (run_n != 0)
+                tg_ptrpage_drop_run(m, run_first, run_n);
+            run_first = sp;
+            run_n = 1;
         }
     }
+    if (run_n != 0)
+        tg_ptrpage_drop_run(m, run_first, run_n);
+    m->ntouched = kept;
+    m->trims++;
 }
 
 void
 tg_ptrpage_clear(struct tg_ptrpage *m)
 {
-    struct tg_pp_node *n, *next;
-    struct tg_pp_page *pg, *pnext;
-    unsigned pi;
-
-    for (n = m->all; n != NULL; n = next) {
-        next = n->next;
-        for (pi = 0; pi < TG_PP_NODE_PAGES; pi++)
-            free(n->page[pi]);
-        free(n);
-    }
-    for (pg = m->spare; pg != NULL; pg = pnext) {
-        pnext = pg->u.next;
-        free(pg);
-    }
-    for (n = m->spare_nodes; n != NULL; n = next) {
-        next = n->next;
-        free(n);
-    }
-    if (m->nodes != NULL)
-        munmap(m->nodes, TG_PP_NODES * sizeof(struct tg_pp_node *));
+    if (m->word1 != NULL)
+        munmap(m->word1, m->span);
+    free(m->touched);
     memset(m, 0, sizeof(*m));
 }
 
 size_t
 tg_ptrpage_entries(const struct tg_ptrpage *m)
 {
-    const struct tg_pp_node *n;
-    size_t count = 0;
-    unsigned pi;
+    size_t i, count = 0;
 
-    for (n = m->all; n != NULL; n = n->next)
-        for (pi = 0; pi < TG_PP_NODE_PAGES; pi++)
-            if (n->page[pi] != NULL)
-                count += (size_t)(n->page[pi]->u.live1 + 1);
+    for (i = 0; i < m->ntouched; i++)
+        count += (uint32_t)-m->neg[m->touched[i]];
     return count;
 }
 
 size_t
 tg_ptrpage_bytes(const struct tg_ptrpage *m)
 {
-    return (m->nnodes + m->nspare_nodes) * sizeof(struct tg_pp_node)
-           + (m->pages + m->nspare) * sizeof(struct tg_pp_page);
+    return m->pages * (TG_PP_SPAGE_BYTES + sizeof(uint32_t) + 1)
+           + m->touched_cap * sizeof(*m->touched);
 }

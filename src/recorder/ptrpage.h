@@ -8,37 +8,46 @@
  * samples on stdlib_mix sat on that one load).  Allocators hand out
  * neighbouring blocks one after the other (pymalloc fills a pool in order) and
  * programs free together what they allocated together, so the page map keeps
- * entries by address: a 4 KiB page of the heap has a 512-byte page of 16-bit
- * entries, one per 16-byte granule, and the blocks of one cache line of
- * entries lie within 512 bytes of each other.
+ * entries by address: one flat array of 16-bit entries, one per 16-byte
+ * granule of the address space, reserved once (address space only, as
+ * AddressSanitizer's shadow) and backed by memory only where entries are
+ * written:
  *
- *   nodes[p >> 24]                 16 MiB of address space: a node, which holds
- *     ->page[(p >> 12) & 4095]     a 4 KiB page's entry page (NULL: none), which
- *       ->word1[(p >> 4) & 255]    holds the block's word + 1 (0: none)
+ *   word1[p >> 4]       the block's word + 1 (0: none)
+ *
+ * so a lookup is one load at an address computed from P alone.  (Before, a
+ * node array and entry pages of 256 entries: three dependent loads and two
+ * tests a lookup, 19 of a sampled malloc's 55 instructions.)  The array is a
+ * shadow of the address space in pages of 4 KiB of entries (TG_PP_SPAGE
+ * granules, 32 KiB of heap); each has a count of its entries (NEG: minus the
+ * count, so that the first entry's fill borrows and the last one's empty
+ * carries, the one flag the fast paths test).  A shadow page that gets its
+ * first entry is listed (touched); one whose last entry goes stays as it is
+ * (idle): a program's heap pages empty and fill again all the time.  When a
+ * page not listed gets its first entry while more listed pages are idle than
+ * busy (and than TG_PP_IDLE_MIN), tg_ptrpage_trim gives the idle ones' memory
+ * back (madvise MADV_DONTNEED: they read as zeros again, which is what they
+ * hold), so the map's memory stays within twice what its entries' pages need:
+ * 4 KiB per 32 KiB of address space that holds blocks, 12.5% of a dense
+ * small-block heap.
+ *
+ * The reservation covers addresses below 2^TG_PP_ADDR_BITS (16 TiB of address
+ * space for the entries, and 20 GiB for the counts and flags), none of it
+ * committed (MAP_NORESERVE) nor dumped in a core (MADV_DONTDUMP).  Where that
+ * much cannot be had it covers the largest range below that it can, down to
+ * 2^TG_PP_MIN_BITS (valgrind allows 32 GiB, ThreadSanitizer 1 TiB); where
+ * none can, nothing is entered (every block goes to the hash).  A block
+ * outside the range covered is not entered either (tg_ptrpage_set fails).
  *
  * Only 16-aligned blocks below 2^47 whose word is at most TG_PP_WORD_MAX go
  * here (with accounting off, nearly every block of the mem and obj domains);
  * ptrtable.c keeps the rest in the GIL table's hash and keeps a pointer in at
  * most one of the two.  A block of such an address that the hash holds has
  * TG_PP_MARK here instead, so that the page map alone says where any of them
- * is (ptrtable_fast.h).  An entry page whose last entry goes stays in the
- * map (idle): a program's heap pages empty and fill again all the time, and
- * taking the page out at once and back at the next block made one allocation
- * in fourteen take the slow path (alloc_heavy), and gave the free hook a call
- * to make.  When a new entry page is needed and more are idle than busy
- * (and than TG_PP_IDLE_MIN), tg_ptrpage_trim takes the idle ones out (so the
- * map's memory stays within twice what its entries need, each idle page
- * pinning at most one node): each is kept for reuse
- * (TG_PP_SPARE_MAX) or freed, and a node (32 KiB per 16 MiB of address space
- * in use) whose last entry page goes is kept for reuse (TG_PP_SPARE_NODES) or
- * freed; the node array (64 MiB of
- * address space reserved, a page of it touched per 8 GiB in use) stays until
- * tg_ptrpage_clear.  Memory: 520 bytes per 4 KiB page that holds
- * blocks, 12.7% of the small-block heap, against 11-21 bytes per block in the
- * hash.
+ * is (ptrtable_fast.h).
  *
  * Everything is guarded by the GIL (the mem and obj domains are called with
- * it); the map's own memory comes from malloc and mmap, never from the hooked
+ * it); the map's own memory comes from mmap and malloc, never from the hooked
  * domains.
  */
 #ifndef TG_PTRPAGE_H
@@ -49,62 +58,42 @@
 
 #pragma GCC visibility push(hidden)
 
-#define TG_PP_ADDR_BITS 47
-#define TG_PP_NODE_SHIFT 24
-#define TG_PP_PAGE_SHIFT 12
-#define TG_PP_NODES (UINT64_C(1) << (TG_PP_ADDR_BITS - TG_PP_NODE_SHIFT))
-#define TG_PP_NODE_PAGES (1u << (TG_PP_NODE_SHIFT - TG_PP_PAGE_SHIFT))
-#define TG_PP_GRANULES (1u << (TG_PP_PAGE_SHIFT - 4))
+#define TG_PP_ADDR_BITS 47       /* addresses a map may cover: user space */
+#define TG_PP_MIN_BITS 36        /* the smallest range worth a map */
+#define TG_PP_SPAGE_SHIFT 11     /* granules per shadow page: 4 KiB of entries */
+#define TG_PP_SPAGE_BYTES (UINT64_C(2) << TG_PP_SPAGE_SHIFT)
 #define TG_PP_WORD_MAX 0xFFFDu   /* entries hold word + 1 in 16 bits ... */
 #define TG_PP_MARK 0xFFFFu       /* ... or this mark: the block's entry is in the
                                     GIL table's hash (ptrtable_fast.h) */
-#define TG_PP_SPARE_MAX 1024     /* empty entry pages kept for reuse (520 KiB) */
-#define TG_PP_IDLE_MIN 64        /* idle entry pages always allowed; above, at
-                                    most as many as the busy ones */
-#define TG_PP_SPARE_NODES 32     /* empty nodes kept for reuse (1 MiB): a block
-                                    moving between sparse regions (a growing
-                                    list's buffer) made and freed a 32 KiB node,
-                                    zeroed by calloc, at each move */
-
-struct tg_pp_page {
-    union {
-        int32_t live1;             /* entries in word1 less one, -1 when it
-                                      has none (in use): the hooks' fill and
-                                      empty then test the flags of their add
-                                      and subtract, for 0 and below 0 (two
-                                      instructions each, the fill's post-
-                                      increment and compare with 0 took five) */
-        struct tg_pp_page *next;   /* the spare list (spare: word1 all 0) */
-    } u;
-    uint16_t word1[TG_PP_GRANULES];
-};
-
-struct tg_pp_node {
-    struct tg_pp_page *page[TG_PP_NODE_PAGES];
-    struct tg_pp_node *next, *prev;  /* every node, for clear */
-    uint64_t index;                /* its slot in nodes */
-    unsigned npages;               /* entry pages in page[]: freed at 0 */
-};
+#define TG_PP_IDLE_MIN 64        /* idle shadow pages always allowed (256 KiB);
+                                    above, at most as many as the busy ones */
 
 struct tg_ptrpage {
-    struct tg_pp_node **nodes;     /* TG_PP_NODES slots, mmap'd at the first set */
-    struct tg_pp_node *all;        /* every node */
-    struct tg_pp_page *spare;      /* empty entry pages for reuse */
-    size_t nspare;
-    struct tg_pp_node *spare_nodes;/* empty nodes (page[] all NULL), by next */
-    size_t nspare_nodes;
+    uint16_t *word1;               /* the entries, glimit of them; NULL until
+                                      tg_ptrpage_reserve */
+    uint64_t glimit;               /* granules covered (2^(bits - 4)); 0 while
+                                      nothing is reserved, so that every lookup
+                                      misses */
+    uint32_t *neg;                 /* per shadow page: minus its entries
+                                      (mod 2^32; marks included) */
+    uint8_t *listed;               /* per shadow page: 1 when in touched */
+    uint32_t *touched;             /* the listed shadow pages, by index */
+    size_t ntouched, touched_cap;
+    size_t span;                   /* bytes reserved at word1 (all three arrays) */
     size_t marks;                  /* entries that are TG_PP_MARK */
-    size_t pages;                  /* entry pages in the map (idle included) */
-    size_t idle;                   /* entry pages in the map without an entry */
-    size_t nnodes;
-    int unmapped;                  /* the node array's mmap failed: no retry
+    size_t pages;                  /* listed shadow pages (idle included) */
+    size_t idle;                   /* listed shadow pages without an entry */
+    size_t trims;                  /* tg_ptrpage_trim runs that gave pages back */
+    int unmapped;                  /* no reservation could be had: no retry
                                       (every block goes to the hash) */
+    int keep;                      /* no trim: the system's pages are not 4 KiB */
 };
 
 /* The GIL table's map (GIL). */
 extern struct tg_ptrpage tg_ptrpage_gil;
 
-/* Whether block P with WORD can be entered in a page map. */
+/* Whether block P with WORD can be entered in a page map (the range a map
+ * covers may be smaller: tg_ptrpage_set then fails). */
 static inline int
 tg_ptrpage_fits(uintptr_t p, size_t word)
 {
@@ -112,97 +101,98 @@ tg_ptrpage_fits(uintptr_t p, size_t word)
            && word <= TG_PP_WORD_MAX;
 }
 
-/* Out of line: enter P when its node or entry page does not exist yet. */
-int tg_ptrpage_set_slow(struct tg_ptrpage *m, uintptr_t p, size_t word);
-/* Take every idle entry page out of M (out of line; done by
- * tg_ptrpage_set_slow when more are idle than busy). */
+/* Reserve M's arrays now if they are not: 0, or -1 when no range can be had
+ * (not retried).  They stay until tg_ptrpage_clear. */
+int tg_ptrpage_reserve(struct tg_ptrpage *m);
+/* Out of line, the rare side of a fill: shadow page SP got its first entry
+ * (listed, or one idle page fewer; may trim). */
+void tg_ptrpage_busy(struct tg_ptrpage *m, uint64_t sp);
+/* Give the memory of every idle shadow page back (out of line; done by
+ * tg_ptrpage_busy when more are idle than busy). */
 void tg_ptrpage_trim(struct tg_ptrpage *m);
 
-/* Enter block P (tg_ptrpage_fits) with WORD in M, replacing an entry for P.
- * Returns 0, or -1 when memory for the map ran out (P is not entered). */
+/* Whether M has an entry for block P, with P's granule number in *G (its
+ * entry: tg_ptrpage_entry); 0 when M reserves nothing (yet), or P lies
+ * outside what it covers or is not 16-aligned.  P's granule number with P's
+ * low 4 bits rotated to the top is below the granules covered exactly when P
+ * fits: one compare for the alignment and the range.  (A test, not a NULL
+ * pointer: the callers then test no pointer the compiler cannot prove
+ * non-NULL.) */
 static inline int
-tg_ptrpage_set(struct tg_ptrpage *m, uintptr_t p, size_t word)
+tg_ptrpage_find(const struct tg_ptrpage *m, uintptr_t p, uint64_t *g)
 {
-    struct tg_pp_node *n;
-    struct tg_pp_page *pg;
-    unsigned gi;
+    *g = ((uint64_t)p >> 4) | ((uint64_t)p << 60);
+    return *g < m->glimit;
+}
 
-    if (__builtin_expect(m->nodes == NULL, 0)
-            || (n = m->nodes[p >> TG_PP_NODE_SHIFT]) == NULL
-            || (pg = n->page[(p >> TG_PP_PAGE_SHIFT) & (TG_PP_NODE_PAGES - 1)]) == NULL)
-        return tg_ptrpage_set_slow(m, p, word);
-    gi = (unsigned)(p >> 4) & (TG_PP_GRANULES - 1);
-    if (pg->word1[gi] == 0 && ++pg->u.live1 == 0)
-        m->idle--;
-    pg->word1[gi] = (uint16_t)(word + 1);
+/* The entry of granule G, which tg_ptrpage_find found in M. */
+static inline uint16_t *
+tg_ptrpage_entry(const struct tg_ptrpage *m, uint64_t g)
+{
+    return &m->word1[g];
+}
+
+/* Take 1 from the count at C: 1 when it was 0 (the borrow: its shadow page's
+ * first entry).  On x86-64 a subtract from memory and a jump on carry (C's
+ * own spelling of the test took a load, a subtract, a store and the jump);
+ * elsewhere, and under ThreadSanitizer (which does not see into asm), C. */
+static inline __attribute__((always_inline)) int
+tg_ptrpage_dec(uint32_t *c)
+{
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) \
+    && ((defined(__clang__) && __clang_major__ >= 11) || (!defined(__clang__) && __GNUC__ >= 11))
+    __asm__ goto("subl $1, %0\n\tjc %l[borrow]" : "+m"(*c) : : "cc" : borrow);
     return 0;
+borrow:
+    return 1;
+#else
+    return (*c)-- == 0;
+#endif
 }
 
-/* The entry page of block P in M, with P's granule in *GI; NULL when P has
- * none (no node or entry page there yet, or P cannot be in a page map).  For
- * the hooks' fast paths (hook_count.h), which then read and write the granule
- * themselves with tg_ptrpage_fill and tg_ptrpage_empty. */
-static inline struct tg_pp_page *
-tg_ptrpage_find(const struct tg_ptrpage *m, uintptr_t p, unsigned *gi)
+/* Enter WORD (at most TG_PP_WORD_MAX) at E, the entry of granule G in M
+ * (tg_ptrpage_find), which held none.  1 when its shadow page got its first
+ * entry: the caller then calls tg_ptrpage_busy(M, G >> TG_PP_SPAGE_SHIFT)
+ * (apart, so that a hook can make it a tail call and keep no register for
+ * after it). */
+static inline __attribute__((always_inline)) int
+tg_ptrpage_fill_first(struct tg_ptrpage *m, uint16_t *e, uint64_t g, size_t word)
 {
-    struct tg_pp_node *n;
-
-    if ((((uint64_t)p & 15) | ((uint64_t)p >> TG_PP_ADDR_BITS)) != 0
-            || m->nodes == NULL
-            || (n = m->nodes[p >> TG_PP_NODE_SHIFT]) == NULL)
-        return NULL;
-    *gi = (unsigned)(p >> 4) & (TG_PP_GRANULES - 1);
-    return n->page[(p >> TG_PP_PAGE_SHIFT) & (TG_PP_NODE_PAGES - 1)];
+    *e = (uint16_t)(word + 1);
+    return __builtin_expect(tg_ptrpage_dec(&m->neg[g >> TG_PP_SPAGE_SHIFT]), 0);
 }
 
-/* tg_ptrpage_find for a map whose node array is mapped (tg_ptrpage_reserve):
- * one test fewer.  P's granule number with P's low 4 bits rotated to the top
- * is below 2^(TG_PP_ADDR_BITS - 4) exactly when P fits the map, and gives the
- * node, page and granule by shifts alone (three instructions fewer than
- * testing the bits apart and shifting P for each). */
-static inline struct tg_pp_page *
-tg_ptrpage_find_mapped(const struct tg_ptrpage *m, uintptr_t p, unsigned *gi)
+/* tg_ptrpage_fill_first and the call it may ask for. */
+static inline __attribute__((always_inline)) void
+tg_ptrpage_fill(struct tg_ptrpage *m, uint16_t *e, uint64_t g, size_t word)
 {
-    uint64_t g = ((uint64_t)p >> 4) | ((uint64_t)p << 60);
-    struct tg_pp_node *n;
-
-    if ((g >> (TG_PP_ADDR_BITS - 4)) != 0
-            || (n = m->nodes[g >> (TG_PP_NODE_SHIFT - 4)]) == NULL)
-        return NULL;
-    *gi = (unsigned)g & (TG_PP_GRANULES - 1);
-    return n->page[(g >> (TG_PP_PAGE_SHIFT - 4)) & (TG_PP_NODE_PAGES - 1)];
+    if (tg_ptrpage_fill_first(m, e, g, word))
+        tg_ptrpage_busy(m, g >> TG_PP_SPAGE_SHIFT);
 }
 
-/* Map M's node array now if it is not (address space only, as the first set
- * would): 0, or -1 when it cannot be.  It stays until tg_ptrpage_clear. */
-int tg_ptrpage_reserve(struct tg_ptrpage *m);
-
-/* Enter WORD (at most TG_PP_WORD_MAX) at granule GI of PG, P's entry page
- * (tg_ptrpage_find), whose granule held no entry. */
+/* Remove the entry at E, granule G's in M (not empty).  No call: a shadow
+ * page left without an entry stays, idle (a listed one counted so; a call
+ * would make the free hook, a leaf, save registers on every call). */
 static inline void
-tg_ptrpage_fill(struct tg_ptrpage *m, struct tg_pp_page *pg, unsigned gi, size_t word)
+tg_ptrpage_empty(struct tg_ptrpage *m, uint16_t *e, uint64_t g)
 {
-    if (__builtin_expect(++pg->u.live1 == 0, 0))
-        m->idle--;
-    pg->word1[gi] = (uint16_t)(word + 1);
+    *e = 0;
+    if (__builtin_expect(++m->neg[g >> TG_PP_SPAGE_SHIFT] == 0, 0))
+        m->idle += m->listed[g >> TG_PP_SPAGE_SHIFT];
 }
 
-/* Remove the entry at granule GI of PG (not empty).  No call: a page left
- * without an entry stays, idle. */
-static inline void
-tg_ptrpage_empty(struct tg_ptrpage *m, struct tg_pp_page *pg, unsigned gi)
-{
-    pg->word1[gi] = 0;
-    if (__builtin_expect(--pg->u.live1 < 0, 0))
-        m->idle++;
-}
+/* Enter block P (tg_ptrpage_fits) with WORD in M, replacing an entry for P,
+ * reserving M's arrays first if need be.  Returns 0, or -1 when P is not
+ * entered: M has no reservation, or P lies outside the range it covers. */
+int tg_ptrpage_set(struct tg_ptrpage *m, uintptr_t p, size_t word);
 
-/* Entries in M, marks included: a walk of its entry pages (for statistics;
- * the hooks keep no count of their own). */
+/* Entries in M, marks included: a walk of its listed pages' counts (for
+ * statistics; the hooks keep no total of their own). */
 size_t tg_ptrpage_entries(const struct tg_ptrpage *m);
-/* Drop every entry and free the map's memory. */
+/* Drop every entry and give the reservation back. */
 void tg_ptrpage_clear(struct tg_ptrpage *m);
-/* Bytes of memory the map holds (nodes, entry pages, spares). */
+/* Bytes of memory the map holds: its listed shadow pages, their counts and
+ * the list. */
 size_t tg_ptrpage_bytes(const struct tg_ptrpage *m);
 
 #pragma GCC visibility pop

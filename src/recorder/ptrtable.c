@@ -258,15 +258,14 @@ tg_gil_hash_insert(uintptr_t p, size_t word, int wide)
     struct tg_shard *s = &tg_ptrtable_gil.shards[0];
     uint64_t h = tg_ptr_hash(p);
     unsigned b = tg_wfilter_bit(h);
-    struct tg_pp_page *pg;
-    unsigned gi;
+    uint64_t g;
 
     if (tg_ptrpage_fits(p, 0)) {
         /* One entry per address: a word in the page map gives way to the mark
          * (a mark already there: the hash's insert replaces its entry).  The
-         * set fails only where P has no entry page, so no word is left. */
-        pg = tg_ptrpage_find(&tg_ptrpage_gil, p, &gi);
-        if (pg == NULL || pg->word1[gi] != TG_PP_MARK) {
+         * set fails only where the map does not cover P, so no word is left. */
+        if (!tg_ptrpage_find(&tg_ptrpage_gil, p, &g)
+                || *tg_ptrpage_entry(&tg_ptrpage_gil, g) != TG_PP_MARK) {
             if (tg_ptrpage_set(&tg_ptrpage_gil, p, TG_PP_MARK - 1) == 0) {
                 tg_ptrpage_gil.marks++;
             } else {
@@ -286,14 +285,14 @@ __attribute__((noinline)) int
 tg_gil_hash_remove(uintptr_t p, size_t *word)
 {
     struct tg_shard *s = &tg_ptrtable_gil.shards[0];
-    struct tg_pp_page *pg;
-    unsigned gi;
+    uint16_t *e;
+    uint64_t g;
     int found;
 
-    if (tg_ptrpage_fits(p, 0) && (pg = tg_ptrpage_find(&tg_ptrpage_gil, p, &gi)) != NULL
-            && pg->word1[gi] == TG_PP_MARK) {
+    if (tg_ptrpage_fits(p, 0) && tg_ptrpage_find(&tg_ptrpage_gil, p, &g)
+            && *(e = tg_ptrpage_entry(&tg_ptrpage_gil, g)) == TG_PP_MARK) {
         tg_ptrpage_gil.marks--;
-        tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
+        tg_ptrpage_empty(&tg_ptrpage_gil, e, g);
     }
     found = tg_shard_remove_unlocked(s, p, tg_ptr_hash(p), word);
     if (found && s->ccount == 0 && s->wcount == 0)
@@ -303,18 +302,17 @@ tg_gil_hash_remove(uintptr_t p, size_t *word)
 
 /* Insert P with WORD in the GIL table when tg_ptrtable_gil_insert's common case
  * does not hold: P has an entry already (a word: replaced; a mark: the hash's
- * entry dropped), P's entry page does not exist yet, WORD or P do not fit the
- * page map, or some block went to the hash unmarked. */
+ * entry dropped), the map is not reserved yet or does not cover P, WORD or P
+ * do not fit the page map, or some block went to the hash unmarked. */
 __attribute__((noinline)) void
 tg_gil_insert_slow(uintptr_t p, size_t word)
 {
-    struct tg_pp_page *pg;
-    unsigned gi;
+    uint64_t g;
     size_t stale;
 
     if (tg_ptrpage_fits(p, word)) {
-        pg = tg_ptrpage_find(&tg_ptrpage_gil, p, &gi);
-        if ((pg != NULL && pg->word1[gi] == TG_PP_MARK)
+        if ((tg_ptrpage_find(&tg_ptrpage_gil, p, &g)
+                    && *tg_ptrpage_entry(&tg_ptrpage_gil, g) == TG_PP_MARK)
                 || (tg_ptrtable_gil.unmarked && tg_gil_hash_maybe(p)))
             tg_gil_hash_remove(p, &stale);
         if (tg_ptrpage_set(&tg_ptrpage_gil, p, word) == 0)

@@ -261,13 +261,13 @@ tg_shard_remove_unlocked(struct tg_shard *s, uintptr_t p, uint64_t h, size_t *si
  * busy bits and copy of its accounting state's generation (tg_tls.busy_gen)
  * equal this key: set by tg_hooks_install from accounting's
  * tg_acct_light_gen (alloc_hooks.c tg_hook_fast_word) once the page map's
- * node array is mapped (tg_ptrpage_reserve), while no block went to the hash
+ * arrays are reserved (tg_ptrpage_reserve), while no block went to the hash
  * unmarked; TG_GIL_FAST_OFF (busy bits all 1: no thread) otherwise: at uninstall, by
  * tg_ptrtable_clear, when a block goes to the hash unmarked (the malloc's
  * fast path does not look there), and in a forked child (accounting stops
  * there).  So one compare stands for the busy bits, the hooks' mode,
- * accounting's sampled mode, the thread's state being current, the node
- * array and the unmarked flag (six tests per call before).  Written and read with the GIL (the
+ * accounting's sampled mode, the thread's state being current, the map's
+ * reservation and the unmarked flag (six tests per call before).  Written and read with the GIL (the
  * child's handler runs before any other thread exists); relaxed atomic. */
 #define TG_GIL_FAST_OFF UINT64_MAX
 extern _Atomic uint64_t tg_gil_fast_key;
@@ -310,19 +310,19 @@ struct tg_gil_newest {
 extern struct tg_gil_newest tg_gil_newest;
 
 /* Enter P with WORD in the page map, or the hash if it does not fit there (GIL
- * held): inline, the common case, a block whose address has an entry page
- * already and no entry. */
+ * held): inline, the common case, a block whose address the map covers with
+ * no entry there. */
 static inline __attribute__((always_inline)) void
 tg_ptrtable_gil_enter(uintptr_t p, size_t size)
 {
-    struct tg_pp_page *pg;
-    unsigned gi;
+    uint16_t *e;
+    uint64_t g;
 
     if (__builtin_expect(size <= TG_PP_WORD_MAX, 1)
-            && (pg = tg_ptrpage_find(&tg_ptrpage_gil, p, &gi)) != NULL
-            && __builtin_expect(pg->word1[gi] == 0, 1)
+            && tg_ptrpage_find(&tg_ptrpage_gil, p, &g)
+            && __builtin_expect(*(e = tg_ptrpage_entry(&tg_ptrpage_gil, g)) == 0, 1)
             && __builtin_expect(!tg_ptrtable_gil.unmarked, 1)) {
-        tg_ptrpage_fill(&tg_ptrpage_gil, pg, gi, size);
+        tg_ptrpage_fill(&tg_ptrpage_gil, e, g, size);
         return;
     }
     tg_gil_insert_slow(p, size);
@@ -367,22 +367,24 @@ tg_ptrtable_gil_insert(void *ptr, size_t size)
 static inline __attribute__((always_inline)) size_t
 tg_ptrtable_gil_take(uintptr_t p, int *marked)
 {
-    struct tg_pp_page *pg;
-    unsigned gi, w;
+    uint16_t *e;
+    uint64_t g;
+    unsigned w;
 
     if (p == tg_gil_newest.p) {  /* its word is never SIZE_MAX: + 1 is not 0 */
         tg_gil_newest.p = 0;
         return tg_gil_newest.word + 1;
     }
-    if (__builtin_expect((pg = tg_ptrpage_find(&tg_ptrpage_gil, p, &gi)) == NULL, 0))
+    if (__builtin_expect(!tg_ptrpage_find(&tg_ptrpage_gil, p, &g), 0))
         return 0;
-    w = pg->word1[gi];
+    e = tg_ptrpage_entry(&tg_ptrpage_gil, g);
+    w = *e;
     if (__builtin_expect(w - 1u >= TG_PP_MARK - 1u, 0)) {  /* no entry, or a mark */
         if (marked != NULL)
             *marked = w == TG_PP_MARK;
         return 0;
     }
-    tg_ptrpage_empty(&tg_ptrpage_gil, pg, gi);
+    tg_ptrpage_empty(&tg_ptrpage_gil, e, g);
     return w;
 }
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -253,21 +254,21 @@ static void test_growth(struct tg_ptrtable *t)
 
 	tg_ptrtable_clear();  /* the bytes below: this test's alone */
 	for (i = 0; i < n; i++)
-		tg_ptrtable_insert(t, P(0x7f1200000000ull + (uint64_t)i * 32), (size_t)i % 1000);
+		tg_ptrtable_insert(t, P(0x011200000000ull + (uint64_t)i * 32), (size_t)i % 1000);
 	tg_ptrtable_stats(t, &st);
 	CHECK_INT(st.compact + st.paged, n);
 	CHECK_INT(st.paged, t == &tg_ptrtable_gil ? n : 0);
 	CHECK_INT(st.wide, 0);
 	CHECK(st.bytes <= (size_t)n * 8 * 8 / 3 + 16 * 1024 * 8);   /* load >= 3/8 */
 	for (i = 0; i < n; i++)                  /* the odd granules were never entered */
-		if (take(t, 0x7f1200000010ull + (uint64_t)i * 32) != -1)
+		if (take(t, 0x011200000010ull + (uint64_t)i * 32) != -1)
 			bad++;
 	for (i = 0; i < n; i += 2)
-		if (take(t, 0x7f1200000000ull + (uint64_t)i * 32) != i % 1000)
+		if (take(t, 0x011200000000ull + (uint64_t)i * 32) != i % 1000)
 			bad++;
 	CHECK_INT(tg_ptrtable_count(), n / 2);
 	for (i = 1; i < n; i += 2)
-		if (take(t, 0x7f1200000000ull + (uint64_t)i * 32) != i % 1000)
+		if (take(t, 0x011200000000ull + (uint64_t)i * 32) != i % 1000)
 			bad++;
 	CHECK_INT(bad, 0);
 	CHECK_INT(tg_ptrtable_count(), 0);
@@ -281,7 +282,7 @@ static void test_newest(void)
 {
 	struct tg_ptrtable *t = &tg_ptrtable_gil;
 	struct tg_ptrtable_stats st;
-	const uint64_t base = 0x7f3500000000ull;
+	const uint64_t base = 0x013500000000ull;
 
 	tg_ptrtable_clear();
 	tg_ptrtable_insert(t, P(base), 48);           /* a frame object, freed at once */
@@ -322,18 +323,27 @@ static void test_pages(void)
 {
 	struct tg_ptrtable *t = &tg_ptrtable_gil;
 	struct tg_ptrtable_stats st;
-	const uint64_t base = 0x7f3400000000ull;
-	size_t empty_bytes;
-	long i, bad = 0;
+	const uint64_t base = 0x013400000000ull;
+	size_t empty_bytes, sp;
+	long i, bad = 0, resident = 0;
+	int top_paged;
+	unsigned char in_core;
 
 	tg_ptrtable_clear();
 	tg_ptrtable_insert(t, P(base), PAGE_WORD_LIMIT - 1);       /* the largest */
+	/* The map covers all of user space, but where the address space to
+	 * reserve is short (ThreadSanitizer: 2^42 of it; valgrind 2^37) */
+	CHECK_INT(tg_ptrpage_reserve(&tg_ptrpage_gil), 0);
+#ifndef __SANITIZE_THREAD__
+	CHECK(tg_ptrpage_gil.glimit == UINT64_C(1) << 43);
+#endif
+	top_paged = tg_ptrpage_gil.glimit == UINT64_C(1) << 43;
 	tg_ptrtable_insert(t, P(base + 16), PAGE_WORD_LIMIT);      /* hash */
 	tg_ptrtable_insert(t, P((UINT64_C(1) << 47) - 16), 1);     /* top page */
 	tg_ptrtable_insert(t, P(UINT64_C(1) << 47), 1);            /* above: hash */
 	tg_ptrtable_stats(t, &st);
-	CHECK_INT(st.paged, 2);
-	CHECK_INT(st.compact, 2);
+	CHECK_INT(st.paged, 1 + top_paged);
+	CHECK_INT(st.compact, 3 - top_paged);
 	CHECK_INT(take(t, base + 8), -1);          /* unaligned, same granule */
 	CHECK_INT(take(t, base), PAGE_WORD_LIMIT - 1);
 	CHECK_INT(take(t, base + 16), PAGE_WORD_LIMIT);
@@ -360,19 +370,20 @@ static void test_pages(void)
 	CHECK_INT(take(t, base), 400);
 	CHECK_INT(take(t, base), -1);
 
-	/* a full page, then two 16 MiB regions: exact, and their memory given back
-	 * (spare pages aside) once they are empty and a new page is needed */
+	/* a full shadow page, then two 16 MiB regions: exact, and their memory
+	 * given back once they are empty and a page gets its first entry */
 	tg_ptrtable_clear();
 	tg_ptrtable_stats(t, &st);
 	empty_bytes = st.bytes;
-	for (i = 0; i < 256; i++)
+	for (i = 0; i < 2048; i++)
 		tg_ptrtable_insert(t, P(base + (uint64_t)i * 16), (size_t)i);
-	for (i = 0; i < 2 * 4096; i++)           /* a block per page */
+	for (i = 0; i < 2 * 4096; i++)           /* a block per 4 KiB of heap */
 		tg_ptrtable_insert(t, P(base + (UINT64_C(1) << 24) + (uint64_t)i * 4096 + 32), 7);
 	tg_ptrtable_stats(t, &st);
-	CHECK_INT(st.paged, 256 + 2 * 4096);
-	CHECK(st.bytes > empty_bytes + 2 * 4096 * 512);
-	for (i = 255; i >= 0; i--)
+	CHECK_INT(st.paged, 2048 + 2 * 4096);
+	CHECK_INT(tg_ptrpage_gil.pages, 1 + 2 * 4096 / 8);  /* 32 KiB of heap a page */
+	CHECK(st.bytes > empty_bytes + (1 + 2 * 4096 / 8) * 4096);
+	for (i = 2047; i >= 0; i--)
 		if (take(t, base + (uint64_t)i * 16) != i)
 			bad++;
 	for (i = 0; i < 2 * 4096; i++)
@@ -381,24 +392,39 @@ static void test_pages(void)
 	CHECK_INT(bad, 0);
 	tg_ptrtable_stats(t, &st);
 	CHECK_INT(st.paged, 0);
-	CHECK(st.bytes > empty_bytes + 2 * 4096 * 512);  /* idle, still there */
+	CHECK_INT(tg_ptrpage_gil.idle, 1 + 2 * 4096 / 8);  /* idle, still there */
+	CHECK(st.bytes > empty_bytes + (1 + 2 * 4096 / 8) * 4096);
 	tg_ptrtable_insert(t, P(base + 4096), 9);        /* an idle page reused */
+	tg_ptrtable_insert(t, P(base + 8192), 10);       /* base + 4096 to the map */
+	CHECK_INT(tg_ptrpage_gil.trims, 0);
 	CHECK_INT(take(t, base + 4096), 9);
+	CHECK_INT(take(t, base + 8192), 10);
 	tg_ptrtable_insert(t, P(base + (UINT64_C(3) << 24)), 5);  /* a new page */
+	tg_ptrtable_insert(t, P(base + (UINT64_C(3) << 24) + 32), 6);
 	tg_ptrtable_stats(t, &st);
-	CHECK_INT(st.paged, 1);
-	/* the spare pages and nodes, and the new page and its node, alone */
-	CHECK(st.bytes <= empty_bytes + 1025 * 600 + 5 * sizeof(struct tg_pp_node));
+	CHECK_INT(st.paged, 2);
+	CHECK_INT(tg_ptrpage_gil.trims, 1);
+	CHECK_INT(tg_ptrpage_gil.pages, 1);
+	CHECK_INT(tg_ptrpage_gil.idle, 0);
+	/* the new page and the list alone, and the idle pages out of memory */
+	CHECK(st.bytes <= empty_bytes + 4096 + 5 + 2048 * sizeof(uint32_t));
+	for (sp = 0; sp < 2 * 4096 / 8; sp++) {
+		uint64_t g = (base + (UINT64_C(1) << 24)) / 16 + sp * 2048;
+		if (mincore((char *)&tg_ptrpage_gil.word1[g], 4096, &in_core) == 0 && (in_core & 1))
+			resident++;
+	}
+	CHECK_INT(resident, 0);
 	CHECK_INT(take(t, base + (UINT64_C(3) << 24)), 5);
+	CHECK_INT(take(t, base + (UINT64_C(3) << 24) + 32), 6);
 	tg_ptrtable_clear();
 }
 
-/* A page that one block keeps emptying and refilling stays attached (idle)
- * instead of going to the spare list and back each time. */
+/* A page that one block keeps emptying and refilling stays listed (idle)
+ * instead of going out of memory and back each time. */
 static void test_parked(void)
 {
 	struct tg_ptrtable *t = &tg_ptrtable_gil;
-	const uint64_t base = 0x7f3600000000ull;
+	const uint64_t base = 0x013600000000ull;
 	long i, bad = 0;
 
 	tg_ptrtable_clear();
@@ -414,7 +440,7 @@ static void test_parked(void)
 	}
 	CHECK_INT(bad, 0);
 	CHECK_INT(tg_ptrpage_gil.pages, 1);
-	CHECK_INT(tg_ptrpage_gil.nspare, 0);       /* never detached */
+	CHECK_INT(tg_ptrpage_gil.trims, 0);        /* never given back */
 	CHECK_INT(take(t, base), 1);
 	CHECK_INT(take(t, base + 16), 2);
 	CHECK_INT(tg_ptrpage_gil.pages, 1);        /* idle */
@@ -442,7 +468,7 @@ static void test_pages_without_address_space(void)
 			_exit(2);
 		fclose(f);
 		tg_ptrtable_clear();
-		/* Room for the hash, not for the 64 MiB node array. */
+		/* Room for the hash, not for the smallest map's 8 GiB. */
 		rl.rlim_cur = rl.rlim_max = vm_pages * 4096ul + 24ul * 1024 * 1024;
 		if (setrlimit(RLIMIT_AS, &rl) != 0)
 			_exit(3);
