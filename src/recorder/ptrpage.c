@@ -5,9 +5,11 @@
  */
 #include "ptrpage.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 struct tg_ptrpage tg_ptrpage_gil;
@@ -25,17 +27,46 @@ tg_ptrpage_span(unsigned bits, size_t *neg_at, size_t *listed_at)
     return *listed_at + (size_t)spages;
 }
 
+/* Whether the kernel charges MAP_NORESERVE mappings against its commit
+ * limit (vm.overcommit_memory 2): a reservation would then take the
+ * program's own room to allocate. */
+static int
+tg_ptrpage_strict_commit(void)
+{
+    char c = 0;
+    int fd = open("/proc/sys/vm/overcommit_memory", O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return 0;
+    if (read(fd, &c, 1) != 1)
+        c = 0;
+    close(fd);
+    return c == '2';
+}
+
 int
 tg_ptrpage_reserve(struct tg_ptrpage *m)
 {
-    unsigned bits;
+    struct rlimit rl;
+    unsigned bits, min_bits = TG_PP_MIN_BITS;
 
     if (m->word1 != NULL)
         return 0;
-    if (m->unmapped)  /* e.g. under ulimit -v: not tried per block */
+    if (m->unmapped)  /* not tried per block */
         return -1;
     m->keep = sysconf(_SC_PAGESIZE) != (long)TG_PP_SPAGE_BYTES;
-    for (bits = TG_PP_ADDR_BITS; bits >= TG_PP_MIN_BITS; bits--) {
+    /* Address space or commit the program may need itself is not taken:
+     * under vm.overcommit_memory 2 no map at all, under a limit of address
+     * space (ulimit -v) only the whole range (which no such limit allows).
+     * The smaller ranges are for tools that cap one mapping's size (valgrind,
+     * ThreadSanitizer), not the process's. */
+    if (tg_ptrpage_strict_commit()) {
+        m->unmapped = 1;
+        return -1;
+    }
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        min_bits = TG_PP_ADDR_BITS;
+    for (bits = TG_PP_ADDR_BITS; bits >= min_bits; bits--) {
         size_t neg_at, listed_at, span = tg_ptrpage_span(bits, &neg_at, &listed_at);
         char *a = mmap(NULL, span, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);

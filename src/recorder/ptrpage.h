@@ -33,11 +33,14 @@
  *
  * The reservation covers addresses below 2^TG_PP_ADDR_BITS (16 TiB of address
  * space for the entries, and 20 GiB for the counts and flags), none of it
- * committed (MAP_NORESERVE) nor dumped in a core (MADV_DONTDUMP).  Where that
- * much cannot be had it covers the largest range below that it can, down to
- * 2^TG_PP_MIN_BITS (valgrind allows 32 GiB, ThreadSanitizer 1 TiB); where
- * none can, nothing is entered (every block goes to the hash).  A block
- * outside the range covered is not entered either (tg_ptrpage_set fails).
+ * committed (MAP_NORESERVE) nor dumped in a core (MADV_DONTDUMP).  Where a
+ * tool caps one mapping's size it covers the largest range below that it can,
+ * down to 2^TG_PP_MIN_BITS (valgrind allows 32 GiB, ThreadSanitizer 1 TiB);
+ * under a limit of the process's address space (ulimit -v) or a kernel that
+ * charges such mappings to its commit limit (vm.overcommit_memory 2) none is
+ * taken (the program's own room first), and where none is had nothing is
+ * entered: every block goes to the hash (exact, slower).  A block outside the
+ * range covered is not entered either (tg_ptrpage_set fails).
  *
  * Only 16-aligned blocks below 2^47 whose word is at most TG_PP_WORD_MAX go
  * here (with accounting off, nearly every block of the mem and obj domains);
