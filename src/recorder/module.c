@@ -11,6 +11,7 @@
 #include "tls.h"
 #include "accounting.h"
 #include "ptrtable.h"
+#include "ptrpage.h"
 #include "hook_count.h"
 #include "names.h"
 #include "native.h"
@@ -849,6 +850,30 @@ tg_mod_tracked_blocks(PyObject *mod, PyObject *unused)
     return PyLong_FromSize_t(tg_ptrtable_count());
 }
 
+/* The GIL domains' table (ptrtable.h, ptrpage.h): where its entries are and
+ * what its page map covers and holds.  GIL held, as every user of the map. */
+static PyObject *
+tg_mod_gil_table(PyObject *mod, PyObject *unused)
+{
+    struct tg_ptrtable_stats st;
+    const struct tg_ptrpage *m = &tg_ptrpage_gil;
+    int bits = 0;
+
+    (void)mod;
+    (void)unused;
+    tg_ptrtable_stats(&tg_ptrtable_gil, &st);
+    if (m->glimit != 0)
+        bits = 63 - __builtin_clzll((unsigned long long)m->glimit) + 4;
+    return Py_BuildValue("{s:n,s:n,s:n,s:i,s:i,s:n,s:n,s:n}",
+                         "paged", (Py_ssize_t)st.paged,
+                         "hashed", (Py_ssize_t)(st.compact + st.wide),
+                         "bytes", (Py_ssize_t)st.bytes,
+                         "map_bits", bits, "map_refused", m->unmapped,
+                         "map_pages", (Py_ssize_t)m->pages,
+                         "map_idle", (Py_ssize_t)m->idle,
+                         "map_trims", (Py_ssize_t)m->trims);
+}
+
 static PyObject *
 tg_mod_thread_counters(PyObject *mod, PyObject *unused)
 {
@@ -1027,6 +1052,11 @@ static PyMethodDef tg_module_methods[] = {
      "Threads with a profile function that is not threadgraph's (threadgraph attach)."},
     {"tracked_blocks", tg_mod_tracked_blocks, METH_NOARGS,
      "Number of live blocks in the pointer table."},
+    {"gil_table", tg_mod_gil_table, METH_NOARGS,
+     "gil_table() -> dict: the Python allocators' pointer table: entries in the page\n"
+     "map (paged) and the hash (hashed), its bytes, and the page map's range\n"
+     "(map_bits: addresses below 2**map_bits; 0 none), whether its reservation was\n"
+     "refused, its shadow pages (map_pages, map_idle) and trims."},
     {"thread_counters", tg_mod_thread_counters, METH_NOARGS,
      "(allocated, freed) bytes of the calling thread while hooked (in sampled\n"
      "mode, once its accounting state exists, that state's requested and freed)."},

@@ -1,0 +1,104 @@
+"""The Python allocators' page map (src/recorder/ptrpage.c) in a real process:
+the blocks a program keeps are found there (not in the hash), the map covers
+the whole user address space, its idle pages are given back once more are
+idle than busy, and every free stays exact while pages come and go.
+
+Where the map cannot be reserved (ulimit -v, vm.overcommit_memory=2) every
+block goes to the hash instead: a child run under ulimit -v checks that the
+counts are exact then too.
+"""
+import resource
+
+import pytest
+
+from tgtest import run_scenario
+
+
+def _reservation_refused_here():
+    """Whether this machine makes the recorder refuse the reservation."""
+    try:
+        with open("/proc/sys/vm/overcommit_memory") as f:
+            if f.read().strip() == "2":
+                return True
+    except OSError:
+        pass
+    return resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY
+
+PROG = """
+import gc, resource, sys
+import threadgraph._recorder as R
+from threadgraph import ProcessProfile
+
+LIMIT_AS = %r
+if LIMIT_AS:
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (LIMIT_AS, hard))
+
+def live():
+    a, f = R.thread_counters()
+    return a - f
+
+gc.disable()
+p = ProcessProfile(default_log_path="out", %s)
+p.enable()
+x0 = live()
+keep = [bytearray(40) for _ in range(200000)]   # ~16 MB of small blocks
+mid = R.gil_table()
+grown = live() - x0
+del keep
+after_free = live() - x0
+gone = R.gil_table()
+# A new region of the heap after the old one went idle: the idle shadow
+# pages go when a page gets its first entry while more are idle than busy.
+keep2 = [bytearray(100) for _ in range(100000)]
+del keep2
+last = R.gil_table()
+p.disable()
+print(repr((mid, gone, last, grown, after_free)))
+"""
+
+
+def _run(tmp_path, kwargs, limit_as=0):
+    proc = run_scenario(tmp_path, PROG % (limit_as, kwargs))
+    return eval(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("kwargs", ['profile="python"', 'mode="sampled"'],
+                         ids=["plain", "sampled"])
+def test_kept_blocks_are_found_in_the_page_map(tmp_path, kwargs):
+    mid, gone, last, grown, after_free = _run(tmp_path, kwargs)
+    if _reservation_refused_here():
+        pytest.skip("this machine makes the page map refuse its reservation "
+                    "(vm.overcommit_memory=2 or a limit of address space)")
+    assert not mid["map_refused"]
+    assert mid["map_bits"] == 47             # all of user space
+    assert mid["paged"] >= 200000             # each bytearray's buffer at least
+    assert mid["hashed"] < mid["paged"] // 100
+    assert mid["map_pages"] > 0
+    # every free counted exactly: what is left is the measuring's own
+    assert grown > 200000 * 40
+    assert abs(after_free) < 4096
+    assert gone["paged"] < mid["paged"] // 100
+    # The emptied pages are kept, idle, until a page gets its first entry
+    # while more are idle than busy; then they are given back.  Freeing
+    # ~700 pages' blocks and allocating again does both, in some order.
+    assert last["map_trims"] >= 1
+    if gone["map_trims"] == 0:
+        assert gone["map_idle"] >= mid["map_pages"] // 2
+        assert gone["bytes"] >= mid["bytes"] // 2
+    else:
+        assert gone["map_pages"] < mid["map_pages"] // 10
+        assert gone["bytes"] < mid["bytes"] // 10
+    # the second region's pages, emptied in turn, idle again
+    assert last["map_idle"] > last["map_pages"] // 2
+
+
+def test_without_address_space_every_block_goes_to_the_hash(tmp_path):
+    # Room for the interpreter and the test, not for a 16 TiB reservation.
+    mid, gone, last, grown, after_free = _run(tmp_path, 'mode="sampled"',
+                                              limit_as=4 << 30)
+    assert mid["map_bits"] == 0 and mid["map_refused"] == 1
+    assert mid["paged"] == 0
+    assert mid["hashed"] >= 200000
+    assert grown > 200000 * 40
+    assert abs(after_free) < 4096
