@@ -46,6 +46,11 @@ static _Atomic int tg_tracking;
  * hooks and computes this) and stops only after disable has uninstalled them
  * (which clears it), so it never goes stale.  Relaxed atomic. */
 static _Atomic int tg_plain;
+/* Plain mode's fast paths' key: 0 while tg_plain is set, -1 (busy bits all
+ * 1, which no thread has) otherwise, so that one compare with the thread's
+ * busy bits stands for "no busy bit and plain mode" (two loads and two tests
+ * before).  Set and cleared with tg_plain.  Relaxed atomic. */
+static _Atomic int tg_plain_key = -1;
 /* Sampled mode's fast paths for the GIL domains (hook_count.h
  * tg_hook_gil_fast_alloc/free) may run when allocation accounting is on and
  * there is no process total (which they do not count): install then sets
@@ -328,6 +333,18 @@ tg_hook_malloc_gil(void *ctx, size_t size)
     return tg_hook_malloc_gil_fast(ctx, size);
 }
 
+/* Whether the fast paths of plain mode (SAMPLED 0) or of sampled mode
+ * (SAMPLED 1) may take the calling thread's call in a GIL domain: a thread
+ * with no busy bit (the program's own calls) while that mode's hooks count. */
+static inline __attribute__((always_inline)) int
+tg_hook_gil_fast_ok(int sampled)
+{
+    if (sampled)
+        return tg_hook_gil_fast_on();
+    return __builtin_expect(tg_tls.busy == atomic_load_explicit(&tg_plain_key,
+                                                                memory_order_relaxed), 1);
+}
+
 /* Plain mode's malloc for the GIL domains (tg_plain: the thread's bytes only,
  * the default and the tutorial's configuration): a thread with no busy bit
  * (the program's own calls) counts the block and enters its size, as the
@@ -341,8 +358,7 @@ tg_hook_malloc_gil_plain(void *ctx, size_t size)
     struct tg_hook_domain *d = ctx;
     void *p;
 
-    if (__builtin_expect(tg_tls.busy != 0, 0)
-            || !atomic_load_explicit(&tg_plain, memory_order_relaxed))
+    if (__builtin_expect(!tg_hook_gil_fast_ok(0), 0))
         return tg_hook_malloc_gil_general(ctx, size);
     tg_tls.busy = TG_BUSY_HOOK;
     p = d->orig.malloc(d->orig.ctx, size);
@@ -364,18 +380,6 @@ static __attribute__((noinline)) void *
 tg_hook_realloc_gil_general(void *ctx, void *ptr, size_t size)
 {
     return tg_hook_realloc_body(ctx, ptr, size, 1);
-}
-
-/* Whether the fast paths of plain mode (SAMPLED 0) or of sampled mode
- * (SAMPLED 1) may take the calling thread's call in a GIL domain: a thread
- * with no busy bit (the program's own calls) while that mode's hooks count. */
-static inline __attribute__((always_inline)) int
-tg_hook_gil_fast_ok(int sampled)
-{
-    if (sampled)
-        return tg_hook_gil_fast_on();
-    return __builtin_expect(tg_tls.busy == 0, 1)
-           && atomic_load_explicit(&tg_plain, memory_order_relaxed);
 }
 
 /* calloc's fast path in a GIL domain, for plain mode (SAMPLED 0) or sampled
@@ -512,32 +516,42 @@ tg_hook_free_gil_general(void *ctx, void *ptr)
     tg_hook_free_body(ctx, ptr, 1);
 }
 
+/* Plain mode's free of a block larger than TG_HOOK_SMALL_MAX, counted
+ * already: freed with the busy bit (the allocator may call down into a hooked
+ * one).  Apart, so that the common free keeps no register for after a call. */
+static __attribute__((noinline)) void
+tg_hook_free_gil_plain_large(struct tg_hook_domain *d, void *ptr)
+{
+    tg_tls.busy = TG_BUSY_HOOK;
+    d->orig.free(d->orig.ctx, ptr);
+    tg_tls.busy = 0;
+}
+
 /* Plain mode's free for the GIL domains (see tg_hook_malloc_gil_plain): a
  * block the program frees, entered with at most TG_HOOK_SMALL_MAX bytes, is
  * counted and freed by a tail call without the busy bit (as
  * tg_hook_free_gil_fast does), a larger one with it; anything else goes to
- * the general path. */
+ * the general path.  The word taken is the block's size as the plain hooks
+ * entered it: no accounting bits to mask (plain mode runs without accounting,
+ * and the table is cleared at every uninstall). */
 static void
 tg_hook_free_gil_plain(void *ctx, void *ptr)
 {
     struct tg_hook_domain *d = ctx;
     size_t w1, size;
 
-    if (__builtin_expect(tg_tls.busy != 0, 0) || ptr == NULL
-            || !atomic_load_explicit(&tg_plain, memory_order_relaxed)
+    if (__builtin_expect(!tg_hook_gil_fast_ok(0), 0) || ptr == NULL
             || (w1 = tg_ptrtable_gil_take((uintptr_t)ptr, NULL)) == 0) {
         tg_hook_free_gil_general(ctx, ptr);
         return;
     }
-    size = TG_ACCT_ENTRY_SIZE(w1 - 1);
+    size = w1 - 1;
     tg_tls.freed += (int64_t)size;
     if (__builtin_expect(size <= TG_HOOK_SMALL_MAX, 1)) {
         d->orig.free(d->orig.ctx, ptr);
         return;
     }
-    tg_tls.busy = TG_BUSY_HOOK;
-    d->orig.free(d->orig.ctx, ptr);
-    tg_tls.busy = 0;
+    tg_hook_free_gil_plain_large(d, ptr);
 }
 
 /* The free's fast path is a leaf with tail calls, which saves no register:
@@ -578,6 +592,7 @@ tg_hooks_install(int count_total)
     atomic_store(&tg_process_total, 0);
     atomic_store(&tg_tracking, 1);
     atomic_store(&tg_plain, !count_total && !atomic_load(&tg_acct_on));
+    atomic_store(&tg_plain_key, atomic_load(&tg_plain) ? 0 : -1);
     (void)pthread_once(&tg_hooks_fork_once, tg_hooks_fork_init);
     /* The key last: what the fast paths read is set.  Accounting's light
      * generation is not that of any state unless sampled mode runs. */
@@ -640,6 +655,7 @@ tg_hooks_uninstall(void)
     }
     /* Otherwise something (tracemalloc) wrapped our wrappers: they must stay in
      * the chain, and pass through from now on. */
+    atomic_store(&tg_plain_key, -1);
     atomic_store(&tg_plain, 0);
     atomic_store(&tg_gil_fast_key, TG_GIL_FAST_OFF);
     atomic_store(&tg_tracking, 0);
