@@ -328,6 +328,25 @@ tg_ptrtable_gil_enter(uintptr_t p, size_t size)
     tg_gil_insert_slow(p, size);
 }
 
+/* tg_ptrtable_gil_enter's common case alone: 1 when P is entered in the
+ * page map and nothing is left to do, 2 when it is and its shadow page got
+ * its first entry (tg_ptrpage_busy is due), 0 having done nothing (P goes
+ * to tg_gil_insert_slow).  For a hook that ends in a tail call for the rest
+ * (alloc_hooks.c tg_hook_malloc_gil_plain). */
+static inline __attribute__((always_inline)) int
+tg_ptrtable_gil_enter_fast(uintptr_t p, size_t size)
+{
+    uint16_t *e;
+    uint64_t g;
+
+    if (__builtin_expect(size <= TG_PP_WORD_MAX, 1)
+            && tg_ptrpage_find(&tg_ptrpage_gil, p, &g)
+            && __builtin_expect(*(e = tg_ptrpage_entry(&tg_ptrpage_gil, g)) == 0, 1)
+            && __builtin_expect(!tg_ptrtable_gil.unmarked, 1))
+        return 1 + tg_ptrpage_fill_first(&tg_ptrpage_gil, e, g, size);
+    return 0;
+}
+
 /* Move the newest block, if any, into the map or the hash (GIL held): before
  * the table is read as a whole (stats) or a block is entered elsewhere. */
 static inline void
