@@ -49,9 +49,11 @@ struct tg_tls {
     struct tg_acct_thread *acct;  /* this thread's accounting state (acct_state.c),
                                    * valid iff acct_gen == tg_acct.gen */
     uint64_t acct_gen;
-    size_t hook_size;             /* alloc_hooks.c: sampled mode's malloc in a GIL
-                                   * domain keeps the request's size here across
-                                   * its call down, not in a saved register */
+    size_t hook_size;             /* alloc_hooks.c: sampled and plain mode's malloc
+                                   * in a GIL domain keep the request's size here
+                                   * across their call down, not in a saved
+                                   * register (a nested call is busy: it takes the
+                                   * general path, which does not use it) */
 };
 
 /* initial-exec: a direct %fs access instead of a __tls_get_addr call per hook;
