@@ -277,9 +277,7 @@ tg_hook_malloc_gil_record(void *p, size_t size)
 __attribute__((noinline)) void *
 tg_hook_gil_fast_busy(void *p)
 {
-    tg_ptrpage_busy(&tg_ptrpage_gil,
-                    (((uint64_t)(uintptr_t)p >> 4) | ((uint64_t)(uintptr_t)p << 60))
-                    >> TG_PP_SPAGE_SHIFT);
+    tg_ptrtable_gil_enter_rest((uintptr_t)p, 0, 2);
     return p;
 }
 
@@ -359,11 +357,7 @@ tg_hook_gil_fast_ok(int sampled)
 static __attribute__((noinline)) void *
 tg_hook_malloc_gil_plain_rest(void *p, uintptr_t q, size_t qw, int kind)
 {
-    if (kind == 2)
-        tg_ptrpage_busy(&tg_ptrpage_gil, (((uint64_t)q >> 4) | ((uint64_t)q << 60))
-                                         >> TG_PP_SPAGE_SHIFT);
-    else
-        tg_gil_insert_slow(q, qw);
+    tg_ptrtable_gil_enter_rest(q, qw, kind);
     return p;
 }
 
