@@ -343,13 +343,6 @@ tg_hook_gil_fast_ok(int sampled)
                                                                 memory_order_relaxed), 1);
 }
 
-/* Plain mode's malloc for the GIL domains (tg_plain: the thread's bytes only,
- * the default and the tutorial's configuration): a thread with no busy bit
- * (the program's own calls) counts the block and enters its size, as the
- * general path does for it, with no other test; anything else goes to the
- * general path.  Only the size and the thread-local block's address live
- * across the call down: two registers saved instead of the general path's
- * six. */
 /* The rest of plain mode's malloc of block P when the previous newest block
  * Q (word QW) did not go into the page map by the common case: KIND 2, Q
  * went in as its shadow page's first entry; 0, Q goes wherever it goes.
@@ -369,6 +362,13 @@ tg_hook_malloc_gil_plain_rest(void *p, uintptr_t q, size_t qw, int kind)
 #define TG_NO_SLP
 #endif
 
+/* Plain mode's malloc for the GIL domains (tg_plain: the thread's bytes only,
+ * the default and the tutorial's configuration): a thread with no busy bit
+ * (the program's own calls) counts the block and enters its size, as the
+ * general path does for it, with no other test; anything else goes to the
+ * general path.  Only the thread-local block's address lives in a register
+ * across the call down (the size waits in that block): one register saved
+ * instead of the general path's six. */
 static TG_NO_SLP void *
 tg_hook_malloc_gil_plain(void *ctx, size_t size)
 {
