@@ -117,7 +117,7 @@ tg_ptrpage_busy(struct tg_ptrpage *m, uint64_t sp)
     }
     if (m->idle > TG_PP_IDLE_MIN && m->idle > m->pages - m->idle && !m->keep)
         tg_ptrpage_trim(m);  /* SP has an entry already: it stays */
-    if (m->ntouched == m->touched_cap) {
+    if (m->pages == m->touched_cap) {
         size_t cap = m->touched_cap ? 2 * m->touched_cap : 1024;
         uint32_t *t = realloc(m->touched, cap * sizeof(*t));
 
@@ -127,9 +127,8 @@ tg_ptrpage_busy(struct tg_ptrpage *m, uint64_t sp)
         m->touched = t;
         m->touched_cap = cap;
     }
-    m->touched[m->ntouched++] = (uint32_t)sp;
+    m->touched[m->pages++] = (uint32_t)sp;
     m->listed[sp] = 1;
-    m->pages++;
 }
 
 static int
@@ -154,8 +153,8 @@ tg_ptrpage_trim(struct tg_ptrpage *m)
     uint64_t run_first = 0, run_n = 0;
 
     /* In address order, so that neighbouring idle pages go in one call. */
-    qsort(m->touched, m->ntouched, sizeof(*m->touched), tg_ptrpage_cmp_u32);
-    for (i = 0; i < m->ntouched; i++) {
+    qsort(m->touched, m->pages, sizeof(*m->touched), tg_ptrpage_cmp_u32);
+    for (i = 0; i < m->pages; i++) {
         uint64_t sp = m->touched[i];
 
         if (m->neg[sp] != 0) {
@@ -163,7 +162,6 @@ tg_ptrpage_trim(struct tg_ptrpage *m)
             continue;
         }
         m->listed[sp] = 0;
-        m->pages--;
         m->idle--;
         if (run_n != 0 && run_first + run_n == sp) {
             run_n++;
@@ -176,7 +174,7 @@ tg_ptrpage_trim(struct tg_ptrpage *m)
     }
     if (run_n != 0)
         tg_ptrpage_drop_run(m, run_first, run_n);
-    m->ntouched = kept;
+    m->pages = kept;
     m->trims++;
 }
 
@@ -194,7 +192,7 @@ tg_ptrpage_entries(const struct tg_ptrpage *m)
 {
     size_t i, count = 0;
 
-    for (i = 0; i < m->ntouched; i++)
+    for (i = 0; i < m->pages; i++)
         count += (uint32_t)-m->neg[m->touched[i]];
     return count;
 }

@@ -80,11 +80,13 @@ struct tg_ptrpage {
     uint32_t *neg;                 /* per shadow page: minus its entries
                                       (mod 2^32; marks included) */
     uint8_t *listed;               /* per shadow page: 1 when in touched */
-    uint32_t *touched;             /* the listed shadow pages, by index */
-    size_t ntouched, touched_cap;
+    uint32_t *touched;             /* the listed shadow pages, by index: pages
+                                      of them */
+    size_t touched_cap;
     size_t span;                   /* bytes reserved at word1 (all three arrays) */
     size_t marks;                  /* entries that are TG_PP_MARK */
-    size_t pages;                  /* listed shadow pages (idle included) */
+    size_t pages;                  /* listed shadow pages (idle included): the
+                                      length of touched */
     size_t idle;                   /* listed shadow pages without an entry */
     size_t trims;                  /* tg_ptrpage_trim runs that gave pages back */
     int unmapped;                  /* no reservation could be had: no retry
