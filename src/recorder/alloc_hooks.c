@@ -523,8 +523,8 @@ tg_hook_realloc_gil_sampled(void *ctx, void *ptr, size_t size)
         if (!tg_ptrpage_find(&tg_ptrpage_gil, (uintptr_t)ptr, &g))
             return tg_hook_realloc_gil_general(ctx, ptr, size);
         e = tg_ptrpage_entry(&tg_ptrpage_gil, g);
-        old = (size_t)*e - 1;          /* no entry (0): SIZE_MAX; a mark: 0xFFFE */
-        if (old - 1 >= TG_PP_WORD_MAX) /* 0 too: TG_HOOK_HIST_ADD below */
+        old = *e;
+        if (old - 1 >= TG_PP_WORD_MAX) /* no entry (0) or a mark too */
             return tg_hook_realloc_gil_general(ctx, ptr, size);
         tg_ptrpage_empty(&tg_ptrpage_gil, e, g);
     }

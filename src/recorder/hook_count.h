@@ -270,8 +270,8 @@ tg_hook_gil_fast_free(void *p)
     if (!tg_ptrpage_find(&tg_ptrpage_gil, a, &g))
         return 0;
     e = tg_ptrpage_entry(&tg_ptrpage_gil, g);
-    size = (size_t)*e - 1;  /* no entry (0): SIZE_MAX */
-    if (size - 1 >= TG_HOOK_SMALL_MAX)  /* 0 too: TG_HOOK_HIST_ADD below */
+    size = *e;
+    if (size - 1 >= TG_HOOK_SMALL_MAX)  /* no entry (0) or a mark too */
         return 0;
     tg_ptrpage_empty(&tg_ptrpage_gil, e, g);
     TG_HOOK_OWN_ADD(t->freed, (int64_t)size);

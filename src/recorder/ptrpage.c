@@ -104,7 +104,7 @@ tg_ptrpage_set(struct tg_ptrpage *m, uintptr_t p, size_t word)
     if (*e == 0)
         tg_ptrpage_fill(m, e, g, word);
     else
-        *e = (uint16_t)(word + 1);
+        *e = (uint16_t)word;
     return 0;
 }
 

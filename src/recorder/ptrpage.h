@@ -13,7 +13,7 @@
  * AddressSanitizer's shadow) and backed by memory only where entries are
  * written:
  *
- *   word1[p >> 4]       the block's word + 1 (0: none)
+ *   word1[p >> 4]       the block's word (0: none)
  *
  * so a lookup is one load at an address computed from P alone.  (Before, a
  * node array and entry pages of 256 entries: three dependent loads and two
@@ -42,7 +42,7 @@
  * entered: every block goes to the hash (exact, slower).  A block outside the
  * range covered is not entered either (tg_ptrpage_set fails).
  *
- * Only 16-aligned blocks below 2^47 whose word is at most TG_PP_WORD_MAX go
+ * Only 16-aligned blocks below 2^47 whose word is 1 to TG_PP_WORD_MAX go
  * here (with accounting off, nearly every block of the mem and obj domains);
  * ptrtable.c keeps the rest in the GIL table's hash and keeps a pointer in at
  * most one of the two.  A block of such an address that the hash holds has
@@ -65,7 +65,8 @@
 #define TG_PP_MIN_BITS 36        /* the smallest range worth a map */
 #define TG_PP_SPAGE_SHIFT 11     /* granules per shadow page: 4 KiB of entries */
 #define TG_PP_SPAGE_BYTES (UINT64_C(2) << TG_PP_SPAGE_SHIFT)
-#define TG_PP_WORD_MAX 0xFFFDu   /* entries hold word + 1 in 16 bits ... */
+#define TG_PP_WORD_MAX 0xFFFEu   /* entries hold a word of 1 to this (0:
+                                    none, so a word 0 goes to the hash) ... */
 #define TG_PP_MARK 0xFFFFu       /* ... or this mark: the block's entry is in the
                                     GIL table's hash (ptrtable_fast.h) */
 #define TG_PP_IDLE_MIN 64        /* idle shadow pages always allowed (256 KiB);
@@ -97,13 +98,20 @@ struct tg_ptrpage {
 /* The GIL table's map (GIL). */
 extern struct tg_ptrpage tg_ptrpage_gil;
 
-/* Whether block P with WORD can be entered in a page map (the range a map
- * covers may be smaller: tg_ptrpage_set then fails). */
+/* Whether a page map may hold an entry (a word or a mark) for block P:
+ * 16-aligned, below 2^TG_PP_ADDR_BITS (the range a map covers may be smaller:
+ * tg_ptrpage_set then fails). */
+static inline int
+tg_ptrpage_fits_addr(uintptr_t p)
+{
+    return (((uint64_t)p & 15) | ((uint64_t)p >> TG_PP_ADDR_BITS)) == 0;
+}
+
+/* Whether block P with WORD can be entered in a page map. */
 static inline int
 tg_ptrpage_fits(uintptr_t p, size_t word)
 {
-    return (((uint64_t)p & 15) | ((uint64_t)p >> TG_PP_ADDR_BITS)) == 0
-           && word <= TG_PP_WORD_MAX;
+    return tg_ptrpage_fits_addr(p) && word - 1 < TG_PP_WORD_MAX;
 }
 
 /* Reserve M's arrays now if they are not: 0, or -1 when no range can be had
@@ -155,7 +163,7 @@ borrow:
 #endif
 }
 
-/* Enter WORD (at most TG_PP_WORD_MAX) at E, the entry of granule G in M
+/* Enter WORD (1 to TG_PP_WORD_MAX) at E, the entry of granule G in M
  * (tg_ptrpage_find), which held none.  1 when its shadow page got its first
  * entry: the caller then calls tg_ptrpage_busy(M, G >> TG_PP_SPAGE_SHIFT)
  * (apart, so that a hook can make it a tail call and keep no register for
@@ -163,7 +171,7 @@ borrow:
 static inline __attribute__((always_inline)) int
 tg_ptrpage_fill_first(struct tg_ptrpage *m, uint16_t *e, uint64_t g, size_t word)
 {
-    *e = (uint16_t)(word + 1);
+    *e = (uint16_t)word;
     return __builtin_expect(tg_ptrpage_dec(&m->neg[g >> TG_PP_SPAGE_SHIFT]), 0);
 }
 
@@ -175,14 +183,32 @@ tg_ptrpage_fill(struct tg_ptrpage *m, uint16_t *e, uint64_t g, size_t word)
         tg_ptrpage_busy(m, g >> TG_PP_SPAGE_SHIFT);
 }
 
+/* Add 1 to the count at C: 1 when it becomes 0 (the carry: its shadow
+ * page's last entry went).  As tg_ptrpage_dec: on x86-64 an add to memory
+ * and a jump (C's spelling made GCC compute the count's address into a
+ * register first); elsewhere, and under ThreadSanitizer, C. */
+static inline __attribute__((always_inline)) int
+tg_ptrpage_inc(uint32_t *c)
+{
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__) \
+    && ((defined(__clang__) && __clang_major__ >= 11) || (!defined(__clang__) && __GNUC__ >= 11))
+    __asm__ goto("addl $1, %0\n\tjc %l[carry]" : "+m"(*c) : : "cc" : carry);
+    return 0;
+carry:
+    return 1;
+#else
+    return ++*c == 0;
+#endif
+}
+
 /* Remove the entry at E, granule G's in M (not empty).  No call: a shadow
  * page left without an entry stays, idle (a listed one counted so; a call
  * would make the free hook, a leaf, save registers on every call). */
-static inline void
+static inline __attribute__((always_inline)) void
 tg_ptrpage_empty(struct tg_ptrpage *m, uint16_t *e, uint64_t g)
 {
     *e = 0;
-    if (__builtin_expect(++m->neg[g >> TG_PP_SPAGE_SHIFT] == 0, 0))
+    if (__builtin_expect(tg_ptrpage_inc(&m->neg[g >> TG_PP_SPAGE_SHIFT]), 0))
         m->idle += m->listed[g >> TG_PP_SPAGE_SHIFT];
 }
 

@@ -260,13 +260,13 @@ tg_gil_hash_insert(uintptr_t p, size_t word, int wide)
     unsigned b = tg_wfilter_bit(h);
     uint64_t g;
 
-    if (tg_ptrpage_fits(p, 0)) {
+    if (tg_ptrpage_fits_addr(p)) {
         /* One entry per address: a word in the page map gives way to the mark
          * (a mark already there: the hash's insert replaces its entry).  The
          * set fails only where the map does not cover P, so no word is left. */
         if (!tg_ptrpage_find(&tg_ptrpage_gil, p, &g)
                 || *tg_ptrpage_entry(&tg_ptrpage_gil, g) != TG_PP_MARK) {
-            if (tg_ptrpage_set(&tg_ptrpage_gil, p, TG_PP_MARK - 1) == 0) {
+            if (tg_ptrpage_set(&tg_ptrpage_gil, p, TG_PP_MARK) == 0) {
                 tg_ptrpage_gil.marks++;
             } else {
                 tg_ptrtable_gil.unmarked = 1;
@@ -289,7 +289,7 @@ tg_gil_hash_remove(uintptr_t p, size_t *word)
     uint64_t g;
     int found;
 
-    if (tg_ptrpage_fits(p, 0) && tg_ptrpage_find(&tg_ptrpage_gil, p, &g)
+    if (tg_ptrpage_fits_addr(p) && tg_ptrpage_find(&tg_ptrpage_gil, p, &g)
             && *(e = tg_ptrpage_entry(&tg_ptrpage_gil, g)) == TG_PP_MARK) {
         tg_ptrpage_gil.marks--;
         tg_ptrpage_empty(&tg_ptrpage_gil, e, g);

@@ -320,7 +320,7 @@ tg_ptrtable_gil_enter_fast(uintptr_t p, size_t size)
     uint16_t *e;
     uint64_t g;
 
-    if (__builtin_expect(size <= TG_PP_WORD_MAX, 1)
+    if (__builtin_expect(size - 1 < TG_PP_WORD_MAX, 1)
             && tg_ptrpage_find(&tg_ptrpage_gil, p, &g)
             && __builtin_expect(*(e = tg_ptrpage_entry(&tg_ptrpage_gil, g)) == 0, 1)
             && __builtin_expect(!tg_ptrtable_gil.unmarked, 1))
@@ -409,7 +409,7 @@ tg_ptrtable_gil_take(uintptr_t p, int *marked)
         return 0;
     }
     tg_ptrpage_empty(&tg_ptrpage_gil, e, g);
-    return w;
+    return (size_t)w + 1;  /* the callers' - 1 folds into it */
 }
 
 /* tg_ptrtable_remove(&tg_ptrtable_gil, PTR, SIZE), inline (GIL held). */
@@ -427,7 +427,7 @@ tg_ptrtable_gil_remove(void *ptr, size_t *size)
     if (marked)
         return tg_gil_hash_remove(p, size);
     /* Not in the page map: in the hash only if P cannot be marked there. */
-    if ((!tg_ptrpage_fits(p, 0) || tg_ptrtable_gil.unmarked) && tg_gil_hash_maybe(p))
+    if ((!tg_ptrpage_fits_addr(p) || tg_ptrtable_gil.unmarked) && tg_gil_hash_maybe(p))
         return tg_gil_hash_remove(p, size);
     return 0;
 }

@@ -22,7 +22,7 @@
 
 /* Compact limits as the table documents them (ptrtable.h). */
 #define COMPACT_SIZE_LIMIT (UINT64_C(1) << 20)
-#define PAGE_WORD_LIMIT 0xFFFE          /* the GIL table's page map: words below */
+#define PAGE_WORD_LIMIT 0xFFFF          /* the GIL table's page map: words 1 to below */
 #define COMPACT_PTR_LIMIT (UINT64_C(1) << 48)
 
 static void *P(uint64_t v) { return (void *)(uintptr_t)v; }
@@ -254,7 +254,7 @@ static void test_growth(struct tg_ptrtable *t)
 
 	tg_ptrtable_clear();  /* the bytes below: this test's alone */
 	for (i = 0; i < n; i++)
-		tg_ptrtable_insert(t, P(0x011200000000ull + (uint64_t)i * 32), (size_t)i % 1000);
+		tg_ptrtable_insert(t, P(0x011200000000ull + (uint64_t)i * 32), (size_t)i % 1000 + 1);
 	tg_ptrtable_stats(t, &st);
 	CHECK_INT(st.compact + st.paged, n);
 	CHECK_INT(st.paged, t == &tg_ptrtable_gil ? n : 0);
@@ -264,11 +264,11 @@ static void test_growth(struct tg_ptrtable *t)
 		if (take(t, 0x011200000010ull + (uint64_t)i * 32) != -1)
 			bad++;
 	for (i = 0; i < n; i += 2)
-		if (take(t, 0x011200000000ull + (uint64_t)i * 32) != i % 1000)
+		if (take(t, 0x011200000000ull + (uint64_t)i * 32) != i % 1000 + 1)
 			bad++;
 	CHECK_INT(tg_ptrtable_count(), n / 2);
 	for (i = 1; i < n; i += 2)
-		if (take(t, 0x011200000000ull + (uint64_t)i * 32) != i % 1000)
+		if (take(t, 0x011200000000ull + (uint64_t)i * 32) != i % 1000 + 1)
 			bad++;
 	CHECK_INT(bad, 0);
 	CHECK_INT(tg_ptrtable_count(), 0);
@@ -368,6 +368,24 @@ static void test_pages(void)
 	tg_ptrtable_insert(t, P(base), 400);
 	CHECK_INT(tg_ptrtable_count(), 1);
 	CHECK_INT(take(t, base), 400);
+
+	/* a word 0 (a 0-byte block) has no page map entry (0 is "none"): the
+	 * hash holds it, the map marks it, and it moves back to the map */
+	tg_ptrtable_insert(t, P(base + 32), 5);
+	tg_ptrtable_insert(t, P(base + 32), 0);
+	tg_ptrtable_stats(t, &st);
+	CHECK_INT(st.compact, 1);
+	CHECK_INT(st.paged, 0);
+	CHECK_INT(take(t, base + 32), 0);
+	tg_ptrtable_insert(t, P(base + 32), 0);
+	tg_ptrtable_insert(t, P(base + 48), 1);                    /* moves base + 32 */
+	tg_ptrtable_insert(t, P(base + 32), 7);
+	tg_ptrtable_insert(t, P(base + 64), 1);
+	tg_ptrtable_stats(t, &st);
+	CHECK_INT(st.compact + st.wide, 0);
+	CHECK_INT(take(t, base + 32), 7);
+	CHECK_INT(take(t, base + 48), 1);
+	CHECK_INT(take(t, base + 64), 1);
 	CHECK_INT(take(t, base), -1);
 
 	/* a full shadow page, then two 16 MiB regions: exact, and their memory
@@ -376,7 +394,7 @@ static void test_pages(void)
 	tg_ptrtable_stats(t, &st);
 	empty_bytes = st.bytes;
 	for (i = 0; i < 2048; i++)
-		tg_ptrtable_insert(t, P(base + (uint64_t)i * 16), (size_t)i);
+		tg_ptrtable_insert(t, P(base + (uint64_t)i * 16), (size_t)i + 1);
 	for (i = 0; i < 2 * 4096; i++)           /* a block per 4 KiB of heap */
 		tg_ptrtable_insert(t, P(base + (UINT64_C(1) << 24) + (uint64_t)i * 4096 + 32), 7);
 	tg_ptrtable_stats(t, &st);
@@ -384,7 +402,7 @@ static void test_pages(void)
 	CHECK_INT(tg_ptrpage_gil.pages, 1 + 2 * 4096 / 8);  /* 32 KiB of heap a page */
 	CHECK(st.bytes > empty_bytes + (1 + 2 * 4096 / 8) * 4096);
 	for (i = 2047; i >= 0; i--)
-		if (take(t, base + (uint64_t)i * 16) != i)
+		if (take(t, base + (uint64_t)i * 16) != i + 1)
 			bad++;
 	for (i = 0; i < 2 * 4096; i++)
 		if (take(t, base + (UINT64_C(1) << 24) + (uint64_t)i * 4096 + 32) != 7)

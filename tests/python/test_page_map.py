@@ -102,3 +102,55 @@ def test_without_address_space_every_block_goes_to_the_hash(tmp_path):
     assert mid["hashed"] >= 200000
     assert grown > 200000 * 40
     assert abs(after_free) < 4096
+
+
+ZERO_PROG = """
+import ctypes, gc, sys
+import threadgraph._recorder as R
+from threadgraph import ProcessProfile
+
+api = ctypes.pythonapi
+api.PyMem_Malloc.restype = ctypes.c_void_p
+api.PyMem_Malloc.argtypes = [ctypes.c_size_t]
+api.PyMem_Free.restype = None
+api.PyMem_Free.argtypes = [ctypes.c_void_p]
+malloc, free = api.PyMem_Malloc, api.PyMem_Free
+
+def live():
+    a, f = R.thread_counters()
+    return a - f
+
+gc.disable()
+p = ProcessProfile(default_log_path="out", %s)
+p.enable()
+n = 2000
+slots = [0] * (2 * n)
+t0, x0 = R.gil_table(), live()
+for i in range(n):
+    slots[2 * i] = malloc(0)
+    slots[2 * i + 1] = malloc(24)
+t1, x1 = R.gil_table(), live()
+for q in slots:
+    free(q)
+t2, x2 = R.gil_table(), live()
+p.disable()
+ints = sum(sys.getsizeof(q) for q in slots)  # the addresses kept in SLOTS
+print(repr((t0, t1, t2, x1 - x0 - ints, x2 - x0 - ints)))
+"""
+
+
+@pytest.mark.parametrize("kwargs", ['profile="python"', 'mode="sampled"'],
+                         ids=["plain", "sampled"])
+def test_zero_byte_blocks_go_to_the_hash_and_sizes_stay_exact(tmp_path, kwargs):
+    # A page map entry 0 means "none", so a 0-byte block is kept in the hash
+    # (and marked in the map); its neighbours of 24 bytes stay in the map.
+    proc = run_scenario(tmp_path, ZERO_PROG % kwargs)
+    t0, t1, t2, grown, after = eval(proc.stdout.strip().splitlines()[-1])
+    n = 2000
+    assert t1["hashed"] - t0["hashed"] >= n
+    assert t2["hashed"] - t0["hashed"] < n // 10
+    if not _reservation_refused_here():
+        assert t1["paged"] - t0["paged"] >= n - 10
+    # the 24-byte blocks exactly, give or take the loop's own few objects
+    assert abs(grown - 24 * n) < 4096
+    assert abs(after) < 4096
