@@ -75,10 +75,16 @@ struct tg_shard {
 struct tg_ptrtable {
     int locked;                        /* take the shard locks (raw domain); const */
     int unmarked;                      /* GIL table only (GIL): set when a block
-                                          the page map could hold went to the hash
-                                          without its mark (no memory for the
-                                          entry page): a page map miss then looks
-                                          in the hash too; cleared by clear */
+                                          of a page-map address (tg_ptrpage_fits_addr)
+                                          went to the hash without its mark: no
+                                          map reserved, or one that does not
+                                          cover the address (valgrind, TSan).  A
+                                          page map miss then looks in the hash
+                                          too.  An address a reserved map covers
+                                          is always marked (its entry exists: the
+                                          set cannot fail), so an entry the map
+                                          finds empty is nowhere else, whatever
+                                          this flag; cleared by clear */
     uint64_t hfilter[TG_WFILTER_BITS / 64];  /* GIL table only (GIL): a bit per
                                           entry of its hash (tg_wfilter_bit), all
                                           cleared when the hash empties; clear =
@@ -312,7 +318,9 @@ extern struct tg_gil_newest tg_gil_newest;
 /* The common case of entering P with WORD (GIL held): 1 when P is entered
  * in the page map and nothing is left to do, 2 when it is and its shadow
  * page got its first entry (tg_ptrpage_busy is due), 0 having done nothing
- * (P goes to tg_gil_insert_slow).  Apart from tg_ptrtable_gil_enter for a hook
+ * (P goes to tg_gil_insert_slow).  An empty entry that the map covers means
+ * P is in neither the map nor the hash (struct tg_ptrtable's unmarked): no
+ * other test.  Apart from tg_ptrtable_gil_enter for a hook
  * that makes the rest a tail call (alloc_hooks.c tg_hook_malloc_gil_plain). */
 static inline __attribute__((always_inline)) int
 tg_ptrtable_gil_enter_fast(uintptr_t p, size_t size)
@@ -322,8 +330,7 @@ tg_ptrtable_gil_enter_fast(uintptr_t p, size_t size)
 
     if (__builtin_expect(size - 1 < TG_PP_WORD_MAX, 1)
             && tg_ptrpage_find(&tg_ptrpage_gil, p, &g)
-            && __builtin_expect(*(e = tg_ptrpage_entry(&tg_ptrpage_gil, g)) == 0, 1)
-            && __builtin_expect(!tg_ptrtable_gil.unmarked, 1))
+            && __builtin_expect(*(e = tg_ptrpage_entry(&tg_ptrpage_gil, g)) == 0, 1))
         return 1 + tg_ptrpage_fill_first(&tg_ptrpage_gil, e, g, size);
     return 0;
 }
