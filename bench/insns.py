@@ -6,8 +6,8 @@
 For each workload: the profile events the no-op hook counts, then the total
 instructions (callgrind's "summary", whole process, start-up included) of
 `bench/runner.py CONFIG WORKLOAD --scale S` for each configuration, under
-PYTHONHASHSEED=0 and THREADGRAPH_SAMPLE_SEED=1 (repeated runs then agree to about 0.01%).  Prints a markdown
-table: each configuration's total, its ratio to `noop` (the floor) and
+PYTHONHASHSEED=0 and THREADGRAPH_SAMPLE_SEED=1 (repeated runs then agree to
+about 0.01%).  Prints a markdown table: each configuration's total, its ratio to `noop` (the floor) and
 (config - noop) / events, the configuration's instructions per event above the
 floor.  The machine has no usable hardware counters, and its wall times are too
 noisy to compare configurations a few percent apart: this is the measure
