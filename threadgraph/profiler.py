@@ -884,6 +884,11 @@ def _exit_paths_install() -> None:
                     continue
                 # Still ours (a disable() outside the main thread may have put
                 # the default action back at the C level only): re-armed.
+            elif signal.getsignal(signum) is signal.default_int_handler:
+                # Python's KeyboardInterrupt, left as it is; its wait guarded
+                # with interrupt-only sends (sigkick.h).
+                _recorder.finish_signal_interrupt(signum)
+                continue
             elif signal.getsignal(signum) != signal.SIG_DFL:
                 continue  # the program's handler, SIG_IGN, or a C handler
             signal.signal(signum, _on_finish_signal)

@@ -937,6 +937,17 @@ tg_mod_finish_signal_watch(PyObject *mod, PyObject *arg)
 }
 
 static PyObject *
+tg_mod_finish_signal_interrupt(PyObject *mod, PyObject *arg)
+{
+    int signum;
+
+    (void)mod;
+    if (tg_signum_arg(arg, &signum) < 0)
+        return NULL;
+    return PyBool_FromLong(tg_sigkick_wrap_interrupt(signum) == 0);
+}
+
+static PyObject *
 tg_mod_finish_signal_started(PyObject *mod, PyObject *arg)
 {
     int signum;
@@ -1066,6 +1077,10 @@ static PyMethodDef tg_module_methods[] = {
      "Relocation slots that point at the native=True hooks now."},
     {"finish_signal_watch", tg_mod_finish_signal_watch, METH_O,
      "Guard the finishing signal's Python handler against a lost wake-up "
+     "(sigkick.h); True if its C handler was wrapped."},
+    {"finish_signal_interrupt", tg_mod_finish_signal_interrupt, METH_O,
+     "Guard a signal whose Python handler is Python's own (SIGINT's "
+     "KeyboardInterrupt) against a lost wake-up: interrupt-only sends "
      "(sigkick.h); True if its C handler was wrapped."},
     {"finish_signal_started", tg_mod_finish_signal_started, METH_O,
      "The finishing signal's Python handler has started."},

@@ -27,6 +27,14 @@ static unsigned char tg_sigkick_sent[TG_SIGKICK_MAX];
 /* Python's main thread: set from it (wrap) or in a fork child, read by the
  * flusher; atomic. */
 static pthread_t tg_sigkick_main;
+/* Signals wrapped by tg_sigkick_wrap_interrupt (their Python handler is not
+ * threadgraph's, so nothing says it started): the flusher's sends interrupt
+ * the main thread's wait without calling Python's handler again.  Set by the
+ * main thread before the wrapper is installed; atomic. */
+static unsigned int tg_sigkick_interrupt;
+/* Such a send in flight, per signal: set by the flusher just before
+ * pthread_kill, taken by the wrapper, which then returns at once; atomic. */
+static unsigned int tg_sigkick_token;
 
 static void
 tg_sigkick_handler(int signum)
@@ -35,22 +43,35 @@ tg_sigkick_handler(int signum)
     void (*next)(int) = NULL;
 
     if (signum > 0 && signum < TG_SIGKICK_MAX) {
+        unsigned int bit = 1u << signum;
+
+        /* The flusher's own send of an interrupt-only signal: its work (an
+         * EINTR in the main thread's wait) is done by arriving. */
+        if ((__atomic_load_n(&tg_sigkick_interrupt, __ATOMIC_SEQ_CST) & bit)
+                && (__atomic_fetch_and(&tg_sigkick_token, ~bit, __ATOMIC_SEQ_CST) & bit)) {
+            errno = saved;
+            return;
+        }
         next = tg_sigkick_next[signum];
-        __atomic_fetch_or(&tg_sigkick_pending, 1u << signum, __ATOMIC_SEQ_CST);
+        __atomic_fetch_or(&tg_sigkick_pending, bit, __ATOMIC_SEQ_CST);
     }
     errno = saved;
     if (next != NULL)
         next(signum);
 }
 
-int
-tg_sigkick_wrap(int signum)
+static int
+tg_sigkick_wrap_as(int signum, int interrupt)
 {
     struct sigaction cur;
     pthread_t self = pthread_self();
 
     if (signum <= 0 || signum >= TG_SIGKICK_MAX)
         return -1;
+    if (interrupt)
+        __atomic_fetch_or(&tg_sigkick_interrupt, 1u << signum, __ATOMIC_SEQ_CST);
+    else
+        __atomic_fetch_and(&tg_sigkick_interrupt, ~(1u << signum), __ATOMIC_SEQ_CST);
     if (sigaction(signum, NULL, &cur) != 0)
         return -1;
     if (cur.sa_flags & SA_SIGINFO)
@@ -64,6 +85,18 @@ tg_sigkick_wrap(int signum)
     __atomic_fetch_and(&tg_sigkick_pending, ~(1u << signum), __ATOMIC_SEQ_CST);
     cur.sa_handler = tg_sigkick_handler;
     return sigaction(signum, &cur, NULL) == 0 ? 0 : -1;
+}
+
+int
+tg_sigkick_wrap(int signum)
+{
+    return tg_sigkick_wrap_as(signum, 0);
+}
+
+int
+tg_sigkick_wrap_interrupt(int signum)
+{
+    return tg_sigkick_wrap_as(signum, 1);
 }
 
 void
@@ -95,6 +128,19 @@ tg_sigkick_poll(void)
         /* A main thread that still has not run the handler is in C code that
          * does not look at signals: more interruptions would only make its
          * calls fail with EINTR. */
+        if (__atomic_load_n(&tg_sigkick_interrupt, __ATOMIC_SEQ_CST) & (1u << signum)) {
+            /* Nothing says when Python's handler ran: a few interruptions,
+             * each harmless (the wrapper only returns; Python retries its
+             * waits after EINTR), then the delivery is done with. */
+            if (tg_sigkick_sent[signum] < TG_SIGKICK_INTERRUPTS) {
+                tg_sigkick_sent[signum]++;
+                __atomic_fetch_or(&tg_sigkick_token, 1u << signum, __ATOMIC_SEQ_CST);
+                pthread_kill(main_thread, signum);
+            } else {
+                __atomic_fetch_and(&tg_sigkick_pending, ~(1u << signum), __ATOMIC_SEQ_CST);
+            }
+            continue;
+        }
         if (tg_sigkick_sent[signum] < TG_SIGKICK_SENDS) {
             tg_sigkick_sent[signum]++;
             pthread_kill(main_thread, signum);
@@ -122,6 +168,7 @@ tg_sigkick_after_fork_child(void)
 
     __atomic_store(&tg_sigkick_main, &self, __ATOMIC_SEQ_CST);
     __atomic_store_n(&tg_sigkick_pending, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&tg_sigkick_token, 0, __ATOMIC_SEQ_CST);
     tg_sigkick_seen = 0;
     memset(tg_sigkick_sent, 0, sizeof tg_sigkick_sent);
 }

@@ -17,6 +17,17 @@
  * ends with EINTR, Python checks its flags and runs the handler.  A second
  * delivery only re-trips a flag that is already set: the handler still runs
  * once.
+ *
+ * SIGINT keeps Python's own handler (KeyboardInterrupt), which threadgraph
+ * leaves alone, so nothing says when it started: its wrapper is
+ * interrupt-only (tg_sigkick_wrap_interrupt).  The flusher's sends, marked by
+ * a token the wrapper takes, only end the main thread's wait with EINTR
+ * (Python then runs the handler of the flag the first delivery set, or, if
+ * it ran already, just waits again); TG_SIGKICK_INTERRUPTS of them, a period
+ * apart, after a delivery that a whole period did not see handled.  (A
+ * signal of the program's that arrives while a token waits is taken for the
+ * send, and the send, if not merged with it, for the signal: one delivery
+ * still trips Python's flag once.)
  */
 #ifndef TG_SIGKICK_H
 #define TG_SIGKICK_H
@@ -30,6 +41,13 @@ int tg_sigkick_wrap(int signum);
 
 /* Times one delivery is sent again, at most (4 s of flusher periods). */
 #define TG_SIGKICK_SENDS 8
+/* Interrupt-only sends after one delivery of such a signal. */
+#define TG_SIGKICK_INTERRUPTS 2
+
+/* tg_sigkick_wrap for a signal whose Python handler is not threadgraph's
+ * (SIGINT's default_int_handler): the flusher's sends interrupt the main
+ * thread's wait and call no handler. */
+int tg_sigkick_wrap_interrupt(int signum);
 
 /* Put the default action back for SIGNUM at the C level if its handler is the
  * wrapper (any thread: for a disable() outside the main thread, where Python

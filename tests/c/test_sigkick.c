@@ -193,6 +193,52 @@ test_default_only_over_the_wrapper(void)
     CHECK_INT(tg_sigkick_default(SIGUSR2), -1);
 }
 
+/* Interrupt-only (SIGINT's KeyboardInterrupt handler, which never says it
+ * started): a delivery that missed the main thread's wait is followed by
+ * TG_SIGKICK_INTERRUPTS sends that end the wait with EINTR but never call the
+ * handler again; then nothing more. */
+static void
+test_interrupt_only_sends_call_no_handler(void)
+{
+    int signum = SIGURG, i;
+    pthread_t t;
+    struct timespec deadline;
+    int res, err;
+
+    install_python_like(signum);
+    CHECK_INT(tg_sigkick_wrap_interrupt(signum), 0);
+    tripped = 0;
+    trip_count = 0;
+    pthread_create(&t, NULL, elsewhere, &signum);
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 10;                            /* a failure ends, not hangs */
+    res = sem_timedwait(&never, &deadline);
+    err = errno;
+    pthread_join(t, NULL);
+    CHECK_INT(res, -1);
+    CHECK_INT(err, EINTR);                            /* the send ended the wait */
+    CHECK_INT(tripped, signum);
+    CHECK_INT(trip_count, 1);                         /* the delivery alone */
+    for (i = 0; i < 6; i++)
+        tg_sigkick_poll();                            /* one more send, then done */
+    CHECK_INT(trip_count, 1);
+    /* A new delivery starts over; the program's own signals still chain. */
+    raise(signum);
+    raise(signum);
+    CHECK_INT(trip_count, 3);
+    for (i = 0; i < 6; i++)
+        tg_sigkick_poll();
+    CHECK_INT(trip_count, 3);
+    /* Wrapped as a plain finishing signal again: its sends call the handler. */
+    CHECK_INT(tg_sigkick_wrap(signum), 0);
+    raise(signum);
+    tg_sigkick_poll();
+    tg_sigkick_poll();
+    CHECK_INT(trip_count, 5);
+    tg_sigkick_started(signum);
+    CHECK_INT(tg_sigkick_default(signum), 0);
+}
+
 int
 main(void)
 {
@@ -203,5 +249,6 @@ main(void)
     test_fork_child_forgets_pending();
     test_sends_are_capped();
     test_default_only_over_the_wrapper();
+    test_interrupt_only_sends_call_no_handler();
     TG_TEST_DONE();
 }
