@@ -36,6 +36,16 @@ static unsigned int tg_sigkick_interrupt;
  * pthread_kill, taken by the wrapper, which then returns at once; atomic. */
 static unsigned int tg_sigkick_token;
 
+/* Whether the calling thread is the main thread (async-signal-safe). */
+static int
+tg_sigkick_on_main(void)
+{
+    pthread_t main_thread;
+
+    __atomic_load(&tg_sigkick_main, &main_thread, __ATOMIC_SEQ_CST);
+    return pthread_equal(pthread_self(), main_thread);
+}
+
 static void
 tg_sigkick_handler(int signum)
 {
@@ -46,8 +56,11 @@ tg_sigkick_handler(int signum)
         unsigned int bit = 1u << signum;
 
         /* The flusher's own send of an interrupt-only signal: its work (an
-         * EINTR in the main thread's wait) is done by arriving. */
+         * EINTR in the main thread's wait) is done by arriving.  Only the
+         * main thread, where the sends go, takes the token: a delivery to
+         * another thread is always the program's. */
         if ((__atomic_load_n(&tg_sigkick_interrupt, __ATOMIC_SEQ_CST) & bit)
+                && tg_sigkick_on_main()
                 && (__atomic_fetch_and(&tg_sigkick_token, ~bit, __ATOMIC_SEQ_CST) & bit)) {
             errno = saved;
             return;
@@ -125,9 +138,6 @@ tg_sigkick_poll(void)
         if (!(due & (1u << signum)))
             continue;
         due &= ~(1u << signum);
-        /* A main thread that still has not run the handler is in C code that
-         * does not look at signals: more interruptions would only make its
-         * calls fail with EINTR. */
         if (__atomic_load_n(&tg_sigkick_interrupt, __ATOMIC_SEQ_CST) & (1u << signum)) {
             /* Nothing says when Python's handler ran: a few interruptions,
              * each harmless (the wrapper only returns; Python retries its
@@ -141,6 +151,9 @@ tg_sigkick_poll(void)
             }
             continue;
         }
+        /* A main thread that still has not run the handler is in C code that
+         * does not look at signals: more interruptions would only make its
+         * calls fail with EINTR. */
         if (tg_sigkick_sent[signum] < TG_SIGKICK_SENDS) {
             tg_sigkick_sent[signum]++;
             pthread_kill(main_thread, signum);

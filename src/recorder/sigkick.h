@@ -27,7 +27,8 @@
  * apart, after a delivery that a whole period did not see handled.  (A
  * signal of the program's that arrives while a token waits is taken for the
  * send, and the send, if not merged with it, for the signal: one delivery
- * still trips Python's flag once.)
+ * still trips Python's flag once; only the main thread, where the sends go,
+ * takes a token.)
  */
 #ifndef TG_SIGKICK_H
 #define TG_SIGKICK_H
