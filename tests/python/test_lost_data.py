@@ -209,28 +209,27 @@ def test_handler_installed_before_enable_still_runs(tmp_path):
     assert proc.stdout.split() == ["True", "True"]   # and SIGTERM is the default again
 
 
-def test_signal_that_interrupts_no_wait_still_finishes_the_run(tmp_path):
-    """SIGTERM delivered to another thread while the main thread blocks in a
-    lock's wait: Python's flag is set but no wait is interrupted, so the
-    handler would never run (the Pool.terminate() hang); the recorder sends
-    the signal again to the main thread (src/recorder/sigkick.h)."""
-    (tmp_path / "prog.py").write_text(textwrap.dedent("""
+def blocked_main_program(signame, wait):
+    """A program whose main thread makes WORK_CALLS calls of work(), then runs
+    WAIT (its blocking line marked BLOCKS) while another thread, once the main
+    thread stands at that line (inside the C call), sends SIGNAME to itself:
+    the signal reaches Python's flag but interrupts no wait.  Profiled when
+    its first argument is "profiled" (or absent)."""
+    return textwrap.dedent("""
         import linecache, multiprocessing, signal, sys, threading, time
 
         def work():
             return bytearray(1000)
 
         def kill_from_here(main):
-            # Wait until the main thread stands at the blocking acquire (its
-            # frame on that line: inside the C call), then signal this thread.
             while True:
                 f = sys._current_frames()[main]
                 if "BLOCKS" in linecache.getline(f.f_code.co_filename, f.f_lineno):
                     break
                 time.sleep(0.001)
-            signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+            signal.pthread_kill(threading.get_ident(), signal.%s)
 
-        if sys.argv[1] == "profiled":
+        if sys.argv[1:2] != ["plain"]:
             from threadgraph import ProcessProfile
             ProcessProfile(format="text", default_log_path="out", profile="python").enable()
         for _ in range(%d):
@@ -239,8 +238,17 @@ def test_signal_that_interrupts_no_wait_still_finishes_the_run(tmp_path):
         lock.acquire()
         threading.Thread(target=kill_from_here, args=(threading.get_ident(),),
                          daemon=True).start()
+    """) % (signame, WORK_CALLS) + textwrap.dedent(wait)
+
+
+def test_signal_that_interrupts_no_wait_still_finishes_the_run(tmp_path):
+    """SIGTERM delivered to another thread while the main thread blocks in a
+    lock's wait: Python's flag is set but no wait is interrupted, so the
+    handler would never run (the Pool.terminate() hang); the recorder sends
+    the signal again to the main thread (src/recorder/sigkick.h)."""
+    (tmp_path / "prog.py").write_text(blocked_main_program("SIGTERM", """
         lock.acquire()                # BLOCKS: never acquired, only the signal ends this
-    """ % WORK_CALLS))
+    """))
     for how in ("plain", "profiled"):
         proc = subprocess.run([sys.executable, "prog.py", how], cwd=str(tmp_path),
                               env=env_with_package(), stdin=subprocess.DEVNULL,
@@ -264,35 +272,14 @@ def test_keyboard_interrupt_that_interrupts_no_wait_still_ends_the_program(tmp_p
     runs of the test above).  The recorder interrupts the main thread's wait
     without calling the handler again (sigkick.h, interrupt-only): Python
     raises KeyboardInterrupt there, once, and the run is written."""
-    (tmp_path / "prog.py").write_text(textwrap.dedent("""
-        import linecache, multiprocessing, signal, sys, threading, time
-
-        def work():
-            return bytearray(1000)
-
-        def kill_from_here(main):
-            while True:
-                f = sys._current_frames()[main]
-                if "BLOCKS" in linecache.getline(f.f_code.co_filename, f.f_lineno):
-                    break
-                time.sleep(0.001)
-            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
-
-        from threadgraph import ProcessProfile
-        ProcessProfile(format="text", default_log_path="out", profile="python").enable()
-        for _ in range(%d):
-            work()
-        lock = multiprocessing.Lock()
-        lock.acquire()
-        threading.Thread(target=kill_from_here, args=(threading.get_ident(),),
-                         daemon=True).start()
+    (tmp_path / "prog.py").write_text(blocked_main_program("SIGINT", """
         try:
             lock.acquire()            # BLOCKS: never acquired, only the signal ends this
         except KeyboardInterrupt:
             print("interrupted once", flush=True)
             time.sleep(2)             # the recorder's later sends: no second one
             raise
-    """ % WORK_CALLS))
+    """))
     proc = subprocess.run([sys.executable, "prog.py"], cwd=str(tmp_path),
                           env=env_with_package(), stdin=subprocess.DEVNULL,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
