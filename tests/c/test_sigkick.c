@@ -65,27 +65,35 @@ elsewhere(void *arg)
     return NULL;
 }
 
+/* Start ELSEWHERE for SIGNUM and wait on NEVER (10 s at most: a failure ends,
+ * not hangs); the wait's errno, EINTR when a send ended it. */
+static int
+wait_missed_by(int signum)
+{
+    pthread_t t;
+    struct timespec deadline;
+    int res, err;
+
+    pthread_create(&t, NULL, elsewhere, &signum);
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 10;
+    res = sem_timedwait(&never, &deadline);
+    err = errno;
+    pthread_join(t, NULL);
+    return res == -1 ? err : 0;
+}
+
 static void
 test_kick_ends_a_wait_the_signal_missed(void)
 {
     int signum = SIGUSR1;
-    pthread_t t;
-    struct timespec deadline;
-    int res, err;
 
     install_python_like(signum);
     CHECK_INT(tg_sigkick_wrap(signum), 0);
     CHECK_INT(tg_sigkick_wrap(signum), 0);            /* wrapped once only */
     tripped = 0;
     trip_count = 0;
-    pthread_create(&t, NULL, elsewhere, &signum);
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += 10;                            /* a failure ends, not hangs */
-    res = sem_timedwait(&never, &deadline);
-    err = errno;
-    pthread_join(t, NULL);
-    CHECK_INT(res, -1);
-    CHECK_INT(err, EINTR);                            /* not ETIMEDOUT */
+    CHECK_INT(wait_missed_by(signum), EINTR);         /* not ETIMEDOUT */
     CHECK_INT(tripped, signum);                       /* the chained handler ran */
     CHECK_INT(trip_count, 2);                         /* delivery + kick */
     /* The handler started: nothing more is sent. */
@@ -201,22 +209,12 @@ static void
 test_interrupt_only_sends_call_no_handler(void)
 {
     int signum = SIGURG, i;
-    pthread_t t;
-    struct timespec deadline;
-    int res, err;
 
     install_python_like(signum);
     CHECK_INT(tg_sigkick_wrap_interrupt(signum), 0);
     tripped = 0;
     trip_count = 0;
-    pthread_create(&t, NULL, elsewhere, &signum);
-    clock_gettime(CLOCK_REALTIME, &deadline);
-    deadline.tv_sec += 10;                            /* a failure ends, not hangs */
-    res = sem_timedwait(&never, &deadline);
-    err = errno;
-    pthread_join(t, NULL);
-    CHECK_INT(res, -1);
-    CHECK_INT(err, EINTR);                            /* the send ended the wait */
+    CHECK_INT(wait_missed_by(signum), EINTR);         /* the send ended the wait */
     CHECK_INT(tripped, signum);
     CHECK_INT(trip_count, 1);                         /* the delivery alone */
     for (i = 0; i < 6; i++)

@@ -24,15 +24,12 @@ def _reservation_refused_here():
         pass
     return resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY
 
-PROG = """
-import gc, resource, sys
+# Both programs' start: the calling thread's live bytes, and the profile
+# (its options in %s) enabled with the collector off.
+START = """
+import gc
 import threadgraph._recorder as R
 from threadgraph import ProcessProfile
-
-LIMIT_AS = %r
-if LIMIT_AS:
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    resource.setrlimit(resource.RLIMIT_AS, (LIMIT_AS, hard))
 
 def live():
     a, f = R.thread_counters()
@@ -41,6 +38,16 @@ def live():
 gc.disable()
 p = ProcessProfile(default_log_path="out", %s)
 p.enable()
+"""
+
+PROG = """
+import resource, sys
+
+LIMIT_AS = %r
+if LIMIT_AS:
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (LIMIT_AS, hard))
+""" + START + """
 x0 = live()
 keep = [bytearray(40) for _ in range(200000)]   # ~16 MB of small blocks
 mid = R.gil_table()
@@ -105,9 +112,7 @@ def test_without_address_space_every_block_goes_to_the_hash(tmp_path):
 
 
 ZERO_PROG = """
-import ctypes, gc, sys
-import threadgraph._recorder as R
-from threadgraph import ProcessProfile
+import ctypes, sys
 
 api = ctypes.pythonapi
 api.PyMem_Malloc.restype = ctypes.c_void_p
@@ -115,14 +120,7 @@ api.PyMem_Malloc.argtypes = [ctypes.c_size_t]
 api.PyMem_Free.restype = None
 api.PyMem_Free.argtypes = [ctypes.c_void_p]
 malloc, free = api.PyMem_Malloc, api.PyMem_Free
-
-def live():
-    a, f = R.thread_counters()
-    return a - f
-
-gc.disable()
-p = ProcessProfile(default_log_path="out", %s)
-p.enable()
+""" + START + """
 n = 2000
 slots = [0] * (2 * n)
 t0, x0 = R.gil_table(), live()
