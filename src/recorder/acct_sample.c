@@ -22,6 +22,7 @@ tg_acct_sampler_init(struct tg_acct_sampler *s, uint64_t seed, uint64_t ix, int6
     if (s->rng == 0)
         s->rng = 1;
     s->left = tg_acct_sampler_gap(s, mean);
+    s->synced = 0;
 }
 
 int64_t

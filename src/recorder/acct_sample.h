@@ -34,7 +34,12 @@
 
 /* A thread's sampling state.  Only its owner thread touches it. */
 struct tg_acct_sampler {
-    int64_t left;    /* bytes until the next sample point (> 0 between calls) */
+    int64_t left;    /* bytes until the next sample point (> 0 between calls)
+                      * as of SYNCED */
+    int64_t synced;  /* the thread's requested bytes where LEFT was last brought
+                      * up to date: sampled mode's light path (hook_count.h)
+                      * adds to requested alone, so the bytes left are
+                      * left - (requested - synced) (tg_acct_sampler_sync) */
     uint64_t rng;    /* xorshift64* state, never 0 */
     int64_t light_limit;  /* sampled mode's light path (hook_count.h
                         * tg_acct_alloc_light_nz): while the thread's requested
@@ -45,19 +50,30 @@ struct tg_acct_sampler {
 
 /* Seed S for the thread numbered IX from the run's SEED (splitmix64 of both,
  * so that threads draw independent streams) and draw its first gap for a mean
- * of MEAN (> 0) bytes. */
+ * of MEAN (> 0) bytes, counted from requested bytes 0 (a new state's). */
 void tg_acct_sampler_init(struct tg_acct_sampler *s, uint64_t seed, uint64_t ix, int64_t mean);
 
 /* A gap of mean MEAN bytes: ceil of an exponential variate, at least 1. */
 int64_t tg_acct_sampler_gap(struct tg_acct_sampler *s, int64_t mean);
 
+/* S's countdown brought up to REQ, the thread's requested bytes now (see
+ * synced). */
+static inline void
+tg_acct_sampler_sync(struct tg_acct_sampler *s, int64_t req)
+{
+    s->left -= req - s->synced;
+    s->synced = req;
+}
+
 /* Whether the allocation of SIZE bytes that the thread makes now is sampled
- * (and, if so, the countdown restarts from a fresh gap).  A 0-byte allocation
+ * (and, if so, the countdown restarts from a fresh gap); S synced to the
+ * requested bytes before it, and after it on return.  A 0-byte allocation
  * is never sampled (p(0) = 0: it adds nothing to any byte sum). */
 static inline int
 tg_acct_sampler_hit(struct tg_acct_sampler *s, uint64_t size, int64_t mean)
 {
     s->left -= (int64_t)size;
+    s->synced += (int64_t)size;
     if (s->left > 0)
         return 0;
     s->left = tg_acct_sampler_gap(s, mean);

@@ -202,6 +202,8 @@ tg_acct_alloc(size_t size)
         size = TG_ACCT_SIZE_MASK;
     if (t != NULL) {
         sid = t->cur_site;
+        if (mean > 0)
+            tg_acct_sampler_sync(&t->sampler, TG_LOAD(t->requested));
         TG_OWN_ADD(t->requested, (int64_t)size);
         TG_OWN_ADD(t->hist_alloc[tg_acct_bin(size)], 1);
         own = TG_LOAD(t->requested) - TG_LOAD(t->freed);

@@ -58,8 +58,9 @@ tg_hook_account(int64_t alloc, int64_t freed)
  * before the next sample point (less one: a point at the allocation's last
  * byte samples it) and the room below the thread's peak.  It holds until the
  * requested bytes pass it, whatever happens meanwhile: every allocation, here
- * or in tg_acct_alloc, adds its size to requested and takes it from the
- * sampler's countdown, and raises live bytes by no more than that; a free
+ * or in tg_acct_alloc, adds its size to requested, which takes it from the
+ * sampler's countdown (counted from synced: the common case writes requested
+ * alone, one store fewer), and raises live bytes by no more than that; a free
  * only lowers them; a sample restarts the countdown only once requested has
  * passed the old point, hence the limit.  So no allocation below the limit
  * reaches a sample point or a new peak, and the thread's figures stay exact. */
@@ -67,8 +68,9 @@ static inline __attribute__((always_inline)) int
 tg_acct_alloc_light_full(struct tg_acct_thread *t, int64_t req, size_t size, uint64_t *word)
 {
     int64_t own, peak, room;
+    int64_t left = t->sampler.left - (req - (int64_t)size - t->sampler.synced);
 
-    if (t->sampler.left <= (int64_t)size)
+    if (left <= (int64_t)size)
         return 0;
     own = req - TG_LOAD(t->freed);
     peak = TG_LOAD(t->peak);
@@ -78,8 +80,10 @@ tg_acct_alloc_light_full(struct tg_acct_thread *t, int64_t req, size_t size, uin
         atomic_store_explicit(&t->peak, own, memory_order_relaxed);
         peak = own;
     }
-    t->sampler.left -= (int64_t)size;
-    room = t->sampler.left - 1 < peak - own ? t->sampler.left - 1 : peak - own;
+    left -= (int64_t)size;
+    t->sampler.left = left;
+    t->sampler.synced = req;
+    room = left - 1 < peak - own ? left - 1 : peak - own;
     t->sampler.light_limit = req + room;
     atomic_store_explicit(&t->requested, req, memory_order_relaxed);
     TG_HOOK_HIST_ADD(t->hist_alloc, size);
@@ -98,7 +102,6 @@ tg_acct_alloc_light_cur(size_t size, uint64_t *word)
 
     if (__builtin_expect(req > t->sampler.light_limit, 0))
         return tg_acct_alloc_light_full(t, req, size, word);
-    t->sampler.left -= (int64_t)size;
     atomic_store_explicit(&t->requested, req, memory_order_relaxed);
     TG_HOOK_HIST_ADD(t->hist_alloc, size);
     *word = size;

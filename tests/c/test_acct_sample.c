@@ -144,6 +144,45 @@ static void test_zero(void)
 	CHECK_INT(hits, 0);
 }
 
+/* Sampled mode's light path (hook_count.h) adds to the thread's requested
+ * bytes alone while no sample point is reached (its light limit), and the
+ * general path brings the countdown up to them (tg_acct_sampler_sync) before
+ * it draws: the same allocations are sampled as when every one draws, and the
+ * countdowns agree at the end. */
+static void test_sync(void)
+{
+	const int64_t mean = 4096;
+	struct tg_acct_sampler a, b;
+	uint64_t rng = 99;
+	int64_t req = 0;
+	int i, hits = 0, light = 0, same = 1;
+
+	tg_acct_sampler_init(&a, 11, 2, mean);
+	tg_acct_sampler_init(&b, 11, 2, mean);
+	for (i = 0; i < 1000000; i++) {
+		uint64_t size;
+		int ha;
+
+		rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+		size = (rng >> 33) % 700;
+		ha = tg_acct_sampler_hit(&a, size, mean);
+		/* light: two in three of the allocations that reach no point */
+		if (b.left - (req - b.synced) > (int64_t)size && (rng >> 20) % 3 != 0) {
+			same &= !ha;
+			light++;
+		} else {
+			tg_acct_sampler_sync(&b, req);
+			same &= tg_acct_sampler_hit(&b, size, mean) == ha;
+			hits += ha;
+		}
+		req += (int64_t)size;
+	}
+	tg_acct_sampler_sync(&b, req);
+	CHECK(same);
+	CHECK(b.left == a.left);
+	CHECK(hits > 10000 && light > 100000);
+}
+
 int main(void)
 {
 	test_gaps();
@@ -151,5 +190,6 @@ int main(void)
 	test_weights();
 	test_unbiased();
 	test_zero();
+	test_sync();
 	TG_TEST_DONE();
 }
