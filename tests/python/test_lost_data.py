@@ -94,7 +94,7 @@ def test_pool_terminated_children_keep_their_records(tmp_path):
 # --- signals ----------------------------------------------------------------------
 
 PROGRAM = """
-import os, signal, sys, threading, time
+import linecache, os, signal, sys, threading, time
 HOW = sys.argv[1]
 
 def work():
@@ -104,13 +104,33 @@ def own_handler(signum, frame):
     print("own handler %d" % signum, flush=True)
     os._exit(7)
 
+def ready_once_waiting(main):
+    # "ready" once the main thread stands at the blocking acquire of the wait
+    # marked BLOCKS (not of the one in this thread's start()), inside
+    # Condition.wait's try: a SIGINT sent while it still ran Event.wait's
+    # Python code could land between the condition's lock release and that
+    # try, where CPython's KeyboardInterrupt leaves the lock released and the
+    # program ends with a RuntimeError, status 1, with or without threadgraph
+    # (test_keyboard_interrupt_between_release_and_try_ends_as_without_profiler).
+    def line(frame):
+        return linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    while True:
+        f = sys._current_frames()[main]
+        caller = f.f_back and f.f_back.f_back     # Condition.wait <- Event.wait <- it
+        if (line(f).strip() == "waiter.acquire()" and caller is not None
+                and "BLOCKS" in line(caller)):
+            break
+        time.sleep(0.001)
+    print("ready", flush=True)
+
 def main():
     if HOW == "own":
         signal.signal(signal.SIGTERM, own_handler)
     for _ in range(WORK_CALLS):
         work()
-    print("ready", flush=True)
-    threading.Event().wait()      # the main thread waits until the signal
+    threading.Thread(target=ready_once_waiting, args=(threading.get_ident(),),
+                     daemon=True).start()
+    threading.Event().wait()      # BLOCKS: the main thread waits until the signal
 
 @MAIN@
 """.replace("WORK_CALLS", str(WORK_CALLS))
@@ -288,6 +308,70 @@ def test_keyboard_interrupt_that_interrupts_no_wait_still_ends_the_program(tmp_p
     assert proc.returncode == -signal.SIGINT, proc.stderr
     assert proc.stdout.count("interrupted once") == 1, proc.stdout
     assert proc.stderr.count("KeyboardInterrupt") == 1, proc.stderr
+    (run_dir,) = run_dirs(tmp_path / "out")
+    assert calls_of(run_dir, "work") == WORK_CALLS
+    assert load_runinfo(run_dir)["end_time"] is not None
+    assert no_temporaries(tmp_path / "out") == []
+
+
+# A Condition whose lock's next release() is followed by a SIGINT: the signal
+# lands where a Ctrl-C can land while the main thread runs Event.wait's Python
+# code, between Condition.wait's release of the lock (_release_save) and its
+# try.  CPython raises KeyboardInterrupt there, the lock stays released, and
+# the `with` around the wait fails to release it: the program ends with a
+# RuntimeError, status 1 (CPython's own behaviour: it needs no profiler).
+UNGUARDED_INTERRUPT = """
+import signal, sys, threading
+
+def work():
+    return bytearray(1000)
+
+class ReleaseThenInterrupt:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.armed = True
+    def acquire(self, *args):
+        return self.lock.acquire(*args)
+    def __enter__(self):
+        return self.lock.__enter__()
+    def __exit__(self, *exc):
+        return self.lock.__exit__(*exc)
+    def release(self):
+        self.lock.release()
+        if self.armed:
+            self.armed = False
+            signal.raise_signal(signal.SIGINT)   # handled as it returns
+
+if sys.argv[1:2] != ["plain"]:
+    from threadgraph import ProcessProfile
+    ProcessProfile(format="text", default_log_path="out", profile="python",
+                   accounting=True).enable()
+for _ in range(%d):
+    work()
+cond = threading.Condition(ReleaseThenInterrupt())
+with cond:                   # what threading.Event().wait() does
+    cond.wait()
+""" % WORK_CALLS
+
+
+def test_keyboard_interrupt_between_release_and_try_ends_as_without_profiler(tmp_path):
+    """A SIGINT handled inside Condition.wait before its try (a Ctrl-C that
+    came while the main thread still ran Event.wait's Python code, about 2
+    runs in 1500 of a SIGINT sent as the wait begins, profiled on 3.12) ends
+    the program with a RuntimeError and status 1 without threadgraph: profiled,
+    it ends the same way, once, and the run is written (atexit)."""
+    (tmp_path / "prog.py").write_text(UNGUARDED_INTERRUPT)
+    results = {}
+    for how in ("plain", "profiled"):
+        proc = subprocess.run([sys.executable, "prog.py", how], cwd=str(tmp_path),
+                              env=env_with_package(), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, preexec_fn=default_signals,
+                              timeout=TIMEOUT)
+        lines = proc.stderr.splitlines()
+        results[how] = (proc.returncode, lines[-1:], lines.count("KeyboardInterrupt"))
+    assert results["plain"] == (1, ["RuntimeError: release unlocked lock"], 1), results
+    assert results["profiled"] == results["plain"], results
     (run_dir,) = run_dirs(tmp_path / "out")
     assert calls_of(run_dir, "work") == WORK_CALLS
     assert load_runinfo(run_dir)["end_time"] is not None
