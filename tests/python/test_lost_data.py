@@ -356,8 +356,8 @@ with cond:                   # what threading.Event().wait() does
 
 def test_keyboard_interrupt_between_release_and_try_ends_as_without_profiler(tmp_path):
     """A SIGINT handled inside Condition.wait before its try (a Ctrl-C that
-    came while the main thread still ran Event.wait's Python code, about 2
-    runs in 1500 of a SIGINT sent as the wait begins, profiled on 3.12) ends
+    came while the main thread still ran Event.wait's Python code: 4 runs in
+    6500 of a SIGINT sent as the wait begins, profiled on 3.12) ends
     the program with a RuntimeError and status 1 without threadgraph: profiled,
     it ends the same way, once, and the run is written (atexit)."""
     (tmp_path / "prog.py").write_text(UNGUARDED_INTERRUPT)
