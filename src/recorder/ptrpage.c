@@ -109,12 +109,8 @@ tg_ptrpage_set(struct tg_ptrpage *m, uintptr_t p, size_t word)
 }
 
 __attribute__((noinline, cold)) void
-tg_ptrpage_busy(struct tg_ptrpage *m, uint64_t sp)
+tg_ptrpage_list(struct tg_ptrpage *m, uint64_t sp)
 {
-    if (m->listed[sp]) {
-        m->idle--;
-        return;
-    }
     if (m->idle > TG_PP_IDLE_MIN && m->idle > m->pages - m->idle && !m->keep)
         tg_ptrpage_trim(m);  /* SP has an entry already: it stays */
     if (m->pages == m->touched_cap) {
