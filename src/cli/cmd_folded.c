@@ -53,7 +53,9 @@ int cmd_folded(int argc, char **argv)
 		tg_fold_release(&f);
 		return ret;
 	}
-	ret = tg_fold_write(&f, stdout) ? error("unable to write to standard output") : 0;
+	/* A write error is main_finish_stdout's to report: a reader that went
+	 * away (folded | head) is not one. */
+	ret = tg_fold_write(&f, stdout) && !ferror(stdout) ? error("out of memory") : 0;
 	tg_fold_release(&f);
 	return ret;
 }

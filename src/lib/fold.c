@@ -310,7 +310,7 @@ int tg_fold_write(const struct tg_fold *f, FILE *out)
 	if (!(path = malloc((f->n + 1) * sizeof(*path))))
 		return EOF;
 	/* depth-first: path[] holds the frames from the root's child down */
-	for (i = f->v[0].child; i != TG_FOLD_NONE;) {
+	for (i = f->v[0].child; i != TG_FOLD_NONE && !ferror(out);) {
 		const struct tg_fold_node *nd = &f->v[i];
 		path[top++] = i;
 		if (nd->self > 0) {

@@ -168,7 +168,8 @@ uint64_t tg_fold_text_size(const struct tg_fold *f, unsigned *max_depth);
 /*
  * Writes one line "FRAME;FRAME;... SELF" per frame with a positive self value,
  * outermost frame first, the root left out, in depth-first order by name.
- * Returns 0 or EOF.
+ * Returns 0, or EOF: a write error (OUT's error flag set; writing stops there)
+ * or no memory (the flag clear).
  */
 int tg_fold_write(const struct tg_fold *f, FILE *out);
 

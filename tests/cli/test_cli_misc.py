@@ -143,3 +143,33 @@ def test_a_cli_built_without_zstd_says_so(tmp_path):
     r = subprocess.run([cli, "peaks", os.path.join(fixtures, "capture-v1-plain")],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     assert r.returncode == 0, r.stderr
+
+
+# Each command that writes its result to standard output, on a run it reads.
+_STDOUT_COMMANDS = [
+    ["peaks", "capture-v1-plain"],
+    ["folded", "capture-v1-plain"],
+    ["folded", "--metric", "time", "capture-v1-plain"],
+    ["folded", "accounting"],
+    ["threads", "capture-v1-plain"],
+    ["live", "--once", "capture-v1-plain"],
+    ["summary", "accounting"],
+    ["hist", "accounting"],
+    ["top", "accounting"],
+    ["threads", "accounting"],
+]
+
+
+@pytest.mark.parametrize("args", _STDOUT_COMMANDS, ids=lambda a: "-".join(a))
+def test_closed_pipe_is_not_an_error(args, fixtures):
+    """docs/cli.md "A closed pipe": a reader gone before the command writes
+    (`threadgraph folded RUN | head -1`) ends it quietly with status 0."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run([CLI] + args[:-1] + [os.path.join(fixtures, args[-1])],
+                           stdout=w, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(w)
+    assert p.returncode == 0, p.stderr
+    assert "error" not in p.stderr, p.stderr
