@@ -46,14 +46,17 @@ static int export_load(const char *path, struct tg_xprof *x)
 	struct tg_fold_args fa = { 0 };
 	struct tg_fold f;
 	struct tg_diag d;
-	struct stat st;
+	struct stat st = { 0 };
 	int rc;
 
 	tg_cli_diag_init(&d, &c);
 	if ((rc = tg_dumpset_open_capture(path, &cap, &d)) < 0)
 		return error("%s", d.msg);
 	tg_dumpset_free_capture(cap);
-	if (rc == 0) {
+	/* A snapshot file, or a run directory, with or without a capture: its
+	 * accounting (the final snapshot) first; a capture file given as such
+	 * holds only the recorded calls. */
+	if (rc == 0 || (stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
 		if (tg_snapshot_read(&s, path, &d) == 0) {
 			rc = tg_xprof_from_snapshot(x, &s, &d);
 			tg_snapshot_release(&s);
@@ -71,9 +74,13 @@ static int export_load(const char *path, struct tg_xprof *x)
 	/* no accounting: the recorded calls' deltas are the best there is */
 	fputs("note: '", stderr);
 	tg_cli_put(stderr, path);
-	fputs("' has no allocation accounting (threadgraph run --accounting): the profile "
-	      "holds the recorded per-call deltas (docs/formats.md, \"pprof and speedscope\")\n",
-	      stderr);
+	if (rc == 1 && !S_ISDIR(st.st_mode))
+		fputs("' is a capture, which holds no allocation accounting (give its run "
+		      "directory for that, if the run had it)", stderr);
+	else
+		fputs("' has no allocation accounting (threadgraph run --accounting)", stderr);
+	fputs(": the profile holds the recorded per-call deltas (docs/formats.md, "
+	      "\"pprof and speedscope\")\n", stderr);
 	fa.metric = "delta";
 	fa.has_metric = 1;
 	fa.max_depth = TG_FOLD_MAX_DEPTH;

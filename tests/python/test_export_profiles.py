@@ -39,7 +39,7 @@ def plant():
 def loader():
     plant()
 
-p = ProcessProfile(format="text", default_log_path="out", accounting=%%s)
+p = ProcessProfile(format=%%r, default_log_path="out", accounting=%%s)
 p.trackStack()
 p.enable()
 t = threading.Thread(target=loader, name="Loader")
@@ -57,11 +57,13 @@ def cli(*args):
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
+    """The scenario's runs: [ACCT] text dumps, [("binary", ACCT)] the capture."""
     out = {}
-    for acct in (True, False):
-        tmp = tmp_path_factory.mktemp("acct" if acct else "noacct")
-        run_scenario(tmp, PROGRAM % acct)
-        out[acct] = only_dir(tmp / "out")
+    for fmt in ("text", "binary"):
+        for acct in (True, False):
+            tmp = tmp_path_factory.mktemp(fmt + ("-acct" if acct else "-noacct"))
+            run_scenario(tmp, PROGRAM % (fmt, acct))
+            out[acct if fmt == "text" else (fmt, acct)] = only_dir(tmp / "out")
     return out
 
 
@@ -182,10 +184,11 @@ def planted(samples, thread="Loader"):
     return [s for s in samples if s[1][0][0] == "plant" and s[0] == thread]
 
 
+@pytest.mark.parametrize("fmt", ["text", "binary"])
 @pytest.mark.parametrize("acct", [True, False], ids=["accounting", "deltas"])
-def test_pprof_planted_allocation(runs, tmp_path, acct):
+def test_pprof_planted_allocation(runs, tmp_path, acct, fmt):
     out = tmp_path / "run.pb.gz"
-    r = cli("export", "--pprof", "-o", out, runs[acct])
+    r = cli("export", "--pprof", "-o", out, runs[acct if fmt == "text" else (fmt, acct)])
     assert r.returncode == 0, r.stderr
     assert ("no allocation accounting" in r.stderr) == (not acct)
     prof, samples = read_pprof(out)
@@ -202,10 +205,11 @@ def test_pprof_planted_allocation(runs, tmp_path, acct):
     assert any(("accounting" if acct else "per-call deltas") in c for c in comments)
 
 
+@pytest.mark.parametrize("fmt", ["text", "binary"])
 @pytest.mark.parametrize("acct", [True, False], ids=["accounting", "deltas"])
-def test_speedscope_planted_frame(runs, tmp_path, acct):
+def test_speedscope_planted_frame(runs, tmp_path, acct, fmt):
     out = tmp_path / "run.json"
-    r = cli("export", "--speedscope", out, runs[acct])
+    r = cli("export", "--speedscope", out, runs[acct if fmt == "text" else (fmt, acct)])
     assert r.returncode == 0, r.stderr
     with open(str(out)) as f:
         doc = json.load(f)
