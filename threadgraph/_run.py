@@ -752,7 +752,9 @@ def _print_next(out_dir, shown, opts):
     if binary:
         sys.stderr.write("    threadgraph %smemg %s\n" % (no_time, q))
         sys.stderr.write("    threadgraph %speaks %s\n" % (no_time, q))
-        if peaks:  # a capture holds every call, --stack or not
+        # a capture holds every call, --stack or not; decorate-stack prints
+        # each call's time, which a run without timestamps has not
+        if peaks and not opts.no_timestamps:
             top = next((p for p in peaks if p.get("function") != "<module>"), peaks[0])
             thread = top.get("thread") or os.path.basename(str(top.get("mem_file", "")))
             if thread.endswith(".mem"):
@@ -772,7 +774,7 @@ def _print_next(out_dir, shown, opts):
     # the whole run on one page: graph, peaks and their subtrees, flame graphs
     sys.stderr.write("    threadgraph %sreport %s -o %s\n" % (
         no_time, q, shell_quote(os.path.join(shown, "report.html"))))
-    if opts.stack and peaks:
+    if opts.stack and peaks and not opts.no_timestamps:
         # The whole program's <module> is rarely the call worth decorating first.
         top = next((p for p in peaks if p.get("function") != "<module>"), peaks[0])
         mem = display_path(str(top.get("mem_file", "")))

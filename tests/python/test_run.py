@@ -554,6 +554,37 @@ def test_option_no_timestamps(tmp_path):
     assert "threadgraph --no_time memg" in res.stderr
 
 
+@pytest.mark.parametrize("opts", [
+    [], ["--no-timestamps"], ["--format", "text", "--stack"],
+    ["--format", "text", "--stack", "--no-timestamps"], ["--aggregate"],
+], ids=["binary", "binary-no-timestamps", "text", "text-no-timestamps", "aggregate"])
+def test_every_suggested_command_runs(tmp_path, opts):
+    """Each command of the summary's "next:" lines, run by a shell as printed
+    from the run's working directory, succeeds (docs/run.md)."""
+    out, res = run_opts(tmp_path, *opts)
+    after = res.stderr.split("threadgraph: next", 1)[1].splitlines()[1:]
+    cmds = [line.strip() for line in after if line.startswith("    threadgraph ")]
+    assert len(cmds) >= 3, res.stderr
+    if "--no-timestamps" in opts:
+        assert not any(" decorate-stack " in c for c in cmds), cmds
+    elif "--aggregate" not in opts:
+        assert any(" decorate-stack " in c for c in cmds), cmds
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    with open(str(bindir / "threadgraph"), "w") as f:
+        f.write("#!/bin/sh\nexec %s \"$@\"\n" % " ".join(shlex.quote(a) for a in threadgraph_cmd()))
+    os.chmod(str(bindir / "threadgraph"), 0o755)
+    env = dict(os.environ, PATH="%s:%s" % (bindir, os.environ.get("PATH", "")))
+    env.pop("TG_CLI", None)
+    for cmd in cmds:
+        if " memg " in cmd and shutil.which("gnuplot") is None:
+            continue
+        r = subprocess.run(["bash", "-c", cmd], cwd=str(tmp_path), env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=TIMEOUT)
+        assert r.returncode == 0, (cmd, r.stderr[-2000:])
+
+
 def test_documented_options_are_in_help(tmp_path):
     """Every option docs/run.md documents is accepted by `threadgraph run`."""
     res = tg(["run", "--help"], tmp_path)
