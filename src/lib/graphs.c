@@ -44,28 +44,6 @@ static void graph_report_plotting(const struct tg_memg_report *r,
 
 /* ---- memh ---- */
 
-/*
- * Whether a return is one of the frames threading wraps every thread's target in
- * (Thread.run, _bootstrap_inner, _bootstrap in threading.py): each returns the
- * thread's whole delta once more, so they crowded out the functions that did
- * the allocating.
- */
-static int memh_is_thread_wrapper(const struct tg_memrec *m)
-{
-	static const char *const wrappers[] = { "run", "_bootstrap_inner", "_bootstrap" };
-	static const char file[] = "threading.py";
-	size_t fl = sizeof(file) - 1;
-
-	if (m->file.len < fl || memcmp(m->file.s + m->file.len - fl, file, fl) ||
-	    (m->file.len > fl && m->file.s[m->file.len - fl - 1] != '/'))
-		return 0;
-	for (size_t i = 0; i < sizeof(wrappers) / sizeof(wrappers[0]); i++)
-		if (m->func.len == strlen(wrappers[i]) &&
-		    !memcmp(m->func.s, wrappers[i], m->func.len))
-			return 1;
-	return 0;
-}
-
 static int memh_read(const struct tg_graph_opts *o, const struct tg_dumpfile *df,
 		     struct tg_sitetab *t, struct tg_diag *d)
 {
@@ -80,7 +58,7 @@ static int memh_read(const struct tg_graph_opts *o, const struct tg_dumpfile *df
 			continue;
 		if (tg_src_mem_text(&src, &m, d) < 0)
 			goto release;
-		if (memh_is_thread_wrapper(&m))
+		if (tg_memrec_is_thread_wrapper(&m))
 			continue;
 		if (tg_sitetab_add(t, m.site.s, m.site.len, m.delta, d) < 0)
 			goto release;

@@ -207,8 +207,10 @@ int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *
 				.thread = thread,
 				.lineno = src.lineno,
 			};
-			if (tg_src_mem_text(&src, &r, d) < 0 ||
-			    tg_peaks_add(peaks, &c, r.time.text.s, r.time.text.len, r.rest.s,
+			if (tg_src_mem_text(&src, &r, d) < 0)
+				goto release;
+			c.wrapper = tg_memrec_is_thread_wrapper(&r);
+			if (tg_peaks_add(peaks, &c, r.time.text.s, r.time.text.len, r.rest.s,
 					 r.rest.len, d) < 0)
 				goto release;
 		}

@@ -76,6 +76,19 @@ static int peaks_cmp_size(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
+/* The scaled selection's order: by size, a threading wrapper's return after
+ * every other candidate, so that the call which allocated is labelled rather
+ * than the wrapper which returns the same bytes a moment later; a wrapper is
+ * still kept where no such call is near it. */
+static int peaks_cmp_scaled(const void *a, const void *b)
+{
+	const struct tg_peak *x = a, *y = b;
+
+	if (x->wrapper != y->wrapper)
+		return x->wrapper ? 1 : -1;
+	return peaks_cmp_size(a, b);
+}
+
 static int peaks_cmp_id(const void *a, const void *b)
 {
 	const struct tg_peak *x = a, *y = b;
@@ -83,8 +96,8 @@ static int peaks_cmp_id(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Scaled spacing: largest first, none within span / TG_PEAKS_SCALED_SHARE of
- * another kept one; then back in time order. */
+/* Scaled spacing: largest first (threading's wrappers last), none within span /
+ * TG_PEAKS_SCALED_SHARE of another kept one; then back in time order. */
 static void peaks_select_scaled(struct tg_peaks *p)
 {
 	double lo = p->v[0].x, hi = p->v[0].x, gap;
@@ -99,7 +112,7 @@ static void peaks_select_scaled(struct tg_peaks *p)
 	qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_time);
 	for (i = 0; i < p->n; i++)
 		p->v[i].id = i;
-	qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_size);
+	qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_scaled);
 	for (i = 0; i < p->n; i++) {
 		for (j = 0; j < kept; j++)
 			if (fabs(p->v[i].x - p->v[j].x) <= gap)

@@ -377,6 +377,22 @@ static int mem_tail_fast(struct tg_memrec *r, const char *s, size_t len)
 	return 1;
 }
 
+int tg_memrec_is_thread_wrapper(const struct tg_memrec *m)
+{
+	static const char *const wrappers[] = { "run", "_bootstrap_inner", "_bootstrap" };
+	static const char file[] = "threading.py";
+	size_t fl = sizeof(file) - 1;
+
+	if (m->file.len < fl || memcmp(m->file.s + m->file.len - fl, file, fl) ||
+	    (m->file.len > fl && m->file.s[m->file.len - fl - 1] != '/'))
+		return 0;
+	for (size_t i = 0; i < sizeof(wrappers) / sizeof(wrappers[0]); i++)
+		if (m->func.len == strlen(wrappers[i]) &&
+		    !memcmp(m->func.s, wrappers[i], m->func.len))
+			return 1;
+	return 0;
+}
+
 const char *tg_memrec_parse(struct tg_memrec *r, const char *s, size_t len, int has_time)
 {
 	const char *why, *gt;

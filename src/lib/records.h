@@ -72,6 +72,14 @@ const char *tg_stackrec_parse(struct tg_stackrec *r, const char *s, size_t len, 
 const char *tg_procrec_parse(struct tg_procrec *r, const char *s, size_t len, int has_time);
 
 /*
+ * Whether a .mem record (its file and func set) returns one of the frames
+ * threading wraps every thread's target in (Thread.run, _bootstrap_inner and
+ * _bootstrap of threading.py): each returns the thread's whole delta once
+ * more, so that it outweighs, by a few bytes, the call that did the allocating.
+ */
+int tg_memrec_is_thread_wrapper(const struct tg_memrec *m);
+
+/*
  * Parses TIME text: digits, optionally '.' and more digits.  Returns 0 and the
  * value in *v, or -1 if the text is not a time.  Fast and within one unit in the
  * last place; tg_time_exact() gives the correctly rounded value (strtod).

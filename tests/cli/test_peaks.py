@@ -124,3 +124,32 @@ def test_default_spacing_scales_with_the_run(tg, tmp_path):
     r = tg("peaks", "--peak_delta_value=350", short_run(tmp_path))
     assert [ln.split("\t")[6] for ln in r.stdout.splitlines()] == \
         ["a.py:1:first", "a.py:2:largest"]
+
+
+def test_default_labels_the_call_not_the_thread_wrapper(tg, tmp_path):
+    """The default (scaled) selection takes threading's wrappers (run,
+    _bootstrap_inner, _bootstrap of threading.py) after every other
+    candidate: the call that allocated is labelled, not the wrapper that
+    returns its bytes, plus a few, a moment later; a thread whose only large
+    return is the wrapper's still gets it."""
+    lib = "/usr/lib/python3.11/threading.py"
+    (tmp_path / "Worker.mem").write_text(
+        "100.0#app.py:10:setup=>4096\n"
+        "101.0#app.py:31:doStuff=>600000\n"
+        "101.001#%s:1002:run=>600040\n"
+        "101.002#%s:1045:_bootstrap_inner=>600096\n"
+        "101.003#%s:1002:_bootstrap=>600112\n" % (lib, lib, lib))
+    (tmp_path / "Other.mem").write_text(
+        "150.0#%s:1045:_bootstrap_inner=>500000\n"
+        "200.0#app.py:50:late=>700000\n" % lib)
+    r = tg("peaks", tmp_path / "Worker.mem", tmp_path / "Other.mem")
+    assert r.returncode == 0, r.stderr
+    assert [(x[2], x[6]) for x in rows(r.stdout)] == [
+        ("Worker", "app.py:31:doStuff"),
+        ("Other", lib + ":1045:_bootstrap_inner"),
+        ("Other", "app.py:50:late"),
+    ]
+    # the original's selection (time order) is left as it was
+    r = tg("peaks", "--peak_delta_time=10", tmp_path / "Worker.mem", tmp_path / "Other.mem")
+    assert [x[6] for x in rows(r.stdout)][0] == "app.py:31:doStuff"
+    assert len(rows(r.stdout)) == 3
