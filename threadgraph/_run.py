@@ -586,8 +586,9 @@ def gc_in_call(names, runs, peak):
 
 
 def gc_mark(n, objects):
-    """The mark after a peak whose call ran the collector, or ""."""
-    if not n:
+    """The mark after a peak whose call ran the collector, or "" (also when
+    its runs collected nothing: nothing freed for the delta to include)."""
+    if not n or objects <= 0:
         return ""
     return "  [gc: %d run%s, %d objects]" % (
         n, "" if n == 1 else "s", objects)

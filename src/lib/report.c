@@ -496,23 +496,28 @@ static int rep_native_id(const struct rep_gc *g, const struct rep_files *files, 
 }
 
 /* The collections peak K's call ran (its thread, within its call's span):
- * their number, objects collected in *objects; 0 when its call start or its
+ * their number, objects collected in *objects; 0 when they collected nothing
+ * (nothing freed for the delta to include), or when its call start or its
  * thread's native id is not known (no times, a text dump without .stack). */
 static size_t rep_peak_gc(const struct rep_gc *g, const struct rep_files *files,
 			  const struct tg_peak *k, long long *objects)
 {
 	unsigned long long id;
+	size_t runs;
 
 	*objects = 0;
 	if (!g->runs.n || k->call_start < 0)
 		return 0;
 	/* an aggregate run's folded entry: the runs of its threads (gc.txt's FAMILY) */
-	if (files->v[k->thread].agg_thread && files->v[k->thread].agg_thread->folded)
-		return tg_gc_runs_within_family(&g->runs, files->v[k->thread].agg_thread->base,
+	if (files->v[k->thread].agg_thread && files->v[k->thread].agg_thread->folded) {
+		runs = tg_gc_runs_within_family(&g->runs, files->v[k->thread].agg_thread->base,
 						k->call_start, k->x, objects);
+		return *objects > 0 ? runs : 0;
+	}
 	if (!rep_native_id(g, files, k->thread, &id))
 		return 0;
-	return tg_gc_runs_within(&g->runs, id, k->call_start, k->x, objects);
+	runs = tg_gc_runs_within(&g->runs, id, k->call_start, k->x, objects);
+	return *objects > 0 ? runs : 0;
 }
 
 /* Writes the mark of a peak whose call ran the collector (nothing otherwise). */

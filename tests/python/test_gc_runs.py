@@ -198,3 +198,48 @@ def test_peak_whose_call_ran_the_collector_is_marked(tmp_path, fmt):
     assert rows
     for r in rows:
         assert ('<span class="gc">ran the garbage collector (1 run, ' in r) == (":churn=&gt;" in r), r
+
+
+EMPTY_PROGRAM = textwrap.dedent("""
+    import gc
+    gc.disable()
+    gc.collect()  # what start-up left: the next collection finds nothing
+
+    def big():
+        gc.collect()
+        keep = []
+        for _ in range(4000):
+            keep.append(bytearray(1000))
+        return keep
+
+    keep = big()
+""")
+
+
+def test_collection_of_nothing_is_not_marked(tmp_path):
+    """A peak whose call ran the collector only for runs that collected
+    nothing has no mark: nothing was freed for its delta to include."""
+    from test_reliability import find_cli
+    prog = tmp_path / "prog.py"
+    prog.write_text(EMPTY_PROGRAM)
+    proc = subprocess.run([sys.executable, "-m", "threadgraph", "run", "-o",
+                           str(tmp_path / "out"), str(prog)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    (run,) = [str(p) for p in (tmp_path / "out").iterdir()]
+    with open(os.path.join(run, "gc.txt")) as f:
+        runs = [l.split() for l in f if not l.startswith("#")]
+    assert len(runs) == 2 and int(runs[1][3]) == 0, runs  # big's, of nothing
+    assert "[gc:" not in summary_line(proc.stderr, "MainThread", "big"), proc.stderr
+    cli = find_cli()
+    if cli is None:
+        pytest.skip("no threadgraph command-line processor")
+    html = tmp_path / "r.html"
+    res = subprocess.run([cli, "report", run, "-o", str(html)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True)
+    assert res.returncode == 0, res.stderr
+    rows = [r.split("</tr>")[0] for r in html.read_text().split("<tr>")[1:]]
+    rows = [r for r in rows if ":big=&gt;" in r]
+    assert rows
+    assert not any('class="gc"' in r for r in rows), rows
