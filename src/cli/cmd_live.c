@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "live.h"
 #include "snapshot.h"
+#include "tg_format.h"
 
 static const char live_usage[] = "threadgraph live [options] RUN_DIR|PID";
 
@@ -147,11 +148,16 @@ static size_t live_char_at(const char *s, size_t k)
 	return i;
 }
 
-/* Writes S[0, N) with control bytes as '?': a thread's name is the program's. */
+/* Writes S[0, N) with each terminal-unsafe sequence (tg_unsafe_seq: control
+ * bytes, C1 and bidirectional controls) as one '?': a thread's name is the
+ * program's. */
 static void live_put_text(FILE *f, const char *s, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		fputc((unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i], f);
+	for (size_t i = 0; i < n;) {
+		size_t u = tg_unsafe_seq((const unsigned char *)s + i, n - i);
+		fputc(u ? '?' : s[i], f);
+		i += u ? u : 1;
+	}
 }
 
 /* A line of the frame, cut at WIDTH columns (0: no limit), then EOL. */

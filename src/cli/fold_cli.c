@@ -5,9 +5,25 @@
 #define _GNU_SOURCE
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "atomic_out.h"
 #include "fold_cli.h"
+
+/* Whether PATH is a capture file itself (not a run directory): it holds the
+ * recorded calls, never an accounting snapshot. */
+static int fold_cli_is_capture_file(const char *path, struct tg_diag *d)
+{
+	struct tg_capture *cap = NULL;
+	struct stat st;
+	int rc;
+
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		return 0;
+	rc = tg_dumpset_open_capture(path, &cap, d);
+	tg_dumpset_free_capture(cap);
+	return rc > 0;
+}
 
 int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage,
 		     struct tg_fold *f, struct tg_diag *d)
@@ -32,6 +48,17 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 	o.has_time = !a->c.no_time;
 	tg_cli_diag_init(d, &a->c);
 	tg_fold_init(f);
+	if (!a->has_metric && o.metric->from_snapshot && fold_cli_is_capture_file(path, d)) {
+		/* the default metric needs accounting, which a capture does not hold */
+		fputs("note: '", stderr);
+		tg_cli_put(stderr, path);
+		fputs("' is a capture, which holds no allocation accounting (give its run "
+		      "directory for that, if the run had it): showing --metric delta, each "
+		      "call's recorded memory delta\n", stderr);
+		a->metric = "delta";
+		a->has_metric = 1;
+		return tg_cli_fold_load(a, path, usage, f, d);
+	}
 	if (!o.metric->from_snapshot) {
 		/* a capture's delta and time: read natively, its warnings printed once */
 		if ((rc = tg_dumpset_open_capture(path, &cap, d)) < 0) {

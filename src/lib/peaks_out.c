@@ -8,6 +8,7 @@
 #include "marks.h"
 #include "peaks_out.h"
 #include "records.h"
+#include "tg_format.h"
 
 int tg_json_string(FILE *f, const char *s, size_t len)
 {
@@ -21,15 +22,15 @@ int tg_json_string(FILE *f, const char *s, size_t len)
 			putc('\\', f);
 			putc(u[i], f);
 			i++;
-		} else if (u[i] < 0x20 || u[i] == 0x7f) {
-			fprintf(f, "\\u%04x", u[i]);
-			i++;
-		} else if ((l = tg_utf8_len(u + i, len - i)) == 2 && u[i] == 0xc2 &&
-			   u[i + 1] <= 0x9f) {
-			/* C1 controls (U+0080-U+009F; U+009B is CSI): escaped like C0 */
-			fprintf(f, "\\u%04x", u[i + 1]);
-			i += 2;
-		} else if (l) {
+		} else if ((l = tg_unsafe_seq(u + i, len - i)) != 0) {
+			/* C0 and C1 controls (U+009B is CSI) and the bidirectional
+			 * controls: the code point escaped, as tg_fputs_json_safe */
+			unsigned cp = l == 1 ? u[i] : l == 2 ?
+				((u[i] & 0x1fu) << 6) | (u[i + 1] & 0x3fu) :
+				((u[i] & 0x0fu) << 12) | ((u[i + 1] & 0x3fu) << 6) | (u[i + 2] & 0x3fu);
+			fprintf(f, "\\u%04x", cp);
+			i += l;
+		} else if ((l = tg_utf8_len(u + i, len - i)) != 0) {
 			fwrite(u + i, 1, l, f);
 			i += l;
 		} else {

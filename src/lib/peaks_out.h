@@ -31,7 +31,8 @@ int tg_peaks_write_json_phases(FILE *f, const struct tg_peaks *p,
 			       const struct tg_dumpfile *files, int has_time,
 			       const struct tg_marks *m);
 
-/* Writes s as a JSON string (quotes included); invalid UTF-8 becomes U+FFFD. */
+/* Writes s as a JSON string (quotes included); invalid UTF-8 becomes U+FFFD,
+ * and the terminal-unsafe sequences (tg_unsafe_seq) \u escapes. */
 int tg_json_string(FILE *f, const char *s, size_t len);
 
 #endif

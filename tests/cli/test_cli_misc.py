@@ -173,3 +173,21 @@ def test_closed_pipe_is_not_an_error(args, fixtures):
         os.close(w)
     assert p.returncode == 0, p.stderr
     assert "error" not in p.stderr, p.stderr
+
+
+def test_folded_and_flamegraph_of_a_capture_file_show_its_deltas(fixtures, tmp_path):
+    """A capture file given as such (not its run directory) holds no accounting:
+    the default metric falls back to the recorded deltas, as for a run
+    directory without accounting, with a note naming it a capture."""
+    cap = os.path.join(fixtures, "capture-v1-plain", "capture.tg")
+    r = subprocess.run([CLI, "folded", cap], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "is a capture, which holds no allocation accounting" in r.stderr
+    d = subprocess.run([CLI, "folded", "--metric", "delta", cap], capture_output=True,
+                       text=True, timeout=60)
+    assert d.returncode == 0 and r.stdout == d.stdout and r.stdout
+    svg = tmp_path / "f.svg"
+    r = subprocess.run([CLI, "flamegraph", "-o", str(svg), cap], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert svg.read_text().lstrip().startswith("<")

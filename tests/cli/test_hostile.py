@@ -16,7 +16,8 @@ import pytest
 
 from clisupport import CLI, needs_gnuplot
 
-ESC_NAMES = ["\x1b]0;pwned\x07", "\x1b[31m", "\x1b[2J\x1b[H", "a\rb\x7f", "\u009b31m\u0085"]
+ESC_NAMES = ["\x1b]0;pwned\x07", "\x1b[31m", "\x1b[2J\x1b[H", "a\rb\x7f", "\u009b31m\u0085",
+             "evil\u202ecod"]
 GRAPHS = ["memg", "memh", "nesting", "interleave"]
 
 
@@ -34,6 +35,8 @@ def assert_exit_ok_or_error(r):
 
 
 C1_UTF8 = re.compile(b"\xc2[\x80-\x9f]")
+# the bidirectional controls that reorder a terminal's line (tg_unsafe_seq)
+BIDI_UTF8 = re.compile(b"\xd8\x9c|\xe2\x80[\x8e\x8f\xaa-\xae]|\xe2\x81[\xa6-\xa9]")
 
 
 def assert_no_raw_controls(r):
@@ -43,6 +46,7 @@ def assert_no_raw_controls(r):
         bad = sorted({b for b in data if (b < 0x20 and b not in (9, 10)) or b == 0x7f})
         assert not bad, "%s holds raw control bytes %r: %r" % (name, bad, data[-500:])
         assert not C1_UTF8.search(data), "%s holds a raw C1 control: %r" % (name, data[-500:])
+        assert not BIDI_UTF8.search(data), "%s holds a raw bidi control: %r" % (name, data[-500:])
 
 
 def write(path, data):
@@ -65,7 +69,8 @@ def hostile_dir(tmp_path, name):
     return d, mem, stack, proc
 
 
-@pytest.mark.parametrize("name", ESC_NAMES, ids=["osc-title", "sgr", "clear", "cr-del", "c1"])
+@pytest.mark.parametrize("name", ESC_NAMES,
+                         ids=["osc-title", "sgr", "clear", "cr-del", "c1", "bidi"])
 def test_every_command_escapes_dump_text(tmp_path, name):
     d, mem, stack, proc = hostile_dir(tmp_path, name)
     out = tmp_path / "out"
@@ -89,7 +94,8 @@ def test_every_command_escapes_dump_text(tmp_path, name):
         return
     esc = name.replace("\x1b", "\\x1b").replace("\x07", "\\x07").replace(
         "\r", "\\x0d").replace("\x7f", "\\x7f").replace(
-        "\u009b", "\\xc2\\x9b").replace("\u0085", "\\xc2\\x85")
+        "\u009b", "\\xc2\\x9b").replace("\u0085", "\\xc2\\x85").replace(
+        "\u202e", "\\xe2\\x80\\xae")
     assert esc.encode("utf-8") in r.stdout
 
 

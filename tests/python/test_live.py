@@ -240,3 +240,23 @@ def test_live_shows_call_sites_by_live_bytes_with_accounting(tmp_path):
     cli("run", "-o", str(tmp_path / "plain"), str(prog))
     plain = str(tmp_path / "plain" / os.listdir(str(tmp_path / "plain"))[0])
     assert "call sites" not in cli("live", "--once", plain)
+
+
+def test_live_escapes_a_hostile_thread_name(tmp_path):
+    # A thread's name is the program's: C1 controls (U+009B is CSI) and
+    # bidirectional controls (U+202E) reach the terminal as '?', never raw.
+    prog = tmp_path / "prog.py"
+    prog.write_text("import threading\n"
+                    "keep = []\n"
+                    "t = threading.Thread(target=lambda: keep.append(bytearray(300000)),\n"
+                    "                     name='evil\\u202ecod\\u009b31m')\n"
+                    "t.start()\n"
+                    "t.join()\n")
+    cli("run", "-o", str(tmp_path / "out"), str(prog))
+    run_dir = str(tmp_path / "out" / os.listdir(str(tmp_path / "out"))[0])
+    once = subprocess.run([sys.executable, "-m", "threadgraph", "live", "--once", run_dir],
+                          check=True, stdout=subprocess.PIPE,
+                          env=env_with_package(keep_cli=True)).stdout
+    assert b"evil?cod?31m" in once, once
+    assert not re.search(b"\xc2[\x80-\x9f]|\xe2\x80[\x8e\x8f\xaa-\xae]|\xe2\x81[\xa6-\xa9]",
+                         once), once
