@@ -299,12 +299,11 @@ static int ds_add_aggregate(struct tg_dumpset *s, const char *path, enum tg_dump
 	return 0;
 }
 
-int tg_dumpset_init(struct tg_dumpset *s, char **paths, size_t n, enum tg_dumpset_view view,
-		    struct tg_diag *d)
+static int ds_init(struct tg_dumpset *s, char **paths, size_t n, enum tg_dumpset_view view,
+		   struct tg_diag *d)
 {
 	struct stat st;
 
-	memset(s, 0, sizeof(*s));
 	for (size_t i = 0; i < n; i++) {
 		int rc = tg_dumpset_open_capture(paths[i], &s->cap, d);
 
@@ -334,6 +333,16 @@ int tg_dumpset_init(struct tg_dumpset *s, char **paths, size_t n, enum tg_dumpse
 			return -1;
 	}
 	return 0;
+}
+
+int tg_dumpset_init(struct tg_dumpset *s, char **paths, size_t n, enum tg_dumpset_view view,
+		    struct tg_diag *d)
+{
+	memset(s, 0, sizeof(*s));
+	if (ds_init(s, paths, n, view, d) == 0)
+		return 0;
+	tg_dumpset_release(s);  /* what a failure part-way had loaded */
+	return -1;
 }
 
 int tg_dumpset_init_capture(struct tg_dumpset *s, const struct tg_capture *cap,

@@ -55,7 +55,8 @@ void tg_dir_names_free(char **names, size_t n);
  * start: TG_CURVE_FILE:0:aggregate=>BYTES); its STACK view is empty.  A capture must be the only operand
  * (its time flag decides --no_time).  Returns 0, or -1 with d->msg set (an
  * unreadable directory, a broken capture, a capture beside other operands);
- * s needs tg_dumpset_release() either way.
+ * s needs tg_dumpset_release() after success; a failure releases what it had
+ * loaded itself (a tg_dumpset_release() after it is harmless).
  */
 int tg_dumpset_init(struct tg_dumpset *s, char **paths, size_t n, enum tg_dumpset_view view,
 		    struct tg_diag *d);

@@ -1,10 +1,12 @@
 """Bad input: empty, missing, unreadable, binary, CRLF, truncated, malformed, gzip."""
 import gzip
+import shutil
+import subprocess
 import os
 
 import pytest
 
-from clisupport import tutorial_mems
+from clisupport import CLI, tutorial_mems
 
 GOOD = ("1394031412.5#main.py:3:f=>409600\n"
         "1394031413.25#main.py:4:g=>-4096\n")
@@ -199,3 +201,24 @@ def test_bare_carriage_return_is_not_a_line_end(tg, tmp_path):
     assert "c.py:3:h" in r.stdout and "b.py" not in r.stdout
     r = tg("peaks", "--strict", "--peak=0", p)
     assert r.returncode == 1 and "T.mem:1: carriage return inside the line" in r.stderr
+
+
+@pytest.mark.parametrize("command", ["threads", "summary", "memg", "peaks", "folded", "report"])
+def test_cut_aggregate_file_is_an_error_and_frees_what_it_read(tmp_path, fixtures, command):
+    """An aggregate.tga without its 'end' line: a clear error, exit 1, and
+    (under check-asan) no leak of what was parsed before it."""
+    src = os.path.join(fixtures, "aggregate-v2")
+    run = tmp_path / "run"
+    shutil.copytree(src, str(run))
+    with open(os.path.join(src, "aggregate.tga")) as f:
+        lines = [l for l in f if l != "end\n"]
+    (run / "aggregate.tga").write_text("".join(lines))
+    args = [command, str(run)]
+    if command == "memg":
+        args[1:1] = ["--script-only", "-o", str(tmp_path / "out")]
+    if command == "report":
+        args += ["-o", str(tmp_path / "r.html")]
+    r = subprocess.run([CLI] + args, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "cut short (an aggregate file ends with 'end')" in r.stderr, r.stderr
+    assert "LeakSanitizer" not in r.stderr, r.stderr
