@@ -123,6 +123,20 @@ def test_commands_read_it_and_say_what_it_covers(runs, tmp_path):
     assert os.path.getsize(tmp_path / "r.html") > 0
 
 
+def test_folded_pairs_the_segments_exactly(runs):
+    """The calls open where the kept segments start (their head's state) return
+    in the segments kept: those returns are not taken for the kept calls', so
+    an intact capture folds, in both metrics, with no pairing warning."""
+    _full, bounded = runs
+    for metric in ("delta", "time"):
+        r = cli("folded", "--metric", metric, bounded)
+        assert r.returncode == 0, (metric, r.stderr)
+        assert "paired with a return of another function" not in r.stderr, (metric, r.stderr)
+        assert "left over after the last call" not in r.stderr, (metric, r.stderr)
+        # every worker's kept calls are in the tree, under the worker
+        assert any(line.startswith("w") for line in r.stdout.splitlines()), r.stdout
+
+
 def test_newest_segment_without_its_header_is_left_out(runs, tmp_path):
     """A recorder killed as it created a segment (before it wrote the header):
     the segments before it are read, and the one left out is named."""
