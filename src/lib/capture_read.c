@@ -852,6 +852,17 @@ static int cap_add(struct tg_capture *cap, struct tg_cap_seg *seg, int first,
 	cap->segs[cap->n_segs++] = *seg;
 	memset(seg, 0, sizeof(*seg));
 	seg = &cap->segs[cap->n_segs - 1];
+	if (!first && cap->cut)
+		/* only the newest may be cut (a killed recorder leaves the older
+		 * ones whole): the rest of this one's records are lost, and the
+		 * streams would go on in the next one from a state they never
+		 * reached -- a wrong graph, not a shorter one */
+		return tg_error(d, "'%s' is cut short: it ends at byte %zu, inside the chunk at "
+				"byte %llu, but it is not the newest segment (a partial copy?): "
+				"the rest of its records are lost; remove it and the segments "
+				"before it to read the ones after it",
+				cap->segs[cap->n_segs - 2].path, cap->segs[cap->n_segs - 2].size,
+				(unsigned long long)cap->cut_at);
 	if (version != TG_CAP_VERSION)
 		return tg_error(d, "'%s': capture version %u, this threadgraph reads version %u",
 				seg->path, version, TG_CAP_VERSION);
@@ -881,7 +892,6 @@ static int cap_add(struct tg_capture *cap, struct tg_cap_seg *seg, int first,
 	cap->size = seg->size;
 	if (cap->has_end)
 		return cap_corrupt(cap, d, h, "a segment after the one that ended the run");
-	cap->cut = 0;  /* only the newest file's cut counts */
 	return cap_scan(cap, seg, first, d);
 }
 

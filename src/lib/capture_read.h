@@ -14,7 +14,8 @@
  *
  * A capture cut short (a killed process, a partial copy) is not an error: its
  * last, incomplete chunk is used up to its last complete record, and the
- * capture says so (cut, has_end) for the caller to warn.  Anything else that
+ * capture says so (cut, has_end) for the caller to warn; of a segmented one,
+ * only the newest segment may be (an older one cut is an error).  Anything else that
  * breaks the format is an error with the byte offset where it was found.
  */
 #ifndef TG_CAPTURE_READ_H

@@ -243,6 +243,10 @@ struct load_thread {
 	size_t top, cap;
 	unsigned long beyond;   /* open calls past max_depth, nested inside open[top - 1]
 				 * (their .stack depths follow its one by one) */
+	unsigned long before;   /* calls open before the first record (depths 0 to
+				 * before - 1: the calls a kept segment's head carries),
+				 * under open[0]; not frames, their returns are skipped */
+	int started;            /* a .stack record was read */
 };
 
 /* Closes the innermost open call past max_depth: its .mem record is read and
@@ -265,6 +269,18 @@ static uint64_t load_site_hash(const struct tg_str *file, const struct tg_str *f
 	for (size_t i = 0; i < func->len; i++)
 		h = (h ^ (unsigned char)func->s[i]) * 0x100000001b3ULL;
 	return h;
+}
+
+/* Closes the innermost call open before the first .stack record: its .mem
+ * record is read and left out (the call is not in the tree, and its DELTA
+ * holds what its callees did before the dumps begin).  0 or -1. */
+static int load_close_before(struct load_thread *t, struct tg_diag *d)
+{
+	struct tg_memrec r;
+	int got = tg_src_next_mem(&t->mem, &r, d);
+
+	t->before--;
+	return got < 0 ? -1 : 0;
 }
 
 /* Closes the innermost open call with the next .mem record.  0 or -1. */
@@ -353,6 +369,13 @@ int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o,
 		goto out_stack;
 	/* a capture's times are read as numbers (load_rec_us), never as text */
 	ss.lazy_time = t.mem.lazy_time = 1;
+	/* a capture of the segments kept says how many calls were open where
+	 * they start (its head's state): some may return before the first
+	 * CALL, which a text export's first depth cannot tell */
+	if (ss.is_cap && !ss.is_agg && ss.cur.thread && ss.cur.thread->has_state) {
+		t.before = ss.cur.thread->state.depth;
+		t.started = 1;
+	}
 	if (ss.is_cap && !ss.is_agg && !(memo = calloc(LOAD_MEMO_SIZE, sizeof(*memo)))) {
 		tg_error(d, "out of memory");
 		goto out;
@@ -368,6 +391,18 @@ int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o,
 				goto out;
 		while (t.top && t.open[t.top - 1].depth >= r.depth)
 			if (load_close(f, o, &t, d) < 0)
+				goto out;
+		/* a first record at depth D: D calls were open when the dumps
+		 * begin (an export or a capture of the segments kept after
+		 * dropped ones); their returns come in the .mem file when they
+		 * close, as a later record's lower depth says, and must be
+		 * skipped there or every later call pairs one return off */
+		if (!t.started) {
+			t.started = 1;
+			t.before = r.depth;
+		}
+		while (!t.top && t.before > r.depth)
+			if (load_close_before(&t, d) < 0)
 				goto out;
 		if (o->max_depth && t.top >= o->max_depth) {
 			t.beyond++;
@@ -439,6 +474,9 @@ int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o,
 			goto out;
 	while (t.top)
 		if (load_close(f, o, &t, d) < 0)
+			goto out;
+	while (t.before)
+		if (load_close_before(&t, d) < 0)
 			goto out;
 	if (load_count_extra(f, &t.mem, d) < 0)
 		goto out;

@@ -123,6 +123,51 @@ def test_commands_read_it_and_say_what_it_covers(runs, tmp_path):
     assert os.path.getsize(tmp_path / "r.html") > 0
 
 
+def test_folded_pairs_the_segments_exactly(runs):
+    """The calls open where the kept segments start (their head's state) return
+    in the segments kept: those returns are not taken for the kept calls', so
+    an intact capture folds, in both metrics, with no pairing warning."""
+    _full, bounded = runs
+    for metric in ("delta", "time"):
+        r = cli("folded", "--metric", metric, bounded)
+        assert r.returncode == 0, (metric, r.stderr)
+        assert "paired with a return of another function" not in r.stderr, (metric, r.stderr)
+        assert "left over after the last call" not in r.stderr, (metric, r.stderr)
+        # every worker's kept calls are in the tree, under the worker
+        assert any(line.startswith("w") for line in r.stdout.splitlines()), r.stdout
+
+
+def test_older_segment_cut_short_is_an_error(runs, tmp_path):
+    """Only the newest segment may be cut short: an older one cut inside a
+    chunk (a partial copy) is refused by every command, naming the file and
+    where it ends, rather than read as a shorter run."""
+    import shutil
+    import struct
+    _full, bounded = runs
+    copy = tmp_path / "c"
+    shutil.copytree(bounded, copy)
+    files = capture_files(copy)
+    assert len(files) >= 3
+    middle = copy / files[len(files) // 2]
+    data = middle.read_bytes()
+    pos = 40  # the header; then chunks of a 12-byte header and LEN bytes
+    while True:
+        length = struct.unpack_from("<I", data, pos + 8)[0]
+        if pos + 12 + length > len(data) // 2:
+            break
+        pos += 12 + length
+    cut = pos + 12 + length // 2  # inside the chunk that passes the file's middle
+    middle.write_bytes(data[:cut])
+    for args in (("export", "-o", tmp_path / "x", copy),
+                 ("folded", "--metric", "delta", copy),
+                 ("peaks", "--peak=0", copy)):
+        r = cli(*args)
+        assert r.returncode != 0, (args, r.stderr)
+        assert "'%s' is cut short: it ends at byte %d, inside the chunk at byte %d" % (
+            middle, cut, pos) in r.stderr, (args, r.stderr)
+        assert "not the newest segment" in r.stderr
+
+
 def test_newest_segment_without_its_header_is_left_out(runs, tmp_path):
     """A recorder killed as it created a segment (before it wrote the header):
     the segments before it are read, and the one left out is named."""
