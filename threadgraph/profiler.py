@@ -431,6 +431,16 @@ class ProcessProfile:
                          native=self.native, format=self.format,
                          sample_bytes=self.sample_bytes, mode=self.mode,
                          max_size=self.max_size or 0, aggregate=self.aggregate)
+        try:
+            self._enable_rest()
+        except BaseException:
+            # recording stops with what failed: nothing is left running in the
+            # program (an attach that fails leaves it as it was)
+            self._disable()
+            raise
+
+    def _enable_rest(self) -> None:
+        """enable()'s work once the recorder records."""
         global _ACTIVE
         _ACTIVE = self
         self._pid = os.getpid()
@@ -555,8 +565,12 @@ class ProcessProfile:
         the previous conditions (none: no threshold snapshots); kept for the
         next enable().  Needs accounting (docs/accounting.md "Threshold
         snapshots")."""
+        kinds = set()
         for cond in conditions:
-            _recorder.snapshot_condition(cond)  # ValueError naming the syntax
+            kind, _ = _recorder.snapshot_condition(cond)  # ValueError naming the syntax
+            if kind in kinds:
+                raise ValueError("two snapshot conditions on %s: give one" % kind)
+            kinds.add(kind)
         if not self._accounting_on():
             raise RuntimeError("allocation accounting is not on: "
                                "use ProcessProfile(accounting=True)")

@@ -122,3 +122,48 @@ def test_run_option(tmp_path):
                          env=env_with_package(), timeout=120, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, universal_newlines=True)
     assert bad.returncode == 2 and "thread>SIZE, live>SIZE or rss>SIZE" in bad.stderr
+
+
+def test_two_conditions_of_a_kind_refused_before_recording(tmp_path):
+    """snapshot_when() refuses two conditions on one kind itself, so that a
+    run (or an attach) never starts recording with them."""
+    res = run_scenario(tmp_path, """
+        import threadgraph
+        from threadgraph import _recorder
+        p = threadgraph.ProcessProfile(default_log_path="out", accounting=True)
+        try:
+            p.snapshot_when("thread>1M", "thread>2M")
+        except ValueError as exc:
+            print("refused:", exc)
+        print("active:", _recorder.active() is not None)
+    """)
+    assert "refused: two snapshot conditions on thread: give one" in res.stdout, res.stdout
+    assert "active: False" in res.stdout
+
+
+def test_enable_that_fails_after_starting_stops_recording(tmp_path):
+    """enable() failing after the recorder started (here the run's runinfo.json
+    cannot be written) stops the recording before raising: nothing is left
+    recording in the program, and a later enable() works."""
+    res = run_scenario(tmp_path, """
+        import os, threading
+        import threadgraph
+        from threadgraph import _recorder
+        p = threadgraph.ProcessProfile(default_log_path="out")
+        def fail():
+            raise OSError("runinfo.json: no space left on device")
+        p._write_runinfo = fail
+        try:
+            p.enable()
+        except OSError as exc:
+            print("raised:", exc)
+        print("active:", _recorder.active() is not None, p.enabled)
+        q = threadgraph.ProcessProfile(default_log_path="out2")
+        q.enable()
+        threading.Thread(target=lambda: bytearray(1000)).start()
+        q.disable()
+        print("second:", sorted(os.listdir(q.output_dir))[:1])
+    """)
+    assert "raised: runinfo.json: no space left on device" in res.stdout, res.stdout + res.stderr
+    assert "active: False False" in res.stdout, res.stdout
+    assert "second: ['capture.tg']" in res.stdout, res.stdout
