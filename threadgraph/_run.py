@@ -26,7 +26,8 @@ import threading
 import traceback
 import types
 
-from threadgraph._options import CHOICES, DEFAULTS, SAMPLED_DEFAULT_BYTES, VALUE_DEFAULTS
+from threadgraph._options import (CHOICES, DEFAULTS, SAMPLE_BYTES_MAX, SAMPLE_EVERY_MAX,
+                                  SAMPLED_DEFAULT_BYTES, VALUE_DEFAULTS)
 
 PROG = "threadgraph run"
 TOP_PEAKS = 5
@@ -795,10 +796,11 @@ def check_options(parser, opts):
     """The checks of recording options that argparse cannot make (values, and
     options that exclude each other): a usage error through PARSER.  Shared with
     threadgraph attach, whose recording options are these."""
-    if opts.process_memory_frequency is not None and opts.process_memory_frequency < 0:
-        parser.error("--process-memory-frequency must be 0 or more")
-    if opts.sample_bytes is not None and opts.sample_bytes <= 0:
-        parser.error("--sample-bytes must be 1 or more")
+    if (opts.process_memory_frequency is not None
+            and not 0 <= opts.process_memory_frequency <= SAMPLE_EVERY_MAX):
+        parser.error("--process-memory-frequency must be from 0 to %d" % SAMPLE_EVERY_MAX)
+    if opts.sample_bytes is not None and not 1 <= opts.sample_bytes <= SAMPLE_BYTES_MAX:
+        parser.error("--sample-bytes must be from 1 to %d" % SAMPLE_BYTES_MAX)
     if opts.format is None:
         opts.format = "text" if opts.mode == "sampled" else DEFAULTS["format"]
     if opts.mode == "sampled" and opts.format != "text":

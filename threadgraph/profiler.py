@@ -263,9 +263,8 @@ class ProcessProfile:
         #: on average, sites get unbiased estimates (docs/accounting.md,
         #: "Sampling"); 0 (default) attributes every allocation.  Turns
         #: accounting on.
-        self.sample_bytes = int(sample_bytes or 0)
-        if self.sample_bytes < 0:
-            raise ValueError("sample_bytes must be 0 or more, not %r" % (sample_bytes,))
+        self.sample_bytes = _options.check_range("sample_bytes", sample_bytes or 0, 0,
+                                                 _options.SAMPLE_BYTES_MAX)
         #: "full" (every call recorded) or "sampled": no per-call hook, exact
         #: per-thread totals and curves, call sites from stacks sampled every
         #: ``sample_bytes`` bytes (default SAMPLED_DEFAULT_BYTES) on average
@@ -351,13 +350,12 @@ class ProcessProfile:
 
     def setProcessMemoryFrequence(self, frequence: Optional[int]) -> None:
         """Write a process.mem RSS sample every ``frequence`` profile events
-        (default 1000); ``None`` or 0 turns process.mem off."""
+        (default 1000); ``None`` or 0 turns process.mem off.  ValueError outside
+        0 to _options.SAMPLE_EVERY_MAX (a C long)."""
         if frequence is None:
             frequence = 0
-        frequence = int(frequence)
-        if frequence < 0:
-            raise ValueError("the frequence must be >= 0")
-        self._frequence = frequence
+        self._frequence = _options.check_range("the process memory frequency", frequence,
+                                               0, _options.SAMPLE_EVERY_MAX)
 
     def addSleepTrigger(self, module: str, name: str) -> None:
         """Add ``module``'s attribute ``name`` (dotted path, e.g. ``"Event.wait"``)

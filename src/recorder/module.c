@@ -1113,6 +1113,22 @@ static PyMethodDef tg_module_methods[] = {
  * from the Py_mod_multiple_interpreters slot; before, by tg_module_exec), and
  * the module declares that it needs the GIL (Py_mod_gil, 3.13+).
  */
+/* Add the int VALUE to module M as NAME (PyModule_AddIntConstant takes a long,
+ * narrower than long long on some platforms).  Returns 0 or -1. */
+static int
+tg_module_add_llong(PyObject *m, const char *name, long long value)
+{
+    PyObject *v = PyLong_FromLongLong(value);
+
+    if (v == NULL)
+        return -1;
+    if (PyModule_AddObject(m, name, v) < 0) {
+        Py_DECREF(v);
+        return -1;
+    }
+    return 0;
+}
+
 static int
 tg_module_exec(PyObject *m)
 {
@@ -1138,11 +1154,16 @@ tg_module_exec(PyObject *m)
         Py_DECREF(&tg_recorder_type);
         return -1;
     }
-    /* The version (threadgraph/_version.py, passed by setup.py), the smallest
-     * max_size (capture_write.h) and enable()'s option choices (options.h), for
-     * threadgraph/_options.py. */
+    /* The version (threadgraph/_version.py, passed by setup.py), the range of
+     * max_size (capture_write.h; enable() parses it as a long long), of
+     * sample_bytes (accounting.h) and of sample_every (a long), and enable()'s
+     * option choices (options.h), for threadgraph/_options.py, which checks
+     * values before a run directory is made. */
     if (PyModule_AddStringConstant(m, "VERSION", TG_VERSION) < 0
             || PyModule_AddIntConstant(m, "MAX_SIZE_MIN", (long)TG_CAP_MAX_SIZE_MIN) < 0
+            || tg_module_add_llong(m, "MAX_SIZE_MAX", LLONG_MAX) < 0
+            || tg_module_add_llong(m, "SAMPLE_BYTES_MAX", TG_ACCT_SAMPLE_MAX) < 0
+            || tg_module_add_llong(m, "SAMPLE_EVERY_MAX", LONG_MAX) < 0
             || PyModule_AddIntConstant(m, "SAMPLED_DEFAULT_BYTES", TG_SAMPLED_DEFAULT_BYTES) < 0
             || tg_options_export(m) < 0)
         return -1;

@@ -425,6 +425,26 @@ def test_output_dir_cannot_be_created(tmp_path):
     assert "ran" not in res.stdout  # the program did not start unprofiled
 
 
+# Values past the C integers the recorder takes (enable()'s long long and long,
+# accounting's largest sample_bytes): a usage error naming the option, before
+# anything is created.
+@pytest.mark.parametrize("opts", [
+    ["--max-size", "99999999999999999999999T"],
+    ["--max-size", "9" * 400],  # past a float too
+    ["--sample-bytes", "99999999999999999999999"],
+    ["--sample-bytes", str((1 << 40) + 1)],
+    ["--process-memory-frequency", "99999999999999999999"],
+])
+def test_oversized_numbers_are_usage_errors(tmp_path, opts):
+    write(tmp_path / "ok.py", "print('ran')\n")
+    res = tg(["run", "-o", "sz"] + opts + ["ok.py"], tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert opts[0] + ": must be" in res.stderr or opts[0] + " must be" in res.stderr
+    assert "Traceback" not in res.stderr and "Error" not in res.stderr
+    assert "ran" not in res.stdout
+    assert not os.path.exists(str(tmp_path / "sz"))
+
+
 def test_missing_script_and_module(tmp_path):
     res = tg(["run", "nope.py"], tmp_path)
     assert res.returncode == 2
