@@ -298,15 +298,16 @@ def say(msg):
 
 # What must not reach a terminal raw (the C side's tg_unsafe_seq): C0 controls
 # but tab and newline, DEL, the C1 controls (U+009B is CSI to some terminals) and
-# the bidirectional controls that reorder a line (U+202E ...).
+# the bidirectional controls that reorder a line (U+202E ...); and the surrogate
+# escapes of a name that is not UTF-8 (os.fsdecode), written as their bytes.
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f"
-                     "\u202a-\u202e\u2066-\u2069]")
+                     "\u202a-\u202e\u2066-\u2069\udc80-\udcff]")
 
 
 def term_safe(text):
     """TEXT with every terminal-unsafe character as \\xHH per UTF-8 byte, as the
     C commands print dump text (names come from the profiled program)."""
-    return _UNSAFE.sub(lambda m: "".join("\\x%02x" % b for b in m.group().encode("utf-8")),
+    return _UNSAFE.sub(lambda m: "".join("\\x%02x" % b for b in m.group().encode("utf-8", "surrogateescape")),
                        str(text))
 
 
@@ -668,7 +669,7 @@ def shell_quote(word):
         return shlex.quote(word)
     body = word.replace("\\", "\\\\").replace("'", "\\'")
     return "$'" + _UNSAFE.sub(
-        lambda m: "".join("\\x%02x" % b for b in m.group().encode("utf-8")), body) + "'"
+        lambda m: "".join("\\x%02x" % b for b in m.group().encode("utf-8", "surrogateescape")), body) + "'"
 
 
 def _print_next_aggregate(shown, opts):

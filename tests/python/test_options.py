@@ -177,3 +177,40 @@ def test_largest_numbers_are_what_the_recorder_takes(tmp_path):
     prof.disable()
     assert os.path.isdir(prof.output_dir)
 
+
+class _FailingRecorder:
+    """A Recorder whose enable() fails, as the C one does on a bad value."""
+    active = False
+
+    def enable(self, outdir, **kwargs):
+        raise ValueError("refused")
+
+
+def test_failed_enable_leaves_no_directory(tmp_path):
+    base = tmp_path / "new" / "base"
+    prof = threadgraph.ProcessProfile(default_log_path=str(base))
+    prof._rec = _FailingRecorder()
+    with pytest.raises(ValueError, match="refused"):
+        prof.enable()
+    assert os.listdir(str(tmp_path)) == []  # base and its parent were made for the run
+    # a base that was there stays, and so does what is in it
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "other").write_text("x")
+    prof.default_log_path = str(tmp_path / "kept")
+    with pytest.raises(ValueError, match="refused"):
+        prof.enable()
+    assert os.listdir(str(tmp_path / "kept")) == ["other"]
+    # an empty <pid> directory that was there (enable() reuses it) stays too
+    pid_dir = tmp_path / "kept" / str(os.getpid())
+    pid_dir.mkdir()
+    with pytest.raises(ValueError, match="refused"):
+        prof.enable()
+    assert pid_dir.is_dir()
+    assert prof._output_dir is None  # output_dir: still the planned one
+
+
+def test_output_path_that_is_a_file(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    prof = threadgraph.ProcessProfile(default_log_path=str(tmp_path / "afile"))
+    with pytest.raises(NotADirectoryError, match="not a directory"):
+        prof.enable()
