@@ -8,6 +8,7 @@ tests/python/test_options.py checks that docs/api.md and docs/run.md name every
 choice.
 """
 import re
+from fractions import Fraction
 from typing import Dict, Optional, Tuple, Union
 
 from threadgraph import _recorder
@@ -47,17 +48,37 @@ def check(option: str, value: object) -> str:
     return value  # type: ignore[return-value]
 
 
-#: The smallest max_size (bytes): the recorder's (src/recorder/capture_write.h).
+#: The range of max_size (bytes): at least the recorder's smallest
+#: (src/recorder/capture_write.h), at most what enable() takes (a long long).
 MAX_SIZE_MIN: int = _recorder.MAX_SIZE_MIN
+MAX_SIZE_MAX: int = _recorder.MAX_SIZE_MAX
+#: The largest sample_bytes (src/recorder/accounting.h, TG_ACCT_SAMPLE_MAX).
+SAMPLE_BYTES_MAX: int = _recorder.SAMPLE_BYTES_MAX
+#: The largest process.mem frequency, setProcessMemoryFrequence (a C long).
+SAMPLE_EVERY_MAX: int = _recorder.SAMPLE_EVERY_MAX
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 _SIZE_RE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(?:i?B)?\s*\Z", re.IGNORECASE)
+
+
+def check_range(option: str, value: object, low: int, high: int) -> int:
+    """int(VALUE) if it is from LOW to HIGH, else ValueError naming OPTION and
+    the range: the recorder takes C integers, and a value past them must fail
+    here, before a run directory is made."""
+    try:
+        number = int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError("%s must be a whole number from %d to %d, not %r"
+                         % (option, low, high, value)) from None
+    if not low <= number <= high:
+        raise ValueError("%s must be from %d to %d, not %d" % (option, low, high, number))
+    return number
 
 
 def parse_size(value: Union[None, int, str]) -> Optional[int]:
     """A size limit in bytes from an int or a text such as "10M", "2G", "512K",
     "1.5G" or "1048576" (K, M, G, T are powers of 1024; a B or iB may follow);
     None or 0 means no limit (None).  ValueError for anything else, or for a
-    limit below MAX_SIZE_MIN."""
+    limit below MAX_SIZE_MIN or above MAX_SIZE_MAX."""
     if value is None:
         return None
     if isinstance(value, bool):
@@ -70,10 +91,14 @@ def parse_size(value: Union[None, int, str]) -> Optional[int]:
         if not m:
             raise ValueError("max_size must be a size such as '10M', '2G' or a number "
                              "of bytes, not %r" % (value,))
-        size = int(float(m.group(1)) * _SIZE_UNITS[m.group(2).upper()])
+        # exact (a float turns a long number into inf, or rounds it)
+        size = int(Fraction(m.group(1)) * _SIZE_UNITS[m.group(2).upper()])
     if size == 0:
         return None
     if size < MAX_SIZE_MIN:
         raise ValueError("max_size must be at least %dK (a segment's head repeats the "
                          "run's definitions), not %r" % (MAX_SIZE_MIN >> 10, value))
+    if size > MAX_SIZE_MAX:
+        raise ValueError("max_size must be at most %d bytes, not %r"
+                         % (MAX_SIZE_MAX, value))
     return size

@@ -26,7 +26,8 @@ import threading
 import traceback
 import types
 
-from threadgraph._options import CHOICES, DEFAULTS, SAMPLED_DEFAULT_BYTES, VALUE_DEFAULTS
+from threadgraph._options import (CHOICES, DEFAULTS, SAMPLE_BYTES_MAX, SAMPLE_EVERY_MAX,
+                                  SAMPLED_DEFAULT_BYTES, VALUE_DEFAULTS)
 
 PROG = "threadgraph run"
 TOP_PEAKS = 5
@@ -297,15 +298,16 @@ def say(msg):
 
 # What must not reach a terminal raw (the C side's tg_unsafe_seq): C0 controls
 # but tab and newline, DEL, the C1 controls (U+009B is CSI to some terminals) and
-# the bidirectional controls that reorder a line (U+202E ...).
+# the bidirectional controls that reorder a line (U+202E ...); and the surrogate
+# escapes of a name that is not UTF-8 (os.fsdecode), written as their bytes.
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f"
-                     "\u202a-\u202e\u2066-\u2069]")
+                     "\u202a-\u202e\u2066-\u2069\udc80-\udcff]")
 
 
 def term_safe(text):
     """TEXT with every terminal-unsafe character as \\xHH per UTF-8 byte, as the
     C commands print dump text (names come from the profiled program)."""
-    return _UNSAFE.sub(lambda m: "".join("\\x%02x" % b for b in m.group().encode("utf-8")),
+    return _UNSAFE.sub(lambda m: "".join("\\x%02x" % b for b in m.group().encode("utf-8", "surrogateescape")),
                        str(text))
 
 
@@ -667,7 +669,7 @@ def shell_quote(word):
         return shlex.quote(word)
     body = word.replace("\\", "\\\\").replace("'", "\\'")
     return "$'" + _UNSAFE.sub(
-        lambda m: "".join("\\x%02x" % b for b in m.group().encode("utf-8")), body) + "'"
+        lambda m: "".join("\\x%02x" % b for b in m.group().encode("utf-8", "surrogateescape")), body) + "'"
 
 
 def _print_next_aggregate(shown, opts):
@@ -795,10 +797,11 @@ def check_options(parser, opts):
     """The checks of recording options that argparse cannot make (values, and
     options that exclude each other): a usage error through PARSER.  Shared with
     threadgraph attach, whose recording options are these."""
-    if opts.process_memory_frequency is not None and opts.process_memory_frequency < 0:
-        parser.error("--process-memory-frequency must be 0 or more")
-    if opts.sample_bytes is not None and opts.sample_bytes <= 0:
-        parser.error("--sample-bytes must be 1 or more")
+    if (opts.process_memory_frequency is not None
+            and not 0 <= opts.process_memory_frequency <= SAMPLE_EVERY_MAX):
+        parser.error("--process-memory-frequency must be from 0 to %d" % SAMPLE_EVERY_MAX)
+    if opts.sample_bytes is not None and not 1 <= opts.sample_bytes <= SAMPLE_BYTES_MAX:
+        parser.error("--sample-bytes must be from 1 to %d" % SAMPLE_BYTES_MAX)
     if opts.format is None:
         opts.format = "text" if opts.mode == "sampled" else DEFAULTS["format"]
     if opts.mode == "sampled" and opts.format != "text":

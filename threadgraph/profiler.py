@@ -13,6 +13,7 @@ import gc
 import importlib
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -75,6 +76,9 @@ DEFAULT_SLEEP_TRIGGERS: Tuple[Tuple[str, str], ...] = (
     ("_signal", "sigtimedwait"),
 )
 
+#: A lone surrogate: a byte of a name that is not UTF-8, as os.fsdecode() gives it.
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
 _FILE = os.path.abspath(__file__)
 if _FILE.endswith((".pyc", ".pyo")):
     _FILE = _FILE[:-1]
@@ -116,20 +120,34 @@ def describe_losses(losses: Dict[str, int]) -> str:
                      if losses.get(key))
 
 
-def _make_output_dir(base: str) -> str:
-    """Create <base>/<pid>, or <pid>-2, -3, ... if it exists and is not empty."""
+def _make_output_dir(base: str, made: Optional[List[str]] = None) -> str:
+    """Create <base>/<pid>, or <pid>-2, -3, ... if it exists and is not empty.
+    The directories this call creates are appended to MADE, outermost first, for
+    _remove_made_dirs()."""
     base = os.path.abspath(base)
+    missing = []  # BASE and its parents that makedirs will create
+    parent = base
+    while not os.path.lexists(parent) and os.path.dirname(parent) != parent:
+        missing.append(parent)
+        parent = os.path.dirname(parent)
     try:
         os.makedirs(base, mode=0o755, exist_ok=True)
+    except FileExistsError as exc:  # a file (or a link to one) is there
+        raise NotADirectoryError(errno.ENOTDIR, "cannot create the profile directory: "
+                                 "it exists and is not a directory", base) from exc
     except OSError as exc:
         raise OSError(exc.errno, "cannot create the profile directory: %s" % exc.strerror,
                       base) from exc
+    if made is not None:
+        made.extend(reversed(missing))
     pid = os.getpid()
     n = 1
     while True:
         path = os.path.join(base, str(pid) if n == 1 else "%d-%d" % (pid, n))
         try:
             os.mkdir(path, 0o755)
+            if made is not None:
+                made.append(path)
             return path
         except FileExistsError:
             if (not os.path.islink(path) and os.path.isdir(path)
@@ -141,6 +159,17 @@ def _make_output_dir(base: str) -> str:
         n += 1
         if n > 10000:
             raise OSError(errno.EEXIST, "no free profile directory", path)
+
+
+def _remove_made_dirs(made: List[str]) -> None:
+    """Remove the directories of MADE (from _make_output_dir), innermost first,
+    that are still empty: a run that failed to start leaves nothing behind.  A
+    directory that was there before, or that got a file, stays."""
+    for path in reversed(made):
+        try:
+            os.rmdir(path)
+        except OSError:
+            return  # not empty: neither are its parents
 
 
 def _gc_callback_remove() -> None:
@@ -263,9 +292,8 @@ class ProcessProfile:
         #: on average, sites get unbiased estimates (docs/accounting.md,
         #: "Sampling"); 0 (default) attributes every allocation.  Turns
         #: accounting on.
-        self.sample_bytes = int(sample_bytes or 0)
-        if self.sample_bytes < 0:
-            raise ValueError("sample_bytes must be 0 or more, not %r" % (sample_bytes,))
+        self.sample_bytes = _options.check_range("sample_bytes", sample_bytes or 0, 0,
+                                                 _options.SAMPLE_BYTES_MAX)
         #: "full" (every call recorded) or "sampled": no per-call hook, exact
         #: per-thread totals and curves, call sites from stacks sampled every
         #: ``sample_bytes`` bytes (default SAMPLED_DEFAULT_BYTES) on average
@@ -351,13 +379,12 @@ class ProcessProfile:
 
     def setProcessMemoryFrequence(self, frequence: Optional[int]) -> None:
         """Write a process.mem RSS sample every ``frequence`` profile events
-        (default 1000); ``None`` or 0 turns process.mem off."""
+        (default 1000); ``None`` or 0 turns process.mem off.  ValueError outside
+        0 to _options.SAMPLE_EVERY_MAX (a C long)."""
         if frequence is None:
             frequence = 0
-        frequence = int(frequence)
-        if frequence < 0:
-            raise ValueError("the frequence must be >= 0")
-        self._frequence = frequence
+        self._frequence = _options.check_range("the process memory frequency", frequence,
+                                               0, _options.SAMPLE_EVERY_MAX)
 
     def addSleepTrigger(self, module: str, name: str) -> None:
         """Add ``module``'s attribute ``name`` (dotted path, e.g. ``"Event.wait"``)
@@ -415,22 +442,27 @@ class ProcessProfile:
             raise RuntimeError("another ProcessProfile is already enabled in this process; "
                                "only one can record at a time: disable() it first")
         triggers = self._trigger_objects()
-        outdir = _make_output_dir(self.default_log_path)
-        self._output_dir = outdir
+        made: List[str] = []
+        outdir = _make_output_dir(self.default_log_path, made)
         self._start_time = time.time()
         self._end_time = None
         sampled = self.mode == "sampled"
-        self._rec.enable(outdir, profile=self.profile, memory=self.memory,
-                         filter=self._filter, track_memory=self._memory,
-                         track_stack=self._stack and not sampled, track_sleeps=self._sleeps,
-                         timestamps=self._timestamps,
-                         sample_every=0 if sampled else self._frequence,
-                         stream_factory=self.stream_factory, exclude_file=_FILE,
-                         triggers=triggers, accounting=self._accounting_on(),
-                         compress=self.compress, backend=self.backend,
-                         native=self.native, format=self.format,
-                         sample_bytes=self.sample_bytes, mode=self.mode,
-                         max_size=self.max_size or 0, aggregate=self.aggregate)
+        try:
+            self._rec.enable(outdir, profile=self.profile, memory=self.memory,
+                             filter=self._filter, track_memory=self._memory,
+                             track_stack=self._stack and not sampled,
+                             track_sleeps=self._sleeps, timestamps=self._timestamps,
+                             sample_every=0 if sampled else self._frequence,
+                             stream_factory=self.stream_factory, exclude_file=_FILE,
+                             triggers=triggers, accounting=self._accounting_on(),
+                             compress=self.compress, backend=self.backend,
+                             native=self.native, format=self.format,
+                             sample_bytes=self.sample_bytes, mode=self.mode,
+                             max_size=self.max_size or 0, aggregate=self.aggregate)
+        except BaseException:
+            _remove_made_dirs(made)  # nothing of a run that did not start stays
+            raise
+        self._output_dir = outdir
         try:
             self._enable_rest()
         except BaseException:
@@ -647,7 +679,13 @@ class ProcessProfile:
         # that 59-byte str would be freed when a later lookup takes its cache
         # slot, a slot picked by the str's address: in whatever call of the
         # program happens to collide, an exact delta that varies run to run.
-        data = (json.dumps(info, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+        text = json.dumps(info, indent=2, ensure_ascii=False)
+        # A name that is not UTF-8 (argv, the directory) holds surrogate escapes
+        # (os.fsdecode): JSON's \udcXX for those keeps the file UTF-8, and
+        # json.load() then gives back the same str.  Without one, sub() returns
+        # TEXT itself.
+        text = _SURROGATES.sub(lambda m: "\\u%04x" % ord(m.group()), text)
+        data = (text + "\n").encode("utf-8")
         path = os.path.join(self._output_dir, "runinfo.json")
         tmp = path + ".tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW

@@ -124,6 +124,8 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
                              "compress", "backend", "native", "format", "sample_bytes",
                              "mode", "max_size", "aggregate", NULL};
     struct tg_recorder *r = &self->r;
+    PyObject *outdir_bytes = NULL;  /* os.fsencode(outdir): released on every exit */
+    PyObject *res = NULL;
     const char *outdir, *profile = tg_choice_default(&tg_opt_profile);
     const char *memory = tg_choice_default(&tg_opt_memory);
     const char *backend = tg_choice_default(&tg_opt_backend);
@@ -139,58 +141,70 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     long long sample_bytes = 0, max_size = 0;
     int aggregate = 0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "s|$ssOpppplOOOppspsLsLp:enable", kwlist,
-                                     &outdir, &profile, &memory, &filter, &track_memory,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|$ssOpppplOOOppspsLsLp:enable", kwlist,
+                                     PyUnicode_FSConverter, &outdir_bytes, &profile,
+                                     &memory, &filter, &track_memory,
                                      &track_stack, &track_sleeps, &timestamps,
                                      &sample_every, &factory, &exclude, &triggers,
                                      &accounting, &compress, &backend, &native, &format,
                                      &sample_bytes, &mode, &max_size, &aggregate))
         return NULL;
+    outdir = PyBytes_AS_STRING(outdir_bytes);
     if (r->active) {
         PyErr_SetString(PyExc_RuntimeError, "this profiler is already enabled");
-        return NULL;
+        goto release_outdir;
     }
     if (tg_active != NULL) {
         tg_recorder_enable(self);  /* raises the one-profiler-at-a-time error */
-        return NULL;
+        goto release_outdir;
     }
     tg_recorder_clear_config(r);
-    if ((choice = tg_choice_find(&tg_opt_profile, profile)) == NULL)
-        return tg_choice_error(&tg_opt_profile, profile);
+    if ((choice = tg_choice_find(&tg_opt_profile, profile)) == NULL) {
+        tg_choice_error(&tg_opt_profile, profile);
+        goto release_outdir;
+    }
     r->record_python = (choice->value & TG_PROFILE_PYTHON) != 0;
     r->record_c = (choice->value & TG_PROFILE_C) != 0;
-    if ((choice = tg_choice_find(&tg_opt_memory, memory)) == NULL)
-        return tg_choice_error(&tg_opt_memory, memory);
+    if ((choice = tg_choice_find(&tg_opt_memory, memory)) == NULL) {
+        tg_choice_error(&tg_opt_memory, memory);
+        goto release_outdir;
+    }
     r->memory_mode = (enum tg_memory_mode)choice->value;
-    if ((choice = tg_choice_find(&tg_opt_backend, backend)) == NULL)
-        return tg_choice_error(&tg_opt_backend, backend);
+    if ((choice = tg_choice_find(&tg_opt_backend, backend)) == NULL) {
+        tg_choice_error(&tg_opt_backend, backend);
+        goto release_outdir;
+    }
     r->backend_auto = choice->value == TG_BACKEND_AUTO;
     if (r->backend_auto)
         r->backend = TG_HAVE_MONITORING ? TG_BACKEND_MONITORING : TG_BACKEND_SETPROFILE;
     else if (choice->value == TG_BACKEND_MONITORING && !TG_HAVE_MONITORING) {
         PyErr_SetString(PyExc_ValueError,
                         "backend 'monitoring' needs CPython 3.12 or 3.13 (sys.monitoring)");
-        return NULL;
+        goto release_outdir;
     } else
         r->backend = (enum tg_backend)choice->value;
-    if ((choice = tg_choice_find(&tg_opt_format, format)) == NULL)
-        return tg_choice_error(&tg_opt_format, format);
+    if ((choice = tg_choice_find(&tg_opt_format, format)) == NULL) {
+        tg_choice_error(&tg_opt_format, format);
+        goto release_outdir;
+    }
     r->fmt_text = (choice->value & TG_FORMAT_TEXT) != 0;
     r->fmt_binary = (choice->value & TG_FORMAT_BINARY) != 0;
     if (r->fmt_binary && factory != Py_None) {
         PyErr_SetString(PyExc_ValueError,
                         "stream_factory gives text streams: it needs format='text'");
-        return NULL;
+        goto release_outdir;
     }
-    if ((choice = tg_choice_find(&tg_opt_mode, mode)) == NULL)
-        return tg_choice_error(&tg_opt_mode, mode);
+    if ((choice = tg_choice_find(&tg_opt_mode, mode)) == NULL) {
+        tg_choice_error(&tg_opt_mode, mode);
+        goto release_outdir;
+    }
     r->sampled = choice->value == TG_MODE_SAMPLED;
     if (r->sampled && (!accounting || sample_bytes <= 0 || r->fmt_binary
                        || factory != Py_None || track_stack)) {
         PyErr_SetString(PyExc_ValueError,
                         "mode 'sampled' needs accounting with sample_bytes > 0 and "
                         "format='text', without stream_factory or stacks");
-        return NULL;
+        goto release_outdir;
     }
     r->cap_compress = compress;
     if (max_size != 0 && (max_size < (long long)TG_CAP_MAX_SIZE_MIN || r->fmt_text)) {
@@ -198,7 +212,7 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
                      ? "max_size bounds the binary capture: it needs format='binary'"
                      : "max_size must be 0 (no limit) or at least %u bytes",
                      (unsigned)TG_CAP_MAX_SIZE_MIN);
-        return NULL;
+        goto release_outdir;
     }
     r->cap_max_size = (unsigned long long)max_size;
     if (aggregate && (r->fmt_text || r->sampled || max_size != 0 || !track_memory)) {
@@ -206,7 +220,7 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
                         "aggregate=True writes aggregate.tga instead of the capture: it needs "
                         "format='binary' (the default), mode='full', track_memory=True "
                         "and no max_size");
-        return NULL;
+        goto release_outdir;
     }
     r->aggregate = aggregate;
     if (aggregate)
@@ -267,12 +281,16 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
         PyErr_Restore(t, v, tb);
         goto fail;
     }
-    Py_RETURN_NONE;
+    Py_INCREF(Py_None);
+    res = Py_None;
+    goto release_outdir;
 nomem:
     PyErr_NoMemory();
 fail:
     tg_recorder_clear_config(r);
-    return NULL;
+release_outdir:
+    Py_DECREF(outdir_bytes);
+    return res;
 }
 
 static PyObject *
@@ -479,7 +497,7 @@ tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
     struct tg_recorder *r = &self->r;
     uint64_t records, stack_records, dropped, unwound, displaced;
     size_t threads;
-    PyObject *tool;
+    PyObject *tool, *outdir;
     (void)unused;
 
     tg_thread_table_totals(&r->table, &records, &stack_records, &dropped, &threads);
@@ -493,7 +511,18 @@ tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
     }
     if (tool == NULL)
         return NULL;
-    return Py_BuildValue("{s:n,s:K,s:K,s:K,s:K,s:K,s:K,s:z,s:s,s:z,s:N,s:O}",
+    /* the directory's name as os.fsdecode() gives it: it need not be UTF-8 */
+    if (r->outdir != NULL) {
+        outdir = PyUnicode_DecodeFSDefault(r->outdir);
+    } else {
+        Py_INCREF(Py_None);
+        outdir = Py_None;
+    }
+    if (outdir == NULL) {
+        Py_DECREF(tool);
+        return NULL;
+    }
+    return Py_BuildValue("{s:n,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:s,s:z,s:N,s:O}",
                          "threads", (Py_ssize_t)threads,
                          "records", (unsigned long long)records,
                          "stack_records", (unsigned long long)stack_records,
@@ -503,7 +532,7 @@ tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
                          "process_samples",
                          (unsigned long long)atomic_load_explicit(&r->samples_taken,
                                                                   memory_order_relaxed),
-                         "output_dir", r->outdir,
+                         "output_dir", outdir,
                          "clock", tg_clock_source_name(),
                          "capture", !r->fmt_binary ? NULL : r->cap_max_size
                          ? TG_CAP_SEG_PREFIX "*" TG_CAP_SEG_SUFFIX : TG_CAP_FILENAME,
@@ -627,22 +656,29 @@ tg_rec_after_fork_parent(struct tg_recorder_object *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* fork_child(outdir=None): OUTDIR as enable()'s, os.fsencode()d (a name that
+ * is not UTF-8 comes as surrogate escapes). */
 static PyObject *
 tg_rec_fork_child(struct tg_recorder_object *self, PyObject *args)
 {
-    const char *outdir = NULL;
-    if (!PyArg_ParseTuple(args, "|z:fork_child", &outdir))
+    PyObject *outdir = Py_None, *outdir_bytes = NULL, *res = NULL;
+    if (!PyArg_ParseTuple(args, "|O:fork_child", &outdir))
+        return NULL;
+    if (outdir != Py_None && !PyUnicode_FSConverter(outdir, &outdir_bytes))
         return NULL;
     if (!self->r.active)
-        Py_RETURN_NONE;
+        goto done;
     tg_acct_fork_child();  /* the parent's figures are not the child's */
-    if (outdir == NULL) {
+    if (outdir_bytes == NULL)
         tg_fork_child_stop(self);
-        Py_RETURN_NONE;
-    }
-    if (tg_fork_child_continue(self, outdir) < 0)
-        return NULL;
-    Py_RETURN_NONE;
+    else if (tg_fork_child_continue(self, PyBytes_AS_STRING(outdir_bytes)) < 0)
+        goto release_outdir;
+done:
+    Py_INCREF(Py_None);
+    res = Py_None;
+release_outdir:
+    Py_XDECREF(outdir_bytes);
+    return res;
 }
 
 static PyObject *
@@ -1113,6 +1149,22 @@ static PyMethodDef tg_module_methods[] = {
  * from the Py_mod_multiple_interpreters slot; before, by tg_module_exec), and
  * the module declares that it needs the GIL (Py_mod_gil, 3.13+).
  */
+/* Add the int VALUE to module M as NAME (PyModule_AddIntConstant takes a long,
+ * narrower than long long on some platforms).  Returns 0 or -1. */
+static int
+tg_module_add_llong(PyObject *m, const char *name, long long value)
+{
+    PyObject *v = PyLong_FromLongLong(value);
+
+    if (v == NULL)
+        return -1;
+    if (PyModule_AddObject(m, name, v) < 0) {
+        Py_DECREF(v);
+        return -1;
+    }
+    return 0;
+}
+
 static int
 tg_module_exec(PyObject *m)
 {
@@ -1138,11 +1190,16 @@ tg_module_exec(PyObject *m)
         Py_DECREF(&tg_recorder_type);
         return -1;
     }
-    /* The version (threadgraph/_version.py, passed by setup.py), the smallest
-     * max_size (capture_write.h) and enable()'s option choices (options.h), for
-     * threadgraph/_options.py. */
+    /* The version (threadgraph/_version.py, passed by setup.py), the range of
+     * max_size (capture_write.h; enable() parses it as a long long), of
+     * sample_bytes (accounting.h) and of sample_every (a long), and enable()'s
+     * option choices (options.h), for threadgraph/_options.py, which checks
+     * values before a run directory is made. */
     if (PyModule_AddStringConstant(m, "VERSION", TG_VERSION) < 0
             || PyModule_AddIntConstant(m, "MAX_SIZE_MIN", (long)TG_CAP_MAX_SIZE_MIN) < 0
+            || tg_module_add_llong(m, "MAX_SIZE_MAX", LLONG_MAX) < 0
+            || tg_module_add_llong(m, "SAMPLE_BYTES_MAX", TG_ACCT_SAMPLE_MAX) < 0
+            || tg_module_add_llong(m, "SAMPLE_EVERY_MAX", LONG_MAX) < 0
             || PyModule_AddIntConstant(m, "SAMPLED_DEFAULT_BYTES", TG_SAMPLED_DEFAULT_BYTES) < 0
             || tg_options_export(m) < 0)
         return -1;

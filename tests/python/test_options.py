@@ -141,3 +141,76 @@ def test_value_defaults_are_one_table():
     run_md = " ".join(read_doc("run.md").split())
     assert re.findall(r"`0` turns `process.mem` off\. Default (\d+)\.", run_md) == [
         str(d["sample_every"])]
+
+
+# --- numeric ranges: checked before enable() makes a directory ---------------------
+
+@pytest.mark.parametrize("kwargs, option", [
+    ({"max_size": "99999999999999999999999T"}, "max_size"),
+    ({"max_size": "9" * 400}, "max_size"),  # a float would be inf
+    ({"max_size": 1 << 63}, "max_size"),
+    ({"sample_bytes": 99999999999999999999999}, "sample_bytes"),
+    ({"sample_bytes": _options.SAMPLE_BYTES_MAX + 1}, "sample_bytes"),
+    ({"sample_bytes": float("inf")}, "sample_bytes"),
+])
+def test_oversized_numbers_raise_value_error(tmp_path, kwargs, option):
+    with pytest.raises(ValueError, match=option + " must be"):
+        threadgraph.ProcessProfile(default_log_path=str(tmp_path / "out"), **kwargs)
+    assert not os.path.exists(str(tmp_path / "out"))
+
+
+def test_oversized_frequency_raises_value_error(tmp_path):
+    prof = threadgraph.ProcessProfile(default_log_path=str(tmp_path / "out"))
+    for bad in (99999999999999999999, _options.SAMPLE_EVERY_MAX + 1, -1, "x"):
+        with pytest.raises(ValueError, match="process memory frequency must be"):
+            prof.setProcessMemoryFrequence(bad)
+    assert not os.path.exists(str(tmp_path / "out"))
+
+
+def test_largest_numbers_are_what_the_recorder_takes(tmp_path):
+    # the limits _options checks are the recorder's own: at them enable() runs
+    prof = threadgraph.ProcessProfile(default_log_path=str(tmp_path),
+                                      max_size=_options.MAX_SIZE_MAX,
+                                      sample_bytes=_options.SAMPLE_BYTES_MAX)
+    prof.setProcessMemoryFrequence(_options.SAMPLE_EVERY_MAX)
+    prof.enable()
+    prof.disable()
+    assert os.path.isdir(prof.output_dir)
+
+
+class _FailingRecorder:
+    """A Recorder whose enable() fails, as the C one does on a bad value."""
+    active = False
+
+    def enable(self, outdir, **kwargs):
+        raise ValueError("refused")
+
+
+def test_failed_enable_leaves_no_directory(tmp_path):
+    base = tmp_path / "new" / "base"
+    prof = threadgraph.ProcessProfile(default_log_path=str(base))
+    prof._rec = _FailingRecorder()
+    with pytest.raises(ValueError, match="refused"):
+        prof.enable()
+    assert os.listdir(str(tmp_path)) == []  # base and its parent were made for the run
+    # a base that was there stays, and so does what is in it
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "other").write_text("x")
+    prof.default_log_path = str(tmp_path / "kept")
+    with pytest.raises(ValueError, match="refused"):
+        prof.enable()
+    assert os.listdir(str(tmp_path / "kept")) == ["other"]
+    # an empty <pid> directory that was there (enable() reuses it) stays too
+    pid_dir = tmp_path / "kept" / str(os.getpid())
+    pid_dir.mkdir()
+    with pytest.raises(ValueError, match="refused"):
+        prof.enable()
+    assert pid_dir.is_dir()
+    assert prof._output_dir is None  # output_dir: still the planned one
+
+
+def test_output_path_that_is_a_file(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    prof = threadgraph.ProcessProfile(default_log_path=str(tmp_path / "afile"))
+    with pytest.raises(NotADirectoryError, match="not a directory"):
+        prof.enable()

@@ -425,6 +425,92 @@ def test_output_dir_cannot_be_created(tmp_path):
     assert "ran" not in res.stdout  # the program did not start unprofiled
 
 
+def test_output_path_is_a_file(tmp_path):
+    write(tmp_path / "probe.py", "print('ran')\n")
+    write(tmp_path / "afile", "a file, not a directory\n")
+    res = tg(["run", "-o", "afile", "probe.py"], tmp_path)
+    assert res.returncode == 1
+    assert "cannot write the profile" in res.stderr
+    assert "not a directory" in res.stderr and "File exists" not in res.stderr
+    assert "Traceback" not in res.stderr
+    assert "ran" not in res.stdout
+
+
+# Values past the C integers the recorder takes (enable()'s long long and long,
+# accounting's largest sample_bytes): a usage error naming the option, before
+# anything is created.
+@pytest.mark.parametrize("opts", [
+    ["--max-size", "99999999999999999999999T"],
+    ["--max-size", "9" * 400],  # past a float too
+    ["--sample-bytes", "99999999999999999999999"],
+    ["--sample-bytes", str((1 << 40) + 1)],
+    ["--process-memory-frequency", "99999999999999999999"],
+])
+def test_oversized_numbers_are_usage_errors(tmp_path, opts):
+    write(tmp_path / "ok.py", "print('ran')\n")
+    res = tg(["run", "-o", "sz"] + opts + ["ok.py"], tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert opts[0] + ": must be" in res.stderr or opts[0] + " must be" in res.stderr
+    assert "Traceback" not in res.stderr and "Error" not in res.stderr
+    assert "ran" not in res.stdout
+    assert not os.path.exists(str(tmp_path / "sz"))
+
+
+NON_UTF8_PROG = """\
+def alloc_in_odd_file():
+    return [0] * 100000
+keep = alloc_in_odd_file()
+print("ran")
+"""
+
+
+def non_utf8_name(tmp_path, name):
+    """NAME (bytes, not UTF-8) as a str the OS takes, or skip where file names
+    must be UTF-8 (macOS)."""
+    path = os.path.join(os.fsencode(str(tmp_path)), name)
+    try:
+        with open(path, "wb"):
+            pass
+        os.unlink(path)
+    except OSError:
+        pytest.skip("this file system takes only UTF-8 names")
+    return os.fsdecode(name)
+
+
+def tg_bytes(args, cwd):
+    """tg() with the output as bytes: a name that is not UTF-8 may be in it."""
+    env = dict(os.environ)
+    env.pop("TG_CLI", None)
+    return subprocess.run(threadgraph_cmd() + list(args), cwd=str(cwd), env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT)
+
+
+def test_non_utf8_program_name(tmp_path):
+    prog = non_utf8_name(tmp_path, b"\xff\xfe.py")
+    write(os.path.join(str(tmp_path), prog), NON_UTF8_PROG)
+    res = tg_bytes(["run", prog], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert b"Traceback" not in res.stderr
+    assert res.stdout.startswith(b"ran\n")
+    # the default base is named after the program: threadgraph-\xff\xfe
+    run_dir = only_run_dir(os.path.join(str(tmp_path), "threadgraph-" + prog[:-3]))
+    assert os.path.isfile(os.path.join(run_dir, "capture.tg"))
+    assert "alloc_in_odd_file" in functions_in(os.path.join(run_dir, "MainThread.mem"))
+    assert runinfo(run_dir)["argv"][0] == prog  # \udcXX in the JSON: the same str
+
+
+def test_non_utf8_output_dir(tmp_path):
+    out = non_utf8_name(tmp_path, b"b\xff")
+    write(tmp_path / "ok.py", NON_UTF8_PROG)
+    res = tg_bytes(["run", "-o", out, "ok.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert b"Traceback" not in res.stderr
+    run_dir = only_run_dir(os.path.join(str(tmp_path), out))
+    assert os.path.isfile(os.path.join(run_dir, "capture.tg"))
+    assert "alloc_in_odd_file" in functions_in(os.path.join(run_dir, "MainThread.mem"))
+    assert str(runinfo(run_dir)["pid"]) == os.path.basename(run_dir)  # UTF-8 JSON
+
+
 def test_missing_script_and_module(tmp_path):
     res = tg(["run", "nope.py"], tmp_path)
     assert res.returncode == 2
