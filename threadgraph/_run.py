@@ -820,6 +820,10 @@ def check_options(parser, opts):
                            or opts.format != "binary" or getattr(opts, "live", False)):
         parser.error("--aggregate writes aggregate.tga instead of the capture: it takes "
                      "no --sampled, --max-size, --live or --format other than binary")
+    if getattr(opts, "live", False) and opts.format == "text":
+        parser.error("--live follows the binary capture as it is written: it needs "
+                     "--format binary or both (%s writes text only)"
+                     % ("--sampled" if opts.mode == "sampled" else "--format text"))
     if (opts.compress and not (opts.accounting or opts.sample_bytes or opts.snapshot_when
                                or opts.mode == "sampled") and opts.format == "text"):
         parser.error("--compress compresses the binary capture and the accounting "

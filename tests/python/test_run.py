@@ -702,6 +702,17 @@ def test_package_main_and_syntax_error(tmp_path):
     assert not os.path.exists(str(tmp_path / "out2"))  # nothing ran, nothing written
 
 
+@pytest.mark.parametrize("opts", [["--sampled"], ["--format", "text"]], ids=["sampled", "text"])
+def test_live_without_a_capture_is_a_usage_error(tmp_path, opts):
+    """--live follows capture.tg as it is written: a run that writes text
+    only (--sampled, --format text) would leave the view waiting for ever."""
+    write(tmp_path / "app.py", "print('ran')\n")
+    res = tg(["run", "--live"] + opts + ["app.py"], tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert "--live follows the binary capture" in res.stderr
+    assert "ran" not in res.stdout
+
+
 def test_compress_without_accounting_is_a_usage_error(tmp_path):
     write(tmp_path / "app.py", "print('ran')\n")
     res = tg(["run", "--compress", "--format", "text", "app.py"], tmp_path)
