@@ -758,7 +758,10 @@ def _print_next(out_dir, shown, opts):
         # a capture holds every call, --stack or not; decorate-stack prints
         # each call's time, which a run without timestamps has not
         if peaks and not opts.no_timestamps:
-            top = next((p for p in peaks if p.get("function") != "<module>"), peaks[0])
+            # a call that began before a limited capture's kept segments
+            # (call_start null) has no whole subtree left to decorate
+            whole = [p for p in peaks if p.get("call_start") is not None] or peaks
+            top = next((p for p in whole if p.get("function") != "<module>"), whole[0])
             thread = top.get("thread") or os.path.basename(str(top.get("mem_file", "")))
             if thread.endswith(".mem"):
                 thread = thread[:-4]

@@ -633,6 +633,17 @@ int tg_decorate_capture_run(const struct tg_capture *cap, const char *thread, co
 	dec_step(r, "Scanning stack file looking for a matching event.");
 	tg_capcur_init(&c, cap, t);
 	while ((got = tg_capcur_next(&c, &rec, d)) > 0) {
+		if (!s.n && ((rec.type == TG_CAP_REC_CALL && rec.number > root) ||
+			     (rec.type == TG_CAP_REC_RETURN && rec.call_number >= root))) {
+			/* the first record of the subtree is not its call: the call
+			 * began in a segment no longer kept */
+			tg_error(d, "'%s': the call of event %lu began before the records kept (a "
+				 "capture of limited size keeps its newest segments: docs/formats.md, "
+				 "\"Segments\"), so its subtree is not all there; choose a call that "
+				 "began inside them (peaks --json gives its call_start)", cap->path,
+				 number);
+			goto out;
+		}
 		if (rec.type == TG_CAP_REC_CALL && rec.number >= root) {
 			struct tg_stackrec sr;
 			struct dec_node *n;

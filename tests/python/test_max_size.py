@@ -5,6 +5,7 @@ which part of the run it covers), the kept records are the newest ones (each
 worker thread's records are the tail of the same program's full capture), and a
 run killed with SIGKILL is still readable.
 """
+import json
 import os
 import signal
 import subprocess
@@ -135,6 +136,30 @@ def test_folded_pairs_the_segments_exactly(runs):
         assert "left over after the last call" not in r.stderr, (metric, r.stderr)
         # every worker's kept calls are in the tree, under the worker
         assert any(line.startswith("w") for line in r.stdout.splitlines()), r.stdout
+
+
+def test_decorate_a_call_begun_before_the_kept_segments(runs, tmp_path):
+    """decorate-stack needs the whole call: one begun in a segment no longer
+    kept (a worker's work(), open from its start) is a clear error, and one
+    begun inside them (its last leaf()) is decorated."""
+    _full, bounded = runs
+    # every return that changed memory, with its record number (mem_line);
+    # work()'s frees what its list still held: never 0
+    r = cli("peaks", "--json", "--peak=0", "--peak_delta_time=0", "--peak_delta_value=0",
+            bounded)
+    assert r.returncode == 0, r.stderr
+    peaks = json.loads(r.stdout)
+    work = [p for p in peaks if p["function"] == "work"]
+    assert work and all(p["call_start"] is None for p in work)
+    w = work[-1]["thread"]
+    leaf = [p for p in peaks if p["function"] == "leaf" and p["thread"] == w]
+    assert leaf and leaf[-1]["call_start"] is not None
+    r = cli("decorate-stack", bounded, w, work[-1]["mem_line"])
+    assert r.returncode == 1, r.stderr
+    assert "began before the records kept" in r.stderr, r.stderr
+    r = cli("decorate-stack", bounded, w, leaf[-1]["mem_line"])
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("leaf@"), r.stdout
 
 
 def test_older_segment_cut_short_is_an_error(runs, tmp_path):
