@@ -66,6 +66,14 @@ static int held_emit(struct held_emit *e, double x, const char *xs, size_t xlen,
 	return 0;
 }
 
+/* The error of a held level beyond int64: only dumps made up or damaged reach
+ * it, each DELTA being at most TG_DELTA_MAX.  Returns -1. */
+static int held_overflow(struct tg_diag *d, const char *path, unsigned long number)
+{
+	return tg_error(d, "'%s': held memory beyond 2^63 bytes at line %lu (damaged dumps?)",
+			path, number);
+}
+
 /* A capture's thread: its CALLs give the nesting. */
 static int held_read_capture(const struct tg_dumpfile *df, struct held_emit *e,
 			     struct tg_diag *d)
@@ -98,7 +106,11 @@ static int held_read_capture(const struct tg_dumpfile *df, struct held_emit *e,
 		/* the curve starts at the first return, as from the exported .mem */
 		if (!e->started && held_emit(e, tg_cap_time_value(r.t_us), xs, xlen, v, d) < 0)
 			goto release;
-		v = held_base_get(&b, c.depth) + r.value;  /* c.depth: the call's own depth */
+		/* c.depth: the call's own depth */
+		if (__builtin_add_overflow(held_base_get(&b, c.depth), r.value, &v)) {
+			held_overflow(d, df->path, r.number);
+			goto release;
+		}
 		if (held_emit(e, tg_cap_time_value(r.t_us), xs, xlen, v, d) < 0)
 			goto release;
 	}
@@ -210,7 +222,10 @@ static int held_read_text(const struct tg_dumpfile *df, struct held_emit *e, cha
 				continue;
 			}
 			open--;
-			v = held_base_get(&b, open) + m.delta;
+			if (__builtin_add_overflow(held_base_get(&b, open), m.delta, &v)) {
+				held_overflow(d, df->path, ms.lineno);
+				goto release;
+			}
 		}
 		if (held_emit(e, m.time.v, m.time.text.s, m.time.text.len, v, d) < 0)
 			goto release;
@@ -452,9 +467,17 @@ static int held_merge(const char *dir, size_t n,
 			struct held_in *t = h[0];
 			size_t i = t->file;
 
-			sum += t->v - level[i];
-			if (!show[i])
-				others += t->v - level[i];
+			int64_t step;
+
+			/* each level is in int64, their sum may not be: an error, as in
+			 * held_overflow, rather than a wrapped curve */
+			if (__builtin_sub_overflow(t->v, level[i], &step) ||
+			    __builtin_add_overflow(sum, step, &sum) ||
+			    (!show[i] && __builtin_add_overflow(others, step, &others))) {
+				tg_error(d, "the threads' held memory sums beyond 2^63 bytes at %s "
+					 "(damaged dumps?)", xs);
+				goto out;
+			}
 			level[i] = t->v;
 			held_in_next(t);
 			if (!t->ok)
