@@ -102,6 +102,16 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 	if (f->extra)
 		warning("%lu return record%s left over after the last call", f->extra,
 			f->extra == 1 ? "" : "s");
+	{
+		/* tg_fold_add saturates: say so rather than show a cap as a value */
+		size_t capped = 0;
+
+		for (size_t i = 0; i < f->n; i++)
+			capped += f->v[i].self == INT64_MAX || f->v[i].self == INT64_MIN;
+		if (capped)
+			warning("%zu frame%s summed beyond 2^63: shown capped at %lld (damaged "
+				"dumps?)", capped, capped == 1 ? "" : "s", (long long)INT64_MAX);
+	}
 	if (f->sampled)
 		warning("sampled run (one sample per %lld bytes on average): the values are "
 			"estimates", (long long)f->sampled);

@@ -26,6 +26,15 @@
 /* Separates the call site from DELTA in .mem lines; readers split on the last. */
 #define TG_DELTA_SEP "=>"
 #define TG_DELTA_SEP_LEN 2
+/*
+ * Largest magnitude of a DELTA or BYTES readers take, 2^53 bytes (8 PiB): a
+ * larger value is no memory change of a real process (even a thread that only
+ * frees what others allocate takes 100 days at 1 GB/s to reach it), and every
+ * value up to it is exact as a double.  A line beyond it is malformed ("memory
+ * delta out of range"), so one value is sane; sums of many stay overflow-checked.
+ */
+#define TG_DELTA_MAX (1LL << 53)
+
 /* One indentation unit per nesting level in .stack lines (depth 0 has none). */
 #define TG_INDENT_CHAR ' '
 

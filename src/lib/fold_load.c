@@ -336,8 +336,7 @@ static int load_count_extra(struct tg_fold *f, struct tg_src *m, struct tg_diag 
 		/* the records tg_src_cap_next_mem takes, without its warnings */
 		while ((got = tg_capcur_next_return(&m->cur, &m->rec, d)) > 0)
 			if (m->rec.line >= 0 && m->rec.line <= 999999999 &&
-			    m->rec.value <= 999999999999999999LL &&
-			    m->rec.value >= -999999999999999999LL)
+			    m->rec.value <= TG_DELTA_MAX && m->rec.value >= -TG_DELTA_MAX)
 				f->extra++;
 		return got;
 	}

@@ -59,7 +59,8 @@ struct tg_sitetab {
 
 void tg_sitetab_init(struct tg_sitetab *t);
 void tg_sitetab_release(struct tg_sitetab *t);
-/* Adds delta to site's sum (inserting it); 0 or -1 (out of memory). */
+/* Adds delta to site's sum (inserting it); 0 or -1 (out of memory, or the sum
+ * out of int64's range: an error, never a wrapped sum). */
 int tg_sitetab_add(struct tg_sitetab *t, const char *site, size_t len, long long delta,
 		   struct tg_diag *d);
 /*

@@ -66,6 +66,14 @@ static int held_emit(struct held_emit *e, double x, const char *xs, size_t xlen,
 	return 0;
 }
 
+/* The error of a held level beyond int64: only dumps made up or damaged reach
+ * it, each DELTA being at most TG_DELTA_MAX.  Returns -1. */
+static int held_overflow(struct tg_diag *d, const char *path, unsigned long number)
+{
+	return tg_error(d, "'%s': held memory beyond 2^63 bytes at line %lu (damaged dumps?)",
+			path, number);
+}
+
 /* A capture's thread: its CALLs give the nesting. */
 static int held_read_capture(const struct tg_dumpfile *df, struct held_emit *e,
 			     struct tg_diag *d)
@@ -98,7 +106,11 @@ static int held_read_capture(const struct tg_dumpfile *df, struct held_emit *e,
 		/* the curve starts at the first return, as from the exported .mem */
 		if (!e->started && held_emit(e, tg_cap_time_value(r.t_us), xs, xlen, v, d) < 0)
 			goto release;
-		v = held_base_get(&b, c.depth) + r.value;  /* c.depth: the call's own depth */
+		/* c.depth: the call's own depth */
+		if (__builtin_add_overflow(held_base_get(&b, c.depth), r.value, &v)) {
+			held_overflow(d, df->path, r.number);
+			goto release;
+		}
 		if (held_emit(e, tg_cap_time_value(r.t_us), xs, xlen, v, d) < 0)
 			goto release;
 	}
@@ -135,7 +147,7 @@ static char *held_stack_path(const char *mem)
  * the calls at depth D and deeper have closed, so before each return the next
  * calls open while their depth is the number of calls open.
  */
-static int held_read_text(const struct tg_dumpfile *df, struct held_emit *e, const char **why,
+static int held_read_text(const struct tg_dumpfile *df, struct held_emit *e, char *why,
 			  struct tg_diag *d)
 {
 	struct tg_dumpfile sdf = { 0 };
@@ -145,6 +157,7 @@ static int held_read_text(const struct tg_dumpfile *df, struct held_emit *e, con
 	struct held_bases b = { 0 };
 	char *spath = NULL;
 	size_t open = 0;
+	unsigned long extra = 0, deeper = 0;  /* returns, calls that do not pair */
 	int64_t v = 0;
 	int got, sgot = 0, sampled = -1, have_stack = 0, ret = -1;
 
@@ -153,8 +166,9 @@ static int held_read_text(const struct tg_dumpfile *df, struct held_emit *e, con
 		 * the thread's memory, which is what it holds only when that memory is
 		 * the thread's own (memory="thread"). */
 		if (strcmp(df->agg->memory, "thread") != 0) {
-			*why = "an aggregate run's curves are the process's memory (memory=\""
-			       "process\" or \"rss\"), not what each thread holds";
+			snprintf(why, TG_HELD_WHY_MAX, "an aggregate run's curves are the "
+				 "process's memory (memory=\"process\" or \"rss\"), not what each "
+				 "thread holds");
 			return 1;
 		}
 		sampled = 1;
@@ -168,8 +182,9 @@ static int held_read_text(const struct tg_dumpfile *df, struct held_emit *e, con
 			if (!sampled) {
 				spath = held_stack_path(df->path);
 				if (!spath || access(spath, R_OK) != 0) {
-					*why = "no .stack file beside it: held memory needs the calls' "
-					       "nesting (record with stacks, or the binary capture)";
+					snprintf(why, TG_HELD_WHY_MAX, "no .stack file beside it: held "
+						 "memory needs the calls' nesting (record with stacks, or "
+						 "the binary capture)");
 					ret = 1;
 					goto release;
 				}
@@ -191,23 +206,47 @@ static int held_read_text(const struct tg_dumpfile *df, struct held_emit *e, con
 			v = m.delta;  /* a reading of the thread's memory */
 		} else {
 			while (sgot > 0 && sr.depth >= open) {
-				if (sr.depth > open)  /* deeper than the calls open: dumps that
-						       * do not pair; follow the .stack */
+				if (sr.depth > open) {  /* deeper than the calls open: the
+							 * dumps do not pair */
+					deeper++;
 					open = sr.depth;
+				}
 				if (held_base_set(&b, open, v, d) < 0)
 					goto release;
 				open++;
 				if ((sgot = tg_src_next_stack(&ss, &sr, d)) < 0)
 					goto release;
 			}
-			if (open)
-				open--;
-			v = held_base_get(&b, open) + m.delta;
+			if (!open) {  /* a return after the .stack's last call closed */
+				extra++;
+				continue;
+			}
+			open--;
+			if (__builtin_add_overflow(held_base_get(&b, open), m.delta, &v)) {
+				held_overflow(d, df->path, ms.lineno);
+				goto release;
+			}
 		}
 		if (held_emit(e, m.time.v, m.time.text.s, m.time.text.len, v, d) < 0)
 			goto release;
 	}
-	ret = got < 0 ? -1 : 0;
+	if (got < 0)
+		goto release;
+	ret = 0;
+	/* A curve from dumps that do not pair would be wrong from the first
+	 * mismatch on, without a sign of it: the thread is left out instead. */
+	if (extra || deeper) {
+		snprintf(why, TG_HELD_WHY_MAX, "its .stack does not pair with it (damaged dumps?): ");
+		if (extra)
+			snprintf(why + strlen(why), TG_HELD_WHY_MAX - strlen(why),
+				 "%lu return record%s left over after the last call%s", extra,
+				 extra == 1 ? "" : "s", deeper ? ", " : "");
+		if (deeper)
+			snprintf(why + strlen(why), TG_HELD_WHY_MAX - strlen(why),
+				 "%lu call%s nested deeper than the calls open", deeper,
+				 deeper == 1 ? "" : "s");
+		ret = 1;
+	}
 release:
 	if (have_stack)
 		tg_src_release(&ss);
@@ -220,11 +259,11 @@ release:
 }
 
 int tg_held_read(const struct tg_dumpfile *df, tg_held_step_fn step, void *ctx,
-		 const char **why, struct tg_diag *d)
+		 char *why, struct tg_diag *d)
 {
 	struct held_emit e = { step, ctx, 0, 0 };
 
-	*why = NULL;
+	why[0] = '\0';
 	if (df->cap)
 		return held_read_capture(df, &e, d);
 	return held_read_text(df, &e, why, d);
@@ -428,9 +467,17 @@ static int held_merge(const char *dir, size_t n,
 			struct held_in *t = h[0];
 			size_t i = t->file;
 
-			sum += t->v - level[i];
-			if (!show[i])
-				others += t->v - level[i];
+			int64_t step;
+
+			/* each level is in int64, their sum may not be: an error, as in
+			 * held_overflow, rather than a wrapped curve */
+			if (__builtin_sub_overflow(t->v, level[i], &step) ||
+			    __builtin_add_overflow(sum, step, &sum) ||
+			    (!show[i] && __builtin_add_overflow(others, step, &others))) {
+				tg_error(d, "the threads' held memory sums beyond 2^63 bytes at %s "
+					 "(damaged dumps?)", xs);
+				goto out;
+			}
 			level[i] = t->v;
 			held_in_next(t);
 			if (!t->ok)
@@ -581,7 +628,7 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	if (held_peak_init(&p, n, d) < 0 || tg_plot_files_open(&pf, po, "memg-held", d) < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
-		const char *why = NULL;
+		char why[TG_HELD_WHY_MAX];
 		int rc;
 
 		act[i] = -1;
@@ -596,7 +643,7 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		if (tg_aout_open(&dat, pf.dir, name, d) < 0)
 			goto out;
 		hs[i].f = dat.f;
-		rc = tg_held_read(&files[i], held_series_step, &hs[i], &why, d);
+		rc = tg_held_read(&files[i], held_series_step, &hs[i], why, d);
 		if (rc < 0 || tg_aout_commit(&dat, d) < 0) {
 			tg_aout_abort(&dat);
 			goto out;

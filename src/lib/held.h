@@ -36,14 +36,20 @@
 /* A step: from time x (text xs, the dump's TIME) on, the thread holds v bytes. */
 typedef int (*tg_held_step_fn)(void *ctx, double x, const char *xs, size_t xlen, int64_t v);
 
+/* Size of the reason tg_held_read gives for leaving a file out. */
+#define TG_HELD_WHY_MAX 256
+
 /*
  * Reads thread file df (a .mem of a text run or of a capture) and calls step at
- * every change of its held memory, in time order.  Returns 0, 1 when the file
- * has no nesting to follow (text without its .stack: *why says so), or -1 with
- * d->msg set (also when step returns non-zero).  Needs timestamped dumps.
+ * every change of its held memory, in time order.  Returns 0; 1 when the file
+ * has no nesting to follow (text without its .stack) or a .stack that does not
+ * pair with it (return records left over after its last call, a call deeper than
+ * the calls open): the steps already given are then to be dropped, and why
+ * (TG_HELD_WHY_MAX bytes) says so; or -1 with d->msg set (also when step returns
+ * non-zero).  Needs timestamped dumps.
  */
 int tg_held_read(const struct tg_dumpfile *df, tg_held_step_fn step, void *ctx,
-		 const char **why, struct tg_diag *d);
+		 char *why, struct tg_diag *d);
 
 /* The largest peak of all threads' held memory and each thread's level then. */
 struct tg_held_peak {

@@ -78,21 +78,30 @@ static int live_thread(const struct tg_capture *cap, const struct tg_cap_thread 
 			n_open = n;
 		}
 		for (size_t j = k + 1; j <= top; j++) {  /* its callees: in r.value */
-			out->now -= open[j];
+			if (__builtin_sub_overflow(out->now, open[j], &out->now))
+				goto overflow;
 			open[j] = 0;
 		}
 		top = k;
-		open[k] += r.value;
-		out->now += r.value;
+		/* sums beyond int64 are an error, never a wrapped figure */
+		if (__builtin_add_overflow(open[k], r.value, &open[k]) ||
+		    __builtin_add_overflow(out->now, r.value, &out->now))
+			goto overflow;
 		if (out->now > out->peak)
 			out->peak = out->now;
 		if (ix < cap->n_codes && (!focus || focus == t->stream)) {
-			net[ix] += r.value;
+			if (__builtin_add_overflow(net[ix], r.value, &net[ix]))
+				goto overflow;
 			calls[ix]++;
 		}
 		if (r.t_us > *last_us)
 			*last_us = r.t_us;
 	}
+	goto release;
+overflow:
+	ret = tg_error(d, "'%s': memory beyond 2^63 bytes at record %lu (damaged capture?)",
+		       cap->path, r.number);
+release:
 	free(open);
 	tg_capcur_release(&c);
 	return ret < 0 ? -1 : 0;

@@ -393,6 +393,15 @@ int tg_memrec_is_thread_wrapper(const struct tg_memrec *m)
 	return 0;
 }
 
+/* NULL when |delta| <= TG_DELTA_MAX; one compare, as it runs per line. */
+static inline const char *rec_delta_range(long long delta)
+{
+	if (__builtin_expect((unsigned long long)delta + (unsigned long long)TG_DELTA_MAX >
+			     2 * (unsigned long long)TG_DELTA_MAX, 0))
+		return "memory delta out of range";
+	return NULL;
+}
+
 const char *tg_memrec_parse(struct tg_memrec *r, const char *s, size_t len, int has_time)
 {
 	const char *why, *gt;
@@ -404,7 +413,7 @@ const char *tg_memrec_parse(struct tg_memrec *r, const char *s, size_t len, int 
 	r->rest.s = s;
 	r->rest.len = len;
 	if (mem_tail_fast(r, s, len))
-		return NULL;
+		return rec_delta_range(r->delta);
 	/* last "=>": DELTA is short, scan back by hand */
 	if (len < 2)
 		return "no '=>' before the memory delta";
@@ -414,6 +423,8 @@ const char *tg_memrec_parse(struct tg_memrec *r, const char *s, size_t len, int 
 		return "no '=>' before the memory delta";
 	if (tg_int_parse(gt + 1, len - (size_t)(gt + 1 - s), &r->delta) < 0)
 		return "bad memory delta";
+	if ((why = rec_delta_range(r->delta)))
+		return why;
 	r->site.s = s;
 	r->site.len = (size_t)(gt - 1 - s);
 	return rec_site(s, r->site.len, &r->file, &r->line, &r->func, &r->line_minus1);
@@ -445,5 +456,7 @@ const char *tg_procrec_parse(struct tg_procrec *r, const char *s, size_t len, in
 		return why;
 	if (tg_int_parse(s, len, &r->bytes) < 0)
 		return "bad memory size";
+	if (r->bytes > TG_DELTA_MAX || r->bytes < -TG_DELTA_MAX)
+		return "memory size out of range";
 	return NULL;
 }

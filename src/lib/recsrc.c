@@ -42,9 +42,16 @@ void tg_src_release(struct tg_src *s)
 	s->text = NULL;
 }
 
-/* Largest |DELTA| or BYTES the text reader takes (18 digits): larger values of a
- * capture are malformed records, as their exported lines would be. */
-#define SRC_INT_MAX 999999999999999999LL
+/* Largest |DELTA| or BYTES the text reader takes: larger values of a capture
+ * are malformed records, as their exported lines would be, with the text
+ * reader's reason: out of range, or beyond its 18 digits. */
+#define SRC_INT_MAX TG_DELTA_MAX
+#define SRC_DIGITS_MAX 999999999999999999LL
+
+static const char *src_range_why(int64_t v, const char *out_of_range, const char *bad)
+{
+	return v > SRC_DIGITS_MAX || v < -SRC_DIGITS_MAX ? bad : out_of_range;
+}
 
 static const char src_digits2[201] =
 	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
@@ -153,7 +160,8 @@ int tg_src_cap_next_mem(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d
 			continue;
 		}
 		if (s->rec.value > SRC_INT_MAX || s->rec.value < -SRC_INT_MAX) {
-			if (src_cap_malformed(s, d, "bad memory delta") < 0)
+			if (src_cap_malformed(s, d, src_range_why(s->rec.value,
+				"memory delta out of range", "bad memory delta")) < 0)
 				return -1;
 			continue;
 		}
@@ -215,7 +223,8 @@ int tg_src_cap_next_proc(struct tg_src *s, struct tg_procrec *r, struct tg_diag 
 		s->lineno = s->rec.number;
 		if (s->rec.value <= SRC_INT_MAX && s->rec.value >= -SRC_INT_MAX)
 			break;
-		if (src_cap_malformed(s, d, "bad memory size") < 0)
+		if (src_cap_malformed(s, d, src_range_why(s->rec.value,
+				"memory size out of range", "bad memory size")) < 0)
 			return -1;
 	}
 	if (got <= 0)

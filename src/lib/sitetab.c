@@ -59,7 +59,10 @@ int tg_sitetab_add(struct tg_sitetab *t, const char *site, size_t len, long long
 	j = site_hash(site, len) & (t->cap - 1);
 	while (t->v[j].used) {
 		if (t->v[j].len == len && !memcmp(t->arena + t->v[j].off, site, len)) {
-			t->v[j].sum += delta;
+			if (__builtin_add_overflow(t->v[j].sum, delta, &t->v[j].sum))
+				return tg_error(d, "the deltas of call site '%.*s' sum beyond 2^63 "
+						"bytes (damaged dumps?)", (int)(len > 200 ? 200 : len),
+						site);
 			return 0;
 		}
 		j = (j + 1) & (t->cap - 1);

@@ -67,14 +67,14 @@ static int threads_from_dumps(struct tg_threads *t, const struct tg_dumpfile *fi
 		return tg_error(d, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		struct threads_held h = { 0 };
-		const char *why = NULL;
+		char why[TG_HELD_WHY_MAX];
 		int rc;
 
 		if (files[i].kind != TG_DUMP_MEM)
 			continue;
 		if (r && r->start)
 			r->start(r->ctx, &files[i]);
-		if ((rc = tg_held_read(&files[i], threads_held_step, &h, &why, d)) < 0)
+		if ((rc = tg_held_read(&files[i], threads_held_step, &h, why, d)) < 0)
 			return -1;
 		if (rc == 1 || !h.seen) {
 			if (r && r->skip)

@@ -49,11 +49,11 @@ static void test_mem_digit_paths(void)
 	struct tg_memrec r;
 	static const char *const deltas[] = {
 		"0", "7", "-7", "+7", "1234567", "-1234567", "12345678", "-12345678",
-		"123456789012345678", "-99999999", "00000001",
+		"009007199254740992", "-99999999", "00000001",
 	};
 	static const long long values[] = {
 		0, 7, -7, 7, 1234567, -1234567, 12345678, -12345678,
-		123456789012345678LL, -99999999, 1,
+		9007199254740992LL, -99999999, 1,
 	};
 	static const char *const lines[] = { "1", "1234567", "12345678", "123456789" };
 	static const unsigned long lvalues[] = { 1, 1234567, 12345678, 123456789 };
@@ -77,6 +77,14 @@ static void test_mem_digit_paths(void)
 	/* too many digits, bytes >= 0x80 next to digits, a sign without digits */
 	CHECK_STR(tg_memrec_parse(&r, S("1.5#/usr/lib/x.py:1:f=>1234567890123456789"), 1),
 		  "bad memory delta");
+	/* beyond TG_DELTA_MAX (2^53), by the fast path and the general one */
+	CHECK_STR(tg_memrec_parse(&r, S("1.5#/usr/lib/x.py:1:f=>9007199254740993"), 1),
+		  "memory delta out of range");
+	CHECK_STR(tg_memrec_parse(&r, S("1.5#a:1:f=>-999999999999999999"), 1),
+		  "memory delta out of range");
+	CHECK(!tg_memrec_parse(&r, S("1.5#a:1:f=>-9007199254740992"), 1));
+	CHECK_STR(tg_procrec_parse(&(struct tg_procrec){ 0 }, S("1.0#9007199254740993"), 1),
+		  "memory size out of range");
 	CHECK_STR(tg_memrec_parse(&r, S("1.5#/usr/lib/x.py:1234567890:f=>1"), 1),
 		  "bad line number");
 	CHECK_STR(tg_memrec_parse(&r, S("1.5#/usr/lib/x\xff.py:1:f=>\xb9\xb0"), 1),
