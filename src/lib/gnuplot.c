@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "gnuplot.h"
+#include "markup.h"
 #include "tg_format.h"
 
 struct gp_terminal {
@@ -75,9 +76,9 @@ static int gp_quote_byte(FILE *f, int c, int pct)
  * S as a gnuplot string expression of single-quoted literals, each quote as
  * sprintf('%c',39) between them ('a'.sprintf('%c',39).'b'): gnuplot's scanner
  * takes no doubled quote at the start of a literal or right after another
- * (a thread named 'worker' stopped the script).  Control bytes as '?', '%'
- * doubled when PCT (a format), at most MAX bytes (cut at a character boundary,
- * "..." after).
+ * (a thread named 'worker' stopped the script).  Control bytes, C1 and
+ * bidirectional controls and invalid UTF-8 as '?', '%' doubled when PCT (a
+ * format), at most MAX bytes (cut at a character boundary, "..." after).
  */
 static int gp_quote(FILE *f, const char *s, size_t len, size_t max, int pct)
 {
@@ -87,11 +88,25 @@ static int gp_quote(FILE *f, const char *s, size_t len, size_t max, int pct)
 	if (n > max)  /* UTF-8 continuation bytes are 10xxxxxx */
 		for (n = max; n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80; n--)
 			;
-	for (size_t i = 0; i < n + (n < len ? 3 : 0); i++) {
+	for (size_t i = 0, valid = 0; i < n + (n < len ? 3 : 0); i++) {
 		int c = i < n ? (unsigned char)s[i] : '.';
 
-		if (TG_NEEDS_ESCAPE(c))
-			c = '?';
+		/* a character's first byte: invalid UTF-8 (gnuplot writes it into an
+		 * SVG, which it then makes unreadable) and the terminal-unsafe
+		 * sequences become one '?' each; the rest of a valid one is copied */
+		if (valid) {
+			valid--;
+		} else if (i < n && (TG_NEEDS_ESCAPE(c) || c >= 0x80)) {
+			const unsigned char *u = (const unsigned char *)s + i;
+			size_t bad = tg_unsafe_seq(u, n - i), ok = bad ? 0 : tg_utf8_len(u, n - i);
+
+			if (!ok) {
+				c = '?';
+				i += bad ? bad - 1 : 0;
+			} else {
+				valid = ok - 1;
+			}
+		}
 		if (c == '\'') {
 			if ((open && putc('\'', f) == EOF) || (any && putc('.', f) == EOF) ||
 			    fputs("sprintf('%c',39)", f) == EOF)

@@ -359,3 +359,21 @@ def test_accounting_and_folded_output_escape_dump_text(tmp_path, name):
     assert r.returncode == 0, r.stderr
     assert_terminal_safe(r)
     assert b"?" in r.stdout
+
+
+@needs_gnuplot
+def test_invalid_utf8_thread_name_keeps_the_svg_readable(tmp_path):
+    """A dump renamed by hand to invalid UTF-8 (the recorder escapes names):
+    its title reaches gnuplot as '?', so memg.svg stays well-formed XML."""
+    import xml.dom.minidom
+    d = tmp_path / "dumps"
+    d.mkdir()
+    name = b"we\xffird <t>&\xe2\x80\xae"
+    with open(os.path.join(os.fsencode(str(d)), name + b".mem"), "wb") as f:
+        f.write(b"1.0#a.py:1:f=>300000\n2.0#a.py:1:f=>-300000\n")
+    out = tmp_path / "out"
+    r = run("memg", "-o", out, d)
+    assert r.returncode == 0, r.stderr
+    doc = xml.dom.minidom.parse(str(out / "memg.svg"))
+    texts = [t.firstChild.data for t in doc.getElementsByTagName("text") if t.firstChild]
+    assert "we?ird <t>&?" in texts, texts
