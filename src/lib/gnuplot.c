@@ -76,9 +76,10 @@ static int gp_quote_byte(FILE *f, int c, int pct)
  * S as a gnuplot string expression of single-quoted literals, each quote as
  * sprintf('%c',39) between them ('a'.sprintf('%c',39).'b'): gnuplot's scanner
  * takes no doubled quote at the start of a literal or right after another
- * (a thread named 'worker' stopped the script).  Control bytes, C1 and
- * bidirectional controls and invalid UTF-8 as '?', '%' doubled when PCT (a
- * format), at most MAX bytes (cut at a character boundary, "..." after).
+ * (a thread named 'worker' stopped the script).  Each byte of a control, C1
+ * or bidirectional control (tg_unsafe_seq) or of invalid UTF-8 as '?', '%'
+ * doubled when PCT (a format), at most MAX bytes (cut at a character
+ * boundary, "..." after).
  */
 static int gp_quote(FILE *f, const char *s, size_t len, size_t max, int pct)
 {
@@ -88,23 +89,28 @@ static int gp_quote(FILE *f, const char *s, size_t len, size_t max, int pct)
 	if (n > max)  /* UTF-8 continuation bytes are 10xxxxxx */
 		for (n = max; n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80; n--)
 			;
-	for (size_t i = 0, valid = 0; i < n + (n < len ? 3 : 0); i++) {
+	for (size_t i = 0, valid = 0, bad = 0; i < n + (n < len ? 3 : 0); i++) {
 		int c = i < n ? (unsigned char)s[i] : '.';
 
-		/* a character's first byte: invalid UTF-8 (gnuplot writes it into an
-		 * SVG, which it then makes unreadable) and the terminal-unsafe
-		 * sequences become one '?' each; the rest of a valid one is copied */
+		/* Byte for byte: those of a terminal-unsafe sequence and of invalid
+		 * UTF-8 (gnuplot writes it into an SVG, which it then makes
+		 * unreadable) as '?'; a valid character copied whole. */
 		if (valid) {
 			valid--;
+		} else if (bad) {
+			bad--;
+			c = '?';
 		} else if (i < n && (TG_NEEDS_ESCAPE(c) || c >= 0x80)) {
 			const unsigned char *u = (const unsigned char *)s + i;
-			size_t bad = tg_unsafe_seq(u, n - i), ok = bad ? 0 : tg_utf8_len(u, n - i);
+			size_t ok;
 
-			if (!ok) {
+			if ((bad = tg_unsafe_seq(u, n - i)) != 0) {
+				bad--;
 				c = '?';
-				i += bad ? bad - 1 : 0;
-			} else {
+			} else if ((ok = tg_utf8_len(u, n - i)) != 0) {
 				valid = ok - 1;
+			} else {
+				c = '?';
 			}
 		}
 		if (c == '\'') {

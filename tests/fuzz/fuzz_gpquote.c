@@ -8,10 +8,13 @@
  * literal, and no literal starts with a doubled quote (which gnuplot's scanner
  * reads as an empty string); it holds no control byte (no newline ends the
  * command early) and no DEL; and evaluating it gives back the input with
- * control bytes as '?'.
+ * each byte of a control, C1 or bidirectional control and of invalid UTF-8
+ * as '?' (valid UTF-8 for gnuplot's svg).
  */
 #include "fuzz_util.h"  /* first: it defines _GNU_SOURCE */
 #include "gnuplot.h"
+#include "markup.h"
+#include "tg_format.h"
 
 #define FZ_QUOTE "sprintf('%c',39)"
 
@@ -22,8 +25,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FILE *f = open_memstream(&out, &outlen);
 	int items = 0;
 
-	if (!f)
+	unsigned char *want = malloc(size + 1);
+
+	if (!f || !want)
 		abort();
+	/* each input byte's output: itself, or '?' for the bytes of a control,
+	 * C1 or bidirectional control, and of invalid UTF-8 */
+	for (size_t j = 0; j < size;) {
+		const unsigned char *u = (const unsigned char *)s + j;
+		size_t bad = tg_unsafe_seq(u, size - j), ok = bad ? 0 : tg_utf8_len(u, size - j);
+
+		if (ok) {
+			memcpy(want + j, u, ok);
+			j += ok;
+		} else {
+			for (size_t m = 0; m < (bad ? bad : 1); m++)
+				want[j + m] = '?';
+			j += bad ? bad : 1;
+		}
+	}
 	FZ_ASSERT(tg_gp_quote(f, s, size) == 0);
 	fclose(f);
 	for (size_t j = 0; j < outlen; j++)
@@ -40,10 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FZ_ASSERT(out[i++] == '\'');
 		/* a literal: no quote inside, so it ends at the next one */
 		for (; i < outlen && out[i] != '\''; i++) {
-			unsigned char want = (unsigned char)s[k];
-			if (want < 0x20 || want == 0x7f)
-				want = '?';
-			FZ_ASSERT(k < size && (unsigned char)out[i] == want);
+			FZ_ASSERT(k < size && (unsigned char)out[i] == want[k]);
 			k++;
 		}
 		FZ_ASSERT(i < outlen);
@@ -52,5 +69,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FZ_ASSERT(items > 0 && k == size);
 	free(out);
 	free(s);
+	free(want);
 	return 0;
 }
