@@ -69,6 +69,8 @@ int cmd_flamegraph(int argc, char **argv)
 	so.min_px = min_px;
 	if (tg_cli_open_output(output, &out, &d) < 0 ||
 	    tg_flamesvg_write(out.f, &f, &so, &st, &d) < 0 || tg_aout_commit(&out, &d) < 0) {
+		if (out.f && ferror(out.f))  /* a write that failed: the file and errno */
+			tg_aout_commit(&out, &d);
 		tg_aout_abort(&out);
 		ret = error("%s", d.msg);
 		goto out;

@@ -124,6 +124,8 @@ int cmd_report(int argc, char **argv)
 		o.gnuplot = gnuplot;
 	if (tg_cli_open_output(output, &out, &d) < 0 ||
 	    tg_report_write(&o, out.f, &cb, &d) < 0 || tg_aout_commit(&out, &d) < 0) {
+		if (out.f && ferror(out.f))  /* a write that failed: the file and errno */
+			tg_aout_commit(&out, &d);
 		tg_aout_abort(&out);
 		ret = error("%s", d.msg);
 	} else {

@@ -9,6 +9,8 @@
  * time.  The original's rule alone picks the wrong call when a return and the
  * next call of the same function share a timestamp.
  */
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +62,17 @@ static int dec_is_number(const char *s)
 	return 1;
 }
 
+/* The number EVENT names (dec_is_number), or 0 when it is 0 or beyond an
+ * unsigned long: no line or record has it. */
+static unsigned long dec_number(const char *event)
+{
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(event, NULL, 10);
+	return errno == ERANGE ? 0 : v;
+}
+
 /* Non-zero when line (with rest = the part after TIME#) is what event names. */
 static int dec_line_matches(const char *event, size_t elen, const char *line, size_t len,
 			    const struct tg_str *rest)
@@ -88,10 +101,11 @@ int tg_decorate_find_event(const char *mem_path, const char *event, unsigned lon
 	const char *line;
 	size_t len, elen = strlen(event);
 	int got, number = dec_is_number(event);
-	unsigned long want = number ? strtoul(event, NULL, 10) : 0;
+	unsigned long want = number ? dec_number(event) : 0;
 
 	if (number && want == 0)
-		return tg_error(d, "bad event '%s': line numbers start at 1", event);
+		return tg_error(d, "bad event '%s': line numbers go from 1 to %lu", event,
+				ULONG_MAX);
 	if (tg_lr_open(&lr, mem_path, 0, d) < 0)
 		return -1;
 	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0) {
@@ -551,11 +565,12 @@ static int dec_cap_find(const struct tg_capture *cap, const struct tg_cap_thread
 	struct tg_cap_rec_data r;
 	size_t elen = strlen(event), cap_len = TG_SRC_TEXT_MAX;
 	int number_only = dec_is_number(event), got, timed = (cap->flags & TG_CAP_F_TIME) != 0;
-	unsigned long want = number_only ? strtoul(event, NULL, 10) : 0;
+	unsigned long want = number_only ? dec_number(event) : 0;
 	char *line = number_only ? NULL : malloc(cap_len);
 
 	if (number_only && want == 0)
-		return tg_error(d, "bad event '%s': record numbers start at 1", event);
+		return tg_error(d, "bad event '%s': record numbers go from 1 to %lu", event,
+				ULONG_MAX);
 	if (!number_only && !line)
 		return tg_error(d, "out of memory");
 	tg_capcur_init(&c, cap, t);

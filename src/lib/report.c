@@ -731,6 +731,8 @@ static int rep_flame(FILE *out, const struct tg_report_opts *o,
 			    "goes further)", f.deep, f.deep == 1 ? "" : "s", TG_FOLD_MAX_DEPTH,
 			    m->name);
 	if (tg_flamesvg_write(out, &f, &so, NULL, d) < 0) {
+		if (ferror(out))  /* the page's own stream failed, not the flame graph */
+			tg_error(d, "unable to write the report");
 		tg_fold_release(&f);
 		return -1;
 	}

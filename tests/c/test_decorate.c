@@ -95,7 +95,13 @@ int main(void)
 	CHECK(strstr(out, "has 6 lines") != NULL);
 	free(out);
 	out = run(mem, stack, "0", NULL, NULL);
-	CHECK(strstr(out, "line numbers start at 1") != NULL);
+	CHECK(strstr(out, "bad event '0': line numbers go from 1 to") != NULL);
+	free(out);
+	/* beyond an unsigned long: no line has it (strtoul's ULONG_MAX was taken
+	 * for a number) */
+	out = run(mem, stack, "99999999999999999999999", NULL, NULL);
+	CHECK(strstr(out, "bad event '99999999999999999999999': line numbers go from 1 to")
+	      != NULL);
 	free(out);
 	out = run(mem, stack, "nothing like it", NULL, NULL);
 	CHECK(strstr(out, "ERROR: event not found in") != NULL);

@@ -191,3 +191,15 @@ def test_folded_and_flamegraph_of_a_capture_file_show_its_deltas(fixtures, tmp_p
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert svg.read_text().lstrip().startswith("<")
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+@pytest.mark.parametrize("args", [["report"], ["flamegraph", "--metric", "delta"]],
+                         ids=["report", "flamegraph"])
+def test_output_on_a_full_device_names_the_file_and_why(fixtures, args):
+    """A write that fails names the output and errno, not a part of the page."""
+    r = subprocess.run([CLI] + args + ["-o", "/dev/full",
+                                       os.path.join(fixtures, "capture-v1-plain")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert "error: unable to write '/dev/full': No space left on device" in r.stderr, r.stderr
