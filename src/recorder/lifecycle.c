@@ -17,6 +17,7 @@
 #include "spguard.h"
 #include "native.h"
 #include "sinks.h"
+#include "sampled.h"
 #include "sigkick.h"
 #include "tg_format.h"
 #include "options.h"
@@ -909,6 +910,8 @@ tg_recorder_enable(struct tg_recorder_object *self)
     tg_active = self;
     if (!r->sampled)  /* sampled mode: the allocator hooks are its only source */
         tg_profile_all_threads(self, 1);
+    else  /* but threads running before enable are named (sampled_adopt.c) */
+        tg_sampled_adopt_install(self);
     return 0;
 
 fail_unwrap:
@@ -942,6 +945,8 @@ tg_recorder_disable(struct tg_recorder_object *self)
     r->ended_gen = r->gen;
     if (!r->sampled)  /* none installed: another tool's profile function stays */
         tg_profile_all_threads(self, 0);
+    else
+        tg_sampled_adopt_remove();
     tg_spguard_uninstall();
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();

@@ -42,6 +42,15 @@ int tg_sampled_start(void);
 /* At disable or when enable fails (GIL): forget them. */
 void tg_sampled_stop(void);
 
+/* At enable, once the run is active (GIL): every other thread with no profile
+ * function gets a one-shot one that attaches it (its name, its memory curve)
+ * at its first event and removes itself (sampled_adopt.c); a thread with
+ * another tool's is left alone.  Returns how many got it. */
+struct tg_recorder_object;
+int tg_sampled_adopt_install(struct tg_recorder_object *self);
+/* At disable (GIL): the one-shot functions of threads that never ran since. */
+void tg_sampled_adopt_remove(void);
+
 #pragma GCC visibility pop
 
 #endif /* TG_SAMPLED_H */

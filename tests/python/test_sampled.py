@@ -418,3 +418,45 @@ def test_a_thread_without_a_sample(tmp_path):
     assert "'%s' not plotted: no events" % idle in res.stderr, res.stderr
     res = cli("memg", "--script-only", "-o", str(tmp_path / "g"), idle)
     assert res.returncode == 1 and "error: no events to plot" in res.stderr, res.stderr
+
+
+EARLY = """
+import json, sys, threading, time
+import threadgraph
+
+keep = []
+go = threading.Event()
+done = threading.Event()
+
+def grow():
+    go.wait()
+    for _ in range(40):
+        keep.append(bytearray(256 * 1024))
+        time.sleep(0.001)
+    done.set()
+
+t = threading.Thread(target=grow, name="early-worker")
+t.start()
+time.sleep(0.05)  # running (waiting) before enable()
+p = threadgraph.ProcessProfile(default_log_path="out", mode="sampled")
+p.enable()
+go.set()
+done.wait()
+p.disable()
+t.join()
+print(json.dumps([x["name"] for x in p.threads()]))
+"""
+
+
+def test_a_thread_running_before_enable_is_named_with_its_curve(tmp_path):
+    """A thread started before enable() (as every thread of an attached
+    process) gets its name and its memory curve, by a one-shot profile
+    function that attaches it at its first event (sampled_adopt.c), not
+    native-<tid>."""
+    res = run_scenario(tmp_path, EARLY)
+    assert json.loads(res.stdout.splitlines()[-1]) == ["MainThread", "early-worker"]
+    run_dir = only_dir(tmp_path / "out")
+    curve = parse_mem(os.path.join(run_dir, "early-worker.mem"))
+    assert curve and curve[-1][3] >= 20 * 256 * 1024, curve[-5:]
+    total = summary_threads(run_dir)["early-worker"]
+    assert total["total_requested_bytes"] >= 40 * 256 * 1024

@@ -1,0 +1,98 @@
+/*
+ * sampled_adopt.c - sampled mode's threads that existed before enable() (see
+ * sampled.h, tg_sampled_adopt_install).
+ *
+ * Sampled mode installs no profile function: a thread is attached (its name,
+ * its memory curve's file) by the wrapper threading starts new threads
+ * through.  A thread running before enable() (threadgraph attach, or a
+ * ProcessProfile enabled once workers run) would never be: its bytes went to
+ * "native-<tid>", with no curve.  Each such thread gets a one-shot profile
+ * function instead, which attaches it at its first event (a profile event is
+ * a safe point to run Python code: the name's lookup) and removes itself.
+ */
+#include "sampled.h"
+#include "recorder.h"
+#include "thread_py.h"
+#include "tls.h"
+
+/* 3.13 exports the per-thread setter only in its internal headers; the
+ * symbol is public (PyAPI_FUNC) in 3.9-3.13.  3.14+ are not known here: no
+ * adoption there (untested: docs/api.md "Sampled mode"). */
+#if PY_VERSION_HEX >= 0x030D0000 && PY_VERSION_HEX < 0x030E0000
+PyAPI_FUNC(int) _PyEval_SetProfile(PyThreadState *tstate, Py_tracefunc func, PyObject *arg);
+#endif
+
+/* Sets thread state TS's profile function (GIL held); 0, or -1 where this
+ * version has no way. */
+static int
+tg_adopt_set(PyThreadState *ts, Py_tracefunc func, PyObject *arg)
+{
+#if PY_VERSION_HEX >= 0x030E0000
+    (void)ts;
+    (void)func;
+    (void)arg;
+    return -1;
+#elif PY_VERSION_HEX >= 0x03090000
+    if (_PyEval_SetProfile(ts, func, arg) < 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    return 0;
+#else
+    /* 3.8 has no per-thread-state setter: the body of PyEval_SetProfile. */
+    PyObject *old = ts->c_profileobj;
+    Py_XINCREF(arg);
+    ts->c_profilefunc = NULL;
+    ts->c_profileobj = NULL;
+    ts->use_tracing = ts->c_tracefunc != NULL;
+    Py_XDECREF(old);
+    ts->c_profilefunc = func;
+    ts->c_profileobj = arg;
+    ts->use_tracing = (func != NULL) || (ts->c_tracefunc != NULL);
+    return 0;
+#endif
+}
+
+/* The one-shot profile function: removes itself, then attaches the calling
+ * thread to the run OBJ if it is still the one that installed it. */
+static int
+tg_sampled_adopt(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    struct tg_recorder_object *self = (struct tg_recorder_object *)obj;
+    uint64_t gen = self->r.gen;
+
+    (void)frame;
+    (void)what;
+    (void)arg;
+    Py_INCREF(obj);  /* removing the function drops its reference */
+    PyEval_SetProfile(NULL, NULL);
+    if (self->r.active && self->r.sampled && self->r.gen == gen && tg_tls.gen != gen
+            && !(tg_tls.busy & TG_BUSY_TRACER))
+        tg_thread_attach(self, NULL, 0);
+    Py_DECREF(obj);
+    return 0;
+}
+
+int
+tg_sampled_adopt_install(struct tg_recorder_object *self)
+{
+    PyThreadState *me = PyThreadState_Get();
+    PyThreadState *ts = PyInterpreterState_ThreadHead(tg_tstate_interp(me));
+    int n = 0;
+
+    for (; ts != NULL; ts = PyThreadState_Next(ts))
+        if (ts != me && ts->c_profilefunc == NULL
+                && tg_adopt_set(ts, tg_sampled_adopt, (PyObject *)self) == 0)
+            n++;
+    return n;
+}
+
+void
+tg_sampled_adopt_remove(void)
+{
+    PyThreadState *ts = PyInterpreterState_ThreadHead(tg_tstate_interp(PyThreadState_Get()));
+
+    for (; ts != NULL; ts = PyThreadState_Next(ts))
+        if (ts->c_profilefunc == tg_sampled_adopt)
+            tg_adopt_set(ts, NULL, NULL);
+}
