@@ -6,28 +6,26 @@
  * its memory curve's file) by the wrapper threading starts new threads
  * through.  A thread running before enable() (threadgraph attach, or a
  * ProcessProfile enabled once workers run) would never be: its bytes went to
- * "native-<tid>", with no curve.  Each such thread gets a one-shot profile
- * function instead, which attaches it at its first event (a profile event is
- * a safe point to run Python code: the name's lookup) and removes itself.
+ * "native-<tid>", with no curve.  On 3.8-3.11 each such thread gets a one-shot
+ * profile function instead, which attaches it at its first event (a profile
+ * event is a safe point to run Python code: the name's lookup) and removes
+ * itself (3.12+: see tg_adopt_set).
  */
 #include "sampled.h"
 #include "recorder.h"
 #include "thread_py.h"
 #include "tls.h"
 
-/* 3.13 exports the per-thread setter only in its internal headers; the
- * symbol is public (PyAPI_FUNC) in 3.9-3.13.  3.14+ are not known here: no
- * adoption there (untested: docs/api.md "Sampled mode"). */
-#if PY_VERSION_HEX >= 0x030D0000 && PY_VERSION_HEX < 0x030E0000
-PyAPI_FUNC(int) _PyEval_SetProfile(PyThreadState *tstate, Py_tracefunc func, PyObject *arg);
-#endif
-
-/* Sets thread state TS's profile function (GIL held); 0, or -1 where this
- * version has no way. */
+/* Sets thread state TS's profile function (GIL held); 0, or -1 where it is
+ * not done.  3.12 and later: not done.  There a profile function is carried by
+ * sys.monitoring events enabled for the whole interpreter while any thread has
+ * one, so every thread's calls would pay for it until the last adopted thread
+ * ran again, which an idle pool worker may not do for hours (3.8-3.11: only
+ * the thread that has one pays, for its one event). */
 static int
 tg_adopt_set(PyThreadState *ts, Py_tracefunc func, PyObject *arg)
 {
-#if PY_VERSION_HEX >= 0x030E0000
+#if PY_VERSION_HEX >= 0x030C0000
     (void)ts;
     (void)func;
     (void)arg;
