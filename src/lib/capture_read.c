@@ -490,12 +490,38 @@ static int cap_read_state(struct tg_capture *cap, uint32_t stream, const unsigne
 			o->ref = (int64_t)o->code->first_line;
 		}
 	}
+	if (p < end) {  /* MEM by depth (optional: older segments end here) */
+		uint64_t n, v;
+		int64_t sum = 0;
+
+		if (tg_cap_get_varint(&p, end, &n) < 0 || n > (uint64_t)(end - p))
+			goto short_open;
+		if (n && !(b.lvl = malloc((size_t)n * sizeof(*b.lvl)))) {
+			free(b.open);
+			return tg_error(d, "out of memory");
+		}
+		for (b.n_lvl = 0; b.n_lvl < n; b.n_lvl++) {
+			if (tg_cap_get_varint(&p, end, &v) < 0)
+				goto short_open;
+			b.lvl[b.n_lvl] = tg_cap_unzz(v);
+			sum += b.lvl[b.n_lvl];
+		}
+		if (sum != b.mem) {
+			free(b.open);
+			free(b.lvl);
+			return cap_corrupt(cap, d, start, "a state's memory by depth does not add up");
+		}
+	}
 	if (b.depth > a || b.returns > b.calls) {
 		free(b.open);
+		free(b.lvl);
 		return cap_corrupt(cap, d, start, "a state with more open calls than calls");
 	}
 	if (stream == TG_CAP_STREAM_PROCESS) {
 		free(b.open);
+		free(b.lvl);
+		b.lvl = NULL;
+		b.n_lvl = 0;
 		b.open = NULL;
 		b.depth = 0;
 		cap->process_base = b;
@@ -507,6 +533,7 @@ static int cap_read_state(struct tg_capture *cap, uint32_t stream, const unsigne
 	return 0;
 short_open:
 	free(b.open);
+	free(b.lvl);
 short_state:
 	if (partial)
 		return 0;
@@ -1025,6 +1052,7 @@ void tg_capture_close(struct tg_capture *cap)
 		free(cap->threads[i].name);
 		free(cap->threads[i].spans.v);
 		free(cap->threads[i].state.open);
+		free(cap->threads[i].state.lvl);
 	}
 	free(cap->threads);
 	free(cap->codes);

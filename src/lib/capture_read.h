@@ -82,10 +82,14 @@ struct tg_cap_open {
 struct tg_cap_base {
 	int64_t t_us;           /* the stream's time */
 	uint64_t calls, returns; /* records before (process: samples in calls) */
-	int64_t mem;            /* thread: sum of its outermost calls' deltas before;
+	int64_t mem;            /* thread: its memory before, as live counts it;
 				 * process: BYTES */
 	struct tg_cap_open *open; /* calls open, outermost first (owned) */
 	size_t depth;
+	int64_t *lvl;           /* thread: MEM by depth (live.c's OPEN sums), n_lvl
+				 * of them (owned); NULL: all of it at depth 0 (a
+				 * segment from before they were written) */
+	size_t n_lvl;
 };
 
 /* A thread (TG_CAP_CHUNK_THREAD) and its stream. */

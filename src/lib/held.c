@@ -83,15 +83,20 @@ static int held_read_capture(const struct tg_dumpfile *df, struct held_emit *e,
 	struct tg_capcur c;
 	struct tg_cap_rec_data r;
 	char xs[TG_CAP_TIME_MAX];
-	int64_t v = t->has_state ? t->state.mem : 0;
+	int64_t v = t->has_state ? t->state.mem : 0, below = 0;
 	int got, ret = -1;
 
 	if (!(df->cap->flags & TG_CAP_F_TIME))
 		return tg_error(d, "held memory needs timestamps: '%s' has none", df->path);
 	tg_capcur_init(&c, df->cap, t);
-	for (size_t k = 0; k < c.depth; k++)
-		if (held_base_set(&b, k, v, d) < 0)
+	/* what the thread held when each open call was made: the head's memory at
+	 * that call's depth and the depths below it (all of it when not split) */
+	for (size_t k = 0; k < c.depth; k++) {
+		if (k < t->state.n_lvl)
+			below += t->state.lvl[k];
+		if (held_base_set(&b, k, t->state.n_lvl ? below : v, d) < 0)
 			goto release;
+	}
 	while ((got = tg_capcur_next(&c, &r, d)) > 0) {
 		size_t xlen;
 

@@ -54,8 +54,20 @@ static int live_thread(const struct tg_capture *cap, const struct tg_cap_thread 
 	int ret;
 
 	tg_capcur_init(&c, cap, t);
-	if (t->has_state)  /* a capture of limited size: its memory before the kept segments */
+	if (t->has_state) {  /* a capture of limited size: its memory before the kept
+			      * segments, by depth so that an open call's return
+			      * replaces what its callees kept there too */
 		out->now = out->peak = t->state.mem;
+		if (t->state.n_lvl) {
+			if (!(open = malloc(t->state.n_lvl * sizeof(*open)))) {
+				tg_capcur_release(&c);
+				return tg_error(d, "out of memory");
+			}
+			memcpy(open, t->state.lvl, t->state.n_lvl * sizeof(*open));
+			n_open = t->state.n_lvl;
+			top = n_open - 1;
+		}
+	}
 	while ((ret = tg_capcur_next_return(&c, &r, d)) == 1) {
 		size_t ix = (size_t)(r.code - cap->codes);
 		size_t k = c.depth;  /* open calls around this one: 0 for an outermost call */

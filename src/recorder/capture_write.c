@@ -673,6 +673,7 @@ tg_cap_shadow_free(struct tg_cap_shadow *s)
 {
     free(s->def);
     free(s->open);
+    free(s->lvl);
     memset(s, 0, sizeof(*s));
 }
 
@@ -715,8 +716,17 @@ tg_cap_shadow_chunk(struct tg_cap *cap, int kind, uint32_t stream, const unsigne
             s->t_us += (int64_t)dt;
             s->depth--;
             s->returns++;
-            if (s->depth == 0)  /* an outermost call: the thread's own total */
-                s->mem += tg_cap_unzz(v);
+            /* live's "memory now" (src/lib/live.c): the call's delta replaces
+             * its callees' sums, which it includes; a loop that never returns
+             * counts its returned iterations.  Amortized O(1): each level is
+             * cleared once per return that filled it. */
+            while (s->top > s->depth) {
+                s->mem -= s->lvl[s->top];
+                s->lvl[s->top--] = 0;
+            }
+            s->top = s->depth;
+            s->lvl[s->depth] += tg_cap_unzz(v);
+            s->mem += tg_cap_unzz(v);
         } else if (head) {  /* CALL */
             uint64_t id = head >> 1;
             int64_t line = 0;
@@ -732,9 +742,15 @@ tg_cap_shadow_chunk(struct tg_cap *cap, int kind, uint32_t stream, const unsigne
             if (s->depth == s->open_cap) {
                 size_t nc = s->open_cap ? 2 * s->open_cap : 32;
                 struct tg_cap_open_call *no = realloc(s->open, nc * sizeof(*no));
+                int64_t *nl;
                 if (no == NULL)
                     goto broken;
                 s->open = no;
+                nl = realloc(s->lvl, nc * sizeof(*nl));
+                if (nl == NULL)
+                    goto broken;
+                memset(nl + s->open_cap, 0, (nc - s->open_cap) * sizeof(*nl));
+                s->lvl = nl;
                 s->open_cap = nc;
             }
             s->t_us += (int64_t)dt;
@@ -782,7 +798,8 @@ static int
 tg_cap_head_state(struct tg_cap *cap, int fd, uint32_t no, const struct tg_cap_shadow *s,
                   uint64_t *size)
 {
-    size_t n = 5 * TG_CAP_VARINT_MAX + s->depth * 3 * TG_CAP_VARINT_MAX, i;
+    size_t levels = s->lvl != NULL ? s->top + 1 : 0;  /* threads that made a call */
+    size_t n = (6 + levels) * TG_CAP_VARINT_MAX + s->depth * 3 * TG_CAP_VARINT_MAX, i;
     unsigned char *buf = malloc(n), *p;
     int e;
 
@@ -798,6 +815,12 @@ tg_cap_head_state(struct tg_cap *cap, int fd, uint32_t no, const struct tg_cap_s
         p = tg_cap_put_varint(p, s->open[i].number);
         if (cap->kinds[s->open[i].code] == TG_CAP_CODE_C + 1)
             p = tg_cap_put_varint(p, tg_cap_zz(s->open[i].line));
+    }
+    if (levels) {  /* how MEM splits by depth: a reader replaces the deeper sums
+                    * by the delta of the open call that returns */
+        p = tg_cap_put_varint(p, levels);
+        for (i = 0; i < levels; i++)
+            p = tg_cap_put_varint(p, tg_cap_zz(s->lvl[i]));
     }
     e = tg_cap_head_chunk(fd, TG_CAP_CHUNK_STATE, no, buf, (size_t)(p - buf), size);
     free(buf);

@@ -114,10 +114,15 @@ struct tg_cap_shadow {
     size_t def_len;
     int64_t t_us;             /* time of its last timed record */
     uint64_t calls, returns;  /* thread: CALLs, RETURNs; process: samples in calls */
-    int64_t mem;              /* thread: sum of its outermost calls' deltas;
-                               * process: last BYTES */
+    int64_t mem;              /* thread: its memory now, as live counts it (the
+                               * sum of lvl[0..top]); process: last BYTES */
     struct tg_cap_open_call *open;  /* open calls, innermost last (malloc'ed) */
     size_t depth, open_cap;
+    int64_t *lvl;             /* thread: open_cap sums by depth: lvl[k], the
+                               * DELTAs of the calls at depth k that returned
+                               * since the last return at a shallower depth
+                               * (malloc'ed; nonzero only in [0, top]) */
+    size_t top;               /* depth of the last RETURN (0 before any) */
 };
 
 struct tg_cap {

@@ -1072,8 +1072,8 @@ tg_open_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key,
         t->frames[t->depth].cap_line = at != NULL
             ? tg_agg_enter(at, parent, cap_id, line > 0 ? (uint32_t)line : 0) : TG_AGG_NONE;
         t->frames[t->depth].agg_us = ns / 1000;
-        if (at != NULL)
-            tg_agg_curve(at, ns / 1000, t->frames[t->depth].start);
+        if (at != NULL)  /* from 0 at the attach (tg_thread.curve_base) */
+            tg_agg_curve(at, ns / 1000, t->frames[t->depth].start - t->curve_base);
     }
     t->depth++;
     if (!d && atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
@@ -1152,7 +1152,7 @@ tg_write_return(struct tg_recorder *r, struct tg_thread *t, const char *file, si
         /* the entry tg_close_call just closed: its start and time still there */
         const struct tg_frame_entry *fe = &t->frames[t->depth];
         tg_agg_leave(t->agg, (uint32_t)ref, delta, ns / 1000 - fe->agg_us);
-        tg_agg_curve(t->agg, ns / 1000, fe->start + delta);
+        tg_agg_curve(t->agg, ns / 1000, fe->start + delta - t->curve_base);
     }
 }
 

@@ -95,6 +95,13 @@ struct tg_thread {
     size_t depth;                  /* used entries of frames; owner only */
     size_t frames_cap;             /* owner only */
     int64_t correction;            /* bytes not charged (sleep/lock); owner only */
+    int64_t curve_base;            /* memory="thread": its own traced bytes when
+                                    * this run attached it (the counters are the
+                                    * thread's for life, across enables): taken
+                                    * from its curve's readings, which so start at
+                                    * 0 at each enable (an attach); 0 in the other
+                                    * modes.  Written by its own thread before its
+                                    * first event, then owner only (read) */
     int64_t event_bias;            /* bytes the interpreter allocated to deliver the
                                     * current event (sys.monitoring's offset int):
                                     * left out of memory readings; owner only */

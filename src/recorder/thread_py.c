@@ -248,6 +248,10 @@ tg_thread_attach(struct tg_recorder_object *self, const char *name, size_t name_
     t->log_idx = (size_t)r->table.log[idx].seq;
     tg_thread_table_log_joined(&r->table, (size_t)idx);
     tg_thread_table_add(&r->table, t);
+    /* its counters, not reset by a run (another thread cannot write them):
+     * where its curve starts */
+    if (r->track_memory && r->memory_mode == TG_MEM_THREAD)
+        t->curve_base = tg_tls.allocated - tg_tls.freed;
     tg_tls.thread = t;
     tg_tls.gen = r->gen;
     goto done;

@@ -35,6 +35,8 @@ struct expect {
 	uint64_t calls, returns;     /* thread stream 2 */
 	int64_t t_us;                /* its last record's time */
 	int64_t mem;                 /* sum of its outermost calls' deltas */
+	int64_t inner;               /* its memory before main returns (live's
+				      * figure): the sum of work()'s deltas */
 	uint64_t samples;            /* process */
 	int64_t bytes;
 };
@@ -109,6 +111,7 @@ static void write_run(const char *dir, int compress, int rounds, struct expect *
 		p = tg_cap_enc_call(p, c, 1, 1, 1, 21 + i % 3);
 		p = tg_cap_enc_return(p, 0, 1, (uint64_t)(i % 5), 1, 8);
 		p = tg_cap_enc_return(p, 4, 1, 1, 1, delta);
+		x->inner += delta;
 		x->calls += 2;
 		x->returns += 2;
 		x->t_us += 2 + 1 + i % 5 + 1;
@@ -145,7 +148,9 @@ static void read_run(const char *dir, const struct expect *x, int cut)
 	struct tg_diag d;
 	char *file = NULL;
 	unsigned long first_return = 0, n = 0;
-	int64_t mem = 0, last_t = 0;
+	int64_t mem, before_main = 0, last_t = 0;
+	int64_t lvl[3] = { 0 };  /* live.c's sums by depth: under main, work, sleep */
+	size_t top = 0;
 	int rc, last_depth = -1;
 	const char *last_func = NULL;
 
@@ -169,6 +174,15 @@ static void read_run(const char *dir, const struct expect *x, int cut)
 	CHECK_INT(cap.n_threads, 1);  /* T3 ended in a dropped segment */
 	CHECK_STR(cap.threads[0].base, "T2");
 	CHECK(cap.threads[0].has_state);
+	/* the head splits the memory before by depth: main's callees' sums */
+	CHECK(cap.threads[0].state.n_lvl >= 2 && cap.threads[0].state.n_lvl <= 3);
+	mem = 0;
+	for (size_t k = 0; k < cap.threads[0].state.n_lvl && k < 3; k++) {
+		lvl[k] = cap.threads[0].state.lvl[k];
+		mem += lvl[k];
+		top = k;
+	}
+	CHECK(mem == cap.threads[0].state.mem);
 	tg_capcur_init(&cur, &cap, &cap.threads[0]);
 	CHECK(cur.depth >= 1);  /* main() is open at every segment's start */
 	while ((rc = tg_capcur_next(&cur, &r, &d)) > 0) {
@@ -176,8 +190,17 @@ static void read_run(const char *dir, const struct expect *x, int cut)
 		if (r.type == TG_CAP_REC_RETURN) {
 			if (!first_return)
 				first_return = r.number;
+			/* live.c's memory now: a return replaces its callees' sums */
 			if (r.depth == 0)
-				mem += r.value;
+				before_main = mem;
+			while (top > r.depth && top < 3) {
+				mem -= lvl[top];
+				lvl[top--] = 0;
+			}
+			top = r.depth;
+			if (r.depth < 3)
+				lvl[r.depth] += r.value;
+			mem += r.value;
 			last_depth = (int)r.depth;
 			last_func = r.code->func;
 			n++;
@@ -193,8 +216,10 @@ static void read_run(const char *dir, const struct expect *x, int cut)
 		CHECK(last_t == x->t_us);
 		CHECK_INT(last_depth, 0);
 		CHECK(last_func && !strncmp(last_func, "main", 4));
-		/* the memory before the kept records plus theirs is the whole run's */
-		CHECK(cap.threads[0].state.mem + mem == x->mem);
+		/* the memory before the kept records and theirs make the whole
+		 * run's, before main returns (its loop's calls) and after */
+		CHECK(before_main == x->inner);
+		CHECK(mem == x->mem);
 	} else {
 		CHECK(cur.returns < x->returns);
 		CHECK(n > 0);
@@ -278,10 +303,14 @@ static unsigned char *put_chunk(unsigned char *p, int kind, int flags, uint32_t 
 	return p + TG_CAP_CHUNK_HEADER_SIZE + n;
 }
 
+#define NO_LEVELS INT64_MIN  /* a state without its memory by depth (older) */
+
 /* A one-file capture whose head gives thread 2 a STATE (open call of code
- * OPEN_CODE, DEPTH given as STATE_DEPTH), then a RETURN: reads (1), or the
- * reader's error (0) with its message containing WANT. */
-static void state_case(uint64_t open_code, uint64_t state_depth, int ok, const char *want)
+ * OPEN_CODE, DEPTH given as STATE_DEPTH, memory 500: LVL0 of it at depth 0,
+ * the rest plus BAD_SUM at depth 1, or not split), then a RETURN: reads (1),
+ * or the reader's error (0) with its message containing WANT. */
+static void state_case(uint64_t open_code, uint64_t state_depth, int64_t lvl0, int bad_sum,
+		       int ok, const char *want)
 {
 	unsigned char buf[512], pay[64], *p = buf, *q;
 	char path[] = "/tmp/tg_test_state_XXXXXX";
@@ -325,8 +354,15 @@ static void state_case(uint64_t open_code, uint64_t state_depth, int ok, const c
 	q = tg_cap_put_varint(q, 6);
 	q = tg_cap_put_varint(q, tg_cap_zz(500));
 	q = tg_cap_put_varint(q, state_depth);
-	q = tg_cap_put_varint(q, open_code);
-	q = tg_cap_put_varint(q, 3);
+	if (state_depth) {
+		q = tg_cap_put_varint(q, open_code);
+		q = tg_cap_put_varint(q, 3);
+	}
+	if (lvl0 != NO_LEVELS) {  /* the memory by depth: lvl0 under main, the rest in it */
+		q = tg_cap_put_varint(q, 2);
+		q = tg_cap_put_varint(q, tg_cap_zz(lvl0));
+		q = tg_cap_put_varint(q, tg_cap_zz(500 - lvl0 + bad_sum));
+	}
 	p = put_chunk(p, TG_CAP_CHUNK_STATE, TG_CAP_CHUNK_HEAD, 2, pay, (size_t)(q - pay));
 	q = tg_cap_enc_return(pay, 4, 1, 10, 1, -20);  /* main returns at line 9 */
 	p = put_chunk(p, TG_CAP_CHUNK_EVENTS, 0, 2, pay, (size_t)(q - pay));
@@ -345,7 +381,13 @@ static void state_case(uint64_t open_code, uint64_t state_depth, int ok, const c
 			CHECK_INT(r.call_number, 3);  /* closes the 3rd call */
 			CHECK(r.t_us == START_US + 110);
 			CHECK_INT(r.depth, 0);
-			CHECK(cap.threads[0].state.mem + r.value == 480);
+			/* live's figure after main returns: main's delta replaces
+			 * what returned in it (all of it without the split) */
+			CHECK(cap.threads[0].state.mem + r.value == 480 || lvl0 != NO_LEVELS);
+			if (lvl0 != NO_LEVELS) {
+				CHECK_INT(cap.threads[0].state.n_lvl, 2);
+				CHECK(cap.threads[0].state.lvl[0] + r.value == lvl0 - 20);
+			}
 		}
 		tg_capcur_release(&cur);
 		tg_capture_close(&cap);
@@ -359,10 +401,12 @@ static void state_case(uint64_t open_code, uint64_t state_depth, int ok, const c
 
 static void test_state(void)
 {
-	state_case(1, 1, 1, NULL);
-	state_case(9, 1, 0, "an open call of an undefined code");
-	state_case(1, 2, 0, "state runs past its chunk");
-	state_case(1, 0, 0, "a return without an open call");
+	state_case(1, 1, NO_LEVELS, 0, 1, NULL);
+	state_case(1, 1, 100, 0, 1, NULL);
+	state_case(1, 1, 100, 1, 0, "a state's memory by depth does not add up");
+	state_case(9, 1, NO_LEVELS, 0, 0, "an open call of an undefined code");
+	state_case(1, 2, NO_LEVELS, 0, 0, "state runs past its chunk");
+	state_case(1, 0, NO_LEVELS, 0, 0, "a return without an open call");
 }
 
 int main(void)

@@ -9,6 +9,7 @@ threads past the kept ones folded by name with their totals.
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -751,3 +752,56 @@ def test_collection_under_the_thread_table_lock(tmp_path):
         print("ok")
     """.replace("KEPT", str(KEPT_ENDED))
     assert run_scenario(tmp_path, code, timeout=TIMEOUT).stdout.strip() == "ok"
+
+
+# A worker living across two runs of one process: each run has it keep KEEP
+# bytes; its counters (allocated - freed, the thread's for life) carry the
+# first run's into the second unless each run's curve starts where it attached.
+TWICE = """
+import queue, re, threading
+import threadgraph
+
+def job(keep):
+    keep.append(bytearray(CHUNK))
+
+def serve(jobs, done):
+    keep = []
+    while jobs.get():
+        for _ in range(CHUNKS):
+            job(keep)
+        done.put(1)
+
+jobs, done = queue.Queue(), queue.Queue()
+w = threading.Thread(target=serve, args=(jobs, done), name="keeper")
+w.start()
+for run in ("one", "two"):
+    p = threadgraph.ProcessProfile(default_log_path=run, aggregate=True)
+    p.enable()
+    jobs.put(1)
+    done.get()
+    p.disable()
+jobs.put(0)
+w.join()
+"""
+CHUNK, CHUNKS = 100000, 20  # 2 MB kept per run
+CURVE_START_MAX = 64 << 10  # the curve's first bucket: the job's first calls' bytes
+
+
+def curve_range(run, thread):
+    """THREAD's "memory A to B" in `threadgraph summary` of RUN: (A, B)."""
+    r = cli("summary", run)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"^%s: .*; memory (-?\d+) to (-?\d+) bytes" % thread, r.stdout, re.M)
+    assert m, r.stdout
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_each_run_curve_starts_at_zero(tmp_path):
+    """Two aggregate runs one after the other in one process: the second
+    run's curve of a thread that lived through both starts at 0, as the
+    first's, and reaches what the thread kept in it."""
+    run_scenario(tmp_path, TWICE.replace("CHUNKS", str(CHUNKS)).replace("CHUNK", str(CHUNK)))
+    for name in ("one", "two"):
+        lo, hi = curve_range(only_dir(tmp_path / name), "keeper")
+        assert lo < CURVE_START_MAX, (name, lo, hi)
+        assert CHUNK * CHUNKS <= hi < CHUNK * CHUNKS + CURVE_START_MAX, (name, lo, hi)

@@ -11,6 +11,7 @@ profile function backend; 3.12: sys.monitoring): attaching is slow-ish (gdb).
 import http.client
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -575,3 +576,69 @@ def test_refused_in_another_mount_namespace(tmp_path):
         assert target.poll() is None
     finally:
         stop(target)
+
+
+# A thread that lives through every attach and keeps KEEP bytes on each line
+# read: its counters (allocated - freed, the thread's for life) go on across
+# attaches, its curve must not.
+KEEPER = r'''
+import queue, sys, threading, time
+
+def job(keep):
+    for _ in range(20):
+        keep.append(bytearray(100000))
+
+def keeper(jobs):
+    keep = []
+    while jobs.get():
+        job(keep)
+        print("kept", flush=True)
+
+def tick():  # releases the GIL now and then: the attach's safe point
+    while True:
+        time.sleep(0.05)
+
+jobs = queue.Queue()
+threading.Thread(target=keeper, args=(jobs,), name="keeper").start()
+threading.Thread(target=tick, name="tick", daemon=True).start()
+print("ready", flush=True)
+for line in sys.stdin:
+    jobs.put(1)
+jobs.put(0)
+'''
+KEEP = 20 * 100000
+CURVE_START_MAX = 64 << 10  # bytes the first calls of a job allocate
+
+
+def test_aggregate_curve_starts_at_zero_at_each_attach(tmp_path):
+    script = tmp_path / "keeper.py"
+    script.write_text(KEEPER)
+    target = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path),
+                              env=env_with_package(), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, universal_newlines=True)
+    try:
+        assert target.stdout.readline() == "ready\n"
+        for k in range(2):
+            where = tmp_path / ("a%d" % k)
+            where.mkdir()
+            attach, _ = start_attach(where, target.pid, "--aggregate")
+            target.stdin.write("go\n")
+            target.stdin.flush()
+            assert target.stdout.readline() == "kept\n"
+            r = subprocess.run(cmd("detach", str(target.pid)), stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+            assert r.returncode == 0, r.stderr
+            rest = attach.communicate(timeout=120)[1]
+            assert attach.returncode == 0, rest
+            r = subprocess.run(cmd("summary", out_dir(where, target.pid)),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               universal_newlines=True, env=env_with_package(keep_cli=True))
+            assert r.returncode == 0, r.stderr
+            m = re.search(r"^keeper: .*; memory (-?\d+) to (-?\d+) bytes", r.stdout, re.M)
+            assert m, r.stdout
+            lo, hi = int(m.group(1)), int(m.group(2))
+            assert lo < CURVE_START_MAX, (k, lo, hi)
+            assert KEEP <= hi < KEEP + CURVE_START_MAX, (k, lo, hi)
+    finally:
+        target.stdin.close()
+        target.wait(timeout=60)

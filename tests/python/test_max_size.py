@@ -296,3 +296,88 @@ def test_run_option(tmp_path):
                         str(script)], capture_output=True, text=True, env=env,
                        timeout=TIMEOUT)
     assert r.returncode == 2 and "--max-size" in r.stderr
+
+
+# A worker whose outermost call never returns while recorded: its memory is the
+# returned calls inside it.  Its first phase is in the segments dropped, the
+# second starts there and returns in the ones kept; the thread then waits,
+# still inside serve().
+LEAKER = """
+import threading
+import threadgraph
+
+def churn(i):
+    return [i] * (i % 5)
+
+def job(keep, noise):
+    keep.append(bytearray(JOB))
+    for i in range(noise):
+        churn(i)
+
+def phase(keep, jobs, noise):
+    for _ in range(jobs):
+        job(keep, noise)
+
+def serve(ready, stop):
+    keep = []
+    phase(keep, 100, 1000)  # all in the segments dropped
+    phase(keep, 60, 1000)   # starts in them, returns in the segments kept
+    ready.set()
+    stop.wait()
+
+p = threadgraph.ProcessProfile(default_log_path=OUT)
+p.trackStack()
+p.enable()
+ready, stop = threading.Event(), threading.Event()
+t = threading.Thread(target=serve, args=(ready, stop), name="leaker")
+t.start()
+ready.wait()
+p.disable()
+stop.set()
+t.join()
+"""
+JOB = 10240  # bytes each job keeps
+KEPT_TOLERANCE = 0.02  # the same program's two runs: allocations differ by little
+
+
+def live_now(run, thread):
+    """THREAD's NOW in `live --once` of RUN, in bytes (to the view's rounding)."""
+    r = cli("live", "--once", run)
+    assert r.returncode == 0, r.stderr
+    for line in r.stdout.splitlines():
+        f = line[1:].split()
+        if f and f[0] == thread:
+            v, unit = float(f[1]), f[2]
+            return v * {"B": 1, "KB": 1024, "MB": 1 << 20}[unit]
+    raise AssertionError(r.stdout)
+
+
+def held_at_peak(run, thread, out):
+    """THREAD's held bytes at the largest peak of `memg --held` of RUN."""
+    r = cli("memg", "--held", "-o", out, run)
+    assert r.returncode == 0, r.stderr
+    with open(os.path.join(out, "memg-held.txt"), encoding="utf-8") as f:
+        for line in f:
+            cols = line.split("\t")
+            if cols[0] == thread:
+                return int(cols[1])
+    raise AssertionError("no %s in %s" % (thread, out))
+
+
+def test_held_memory_of_a_call_never_returning(tmp_path):
+    """A segment's head carries the thread's memory as live counts it from the
+    whole run, by depth: the segments kept show what the leaker keeps, the
+    same as the unsegmented run, including the phase whose return replaces
+    its jobs' deltas (counted in the segments dropped) by its own."""
+    code = LEAKER.replace("JOB", str(JOB))
+    run_scenario(tmp_path, code.replace("OUT", "'full'"))
+    run_scenario(tmp_path, code.replace("OUT", "'bounded', max_size=%d" % LIMIT))
+    full, bounded = only_dir(tmp_path / "full"), only_dir(tmp_path / "bounded")
+    assert "capture-000001.tg" not in capture_files(bounded)  # it rotated
+    whole, kept = live_now(full, "leaker"), live_now(bounded, "leaker")
+    assert whole >= 160 * JOB
+    assert abs(kept - whole) <= KEPT_TOLERANCE * whole, (kept, whole)
+    whole = held_at_peak(full, "leaker", tmp_path / "hf")
+    kept = held_at_peak(bounded, "leaker", tmp_path / "hb")
+    assert whole >= 160 * JOB
+    assert abs(kept - whole) <= KEPT_TOLERANCE * whole, (kept, whole)
