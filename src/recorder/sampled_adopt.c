@@ -30,23 +30,8 @@ tg_adopt_set(PyThreadState *ts, Py_tracefunc func, PyObject *arg)
     (void)func;
     (void)arg;
     return -1;
-#elif PY_VERSION_HEX >= 0x03090000
-    if (_PyEval_SetProfile(ts, func, arg) < 0) {
-        PyErr_Clear();
-        return -1;
-    }
-    return 0;
 #else
-    /* 3.8 has no per-thread-state setter: the body of PyEval_SetProfile. */
-    PyObject *old = ts->c_profileobj;
-    Py_XINCREF(arg);
-    ts->c_profilefunc = NULL;
-    ts->c_profileobj = NULL;
-    ts->use_tracing = ts->c_tracefunc != NULL;
-    Py_XDECREF(old);
-    ts->c_profilefunc = func;
-    ts->c_profileobj = arg;
-    ts->use_tracing = (func != NULL) || (ts->c_tracefunc != NULL);
+    tg_set_profile_on(ts, func, arg);  /* tg_compat.h; an error is cleared */
     return 0;
 #endif
 }
