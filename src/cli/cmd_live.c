@@ -366,7 +366,10 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 	} else if (lv->readings && !lv->ended) {  /* the latest record's age: how fresh, or how idle */
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		snprintf(age, sizeof(age), "recording, latest record %.1f s ago",
+		/* no end record and no such process (here): it was killed, or
+		 * the run was copied from another machine */
+		snprintf(age, sizeof(age), "%s, latest record %.1f s ago",
+			 rss < 0 ? "not running, no end record" : "recording",
 			 (double)((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 - lv->last_us)
 			 / 1e6);
 	} else if (lv->readings) {

@@ -262,6 +262,10 @@ def test_sigkill_leaves_it_readable(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "no end chunk" in r.stderr or "cut short" in r.stderr
     assert os.path.getsize(tmp_path / "x" / "busy.mem") > 0
+    # live does not take it for a run still recording
+    r = cli("live", "--once", run)
+    assert r.returncode == 0, r.stderr
+    assert "not running, no end record, latest record" in r.stdout, r.stdout
 
 
 def test_sizes():
