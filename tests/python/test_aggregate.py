@@ -442,6 +442,11 @@ def handler(n):
     return len(keep)
 
 gc.disable()
+# The interpreter's free list of list objects full: which list a handler gets
+# from it and which one from the allocator would otherwise depend on what ran
+# before (threadgraph's own start-up code included), not on the program.
+_warm = [[] for _ in range(200)]
+del _warm
 p = threadgraph.ProcessProfile(default_log_path=OUT, accounting=True)
 p.enable()
 for j in range(THREADS):
