@@ -83,6 +83,16 @@ void tg_cli_put(FILE *f, const char *s)
 	tg_fputs_safe(f, s, strlen(s));
 }
 
+void tg_cli_note_no_accounting(const char *path, int capture, const char *instead)
+{
+	fputs("note: '", stderr);
+	tg_cli_put(stderr, path);
+	fputs(capture ? "' is a capture, which holds no allocation accounting (give its run "
+			"directory for that, if the run had it)"
+		      : "' has no allocation accounting (threadgraph run --accounting)", stderr);
+	fprintf(stderr, ": %s\n", instead);
+}
+
 static void cli_warn_malformed(void *ctx, const char *path, unsigned long lineno,
 			       const char *why)
 {

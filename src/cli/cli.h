@@ -180,6 +180,10 @@ int tg_cli_run_graph(tg_graph_run_fn run, const char *name, struct tg_graph_opts
 /* Prints dump text to f with control bytes as \xHH. */
 void tg_cli_put(FILE *f, const char *s);
 
+/* The note on stderr that PATH, a run (or, CAPTURE, a capture file given as
+ * such), has no allocation accounting, and what is shown INSTEAD. */
+void tg_cli_note_no_accounting(const char *path, int capture, const char *instead);
+
 /* The subcommands. */
 int cmd_memg(int argc, char **argv);
 int cmd_peaks(int argc, char **argv);

@@ -72,15 +72,9 @@ static int export_load(const char *path, struct tg_xprof *x)
 			return error("%s", d.msg);
 	}
 	/* no accounting: the recorded calls' deltas are the best there is */
-	fputs("note: '", stderr);
-	tg_cli_put(stderr, path);
-	if (rc == 1 && !S_ISDIR(st.st_mode))
-		fputs("' is a capture, which holds no allocation accounting (give its run "
-		      "directory for that, if the run had it)", stderr);
-	else
-		fputs("' has no allocation accounting (threadgraph run --accounting)", stderr);
-	fputs(": the profile holds the recorded per-call deltas (docs/formats.md, "
-	      "\"pprof and speedscope\")\n", stderr);
+	tg_cli_note_no_accounting(path, rc == 1 && !S_ISDIR(st.st_mode),
+				  "the profile holds the recorded per-call deltas (docs/formats.md, "
+				  "\"pprof and speedscope\")");
 	fa.metric = "delta";
 	fa.has_metric = 1;
 	fa.max_depth = TG_FOLD_MAX_DEPTH;

@@ -50,11 +50,8 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 	tg_fold_init(f);
 	if (!a->has_metric && o.metric->from_snapshot && fold_cli_is_capture_file(path, d)) {
 		/* the default metric needs accounting, which a capture does not hold */
-		fputs("note: '", stderr);
-		tg_cli_put(stderr, path);
-		fputs("' is a capture, which holds no allocation accounting (give its run "
-		      "directory for that, if the run had it): showing --metric delta, each "
-		      "call's recorded memory delta\n", stderr);
+		tg_cli_note_no_accounting(path, 1, "showing --metric delta, each call's "
+					  "recorded memory delta");
 		a->metric = "delta";
 		a->has_metric = 1;
 		return tg_cli_fold_load(a, path, usage, f, d);
@@ -72,10 +69,8 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 	rc = tg_fold_load(f, &o, d);
 	if (rc < 0 && !a->has_metric && o.metric->from_snapshot && strstr(d->msg, "no snapshot in")) {
 		/* the default metric needs accounting: the recorded calls are the best there is */
-		fputs("note: '", stderr);
-		tg_cli_put(stderr, path);
-		fputs("' has no allocation accounting (threadgraph run --accounting): showing "
-		      "--metric delta, each call's recorded memory delta\n", stderr);
+		tg_cli_note_no_accounting(path, 0, "showing --metric delta, each call's "
+					  "recorded memory delta");
 		tg_dumpset_free_capture(cap);
 		a->metric = "delta";
 		a->has_metric = 1;
