@@ -8,12 +8,13 @@ Every other argument list (memg, peaks, memh, nesting, interleave, decorate-stac
 import sys
 
 def live_of_pid(args):
-    """``threadgraph live PID``: the operand is a number that names no file
-    (then the view needs an attach first, which is Python's)."""
+    """``threadgraph live PID``: an operand is a number that names no file
+    (then the view needs an attach first, which is Python's).  Any operand,
+    not only the last: attach's options take values (``-o BASE``,
+    ``--snapshot-every 10``) that may come after the PID."""
     import os
 
-    operands = [a for a in args if not a.startswith("-")]
-    return bool(operands) and operands[-1].isdigit() and not os.path.exists(operands[-1])
+    return any(a.isdigit() and not os.path.exists(a) for a in args if not a.startswith("-"))
 
 
 def main(argv=None):

@@ -47,6 +47,21 @@ def snapshot_condition(text):
     return text
 
 
+SNAPSHOT_EVERY_MAX = 86400.0
+
+
+def snapshot_period(text):
+    """--snapshot-every's SECONDS: a number from 0.001 to a day."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("not a number of seconds: %r" % text)
+    if not 0.001 <= value <= SNAPSHOT_EVERY_MAX:  # NaN fails too
+        raise argparse.ArgumentTypeError("must be from 0.001 to %d seconds, not %s"
+                                         % (SNAPSHOT_EVERY_MAX, text))
+    return value
+
+
 def build_parser():
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -149,6 +164,15 @@ def build_parser():
         "again at each new high above it: thread>SIZE, live>SIZE or rss>SIZE, e.g. "
         "rss>2G, thread>500M (repeatable; ProcessProfile.snapshot_when; implies "
         "--accounting; docs/accounting.md)",
+    )
+    parser.add_argument(
+        "--snapshot-every",
+        metavar="SECONDS",
+        type=snapshot_period,
+        help="a heap snapshot by call site of every thread every SECONDS (0.001 to "
+        "86400), the first after SECONDS: for the call sites of threadgraph live "
+        "while the run goes on (ProcessProfile.snapshot_every(every=SECONDS, "
+        "seconds=True); implies --accounting; docs/accounting.md)",
     )
     parser.add_argument(
         "--mode",
@@ -319,7 +343,8 @@ def make_profiler(opts, base):
         kwargs["profile"] = opts.profile
     if opts.memory:
         kwargs["memory"] = opts.memory
-    if opts.accounting or opts.sample_bytes or opts.snapshot_when:
+    if (opts.accounting or opts.sample_bytes or opts.snapshot_when
+            or getattr(opts, "snapshot_every", None)):
         kwargs["accounting"] = True
     if opts.compress:
         kwargs["compress"] = True
@@ -342,6 +367,9 @@ def make_profiler(opts, base):
         prof.trackStack(True)
     if opts.snapshot_when:
         prof.snapshot_when(*opts.snapshot_when)
+    if getattr(opts, "snapshot_every", None):
+        prof.snapshot_every(start_after=opts.snapshot_every, every=opts.snapshot_every,
+                            seconds=True)
     if opts.no_sleep_correction:
         prof.trackSleeps(False)
     if opts.follow_fork:
@@ -823,12 +851,13 @@ def check_options(parser, opts):
                            or opts.format != "binary" or getattr(opts, "live", False)):
         parser.error("--aggregate writes aggregate.tga instead of the capture: it takes "
                      "no --sampled, --max-size, --live or --format other than binary")
-    if getattr(opts, "live", False) and opts.format == "text":
-        parser.error("--live follows the binary capture as it is written: it needs "
-                     "--format binary or both (%s writes text only)"
-                     % ("--sampled" if opts.mode == "sampled" else "--format text"))
+    if getattr(opts, "live", False) and opts.format == "text" and opts.mode != "sampled":
+        parser.error("--live follows the binary capture (or a sampled run's curves) as "
+                     "it is written: a full run needs --format binary or both "
+                     "(--format text writes text only)")
     if (opts.compress and not (opts.accounting or opts.sample_bytes or opts.snapshot_when
-                               or opts.mode == "sampled") and opts.format == "text"):
+                               or opts.snapshot_every or opts.mode == "sampled")
+            and opts.format == "text"):
         parser.error("--compress compresses the binary capture and the accounting "
                      "outputs: with --format text it needs --accounting")
 

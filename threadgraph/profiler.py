@@ -482,7 +482,7 @@ class ProcessProfile:
             _exit_paths_install()
             if self._schedule is not None:
                 schedule, self._schedule = self._schedule, None
-                if self.accounting:
+                if self._accounting_on():
                     self._rec.snapshot_every(**schedule)
             if self._when:
                 self._rec.snapshot_when(self._when)
@@ -574,7 +574,7 @@ class ProcessProfile:
             self._rec.snapshot_every(**schedule)
             return
         # Before enable(): checked now, started by enable() (seconds count from it).
-        if not self.accounting:
+        if not self._accounting_on():
             raise RuntimeError("allocation accounting is not on: "
                                "use ProcessProfile(accounting=True)")
         if (schedule["every"] <= 0 or schedule["start_after"] < 0
@@ -650,6 +650,7 @@ class ProcessProfile:
             "python_version": "%d.%d.%d" % sys.version_info[:3],
             "start_time": self._start_time,
             "end_time": self._end_time,
+            "mode": self.mode,
             "memory_mode": self.memory,
             "native": self.native,
             "backend": self._rec.backend,

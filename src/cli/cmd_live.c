@@ -26,6 +26,8 @@
 #include "capture_read.h"
 #include "cli.h"
 #include "live.h"
+#include "live_curves.h"
+#include "runinfo.h"
 #include "snapshot.h"
 #include "tg_format.h"
 
@@ -94,6 +96,8 @@ struct live_view {
 	int has_snap;
 	struct timespec dir_mtime; /* of dir when snap was last looked for */
 	time_t snap_mtime;      /* when snap's file was written */
+	int sampled;            /* a sampled run: figures from its curves, in dir */
+	struct tg_live_curves curves; /* how far they were read (sampled) */
 };
 
 /* Set by the finishing signals and SIGWINCH (the main loop acts on them). */
@@ -346,6 +350,22 @@ static void live_draw_func(FILE *f, const struct tg_live_func *fn, int width, co
 	fputs(eol, f);
 }
 
+/* A curve reading's age, at T_US: "2.4 s" before now (the run goes on) or
+ * before the run's latest reading (it ended), "-" before any. */
+static void live_age(char *buf, size_t n, const struct tg_live *lv, int64_t t_us)
+{
+	struct timespec ts;
+	int64_t ref;
+
+	if (!t_us) {
+		snprintf(buf, n, "-");
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ref = lv->ended ? lv->last_us : (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	snprintf(buf, n, "%.1f s", (double)(ref - t_us) / 1e6);
+}
+
 /* The frame: LINES lines of at most COLS columns on F (plain text with
  * TTY 0; reverse video for the selected thread with TTY 1). */
 static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, int tty)
@@ -361,7 +381,20 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 	size_t shown = 0;
 	const char *sel_name = NULL;
 
-	if (lv->readings && !lv->timed) {
+	if (lv->readings && lv->curves) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		if (lv->ended)
+			snprintf(age, sizeof(age), "run ended");
+		else if (!lv->last_us)
+			snprintf(age, sizeof(age), "%s, no reading yet",
+				 rss < 0 ? "not running, no end record" : "recording");
+		else
+			snprintf(age, sizeof(age), "%s, latest reading %.1f s ago",
+				 rss < 0 ? "not running, no end record" : "recording",
+				 (double)((int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000
+					  - lv->last_us) / 1e6);
+	} else if (lv->readings && !lv->timed) {
 		snprintf(age, sizeof(age), "%s", lv->ended ? "run ended" : "recording");
 	} else if (lv->readings && !lv->ended) {  /* the latest record's age: how fresh, or how idle */
 		struct timespec ts;
@@ -409,7 +442,8 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 	}
 	fputs(tty ? "\033[1m" : "", f);
 	live_line(f, tty ? cols - 1 : 0, "", " %-*s %11s %11s %11s %11s %9s", w, "THREAD",
-		  "NOW", "CHANGE", "PEAK", "LARGEST", "RETURNS");
+		  "NOW", "CHANGE", "PEAK", lv->curves ? "LATEST" : "LARGEST",
+		  lv->curves ? "READINGS" : "RETURNS");
 	fprintf(f, "%s%s", tty ? "\033[0m" : "", eol);
 	used++;
 	room = lines - used - 4 - LIVE_FUNCS_SHOWN - (v->has_snap ? LIVE_SITES_SHOWN + 2 : 0);
@@ -423,7 +457,10 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 		live_bytes(a, sizeof(a), t->now, 0);
 		live_bytes(b, sizeof(b), t->change, 1);
 		live_bytes(c, sizeof(c), t->peak, 0);
-		live_bytes(d, sizeof(d), t->largest, 0);
+		if (lv->curves)
+			live_age(d, sizeof(d), lv, t->last_us);
+		else
+			live_bytes(d, sizeof(d), t->largest, 0);
 		live_fit_name(name, sizeof(name), t->name, w);
 		fputs(sel && tty ? "\033[7m" : "", f);
 		live_line(f, tty ? cols - 1 : 0, "", "%c%s %11s %11s %11s %11s %9lu",
@@ -438,6 +475,20 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 	for (size_t i = 0; i < lv->n_threads; i++)
 		if (lv->threads[i].stream == v->selected)
 			sel_name = lv->threads[i].name;
+	if (lv->curves) {  /* no calls: the sites come from the run's snapshots */
+		if (!v->has_snap) {
+			fputs(eol, f);
+			live_line(f, tty ? cols - 1 : 0, eol, "call sites: a sampled run records no "
+				  "calls; its snapshots (--snapshot-when, the final one) give the "
+				  "sites by live bytes");
+		}
+		if (tty) {
+			fputs("\033[J", f);
+			live_line(f, cols - 1, "", "q quit  s sort (%s)  p pause",
+				  live_sorts[v->sort].name);
+		}
+		return;
+	}
 	fprintf(f, "%s%s", eol, tty ? "\033[1m" : "");
 	live_line(f, tty ? cols - 1 : 0, "", "top functions by net bytes of their calls, %s%s",
 		  sel_name ? "thread " : "all threads", sel_name ? sel_name : "");
@@ -451,6 +502,21 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 	}
 }
 
+/* Whether DIR is a run that writes text dumps only: its runinfo.json gives
+ * the run's mode and names no capture (a run of threadgraph 0.x gives no
+ * mode: not known). */
+static int live_text_only(const char *dir)
+{
+	struct tg_run_threads ri;
+	struct tg_diag d = { 0 };
+	int text;
+
+	tg_run_threads_init(&ri);
+	text = tg_run_threads_read(&ri, dir, &d) == 0 && ri.mode && !ri.has_capture;
+	tg_run_threads_release(&ri);
+	return text;
+}
+
 /* Reads the capture unless paused; keeps the last figures on failure. */
 static void live_refresh(struct live_view *v)
 {
@@ -460,6 +526,13 @@ static void live_refresh(struct live_view *v)
 		return;
 	v->lv.focus = v->selected;
 	live_snap_refresh(v);
+	if (v->sampled) {
+		if (tg_live_curves_read(&v->lv, &v->curves, v->dir, &d) < 0)
+			snprintf(v->status, sizeof(v->status), "cannot read: %.200s", d.msg);
+		else
+			v->status[0] = '\0';
+		return;
+	}
 	if (tg_live_read(&v->lv, v->capture, &d) < 0) {
 		if (!v->lv.readings && access(v->capture, F_OK) != 0)
 			snprintf(v->status, sizeof(v->status), "waiting for %s", v->capture);
@@ -647,8 +720,14 @@ int cmd_live(int argc, char **argv)
 	errno = 0;
 	missing = stat(argv[0], &st) != 0 && errno == ENOENT;
 	is_dir = !missing && errno == 0 && S_ISDIR(st.st_mode);
-	if (is_dir && tg_capture_detect(argv[0], &v.capture)) {
+	if (is_dir && tg_live_curves_is_run(argv[0])) {
+		v.sampled = 1;  /* its curves, read as they grow */
+	} else if (is_dir && tg_capture_detect(argv[0], &v.capture)) {
 		;  /* its capture.tg, or its segments (--max-size) */
+	} else if (is_dir && live_text_only(argv[0])) {
+		return error("'%s' is a run of text dumps (--format text): live reads a binary "
+			     "capture, or a sampled run's curves; record with --format binary or "
+			     "both", argv[0]);
 	} else if (is_dir || (missing && !once)) {
 		size_t n = strlen(argv[0]);
 		if (!(v.capture = malloc(n + sizeof("/" TG_CAP_FILENAME))))
@@ -657,20 +736,25 @@ int cmd_live(int argc, char **argv)
 		strcpy(v.capture + n, "/" TG_CAP_FILENAME);
 	} else if (!tg_capture_detect(argv[0], &v.capture)) {
 		return error("'%s' is not a run directory or a capture (live reads the binary "
-			     "capture: a run made with --format text has none)", argv[0]);
+			     "capture, or a sampled run's curves: a full run made with --format "
+			     "text has neither)", argv[0]);
 	}
 	tg_live_init(&v.lv);
-	if ((v.dir = strdup(v.capture)) != NULL) {
+	tg_live_curves_init(&v.curves);
+	if ((v.dir = strdup(v.sampled ? argv[0] : v.capture)) != NULL && !v.sampled) {
 		char *slash = strrchr(v.dir, '/');
 		if (slash)
 			*slash = '\0';
 		else
 			strcpy(v.dir, ".");
 	}
+	if (!v.dir)
+		return error("out of memory");
 	if (once) {
 		struct tg_diag d = { 0 };
 		live_snap_refresh(&v);
-		if (tg_live_read(&v.lv, v.capture, &d) < 0) {
+		if ((v.sampled ? tg_live_curves_read(&v.lv, &v.curves, v.dir, &d)
+			       : tg_live_read(&v.lv, v.capture, &d)) < 0) {
 			ret = error("%s", d.msg);
 		} else {
 			live_draw(stdout, &v, 1000000, 1000, 0);
@@ -682,6 +766,7 @@ int cmd_live(int argc, char **argv)
 		ret = live_interactive(&v);
 	}
 	tg_live_release(&v.lv);
+	tg_live_curves_release(&v.curves);
 	if (v.has_snap)
 		tg_snapshot_release(&v.snap);
 	free(v.dir);

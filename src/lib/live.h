@@ -37,6 +37,8 @@ struct tg_live_thread {
 	int64_t largest;        /* largest single return delta (0 before any) */
 	unsigned long returns;  /* returns decoded */
 	int ended;              /* its stream has a final count (the run ended) */
+	int64_t last_us;        /* a sampled run's curve: its latest reading's time
+				 * (0: none yet; live_curves.h) */
 };
 
 /* One function's figures: the net bytes of its calls (inclusive of callees),
@@ -58,6 +60,9 @@ struct tg_live {
 	int has_process;                 /* the capture has process samples */
 	unsigned memory_mode;            /* the capture's (0 thread, 1 process, 2 rss) */
 	int ended;                       /* the run ended (END chunk) */
+	int curves;                      /* figures from a sampled run's curves
+					  * (live_curves.h): returns are readings,
+					  * no funcs, largest unused */
 	int timed;                       /* its records carry times (else last_us
 					  * is start_us) */
 	uint32_t pid;                    /* the recorded process */

@@ -1,5 +1,5 @@
 /*
- * runinfo.c - runinfo.json's threads (runinfo.h).
+ * runinfo.c - runinfo.json's threads and the run's pid, end and mode (runinfo.h).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -243,6 +243,7 @@ void tg_run_threads_release(struct tg_run_threads *t)
 		free(t->v[i].mem);
 	}
 	free(t->v);
+	free(t->mode);
 	tg_run_threads_init(t);
 }
 
@@ -321,7 +322,30 @@ int tg_run_threads_read(struct tg_run_threads *t, const char *dir, struct tg_dia
 			e = -1;
 			break;
 		}
-		e = !strcmp(key, "threads") ? ri_threads(&r, t) : ri_skip(&r);
+		ri_ws(&r);
+		if (!strcmp(key, "threads")) {
+			e = ri_threads(&r, t);
+		} else if (!strcmp(key, "mode") && r.p < r.end && *r.p == '"') {
+			free(t->mode);
+			t->mode = NULL;
+			e = ri_string(&r, &t->mode);
+		} else if (!strcmp(key, "pid") && r.p < r.end && *r.p >= '0' && *r.p <= '9') {
+			char *num_end;
+			errno = 0;
+			t->pid = strtoull(r.p, &num_end, 10);
+			if (errno || num_end > r.end)
+				e = -1;
+			else
+				r.p = num_end;
+		} else if (!strcmp(key, "capture")) {
+			t->has_capture = r.p < r.end && *r.p == '"';
+			e = ri_skip(&r);
+		} else if (!strcmp(key, "end_time")) {
+			t->ended = r.p < r.end && *r.p != 'n';
+			e = ri_skip(&r);
+		} else {
+			e = ri_skip(&r);
+		}
 		free(key);
 		if (e < 0)
 			break;

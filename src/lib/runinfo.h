@@ -1,8 +1,9 @@
 /*
  * runinfo.h - the threads of a run's runinfo.json (docs/formats.md): which
  * native thread id a thread's dump file belongs to, for what is kept by native
- * id (gc.txt).  Only the "threads" list is read; a JSON reader of just what the
- * recorder writes (json.dump), bounded, that refuses anything else.
+ * id (gc.txt), and the run's pid, end and mode (threadgraph live on a sampled
+ * run).  Only those keys are read; a JSON reader of just what the recorder
+ * writes (json.dump), bounded, that refuses anything else.
  */
 #ifndef TG_RUNINFO_H
 #define TG_RUNINFO_H
@@ -20,6 +21,12 @@ struct tg_run_thread {
 struct tg_run_threads {
 	struct tg_run_thread *v;
 	size_t n, alloc;
+	/* The run's own keys, for threadgraph live on a text run: */
+	unsigned long long pid;       /* "pid" (0 when not known) */
+	int ended;                    /* "end_time" is a number: the run ended */
+	char *mode;                   /* "mode" ("full", "sampled"; NULL before
+					 the key existed), owned */
+	int has_capture;              /* "capture" names a binary capture */
 };
 
 /* runinfo.json is read up to this size (a larger one names a huge argv). */
@@ -29,7 +36,7 @@ void tg_run_threads_init(struct tg_run_threads *t);
 void tg_run_threads_release(struct tg_run_threads *t);
 
 /*
- * Reads DIR/runinfo.json's threads into t.  No file, or one that is not the
+ * Reads DIR/runinfo.json's threads (and pid, end_time, mode) into t.  No file, or one that is not the
  * JSON the recorder writes, gives no threads (the caller then knows none).
  * Returns 0, or -1 only when out of memory (d->msg set).
  */

@@ -4,6 +4,7 @@
 #include "acct_schedule.h"
 #include "acct_snapshot.h"
 #include "acct_state.h"
+#include "tls.h"
 
 #include <stdio.h>
 
@@ -73,3 +74,18 @@ tg_acct_on_call(PyObject *code)
     }
 }
 
+
+void
+tg_acct_sched_sampled(void)
+{
+    int busy = tg_tls.busy;
+
+    /* The GIL first: it guards the schedule. */
+    if ((busy & TG_BUSY_TRACER) || tg_tstate_if_gil() == NULL)
+        return;
+    if (!tg_acct.sched.active || tg_acct.sched.code != NULL)
+        return;
+    tg_tls.busy = busy | TG_BUSY_TRACER;  /* the snapshot's own blocks uncounted */
+    tg_acct_on_call(NULL);
+    tg_tls.busy = busy;
+}

@@ -6,6 +6,7 @@
  * split (the interning's fast paths are inline in acct_sites.h).
  */
 #include "acct_state.h"
+#include "acct_schedule.h"
 #include "tls.h"
 #include "clock.h"
 
@@ -249,6 +250,8 @@ tg_acct_alloc(size_t size)
 out:
     if (__builtin_expect(when != 0, 0))
         tg_acct_when_fire(t, own, when);
+    if (light && sid != TG_SITE_NONE)
+        tg_acct_sched_sampled();  /* snapshot_every(seconds=True): no call sees it */
     return (uint64_t)size | ((uint64_t)sid << TG_ACCT_SIZE_BITS);
 }
 

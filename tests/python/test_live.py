@@ -260,3 +260,144 @@ def test_live_escapes_a_hostile_thread_name(tmp_path):
     assert b"evil?cod?31m" in once, once
     assert not re.search(b"\xc2[\x80-\x9f]|\xe2\x80[\x8e\x8f\xaa-\xae]|\xe2\x81[\xa6-\xa9]",
                          once), once
+
+
+SAMPLED_PROGRAM = r'''
+import sys, threading, time
+keep = {}
+
+def worker(i):
+    mine = keep.setdefault(threading.current_thread().name, [])
+    for _ in range(10 * (i + 1)):
+        mine.append(bytearray(100000))
+        time.sleep(0.01)
+    mine.append(bytearray(200000))  # sampled (sample_bytes 4096): the last reading
+
+threads = [threading.Thread(target=worker, args=(i,), name="w%d" % i) for i in range(3)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+with open(sys.argv[1]) as gate:  # until the test has seen the view
+    gate.read()
+'''
+
+
+def last_readings(run_dir, name):
+    """The BYTES of each reading of thread NAME's curve (docs/formats.md)."""
+    with open(os.path.join(run_dir, name + ".mem")) as f:
+        return [int(line.rsplit("=>", 1)[1]) for line in f]
+
+
+def mb(text):
+    value, unit = text.split()
+    return float(value) * {"B": 1, "KB": 1024, "MB": 1024 * 1024}[unit]
+
+
+def test_live_follows_a_sampled_run(tmp_path):
+    # A sampled run writes no capture: the view follows its threads' curves,
+    # each thread's NOW its latest reading, and the call sites of the periodic
+    # snapshots that --snapshot-every writes while it runs.
+    (tmp_path / "prog.py").write_text(SAMPLED_PROGRAM)
+    gate = str(tmp_path / "gate")
+    os.mkfifo(gate)
+    run = " ".join(shlex.quote(a) for a in
+                   [sys.executable, "-m", "threadgraph", "run", "--sampled", "--live",
+                    "--sample-bytes", "4096", "--snapshot-every", "0.1", "-o",
+                    str(tmp_path / "base"), str(tmp_path / "prog.py"), gate])
+    script = ('cd %s; a=$(stty -g); %s; s=$?; [ "$a" = "$(stty -g)" ] && echo RESTORED; '
+              'echo EXIT=$s; exec sleep 600' % (shlex.quote(str(tmp_path)), run))
+    term = Tmux(tmp_path, "sh -c %s" % shlex.quote(script))
+    try:
+        # Every worker has its final reading (the 200000-byte block, after
+        # its others): the program now waits at the gate.
+        def done(t):
+            rows = {m[0]: m for m in ROW.findall(t)}
+            return (sorted(rows) == ["w0", "w1", "w2"] and "recording" in t
+                    and all(mb(rows["w%d" % i][1]) > (10 * (i + 1) * 100000 + 200000)
+                            * 0.98 for i in range(3)))
+        text = term.wait_for(done)
+        assert re.search(r"recording, latest reading \d+\.\d s ago$", text, re.M), text
+        assert " NOW      CHANGE        PEAK      LATEST  READINGS" in text, text
+        (run_dir,) = [str(p) for p in (tmp_path / "base").iterdir() if p.is_dir()]
+        rows = {m[0]: m[1:] for m in ROW.findall(text)}
+        for name, (now, change, peak, latest, readings) in rows.items():
+            curve = last_readings(run_dir, name)
+            assert now == kb(curve[-1]) and peak == kb(max(curve)), (name, now, curve)
+            assert int(readings) == len(curve)
+            assert re.match(r"\d+\.\d s$", latest), latest
+        # The periodic snapshots' call sites: the workers' block.
+        text = term.wait_for(lambda t: re.search(
+            r"top call sites by live bytes, all threads \(snapshot-\d+-t-[\d.]+s, written", t))
+        assert re.search(r"^\s+\S+ \S+\s+\d+\s+\S*prog\.py:\d+:worker$", text, re.M), text
+        with open(gate, "w") as f:
+            f.write("end\n")
+        text = term.wait_for(lambda t: "run ended" in t)
+        term.run("send-keys", "-t", "t", "q")
+        text = term.wait_for(lambda t: "EXIT=" in t)
+        assert "RESTORED" in text and "EXIT=0" in text
+    finally:
+        term.close()
+
+
+def test_live_once_reads_a_sampled_runs_curves(tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(SAMPLED_PROGRAM)
+    gate = tmp_path / "gate"
+    gate.write_text("")
+    cli("run", "--sampled", "--sample-bytes", "4096", "-o", str(tmp_path / "out"), str(prog),
+        str(gate))
+    (run_dir,) = [str(p) for p in (tmp_path / "out").iterdir()]
+    once = cli("live", "--once", run_dir)
+    assert "run ended" in once.splitlines()[0], once
+    rows = {m[0]: m[1:] for m in ROW.findall(once)}
+    assert sorted(rows) == ["w0", "w1", "w2"], once
+    summary = json.loads((tmp_path / "out" / os.path.basename(run_dir)
+                          / "summary.json").read_text())
+    for name, (now, change, peak, latest, readings) in rows.items():
+        curve = last_readings(run_dir, name)
+        assert (now, peak, int(readings)) == (kb(curve[-1]), kb(max(curve)), len(curve))
+    # The exact peak of each thread is the summary's; the curve's peak is a
+    # reading of it, taken at a sample (here at the last, largest block).
+    threads = {t["name"]: t for t in summary["threads"]}
+    for name in rows:
+        assert max(last_readings(run_dir, name)) <= threads[name]["peak_bytes"]
+        assert max(last_readings(run_dir, name)) >= threads[name]["peak_bytes"] - 16384
+    # The final snapshot gives the call sites.
+    assert re.search(r"top call sites by live bytes, all threads \(snapshot-\d+-final", once)
+    # A damaged curve: an error naming the file and line, exit 1.
+    with open(os.path.join(run_dir, "w1.mem"), "a") as f:
+        f.write("12.5#app.py:3:work=>10\n")
+    r = subprocess.run([sys.executable, "-m", "threadgraph", "live", "--once", run_dir],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, env=env_with_package(keep_cli=True))
+    n = len(last_readings(run_dir, "w1"))
+    assert r.returncode == 1, r
+    assert "w1.mem:%d: not a reading of a sampled run's memory curve" % n in r.stderr, r.stderr
+
+
+def test_live_refuses_a_text_run_clearly(tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text("x = [bytearray(1000) for _ in range(10)]\n")
+    cli("run", "--format", "text", "-o", str(tmp_path / "out"), str(prog))
+    (run_dir,) = [str(p) for p in (tmp_path / "out").iterdir()]
+    r = subprocess.run([sys.executable, "-m", "threadgraph", "live", "--once", run_dir],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, env=env_with_package(keep_cli=True))
+    assert r.returncode == 1 and "is a run of text dumps (--format text)" in r.stderr, r
+
+
+def test_live_of_a_pid_is_told_from_a_run_directory(tmp_path, monkeypatch):
+    # `threadgraph live PID [attach options]` attaches first (Python); anything
+    # else is the C view of a run directory.  The PID may come before options
+    # that take values (`-o BASE`, `--snapshot-every 10`).
+    from threadgraph.__main__ import live_of_pid
+
+    monkeypatch.chdir(str(tmp_path))
+    (tmp_path / "4242").mkdir()  # a run directory named like a pid
+    assert live_of_pid(["999999"])
+    assert live_of_pid(["--sampled", "999999"])
+    assert live_of_pid(["999999", "--sampled", "--snapshot-every", "10", "-o", "base"])
+    assert not live_of_pid(["4242"])
+    assert not live_of_pid(["--once", "base/4242"])
+    assert not live_of_pid(["--sort", "now", "threadgraph-app"])

@@ -697,12 +697,12 @@ def test_package_main_and_syntax_error(tmp_path):
     assert not os.path.exists(str(tmp_path / "out2"))  # nothing ran, nothing written
 
 
-@pytest.mark.parametrize("opts", [["--sampled"], ["--format", "text"]], ids=["sampled", "text"])
-def test_live_without_a_capture_is_a_usage_error(tmp_path, opts):
-    """--live follows capture.tg as it is written: a run that writes text
-    only (--sampled, --format text) would leave the view waiting for ever."""
+def test_live_without_a_capture_is_a_usage_error(tmp_path):
+    """--live follows capture.tg (or a sampled run's curves) as it is written: a
+    full run that writes text only (--format text) would leave the view
+    waiting for ever.  (--sampled --live: tests/python/test_live.py.)"""
     write(tmp_path / "app.py", "print('ran')\n")
-    res = tg(["run", "--live"] + opts + ["app.py"], tmp_path)
+    res = tg(["run", "--live", "--format", "text", "app.py"], tmp_path)
     assert res.returncode == 2, res.stderr
     assert "--live follows the binary capture" in res.stderr
     assert "ran" not in res.stdout
