@@ -848,9 +848,9 @@ def check_options(parser, opts):
         if opts.format != "binary":
             parser.error("--max-size bounds the binary capture: it needs --format binary")
     if opts.aggregate and (opts.mode == "sampled" or opts.max_size is not None
-                           or opts.format != "binary" or getattr(opts, "live", False)):
+                           or opts.format != "binary"):
         parser.error("--aggregate writes aggregate.tga instead of the capture: it takes "
-                     "no --sampled, --max-size, --live or --format other than binary")
+                     "no --sampled, --max-size or --format other than binary")
     if getattr(opts, "live", False) and opts.format == "text" and opts.mode != "sampled":
         parser.error("--live follows the binary capture (or a sampled run's curves) as "
                      "it is written: a full run needs --format binary or both "

@@ -651,6 +651,7 @@ class ProcessProfile:
             "start_time": self._start_time,
             "end_time": self._end_time,
             "mode": self.mode,
+            "aggregate": self.aggregate,
             "memory_mode": self.memory,
             "native": self.native,
             "backend": self._rec.backend,

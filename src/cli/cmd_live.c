@@ -26,6 +26,7 @@
 #include "capture_read.h"
 #include "cli.h"
 #include "live.h"
+#include "live_agg.h"
 #include "live_curves.h"
 #include "runinfo.h"
 #include "snapshot.h"
@@ -97,6 +98,7 @@ struct live_view {
 	struct timespec dir_mtime; /* of dir when snap was last looked for */
 	time_t snap_mtime;      /* when snap's file was written */
 	int sampled;            /* a sampled run: figures from its curves, in dir */
+	int agg;                /* an aggregate run: from dir's aggregate.tga */
 	struct tg_live_curves curves; /* how far they were read (sampled) */
 };
 
@@ -517,6 +519,20 @@ static int live_text_only(const char *dir)
 	return text;
 }
 
+/* Whether DIR is an aggregate run by its runinfo.json (before its first
+ * aggregate.tga, written a second after enable()). */
+static int live_is_aggregate(const char *dir)
+{
+	struct tg_run_threads ri;
+	struct tg_diag d = { 0 };
+	int agg;
+
+	tg_run_threads_init(&ri);
+	agg = tg_run_threads_read(&ri, dir, &d) == 0 && ri.aggregate;
+	tg_run_threads_release(&ri);
+	return agg;
+}
+
 /* Reads the capture unless paused; keeps the last figures on failure. */
 static void live_refresh(struct live_view *v)
 {
@@ -526,11 +542,15 @@ static void live_refresh(struct live_view *v)
 		return;
 	v->lv.focus = v->selected;
 	live_snap_refresh(v);
-	if (v->sampled) {
-		if (tg_live_curves_read(&v->lv, &v->curves, v->dir, &d) < 0)
-			snprintf(v->status, sizeof(v->status), "cannot read: %.200s", d.msg);
-		else
+	if (v->sampled || v->agg) {
+		if ((v->sampled ? tg_live_curves_read(&v->lv, &v->curves, v->dir, &d)
+				: tg_live_agg_read(&v->lv, v->dir, &d)) == 0)
 			v->status[0] = '\0';
+		else if (v->agg && !v->lv.readings && !tg_aggfile_is_run(v->dir))
+			snprintf(v->status, sizeof(v->status), "waiting for %s/" TG_AGG_FILE
+				 " (written every second)", v->dir);
+		else
+			snprintf(v->status, sizeof(v->status), "cannot read: %.200s", d.msg);
 		return;
 	}
 	if (tg_live_read(&v->lv, v->capture, &d) < 0) {
@@ -705,9 +725,6 @@ int cmd_live(int argc, char **argv)
 	tg_resolve_run_bases(argv, nargs > 0);
 	if (nargs != 1)
 		return usage_error(live_usage, "expected one run directory");
-	if (tg_aggfile_is_run(argv[0]))
-		return error("'%s' is an aggregate run (aggregate.tga): live reads a capture as "
-			     "it is written; memg and summary read an aggregate run", argv[0]);
 	if (sort) {
 		for (v.sort = 0; v.sort < LIVE_NSORTS && strcmp(live_sorts[v.sort].name, sort); v.sort++)
 			;
@@ -722,6 +739,10 @@ int cmd_live(int argc, char **argv)
 	is_dir = !missing && errno == 0 && S_ISDIR(st.st_mode);
 	if (is_dir && tg_live_curves_is_run(argv[0])) {
 		v.sampled = 1;  /* its curves, read as they grow */
+	} else if (is_dir && (tg_aggfile_is_run(argv[0]) || live_is_aggregate(argv[0]))) {
+		v.agg = 1;      /* its aggregate.tga, rewritten every second */
+	} else if (!is_dir && tg_aggfile_is_run(argv[0])) {
+		return error("'%s' is an aggregate file: give live its run directory", argv[0]);
 	} else if (is_dir && tg_capture_detect(argv[0], &v.capture)) {
 		;  /* its capture.tg, or its segments (--max-size) */
 	} else if (is_dir && live_text_only(argv[0])) {
@@ -741,7 +762,8 @@ int cmd_live(int argc, char **argv)
 	}
 	tg_live_init(&v.lv);
 	tg_live_curves_init(&v.curves);
-	if ((v.dir = strdup(v.sampled ? argv[0] : v.capture)) != NULL && !v.sampled) {
+	if ((v.dir = strdup(v.sampled || v.agg ? argv[0] : v.capture)) != NULL
+	    && !v.sampled && !v.agg) {
 		char *slash = strrchr(v.dir, '/');
 		if (slash)
 			*slash = '\0';
@@ -754,7 +776,8 @@ int cmd_live(int argc, char **argv)
 		struct tg_diag d = { 0 };
 		live_snap_refresh(&v);
 		if ((v.sampled ? tg_live_curves_read(&v.lv, &v.curves, v.dir, &d)
-			       : tg_live_read(&v.lv, v.capture, &d)) < 0) {
+		     : v.agg ? tg_live_agg_read(&v.lv, v.dir, &d)
+			     : tg_live_read(&v.lv, v.capture, &d)) < 0) {
 			ret = error("%s", d.msg);
 		} else {
 			live_draw(stdout, &v, 1000000, 1000, 0);

@@ -337,6 +337,9 @@ int tg_run_threads_read(struct tg_run_threads *t, const char *dir, struct tg_dia
 				e = -1;
 			else
 				r.p = num_end;
+		} else if (!strcmp(key, "aggregate")) {
+			t->aggregate = r.p < r.end && *r.p == 't';
+			e = ri_skip(&r);
 		} else if (!strcmp(key, "capture")) {
 			t->has_capture = r.p < r.end && *r.p == '"';
 			e = ri_skip(&r);

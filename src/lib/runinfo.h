@@ -27,6 +27,7 @@ struct tg_run_threads {
 	char *mode;                   /* "mode" ("full", "sampled"; NULL before
 					 the key existed), owned */
 	int has_capture;              /* "capture" names a binary capture */
+	int aggregate;                /* "aggregate" is true: aggregate.tga */
 };
 
 /* runinfo.json is read up to this size (a larger one names a huge argv). */

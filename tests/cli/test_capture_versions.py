@@ -214,6 +214,13 @@ def test_aggregate_runinfo_forms_are_read(form, tmp_path):
         if args[0] in ("summary", "threads"):
             assert "Thread-* (handler)" in r.stdout and "Thread-3 (handler)" in r.stdout, \
                 (args, r.stdout)
-    # live reads a capture as it is written, and says so
-    r = cli("live", run)
-    assert r.returncode == 1 and "is an aggregate run" in r.stderr, r.stderr
+    # live reads an aggregate run's file (rewritten every second while it runs):
+    # an entry per thread and per folded family, the calls on their paths
+    r = cli("live", "--once", run)
+    assert r.returncode == 0, r.stderr
+    assert "run ended" in r.stdout.splitlines()[0], r.stdout
+    folded = [l for l in r.stdout.splitlines() if l.startswith(" Thread-* (handler) ")]
+    assert len(folded) == 1 and folded[0].split()[-1] == "80", r.stdout
+    assert "top functions by net bytes of their calls, all threads" in r.stdout
+    r = cli("live", "--once", run / "aggregate.tga")
+    assert r.returncode == 1 and "give live its run directory" in r.stderr, r.stderr

@@ -401,3 +401,50 @@ def test_live_of_a_pid_is_told_from_a_run_directory(tmp_path, monkeypatch):
     assert not live_of_pid(["4242"])
     assert not live_of_pid(["--once", "base/4242"])
     assert not live_of_pid(["--sort", "now", "threadgraph-app"])
+
+
+def test_live_follows_an_aggregate_run(tmp_path):
+    # An aggregate run writes no capture: the view reads its aggregate.tga,
+    # rewritten every second, from the start (before the first one it waits).
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    gate = str(tmp_path / "gate")
+    os.mkfifo(gate)
+    run = " ".join(shlex.quote(a) for a in
+                   [sys.executable, "-m", "threadgraph", "run", "--aggregate", "--live", "-o",
+                    str(tmp_path / "base"), str(tmp_path / "prog.py"), gate])
+    script = ('cd %s; a=$(stty -g); %s; s=$?; [ "$a" = "$(stty -g)" ] && echo RESTORED; '
+              'echo EXIT=$s; exec sleep 600' % (shlex.quote(str(tmp_path)), run))
+    term = Tmux(tmp_path, "sh -c %s" % shlex.quote(script))
+    try:
+        text = term.wait_for(lambda t: len(ROW.findall(t)) == 3 and "recording" in t)
+        assert re.search(r"recording, latest record \d+\.\d s ago$", text, re.M), text
+        with open(gate, "w") as f:
+            f.write("end\n")
+        text = term.wait_for(lambda t: "run ended" in t)
+        term.run("send-keys", "-t", "t", "q")
+        assert "EXIT=0" in term.wait_for(lambda t: "EXIT=" in t)
+    finally:
+        term.close()
+    (run_dir,) = [str(p) for p in (tmp_path / "base").iterdir() if p.is_dir()]
+    once = cli("live", "--once", run_dir)
+    rows = {m[0]: m[1:] for m in ROW.findall(once)}
+    assert sorted(rows) == ["w0", "w1", "w2"], once
+    # Each worker's largest call is the largest of its call paths' (the MAX of
+    # its n lines, docs/formats.md "Aggregate"), its calls those counted on
+    # them, its memory now and peak the top of its curve (it only grows).
+    paths, thread = {}, None
+    with open(os.path.join(run_dir, "aggregate.tga")) as f:
+        for line in f:
+            fields = line.split()
+            if fields[0] == "t":
+                thread = line.rstrip("\n").split(" ", 3)[3]
+            elif fields[0] == "n":
+                paths.setdefault(thread, []).append((int(fields[4]), int(fields[6])))
+    summary = cli("summary", run_dir)
+    for name, (now, change, peak, largest, returns) in rows.items():
+        assert largest == kb(max(m for _, m in paths[name])), (name, largest)
+        assert int(returns) == sum(c for c, _ in paths[name])
+        assert re.search(r"^%s: %s calls on " % (name, returns), summary, re.M), summary
+        assert now == peak and mb(now) >= 100 * (int(name[1]) + 1) * 3 * 1000, (name, now)
+    assert "top functions by net bytes of their calls, all threads" in once
+    assert re.search(r"^\s+\S+ \S+\s+\d+\s+grow\s+\S*prog\.py:\d+$", once, re.M), once
