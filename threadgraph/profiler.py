@@ -845,7 +845,8 @@ def _seconds_to_ms(seconds: Any) -> int:
 # atexit — is wrapped to disable() first.  signal.signal() is wrapped too: a
 # handler put back later (asyncio.run() restoring SIGINT's default_int_handler,
 # signal.signal(s, old)) comes with a new C handler of Python's, which it wraps
-# again for the guard.
+# again for the guard, and SIG_DFL put back (asyncio's loop.close() after
+# add_signal_handler()) is threadgraph's handler again.
 
 # Every signal whose default action ends the process without a core dump and
 # that a program or its environment sends (kill, a shell, alarm(), setitimer()):
@@ -927,10 +928,16 @@ def _signal(signalnum: Any, handler: Any) -> Any:
     KeyboardInterrupt or threadgraph's again.  Python installs its C handler
     anew on every call, which drops the wrapper: asyncio.run() (3.11+) sets
     its own SIGINT handler and restores default_int_handler on return, and a
-    program may restore threadgraph's handler with signal.signal(s, old)."""
+    program may restore threadgraph's handler with signal.signal(s, old).
+    SIG_DFL for a finishing signal gets threadgraph's handler, as enable()
+    gives it (asyncio's loop.close() and remove_signal_handler() put SIG_DFL
+    back, after loop.add_signal_handler())."""
+    active = signal.signal is _signal and signalnum in _FINISH_SIGNALS
+    if active and handler == signal.SIG_DFL:
+        handler = _on_finish_signal
     previous = _REAL_SIGNAL(signalnum, handler)
     # The real call succeeded, so this is the main thread.
-    if signal.signal is _signal and signalnum in _FINISH_SIGNALS:
+    if active:
         _guard_signal(int(signalnum))
     return previous
 

@@ -365,6 +365,49 @@ def test_guard_survives_a_handler_put_back(tmp_path, case):
     assert no_temporaries(tmp_path / "out") == []
 
 
+DEFAULT_PUT_BACK = """
+import asyncio, os, signal, sys, time
+
+def work():
+    return bytearray(1000)
+
+async def serve():
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, lambda: None)
+    await asyncio.sleep(0)
+
+if sys.argv[2] == "profiled":
+    from threadgraph import ProcessProfile
+    ProcessProfile(format="text", default_log_path="out", profile="python").enable()
+if sys.argv[1] == "asyncio":
+    asyncio.run(serve())        # loop.close() puts SIG_DFL back
+else:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+for _ in range(WORK_CALLS):
+    work()
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(60)
+""".replace("WORK_CALLS", str(WORK_CALLS))
+
+
+@pytest.mark.parametrize("how", ["asyncio", "by-hand"])
+def test_default_action_put_back_still_finishes_the_run(tmp_path, how):
+    """SIG_DFL set while a profile is enabled (asyncio's loop.close() after
+    loop.add_signal_handler(), or the program itself): the signal still
+    writes everything first, then ends the process as without the profiler."""
+    (tmp_path / "prog.py").write_text(DEFAULT_PUT_BACK)
+    for mode in ("plain", "profiled"):
+        proc = subprocess.run([sys.executable, "prog.py", how, mode], cwd=str(tmp_path),
+                              env=env_with_package(), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, preexec_fn=default_signals,
+                              timeout=TIMEOUT)
+        assert proc.returncode == -signal.SIGTERM, (mode, proc.stderr)
+    (run_dir,) = run_dirs(tmp_path / "out")
+    assert calls_of(run_dir, "work") == WORK_CALLS
+    assert load_runinfo(run_dir)["end_time"] is not None
+    assert no_temporaries(tmp_path / "out") == []
+
+
 def test_signal_signal_is_the_real_one_again_after_disable(tmp_path):
     proc = run_scenario(tmp_path, """
         import signal
