@@ -125,13 +125,13 @@ class ThreadgraphMagics(Magics):
         """
         args = parse_argstring(self.threadgraph, line)
         if args.top < 1:
-            raise UsageError("%%threadgraph: --top must be at least 1, not %d" % args.top)
+            raise UsageError("%%%%threadgraph: --top must be at least 1, not %d" % args.top)
         profiler = ProcessProfile(default_log_path=self._base(args.output))
         profiler.trackStack()
         try:
             profiler.enable()
         except (RuntimeError, OSError) as exc:
-            raise UsageError("%%threadgraph: %s" % exc)
+            raise UsageError("%%%%threadgraph: %s" % exc)
         try:
             result = self.shell.run_cell(cell, store_history=False)
         finally:

@@ -844,7 +844,11 @@ def _seconds_to_ms(seconds: Any) -> int:
 # the process ends with the same status as without the profiler.  A program's
 # own handler is left alone (installed before or after enable()): the process
 # goes on or ends as it decides, and os._exit() — the one exit that skips
-# atexit — is wrapped to disable() first.
+# atexit — is wrapped to disable() first.  signal.signal() is wrapped too: a
+# handler put back later (asyncio.run() restoring SIGINT's default_int_handler,
+# signal.signal(s, old)) comes with a new C handler of Python's, which it wraps
+# again for the guard, and SIG_DFL put back (asyncio's loop.close() after
+# add_signal_handler()) is threadgraph's handler again.
 
 # Every signal whose default action ends the process without a core dump and
 # that a program or its environment sends (kill, a shell, alarm(), setitimer()):
@@ -854,6 +858,7 @@ _FINISH_SIGNALS = tuple(getattr(signal, name) for name in (
     "SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF")
     if hasattr(signal, name))
 _REAL_OS_EXIT = os._exit
+_REAL_SIGNAL = signal.signal
 # Signals whose handler is ours (installed by enable() over the default action).
 _OUR_SIGNALS: List[int] = []
 # Nesting depth of sections where a signal must wait (enable, disable, fork
@@ -897,7 +902,7 @@ def _on_finish_signal(signum: int, frame: Any) -> None:
         except BaseException:  # the process is ending: the signal matters more
             pass
     try:
-        signal.signal(signum, signal.SIG_DFL)
+        _REAL_SIGNAL(signum, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
     except (ValueError, OSError, AttributeError):
         pass
@@ -919,6 +924,42 @@ def _os_exit(status: int) -> None:
     _REAL_OS_EXIT(status)
 
 
+def _signal(signalnum: Any, handler: Any) -> Any:
+    """signal.signal while a profile is enabled: the real one, then the guard
+    (sigkick.h) put back on a finishing signal whose handler is Python's
+    KeyboardInterrupt or threadgraph's again.  Python installs its C handler
+    anew on every call, which drops the wrapper: asyncio.run() (3.11+) sets
+    its own SIGINT handler and restores default_int_handler on return, and a
+    program may restore threadgraph's handler with signal.signal(s, old).
+    SIG_DFL for a finishing signal gets threadgraph's handler, as enable()
+    gives it (asyncio's loop.close() and remove_signal_handler() put SIG_DFL
+    back, after loop.add_signal_handler())."""
+    active = signal.signal is _signal and signalnum in _FINISH_SIGNALS
+    if active and handler == signal.SIG_DFL:
+        handler = _on_finish_signal
+    previous = _REAL_SIGNAL(signalnum, handler)
+    # The real call succeeded, so this is the main thread.
+    if active:
+        _guard_signal(int(signalnum))
+    return previous
+
+
+def _guard_signal(signum: int) -> bool:
+    """Wrap SIGNUM's C handler if its Python handler is threadgraph's (resent
+    until it starts) or Python's KeyboardInterrupt (interrupt-only); main
+    thread.  Returns whether it was wrapped."""
+    current = signal.getsignal(signum)
+    if current is signal.default_int_handler:
+        _recorder.finish_signal_interrupt(signum)
+        return True
+    if current is _on_finish_signal:
+        _recorder.finish_signal_watch(signum)
+        if signum not in _OUR_SIGNALS:
+            _OUR_SIGNALS.append(signum)
+        return True
+    return False
+
+
 def _is_main_thread() -> bool:
     return threading.get_ident() == threading.main_thread().ident
 
@@ -930,6 +971,7 @@ def _exit_paths_install() -> None:
     os._exit = _os_exit
     if not _is_main_thread():
         return
+    signal.signal = _signal
     for signum in _FINISH_SIGNALS:
         try:
             if signum in _OUR_SIGNALS:
@@ -945,7 +987,7 @@ def _exit_paths_install() -> None:
                 continue
             elif signal.getsignal(signum) != signal.SIG_DFL:
                 continue  # the program's handler, SIG_IGN, or a C handler
-            signal.signal(signum, _on_finish_signal)
+            _REAL_SIGNAL(signum, _on_finish_signal)
         except (ValueError, OSError):
             continue
         # Python runs the handler between bytecodes of the main thread: a
@@ -964,6 +1006,8 @@ def _exit_paths_uninstall() -> None:
     flusher left to send it again (sigkick.h)."""
     if os._exit is _os_exit:
         os._exit = _REAL_OS_EXIT
+    if signal.signal is _signal:
+        signal.signal = _REAL_SIGNAL
     if not _is_main_thread():
         for signum in _OUR_SIGNALS:
             _recorder.finish_signal_default(signum)
@@ -971,7 +1015,7 @@ def _exit_paths_uninstall() -> None:
     for signum in list(_OUR_SIGNALS):
         try:
             if signal.getsignal(signum) is _on_finish_signal:
-                signal.signal(signum, signal.SIG_DFL)
+                _REAL_SIGNAL(signum, signal.SIG_DFL)
         except (ValueError, OSError):
             continue
         _OUR_SIGNALS.remove(signum)

@@ -120,8 +120,9 @@ int tg_pprof_encode(const struct tg_xprof *x, unsigned char **buf, size_t *len,
 	}
 	fix[FIX_COMMENT1] = c1;
 	fix[FIX_COMMENT2] = x->from == TG_XPROF_ACCOUNTING
-		? "from the allocation accounting: alloc_* allocated over the run, inuse_* "
-		  "still live when the snapshot was written, per calling context"
+		? "from the allocation accounting: alloc_* allocated until the snapshot was "
+		  "written (over the run for the final one, up to the peak for a peak one), "
+		  "inuse_* still live then, per calling context"
 		: "without accounting, from the recorded per-call deltas: *_space is the sum "
 		  "of the positive own deltas of a context's calls, *_objects the number of "
 		  "those calls; alloc and inuse are the same";

@@ -8,6 +8,7 @@ inuse_space with its bytes and the thread label, and in the speedscope file
 weight: from the accounting snapshot, and without accounting from the recorded
 per-call deltas.
 """
+import glob
 import gzip
 import json
 import os
@@ -203,6 +204,20 @@ def test_pprof_planted_allocation(runs, tmp_path, acct, fmt):
     assert all(o[2]["inuse_space"] < PLANT for o in samples if o is not s)
     comments = [prof.string_table[c] for c in prof.comment]
     assert any(("accounting" if acct else "per-call deltas") in c for c in comments)
+
+
+def test_pprof_comment_of_a_peak_snapshot(runs, tmp_path):
+    """A peak snapshot's alloc_* are what was allocated up to the peak: the
+    comment says so, not "over the run" (the final snapshot's)."""
+    (peak,) = glob.glob(os.path.join(runs[True], "snapshot-*-peak"))
+    out = tmp_path / "peak.pb.gz"
+    r = cli("export", "--pprof", "-o", out, peak)
+    assert r.returncode == 0, r.stderr
+    prof, _ = read_pprof(out)
+    (what,) = [prof.string_table[c] for c in prof.comment
+               if "allocation accounting" in prof.string_table[c]]
+    assert "alloc_* allocated until the snapshot was written" in what, what
+    assert "alloc_* allocated over the run" not in what, what
 
 
 @pytest.mark.parametrize("fmt", ["text", "binary"])

@@ -314,6 +314,117 @@ def test_keyboard_interrupt_that_interrupts_no_wait_still_ends_the_program(tmp_p
     assert no_temporaries(tmp_path / "out") == []
 
 
+# Handlers put back after enable(): Python installs its C handler anew on each
+# signal.signal(), which used to drop the guard's wrapper (sigkick.h), and the
+# signals below then hung the program.
+HANDLER_PUT_BACK = {
+    # asyncio.run() (3.11+) sets its own SIGINT handler and restores Python's
+    # default_int_handler on return; the same done by hand for older Pythons.
+    "asyncio": ("SIGINT", """
+        import asyncio
+        async def amain():
+            await asyncio.sleep(0)
+        asyncio.run(amain())
+        signal.signal(signal.SIGINT, lambda s, f: None)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        try:
+            lock.acquire()            # BLOCKS: never acquired, only the signal ends this
+        except KeyboardInterrupt:
+            print("interrupted once", flush=True)
+            raise
+    """),
+    # A program's handler for a while, then threadgraph's it returned put back.
+    "restored": ("SIGTERM", """
+        old = signal.signal(signal.SIGTERM, lambda s, f: None)
+        signal.signal(signal.SIGTERM, old)
+        lock.acquire()                # BLOCKS: never acquired, only the signal ends this
+    """),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HANDLER_PUT_BACK))
+def test_guard_survives_a_handler_put_back(tmp_path, case):
+    """A signal that interrupts no wait, after the program set a handler and
+    put Python's or threadgraph's back: still guarded (signal.signal is
+    wrapped while a profile is enabled), so the program ends as above."""
+    signame, wait = HANDLER_PUT_BACK[case]
+    signum = getattr(signal, signame)
+    (tmp_path / "prog.py").write_text(blocked_main_program(signame, wait))
+    proc = subprocess.run([sys.executable, "prog.py"], cwd=str(tmp_path),
+                          env=env_with_package(), stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, preexec_fn=default_signals,
+                          timeout=60)  # the guard acts within about 1 s
+    assert proc.returncode == -signum, proc.stderr
+    if signame == "SIGINT":
+        assert proc.stdout.count("interrupted once") == 1, proc.stdout
+        assert proc.stderr.count("KeyboardInterrupt") == 1, proc.stderr
+    (run_dir,) = run_dirs(tmp_path / "out")
+    assert calls_of(run_dir, "work") == WORK_CALLS
+    assert load_runinfo(run_dir)["end_time"] is not None
+    assert no_temporaries(tmp_path / "out") == []
+
+
+DEFAULT_PUT_BACK = """
+import asyncio, os, signal, sys, time
+
+def work():
+    return bytearray(1000)
+
+async def serve():
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, lambda: None)
+    await asyncio.sleep(0)
+
+if sys.argv[2] == "profiled":
+    from threadgraph import ProcessProfile
+    ProcessProfile(format="text", default_log_path="out", profile="python").enable()
+if sys.argv[1] == "asyncio":
+    asyncio.run(serve())        # loop.close() puts SIG_DFL back
+else:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+for _ in range(WORK_CALLS):
+    work()
+os.kill(os.getpid(), signal.SIGTERM)
+time.sleep(60)
+""".replace("WORK_CALLS", str(WORK_CALLS))
+
+
+@pytest.mark.parametrize("how", ["asyncio", "by-hand"])
+def test_default_action_put_back_still_finishes_the_run(tmp_path, how):
+    """SIG_DFL set while a profile is enabled (asyncio's loop.close() after
+    loop.add_signal_handler(), or the program itself): the signal still
+    writes everything first, then ends the process as without the profiler."""
+    (tmp_path / "prog.py").write_text(DEFAULT_PUT_BACK)
+    for mode in ("plain", "profiled"):
+        proc = subprocess.run([sys.executable, "prog.py", how, mode], cwd=str(tmp_path),
+                              env=env_with_package(), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True, preexec_fn=default_signals,
+                              timeout=TIMEOUT)
+        assert proc.returncode == -signal.SIGTERM, (mode, proc.stderr)
+    (run_dir,) = run_dirs(tmp_path / "out")
+    assert calls_of(run_dir, "work") == WORK_CALLS
+    assert load_runinfo(run_dir)["end_time"] is not None
+    assert no_temporaries(tmp_path / "out") == []
+
+
+def test_signal_signal_is_the_real_one_again_after_disable(tmp_path):
+    proc = run_scenario(tmp_path, """
+        import signal
+        from threadgraph import ProcessProfile
+        real = signal.signal
+        p = ProcessProfile(format="text", default_log_path="out")
+        p.enable()
+        wrapped = signal.signal is not real
+        signal.signal(signal.SIGINT, lambda s, f: None)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        p.disable()
+        print(wrapped, signal.signal is real,
+              signal.getsignal(signal.SIGINT) is signal.default_int_handler)
+    """)
+    assert proc.stdout.split() == ["True", "True", "True"]
+
+
 # A Condition whose lock's next release() is followed by a SIGINT: the signal
 # lands where a Ctrl-C can land while the main thread runs Event.wait's Python
 # code, between Condition.wait's release of the lock (_release_save) and its
