@@ -719,7 +719,12 @@ int cmd_live(int argc, char **argv)
 			       "its peak, its\nlargest call, the process RSS and the top functions. Keys: "
 			       "q quits, s sorts,\np pauses, j/k select a thread (its functions), a all "
 			       "threads. With a PID\n(threadgraph live PID, the Python command) it "
-			       "attaches first and detaches on q.", &nargs);
+			       "attaches first and detaches on q.\n\nIt reads a run's binary "
+			       "capture, a sampled run's memory curves (run --sampled;\nits call "
+			       "sites from the snapshots that run --snapshot-every writes) or an\n"
+			       "aggregate run's aggregate.tga (run --aggregate); run --live shows it "
+			       "for the\nprogram it runs. A full run of text dumps (--format text) "
+			       "has none of them.", &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
 	tg_resolve_run_bases(argv, nargs > 0);

@@ -58,7 +58,7 @@ static int memh_read(const struct tg_graph_opts *o, const struct tg_dumpfile *df
 			continue;
 		if (tg_src_mem_text(&src, &m, d) < 0)
 			goto release;
-		if (tg_memrec_is_thread_wrapper(&m))
+		if (tg_memrec_is_wrapper(&m))
 			continue;
 		if (tg_sitetab_add(t, m.site.s, m.site.len, m.delta, d) < 0)
 			goto release;

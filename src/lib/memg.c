@@ -209,7 +209,7 @@ int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *
 			};
 			if (tg_src_mem_text(&src, &r, d) < 0)
 				goto release;
-			c.wrapper = tg_memrec_is_thread_wrapper(&r);
+			c.wrapper = tg_memrec_is_wrapper(&r);
 			if (tg_peaks_add(peaks, &c, r.time.text.s, r.time.text.len, r.rest.s,
 					 r.rest.len, d) < 0)
 				goto release;

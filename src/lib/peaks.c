@@ -76,8 +76,9 @@ static int peaks_cmp_size(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* The scaled selection's order: by size, a threading wrapper's return after
- * every other candidate, so that the call which allocated is labelled rather
+/* The scaled selection's order: by size, a wrapper's return (threading's,
+ * exec's, IPython's around a cell: tg_memrec_is_wrapper) after every other
+ * candidate, so that the call which allocated is labelled rather
  * than the wrapper which returns the same bytes a moment later; a wrapper is
  * still kept where no such call is near it. */
 static int peaks_cmp_scaled(const void *a, const void *b)
@@ -96,7 +97,7 @@ static int peaks_cmp_id(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Scaled spacing: largest first (threading's wrappers last), none within span /
+/* Scaled spacing: largest first (the wrappers last), none within span /
  * TG_PEAKS_SCALED_SHARE of another kept one; then back in time order. */
 static void peaks_select_scaled(struct tg_peaks *p)
 {
@@ -157,7 +158,7 @@ void tg_peaks_select(struct tg_peaks *p, const struct tg_peak_opts *o)
 void tg_peaks_sort_size(struct tg_peaks *p)
 {
 	if (p->n)
-		qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_size);
+		qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_scaled);  /* wrappers last */
 }
 
 void tg_peaks_top(struct tg_peaks *p, size_t n)

@@ -48,8 +48,8 @@ struct tg_peak {
 	unsigned time_len;     /* length of the TIME text (0 without timestamps) */
 	unsigned rest_len;     /* length of FILE:LINE:FUNCTION=>DELTA */
 	size_t id;             /* number in the legend after selection (0-based) */
-	int wrapper;           /* a threading wrapper's return
-				  (tg_memrec_is_thread_wrapper): the scaled
+	int wrapper;           /* a wrapper's return (threading's, exec's...:
+				  (tg_memrec_is_wrapper): the scaled
 				  selection takes it after the other candidates */
 };
 

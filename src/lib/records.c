@@ -377,19 +377,34 @@ static int mem_tail_fast(struct tg_memrec *r, const char *s, size_t len)
 	return 1;
 }
 
-int tg_memrec_is_thread_wrapper(const struct tg_memrec *m)
-{
-	static const char *const wrappers[] = { "run", "_bootstrap_inner", "_bootstrap" };
-	static const char file[] = "threading.py";
-	size_t fl = sizeof(file) - 1;
+/* The wrappers of tg_memrec_is_wrapper: a file (the end of its path, after a
+ * '/' or the whole of it: "builtins" is a C function's module) and its
+ * functions, NULL-terminated. */
+static const struct {
+	const char *file;
+	const char *funcs[6];
+} rec_wrappers[] = {
+	{ "threading.py", { "run", "_bootstrap_inner", "_bootstrap", NULL } },
+	{ "builtins", { "exec", NULL } },
+	{ "IPython/core/interactiveshell.py",
+	  { "run_cell", "_run_cell", "run_cell_async", "run_ast_nodes", "run_code", NULL } },
+	{ "IPython/core/async_helpers.py", { "_pseudo_sync_runner", NULL } },
+	{ "coroutine", { "send", NULL } },  /* a coroutine's frame, resumed */
+};
 
-	if (m->file.len < fl || memcmp(m->file.s + m->file.len - fl, file, fl) ||
-	    (m->file.len > fl && m->file.s[m->file.len - fl - 1] != '/'))
-		return 0;
-	for (size_t i = 0; i < sizeof(wrappers) / sizeof(wrappers[0]); i++)
-		if (m->func.len == strlen(wrappers[i]) &&
-		    !memcmp(m->func.s, wrappers[i], m->func.len))
-			return 1;
+int tg_memrec_is_wrapper(const struct tg_memrec *m)
+{
+	for (size_t w = 0; w < sizeof(rec_wrappers) / sizeof(rec_wrappers[0]); w++) {
+		const char *file = rec_wrappers[w].file;
+		size_t fl = strlen(file);
+
+		if (m->file.len < fl || memcmp(m->file.s + m->file.len - fl, file, fl) ||
+		    (m->file.len > fl && m->file.s[m->file.len - fl - 1] != '/'))
+			continue;
+		for (const char *const *f = rec_wrappers[w].funcs; *f; f++)
+			if (m->func.len == strlen(*f) && !memcmp(m->func.s, *f, m->func.len))
+				return 1;
+	}
 	return 0;
 }
 

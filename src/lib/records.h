@@ -72,12 +72,18 @@ const char *tg_stackrec_parse(struct tg_stackrec *r, const char *s, size_t len, 
 const char *tg_procrec_parse(struct tg_procrec *r, const char *s, size_t len, int has_time);
 
 /*
- * Whether a .mem record (its file and func set) returns one of the frames
- * threading wraps every thread's target in (Thread.run, _bootstrap_inner and
- * _bootstrap of threading.py): each returns the thread's whole delta once
- * more, so that it outweighs, by a few bytes, the call that did the allocating.
+ * Whether a .mem record (its file and func set) returns a frame that wraps the
+ * code that did the allocating and returns its delta once more, so that it
+ * outweighs that code by a few bytes: the frames threading wraps every
+ * thread's target in (Thread.run, _bootstrap_inner and _bootstrap of
+ * threading.py), the builtin exec() around the code object it runs (a
+ * script's or a notebook cell's <module>), and IPython's shell around a cell
+ * (run_cell, _run_cell, run_cell_async, run_ast_nodes, run_code of
+ * IPython/core/interactiveshell.py, _pseudo_sync_runner of
+ * IPython/core/async_helpers.py, and the C method send() of a coroutine
+ * around its frame).
  */
-int tg_memrec_is_thread_wrapper(const struct tg_memrec *m);
+int tg_memrec_is_wrapper(const struct tg_memrec *m);
 
 /*
  * Parses TIME text: digits, optionally '.' and more digits.  Returns 0 and the

@@ -198,8 +198,38 @@ static void test_numbers(void)
 	CHECK(tg_int_parse(S("1234567890123456789"), &x) < 0);
 }
 
+/* The frames that wrap the allocating code (tg_memrec_is_wrapper). */
+static int wraps(const char *line)
+{
+	struct tg_memrec r;
+
+	CHECK(!tg_memrec_parse(&r, line, strlen(line), 1));
+	return tg_memrec_is_wrapper(&r);
+}
+
+static void test_wrappers(void)
+{
+	CHECK(wraps("1.5#/usr/lib/python3.11/threading.py:1028:_bootstrap_inner=>10"));
+	CHECK(wraps("1.5#threading.py:988:_bootstrap=>10"));
+	CHECK(wraps("1.5#/usr/lib/python3.11/threading.py:975:run=>10"));
+	CHECK(!wraps("1.5#/usr/lib/python3.11/threading.py:945:start=>10"));
+	CHECK(!wraps("1.5#/srv/mythreading.py:975:run=>10"));  /* another file */
+	CHECK(wraps("1.5#builtins:3823:exec=>10"));
+	CHECK(!wraps("1.5#builtins:12:eval=>10"));
+	CHECK(!wraps("1.5#mybuiltins:12:exec=>10"));
+	CHECK(wraps("1.5#/v/site-packages/IPython/core/interactiveshell.py:3255:run_cell=>1"));
+	CHECK(wraps("1.5#/v/IPython/core/interactiveshell.py:3784:run_ast_nodes=>1"));
+	CHECK(wraps("1.5#/v/IPython/core/interactiveshell.py:3823:run_code=>1"));
+	CHECK(wraps("1.5#/v/IPython/core/async_helpers.py:78:_pseudo_sync_runner=>1"));
+	CHECK(!wraps("1.5#/v/IPython/core/interactiveshell.py:10:transform_cell=>1"));
+	CHECK(!wraps("1.5#<ipython-input-1-bb7dd2aa79a5>:1:<module>=>3145785"));
+	CHECK(wraps("1.5#coroutine:140:send=>1"));
+	CHECK(!wraps("1.5#generator:140:send=>1"));
+}
+
 int main(void)
 {
+	test_wrappers();
 	test_mem_plain();
 	test_mem_weird_names();
 	test_mem_no_time();

