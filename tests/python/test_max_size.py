@@ -480,3 +480,63 @@ def test_a_head_longer_than_the_limit_is_reported(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "capture over its size limit by up to" in r.stderr
     assert "give a larger --max-size" in r.stderr
+
+
+# A thread blocked in Event.wait() while the main thread's records rotate the
+# segments: its calls into wait() are in the segments dropped, their returns
+# in the ones kept, before its next call.  The pause lets the flusher write
+# its records up to the wait (it writes every thread's buffer twice a second).
+SLEEPER = """
+import threading, time
+import threadgraph
+
+def leaf(i):
+    return [i] * (i % 7)
+
+def sleeper(ev):
+    for i in range(100):
+        leaf(i)
+    ev.wait()
+    for i in range(100):
+        leaf(i)
+
+p = threadgraph.ProcessProfile(default_log_path="run", max_size=LIMIT)
+p.trackStack()
+p.enable()
+ev = threading.Event()
+t = threading.Thread(target=sleeper, args=(ev,), name="sleeper")
+t.start()
+time.sleep(1.5)
+for i in range(100000):
+    leaf(i)
+ev.set()
+t.join()
+p.disable()
+"""
+
+
+def test_export_of_the_kept_segments_folds_as_the_capture(tmp_path):
+    """An export of the segments kept carries, in its runinfo.json, the calls
+    open where each thread's files begin: folded and flamegraph of the text
+    pair each return with its call as they do on the capture, the returns of
+    the calls begun before the kept records (some before the first .stack
+    line) skipped, with no warning."""
+    run_scenario(tmp_path, SLEEPER.replace("LIMIT", str(LIMIT)))
+    run = only_dir(tmp_path / "run")
+    assert "capture-000001.tg" not in capture_files(run)  # it rotated
+    out = tmp_path / "text"
+    r = cli("export", "-o", out, run)
+    assert r.returncode == 0, r.stderr
+    with open(os.path.join(out, "runinfo.json")) as f:
+        opened = {t["name"]: t["open_at_start"] for t in json.load(f)["threads"]}
+    assert opened["sleeper"] > 0, opened  # inside wait() where the records begin
+    for metric in ("delta", "time"):
+        cap = cli("folded", "--metric", metric, run)
+        text = cli("folded", "--metric", metric, out)
+        assert cap.returncode == 0 and text.returncode == 0, (cap.stderr, text.stderr)
+        assert "paired with a return of another function" not in text.stderr, text.stderr
+        assert "left over after the last call" not in text.stderr, text.stderr
+        assert sorted(text.stdout.splitlines()) == sorted(cap.stdout.splitlines())
+    r = cli("flamegraph", "-o", tmp_path / "fg", out)
+    assert r.returncode == 0, r.stderr
+    assert "paired with a return of another function" not in r.stderr, r.stderr
