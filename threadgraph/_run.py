@@ -715,7 +715,7 @@ def _print_next_aggregate(shown, opts):
 
 
 def print_summary(prof, opts, status):
-    from threadgraph.profiler import _losses, describe_losses
+    from threadgraph.profiler import _losses, describe_losses, describe_over_limit
 
     stats = prof.stats()
     out_dir = stats.get("output_dir") or prof.output_dir
@@ -738,6 +738,9 @@ def print_summary(prof, opts, status):
     if lost:
         # Last, where it is seen: what the files lack (runinfo.json has it by cause).
         say("records lost: %s (runinfo.json)" % lost)
+    over = describe_over_limit(stats, prof.max_size)
+    if over:
+        say(over.replace("max_size", "--max-size"))
 
 
 def _print_next(out_dir, shown, opts):

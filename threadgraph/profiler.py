@@ -117,6 +117,22 @@ def describe_losses(losses: Dict[str, int]) -> str:
                      if losses.get(key))
 
 
+def describe_over_limit(stats: Dict[str, Any], max_size: Optional[int]) -> str:
+    """What to say when the capture passed its max_size (STATS: a stats() dict
+    or runinfo.json), or '' when it held: a segment's head, which repeats every
+    running thread's open calls, was longer than the limit allows."""
+    try:
+        over = int(stats.get("capture_over_limit") or 0)
+    except (TypeError, ValueError):
+        over = 0
+    if over <= 0 or not max_size:
+        return ""
+    return ("capture over its size limit by up to %d bytes (max_size %d): the head of "
+            "a segment, which repeats the open calls of every running thread, was "
+            "too long for it; give a larger max_size (runinfo.json "
+            "\"capture_over_limit\")" % (over, max_size))
+
+
 def _make_output_dir(base: str, made: Optional[List[str]] = None) -> str:
     """Create <base>/<pid>, or <pid>-2, -3, ... if it exists and is not empty.
     The directories this call creates are appended to MADE, outermost first, for
@@ -537,6 +553,9 @@ class ProcessProfile:
         if any(losses.values()):
             warnings.warn("threadgraph: records lost: %s (runinfo.json)" % describe_losses(losses),
                           RuntimeWarning, stacklevel=3)
+        over = describe_over_limit(self._rec.stats(), self.max_size)
+        if over:
+            warnings.warn("threadgraph: %s" % over, RuntimeWarning, stacklevel=3)
 
     # -- allocation accounting (accounting=True; docs/accounting.md) --
 
@@ -614,13 +633,15 @@ class ProcessProfile:
 
     def stats(self) -> Dict[str, Any]:
         """{"threads", "records", "stack_records", "dropped", "unwound", "displaced",
-        "process_samples", "output_dir", "clock", "capture", "monitoring_tool",
-        "monitoring_ids_taken"} of the current or last run ("records" counts
+        "process_samples", "output_dir", "clock", "capture", "capture_over_limit",
+        "monitoring_tool", "monitoring_ids_taken"} of the current or last run ("records" counts
         returns; the losses: "dropped" the records that could not be written,
         "unwound" the calls whose return was never seen, "displaced" the times
         another tool's profile function took a thread; "process_samples" the
         process.mem samples taken; "capture" is "capture.tg",
-        "capture-*.tg" with max_size, or None;
+        "capture-*.tg" with max_size, or None; "capture_over_limit" the most
+        bytes the segments passed max_size by, a segment's head alone being
+        longer than the limit allows (0: the limit held);
         "monitoring_tool" the sys.monitoring tool id used, or None)."""
         s = self._rec.stats()
         s["output_dir"] = self._output_dir
@@ -661,6 +682,7 @@ class ProcessProfile:
             "stack": self._stack,
             "sleep_correction": self._sleeps,
             "capture": self._rec.stats()["capture"],
+            "capture_over_limit": self._rec.stats()["capture_over_limit"],
             "capture_compression": ("zstd" if self.compress and self.format != "text"
                                     and self._rec.can_compress() else None),
             "dropped": self._rec.stats()["dropped"],

@@ -173,6 +173,18 @@ int tg_cli_graph_opts(struct tg_graph_args *g, struct tg_plot_opts *po,
 	return 0;
 }
 
+void tg_cli_kept_text(char *buf, size_t n, uint32_t first, uint32_t last, int64_t from_us,
+		      int64_t to_us)
+{
+	char to[64] = "";
+
+	if (to_us >= 0)
+		snprintf(to, sizeof(to), " to %.3f s", (double)to_us / 1e6);
+	snprintf(buf, n, "a capture of limited size: segments %u-%u kept, the %u before them "
+		 "dropped; its records cover the run from %.3f s%s after its start",
+		 first, last, first - 1, (double)from_us / 1e6, to);
+}
+
 void tg_cli_capture_warnings(const struct tg_capture *cap)
 {
 	uint64_t dropped = tg_capture_dropped(cap);
@@ -191,14 +203,11 @@ void tg_cli_capture_warnings(const struct tg_capture *cap)
 		warning("'%s': the recorder lost %llu record%s (out of memory)", cap->path,
 			(unsigned long long)dropped, dropped == 1 ? "" : "s");
 	if (cap->seg_first > 1) {
-		char to[64] = "";
-		if (cap->has_end)
-			snprintf(to, sizeof(to), " to %.3f s",
-				 (double)(cap->end_us - cap->start_us) / 1e6);
-		warning("a capture of limited size: segments %u-%u kept, the %u before them "
-			"dropped; its records cover the run from %.3f s%s after its start",
-			cap->seg_first, cap->seg_last, cap->seg_first - 1,
-			(double)(cap->kept_from_us - cap->start_us) / 1e6, to);
+		char kept[256];
+		tg_cli_kept_text(kept, sizeof(kept), cap->seg_first, cap->seg_last,
+				 cap->kept_from_us - cap->start_us,
+				 cap->has_end ? cap->end_us - cap->start_us : -1);
+		warning("%s", kept);
 	}
 	if (cap->orphan_chunks)
 		warning("'%s': %llu chunk%s of threads defined in dropped segments skipped",

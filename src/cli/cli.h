@@ -160,6 +160,12 @@ int tg_cli_graph_opts(struct tg_graph_args *g, struct tg_plot_opts *po,
 int tg_cli_dumpset(struct tg_dumpset *s, char **paths, int n, enum tg_dumpset_view view);
 /* Prints the warnings about a capture cut short or missing records. */
 void tg_cli_capture_warnings(const struct tg_capture *cap);
+/* The sentence saying which part of a run a capture of limited size covers
+ * (segments FIRST-LAST kept; records from FROM_US to TO_US after its start,
+ * TO_US < 0: still being written), into BUF of N bytes: the warning of every
+ * command, and live's status line. */
+void tg_cli_kept_text(char *buf, size_t n, uint32_t first, uint32_t last, int64_t from_us,
+		      int64_t to_us);
 /* Whether the files carry times: a capture's flag (unless --no_time), else !--no_time. */
 int tg_cli_has_time(const struct tg_dumpset *s, const struct tg_common_args *c);
 

@@ -19,6 +19,7 @@
 #include "marks.h"
 #include "pprof.h"
 #include "speedscope.h"
+#include "tg_format.h"
 #include "xprof.h"
 
 static const char export_usage[] =
@@ -38,6 +39,20 @@ struct export_prof_args {
  * snapshot file) or, for a run without accounting (or a capture), its recorded
  * per-call deltas.  Returns 0 or the exit code after printing the error.
  */
+/* Whether DIR is the directory holding the capture file CAPTURE_PATH. */
+static int export_same_dir(const char *capture_path, const char *dir)
+{
+	const char *slash = strrchr(capture_path, '/');
+	char *capdir = slash ? strndup(capture_path, slash == capture_path ? 1 :
+				       (size_t)(slash - capture_path)) : strdup(".");
+	struct stat a, b;
+	int same = capdir && stat(capdir, &a) == 0 && stat(dir, &b) == 0 &&
+		   a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+
+	free(capdir);
+	return same;
+}
+
 static int export_load(const char *path, struct tg_xprof *x)
 {
 	struct tg_snapshot s;
@@ -255,6 +270,11 @@ int cmd_export(int argc, char **argv)
 		}
 		st.files += rc;
 	}
+	if (st.runinfo_kept && !export_same_dir(cap->path, outdir))
+		warning("'%s/%s' exists and was left as it is: a fold of these files cannot "
+			"tell which returns close the calls open where the segments kept "
+			"begin (fold the capture, or export into an empty directory)",
+			outdir, TG_RUNINFO_NAME);
 	if (st.dropped)
 		warning("the recorder lost %llu record%s: the files lack them",
 			(unsigned long long)st.dropped, st.dropped == 1 ? "" : "s");

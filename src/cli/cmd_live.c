@@ -91,7 +91,9 @@ struct live_view {
 	uint32_t selected;      /* stream of the selected thread, 0: none */
 	int done;               /* q, end of input or a finishing signal */
 	struct tg_live lv;
-	char status[256];       /* why there are no figures yet, or the last error */
+	char status[256];       /* why there are no figures yet, or the last error,
+				 * or which part of the run a capture of limited
+				 * size covers */
 	char *dir;              /* the directory holding the capture (owned) */
 	struct tg_snapshot snap; /* its newest snapshot, sites by live bytes (has_snap) */
 	int has_snap;
@@ -533,6 +535,20 @@ static int live_is_aggregate(const char *dir)
 	return agg;
 }
 
+/* The status line after a reading: empty, or, of a capture of limited size,
+ * which part of the run its segments kept cover (the figures but NOW are of
+ * those records), as every command says it. */
+static void live_status_kept(struct live_view *v)
+{
+	const struct tg_live *lv = &v->lv;
+
+	v->status[0] = '\0';
+	if (lv->seg_first > 1)
+		tg_cli_kept_text(v->status, sizeof(v->status), lv->seg_first, lv->seg_last,
+				 lv->kept_from_us - lv->start_us,
+				 lv->ended ? lv->end_us - lv->start_us : -1);
+}
+
 /* Reads the capture unless paused; keeps the last figures on failure. */
 static void live_refresh(struct live_view *v)
 {
@@ -540,6 +556,15 @@ static void live_refresh(struct live_view *v)
 
 	if (v->paused)
 		return;
+	/* a run not started when the view was: its capture may be segments
+	 * (--max-size), not the capture.tg looked for */
+	if (v->capture && !v->lv.readings && access(v->capture, F_OK) != 0) {
+		char *found;
+		if (tg_capture_detect(v->run, &found)) {
+			free(v->capture);
+			v->capture = found;
+		}
+	}
 	v->lv.focus = v->selected;
 	live_snap_refresh(v);
 	if (v->sampled || v->agg) {
@@ -560,7 +585,7 @@ static void live_refresh(struct live_view *v)
 			snprintf(v->status, sizeof(v->status), "cannot read: %.200s", d.msg);
 		return;
 	}
-	v->status[0] = '\0';
+	live_status_kept(v);
 }
 
 /* Moves the selection by STEP in the view's order. */
@@ -785,6 +810,7 @@ int cmd_live(int argc, char **argv)
 			     : tg_live_read(&v.lv, v.capture, &d)) < 0) {
 			ret = error("%s", d.msg);
 		} else {
+			live_status_kept(&v);
 			live_draw(stdout, &v, 1000000, 1000, 0);
 			ret = TG_EXIT_OK;
 		}

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "export.h"
+#include "peaks_out.h"
 #include "recsrc.h"
 #include "tg_format.h"
 
@@ -187,6 +188,76 @@ out:
 	return ret;
 }
 
+/* Writes dir/runinfo.json for an export of a capture's kept segments: each
+ * thread's files and the calls open where they begin (its head's), that a
+ * fold of the text pairs them as a fold of the capture does (the returns of
+ * those calls, some before the first .stack line, are in the .mem).  One
+ * already there (the run's own, beside the capture) is left as it is
+ * (st->runinfo_kept).  0 or -1. */
+static int exp_runinfo(struct exp_state *x, const struct tg_capture *cap, const char *dir,
+		       int want_mem, int want_stack, struct tg_export_stats *st,
+		       struct tg_diag *d)
+{
+	struct exp_out o = { NULL, -1, 0, NULL, NULL, 0 };
+	char *text = NULL, *name = NULL;
+	size_t len = 0;
+	struct stat sb;
+	FILE *f;
+	int ret = -1;
+
+	if (!(o.path = exp_path(dir, TG_RUNINFO_NAME, "")))
+		return tg_error(d, "out of memory");
+	if (lstat(o.path, &sb) == 0) {
+		st->runinfo_kept = 1;
+		free(o.path);
+		return 0;
+	}
+	if (!(f = open_memstream(&text, &len))) {
+		free(o.path);
+		return tg_error(d, "out of memory");
+	}
+	fprintf(f, "{\n  \"format\": 1,\n  \"pid\": %u,\n  \"threads\": [", (unsigned)cap->pid);
+	for (size_t i = 0; i < cap->n_threads; i++) {
+		const struct tg_cap_thread *t = &cap->threads[i];
+		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
+		tg_json_string(f, t->name, strlen(t->name));
+		fprintf(f, ", \"native_id\": %llu, \"ident\": %llu",
+			(unsigned long long)t->native_id, (unsigned long long)t->ident);
+		for (int k = 0; k < 2; k++) {
+			fprintf(f, ", \"%s\": ", k ? "stack" : "mem");
+			free(name);
+			if (!(k ? want_stack : want_mem)) {
+				name = NULL;
+				fputs("null", f);
+			} else if ((name = exp_path(".", t->base, k ? TG_STACK_SUFFIX : TG_MEM_SUFFIX))) {
+				tg_json_string(f, name + 2, strlen(name + 2));
+			}
+		}
+		fprintf(f, ", \"open_at_start\": %llu}",
+			(unsigned long long)(t->has_state ? t->state.depth : 0));
+	}
+	fputs("\n  ]\n}\n", f);
+	free(name);
+	if (fclose(f) != 0 || !text) {
+		tg_error(d, "out of memory");
+		goto out;
+	}
+	if (exp_open(x, &o, d) < 0)
+		goto out;
+	o.buf = text;
+	o.n = len;
+	if (exp_close(&o, d) < 0)
+		goto out;
+	st->files++;
+	ret = 0;
+out:
+	if (o.fd >= 0)
+		close(o.fd);
+	free(o.path);
+	free(text);
+	return ret;
+}
+
 uint64_t tg_export_default_max(const struct tg_capture *cap)
 {
 	return (1ull << 30) + 100 * (uint64_t)cap->size;
@@ -271,6 +342,9 @@ int tg_export_run(const struct tg_capture *cap, const char *dir, uint64_t max_by
 			goto out;
 		st->files++;
 	}
+	if (cap->seg_first > 1 &&
+	    exp_runinfo(&x, cap, dir, want_mem, want_stack, st, d) < 0)
+		goto out;
 	ret = 0;
 out:
 	if (mem.fd >= 0)

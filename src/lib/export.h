@@ -5,7 +5,9 @@
  * same run (docs/formats.md): <base>.mem for each thread when the capture
  * recorded memory, <base>.stack when it recorded stacks, process.mem when it
  * sampled the process.  A .mem line is the k-th RETURN of the thread's stream,
- * a .stack line its k-th CALL, so record numbers are line numbers.
+ * a .stack line its k-th CALL, so record numbers are line numbers.  Of a
+ * capture of the segments kept (a size limit), runinfo.json too: the calls
+ * open where each thread's files begin, for the pairing (docs/formats.md).
  */
 #ifndef TG_EXPORT_H
 #define TG_EXPORT_H
@@ -19,6 +21,9 @@ struct tg_export_stats {
 	unsigned long files;     /* files written */
 	uint64_t records;        /* lines written, all files */
 	uint64_t dropped;        /* records the recorder reported lost (in the streams) */
+	int runinfo_kept;        /* a capture of kept segments, whose runinfo.json
+				  * (the calls open where each thread begins) was
+				  * not written: dir had one */
 };
 
 /*

@@ -135,11 +135,15 @@ int tg_fold_load(struct tg_fold *f, const struct tg_fold_opts *o, struct tg_diag
 /*
  * Pairs one thread's STACK and MEM dumps (text, or a capture's: recsrc.h) into F (o->metric delta or time),
  * under frame ROOT (0 or a thread frame); tg_fold_load does this for every
- * thread of a run.  Call tg_fold_finish after.  0 or -1 (d->msg set).
+ * thread of a run.  OPEN_AT_START: of text dumps, the calls open where they
+ * begin (runinfo.json "open_at_start" of an export of a capture's kept
+ * segments), whose returns are skipped; -1: as the first .stack record's
+ * depth says (a capture's come from its head).  Call tg_fold_finish after.
+ * 0 or -1 (d->msg set).
  */
 int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o,
 		      const struct tg_dumpfile *stack, const struct tg_dumpfile *mem, size_t root,
-		      struct tg_diag *d);
+		      long long open_at_start, struct tg_diag *d);
 
 /* Computes totals and counts, links children sorted by name.  0 or -1. */
 int tg_fold_finish(struct tg_fold *f, struct tg_diag *d);

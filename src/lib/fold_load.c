@@ -25,6 +25,7 @@
 #include "linereader.h"
 #include "recsrc.h"
 #include "records.h"
+#include "runinfo.h"
 #include "snapshot.h"
 #include "tg_format.h"
 
@@ -349,7 +350,7 @@ static int load_count_extra(struct tg_fold *f, struct tg_src *m, struct tg_diag 
 
 int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o,
 		      const struct tg_dumpfile *stack, const struct tg_dumpfile *mem, size_t root,
-		      struct tg_diag *d)
+		      long long open_at_start, struct tg_diag *d)
 {
 	struct load_thread t;
 	struct tg_src ss;
@@ -373,6 +374,11 @@ int tg_fold_load_pair(struct tg_fold *f, const struct tg_fold_opts *o,
 	 * CALL, which a text export's first depth cannot tell */
 	if (ss.is_cap && !ss.is_agg && ss.cur.thread && ss.cur.thread->has_state) {
 		t.before = ss.cur.thread->state.depth;
+		t.started = 1;
+	} else if (!ss.is_cap && open_at_start >= 0) {
+		/* its export says so (runinfo.json): the same pairing as the
+		 * capture's, the returns before the first CALL included */
+		t.before = (unsigned long)open_at_start;
 		t.started = 1;
 	}
 	if (ss.is_cap && !ss.is_agg && !(memo = calloc(LOAD_MEMO_SIZE, sizeof(*memo)))) {
@@ -493,8 +499,11 @@ out_stack:
 static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg_diag *d)
 {
 	char **bases = NULL, *stack = NULL, *mem = NULL;
+	struct tg_run_threads info;  /* runinfo.json: the calls open where each begins */
 	size_t n = 0, i;
 	int ret = -1;
+
+	tg_run_threads_init(&info);
 
 	if (o->metric->metric == TG_FOLD_TIME && !o->has_time)
 		return tg_error(d, "the time metric needs timestamps (the dumps have none: "
@@ -511,6 +520,8 @@ static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg
 				 "--stack, ProcessProfile.trackStack())", o->path, o->metric->name);
 		goto out;
 	}
+	if (tg_run_threads_read(&info, o->path, d) < 0)
+		goto out;
 	for (i = 0; o->stitch && i < n; i++) {  /* the task links' first pass */
 		free(stack);
 		if (asprintf(&stack, "%s/%s.stack", o->path, bases[i]) < 0) {
@@ -541,8 +552,10 @@ static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg
 		{
 			struct tg_dumpfile sdf = { stack, bases[i], TG_DUMP_STACK, NULL, NULL };
 			struct tg_dumpfile mdf = { mem, NULL, TG_DUMP_MEM, NULL, NULL };
+			const struct tg_run_thread *ri = tg_run_threads_find(&info, bases[i]);
 			if (load_thread_root(f, o, bases[i], &root, d) < 0 ||
-			    tg_fold_load_pair(f, o, &sdf, &mdf, root, d) < 0)
+			    tg_fold_load_pair(f, o, &sdf, &mdf, root,
+					      ri ? ri->open_at_start : -1, d) < 0)
 				goto out;
 		}
 		f->threads++;
@@ -557,6 +570,7 @@ oom:
 	tg_error(d, "out of memory");
 out:
 	tg_dir_names_free(bases, n);
+	tg_run_threads_release(&info);
 	free(stack);
 	free(mem);
 	return ret;
@@ -613,7 +627,7 @@ static int load_capture(struct tg_fold *f, const struct tg_fold_opts *o,
 		}
 		mdf.path = mem;
 		if (load_thread_root(f, o, st->thread, &root, d) < 0 ||
-		    tg_fold_load_pair(f, o, st, &mdf, root, d) < 0)
+		    tg_fold_load_pair(f, o, st, &mdf, root, -1, d) < 0)
 			goto out;
 		f->threads++;
 	}

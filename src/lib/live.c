@@ -236,6 +236,10 @@ int tg_live_read(struct tg_live *lv, const char *path, struct tg_diag *d)
 	lv->ended = cap.has_end;
 	lv->timed = (cap.flags & TG_CAP_F_TIME) != 0;
 	lv->pid = cap.pid;
+	lv->seg_first = cap.seg_first;
+	lv->seg_last = cap.seg_last;
+	lv->kept_from_us = cap.kept_from_us;
+	lv->end_us = cap.end_us;
 	lv->start_us = cap.start_us;
 	lv->last_us = last_us;
 	lv->readings++;

@@ -66,6 +66,12 @@ struct tg_live {
 	int timed;                       /* its records carry times (else last_us
 					  * is start_us) */
 	uint32_t pid;                    /* the recorded process */
+	uint32_t seg_first, seg_last;    /* a capture of limited size: the segments
+					  * read (seg_first > 1: the ones before were
+					  * dropped, and the figures but "now" are of
+					  * the records kept); 0 for one file */
+	int64_t kept_from_us;            /* every record read is later (seg_first > 1) */
+	int64_t end_us;                  /* the run's end (its END chunk), when ended */
 	int64_t start_us, last_us;       /* first record's time base, latest record */
 	unsigned long readings;          /* tg_live_read calls that succeeded */
 	uint32_t focus;                  /* set by the caller: funcs of this stream's

@@ -180,6 +180,7 @@ static int ri_thread(struct ri *r, struct tg_run_thread *t)
 	int e;
 
 	memset(t, 0, sizeof(*t));
+	t->open_at_start = -1;
 	ri_ws(r);
 	if (r->p >= r->end || *r->p++ != '{')
 		return -1;
@@ -209,6 +210,15 @@ static int ri_thread(struct ri *r, struct tg_run_thread *t)
 			char *num_end;
 			errno = 0;
 			t->native_id = strtoull(r->p, &num_end, 10);
+			if (num_end == r->p || errno || num_end > r->end)
+				e = -1;
+			else
+				r->p = num_end;
+		} else if (!strcmp(key, "open_at_start") && r->p < r->end &&
+			   *r->p >= '0' && *r->p <= '9') {
+			char *num_end;
+			errno = 0;
+			t->open_at_start = strtoll(r->p, &num_end, 10);
 			if (num_end == r->p || errno || num_end > r->end)
 				e = -1;
 			else
@@ -369,9 +379,10 @@ out:
 	return 0;
 }
 
-int tg_run_threads_id(const struct tg_run_threads *t, const char *base,
-		      unsigned long long *id)
+const struct tg_run_thread *tg_run_threads_find(const struct tg_run_threads *t,
+						const char *base)
 {
+	const struct tg_run_thread *named = NULL;
 	size_t blen = strlen(base), found = 0;
 
 	for (size_t i = 0; i < t->n; i++) {
@@ -379,15 +390,23 @@ int tg_run_threads_id(const struct tg_run_threads *t, const char *base,
 		const char *slash = m ? strrchr(m, '/') : NULL;
 		if (slash)
 			m = slash + 1;
-		if (m && !strncmp(m, base, blen) && !strcmp(m + blen, ".mem")) {
-			*id = t->v[i].native_id;
-			return 1;
-		}
+		if (m && !strncmp(m, base, blen) && !strcmp(m + blen, ".mem"))
+			return &t->v[i];
 	}
 	for (size_t i = 0; i < t->n; i++)
 		if (t->v[i].name && !strcmp(t->v[i].name, base)) {
-			*id = t->v[i].native_id;
+			named = &t->v[i];
 			found++;
 		}
-	return found == 1;
+	return found == 1 ? named : NULL;
+}
+
+int tg_run_threads_id(const struct tg_run_threads *t, const char *base,
+		      unsigned long long *id)
+{
+	const struct tg_run_thread *r = tg_run_threads_find(t, base);
+
+	if (r)
+		*id = r->native_id;
+	return r != NULL;
 }

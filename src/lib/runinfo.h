@@ -16,6 +16,8 @@ struct tg_run_thread {
 	char *name;                   /* threading name (UTF-8, owned) */
 	char *mem;                    /* its .mem file's base name, or NULL (a capture) */
 	unsigned long long native_id;
+	long long open_at_start;      /* calls open where its dumps begin (an export of
+				       * a capture's kept segments); -1: not given */
 };
 
 struct tg_run_threads {
@@ -50,5 +52,8 @@ int tg_run_threads_read(struct tg_run_threads *t, const char *dir, struct tg_dia
  */
 int tg_run_threads_id(const struct tg_run_threads *t, const char *base,
 		      unsigned long long *id);
+/* The thread whose dump is named BASE, matched as tg_run_threads_id does, or NULL. */
+const struct tg_run_thread *tg_run_threads_find(const struct tg_run_threads *t,
+						const char *base);
 
 #endif

@@ -130,7 +130,8 @@ tg_cap_chunk_header(unsigned char *h, int kind, int flags, uint32_t stream, size
     tg_cap_put_u32(h + 8, (uint32_t)len);
 }
 
-static int tg_cap_rotate_locked(struct tg_cap *cap);
+static int tg_cap_rotate_locked(struct tg_cap *cap, uint64_t need);
+static uint64_t tg_cap_seg_target(const struct tg_cap *cap);
 static struct tg_cap_shadow *tg_cap_shadow_get(struct tg_cap *cap, uint32_t stream);
 static void tg_cap_shadow_chunk(struct tg_cap *cap, int kind, uint32_t stream,
                                 const unsigned char *p, size_t len);
@@ -272,7 +273,7 @@ tg_cap_defs_piece(struct tg_cap *cap, size_t from)
  * TG_CAP_DEFS_MAX bytes) and then chunk KIND/STREAM of BUF/LEN (if BUF is not
  * NULL); the last definitions go in one writev with the chunk.  In a
  * segmented capture, a data chunk that would take the current segment past
- * seg_max starts the next one first, and the bytes are followed
+ * its target (tg_cap_seg_target) starts the next one first, and the bytes are followed
  * (tg_cap_shadow_chunk).  Lock held (not defs_lock: tg_cap_define goes on
  * meanwhile, into the other buffer). */
 static int
@@ -325,8 +326,8 @@ tg_cap_raw_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void 
         uint64_t cur = cap->seg_sizes[cap->seg_no - cap->seg_first];
         uint64_t need = sizeof(ch) + len + cap->wq.defs.len
                         + (cap->wq.defs.len / TG_CAP_DEFS_MAX + 1) * sizeof(dh);
-        if (cur + need > cap->seg_max && cur > cap->seg_head
-                && (e = tg_cap_rotate_locked(cap)) != 0) {
+        if (cur + need > tg_cap_seg_target(cap) && cur > cap->seg_head
+                && (e = tg_cap_rotate_locked(cap, need)) != 0) {
             tg_cap_fail_locked(cap, e);
             return e;
         }
@@ -616,6 +617,7 @@ tg_cap_open_segments(struct tg_cap *cap, const char *dir, uint64_t max_size,
         cap->seg_max = TG_CAP_SEG_MIN;
     cap->seg_no = cap->seg_first = 1;
     cap->seg_sizes[0] = cap->seg_head = TG_CAP_HEADER_SIZE;
+    cap->over_limit = 0;
     pthread_mutex_unlock(&cap->lock);
     return 0;
 }
@@ -631,6 +633,16 @@ tg_cap_current_path(struct tg_cap *cap)
         p = strdup(cap->path);
     pthread_mutex_unlock(&cap->lock);
     return p;
+}
+
+uint64_t
+tg_cap_over_limit(struct tg_cap *cap)
+{
+    uint64_t n;
+    pthread_mutex_lock(&cap->lock);
+    n = cap->over_limit;
+    pthread_mutex_unlock(&cap->lock);
+    return n;
 }
 
 uint64_t
@@ -861,14 +873,28 @@ tg_cap_write_head(struct tg_cap *cap, int fd, uint64_t *size)
     return e;
 }
 
-/* Start the next segment: create it with its head, make it current, delete
- * the oldest segments while the older ones and a full current one would pass
- * max_size.  Returns 0 or an errno (the capture stops).  Lock held. */
+/* The size the current segment may reach before the next one starts: seg_max,
+ * or twice its head when that is longer (a head of many threads' open calls
+ * would otherwise leave a segment room for one chunk, and every chunk would
+ * write a new head), at most max_size.  Lock held. */
+static uint64_t
+tg_cap_seg_target(const struct tg_cap *cap)
+{
+    uint64_t t = cap->seg_head > cap->max_size / 2 ? cap->max_size : 2 * cap->seg_head;
+    return t > cap->seg_max ? t : cap->seg_max;
+}
+
+/* Start the next segment, for a chunk of NEED bytes: create it with its head,
+ * make it current, delete the oldest segments while the older ones and the
+ * current one at its largest (its target, or its head and that chunk) would
+ * pass max_size.  When the current one alone passes it (a head longer than
+ * the limit allows), over_limit keeps by how much.  Returns 0 or an errno
+ * (the capture stops).  Lock held. */
 static int
-tg_cap_rotate_locked(struct tg_cap *cap)
+tg_cap_rotate_locked(struct tg_cap *cap, uint64_t need)
 {
     unsigned char h[TG_CAP_HEADER_SIZE];
-    uint64_t size = TG_CAP_HEADER_SIZE, older = 0;
+    uint64_t size = TG_CAP_HEADER_SIZE, older = 0, largest;
     struct stat st;
     size_t i, kept = (size_t)(cap->seg_no - cap->seg_first) + 1;
     char *path, *tmp;
@@ -920,9 +946,12 @@ tg_cap_rotate_locked(struct tg_cap *cap)
     cap->seg_no++;
     cap->seg_sizes[kept++] = size;
     cap->seg_head = size;
+    largest = tg_cap_seg_target(cap);
+    if (size + need > largest)
+        largest = size + need;
     for (i = 0; i + 1 < kept; i++)
         older += cap->seg_sizes[i];
-    while (kept > 1 && older + cap->seg_max > cap->max_size) {
+    while (kept > 1 && older + largest > cap->max_size) {
         char *old = tg_cap_seg_path(cap->dir, cap->seg_first);
         if (old == NULL)
             break;
@@ -937,6 +966,8 @@ tg_cap_rotate_locked(struct tg_cap *cap)
         cap->seg_first++;
         cap->segs_deleted++;
     }
+    if (older + largest > cap->max_size && older + largest - cap->max_size > cap->over_limit)
+        cap->over_limit = older + largest - cap->max_size;
     return 0;
 }
 

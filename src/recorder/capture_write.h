@@ -44,7 +44,8 @@
  * alone (tg_cap_drop_in_child).
  *
  * Segments (tg_cap_open_segments, a run's max_size): the capture rotates into a
- * new segment file when the current one reaches seg_max bytes, under `lock`,
+ * new segment file when the current one reaches seg_max bytes (or twice its
+ * head), under `lock`,
  * before the data chunk that would pass it.  What a new segment's head repeats
  * is kept here as it is written: every CODES payload (alldefs), each live
  * thread's THREAD payload, and each stream's state, followed by decoding every
@@ -167,8 +168,10 @@ struct tg_cap {
     unsigned char header[TG_CAP_HEADER_SIZE];  /* as written; each segment's
                                * with its own number; immutable after open */
     /* Segments (max_size > 0); all under lock. */
-    uint64_t max_size;        /* the segments' total stays within it (+ one chunk) */
-    uint64_t seg_max;         /* a segment's size before the next starts */
+    uint64_t max_size;        /* the segments' total stays within it (but
+                               * over_limit) */
+    uint64_t seg_max;         /* a segment's size before the next starts (or
+                               * twice its head: tg_cap_seg_target) */
     char *dir;                /* the run directory the segments are in (malloc'ed) */
     uint32_t seg_no;          /* the current segment's number (>= 1) */
     uint32_t seg_first;       /* the oldest segment kept */
@@ -176,6 +179,10 @@ struct tg_cap {
     size_t seg_sizes_cap;
     uint64_t seg_head;        /* bytes of the current segment's header and head */
     uint64_t segs_deleted;    /* segments dropped so far */
+    uint64_t over_limit;      /* the most bytes the segments kept passed max_size
+                               * by: a head (and one chunk) longer than the limit
+                               * allows; 0 when it held.  Kept after close (reset
+                               * by tg_cap_open_segments) for the run's report */
     unsigned char *alldefs;   /* every CODES payload written, back to back */
     size_t alldefs_len, alldefs_cap;
     size_t *defs_ends;        /* end offset in alldefs of each payload */
@@ -206,8 +213,10 @@ int tg_cap_open(struct tg_cap *cap, const char *path, uint32_t flags, int64_t st
 #define TG_CAP_SEG_MIN (64u * 1024)
 
 /* tg_cap_open with segments: DIR/capture-000001.tg onwards, rotated so that
- * the segments' total stays within MAX_SIZE bytes (>= TG_CAP_MAX_SIZE_MIN) but
- * for one chunk.  Returns 0, or -errno (-EINVAL: MAX_SIZE too small). */
+ * the segments' total stays within MAX_SIZE bytes (>= TG_CAP_MAX_SIZE_MIN), but
+ * while a segment is started (its head written before the oldest are deleted)
+ * and when one segment's head alone is too long (tg_cap_over_limit).  Returns
+ * 0, or -errno (-EINVAL: MAX_SIZE too small). */
 int tg_cap_open_segments(struct tg_cap *cap, const char *dir, uint64_t max_size,
                          uint32_t flags, int64_t start_us, uint32_t memory_mode,
                          uint32_t clock, uint32_t pid, int compress);
@@ -216,6 +225,10 @@ int tg_cap_open_segments(struct tg_cap *cap, const char *dir, uint64_t max_size,
 char *tg_cap_current_path(struct tg_cap *cap);
 /* Segments dropped so far (0 without segments). */
 uint64_t tg_cap_segments_dropped(struct tg_cap *cap);
+/* The most bytes the segments kept passed max_size by (0: within it; without
+ * segments, 0): the current segment's head and one chunk alone were longer, so
+ * no dropping of older segments could keep the limit.  Valid after close. */
+uint64_t tg_cap_over_limit(struct tg_cap *cap);
 
 /* Whether CAP is open and not stopped (racy peek, for fast checks). */
 int tg_cap_usable(struct tg_cap *cap);

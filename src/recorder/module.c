@@ -522,7 +522,7 @@ tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
         Py_DECREF(tool);
         return NULL;
     }
-    return Py_BuildValue("{s:n,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:s,s:z,s:N,s:O}",
+    return Py_BuildValue("{s:n,s:K,s:K,s:K,s:K,s:K,s:K,s:N,s:s,s:z,s:K,s:N,s:O}",
                          "threads", (Py_ssize_t)threads,
                          "records", (unsigned long long)records,
                          "stack_records", (unsigned long long)stack_records,
@@ -536,6 +536,8 @@ tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
                          "clock", tg_clock_source_name(),
                          "capture", !r->fmt_binary ? NULL : r->cap_max_size
                          ? TG_CAP_SEG_PREFIX "*" TG_CAP_SEG_SUFFIX : TG_CAP_FILENAME,
+                         /* a head longer than max_size allows (0: the limit held) */
+                         "capture_over_limit", (unsigned long long)tg_cap_over_limit(&r->cap),
                          "monitoring_tool", tool,
                          "monitoring_ids_taken", r->mon_taken ? Py_True : Py_False);
 }

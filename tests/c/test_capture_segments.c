@@ -8,7 +8,8 @@
  * calls, record numbers, times, memory, process samples) from the first kept
  * segment's head; a thread that ended in a dropped segment is gone; a segment
  * deleted before the reader opens it is passed over; a newest segment cut short
- * is read up to its cut; compressed chunks the same.  And a STATE chunk on its
+ * is read up to its cut; compressed chunks the same; heads longer than a
+ * segment counted in the limit, and one longer than the limit reported.  And a STATE chunk on its
  * own: a RETURN closing the call it left open, numbered and timed from it; an
  * open call of an undefined code, a state cut inside its chunk, and a RETURN
  * with no state refused.
@@ -409,9 +410,85 @@ static void test_state(void)
 	state_case(1, 0, NO_LEVELS, 0, 0, "a return without an open call");
 }
 
+/* Writes a run whose THREADS threads (streams 3 on) stay DEPTH calls deep while
+ * stream 2 writes ROUNDS chunks; returns the largest total of the segment files
+ * seen after each chunk, and *OVER tg_cap_over_limit at the end. */
+static uint64_t write_deep(const char *dir, int threads, int depth, int rounds,
+			   uint64_t *over)
+{
+	struct tg_cap cap;
+	unsigned char ev[16384], *p;
+	uint64_t total, largest = 0;
+	uint32_t f, g, oldest;
+	int n;
+
+	tg_cap_init(&cap);
+	CHECK_INT(tg_cap_open_segments(&cap, dir, MAX_SIZE, TG_CAP_F_TIME | TG_CAP_F_MEMORY,
+				       START_US, 0, 0, 7, 0), 0);
+	f = tg_cap_new_code_id(&cap);
+	g = tg_cap_new_code_id(&cap);
+	CHECK_INT(tg_cap_define(&cap, f, TG_CAP_CODE_PYTHON, 5, "m.py", 4, "down", 4), 0);
+	CHECK_INT(tg_cap_define(&cap, g, TG_CAP_CODE_PYTHON, 9, "m.py", 4, "churn", 5), 0);
+	CHECK_INT(tg_cap_thread(&cap, 2, 100, 200, "main", 4, "main", 4), 0);
+	for (int k = 0; k < threads; k++) {
+		char name[16];
+		int len = snprintf(name, sizeof(name), "d%d", k);
+		CHECK_INT(tg_cap_thread(&cap, (uint32_t)(3 + k), 101 + (uint64_t)k,
+					201 + (uint64_t)k, name, (size_t)len, name, (size_t)len), 0);
+		p = ev;
+		for (int i = 0; i < depth; i++)
+			p = tg_cap_enc_call(p, f, 1, 1, 0, 0);
+		CHECK_INT(tg_cap_chunk_out(&cap, TG_CAP_CHUNK_EVENTS, (uint32_t)(3 + k), ev,
+					   (size_t)(p - ev)), 0);
+	}
+	for (int r = 0; r < rounds; r++) {
+		p = ev;
+		while ((size_t)(p - ev) < sizeof(ev) - 8 * TG_CAP_RECORD_MAX) {
+			p = tg_cap_enc_call(p, g, 1, 1, 0, 0);
+			p = tg_cap_enc_return(p, 1, 1, 1, 1, (int64_t)(p - ev) % 977 - 400);
+		}
+		CHECK_INT(tg_cap_chunk_out(&cap, TG_CAP_CHUNK_EVENTS, 2, ev, (size_t)(p - ev)), 0);
+		total = segments_size(dir, &n, &oldest);
+		if (total > largest)
+			largest = total;
+	}
+	*over = tg_cap_over_limit(&cap);
+	CHECK(tg_cap_segments_dropped(&cap) > 0);
+	CHECK_INT(tg_cap_finish(&cap, START_US + 99000000), 0);
+	tg_cap_destroy(&cap);
+	return largest;
+}
+
+/* Heads longer than a segment (threads deep in their calls): the rotation
+ * counts them and the files stay within max_size; heads longer than max_size
+ * cannot, and tg_cap_over_limit says by how much, no less. */
+static void test_deep_heads(void)
+{
+	char dir[] = "/tmp/tg_test_segments_XXXXXX", dir2[] = "/tmp/tg_test_segments_XXXXXX";
+	uint64_t largest, over;
+
+	/* heads of 100 x 500 open calls, over half the limit: two segments of
+	 * a head and a chunk passed it */
+	if (!mkdtemp(dir))
+		abort();
+	largest = write_deep(dir, 100, 500, 200, &over);
+	CHECK(largest <= MAX_SIZE);
+	CHECK_INT(over, 0);
+	rm_dir(dir);
+	/* 300 x 400: past the limit */
+	if (!mkdtemp(dir2))
+		abort();
+	largest = write_deep(dir2, 300, 400, 50, &over);
+	CHECK(largest > MAX_SIZE);
+	CHECK(over > 0);
+	CHECK(largest <= MAX_SIZE + over);
+	rm_dir(dir2);
+}
+
 int main(void)
 {
 	test_state();
+	test_deep_heads();
 	test_segments(0);
 	if (tg_cap_can_compress())
 		test_segments(1);

@@ -114,7 +114,8 @@ static void test_threads(void)
 	    " \"threads\": [\n"
 	    "  {\"name\": \"MainThread\", \"native_id\": 11, \"mem\": \"MainThread.mem\"},\n"
 	    "  {\"name\": \"w \\\"q\\\" \\u00e9\\ud83d\\ude00\", \"native_id\": 12, \"mem\": null},\n"
-	    "  {\"name\": \"a/b\", \"native_id\": 13, \"mem\": \"run/a%2Fb.mem\"},\n"
+	    "  {\"name\": \"a/b\", \"native_id\": 13, \"mem\": \"run/a%2Fb.mem\", "
+	    "\"open_at_start\": 7},\n"
 	    "  {\"name\": \"twin\", \"native_id\": 14}, {\"name\": \"twin\", \"native_id\": 15}\n"
 	    " ],\n \"end_time\": 2.5\n}\n");
 	CHECK_INT(tg_run_threads_read(&t, dir, &d), 0);
@@ -124,6 +125,10 @@ static void test_threads(void)
 	CHECK(tg_run_threads_id(&t, "a%2Fb", &id) && id == 13);  /* by its .mem */
 	CHECK(!tg_run_threads_id(&t, "twin", &id));              /* two threads: neither */
 	CHECK(!tg_run_threads_id(&t, "nobody", &id));
+	/* an export's: the calls open where a thread's files begin */
+	CHECK(tg_run_threads_find(&t, "a%2Fb") && tg_run_threads_find(&t, "a%2Fb")->open_at_start == 7);
+	CHECK(tg_run_threads_find(&t, "MainThread") &&
+	      tg_run_threads_find(&t, "MainThread")->open_at_start == -1);  /* not given */
 	tg_run_threads_release(&t);
 	/* not the recorder's JSON: no threads known, no error */
 	put("runinfo.json", "{\"threads\": [{\"name\": \"x\", \"native_id\": 1}");

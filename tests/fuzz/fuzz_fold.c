@@ -79,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct tg_dumpfile sdf = { st.path, NULL, TG_DUMP_STACK, NULL, NULL };
 		struct tg_dumpfile mdf = { mem.path, NULL, TG_DUMP_MEM, NULL, NULL };
 		if ((!(data[0] & 1) || o.has_time) &&
-		    tg_fold_load_pair(&f, &o, &sdf, &mdf, 0, &d) == 0 &&
+		    tg_fold_load_pair(&f, &o, &sdf, &mdf, 0, -1, &d) == 0 &&
 		    tg_fold_finish(&f, &d) == 0)
 			fz_check(&f);
 	}

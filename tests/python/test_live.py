@@ -448,3 +448,63 @@ def test_live_follows_an_aggregate_run(tmp_path):
         assert now == peak and mb(now) >= 100 * (int(name[1]) + 1) * 3 * 1000, (name, now)
     assert "top functions by net bytes of their calls, all threads" in once
     assert re.search(r"^\s+\S+ \S+\s+\d+\s+grow\s+\S*prog\.py:\d+$", once, re.M), once
+
+
+BOUNDED = r'''
+import sys
+
+def leaf(i):
+    return [i] * (i % 7)
+
+for i in range(100000):  # some 1.5 MB of records: several times --max-size
+    leaf(i)
+with open(sys.argv[1]) as gate:  # until the test has seen the view
+    gate.read()
+'''
+KEPT = re.compile(r"^a capture of limited size: segments (\d+)-(\d+) kept, the (\d+) before them "
+                  r"dropped; its records cover the run from \d+\.\d{3} s( to \d+\.\d{3} s)? "
+                  r"after its start$", re.M)
+
+
+def test_live_says_a_capture_of_limited_size_shows_the_records_kept(tmp_path):
+    """Of a run with --max-size the view reads the segments kept: its status
+    line says which part of the run they cover, as every command's warning
+    does (PEAK, LARGEST, RETURNS and the functions are of those records)."""
+    (tmp_path / "prog.py").write_text(BOUNDED)
+    gate = str(tmp_path / "gate")
+    os.mkfifo(gate)
+    run = subprocess.Popen([sys.executable, "-m", "threadgraph", "run", "--max-size", "256K",
+                            "-o", str(tmp_path / "base"), str(tmp_path / "prog.py"), gate],
+                           cwd=str(tmp_path), env=env_with_package(keep_cli=True),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run_dir = str(tmp_path / "base" / str(run.pid))
+    live = " ".join(shlex.quote(a) for a in
+                    [sys.executable, "-m", "threadgraph", "live", run_dir])
+    term = Tmux(tmp_path, "sh -c %s" % shlex.quote(live + "; exec sleep 600"))
+    try:
+        # while it is written: no end yet
+        text = term.wait_for(lambda t: KEPT.search(t) is not None and "recording" in t)
+        m = KEPT.search(text)
+        assert int(m.group(3)) == int(m.group(1)) - 1 > 0 and not m.group(4), text
+        lines = text.splitlines()
+        # the title and the process line as before, then the status line
+        assert lines[0].startswith("threadgraph live  ") and lines[1].startswith("process: ")
+        assert KEPT.match(lines[2]) and lines[3].lstrip().startswith("THREAD"), text
+        with open(gate, "w") as f:
+            f.write("end\n")
+        assert run.wait(timeout=120) == 0
+        text = term.wait_for(lambda t: "run ended" in t)
+        assert KEPT.search(text).group(4), text  # the end now known
+        term.run("send-keys", "-t", "t", "q")
+    finally:
+        term.close()
+        if run.poll() is None:
+            run.kill()
+        run.wait()
+    # the same line without a terminal, as the commands' warning says it
+    once = cli("live", "--once", run_dir)
+    warned = subprocess.run([sys.executable, "-m", "threadgraph", "peaks", run_dir],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            universal_newlines=True, env=env_with_package(keep_cli=True))
+    said = KEPT.search(once)
+    assert said and ("warning: " + said.group(0)) in warned.stderr, (once, warned.stderr)

@@ -385,3 +385,158 @@ def test_held_memory_of_a_call_never_returning(tmp_path):
     kept = held_at_peak(bounded, "leaker", tmp_path / "hb")
     assert whole >= 160 * JOB
     assert abs(kept - whole) <= KEPT_TOLERANCE * whole, (kept, whole)
+
+
+# Workers held deep in a recursion while the main thread writes: every
+# segment's head repeats their open calls (DEPTH each), more than an eighth of
+# the limit.  Each fills its 64 KiB buffer down there (FILL calls), so that its
+# open calls are in the capture, and in the heads, before the main thread's
+# records start segments.  disable() while they are still inside.
+DEEP = """
+import threading
+import threadgraph
+
+ready = threading.Barrier(THREADS + 1)
+go = threading.Event()
+
+def leaf(i):
+    return i + 1
+
+def down(d):
+    if d:
+        return down(d - 1)
+    for i in range(FILL):
+        leaf(i)
+    ready.wait()
+    go.wait()
+
+def churn(i):
+    return [i] * (i % 5)
+
+p = threadgraph.ProcessProfile(default_log_path="run", max_size=LIMIT)
+p.trackStack()
+p.enable()
+ts = [threading.Thread(target=down, args=(DEPTH,), name="d%d" % k) for k in range(THREADS)]
+for t in ts:
+    t.start()
+ready.wait()
+for i in range(200000):
+    churn(i)
+p.disable()
+go.set()
+for t in ts:
+    t.join()
+"""
+
+
+FILL = 12000  # calls that fill a thread's 64 KiB buffer (about 4 bytes a record)
+
+
+def deep_code(threads, depth):
+    return (DEEP.replace("THREADS", str(threads)).replace("DEPTH", str(depth))
+            .replace("FILL", str(FILL)))
+
+
+def run_deep(tmp_path, threads, depth):
+    code = deep_code(threads, depth)
+    res = run_scenario(tmp_path, code.replace("LIMIT", str(LIMIT)))
+    run = only_dir(tmp_path / "run")
+    files = capture_files(run)
+    total = sum(os.path.getsize(os.path.join(run, f)) for f in files)
+    with open(os.path.join(run, "runinfo.json")) as f:
+        info = json.load(f)
+    return res, files, total, info
+
+
+def test_heads_longer_than_a_segment_keep_the_limit(tmp_path):
+    """Heads of about two thirds of the limit (40 threads 900 calls deep):
+    the rotation counts them (tests/c/test_capture_segments.c checks the files
+    after every chunk), the files end within the limit and nothing is
+    reported."""
+    res, files, total, info = run_deep(tmp_path, 40, 900)
+    assert "capture-000001.tg" not in files  # it rotated
+    assert total <= LIMIT, (files, total)
+    assert info["capture_over_limit"] == 0
+    assert "size limit" not in res.stderr, res.stderr
+
+
+def test_a_head_longer_than_the_limit_is_reported(tmp_path):
+    """Heads longer than the limit (80 threads 900 calls deep): no segment
+    fits, the limit cannot hold; runinfo.json, disable() and the run's last
+    lines say by how much, and the files pass it by no more."""
+    res, files, total, info = run_deep(tmp_path, 80, 900)
+    over = info["capture_over_limit"]
+    assert over > 0
+    assert total <= LIMIT + over
+    assert "capture over its size limit by up to %d bytes" % over in res.stderr, res.stderr
+    script = tmp_path / "deep.py"
+    script.write_text(deep_code(80, 900)
+                      .replace("p = threadgraph.ProcessProfile(default_log_path=\"run\", "
+                               "max_size=LIMIT)\np.trackStack()\np.enable()\n", "")
+                      .replace("p.disable()\n", ""))
+    r = subprocess.run([sys.executable, "-m", "threadgraph", "run", "-o", str(tmp_path / "o"),
+                        "--stack", "--max-size", str(LIMIT), str(script)], capture_output=True,
+                       text=True, env=env_with_package(keep_cli=True), timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    assert "capture over its size limit by up to" in r.stderr
+    assert "give a larger --max-size" in r.stderr
+
+
+# A thread blocked in Event.wait() while the main thread's records rotate the
+# segments: its calls into wait() are in the segments dropped, their returns
+# in the ones kept, before its next call.  The pause lets the flusher write
+# its records up to the wait (it writes every thread's buffer twice a second).
+SLEEPER = """
+import threading, time
+import threadgraph
+
+def leaf(i):
+    return [i] * (i % 7)
+
+def sleeper(ev):
+    for i in range(100):
+        leaf(i)
+    ev.wait()
+    for i in range(100):
+        leaf(i)
+
+p = threadgraph.ProcessProfile(default_log_path="run", max_size=LIMIT)
+p.trackStack()
+p.enable()
+ev = threading.Event()
+t = threading.Thread(target=sleeper, args=(ev,), name="sleeper")
+t.start()
+time.sleep(1.5)
+for i in range(100000):
+    leaf(i)
+ev.set()
+t.join()
+p.disable()
+"""
+
+
+def test_export_of_the_kept_segments_folds_as_the_capture(tmp_path):
+    """An export of the segments kept carries, in its runinfo.json, the calls
+    open where each thread's files begin: folded and flamegraph of the text
+    pair each return with its call as they do on the capture, the returns of
+    the calls begun before the kept records (some before the first .stack
+    line) skipped, with no warning."""
+    run_scenario(tmp_path, SLEEPER.replace("LIMIT", str(LIMIT)))
+    run = only_dir(tmp_path / "run")
+    assert "capture-000001.tg" not in capture_files(run)  # it rotated
+    out = tmp_path / "text"
+    r = cli("export", "-o", out, run)
+    assert r.returncode == 0, r.stderr
+    with open(os.path.join(out, "runinfo.json")) as f:
+        opened = {t["name"]: t["open_at_start"] for t in json.load(f)["threads"]}
+    assert opened["sleeper"] > 0, opened  # inside wait() where the records begin
+    for metric in ("delta", "time"):
+        cap = cli("folded", "--metric", metric, run)
+        text = cli("folded", "--metric", metric, out)
+        assert cap.returncode == 0 and text.returncode == 0, (cap.stderr, text.stderr)
+        assert "paired with a return of another function" not in text.stderr, text.stderr
+        assert "left over after the last call" not in text.stderr, text.stderr
+        assert sorted(text.stdout.splitlines()) == sorted(cap.stdout.splitlines())
+    r = cli("flamegraph", "-o", tmp_path / "fg", out)
+    assert r.returncode == 0, r.stderr
+    assert "paired with a return of another function" not in r.stderr, r.stderr
