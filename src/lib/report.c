@@ -422,8 +422,98 @@ static void rep_held_table(FILE *out, const struct tg_held_peak *p, const struct
 	free(ix);
 }
 
+/* Names listed in a note of threads left out; the others are counted. */
+#define REP_SKIP_NAMES 8
+
+/* The threads a section left out, grouped by why: one note per reason. */
+struct rep_skip {
+	char *why;        /* the library's reason (owned) */
+	char *names;      /* the first REP_SKIP_NAMES threads, ", "-joined (owned) */
+	size_t n;         /* threads left out for it */
+};
+struct rep_skips {
+	struct rep_skip *v;
+	size_t n, cap;
+	int oom;          /* a reason could not be kept: the notes are incomplete */
+};
+
+static void rep_skips_release(struct rep_skips *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->v[i].why);
+		free(s->v[i].names);
+	}
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+/* tg_memg_report's skip: keeps DF's thread under WHY (a .stack file handed in
+ * with the dumps is no thread left out). */
+static void rep_skip(void *ctx, const struct tg_dumpfile *df, const char *why)
+{
+	struct rep_skips *s = ctx;
+	struct rep_skip *k = NULL;
+	char *names;
+
+	if (df->kind != TG_DUMP_MEM)
+		return;
+	for (size_t i = 0; i < s->n && !k; i++)
+		if (strcmp(s->v[i].why, why) == 0)
+			k = &s->v[i];
+	if (!k) {
+		if (s->n == s->cap) {
+			size_t cap = s->cap ? 2 * s->cap : 4;
+			struct rep_skip *v = realloc(s->v, cap * sizeof(*v));
+			if (!v) {
+				s->oom = 1;
+				return;
+			}
+			s->v = v;
+			s->cap = cap;
+		}
+		k = &s->v[s->n];
+		memset(k, 0, sizeof(*k));
+		if (!(k->why = strdup(why))) {
+			s->oom = 1;
+			return;
+		}
+		s->n++;
+	}
+	if (k->n++ >= REP_SKIP_NAMES)
+		return;
+	if (asprintf(&names, "%s%s%s", k->names ? k->names : "", k->names ? ", " : "",
+		     df->thread) < 0) {
+		s->oom = 1;
+		return;
+	}
+	free(k->names);
+	k->names = names;
+}
+
+static const struct tg_memg_report rep_skip_report = { NULL, rep_skip, NULL, NULL };
+
+/* One note per reason of S, naming the threads WHAT left out. */
+static void rep_skips_note(FILE *out, const struct tg_report_cb *cb, const struct rep_skips *s,
+			   const char *what)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct rep_skip *k = &s->v[i];
+		char more[64] = "";
+
+		if (k->n > REP_SKIP_NAMES)
+			snprintf(more, sizeof(more), " and %zu more", k->n - REP_SKIP_NAMES);
+		rep_missing(out, cb, "%s %s%s left out of %s: %s", k->n == 1 ? "thread" : "threads",
+			    k->names ? k->names : "", more, what, k->why);
+	}
+	if (s->oom)
+		rep_missing(out, cb, "out of memory: some threads left out of %s are not named "
+			    "here", what);
+}
+
 /* Each thread's held memory over time (memg --held) and the largest peak's
- * shares, the report's first section.  Soft failures become notes. */
+ * shares, the report's first section.  Soft failures become notes, and so
+ * does each thread left out (a .stack that does not pair with its .mem, as
+ * memg --held warns). */
 static void rep_held(FILE *out, const struct tg_report_opts *o, const struct rep_files *files,
 		     const struct tg_report_cb *cb, struct tg_diag *d)
 {
@@ -431,8 +521,12 @@ static void rep_held(FILE *out, const struct tg_report_opts *o, const struct rep
 	struct tg_memg_opts mo = o->memg;
 	struct tg_held_peak p;
 	struct tg_diag sub = *d;
+	struct rep_skips skips;
+	struct tg_memg_report sr = rep_skip_report;
 	char *path;
+	int rc;
 
+	sr.ctx = &skips;
 	mo.no_process = 0;  /* its own axis: it flattens nothing here */
 	fputs("<h2 id=\"held\">Memory held by thread</h2>\n", out);
 	if (!files->threads) {
@@ -442,14 +536,17 @@ static void rep_held(FILE *out, const struct tg_report_opts *o, const struct rep
 	fputs("<p>What each thread holds over time: allocated by it and not freed by it, "
 	      "MB (as <code>threadgraph memg --held</code> draws it).</p>\n", out);
 	memset(&p, 0, sizeof(p));
-	if (tg_held_run(&mo, &po, files->v, files->n, NULL, &p, &sub) < 0) {
+	memset(&skips, 0, sizeof(skips));
+	rc = tg_held_run(&mo, &po, files->v, files->n, &sr, &p, &sub);
+	rep_skips_note(out, cb, &skips, "the held memory");
+	rep_skips_release(&skips);
+	d->malformed = sub.malformed;
+	if (rc < 0) {
 		rep_missing(out, cb, "held memory left out: %s%s", sub.msg,
 			    strstr(sub.msg, "gnuplot") ? " (the graph needs gnuplot; the rest of "
 			    "the report does not)" : "");
-		d->malformed = sub.malformed;
 		return;
 	}
-	d->malformed = sub.malformed;
 	if (!o->gnuplot) {
 		rep_missing(out, cb, "held memory graph left out: gnuplot not found (the graph "
 			    "needs gnuplot; the rest of the report does not)");
@@ -730,6 +827,15 @@ static int rep_flame(FILE *out, const struct tg_report_opts *o,
 			    "own %s value in the flame graph (threadgraph flamegraph --max-depth N "
 			    "goes further)", f.deep, f.deep == 1 ? "" : "s", TG_FOLD_MAX_DEPTH,
 			    m->name);
+	/* what folded warns of damaged dumps: the graph is drawn, but not silently */
+	if (f.mismatched)
+		rep_missing(out, cb, "%lu call%s paired with a return of another function "
+			    "(damaged dumps?): their %s values in the flame graph may be wrong",
+			    f.mismatched, f.mismatched == 1 ? "" : "s", m->name);
+	if (f.extra)
+		rep_missing(out, cb, "%lu return record%s left over after the last call "
+			    "(damaged dumps?): left out of the %s flame graph", f.extra,
+			    f.extra == 1 ? "" : "s", m->name);
 	if (tg_flamesvg_write(out, &f, &so, NULL, d) < 0) {
 		if (ferror(out))  /* the page's own stream failed, not the flame graph */
 			tg_error(d, "unable to write the report");
