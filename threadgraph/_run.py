@@ -825,7 +825,7 @@ def _print_next_sampled(out_dir, shown, opts):
         say("memory by thread: none (no thread allocated memory while recorded)")
     else:
         say("memory by thread (a sampled run records no calls; each thread's peak, "
-            "exact, and when its curve was highest):")
+            "exact%s):" % ("" if opts.no_timestamps else ", and when its curve was highest"))
         width = max(len(term_safe(n)) for _, n in ranked[:TOP_PEAKS])
         for peak, name in ranked[:TOP_PEAKS]:
             top = curves.get(name)
@@ -836,7 +836,8 @@ def _print_next_sampled(out_dir, shown, opts):
             else:  # the peak fell between two readings
                 when = "highest reading %d B%s" % (
                     top[0], (" at " + clock_time(top[1], start)) if top[1] is not None else "")
-            sys.stderr.write("    %-*s  %d B  %s\n" % (width, term_safe(name), peak, when))
+            sys.stderr.write(("    %-*s  %d B  %s" % (width, term_safe(name), peak, when)).rstrip()
+                             + "\n")
         if len(ranked) > TOP_PEAKS:
             sys.stderr.write("    ... and %d more thread%s (threadgraph summary)\n"
                              % (len(ranked) - TOP_PEAKS, "" if len(ranked) == TOP_PEAKS + 1 else "s"))
