@@ -30,6 +30,7 @@
 #include "markup.h"
 #include "peaks.h"
 #include "records.h"
+#include "recsrc.h"
 #include "report.h"
 #include "runinfo.h"
 #include "snapshot.h"
@@ -47,6 +48,8 @@ struct rep_files {
 	const struct tg_capture *cap; /* the run's binary capture, or NULL: text dumps */
 	struct tg_capture *own_cap;   /* cap when opened here (freed on release) */
 	struct tg_dumpset agg_set;    /* an aggregate run's curves (dumpset.h), or empty */
+	int sampled;             /* a sampled run: a .mem line is a reading of the
+				    thread's memory, not a call's return (rep_sampled) */
 };
 
 static void rep_note(const struct tg_report_cb *cb, const char *msg)
@@ -209,6 +212,36 @@ out:
 	return ret;
 }
 
+/* Whether R is a sampled run's (mode="sampled"): the first record of its
+ * first text thread file that has one is the curve's pseudo-call
+ * (tg_format.h).  Reads quietly: a malformed line is counted and said by the
+ * sections that read the files. */
+static int rep_sampled(const struct rep_files *r, int has_time)
+{
+	for (size_t i = 0; i < r->threads; i++) {
+		const struct tg_dumpfile *df = &r->v[i];
+		struct tg_diag quiet = { 0 };
+		struct tg_src src;
+		struct tg_memrec m;
+		int got, sampled;
+
+		if (df->kind != TG_DUMP_MEM || df->cap || df->agg)
+			continue;
+		if (tg_src_open(&src, df, has_time, 0, &quiet) < 0)
+			continue;
+		got = tg_src_next_mem(&src, &m, &quiet);
+		/* m points into the source's buffer: compared before it is freed */
+		sampled = got > 0 && m.file.len == sizeof(TG_CURVE_FILE) - 1 &&
+			  memcmp(m.file.s, TG_CURVE_FILE, m.file.len) == 0 &&
+			  m.func.len == sizeof(TG_CURVE_FUNC) - 1 &&
+			  memcmp(m.func.s, TG_CURVE_FUNC, m.func.len) == 0;
+		tg_src_release(&src);
+		if (got > 0)
+			return sampled;
+	}
+	return 0;
+}
+
 /* Copies the first MAX lines (0: all) of TMP into OUT, escaped; says how many
  * were left out.  Rewinds TMP first. */
 static void rep_copy_escaped(FILE *out, FILE *tmp, size_t max)
@@ -319,9 +352,15 @@ static void rep_memg(FILE *out, const struct tg_report_opts *o, const struct rep
 		rep_missing(out, cb, "no thread .mem files in the run: no memory graph");
 		return;
 	}
-	fputs("<p>Each thread's memory delta per recorded return (KB) "
-	      "with the numbered peaks of the table below (as <code>threadgraph memg</code> "
-	      "draws them).</p>\n", out);
+	if (files->sampled)
+		fputs("<p>Each thread's memory (KB: what it allocated less what it freed) at "
+		      "each reading of its curve, a sampled run recording no calls, with the "
+		      "numbered peaks of the table below (as <code>threadgraph memg</code> "
+		      "draws them).</p>\n", out);
+	else
+		fputs("<p>Each thread's memory delta per recorded return (KB) "
+		      "with the numbered peaks of the table below (as <code>threadgraph memg</code> "
+		      "draws them).</p>\n", out);
 	if (!o->gnuplot) {  /* said before anything is read: no temporary path in it */
 		rep_missing(out, cb, "memory graph left out: gnuplot not found (the graph "
 			    "needs gnuplot; the rest of the report does not)");
@@ -659,25 +698,37 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 		gc_marked += rep_peak_gc(&gc, files, &peaks.v[i], &objects) > 0;
 	}
 	if (!peaks.n) {
-		fprintf(out, "<p>No return changed a thread's memory by more than %g KB "
-			"(<code>--peak</code>).</p>\n", o->memg.peak.peak_kb);
+		fprintf(out, files->sampled ? "<p>No reading of a thread's memory exceeds %g KB "
+			"(<code>--peak</code>).</p>\n" : "<p>No return changed a thread's memory "
+			"by more than %g KB (<code>--peak</code>).</p>\n", o->memg.peak.peak_kb);
 		ret = 0;
 		goto out;
 	}
-	fprintf(out, "<p>Returns whose delta exceeds %g KB, kept as memg keeps them; "
-		"each number links to the call's subtree with the time and memory of every "
-		"call in it (<code>threadgraph decorate-stack</code>).</p>\n",
-		o->memg.peak.peak_kb);
-	/* numbers that look wrong, explained where they are shown */
-	fputs("<p class=\"meta\">A delta is what the thread held more, or less, when the "
-	      "call returned: a temporary its caller frees right after counts as the call's "
-	      "growth (the caller's own delta then shows the release), and a garbage "
-	      "collection run during a call counts all it freed to that call.</p>\n", out);
-	if (gc_marked)
-		fprintf(out, "<p class=\"meta\">%zu of these peaks' calls <span class=\"gc\">ran "
-			"the garbage collector</span> (gc.txt): their delta includes what it "
-			"freed, and what the call left to it.</p>\n", gc_marked);
-	if (!files->has_stack)
+	if (files->sampled) {
+		/* no call, no delta, no subtree: the readings, said as such */
+		fprintf(out, "<p>A sampled run records no calls: these are readings of a "
+			"thread's memory (what it allocated less what it freed, exact) above %g "
+			"KB, kept as memg keeps them. The call sites holding memory are in the "
+			"flame graphs and the accounting below, estimated from the samples.</p>\n",
+			o->memg.peak.peak_kb);
+	} else {
+		fprintf(out, "<p>Returns whose delta exceeds %g KB, kept as memg keeps them; "
+			"each number links to the call's subtree with the time and memory of every "
+			"call in it (<code>threadgraph decorate-stack</code>).</p>\n",
+			o->memg.peak.peak_kb);
+		/* numbers that look wrong, explained where they are shown */
+		fputs("<p class=\"meta\">A delta is what the thread held more, or less, when the "
+		      "call returned: a temporary its caller frees right after counts as the call's "
+		      "growth (the caller's own delta then shows the release), and a garbage "
+		      "collection run during a call counts all it freed to that call.</p>\n", out);
+		if (gc_marked)
+			fprintf(out, "<p class=\"meta\">%zu of these peaks' calls <span class=\"gc\">ran "
+				"the garbage collector</span> (gc.txt): their delta includes what it "
+				"freed, and what the call left to it.</p>\n", gc_marked);
+	}
+	if (files->sampled)
+		;  /* --stack is no option of a sampled run: no subtree to ask of it */
+	else if (!files->has_stack)
 		rep_missing(out, cb, "the run has no .stack files: the peaks' call subtrees need "
 			    "them (threadgraph run --stack, ProcessProfile.trackStack())");
 	else if (!o->memg.has_time)
@@ -686,9 +737,10 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 	if (phases)
 		fputs("<p class=\"meta\">A peak's phase is the innermost "
 		      "<code>threadgraph.phase</code> open when its call returned.</p>\n", out);
-	fprintf(out, "<table><tr><th>#</th><th>time</th>%s<th>thread</th><th>call "
-		"(FILE:LINE:FUNCTION=&gt;DELTA)</th><th>delta</th></tr>\n",
-		phases ? "<th>phase</th>" : "");
+	fprintf(out, "<table><tr><th>#</th><th>time</th>%s<th>thread</th><th>%s</th></tr>\n",
+		phases ? "<th>phase</th>" : "", files->sampled ?
+		"reading (FILE:LINE:FUNCTION=&gt;BYTES)</th><th>memory" :
+		"call (FILE:LINE:FUNCTION=&gt;DELTA)</th><th>delta");
 	for (size_t i = 0; i < peaks.n; i++) {
 		const struct tg_peak *k = &peaks.v[i];
 		char g[32], s[32];
@@ -995,6 +1047,7 @@ int tg_report_write(const struct tg_report_opts *opts, FILE *out,
 	} else if (rep_files_list(&files, o->run_dir, d) < 0) {
 		return -1;
 	}
+	files.sampled = rep_sampled(&files, o->memg.has_time);
 	if (asprintf(&summary, "%s/summary.txt", o->run_dir) < 0) {
 		summary = NULL;
 		tg_error(d, "out of memory");

@@ -284,6 +284,15 @@ def test_commands_read_a_sampled_run(tmp_path):
     assert res.returncode == 0 and "<thread memory>" in res.stdout, res.stderr
     res = cli("report", "-o", str(tmp_path / "r.html"), run_dir)
     assert res.returncode == 0 and (tmp_path / "r.html").stat().st_size > 0, res.stderr
+    # The curve's readings are said as readings, not as calls' returns and
+    # deltas, and no --stack (a usage error with --sampled) is asked for.
+    page = (tmp_path / "r.html").read_text()
+    assert "A sampled run records no calls: these are readings of a thread's memory" in page
+    assert "reading (FILE:LINE:FUNCTION=&gt;BYTES)</th><th>memory" in page
+    assert "at each reading of its curve" in page
+    for wrong in ("A delta is what", "Returns whose delta", "per recorded return"):
+        assert wrong not in page, wrong
+    assert "--stack" not in page and "--stack" not in res.stderr, res.stderr
 
 
 ENDED = """
