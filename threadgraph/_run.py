@@ -714,6 +714,196 @@ def _print_next_aggregate(shown, opts):
     sys.stderr.flush()
 
 
+def _open_text(path):
+    """PATH, or PATH.gz (--compress), open for reading as text; None when
+    neither is there."""
+    import gzip
+
+    for name in (path, path + ".gz"):
+        opener = gzip.open if name.endswith(".gz") else open
+        try:
+            return opener(name, "rt", encoding="utf-8", errors="surrogateescape")
+        except OSError:
+            continue
+    return None
+
+
+def read_json(path):
+    """PATH (or PATH.gz) as JSON, or None when missing or unreadable."""
+    f = _open_text(path)
+    if f is None:
+        return None
+    try:
+        with f:
+            return json.load(f)
+    except (OSError, ValueError, EOFError):
+        return None
+
+
+def curve_top(path):
+    """(highest reading, its time or None) of a sampled run's .mem curve PATH
+    (``[TIME#]<thread memory>:0:sampled=>BYTES`` a line, docs/formats.md), or
+    None when it has no reading; malformed lines are left out, as the
+    commands leave them out without --strict."""
+    f = _open_text(path)
+    if f is None:
+        return None
+    top = None
+    try:
+        with f:
+            for line in f:
+                head, sep, value = line.rstrip("\n").rpartition("=>")
+                stamp, hash_, _ = head.partition("#")
+                try:
+                    reading = int(value)
+                    when = float(stamp) if hash_ else None
+                except ValueError:
+                    continue
+                if sep and (top is None or reading > top[0]):
+                    top = (reading, when)
+    except (OSError, EOFError):
+        pass
+    return top
+
+
+def read_snapshot_sites(path):
+    """(header {key: value}, {(thread, call): live bytes}) of the snapshot
+    PATH (plain or .gz; docs/formats.md "Allocation accounting"), the live
+    bytes of the nodes of one innermost call summed (``threadgraph top
+    --depth 1``); None when missing or malformed."""
+    f = _open_text(path)
+    if f is None:
+        return None
+    header, threads, nodes = {}, {}, []
+    try:
+        with f:
+            for line in f:
+                line = line.rstrip("\n")
+                if line.startswith("# thread: "):
+                    ix, _, base = line[len("# thread: "):].partition(" ")
+                    threads[ix] = base
+                elif line.startswith("# "):
+                    key, _, value = line[2:].partition(": ")
+                    header[key] = value
+                elif line:
+                    fields = line.split(" ", 7)
+                    nodes.append((fields[2], int(fields[3]), fields[7]))
+    except (OSError, EOFError, ValueError, IndexError):
+        return None
+    sites = {}
+    for thread, live, call in nodes:
+        key = (threads.get(thread, "-"), call)
+        sites[key] = sites.get(key, 0) + live
+    return header, sites
+
+
+def latest_snapshot(out_dir, label):
+    """The highest-numbered snapshot-<N>-LABEL[.gz] of OUT_DIR, or None."""
+    best = None
+    try:
+        names = os.listdir(out_dir)
+    except OSError:
+        return None
+    for name in names:
+        m = re.match(r"snapshot-(\d+)-(.*?)(\.gz)?\Z", name)
+        if m and m.group(2) == label and (best is None or int(m.group(1)) > best[0]):
+            best = (int(m.group(1)), name)
+    return None if best is None else os.path.join(out_dir, best[1])
+
+
+def clock_time(when, start):
+    """WHEN (seconds since the epoch) as local HH:MM:SS.mmm, and its seconds
+    since START (the run's start) when known."""
+    import time
+
+    text = time.strftime("%H:%M:%S", time.localtime(when)) + (".%03d" % int(when % 1 * 1000))
+    if start is not None:
+        text += " (+%.3f s)" % (when - start)
+    return text
+
+
+def _print_next_sampled(out_dir, shown, opts):
+    """The summary of a sampled run (--sampled): no call is recorded, so there
+    are no peaks of calls to list (a .mem line is a reading of the thread's
+    memory, not a call's delta).  What the run holds instead: each thread's
+    peak (summary.json, exact, as threadgraph summary and threads print it)
+    and the time of its highest reading on its .mem curve (the largest of
+    the thread's numbers in memg and peaks); the process's peak and the call
+    sites live at it (snapshot-<N>-peak, estimates from the samples, as
+    threadgraph top prints them with --depth 1)."""
+    info = read_json(os.path.join(out_dir, "runinfo.json")) or {}
+    start = info.get("start_time") if isinstance(info.get("start_time"), (int, float)) else None
+    curves = {}
+    for t in info.get("threads") or []:
+        if isinstance(t, dict) and t.get("mem") and t.get("name") not in curves:
+            curves[str(t.get("name"))] = curve_top(os.path.join(out_dir, str(t["mem"])))
+    summary = read_json(os.path.join(out_dir, "summary.json")) or {}
+    peaks = {}
+    for t in summary.get("threads") or []:
+        try:
+            name, peak = str(t["name"]), int(t["peak_bytes"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        peaks[name] = max(peak, peaks.get(name, peak))
+    for name, top in curves.items():
+        if name not in peaks and top is not None:
+            peaks[name] = top[0]  # a thread summary.json lacks: its curve
+    ranked = sorted(((v, n) for n, v in peaks.items() if v > 0), key=lambda r: (-r[0], r[1]))
+    if not ranked:
+        say("memory by thread: none (no thread allocated memory while recorded)")
+    else:
+        say("memory by thread (a sampled run records no calls; each thread's peak, "
+            "exact%s):" % ("" if opts.no_timestamps else ", and when its curve was highest"))
+        width = max(len(term_safe(n)) for _, n in ranked[:TOP_PEAKS])
+        for peak, name in ranked[:TOP_PEAKS]:
+            top = curves.get(name)
+            if top is None:  # too little allocated for a sample, or no .mem
+                when = "no reading on its curve" if name in curves else "no curve"
+            elif top[0] == peak:
+                when = ("at " + clock_time(top[1], start)) if top[1] is not None else ""
+            else:  # the peak fell between two readings
+                when = "highest reading %d B%s" % (
+                    top[0], (" at " + clock_time(top[1], start)) if top[1] is not None else "")
+            sys.stderr.write(("    %-*s  %d B  %s" % (width, term_safe(name), peak, when)).rstrip()
+                             + "\n")
+        if len(ranked) > TOP_PEAKS:
+            sys.stderr.write("    ... and %d more thread%s (threadgraph summary)\n"
+                             % (len(ranked) - TOP_PEAKS, "" if len(ranked) == TOP_PEAKS + 1 else "s"))
+    snap = latest_snapshot(out_dir, "peak")
+    got = read_snapshot_sites(snap) if snap else None
+    if got:
+        header, sites = got
+        live = sorted(((v, k) for k, v in sites.items() if v > 0), key=lambda s: (-s[0], s[1]))
+        try:
+            when = " at " + clock_time(float(header["time"]), start)
+        except (KeyError, ValueError):
+            when = ""
+        say("the process's peak, %s B%s; the sites live there, estimated from the "
+            "samples (%s):" % (header.get("process_peak_bytes", "?"), when,
+                               display_path(snap)))
+        if not live:
+            sys.stderr.write("    none sampled\n")
+        width = max([len(term_safe(k[0])) for _, k in live[:TOP_PEAKS]] or [0])
+        for value, (thread, call) in live[:TOP_PEAKS]:
+            path, sep, rest = call.rpartition(":")
+            path, sep2, line = path.rpartition(":")
+            site = ("%s:%s %s" % (os.path.basename(path), line, rest)
+                    if sep and sep2 else call)
+            sys.stderr.write("    %-*s  %s  ~%d B\n" % (width, term_safe(thread),
+                                                       term_safe(site), value))
+    no_time = "--no_time " if opts.no_timestamps else ""
+    q = shell_quote(shown)
+    say("next:")
+    sys.stderr.write("    threadgraph summary %s\n" % q)
+    if got:
+        sys.stderr.write("    threadgraph top %s\n" % shell_quote(display_path(snap)))
+    # the glob stays outside the quotes, for the shell to expand
+    sys.stderr.write("    threadgraph %smemg %s/*.mem\n" % (no_time, q))
+    sys.stderr.write("    threadgraph %sreport %s -o %s\n" % (
+        no_time, q, shell_quote(os.path.join(shown, "report.html"))))
+    sys.stderr.flush()
+
+
 def print_summary(prof, opts, status):
     from threadgraph.profiler import _losses, describe_losses, describe_over_limit
 
@@ -747,6 +937,9 @@ def _print_next(out_dir, shown, opts):
     """The top peaks and the next commands to run on OUT_DIR."""
     if os.path.exists(os.path.join(out_dir, "aggregate.tga")):
         _print_next_aggregate(shown, opts)
+        return
+    if opts.mode == "sampled":
+        _print_next_sampled(out_dir, shown, opts)
         return
     mem_files = thread_mem_files(out_dir)
     binary = capture_path(out_dir) is not None and not mem_files

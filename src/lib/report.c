@@ -30,6 +30,7 @@
 #include "markup.h"
 #include "peaks.h"
 #include "records.h"
+#include "recsrc.h"
 #include "report.h"
 #include "runinfo.h"
 #include "snapshot.h"
@@ -47,6 +48,8 @@ struct rep_files {
 	const struct tg_capture *cap; /* the run's binary capture, or NULL: text dumps */
 	struct tg_capture *own_cap;   /* cap when opened here (freed on release) */
 	struct tg_dumpset agg_set;    /* an aggregate run's curves (dumpset.h), or empty */
+	int sampled;             /* a sampled run: a .mem line is a reading of the
+				    thread's memory, not a call's return (rep_sampled) */
 };
 
 static void rep_note(const struct tg_report_cb *cb, const char *msg)
@@ -209,6 +212,36 @@ out:
 	return ret;
 }
 
+/* Whether R is a sampled run's (mode="sampled"): the first record of its
+ * first text thread file that has one is the curve's pseudo-call
+ * (tg_format.h).  Reads quietly: a malformed line is counted and said by the
+ * sections that read the files. */
+static int rep_sampled(const struct rep_files *r, int has_time)
+{
+	for (size_t i = 0; i < r->threads; i++) {
+		const struct tg_dumpfile *df = &r->v[i];
+		struct tg_diag quiet = { 0 };
+		struct tg_src src;
+		struct tg_memrec m;
+		int got, sampled;
+
+		if (df->kind != TG_DUMP_MEM || df->cap || df->agg)
+			continue;
+		if (tg_src_open(&src, df, has_time, 0, &quiet) < 0)
+			continue;
+		got = tg_src_next_mem(&src, &m, &quiet);
+		/* m points into the source's buffer: compared before it is freed */
+		sampled = got > 0 && m.file.len == sizeof(TG_CURVE_FILE) - 1 &&
+			  memcmp(m.file.s, TG_CURVE_FILE, m.file.len) == 0 &&
+			  m.func.len == sizeof(TG_CURVE_FUNC) - 1 &&
+			  memcmp(m.func.s, TG_CURVE_FUNC, m.func.len) == 0;
+		tg_src_release(&src);
+		if (got > 0)
+			return sampled;
+	}
+	return 0;
+}
+
 /* Copies the first MAX lines (0: all) of TMP into OUT, escaped; says how many
  * were left out.  Rewinds TMP first. */
 static void rep_copy_escaped(FILE *out, FILE *tmp, size_t max)
@@ -319,9 +352,15 @@ static void rep_memg(FILE *out, const struct tg_report_opts *o, const struct rep
 		rep_missing(out, cb, "no thread .mem files in the run: no memory graph");
 		return;
 	}
-	fputs("<p>Each thread's memory delta per recorded return (KB) "
-	      "with the numbered peaks of the table below (as <code>threadgraph memg</code> "
-	      "draws them).</p>\n", out);
+	if (files->sampled)
+		fputs("<p>Each thread's memory (KB: what it allocated less what it freed) at "
+		      "each reading of its curve, a sampled run recording no calls, with the "
+		      "numbered peaks of the table below (as <code>threadgraph memg</code> "
+		      "draws them).</p>\n", out);
+	else
+		fputs("<p>Each thread's memory delta per recorded return (KB) "
+		      "with the numbered peaks of the table below (as <code>threadgraph memg</code> "
+		      "draws them).</p>\n", out);
 	if (!o->gnuplot) {  /* said before anything is read: no temporary path in it */
 		rep_missing(out, cb, "memory graph left out: gnuplot not found (the graph "
 			    "needs gnuplot; the rest of the report does not)");
@@ -422,8 +461,98 @@ static void rep_held_table(FILE *out, const struct tg_held_peak *p, const struct
 	free(ix);
 }
 
+/* Names listed in a note of threads left out; the others are counted. */
+#define REP_SKIP_NAMES 8
+
+/* The threads a section left out, grouped by why: one note per reason. */
+struct rep_skip {
+	char *why;        /* the library's reason (owned) */
+	char *names;      /* the first REP_SKIP_NAMES threads, ", "-joined (owned) */
+	size_t n;         /* threads left out for it */
+};
+struct rep_skips {
+	struct rep_skip *v;
+	size_t n, cap;
+	int oom;          /* a reason could not be kept: the notes are incomplete */
+};
+
+static void rep_skips_release(struct rep_skips *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		free(s->v[i].why);
+		free(s->v[i].names);
+	}
+	free(s->v);
+	memset(s, 0, sizeof(*s));
+}
+
+/* tg_memg_report's skip: keeps DF's thread under WHY (a .stack file handed in
+ * with the dumps is no thread left out). */
+static void rep_skip(void *ctx, const struct tg_dumpfile *df, const char *why)
+{
+	struct rep_skips *s = ctx;
+	struct rep_skip *k = NULL;
+	char *names;
+
+	if (df->kind != TG_DUMP_MEM)
+		return;
+	for (size_t i = 0; i < s->n && !k; i++)
+		if (strcmp(s->v[i].why, why) == 0)
+			k = &s->v[i];
+	if (!k) {
+		if (s->n == s->cap) {
+			size_t cap = s->cap ? 2 * s->cap : 4;
+			struct rep_skip *v = realloc(s->v, cap * sizeof(*v));
+			if (!v) {
+				s->oom = 1;
+				return;
+			}
+			s->v = v;
+			s->cap = cap;
+		}
+		k = &s->v[s->n];
+		memset(k, 0, sizeof(*k));
+		if (!(k->why = strdup(why))) {
+			s->oom = 1;
+			return;
+		}
+		s->n++;
+	}
+	if (k->n++ >= REP_SKIP_NAMES)
+		return;
+	if (asprintf(&names, "%s%s%s", k->names ? k->names : "", k->names ? ", " : "",
+		     df->thread) < 0) {
+		s->oom = 1;
+		return;
+	}
+	free(k->names);
+	k->names = names;
+}
+
+static const struct tg_memg_report rep_skip_report = { NULL, rep_skip, NULL, NULL };
+
+/* One note per reason of S, naming the threads WHAT left out. */
+static void rep_skips_note(FILE *out, const struct tg_report_cb *cb, const struct rep_skips *s,
+			   const char *what)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		const struct rep_skip *k = &s->v[i];
+		char more[64] = "";
+
+		if (k->n > REP_SKIP_NAMES)
+			snprintf(more, sizeof(more), " and %zu more", k->n - REP_SKIP_NAMES);
+		rep_missing(out, cb, "%s %s%s left out of %s: %s", k->n == 1 ? "thread" : "threads",
+			    k->names ? k->names : "", more, what, k->why);
+	}
+	if (s->oom)
+		rep_missing(out, cb, "out of memory: some threads left out of %s are not named "
+			    "here", what);
+}
+
 /* Each thread's held memory over time (memg --held) and the largest peak's
- * shares, the report's first section.  Soft failures become notes. */
+ * shares, the report's first section.  Soft failures become notes, and so
+ * does each thread left out (a .stack that does not pair with its .mem, as
+ * memg --held warns). */
 static void rep_held(FILE *out, const struct tg_report_opts *o, const struct rep_files *files,
 		     const struct tg_report_cb *cb, struct tg_diag *d)
 {
@@ -431,8 +560,12 @@ static void rep_held(FILE *out, const struct tg_report_opts *o, const struct rep
 	struct tg_memg_opts mo = o->memg;
 	struct tg_held_peak p;
 	struct tg_diag sub = *d;
+	struct rep_skips skips;
+	struct tg_memg_report sr = rep_skip_report;
 	char *path;
+	int rc;
 
+	sr.ctx = &skips;
 	mo.no_process = 0;  /* its own axis: it flattens nothing here */
 	fputs("<h2 id=\"held\">Memory held by thread</h2>\n", out);
 	if (!files->threads) {
@@ -442,14 +575,17 @@ static void rep_held(FILE *out, const struct tg_report_opts *o, const struct rep
 	fputs("<p>What each thread holds over time: allocated by it and not freed by it, "
 	      "MB (as <code>threadgraph memg --held</code> draws it).</p>\n", out);
 	memset(&p, 0, sizeof(p));
-	if (tg_held_run(&mo, &po, files->v, files->n, NULL, &p, &sub) < 0) {
+	memset(&skips, 0, sizeof(skips));
+	rc = tg_held_run(&mo, &po, files->v, files->n, &sr, &p, &sub);
+	rep_skips_note(out, cb, &skips, "the held memory");
+	rep_skips_release(&skips);
+	d->malformed = sub.malformed;
+	if (rc < 0) {
 		rep_missing(out, cb, "held memory left out: %s%s", sub.msg,
 			    strstr(sub.msg, "gnuplot") ? " (the graph needs gnuplot; the rest of "
 			    "the report does not)" : "");
-		d->malformed = sub.malformed;
 		return;
 	}
-	d->malformed = sub.malformed;
 	if (!o->gnuplot) {
 		rep_missing(out, cb, "held memory graph left out: gnuplot not found (the graph "
 			    "needs gnuplot; the rest of the report does not)");
@@ -562,25 +698,37 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 		gc_marked += rep_peak_gc(&gc, files, &peaks.v[i], &objects) > 0;
 	}
 	if (!peaks.n) {
-		fprintf(out, "<p>No return changed a thread's memory by more than %g KB "
-			"(<code>--peak</code>).</p>\n", o->memg.peak.peak_kb);
+		fprintf(out, files->sampled ? "<p>No reading of a thread's memory exceeds %g KB "
+			"(<code>--peak</code>).</p>\n" : "<p>No return changed a thread's memory "
+			"by more than %g KB (<code>--peak</code>).</p>\n", o->memg.peak.peak_kb);
 		ret = 0;
 		goto out;
 	}
-	fprintf(out, "<p>Returns whose delta exceeds %g KB, kept as memg keeps them; "
-		"each number links to the call's subtree with the time and memory of every "
-		"call in it (<code>threadgraph decorate-stack</code>).</p>\n",
-		o->memg.peak.peak_kb);
-	/* numbers that look wrong, explained where they are shown */
-	fputs("<p class=\"meta\">A delta is what the thread held more, or less, when the "
-	      "call returned: a temporary its caller frees right after counts as the call's "
-	      "growth (the caller's own delta then shows the release), and a garbage "
-	      "collection run during a call counts all it freed to that call.</p>\n", out);
-	if (gc_marked)
-		fprintf(out, "<p class=\"meta\">%zu of these peaks' calls <span class=\"gc\">ran "
-			"the garbage collector</span> (gc.txt): their delta includes what it "
-			"freed, and what the call left to it.</p>\n", gc_marked);
-	if (!files->has_stack)
+	if (files->sampled) {
+		/* no call, no delta, no subtree: the readings, said as such */
+		fprintf(out, "<p>A sampled run records no calls: these are readings of a "
+			"thread's memory (what it allocated less what it freed, exact) above %g "
+			"KB, kept as memg keeps them. The call sites holding memory are in the "
+			"flame graphs and the accounting below, estimated from the samples.</p>\n",
+			o->memg.peak.peak_kb);
+	} else {
+		fprintf(out, "<p>Returns whose delta exceeds %g KB, kept as memg keeps them; "
+			"each number links to the call's subtree with the time and memory of every "
+			"call in it (<code>threadgraph decorate-stack</code>).</p>\n",
+			o->memg.peak.peak_kb);
+		/* numbers that look wrong, explained where they are shown */
+		fputs("<p class=\"meta\">A delta is what the thread held more, or less, when the "
+		      "call returned: a temporary its caller frees right after counts as the call's "
+		      "growth (the caller's own delta then shows the release), and a garbage "
+		      "collection run during a call counts all it freed to that call.</p>\n", out);
+		if (gc_marked)
+			fprintf(out, "<p class=\"meta\">%zu of these peaks' calls <span class=\"gc\">ran "
+				"the garbage collector</span> (gc.txt): their delta includes what it "
+				"freed, and what the call left to it.</p>\n", gc_marked);
+	}
+	if (files->sampled)
+		;  /* --stack is no option of a sampled run: no subtree to ask of it */
+	else if (!files->has_stack)
 		rep_missing(out, cb, "the run has no .stack files: the peaks' call subtrees need "
 			    "them (threadgraph run --stack, ProcessProfile.trackStack())");
 	else if (!o->memg.has_time)
@@ -589,9 +737,10 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 	if (phases)
 		fputs("<p class=\"meta\">A peak's phase is the innermost "
 		      "<code>threadgraph.phase</code> open when its call returned.</p>\n", out);
-	fprintf(out, "<table><tr><th>#</th><th>time</th>%s<th>thread</th><th>call "
-		"(FILE:LINE:FUNCTION=&gt;DELTA)</th><th>delta</th></tr>\n",
-		phases ? "<th>phase</th>" : "");
+	fprintf(out, "<table><tr><th>#</th><th>time</th>%s<th>thread</th><th>%s</th></tr>\n",
+		phases ? "<th>phase</th>" : "", files->sampled ?
+		"reading (FILE:LINE:FUNCTION=&gt;BYTES)</th><th>memory" :
+		"call (FILE:LINE:FUNCTION=&gt;DELTA)</th><th>delta");
 	for (size_t i = 0; i < peaks.n; i++) {
 		const struct tg_peak *k = &peaks.v[i];
 		char g[32], s[32];
@@ -730,6 +879,15 @@ static int rep_flame(FILE *out, const struct tg_report_opts *o,
 			    "own %s value in the flame graph (threadgraph flamegraph --max-depth N "
 			    "goes further)", f.deep, f.deep == 1 ? "" : "s", TG_FOLD_MAX_DEPTH,
 			    m->name);
+	/* what folded warns of damaged dumps: the graph is drawn, but not silently */
+	if (f.mismatched)
+		rep_missing(out, cb, "%lu call%s paired with a return of another function "
+			    "(damaged dumps?): their %s values in the flame graph may be wrong",
+			    f.mismatched, f.mismatched == 1 ? "" : "s", m->name);
+	if (f.extra)
+		rep_missing(out, cb, "%lu return record%s left over after the last call "
+			    "(damaged dumps?): left out of the %s flame graph", f.extra,
+			    f.extra == 1 ? "" : "s", m->name);
 	if (tg_flamesvg_write(out, &f, &so, NULL, d) < 0) {
 		if (ferror(out))  /* the page's own stream failed, not the flame graph */
 			tg_error(d, "unable to write the report");
@@ -889,6 +1047,7 @@ int tg_report_write(const struct tg_report_opts *opts, FILE *out,
 	} else if (rep_files_list(&files, o->run_dir, d) < 0) {
 		return -1;
 	}
+	files.sampled = rep_sampled(&files, o->memg.has_time);
 	if (asprintf(&summary, "%s/summary.txt", o->run_dir) < 0) {
 		summary = NULL;
 		tg_error(d, "out of memory");

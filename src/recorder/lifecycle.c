@@ -741,14 +741,8 @@ tg_close_aggregate(struct tg_recorder *r, int write)
         Py_BEGIN_ALLOW_THREADS
         e = tg_agg_write(&r->agg, r->outdir, now_us);
         Py_END_ALLOW_THREADS
-        if (e && r->errors != NULL) {
-            PyObject *msg = PyUnicode_FromFormat("%s/%s: %s (errno %d)", r->outdir,
-                                                 TG_AGG_FILENAME, strerror(e), e);
-            if (msg != NULL && PySequence_Contains(r->errors, msg) == 0)
-                PyList_Append(r->errors, msg);
-            Py_XDECREF(msg);
-            PyErr_Clear();
-        }
+        if (e)
+            tg_note_path_error(r, r->outdir, TG_AGG_FILENAME, e);
     }
     tg_agg_close(&r->agg);
     tg_cap_idtab_clear(&r->agg_cfunc_ids, tg_cfunc_unref);
@@ -775,14 +769,8 @@ tg_close_capture(struct tg_recorder *r)
         Py_BEGIN_ALLOW_THREADS
         e = tg_cap_finish(&r->cap, end_us);
         Py_END_ALLOW_THREADS
-        if (e && r->errors != NULL) {
-            PyObject *msg = PyUnicode_FromFormat("%s: %s (errno %d)", path ? path : "?",
-                                                 strerror(e), e);
-            if (msg != NULL && PySequence_Contains(r->errors, msg) == 0)
-                PyList_Append(r->errors, msg);
-            Py_XDECREF(msg);
-            PyErr_Clear();
-        }
+        if (e)
+            tg_note_path_error(r, path, NULL, e);
         free(path);
     }
     tg_cap_close(&r->cap);

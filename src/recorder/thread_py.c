@@ -72,21 +72,34 @@ fallback:
     return res;
 }
 
-/* Append "PATH: reason" for a stopped writer to r->errors.  GIL held. */
 void
-tg_note_writer_error(struct tg_recorder *r, struct tg_writer *w)
+tg_note_path_error(struct tg_recorder *r, const char *path, const char *leaf, int err)
 {
-    PyObject *msg;
-    int err = atomic_load(&w->err);
-    if (!err || r->errors == NULL)
+    PyObject *p, *msg = NULL;
+
+    if (r->errors == NULL)
         return;
-    msg = PyUnicode_FromFormat("%s: %s (errno %d)", w->path ? w->path : "?",
-                               strerror(err), err);
+    /* Not PyUnicode_FromFormat's %s: it decodes UTF-8 with "replace", and a
+     * path that is not UTF-8 would be shown as another (U+FFFD for its bytes). */
+    p = PyUnicode_DecodeFSDefault(path != NULL ? path : "?");
+    if (p != NULL)
+        msg = PyUnicode_FromFormat("%U%s%s: %s (errno %d)", p, leaf != NULL ? "/" : "",
+                                   leaf != NULL ? leaf : "", strerror(err), err);
     /* Every thread's capture stream reports the capture's error: once is enough. */
     if (msg != NULL && PySequence_Contains(r->errors, msg) == 0)
         PyList_Append(r->errors, msg);
     Py_XDECREF(msg);
+    Py_XDECREF(p);
     PyErr_Clear();
+}
+
+/* Append "PATH: reason" for a stopped writer to r->errors.  GIL held. */
+void
+tg_note_writer_error(struct tg_recorder *r, struct tg_writer *w)
+{
+    int err = atomic_load(&w->err);
+    if (err)
+        tg_note_path_error(r, w->path, NULL, err);
 }
 
 /* tg_thread_close_writers's NOTE. */

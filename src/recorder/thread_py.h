@@ -39,6 +39,12 @@ void tg_thread_close_ended(struct tg_recorder *r);
 void tg_thread_retire_all(struct tg_recorder *r, int release_gil);
 /* Append "PATH: reason" for a stopped writer W to r->errors (once).  GIL held. */
 void tg_note_writer_error(struct tg_recorder *r, struct tg_writer *w);
+/* Append "PATH[/LEAF]: strerror(ERR) (errno ERR)" to r->errors (once), PATH
+ * decoded as OSError's filename is (the file system encoding: a path that is
+ * not UTF-8 keeps its bytes as surrogate escapes, os.fsencode() gives it
+ * back); LEAF is ASCII or NULL, PATH NULL prints "?".  GIL held; clears the
+ * error indicator (a failure to append loses the note, never raises). */
+void tg_note_path_error(struct tg_recorder *r, const char *path, const char *leaf, int err);
 
 #pragma GCC visibility pop
 

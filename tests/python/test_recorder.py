@@ -834,6 +834,57 @@ for w in caught:
     assert all(MEM_RE.match(l) for l in lines[:-1])
 
 
+NOT_UTF8 = PRELUDE + """
+import resource, signal, warnings
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # write(2) then fails with EFBIG
+kw = %(kw)s
+# A directory whose name is not UTF-8, as os.listdir() gives it: the byte
+# 0xff as a surrogate escape.
+p = ProcessProfile(default_log_path=os.fsdecode(b"out\\xff"), profile="python", **kw)
+def work():
+    return 1
+def worker():
+    for _ in range(5000):
+        work()
+p.enable()
+if kw.get("aggregate"):    # written at disable(), which fails
+    worker()
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1, resource.RLIM_INFINITY))
+else:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))
+    threads = [threading.Thread(target=worker, name="w%%d" %% i) for i in range(2)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    p.disable()
+resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+print(ascii(p.output_dir))
+for w in caught:
+    print(ascii(str(w.message)))
+"""
+
+
+@pytest.mark.parametrize("kw, leaf", [
+    ('{"format": "text"}', "w0.mem"),                # a thread's writer
+    ('{"format": "binary"}', "capture.tg"),          # the capture's writer and trailer
+    ('{"aggregate": True}', "aggregate.tga"),        # the aggregate's last write
+], ids=["text", "binary", "aggregate"])
+def test_write_failure_names_a_path_that_is_not_utf8(tmp_path, kw, leaf):
+    """A stopped stream's warning gives its path as OSError gives a filename
+    (os.fsencode() turns it back into the path's bytes), not with U+FFFD in
+    place of the bytes that are not UTF-8."""
+    import ast
+    out = run_scenario(tmp_path, NOT_UTF8 % {"kw": kw}).stdout.splitlines()
+    run_dir = ast.literal_eval(out[0])
+    assert os.fsencode(run_dir).endswith(b"/out\xff/" + os.fsencode(os.path.basename(run_dir)))
+    said = "threadgraph: output stopped: %s: File too large (errno 27)" % os.path.join(
+        run_dir, leaf)
+    warned = [ast.literal_eval(l) for l in out[1:]]
+    assert said in warned, warned
+    assert not [w for w in warned if "\ufffd" in w], warned
+
+
 def test_interpreter_exit_flushes_without_disable(tmp_path):
     run_scenario(tmp_path, PRELUDE + """
 def work():

@@ -214,6 +214,51 @@ def test_run_sampled_keeps_output_and_status(tmp_path, how):
         assert "threadgraph: program terminated by SIGTERM" in prof.stderr
 
 
+TWO_THREADS = """
+import threading
+KEEP = []
+def fill(n):
+    for _ in range(n):
+        KEEP.append(bytearray(1 << 20))
+for name, n in (("big", 24), ("small", 4)):
+    t = threading.Thread(target=fill, args=(n,), name=name)
+    t.start(); t.join()
+"""
+
+
+def test_run_sampled_summary(tmp_path):
+    """threadgraph run --sampled ends with what a sampled run knows: each
+    thread's peak (summary.json's, exact) and when its curve was highest, the
+    process's peak and the sites live there (the peak snapshot, estimates);
+    no "peaks" of calls, which a .mem reading of a sampled run is not."""
+    (tmp_path / "prog.py").write_text(TWO_THREADS)
+    res = subprocess.run([sys.executable, "-m", "threadgraph", "run", "--sampled", "-o", "out",
+                          "prog.py"], cwd=str(tmp_path), env=env_with_package(SEED),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    err = res.stderr
+    for wrong in ("top peaks", "growth", "<thread memory>", "a delta is"):
+        assert wrong not in err, err
+    run_dir = only_dir(tmp_path / "out")
+    peaks = {n: t["peak_bytes"] for n, t in summary_threads(run_dir).items()}
+    lines = err.splitlines()
+    at = next(i for i, l in enumerate(lines) if l.startswith("threadgraph: memory by thread"))
+    rows = [l.split() for l in lines[at + 1:at + 3]]
+    assert [r[0] for r in rows] == ["big", "small"], err
+    assert [int(r[1]) for r in rows] == [peaks["big"], peaks["small"]], err
+    assert peaks["big"] >= 24 * MIB
+    at = next(i for i, l in enumerate(lines) if l.startswith("threadgraph: the process's peak"))
+    snap = [n for n in os.listdir(run_dir) if n.endswith("-peak")]
+    assert len(snap) == 1 and snap[0] in lines[at], err
+    site = lines[at + 1].split()
+    assert site[0] == "big" and site[1].startswith("prog.py:") and site[2] == "fill", err
+    estimate = int(site[3].lstrip("~"))
+    assert abs(estimate - 24 * MIB) < 24 * MIB / 4, err
+    assert "    threadgraph top %s\n" % os.path.join("out", os.path.basename(run_dir), snap[0]) \
+        in err, err
+
+
 def test_commands_read_a_sampled_run(tmp_path):
     """folded and flamegraph (allocated, and live at the peak, from the samples),
     summary, peaks (the per-thread curves) and report read a sampled run."""
@@ -239,6 +284,15 @@ def test_commands_read_a_sampled_run(tmp_path):
     assert res.returncode == 0 and "<thread memory>" in res.stdout, res.stderr
     res = cli("report", "-o", str(tmp_path / "r.html"), run_dir)
     assert res.returncode == 0 and (tmp_path / "r.html").stat().st_size > 0, res.stderr
+    # The curve's readings are said as readings, not as calls' returns and
+    # deltas, and no --stack (a usage error with --sampled) is asked for.
+    page = (tmp_path / "r.html").read_text()
+    assert "A sampled run records no calls: these are readings of a thread's memory" in page
+    assert "reading (FILE:LINE:FUNCTION=&gt;BYTES)</th><th>memory" in page
+    assert "at each reading of its curve" in page
+    for wrong in ("A delta is what", "Returns whose delta", "per recorded return"):
+        assert wrong not in page, wrong
+    assert "--stack" not in page and "--stack" not in res.stderr, res.stderr
 
 
 ENDED = """
