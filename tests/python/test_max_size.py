@@ -461,16 +461,16 @@ def test_heads_longer_than_a_segment_keep_the_limit(tmp_path):
 
 
 def test_a_head_longer_than_the_limit_is_reported(tmp_path):
-    """Heads longer than the limit (80 threads 900 calls deep): no segment
+    """Heads longer than the limit (120 threads 900 calls deep: twice the limit): no segment
     fits, the limit cannot hold; runinfo.json, disable() and the run's last
     lines say by how much, and the files pass it by no more."""
-    res, files, total, info = run_deep(tmp_path, 80, 900)
+    res, files, total, info = run_deep(tmp_path, 120, 900)
     over = info["capture_over_limit"]
     assert over > 0
     assert total <= LIMIT + over
     assert "capture over its size limit by up to %d bytes" % over in res.stderr, res.stderr
     script = tmp_path / "deep.py"
-    script.write_text(deep_code(80, 900)
+    script.write_text(deep_code(120, 900)
                       .replace("p = threadgraph.ProcessProfile(default_log_path=\"run\", "
                                "max_size=LIMIT)\np.trackStack()\np.enable()\n", "")
                       .replace("p.disable()\n", ""))
