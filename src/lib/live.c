@@ -128,13 +128,62 @@ static int live_func_cmp(const void *a, const void *b)
 	return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : 0;
 }
 
+int tg_live_keep_funcs(struct tg_live *lv, struct tg_live_func *all, size_t n,
+		       void (*name)(const void *ctx, size_t ix, struct tg_live_name *out),
+		       const void *ctx, struct tg_diag *d)
+{
+	size_t keep, len = 0;
+	char *names = NULL, *p;
+	struct tg_live_name nm;
+
+	if (n)
+		qsort(all, n, sizeof(*all), live_func_cmp);
+	keep = n < TG_LIVE_FUNCS ? n : TG_LIVE_FUNCS;
+	for (size_t i = 0; i < keep; i++) {
+		name(ctx, (uintptr_t)all[i].file, &nm);
+		len += nm.file_len + nm.func_len + 2;
+	}
+	if (keep && !(names = malloc(len))) {
+		free(all);
+		return tg_error(d, "out of memory");
+	}
+	p = names;
+	for (size_t i = 0; i < keep; i++) {
+		name(ctx, (uintptr_t)all[i].file, &nm);
+		memcpy(p, nm.file, nm.file_len);
+		p[nm.file_len] = '\0';
+		all[i].file = p;
+		p += nm.file_len + 1;
+		memcpy(p, nm.func, nm.func_len);
+		p[nm.func_len] = '\0';
+		all[i].func = p;
+		p += nm.func_len + 1;
+	}
+	free(lv->funcs);
+	free(lv->names);
+	lv->funcs = all;
+	lv->n_funcs = keep;
+	lv->names = names;
+	return 0;
+}
+
+/* The texts of the capture's code IX. */
+static void live_code_name(const void *ctx, size_t ix, struct tg_live_name *out)
+{
+	const struct tg_cap_code *code = &((const struct tg_capture *)ctx)->codes[ix];
+
+	out->file = code->file;
+	out->file_len = code->file_len;
+	out->func = code->func;
+	out->func_len = code->func_len;
+}
+
 /* Keeps the TG_LIVE_FUNCS functions of largest NET, their texts copied. */
 static int live_funcs(struct tg_live *lv, const struct tg_capture *cap, const int64_t *net,
 		      const unsigned long *calls, struct tg_diag *d)
 {
 	struct tg_live_func *all = NULL;
-	size_t n = 0, keep, len = 0;
-	char *names = NULL, *p;
+	size_t n = 0;
 
 	if (cap->n_codes && !(all = malloc(cap->n_codes * sizeof(*all))))
 		return tg_error(d, "out of memory");
@@ -144,39 +193,11 @@ static int live_funcs(struct tg_live *lv, const struct tg_capture *cap, const in
 		all[n].func = NULL;
 		all[n].net = net[i];
 		all[n].calls = calls[i];
+		all[n].line = cap->codes[i].first_line;
 		all[n].file = (const char *)(uintptr_t)i;  /* the code index, until copied */
 		n++;
 	}
-	if (n)
-		qsort(all, n, sizeof(*all), live_func_cmp);
-	keep = n < TG_LIVE_FUNCS ? n : TG_LIVE_FUNCS;
-	for (size_t i = 0; i < keep; i++) {
-		const struct tg_cap_code *code = &cap->codes[(uintptr_t)all[i].file];
-		len += code->file_len + code->func_len + 2;
-	}
-	if (keep && !(names = malloc(len))) {
-		free(all);
-		return tg_error(d, "out of memory");
-	}
-	p = names;
-	for (size_t i = 0; i < keep; i++) {
-		const struct tg_cap_code *code = &cap->codes[(uintptr_t)all[i].file];
-		all[i].line = code->first_line;
-		memcpy(p, code->file, code->file_len);
-		p[code->file_len] = '\0';
-		all[i].file = p;
-		p += code->file_len + 1;
-		memcpy(p, code->func, code->func_len);
-		p[code->func_len] = '\0';
-		all[i].func = p;
-		p += code->func_len + 1;
-	}
-	free(lv->funcs);
-	free(lv->names);
-	lv->funcs = all;
-	lv->n_funcs = keep;
-	lv->names = names;
-	return 0;
+	return tg_live_keep_funcs(lv, all, n, live_code_name, cap, d);
 }
 
 int tg_live_read(struct tg_live *lv, const char *path, struct tg_diag *d)

@@ -81,6 +81,22 @@ struct tg_live {
 /* Functions kept per reading (the view shows fewer). */
 #define TG_LIVE_FUNCS 64
 
+/* A function's texts, for tg_live_keep_funcs. */
+struct tg_live_name {
+	const char *file, *func;
+	size_t file_len, func_len;
+};
+
+/*
+ * For the readers of each kind of run (live.c, live_agg.c): takes ALL[0, N)
+ * (malloc'ed; each one's .file holds the reader's index of the function, which
+ * NAME(CTX, index, ...) gives the texts of) and keeps in LV the TG_LIVE_FUNCS
+ * of largest net, their texts copied.  0, or -1 when out of memory (ALL freed).
+ */
+int tg_live_keep_funcs(struct tg_live *lv, struct tg_live_func *all, size_t n,
+		       void (*name)(const void *ctx, size_t ix, struct tg_live_name *out),
+		       const void *ctx, struct tg_diag *d);
+
 void tg_live_init(struct tg_live *lv);
 void tg_live_release(struct tg_live *lv);
 /*

@@ -23,13 +23,15 @@ static uint32_t agg_stream(const char *base)
 	return h ? h : 1;
 }
 
-static int agg_func_cmp(const void *a, const void *b)
+/* The texts of the file's function IX. */
+static void agg_func_name(const void *ctx, size_t ix, struct tg_live_name *out)
 {
-	const struct tg_live_func *x = a, *y = b;
+	const struct tg_agg_rfunc *f = &((const struct tg_aggfile *)ctx)->f[ix];
 
-	if (x->net != y->net)
-		return x->net < y->net ? 1 : -1;
-	return x->calls < y->calls ? 1 : x->calls > y->calls ? -1 : 0;
+	out->file = f->file;
+	out->file_len = strlen(f->file);
+	out->func = f->func;
+	out->func_len = strlen(f->func);
 }
 
 /* The functions of A by the net bytes of their calls (all threads, or the
@@ -38,8 +40,7 @@ static int agg_funcs(struct tg_live *lv, const struct tg_aggfile *a, uint32_t fo
 		     struct tg_diag *d)
 {
 	struct tg_live_func *all = a->nf ? calloc(a->nf, sizeof(*all)) : NULL;
-	size_t n = 0, keep, len = 0;
-	char *names = NULL, *p;
+	size_t n = 0;
 
 	if (a->nf && !all)
 		return tg_error(d, "out of memory");
@@ -67,31 +68,7 @@ static int agg_funcs(struct tg_live *lv, const struct tg_aggfile *a, uint32_t fo
 		all[n].file = (const char *)(uintptr_t)i;  /* the function's index, until copied */
 		n++;
 	}
-	if (n)
-		qsort(all, n, sizeof(*all), agg_func_cmp);
-	keep = n < TG_LIVE_FUNCS ? n : TG_LIVE_FUNCS;
-	for (size_t i = 0; i < keep; i++) {
-		const struct tg_agg_rfunc *f = &a->f[(uintptr_t)all[i].file];
-		len += strlen(f->file) + strlen(f->func) + 2;
-	}
-	if (keep && !(names = malloc(len))) {
-		free(all);
-		return tg_error(d, "out of memory");
-	}
-	p = names;
-	for (size_t i = 0; i < keep; i++) {
-		const struct tg_agg_rfunc *f = &a->f[(uintptr_t)all[i].file];
-		all[i].file = strcpy(p, f->file);
-		p += strlen(f->file) + 1;
-		all[i].func = strcpy(p, f->func);
-		p += strlen(f->func) + 1;
-	}
-	free(lv->funcs);
-	free(lv->names);
-	lv->funcs = all;
-	lv->n_funcs = keep;
-	lv->names = names;
-	return 0;
+	return tg_live_keep_funcs(lv, all, n, agg_func_name, a, d);
 }
 
 int tg_live_agg_read(struct tg_live *lv, const char *dir, struct tg_diag *d)
