@@ -158,6 +158,9 @@ static double memg_x(const struct tg_memg_opts *o, const struct tg_time *t,
 	return (double)index;
 }
 
+/* A sampled run's readings of a thread's memory (docs/formats.md). */
+#define MEMG_SAMPLED_SITE "<thread memory>:0:sampled"
+
 int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *df,
 			unsigned thread, FILE *out, struct tg_peaks *peaks,
 			struct tg_memg_stats *st, struct tg_timeaxis *ta, struct tg_diag *d)
@@ -192,7 +195,9 @@ int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *
 			tg_timeaxis_see(ta, x);
 		if (memg_out_of_range(o, x))
 			continue;
-		st->events++;
+		if (!st->events++)
+			st->curve = df->agg_thread || (r.site.len == strlen(MEMG_SAMPLED_SITE)
+				&& !memcmp(r.site.s, MEMG_SAMPLED_SITE, r.site.len));
 		st->moved_kb += fabs((double)r.delta) / 1024.0;
 		memg_stats_see(st, x, memg_cap(tg_bytes_to_milli_kb(r.delta), s.cap_milli));
 		memg_series_add(&s, xs, xlen, r.delta);
@@ -574,7 +579,7 @@ static void memg_script(FILE *f, const struct tg_memg_opts *o,
 {
 	char m[TG_FMT_MILLI_MAX];
 	struct tg_timerange range = { o->has_from, o->has_to, o->from, o->to };
-	size_t i, threads = 0, shown = 0;
+	size_t i, threads = 0, shown = 0, curves = 0;
 	int process = 0;
 
 	for (i = 0; i < n; i++) {
@@ -585,15 +590,23 @@ static void memg_script(FILE *f, const struct tg_memg_opts *o,
 			continue;
 		}
 		threads++;
+		curves += st[i].curve != 0;
 		shown += show[i];
 	}
-	fputs("set title 'Memory by thread: what each call kept (+) or released (-), KB'\n",
-	      f);
+	/* a sampled or aggregate run: every thread's values are readings of its
+	 * memory, not deltas of calls */
+	if (threads && curves == threads)
+		fputs("set title 'Memory by thread: its memory at each reading of its curve, "
+		      "KB'\n", f);
+	else
+		fputs("set title 'Memory by thread: what each call kept (+) or released (-), "
+		      "KB'\n", f);
 	fputs("set key outside right top\nset grid\n", f);
 	if (shown < threads)
 		fprintf(f, "set key title 'top %zu of %zu threads by memory moved'\n", shown,
 			threads);
-	fputs("set ylabel 'Delta per call (KB)'\n", f);
+	fputs(threads && curves == threads ? "set ylabel 'Thread memory (KB)'\n"
+	      : "set ylabel 'Delta per call (KB)'\n", f);
 	if (clip_lo) {
 		tg_fmt_milli(m, clip_lo);
 		fprintf(f, "# one release is far below the rest: off the scale, its label at "

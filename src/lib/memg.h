@@ -58,6 +58,9 @@ struct tg_memg_stats {
 	/* the two largest plotted values and the two lowest (thousandths of KB; 0
 	 * when there are fewer): an outlier among them is kept off the y range */
 	long long hi[2], lo[2];
+	int curve;               /* its records are readings of the thread's memory
+				  * (a sampled run's curve, an aggregate run's
+				  * buckets), not calls' deltas */
 };
 
 /*

@@ -214,6 +214,12 @@ def test_aggregate_runinfo_forms_are_read(form, tmp_path):
         if args[0] in ("summary", "threads"):
             assert "Thread-* (handler)" in r.stdout and "Thread-3 (handler)" in r.stdout, \
                 (args, r.stdout)
+    # memg draws an aggregate run's curves as the threads' memory, not calls
+    gp_dir = tmp_path / "gp"
+    r = cli("memg", "--script-only", "-o", gp_dir, run)
+    assert r.returncode == 0, r.stderr
+    gp = (gp_dir / "memg-plot" / "memg.gp").read_text()
+    assert "its memory at each reading of its curve" in gp and "Thread memory (KB)" in gp
     # live reads an aggregate run's file (rewritten every second while it runs):
     # an entry per thread and per folded family, the calls on their paths
     r = cli("live", "--once", run)

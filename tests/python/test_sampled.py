@@ -293,6 +293,12 @@ def test_commands_read_a_sampled_run(tmp_path):
     for wrong in ("A delta is what", "Returns whose delta", "per recorded return"):
         assert wrong not in page, wrong
     assert "--stack" not in page and "--stack" not in res.stderr, res.stderr
+    # memg's graph says so too: its title and axis are the threads' memory
+    res = cli("memg", "--script-only", "-o", str(tmp_path / "g"), run_dir)
+    assert res.returncode == 0, res.stderr
+    gp = (tmp_path / "g" / "memg-plot" / "memg.gp").read_text()
+    assert "set title 'Memory by thread: its memory at each reading of its curve, KB'" in gp
+    assert "set ylabel 'Thread memory (KB)'" in gp and "call" not in gp, gp
 
 
 ENDED = """
