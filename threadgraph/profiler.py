@@ -553,7 +553,7 @@ class ProcessProfile:
         if any(losses.values()):
             warnings.warn("threadgraph: records lost: %s (runinfo.json)" % describe_losses(losses),
                           RuntimeWarning, stacklevel=3)
-        over = describe_over_limit(self._rec.stats(), self.max_size)
+        over = self.max_size and describe_over_limit(self._rec.stats(), self.max_size)
         if over:
             warnings.warn("threadgraph: %s" % over, RuntimeWarning, stacklevel=3)
 

@@ -84,6 +84,8 @@ tg_thread_table_family_of_unlocked(struct tg_thread_table *tt, uint64_t seq)
 
     if (e != NULL)  /* listed, or folded and kept for the accounting */
         return e->folded ? e->base : NULL;
+    if (tt->n_noted == 0)  /* none (noted may be NULL: no qsort of it) */
+        return NULL;
     if (!tt->noted_sorted) {
         qsort(tt->noted, tt->n_noted, sizeof(*tt->noted), tg_thread_noted_cmp);
         tt->noted_sorted = 1;
