@@ -430,8 +430,9 @@ def test_bad_options_refused_before_the_target_is_touched(tmp_path):
     that does not exist shows that: the usage error comes first)."""
     for options, says in ((["--max-size", "1"], "--max-size"),
                           (["--sampled", "--stack"], "--stack needs a full run"),
-                          (["--aggregate", "--live"], "--aggregate writes"),
-                          (["--sampled", "--live"], "--live follows the binary capture")):
+                          (["--aggregate", "--sampled"], "--aggregate writes"),
+                          (["--format", "text", "--live"], "--live follows the binary capture"),
+                          (["--snapshot-every", "0"], "--snapshot-every")):
         r = subprocess.run(cmd("attach", *options, "999999999"), stderr=subprocess.PIPE,
                            universal_newlines=True, timeout=120)
         assert r.returncode == 2 and says in r.stderr, r.stderr
