@@ -390,6 +390,9 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 		clock_gettime(CLOCK_REALTIME, &ts);
 		if (lv->ended)
 			snprintf(age, sizeof(age), "run ended");
+		else if (!lv->timed)  /* no timestamps: no age to give */
+			snprintf(age, sizeof(age), "%s", rss < 0 ? "not running, no end record"
+				 : "recording");
 		else if (!lv->last_us)
 			snprintf(age, sizeof(age), "%s, no reading yet",
 				 rss < 0 ? "not running, no end record" : "recording");

@@ -151,11 +151,13 @@ out:
 	return ret;
 }
 
-/* One line of CV's file, S[0, LEN) without its newline.  0 or -1. */
-static int curve_line(struct tg_live_curve *cv, const char *s, size_t len, struct tg_diag *d)
+/* One line of CV's file, S[0, LEN) without its newline (with TIME# when
+ * HAS_TIME).  0 or -1. */
+static int curve_line(struct tg_live_curve *cv, const char *s, size_t len, int has_time,
+		      struct tg_diag *d)
 {
 	struct tg_memrec r;
-	const char *why = tg_memrec_parse(&r, s, len, 1);
+	const char *why = tg_memrec_parse(&r, s, len, has_time);
 
 	if (why)
 		return tg_error(d, "%s:%lu: %s", cv->path, cv->lineno + 1, why);
@@ -167,13 +169,14 @@ static int curve_line(struct tg_live_curve *cv, const char *s, size_t len, struc
 	cv->now = r.delta;
 	if (r.delta > cv->peak)
 		cv->peak = r.delta;
-	cv->last_us = (int64_t)(r.time.v * 1e6);
+	if (has_time)
+		cv->last_us = (int64_t)(r.time.v * 1e6);
 	return 0;
 }
 
-/* Reads the whole lines CV's file gained.  A file that shrank (written
+/* Reads the whole lines CV's file gained (their times: HAS_TIME).  A file that shrank (written
  * anew) is read from its start; one that is gone keeps its figures.  0 or -1. */
-static int curve_read(struct tg_live_curve *cv, char *buf, struct tg_diag *d)
+static int curve_read(struct tg_live_curve *cv, char *buf, int has_time, struct tg_diag *d)
 {
 	int fd = open(cv->path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -209,7 +212,7 @@ static int curve_read(struct tg_live_curve *cv, char *buf, struct tg_diag *d)
 			break;  /* nothing more, or a line still being written */
 		}
 		while (p <= end && (nl = memchr(p, '\n', (size_t)(end - p) + 1)) != NULL) {
-			if (curve_line(cv, p, (size_t)(nl - p), d) < 0)
+			if (curve_line(cv, p, (size_t)(nl - p), has_time, d) < 0)
 				goto out;
 			cv->off += nl + 1 - p;
 			p = nl + 1;
@@ -255,7 +258,7 @@ int tg_live_curves_read(struct tg_live *lv, struct tg_live_curves *c, const char
 			free(cv->name);
 			cv->name = copy;
 		}
-		if (curve_read(cv, buf, d) < 0)
+		if (curve_read(cv, buf, !ri.no_time, d) < 0)
 			goto out;
 	}
 	if (c->n && !(threads = calloc(c->n, sizeof(*threads)))) {
@@ -298,7 +301,7 @@ int tg_live_curves_read(struct tg_live *lv, struct tg_live_curves *c, const char
 	lv->memory_mode = 0;
 	lv->curves = 1;
 	lv->ended = ri.ended;
-	lv->timed = 1;
+	lv->timed = !ri.no_time;
 	lv->pid = (uint32_t)ri.pid;
 	if (last_us)
 		lv->last_us = last_us;

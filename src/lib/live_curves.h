@@ -10,7 +10,8 @@
  * allocated minus the bytes it freed since enable()), as old as that
  * reading (a thread gets one per sample, about one per sample_bytes it
  * allocates: a thread that only frees, or idles, keeps its last one); its
- * PEAK the highest reading; the view shows each reading's age.  The figures go
+ * PEAK the highest reading; the view shows each reading's age (none in a run
+ * without timestamps: runinfo.json's "timestamps" false).  The figures go
  * into a struct tg_live (live.h) so that one view draws both kinds of run.
  */
 #ifndef TG_LIVE_CURVES_H

@@ -347,6 +347,9 @@ int tg_run_threads_read(struct tg_run_threads *t, const char *dir, struct tg_dia
 				e = -1;
 			else
 				r.p = num_end;
+		} else if (!strcmp(key, "timestamps")) {
+			t->no_time = r.p < r.end && *r.p == 'f';
+			e = ri_skip(&r);
 		} else if (!strcmp(key, "aggregate")) {
 			t->aggregate = r.p < r.end && *r.p == 't';
 			e = ri_skip(&r);

@@ -30,6 +30,7 @@ struct tg_run_threads {
 					 the key existed), owned */
 	int has_capture;              /* "capture" names a binary capture */
 	int aggregate;                /* "aggregate" is true: aggregate.tga */
+	int no_time;                  /* "timestamps" is false: no TIME# */
 };
 
 /* runinfo.json is read up to this size (a larger one names a huge argv). */

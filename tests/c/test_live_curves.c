@@ -131,6 +131,20 @@ int main(void)
 	CHECK_INT(lv.ended, 1);
 	CHECK(lv.threads[0].ended);
 
+	/* A run without timestamps: readings without TIME#, no time kept. */
+	tg_live_curves_release(&c);
+	tg_live_release(&lv);
+	tg_live_init(&lv);
+	tg_live_curves_init(&c);
+	put("runinfo.json", "w", "{\"pid\": 7, \"timestamps\": false, \"mode\": \"sampled\"}");
+	put("a.mem", "w", "");
+	put("d.mem", "w", "");
+	put("b.mem", "w", "<thread memory>:0:sampled=>300\n<thread memory>:0:sampled=>200\n");
+	CHECK_INT(tg_live_curves_read(&lv, &c, dir, &d), 0);
+	CHECK_INT(lv.timed, 0);
+	t = thread(&lv, "b");
+	CHECK(t && t->now == 200 && t->peak == 300 && t->returns == 2 && t->last_us == 0);
+
 	/* Not a sampled run: a full one, with and without a capture. */
 	put("runinfo.json", "w", "{\"pid\": 1, \"mode\": \"full\", \"capture\": \"capture.tg\"}");
 	CHECK(!tg_live_curves_is_run(dir));

@@ -376,6 +376,29 @@ def test_live_once_reads_a_sampled_runs_curves(tmp_path):
     assert "w1.mem:%d: not a reading of a sampled run's memory curve" % n in r.stderr, r.stderr
 
 
+def test_live_once_reads_a_sampled_run_without_timestamps(tmp_path):
+    prog = tmp_path / "prog.py"
+    prog.write_text(SAMPLED_PROGRAM)
+    gate = tmp_path / "gate"
+    gate.write_text("")
+    cli("run", "--sampled", "--no-timestamps", "--sample-bytes", "4096", "-o",
+        str(tmp_path / "out"), str(prog), str(gate))
+    (run_dir,) = [str(p) for p in (tmp_path / "out").iterdir()]
+    once = cli("live", "--once", run_dir)
+    assert once.splitlines()[0].endswith("run ended"), once
+    rows = {m[0]: m[1:] for m in ROW_NO_AGE.findall(once)}
+    assert sorted(rows) == ["w0", "w1", "w2"], once
+    for name, (now, change, peak, readings) in rows.items():
+        with open(os.path.join(run_dir, name + ".mem")) as f:
+            curve = [int(line.rsplit("=>", 1)[1]) for line in f]
+        assert (now, peak, int(readings)) == (kb(curve[-1]), kb(max(curve)), len(curve))
+
+
+# a row whose LATEST is "-" (no timestamps)
+ROW_NO_AGE = re.compile(r"^[ >](w\d)\s+(\S+ \S+)\s+(\S+ \S+)\s+(\S+ \S+)\s+-\s+(\d+)\s*$",
+                        re.M)
+
+
 def test_live_refuses_a_text_run_clearly(tmp_path):
     prog = tmp_path / "prog.py"
     prog.write_text("x = [bytearray(1000) for _ in range(10)]\n")
