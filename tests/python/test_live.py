@@ -454,7 +454,7 @@ def test_live_follows_an_aggregate_run(tmp_path):
     assert sorted(rows) == ["w0", "w1", "w2"], once
     # Each worker's largest call is the largest of its call paths' (the MAX of
     # its n lines, docs/formats.md "Aggregate"), its calls those counted on
-    # them, its memory now and peak the top of its curve (it only grows).
+    # them, its memory now and peak the top of its curve.
     paths, thread = {}, None
     with open(os.path.join(run_dir, "aggregate.tga")) as f:
         for line in f:
@@ -468,7 +468,10 @@ def test_live_follows_an_aggregate_run(tmp_path):
         assert largest == kb(max(m for _, m in paths[name])), (name, largest)
         assert int(returns) == sum(c for c, _ in paths[name])
         assert re.search(r"^%s: %s calls on " % (name, returns), summary, re.M), summary
-        assert now == peak and mb(now) >= 100 * (int(name[1]) + 1) * 3 * 1000, (name, now)
+        # (a thread frees a few bytes as it ends: NOW, the top of the latest
+        # bucket, may be just below the peak)
+        grown = 100 * (int(name[1]) + 1) * 3 * 1000
+        assert grown <= mb(now) <= mb(peak) and mb(now) >= 0.99 * mb(peak), (name, now, peak)
     assert "top functions by net bytes of their calls, all threads" in once
     assert re.search(r"^\s+\S+ \S+\s+\d+\s+grow\s+\S*prog\.py:\d+$", once, re.M), once
 
