@@ -331,6 +331,11 @@ class ProcessProfile:
                              "max_size and no stream_factory")
         self._filter: Optional[str] = None
         self._forked = False
+        #: pid of the process whose caller says the losses and the over-limit
+        #: itself once disable() returns (threadgraph run's last lines, attach's
+        #: reply): disable() leaves its warnings out there, so that they are
+        #: said once.  A forked child, another pid, still gets them.
+        self._losses_said_by: Optional[int] = None
         self._stack = bool(_options.VALUE_DEFAULTS["track_stack"])
         self._memory = bool(_options.VALUE_DEFAULTS["track_memory"])
         self._sleeps = bool(_options.VALUE_DEFAULTS["track_sleeps"])
@@ -550,6 +555,8 @@ class ProcessProfile:
         for message in errors:
             warnings.warn("threadgraph: output stopped: %s" % message, RuntimeWarning,
                           stacklevel=3)
+        if self._losses_said_by == os.getpid():
+            return  # the caller says them (runinfo.json has them too)
         if any(losses.values()):
             warnings.warn("threadgraph: records lost: %s (runinfo.json)" % describe_losses(losses),
                           RuntimeWarning, stacklevel=3)

@@ -643,3 +643,71 @@ def test_aggregate_curve_starts_at_zero_at_each_attach(tmp_path):
     finally:
         target.stdin.close()
         target.wait(timeout=60)
+
+
+# An endless service of three threads, each allocating and sleeping (a wait
+# that releases the GIL, where gdb finds a safe point).
+SERVICE = r'''
+import threading, time
+def worker(n):
+    local = []
+    while True:
+        local.append(bytearray(20000 * n))
+        if len(local) > 100: local.pop(0)
+        time.sleep(0.005)
+ts = [threading.Thread(target=worker, args=(k,), name="w%d" % k, daemon=True) for k in (1, 2, 3)]
+for t in ts: t.start()
+print("ready", flush=True)
+while True:
+    time.sleep(1)
+'''
+
+
+def mem_lines(run_dir):
+    n = 0
+    for name in os.listdir(run_dir):
+        if name.endswith(".mem"):
+            with open(os.path.join(run_dir, name)) as f:
+                n += sum(1 for _ in f)
+    return n
+
+
+@pytest.mark.parametrize("mode", ["--aggregate", "--sampled"])
+def test_detach_line_says_what_the_mode_wrote(tmp_path, mode):
+    """An aggregate attach writes no record per call and a sampled one writes
+    readings of the threads' curves: the last line says that, from the files
+    (aggregate.tga's call paths, the .mem lines), never "0 records"."""
+    script = tmp_path / "service.py"
+    script.write_text(SERVICE)
+    target = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path),
+                              env=env_with_package(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True)
+    try:
+        assert target.stdout.readline() == "ready\n"
+        attach, _ = start_attach(tmp_path, target.pid, mode)
+        r = subprocess.run(cmd("detach", str(target.pid)), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        rest = attach.communicate(timeout=120)[1]
+        assert attach.returncode == 0, rest
+        run = out_dir(tmp_path, target.pid)
+        last = rest.strip().splitlines()[-1]
+        assert last.startswith("threadgraph: detached from process %d" % target.pid), rest
+        assert " records " not in last, rest
+        if mode == "--aggregate":
+            paths = calls = 0
+            with open(os.path.join(run, "aggregate.tga")) as f:
+                for line in f:
+                    if line.startswith("n "):
+                        paths += 1
+                        calls += int(line.split()[4])
+            assert (" %d call%s in %d call path%s (aggregate.tga) in " % (
+                calls, "" if calls == 1 else "s", paths, "" if paths == 1 else "s")
+                in last), rest
+        else:
+            n = mem_lines(run)
+            assert " %d reading%s of the threads' memory curves in " % (
+                n, "" if n == 1 else "s") in last, rest
+    finally:
+        stop(target)
+    assert "threadgraph" not in target.stderr.read()  # nothing said into the program's
