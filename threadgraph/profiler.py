@@ -642,9 +642,11 @@ class ProcessProfile:
         """{"threads", "records", "stack_records", "dropped", "unwound", "displaced",
         "process_samples", "output_dir", "clock", "capture", "capture_over_limit",
         "monitoring_tool", "monitoring_ids_taken"} of the current or last run ("records" counts
-        returns; the losses: "dropped" the records that could not be written,
-        "unwound" the calls whose return was never seen, "displaced" the times
-        another tool's profile function took a thread; "process_samples" the
+        returns, in sampled mode the readings of the threads' curves, and is 0
+        with aggregate=True, which writes no record; the losses: "dropped" the
+        records that could not be written, "unwound" the calls whose return was
+        never seen, "displaced" the times another tool's profile function took
+        a thread; "process_samples" the
         process.mem samples taken; "capture" is "capture.tg",
         "capture-*.tg" with max_size, or None; "capture_over_limit" the most
         bytes the segments passed max_size by, a segment's head alone being
