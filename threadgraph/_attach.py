@@ -443,6 +443,9 @@ def options_of(opts):
 def attach(opts):
     """Attach to OPTS.pid, record until detach, print what was done.  Returns
     the exit status.  With OPTS.live the live view runs until q, then detach."""
+    from threadgraph._options import parse_size
+    from threadgraph._run import say_losses, what_was_written
+
     pid = opts.pid
     base = os.path.abspath(opts.output or "threadgraph-attach")
     stop = []
@@ -535,12 +538,23 @@ def attach(opts):
             say("process %d ended while detaching; its files are complete in %s/"
                 % (pid, display_path(out_dir)))
             return 0
-        _, threads, records = reply.split()
-        say("detached from process %d in %.2f s: %s thread%s, %s records in %s/ "
+        detach_s = time.monotonic() - detach_started
+        try:
+            stats = json.loads(reply[5:])
+        except ValueError:
+            stats = None
+        if not isinstance(stats, dict):
+            say("detached from process %d in %.2f s; its files are in %s/ (its "
+                "answer was not understood: %r)" % (pid, detach_s, display_path(out_dir),
+                                                    reply[:80]))
+            return 1
+        threads = stats.get("threads", 0)
+        say("detached from process %d in %.2f s: %d thread%s, %s in %s/ "
             "(then: threadgraph memg %s)" % (
-                pid, time.monotonic() - detach_started, threads,
-                "" if threads == "1" else "s", records,
+                pid, detach_s, threads, "" if threads == 1 else "s",
+                what_was_written(stats, out_dir, opts.mode, opts.aggregate, opts.stack),
                 display_path(out_dir), display_path(out_dir)))
+        say_losses(stats, parse_size(opts.max_size))
         return 0
     except Refused as exc:
         say("cannot attach: %s" % exc)

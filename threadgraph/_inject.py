@@ -13,7 +13,8 @@ thread connects to the attaching command's socket ``D/sock``, reads the options
 (enable() installs the recorder on the threads already running and on those
 started later), answers ``ok <output dir>`` and waits.  A ``detach`` line, or the
 end of the connection (the attaching command ended or was killed), disables the
-profile; it answers ``done`` and ends.  If the program ends first, its atexit
+profile; it answers ``done`` with the run's stats() as JSON (what the command
+says of the run: what was written, the losses) and ends.  If the program ends first, its atexit
 disables the profile (the capture is complete, as with ``threadgraph run``) and
 the attaching command sees the connection close.
 
@@ -122,14 +123,16 @@ def _attached(sock, ctl_dir):
         return
     _send(sock, "ok %s" % prof.output_dir)
     _wait_for_detach(sock)
+    # The losses and the over-limit go to the attaching command with the
+    # stats, which says them: not into the program's stderr.
+    prof._losses_said_by = os.getpid()
     prof.disable()
     if not atexit_before:  # registered by this run: taken away again
         import atexit
 
         atexit.unregister(profiler._atexit)
         profiler._HOOKS_INSTALLED = False  # the fork hooks stay (inert)
-    stats = prof.stats()
-    _send(sock, "done %d %d" % (stats.get("threads", 0), stats.get("records", 0)))
+    _send(sock, "done " + json.dumps(prof.stats()))
 
 
 def own_profile_functions(settings):

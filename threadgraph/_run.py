@@ -904,33 +904,74 @@ def _print_next_sampled(out_dir, shown, opts):
     sys.stderr.flush()
 
 
-def print_summary(prof, opts, status):
+def aggregate_totals(path):
+    """(call paths, calls counted, calls not counted) of the aggregate.tga at
+    PATH (docs/formats.md "Aggregate": its n lines and their COUNTs, its t
+    lines' NOT_COUNTED), or None when it cannot be read."""
+    paths = calls = not_counted = 0
+    try:
+        with open(path, "rb") as f:
+            for line in f:
+                if line.startswith(b"n "):
+                    paths += 1
+                    calls += int(line.split()[4])
+                elif line.startswith(b"t "):
+                    not_counted += int(line.split()[2])
+    except (OSError, ValueError, IndexError):
+        return None
+    return paths, calls, not_counted
+
+
+def what_was_written(stats, out_dir, mode, aggregate, stack=False, verb=""):
+    """What a run wrote, in its mode's own terms, for the last line of run and
+    attach (STATS: ProcessProfile.stats()), VERB after the count: a full run's
+    records, a sampled run's readings of the threads' curves (its .mem lines,
+    one per sample of a thread; the call sites' samples are in the
+    snapshots), an aggregate run's calls and call paths (aggregate.tga, read
+    back: it writes no record)."""
+    verb = " " + verb if verb else ""
+    if aggregate:
+        totals = aggregate_totals(os.path.join(out_dir, "aggregate.tga"))
+        if totals is None:
+            return "no aggregate.tga"
+        paths, calls, not_counted = totals
+        return "%d call%s in %d call path%s%s (aggregate.tga%s)" % (
+            calls, "" if calls == 1 else "s", paths, "" if paths == 1 else "s", verb,
+            ", %d more calls not counted: a thread's table full" % not_counted
+            if not_counted else "")
+    readings = stats.get("records", 0)
+    if mode == "sampled":
+        return "%d reading%s of the threads' memory curves%s" % (
+            readings, "" if readings == 1 else "s", verb)
+    return "%d records%s%s" % (readings, verb, " (%d stack records)" % stats["stack_records"]
+                               if stack and "stack_records" in stats else "")
+
+
+def say_losses(stats, max_size, option="--max-size"):
+    """The last lines of run and attach when the run lost records or passed
+    its size limit (disable() leaves its warnings out for them)."""
     from threadgraph.profiler import _losses, describe_losses, describe_over_limit
 
-    stats = prof.stats()
-    out_dir = stats.get("output_dir") or prof.output_dir
-    shown = display_path(out_dir)
     lost = describe_losses(_losses(stats))
-    say(
-        "program exited with status %d; %d thread%s seen, %d records written%s to %s/"
-        % (
-            status,
-            stats.get("threads", 0),
-            "" if stats.get("threads", 0) == 1 else "s",
-            stats.get("records", 0),
-            " (%d stack records)" % stats["stack_records"]
-            if opts.stack and "stack_records" in stats
-            else "",
-            shown,
-        )
-    )
-    _print_next(out_dir, shown, opts)
     if lost:
         # Last, where it is seen: what the files lack (runinfo.json has it by cause).
         say("records lost: %s (runinfo.json)" % lost)
-    over = describe_over_limit(stats, prof.max_size)
+    over = describe_over_limit(stats, max_size)
     if over:
-        say(over.replace("max_size", "--max-size"))
+        say(over.replace("max_size", option))
+
+
+def print_summary(prof, opts, status):
+    stats = prof.stats()
+    out_dir = stats.get("output_dir") or prof.output_dir
+    shown = display_path(out_dir)
+    threads = stats.get("threads", 0)
+    say("program exited with status %d; %d thread%s seen, %s to %s/" % (
+        status, threads, "" if threads == 1 else "s",
+        what_was_written(stats, out_dir, opts.mode, prof.aggregate, opts.stack, "written"),
+        shown))
+    _print_next(out_dir, shown, opts)
+    say_losses(stats, prof.max_size)
 
 
 def _print_next(out_dir, shown, opts):
@@ -1156,7 +1197,10 @@ def main(argv):
             pass  # the program closed or broke its stdout; not ours to report
     finally:
         # Stop recording before printing anything: formatting a traceback allocates,
-        # and that is threadgraph's work, not the program's.
+        # and that is threadgraph's work, not the program's.  The losses and the
+        # over-limit are said by the summary's last lines (in this process).
+        if os.getpid() == main_pid:
+            prof._losses_said_by = main_pid
         prof.disable()
         if viewer is not None:
             end_live_view(viewer)

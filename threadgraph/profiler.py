@@ -331,6 +331,11 @@ class ProcessProfile:
                              "max_size and no stream_factory")
         self._filter: Optional[str] = None
         self._forked = False
+        #: pid of the process whose caller says the losses and the over-limit
+        #: itself once disable() returns (threadgraph run's last lines, attach's
+        #: reply): disable() leaves its warnings out there, so that they are
+        #: said once.  A forked child, another pid, still gets them.
+        self._losses_said_by: Optional[int] = None
         self._stack = bool(_options.VALUE_DEFAULTS["track_stack"])
         self._memory = bool(_options.VALUE_DEFAULTS["track_memory"])
         self._sleeps = bool(_options.VALUE_DEFAULTS["track_sleeps"])
@@ -550,6 +555,8 @@ class ProcessProfile:
         for message in errors:
             warnings.warn("threadgraph: output stopped: %s" % message, RuntimeWarning,
                           stacklevel=3)
+        if self._losses_said_by == os.getpid():
+            return  # the caller says them (runinfo.json has them too)
         if any(losses.values()):
             warnings.warn("threadgraph: records lost: %s (runinfo.json)" % describe_losses(losses),
                           RuntimeWarning, stacklevel=3)
@@ -635,9 +642,11 @@ class ProcessProfile:
         """{"threads", "records", "stack_records", "dropped", "unwound", "displaced",
         "process_samples", "output_dir", "clock", "capture", "capture_over_limit",
         "monitoring_tool", "monitoring_ids_taken"} of the current or last run ("records" counts
-        returns; the losses: "dropped" the records that could not be written,
-        "unwound" the calls whose return was never seen, "displaced" the times
-        another tool's profile function took a thread; "process_samples" the
+        returns, in sampled mode the readings of the threads' curves, and is 0
+        with aggregate=True, which writes no record; the losses: "dropped" the
+        records that could not be written, "unwound" the calls whose return was
+        never seen, "displaced" the times another tool's profile function took
+        a thread; "process_samples" the
         process.mem samples taken; "capture" is "capture.tg",
         "capture-*.tg" with max_size, or None; "capture_over_limit" the most
         bytes the segments passed max_size by, a segment's head alone being

@@ -876,11 +876,18 @@ tg_cap_write_head(struct tg_cap *cap, int fd, uint64_t *size)
 /* The size the current segment may reach before the next one starts: seg_max,
  * or twice its head when that is longer (a head of many threads' open calls
  * would otherwise leave a segment room for one chunk, and every chunk would
- * write a new head), at most max_size.  Lock held. */
+ * write a new head).  Twice the head is cut to max_size while that leaves
+ * seg_max beside the head, so that the limit holds; a head longer than that
+ * passes the limit anyway, and keeps its twice: cut to max_size, a segment
+ * would hold less than seg_max of records (nothing but one chunk once the
+ * head alone is longer than the limit), and a run would write a new head, the
+ * bulk of the bytes, at every chunk.  Lock held. */
 static uint64_t
 tg_cap_seg_target(const struct tg_cap *cap)
 {
-    uint64_t t = cap->seg_head > cap->max_size / 2 ? cap->max_size : 2 * cap->seg_head;
+    uint64_t t = 2 * cap->seg_head;
+    if (t > cap->max_size && cap->seg_head + cap->seg_max <= cap->max_size)
+        t = cap->max_size;
     return t > cap->seg_max ? t : cap->seg_max;
 }
 

@@ -410,16 +410,21 @@ static void test_state(void)
 	state_case(1, 0, NO_LEVELS, 0, 0, "a return without an open call");
 }
 
+#define DEEP_CHUNK 16384  /* stream 2's chunks in write_deep, at most */
+
 /* Writes a run whose THREADS threads (streams 3 on) stay DEPTH calls deep while
  * stream 2 writes ROUNDS chunks; returns the largest total of the segment files
- * seen after each chunk, and *OVER tg_cap_over_limit at the end. */
-static uint64_t write_deep(const char *dir, int threads, int depth, int rounds,
-			   uint64_t *over)
+ * seen after each chunk, and *OVER tg_cap_over_limit at the end; *STARTED (if
+ * not NULL) the segments started while stream 2 wrote, *HEAD the shortest
+ * head of those, *WRITTEN the bytes of stream 2's chunks. */
+static uint64_t write_deep_counted(const char *dir, int threads, int depth, int rounds,
+				   uint64_t *over, uint32_t *started, uint64_t *head,
+				   uint64_t *written)
 {
 	struct tg_cap cap;
-	unsigned char ev[16384], *p;
-	uint64_t total, largest = 0;
-	uint32_t f, g, oldest;
+	unsigned char ev[DEEP_CHUNK], *p;
+	uint64_t total, largest = 0, chunks = 0, shortest = UINT64_MAX;
+	uint32_t f, g, oldest, first;
 	int n;
 
 	tg_cap_init(&cap);
@@ -441,6 +446,7 @@ static uint64_t write_deep(const char *dir, int threads, int depth, int rounds,
 		CHECK_INT(tg_cap_chunk_out(&cap, TG_CAP_CHUNK_EVENTS, (uint32_t)(3 + k), ev,
 					   (size_t)(p - ev)), 0);
 	}
+	first = cap.seg_no;
 	for (int r = 0; r < rounds; r++) {
 		p = ev;
 		while ((size_t)(p - ev) < sizeof(ev) - 8 * TG_CAP_RECORD_MAX) {
@@ -451,12 +457,26 @@ static uint64_t write_deep(const char *dir, int threads, int depth, int rounds,
 		total = segments_size(dir, &n, &oldest);
 		if (total > largest)
 			largest = total;
+		chunks += (uint64_t)(p - ev);
+		if (cap.seg_no != first && cap.seg_head < shortest)
+			shortest = cap.seg_head;
 	}
 	*over = tg_cap_over_limit(&cap);
+	if (started != NULL) {
+		*started = cap.seg_no - first;
+		*head = shortest;
+		*written = chunks;
+	}
 	CHECK(tg_cap_segments_dropped(&cap) > 0);
 	CHECK_INT(tg_cap_finish(&cap, START_US + 99000000), 0);
 	tg_cap_destroy(&cap);
 	return largest;
+}
+
+static uint64_t write_deep(const char *dir, int threads, int depth, int rounds,
+			   uint64_t *over)
+{
+	return write_deep_counted(dir, threads, depth, rounds, over, NULL, NULL, NULL);
 }
 
 /* Heads longer than a segment (threads deep in their calls): the rotation
@@ -485,10 +505,32 @@ static void test_deep_heads(void)
 	rm_dir(dir2);
 }
 
+/* A head longer than the limit allows: a segment still holds about as many
+ * bytes of records as of head (its target is twice its head), so the
+ * segments started grow with the records written, not one per chunk: each
+ * but the last holds more than its head less one chunk of records. */
+static void test_deep_heads_rotate_rarely(void)
+{
+	char dir[] = "/tmp/tg_test_segments_XXXXXX";
+	uint64_t largest, over, head, written;
+	uint32_t started;
+
+	if (!mkdtemp(dir))
+		abort();
+	largest = write_deep_counted(dir, 300, 400, 200, &over, &started, &head, &written);
+	CHECK(head > MAX_SIZE);
+	CHECK(over > 0);
+	CHECK(largest <= MAX_SIZE + over);
+	CHECK(head > 2 * DEEP_CHUNK);
+	CHECK(started > 0 && started <= 1 + written / (head - DEEP_CHUNK));
+	rm_dir(dir);
+}
+
 int main(void)
 {
 	test_state();
 	test_deep_heads();
+	test_deep_heads_rotate_rarely();
 	test_segments(0);
 	if (tg_cap_can_compress())
 		test_segments(1);

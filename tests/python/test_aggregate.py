@@ -595,6 +595,17 @@ def test_run_option(tmp_path):
     # gc.txt too when the collector happened to run
     assert sorted(set(os.listdir(run)) - {"gc.txt"}) == ["aggregate.tga", "runinfo.json"]
     assert "threadgraph summary " in r.stderr and "*.mem" not in r.stderr
+    # The last line of the run says what aggregate.tga holds: no record per call.
+    paths = calls = 0
+    with open(os.path.join(run, "aggregate.tga")) as f:
+        for line in f:
+            if line.startswith("n "):
+                paths += 1
+                calls += int(line.split()[4])
+    assert paths > 0 and calls >= paths
+    assert ("seen, %d calls in %d call paths written (aggregate.tga) to " % (calls, paths)
+            in r.stderr), r.stderr
+    assert "records written" not in r.stderr
     r = cli("folded", "--metric", "delta", run)
     assert r.returncode == 0 and "MainThread;<module>" in r.stdout and ";f (" in r.stdout
     r = subprocess.run([sys.executable, "-m", "threadgraph", "run", "--aggregate", "--sampled",

@@ -643,3 +643,153 @@ def test_aggregate_curve_starts_at_zero_at_each_attach(tmp_path):
     finally:
         target.stdin.close()
         target.wait(timeout=60)
+
+
+# An endless service of three threads, each allocating and sleeping (a wait
+# that releases the GIL, where gdb finds a safe point).
+SERVICE = r'''
+import threading, time
+def worker(n):
+    local = []
+    while True:
+        local.append(bytearray(20000 * n))
+        if len(local) > 100: local.pop(0)
+        time.sleep(0.005)
+ts = [threading.Thread(target=worker, args=(k,), name="w%d" % k, daemon=True) for k in (1, 2, 3)]
+for t in ts: t.start()
+print("ready", flush=True)
+while True:
+    time.sleep(1)
+'''
+
+
+def mem_lines(run_dir):
+    n = 0
+    for name in os.listdir(run_dir):
+        if name.endswith(".mem"):
+            with open(os.path.join(run_dir, name)) as f:
+                n += sum(1 for _ in f)
+    return n
+
+
+@pytest.mark.parametrize("mode", ["--aggregate", "--sampled"])
+def test_detach_line_says_what_the_mode_wrote(tmp_path, mode):
+    """An aggregate attach writes no record per call and a sampled one writes
+    readings of the threads' curves: the last line says that, from the files
+    (aggregate.tga's call paths, the .mem lines), never "0 records"."""
+    script = tmp_path / "service.py"
+    script.write_text(SERVICE)
+    target = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path),
+                              env=env_with_package(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True)
+    try:
+        assert target.stdout.readline() == "ready\n"
+        attach, _ = start_attach(tmp_path, target.pid, mode)
+        r = subprocess.run(cmd("detach", str(target.pid)), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        rest = attach.communicate(timeout=120)[1]
+        assert attach.returncode == 0, rest
+        run = out_dir(tmp_path, target.pid)
+        last = rest.strip().splitlines()[-1]
+        assert last.startswith("threadgraph: detached from process %d" % target.pid), rest
+        assert " records " not in last, rest
+        if mode == "--aggregate":
+            paths = calls = 0
+            with open(os.path.join(run, "aggregate.tga")) as f:
+                for line in f:
+                    if line.startswith("n "):
+                        paths += 1
+                        calls += int(line.split()[4])
+            assert (" %d call%s in %d call path%s (aggregate.tga) in " % (
+                calls, "" if calls == 1 else "s", paths, "" if paths == 1 else "s")
+                in last), rest
+        else:
+            n = mem_lines(run)
+            assert " %d reading%s of the threads' memory curves in " % (
+                n, "" if n == 1 else "s") in last, rest
+    finally:
+        stop(target)
+    assert "threadgraph" not in target.stderr.read()  # nothing said into the program's
+
+
+# Threads started while attached park 900 calls deep while the main thread's
+# records rotate a capture of --max-size 256K: every segment's head repeats
+# their open calls, longer than the limit allows (test_max_size.py's case).
+DEEP_AFTER_ATTACH = r'''
+import select, sys, threading
+
+def wait_for_stdin():
+    # a wait with a timeout: gdb needs a thread that releases the GIL
+    while not select.select([sys.stdin], [], [], 0.05)[0]:
+        pass
+    sys.stdin.readline()
+
+ready = threading.Barrier(121)
+go = threading.Event()
+
+def leaf(i):
+    return i + 1
+
+def down(d):
+    if d:
+        return down(d - 1)
+    for i in range(12000):
+        leaf(i)
+    ready.wait()
+    go.wait()
+
+def churn(i):
+    return [i] * (i % 5)
+
+print("ready", flush=True)
+wait_for_stdin()
+ts = [threading.Thread(target=down, args=(900,), name="d%d" % k) for k in range(120)]
+for t in ts:
+    t.start()
+ready.wait()
+for i in range(200000):
+    churn(i)
+print("churned", flush=True)
+wait_for_stdin()
+go.set()
+for t in ts:
+    t.join()
+'''
+
+
+def test_over_limit_said_by_attach_not_in_the_program(tmp_path):
+    """A capture past its --max-size under attach: the attaching command's last
+    line says by how much, once; the program's stderr gets nothing (disable()
+    runs in the program, whose warning would land there)."""
+    script = tmp_path / "deep.py"
+    script.write_text(DEEP_AFTER_ATTACH)
+    target = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path),
+                              env=env_with_package(), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              universal_newlines=True)
+    try:
+        assert target.stdout.readline() == "ready\n"
+        attach, _ = start_attach(tmp_path, target.pid, "--max-size", "256K")
+        target.stdin.write("go\n")
+        target.stdin.flush()
+        assert target.stdout.readline() == "churned\n"
+        r = subprocess.run(cmd("detach", str(target.pid)), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        rest = attach.communicate(timeout=120)[1]
+        assert attach.returncode == 0, rest
+        with open(os.path.join(out_dir(tmp_path, target.pid), "runinfo.json")) as f:
+            over = json.load(f)["capture_over_limit"]
+        assert over > 0
+        assert rest.count("capture over its size limit") == 1, rest
+        last = rest.strip().splitlines()[-1]
+        assert "capture over its size limit by up to %d bytes" % over in last, rest
+        assert "give a larger --max-size" in last, rest
+        target.stdin.write("end\n")
+        target.stdin.flush()
+        _, err = target.communicate(timeout=120)
+        assert target.returncode == 0, err
+        assert "threadgraph" not in err, err
+    finally:
+        stop(target)

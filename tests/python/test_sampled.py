@@ -241,6 +241,16 @@ def test_run_sampled_summary(tmp_path):
     for wrong in ("top peaks", "growth", "<thread memory>", "a delta is"):
         assert wrong not in err, err
     run_dir = only_dir(tmp_path / "out")
+    # What it wrote, in its own terms: readings of the curves (.mem lines).
+    readings = 0
+    for name in os.listdir(run_dir):
+        if name.endswith(".mem"):
+            with open(os.path.join(run_dir, name)) as f:
+                readings += sum(1 for _ in f)
+    assert readings > 0
+    assert ("threads seen, %d readings of the threads' memory curves written to " % readings
+            in err), err
+    assert "records written" not in err
     peaks = {n: t["peak_bytes"] for n, t in summary_threads(run_dir).items()}
     lines = err.splitlines()
     at = next(i for i, l in enumerate(lines) if l.startswith("threadgraph: memory by thread"))
