@@ -509,33 +509,31 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 	}
 }
 
-/* Whether DIR is a run that writes text dumps only: its runinfo.json gives
- * the run's mode and names no capture (a run of threadgraph 0.x gives no
- * mode: not known). */
-static int live_text_only(const char *dir)
+/* What a run directory's runinfo.json says of the run, read once. */
+struct live_kind {
+	int sampled;    /* a sampled run: its curves (the recorder writes mode at enable()) */
+	int aggregate;  /* an aggregate run (before its first aggregate.tga, written a
+			   second after enable()) */
+	int text_only;  /* a run of text dumps only: the run's mode is given and no
+			   capture named (a run of threadgraph 0.x gives no mode: not known) */
+};
+
+/* Reads DIR's runinfo.json into *k (all 0 without one).  Returns 0, or
+ * TG_EXIT_ERROR with the error printed (out of memory). */
+static int live_kind_read(const char *dir, struct live_kind *k)
 {
 	struct tg_run_threads ri;
 	struct tg_diag d = { 0 };
-	int text;
 
+	memset(k, 0, sizeof(*k));
 	tg_run_threads_init(&ri);
-	text = tg_run_threads_read(&ri, dir, &d) == 0 && ri.mode && !ri.has_capture;
+	if (tg_run_threads_read(&ri, dir, &d) < 0)
+		return error("%s", d.msg);
+	k->sampled = tg_live_curves_is_run(&ri);
+	k->aggregate = ri.aggregate;
+	k->text_only = ri.mode && !ri.has_capture;
 	tg_run_threads_release(&ri);
-	return text;
-}
-
-/* Whether DIR is an aggregate run by its runinfo.json (before its first
- * aggregate.tga, written a second after enable()). */
-static int live_is_aggregate(const char *dir)
-{
-	struct tg_run_threads ri;
-	struct tg_diag d = { 0 };
-	int agg;
-
-	tg_run_threads_init(&ri);
-	agg = tg_run_threads_read(&ri, dir, &d) == 0 && ri.aggregate;
-	tg_run_threads_release(&ri);
-	return agg;
+	return 0;
 }
 
 /* The status line after a reading: empty, or, of a capture of limited size,
@@ -732,6 +730,7 @@ int cmd_live(int argc, char **argv)
 	struct live_view v = { 0 };
 	const char *sort = NULL;
 	int once = 0, nargs, ret, missing, is_dir;
+	struct live_kind kind = { 0 };
 	struct stat st;
 	const struct tg_option opts[] = {
 		{ "once", 0, TG_OPT_BOOL, &once, NULL, NULL,
@@ -770,15 +769,17 @@ int cmd_live(int argc, char **argv)
 	errno = 0;
 	missing = stat(argv[0], &st) != 0 && errno == ENOENT;
 	is_dir = !missing && errno == 0 && S_ISDIR(st.st_mode);
-	if (is_dir && tg_live_curves_is_run(argv[0])) {
+	if (is_dir && (ret = live_kind_read(argv[0], &kind)) != 0)
+		return ret;
+	if (kind.sampled) {
 		v.sampled = 1;  /* its curves, read as they grow */
-	} else if (is_dir && (tg_aggfile_is_run(argv[0]) || live_is_aggregate(argv[0]))) {
+	} else if (is_dir && (tg_aggfile_is_run(argv[0]) || kind.aggregate)) {
 		v.agg = 1;      /* its aggregate.tga, rewritten every second */
 	} else if (!is_dir && tg_aggfile_is_run(argv[0])) {
 		return error("'%s' is an aggregate file: give live its run directory", argv[0]);
 	} else if (is_dir && tg_capture_detect(argv[0], &v.capture)) {
 		;  /* its capture.tg, or its segments (--max-size) */
-	} else if (is_dir && live_text_only(argv[0])) {
+	} else if (kind.text_only) {
 		return error("'%s' is a run of text dumps (--format text): live reads a binary "
 			     "capture, or a sampled run's curves; record with --format binary or "
 			     "both", argv[0]);
