@@ -32,7 +32,10 @@
 #include "snapshot.h"
 #include "tg_format.h"
 
-static const char live_usage[] = "threadgraph live [options] RUN_DIR|PID";
+static const char live_usage[] =
+	"threadgraph live [--sort KEY] RUN_DIR\n"
+	"       threadgraph live [attach options] PID\n"
+	"       threadgraph live --once [--sort KEY] RUN_DIR";
 
 #define LIVE_REFRESH_MS 1000
 #define LIVE_FUNCS_SHOWN 8
