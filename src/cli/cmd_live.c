@@ -358,7 +358,8 @@ static void live_draw_func(FILE *f, const struct tg_live_func *fn, int width, co
 }
 
 /* A curve reading's age, at T_US: "2.4 s" before now (the run goes on) or
- * before the run's latest reading (it ended), "-" before any. */
+ * before the run's end (runinfo.json's end_time; the run's newest reading when
+ * that is not known, or earlier), "-" before any. */
 static void live_age(char *buf, size_t n, const struct tg_live *lv, int64_t t_us)
 {
 	struct timespec ts;
@@ -369,7 +370,12 @@ static void live_age(char *buf, size_t n, const struct tg_live *lv, int64_t t_us
 		return;
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ref = lv->ended ? lv->last_us : (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	/* an ended run: the age a thread's NOW had when the run ended, so that a
+	 * thread that stopped allocating long before shows it */
+	if (lv->ended)
+		ref = lv->end_us > lv->last_us ? lv->end_us : lv->last_us;
+	else
+		ref = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 	snprintf(buf, n, "%.1f s", (double)(ref - t_us) / 1e6);
 }
 
@@ -442,9 +448,11 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 		live_bytes(b, sizeof(b), lv->process_bytes, 0);
 	else
 		snprintf(b, sizeof(b), "-");
+	/* a sampled run's NOW is each thread's latest reading, which LATEST dates */
 	live_line(f, tty ? cols - 1 : 0, eol,
-		  "process: RSS %s%s  threads %zu  their memory now %s", b,
-		  rss < 0 && lv->has_process ? " (last sample)" : "", lv->n_threads, a);
+		  "process: RSS %s%s  threads %zu  their memory %s %s", b,
+		  rss < 0 && lv->has_process ? " (last sample)" : "", lv->n_threads,
+		  lv->curves ? "at their latest readings" : "now", a);
 	used++;
 	if (v->status[0]) {
 		live_line(f, tty ? cols - 1 : 0, eol, "%s", v->status);

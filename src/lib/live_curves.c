@@ -294,6 +294,7 @@ int tg_live_curves_read(struct tg_live *lv, struct tg_live_curves *c, const char
 	lv->memory_mode = 0;
 	lv->curves = 1;
 	lv->ended = ri.ended;
+	lv->end_us = ri.end_us;
 	lv->timed = !ri.no_time;
 	lv->pid = (uint32_t)ri.pid;
 	if (last_us)

@@ -129,7 +129,11 @@ int main(void)
 	put("runinfo.json", "w", "{\"pid\": 4242, \"end_time\": 9.25, \"mode\": \"sampled\"}\n");
 	CHECK_INT(tg_live_curves_read(&lv, &c, dir, &d), 0);
 	CHECK_INT(lv.ended, 1);
+	CHECK(lv.end_us == 9250000);  /* the readings' ages are taken at the end */
 	CHECK(lv.threads[0].ended);
+	put("runinfo.json", "w", "{\"pid\": 4242, \"end_time\": 1e300, \"mode\": \"sampled\"}\n");
+	CHECK_INT(tg_live_curves_read(&lv, &c, dir, &d), 0);
+	CHECK(lv.ended && lv.end_us == 0);  /* not a time: not known */
 
 	/* A run without timestamps: readings without TIME#, no time kept. */
 	tg_live_curves_release(&c);
