@@ -582,7 +582,7 @@ int tg_decorate_run(const char *mem_path, const char *stack_path, const char *ev
 		/* the time rule would take an earlier call of the function */
 		tg_error(d, "the call that line %lu of '%s' returns from began before the first "
 			 "record of '%s' (%s), so its subtree is not there; choose a call that "
-			 "began inside them", lineno, mem_path, stack_path,
+			 "began inside the files", lineno, mem_path, stack_path,
 			 before >= 0 ? "an export of a capture of limited size: its runinfo.json "
 				       "gives the calls open where the files begin" :
 				       "its first record's depth gives the calls open before it");
