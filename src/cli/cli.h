@@ -60,10 +60,10 @@ struct tg_graph_args {
 	char gnuplot[4096];   /* the gnuplot found (po->gnuplot points here) */
 };
 
-#define TG_GRAPH_OPTIONS(g) \
+/* WRITES: what -o's DIR receives, a string literal ("the graph and its legend"). */
+#define TG_GRAPH_OPTIONS(g, writes) \
 	{ "output", 'o', TG_OPT_STRING, &(g)->outdir, NULL, "DIR", \
-	  "write the graph and its legend into DIR, created if missing (default: the " \
-	  "current directory)" }, \
+	  "write " writes " into DIR, created if missing (default: the current directory)" }, \
 	{ "keep", 0, TG_OPT_BOOL, &(g)->keep, NULL, NULL, \
 	  "keep the gnuplot script and data files (in DIR/NAME-plot/)" }, \
 	{ "terminal", 0, TG_OPT_STRING, &(g)->terminal, NULL, "TERM", \

@@ -9,7 +9,8 @@
 #include "decorate.h"
 
 static const char decorate_usage[] =
-	"threadgraph decorate-stack [options] MEM STACK EVENT | RUN_DIR THREAD EVENT";
+	"threadgraph decorate-stack [options] MEM STACK EVENT\n"
+	"       threadgraph decorate-stack [options] RUN_DIR THREAD EVENT";
 
 static void decorate_step(void *ctx, const char *msg)
 {

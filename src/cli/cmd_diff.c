@@ -6,7 +6,9 @@
 #include "acct_out.h"
 #include "cli.h"
 
-static const char diff_usage[] = "threadgraph diff [options] --base A B";
+static const char diff_usage[] =
+	"threadgraph diff --base A [--top N] [--depth N] [--merge-threads | --per-thread] "
+	"[--strict] B";
 
 int cmd_diff(int argc, char **argv)
 {

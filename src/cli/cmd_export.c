@@ -23,8 +23,10 @@
 #include "xprof.h"
 
 static const char export_usage[] =
-	"threadgraph export [options] RUN_DIR|CAPTURE\n"
-	"       threadgraph export --pprof -o FILE.pb.gz [--speedscope FILE.json] RUN_DIR|SNAPSHOT";
+	"threadgraph export [-o DIR] [-q] [--max-output MIB] RUN_DIR|CAPTURE\n"
+	"       threadgraph export --pprof -o FILE.pb.gz [--speedscope FILE.json [--metric alloc|live]] "
+	"[-q] RUN_DIR|SNAPSHOT\n"
+	"       threadgraph export --speedscope FILE.json [--metric alloc|live] [-q] RUN_DIR|SNAPSHOT";
 
 /* What export_profiles writes. */
 struct export_prof_args {

@@ -11,7 +11,10 @@
 #include "flamesvg.h"
 #include "fold_cli.h"
 
-static const char flamegraph_usage[] = "threadgraph flamegraph [options] RUN_DIR";
+static const char flamegraph_usage[] =
+	"threadgraph flamegraph [-o FILE] [--metric M] [--thread NAME | --merge-threads] "
+	"[--max-depth N] [--no-stitch] [--title TEXT] [--width PX] [--min-width PX] [--no_time] "
+	"[--strict] RUN_DIR";
 
 int cmd_flamegraph(int argc, char **argv)
 {

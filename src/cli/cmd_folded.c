@@ -8,7 +8,9 @@
 #include "fold.h"
 #include "fold_cli.h"
 
-static const char folded_usage[] = "threadgraph folded [options] RUN_DIR";
+static const char folded_usage[] =
+	"threadgraph folded [--metric M] [--thread NAME | --merge-threads] [--max-depth N] "
+	"[--no-stitch] [--max-output MIB] [--no_time] [--strict] RUN_DIR";
 
 /* Default of --max-output: more text than any flame graph tool takes in. */
 #define TG_FOLDED_MAX_MIB 1024

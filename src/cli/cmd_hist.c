@@ -6,7 +6,9 @@
 
 #include <string.h>
 
-static const char hist_usage[] = "threadgraph hist [options] DIR";
+static const char hist_usage[] =
+	"threadgraph hist [-o DIR] [--terminal TERM] [--size WxH] [--keep] [--script-only] "
+	"[--no-graph] [--thread NAME] [--strict] RUN_DIR";
 
 int cmd_hist(int argc, char **argv)
 {
@@ -19,7 +21,7 @@ int cmd_hist(int argc, char **argv)
 	const char *thread = NULL;
 	int nargs, ret, no_graph = 0;
 	const struct tg_option opts[] = {
-		TG_GRAPH_OPTIONS(&g),
+		TG_GRAPH_OPTIONS(&g, "the graph"),
 		{ "no-graph", 0, TG_OPT_BOOL, &no_graph, NULL, NULL,
 		  "print the table only, write no graph" },
 		{ "thread", 0, TG_OPT_STRING, &thread, NULL, "NAME",

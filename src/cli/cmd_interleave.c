@@ -22,7 +22,7 @@ int cmd_interleave(int argc, char **argv)
 		{ "time_to", 0, TG_OPT_STRING, &p.time_to, NULL, "TIME",
 		  "end at TIME (same formats, local time)" },
 		TG_COMMON_OPTIONS(&c),
-		TG_GRAPH_OPTIONS(&g),
+		TG_GRAPH_OPTIONS(&g, "the graph and its legend (interleave.txt)"),
 		TG_TIME_AXIS_OPTION(&g),
 		TG_OPT_END_ROW,
 	};

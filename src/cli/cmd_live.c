@@ -32,7 +32,10 @@
 #include "snapshot.h"
 #include "tg_format.h"
 
-static const char live_usage[] = "threadgraph live [options] RUN_DIR|PID";
+static const char live_usage[] =
+	"threadgraph live [--sort KEY] RUN_DIR\n"
+	"       threadgraph live [attach options] PID\n"
+	"       threadgraph live --once [--sort KEY] RUN_DIR";
 
 #define LIVE_REFRESH_MS 1000
 #define LIVE_FUNCS_SHOWN 8
@@ -355,7 +358,8 @@ static void live_draw_func(FILE *f, const struct tg_live_func *fn, int width, co
 }
 
 /* A curve reading's age, at T_US: "2.4 s" before now (the run goes on) or
- * before the run's latest reading (it ended), "-" before any. */
+ * before the run's end (runinfo.json's end_time; the run's newest reading when
+ * that is not known, or earlier), "-" before any. */
 static void live_age(char *buf, size_t n, const struct tg_live *lv, int64_t t_us)
 {
 	struct timespec ts;
@@ -366,7 +370,12 @@ static void live_age(char *buf, size_t n, const struct tg_live *lv, int64_t t_us
 		return;
 	}
 	clock_gettime(CLOCK_REALTIME, &ts);
-	ref = lv->ended ? lv->last_us : (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	/* an ended run: the age a thread's NOW had when the run ended, so that a
+	 * thread that stopped allocating long before shows it */
+	if (lv->ended)
+		ref = lv->end_us > lv->last_us ? lv->end_us : lv->last_us;
+	else
+		ref = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 	snprintf(buf, n, "%.1f s", (double)(ref - t_us) / 1e6);
 }
 
@@ -439,9 +448,11 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 		live_bytes(b, sizeof(b), lv->process_bytes, 0);
 	else
 		snprintf(b, sizeof(b), "-");
+	/* a sampled run's NOW is each thread's latest reading, which LATEST dates */
 	live_line(f, tty ? cols - 1 : 0, eol,
-		  "process: RSS %s%s  threads %zu  their memory now %s", b,
-		  rss < 0 && lv->has_process ? " (last sample)" : "", lv->n_threads, a);
+		  "process: RSS %s%s  threads %zu  their memory %s %s", b,
+		  rss < 0 && lv->has_process ? " (last sample)" : "", lv->n_threads,
+		  lv->curves ? "at their latest readings" : "now", a);
 	used++;
 	if (v->status[0]) {
 		live_line(f, tty ? cols - 1 : 0, eol, "%s", v->status);
@@ -509,33 +520,31 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 	}
 }
 
-/* Whether DIR is a run that writes text dumps only: its runinfo.json gives
- * the run's mode and names no capture (a run of threadgraph 0.x gives no
- * mode: not known). */
-static int live_text_only(const char *dir)
+/* What a run directory's runinfo.json says of the run, read once. */
+struct live_kind {
+	int sampled;    /* a sampled run: its curves (the recorder writes mode at enable()) */
+	int aggregate;  /* an aggregate run (before its first aggregate.tga, written a
+			   second after enable()) */
+	int text_only;  /* a run of text dumps only: the run's mode is given and no
+			   capture named (a run of threadgraph 0.x gives no mode: not known) */
+};
+
+/* Reads DIR's runinfo.json into *k (all 0 without one).  Returns 0, or
+ * TG_EXIT_ERROR with the error printed (out of memory). */
+static int live_kind_read(const char *dir, struct live_kind *k)
 {
 	struct tg_run_threads ri;
 	struct tg_diag d = { 0 };
-	int text;
 
+	memset(k, 0, sizeof(*k));
 	tg_run_threads_init(&ri);
-	text = tg_run_threads_read(&ri, dir, &d) == 0 && ri.mode && !ri.has_capture;
+	if (tg_run_threads_read(&ri, dir, &d) < 0)
+		return error("%s", d.msg);
+	k->sampled = tg_live_curves_is_run(&ri);
+	k->aggregate = ri.aggregate;
+	k->text_only = ri.mode && !ri.has_capture;
 	tg_run_threads_release(&ri);
-	return text;
-}
-
-/* Whether DIR is an aggregate run by its runinfo.json (before its first
- * aggregate.tga, written a second after enable()). */
-static int live_is_aggregate(const char *dir)
-{
-	struct tg_run_threads ri;
-	struct tg_diag d = { 0 };
-	int agg;
-
-	tg_run_threads_init(&ri);
-	agg = tg_run_threads_read(&ri, dir, &d) == 0 && ri.aggregate;
-	tg_run_threads_release(&ri);
-	return agg;
+	return 0;
 }
 
 /* The status line after a reading: empty, or, of a capture of limited size,
@@ -732,6 +741,7 @@ int cmd_live(int argc, char **argv)
 	struct live_view v = { 0 };
 	const char *sort = NULL;
 	int once = 0, nargs, ret, missing, is_dir;
+	struct live_kind kind = { 0 };
 	struct stat st;
 	const struct tg_option opts[] = {
 		{ "once", 0, TG_OPT_BOOL, &once, NULL, NULL,
@@ -770,15 +780,17 @@ int cmd_live(int argc, char **argv)
 	errno = 0;
 	missing = stat(argv[0], &st) != 0 && errno == ENOENT;
 	is_dir = !missing && errno == 0 && S_ISDIR(st.st_mode);
-	if (is_dir && tg_live_curves_is_run(argv[0])) {
+	if (is_dir && (ret = live_kind_read(argv[0], &kind)) != 0)
+		return ret;
+	if (kind.sampled) {
 		v.sampled = 1;  /* its curves, read as they grow */
-	} else if (is_dir && (tg_aggfile_is_run(argv[0]) || live_is_aggregate(argv[0]))) {
+	} else if (is_dir && (tg_aggfile_is_run(argv[0]) || kind.aggregate)) {
 		v.agg = 1;      /* its aggregate.tga, rewritten every second */
 	} else if (!is_dir && tg_aggfile_is_run(argv[0])) {
 		return error("'%s' is an aggregate file: give live its run directory", argv[0]);
 	} else if (is_dir && tg_capture_detect(argv[0], &v.capture)) {
 		;  /* its capture.tg, or its segments (--max-size) */
-	} else if (is_dir && live_text_only(argv[0])) {
+	} else if (kind.text_only) {
 		return error("'%s' is a run of text dumps (--format text): live reads a binary "
 			     "capture, or a sampled run's curves; record with --format binary or "
 			     "both", argv[0]);

@@ -37,7 +37,7 @@ int cmd_memg(int argc, char **argv)
 		  "rest in grey (default 20)" },
 		TG_PEAK_OPTIONS(&p),
 		TG_COMMON_OPTIONS(&c),
-		TG_GRAPH_OPTIONS(&g),
+		TG_GRAPH_OPTIONS(&g, "the graph and its legend (memg.txt)"),
 		TG_TIME_AXIS_OPTION(&g),
 		TG_OPT_END_ROW,
 	};

@@ -15,7 +15,7 @@ int cmd_memh(int argc, char **argv)
 	int nargs, ret;
 	const struct tg_option opts[] = {
 		TG_COMMON_OPTIONS(&c),
-		TG_GRAPH_OPTIONS(&g),
+		TG_GRAPH_OPTIONS(&g, "the graph and its legend (memh.txt)"),
 		TG_OPT_END_ROW,
 	};
 

@@ -15,7 +15,7 @@ int cmd_nesting(int argc, char **argv)
 	int nargs, ret;
 	const struct tg_option opts[] = {
 		TG_COMMON_OPTIONS(&c),
-		TG_GRAPH_OPTIONS(&g),
+		TG_GRAPH_OPTIONS(&g, "the graph"),
 		TG_TIME_AXIS_OPTION(&g),
 		TG_OPT_END_ROW,
 	};

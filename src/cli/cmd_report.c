@@ -13,7 +13,10 @@
 #include "gnuplot.h"
 #include "report.h"
 
-static const char report_usage[] = "threadgraph report [options] RUN_DIR";
+static const char report_usage[] =
+	"threadgraph report [-o FILE] [--metric M] [--max-lines N] [--no-stitch] [--process] "
+	"[--process_rebase N] [--peak N] [--peak_delta_time S] [--peak_delta_value N] "
+	"[--time_from TIME] [--time_to TIME] [--no_time] [--strict] RUN_DIR";
 
 static void report_note(void *ctx, const char *msg)
 {

@@ -10,7 +10,7 @@
 #include "fmt.h"
 #include "linereader.h"
 
-static const char summary_usage[] = "threadgraph summary [options] DIR";
+static const char summary_usage[] = "threadgraph summary [--json] [--strict] RUN_DIR";
 
 /* Copies FILE (plain or gzip) to stdout, terminal-unsafe text as JSON \u
  * escapes (tg_fputs_json_safe). */
@@ -50,7 +50,7 @@ int cmd_summary(int argc, char **argv)
 			       "Prints the allocation summary of a run made with accounting on:\n"
 			       "bytes requested and freed, allocation and free calls, bytes live "
 			       "at the end\nand peak bytes in use, for the process, each thread "
-			       "and each window.\nDIR is the run directory (or its summary.txt[.gz]).",
+			       "and each window.\nRUN_DIR is the run directory (or its summary.txt[.gz]).",
 			       &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;

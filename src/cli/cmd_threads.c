@@ -7,7 +7,8 @@
 #include "cli.h"
 #include "threads.h"
 
-static const char threads_usage[] = "threadgraph threads [options] RUN_DIR";
+static const char threads_usage[] =
+	"threadgraph threads [--json] [--no_time] [--strict] RUN_DIR";
 
 int cmd_threads(int argc, char **argv)
 {

@@ -6,7 +6,9 @@
 #include "acct_out.h"
 #include "cli.h"
 
-static const char top_usage[] = "threadgraph top [options] SNAPSHOT";
+static const char top_usage[] =
+	"threadgraph top [--top N] [--sort live|total] [--depth N] [--merge-threads] [--strict] "
+	"SNAPSHOT";
 
 /* Sort keys. */
 static const struct {

@@ -14,12 +14,15 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "decorate.h"
 #include "fmt.h"
 #include "linereader.h"
 #include "records.h"
 #include "recsrc.h"
+#include "runinfo.h"
+#include "tg_format.h"
 
 /* One call of the subtree. */
 struct dec_node {
@@ -261,11 +264,16 @@ static int dec_count_records(const char *path, unsigned long lineno, unsigned lo
 /*
  * Finds in *call_line the stack line of the k-th call to close: a record at
  * depth D closes the open calls at depth D or deeper, deepest first, and the end
- * of the file closes the rest.  Holds only the open calls.  Returns 1 when
- * found, 0 when fewer than k calls close, -1 on error.
+ * of the file closes the rest.  `before` calls, at depths 0 to before - 1, are
+ * open where the file begins (an export of a capture's kept segments says how
+ * many: runinfo.json's open_at_start); -1 takes the first record's depth, as
+ * folded reads text dumps.  They close as the file's calls do, but have no line.
+ * Holds only the open calls of the file.  Returns 1 when found, 2 when the k-th
+ * call to close is one of those begun before the file, 0 when fewer than k
+ * calls close, -1 on error.
  */
-static int dec_kth_closed_call(const char *path, unsigned long k, unsigned long *call_line,
-			       struct tg_diag *d)
+static int dec_kth_closed_call(const char *path, unsigned long k, long long before,
+			       unsigned long *call_line, struct tg_diag *d)
 {
 	struct tg_lr lr;
 	struct tg_stackrec r;
@@ -273,16 +281,31 @@ static int dec_kth_closed_call(const char *path, unsigned long k, unsigned long 
 	size_t len, top = 0, alloc = 0;
 	struct { unsigned depth; unsigned long lineno; } *open = NULL;
 	unsigned long closed = 0;
-	int got, ret = -1;
+	/* the calls begun before the file still open: depths 0 to pre - 1,
+	 * counted, not held (runinfo.json may give any number) */
+	unsigned long long pre = before > 0 ? (unsigned long long)before : 0;
+	int got, ret = -1, started = before >= 0;
 
 	if (tg_lr_open(&lr, path, 0, d) < 0)
 		return -1;
 	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0) {
 		if (tg_lr_bad(&lr) || tg_stackrec_parse(&r, line, len, 1))
 			continue;
+		if (!started) {
+			started = 1;
+			pre = r.depth;
+		}
 		while (top && open[top - 1].depth >= r.depth)
 			if (++closed, top--, closed == k)
 				goto found;
+		if (!top && pre > r.depth) {
+			if (pre - r.depth >= k - closed) {
+				ret = 2;
+				goto release;
+			}
+			closed += (unsigned long)(pre - r.depth);
+			pre = r.depth;
+		}
 		if (top == alloc) {
 			size_t na = alloc ? alloc * 2 : 64;
 			void *nv = realloc(open, na * sizeof(*open));
@@ -303,6 +326,8 @@ static int dec_kth_closed_call(const char *path, unsigned long k, unsigned long 
 	while (top)
 		if (++closed, top--, closed == k)
 			goto found;
+	if (pre >= k - closed)
+		ret = 2;
 	goto release;
 found:
 	*call_line = open[top].lineno;
@@ -310,6 +335,60 @@ found:
 release:
 	free(open);
 	tg_lr_release(&lr);
+	return ret;
+}
+
+/* The directory of path ("." for a bare name), malloc'ed, or NULL (memory). */
+static char *dec_dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return strdup(".");
+	return strndup(path, slash > path ? (size_t)(slash - path) : 1);
+}
+
+/*
+ * The calls open where the dumps begin, as the runinfo.json beside them gives
+ * it for the thread of mem_path (an export of a capture's kept segments writes
+ * open_at_start): -1 when it gives none, when the two files are not in the same
+ * directory, or when mem_path is not a THREAD.mem; -2 when out of memory
+ * (d->msg set).
+ */
+static long long dec_open_at_start(const char *mem_path, const char *stack_path,
+				   struct tg_diag *d)
+{
+	const char *slash = strrchr(mem_path, '/'), *base = slash ? slash + 1 : mem_path;
+	size_t blen = strlen(base), slen = strlen(TG_MEM_SUFFIX);
+	char *dir = NULL, *sdir = NULL, *name = NULL;
+	struct tg_run_threads info;
+	const struct tg_run_thread *t;
+	struct stat a, b;
+	long long ret = -1;
+
+	tg_run_threads_init(&info);
+	if (blen <= slen || strcmp(base + blen - slen, TG_MEM_SUFFIX))
+		return -1;
+	if (!(dir = dec_dir_of(mem_path)) || !(sdir = dec_dir_of(stack_path)) ||
+	    !(name = strndup(base, blen - slen))) {
+		tg_error(d, "out of memory");
+		ret = -2;
+		goto out;
+	}
+	if (stat(dir, &a) < 0 || stat(sdir, &b) < 0 || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino)
+		goto out;
+	if (tg_run_threads_read(&info, dir, d) < 0) {
+		ret = -2;
+		goto out;
+	}
+	if ((t = tg_run_threads_find(&info, name)))
+		ret = t->open_at_start;
+out:
+	tg_run_threads_release(&info);
+	free(dir);
+	free(sdir);
+	free(name);
 	return ret;
 }
 
@@ -484,6 +563,7 @@ int tg_decorate_run(const char *mem_path, const char *stack_path, const char *ev
 	struct tg_memrec ev;
 	char *evcopy = NULL;
 	unsigned long lineno, k, call_line = 0;
+	long long before;
 	int found;
 	size_t start = 0, i;
 	int ret = -1;
@@ -494,9 +574,21 @@ int tg_decorate_run(const char *mem_path, const char *stack_path, const char *ev
 	    dec_read_event(mem_path, lineno, &ev, &evcopy, d) < 0)
 		goto out;
 	dec_step(r, "Scanning stack file looking for a matching event.");
-	if (dec_count_records(mem_path, lineno, &k, d) < 0 ||
-	    (found = dec_kth_closed_call(stack_path, k, &call_line, d)) < 0 ||
-	    (found && dec_scan_stack(&s, stack_path, &ev.file, &ev.func, 0, call_line, d) < 0))
+	if ((before = dec_open_at_start(mem_path, stack_path, d)) < -1 ||
+	    dec_count_records(mem_path, lineno, &k, d) < 0 ||
+	    (found = dec_kth_closed_call(stack_path, k, before, &call_line, d)) < 0)
+		goto out;
+	if (found == 2) {
+		/* the time rule would take an earlier call of the function */
+		tg_error(d, "the call that line %lu of '%s' returns from began before the first "
+			 "record of '%s' (%s), so its subtree is not there; choose a call that "
+			 "began inside the files", lineno, mem_path, stack_path,
+			 before >= 0 ? "an export of a capture of limited size: its runinfo.json "
+				       "gives the calls open where the files begin" :
+				       "its first record's depth gives the calls open before it");
+		goto out;
+	}
+	if (found && dec_scan_stack(&s, stack_path, &ev.file, &ev.func, 0, call_line, d) < 0)
 		goto out;
 	if (!s.n && dec_scan_stack(&s, stack_path, &ev.file, &ev.func,
 				   tg_time_exact(&ev.time.text), 0, d) < 0)

@@ -3,7 +3,11 @@
  * memory of the matching .mem events (the decorate-stack command).
  *
  * The event, the K-th valid .mem record, returns from the K-th call to close in
- * the .stack dump (calls and returns pair up).  If that call is not of the
+ * the .stack dump (calls and returns pair up), counting the calls open where the
+ * dumps begin, which the .stack does not hold: as many as the runinfo.json beside
+ * them says (open_at_start, an export of a capture's kept segments), else the
+ * first .stack line's depth.  An event returning from one of those is an error.
+ * If that call is not of the
  * event's FILE and FUNCTION (dumps whose pairing is broken), the call is the
  * original's choice: the last .stack line of that FILE and FUNCTION with time
  * <= the event's.  Its subtree is that line and the following deeper lines.  Its K calls, in post-order, pair with the K
@@ -45,7 +49,8 @@ int tg_decorate_find_event(const char *mem_path, const char *event, unsigned lon
  * Finds the event (as tg_decorate_find_event) and writes its decorated subtree
  * to out, one line per call in pre-order:
  *   INDENT*depth FUNCTION@FILE:START-END, Time: SECONDS s, Memory: DELTA B
- * SECONDS is printed as Python's repr(float).  Needs timestamped dumps.
+ * SECONDS is printed as Python's repr(float).  Needs timestamped dumps.  Reads
+ * the runinfo.json of the directory holding both files, if any.
  * Returns 0 or -1 (d->msg set).
  */
 int tg_decorate_run(const char *mem_path, const char *stack_path, const char *event,

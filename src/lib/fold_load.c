@@ -274,13 +274,18 @@ static uint64_t load_site_hash(const struct tg_str *file, const struct tg_str *f
 
 /* Closes the innermost call open before the first .stack record: its .mem
  * record is read and left out (the call is not in the tree, and its DELTA
- * holds what its callees did before the dumps begin).  0 or -1. */
+ * holds what its callees did before the dumps begin).  With the .mem read to
+ * its end, none of them returned: all are forgotten at once, so that a count
+ * of any size (runinfo.json's open_at_start) is not stepped through.  0 or -1. */
 static int load_close_before(struct load_thread *t, struct tg_diag *d)
 {
 	struct tg_memrec r;
 	int got = tg_src_next_mem(&t->mem, &r, d);
 
-	t->before--;
+	if (got == 0)
+		t->before = 0;
+	else
+		t->before--;
 	return got < 0 ? -1 : 0;
 }
 

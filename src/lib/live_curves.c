@@ -35,16 +35,9 @@ void tg_live_curves_release(struct tg_live_curves *c)
 	tg_live_curves_init(c);
 }
 
-int tg_live_curves_is_run(const char *dir)
+int tg_live_curves_is_run(const struct tg_run_threads *ri)
 {
-	struct tg_run_threads ri;
-	struct tg_diag d = { 0 };
-	int is;
-
-	tg_run_threads_init(&ri);
-	is = tg_run_threads_read(&ri, dir, &d) == 0 && ri.mode && strcmp(ri.mode, "sampled") == 0;
-	tg_run_threads_release(&ri);
-	return is;
+	return ri->mode && strcmp(ri->mode, "sampled") == 0;
 }
 
 /* The name runinfo.json gives the thread whose .mem file is FILE (a base
@@ -301,6 +294,7 @@ int tg_live_curves_read(struct tg_live *lv, struct tg_live_curves *c, const char
 	lv->memory_mode = 0;
 	lv->curves = 1;
 	lv->ended = ri.ended;
+	lv->end_us = ri.end_us;
 	lv->timed = !ri.no_time;
 	lv->pid = (uint32_t)ri.pid;
 	if (last_us)

@@ -43,9 +43,10 @@ struct tg_live_curves {
 void tg_live_curves_init(struct tg_live_curves *c);
 void tg_live_curves_release(struct tg_live_curves *c);
 
-/* Whether DIR is a sampled run's directory: its runinfo.json says mode
- * "sampled" (the recorder writes it at enable()). */
-int tg_live_curves_is_run(const char *dir);
+struct tg_run_threads;
+/* Whether a run directory whose runinfo.json RI holds (tg_run_threads_read) is
+ * a sampled run's: it says mode "sampled" (the recorder writes it at enable()). */
+int tg_live_curves_is_run(const struct tg_run_threads *ri);
 
 /*
  * Reads what the .mem files of DIR gained since the previous reading (a file

@@ -174,6 +174,25 @@ static int ri_skip(struct ri *r)
 	return 0;
 }
 
+/* The time [p, end) (seconds since the epoch, a JSON number) in microseconds,
+ * or 0 when it is not one a run can have. */
+static long long ri_time_us(const char *p, const char *end)
+{
+	char buf[64], *num_end;
+	size_t n = (size_t)(end - p);
+	double v;
+
+	if (n == 0 || n >= sizeof(buf))
+		return 0;
+	memcpy(buf, p, n);
+	buf[n] = '\0';
+	errno = 0;
+	v = strtod(buf, &num_end);
+	if (*num_end || errno || !(v > 0 && v < 1e11))  /* before the year 5138 */
+		return 0;
+	return (long long)(v * 1e6 + 0.5);
+}
+
 /* Reads one thread object at r->p into *t.  0, -1 (not JSON), -2 (memory). */
 static int ri_thread(struct ri *r, struct tg_run_thread *t)
 {
@@ -357,8 +376,11 @@ int tg_run_threads_read(struct tg_run_threads *t, const char *dir, struct tg_dia
 			t->has_capture = r.p < r.end && *r.p == '"';
 			e = ri_skip(&r);
 		} else if (!strcmp(key, "end_time")) {
+			const char *v = r.p;
 			t->ended = r.p < r.end && *r.p != 'n';
 			e = ri_skip(&r);
+			if (e == 0 && t->ended)
+				t->end_us = ri_time_us(v, r.p);
 		} else {
 			e = ri_skip(&r);
 		}

@@ -26,6 +26,8 @@ struct tg_run_threads {
 	/* The run's own keys, for threadgraph live on a text run: */
 	unsigned long long pid;       /* "pid" (0 when not known) */
 	int ended;                    /* "end_time" is a number: the run ended */
+	long long end_us;             /* that number in microseconds since the epoch
+					 (0 when not known or not a time) */
 	char *mode;                   /* "mode" ("full", "sampled"; NULL before
 					 the key existed), owned */
 	int has_capture;              /* "capture" names a binary capture */

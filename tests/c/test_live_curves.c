@@ -60,8 +60,8 @@ int main(void)
 	CHECK_INT(ri.ended, 0);
 	CHECK_STR(ri.mode, "sampled");
 	CHECK_INT(ri.has_capture, 0);
+	CHECK(tg_live_curves_is_run(&ri));
 	tg_run_threads_release(&ri);
-	CHECK(tg_live_curves_is_run(dir));
 
 	tg_live_init(&lv);
 	tg_live_curves_init(&c);
@@ -129,7 +129,11 @@ int main(void)
 	put("runinfo.json", "w", "{\"pid\": 4242, \"end_time\": 9.25, \"mode\": \"sampled\"}\n");
 	CHECK_INT(tg_live_curves_read(&lv, &c, dir, &d), 0);
 	CHECK_INT(lv.ended, 1);
+	CHECK(lv.end_us == 9250000);  /* the readings' ages are taken at the end */
 	CHECK(lv.threads[0].ended);
+	put("runinfo.json", "w", "{\"pid\": 4242, \"end_time\": 1e300, \"mode\": \"sampled\"}\n");
+	CHECK_INT(tg_live_curves_read(&lv, &c, dir, &d), 0);
+	CHECK(lv.ended && lv.end_us == 0);  /* not a time: not known */
 
 	/* A run without timestamps: readings without TIME#, no time kept. */
 	tg_live_curves_release(&c);
@@ -147,14 +151,17 @@ int main(void)
 
 	/* Not a sampled run: a full one, with and without a capture. */
 	put("runinfo.json", "w", "{\"pid\": 1, \"mode\": \"full\", \"capture\": \"capture.tg\"}");
-	CHECK(!tg_live_curves_is_run(dir));
 	tg_run_threads_init(&ri);
 	CHECK_INT(tg_run_threads_read(&ri, dir, &d), 0);
+	CHECK(!tg_live_curves_is_run(&ri));
 	CHECK_INT(ri.has_capture, 1);
 	CHECK_STR(ri.mode, "full");
 	tg_run_threads_release(&ri);
 	put("runinfo.json", "w", "{\"pid\": 1}");  /* before the key existed */
-	CHECK(!tg_live_curves_is_run(dir));
+	tg_run_threads_init(&ri);
+	CHECK_INT(tg_run_threads_read(&ri, dir, &d), 0);
+	CHECK(!tg_live_curves_is_run(&ri));
+	tg_run_threads_release(&ri);
 
 	tg_live_curves_release(&c);
 	tg_live_release(&lv);

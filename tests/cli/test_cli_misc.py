@@ -203,3 +203,37 @@ def test_output_on_a_full_device_names_the_file_and_why(fixtures, args):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1, r.stderr
     assert "error: unable to write '/dev/full': No space left on device" in r.stderr, r.stderr
+
+
+def _runinfo_opens(tmp_path, *args):
+    """Runs the CLI under strace; returns its result and how many times it
+    opened a runinfo.json."""
+    if not shutil.which("strace"):
+        pytest.skip("strace not installed")
+    log = tmp_path / "strace.log"
+    # LeakSanitizer cannot run under ptrace (a CLI built with ASan)
+    env = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
+    r = subprocess.run(["strace", "-f", "-qq", "-o", str(log), "-e", "trace=open,openat",
+                        CLI] + [str(a) for a in args], capture_output=True, text=True,
+                       errors="replace", env=env)
+    if not log.exists():
+        pytest.skip("strace cannot trace here: " + r.stderr[-300:])
+    return r, log.read_text(errors="replace").count('runinfo.json"')
+
+
+def test_live_reads_the_runs_runinfo_once(fixtures, tmp_path):
+    # which kind of run it is (sampled, aggregate, text dumps only) comes from
+    # one reading of its runinfo.json
+    run = tmp_path / "cap"
+    shutil.copytree(os.path.join(fixtures, "capture-v1-plain"), run)
+    r, opens = _runinfo_opens(tmp_path, "live", "--once", run)
+    assert r.returncode == 0, r.stderr
+    assert opens == 1, opens
+    text = tmp_path / "text"
+    text.mkdir()
+    (text / "runinfo.json").write_text('{"format": 1, "pid": 7, "mode": "full", '
+                                       '"capture": null, "threads": []}\n')
+    (text / "T.mem").write_text("1.000000#/a.py:6:f=>10\n")
+    r, opens = _runinfo_opens(tmp_path, "live", "--once", text)
+    assert r.returncode == 1 and "is a run of text dumps (--format text)" in r.stderr, r.stderr
+    assert opens == 1, opens

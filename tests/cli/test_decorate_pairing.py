@@ -46,3 +46,44 @@ def test_broken_pairing_falls_back_to_the_time_rule(tg, tmp_path):
         "doStuff@/a/main.py:31-38 Memory: 500 B",
         " randint@/r.py:10-12 Memory: 0 B",
     ]
+
+
+# An export of a capture's kept segments: outer() and inner() were open where
+# its files begin (runinfo.json's open_at_start, 2); inner() returns before the
+# first .stack line, outer() after the last.  The first .stack line's depth (1)
+# tells only outer().
+EXPORT_STACK = (" 1.000000#/a.py:5:f\n"
+                " 1.000200#/a.py:5:f\n")
+EXPORT_MEM = ("0.900000#/a.py:9:inner=>1\n"
+              "1.000100#/a.py:6:f=>10\n"
+              "1.000300#/a.py:6:f=>20\n"
+              "1.000400#/a.py:2:outer=>5\n")
+EXPORT_RUNINFO = ('{"format": 1, "pid": 7, "threads": [{"name": "T", "native_id": 8, '
+                  '"ident": 9, "mem": "T.mem", "stack": "T.stack", "open_at_start": %s}]}\n')
+
+
+def test_export_of_kept_segments_pairs_by_open_at_start(tg, tmp_path):
+    (tmp_path / "runinfo.json").write_text(EXPORT_RUNINFO % 2)
+    assert _decorate(tg, tmp_path, EXPORT_MEM, EXPORT_STACK, "2") == [
+        "f@/a.py:5-6 Memory: 10 B"]
+    assert _decorate(tg, tmp_path, EXPORT_MEM, EXPORT_STACK, "3") == [
+        "f@/a.py:5-6 Memory: 20 B"]
+    r = tg("decorate-stack", tmp_path / "T.mem", tmp_path / "T.stack", "2")
+    # its own call's time (0.0001 s), not from the later call's (-0.0001 s)
+    assert abs(float(r.stdout.split("Time: ")[1].split(" s")[0]) - 1e-4) < 1e-6, r.stdout
+    for event in ("1", "4"):  # inner() and outer(): begun before the files
+        r = tg("decorate-stack", tmp_path / "T.mem", tmp_path / "T.stack", event)
+        assert r.returncode == 1 and not r.stdout, (event, r.stdout)
+        assert "began before the first record of" in r.stderr, r.stderr
+        assert "runinfo.json" in r.stderr, r.stderr
+
+
+def test_open_at_start_of_any_size_is_read_quickly(tg, tmp_path):
+    # a runinfo.json that gives more open calls than any file holds: each
+    # event is a return of one of them, counted, not held or stepped through
+    (tmp_path / "runinfo.json").write_text(EXPORT_RUNINFO % (2 ** 63 - 1))
+    (tmp_path / "T.mem").write_text(EXPORT_MEM)
+    (tmp_path / "T.stack").write_text(EXPORT_STACK)
+    for event in ("1", "2", "4"):
+        r = tg("decorate-stack", tmp_path / "T.mem", tmp_path / "T.stack", event)
+        assert r.returncode == 1 and "began before the first record of" in r.stderr, r.stderr

@@ -377,3 +377,21 @@ def test_invalid_utf8_thread_name_keeps_the_svg_readable(tmp_path):
     doc = xml.dom.minidom.parse(str(out / "memg.svg"))
     texts = [t.firstChild.data for t in doc.getElementsByTagName("text") if t.firstChild]
     assert "we?ird <t>&???" in texts, texts
+
+
+def test_open_at_start_of_any_size_ends(tmp_path):
+    """runinfo.json's open_at_start (the calls open where an export's files
+    begin) is counted, never stepped through one call at a time: a count no
+    .mem could hold ends as soon as the .mem does."""
+    (tmp_path / "T.stack").write_text(" 1.000000#/a.py:5:f\n 1.000200#/a.py:5:f\n")
+    (tmp_path / "T.mem").write_text("0.900000#/a.py:9:inner=>1\n1.000100#/a.py:6:f=>10\n"
+                                    "1.000300#/a.py:6:f=>20\n1.000400#/a.py:2:outer=>5\n")
+    (tmp_path / "runinfo.json").write_text(json.dumps({
+        "format": 1, "pid": 7, "threads": [{
+            "name": "T", "native_id": 8, "ident": 9, "mem": "T.mem", "stack": "T.stack",
+            "open_at_start": 2 ** 63 - 1}]}))
+    for args in (("folded", tmp_path), ("flamegraph", "-o", tmp_path / "fg", tmp_path),
+                 ("report", "-o", tmp_path / "r.html", tmp_path),
+                 ("decorate-stack", tmp_path / "T.mem", tmp_path / "T.stack", "2")):
+        r = run(*args)  # its timeout fails a command stepping through the count
+        assert_exit_ok_or_error(r)

@@ -394,6 +394,50 @@ def test_live_once_reads_a_sampled_run_without_timestamps(tmp_path):
         assert (now, peak, int(readings)) == (kb(curve[-1]), kb(max(curve)), len(curve))
 
 
+FREER_PROGRAM = r'''
+import threading, time
+def work():
+    keep = [bytearray(1 << 20) for _ in range(64)]
+    del keep[:]          # frees all it held: no reading is taken at a free
+    time.sleep(0.5)      # nor while it idles
+t = threading.Thread(target=work, name="freer")
+t.start()
+t.join()
+time.sleep(0.5)          # the run goes on after the thread's last reading
+'''
+
+# a row of a sampled run: NOW, CHANGE, PEAK, LATEST (seconds), READINGS
+ROW_AGE = re.compile(r"^[ >](\w+)\s+(\S+ \S+)\s+(\S+ \S+)\s+(\S+ \S+)\s+([\d.]+) s\s+(\d+)\s*$",
+                     re.M)
+
+
+def test_live_once_dates_a_sampled_threads_now_from_the_runs_end(tmp_path):
+    """A sampled run's NOW is a thread's latest reading, taken at a sampled
+    allocation: a thread that freed everything and idled keeps it (its exact
+    figure at the end is the summary's), and once the run ended LATEST gives
+    its age at the run's end (runinfo.json's end_time), not at the run's
+    newest reading."""
+    prog = tmp_path / "prog.py"
+    prog.write_text(FREER_PROGRAM)
+    cli("run", "--sampled", "--sample-bytes", "1048576", "-o", str(tmp_path / "out"),
+        str(prog))
+    (run_dir,) = [str(p) for p in (tmp_path / "out").iterdir()]
+    once = cli("live", "--once", run_dir)
+    assert "their memory at their latest readings" in once, once
+    rows = {m[0]: m[1:] for m in ROW_AGE.findall(once)}
+    assert "freer" in rows, once
+    now, _change, _peak, latest, readings = rows["freer"]
+    with open(os.path.join(run_dir, "freer.mem")) as f:
+        last = f.read().splitlines()[-1]
+    t_last, value = float(last.split("#", 1)[0]), int(last.rsplit("=>", 1)[1])
+    with open(os.path.join(run_dir, "runinfo.json")) as f:
+        end = json.load(f)["end_time"]
+    assert now == kb(value) and value > 32 << 20, (now, value)  # not what it holds at the end
+    threads = json.loads(cli("threads", "--json", run_dir))
+    assert [t["live_at_end"] for t in threads["threads"] if t["name"] == "freer"] == [0], threads
+    assert abs(float(latest) - (end - t_last)) <= 0.051, (latest, end - t_last, once)
+
+
 # a row whose LATEST is "-" (no timestamps)
 ROW_NO_AGE = re.compile(r"^[ >](w\d)\s+(\S+ \S+)\s+(\S+ \S+)\s+(\S+ \S+)\s+-\s+(\d+)\s*$",
                         re.M)

@@ -548,3 +548,42 @@ def test_export_of_the_kept_segments_folds_as_the_capture(tmp_path):
     r = cli("flamegraph", "-o", tmp_path / "fg", out)
     assert r.returncode == 0, r.stderr
     assert "paired with a return of another function" not in r.stderr, r.stderr
+
+
+def test_decorate_of_the_export_agrees_with_the_capture(tmp_path):
+    """decorate-stack on an export of the segments kept pairs as it does on the
+    capture: the returns of the calls open where the files begin (runinfo.json's
+    open_at_start, some before the first .stack line) are not taken for the
+    kept calls', so each return is decorated with its own call (not a later
+    call of the same function), and a return of a call begun before the kept
+    records is an error on both."""
+    run_scenario(tmp_path, SLEEPER.replace("LIMIT", str(LIMIT)))
+    run = only_dir(tmp_path / "run")
+    out = tmp_path / "text"
+    r = cli("export", "-o", out, run)
+    assert r.returncode == 0, r.stderr
+    with open(os.path.join(out, "runinfo.json")) as f:
+        opened = {t["name"]: t["open_at_start"] for t in json.load(f)["threads"]}
+    assert opened["sleeper"] > 0, opened
+    errors = decorated = 0
+    for thread in ("sleeper", "MainThread"):
+        with open(out / (thread + ".mem"), encoding="utf-8", errors="surrogateescape") as f:
+            lines = f.read().splitlines()
+        # the sleeper's every return; of the main thread's many, the first
+        # (of calls begun before the records, then of kept ones) and the last
+        if thread == "MainThread":
+            lines = lines[:40] + lines[-8:]
+        for line in lines:
+            cap = cli("decorate-stack", run, thread, line)
+            text = cli("decorate-stack", out / (thread + ".mem"), out / (thread + ".stack"),
+                       line)
+            assert (text.returncode, text.stdout) == (cap.returncode, cap.stdout), \
+                (thread, line, cap.stderr, text.stderr)
+            assert "paired with a return of another function" not in text.stderr
+            if cap.returncode:
+                errors += 1
+                assert "began before the records kept" in cap.stderr, cap.stderr
+                assert "began before the first record of" in text.stderr, text.stderr
+            else:
+                decorated += 1
+    assert errors and decorated
