@@ -45,7 +45,22 @@ def run_task(tid: int, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> 
         pos = rec.position(True)
         if pos is not None:
             _marks.records.append(("run", tid, pos))
-    return fn(*args, **kwargs)
+    try:
+        return fn(*args, **kwargs)
+    except BaseException as exc:
+        _unframe(exc)
+        raise
+
+
+def _unframe(exc: BaseException) -> None:
+    """Leaves the calling wrapper's frame, the head of EXC's traceback in its
+    handler, out of it, so that a bare ``raise`` after shows the program's
+    traceback as without threadgraph.  Exact on 3.11+, where a bare raise takes
+    the exception's own traceback; 3.8 to 3.10 raise the handler's saved one,
+    and keep the frame."""
+    tb = exc.__traceback__
+    if tb is not None and tb.tb_frame is sys._getframe(1):
+        exc.__traceback__ = tb.tb_next
 
 
 class TaskCoro(collections.abc.Coroutine):
@@ -63,7 +78,11 @@ class TaskCoro(collections.abc.Coroutine):
             pos = rec.position(True)
             if pos is not None:
                 _marks.records.append(("run", self._tg_id, pos))
-        return self._coro.send(value)
+        try:
+            return self._coro.send(value)
+        except BaseException as exc:
+            _unframe(exc)
+            raise
 
     def throw(self, *args: Any) -> Any:
         rec = _marks.active
@@ -71,7 +90,11 @@ class TaskCoro(collections.abc.Coroutine):
             pos = rec.position(True)
             if pos is not None:
                 _marks.records.append(("run", self._tg_id, pos))
-        return self._coro.throw(*args)
+        try:
+            return self._coro.throw(*args)
+        except BaseException as exc:
+            _unframe(exc)
+            raise
 
     def close(self) -> None:
         self._coro.close()
