@@ -343,8 +343,6 @@ def test_eager_task_first_step_is_recorded_and_stitched(tmp_path):
     assert 2 * SUBMIT <= got <= 2 * SUBMIT + SLACK, stacks
 
 
-@pytest.mark.skipif(sys.version_info < (3, 11),
-                    reason="3.8 to 3.10 keep the wrapper's frame (docs/api.md, Pool work)")
 def test_tracebacks_are_the_programs_own(tmp_path):
     """An exception in an asyncio task (raised in a step, thrown in by the
     future it awaits, a cancellation) or in pool work prints the traceback it
