@@ -8,6 +8,12 @@ Jupyter adds the ``%%threadgraph`` magics (docs/jupyter.md).
 ``ProcessProfile`` is imported on first use (PEP 562), so that importing the
 package alone (the ``threadgraph`` command, the pytest plugin of a session that
 does not ask for it) does not load the recorder extension.
+
+PYTEST_DONT_REWRITE: pytest marks the packages of a plugin's distribution for
+assertion rewriting, and warns about one already imported; ``threadgraph run -m
+pytest`` (or a program that imports threadgraph, then calls ``pytest.main``) has
+imported this one before.  Its asserts are none of a test's, so pytest is told
+to leave it alone.  The pytest plugin, imported by pytest later, is rewritten.
 """
 from typing import TYPE_CHECKING, Any
 

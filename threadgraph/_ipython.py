@@ -10,6 +10,7 @@ IPython is imported only here, when the extension is loaded: it is an optional
 dependency of the package.
 """
 import atexit
+import contextlib
 import html
 import json
 import os
@@ -17,7 +18,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
@@ -133,7 +134,8 @@ class ThreadgraphMagics(Magics):
         except (RuntimeError, OSError) as exc:
             raise UsageError("%%%%threadgraph: %s" % exc)
         try:
-            result = self.shell.run_cell(cell, store_history=False)
+            with cell_number_kept(self.shell):
+                result = self.shell.run_cell(cell, store_history=False)
         finally:
             profiler.disable()
         run_dir = profiler.output_dir
@@ -161,6 +163,38 @@ class ThreadgraphMagics(Magics):
         if not os.path.isdir(run_dir):
             raise UsageError("%%threadgraph_report: %s: not a directory" % run_dir)
         display(report_html(run_dir))
+
+
+@contextlib.contextmanager
+def cell_number_kept(shell: Any) -> Iterator[None]:
+    """Within it, the cell that run_cell compiles is named with the number of the
+    cell running now, the magic's (``<ipython-input-N-...>``, ``Cell In[N]`` in
+    tracebacks), as it would be without the magic.
+
+    IPython 9 counts a cell before running it (8.12 still after), and names the
+    code of a run_cell(store_history=False) with the count: the magic's cell N
+    would be named N+1, while its Out[N] is right.  The count of the cell running is its
+    ExecutionResult's (the display hook's, while it runs); the shell's compiler
+    names the code, so its ``cache`` is given that number for the while.  Older
+    IPython (the count is raised after a cell) names it right already, and a
+    shell with neither count is left alone."""
+    outer = getattr(getattr(shell, "displayhook", None), "exec_result", None)
+    number = getattr(outer, "execution_count", None)
+    compiler = getattr(shell, "compile", None)
+    if not isinstance(number, int) or number == shell.execution_count or \
+            not hasattr(compiler, "cache") or "cache" in vars(compiler):
+        yield
+        return
+    cache = compiler.cache
+
+    def numbered(code: str, _number: int = 0, *args: Any, **kwargs: Any) -> str:
+        return cache(code, number, *args, **kwargs)
+
+    compiler.cache = numbered
+    try:
+        yield
+    finally:
+        del compiler.cache
 
 
 def show_run(run_dir: str, top: int) -> None:

@@ -28,7 +28,7 @@ import itertools
 import sys
 from typing import Any, Callable, Dict, List, Tuple
 
-from threadgraph import _marks
+from threadgraph import _marks, _recorder
 
 _ids = itertools.count(1)
 #: (owner, attribute name, original) of each wrapper installed
@@ -45,7 +45,25 @@ def run_task(tid: int, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> 
         pos = rec.position(True)
         if pos is not None:
             _marks.records.append(("run", tid, pos))
-    return fn(*args, **kwargs)
+    try:
+        return fn(*args, **kwargs)
+    except BaseException as exc:
+        _unframe(exc)
+        raise
+
+
+@_marks.hidden
+def _unframe(exc: BaseException) -> None:
+    """Leaves the calling wrapper's frame, the head of EXC's traceback in its
+    handler, out of it, so that a bare ``raise`` after gives the traceback the
+    program has without threadgraph (and no frame of its own: a bare raise
+    adds none).  3.11+ re-raise the exception's own traceback; 3.8 to 3.10 the
+    one it was caught with, which _recorder.handled_traceback replaces."""
+    tb = exc.__traceback__
+    if tb is not None and tb.tb_frame is sys._getframe(1):
+        exc.__traceback__ = tb.tb_next
+        if sys.version_info < (3, 11):
+            _recorder.handled_traceback(exc)
 
 
 class TaskCoro(collections.abc.Coroutine):
@@ -63,7 +81,11 @@ class TaskCoro(collections.abc.Coroutine):
             pos = rec.position(True)
             if pos is not None:
                 _marks.records.append(("run", self._tg_id, pos))
-        return self._coro.send(value)
+        try:
+            return self._coro.send(value)
+        except BaseException as exc:
+            _unframe(exc)
+            raise
 
     def throw(self, *args: Any) -> Any:
         rec = _marks.active
@@ -71,7 +93,11 @@ class TaskCoro(collections.abc.Coroutine):
             pos = rec.position(True)
             if pos is not None:
                 _marks.records.append(("run", self._tg_id, pos))
-        return self._coro.throw(*args)
+        try:
+            return self._coro.throw(*args)
+        except BaseException as exc:
+            _unframe(exc)
+            raise
 
     def close(self) -> None:
         self._coro.close()

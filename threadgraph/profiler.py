@@ -15,6 +15,7 @@ import json
 import os
 import re
 import signal
+import _signal as _c_signal  # signal.signal's C half (below, _signal)
 import sys
 import threading
 import time
@@ -879,7 +880,10 @@ def _seconds_to_ms(seconds: Any) -> int:
 # handler put back later (asyncio.run() restoring SIGINT's default_int_handler,
 # signal.signal(s, old)) comes with a new C handler of Python's, which it wraps
 # again for the guard, and SIG_DFL put back (asyncio's loop.close() after
-# add_signal_handler()) is threadgraph's handler again.
+# add_signal_handler()) is threadgraph's handler again.  The wrapper replaces
+# the C function _signal.signal, which Lib/signal.py's signal() calls (3.8 to
+# 3.13), not signal.signal itself: a name bound to signal.signal before
+# enable() (`from signal import signal`) calls it too.
 
 # Every signal whose default action ends the process without a core dump and
 # that a program or its environment sends (kill, a shell, alarm(), setitimer()):
@@ -889,7 +893,7 @@ _FINISH_SIGNALS = tuple(getattr(signal, name) for name in (
     "SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF")
     if hasattr(signal, name))
 _REAL_OS_EXIT = os._exit
-_REAL_SIGNAL = signal.signal
+_REAL_C_SIGNAL = _c_signal.signal
 # Signals whose handler is ours (installed by enable() over the default action).
 _OUR_SIGNALS: List[int] = []
 # Nesting depth of sections where a signal must wait (enable, disable, fork
@@ -917,6 +921,12 @@ class _signals_deferred:
                 os.kill(os.getpid(), signum)
 
 
+def _real_signal(signum: int, handler: Any) -> Any:
+    """signal.signal without threadgraph's wrapper: as Lib/signal.py's, plain
+    ints to the C function (3.8's compares SIG_DFL and SIG_IGN by identity)."""
+    return _REAL_C_SIGNAL(int(signum), int(handler) if isinstance(handler, int) else handler)
+
+
 def _on_finish_signal(signum: int, frame: Any) -> None:
     """Handler of a finishing signal whose action was the default: write
     everything, then die of the signal as the default action would."""
@@ -933,7 +943,7 @@ def _on_finish_signal(signum: int, frame: Any) -> None:
         except BaseException:  # the process is ending: the signal matters more
             pass
     try:
-        _REAL_SIGNAL(signum, signal.SIG_DFL)
+        _real_signal(signum, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
     except (ValueError, OSError, AttributeError):
         pass
@@ -956,19 +966,21 @@ def _os_exit(status: int) -> None:
 
 
 def _signal(signalnum: Any, handler: Any) -> Any:
-    """signal.signal while a profile is enabled: the real one, then the guard
-    (sigkick.h) put back on a finishing signal whose handler is Python's
-    KeyboardInterrupt or threadgraph's again.  Python installs its C handler
-    anew on every call, which drops the wrapper: asyncio.run() (3.11+) sets
-    its own SIGINT handler and restores default_int_handler on return, and a
-    program may restore threadgraph's handler with signal.signal(s, old).
+    """_signal.signal, so signal.signal, while a profile is enabled: the real
+    one (Lib/signal.py's signal() gives it ints, and makes enums of what it
+    returns), then the guard (sigkick.h) put back on a finishing signal whose
+    handler is Python's KeyboardInterrupt or threadgraph's again.  Python
+    installs its C handler anew on every call, which drops the wrapper:
+    asyncio.run() (3.11+) sets its own SIGINT handler and restores
+    default_int_handler on return, and a program may restore threadgraph's
+    handler with signal.signal(s, old).
     SIG_DFL for a finishing signal gets threadgraph's handler, as enable()
     gives it (asyncio's loop.close() and remove_signal_handler() put SIG_DFL
     back, after loop.add_signal_handler())."""
-    active = signal.signal is _signal and signalnum in _FINISH_SIGNALS
+    active = _c_signal.signal is _signal and signalnum in _FINISH_SIGNALS
     if active and handler == signal.SIG_DFL:
         handler = _on_finish_signal
-    previous = _REAL_SIGNAL(signalnum, handler)
+    previous = _REAL_C_SIGNAL(signalnum, handler)
     # The real call succeeded, so this is the main thread.
     if active:
         _guard_signal(int(signalnum))
@@ -1002,7 +1014,7 @@ def _exit_paths_install() -> None:
     os._exit = _os_exit
     if not _is_main_thread():
         return
-    signal.signal = _signal
+    _c_signal.signal = _signal
     for signum in _FINISH_SIGNALS:
         try:
             if signum in _OUR_SIGNALS:
@@ -1018,7 +1030,7 @@ def _exit_paths_install() -> None:
                 continue
             elif signal.getsignal(signum) != signal.SIG_DFL:
                 continue  # the program's handler, SIG_IGN, or a C handler
-            _REAL_SIGNAL(signum, _on_finish_signal)
+            _real_signal(signum, _on_finish_signal)
         except (ValueError, OSError):
             continue
         # Python runs the handler between bytecodes of the main thread: a
@@ -1037,8 +1049,8 @@ def _exit_paths_uninstall() -> None:
     flusher left to send it again (sigkick.h)."""
     if os._exit is _os_exit:
         os._exit = _REAL_OS_EXIT
-    if signal.signal is _signal:
-        signal.signal = _REAL_SIGNAL
+    if _c_signal.signal is _signal:
+        _c_signal.signal = _REAL_C_SIGNAL
     if not _is_main_thread():
         for signum in _OUR_SIGNALS:
             _recorder.finish_signal_default(signum)
@@ -1046,7 +1058,7 @@ def _exit_paths_uninstall() -> None:
     for signum in list(_OUR_SIGNALS):
         try:
             if signal.getsignal(signum) is _on_finish_signal:
-                _REAL_SIGNAL(signum, signal.SIG_DFL)
+                _real_signal(signum, signal.SIG_DFL)
         except (ValueError, OSError):
             continue
         _OUR_SIGNALS.remove(signum)

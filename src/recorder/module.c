@@ -1008,6 +1008,33 @@ tg_mod_finish_signal_default(PyObject *mod, PyObject *arg)
     return PyBool_FromLong(tg_sigkick_default(signum) == 0);
 }
 
+/*
+ * handled_traceback(exc): on 3.8 to 3.10, when EXC is the exception being
+ * handled, give it EXC's own traceback (__traceback__): a bare `raise` there
+ * re-raises the handled exception with the traceback it was caught with,
+ * whatever the handler made of __traceback__.  3.11 and later re-raise the
+ * exception's own, and this does nothing.  threadgraph/_stitch.py's wrappers
+ * take their own frame out of a task's traceback with it.  Returns None.
+ */
+static PyObject *
+tg_mod_handled_traceback(PyObject *mod, PyObject *exc)
+{
+    (void)mod;
+#if PY_VERSION_HEX < 0x030B0000
+    PyObject *type, *value, *tb;
+
+    PyErr_GetExcInfo(&type, &value, &tb);
+    if (value == exc) {
+        Py_XDECREF(tb);
+        tb = PyException_GetTraceback(exc);
+    }
+    PyErr_SetExcInfo(type, value, tb);  /* steals the three */
+#else
+    (void)exc;
+#endif
+    Py_RETURN_NONE;
+}
+
 /* The test gates' binding: close or open a gate (SET); closing it with WAIT
  * returns once a writer is blocked there (WAIT_BLOCKED, the GIL released
  * while it waits), so the caller knows that write is stuck, its lock held. */
@@ -1122,6 +1149,10 @@ static PyMethodDef tg_module_methods[] = {
      "(sigkick.h); True if its C handler was wrapped."},
     {"finish_signal_started", tg_mod_finish_signal_started, METH_O,
      "The finishing signal's Python handler has started."},
+    {"handled_traceback", tg_mod_handled_traceback, METH_O,
+     "handled_traceback(exc): 3.8 to 3.10, the exception being handled, if EXC, "
+     "gets EXC's __traceback__, which a bare raise then re-raises (3.11+: nothing "
+     "to do)."},
     {"finish_signal_default", tg_mod_finish_signal_default, METH_O,
      "Default action for a finishing signal at the C level, from any thread; "
      "True if its handler was threadgraph's."},

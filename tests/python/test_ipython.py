@@ -151,3 +151,37 @@ def test_peaks_table_labels_the_cells_code_not_the_shells(shell, tmp_path):
     _, thread, delta, site = rows[0]
     assert thread == "MainThread" and int(delta) >= 3 * 1024 * 1024, rows
     assert site.endswith(":&lt;module&gt;") and "IPython" not in site, rows
+
+
+def test_cell_keeps_its_number(shell, tmp_path, capsys):
+    """A %%threadgraph cell is cell N as it would be without the magic: its code
+    is named <ipython-input-N-...> (its frames, its call sites in the peaks
+    table, "Cell In[N]" in a traceback) and its value is Out[N].  The cells
+    run as a front end runs them (store_history=True: IPython counts a cell
+    before it runs it, and names a nested run_cell's code with that count)."""
+    where = "import sys\nwhere = sys._getframe().f_code.co_filename\n6 * 7\n"
+    plain = shell.run_cell(where, store_history=True)
+    n = plain.execution_count
+    assert shell.user_ns["where"].startswith("<ipython-input-%d-" % n)
+    assert shell.user_ns["Out"][n] == 42
+
+    res = shell.run_cell("%%threadgraph --top 1 -o " + str(tmp_path / "runs") + "\n"
+                         "keep = bytearray(3 * 1024 * 1024)\n" + where, store_history=True)
+    assert res.success, res.error_in_exec
+    assert res.execution_count == n + 1
+    assert shell.user_ns["where"].startswith("<ipython-input-%d-" % (n + 1))
+    assert shell.user_ns["Out"][n + 1] == 42
+    out = capsys.readouterr().out
+    assert re.search(r"Out\[(\x1b\[[0-9;]*m)*%d(\x1b\[[0-9;]*m)*\]: 42" % (n + 1), out), out
+    (table,) = outputs(shell, "text/html")
+    assert "&lt;ipython-input-%d-" % (n + 1) in table, table
+    assert "&lt;ipython-input-%d-" % (n + 2) not in table, table
+    assert "cache" not in vars(shell.compile)  # the shell's compiler as it was
+
+    res = shell.run_cell("%%threadgraph\nraise ValueError('numbered')\n", store_history=True)
+    assert isinstance(res.error_in_exec, UsageError), res.error_in_exec
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert "ValueError" in text
+    # IPython 8 and later: "Cell In[N], line 2"; 7: "<ipython-input-N-...> in <module>"
+    assert "Cell In[%d]" % (n + 2) in text or "<ipython-input-%d-" % (n + 2) in text, text
+    assert "Cell In[%d]" % (n + 3) not in text and "<ipython-input-%d-" % (n + 3) not in text

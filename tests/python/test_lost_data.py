@@ -237,6 +237,7 @@ def blocked_main_program(signame, wait):
     its first argument is "profiled" (or absent)."""
     return textwrap.dedent("""
         import linecache, multiprocessing, signal, sys, threading, time
+        from signal import signal as bound_before  # a name bound before enable()
 
         def work():
             return bytearray(1000)
@@ -339,14 +340,20 @@ HANDLER_PUT_BACK = {
         signal.signal(signal.SIGTERM, old)
         lock.acquire()                # BLOCKS: never acquired, only the signal ends this
     """),
+    # The same through a name bound to signal.signal before enable().
+    "restored-bound-before": ("SIGTERM", """
+        old = bound_before(signal.SIGTERM, lambda s, f: None)
+        bound_before(signal.SIGTERM, old)
+        lock.acquire()                # BLOCKS: never acquired, only the signal ends this
+    """),
 }
 
 
 @pytest.mark.parametrize("case", sorted(HANDLER_PUT_BACK))
 def test_guard_survives_a_handler_put_back(tmp_path, case):
     """A signal that interrupts no wait, after the program set a handler and
-    put Python's or threadgraph's back: still guarded (signal.signal is
-    wrapped while a profile is enabled), so the program ends as above."""
+    put Python's or threadgraph's back: still guarded (signal.signal's C half
+    is wrapped while a profile is enabled), so the program ends as above."""
     signame, wait = HANDLER_PUT_BACK[case]
     signum = getattr(signal, signame)
     (tmp_path / "prog.py").write_text(blocked_main_program(signame, wait))
@@ -367,6 +374,7 @@ def test_guard_survives_a_handler_put_back(tmp_path, case):
 
 DEFAULT_PUT_BACK = """
 import asyncio, os, signal, sys, time
+from signal import signal as bound_before  # a name bound before enable()
 
 def work():
     return bytearray(1000)
@@ -380,6 +388,8 @@ if sys.argv[2] == "profiled":
     ProcessProfile(format="text", default_log_path="out", profile="python").enable()
 if sys.argv[1] == "asyncio":
     asyncio.run(serve())        # loop.close() puts SIG_DFL back
+elif sys.argv[1] == "bound-before":
+    bound_before(signal.SIGTERM, signal.SIG_DFL)
 else:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 for _ in range(WORK_CALLS):
@@ -389,11 +399,12 @@ time.sleep(60)
 """.replace("WORK_CALLS", str(WORK_CALLS))
 
 
-@pytest.mark.parametrize("how", ["asyncio", "by-hand"])
+@pytest.mark.parametrize("how", ["asyncio", "by-hand", "bound-before"])
 def test_default_action_put_back_still_finishes_the_run(tmp_path, how):
     """SIG_DFL set while a profile is enabled (asyncio's loop.close() after
-    loop.add_signal_handler(), or the program itself): the signal still
-    writes everything first, then ends the process as without the profiler."""
+    loop.add_signal_handler(), or the program itself, also through a name
+    bound to signal.signal before enable()): the signal still writes
+    everything first, then ends the process as without the profiler."""
     (tmp_path / "prog.py").write_text(DEFAULT_PUT_BACK)
     for mode in ("plain", "profiled"):
         proc = subprocess.run([sys.executable, "prog.py", how, mode], cwd=str(tmp_path),
@@ -410,16 +421,17 @@ def test_default_action_put_back_still_finishes_the_run(tmp_path, how):
 
 def test_signal_signal_is_the_real_one_again_after_disable(tmp_path):
     proc = run_scenario(tmp_path, """
-        import signal
+        import _signal, signal
         from threadgraph import ProcessProfile
-        real = signal.signal
+        real, real_c = signal.signal, _signal.signal
         p = ProcessProfile(format="text", default_log_path="out")
         p.enable()
-        wrapped = signal.signal is not real
+        # the C half is wrapped, which signal.signal (Lib/signal.py) calls
+        wrapped = _signal.signal is not real_c and signal.signal is real
         signal.signal(signal.SIGINT, lambda s, f: None)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         p.disable()
-        print(wrapped, signal.signal is real,
+        print(wrapped, signal.signal is real and _signal.signal is real_c,
               signal.getsignal(signal.SIGINT) is signal.default_int_handler)
     """)
     assert proc.stdout.split() == ["True", "True", "True"]

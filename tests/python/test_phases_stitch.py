@@ -341,3 +341,73 @@ def test_eager_task_first_step_is_recorded_and_stitched(tmp_path):
     got = sum(v for k, v in stacks.items()
               if "spawner (%s:" % path in k and ";[Task-" in k and "child (" in k)
     assert 2 * SUBMIT <= got <= 2 * SUBMIT + SLACK, stacks
+
+
+def test_tracebacks_are_the_programs_own(tmp_path):
+    """An exception in an asyncio task (raised in a step, thrown in by the
+    future it awaits, a cancellation) or in pool work prints the traceback it
+    prints without threadgraph: no frame of the wrappers (TaskCoro.send,
+    throw, run_task)."""
+    from tgtest import run_scenario
+    res = run_scenario(tmp_path, """
+        import asyncio
+        import concurrent.futures
+        import traceback
+        from threadgraph import ProcessProfile
+
+        async def raises():
+            await asyncio.sleep(0)
+            raise ValueError("in a step")
+
+        async def awaits(fut):
+            await fut
+
+        async def sleeps():
+            await asyncio.sleep(60)
+
+        def work():
+            raise KeyError("in pool work")
+
+        def shown(aw):
+            try:
+                aw()
+            except BaseException:
+                return traceback.format_exc()
+            return "no exception"
+
+        async def tasks():
+            out = []
+
+            async def wait(t):
+                try:
+                    await t
+                except BaseException:
+                    return traceback.format_exc()
+            out.append(await wait(asyncio.create_task(raises())))
+            fut = asyncio.get_running_loop().create_future()
+            t = asyncio.ensure_future(awaits(fut))
+            await asyncio.sleep(0)
+            fut.set_exception(RuntimeError("thrown in"))
+            out.append(await wait(t))
+            t = asyncio.create_task(sleeps())
+            await asyncio.sleep(0)
+            t.cancel()
+            out.append(await wait(t))
+            return out
+
+        def everything():
+            out = asyncio.run(tasks())
+            with concurrent.futures.ThreadPoolExecutor(1) as ex:
+                fut = ex.submit(work)
+                out.append(shown(lambda: fut.result(timeout=60)))
+            return out
+
+        plain = everything()
+        with ProcessProfile(default_log_path="out"):
+            profiled = everything()
+        for a, b in zip(plain, profiled):
+            print("%s\\n---\\n%s\\n===" % (a, b))
+        assert plain == profiled
+        assert sum("Traceback" in t for t in plain) == 4, plain
+        """)
+    assert "_stitch.py" not in res.stdout, res.stdout

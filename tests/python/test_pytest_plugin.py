@@ -313,3 +313,42 @@ def test_entry_point_is_installed():
     assert any(ep.name == "threadgraph" and ep.value == "threadgraph.pytest_plugin"
                for ep in group)
 
+
+
+REWRITTEN = '''
+def test_passes():
+    assert [1, 2] == [1, 2]
+
+
+def test_fails():
+    got = [1, 2]
+    assert got == [1, 3]
+'''
+
+
+@pytest.mark.parametrize("how", ["run", "main"])
+def test_imported_before_pytest(tmp_path, how):
+    # threadgraph imported before pytest configures (`threadgraph run -m pytest`,
+    # or a program that imports it, then calls pytest.main): pytest marks the
+    # plugin's packages for assertion rewriting, and threadgraph's docstring
+    # (PYTEST_DONT_REWRITE) keeps it from warning that they cannot be.  The
+    # test file's asserts are rewritten all the same.
+    (tmp_path / "test_rewritten.py").write_text(REWRITTEN)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PYTEST_") and k != "PYTHONWARNINGS"}
+    pytest_args = ["-p", "no:cacheprovider", "-q", "test_rewritten.py"]
+    if how == "run":
+        cmd = [sys.executable, "-m", "threadgraph", "run", "-o", str(tmp_path / "out"),
+               "-m", "pytest"] + pytest_args
+    else:
+        cmd = [sys.executable, "-c",
+               "import sys, threadgraph, thread_graph, pytest; "
+               "sys.exit(pytest.main(%r))" % pytest_args]
+    proc = subprocess.run(cmd, cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout
+    assert "1 failed, 1 passed in" in proc.stdout
+    assert "assert [1, 2] == [1, 3]" in proc.stdout  # the values: introspection works
+    assert "PytestAssertRewriteWarning" not in proc.stdout, proc.stdout
+    assert "warning" not in proc.stdout.lower(), proc.stdout
