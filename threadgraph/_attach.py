@@ -536,11 +536,17 @@ def attach(opts):
                 % (pid, display_path(out_dir)))
             return 0
         _, threads, records = reply.split()
-        say("detached from process %d in %.2f s: %s thread%s, %s records in %s/ "
-            "(then: threadgraph memg %s)" % (
+        if os.path.exists(os.path.join(out_dir, "aggregate.tga")):
+            # no record per call: "0 records" would read as nothing recorded
+            from threadgraph._run import AGGREGATE_WRITTEN
+            written, then = AGGREGATE_WRITTEN.replace(" written", ""), "summary"
+        else:
+            written, then = "%s records" % records, "memg"
+        say("detached from process %d in %.2f s: %s thread%s, %s in %s/ "
+            "(then: threadgraph %s %s)" % (
                 pid, time.monotonic() - detach_started, threads,
-                "" if threads == "1" else "s", records,
-                display_path(out_dir), display_path(out_dir)))
+                "" if threads == "1" else "s", written,
+                display_path(out_dir), then, display_path(out_dir)))
         return 0
     except Refused as exc:
         say("cannot attach: %s" % exc)

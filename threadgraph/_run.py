@@ -706,6 +706,10 @@ def shell_quote(word):
         lambda m: "".join("\\x%02x" % b for b in m.group().encode("utf-8", "surrogateescape")), body) + "'"
 
 
+# What an aggregate run wrote, said where a full run gives its records written.
+AGGREGATE_WRITTEN = "their calls rolled up per call path and their memory curves written"
+
+
 def _print_next_aggregate(shown, opts):
     """The next commands on an aggregate run (aggregate.tga: call paths and
     curves, no record per call: no peaks of calls to list)."""
@@ -917,16 +921,22 @@ def print_summary(prof, opts, status):
     out_dir = stats.get("output_dir") or prof.output_dir
     shown = display_path(out_dir)
     lost = describe_losses(_losses(stats))
+    if os.path.exists(os.path.join(out_dir, "aggregate.tga")):
+        # no record per call: "0 records written" would read as nothing recorded
+        written = AGGREGATE_WRITTEN
+    else:
+        written = "%d records written%s" % (
+            stats.get("records", 0),
+            " (%d stack records)" % stats["stack_records"]
+            if opts.stack and "stack_records" in stats
+            else "")
     say(
-        "program exited with status %d; %d thread%s seen, %d records written%s to %s/"
+        "program exited with status %d; %d thread%s seen, %s to %s/"
         % (
             status,
             stats.get("threads", 0),
             "" if stats.get("threads", 0) == 1 else "s",
-            stats.get("records", 0),
-            " (%d stack records)" % stats["stack_records"]
-            if opts.stack and "stack_records" in stats
-            else "",
+            written,
             shown,
         )
     )

@@ -614,6 +614,10 @@ def test_run_option(tmp_path):
     # gc.txt too when the collector happened to run
     assert sorted(set(os.listdir(run)) - {"gc.txt"}) == ["aggregate.tga", "runinfo.json"]
     assert "threadgraph summary " in r.stderr and "*.mem" not in r.stderr
+    # no record per call: "0 records written" would say nothing was recorded
+    assert "records written" not in r.stderr, r.stderr
+    assert "1 thread seen, their calls rolled up per call path and their memory " \
+        "curves written to " in r.stderr, r.stderr
     r = cli("folded", "--metric", "delta", run)
     assert r.returncode == 0 and "MainThread;<module>" in r.stdout and ";f (" in r.stdout
     r = subprocess.run([sys.executable, "-m", "threadgraph", "run", "--aggregate", "--sampled",
