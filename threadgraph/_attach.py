@@ -550,10 +550,11 @@ def attach(opts):
             return 1
         threads = stats.get("threads", 0)
         say("detached from process %d in %.2f s: %d thread%s, %s in %s/ "
-            "(then: threadgraph memg %s)" % (
+            "(then: threadgraph %s %s)" % (
                 pid, detach_s, threads, "" if threads == 1 else "s",
                 what_was_written(stats, out_dir, opts.mode, opts.aggregate, opts.stack),
-                display_path(out_dir), display_path(out_dir)))
+                display_path(out_dir), "summary" if opts.aggregate else "memg",
+                display_path(out_dir)))
         say_losses(stats, parse_size(opts.max_size))
         return 0
     except Refused as exc:

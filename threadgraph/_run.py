@@ -667,17 +667,23 @@ def innermost(peaks):
 
     A thread's allocation shows in every enclosing call (threading's _bootstrap,
     run, the target, ...) with about the same delta; the summary names the call that
-    made it.  Two peaks of one .mem file whose deltas have the same sign and differ
-    by at most NEAR are taken as one, and the one that returned first (the
-    innermost: callees return before their callers) is kept.  Order is kept.
+    made it.  Two peaks of one thread (one .mem file and thread name: a binary
+    capture's peaks all name its run directory, and its record numbers count per
+    thread) whose deltas have the same sign and differ by at most NEAR are taken
+    as one, and the one that returned first (the innermost: callees return before
+    their callers) is kept.  Peaks of two threads are never merged: workers that
+    each keep the same amount are each named.  Order is kept.
     """
+    def stream(p):
+        return p.get("mem_file"), p.get("thread")
+
     kept = []
     for p in peaks:
         delta = int(p.get("delta", 0))
         for i, q in enumerate(kept):
             qd = int(q.get("delta", 0))
             near = max(NEAR_BYTES, NEAR_FRACTION * abs(delta))
-            if q.get("mem_file") == p.get("mem_file") and (qd < 0) == (delta < 0) \
+            if stream(q) == stream(p) and (qd < 0) == (delta < 0) \
                     and abs(qd - delta) <= near:
                 if int(p.get("mem_line", 0)) < int(q.get("mem_line", 0)):
                     kept[i] = p

@@ -316,7 +316,9 @@ static void live_draw_sites(FILE *f, const struct live_view *v, int cols, int tt
 	live_line(f, tty ? cols - 1 : 0, "", "top call sites by live bytes, all threads (%s%s)",
 		  base ? base + 1 : s->path, when);
 	fprintf(f, "%s%s", tty ? "\033[0m" : "", eol);
-	for (size_t i = 0; i < s->n && i < LIVE_SITES_SHOWN; i++) {
+	/* sorted by live bytes: the sites past the last one holding memory (allocated
+	 * and all freed since) say nothing of what is live, and are not listed */
+	for (size_t i = 0; i < s->n && i < LIVE_SITES_SHOWN && s->sites[i].live_bytes > 0; i++) {
 		char line[512];
 		live_bytes(a, sizeof(a), s->sites[i].live_bytes, 0);
 		snprintf(line, sizeof(line), "  %12s %8lld  %s", a, (long long)s->sites[i].live_count,

@@ -104,6 +104,11 @@ int cmd_peaks(int argc, char **argv)
 		tg_peaks_top(&peaks, top);
 	if (peaks_sorts[s].sort)
 		peaks_sorts[s].sort(&peaks);
+	if (!peaks.n)  /* an empty list alone reads as a failure, or as "no growth" */
+		fprintf(stderr, "note: no peaks: no record's |DELTA| exceeds %g KB (--peak)%s; "
+			"memory kept a little at a time, across many calls, shows in what each "
+			"thread holds over time: threadgraph memg --held\n", o.peak.peak_kb,
+			phase ? " in that phase" : "");
 	if (json)
 		tg_peaks_write_json_phases(stdout, &peaks, files.v, o.has_time,
 					   marks.n_phases ? &marks : NULL);

@@ -2,13 +2,31 @@
  * cmd_threads.c - threadgraph threads: each thread's figures and the
  * cross-thread frees of a run (threads.h).
  */
+#include <inttypes.h>
 #include <string.h>
 
 #include "cli.h"
+#include "snapshot.h"
 #include "threads.h"
 
 static const char threads_usage[] =
 	"threadgraph threads [--json] [--no_time] [--strict] RUN_DIR";
+
+/* The N of "# sampled: N" of RUN_DIR's final snapshot (its LIVE AT END and
+ * cross-thread frees are then estimates, as the sites'), or 0: exact, or no
+ * snapshot that reads (the summary's figures are said as they are). */
+static int64_t threads_sampled(const char *run_dir)
+{
+	struct tg_snapshot s;
+	struct tg_diag quiet = { 0 };
+	int64_t n;
+
+	if (tg_snapshot_read(&s, run_dir, &quiet) < 0)
+		return 0;
+	n = s.sampled;
+	tg_snapshot_release(&s);
+	return n;
+}
 
 int cmd_threads(int argc, char **argv)
 {
@@ -17,6 +35,7 @@ int cmd_threads(int argc, char **argv)
 	struct tg_threads t;
 	struct tg_dumpset files;
 	struct tg_diag d;
+	int64_t sampled;
 	int nargs, ret, json = 0, have_files = 0;
 	const struct tg_option opts[] = {
 		{ "json", 0, TG_OPT_BOOL, &json, NULL, NULL,
@@ -43,6 +62,10 @@ int cmd_threads(int argc, char **argv)
 	tg_cli_diag_init(&d, &c);
 	if ((ret = tg_threads_load_summary(&t, argv[0], &d)) < 0)
 		return error("%s", d.msg);
+	if (ret == 0 && (sampled = threads_sampled(argv[0])))
+		warning("sampled run (one sample per %" PRId64 " bytes on average): LIVE AT END "
+			"and the cross-thread frees are estimates, as the call sites are; "
+			"ALLOCATED, FREED and PEAK are exact", sampled);
 	if (ret == 1) {
 		warning("%s; showing each thread's held memory: allocated, freed and the "
 			"cross-thread frees need a run with accounting on", d.msg);

@@ -50,6 +50,8 @@ struct rep_files {
 	struct tg_dumpset agg_set;    /* an aggregate run's curves (dumpset.h), or empty */
 	int sampled;             /* a sampled run: a .mem line is a reading of the
 				    thread's memory, not a call's return (rep_sampled) */
+	int aggregate;           /* an aggregate run: its series are readings of
+				    each thread's curve too, no record per call */
 };
 
 static void rep_note(const struct tg_report_cb *cb, const char *msg)
@@ -352,11 +354,12 @@ static void rep_memg(FILE *out, const struct tg_report_opts *o, const struct rep
 		rep_missing(out, cb, "no thread .mem files in the run: no memory graph");
 		return;
 	}
-	if (files->sampled)
-		fputs("<p>Each thread's memory (KB: what it allocated less what it freed) at "
-		      "each reading of its curve, a sampled run recording no calls, with the "
-		      "numbered peaks of the table below (as <code>threadgraph memg</code> "
-		      "draws them).</p>\n", out);
+	if (files->sampled || files->aggregate)
+		fprintf(out, "<p>Each thread's memory (KB: what it allocated less what it freed) "
+			"at each reading of its curve, %s, with the numbered peaks of the table "
+			"below (as <code>threadgraph memg</code> draws them).</p>\n",
+			files->sampled ? "a sampled run recording no calls" :
+			"an aggregate run keeping no record per call");
 	else
 		fputs("<p>Each thread's memory delta per recorded return (KB) "
 		      "with the numbered peaks of the table below (as <code>threadgraph memg</code> "
@@ -698,7 +701,8 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 		gc_marked += rep_peak_gc(&gc, files, &peaks.v[i], &objects) > 0;
 	}
 	if (!peaks.n) {
-		fprintf(out, files->sampled ? "<p>No reading of a thread's memory exceeds %g KB "
+		fprintf(out, files->sampled || files->aggregate ?
+			"<p>No reading of a thread's memory exceeds %g KB "
 			"(<code>--peak</code>).</p>\n" : "<p>No return changed a thread's memory "
 			"by more than %g KB (<code>--peak</code>).</p>\n", o->memg.peak.peak_kb);
 		ret = 0;
@@ -711,6 +715,17 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 			"KB, kept as memg keeps them. The call sites holding memory are in the "
 			"flame graphs and the accounting below, estimated from the samples.</p>\n",
 			o->memg.peak.peak_kb);
+	} else if (files->aggregate) {
+		/* readings of the curve's buckets: no call, no delta, no subtree */
+		fprintf(out, "<p>An aggregate run keeps no record per call: these are readings "
+			"of a thread's memory (what it allocated less what it freed, the lowest "
+			"and highest of each bucket of its curve) above %g KB, kept as memg keeps "
+			"them. Its calls, rolled up per call path, are in the flame graphs below "
+			"and in <code>threadgraph summary</code>.</p>\n", o->memg.peak.peak_kb);
+		if (gc_marked)
+			fprintf(out, "<p class=\"meta\">%zu of these readings are of a bucket "
+				"during which <span class=\"gc\">the garbage collector ran</span> "
+				"in their thread (gc.txt).</p>\n", gc_marked);
 	} else {
 		fprintf(out, "<p>Returns whose delta exceeds %g KB, kept as memg keeps them; "
 			"each number links to the call's subtree with the time and memory of every "
@@ -726,8 +741,8 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 				"the garbage collector</span> (gc.txt): their delta includes what it "
 				"freed, and what the call left to it.</p>\n", gc_marked);
 	}
-	if (files->sampled)
-		;  /* --stack is no option of a sampled run: no subtree to ask of it */
+	if (files->sampled || files->aggregate)
+		;  /* no record per call: --stack would give these runs no subtree */
 	else if (!files->has_stack)
 		rep_missing(out, cb, "the run has no .stack files: the peaks' call subtrees need "
 			    "them (threadgraph run --stack, ProcessProfile.trackStack())");
@@ -738,7 +753,7 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 		fputs("<p class=\"meta\">A peak's phase is the innermost "
 		      "<code>threadgraph.phase</code> open when its call returned.</p>\n", out);
 	fprintf(out, "<table><tr><th>#</th><th>time</th>%s<th>thread</th><th>%s</th></tr>\n",
-		phases ? "<th>phase</th>" : "", files->sampled ?
+		phases ? "<th>phase</th>" : "", files->sampled || files->aggregate ?
 		"reading (FILE:LINE:FUNCTION=&gt;BYTES)</th><th>memory" :
 		"call (FILE:LINE:FUNCTION=&gt;DELTA)</th><th>delta");
 	for (size_t i = 0; i < peaks.n; i++) {
@@ -1044,6 +1059,7 @@ int tg_report_write(const struct tg_report_opts *opts, FILE *out,
 	} else if (tg_aggfile_is_run(o->run_dir)) {
 		if (rep_files_aggregate(&files, (char *)o->run_dir, d) < 0)
 			goto out;
+		files.aggregate = 1;
 	} else if (rep_files_list(&files, o->run_dir, d) < 0) {
 		return -1;
 	}

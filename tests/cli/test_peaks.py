@@ -153,3 +153,15 @@ def test_default_labels_the_call_not_the_thread_wrapper(tg, tmp_path):
     r = tg("peaks", "--peak_delta_time=10", tmp_path / "Worker.mem", tmp_path / "Other.mem")
     assert [x[6] for x in rows(r.stdout)][0] == "app.py:31:doStuff"
     assert len(rows(r.stdout)) == 3
+
+
+def test_no_peak_is_said(tg):
+    """No return above --peak: stdout stays empty (a script reads no row, JSON
+    an empty array) and stderr says why, and where slow growth shows instead."""
+    for json_opt in ([], ["--json"]):
+        r = tg("peaks", "--peak=100000", *json_opt, *tutorial_mems())
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == ("[]\n" if json_opt else ""), r.stdout
+        assert r.stderr == ("note: no peaks: no record's |DELTA| exceeds 100000 KB (--peak); "
+                            "memory kept a little at a time, across many calls, shows in "
+                            "what each thread holds over time: threadgraph memg --held\n")

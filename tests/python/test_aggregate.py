@@ -169,6 +169,25 @@ def test_commands_read_it(runs, tmp_path):
     assert "aggregate" in r.stderr and "full capture" in r.stderr, r.stderr
 
 
+def test_report_says_readings_not_calls(runs, tmp_path):
+    """An aggregate run's memg series are readings of each thread's curve (a
+    bucket's lowest and highest), not calls' returns: the report says so, as
+    it does of a sampled run, and asks for no --stack, which would not give
+    an aggregate run call subtrees."""
+    agg = runs[1][1]
+    r = cli("report", "--peak=0", "-o", tmp_path / "r.html", agg)
+    assert r.returncode == 0, r.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert "An aggregate run keeps no record per call: these are readings of a " \
+        "thread's memory" in page
+    assert "reading (FILE:LINE:FUNCTION=&gt;BYTES)</th><th>memory" in page
+    assert "at each reading of its curve" in page
+    for wrong in ("A delta is what", "Returns whose delta", "per recorded return",
+                  "peaks' calls"):
+        assert wrong not in page, wrong
+    assert "--stack" not in page and "--stack" not in r.stderr, r.stderr
+
+
 # One worker (no other thread to interleave with), with 300 call paths more
 # than BUSY: the paths are what the size is made of, the curve is bounded.
 ONE = BUSY.replace("THREADS", "1").replace("""def work(n):

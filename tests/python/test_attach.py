@@ -631,6 +631,10 @@ def test_aggregate_curve_starts_at_zero_at_each_attach(tmp_path):
             assert r.returncode == 0, r.stderr
             rest = attach.communicate(timeout=120)[1]
             assert attach.returncode == 0, rest
+            # no record per call: not "0 records", and summary is what reads it
+            assert " records in " not in rest, rest
+            assert " call paths (aggregate.tga) in " in rest \
+                and "(then: threadgraph summary " in rest, rest
             r = subprocess.run(cmd("summary", out_dir(where, target.pid)),
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                universal_newlines=True, env=env_with_package(keep_cli=True))

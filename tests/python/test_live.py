@@ -242,6 +242,39 @@ def test_live_shows_call_sites_by_live_bytes_with_accounting(tmp_path):
     assert "call sites" not in cli("live", "--once", plain)
 
 
+def test_live_call_sites_list_only_what_holds_memory(tmp_path):
+    # A site whose blocks were all freed (churn's) holds nothing live: the panel
+    # of sites by live bytes leaves it out, as it leaves out every other site
+    # that holds nothing, however few hold something.
+    prog = tmp_path / "prog.py"
+    prog.write_text("import threading\n"
+                    "keep = []\n"
+                    "def churn():\n"
+                    "    for _ in range(400):\n"
+                    "        x = bytearray(100000)\n"
+                    "        del x\n"
+                    "def grow():\n"
+                    "    keep.append(bytearray(8 << 20))\n"
+                    "def work():\n"
+                    "    churn()\n"
+                    "    grow()\n"
+                    "t = threading.Thread(target=work, name='w')\n"
+                    "t.start()\n"
+                    "t.join()\n")
+    # one sample per MiB: churn's 40 MB are sampled, all freed; grow's block kept
+    subprocess.run([sys.executable, "-m", "threadgraph", "run", "--sampled",
+                    "--sample-bytes", "1048576", "-o", str(tmp_path / "out"), str(prog)],
+                   check=True, env=env_with_package({"THREADGRAPH_SAMPLE_SEED": "7"}), timeout=120,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run_dir = str(tmp_path / "out" / os.listdir(str(tmp_path / "out"))[0])
+    top = cli("top", "--merge-threads", "--depth", "1", run_dir)
+    assert re.search(r"^ +0 +0 +[1-9]\d* .*:churn$", top, re.M), top  # sampled, all freed
+    once = cli("live", "--once", run_dir)
+    panel = once.split("top call sites by live bytes", 1)[1].splitlines()[1:]
+    assert panel and panel[0].endswith(":grow"), once
+    assert not [line for line in panel if line.endswith(":churn")], once
+
+
 def test_live_escapes_a_hostile_thread_name(tmp_path):
     # A thread's name is the program's: C1 controls (U+009B is CSI) and
     # bidirectional controls (U+202E) reach the terminal as '?', never raw.

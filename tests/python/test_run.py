@@ -416,6 +416,32 @@ def test_binary_run_without_stack_still_has_subtrees(tmp_path):
     assert "with --format text, also write a .stack file per thread" in helptext
 
 
+# Three workers that each keep the same amount: peaks of equal size in three threads.
+SAME_SIZE_WORKERS = """\
+import threading
+kept = []
+def keep_some():
+    kept.append(bytearray(2000000))
+ts = [threading.Thread(target=keep_some, name="worker-%d" % i) for i in range(3)]
+for t in ts: t.start()
+for t in ts: t.join()
+"""
+
+
+@pytest.mark.parametrize("fmt", ["text", "binary"])
+def test_summary_names_every_thread_of_equal_peaks(tmp_path, fmt):
+    """Calls nested in one another with the same delta are one peak, but only within
+    a thread: three threads keeping the same bytes are three peaks, each under its
+    own thread (a binary capture's peaks all name the run directory as MEMFILE)."""
+    write(tmp_path / "same.py", SAME_SIZE_WORKERS)
+    res = tg(["run", "--stack", "--format", fmt, "same.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    growth = res.stderr.split("growth, largest first:\n", 1)[1].split("released")[0]
+    rows = [l.split() for l in growth.splitlines() if l.endswith(" B")]
+    keepers = sorted(r[0] for r in rows if r[1] == "keep_some" and int(r[-2]) >= 2000000)
+    assert keepers == ["worker-0", "worker-1", "worker-2"], res.stderr
+
+
 @pytest.mark.parametrize("output", ["blocker/sub", "blocker"], ids=["under-a-file", "a-file"])
 def test_output_dir_cannot_be_created(tmp_path, output):
     """A base directory under a file, or that is a file: one line saying so

@@ -290,6 +290,12 @@ def test_commands_read_a_sampled_run(tmp_path):
     assert res.returncode == 0 and "plant" in (tmp_path / "f.svg").read_text(), res.stderr
     res = cli("summary", run_dir)
     assert res.returncode == 0 and "planter" in res.stdout, res.stderr
+    # threads: PEAK is exact, LIVE AT END (the sites' live bytes) an estimate
+    # that may pass it; said, as the other commands say their estimates
+    res = cli("threads", run_dir)
+    assert res.returncode == 0 and "planter" in res.stdout, res.stderr
+    assert "sampled run (one sample per" in res.stderr, res.stderr
+    assert "LIVE AT END and the cross-thread frees are estimates" in res.stderr, res.stderr
     res = cli("peaks", os.path.join(run_dir, "planter.mem"))
     assert res.returncode == 0 and "<thread memory>" in res.stdout, res.stderr
     res = cli("report", "-o", str(tmp_path / "r.html"), run_dir)
