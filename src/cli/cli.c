@@ -185,6 +185,14 @@ void tg_cli_kept_text(char *buf, size_t n, uint32_t first, uint32_t last, int64_
 		 first, last, first - 1, (double)from_us / 1e6, to);
 }
 
+int tg_cli_time_origin(const struct tg_capture *cap, double *origin)
+{
+	if (!cap || cap->seg_first <= 1)
+		return 0;
+	*origin = (double)cap->start_us / 1e6;
+	return 1;
+}
+
 void tg_cli_capture_warnings(const struct tg_capture *cap)
 {
 	uint64_t dropped = tg_capture_dropped(cap);
@@ -332,6 +340,7 @@ int tg_cli_run_graph(tg_graph_run_fn run, const char *name, struct tg_graph_opts
 		return ret;
 	}
 	o->has_time = tg_cli_has_time(&files, c);
+	o->has_origin = tg_cli_time_origin(files.cap, &o->origin);
 	tg_cli_diag_init(&d, c);
 	ret = run(o, po, files.v, files.n, &tg_cli_report, &d) < 0 ? error("%s", d.msg) : 0;
 	tg_cli_diag_summary(&d);

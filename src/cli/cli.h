@@ -166,6 +166,11 @@ void tg_cli_capture_warnings(const struct tg_capture *cap);
  * command, and live's status line. */
 void tg_cli_kept_text(char *buf, size_t n, uint32_t first, uint32_t last, int64_t from_us,
 		      int64_t to_us);
+/* A capture whose older segments were dropped (cap may be NULL): 1 and the
+ * run's start in *ORIGIN (seconds since the epoch), where the graphs' elapsed
+ * axis counts from (timeaxis.h), so that a kept range reads as the time into
+ * the run the warning gives; else 0. */
+int tg_cli_time_origin(const struct tg_capture *cap, double *origin);
 /* Whether the files carry times: a capture's flag (unless --no_time), else !--no_time. */
 int tg_cli_has_time(const struct tg_dumpset *s, const struct tg_common_args *c);
 

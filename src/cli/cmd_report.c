@@ -111,6 +111,7 @@ int cmd_report(int argc, char **argv)
 	if (cap)
 		tg_cli_capture_warnings(cap);
 	o.cap = cap;
+	o.memg.has_origin = tg_cli_time_origin(cap, &o.memg.origin);
 	if (asprintf(&scratch, "%s/threadgraph-report-XXXXXX",
 		     tmpdir && *tmpdir ? tmpdir : "/tmp") < 0) {
 		tg_dumpset_free_capture(cap);

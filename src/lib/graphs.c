@@ -183,6 +183,8 @@ int tg_nesting_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 
 	tg_timeaxis_init(&ta, !o->has_time ? TG_TIME_NONE :
 			 o->clock ? TG_TIME_CLOCK : TG_TIME_ELAPSED);
+	if (o->has_origin)
+		tg_timeaxis_origin(&ta, o->origin);
 	if (!events || !act || !show) {
 		tg_error(d, "out of memory");
 		goto out;
@@ -320,6 +322,8 @@ int tg_interleave_run(const struct tg_graph_opts *o, const struct tg_plot_opts *
 	unsigned long segments = 0;
 
 	tg_timeaxis_init(&ta, o->clock ? TG_TIME_CLOCK : TG_TIME_ELAPSED);
+	if (o->has_origin)
+		tg_timeaxis_origin(&ta, o->origin);
 	if (!in)
 		return tg_error(d, "out of memory");
 	if (!o->has_time) {

@@ -30,6 +30,8 @@ struct tg_graph_opts {
 	int clock;               /* nesting, interleave: clock time on the x axis */
 	int has_from, has_to;    /* interleave: time range in seconds */
 	double from, to;
+	int has_origin;          /* origin is set (timeaxis.h tg_timeaxis_origin) */
+	double origin;           /* the run's start (seconds), before the records read */
 };
 
 /* Each returns 0 or -1 (d->msg set; no graph or legend left behind). */

@@ -622,6 +622,8 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	memset(&p, 0, sizeof(p));
 	tg_marks_init(&marks);
 	tg_timeaxis_init(&ta, o->clock ? TG_TIME_CLOCK : TG_TIME_ELAPSED);
+	if (o->has_origin)
+		tg_timeaxis_origin(&ta, o->origin);
 	if (!hs || !series || !show || !act) {
 		tg_error(d, "out of memory");
 		goto out;

@@ -649,6 +649,8 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	tg_marks_init(&marks);
 	tg_timeaxis_init(&ta, !o->has_time ? TG_TIME_NONE :
 			 o->clock ? TG_TIME_CLOCK : TG_TIME_ELAPSED);
+	if (o->has_origin)
+		tg_timeaxis_origin(&ta, o->origin);
 	memset(&script, 0, sizeof(script));
 	memset(&legend, 0, sizeof(legend));
 	if (!st || !act || !show) {

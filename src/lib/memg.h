@@ -36,6 +36,8 @@ struct tg_memg_opts {
 	struct tg_peak_opts peak;
 	int has_from, has_to;    /* time range (seconds); events outside are skipped */
 	double from, to;
+	int has_origin;          /* origin is set (timeaxis.h tg_timeaxis_origin) */
+	double origin;           /* the run's start (seconds), before the records read */
 };
 
 /* Progress and per-file reports for the caller to print (may be NULL). */

@@ -26,6 +26,14 @@ void tg_timeaxis_init(struct tg_timeaxis *a, enum tg_time_mode mode)
 	a->mode = mode;
 	a->seen = 0;
 	a->t0 = a->t1 = 0;
+	a->has_origin = 0;
+	a->origin = 0;
+}
+
+void tg_timeaxis_origin(struct tg_timeaxis *a, double t)
+{
+	a->has_origin = 1;
+	a->origin = t;
 }
 
 void tg_timeaxis_see(struct tg_timeaxis *a, double t)
@@ -88,6 +96,8 @@ int tg_timeaxis_write(FILE *f, const struct tg_timeaxis *a, const struct tg_time
 {
 	double from = a->t0, to = a->t1, span;
 	const struct ta_unit *u = ta_units;
+	/* the elapsed axis's zero: the first event, or the run's start before it */
+	double t0 = a->has_origin && a->origin < a->t0 ? a->origin : a->t0;
 
 	if (a->mode == TG_TIME_NONE) {
 		fprintf(f, "tx(t) = t\nset xlabel '%s'\n", none_label);
@@ -114,10 +124,12 @@ int tg_timeaxis_write(FILE *f, const struct tg_timeaxis *a, const struct tg_time
 		ta_range(f, r, (double)tz, 1, 1);
 		return ferror(f) ? EOF : 0;
 	}
+	if (t0 < a->t0 && to > t0)  /* the values shown run up to to - t0 */
+		span = to - t0;
 	while (span >= u->below)
 		u++;
-	fprintf(f, "t0 = %.6f\ntx(t) = (t - t0) * %.17g\n", a->t0, u->per_second);
+	fprintf(f, "t0 = %.6f\ntx(t) = (t - t0) * %.17g\n", t0, u->per_second);
 	fprintf(f, "set xlabel 'Time since start (%s)'\nset format x '%%g'\n", u->name);
-	ta_range(f, r, -a->t0, u->per_second, 0);
+	ta_range(f, r, -t0, u->per_second, 0);
 	return ferror(f) ? EOF : 0;
 }

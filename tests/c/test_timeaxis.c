@@ -50,6 +50,36 @@ int main(void)
 		  "set timefmt '%s'\nset format x '%H:%M:%.3S'\nset xtics 0.1\n"
 		  "set xrange ['1000.500000':*]\n");
 	free(s);
+	/* a run that started before the events read (a capture's dropped
+	 * segments): counted from its start, the unit by the values shown */
+	{
+		struct tg_timeaxis a;
+		size_t n = 0;
+		FILE *f;
+
+		s = NULL;
+		f = open_memstream(&s, &n);
+		tg_timeaxis_init(&a, TG_TIME_ELAPSED);
+		tg_timeaxis_origin(&a, 900);
+		tg_timeaxis_see(&a, 1000);
+		tg_timeaxis_see(&a, 1000.5);
+		tg_timeaxis_write(f, &a, NULL, "Event");
+		fclose(f);
+		CHECK_STR(s, "t0 = 900.000000\ntx(t) = (t - t0) * 1\n"
+			  "set xlabel 'Time since start (s)'\nset format x '%g'\n");
+		free(s);
+		/* an origin after the first event is not the start */
+		s = NULL;
+		f = open_memstream(&s, &n);
+		tg_timeaxis_init(&a, TG_TIME_ELAPSED);
+		tg_timeaxis_origin(&a, 1000.25);
+		tg_timeaxis_see(&a, 1000);
+		tg_timeaxis_see(&a, 1000.5);
+		tg_timeaxis_write(f, &a, NULL, "Event");
+		fclose(f);
+		CHECK(strstr(s, "t0 = 1000.000000\n") != NULL && strstr(s, "(ms)") != NULL);
+		free(s);
+	}
 	s = axis(TG_TIME_NONE, 0, 10, NULL);
 	CHECK_STR(s, "tx(t) = t\nset xlabel 'Event'\n");
 	free(s);

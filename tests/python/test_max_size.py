@@ -124,6 +124,40 @@ def test_commands_read_it_and_say_what_it_covers(runs, tmp_path):
     assert os.path.getsize(tmp_path / "r.html") > 0
 
 
+def axis_zero(gp_path):
+    """The t0 of a gnuplot script's elapsed axis (timeaxis.c)."""
+    with open(gp_path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("t0 = "):
+                return float(line.split()[2])
+    raise AssertionError("no elapsed axis in %s" % gp_path)
+
+
+def test_graphs_count_time_from_the_runs_start(runs, tmp_path):
+    """The graphs' "Time since start" counts from the run's start, not from
+    the first kept record: the kept range reads as the warning gives it."""
+    _full, bounded = runs
+    # the capture's time base (docs/formats.md: i64 start_us at byte 16 of a
+    # segment's header), the same in every segment
+    with open(os.path.join(bounded, capture_files(bounded)[0]), "rb") as f:
+        start = int.from_bytes(f.read(24)[16:24], "little", signed=True) / 1e6
+    for args, gp in ((("memg",), "memg-plot/memg.gp"),
+                     (("memg", "--held"), "memg-held-plot/memg-held.gp"),
+                     (("nesting",), "nesting-plot/nesting.gp")):
+        out = tmp_path / args[-1].strip("-")
+        r = cli(*args, "--script-only", "-o", out, bounded)
+        assert r.returncode == 0, (args, r.stderr)
+        kept_from = float(r.stderr.split("cover the run from ")[1].split(" s")[0])
+        assert kept_from > 0, r.stderr
+        assert abs(axis_zero(out / gp) - start) < 2e-6, (args, start)
+    # a run that kept everything still counts from its first event
+    r = cli("memg", "--script-only", "-o", tmp_path / "full", _full)
+    assert r.returncode == 0, r.stderr
+    with open(os.path.join(_full, "capture.tg"), "rb") as f:
+        full_start = int.from_bytes(f.read(24)[16:24], "little", signed=True) / 1e6
+    assert axis_zero(tmp_path / "full" / "memg-plot" / "memg.gp") > full_start
+
+
 def test_folded_pairs_the_segments_exactly(runs):
     """The calls open where the kept segments start (their head's state) return
     in the segments kept: those returns are not taken for the kept calls', so
