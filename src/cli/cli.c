@@ -181,7 +181,7 @@ void tg_cli_kept_text(char *buf, size_t n, uint32_t first, uint32_t last, int64_
 	if (to_us >= 0)
 		snprintf(to, sizeof(to), " to %.3f s", (double)to_us / 1e6);
 	snprintf(buf, n, "a capture of limited size: segments %u-%u kept, the %u before them "
-		 "dropped; its records cover the run from %.3f s%s after its start",
+		 "dropped; the segments kept were written from %.3f s%s after its start",
 		 first, last, first - 1, (double)from_us / 1e6, to);
 }
 

@@ -144,8 +144,10 @@ struct tg_capture {
 	struct tg_cap_seg *segs; /* the files read, oldest first */
 	size_t n_segs;
 	uint32_t seg_first, seg_last; /* numbers of the oldest and newest read (0: one file) */
-	int64_t kept_from_us;   /* segments before seg_first were dropped: every record
-				 * read is later than this (else start_us) */
+	int64_t kept_from_us;   /* segments before seg_first were dropped: when the
+				 * oldest kept began (its head's time; else start_us).
+				 * Its chunks were written later, but a chunk may
+				 * hold a thread's older records */
 	uint64_t orphan_chunks; /* event chunks of threads whose definition was in a
 				 * dropped segment (skipped) */
 	int has_process_base;

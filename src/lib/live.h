@@ -70,7 +70,8 @@ struct tg_live {
 					  * read (seg_first > 1: the ones before were
 					  * dropped, and the figures but "now" are of
 					  * the records kept); 0 for one file */
-	int64_t kept_from_us;            /* every record read is later (seg_first > 1) */
+	int64_t kept_from_us;            /* when the oldest kept segment began
+					  * (seg_first > 1; capture_read.h) */
 	int64_t end_us;                  /* the run's end (its END chunk), when ended */
 	int64_t start_us, last_us;       /* first record's time base, latest record */
 	unsigned long readings;          /* tg_live_read calls that succeeded */

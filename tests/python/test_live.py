@@ -565,7 +565,7 @@ with open(sys.argv[1]) as gate:  # until the test has seen the view
     gate.read()
 '''
 KEPT = re.compile(r"^a capture of limited size: segments (\d+)-(\d+) kept, the (\d+) before them "
-                  r"dropped; its records cover the run from \d+\.\d{3} s( to \d+\.\d{3} s)? "
+                  r"dropped; the segments kept were written from \d+\.\d{3} s( to \d+\.\d{3} s)? "
                   r"after its start$", re.M)
 
 

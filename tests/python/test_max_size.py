@@ -120,7 +120,7 @@ def test_commands_read_it_and_say_what_it_covers(runs, tmp_path):
         r = cli(*args)
         assert r.returncode == 0, (args, r.stderr)
         assert "capture of limited size: segments" in r.stderr, (args, r.stderr)
-        assert "dropped; its records cover the run from" in r.stderr
+        assert "dropped; the segments kept were written from" in r.stderr
     assert os.path.getsize(tmp_path / "r.html") > 0
 
 
@@ -147,7 +147,7 @@ def test_graphs_count_time_from_the_runs_start(runs, tmp_path):
         out = tmp_path / args[-1].strip("-")
         r = cli(*args, "--script-only", "-o", out, bounded)
         assert r.returncode == 0, (args, r.stderr)
-        kept_from = float(r.stderr.split("cover the run from ")[1].split(" s")[0])
+        kept_from = float(r.stderr.split("were written from ")[1].split(" s")[0])
         assert kept_from > 0, r.stderr
         assert abs(axis_zero(out / gp) - start) < 2e-6, (args, start)
     # a run that kept everything still counts from its first event
