@@ -285,8 +285,10 @@ static int ri_threads(struct ri *r, struct tg_run_threads *t)
 	if (r->p >= r->end || *r->p++ != '[')
 		return -1;
 	ri_ws(r);
-	if (r->p < r->end && *r->p == ']')
+	if (r->p < r->end && *r->p == ']') {
+		r->p++;
 		return 0;
+	}
 	for (;;) {
 		struct tg_run_thread th;
 		if (t->n == t->alloc) {
@@ -307,8 +309,10 @@ static int ri_threads(struct ri *r, struct tg_run_threads *t)
 		ri_ws(r);
 		if (r->p >= r->end)
 			return -1;
-		if (*r->p == ']')
+		if (*r->p == ']') {
+			r->p++;  /* the keys after it are read too */
 			return 0;
+		}
 		if (*r->p++ != ',')
 			return -1;
 	}

@@ -125,6 +125,7 @@ static void test_threads(void)
 	CHECK(tg_run_threads_id(&t, "a%2Fb", &id) && id == 13);  /* by its .mem */
 	CHECK(!tg_run_threads_id(&t, "twin", &id));              /* two threads: neither */
 	CHECK(!tg_run_threads_id(&t, "nobody", &id));
+	CHECK(t.ended && t.end_us == 2500000);  /* a key after the threads */
 	/* an export's: the calls open where a thread's files begin */
 	CHECK(tg_run_threads_find(&t, "a%2Fb") && tg_run_threads_find(&t, "a%2Fb")->open_at_start == 7);
 	CHECK(tg_run_threads_find(&t, "MainThread") &&
