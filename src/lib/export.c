@@ -188,10 +188,11 @@ out:
 	return ret;
 }
 
-/* Writes dir/runinfo.json for an export of a capture's kept segments: each
- * thread's files and the calls open where they begin (its head's), that a
- * fold of the text pairs them as a fold of the capture does (the returns of
- * those calls, some before the first .stack line, are in the .mem).  One
+/* Writes dir/runinfo.json for an export of a capture's kept segments: where
+ * they begin, each thread's files, the calls open where they begin (its
+ * head's), that a fold of the text pairs them as a fold of the capture does
+ * (the returns of those calls, some before the first .stack line, are in the
+ * .mem), and the memory it held there.  One
  * already there (the run's own, beside the capture) is left as it is
  * (st->runinfo_kept).  0 or -1. */
 static int exp_runinfo(struct exp_state *x, const struct tg_capture *cap, const char *dir,
@@ -199,8 +200,8 @@ static int exp_runinfo(struct exp_state *x, const struct tg_capture *cap, const 
 		       struct tg_diag *d)
 {
 	struct exp_out o = { NULL, -1, 0, NULL, NULL, 0 };
-	char *text = NULL, *name = NULL;
-	size_t len = 0;
+	char *text = NULL, *name = NULL, kept[TG_CAP_TIME_MAX];
+	size_t len = 0, klen;
 	struct stat sb;
 	FILE *f;
 	int ret = -1;
@@ -216,7 +217,9 @@ static int exp_runinfo(struct exp_state *x, const struct tg_capture *cap, const 
 		free(o.path);
 		return tg_error(d, "out of memory");
 	}
-	fprintf(f, "{\n  \"format\": 1,\n  \"pid\": %u,\n  \"threads\": [", (unsigned)cap->pid);
+	klen = tg_cap_fmt_time(kept, cap->kept_from_us);
+	fprintf(f, "{\n  \"format\": 1,\n  \"pid\": %u,\n  \"kept_from\": %.*s,\n"
+		"  \"threads\": [", (unsigned)cap->pid, (int)klen, kept);
 	for (size_t i = 0; i < cap->n_threads; i++) {
 		const struct tg_cap_thread *t = &cap->threads[i];
 		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");
@@ -233,8 +236,19 @@ static int exp_runinfo(struct exp_state *x, const struct tg_capture *cap, const 
 				tg_json_string(f, name + 2, strlen(name + 2));
 			}
 		}
-		fprintf(f, ", \"open_at_start\": %llu}",
+		fprintf(f, ", \"open_at_start\": %llu",
 			(unsigned long long)(t->has_state ? t->state.depth : 0));
+		/* what it held there, by depth, as the head gives it: held memory
+		 * (memg --held) goes on from it as it does on the capture */
+		if (t->has_state) {
+			fputs(", \"held_at_start\": [", f);
+			if (!t->state.n_lvl)
+				fprintf(f, "%lld", (long long)t->state.mem);
+			for (size_t k = 0; k < t->state.n_lvl; k++)
+				fprintf(f, "%s%lld", k ? ", " : "", (long long)t->state.lvl[k]);
+			fputs("]", f);
+		}
+		fputs("}", f);
 	}
 	fputs("\n  ]\n}\n", f);
 	free(name);

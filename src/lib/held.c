@@ -15,13 +15,18 @@
 #include "held.h"
 #include "marks_plot.h"
 #include "recsrc.h"
+#include "runinfo.h"
 #include "tg_capture.h"
 
 /* The held memory of the calls open in a thread, by depth: what the thread held
- * when each was called (as known then). */
+ * when each was called (as known then).  A depth never set reads as dflt: the
+ * thread's level where its records begin, for the calls open there that the
+ * dumps carry no memory of (their count may be of any size, so they get no
+ * slot of their own). */
 struct held_bases {
 	int64_t *v;
 	size_t cap;
+	int64_t dflt;
 };
 
 static int held_base_set(struct held_bases *b, size_t depth, int64_t v, struct tg_diag *d)
@@ -30,10 +35,15 @@ static int held_base_set(struct held_bases *b, size_t depth, int64_t v, struct t
 		size_t cap = b->cap ? b->cap : 64;
 		int64_t *nv;
 
-		while (cap <= depth)
+		while (cap <= depth) {
+			if (cap > SIZE_MAX / 2 / sizeof(*nv))
+				return tg_error(d, "out of memory");
 			cap *= 2;
+		}
 		if (!(nv = realloc(b->v, cap * sizeof(*nv))))
 			return tg_error(d, "out of memory");
+		for (size_t k = b->cap; k < cap; k++)
+			nv[k] = b->dflt;
 		b->v = nv;
 		b->cap = cap;
 	}
@@ -43,27 +53,72 @@ static int held_base_set(struct held_bases *b, size_t depth, int64_t v, struct t
 
 static int64_t held_base_get(const struct held_bases *b, size_t depth)
 {
-	return depth < b->cap ? b->v[depth] : 0;
+	return depth < b->cap ? b->v[depth] : b->dflt;
 }
 
-/* Follows one step: emits it when the level changed (or is the first one). */
+/*
+ * Follows one step: emits it when the level changed (or is the first one).
+ * A thread whose records begin inside a capture's kept segments (a size limit)
+ * starts at `from`, the kept range's start, at what it held then: its level
+ * where its records begin (pend) plus the steps of its records older than
+ * `from` (a chunk of the kept segments can hold them), which are not drawn.
+ * Every thread known there starts at the same moment, so their sum does not
+ * climb while each one's first return comes.
+ */
 struct held_emit {
 	tg_held_step_fn step;
 	void *ctx;
 	int started;
 	int64_t last;
+	int has_from;               /* the curve starts at from */
+	double from_x;
+	char from_xs[TG_CAP_TIME_MAX];  /* from's TIME text (not NUL-terminated) */
+	size_t from_len;
+	int64_t pend;               /* the level at from, until it is emitted */
 };
 
-static int held_emit(struct held_emit *e, double x, const char *xs, size_t xlen, int64_t v,
-		     struct tg_diag *d)
+static int held_emit_call(struct held_emit *e, double x, const char *xs, size_t xlen,
+			  int64_t v, struct tg_diag *d)
 {
-	if (e->started && v == e->last)
-		return 0;
 	e->started = 1;
 	e->last = v;
 	if (e->step(e->ctx, x, xs, xlen, v))
 		return d->msg[0] ? -1 : tg_error(d, "out of memory");
 	return 0;
+}
+
+static int held_emit(struct held_emit *e, double x, const char *xs, size_t xlen, int64_t v,
+		     struct tg_diag *d)
+{
+	if (e->has_from && !e->started) {
+		if (x <= e->from_x) {  /* before the kept range: part of its first level */
+			e->pend = v;
+			return 0;
+		}
+		if (held_emit_call(e, e->from_x, e->from_xs, e->from_len, e->pend, d) < 0)
+			return -1;
+	}
+	if (e->started && v == e->last)
+		return 0;
+	return held_emit_call(e, x, xs, xlen, v, d);
+}
+
+/* The end of a thread's records: a curve starting at `from` that no later step
+ * began yet starts now (a thread with no record after it still holds memory). */
+static int held_emit_finish(struct held_emit *e, struct tg_diag *d)
+{
+	if (e->has_from && !e->started)
+		return held_emit_call(e, e->from_x, e->from_xs, e->from_len, e->pend, d);
+	return 0;
+}
+
+/* Starts e's curve at from_us (Unix microseconds) at level v. */
+static void held_emit_from(struct held_emit *e, int64_t from_us, int64_t v)
+{
+	e->has_from = 1;
+	e->from_len = tg_cap_fmt_time(e->from_xs, from_us);
+	e->from_x = tg_cap_time_value(from_us);
+	e->pend = v;
 }
 
 /* The error of a held level beyond int64: only dumps made up or damaged reach
@@ -89,6 +144,9 @@ static int held_read_capture(const struct tg_dumpfile *df, struct held_emit *e,
 	if (!(df->cap->flags & TG_CAP_F_TIME))
 		return tg_error(d, "held memory needs timestamps: '%s' has none", df->path);
 	tg_capcur_init(&c, df->cap, t);
+	/* a thread carried into the segments kept starts where they do */
+	if (t->has_state && df->cap->seg_first > 1)
+		held_emit_from(e, df->cap->kept_from_us, v);
 	/* what the thread held when each open call was made: the head's memory at
 	 * that call's depth and the depths below it (all of it when not split) */
 	for (size_t k = 0; k < c.depth; k++) {
@@ -108,7 +166,8 @@ static int held_read_capture(const struct tg_dumpfile *df, struct held_emit *e,
 		if (r.type != TG_CAP_REC_RETURN)
 			continue;
 		xlen = tg_cap_fmt_time(xs, r.t_us);
-		/* the curve starts at the first return, as from the exported .mem */
+		/* the curve starts at the first return (or at the kept range's
+		 * start), as from the exported .mem */
 		if (!e->started && held_emit(e, tg_cap_time_value(r.t_us), xs, xlen, v, d) < 0)
 			goto release;
 		/* c.depth: the call's own depth */
@@ -119,7 +178,9 @@ static int held_read_capture(const struct tg_dumpfile *df, struct held_emit *e,
 		if (held_emit(e, tg_cap_time_value(r.t_us), xs, xlen, v, d) < 0)
 			goto release;
 	}
-	ret = got < 0 ? -1 : 0;
+	if (got < 0 || held_emit_finish(e, d) < 0)
+		goto release;
+	ret = 0;
 release:
 	tg_capcur_release(&c);
 	free(b.v);
@@ -145,6 +206,88 @@ static char *held_stack_path(const char *mem)
 }
 
 #define HELD_SAMPLED_SITE "<thread memory>:0:sampled"
+
+/*
+ * Where a text .mem's held memory begins, from the runinfo.json beside it: an
+ * export of a capture's kept segments gives, for a thread carried into them,
+ * the calls open where its files begin (open_at_start), what it held there by
+ * depth (held_at_start) and where the kept range begins (kept_from).  Sets the
+ * bases of those calls, *open and *v, and starts e's curve at kept_from.
+ * Returns 0 (also when the files begin with the thread: nothing set), 1 with
+ * why set when the thread's memory there is not known (an export from before
+ * held_at_start was written, or one that does not add up), or -1 (d->msg).
+ */
+static int held_text_start(const char *mem_path, struct held_bases *b, size_t *open,
+			   int64_t *v, struct held_emit *e, char *why, struct tg_diag *d)
+{
+	const char *slash = strrchr(mem_path, '/'), *base = slash ? slash + 1 : mem_path;
+	size_t blen = strlen(base), slen = strlen(".mem");
+	struct tg_run_threads info;
+	const struct tg_run_thread *t;
+	char *dir = NULL, *name = NULL;
+	int64_t sum = 0;
+	int ret = -1;
+
+	tg_run_threads_init(&info);
+	if (blen <= slen || strcmp(base + blen - slen, ".mem") != 0)
+		return 0;  /* .mem.gz: a run's own dumps, never an export */
+	if (!(dir = slash ? strndup(mem_path, slash > mem_path ? (size_t)(slash - mem_path) : 1)
+			  : strdup(".")) || !(name = strndup(base, blen - slen))) {
+		tg_error(d, "out of memory");
+		goto out;
+	}
+	if (tg_run_threads_read(&info, dir, d) < 0)
+		goto out;
+	ret = 0;
+	if (!(t = tg_run_threads_find(&info, name)) || t->open_at_start < 0)
+		goto out;  /* its files begin with the thread */
+	if (!t->has_held && !info.kept_from_us && t->open_at_start >= 0) {
+		snprintf(why, TG_HELD_WHY_MAX, "its runinfo.json gives the calls open where its "
+			 "files begin but not the memory it held there (an export from an older "
+			 "threadgraph: export the capture again)");
+		ret = 1;
+		goto out;
+	}
+	if (!t->has_held) {
+		if (t->open_at_start > 0) {
+			snprintf(why, TG_HELD_WHY_MAX, "its runinfo.json gives %lld call%s open "
+				 "where its files begin but not the memory it held there (damaged?)",
+				 t->open_at_start, t->open_at_start == 1 ? "" : "s");
+			ret = 1;
+		}
+		goto out;  /* a thread begun in the kept range: from 0, as a run's own */
+	}
+	if (!info.kept_from_us || !t->n_held ||
+	    t->n_held > (unsigned long long)t->open_at_start + 1) {
+		snprintf(why, TG_HELD_WHY_MAX, "its runinfo.json's held_at_start does not fit "
+			 "its open_at_start and kept_from (damaged?)");
+		ret = 1;
+		goto out;
+	}
+	/* each open call's base: what the depths up to its own hold (the head's
+	 * split, as held_read_capture takes it); the deeper ones, all of it */
+	for (size_t k = 0; k < t->n_held; k++) {
+		if (__builtin_add_overflow(sum, (int64_t)t->held[k], &sum)) {
+			snprintf(why, TG_HELD_WHY_MAX, "its runinfo.json's held_at_start sums beyond "
+				 "2^63 bytes (damaged?)");
+			ret = 1;
+			goto out;
+		}
+		if (k < (size_t)t->open_at_start && held_base_set(b, k, sum, d) < 0) {
+			ret = -1;
+			goto out;
+		}
+	}
+	b->dflt = sum;
+	*v = sum;
+	*open = (size_t)t->open_at_start;
+	held_emit_from(e, info.kept_from_us, sum);
+out:
+	tg_run_threads_release(&info);
+	free(dir);
+	free(name);
+	return ret;
+}
 
 /*
  * A text thread: its .mem returns paired with the calls of its .stack.  The
@@ -193,6 +336,9 @@ static int held_read_text(const struct tg_dumpfile *df, struct held_emit *e, cha
 					ret = 1;
 					goto release;
 				}
+				if ((ret = held_text_start(df->path, &b, &open, &v, e, why, d)) != 0)
+					goto release;
+				ret = -1;
 				if (tg_dumpfile_init(&sdf, spath) < 0) {
 					tg_error(d, "out of memory");
 					goto release;
@@ -235,7 +381,7 @@ static int held_read_text(const struct tg_dumpfile *df, struct held_emit *e, cha
 		if (held_emit(e, m.time.v, m.time.text.s, m.time.text.len, v, d) < 0)
 			goto release;
 	}
-	if (got < 0)
+	if (got < 0 || held_emit_finish(e, d) < 0)
 		goto release;
 	ret = 0;
 	/* A curve from dumps that do not pair would be wrong from the first

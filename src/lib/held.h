@@ -17,6 +17,12 @@
  * readings of the thread's memory and are taken as they are.  Text dumps without
  * a .stack file have no nesting: such a thread is left out, with a reason.
  *
+ * A capture whose older segments were dropped (a size limit): a thread carried
+ * into the segments kept starts at their start, at what its head says it held
+ * (by depth), its older records in them folded into that level; the export of
+ * such a capture gives the same in its runinfo.json (kept_from, open_at_start,
+ * held_at_start), so its text draws the same curve.
+ *
  * The "process line" of held memory is the sum of all threads' curves; its
  * highest value is "the process's largest peak", and each thread's level at that
  * moment is its share of it (tg_held_peak).

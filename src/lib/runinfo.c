@@ -193,6 +193,57 @@ static long long ri_time_us(const char *p, const char *end)
 	return (long long)(v * 1e6 + 0.5);
 }
 
+/* Reads an array of integers at r->p ('[') into *v (malloc'ed, *n of them;
+ * NULL when empty).  0, -1 (not such an array), -2 (out of memory). */
+static int ri_int_array(struct ri *r, long long **v, size_t *n)
+{
+	size_t alloc = 0;
+
+	*v = NULL;
+	*n = 0;
+	if (r->p >= r->end || *r->p++ != '[')
+		return -1;
+	ri_ws(r);
+	if (r->p < r->end && *r->p == ']') {
+		r->p++;
+		return 0;
+	}
+	for (;;) {
+		char buf[32], *num_end;
+		size_t len = 0;
+
+		ri_ws(r);
+		while (r->p + len < r->end && len < sizeof(buf) - 1 &&
+		       strchr("-0123456789", r->p[len]) && r->p[len])
+			len++;
+		memcpy(buf, r->p, len);
+		buf[len] = '\0';
+		if (*n == alloc) {
+			size_t na = alloc ? 2 * alloc : 8;
+			long long *nv = realloc(*v, na * sizeof(*nv));
+			if (!nv)
+				return -2;
+			*v = nv;
+			alloc = na;
+		}
+		errno = 0;
+		(*v)[*n] = strtoll(buf, &num_end, 10);
+		if (!len || *num_end || errno)
+			return -1;
+		(*n)++;
+		r->p += len;
+		ri_ws(r);
+		if (r->p >= r->end)
+			return -1;
+		if (*r->p == ']') {
+			r->p++;
+			return 0;
+		}
+		if (*r->p++ != ',')
+			return -1;
+	}
+}
+
 /* Reads one thread object at r->p into *t.  0, -1 (not JSON), -2 (memory). */
 static int ri_thread(struct ri *r, struct tg_run_thread *t)
 {
@@ -242,6 +293,10 @@ static int ri_thread(struct ri *r, struct tg_run_thread *t)
 				e = -1;
 			else
 				r->p = num_end;
+		} else if (!strcmp(key, "held_at_start") && !t->has_held && r->p < r->end &&
+			   *r->p == '[') {
+			t->has_held = 1;
+			e = ri_int_array(r, &t->held, &t->n_held);
 		} else {
 			e = ri_skip(r);
 		}
@@ -270,6 +325,7 @@ void tg_run_threads_release(struct tg_run_threads *t)
 	for (size_t i = 0; i < t->n; i++) {
 		free(t->v[i].name);
 		free(t->v[i].mem);
+		free(t->v[i].held);
 	}
 	free(t->v);
 	free(t->mode);
@@ -303,6 +359,7 @@ static int ri_threads(struct ri *r, struct tg_run_threads *t)
 		if (e < 0) {
 			free(th.name);
 			free(th.mem);
+			free(th.held);
 			return e;
 		}
 		t->v[t->n++] = th;
@@ -379,6 +436,11 @@ int tg_run_threads_read(struct tg_run_threads *t, const char *dir, struct tg_dia
 		} else if (!strcmp(key, "capture")) {
 			t->has_capture = r.p < r.end && *r.p == '"';
 			e = ri_skip(&r);
+		} else if (!strcmp(key, "kept_from")) {
+			const char *v = r.p;
+			e = ri_skip(&r);
+			if (e == 0)
+				t->kept_from_us = ri_time_us(v, r.p);
 		} else if (!strcmp(key, "end_time")) {
 			const char *v = r.p;
 			t->ended = r.p < r.end && *r.p != 'n';

@@ -18,6 +18,9 @@ struct tg_run_thread {
 	unsigned long long native_id;
 	long long open_at_start;      /* calls open where its dumps begin (an export of
 				       * a capture's kept segments); -1: not given */
+	int has_held;                 /* "held_at_start" given (such an export) */
+	long long *held;              /* its memory there by depth (owned), n_held */
+	size_t n_held;
 };
 
 struct tg_run_threads {
@@ -33,6 +36,9 @@ struct tg_run_threads {
 	int has_capture;              /* "capture" names a binary capture */
 	int aggregate;                /* "aggregate" is true: aggregate.tga */
 	int no_time;                  /* "timestamps" is false: no TIME# */
+	long long kept_from_us;       /* "kept_from" (an export of a capture's kept
+				       * segments): where they begin, in microseconds
+				       * since the epoch; 0 when not given */
 };
 
 /* runinfo.json is read up to this size (a larger one names a huge argv). */
@@ -42,7 +48,7 @@ void tg_run_threads_init(struct tg_run_threads *t);
 void tg_run_threads_release(struct tg_run_threads *t);
 
 /*
- * Reads DIR/runinfo.json's threads (and pid, end_time, mode) into t.  No file, or one that is not the
+ * Reads DIR/runinfo.json's threads (and pid, end_time, mode, kept_from) into t.  No file, or one that is not the
  * JSON the recorder writes, gives no threads (the caller then knows none).
  * Returns 0, or -1 only when out of memory (d->msg set).
  */

@@ -115,9 +115,9 @@ static void test_threads(void)
 	    "  {\"name\": \"MainThread\", \"native_id\": 11, \"mem\": \"MainThread.mem\"},\n"
 	    "  {\"name\": \"w \\\"q\\\" \\u00e9\\ud83d\\ude00\", \"native_id\": 12, \"mem\": null},\n"
 	    "  {\"name\": \"a/b\", \"native_id\": 13, \"mem\": \"run/a%2Fb.mem\", "
-	    "\"open_at_start\": 7},\n"
+	    "\"open_at_start\": 7, \"held_at_start\": [0, -12, 4096 ]},\n"
 	    "  {\"name\": \"twin\", \"native_id\": 14}, {\"name\": \"twin\", \"native_id\": 15}\n"
-	    " ],\n \"end_time\": 2.5\n}\n");
+	    " ],\n \"kept_from\": 1700000001.250000, \"end_time\": 2.5\n}\n");
 	CHECK_INT(tg_run_threads_read(&t, dir, &d), 0);
 	CHECK_INT(t.n, 5);
 	CHECK(tg_run_threads_id(&t, "MainThread", &id) && id == 11);
@@ -130,6 +130,20 @@ static void test_threads(void)
 	CHECK(tg_run_threads_find(&t, "a%2Fb") && tg_run_threads_find(&t, "a%2Fb")->open_at_start == 7);
 	CHECK(tg_run_threads_find(&t, "MainThread") &&
 	      tg_run_threads_find(&t, "MainThread")->open_at_start == -1);  /* not given */
+	/* and what it held there by depth, and where the kept range begins */
+	{
+		const struct tg_run_thread *a = tg_run_threads_find(&t, "a%2Fb");
+		CHECK(a && a->has_held && a->n_held == 3 && a->held[0] == 0 &&
+		      a->held[1] == -12 && a->held[2] == 4096);
+		CHECK(!tg_run_threads_find(&t, "MainThread")->has_held);
+		CHECK(t.kept_from_us == 1700000001250000LL);
+	}
+	tg_run_threads_release(&t);
+	/* a held_at_start that is not a list of integers: not the recorder's JSON */
+	put("runinfo.json", "{\"threads\": [{\"name\": \"x\", \"native_id\": 1, "
+	    "\"held_at_start\": [1, 2.5]}]}");
+	CHECK_INT(tg_run_threads_read(&t, dir, &d), 0);
+	CHECK_INT(t.n, 0);
 	tg_run_threads_release(&t);
 	/* not the recorder's JSON: no threads known, no error */
 	put("runinfo.json", "{\"threads\": [{\"name\": \"x\", \"native_id\": 1}");

@@ -386,12 +386,20 @@ def test_open_at_start_of_any_size_ends(tmp_path):
     (tmp_path / "T.stack").write_text(" 1.000000#/a.py:5:f\n 1.000200#/a.py:5:f\n")
     (tmp_path / "T.mem").write_text("0.900000#/a.py:9:inner=>1\n1.000100#/a.py:6:f=>10\n"
                                     "1.000300#/a.py:6:f=>20\n1.000400#/a.py:2:outer=>5\n")
-    (tmp_path / "runinfo.json").write_text(json.dumps({
-        "format": 1, "pid": 7, "threads": [{
-            "name": "T", "native_id": 8, "ident": 9, "mem": "T.mem", "stack": "T.stack",
-            "open_at_start": 2 ** 63 - 1}]}))
+    info = {"format": 1, "pid": 7, "threads": [{
+        "name": "T", "native_id": 8, "ident": 9, "mem": "T.mem", "stack": "T.stack",
+        "open_at_start": 2 ** 63 - 1}]}
+    (tmp_path / "runinfo.json").write_text(json.dumps(info))
     for args in (("folded", tmp_path), ("flamegraph", "-o", tmp_path / "fg", tmp_path),
                  ("report", "-o", tmp_path / "r.html", tmp_path),
                  ("decorate-stack", tmp_path / "T.mem", tmp_path / "T.stack", "2")):
         r = run(*args)  # its timeout fails a command stepping through the count
         assert_exit_ok_or_error(r)
+    # with the memory held there (a newer export's): held memory neither steps
+    # through the count nor keeps a slot for each of those calls
+    info["kept_from"] = 0.95
+    info["threads"][0]["held_at_start"] = [1, 2]
+    (tmp_path / "runinfo.json").write_text(json.dumps(info))
+    for args in (("memg", "--held", "--script-only", "-o", tmp_path / "h", tmp_path),
+                 ("threads", tmp_path)):
+        assert_exit_ok_or_error(run(*args))

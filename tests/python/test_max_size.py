@@ -421,6 +421,103 @@ def test_held_memory_of_a_call_never_returning(tmp_path):
     assert abs(kept - whole) <= KEPT_TOLERANCE * whole, (kept, whole)
 
 
+# Workers that hold ever more memory through calls that return, then wait, all
+# still running at disable(): the capture rotates while they grow, so each is
+# carried into the segments kept holding what it kept in the ones dropped.
+GROWERS = """
+import threading
+import threadgraph
+
+def chunk(i):
+    return bytearray(1000)
+
+def grow(done, go):
+    keep = []
+    for i in range(ROUNDS):
+        keep.append(chunk(i))
+    done.wait()
+    go.wait()
+
+p = threadgraph.ProcessProfile(default_log_path="run", max_size=LIMIT)
+p.trackStack()
+p.enable()
+done, go = threading.Barrier(5), threading.Event()
+ts = [threading.Thread(target=grow, args=(done, go), name="g%d" % k) for k in range(4)]
+for t in ts:
+    t.start()
+done.wait()
+p.disable()
+go.set()
+for t in ts:
+    t.join()
+"""
+GROW_ROUNDS = 15000  # about 1.3 MB of capture: several times the limit
+
+
+def held_series(out):
+    """memg --held --script-only's series in OUT: {file name: [(TIME, BYTES)]}."""
+    plot = os.path.join(out, "memg-held-plot")
+    series = {}
+    for name in os.listdir(plot):
+        if name.startswith("held-") and name.endswith(".dat") and name != "held-peak.dat":
+            with open(os.path.join(plot, name), encoding="utf-8") as f:
+                series[name] = [(x, int(v)) for x, v in (line.split() for line in f)]
+    return series
+
+
+def test_held_memory_starts_where_the_kept_segments_do(tmp_path):
+    """Every thread carried into the segments kept starts its held curve at
+    their start, at what it held then (its head's memory by depth), not at its
+    first kept return: the sum of all threads does not climb while each
+    thread's first return comes.  The export's runinfo.json carries the same
+    start, so memg --held of the text draws the same curves."""
+    run_scenario(tmp_path, GROWERS.replace("ROUNDS", str(GROW_ROUNDS))
+                 .replace("LIMIT", str(LIMIT)))
+    run = only_dir(tmp_path / "run")
+    assert "capture-000001.tg" not in capture_files(run)  # it rotated
+    r = cli("memg", "--held", "--script-only", "-o", tmp_path / "cap", run)
+    assert r.returncode == 0, r.stderr
+    cap = held_series(tmp_path / "cap")
+    threads = {k: v for k, v in cap.items() if k[len("held-"):-len(".dat")].isdigit()}
+    assert len(threads) == 5, sorted(cap)  # the main thread and the growers
+    starts = {v[0][0] for v in threads.values()}
+    assert len(starts) == 1, threads  # one start for all
+    total = cap["held-all.dat"][0]
+    assert total[0] in starts
+    # the sum starts at what every thread held there, the growers' lists among it
+    assert total[1] == sum(v[0][1] for v in threads.values())
+    assert total[1] >= 4 * 1000 * GROW_ROUNDS // 10, total
+    # the export of the segments kept: the same curves, the same peak
+    out = tmp_path / "text"
+    r = cli("export", "-o", out, run)
+    assert r.returncode == 0, r.stderr
+    with open(out / "runinfo.json") as f:
+        info = json.load(f)
+    assert info["kept_from"] > 0
+    for t in info["threads"]:
+        assert len(t["held_at_start"]) <= t["open_at_start"] + 1, t
+        assert sum(t["held_at_start"]) > 0 or t["name"] == "MainThread", t
+    r = cli("memg", "--held", "--script-only", "-o", tmp_path / "txt", out)
+    assert r.returncode == 0, r.stderr
+    assert "not plotted" not in r.stderr, r.stderr
+    txt = held_series(tmp_path / "txt")
+    assert txt["held-all.dat"] == cap["held-all.dat"]
+    assert sorted(txt.values()) == sorted(cap.values())
+    with open(tmp_path / "cap" / "memg-held.txt") as a, open(tmp_path / "txt" / "memg-held.txt") as b:
+        assert a.read() == b.read()
+    # an export from before held_at_start was written: not drawn from 0, but
+    # left out with the reason
+    for t in info["threads"]:
+        del t["held_at_start"]
+    del info["kept_from"]
+    with open(out / "runinfo.json", "w") as f:
+        json.dump(info, f)
+    r = cli("memg", "--held", "--script-only", "-o", tmp_path / "old", out)
+    assert r.returncode == 1, r.stderr
+    assert "export the capture again" in r.stderr, r.stderr
+    assert "no thread with held memory to plot" in r.stderr, r.stderr
+
+
 # Workers held deep in a recursion while the main thread writes: every
 # segment's head repeats their open calls (DEPTH each), more than an eighth of
 # the limit.  Each fills its 64 KiB buffer down there (FILL calls), so that its
