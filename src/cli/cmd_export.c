@@ -23,7 +23,7 @@
 #include "xprof.h"
 
 static const char export_usage[] =
-	"threadgraph export [-o DIR] [-q] [--max-output MIB] RUN_DIR|CAPTURE\n"
+	"threadgraph export [-o DIR] [-q] [--max-output MB] RUN_DIR|CAPTURE\n"
 	"       threadgraph export --pprof -o FILE.pb.gz [--speedscope FILE.json [--metric alloc|live]] "
 	"[-q] RUN_DIR|SNAPSHOT\n"
 	"       threadgraph export --speedscope FILE.json [--metric alloc|live] [-q] RUN_DIR|SNAPSHOT";
@@ -178,8 +178,8 @@ int cmd_export(int argc, char **argv)
 	int nargs, ret, quiet = 0, pprof = 0, has_metric = 0, has_max = 0;
 	unsigned long max_mib = ULONG_MAX;  /* unset: tg_export_default_max */
 	const struct tg_option opts[] = {
-		{ "max-output", 0, TG_OPT_COUNT, &max_mib, &has_max, "MIB",
-		  "write at most MIB mebibytes of text (default: 1024 plus 100 times the "
+		{ "max-output", 0, TG_OPT_COUNT, &max_mib, &has_max, "MB",
+		  "write at most MB megabytes (2^20 bytes) of text (default: 1024 plus 100 times the "
 		  "capture's size, 0: no limit): a .stack line is indented by its depth" },
 		{ "metric", 0, TG_OPT_STRING, &metric, &has_metric, "M",
 		  "--speedscope's weights: alloc (bytes allocated, default) or live (bytes "

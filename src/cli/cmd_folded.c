@@ -10,7 +10,7 @@
 
 static const char folded_usage[] =
 	"threadgraph folded [--metric M] [--thread NAME | --merge-threads] [--max-depth N] "
-	"[--no-stitch] [--max-output MIB] [--no_time] [--strict] RUN_DIR";
+	"[--no-stitch] [--max-output MB] [--no_time] [--strict] RUN_DIR";
 
 /* Default of --max-output: more text than any flame graph tool takes in. */
 #define TG_FOLDED_MAX_MIB 1024
@@ -27,8 +27,8 @@ int cmd_folded(int argc, char **argv)
 	int nargs, ret;
 	const struct tg_option opts[] = {
 		TG_FOLD_OPTIONS(&a),
-		{ "max-output", 0, TG_OPT_COUNT, &max_mib, NULL, "MIB",
-		  "write at most MIB mebibytes of stacks (default 1024, 0: no limit): a line "
+		{ "max-output", 0, TG_OPT_COUNT, &max_mib, NULL, "MB",
+		  "write at most MB megabytes (2^20 bytes) of stacks (default 1024, 0: no limit): a line "
 		  "repeats its whole stack, so deep calls make much text" },
 		TG_OPT_END_ROW,
 	};
@@ -47,8 +47,8 @@ int cmd_folded(int argc, char **argv)
 		return ret;
 	size = tg_fold_text_size(&f, &depth);
 	if (max_mib && size > (uint64_t)max_mib << 20) {
-		ret = error("the folded stacks of '%s' would be more than %lu MiB of text "
-			    "(%llu MiB: stacks up to %u frames deep); give --max-output %llu to "
+		ret = error("the folded stacks of '%s' would be more than %lu MB of text "
+			    "(%llu MB: stacks up to %u frames deep); give --max-output %llu to "
 			    "write them, or --thread NAME to fold one thread", argv[0], max_mib,
 			    (unsigned long long)(size >> 20), depth,
 			    (unsigned long long)((size >> 20) + 1));

@@ -640,8 +640,8 @@ static int cap_zstd_size(const struct tg_capture *cap, const unsigned char *h,
 		return cap_corrupt(cap, d, h, "zstd chunk without its size");
 	}
 	if (n > TG_CAP_ZSTD_MAX)
-		return cap_corrupt(cap, d, h, "zstd chunk of more than 1 MiB of records (the "
-				   "recorder compresses 64 KiB)");
+		return cap_corrupt(cap, d, h, "zstd chunk of more than 1 MB of records (the "
+				   "recorder compresses 64 KB)");
 	*size = (uint32_t)n;
 	return 0;
 }
@@ -675,7 +675,7 @@ static int cap_zstd_size(const struct tg_capture *cap, const unsigned char *h,
 static int cap_budget_take(const struct tg_capture *cap, size_t n, struct tg_diag *d)
 {
 	if (n > TG_CAP_ZSTD_BUDGET - cap->zb->live)
-		return tg_error(d, "'%s': its zstd chunks would need more than %u MiB of memory "
+		return tg_error(d, "'%s': its zstd chunks would need more than %u MB of memory "
 				"at once", cap->path, TG_CAP_ZSTD_BUDGET >> 20);
 	cap->zb->live += n;
 	return 0;
@@ -769,7 +769,7 @@ static int cap_scan(struct tg_capture *cap, const struct tg_cap_seg *seg, int he
 		len = tg_cap_get_u32(p + 8);
 		p += TG_CAP_CHUNK_HEADER_SIZE;
 		if (len > TG_CAP_CHUNK_MAX)
-			return cap_corrupt(cap, d, h, "chunk longer than 16 MiB");
+			return cap_corrupt(cap, d, h, "chunk longer than 16 MB");
 		if (len > (size_t)(end - p)) {
 			cap->cut = 1;
 			cap->cut_at = (uint64_t)(h - seg->map);

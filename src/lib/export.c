@@ -155,8 +155,8 @@ static int exp_put(struct exp_out *o, const struct tg_cap_rec_data *r, int timed
 	o->n += n;
 	*o->total += n;
 	if (o->max && *o->total > o->max)
-		return tg_error(d, "the text would be more than %llu MiB (calls nested %u "
-				"deep in '%s'): give --max-output MIB to go further (0: no "
+		return tg_error(d, "the text would be more than %llu MB (calls nested %u "
+				"deep in '%s'): give --max-output MB to go further (0: no "
 				"limit)", (unsigned long long)(o->max >> 20), r->depth, o->path);
 	return 0;
 }

@@ -58,7 +58,7 @@ static int fs_push(struct fs_walk *w, const struct fs_item *it)
 	return 0;
 }
 
-/* Writes V in the metric's unit for a person: "1,234 B (1.21 KiB)". */
+/* Writes V in the metric's unit for a person: "1,234 B (1.21 KB)". */
 static void fs_value(FILE *out, const struct tg_fold *f, int64_t v)
 {
 	char g[32], s[32];

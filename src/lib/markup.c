@@ -99,7 +99,7 @@ void tg_fmt_grouped(char *buf, int64_t v)
 
 void tg_fmt_bytes_short(char *buf, int64_t v)
 {
-	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	static const char *const units[] = { "KB", "MB", "GB", "TB", "PB", "EB" };
 	double x = (double)v;
 	int u = -1;
 

@@ -24,7 +24,8 @@ int tg_xml_puts(FILE *f, const char *s);
 /* Writes V with thousands separators ("-1,234,567") into buf (32 bytes). */
 void tg_fmt_grouped(char *buf, int64_t v);
 
-/* Writes the bytes of V in a short unit ("1.5 MiB", "999 B") into buf (32 bytes). */
+/* Writes the bytes of V in a short unit ("1.50 MB", "999 B"; KB, MB... powers of
+ * 1024, as every size the commands print) into buf (32 bytes). */
 void tg_fmt_bytes_short(char *buf, int64_t v);
 
 /* Writes LEN bytes of DATA as base64 (no line breaks); 0 or EOF. */

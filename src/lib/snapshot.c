@@ -619,7 +619,7 @@ int tg_snapshot_group(struct tg_snapshot *s, unsigned depth, int merge_threads,
 		return -1;
 	if (bytes > TG_SNAP_TEXT_MAX)
 		return tg_error(d, "the calling contexts of '%s' are too deep to print whole "
-				"(%zu MiB of text): give a --depth of at most 64", s->path,
+				"(%zu MB of text): give a --depth of at most 64", s->path,
 				bytes >> 20);
 	s->merged = merge_threads;
 	if (!(s->sites = malloc((s->n_nodes ? s->n_nodes : 1) * sizeof(*s->sites))))

@@ -192,7 +192,7 @@ static void test_markup(void)
 	tg_fmt_grouped(g, 0);
 	CHECK_STR(g, "0");
 	tg_fmt_bytes_short(g, 1536);
-	CHECK_STR(g, "1.50 KiB");
+	CHECK_STR(g, "1.50 KB");
 }
 
 int main(void)

@@ -490,7 +490,7 @@ RET = ce.varint(1) + ce.varint(2) + ce.varint(ce.zz(100))
 BROKEN = [
     ("bad magic", b"\x89TGCAQ\r\n" + header()[8:], "not a capture"),
     ("version", header(version=2), "capture version 2"),
-    ("huge chunk", header() + struct.pack("<BBHII", 1, 0, 0, 2, 1 << 30), "longer than 16 MiB"),
+    ("huge chunk", header() + struct.pack("<BBHII", 1, 0, 0, 2, 1 << 30), "longer than 16 MB"),
     ("undefined thread", header() + code() + chunk(1, 2, CALL + RET), "undefined thread"),
     ("return without call", header() + thread() + chunk(1, 2, RET), "without an open call"),
     ("undefined code", header() + thread() + chunk(1, 2, ce.varint(7 << 1) + ce.varint(0)),

@@ -1,5 +1,6 @@
 """Global options, help, usage errors, exit codes, stdout errors."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -237,3 +238,31 @@ def test_live_reads_the_runs_runinfo_once(fixtures, tmp_path):
     r, opens = _runinfo_opens(tmp_path, "live", "--once", text)
     assert r.returncode == 1 and "is a run of text dumps (--format text)" in r.stderr, r.stderr
     assert opens == 1, opens
+
+
+def test_sizes_say_one_unit(tg, tmp_path):
+    """Every size printed for people is in KB, MB... of 1024 (the tutorial's
+    KB): 10839170 bytes are 10.3 MB in threads, the report's tables and the
+    flame graph, 10.34 MB in memg-held.txt, never a MiB beside an MB."""
+    (tmp_path / "T.stack").write_text("1764175608.000001#/a/app.py:24:main\n"
+                                      " 1764175608.100001#/a/app.py:5:load\n")
+    (tmp_path / "T.mem").write_text("1764175608.200000#/a/app.py:9:load=>10839170\n"
+                                    "1764175608.300000#/a/app.py:30:main=>10839170\n")
+    r = tg("threads", tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "10.3 MB" in r.stdout, r.stdout
+    r = tg("memg", "--held", "--script-only", "-o", tmp_path / "h", tmp_path)
+    assert r.returncode == 0, r.stderr
+    held = (tmp_path / "h" / "memg-held.txt").read_text()
+    assert "10.34 MB (10839170 bytes)" in held, held
+    r = tg("report", "--peak", "1", "--peak_delta_time", "0", "--peak_delta_value", "0",
+           "-o", tmp_path / "r.html", tmp_path)
+    assert r.returncode == 0, r.stderr
+    report = (tmp_path / "r.html").read_text()
+    assert "10.3 MB" in report and "10.34 MB" in report
+    r = tg("flamegraph", "-o", tmp_path / "fg.svg", tmp_path)
+    assert r.returncode == 0, r.stderr
+    flame = (tmp_path / "fg.svg").read_text()
+    assert "10,839,170 B (10.3 MB)" in flame
+    for text in (held, report, flame):
+        assert not re.search(r"\d [KMGTPE]iB\b", text)

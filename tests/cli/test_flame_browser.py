@@ -88,7 +88,7 @@ def test_flamegraph_in_the_browser(tg, tmp_path, browser):
     assert rect_of(browser, "tgflame", "worker 1")["shown"]
     browser.js("%s.dispatchEvent(new MouseEvent('mouseover'))" % frame_js("tgflame", fill))
     details = browser.js("document.getElementById('tgflame-details').textContent")
-    assert details == "%s \u2014 3,000 B (2.93 KiB), 53.86%%" % fill
+    assert details == "%s \u2014 3,000 B (2.93 KB), 53.86%%" % fill
 
     # search: the two frames of load cover 3700 of 5570 bytes
     browser.js("document.getElementById('tgflame-search').focus()")

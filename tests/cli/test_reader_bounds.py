@@ -79,7 +79,7 @@ def test_zstd_chunk_over_1_mib_is_refused(tg, tmp_path):
     (tmp_path / "capture.tg").write_bytes(
         header(flags=ce.F_MEMORY) + code() + thread() + chunk(1, 2, frame, flags=1))
     r = tg("peaks", tmp_path)
-    assert r.returncode == 1 and "zstd chunk of more than 1 MiB" in r.stderr, r.stderr
+    assert r.returncode == 1 and "zstd chunk of more than 1 MB" in r.stderr, r.stderr
 
 
 def test_opening_is_linear_in_the_thread_count(tmp_path):
@@ -167,14 +167,14 @@ def deep_chain(run, n):
 def test_folded_output_is_bounded(tmp_path):
     """A line of folded stacks repeats its whole stack: a chain of n calls is
     n^2/2 frames of text (a 4 MB snapshot of a 100,000-deep chain wrote 14.7 GB).
-    folded refuses past --max-output MiB (default 1024), saying how deep the calls
+    folded refuses past --max-output MB (default 1024), saying how deep the calls
     are and how to go further, before writing anything."""
     run = tmp_path / "run"
     deep_chain(run, 1500)  # 1500 * 1501 / 2 frames of "f (a.py:5)": ~12 MiB
     rc, out, err, rss = run_bounded(tmp_path, "folded", "--metric", "delta",
                                     "--max-output", "4", run)
     assert rc == 1 and out == "", err
-    assert "would be more than 4 MiB of text" in err and "stacks up to 1501 frames deep" in err, err
+    assert "would be more than 4 MB of text" in err and "stacks up to 1501 frames deep" in err, err
     assert "give --max-output 12 to write them" in err, err
     rc, out, err, rss = run_bounded(tmp_path, "folded", "--metric", "delta",
                                     "--max-output", "12", run)
@@ -186,14 +186,14 @@ def test_folded_output_is_bounded(tmp_path):
 def test_export_output_is_bounded(tmp_path):
     """A .stack line is indented by its depth: a chain of n calls is n^2/2 spaces
     (a 7 MB capture of a million nested calls wrote 12 GB).  export stops past
-    --max-output MiB (default 1 GiB plus 100 times the capture), says why and how
+    --max-output MB (default 1 GB plus 100 times the capture), says why and how
     to go further, and removes what it wrote."""
     run = tmp_path / "run"
     deep_chain(run, 3000)  # 3000 * 2999 / 2 spaces: 4.3 MiB
     out = tmp_path / "out"
     rc, _, err, rss = run_bounded(tmp_path, "export", "--max-output", "1", "-o", out, run)
     assert rc == 1, err
-    assert "the text would be more than 1 MiB" in err and "--max-output MIB" in err, err
+    assert "the text would be more than 1 MB" in err and "--max-output MB" in err, err
     assert os.listdir(out) == []
     rc, _, err, rss = run_bounded(tmp_path, "export", "-o", out, run)
     assert rc == 0, err

@@ -130,7 +130,7 @@ def test_every_capture_the_recorder_writes_is_read(tmp_path):
 
 def test_a_20_mb_thread_name_keeps_the_capture_readable(tmp_path):
     """A thread named with 20 MB of text: its definition used to make a chunk
-    longer than the readers take ("chunk longer than 16 MiB")."""
+    longer than the readers take ("chunk longer than 16 MB")."""
     script = tmp_path / "big.py"
     script.write_text(
         "import sys, threading, threadgraph\n"
