@@ -94,6 +94,10 @@ static int export_load(const char *path, struct tg_xprof *x)
 				  "\"pprof and speedscope\")");
 	fa.metric = "delta";
 	fa.has_metric = 1;
+	/* each sample's thread is the one that allocated: pool and asyncio tasks stay
+	 * under the thread that ran them, not grafted under their submitter as
+	 * `folded` grafts them (the accounting path attributes them so too) */
+	fa.no_stitch = 1;
 	fa.max_depth = TG_FOLD_MAX_DEPTH;
 	if ((rc = tg_cli_fold_load(&fa, path, export_usage, &f, &d)) != 0)
 		return rc;
