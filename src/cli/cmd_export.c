@@ -144,15 +144,15 @@ static int export_one(const char *file, const struct tg_xprof *x, const struct e
 	}
 	tg_aout_release(&out);
 	if (!a->quiet) {
-		/* "<no thread>" holds allocations outside any thread's calls: not a thread */
+		/* "<no thread>" holds the snapshot's nodes without a thread: not one */
 		size_t nt = x->n_threads - (x->no_thread_samples ? 1 : 0);
 
 		fprintf(stderr, "wrote %s profile of %zu sample%s (%zu thread%s",
 			pprof ? "a pprof" : "a speedscope", x->n_samples,
 			x->n_samples == 1 ? "" : "s", nt, nt == 1 ? "" : "s");
 		if (x->no_thread_samples)
-			fprintf(stderr, ", and %zu sample%s of allocations outside any thread's "
-				"calls, as '<no thread>'", x->no_thread_samples,
+			fprintf(stderr, ", and %zu sample%s with no thread, labelled "
+				"'<no thread>'", x->no_thread_samples,
 				x->no_thread_samples == 1 ? "" : "s");
 		fputs(") to ", stderr);
 		tg_cli_put(stderr, file);

@@ -41,8 +41,8 @@ def test_format1_snapshot(tg, tmp_path):
     r = tg("export", "--pprof", "-o", out, os.path.join(ACC, "final.gz"))
     assert r.returncode == 0, r.stderr
     # a format 1 snapshot names no threads: all its samples are "<no thread>"
-    assert ("wrote a pprof profile of 4 samples (0 threads, and 4 samples of allocations "
-            "outside any thread's calls, as '<no thread>')") in r.stderr
+    assert ("wrote a pprof profile of 4 samples (0 threads, and 4 samples with no "
+            "thread, labelled '<no thread>')") in r.stderr
     with gzip.open(str(out)) as f:
         data = f.read()
     # string_table's first entry is "" (field 6, length 0), the thread label's key there
@@ -63,8 +63,7 @@ def test_no_thread_is_not_counted_as_a_thread(tg, tmp_path):
     r = tg("export", "--pprof", "-o", tmp_path / "p.pb.gz", "--speedscope",
            tmp_path / "p.json", snap)
     assert r.returncode == 0, r.stderr
-    tail = ("(2 threads, and 1 sample of allocations outside any thread's calls, as "
-            "'<no thread>')")
+    tail = "(2 threads, and 1 sample with no thread, labelled '<no thread>')"
     assert "wrote a pprof profile of 4 samples " + tail in r.stderr, r.stderr
     assert "wrote a speedscope profile of 4 samples " + tail in r.stderr, r.stderr
     with open(str(tmp_path / "p.json")) as f:
