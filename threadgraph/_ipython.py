@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from typing import Any, Dict, Iterator, List, Optional, Tuple
@@ -133,11 +134,14 @@ class ThreadgraphMagics(Magics):
             profiler.enable()
         except (RuntimeError, OSError) as exc:
             raise UsageError("%%%%threadgraph: %s" % exc)
+        shown: List[Tuple[Any, Dict[str, Any]]] = []
         try:
-            with cell_number_kept(self.shell):
+            with cell_number_kept(self.shell), tracebacks_deferred(self.shell, shown):
                 result = self.shell.run_cell(cell, store_history=False)
         finally:
             profiler.disable()
+            for exc_tuple, kwargs in shown:
+                self.shell.showtraceback(exc_tuple, **kwargs)
         run_dir = profiler.output_dir
         self.last_run = run_dir
         show_run(run_dir, args.top)
@@ -195,6 +199,31 @@ def cell_number_kept(shell: Any) -> Iterator[None]:
         yield
     finally:
         del compiler.cache
+
+
+@contextlib.contextmanager
+def tracebacks_deferred(shell: Any, shown: List[Tuple[Any, Dict[str, Any]]]) -> Iterator[None]:
+    """Within it, the tracebacks the shell would show (an error in the cell)
+    are kept in SHOWN, (exception tuple, keyword arguments), for the caller to
+    show once the profile is disabled: formatting one (IPython's ultratb,
+    pygments' lexers imported the first time) allocates some MiB, which would
+    count in the cell's run as its largest peak."""
+    own = vars(shell).get("showtraceback")
+
+    def keep(exc_tuple: Any = None, *args: Any, **kwargs: Any) -> None:
+        if args:  # positional filename, tb_offset...: as the shell's signature
+            names = ("filename", "tb_offset", "exception_only", "running_compiled_code")
+            kwargs.update(zip(names, args))
+        shown.append((exc_tuple if exc_tuple is not None else sys.exc_info(), kwargs))
+
+    shell.showtraceback = keep
+    try:
+        yield
+    finally:
+        if own is None:
+            del shell.showtraceback
+        else:
+            shell.showtraceback = own
 
 
 def show_run(run_dir: str, top: int) -> None:

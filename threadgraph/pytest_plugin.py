@@ -111,7 +111,12 @@ def limits_of(item: Any) -> List[Limit]:
             raise TypeError("threadgraph: %s: thread must be a thread's name or the "
                             "start of one" % text)
         kind = "memory" if mark.name == "limit_memory" else "leaks"
-        out.append(Limit(kind, parse_size(mark.args[0]), thread, text))
+        try:
+            size = parse_size(mark.args[0])
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("threadgraph: ", "threadgraph: %s: " % text,
+                                              1)) from None
+        out.append(Limit(kind, size, thread, text))
     return out
 
 
@@ -173,8 +178,16 @@ class _Plugin:
     # -- the measurement ------------------------------------------------------
 
     def pytest_runtest_setup(self, item: Any) -> None:
-        # A bad marker is the test's error, with its message, before it runs.
-        limits = limits_of(item)
+        # A bad marker is the test's error, with its message (not the plugin's
+        # traceback), before it runs.
+        try:
+            limits = limits_of(item)
+        except (ValueError, TypeError) as exc:
+            bad = str(exc)
+        else:
+            bad = None
+        if bad is not None:
+            pytest.fail(bad, pytrace=False)  # outside the except: no chained exceptions
         if limits or self.all:
             self.limits[item.nodeid] = limits
 

@@ -94,6 +94,10 @@ static int export_load(const char *path, struct tg_xprof *x)
 				  "\"pprof and speedscope\")");
 	fa.metric = "delta";
 	fa.has_metric = 1;
+	/* each sample's thread is the one that allocated: pool and asyncio tasks stay
+	 * under the thread that ran them, not grafted under their submitter as
+	 * `folded` grafts them (the accounting path attributes them so too) */
+	fa.no_stitch = 1;
 	fa.max_depth = TG_FOLD_MAX_DEPTH;
 	if ((rc = tg_cli_fold_load(&fa, path, export_usage, &f, &d)) != 0)
 		return rc;
@@ -140,9 +144,17 @@ static int export_one(const char *file, const struct tg_xprof *x, const struct e
 	}
 	tg_aout_release(&out);
 	if (!a->quiet) {
-		fprintf(stderr, "wrote %s profile of %zu sample%s (%zu thread%s) to ",
+		/* "<no thread>" holds the snapshot's nodes without a thread: not one */
+		size_t nt = x->n_threads - (x->no_thread_samples ? 1 : 0);
+
+		fprintf(stderr, "wrote %s profile of %zu sample%s (%zu thread%s",
 			pprof ? "a pprof" : "a speedscope", x->n_samples,
-			x->n_samples == 1 ? "" : "s", x->n_threads, x->n_threads == 1 ? "" : "s");
+			x->n_samples == 1 ? "" : "s", nt, nt == 1 ? "" : "s");
+		if (x->no_thread_samples)
+			fprintf(stderr, ", and %zu sample%s with no thread, labelled "
+				"'<no thread>'", x->no_thread_samples,
+				x->no_thread_samples == 1 ? "" : "s");
+		fputs(") to ", stderr);
 		tg_cli_put(stderr, file);
 		fputc('\n', stderr);
 	}

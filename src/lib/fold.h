@@ -61,7 +61,9 @@ struct tg_fold_node {
 	size_t name;             /* offset of the frame text (NUL-terminated) in the arena */
 	int64_t self;            /* the metric charged to this frame alone */
 	int64_t total;           /* self + children's totals (tg_fold_finish) */
-	uint64_t grew;           /* delta: calls whose own delta was positive (summed in self) */
+	uint64_t grew;           /* delta: calls whose own delta was positive (summed in self);
+				  * of an aggregate run, all the calls of a path whose summed
+				  * own delta was positive (it keeps no single call's) */
 	size_t count;            /* frames in this subtree, itself included (tg_fold_finish) */
 	size_t child, next;      /* first child, next sibling, by name (tg_fold_finish) */
 	unsigned depth;          /* 0 for the root */

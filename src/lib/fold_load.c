@@ -650,7 +650,8 @@ out:
 /*
  * delta and time from an aggregate run (aggfile.h): each call path is a frame;
  * its own value is the path's total (delta or time) minus its callees' totals,
- * self = max(own, 0) -- per path, where the dumps' pairing clamps per call.
+ * self = max(own, 0) -- per path, where the dumps' pairing clamps per call;
+ * delta's grew counts all the calls of a path whose own value is positive.
  * 0 or -1.
  */
 static int load_aggregate(struct tg_fold *f, const struct tg_fold_opts *o, struct tg_diag *d)
@@ -711,9 +712,12 @@ static int load_aggregate(struct tg_fold *f, const struct tg_fold_opts *o, struc
 						  &map[j], d) < 0)
 					goto out;
 			}
-			if (own[j] > 0)
+			if (own[j] > 0) {
 				tg_fold_add(&f->v[map[j]].self, own[j]);
-			else if (o->metric->metric == TG_FOLD_DELTA)
+				/* the calls are known per path, not one by one: all of them */
+				if (o->metric->metric == TG_FOLD_DELTA)
+					f->v[map[j]].grew += n->count;
+			} else if (o->metric->metric == TG_FOLD_DELTA)
 				tg_fold_add(&f->neg, own[j]);
 		}
 		f->threads++;

@@ -295,6 +295,19 @@ static int xp_sample(struct tg_xprof *x, size_t thread, size_t start, const int6
 	return 0;
 }
 
+/* Moves the string id NO_THREAD, when among x->threads, to their end. */
+static void xp_no_thread_last(struct tg_xprof *x, size_t no_thread)
+{
+	size_t i;
+
+	for (i = 0; i < x->n_threads && x->threads[i] != no_thread; i++)
+		;
+	if (i == x->n_threads)
+		return;
+	memmove(&x->threads[i], &x->threads[i + 1], (x->n_threads - i - 1) * sizeof(*x->threads));
+	x->threads[x->n_threads - 1] = no_thread;
+}
+
 int tg_xprof_from_snapshot(struct tg_xprof *x, const struct tg_snapshot *s, struct tg_diag *d)
 {
 	size_t *fr = NULL, no_thread;
@@ -352,7 +365,10 @@ int tg_xprof_from_snapshot(struct tg_xprof *x, const struct tg_snapshot *s, stru
 		}
 		if (xp_sample(x, thread, start, v, d) < 0)
 			goto out;
+		if (thread == no_thread)
+			x->no_thread_samples++;
 	}
+	xp_no_thread_last(x, no_thread);
 	ret = 0;
 out:
 	free(fr);

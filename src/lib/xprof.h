@@ -77,8 +77,11 @@ struct tg_xprof {
 	size_t n_stack_ids, stack_ids_cap;
 	struct tg_xsample *samples;
 	size_t n_samples, samples_cap;
-	size_t *threads;         /* string ids of the threads that have samples, first seen first */
+	size_t *threads;         /* string ids of the threads that have samples, first seen
+				  * first; "<no thread>" (a snapshot's allocations outside any
+				  * thread's calls) last, when it has samples */
 	size_t n_threads, threads_cap;
+	size_t no_thread_samples; /* samples of "<no thread>": not a thread, counted apart */
 	enum tg_xprof_from from;
 	int64_t sampled;         /* "# sampled: N" of the snapshot: the values are estimates */
 	char *source;            /* the snapshot or run read (owned) */
@@ -92,7 +95,8 @@ void tg_xprof_release(struct tg_xprof *x);
 /*
  * Fills X (tg_xprof_init'ed) from the snapshot S: one sample per node with a
  * non-zero counter, its thread that of its outermost node ("<no thread>" when
- * none).  Returns 0, or -1 with d->msg set (out of memory, stacks beyond
+ * none: then last in x->threads, so that a viewer opens on a real thread, and
+ * its samples counted in x->no_thread_samples).  Returns 0, or -1 with d->msg set (out of memory, stacks beyond
  * TG_XPROF_MAX_STACK_FRAMES); X must be released either way.
  */
 int tg_xprof_from_snapshot(struct tg_xprof *x, const struct tg_snapshot *s, struct tg_diag *d);

@@ -40,11 +40,42 @@ def test_format1_snapshot(tg, tmp_path):
     out = tmp_path / "p.pb.gz"
     r = tg("export", "--pprof", "-o", out, os.path.join(ACC, "final.gz"))
     assert r.returncode == 0, r.stderr
-    assert "wrote a pprof profile of 4 samples (1 thread)" in r.stderr
+    # a format 1 snapshot names no threads: all its samples are "<no thread>"
+    assert ("wrote a pprof profile of 4 samples (0 threads, and 4 samples with no "
+            "thread, labelled '<no thread>')") in r.stderr
     with gzip.open(str(out)) as f:
         data = f.read()
     # string_table's first entry is "" (field 6, length 0), the thread label's key there
     assert b"\x32\x00" in data and b"thread" in data and b"leak it" in data
+
+
+def test_no_thread_is_not_counted_as_a_thread(tg, tmp_path):
+    # allocations made before a thread's first call have no thread: their
+    # "<no thread>" label is not a thread, and speedscope opens on a real one
+    snap = tmp_path / "snapshot-1-final"
+    snap.write_text("# threadgraph snapshot 2\n# thread: 0 MainThread\n# thread: 1 Loader\n"
+                    "# columns: ID PARENT THREAD LIVE_BYTES LIVE_COUNT TOTAL_BYTES "
+                    "TOTAL_COUNT CALL\n"
+                    "0 - - 94 1 622 4 <no python frame>\n"
+                    "1 - 0 100 1 200 2 /m.py:1:main\n"
+                    "2 - 1 300 1 300 1 /l.py:1:load\n"
+                    "3 2 1 0 0 50 1 /l.py:5:parse\n")
+    r = tg("export", "--pprof", "-o", tmp_path / "p.pb.gz", "--speedscope",
+           tmp_path / "p.json", snap)
+    assert r.returncode == 0, r.stderr
+    tail = "(2 threads, and 1 sample with no thread, labelled '<no thread>')"
+    assert "wrote a pprof profile of 4 samples " + tail in r.stderr, r.stderr
+    assert "wrote a speedscope profile of 4 samples " + tail in r.stderr, r.stderr
+    with open(str(tmp_path / "p.json")) as f:
+        doc = json.load(f)
+    assert [p["name"] for p in doc["profiles"]] == ["MainThread", "Loader", "<no thread>"]
+    assert doc["activeProfileIndex"] == 0
+    # without it, the count is the threads'
+    snap.write_text("\n".join(snap.read_text().splitlines()[:4] + ["1 - 0 100 1 200 2 /m.py:1:main"])
+                    + "\n")
+    r = tg("export", "--pprof", "-o", tmp_path / "q.pb.gz", snap)
+    assert r.returncode == 0, r.stderr
+    assert "wrote a pprof profile of 1 sample (1 thread) to " in r.stderr, r.stderr
 
 
 def test_text_dumps_without_accounting(tg, tmp_path, tutorial):

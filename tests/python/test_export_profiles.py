@@ -339,3 +339,52 @@ def test_pprof_values_at_the_edges(tmp_path):
          {"alloc_objects": 2, "alloc_space": -(2 ** 63 - 1), "inuse_objects": 2,
           "inuse_space": 300}),
     ]
+
+
+POOL_PROGRAM = """
+from concurrent.futures import ThreadPoolExecutor
+from threadgraph import ProcessProfile
+KEEP = []
+
+def plant():
+    KEEP.append(bytearray(%d))
+
+def task(_):
+    plant()
+
+p = ProcessProfile(default_log_path="out", aggregate=%%s)
+p.trackStack()
+p.enable()
+with ThreadPoolExecutor(1, thread_name_prefix="Pool") as ex:
+    list(ex.map(task, range(2)))
+p.disable()
+""" % PLANT
+
+
+@pytest.mark.parametrize("aggregate", [False, True], ids=["capture", "aggregate"])
+def test_pool_tasks_keep_their_thread_without_accounting(tmp_path, aggregate):
+    """Without accounting the samples come from the recorded per-call deltas;
+    `folded` grafts a pool's tasks under the call that submitted them (in the
+    main thread), but the profiles' thread is the one that allocated: Pool_0,
+    as with accounting.  An aggregate run keeps the calls per path: its
+    objects count them (they were 0)."""
+    run_scenario(tmp_path, POOL_PROGRAM % aggregate)
+    run = only_dir(tmp_path / "out")
+    out = tmp_path / "pool.pb.gz"
+    r = cli("export", "--pprof", "-o", out, run)
+    assert r.returncode == 0, r.stderr
+    _, samples = read_pprof(out)
+    plants = [s for s in samples if s[1][0][0] == "plant"]
+    assert [s[0] for s in plants] == ["Pool_0"], plants
+    (s,) = plants
+    assert 2 * PLANT <= s[2]["alloc_space"] <= 2 * PLANT + 2 * HEADER_TOLERANCE, s
+    assert s[2]["alloc_objects"] == 2, s    # plant() was called twice
+    assert all("[" not in name for _, stack, _ in samples for name, _, _ in stack)
+    js = tmp_path / "pool.json"
+    r = cli("export", "--speedscope", js, run)
+    assert r.returncode == 0, r.stderr
+    with open(str(js)) as f:
+        doc = json.load(f)
+    check_speedscope(doc)
+    (p,) = [p for p in doc["profiles"] if p["name"] == "Pool_0"]
+    assert max(p["weights"]) >= 2 * PLANT

@@ -9,6 +9,7 @@ IPython is an optional dependency: tests/run_pythons.sh installs it on 3.8 and
 import os
 import re
 import shutil
+import subprocess
 
 import pytest
 
@@ -114,6 +115,28 @@ def test_cell_error_still_shows_the_run(shell, capsys):
     assert res.success, res.error_in_exec
     assert shell.user_ns["after"] == 2
     assert len(outputs(shell, "text/html")) == 2
+
+
+def test_cell_error_traceback_is_not_in_the_run(shell, tmp_path, capsys):
+    """The traceback of an error in the cell is formatted after the run (IPython's
+    ultratb and the lexers it imports allocate some MiB, which were the run's
+    largest peak): shown as before, before the run, and absent from it."""
+    from threadgraph import _cli
+
+    res = shell.run_cell("%%threadgraph -o " + str(tmp_path / "runs") + "\n"
+                         "keep = bytearray(1024 * 1024)\nraise ValueError('late')\n")
+    assert "the cell raised ValueError: late" in str(res.error_in_exec)
+    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+    assert "ValueError" in text and "late" in text, text
+    (run,) = [str(p) for p in (tmp_path / "runs").iterdir()]
+    folded = subprocess.run([_cli.cli_path(), "folded", "--metric", "delta", run],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            universal_newlines=True)
+    assert folded.returncode == 0, folded.stderr
+    assert "<module> (<ipython-input-" in folded.stdout  # the cell's own code
+    for shell_code in ("showtraceback", "ultratb", "pygments"):
+        assert shell_code not in folded.stdout, shell_code
+    assert "showtraceback" not in vars(shell)  # the shell's method as it was
 
 
 def test_bad_option_is_a_usage_error(shell):

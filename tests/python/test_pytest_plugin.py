@@ -209,7 +209,12 @@ def check_messages(outcomes):
     assert "Other" not in thread  # 2 MiB: under the limit, and not a Loader
 
     assert "no thread named 'Nobody' or starting with it" in outcomes["test_thread_missing"][1]
-    assert "invalid memory size '24 parsecs'" in outcomes["test_bad_size"][1]
+    # a bad marker: an error naming it, with the message only (no traceback
+    # through the plugin's code)
+    bad = outcomes["test_bad_size"][1]
+    assert "threadgraph: limit_memory('24 parsecs'): invalid memory size '24 parsecs'" in bad
+    assert "pytest_plugin.py" not in bad and "Traceback" not in bad, bad
+    assert bad.count("invalid memory size") == 1, bad  # no chained exceptions
     assert ("threadgraph: cannot measure this test: another ProcessProfile is already "
             "enabled") in outcomes["test_own_profile"][1]
     # A test that failed by itself keeps its own failure, and gets the figures as
