@@ -125,8 +125,17 @@ def test_thread_totals_exact_whatever_the_sampling(tmp_path):
     for name in ("planter", "noisy"):
         # (What a thread frees may include a few objects of the thread before
         # it, freed whenever the interpreter gets to them: allocations only.)
-        for key in ("total_requested_bytes", "alloc_calls", "hist_alloc"):
-            assert s[name][key] == f[name][key], (name, key)
+        # A thread's start is a handshake with the thread that starts it: what
+        # its Event.set() allocates depends on whether the starter already
+        # waits (a deque of the waiters to notify; 465 bytes on 3.9), so the
+        # two runs may differ by a few small blocks.  A block that sampling
+        # left uncounted would show here: at sample_bytes=4096 every 1 MiB
+        # block and some hundreds of small ones are sampled.
+        a, b = s[name], f[name]
+        assert abs(a["total_requested_bytes"] - b["total_requested_bytes"]) <= 4096, name
+        assert abs(a["alloc_calls"] - b["alloc_calls"]) <= 16, name
+        assert sum(abs(x - y) for x, y in zip(a["hist_alloc"], b["hist_alloc"])) <= 16, name
+        assert a["hist_alloc"][12:] == b["hist_alloc"][12:], name  # blocks of 2 KiB and more
     # bytearray(1 MiB) requests 1 MiB + 1 bytes: bit length 21, one per block.
     assert s["planter"]["hist_alloc"][21] == BLOCKS
     assert s["planter"]["total_requested_bytes"] - s["planter"]["freed_bytes"] > BLOCKS * MIB
