@@ -443,3 +443,75 @@ def test_setprofile_backend_takeover_is_counted_on_312(tmp_path):
     info = runinfo(only_run_dir(tmp_path / "out"))
     assert info["backend"] == "setprofile" and info["displaced"] == 1
     assert "1 takeovers by another profiler" in res.stderr.strip().splitlines()[-1]
+
+
+# --- sys.monitoring tool ids taken by the program (3.12+) -------------------------
+
+TOOL_ID_PROGRAM = """
+import sys, threading
+
+IDS = [int(a) for a in sys.argv[1].split(",")]
+M = sys.monitoring
+E = M.events
+
+def work(n):
+    return [str(i) for i in range(n)]
+
+def during(): return work(20)
+def after_free(): return work(30)
+def in_thread(): return work(40)
+
+counts = dict.fromkeys(IDS, 0)
+for i in IDS:
+    M.use_tool_id(i, "tool%d" % i)
+    def on_start(code, offset, i=i):
+        if code.co_filename == __file__:
+            counts[i] += 1
+    M.register_callback(i, E.PY_START, on_start)
+    M.set_events(i, E.PY_START)
+during()
+for i in IDS:
+    M.set_events(i, 0)
+    M.register_callback(i, E.PY_START, None)
+    M.free_tool_id(i)
+print("counts", counts)
+print("after", len(after_free()))
+t = threading.Thread(target=in_thread, name="late")
+t.start()
+t.join()
+print("thread done")
+"""
+
+
+@pytest.mark.skipif(not MONITORING, reason="sys.monitoring is 3.12+")
+@pytest.mark.parametrize("ids", ["3", "4,3", "0,1,2,3,4,5"])
+def test_program_taking_our_tool_id(tmp_path, ids):
+    """A program may take any tool id, 3 and 4 included: it gets it under
+    threadgraph run as without it.  The recorder moves to the other id it may
+    use; with both taken it records nothing until the program frees one, and
+    says so (displaced)."""
+    prog = write(tmp_path / "prog.py", TOOL_ID_PROGRAM)
+    plain = subprocess.run([sys.executable, prog, ids], cwd=str(tmp_path),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=TIMEOUT)
+    assert plain.returncode == 0, plain.stderr
+    assert "counts {%s}" % ", ".join("%s: 2" % i for i in ids.split(",")) in plain.stdout
+
+    res = tg(["run", "--stack", "--format", "both", "-o", "out", "prog.py", ids], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == plain.stdout  # the tool got its id and saw every call
+
+    run = only_run_dir(tmp_path / "out")
+    recs = records(run)
+    main_calls, main_returns = recs["MainThread"]
+    assert "after_free" in main_calls and "after_free" in main_returns
+    assert "in_thread" in recs["late"][0] and "in_thread" in recs["late"][1]
+    info = runinfo(run)
+    assert info["backend"] == "monitoring" and info["dropped"] == 0
+    if "3" in ids and "4" in ids:
+        assert "during" not in main_returns
+        assert info["displaced"] == 1
+        assert "1 takeovers by another profiler" in res.stderr.strip().splitlines()[-1]
+    else:
+        assert "during" in main_calls and "during" in main_returns
+        assert info["displaced"] == 0 and info["monitoring_tool"] in (3, 4)
