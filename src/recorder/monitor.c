@@ -549,8 +549,10 @@ tg_monitor_uninstall(struct tg_recorder_object *self)
 
     tg_mon_unwrap_all();
     r->mon_aside = 0;
-    if (r->mon_tool < 0)
+    if (r->mon_tool < 0) {  /* none installed, or stood aside */
+        Py_CLEAR(r->mon_missing);
         return;
+    }
     tg_exc_save(&saved);
     mon = tg_mon_module();
     if (mon != NULL) {
