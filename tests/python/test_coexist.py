@@ -513,3 +513,36 @@ def test_program_taking_our_tool_id(tmp_path, ids):
     else:
         assert "during" in main_calls and "during" in main_returns
         assert info["displaced"] == 0 and info["monitoring_tool"] in (3, 4)
+
+
+@pytest.mark.skipif(not MONITORING, reason="sys.monitoring is 3.12+")
+def test_run_with_tool_ids_taken_before_it_says_so(tmp_path):
+    """Tool ids 3 and 4 taken before threadgraph run enables (a sitecustomize):
+    backend auto says the fallback as one of run's lines, not as a Python
+    warning; --backend monitoring refuses in one line, without a traceback."""
+    write(tmp_path / "site" / "sitecustomize.py", """
+        import sys
+        for tool in range(6):
+            sys.monitoring.use_tool_id(tool, "site tool %d" % tool)
+    """)
+    write(tmp_path / "prog.py", """
+        def work(): return [1] * 10
+        work()
+        print("ok")
+    """)
+    env = {"PYTHONPATH": str(tmp_path / "site")}
+    res = tg(["run", "-o", "out", "prog.py"], tmp_path, env=env)
+    assert res.returncode == 0 and res.stdout == "ok\n", res.stderr
+    first = res.stderr.splitlines()[0]
+    assert first == ("threadgraph: sys.monitoring tool ids 3 and 4 are both taken by other "
+                     "tools: recording with a profile function (backend 'setprofile') "
+                     "instead"), res.stderr
+    assert "Warning" not in res.stderr and "profiler.py" not in res.stderr
+    info = runinfo(only_run_dir(tmp_path / "out"))
+    assert info["backend"] == "setprofile"
+
+    res = tg(["run", "--backend", "monitoring", "-o", "out2", "prog.py"], tmp_path, env=env)
+    assert res.returncode == 1 and res.stdout == "", res.stderr
+    assert res.stderr == ("threadgraph run: cannot record: sys.monitoring: tool ids 3 and 4, the "
+                          "ones threadgraph may use, are both taken by other tools\n")
+    assert not os.path.exists(str(tmp_path / "out2")) or not os.listdir(str(tmp_path / "out2"))
