@@ -14,7 +14,8 @@
  * functions, one per kind of event and configuration, are recorder.c's
  * tg_mon_entries, where the event path is inlined into them.  Everything here
  * runs with the GIL: install at enable(), uninstall at disable() or in a forked
- * child.
+ * child, and in between a move to another tool id when the program asks for
+ * ours (the use_tool_id wrapper below).
  */
 #include "recorder.h"
 #include "monitor.h"
