@@ -505,6 +505,9 @@ def attach(opts):
         conn, _ = listener.accept()
         listener.close()
         reply, buf = recv_line(conn, b"", CONNECT_TIMEOUT)
+        while reply is not None and reply.startswith("note "):  # said here, not there
+            say(reply[5:])
+            reply, buf = recv_line(conn, buf, CONNECT_TIMEOUT)
         if reply is None or reply.startswith("error "):
             raise Refused(reply[6:] if reply else "process %d ended before recording" % pid)
         out_dir = reply[3:]

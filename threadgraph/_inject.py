@@ -107,13 +107,19 @@ def _attached(sock, ctl_dir):
         _send(sock, "error already recording: threadgraph is attached or the program "
               "runs under threadgraph run or a ProcessProfile")
         return
-    reason = own_profile_functions(settings)
+    taken = monitoring_ids_taken(settings)
+    reason = own_profile_functions(settings, taken)
     if reason:
         _send(sock, "error " + reason)
         return
     atexit_before = profiler._HOOKS_INSTALLED
     try:
         prof = make_profiler(_Options(settings["options"]), settings["base"])
+        if taken:
+            # backend auto's fallback, chosen here: enable() would warn into
+            # the program's stderr; the attaching command says it instead.
+            prof.backend = "setprofile"
+            _send(sock, "note " + TAKEN_NOTE)
         # Quiet from before enable(): the control thread's own work is not the
         # program's, and the thread is left out of the run (no empty entry).
         prof._rec.quiet(True)
@@ -135,23 +141,52 @@ def _attached(sock, ctl_dir):
     _send(sock, "done " + json.dumps(prof.stats()))
 
 
-def own_profile_functions(settings):
+TAKEN_NOTE = ("sys.monitoring tool ids 3 and 4, the ones threadgraph may use, are both "
+              "taken by other tools in the program: recording with a profile function "
+              "(backend 'setprofile') instead")
+
+
+def _backend(settings):
+    """The backend the run asks for, as ProcessProfile resolves it."""
+    return (settings["options"].get("backend") or os.environ.get("THREADGRAPH_BACKEND")
+            or "auto")
+
+
+def monitoring_ids_taken(settings):
+    """Whether backend auto will fall back to profile functions (3.12+, not
+    sampled): the program's tools hold both sys.monitoring tool ids the
+    recorder may use (monitor.c)."""
+    import sys
+
+    if _backend(settings) != "auto" or sys.version_info < (3, 12):
+        return False
+    if settings["options"].get("mode") == "sampled":
+        return False  # no event source at all
+    return all(sys.monitoring.get_tool(i) is not None for i in (3, 4))
+
+
+def own_profile_functions(settings, taken=False):
     """A reason to refuse when recording would replace the program's own profile
     function (sys.setprofile, threading.setprofile), else None.  With the
-    sys.monitoring backend (3.12+) profile functions are not touched."""
+    sys.monitoring backend (3.12+) profile functions are not touched; TAKEN:
+    backend auto falls back to profile functions (monitoring_ids_taken)."""
     import sys
 
     from threadgraph import _recorder
 
-    backend = settings["options"].get("backend") or "auto"
-    if backend != "setprofile" and sys.version_info >= (3, 12):
-        return None  # sys.monitoring (the fallback when its tool ids are taken aside)
+    if _backend(settings) != "setprofile" and sys.version_info >= (3, 12) and not taken:
+        return None  # sys.monitoring
     n = _recorder.profiled_threads()
     if n or getattr(threading, "_profile_hook", None) is not None:
+        if taken:
+            why = ("; sys.monitoring, which would leave it alone, has both tool ids "
+                   "threadgraph may use (3 and 4) taken by other tools")
+        elif sys.version_info >= (3, 12):
+            why = "; --backend monitoring leaves it alone"
+        else:
+            why = ""
         return ("the program has its own profile function (sys.setprofile) on %d "
-                "thread(s): recording would replace it%s" % (
-                    max(n, 1), "; --backend monitoring leaves it alone"
-                    if sys.version_info >= (3, 12) else ""))
+                "thread(s): recording would replace it%s" % (max(n, 1), why))
     return None
 
 

@@ -315,6 +315,25 @@ def display_path(path):
     return path if rel.startswith("..") else rel
 
 
+def enable_saying_warnings(prof):
+    """prof.enable(), its own warnings (backend auto's fallback when the
+    sys.monitoring tool ids are taken) said as run's lines rather than as Python
+    warnings with a file and line of threadgraph's; others are shown as usual.
+    No program code runs yet: catching warnings cannot hide the program's."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        prof.enable()
+    for w in caught:
+        text = str(w.message)
+        if text.startswith("threadgraph: "):
+            sys.stderr.write(term_safe(text) + "\n")
+            sys.stderr.flush()
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+
+
 def say(msg):
     sys.stderr.write("threadgraph: %s\n" % term_safe(msg))
     sys.stderr.flush()
@@ -1144,9 +1163,12 @@ def main(argv):
     if opts.follow_exec:  # before enable(): threadgraph's own work, not recorded
         os.environ.update(_follow.environment(base, _follow.settings_of(opts)))
     try:
-        prof.enable()
+        enable_saying_warnings(prof)
     except OSError as exc:
         sys.stderr.write("%s: cannot write the profile under %s: %s\n" % (PROG, base, exc))
+        return 1
+    except RuntimeError as exc:  # no sys.monitoring tool id free (--backend monitoring)
+        sys.stderr.write("%s: cannot record: %s\n" % (PROG, exc))
         return 1
     quiet = prof._rec.quiet  # a Recorder method: its calls are never recorded
     was = quiet(True)  # threadgraph's own work, not the program's

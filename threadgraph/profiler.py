@@ -647,7 +647,8 @@ class ProcessProfile:
         with aggregate=True, which writes no record; the losses: "dropped" the
         records that could not be written, "unwound" the calls whose return was
         never seen, "displaced" the times another tool's profile function took
-        a thread; "process_samples" the
+        a thread, or the program took the last sys.monitoring tool id the
+        recorder may use; "process_samples" the
         process.mem samples taken; "capture" is "capture.tg",
         "capture-*.tg" with max_size, or None; "capture_over_limit" the most
         bytes the segments passed max_size by, a segment's head alone being

@@ -820,6 +820,8 @@ tg_recorder_enable(struct tg_recorder_object *self)
     /* Events flow from here on but are ignored until r->active is set. */
     r->mon_taken = 0;
     r->mon_tool_run = -1;
+    r->mon_aside = 0;
+    r->mon_yielded = 0;
     if (r->sampled) {
         r->backend = TG_BACKEND_SETPROFILE;  /* reported as such; none is installed */
     } else if (r->backend == TG_BACKEND_MONITORING) {

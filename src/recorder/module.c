@@ -502,6 +502,7 @@ tg_rec_stats(struct tg_recorder_object *self, PyObject *unused)
 
     tg_thread_table_totals(&r->table, &records, &stack_records, &dropped, &threads);
     tg_thread_table_losses(&r->table, &unwound, &displaced);
+    displaced += r->mon_yielded;  /* the program took our sys.monitoring tool id */
     dropped += atomic_load_explicit(&r->samples_dropped, memory_order_relaxed);
     if (r->mon_tool_run >= 0) {
         tool = PyLong_FromLong(r->mon_tool_run);

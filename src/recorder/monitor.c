@@ -14,10 +14,13 @@
  * functions, one per kind of event and configuration, are recorder.c's
  * tg_mon_entries, where the event path is inlined into them.  Everything here
  * runs with the GIL: install at enable(), uninstall at disable() or in a forked
- * child.
+ * child, and in between a move to another tool id when the program asks for
+ * ours (the use_tool_id wrapper below).
  */
 #include "recorder.h"
 #include "monitor.h"
+
+#include <string.h>
 
 #if TG_HAVE_MONITORING
 
@@ -239,14 +242,17 @@ tg_mon_module(void)
     return mon;
 }
 
-/* Claim a free tool id; returns it, -2 when all are taken, -1 on error. */
+/* Claim a free tool id other than SKIP; returns it, -2 when all are taken, -1
+ * on error. */
 static int
-tg_mon_claim(PyObject *mon)
+tg_mon_claim(PyObject *mon, int skip)
 {
     size_t i;
     for (i = 0; i < sizeof(tg_mon_tools) / sizeof(tg_mon_tools[0]); i++) {
-        PyObject *res = PyObject_CallMethod(mon, "use_tool_id", "is", tg_mon_tools[i],
-                                            "threadgraph");
+        PyObject *res;
+        if (tg_mon_tools[i] == skip)
+            continue;
+        res = PyObject_CallMethod(mon, "use_tool_id", "is", tg_mon_tools[i], "threadgraph");
         if (res != NULL) {
             Py_DECREF(res);
             return tg_mon_tools[i];
@@ -307,13 +313,205 @@ done:
     return mask;
 }
 
+/* Stop TOOL's events, unregister its callbacks and free it.  Never fails;
+ * an exception already set is kept.  GIL held. */
+static void
+tg_mon_release(struct tg_recorder_object *self, PyObject *mon, int tool)
+{
+    tg_saved_exc saved;
+    PyObject *res;
+
+    tg_exc_save(&saved);
+    res = PyObject_CallMethod(mon, "set_events", "ii", tool, 0);
+    Py_XDECREF(res);
+    PyErr_Clear();
+    tg_mon_register(self, mon, tool, 0, 1);
+    PyErr_Clear();
+    res = PyObject_CallMethod(mon, "free_tool_id", "i", tool);
+    Py_XDECREF(res);
+    PyErr_Clear();
+    tg_exc_restore(&saved);
+}
+
+/* Deliver the recorder's events under TOOL, just claimed: 0 (r->mon_tool is
+ * TOOL), or -1 with an exception and TOOL released.  GIL held. */
+static int
+tg_mon_start(struct tg_recorder_object *self, PyObject *mon, int tool)
+{
+    struct tg_recorder *r = &self->r;
+    PyObject *res;
+    /* C events also drive C sleep triggers, recorded or not. */
+    long mask = tg_mon_register(self, mon, tool, 1, r->record_c || r->n_trig_defs > 0);
+
+    if (mask >= 0) {
+        res = PyObject_CallMethod(mon, "set_events", "il", tool, mask);
+        if (res != NULL) {
+            Py_DECREF(res);
+            r->mon_tool = r->mon_tool_run = tool;
+            return 0;
+        }
+    }
+    tg_mon_release(self, mon, tool);
+    return -1;
+}
+
+/* --- the program asking for our tool id -------------------------------------- */
+
+/*
+ * sys.monitoring.use_tool_id and free_tool_id, wrapped while the backend is
+ * installed (their method table entries' functions swapped, as spguard.c does
+ * for sys.setprofile), so that a program taking tool id 3 or 4 for a tool of
+ * its own runs as without threadgraph:
+ * - asked for the id the recorder holds, the recorder moves to the other id it
+ *   may use before the real call; with that one taken too it steps aside (no
+ *   events at all, r->mon_aside), counted in stats() "displaced";
+ * - once the program frees 3 or 4, a recorder stepped aside claims it again.
+ * Calls that returned while it stood aside are closed as unwound by the next
+ * return of a call that encloses them (recorder.c, tg_unwind_to).  GIL.
+ */
+static PyMethodDef *tg_mon_use_ml, *tg_mon_free_ml;
+static PyCFunction tg_mon_use_orig, tg_mon_free_orig;
+
+/* The recorder whose backend is installed (or stepped aside), else NULL. */
+static struct tg_recorder_object *
+tg_mon_recording(void)
+{
+    struct tg_recorder_object *a = tg_active;
+    return a != NULL && a->r.active && a->r.backend == TG_BACKEND_MONITORING ? a : NULL;
+}
+
+/* ARG as a tool id, or -1 (the real function then says what is wrong). */
+static long
+tg_mon_tool_arg(PyObject *arg)
+{
+    long id;
+    if (!PyLong_Check(arg))
+        return -1;
+    id = PyLong_AsLong(arg);
+    if (id == -1 && PyErr_Occurred())
+        PyErr_Clear();
+    return id;
+}
+
+static PyObject *
+tg_mon_use_wrapper(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    struct tg_recorder_object *a = tg_mon_recording();
+    int busy = tg_tls.busy;
+    PyObject *mon;
+    int tool, old;
+
+    if (a == NULL || nargs < 1 || a->r.mon_tool < 0 || tg_mon_tool_arg(args[0]) != a->r.mon_tool)
+        return ((_PyCFunctionFast)(void (*)(void))tg_mon_use_orig)(module, args, nargs);
+    tg_tls.busy |= TG_BUSY_TRACER;  /* the recorder's own allocations */
+    old = a->r.mon_tool;
+    mon = tg_mon_module();
+    tool = mon == NULL ? -1 : tg_mon_claim(mon, old);
+    if (tool >= 0 && tg_mon_start(a, mon, tool) < 0)
+        tool = -1;
+    if (mon != NULL) {
+        /* The new id's events are on: the old one's stop (no Python code runs
+         * between the two, so no event is seen twice or missed). */
+        tg_mon_release(a, mon, old);
+        Py_DECREF(mon);
+    }
+    PyErr_Clear();
+    if (tool < 0) {
+        a->r.mon_tool = -1;
+        a->r.mon_aside = 1;
+        a->r.mon_yielded++;
+    }
+    tg_tls.busy = busy;
+    return ((_PyCFunctionFast)(void (*)(void))tg_mon_use_orig)(module, args, nargs);
+}
+
+static PyObject *
+tg_mon_free_wrapper(PyObject *module, PyObject *arg)
+{
+    PyObject *res = tg_mon_free_orig(module, arg), *mon;
+    struct tg_recorder_object *a = tg_mon_recording();
+    int busy = tg_tls.busy;
+    long id;
+    size_t i;
+
+    if (res == NULL || a == NULL || !a->r.mon_aside)
+        return res;
+    id = tg_mon_tool_arg(arg);
+    for (i = 0; i < sizeof(tg_mon_tools) / sizeof(tg_mon_tools[0]); i++)
+        if (tg_mon_tools[i] == id)
+            break;
+    if (i == sizeof(tg_mon_tools) / sizeof(tg_mon_tools[0]))
+        return res;
+    tg_tls.busy |= TG_BUSY_TRACER;
+    mon = tg_mon_module();
+    if (mon != NULL) {
+        int tool = tg_mon_claim(mon, -1);
+        if (tool >= 0 && tg_mon_start(a, mon, tool) == 0)
+            a->r.mon_aside = 0;
+        Py_DECREF(mon);
+    }
+    PyErr_Clear();  /* still aside: the next free tries again */
+    tg_tls.busy = busy;
+    return res;
+}
+
+/* Swap the function of MON's method NAME, whose flags must be FLAGS, for
+ * WRAPPER; returns its entry (*ORIG the real function), or NULL if it is not
+ * the function expected.  GIL held. */
+static PyMethodDef *
+tg_mon_wrap(PyObject *mon, const char *name, int flags, PyCFunction wrapper, PyCFunction *orig)
+{
+    PyObject *fn = PyObject_GetAttrString(mon, name);
+    PyMethodDef *ml = NULL;
+
+    if (fn == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    if (PyCFunction_Check(fn)) {
+        ml = ((PyCFunctionObject *)fn)->m_ml;
+        if (ml->ml_flags != flags || ml->ml_meth == wrapper || ml->ml_name == NULL
+                || strcmp(ml->ml_name, name) != 0) {
+            ml = NULL;
+        } else {
+            *orig = ml->ml_meth;
+            ml->ml_meth = wrapper;
+        }
+    }
+    Py_DECREF(fn);
+    return ml;
+}
+
+static void
+tg_mon_wrap_all(PyObject *mon)
+{
+    if (tg_mon_use_ml == NULL)
+        tg_mon_use_ml = tg_mon_wrap(mon, "use_tool_id", METH_FASTCALL,
+                                    (PyCFunction)(void (*)(void))tg_mon_use_wrapper,
+                                    &tg_mon_use_orig);
+    if (tg_mon_free_ml == NULL)
+        tg_mon_free_ml = tg_mon_wrap(mon, "free_tool_id", METH_O, tg_mon_free_wrapper,
+                                     &tg_mon_free_orig);
+}
+
+static void
+tg_mon_unwrap_all(void)
+{
+    if (tg_mon_use_ml != NULL)
+        tg_mon_use_ml->ml_meth = tg_mon_use_orig;
+    if (tg_mon_free_ml != NULL)
+        tg_mon_free_ml->ml_meth = tg_mon_free_orig;
+    tg_mon_use_ml = tg_mon_free_ml = NULL;
+}
+
+/* --- install ------------------------------------------------------------------ */
+
 int
 tg_monitor_install(struct tg_recorder_object *self)
 {
     struct tg_recorder *r = &self->r;
-    PyObject *mon = tg_mon_module(), *res;
+    PyObject *mon = tg_mon_module();
     int tool;
-    long mask;
 
     if (mon == NULL)
         return -1;
@@ -321,7 +519,7 @@ tg_monitor_install(struct tg_recorder_object *self)
         Py_DECREF(mon);
         return -1;
     }
-    tool = tg_mon_claim(mon);
+    tool = tg_mon_claim(mon, -1);
     if (tool < 0) {
         if (tool == -2)
             PyErr_SetString(PyExc_RuntimeError,
@@ -333,49 +531,33 @@ tg_monitor_install(struct tg_recorder_object *self)
     Py_XSETREF(r->mon_missing, PyObject_GetAttrString(mon, "MISSING"));
     if (r->mon_missing == NULL)
         PyErr_Clear();  /* a method descriptor then never counts as a C call */
-    /* C events also drive C sleep triggers, recorded or not. */
-    mask = tg_mon_register(self, mon, tool, 1, r->record_c || r->n_trig_defs > 0);
-    if (mask < 0)
-        goto fail;
-    r->mon_tool = tool;
-    res = PyObject_CallMethod(mon, "set_events", "il", tool, mask);
-    if (res == NULL)
-        goto fail;
-    Py_DECREF(res);
-    r->mon_tool_run = tool;
+    if (tg_mon_start(self, mon, tool) < 0) {
+        Py_CLEAR(r->mon_missing);
+        Py_DECREF(mon);
+        return -1;
+    }
+    tg_mon_wrap_all(mon);
     Py_DECREF(mon);
     return 0;
-fail:
-    {
-        tg_saved_exc saved;
-        tg_exc_save(&saved);
-        r->mon_tool = tool;
-        tg_monitor_uninstall(self);
-        tg_exc_restore(&saved);
-    }
-    Py_DECREF(mon);
-    return -1;
 }
 
 void
 tg_monitor_uninstall(struct tg_recorder_object *self)
 {
     struct tg_recorder *r = &self->r;
-    PyObject *mon, *res;
+    PyObject *mon;
     tg_saved_exc saved;
 
-    if (r->mon_tool < 0)
+    tg_mon_unwrap_all();
+    r->mon_aside = 0;
+    if (r->mon_tool < 0) {  /* none installed, or stood aside */
+        Py_CLEAR(r->mon_missing);
         return;
+    }
     tg_exc_save(&saved);
     mon = tg_mon_module();
     if (mon != NULL) {
-        res = PyObject_CallMethod(mon, "set_events", "ii", r->mon_tool, 0);
-        Py_XDECREF(res);
-        PyErr_Clear();
-        tg_mon_register(self, mon, r->mon_tool, 0, 1);
-        PyErr_Clear();
-        res = PyObject_CallMethod(mon, "free_tool_id", "i", r->mon_tool);
-        Py_XDECREF(res);
+        tg_mon_release(self, mon, r->mon_tool);
         Py_DECREF(mon);
     }
     PyErr_Clear();

@@ -80,6 +80,9 @@ struct tg_recorder {
     int mon_taken;             /* backend auto fell back to setprofile because
                                 * both tool ids we may use were taken; GIL */
     PyObject *mon_missing;     /* sys.monitoring.MISSING (strong) or NULL; GIL */
+    int mon_aside;             /* the program took the last tool id we may use:
+                                * no events until it frees one (monitor.c); GIL */
+    uint64_t mon_yielded;      /* times that happened (stats() "displaced"); GIL */
     int64_t offset_int_size;   /* 3.12+: bytes of the int the interpreter allocates
                                 * for an instruction offset above the small ints to
                                 * deliver an event (measured at enable) */

@@ -42,6 +42,9 @@ def own_profile(frame, event, arg):
 
 if "--own-profile" in sys.argv:
     sys.setprofile(own_profile)
+if "--take-tool-ids" in sys.argv:  # the ids threadgraph's sys.monitoring backend may use
+    for tool in (3, 4):
+        sys.monitoring.use_tool_id(tool, "own tool %d" % tool)
 signal.signal(signal.SIGHUP, lambda s, f: None)  # the program's own handler
 asks, answers = queue.Queue(), queue.Queue()
 
@@ -153,6 +156,10 @@ def start_attach(tmp_path, pid, *options):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             universal_newlines=True)
     line = proc.stderr.readline()
+    proc.notes = []  # what attach said before (tool ids taken)
+    while line.startswith("threadgraph: sys.monitoring"):
+        proc.notes.append(line)
+        line = proc.stderr.readline()
     if "attached to process" not in line:
         proc.wait(timeout=120)
         if "ptrace not permitted" in line:
@@ -323,6 +330,46 @@ def test_refused_when_the_program_has_its_own_profile_function(tmp_path):
         r = subprocess.run(cmd("attach", "-o", str(tmp_path / "out"), str(server.pid)),
                            stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
         assert r.returncode == 1 and "its own profile function" in r.stderr, r.stderr
+        assert "own_profile" in json.loads(get(port, "/state")[1])["profile"]
+    finally:
+        stop(server)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring: 3.12+")
+def test_tool_ids_taken_fall_back_said_by_attach_not_in_the_program(tmp_path):
+    """The program holds tool ids 3 and 4: attach records with a profile
+    function, and says so itself; the program's stderr gets nothing."""
+    server, port = start_server(tmp_path, "--take-tool-ids")
+    try:
+        attach, _ = start_attach(tmp_path, server.pid)
+        load(port, "q")
+        attach.send_signal(signal.SIGINT)
+        rest = attach.communicate(timeout=120)[1]
+        assert attach.returncode == 0 and "detached" in rest, rest
+        with open(os.path.join(out_dir(tmp_path, server.pid), "runinfo.json")) as f:
+            assert json.load(f)["backend"] == "setprofile"
+        assert len(attach.notes) == 1 and "tool ids 3 and 4" in attach.notes[0]
+        assert "profile function" in attach.notes[0]
+        funcs = recorded_functions(tmp_path, server.pid)
+        assert any("build_page" in f for f in funcs.values()), funcs
+        state = json.loads(get(port, "/state")[1])
+        assert state["monitoring"][3:5] == ["own tool 3", "own tool 4"]
+    finally:
+        stop(server)
+    err = server.stderr.read()
+    assert "threadgraph" not in err and "Warning" not in err, err
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring: 3.12+")
+def test_refused_when_tool_ids_taken_and_own_profile_function(tmp_path):
+    """Tool ids 3 and 4 taken: the fallback, profile functions, would replace the
+    program's own: refused, and its profile function is left in place."""
+    server, port = start_server(tmp_path, "--own-profile", "--take-tool-ids")
+    try:
+        r = subprocess.run(cmd("attach", "-o", str(tmp_path / "out"), str(server.pid)),
+                           stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        assert r.returncode == 1, r.stderr
+        assert "its own profile function" in r.stderr and "(3 and 4) taken" in r.stderr
         assert "own_profile" in json.loads(get(port, "/state")[1])["profile"]
     finally:
         stop(server)

@@ -427,12 +427,10 @@ def test_threading_setprofile_for_later_threads(tmp_path):
         assert info["displaced"] == 1
 
 
-@pytest.mark.skipif(sys.version_info[:2] != (3, 12),
+@pytest.mark.skipif(not MONITORING,
                     reason="3.8-3.11 run the setprofile backend by default "
-                    "(test_other_profiler_inside_a_profiled_program covers it); on 3.13 "
-                    "the interpreter allocates between the sys.setprofile audit event and "
-                    "the change, and the takeover is not counted yet (docs/api.md)")
-def test_setprofile_backend_takeover_is_counted_on_312(tmp_path):
+                    "(test_other_profiler_inside_a_profiled_program covers it)")
+def test_setprofile_backend_takeover_is_counted(tmp_path):
     """backend="setprofile" on 3.12+: the program's function runs alone; the
     takeover is counted and said, though ours does not come back."""
     write(tmp_path / "prog.py", TOOL_PROGRAM)
@@ -443,3 +441,108 @@ def test_setprofile_backend_takeover_is_counted_on_312(tmp_path):
     info = runinfo(only_run_dir(tmp_path / "out"))
     assert info["backend"] == "setprofile" and info["displaced"] == 1
     assert "1 takeovers by another profiler" in res.stderr.strip().splitlines()[-1]
+
+
+# --- sys.monitoring tool ids taken by the program (3.12+) -------------------------
+
+TOOL_ID_PROGRAM = """
+import sys, threading
+
+IDS = [int(a) for a in sys.argv[1].split(",")]
+M = sys.monitoring
+E = M.events
+
+def work(n):
+    return [str(i) for i in range(n)]
+
+def during(): return work(20)
+def after_free(): return work(30)
+def in_thread(): return work(40)
+
+counts = dict.fromkeys(IDS, 0)
+for i in IDS:
+    M.use_tool_id(i, "tool%d" % i)
+    def on_start(code, offset, i=i):
+        if code.co_filename == __file__:
+            counts[i] += 1
+    M.register_callback(i, E.PY_START, on_start)
+    M.set_events(i, E.PY_START)
+during()
+for i in IDS:
+    M.set_events(i, 0)
+    M.register_callback(i, E.PY_START, None)
+    M.free_tool_id(i)
+print("counts", counts)
+print("after", len(after_free()))
+t = threading.Thread(target=in_thread, name="late")
+t.start()
+t.join()
+print("thread done")
+"""
+
+
+@pytest.mark.skipif(not MONITORING, reason="sys.monitoring is 3.12+")
+@pytest.mark.parametrize("ids", ["3", "4,3", "0,1,2,3,4,5"])
+def test_program_taking_our_tool_id(tmp_path, ids):
+    """A program may take any tool id, 3 and 4 included: it gets it under
+    threadgraph run as without it.  The recorder moves to the other id it may
+    use; with both taken it records nothing until the program frees one, and
+    says so (displaced)."""
+    prog = write(tmp_path / "prog.py", TOOL_ID_PROGRAM)
+    plain = subprocess.run([sys.executable, prog, ids], cwd=str(tmp_path),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=TIMEOUT)
+    assert plain.returncode == 0, plain.stderr
+    assert "counts {%s}" % ", ".join("%s: 2" % i for i in ids.split(",")) in plain.stdout
+
+    res = tg(["run", "--stack", "--format", "both", "-o", "out", "prog.py", ids], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == plain.stdout  # the tool got its id and saw every call
+
+    run = only_run_dir(tmp_path / "out")
+    recs = records(run)
+    main_calls, main_returns = recs["MainThread"]
+    assert "after_free" in main_calls and "after_free" in main_returns
+    assert "in_thread" in recs["late"][0] and "in_thread" in recs["late"][1]
+    info = runinfo(run)
+    assert info["backend"] == "monitoring" and info["dropped"] == 0
+    if "3" in ids and "4" in ids:
+        assert "during" not in main_returns
+        assert info["displaced"] == 1
+        assert "1 takeovers by another profiler" in res.stderr.strip().splitlines()[-1]
+    else:
+        assert "during" in main_calls and "during" in main_returns
+        assert info["displaced"] == 0 and info["monitoring_tool"] in (3, 4)
+
+
+@pytest.mark.skipif(not MONITORING, reason="sys.monitoring is 3.12+")
+def test_run_with_tool_ids_taken_before_it_says_so(tmp_path):
+    """Tool ids 3 and 4 taken before threadgraph run enables (a sitecustomize):
+    backend auto says the fallback as one of run's lines, not as a Python
+    warning; --backend monitoring refuses in one line, without a traceback."""
+    write(tmp_path / "site" / "sitecustomize.py", """
+        import sys
+        for tool in range(6):
+            sys.monitoring.use_tool_id(tool, "site tool %d" % tool)
+    """)
+    write(tmp_path / "prog.py", """
+        def work(): return [1] * 10
+        work()
+        print("ok")
+    """)
+    env = {"PYTHONPATH": str(tmp_path / "site")}
+    res = tg(["run", "-o", "out", "prog.py"], tmp_path, env=env)
+    assert res.returncode == 0 and res.stdout == "ok\n", res.stderr
+    first = res.stderr.splitlines()[0]
+    assert first == ("threadgraph: sys.monitoring tool ids 3 and 4 are both taken by other "
+                     "tools: recording with a profile function (backend 'setprofile') "
+                     "instead"), res.stderr
+    assert "Warning" not in res.stderr and "profiler.py" not in res.stderr
+    info = runinfo(only_run_dir(tmp_path / "out"))
+    assert info["backend"] == "setprofile"
+
+    res = tg(["run", "--backend", "monitoring", "-o", "out2", "prog.py"], tmp_path, env=env)
+    assert res.returncode == 1 and res.stdout == "", res.stderr
+    assert res.stderr == ("threadgraph run: cannot record: sys.monitoring: tool ids 3 and 4, the "
+                          "ones threadgraph may use, are both taken by other tools\n")
+    assert not os.path.exists(str(tmp_path / "out2")) or not os.listdir(str(tmp_path / "out2"))
