@@ -123,6 +123,20 @@ bad:
 	return -1;
 }
 
+/* After a member of an array or object: skips the separator.  1 when CLOSE
+ * ended the container (consumed), 0 after a ',', -1 (not JSON) otherwise. */
+static int ri_after_member(struct ri *r, char close)
+{
+	ri_ws(r);
+	if (r->p >= r->end)
+		return -1;
+	if (*r->p == close) {
+		r->p++;
+		return 1;
+	}
+	return *r->p++ == ',' ? 0 : -1;
+}
+
 /* Skips one value (any JSON).  Returns 0 or -1 (not JSON). */
 static int ri_skip(struct ri *r)
 {
@@ -133,7 +147,7 @@ static int ri_skip(struct ri *r)
 		return ri_string(r, NULL);
 	if (*r->p == '{' || *r->p == '[') {
 		char close = *r->p == '{' ? '}' : ']';
-		int obj = close == '}';
+		int obj = close == '}', e;
 		if (++r->depth > RI_DEPTH_MAX)
 			return -1;
 		r->p++;
@@ -152,18 +166,12 @@ static int ri_skip(struct ri *r)
 				if (r->p >= r->end || *r->p++ != ':')
 					return -1;
 			}
-			if (ri_skip(r) < 0)
+			if (ri_skip(r) < 0 || (e = ri_after_member(r, close)) < 0)
 				return -1;
-			ri_ws(r);
-			if (r->p >= r->end)
-				return -1;
-			if (*r->p == close) {
-				r->p++;
+			if (e) {
 				r->depth--;
 				return 0;
 			}
-			if (*r->p++ != ',')
-				return -1;
 		}
 	}
 	/* a number, true, false, null */
@@ -198,6 +206,7 @@ static long long ri_time_us(const char *p, const char *end)
 static int ri_int_array(struct ri *r, long long **v, size_t *n)
 {
 	size_t alloc = 0;
+	int e;
 
 	*v = NULL;
 	*n = 0;
@@ -232,15 +241,8 @@ static int ri_int_array(struct ri *r, long long **v, size_t *n)
 			return -1;
 		(*n)++;
 		r->p += len;
-		ri_ws(r);
-		if (r->p >= r->end)
-			return -1;
-		if (*r->p == ']') {
-			r->p++;
-			return 0;
-		}
-		if (*r->p++ != ',')
-			return -1;
+		if ((e = ri_after_member(r, ']')) != 0)
+			return e > 0 ? 0 : -1;
 	}
 }
 
@@ -303,15 +305,8 @@ static int ri_thread(struct ri *r, struct tg_run_thread *t)
 		free(key);
 		if (e < 0)
 			return e;
-		ri_ws(r);
-		if (r->p >= r->end)
-			return -1;
-		if (*r->p == '}') {
-			r->p++;
-			return 0;
-		}
-		if (*r->p++ != ',')
-			return -1;
+		if ((e = ri_after_member(r, '}')) != 0)
+			return e > 0 ? 0 : -1;
 	}
 }
 
@@ -363,15 +358,9 @@ static int ri_threads(struct ri *r, struct tg_run_threads *t)
 			return e;
 		}
 		t->v[t->n++] = th;
-		ri_ws(r);
-		if (r->p >= r->end)
-			return -1;
-		if (*r->p == ']') {
-			r->p++;  /* the keys after it are read too */
-			return 0;
-		}
-		if (*r->p++ != ',')
-			return -1;
+		/* the ']' consumed: the keys after it are read too */
+		if ((e = ri_after_member(r, ']')) != 0)
+			return e > 0 ? 0 : -1;
 	}
 }
 
