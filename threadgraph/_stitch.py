@@ -17,6 +17,9 @@ imported, else when the program imports them (nothing is imported for it):
   by the recorder to be its own call, then calls the work: the readers graft
   that call, as a frame ``[LABEL]``, under the submitter's calls.
 
+greenlet, imported while recording, is not wrapped: the recorder's switch hook
+becomes the importing thread's (``_recorder.greenlet_watch``).
+
 An asyncio task runs in steps, each a ``send`` (or ``throw``) of its
 coroutine: the coroutine is wrapped in a ``TaskCoro`` whose ``send`` notes the
 run before each step.  ``uninstall()`` puts the originals back.
@@ -168,8 +171,24 @@ _TARGETS: Dict[str, Tuple[str, str, Callable[..., Any]]] = {
 }
 
 
+def _greenlet_imported(module: Any) -> None:
+    """greenlet was imported while recording: the recorder's switch hook for
+    the importing thread (a stack per greenlet, docs/api.md "Greenlets"); the
+    threads that attach later get it at their attach."""
+    _recorder.greenlet_watch()
+
+
+#: module -> what to do once the program imported it (no wrapper)
+_ON_IMPORT: Dict[str, Callable[[Any], None]] = {
+    "greenlet": _greenlet_imported,
+}
+
+
 def _patch(module: Any) -> None:
     """Wraps the target of MODULE (one of _TARGETS, just imported) if not yet."""
+    if module.__name__ in _ON_IMPORT:
+        _ON_IMPORT[module.__name__](module)
+        return
     cls_name, name, wrap = _TARGETS[module.__name__]
     owner = getattr(module, cls_name, None)
     orig = getattr(owner, "__dict__", {}).get(name)
@@ -209,7 +228,7 @@ class _Finder:
 
     @_marks.hidden
     def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        if name not in _TARGETS:
+        if name not in _TARGETS and name not in _ON_IMPORT:
             return None
         for finder in list(sys.meta_path):
             find = getattr(finder, "find_spec", None)

@@ -6,6 +6,7 @@
 #include <limits.h>
 
 #include "recorder.h"
+#include "greenlet.h"
 #include "lifecycle.h"
 #include "thread_start.h"
 #include "tls.h"
@@ -1157,6 +1158,9 @@ static PyMethodDef tg_module_methods[] = {
     {"finish_signal_default", tg_mod_finish_signal_default, METH_O,
      "Default action for a finishing signal at the C level, from any thread; "
      "True if its handler was threadgraph's."},
+    {"greenlet_watch", tg_mod_greenlet_watch, METH_NOARGS,
+     "greenlet was just imported in the calling thread: a stack per greenlet from now "
+     "(greenlet.h); True if the recorder's switch hook is this thread's."},
     {"_test_wait_ended", tg_mod_test_wait_ended, METH_NOARGS,
      "Tests only: returns once the files of every thread that ended so far in the "
      "active run are written and closed (the flusher closes them after the thread's "
@@ -1235,7 +1239,8 @@ tg_module_exec(PyObject *m)
             || tg_module_add_llong(m, "SAMPLE_BYTES_MAX", TG_ACCT_SAMPLE_MAX) < 0
             || tg_module_add_llong(m, "SAMPLE_EVERY_MAX", LONG_MAX) < 0
             || PyModule_AddIntConstant(m, "SAMPLED_DEFAULT_BYTES", TG_SAMPLED_DEFAULT_BYTES) < 0
-            || tg_options_export(m) < 0)
+            || tg_options_export(m) < 0
+            || tg_glet_init(m) < 0)
         return -1;
     return 0;
 }

@@ -17,6 +17,7 @@
  * (first sight of a code object) and when a thread is first seen.
  */
 #include "recorder.h"
+#include "greenlet.h"
 #include "sleepwrap.h"
 #include "alloc_hooks.h"
 #include "accounting.h"
@@ -453,6 +454,12 @@ tg_memory_now(struct tg_recorder *r, struct tg_thread *t, const int d)
     default:
         return tg_tls.allocated - tg_tls.freed - t->event_bias;
     }
+}
+
+int64_t
+tg_memory_reading(struct tg_recorder *r, struct tg_thread *t)
+{
+    return tg_memory_now(r, t, 0);
 }
 
 /* --- records ------------------------------------------------------------ */
@@ -1098,6 +1105,7 @@ tg_unwind_to(struct tg_recorder *r, struct tg_thread *t, uintptr_t key, int d)
         i--;
     if (i == 0)
         return 0;
+    tg_glet_unwound(t);  /* a greenlet switch unseen: the hook for the next ones */
     for (j = i; j < t->depth; j++) {
         in_stream += t->frames[j].cap_line != TG_CAP_NOT_WRITTEN;
         if (!d && atomic_load_explicit(&tg_acct_on, memory_order_relaxed))

@@ -222,6 +222,9 @@ int tg_code_site(struct tg_recorder *r, PyCodeObject *code, const char **file, s
  * (tg_format.h TG_CURVE_FILE).  GIL held, TG_BUSY_TRACER set; a thread not yet
  * attached writes none. */
 void tg_sampled_curve_point(struct tg_recorder_object *obj, int64_t bytes);
+/* The calling thread's memory reading for R's mode (docs/api.md), T its
+ * state: what a call's delta is taken from.  GIL held. */
+int64_t tg_memory_reading(struct tg_recorder *r, struct tg_thread *t);
 
 /* Calls of the LEN methods DEFS (the Recorder type's own) are plumbing, never
  * recorded.  Set once at module import, before any recorder is enabled. */

@@ -77,6 +77,7 @@ tg_thread_free(struct tg_thread *t)
     tg_writer_destroy(&t->stack);
     tg_writer_destroy(&t->capw);
     free(t->frames);
+    free(t->glets);
     free(t);
 }
 
@@ -136,6 +137,7 @@ tg_thread_table_log_add(struct tg_thread_table *tt, char *name, size_t name_len,
     e->attaching = 1;
     e->noted = 0;
     e->folded = 0;
+    e->greenlet = 0;
     tt->log_moves++;
     ret = (long)tt->n_log++;
 unlock:
@@ -152,13 +154,22 @@ tg_thread_table_log_joined(struct tg_thread_table *tt, size_t idx)
     pthread_mutex_unlock(&tt->lock);
 }
 
+void
+tg_thread_table_log_greenlet(struct tg_thread_table *tt, size_t idx)
+{
+    pthread_mutex_lock(&tt->lock);
+    if (idx < tt->n_log)
+        tt->log[idx].greenlet = 1;
+    pthread_mutex_unlock(&tt->lock);
+}
+
 const struct tg_thread_log *
 tg_thread_table_log_find(const struct tg_thread_table *tt, unsigned long ident)
 {
     size_t i;
 
     for (i = tt->n_log; i-- > 0;)
-        if (tt->log[i].ident == ident)
+        if (tt->log[i].ident == ident && !tt->log[i].greenlet)
             return &tt->log[i];
     return NULL;
 }
@@ -419,6 +430,12 @@ tg_thread_table_reap_child(struct tg_thread_table *tt, struct tg_thread *me)
     if (found != NULL) {
         found->next = NULL;
         found->pins = 0;
+        /* its greenlets' states, or its thread's, are freed: it stands alone */
+        free(found->glets);
+        found->glets = NULL;
+        found->glets_mask = found->n_glets = 0;
+        found->glet_root = NULL;
+        found->glet_key = 0;
     }
     return found;
 }

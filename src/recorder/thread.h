@@ -122,6 +122,28 @@ struct tg_thread {
                                     * once the files are open */
     unsigned long ident;           /* threading ident; immutable */
     unsigned long native_id;       /* OS thread id; immutable */
+    /* Greenlets (greenlet.c): a greenlet that runs in a thread gets a state of
+     * its own, its stack and its counters, and the thread's own state lists
+     * them.  All owner only (the GIL: its thread's switches, and fork). */
+    struct tg_thread *glet_root;   /* a greenlet's state: its thread's own state;
+                                    * NULL for a thread's own */
+    uintptr_t glet_key;            /* a greenlet's state: the greenlet's address */
+    struct tg_glet_slot *glets;    /* a thread's own state: its greenlets' states,
+                                    * open addressing by key (0: free); NULL: none */
+    size_t glets_mask, n_glets;
+    int64_t glet_allocated;        /* tg_tls.allocated and freed while switched out */
+    int64_t glet_freed;
+    int64_t glet_out;              /* memory reading at the switch out (process and
+                                    * rss modes: the others' growth goes to its
+                                    * correction) */
+    int glet_traced;               /* a thread's own state: greenlet's trace
+                                    * function of this thread is the recorder's */
+};
+
+/* A greenlet's state in its thread's table (greenlet.c). */
+struct tg_glet_slot {
+    uintptr_t key;
+    struct tg_thread *t;
 };
 
 /* A thread as listed in runinfo.json; the log lives for the whole run, less
@@ -142,6 +164,9 @@ struct tg_thread_log {
     int folded;        /* folded (aggregate) but kept for the accounting, which
                         * adds it up with its family's: base is then the family's
                         * name; not listed, counted in its family */
+    int greenlet;      /* a greenlet's entry (greenlet.c): the lookups by thread
+                        * (log_find, the logmap) pass over it, since the
+                        * accounting names the thread, not its greenlets */
 };
 
 /* Ended threads of an aggregate run folded into one entry (aggregate.h): their
@@ -228,6 +253,8 @@ void tg_thread_close_writers(struct tg_thread *t, void (*note)(void *ctx, struct
 long tg_thread_table_log_add(struct tg_thread_table *tt, char *name, size_t name_len,
                              unsigned long ident, unsigned long native_id, int has_mem,
                              int has_stack, int custom);
+/* Mark log entry IDX, still attaching, a greenlet's.  Takes the lock. */
+void tg_thread_table_log_greenlet(struct tg_thread_table *tt, size_t idx);
 /* The thread of log entry IDX has its streams: list it (runinfo.json, stats,
  * accounting names).  Takes the lock. */
 void tg_thread_table_log_joined(struct tg_thread_table *tt, size_t idx);

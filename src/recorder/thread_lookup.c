@@ -52,7 +52,7 @@ tg_thread_logmap_build(struct tg_thread_logmap *m, const struct tg_thread_table 
     for (i = 0; i < tt->n_log; i++) {
         const struct tg_thread_log *e = &tt->log[i];
         size_t j;
-        if (e->attaching)
+        if (e->attaching || e->greenlet)
             continue;
         for (j = tg_logmap_hash(e->ident, e->native_id) & m->mask; m->slots[j] != 0;
              j = (j + 1) & m->mask) {
@@ -74,7 +74,7 @@ tg_thread_logmap_find(const struct tg_thread_logmap *m, const struct tg_thread_t
     if (m->slots == NULL || m->moves != tt->log_moves) {  /* no map, or an old one */
         for (i = tt->n_log; i-- > 0;)
             if (tt->log[i].ident == ident && tt->log[i].native_id == native_id
-                    && !tt->log[i].attaching)
+                    && !tt->log[i].attaching && !tt->log[i].greenlet)
                 return &tt->log[i];
         return NULL;
     }

@@ -14,6 +14,7 @@
 #include "tg_format.h"
 #include "names.h"
 #include "acct_state.h"
+#include "greenlet.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -216,8 +217,10 @@ tg_thread_open_files(struct tg_recorder *r, struct tg_thread *t, size_t idx, uin
     return ret;
 }
 
-struct tg_thread *
-tg_thread_attach(struct tg_recorder_object *self, const char *name, size_t name_len)
+/* tg_thread_attach, or with GLET tg_thread_attach_greenlet. */
+static struct tg_thread *
+tg_thread_attach_as(struct tg_recorder_object *self, const char *name, size_t name_len,
+                    int glet)
 {
     struct tg_recorder *r = &self->r;
     struct tg_thread *t;
@@ -254,6 +257,8 @@ tg_thread_attach(struct tg_recorder_object *self, const char *name, size_t name_
         free(owned_name);
         goto fail;
     }
+    if (glet)  /* before it is listed: no lookup by thread ever finds it */
+        tg_thread_table_log_greenlet(&r->table, (size_t)idx);
     /* A run that ended during a stream_factory call is not joined: the thread
      * and its streams are dropped, and its events go unrecorded. */
     if (tg_thread_open_files(r, t, (size_t)idx, gen) == TG_OPEN_RUN_ENDED)
@@ -267,6 +272,8 @@ tg_thread_attach(struct tg_recorder_object *self, const char *name, size_t name_
         t->curve_base = tg_tls.allocated - tg_tls.freed;
     tg_tls.thread = t;
     tg_tls.gen = r->gen;
+    if (!glet)
+        tg_glet_thread_attached(self, t);
     goto done;
 fail:
     tg_thread_free(t);
@@ -275,6 +282,18 @@ done:
     tg_exc_restore(&saved);
     tg_tls.busy = busy;
     return t;
+}
+
+struct tg_thread *
+tg_thread_attach(struct tg_recorder_object *self, const char *name, size_t name_len)
+{
+    return tg_thread_attach_as(self, name, name_len, 0);
+}
+
+struct tg_thread *
+tg_thread_attach_greenlet(struct tg_recorder_object *self, const char *name, size_t name_len)
+{
+    return tg_thread_attach_as(self, name, name_len, 1);
 }
 
 /* Flush and release T's owner-only (Python) streams, noting a stopped one:
@@ -335,19 +354,10 @@ tg_thread_reap_closed(struct tg_recorder *r)
 }
 
 void
-tg_thread_detach(struct tg_recorder_object *self)
+tg_thread_end_state(struct tg_recorder_object *self, struct tg_thread *t)
 {
     struct tg_recorder *r = &self->r;
-    struct tg_thread *t = tg_tls.thread;
-    int busy = tg_tls.busy;
 
-    if (t == NULL || !r->active || tg_tls.gen != r->gen)
-        return;  /* disable() already retired it */
-    tg_tls.busy |= TG_BUSY_TRACER;
-    /* Thread NULL with the run's generation: the thread ended; events it still
-     * produces (sys.monitoring reaches every thread) are not recorded. */
-    tg_tls.thread = NULL;
-    tg_tls.gen = r->gen;
     tg_thread_close_owned(r, t);
     if (t->noted)  /* a gc run or a mark names it: a fold keeps its family */
         tg_thread_table_log_note(&r->table, t->log_idx);
@@ -355,7 +365,10 @@ tg_thread_detach(struct tg_recorder_object *self)
         char family[TG_AGG_FAMILY_CAP];
         uint64_t folded;
         unsigned long fid_ident, fid_native;
-        int acct = atomic_load_explicit(&tg_acct_on, memory_order_relaxed);
+        /* a greenlet's family (greenlets fold with greenlets, by name) is
+         * not the accounting's, which counts by thread */
+        int acct = atomic_load_explicit(&tg_acct_on, memory_order_relaxed)
+                   && t->glet_root == NULL;
         /* the thread folded (an older one) leaves the log too, unless the
          * accounting names it from there; out of memory, it stays listed
          * under its own name, which is harmless.  The accounting then
@@ -370,6 +383,26 @@ tg_thread_detach(struct tg_recorder_object *self)
      * stream that is stuck (docs/architecture.md "Locks and I/O"). */
     tg_thread_table_end(&r->table, t);
     tg_thread_reap_closed(r);
+}
+
+void
+tg_thread_detach(struct tg_recorder_object *self)
+{
+    struct tg_recorder *r = &self->r;
+    struct tg_thread *t = tg_tls.thread;
+    int busy = tg_tls.busy;
+
+    if (t == NULL || !r->active || tg_tls.gen != r->gen)
+        return;  /* disable() already retired it */
+    tg_tls.busy |= TG_BUSY_TRACER;
+    /* Thread NULL with the run's generation: the thread ended; events it still
+     * produces (sys.monitoring reaches every thread) are not recorded. */
+    tg_tls.thread = NULL;
+    tg_tls.gen = r->gen;
+    if (t->glet_root != NULL)  /* it ended in a greenlet: a switch went unseen */
+        t = t->glet_root;
+    tg_glet_end_all(self, t);  /* its greenlets' states first: they list in it */
+    tg_thread_end_state(self, t);
     tg_tls.busy = busy;
 }
 

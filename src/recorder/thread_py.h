@@ -21,6 +21,15 @@ struct tg_recorder_object;
  * tg_tls.thread.  Needs the GIL.  Returns NULL on failure (no exception). */
 struct tg_thread *tg_thread_attach(struct tg_recorder_object *self, const char *name,
                                    size_t name_len);
+/* A state for a greenlet of the calling thread (greenlet.c), named NAME: as
+ * tg_thread_attach, its log entry passed over by the lookups by thread; it
+ * becomes tg_tls.thread. */
+struct tg_thread *tg_thread_attach_greenlet(struct tg_recorder_object *self, const char *name,
+                                            size_t name_len);
+/* End T, a state of the calling thread no event appends to any more (its
+ * thread's, or a greenlet's that ended): as tg_thread_detach does, without
+ * touching tg_tls.  GIL held, TG_BUSY_TRACER set by the caller. */
+void tg_thread_end_state(struct tg_recorder_object *self, struct tg_thread *t);
 /* The calling thread ends: its Python streams closed, its state unlisted,
  * settled and handed to the flusher, which writes and closes the rest of its
  * files (tg_thread_close_ended); states the flusher closed before are reported

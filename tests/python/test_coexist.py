@@ -294,13 +294,141 @@ def test_pytest_cov_over_profiled_tests(tmp_path):
 # --- a stack that repairs itself ------------------------------------------------------
 
 
-def test_greenlet_switch_unwinds_and_counts(tmp_path):
-    """A greenlet left suspended never returns: the main greenlet's next return
-    closes its calls as unwound (counted), and the stream still pairs."""
-    pytest.importorskip("greenlet", reason="greenlet is not installed (tests/run_pythons.sh "
-                        "installs it where a wheel exists)")
+GREENLET_SKIP = ("greenlet is not installed (tests/run_pythons.sh installs it where a "
+                 "wheel exists)")
+
+
+def mem_lines(run, base):
+    """{function: [delta, ...]} of RUN's BASE.mem."""
+    out = {}
+    with open(os.path.join(run, base + ".mem")) as f:
+        for ln in f:
+            rec, delta = ln.rstrip("\n").rsplit("=>", 1)
+            out.setdefault(rec.rsplit(":", 1)[1], []).append(int(delta))
+    return out
+
+
+def test_greenlet_stack_per_greenlet(tmp_path):
+    """Each greenlet keeps its own stack and counters: every call made across
+    switches pairs with its return, none is unwound, and a call's delta is
+    its own greenlet's memory, not what the others allocated meanwhile.
+    greenlet is imported by the program, after the recorder started."""
+    pytest.importorskip("greenlet", reason=GREENLET_SKIP)
     write(tmp_path / "prog.py", """
         import greenlet
+
+        def inner():
+            x = bytearray(100000)
+            main.switch()  # leaves run_g, outer and inner open
+            return len(x)
+        def outer():
+            return inner()
+        def run_g():
+            y = bytearray(300000)
+            outer()
+            return len(y)
+        def switch_away():
+            g.switch()
+        def after():
+            return [1] * 10
+
+        main = greenlet.getcurrent()
+        g = greenlet.greenlet(run_g)
+        switch_away()   # g runs until inner switches back
+        after()
+        switch_away()   # g resumes inside inner and finishes
+        print("ok", g.dead)
+    """)
+    res = tg(["run", "--stack", "--format", "both", "-o", "out", "prog.py"], tmp_path)
+    assert res.returncode == 0 and res.stdout == "ok True\n", res.stderr
+    run = only_run_dir(tmp_path / "out")
+    recs = records(run)
+    calls, returns = recs["MainThread-greenlet-1"]
+    for fn in ("run_g", "outer", "inner"):
+        assert calls.count(fn) == 1 and returns.count(fn) == 1, (fn, calls, returns)
+    calls, returns = recs["MainThread"]
+    assert calls.count("switch_away") == 2 and returns.count("switch_away") == 2
+    assert "run_g" not in calls and "after" in returns
+    info = runinfo(run)
+    assert info["unwound"] == 0 and info["dropped"] == 0
+    assert "unwound" not in res.stderr
+    names = [t["name"] for t in info["threads"]]
+    assert names == ["MainThread", "MainThread-greenlet-1"], names
+    # deltas: the greenlet's own blocks in its calls (x is alive at inner's
+    # return and freed after it, y alive at run_g's), none of them in the main
+    # greenlet's switch calls
+    g = mem_lines(run, "MainThread-greenlet-1")
+    assert 100000 <= g["inner"][0] < 100000 + 4096, g
+    assert 300000 <= g["run_g"][0] < 300000 + 8192, g
+    m = mem_lines(run, "MainThread")
+    assert all(abs(d) < 4096 for d in m["switch_away"]), m
+    # the CLI reads the greenlet's files as a thread's
+    peaks = tg(["peaks", os.path.join(run, "MainThread-greenlet-1.mem")], tmp_path)
+    assert peaks.returncode == 0 and "run_g" in peaks.stdout, peaks.stdout + peaks.stderr
+
+
+def test_greenlets_in_threads_and_their_end(tmp_path):
+    """Greenlets of several threads (greenlet imported before enable()): each
+    thread's greenlets are its own, every greenlet that finished has its files
+    closed at its end, and no call is unwound."""
+    pytest.importorskip("greenlet", reason=GREENLET_SKIP)
+    prog = write(tmp_path / "prog.py", """
+        import threading
+        import greenlet
+        from threadgraph import ProcessProfile
+
+        def leaf(i):
+            return bytearray(1000 * (i + 1))
+        def step(i, parent):
+            keep = leaf(i)
+            parent.switch(i)
+            return len(keep)
+        def worker():
+            here = greenlet.getcurrent()
+            gs = [greenlet.greenlet(step) for _ in range(3)]
+            for i, g in enumerate(gs):
+                g.switch(i, here)
+            for g in gs:
+                g.switch()
+            assert all(g.dead for g in gs)
+
+        p = ProcessProfile(default_log_path="out", format="both")
+        p.trackStack()
+        p.enable()
+        ts = [threading.Thread(target=worker, name="w%d" % n) for n in range(2)]
+        for t in ts: t.start()
+        for t in ts: t.join()
+        worker()
+        p.disable()
+        print(p.stats()["unwound"])
+    """)
+    res = subprocess.run([sys.executable, prog], cwd=str(tmp_path), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, universal_newlines=True, timeout=TIMEOUT)
+    assert res.returncode == 0 and res.stdout == "0\n", res.stdout + res.stderr
+    run = only_run_dir(tmp_path / "out")
+    recs = records(run)
+    names = sorted(recs)
+    for th in ("MainThread", "w0", "w1"):
+        gl = [n for n in names if n.startswith(th + "-greenlet-")]
+        assert len(gl) == 3, names
+        for n in gl:
+            calls, returns = recs[n]
+            assert calls.count("step") == 1 and returns.count("step") == 1, (n, calls, returns)
+            assert calls.count("leaf") == 1 and returns.count("leaf") == 1
+    for th in ("w0", "w1"):
+        calls, returns = recs[th]
+        assert "worker" in returns and "step" not in calls
+
+
+def test_greenlet_hook_replaced_unwinds_and_counts(tmp_path):
+    """A program that replaces greenlet's switch hook with one that does not
+    call the one it replaced hides its switches from the recorder: a greenlet
+    then runs on its thread's stack, and the main greenlet's next return closes
+    the calls it left open as unwound (counted), the stream still pairing."""
+    pytest.importorskip("greenlet", reason=GREENLET_SKIP)
+    write(tmp_path / "prog.py", """
+        import greenlet
+        greenlet.settrace(lambda event, args: None)  # not chained
 
         def inner():
             main.switch()  # leaves run_g, outer and inner open, never resumed
@@ -347,8 +475,7 @@ def test_unwound_calls_across_capture_segments(tmp_path):
     """With max_size, a segment's head holds the calls open where it starts: the
     recorder's own decoding of the stream follows UNWOUND too, so a reader that
     starts at a later segment pairs every return."""
-    pytest.importorskip("greenlet", reason="greenlet is not installed (tests/run_pythons.sh "
-                        "installs it where a wheel exists)")
+    pytest.importorskip("greenlet", reason=GREENLET_SKIP)
     prog = write(tmp_path / "prog.py", """
         import greenlet
         from threadgraph import ProcessProfile
@@ -362,6 +489,7 @@ def test_unwound_calls_across_capture_segments(tmp_path):
         main = greenlet.getcurrent()
         p = ProcessProfile(default_log_path="out", max_size="256K")
         p.enable()
+        greenlet.settrace(lambda event, args: None)  # switches unseen (not chained)
         kept = []
         for i in range(12000):
             g = greenlet.greenlet(run_g)
