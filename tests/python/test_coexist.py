@@ -420,6 +420,44 @@ def test_greenlets_in_threads_and_their_end(tmp_path):
         assert "worker" in returns and "step" not in calls
 
 
+def test_gevent_greenlets_recorded_by_name(tmp_path):
+    """gevent: each spawned Greenlet is recorded under its own name, its
+    handler's call paired with its return across the hub's switches (a
+    monkey-patched sleep), and its delta its own data, not the others'."""
+    pytest.importorskip("gevent", reason="gevent is not installed (tests/run_pythons.sh "
+                        "installs it where a wheel exists)")
+    write(tmp_path / "prog.py", """
+        from gevent import monkey; monkey.patch_all()
+        import gevent, time
+
+        def handler(i):
+            data = bytearray(100000 * (i + 1))
+            time.sleep(0.01)  # gevent's: switches to the hub
+            return len(data)
+
+        jobs = [gevent.spawn(handler, i) for i in range(4)]
+        gevent.joinall(jobs)
+        print(sum(j.value for j in jobs))
+    """)
+    res = tg(["run", "--stack", "--format", "both", "-o", "out", "prog.py"], tmp_path)
+    assert res.returncode == 0 and res.stdout == "1000000\n", res.stderr
+    run = only_run_dir(tmp_path / "out")
+    info = runinfo(run)
+    assert info["unwound"] == 0 and info["dropped"] == 0
+    recs = records(run)
+    mine = sorted(n for n in recs if n.startswith("MainThread-Greenlet-"))
+    assert len(mine) == 4, sorted(recs)
+    sizes = []
+    for n in mine:
+        calls, returns = recs[n]
+        assert calls.count("handler") == 1 and returns.count("handler") == 1, n
+        sizes.append(mem_lines(run, n)["handler"][0])
+    # each handler's delta is its own bytearray (alive at its return), to a page
+    assert sorted(round(d / 100000.0) for d in sizes) == [1, 2, 3, 4], sizes
+    for d in sizes:
+        assert abs(d - 100000 * round(d / 100000.0)) < 4096, sizes
+
+
 def test_greenlet_hook_replaced_unwinds_and_counts(tmp_path):
     """A program that replaces greenlet's switch hook with one that does not
     call the one it replaced hides its switches from the recorder: a greenlet
