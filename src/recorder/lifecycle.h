@@ -25,6 +25,13 @@ int tg_recorder_disable(struct tg_recorder_object *self);
 
 /* Install the profile function on every existing thread, or remove it. */
 void tg_profile_all_threads(struct tg_recorder_object *self, int install);
+/* After another tool changed profile functions of threads other than its
+ * own, without the audit event that tells each thread (yappi writes every
+ * thread state directly): count the threads it holds in their `displaced`
+ * and, with TAKE, put ours back on the thread states that have none.
+ * 3.8-3.11, setprofile backend, recording; nothing otherwise.  GIL held, not
+ * inside an allocation (the install raises the audit event). */
+void tg_profile_reclaim(struct tg_recorder_object *self, int take);
 /* The number of thread states with a profile function that is not the recorder's
  * (the program's own sys.setprofile): threadgraph attach refuses to replace it.
  * The GIL must be held. */

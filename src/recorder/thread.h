@@ -113,7 +113,13 @@ struct tg_thread {
                                     * tg_thread_detach; not at once: a gc callback
                                     * may run where the table lock is held); owner */
     int held_by_other;             /* another tool's profile function holds this
-                                    * thread (counted once in displaced); owner */
+                                    * thread (counted once in displaced); the GIL
+                                    * (its own allocations, and another thread's
+                                    * sweep: lifecycle.c tg_profile_reclaim) */
+    int ending;                    /* its function returned under our thread
+                                    * wrapper, which removes our profile function
+                                    * (thread_start.c): a sweep leaves it alone;
+                                    * the GIL */
     uintptr_t trig_key;            /* pending sleep trigger call (0 = none); owner */
     int64_t trig_before;           /* memory reading at its call; owner */
     int64_t trig_own_before;       /* own traced bytes at its call; owner */

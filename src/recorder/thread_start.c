@@ -13,6 +13,7 @@
 #include "recorder.h"
 #include "thread_start.h"
 #include "tls.h"
+#include "lifecycle.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -66,6 +67,11 @@ tg_boot_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
             PyEval_SetProfile(tg_profile, (PyObject *)self);
     }
     res = tg_vectorcall(b->func, args, nargsf, kwnames);
+    if (self->r.active && tg_tls.gen == self->r.gen && tg_tls.thread != NULL) {
+        struct tg_thread *t = tg_tls.thread;
+        /* a sweep (lifecycle.c tg_profile_reclaim) leaves its thread state alone */
+        (t->glet_root != NULL ? t->glet_root : t)->ending = 1;
+    }
     if (PyThreadState_Get()->c_profilefunc == tg_profile) {
         tg_saved_exc saved;
         tg_exc_save(&saved);
@@ -168,6 +174,25 @@ restore:
     return res;
 }
 
+/* Wrapper of threading.setprofile; SELF is the original.  A tool that writes
+ * every thread's profile function itself calls it as it starts and stops
+ * (yappi): the sweep counts what it holds and puts ours back where it let go
+ * (lifecycle.c tg_profile_reclaim).  3.8-3.11, setprofile backend. */
+static PyObject *
+tg_wrap_tsetprofile(PyObject *orig, PyObject *args, PyObject *kwargs)
+{
+    struct tg_recorder_object *rec = tg_active;
+    PyObject *res = PyObject_Call(orig, args, kwargs);
+
+    if (res != NULL && rec != NULL)
+        tg_profile_reclaim(rec, 1);
+    return res;
+}
+
+static PyMethodDef tg_tsetprofile_def = {
+    "setprofile", (PyCFunction)(void (*)(void))tg_wrap_tsetprofile,
+    METH_VARARGS | METH_KEYWORDS, "threading.setprofile, watched by threadgraph"};
+
 static PyMethodDef tg_wrap_defs[] = {
     {"start_new_thread", (PyCFunction)(void (*)(void))tg_wrap_start,
      METH_VARARGS | METH_KEYWORDS, "start_new_thread, profiled by threadgraph"},
@@ -244,6 +269,22 @@ tg_threads_wrap(struct tg_recorder_object *self)
         Py_DECREF(wrapper);
         Py_DECREF(orig);
     }
+#if !TG_HAVE_SETPROFILE_ALL
+    if (threading_mod != NULL && r->backend == TG_BACKEND_SETPROFILE && !r->sampled) {
+        PyObject *orig = PyObject_GetAttrString(threading_mod, "setprofile");
+        PyObject *wrapper = NULL, *tname = PyUnicode_FromString("threading");
+        /* best effort: unwrapped, such a tool's threads stay unrecorded after it */
+        if (orig != NULL && tname != NULL && PyFunction_Check(orig)) {
+            wrapper = PyCFunction_NewEx(&tg_tsetprofile_def, orig, tname);
+            if (wrapper != NULL)
+                (void)tg_wrap_attr(r, threading_mod, "setprofile", orig, wrapper);
+        }
+        PyErr_Clear();
+        Py_XDECREF(wrapper);
+        Py_XDECREF(orig);
+        Py_XDECREF(tname);
+    }
+#endif
     ret = 0;
 cleanup:
     Py_XDECREF(thread_mod);

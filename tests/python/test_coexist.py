@@ -593,6 +593,65 @@ def test_threading_setprofile_for_later_threads(tmp_path):
         assert info["displaced"] == 1
 
 
+def test_yappi_with_threads_beside_the_recorder(tmp_path):
+    """yappi writes its profile function into every thread state, and removes
+    it the same way, with no audit event: threads that stayed idle while it
+    ran (no call to notice it by) are recorded again after yappi.stop(), and
+    every thread it held is counted once."""
+    pytest.importorskip("yappi")
+    write(tmp_path / "prog.py", """
+        import threading
+        import yappi
+
+        def work(n): return [str(i) for i in range(n)]
+        def phase0(): return work(10)
+        def phase1(): return work(20)
+        def phase2(): return work(30)
+        def late(): return work(40)
+        go0, go2 = threading.Event(), threading.Event()
+        done = threading.Semaphore(0)
+
+        def worker():
+            go0.wait(); phase0(); done.release()
+            go2.wait(); phase2(); done.release()   # idle all through yappi
+
+        workers = [threading.Thread(target=worker, name="w%d" % i) for i in range(2)]
+        for w in workers: w.start()
+        go0.set(); phase0(); done.acquire(); done.acquire()
+        yappi.start()
+        phase1()
+        yappi.stop()
+        names = sorted({s.name for s in yappi.get_func_stats()
+                        if s.module.endswith("prog.py") and s.name.startswith("phase")})
+        print("yappi saw", names)
+        go2.set(); phase2(); done.acquire(); done.acquire()
+        for w in workers: w.join()
+        t = threading.Thread(target=late, name="late"); t.start(); t.join()
+        print("done")
+    """)
+    plain = subprocess.run([sys.executable, "prog.py"], cwd=str(tmp_path),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=TIMEOUT)
+    assert plain.returncode == 0 and "yappi saw ['phase1']" in plain.stdout, plain.stderr
+    res = tg(["run", "--stack", "--format", "both", "-o", "out", "prog.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == plain.stdout
+    run = only_run_dir(tmp_path / "out")
+    recs = records(run)
+    for name in ("MainThread", "w0", "w1"):
+        calls, returns = recs[name]
+        assert calls.count("phase0") == 1 and returns.count("phase0") == 1, name
+        assert calls.count("phase2") == 1 and returns.count("phase2") == 1, name
+    assert "late" in recs["late"][1]
+    info = runinfo(run)
+    if MONITORING:
+        assert "phase1" in recs["MainThread"][1]
+    else:
+        assert "phase1" not in recs["MainThread"][1]
+        # the main thread and the two idle workers, once each
+        assert info["displaced"] == 3, info
+
+
 @pytest.mark.skipif(not MONITORING,
                     reason="3.8-3.11 run the setprofile backend by default "
                     "(test_other_profiler_inside_a_profiled_program covers it)")
