@@ -28,6 +28,7 @@ import select
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -315,32 +316,74 @@ def c_string(text):
     return '"%s"' % text.replace("\\", "\\\\").replace('"', '\\"')
 
 
+# The general registers a hand-made call may change, saved and put back (the
+# callee keeps the others: the SysV x86-64 ABI).
+CALL_REGS = ("rax", "rbx", "rcx", "rdx", "rsi", "rdi", "rbp", "r8", "r9", "r10", "r11",
+             "r12", "r13", "r14", "r15", "eflags")
+
+
 def gdb_script(line):
     """The gdb commands: stop at a thread entering PyEval_SaveThread, run LINE
     there, detach.  A SIGINT (our timeout, or Ctrl-C before the safe point)
-    ends `continue`: the breakpoint is deleted and gdb detaches (status 3)."""
-    call = "((int (*)(const char *))PyRun_SimpleString)(%s)" % c_string(line)
-    return "\n".join([
+    ends the first `continue` elsewhere: gdb then detaches (status 3).
+
+    The call is made by hand, not with gdb's `print f(...)`: an inferior call
+    saves and restores every register, the vector ones through the kernel's
+    extended-state interface, which some kernels refuse to gdb ("Couldn't
+    write extended state status: Bad address", seen with gdb 13.1 on Linux
+    6.18), leaving the call undone.  At the entry of PyEval_SaveThread, a
+    function without arguments, the ABI leaves the vector registers to the
+    callee, so the script sets only general ones: LINE's bytes are written
+    below the stack, the return address is the entry itself (a breakpoint of
+    that thread alone, on the return's stack pointer, stops the return
+    there), then the stack pointer and the saved registers are put back."""
+    data = line.encode("utf-8") + b"\0"
+    data += b"\0" * (-len(data) % 8)
+    words = struct.unpack("<%dQ" % (len(data) // 8), data)
+    cmds = [
         "set confirm off",
         "set pagination off",
-        "set unwindonsignal on",
         "handle SIGINT nopass",
+        "handle all nostop noprint pass",
         "print (void *)PyEval_SaveThread",  # not Python: an error, gdb ends here
         "print (void *)PyRun_SimpleString",
-        "break PyEval_SaveThread",
-        "commands 1",
-        "disable breakpoints",
-        "echo %s\\n" % INJECT_MARK,
-        "print %s" % call,
-        "detach",
-        "quit 0",
-        "end",
+        "break *PyEval_SaveThread",
         "continue",
         "delete breakpoints",
-        "detach",
-        "quit 3",
-        "",
-    ])
+        "if $pc != (unsigned long)PyEval_SaveThread",
+        "  detach",
+        "  quit 3",
+        "end",
+        "echo %s\\n" % INJECT_MARK,
+        "set $tg_sp = (unsigned long)$rsp",
+        "set $tg_pc = (unsigned long)$pc",
+        # LINE below the red zone (128 bytes), 16-aligned, close enough to the
+        # stack pointer to be in pages the thread has used (gdb's writes do
+        # not grow a stack); the return address under it, so that the callee
+        # starts with the stack as a call leaves it; a failed write ends the
+        # script before any register is changed
+        "set $tg_str = ($tg_sp - 512 - %d) & ~15" % len(data),
+        "set $tg_ret = $tg_str - 72",
+        # the return, not the line's own releases of the GIL on the way
+        'eval "break *%lu thread %d if $rsp == %lu", $tg_pc, $_thread, $tg_ret + 8',
+    ]
+    cmds += ["set $tg_%s = $%s" % (r, r) for r in CALL_REGS]
+    cmds += ["set {unsigned long}($tg_str + %d) = %#x" % (8 * i, w)
+             for i, w in enumerate(words)]
+    cmds += [
+        "set {unsigned long}$tg_ret = $tg_pc",
+        "set $rdi = $tg_str",
+        "set $rsp = $tg_ret",
+        "set $pc = (unsigned long)PyRun_SimpleString",
+        "continue",
+        "delete breakpoints",
+        "print (int)$rax",
+        "set $rsp = $tg_sp",
+        "set $pc = $tg_pc",
+    ]
+    cmds += ["set $%s = $tg_%s" % (r, r) for r in CALL_REGS]
+    cmds += ["detach", "quit 0", ""]
+    return "\n".join(cmds)
 
 
 def inject_gdb(pid, line, ctl_dir, stop):
