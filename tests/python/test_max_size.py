@@ -524,7 +524,7 @@ def test_held_memory_starts_where_the_kept_segments_do(tmp_path):
 # open calls are in the capture, and in the heads, before the main thread's
 # records start segments.  disable() while they are still inside.
 DEEP = """
-import threading
+import threading, time
 import threadgraph
 
 ready = threading.Barrier(THREADS + 1)
@@ -551,6 +551,10 @@ ts = [threading.Thread(target=down, args=(DEPTH,), name="d%d" % k) for k in rang
 for t in ts:
     t.start()
 ready.wait()
+# The flusher writes every thread's buffer twice a second: after this the deep
+# calls are in the capture, whatever the machine's speed (a thread's FILL
+# calls may not fill its buffer, and a fast churn could end first).
+time.sleep(1.2)
 for i in range(200000):
     churn(i)
 p.disable()
