@@ -282,8 +282,9 @@ struct tg_reclaim {
     size_t n;
 };
 
-/* tg_thread_table_each callback: count T's takeover once, and mark an ending
- * thread's state to be left alone.  GIL held. */
+/* tg_thread_table_each_locked callback (the table's lock held: memory work
+ * only): count T's takeover once, and mark an ending thread's state to be
+ * left alone.  GIL held. */
 static void
 tg_reclaim_count(struct tg_thread *t, void *ctx)
 {
@@ -340,7 +341,7 @@ tg_profile_reclaim(struct tg_recorder_object *self, int take)
     }
     if (take) {
         size_t tries = 0;
-        (void)tg_thread_table_each(&r->table, tg_reclaim_count, &rc);
+        tg_thread_table_each_locked(&r->table, tg_reclaim_count, &rc);
         /* Put ours back after the count.  The install raises the audit event,
          * whose hooks are Python code that may end threads: walk the list
          * anew after each one (a thread state given ours is passed over). */
@@ -362,7 +363,7 @@ tg_profile_reclaim(struct tg_recorder_object *self, int take)
                 break;  /* refused (an audit hook raised): leave the rest */
         }
     } else {
-        (void)tg_thread_table_each(&r->table, tg_reclaim_count, &rc);
+        tg_thread_table_each_locked(&r->table, tg_reclaim_count, &rc);
     }
 done:
     free(rc.ts);

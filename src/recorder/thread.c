@@ -386,6 +386,18 @@ tg_thread_table_each(struct tg_thread_table *tt,
 }
 
 void
+tg_thread_table_each_locked(struct tg_thread_table *tt,
+                            void (*fn)(struct tg_thread *t, void *ctx), void *ctx)
+{
+    struct tg_thread *t;
+
+    pthread_mutex_lock(&tt->lock);
+    for (t = tt->live; t != NULL; t = t->next)
+        fn(t, ctx);
+    pthread_mutex_unlock(&tt->lock);
+}
+
+void
 tg_thread_table_settle(struct tg_thread_table *tt, struct tg_thread *t)
 {
     pthread_mutex_lock(&tt->lock);

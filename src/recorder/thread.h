@@ -361,6 +361,11 @@ struct tg_thread *tg_thread_table_take_live(struct tg_thread_table *tt);
  */
 int tg_thread_table_each(struct tg_thread_table *tt,
                          void (*fn)(struct tg_thread *t, void *ctx), void *ctx);
+/* Call FN(T, CTX) for every live state with the table's lock held: FN does
+ * memory work alone (no I/O, no Python, no lock).  Any thread, any number at
+ * once (tg_thread_table_each is the flusher's alone). */
+void tg_thread_table_each_locked(struct tg_thread_table *tt,
+                                 void (*fn)(struct tg_thread *t, void *ctx), void *ctx);
 /* Add the counts of T (closed, unlisted) to the run's done counts. */
 void tg_thread_table_settle(struct tg_thread_table *tt, struct tg_thread *t);
 /* Keep T (closed, unlisted, settled) on the retired list. */
