@@ -522,9 +522,10 @@ def attach(opts):
         if os.getuid() == 0 and target_uid != 0:
             os.chown(os.path.join(ctl_dir, "sock"), target_uid, -1)
         listener.listen(4)
+        from threadgraph import __version__
         from threadgraph._inject import SOURCE
 
-        line = "exec(%r, {'D': %r})" % (SOURCE, ctl_dir)
+        line = "exec(%r, {'D': %r, 'V': %r})" % (SOURCE, ctl_dir, __version__)
         if stop:
             say("interrupted before attaching: nothing was done to process %d" % pid)
             return 130

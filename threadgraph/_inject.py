@@ -4,7 +4,7 @@
 target at a safe point, a thread entering ``PyEval_SaveThread`` (it holds the
 GIL and is about to let other threads run, so every Python invariant holds)::
 
-    exec(SOURCE, {"D": "<control directory>"})
+    exec(SOURCE, {"D": "<control directory>", "V": "<this threadgraph's version>"})
 
 SOURCE imports this module and calls ``start(D)``, which only starts the control
 thread and returns, so that the interrupted thread goes on at once.  The control
@@ -35,16 +35,29 @@ THREAD_NAME = "threadgraph-attach"
 
 # What gdb has the target run, with D bound to the control directory; any
 # failure is reported on the socket, never printed into the program's stderr.
+# V is the attaching command's version: a program may import another threadgraph
+# than a fresh interpreter would (a path it added, a vendored copy), and the two
+# sides speak one version's protocol.
 SOURCE = """\
+msg = None
 try:
-    import threadgraph._inject as m
-    m.start(D)
+    import threadgraph as t
+    if getattr(t, "__version__", None) != V:
+        msg = ("the program imports threadgraph %s from %s, not %s as this command: "
+               "attach with that threadgraph's command, or install %s there"
+               % (getattr(t, "__version__", "(no version)"),
+                  getattr(t, "__file__", None) or "(no file)", V, V))
+    else:
+        import threadgraph._inject as m
+        m.start(D)
 except BaseException as e:
+    msg = "cannot import threadgraph in the program: %s" % e
+if msg is not None:
     try:
         import socket
         s = socket.socket(socket.AF_UNIX)
         s.connect(D + "/sock")
-        s.sendall(("error cannot import threadgraph in the program: %s\\n" % e).encode())
+        s.sendall(("error %s\\n" % msg).encode())
         s.close()
     except BaseException:
         pass

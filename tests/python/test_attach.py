@@ -844,3 +844,38 @@ def test_over_limit_said_by_attach_not_in_the_program(tmp_path):
         assert "threadgraph" not in err, err
     finally:
         stop(target)
+
+
+def test_another_threadgraph_imported_by_the_program_is_named(tmp_path):
+    """A program that imports a threadgraph of another version from a path it
+    added itself passes the check made with a fresh interpreter; the line run
+    inside it says which one it imports and where, and nothing is enabled."""
+    other = tmp_path / "vendored" / "threadgraph"
+    other.mkdir(parents=True)
+    (other / "__init__.py").write_text('__version__ = "0.0.1"\n')
+    (other / "_inject.py").write_text("raise RuntimeError('must not be imported')\n")
+    script = tmp_path / "vendoring.py"
+    script.write_text(
+        "import sys, time\n"
+        "sys.path.insert(0, %r)\n"
+        "import threadgraph\n"
+        "print('ready', threadgraph.__version__, flush=True)\n"
+        "while True:\n"
+        "    time.sleep(0.01)\n" % str(other.parent))
+    prog = subprocess.Popen([sys.executable, str(script)], cwd=str(tmp_path),
+                            env=env_with_package(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, universal_newlines=True)
+    try:
+        assert prog.stdout.readline() == "ready 0.0.1\n"
+        r = subprocess.run(cmd("attach", "-o", str(tmp_path / "out"), str(prog.pid)),
+                           cwd=str(tmp_path), env=env_with_package(keep_cli=True),
+                           stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        if "ptrace" in r.stderr:
+            pytest.skip("ptrace is not permitted here: " + r.stderr.strip())
+        assert r.returncode == 1, r.stderr
+        assert "imports threadgraph 0.0.1 from %s" % (other / "__init__.py") in r.stderr, r.stderr
+        assert not (tmp_path / "out").exists()
+        assert prog.poll() is None  # left running
+    finally:
+        stop(prog)
+    assert "must not be imported" not in prog.stderr.read()
