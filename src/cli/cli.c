@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "aggfile.h"
 #include "cli.h"
 #include "fmt.h"
 #include "graphs.h"
@@ -348,4 +349,16 @@ int tg_cli_run_graph(tg_graph_run_fn run, const char *name, struct tg_graph_opts
 		tg_cli_plot_note(po, name);
 	tg_dumpset_release(&files);
 	return ret;
+}
+
+int tg_cli_refuse_aggregate(char **argv, int nargs, const char *cmd, const char *needs,
+			    const char *also)
+{
+	for (int i = 0; i < nargs; i++)
+		if (tg_aggfile_is_run(argv[i]))
+			return error("'%s' is an aggregate run (aggregate.tga): it keeps each call "
+				     "path's totals and each thread's memory curve, not each call, "
+				     "and %s %s a full capture (record it without --aggregate)%s%s",
+				     argv[i], cmd, needs, also ? "; " : "", also ? also : "");
+	return 0;
 }

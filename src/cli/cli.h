@@ -37,6 +37,13 @@ void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int usage_error(const char *usage, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* Refuses an aggregate run (aggregate.tga) among the NARGS operands for a
+ * command that needs each call: "error: 'OP' is an aggregate run ...: CMD NEEDS
+ * a full capture (record it without --aggregate)", then "; ALSO" when not NULL.
+ * Returns TG_EXIT_ERROR when one is, 0 otherwise. */
+int tg_cli_refuse_aggregate(char **argv, int nargs, const char *cmd, const char *needs,
+			    const char *also);
+
 /* Options every command takes. */
 struct tg_common_args {
 	int no_time;     /* dumps have no TIME# prefix (the original's global option) */
