@@ -7,6 +7,7 @@ run killed with SIGKILL is still readable.
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -194,6 +195,42 @@ def test_decorate_a_call_begun_before_the_kept_segments(runs, tmp_path):
     r = cli("decorate-stack", bounded, w, leaf[-1]["mem_line"])
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("leaf@"), r.stdout
+
+
+def test_decorate_an_event_of_the_dropped_segments(runs):
+    """A record number from the segments dropped is not "no event 1: thread
+    'w1' has N returns" (it had them, they were dropped): the error says so and
+    which returns are kept, the last being the thread's last return (as many
+    as the full run's, the program being the same); past the last, the count
+    says which are kept."""
+    full, bounded = runs
+    # a worker whose work() began before the kept segments: its first records
+    # were dropped
+    r = cli("peaks", "--json", "--peak=0", "--peak_delta_time=0", "--peak_delta_value=0",
+            bounded)
+    assert r.returncode == 0, r.stderr
+    work = [p for p in json.loads(r.stdout)
+            if p["function"] == "work" and p["call_start"] is None]
+    assert work
+    w = work[-1]["thread"]
+    r = cli("decorate-stack", full, w, 10 ** 9)
+    assert r.returncode == 1
+    total = int(re.search(r"has (\d+) returns", r.stderr).group(1))
+    r = cli("decorate-stack", bounded, w, 1)
+    assert r.returncode == 1
+    m = re.search(r"error: no event 1 in the records kept: it was in the segments dropped "
+                  r"\(.*\); thread '%s' has its returns (\d+)-(\d+) kept" % w, r.stderr)
+    assert m, r.stderr
+    first, last = int(m.group(1)), int(m.group(2))
+    assert 1 < first < last == total
+    r = cli("decorate-stack", bounded, w, first - 1)
+    assert r.returncode == 1 and "in the segments dropped" in r.stderr, r.stderr
+    r = cli("decorate-stack", bounded, w, first)
+    assert "no event" not in r.stderr, r.stderr
+    r = cli("decorate-stack", bounded, w, last + 1)
+    assert r.returncode == 1
+    assert "no event %d: thread '%s' has %d returns (%d-%d kept)" % (
+        last + 1, w, last, first, last) in r.stderr, r.stderr
 
 
 def test_older_segment_cut_short_is_an_error(runs, tmp_path):
