@@ -186,6 +186,16 @@ void tg_cli_kept_text(char *buf, size_t n, uint32_t first, uint32_t last, int64_
 		 first, last, first - 1, (double)from_us / 1e6, to);
 }
 
+int tg_cli_capture_kept(const struct tg_capture *cap, char *buf, size_t n)
+{
+	if (!cap || cap->seg_first <= 1)
+		return 0;
+	tg_cli_kept_text(buf, n, cap->seg_first, cap->seg_last,
+			 cap->kept_from_us - cap->start_us,
+			 cap->has_end ? cap->end_us - cap->start_us : -1);
+	return 1;
+}
+
 int tg_cli_time_origin(const struct tg_capture *cap, double *origin)
 {
 	if (!cap || cap->seg_first <= 1)
@@ -213,9 +223,7 @@ void tg_cli_capture_warnings(const struct tg_capture *cap)
 			(unsigned long long)dropped, dropped == 1 ? "" : "s");
 	if (cap->seg_first > 1) {
 		char kept[256];
-		tg_cli_kept_text(kept, sizeof(kept), cap->seg_first, cap->seg_last,
-				 cap->kept_from_us - cap->start_us,
-				 cap->has_end ? cap->end_us - cap->start_us : -1);
+		tg_cli_capture_kept(cap, kept, sizeof(kept));
 		warning("%s", kept);
 	}
 	if (cap->orphan_chunks)

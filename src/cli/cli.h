@@ -173,6 +173,9 @@ void tg_cli_capture_warnings(const struct tg_capture *cap);
  * command, and live's status line. */
 void tg_cli_kept_text(char *buf, size_t n, uint32_t first, uint32_t last, int64_t from_us,
 		      int64_t to_us);
+/* A capture whose older segments were dropped (cap may be NULL): 1 and
+ * tg_cli_kept_text's sentence for it into BUF of N bytes; 0 otherwise. */
+int tg_cli_capture_kept(const struct tg_capture *cap, char *buf, size_t n);
 /* A capture whose older segments were dropped (cap may be NULL): 1 and the
  * run's start in *ORIGIN (seconds since the epoch), where the graphs' elapsed
  * axis counts from (timeaxis.h), so that a kept range reads as the time into

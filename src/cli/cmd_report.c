@@ -60,6 +60,7 @@ int cmd_report(int argc, char **argv)
 	struct tg_diag d;
 	char *scratch = NULL;
 	char gnuplot[4096];
+	char kept[256];
 	struct tg_capture *cap = NULL;
 	int nargs, ret;
 	const struct tg_option opts[] = {
@@ -111,6 +112,8 @@ int cmd_report(int argc, char **argv)
 	if (cap)
 		tg_cli_capture_warnings(cap);
 	o.cap = cap;
+	if (tg_cli_capture_kept(cap, kept, sizeof(kept)))
+		o.covers = kept;
 	o.memg.has_origin = tg_cli_time_origin(cap, &o.memg.origin);
 	if (asprintf(&scratch, "%s/threadgraph-report-XXXXXX",
 		     tmpdir && *tmpdir ? tmpdir : "/tmp") < 0) {

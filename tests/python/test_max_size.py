@@ -125,6 +125,23 @@ def test_commands_read_it_and_say_what_it_covers(runs, tmp_path):
     assert os.path.getsize(tmp_path / "r.html") > 0
 
 
+def test_report_page_says_what_it_covers(runs, tmp_path):
+    """The report is a page read without the terminal's warning: it says
+    itself which part of the run its graphs and peaks show (the warning's
+    words), and a full run's page says nothing of the kind."""
+    full, bounded = runs
+    r = cli("report", "-o", tmp_path / "b.html", bounded)
+    assert r.returncode == 0, r.stderr
+    kept = re.search(r"warning: (a capture of limited size: segments .*)", r.stderr).group(1)
+    page = (tmp_path / "b.html").read_text()
+    assert ('<p class="note">Part of the run only: %s. The memory graphs, the peaks and '
+            'the flame graphs of recorded calls (delta, time) show that part; the '
+            'accounting, when on, covers the whole run.</p>' % kept) in page, page[:3000]
+    r = cli("report", "-o", tmp_path / "f.html", full)
+    assert r.returncode == 0, r.stderr
+    assert "Part of the run only" not in (tmp_path / "f.html").read_text()
+
+
 def axis_zero(gp_path):
     """The t0 of a gnuplot script's elapsed axis (timeaxis.c)."""
     with open(gp_path, encoding="utf-8") as f:
