@@ -59,8 +59,19 @@ int cmd_flamegraph(int argc, char **argv)
 	if ((ret = tg_cli_fold_load(&a, argv[0], flamegraph_usage, &f, &d)))
 		return ret;
 	if (!title) {
-		if (asprintf(&deftitle, "%s: %s%s%s \xe2\x80\x94 %s", f.metric->name, f.metric->what,
-			     a.thread ? ", thread " : "", a.thread ? a.thread : "", f.source) < 0) {
+		char part[160] = "";
+		struct tg_capture *cap = NULL;
+		/* the recorded calls of a capture of limited size: the part kept */
+		if (!f.metric->from_snapshot && tg_dumpset_open_capture(argv[0], &cap, &d) > 0 &&
+		    cap->seg_first > 1)
+			snprintf(part, sizeof(part), " (%.3f-%.3f s of the run kept)",
+				 (double)(cap->kept_from_us - cap->start_us) / 1e6,
+				 (double)((cap->has_end ? cap->end_us : cap->kept_from_us) -
+					  cap->start_us) / 1e6);
+		tg_dumpset_free_capture(cap);
+		if (asprintf(&deftitle, "%s: %s%s%s \xe2\x80\x94 %s%s", f.metric->name, f.metric->what,
+			     a.thread ? ", thread " : "", a.thread ? a.thread : "", f.source,
+			     part) < 0) {
 			deftitle = NULL;
 			ret = error("out of memory");
 			goto out;

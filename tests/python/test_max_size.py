@@ -142,6 +142,22 @@ def test_report_page_says_what_it_covers(runs, tmp_path):
     assert "Part of the run only" not in (tmp_path / "f.html").read_text()
 
 
+def test_flame_graph_title_says_what_it_covers(runs, tmp_path):
+    """The flame graph of the recorded calls, a file of its own, says in its
+    default title which part of the run they cover (the warning's times); a
+    full run's title does not."""
+    full, bounded = runs
+    r = cli("flamegraph", "--metric", "delta", "-o", tmp_path / "b.svg", bounded)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"written from ([\d.]+) s to ([\d.]+) s after its start", r.stderr)
+    assert m, r.stderr
+    svg = (tmp_path / "b.svg").read_text()
+    assert "%s (%s-%s s of the run kept)</text>" % (bounded, m.group(1), m.group(2)) in svg
+    r = cli("flamegraph", "--metric", "delta", "-o", tmp_path / "f.svg", full)
+    assert r.returncode == 0, r.stderr
+    assert "of the run kept" not in (tmp_path / "f.svg").read_text()
+
+
 def axis_zero(gp_path):
     """The t0 of a gnuplot script's elapsed axis (timeaxis.c)."""
     with open(gp_path, encoding="utf-8") as f:
