@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "fmt.h"
 #include "graphs.h"
+#include "runinfo.h"
 #include "memg.h"
 #include "timeparse.h"
 
@@ -239,9 +240,48 @@ int tg_cli_dumpset(struct tg_dumpset *s, char **paths, int n, enum tg_dumpset_vi
 	memset(&d, 0, sizeof(d));
 	if (tg_dumpset_init(s, paths, (size_t)n, view, &d) < 0)
 		return error("%s", d.msg);
-	if (s->cap)
+	if (s->cap) {
 		tg_cli_capture_warnings(s->cap);
+	} else {
+		char kept[256];
+		if (tg_cli_text_kept(s, kept, sizeof(kept), NULL))
+			warning("%s (the dumps are its export)", kept);
+	}
 	return 0;
+}
+
+int tg_cli_text_kept(const struct tg_dumpset *s, char *buf, size_t n, double *origin)
+{
+	struct tg_run_threads ri;
+	struct tg_diag d;
+	char *dir;
+	const char *slash;
+	int r = 0;
+
+	if (s->cap || s->agg || !s->n)
+		return 0;
+	slash = strrchr(s->v[0].path, '/');
+	dir = slash ? strndup(s->v[0].path, (size_t)(slash - s->v[0].path)) : strdup(".");
+	if (!dir)
+		return 0;
+	if (!*dir) {  /* a file of the root directory */
+		free(dir);
+		if (!(dir = strdup("/")))
+			return 0;
+	}
+	memset(&d, 0, sizeof(d));
+	tg_run_threads_init(&ri);
+	if (tg_run_threads_read(&ri, dir, &d) == 0 && ri.kept_from_us && ri.start_us &&
+	    ri.seg_first > 1) {
+		tg_cli_kept_text(buf, n, ri.seg_first, ri.seg_last, ri.kept_from_us - ri.start_us,
+				 ri.ended && ri.end_us ? ri.end_us - ri.start_us : -1);
+		if (origin)
+			*origin = (double)ri.start_us / 1e6;
+		r = 1;
+	}
+	tg_run_threads_release(&ri);
+	free(dir);
+	return r;
 }
 
 int tg_cli_has_time(const struct tg_dumpset *s, const struct tg_common_args *c)
@@ -349,7 +389,8 @@ int tg_cli_run_graph(tg_graph_run_fn run, const char *name, struct tg_graph_opts
 		return ret;
 	}
 	o->has_time = tg_cli_has_time(&files, c);
-	o->has_origin = tg_cli_time_origin(files.cap, &o->origin);
+	o->has_origin = tg_cli_time_origin(files.cap, &o->origin) ||
+			tg_cli_text_origin(&files, &o->origin);
 	tg_cli_diag_init(&d, c);
 	ret = run(o, po, files.v, files.n, &tg_cli_report, &d) < 0 ? error("%s", d.msg) : 0;
 	tg_cli_diag_summary(&d);
@@ -369,4 +410,11 @@ int tg_cli_refuse_aggregate(char **argv, int nargs, const char *cmd, const char 
 				     "and %s %s a full capture (record it without --aggregate)%s%s",
 				     argv[i], cmd, needs, also ? "; " : "", also ? also : "");
 	return 0;
+}
+
+int tg_cli_text_origin(const struct tg_dumpset *s, double *origin)
+{
+	char kept[256];
+
+	return tg_cli_text_kept(s, kept, sizeof(kept), origin);
 }

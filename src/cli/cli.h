@@ -173,6 +173,13 @@ void tg_cli_capture_warnings(const struct tg_capture *cap);
  * command, and live's status line. */
 void tg_cli_kept_text(char *buf, size_t n, uint32_t first, uint32_t last, int64_t from_us,
 		      int64_t to_us);
+/* Text dumps exported from a capture of limited size (their directory's
+ * runinfo.json, as export writes it, gives the segments kept): 1, the
+ * sentence tg_cli_kept_text makes of it into BUF of N bytes and, when ORIGIN
+ * is not NULL, the run's start in *ORIGIN (seconds since the epoch); else 0. */
+int tg_cli_text_kept(const struct tg_dumpset *s, char *buf, size_t n, double *origin);
+/* tg_cli_text_kept's *ORIGIN alone: 1 when the dumps are such an export. */
+int tg_cli_text_origin(const struct tg_dumpset *s, double *origin);
 /* A capture whose older segments were dropped (cap may be NULL): 1 and
  * tg_cli_kept_text's sentence for it into BUF of N bytes; 0 otherwise. */
 int tg_cli_capture_kept(const struct tg_capture *cap, char *buf, size_t n);

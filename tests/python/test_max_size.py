@@ -192,6 +192,41 @@ def test_graphs_count_time_from_the_runs_start(runs, tmp_path):
     assert axis_zero(tmp_path / "full" / "memg-plot" / "memg.gp") > full_start
 
 
+def test_export_says_what_it_covers_and_keeps_the_time_axis(runs, tmp_path):
+    """The text export of the segments kept stands for the capture: the
+    commands reading it said nothing of the part of the run it covers, and its
+    graphs counted time from its first record (0 s) where the capture's count
+    from the run's start. Its runinfo.json now gives the segments kept and the
+    run's start and end: the same warning (saying the dumps are the export),
+    the same time axis, the same gnuplot script."""
+    _full, bounded = runs
+    out = tmp_path / "text"
+    r = cli("export", "-o", out, bounded)
+    assert r.returncode == 0, r.stderr
+    kept = re.search(r"warning: (a capture of limited size: segments .*)", r.stderr).group(1)
+    with open(out / "runinfo.json") as f:
+        info = json.load(f)
+    first, last = (int(x) for x in re.search(r"segments (\d+)-(\d+) kept", kept).groups())
+    assert info["segments_kept"] == [first, last]
+    assert info["start_time"] < info["kept_from"] < info["end_time"]
+    for args in (("peaks", "--peak=0"), ("memg", "--script-only", "-o", tmp_path / "g")):
+        r = cli(*args, out)
+        assert r.returncode == 0, (args, r.stderr)
+        assert "warning: %s (the dumps are its export)" % kept in r.stderr, (args, r.stderr)
+    r = cli("memg", "--script-only", "-o", tmp_path / "c", bounded)
+    assert r.returncode == 0, r.stderr
+    with open(tmp_path / "c" / "memg-plot" / "memg.gp") as a, \
+            open(tmp_path / "g" / "memg-plot" / "memg.gp") as b:
+        assert a.read() == b.read()
+    # an export without those keys (an older threadgraph's) is read as before
+    for k in ("segments_kept", "start_time", "end_time"):
+        del info[k]
+    with open(out / "runinfo.json", "w") as f:
+        json.dump(info, f)
+    r = cli("peaks", "--peak=0", out)
+    assert r.returncode == 0 and "capture of limited size" not in r.stderr, r.stderr
+
+
 def test_folded_pairs_the_segments_exactly(runs):
     """The calls open where the kept segments start (their head's state) return
     in the segments kept: those returns are not taken for the kept calls', so
