@@ -441,6 +441,31 @@ def test_run_option(tmp_path):
     assert r.returncode == 2 and "--max-size" in r.stderr
 
 
+def test_run_says_its_top_peaks_are_of_the_part_kept(tmp_path):
+    """threadgraph run's top peaks of a run whose older segments were dropped
+    are those of the part kept: it says so, with the commands' warning; a run
+    that kept everything prints them as before."""
+    script = tmp_path / "busy.py"
+    script.write_text(BUSY.replace("ROUNDS", str(ROUNDS))
+                      .replace("p = threadgraph.ProcessProfile(default_log_path=OUT)\n", "")
+                      .replace("p.trackStack()\np.enable()\n", "")
+                      .replace("p.disable()\n", ""))
+    env = env_with_package(keep_cli=True)
+    for opt, part in ((["--max-size", str(LIMIT)], True), ([], False)):
+        out = tmp_path / ("b" if part else "f")
+        r = subprocess.run([sys.executable, "-m", "threadgraph", "run", "-o", str(out)] + opt
+                           + [str(script)], capture_output=True, text=True, env=env,
+                           timeout=TIMEOUT)
+        assert r.returncode == 0, r.stderr
+        if part:
+            assert "threadgraph: top peaks of the part of the run kept (thread, function, " \
+                   "delta):\n  (a capture of limited size: segments " in r.stderr, r.stderr
+            assert "dropped; the segments kept were written from" in r.stderr
+        else:
+            assert "threadgraph: top peaks (thread, function, delta):\n" in r.stderr, r.stderr
+            assert "capture of limited size" not in r.stderr
+
+
 # A worker whose outermost call never returns while recorded: its memory is the
 # returned calls inside it.  Its first phase is in the segments dropped, the
 # second starts there and returns in the ones kept; the thread then waits,
