@@ -252,11 +252,9 @@ int tg_cli_dumpset(struct tg_dumpset *s, char **paths, int n, enum tg_dumpset_vi
 
 int tg_cli_text_kept(const struct tg_dumpset *s, char *buf, size_t n, double *origin)
 {
-	struct tg_run_threads ri;
-	struct tg_diag d;
 	char *dir;
 	const char *slash;
-	int r = 0;
+	int r;
 
 	if (s->cap || s->agg || !s->n)
 		return 0;
@@ -264,11 +262,17 @@ int tg_cli_text_kept(const struct tg_dumpset *s, char *buf, size_t n, double *or
 	dir = slash ? strndup(s->v[0].path, (size_t)(slash - s->v[0].path)) : strdup(".");
 	if (!dir)
 		return 0;
-	if (!*dir) {  /* a file of the root directory */
-		free(dir);
-		if (!(dir = strdup("/")))
-			return 0;
-	}
+	r = tg_cli_dir_kept(*dir ? dir : "/", buf, n, origin);
+	free(dir);
+	return r;
+}
+
+int tg_cli_dir_kept(const char *dir, char *buf, size_t n, double *origin)
+{
+	struct tg_run_threads ri;
+	struct tg_diag d;
+	int r = 0;
+
 	memset(&d, 0, sizeof(d));
 	tg_run_threads_init(&ri);
 	if (tg_run_threads_read(&ri, dir, &d) == 0 && ri.kept_from_us && ri.start_us &&
@@ -280,7 +284,6 @@ int tg_cli_text_kept(const struct tg_dumpset *s, char *buf, size_t n, double *or
 		r = 1;
 	}
 	tg_run_threads_release(&ri);
-	free(dir);
 	return r;
 }
 

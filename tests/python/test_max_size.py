@@ -137,6 +137,13 @@ def test_report_page_says_what_it_covers(runs, tmp_path):
     assert ('<p class="note">Part of the run only: %s. The memory graphs, the peaks and '
             'the flame graphs of recorded calls (delta, time) show that part; the '
             'accounting, when on, covers the whole run.</p>' % kept) in page, page[:3000]
+    # its text export: the same note (and warning)
+    r = cli("export", "-o", tmp_path / "text", bounded)
+    assert r.returncode == 0, r.stderr
+    r = cli("report", "-o", tmp_path / "t.html", tmp_path / "text")
+    assert r.returncode == 0, r.stderr
+    assert "warning: %s (the dumps are its export)" % kept in r.stderr, r.stderr
+    assert "<p class=\"note\">Part of the run only: %s. " % kept in (tmp_path / "t.html").read_text()
     r = cli("report", "-o", tmp_path / "f.html", full)
     assert r.returncode == 0, r.stderr
     assert "Part of the run only" not in (tmp_path / "f.html").read_text()
