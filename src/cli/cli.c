@@ -262,12 +262,12 @@ int tg_cli_text_kept(const struct tg_dumpset *s, char *buf, size_t n, double *or
 	dir = slash ? strndup(s->v[0].path, (size_t)(slash - s->v[0].path)) : strdup(".");
 	if (!dir)
 		return 0;
-	r = tg_cli_dir_kept(*dir ? dir : "/", buf, n, origin);
+	r = tg_cli_dir_kept(*dir ? dir : "/", buf, n, origin, NULL);
 	free(dir);
 	return r;
 }
 
-int tg_cli_dir_kept(const char *dir, char *buf, size_t n, double *origin)
+int tg_cli_dir_kept(const char *dir, char *buf, size_t n, double *origin, int64_t range[2])
 {
 	struct tg_run_threads ri;
 	struct tg_diag d;
@@ -277,8 +277,13 @@ int tg_cli_dir_kept(const char *dir, char *buf, size_t n, double *origin)
 	tg_run_threads_init(&ri);
 	if (tg_run_threads_read(&ri, dir, &d) == 0 && ri.kept_from_us && ri.start_us &&
 	    ri.seg_first > 1) {
-		tg_cli_kept_text(buf, n, ri.seg_first, ri.seg_last, ri.kept_from_us - ri.start_us,
-				 ri.ended && ri.end_us ? ri.end_us - ri.start_us : -1);
+		int64_t from = ri.kept_from_us - ri.start_us;
+		int64_t to = ri.ended && ri.end_us ? ri.end_us - ri.start_us : -1;
+		tg_cli_kept_text(buf, n, ri.seg_first, ri.seg_last, from, to);
+		if (range) {
+			range[0] = from;
+			range[1] = to;
+		}
 		if (origin)
 			*origin = (double)ri.start_us / 1e6;
 		r = 1;

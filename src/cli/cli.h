@@ -10,6 +10,7 @@
 #ifndef TG_CLI_H
 #define TG_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "diag.h"
@@ -178,8 +179,10 @@ void tg_cli_kept_text(char *buf, size_t n, uint32_t first, uint32_t last, int64_
  * sentence tg_cli_kept_text makes of it into BUF of N bytes and, when ORIGIN
  * is not NULL, the run's start in *ORIGIN (seconds since the epoch); else 0. */
 int tg_cli_text_kept(const struct tg_dumpset *s, char *buf, size_t n, double *origin);
-/* tg_cli_text_kept of the dumps in directory DIR (its runinfo.json). */
-int tg_cli_dir_kept(const char *dir, char *buf, size_t n, double *origin);
+/* tg_cli_text_kept of the dumps in directory DIR (its runinfo.json); RANGE,
+ * when not NULL, receives where the segments kept begin and end in
+ * microseconds after the run's start (the end -1: the run did not end). */
+int tg_cli_dir_kept(const char *dir, char *buf, size_t n, double *origin, int64_t range[2]);
 /* tg_cli_text_kept's *ORIGIN alone: 1 when the dumps are such an export. */
 int tg_cli_text_origin(const struct tg_dumpset *s, double *origin);
 /* A capture whose older segments were dropped (cap may be NULL): 1 and

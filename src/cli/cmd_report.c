@@ -115,7 +115,7 @@ int cmd_report(int argc, char **argv)
 	o.memg.has_origin = tg_cli_time_origin(cap, &o.memg.origin);
 	if (tg_cli_capture_kept(cap, kept, sizeof(kept))) {
 		o.covers = kept;
-	} else if (!cap && tg_cli_dir_kept(argv[0], kept, sizeof(kept), &o.memg.origin)) {
+	} else if (!cap && tg_cli_dir_kept(argv[0], kept, sizeof(kept), &o.memg.origin, NULL)) {
 		/* the text export of such a capture: as the capture */
 		warning("%s (the dumps are its export)", kept);
 		o.covers = kept;

@@ -160,6 +160,13 @@ def test_flame_graph_title_says_what_it_covers(runs, tmp_path):
     assert m, r.stderr
     svg = (tmp_path / "b.svg").read_text()
     assert "%s (%s-%s s of the run kept)</text>" % (bounded, m.group(1), m.group(2)) in svg
+    # its text export (with the run's stacks): the same part said
+    r = cli("export", "-o", tmp_path / "text", bounded)
+    assert r.returncode == 0, r.stderr
+    r = cli("flamegraph", "--metric", "delta", "-o", tmp_path / "t.svg", tmp_path / "text")
+    assert r.returncode == 0, r.stderr
+    assert "(%s-%s s of the run kept)</text>" % (m.group(1), m.group(2)) in \
+        (tmp_path / "t.svg").read_text()
     r = cli("flamegraph", "--metric", "delta", "-o", tmp_path / "f.svg", full)
     assert r.returncode == 0, r.stderr
     assert "of the run kept" not in (tmp_path / "f.svg").read_text()
