@@ -525,7 +525,9 @@ def capture_path(out_dir):
 
 
 def top_peaks(out_dir, mem_files, timestamps):
-    """The biggest peaks from the C processor, or (None, reason).
+    """The biggest peaks from the C processor, or (None, reason), and the part
+    of the run they come from when it says (a capture of limited size: its
+    warning's words), else None.
 
     The processor reads the thread .mem files MEM_FILES (format text or both), or
     else the run directory's binary capture."""
@@ -533,11 +535,11 @@ def top_peaks(out_dir, mem_files, timestamps):
 
     inputs = mem_files or ([out_dir] if capture_path(out_dir) else [])
     if not inputs:
-        return None, "no thread .mem files"
+        return None, "no thread .mem files", None
     try:
         cli = cli_path()
     except CliNotFound:
-        return None, "the command-line processor is missing"
+        return None, "the command-line processor is missing", None
     cmd = [cli]
     if not timestamps:
         cmd.append("--no_time")
@@ -550,19 +552,21 @@ def top_peaks(out_dir, mem_files, timestamps):
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True
         )
     except OSError as exc:
-        return None, str(exc)
+        return None, str(exc), None
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["exit %d" % proc.returncode])[-1]
-        return None, "threadgraph peaks failed: %s" % last
+        return None, "threadgraph peaks failed: %s" % last, None
     try:
         peaks = json.loads(proc.stdout)
     except ValueError:
-        return None, "threadgraph peaks printed no JSON"
+        return None, "threadgraph peaks printed no JSON", None
+    kept = next((line[len("warning: "):] for line in proc.stderr.splitlines()
+                 if line.startswith("warning: a capture of limited size: ")), None)
     # threadgraph's own few calls around the program (printing the first line,
     # waiting for threads) are recorded too; they are not the program's peaks.
     own = os.path.dirname(os.path.abspath(__file__)) + os.sep
     peaks = [p for p in peaks if not str(p.get("file", "")).startswith(own)]
-    return growth_first(innermost(peaks)), None
+    return growth_first(innermost(peaks)), None, kept
 
 
 # How to read a delta that looks wrong, said under the peaks (and in the report).
@@ -1009,13 +1013,18 @@ def _print_next(out_dir, shown, opts):
         return
     mem_files = thread_mem_files(out_dir)
     binary = capture_path(out_dir) is not None and not mem_files
-    peaks, why = top_peaks(out_dir, mem_files, not opts.no_timestamps)
+    peaks, why, kept = top_peaks(out_dir, mem_files, not opts.no_timestamps)
     if peaks is None:
         say("top peaks: unavailable (%s)" % why)
     elif not peaks:
         say("top peaks: none (no recorded call changed memory)")
     else:
-        say("top peaks (thread, function, delta):")
+        if kept:
+            # the older segments were dropped: these are the peaks of the rest
+            say("top peaks of the part of the run kept (thread, function, delta):")
+            sys.stderr.write("  (%s)\n" % term_safe(kept))
+        else:
+            say("top peaks (thread, function, delta):")
         gc_names, gc_runs = read_gc_runs(out_dir)
         marked = 0
         width = max(len(term_safe(p.get("thread", ""))) for p in peaks)

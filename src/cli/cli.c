@@ -7,9 +7,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "aggfile.h"
 #include "cli.h"
 #include "fmt.h"
 #include "graphs.h"
+#include "runinfo.h"
 #include "memg.h"
 #include "timeparse.h"
 
@@ -185,6 +187,16 @@ void tg_cli_kept_text(char *buf, size_t n, uint32_t first, uint32_t last, int64_
 		 first, last, first - 1, (double)from_us / 1e6, to);
 }
 
+int tg_cli_capture_kept(const struct tg_capture *cap, char *buf, size_t n)
+{
+	if (!cap || cap->seg_first <= 1)
+		return 0;
+	tg_cli_kept_text(buf, n, cap->seg_first, cap->seg_last,
+			 cap->kept_from_us - cap->start_us,
+			 cap->has_end ? cap->end_us - cap->start_us : -1);
+	return 1;
+}
+
 int tg_cli_time_origin(const struct tg_capture *cap, double *origin)
 {
 	if (!cap || cap->seg_first <= 1)
@@ -212,9 +224,7 @@ void tg_cli_capture_warnings(const struct tg_capture *cap)
 			(unsigned long long)dropped, dropped == 1 ? "" : "s");
 	if (cap->seg_first > 1) {
 		char kept[256];
-		tg_cli_kept_text(kept, sizeof(kept), cap->seg_first, cap->seg_last,
-				 cap->kept_from_us - cap->start_us,
-				 cap->has_end ? cap->end_us - cap->start_us : -1);
+		tg_cli_capture_kept(cap, kept, sizeof(kept));
 		warning("%s", kept);
 	}
 	if (cap->orphan_chunks)
@@ -230,9 +240,56 @@ int tg_cli_dumpset(struct tg_dumpset *s, char **paths, int n, enum tg_dumpset_vi
 	memset(&d, 0, sizeof(d));
 	if (tg_dumpset_init(s, paths, (size_t)n, view, &d) < 0)
 		return error("%s", d.msg);
-	if (s->cap)
+	if (s->cap) {
 		tg_cli_capture_warnings(s->cap);
+	} else {
+		char kept[256];
+		if (tg_cli_text_kept(s, kept, sizeof(kept), NULL))
+			warning("%s (the dumps are its export)", kept);
+	}
 	return 0;
+}
+
+int tg_cli_text_kept(const struct tg_dumpset *s, char *buf, size_t n, double *origin)
+{
+	char *dir;
+	const char *slash;
+	int r;
+
+	if (s->cap || s->agg || !s->n)
+		return 0;
+	slash = strrchr(s->v[0].path, '/');
+	dir = slash ? strndup(s->v[0].path, (size_t)(slash - s->v[0].path)) : strdup(".");
+	if (!dir)
+		return 0;
+	r = tg_cli_dir_kept(*dir ? dir : "/", buf, n, origin, NULL);
+	free(dir);
+	return r;
+}
+
+int tg_cli_dir_kept(const char *dir, char *buf, size_t n, double *origin, int64_t range[2])
+{
+	struct tg_run_threads ri;
+	struct tg_diag d;
+	int r = 0;
+
+	memset(&d, 0, sizeof(d));
+	tg_run_threads_init(&ri);
+	if (tg_run_threads_read(&ri, dir, &d) == 0 && ri.kept_from_us && ri.start_us &&
+	    ri.seg_first > 1) {
+		int64_t from = ri.kept_from_us - ri.start_us;
+		int64_t to = ri.ended && ri.end_us ? ri.end_us - ri.start_us : -1;
+		tg_cli_kept_text(buf, n, ri.seg_first, ri.seg_last, from, to);
+		if (range) {
+			range[0] = from;
+			range[1] = to;
+		}
+		if (origin)
+			*origin = (double)ri.start_us / 1e6;
+		r = 1;
+	}
+	tg_run_threads_release(&ri);
+	return r;
 }
 
 int tg_cli_has_time(const struct tg_dumpset *s, const struct tg_common_args *c)
@@ -340,7 +397,8 @@ int tg_cli_run_graph(tg_graph_run_fn run, const char *name, struct tg_graph_opts
 		return ret;
 	}
 	o->has_time = tg_cli_has_time(&files, c);
-	o->has_origin = tg_cli_time_origin(files.cap, &o->origin);
+	o->has_origin = tg_cli_time_origin(files.cap, &o->origin) ||
+			tg_cli_text_origin(&files, &o->origin);
 	tg_cli_diag_init(&d, c);
 	ret = run(o, po, files.v, files.n, &tg_cli_report, &d) < 0 ? error("%s", d.msg) : 0;
 	tg_cli_diag_summary(&d);
@@ -348,4 +406,23 @@ int tg_cli_run_graph(tg_graph_run_fn run, const char *name, struct tg_graph_opts
 		tg_cli_plot_note(po, name);
 	tg_dumpset_release(&files);
 	return ret;
+}
+
+int tg_cli_refuse_aggregate(char **argv, int nargs, const char *cmd, const char *needs,
+			    const char *also)
+{
+	for (int i = 0; i < nargs; i++)
+		if (tg_aggfile_is_run(argv[i]))
+			return error("'%s' is an aggregate run (aggregate.tga): it keeps each call "
+				     "path's totals and each thread's memory curve, not each call, "
+				     "and %s %s a full capture (record it without --aggregate)%s%s",
+				     argv[i], cmd, needs, also ? "; " : "", also ? also : "");
+	return 0;
+}
+
+int tg_cli_text_origin(const struct tg_dumpset *s, double *origin)
+{
+	char kept[256];
+
+	return tg_cli_text_kept(s, kept, sizeof(kept), origin);
 }

@@ -10,6 +10,7 @@
 #ifndef TG_CLI_H
 #define TG_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "diag.h"
@@ -36,6 +37,13 @@ void warning(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "error: MSG" and a hint to use --help; returns TG_EXIT_USAGE. */
 int usage_error(const char *usage, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* Refuses an aggregate run (aggregate.tga) among the NARGS operands for a
+ * command that needs each call: "error: 'OP' is an aggregate run ...: CMD NEEDS
+ * a full capture (record it without --aggregate)", then "; ALSO" when not NULL.
+ * Returns TG_EXIT_ERROR when one is, 0 otherwise. */
+int tg_cli_refuse_aggregate(char **argv, int nargs, const char *cmd, const char *needs,
+			    const char *also);
 
 /* Options every command takes. */
 struct tg_common_args {
@@ -166,6 +174,20 @@ void tg_cli_capture_warnings(const struct tg_capture *cap);
  * command, and live's status line. */
 void tg_cli_kept_text(char *buf, size_t n, uint32_t first, uint32_t last, int64_t from_us,
 		      int64_t to_us);
+/* Text dumps exported from a capture of limited size (their directory's
+ * runinfo.json, as export writes it, gives the segments kept): 1, the
+ * sentence tg_cli_kept_text makes of it into BUF of N bytes and, when ORIGIN
+ * is not NULL, the run's start in *ORIGIN (seconds since the epoch); else 0. */
+int tg_cli_text_kept(const struct tg_dumpset *s, char *buf, size_t n, double *origin);
+/* tg_cli_text_kept of the dumps in directory DIR (its runinfo.json); RANGE,
+ * when not NULL, receives where the segments kept begin and end in
+ * microseconds after the run's start (the end -1: the run did not end). */
+int tg_cli_dir_kept(const char *dir, char *buf, size_t n, double *origin, int64_t range[2]);
+/* tg_cli_text_kept's *ORIGIN alone: 1 when the dumps are such an export. */
+int tg_cli_text_origin(const struct tg_dumpset *s, double *origin);
+/* A capture whose older segments were dropped (cap may be NULL): 1 and
+ * tg_cli_kept_text's sentence for it into BUF of N bytes; 0 otherwise. */
+int tg_cli_capture_kept(const struct tg_capture *cap, char *buf, size_t n);
 /* A capture whose older segments were dropped (cap may be NULL): 1 and the
  * run's start in *ORIGIN (seconds since the epoch), where the graphs' elapsed
  * axis counts from (timeaxis.h), so that a kept range reads as the time into

@@ -59,8 +59,33 @@ int cmd_flamegraph(int argc, char **argv)
 	if ((ret = tg_cli_fold_load(&a, argv[0], flamegraph_usage, &f, &d)))
 		return ret;
 	if (!title) {
-		if (asprintf(&deftitle, "%s: %s%s%s \xe2\x80\x94 %s", f.metric->name, f.metric->what,
-			     a.thread ? ", thread " : "", a.thread ? a.thread : "", f.source) < 0) {
+		char part[160] = "", kept[256];
+		struct tg_capture *cap = NULL;
+		int64_t range[2] = { 0, -1 };
+		double origin;
+		int limited = 0;
+		/* the recorded calls of a capture of limited size, or of its text
+		 * export: the part of the run kept */
+		if (!f.metric->from_snapshot) {
+			int r = tg_dumpset_open_capture(argv[0], &cap, &d);
+			if (r > 0 && cap->seg_first > 1) {
+				limited = 1;
+				range[0] = cap->kept_from_us - cap->start_us;
+				range[1] = cap->has_end ? cap->end_us - cap->start_us : -1;
+			} else if (r == 0) {
+				limited = tg_cli_dir_kept(argv[0], kept, sizeof(kept), &origin, range);
+			}
+		}
+		tg_dumpset_free_capture(cap);
+		if (limited && range[1] >= 0)
+			snprintf(part, sizeof(part), " (%.3f-%.3f s of the run kept)",
+				 (double)range[0] / 1e6, (double)range[1] / 1e6);
+		else if (limited)
+			snprintf(part, sizeof(part), " (from %.3f s of the run kept)",
+				 (double)range[0] / 1e6);
+		if (asprintf(&deftitle, "%s: %s%s%s \xe2\x80\x94 %s%s", f.metric->name, f.metric->what,
+			     a.thread ? ", thread " : "", a.thread ? a.thread : "", f.source,
+			     part) < 0) {
 			deftitle = NULL;
 			ret = error("out of memory");
 			goto out;

@@ -34,6 +34,10 @@ int cmd_interleave(int argc, char **argv)
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
 	tg_resolve_run_bases(argv, nargs);  /* a base of runs: its latest */
+	if ((ret = tg_cli_refuse_aggregate(argv, nargs, "interleave",
+					   "orders each call's return in time: it needs",
+					   NULL)))
+		return ret;
 	if (!nargs)
 		return usage_error(interleave_usage, "no dump files given");
 	mo.has_time = o.has_time = !c.no_time;

@@ -59,7 +59,8 @@ int cmd_memg(int argc, char **argv)
 	if ((ret = tg_cli_dumpset(&files, argv, nargs, TG_VIEW_MEM)))
 		goto out;
 	o.has_time = tg_cli_has_time(&files, &c);
-	o.has_origin = tg_cli_time_origin(files.cap, &o.origin);
+	o.has_origin = tg_cli_time_origin(files.cap, &o.origin) ||
+		       tg_cli_text_origin(&files, &o.origin);
 	if ((ret = tg_cli_peak_opts(&p, &o, memg_usage)))
 		goto out;
 	tg_cli_diag_init(&d, &c);

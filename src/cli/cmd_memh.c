@@ -26,6 +26,10 @@ int cmd_memh(int argc, char **argv)
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
 	tg_resolve_run_bases(argv, nargs);  /* a base of runs: its latest */
+	if ((ret = tg_cli_refuse_aggregate(argv, nargs, "memh",
+					   "sums each call's delta by call site: it needs",
+					   "'threadgraph folded --metric delta' gives each call path's own delta")))
+		return ret;
 	if (!nargs)
 		return usage_error(memh_usage, "no dump files given");
 	o.has_time = !c.no_time;

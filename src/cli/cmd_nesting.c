@@ -26,6 +26,10 @@ int cmd_nesting(int argc, char **argv)
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
 	tg_resolve_run_bases(argv, nargs);  /* a base of runs: its latest */
+	if ((ret = tg_cli_refuse_aggregate(argv, nargs, "nesting",
+					   "plots the depth of each call: it needs",
+					   NULL)))
+		return ret;
 	if (!nargs)
 		return usage_error(nesting_usage, "no dump files given");
 	o.has_time = !c.no_time;

@@ -60,6 +60,7 @@ int cmd_report(int argc, char **argv)
 	struct tg_diag d;
 	char *scratch = NULL;
 	char gnuplot[4096];
+	char kept[256];
 	struct tg_capture *cap = NULL;
 	int nargs, ret;
 	const struct tg_option opts[] = {
@@ -112,6 +113,14 @@ int cmd_report(int argc, char **argv)
 		tg_cli_capture_warnings(cap);
 	o.cap = cap;
 	o.memg.has_origin = tg_cli_time_origin(cap, &o.memg.origin);
+	if (tg_cli_capture_kept(cap, kept, sizeof(kept))) {
+		o.covers = kept;
+	} else if (!cap && tg_cli_dir_kept(argv[0], kept, sizeof(kept), &o.memg.origin, NULL)) {
+		/* the text export of such a capture: as the capture */
+		warning("%s (the dumps are its export)", kept);
+		o.covers = kept;
+		o.memg.has_origin = 1;
+	}
 	if (asprintf(&scratch, "%s/threadgraph-report-XXXXXX",
 		     tmpdir && *tmpdir ? tmpdir : "/tmp") < 0) {
 		tg_dumpset_free_capture(cap);

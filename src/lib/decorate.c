@@ -644,6 +644,23 @@ static double dec_cap_time(int64_t t_us)
 	return tg_time_exact(&t);
 }
 
+/* The error for record WANT of thread BASE, in the segments dropped before the
+ * BEFORE-th return: which returns are kept, if any (up to RETURNS). */
+static void dec_dropped_event(struct tg_diag *d, unsigned long want, const char *base,
+			      unsigned long before, unsigned long returns)
+{
+	if (returns > before)
+		tg_error(d, "no event %lu in the records kept: it was in the segments dropped "
+			 "(a capture of limited size keeps its newest segments: docs/formats.md, "
+			 "\"Segments\"); thread '%s' has its returns %lu-%lu kept", want, base,
+			 before + 1, returns);
+	else
+		tg_error(d, "no event %lu in the records kept: it was in the segments dropped "
+			 "(a capture of limited size keeps its newest segments: docs/formats.md, "
+			 "\"Segments\"); thread '%s' has no return kept (its %lu returns were "
+			 "all in them)", want, base, before);
+}
+
 /*
  * Finds the event in thread t: a record number, or the text of a .mem line as
  * tg_decorate_find_event takes it.  Stores the return's number in *number and
@@ -692,7 +709,16 @@ static int dec_cap_find(const struct tg_capture *cap, const struct tg_cap_thread
 		*number = r.number;
 		*call = r.call_number;
 	} else if (got == 0) {
-		if (number_only)
+		unsigned long before = t->has_state ? (unsigned long)t->state.returns : 0;
+
+		if (number_only && before && want <= before)
+			/* a capture of limited size: its returns go on from the
+			 * segments dropped, which held this one */
+			dec_dropped_event(d, want, t->base, before, c.returns);
+		else if (number_only && before)
+			tg_error(d, "no event %lu: thread '%s' has %lu returns (%lu-%lu kept)",
+				 want, t->base, c.returns, before + 1, c.returns);
+		else if (number_only)
 			tg_error(d, "no event %lu: thread '%s' has %lu returns", want, t->base,
 				 c.returns);
 		else

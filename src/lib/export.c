@@ -218,8 +218,20 @@ static int exp_runinfo(struct exp_state *x, const struct tg_capture *cap, const 
 		return tg_error(d, "out of memory");
 	}
 	klen = tg_cap_fmt_time(kept, cap->kept_from_us);
-	fprintf(f, "{\n  \"format\": 1,\n  \"pid\": %u,\n  \"kept_from\": %.*s,\n"
-		"  \"threads\": [", (unsigned)cap->pid, (int)klen, kept);
+	fprintf(f, "{\n  \"format\": 1,\n  \"pid\": %u,\n  \"kept_from\": %.*s,\n",
+		(unsigned)cap->pid, (int)klen, kept);
+	/* what the commands reading the text say of it, as they do of the capture:
+	 * the segments kept, the run's start (their time axis) and end */
+	klen = tg_cap_fmt_time(kept, cap->start_us);
+	fprintf(f, "  \"segments_kept\": [%u, %u],\n  \"start_time\": %.*s,\n",
+		cap->seg_first, cap->seg_last, (int)klen, kept);
+	if (cap->has_end) {
+		klen = tg_cap_fmt_time(kept, cap->end_us);
+		fprintf(f, "  \"end_time\": %.*s,\n", (int)klen, kept);
+	} else {
+		fputs("  \"end_time\": null,\n", f);
+	}
+	fputs("  \"threads\": [", f);
 	for (size_t i = 0; i < cap->n_threads; i++) {
 		const struct tg_cap_thread *t = &cap->threads[i];
 		fprintf(f, "%s\n    {\"name\": ", i ? "," : "");

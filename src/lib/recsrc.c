@@ -110,12 +110,41 @@ static int src_cap_malformed(struct tg_src *s, struct tg_diag *d, const char *wh
 	return tg_malformed(d, where, s->lineno, why);
 }
 
-/* The next record of an aggregate thread's curve: each bucket's lowest, then
- * (when higher) its highest memory, at the bucket's start. */
+/* How far V lies from bucket B's readings (0 inside [min, max]). */
+static uint64_t src_agg_gap(int64_t v, const struct tg_agg_rbucket *b)
+{
+	if (v < b->min)
+		return (uint64_t)b->min - (uint64_t)v;
+	if (v > b->max)
+		return (uint64_t)v - (uint64_t)b->max;
+	return 0;
+}
+
+/* Whether bucket K's highest reading goes first: the file gives each bucket's
+ * lowest and highest, not their order, and the curve holds the level of a
+ * bucket's second reading until the next bucket.  Between two buckets the
+ * thread made no call or return (each is a reading), so its memory stayed near
+ * where the next bucket starts: the reading nearer the next bucket's goes last
+ * (a thread that freed what it held and then waited in one call shows the freed
+ * level while it waits, not the highest).  Ties, and the last bucket: lowest
+ * first. */
+static int src_agg_high_first(const struct tg_agg_rthread *t, size_t k)
+{
+	const struct tg_agg_rbucket *b = &t->b[k];
+
+	if (k + 1 >= t->nb || b->min == b->max)
+		return 0;
+	return src_agg_gap(b->min, &t->b[k + 1]) < src_agg_gap(b->max, &t->b[k + 1]);
+}
+
+/* The next record of an aggregate thread's curve: each bucket's lowest and
+ * (when higher) its highest memory, in the order src_agg_high_first gives: at
+ * the bucket's start, but a lowest after the highest at the bucket's end. */
 static int src_agg_next_mem(struct tg_src *s, struct tg_memrec *r)
 {
 	const struct tg_agg_rthread *t = s->df->agg_thread;
 	const struct tg_agg_rbucket *b;
+	int second, high_first;
 
 	for (;;) {
 		if (s->agg_i / 2 >= t->nb)
@@ -125,7 +154,11 @@ static int src_agg_next_mem(struct tg_src *s, struct tg_memrec *r)
 			break;
 		s->agg_i++;
 	}
-	s->rec.t_us = b->t_us;
+	second = s->agg_i % 2;
+	high_first = src_agg_high_first(t, s->agg_i / 2);
+	/* the lowest after the highest: at the bucket's end, so that the highest
+	 * is the thread's level for the bucket's width (in a sum of threads too) */
+	s->rec.t_us = b->t_us + (second && high_first ? t->width_us - 1 : 0);
 	s->lineno = s->agg_i + 1;
 	src_time(s, &r->time);
 	r->file.s = TG_CURVE_FILE;
@@ -133,7 +166,7 @@ static int src_agg_next_mem(struct tg_src *s, struct tg_memrec *r)
 	r->func.s = TG_AGG_CURVE_FUNC;
 	r->func.len = sizeof(TG_AGG_CURVE_FUNC) - 1;
 	r->line = 0;
-	r->delta = s->agg_i % 2 == 0 ? b->min : b->max;
+	r->delta = second != high_first ? b->max : b->min;
 	if (r->delta > SRC_INT_MAX)
 		r->delta = SRC_INT_MAX;
 	else if (r->delta < -SRC_INT_MAX)

@@ -1110,6 +1110,13 @@ int tg_report_write(const struct tg_report_opts *opts, FILE *out,
 		fprintf(out, " and %zu more", files.threads - REP_HEADER_THREADS);
 	fprintf(out, "%s; stacks %s; accounting %s.</p>\n", files.threads ? ")" : "",
 		files.has_stack ? "recorded" : "not recorded", accounting ? "on" : "off");
+	if (o->covers) {
+		fputs("<p class=\"note\">Part of the run only: ", out);
+		tg_xml_puts(out, o->covers);
+		fprintf(out, ". The memory graphs, the peaks and the flame graphs of recorded "
+			"calls (delta, time) show that part; the accounting%s covers the "
+			"whole run.</p>\n", accounting ? " (its flame graphs and tables)" : ", when on,");
+	}
 	fputs("<nav><a href=\"#held\">held memory</a><a href=\"#memory\">memory graph</a><a href=\"#peaks\">peaks</a>", out);
 	for (size_t i = 0; i < nm; i++)
 		fprintf(out, "<a href=\"#flamegraph-%s\">flame graph (%s)</a>", metrics[i]->name,

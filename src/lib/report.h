@@ -36,6 +36,10 @@ struct tg_report_opts {
 	size_t max_peaks;            /* peaks given a subtree (0: 50) */
 	int no_stitch;               /* flame graphs: tasks under the thread that ran them
 				      * (fold_stitch.h) */
+	const char *covers;          /* the part of the run the records cover, said on the
+				      * page under its first line (a capture of limited
+				      * size: the segments kept, the caller's words), or
+				      * NULL: all of it */
 };
 
 /* What the caller may tell the user: a section left out or incomplete. */

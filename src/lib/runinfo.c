@@ -184,6 +184,42 @@ static int ri_skip(struct ri *r)
 
 /* The time [p, end) (seconds since the epoch, a JSON number) in microseconds,
  * or 0 when it is not one a run can have. */
+static long long ri_time_us(const char *p, const char *end);
+
+/* "segments_kept": [FIRST, LAST], two segment numbers, FIRST <= LAST; anything
+ * else is skipped and leaves them 0. */
+static int ri_segments(struct ri *r, struct tg_run_threads *t)
+{
+	unsigned long v[2];
+	const char *p = r->p;
+	char *e;
+
+	for (int k = 0; k < 2; k++) {
+		while (p < r->end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
+			p++;
+		if (p >= r->end || *p != (k ? ',' : '['))
+			return ri_skip(r);
+		p++;
+		while (p < r->end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
+			p++;
+		if (p >= r->end || *p < '0' || *p > '9')
+			return ri_skip(r);
+		errno = 0;
+		v[k] = strtoul(p, &e, 10);
+		if (errno || e > r->end || v[k] > 0xffffffffUL)
+			return ri_skip(r);
+		p = e;
+	}
+	while (p < r->end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
+		p++;
+	if (p >= r->end || *p != ']' || v[0] > v[1])
+		return ri_skip(r);
+	r->p = p + 1;
+	t->seg_first = (unsigned)v[0];
+	t->seg_last = (unsigned)v[1];
+	return 0;
+}
+
 static long long ri_time_us(const char *p, const char *end)
 {
 	char buf[64], *num_end;
@@ -430,6 +466,13 @@ int tg_run_threads_read(struct tg_run_threads *t, const char *dir, struct tg_dia
 			e = ri_skip(&r);
 			if (e == 0)
 				t->kept_from_us = ri_time_us(v, r.p);
+		} else if (!strcmp(key, "start_time")) {
+			const char *v = r.p;
+			e = ri_skip(&r);
+			if (e == 0)
+				t->start_us = ri_time_us(v, r.p);
+		} else if (!strcmp(key, "segments_kept")) {
+			e = ri_segments(&r, t);
 		} else if (!strcmp(key, "end_time")) {
 			const char *v = r.p;
 			t->ended = r.p < r.end && *r.p != 'n';

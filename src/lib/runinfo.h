@@ -39,6 +39,11 @@ struct tg_run_threads {
 	long long kept_from_us;       /* "kept_from" (an export of a capture's kept
 				       * segments): where they begin, in microseconds
 				       * since the epoch; 0 when not given */
+	long long start_us;           /* "start_time": the run's start, microseconds
+				       * since the epoch; 0 when not given */
+	unsigned seg_first, seg_last; /* "segments_kept": [FIRST, LAST], the segments
+				       * an export of a capture of limited size was
+				       * written from; 0 when not given */
 };
 
 /* runinfo.json is read up to this size (a larger one names a huge argv). */

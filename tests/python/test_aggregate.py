@@ -848,3 +848,53 @@ def test_each_run_curve_starts_at_zero(tmp_path):
         lo, hi = curve_range(only_dir(tmp_path / name), "keeper")
         assert lo < CURVE_START_MAX, (name, lo, hi)
         assert CHUNK * CHUNKS <= hi < CHUNK * CHUNKS + CURVE_START_MAX, (name, lo, hi)
+
+
+# MainThread holds 8 MB, frees it and waits in join() while a worker holds 3 MB
+# from 0.5 s on: with buckets of 200 ms, the allocation, the free and the start()
+# that follows fall in MainThread's first bucket, whose next reading is
+# join()'s return, and the worker's 3 MB in a later one.
+FREED_THEN_WAITS = """
+import threading
+import threadgraph
+
+def alloc(n):
+    return [bytearray(100000) for _ in range(n)]
+
+def work():
+    threading.Event().wait(0.5)
+    keep = alloc(30)
+    for _ in range(20):
+        alloc(1)
+    threading.Event().wait(0.3)
+    del keep
+
+p = threadgraph.ProcessProfile(default_log_path="out", aggregate=True)
+p.enable()
+big = alloc(80)
+del big
+t = threading.Thread(target=work, name="w")
+t.start()
+t.join()
+p.disable()
+"""
+
+
+def test_held_memory_after_a_free_in_a_bucket(tmp_path):
+    """A bucket gives its lowest and highest reading, not their order: the one
+    drawn last is the level held until the next bucket. MainThread's 8 MB,
+    freed before it waits in join(), were drawn as held through the wait (the
+    bucket's highest last), so that the largest peak of all threads' held
+    memory was 8 MB + the worker's 3 MB, MainThread's share 73%, at a moment
+    it held nothing. The reading nearer the next bucket's now goes last: the
+    largest peak is MainThread's 8 MB alone, before the worker started."""
+    run_scenario(tmp_path, FREED_THEN_WAITS, env={"THREADGRAPH_AGG_BUCKET_US": "200000"})
+    agg = only_dir(tmp_path / "out")
+    r = cli("memg", "--held", "--script-only", "-o", tmp_path / "held", agg)
+    assert r.returncode == 0, r.stderr
+    with open(tmp_path / "held" / "memg-held.txt") as f:
+        text = f.read()
+    peak = int(re.search(r"\((\d+) bytes\)", text).group(1))
+    share = {l.split("\t")[0]: int(l.split("\t")[1]) for l in text.splitlines()[2:]}
+    assert 8000000 <= share["MainThread"] < 8500000, text
+    assert peak < 9000000 and share.get("w", 0) < 500000, text

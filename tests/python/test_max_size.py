@@ -7,6 +7,7 @@ run killed with SIGKILL is still readable.
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -124,6 +125,53 @@ def test_commands_read_it_and_say_what_it_covers(runs, tmp_path):
     assert os.path.getsize(tmp_path / "r.html") > 0
 
 
+def test_report_page_says_what_it_covers(runs, tmp_path):
+    """The report is a page read without the terminal's warning: it says
+    itself which part of the run its graphs and peaks show (the warning's
+    words), and a full run's page says nothing of the kind."""
+    full, bounded = runs
+    r = cli("report", "-o", tmp_path / "b.html", bounded)
+    assert r.returncode == 0, r.stderr
+    kept = re.search(r"warning: (a capture of limited size: segments .*)", r.stderr).group(1)
+    page = (tmp_path / "b.html").read_text()
+    assert ('<p class="note">Part of the run only: %s. The memory graphs, the peaks and '
+            'the flame graphs of recorded calls (delta, time) show that part; the '
+            'accounting, when on, covers the whole run.</p>' % kept) in page, page[:3000]
+    # its text export: the same note (and warning)
+    r = cli("export", "-o", tmp_path / "text", bounded)
+    assert r.returncode == 0, r.stderr
+    r = cli("report", "-o", tmp_path / "t.html", tmp_path / "text")
+    assert r.returncode == 0, r.stderr
+    assert "warning: %s (the dumps are its export)" % kept in r.stderr, r.stderr
+    assert "<p class=\"note\">Part of the run only: %s. " % kept in (tmp_path / "t.html").read_text()
+    r = cli("report", "-o", tmp_path / "f.html", full)
+    assert r.returncode == 0, r.stderr
+    assert "Part of the run only" not in (tmp_path / "f.html").read_text()
+
+
+def test_flame_graph_title_says_what_it_covers(runs, tmp_path):
+    """The flame graph of the recorded calls, a file of its own, says in its
+    default title which part of the run they cover (the warning's times); a
+    full run's title does not."""
+    full, bounded = runs
+    r = cli("flamegraph", "--metric", "delta", "-o", tmp_path / "b.svg", bounded)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"written from ([\d.]+) s to ([\d.]+) s after its start", r.stderr)
+    assert m, r.stderr
+    svg = (tmp_path / "b.svg").read_text()
+    assert "%s (%s-%s s of the run kept)</text>" % (bounded, m.group(1), m.group(2)) in svg
+    # its text export (with the run's stacks): the same part said
+    r = cli("export", "-o", tmp_path / "text", bounded)
+    assert r.returncode == 0, r.stderr
+    r = cli("flamegraph", "--metric", "delta", "-o", tmp_path / "t.svg", tmp_path / "text")
+    assert r.returncode == 0, r.stderr
+    assert "(%s-%s s of the run kept)</text>" % (m.group(1), m.group(2)) in \
+        (tmp_path / "t.svg").read_text()
+    r = cli("flamegraph", "--metric", "delta", "-o", tmp_path / "f.svg", full)
+    assert r.returncode == 0, r.stderr
+    assert "of the run kept" not in (tmp_path / "f.svg").read_text()
+
+
 def axis_zero(gp_path):
     """The t0 of a gnuplot script's elapsed axis (timeaxis.c)."""
     with open(gp_path, encoding="utf-8") as f:
@@ -156,6 +204,41 @@ def test_graphs_count_time_from_the_runs_start(runs, tmp_path):
     with open(os.path.join(_full, "capture.tg"), "rb") as f:
         full_start = int.from_bytes(f.read(24)[16:24], "little", signed=True) / 1e6
     assert axis_zero(tmp_path / "full" / "memg-plot" / "memg.gp") > full_start
+
+
+def test_export_says_what_it_covers_and_keeps_the_time_axis(runs, tmp_path):
+    """The text export of the segments kept stands for the capture: the
+    commands reading it said nothing of the part of the run it covers, and its
+    graphs counted time from its first record (0 s) where the capture's count
+    from the run's start. Its runinfo.json now gives the segments kept and the
+    run's start and end: the same warning (saying the dumps are the export),
+    the same time axis, the same gnuplot script."""
+    _full, bounded = runs
+    out = tmp_path / "text"
+    r = cli("export", "-o", out, bounded)
+    assert r.returncode == 0, r.stderr
+    kept = re.search(r"warning: (a capture of limited size: segments .*)", r.stderr).group(1)
+    with open(out / "runinfo.json") as f:
+        info = json.load(f)
+    first, last = (int(x) for x in re.search(r"segments (\d+)-(\d+) kept", kept).groups())
+    assert info["segments_kept"] == [first, last]
+    assert info["start_time"] < info["kept_from"] < info["end_time"]
+    for args in (("peaks", "--peak=0"), ("memg", "--script-only", "-o", tmp_path / "g")):
+        r = cli(*args, out)
+        assert r.returncode == 0, (args, r.stderr)
+        assert "warning: %s (the dumps are its export)" % kept in r.stderr, (args, r.stderr)
+    r = cli("memg", "--script-only", "-o", tmp_path / "c", bounded)
+    assert r.returncode == 0, r.stderr
+    with open(tmp_path / "c" / "memg-plot" / "memg.gp") as a, \
+            open(tmp_path / "g" / "memg-plot" / "memg.gp") as b:
+        assert a.read() == b.read()
+    # an export without those keys (an older threadgraph's) is read as before
+    for k in ("segments_kept", "start_time", "end_time"):
+        del info[k]
+    with open(out / "runinfo.json", "w") as f:
+        json.dump(info, f)
+    r = cli("peaks", "--peak=0", out)
+    assert r.returncode == 0 and "capture of limited size" not in r.stderr, r.stderr
 
 
 def test_folded_pairs_the_segments_exactly(runs):
@@ -194,6 +277,42 @@ def test_decorate_a_call_begun_before_the_kept_segments(runs, tmp_path):
     r = cli("decorate-stack", bounded, w, leaf[-1]["mem_line"])
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("leaf@"), r.stdout
+
+
+def test_decorate_an_event_of_the_dropped_segments(runs):
+    """A record number from the segments dropped is not "no event 1: thread
+    'w1' has N returns" (it had them, they were dropped): the error says so and
+    which returns are kept, the last being the thread's last return (as many
+    as the full run's, the program being the same); past the last, the count
+    says which are kept."""
+    full, bounded = runs
+    # a worker whose work() began before the kept segments: its first records
+    # were dropped
+    r = cli("peaks", "--json", "--peak=0", "--peak_delta_time=0", "--peak_delta_value=0",
+            bounded)
+    assert r.returncode == 0, r.stderr
+    work = [p for p in json.loads(r.stdout)
+            if p["function"] == "work" and p["call_start"] is None]
+    assert work
+    w = work[-1]["thread"]
+    r = cli("decorate-stack", full, w, 10 ** 9)
+    assert r.returncode == 1
+    total = int(re.search(r"has (\d+) returns", r.stderr).group(1))
+    r = cli("decorate-stack", bounded, w, 1)
+    assert r.returncode == 1
+    m = re.search(r"error: no event 1 in the records kept: it was in the segments dropped "
+                  r"\(.*\); thread '%s' has its returns (\d+)-(\d+) kept" % w, r.stderr)
+    assert m, r.stderr
+    first, last = int(m.group(1)), int(m.group(2))
+    assert 1 < first < last == total
+    r = cli("decorate-stack", bounded, w, first - 1)
+    assert r.returncode == 1 and "in the segments dropped" in r.stderr, r.stderr
+    r = cli("decorate-stack", bounded, w, first)
+    assert "no event" not in r.stderr, r.stderr
+    r = cli("decorate-stack", bounded, w, last + 1)
+    assert r.returncode == 1
+    assert "no event %d: thread '%s' has %d returns (%d-%d kept)" % (
+        last + 1, w, last, first, last) in r.stderr, r.stderr
 
 
 def test_older_segment_cut_short_is_an_error(runs, tmp_path):
@@ -334,6 +453,31 @@ def test_run_option(tmp_path):
                         str(script)], capture_output=True, text=True, env=env,
                        timeout=TIMEOUT)
     assert r.returncode == 2 and "--max-size" in r.stderr
+
+
+def test_run_says_its_top_peaks_are_of_the_part_kept(tmp_path):
+    """threadgraph run's top peaks of a run whose older segments were dropped
+    are those of the part kept: it says so, with the commands' warning; a run
+    that kept everything prints them as before."""
+    script = tmp_path / "busy.py"
+    script.write_text(BUSY.replace("ROUNDS", str(ROUNDS))
+                      .replace("p = threadgraph.ProcessProfile(default_log_path=OUT)\n", "")
+                      .replace("p.trackStack()\np.enable()\n", "")
+                      .replace("p.disable()\n", ""))
+    env = env_with_package(keep_cli=True)
+    for opt, part in ((["--max-size", str(LIMIT)], True), ([], False)):
+        out = tmp_path / ("b" if part else "f")
+        r = subprocess.run([sys.executable, "-m", "threadgraph", "run", "-o", str(out)] + opt
+                           + [str(script)], capture_output=True, text=True, env=env,
+                           timeout=TIMEOUT)
+        assert r.returncode == 0, r.stderr
+        if part:
+            assert "threadgraph: top peaks of the part of the run kept (thread, function, " \
+                   "delta):\n  (a capture of limited size: segments " in r.stderr, r.stderr
+            assert "dropped; the segments kept were written from" in r.stderr
+        else:
+            assert "threadgraph: top peaks (thread, function, delta):\n" in r.stderr, r.stderr
+            assert "capture of limited size" not in r.stderr
 
 
 # A worker whose outermost call never returns while recorded: its memory is the

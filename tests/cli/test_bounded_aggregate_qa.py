@@ -1,0 +1,27 @@
+"""What the commands say of an aggregate run and of a capture of limited size
+when they cannot read what the user asks (found by running every command on a
+real --aggregate and --max-size run)."""
+import os
+import shutil
+
+import pytest
+
+
+@pytest.mark.parametrize("command", ["nesting", "memh", "interleave"])
+def test_call_by_call_graphs_refuse_an_aggregate_run(tmp_path, tg, fixtures, command):
+    """nesting, memh and interleave need each call: on an aggregate run they
+    said 'no calls to plot' (nesting) or plotted the curve's readings as a call
+    site '<thread memory>' summing gigabytes (memh) or as the times the threads
+    ran (interleave). Now each says, as decorate-stack does, that it needs a
+    full capture, exit 1, and writes no graph."""
+    run = tmp_path / "run"
+    shutil.copytree(os.path.join(fixtures, "aggregate-v2"), str(run))
+    out = tmp_path / "out"
+    r = tg(command, "--script-only", "-o", out, run)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "is an aggregate run (aggregate.tga)" in r.stderr, r.stderr
+    assert "needs a full capture (record it without --aggregate)" in r.stderr, r.stderr
+    assert not out.exists() or not os.listdir(str(out))
+    # the file named as such is the run too
+    r = tg(command, "--script-only", "-o", out, run / "aggregate.tga")
+    assert r.returncode == 1 and "is an aggregate run" in r.stderr, r.stderr
