@@ -11,6 +11,7 @@
 #include "thread_start.h"
 #include "monitor.h"
 #include "alloc_hooks.h"
+#include "tmstop.h"
 #include "names.h"
 #include "ptrtable.h"
 #include "sleepwrap.h"
@@ -1005,6 +1006,7 @@ tg_recorder_enable(struct tg_recorder_object *self)
     r->offset_int_size = tg_offset_int_size();
 #endif
     tg_hooks_install(r->memory_mode == TG_MEM_PROCESS);
+    tg_tmstop_install();  /* tracemalloc.stop() puts the hooks back (tmstop.h) */
     tg_sleepwrap_install(r);  /* `with lock:` as a sleep trigger */
     r->active = 1;
     r->mon_gen = r->gen;
@@ -1054,6 +1056,7 @@ tg_recorder_disable(struct tg_recorder_object *self)
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();
     tg_native_uninstall();  /* native=True (native.c); before the table is cleared */
+    tg_tmstop_uninstall();
     tg_hooks_uninstall();
     tg_flusher_stop(r);  /* waits for its write in progress, GIL released */
     {
@@ -1195,6 +1198,7 @@ tg_fork_child_stop(struct tg_recorder_object *self)
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();
     tg_native_uninstall();  /* native=True (native.c) */
+    tg_tmstop_uninstall();
     tg_hooks_uninstall();
     me = tg_fork_child_reap(r);
     if (me != NULL)
