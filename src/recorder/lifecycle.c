@@ -246,6 +246,24 @@ tg_profile_watch(void)
         t->held_by_other = 0;
 }
 
+PyObject *
+tg_recorder_call(PyObject *self, PyObject *args, PyObject *kw)
+{
+    struct tg_recorder_object *a = tg_active;
+    PyThreadState *ts = PyThreadState_Get();
+
+    (void)args;
+    (void)kw;
+    if (ts->c_profileobj != self || ts->c_profilefunc == tg_profile)
+        Py_RETURN_NONE;  /* called by hand, or by a tool that chains: nothing */
+    if ((PyObject *)a == self && a->r.active && a->r.backend == TG_BACKEND_SETPROFILE
+            && !a->r.sampled)
+        ts->c_profilefunc = tg_profile;  /* as spguard.c's put back; this event is lost */
+    else
+        PyEval_SetProfile(NULL, NULL);  /* after disable(): none, as before enable() */
+    Py_RETURN_NONE;
+}
+
 /* Start watching for other tools' profile functions (setprofile backend). */
 static void
 tg_watch_start(void)
