@@ -1052,3 +1052,123 @@ def test_profile_function_saved_and_restored(tmp_path, backend):
     for fn in ("before", "restored"):
         assert fn in m, (fn, sorted(m))
     assert "late" not in m
+
+
+# --- pyinstrument, faulthandler and a trace function inside a profiled program -------
+
+PYINSTRUMENT_PROGRAM = """
+import threading
+from pyinstrument import Profiler
+
+def grow(n):
+    return bytearray(n)  # the caller drops it: the delta is n and a header
+def worker(i):
+    for _ in range(3):
+        grow(100000 * (i + 1))
+def threads(tag):
+    ts = [threading.Thread(target=worker, args=(i,), name="%s%d" % (tag, i)) for i in range(3)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+def during():
+    threads("during")
+    return sum(range(200000))
+
+p = Profiler(interval=0.0001)
+p.start()
+during()
+p.stop()
+print("pyinstrument saw during", "during" in p.output_text())
+threads("after")
+print("done")
+"""
+
+
+def test_pyinstrument_inside_a_profiled_program(tmp_path):
+    pytest.importorskip("pyinstrument", reason="pyinstrument is not installed")
+    prog = write(tmp_path / "prog.py", PYINSTRUMENT_PROGRAM)
+    plain = subprocess.run([sys.executable, prog], cwd=str(tmp_path),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=TIMEOUT)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == "pyinstrument saw during True\ndone\n", plain.stdout
+    res = tg(["run", "--format", "both", "-o", "out", "prog.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == plain.stdout
+    run = only_run_dir(tmp_path / "out")
+    info = runinfo(run)
+    assert info["dropped"] == 0
+    check_grow_deltas(run, ["during0", "during1", "during2", "after0", "after1", "after2"])
+    main = mem_lines(run, "MainThread")
+    assert "threads" in main  # recorded again in the main thread after stop()
+    if MONITORING:
+        assert info["displaced"] == 0 and info["unwound"] == 0 and "during" in main
+    else:
+        # pyinstrument's profile function held the main thread meanwhile: said
+        assert info["displaced"] >= 1 and "during" not in main
+
+
+def test_faulthandler_and_trace_function_inside_a_profiled_program(tmp_path):
+    """faulthandler's watchdog dump of every thread, and a trace function on
+    this thread and later ones (sys.settrace, threading.settrace): the same
+    output as without threadgraph, nothing lost."""
+    prog = write(tmp_path / "prog.py", """
+        import faulthandler, os, select, sys, threading
+
+        def grow(n):
+            return bytearray(n)  # the caller drops it
+        def worker(i, ev):
+            for _ in range(3):
+                grow(100000 * (i + 1))
+            ev.wait()
+        evs = [threading.Event() for _ in range(3)]
+        ts = [threading.Thread(target=worker, args=(i, evs[i]), name="w%d" % i)
+              for i in range(3)]
+        for t in ts: t.start()
+        r, w = os.pipe()
+        faulthandler.dump_traceback_later(0.01, file=w)
+        select.select([r], [], [], 60)  # the watchdog began its dump
+        faulthandler.cancel_dump_traceback_later()  # waits for the dump's end
+        os.close(w)
+        dump = b""
+        while True:
+            chunk = os.read(r, 1 << 16)
+            if not chunk:
+                break
+            dump += chunk
+        dump = dump.decode()
+        print("dump", dump.count("Thread 0x"), dump.count("in worker"))
+        for e in evs: e.set()
+        for t in ts: t.join()
+
+        seen = []
+        def tr(frame, event, arg):
+            if frame.f_code.co_name == "traced":
+                seen.append((event, frame.f_lineno - frame.f_code.co_firstlineno))
+            return tr
+        def traced():
+            a = grow(1000)
+            return len(a)
+        sys.settrace(tr)
+        threading.settrace(tr)
+        traced()
+        t = threading.Thread(target=traced, name="later")
+        t.start()
+        t.join()
+        sys.settrace(None)
+        threading.settrace(None)
+        print("trace", seen)
+    """)
+    plain = subprocess.run([sys.executable, prog], cwd=str(tmp_path),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=TIMEOUT)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.startswith("dump 4 3\ntrace [('call', 0), ('line', 1)"), plain.stdout
+    res = tg(["run", "--format", "both", "-o", "out", "prog.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == plain.stdout
+    run = only_run_dir(tmp_path / "out")
+    info = runinfo(run)
+    assert info["dropped"] == 0 and info["displaced"] == 0 and info["unwound"] == 0
+    check_grow_deltas(run, ["w0", "w1", "w2"])
+    for base in ("MainThread", "later"):
+        assert 1000 <= mem_lines(run, base)["grow"][0] < 1000 + NEAR
