@@ -1023,8 +1023,10 @@ tg_recorder_enable(struct tg_recorder_object *self)
 #if TG_HAVE_MONITORING
     r->offset_int_size = tg_offset_int_size();
 #endif
+    /* tracemalloc.stop() puts the hooks back (tmstop.h); before they count:
+     * its first import makes objects that are none of the program's calls. */
+    tg_tmstop_install();
     tg_hooks_install(r->memory_mode == TG_MEM_PROCESS);
-    tg_tmstop_install();  /* tracemalloc.stop() puts the hooks back (tmstop.h) */
     tg_sleepwrap_install(r);  /* `with lock:` as a sleep trigger */
     r->active = 1;
     r->mon_gen = r->gen;
