@@ -9,6 +9,8 @@
  * wrapper run with it). */
 static PyMethodDef *tg_tmstop_ml;
 static PyCFunction tg_tmstop_orig;
+/* "_tracemalloc", made at the first install and kept (GIL). */
+static PyObject *tg_tmstop_modname;
 
 static PyObject *
 tg_tmstop_wrapper(PyObject *self, PyObject *arg)
@@ -20,6 +22,22 @@ tg_tmstop_wrapper(PyObject *self, PyObject *arg)
     return res;
 }
 
+/* Whether tracemalloc traces now, asked without importing it (-X tracemalloc
+ * and PYTHONTRACEMALLOC start it with no module imported): its public C API
+ * refuses a trace with -2 only when it does not.  The trace, of a domain of
+ * our own, is removed at once. */
+static int
+tg_tmstop_tracing(void)
+{
+    static const char tg_tmstop_key = 0;
+    const unsigned int domain = 0x74670000u;  /* "tg": no other tool's */
+
+    if (PyTraceMalloc_Track(domain, (uintptr_t)&tg_tmstop_key, 1) == -2)
+        return 0;
+    (void)PyTraceMalloc_Untrack(domain, (uintptr_t)&tg_tmstop_key);
+    return 1;
+}
+
 void
 tg_tmstop_install(void)
 {
@@ -28,7 +46,16 @@ tg_tmstop_install(void)
 
     if (tg_tmstop_ml != NULL)
         return;
-    mod = PyImport_ImportModule("_tracemalloc");
+    /* Imported by the program already, or tracing (then the program will
+     * import it to stop it): wrapped.  Otherwise tracemalloc has never run,
+     * and when the program starts it, it wraps our hooks, which its stop puts
+     * back: nothing to wrap, and no module imported that the program did not
+     * import (its objects would change what the program's calls allocate). */
+    if (tg_tmstop_modname == NULL)
+        tg_tmstop_modname = PyUnicode_InternFromString("_tracemalloc");
+    mod = tg_tmstop_modname != NULL ? PyImport_GetModule(tg_tmstop_modname) : NULL;
+    if (mod == NULL && !PyErr_Occurred() && tg_tmstop_tracing())
+        mod = PyImport_ImportModule("_tracemalloc");
     if (mod == NULL) {
         PyErr_Clear();  /* a build without it: nothing to wrap */
         return;

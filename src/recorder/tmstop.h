@@ -19,8 +19,9 @@
 
 #pragma GCC visibility push(hidden)
 
-/* Wrap _tracemalloc.stop (nothing if the module or entry is not as expected).
- * GIL held. */
+/* Wrap _tracemalloc.stop if the program imported it or tracemalloc traces
+ * (nothing else could drop the hooks; nothing either if the module or entry
+ * is not as expected).  GIL held, before the hooks count. */
 void tg_tmstop_install(void);
 /* Put the real function back.  GIL held. */
 void tg_tmstop_uninstall(void);
