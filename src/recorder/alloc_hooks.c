@@ -35,7 +35,12 @@ struct tg_hook_domain {
 
 /* Installed wrappers; written at install/uninstall with the GIL held. */
 static struct tg_hook_domain tg_domains[3];
+/* Set while any of our wrappers may be in an allocator chain (GIL). */
 static int tg_installed;
+/* Bit 1 << domain: our wrapper of that domain saw a malloc made with
+ * TG_BUSY_PROBE set.  Only tg_hooks_in_chain sets that bit, with the GIL, and
+ * only on its own thread: written and read by that thread alone. */
+static int tg_hooks_probe_seen;
 /* Cleared when another allocator wrapped ours and we could not unhook: the
  * wrappers then pass through.  Relaxed atomic: read without the GIL (raw). */
 static _Atomic int tg_tracking;
@@ -139,8 +144,11 @@ tg_hook_malloc_body(void *ctx, size_t size, int gil)
 
     int plain;
 
-    if (saved & TG_BUSY_HOOK)
+    if (saved & (TG_BUSY_HOOK | TG_BUSY_PROBE)) {
+        if (__builtin_expect(saved & TG_BUSY_PROBE, 0))
+            tg_hooks_probe_seen |= 1 << d->domain;
         return d->orig.malloc(d->orig.ctx, size);
+    }
     plain = atomic_load_explicit(&tg_plain, memory_order_relaxed);
     if (!plain && !atomic_load_explicit(&tg_tracking, memory_order_relaxed))
         return d->orig.malloc(d->orig.ctx, size);
@@ -614,6 +622,58 @@ tg_hook_free_gil(void *ctx, void *ptr)
     tg_hook_free_gil_general(ctx, ptr);
 }
 
+/* Whether D's wrapper is in its domain's allocator chain, on top or wrapped
+ * by another tool (tracemalloc started after enable): a one-byte allocation
+ * through the domain's entry point with TG_BUSY_PROBE set, which the
+ * wrapper notes and passes through uncounted, freed with TG_BUSY_HOOK (passed
+ * through as well).  GIL held. */
+static int
+tg_hooks_in_chain(const struct tg_hook_domain *d)
+{
+    int saved = tg_tls.busy, seen;
+    void *p;
+
+    tg_hooks_probe_seen = 0;
+    tg_tls.busy = saved | TG_BUSY_PROBE;
+    p = d->domain == PYMEM_DOMAIN_RAW ? PyMem_RawMalloc(1)
+        : d->domain == PYMEM_DOMAIN_MEM ? PyMem_Malloc(1) : PyObject_Malloc(1);
+    seen = (tg_hooks_probe_seen >> d->domain) & 1;
+    tg_tls.busy = saved | TG_BUSY_HOOK;
+    if (d->domain == PYMEM_DOMAIN_RAW)
+        PyMem_RawFree(p);
+    else if (d->domain == PYMEM_DOMAIN_MEM)
+        PyMem_Free(p);
+    else
+        PyObject_Free(p);
+    tg_tls.busy = saved;
+    return seen;
+}
+
+/* Put D's wrapper on top of its domain's current allocator, which it then
+ * calls down to.  GIL held. */
+static void
+tg_hooks_push(struct tg_hook_domain *d)
+{
+    PyMem_GetAllocator(d->domain, &d->orig);
+    PyMem_SetAllocator(d->domain, &d->ours);
+}
+
+int
+tg_hooks_rehook(void)
+{
+    int i, n = 0;
+
+    if (!tg_installed || !atomic_load(&tg_tracking))
+        return 0;
+    for (i = 0; i < 3; i++) {
+        if (!tg_hooks_in_chain(&tg_domains[i])) {
+            tg_hooks_push(&tg_domains[i]);
+            n++;
+        }
+    }
+    return n;
+}
+
 int
 tg_hooks_install(int count_total)
 {
@@ -634,11 +694,15 @@ tg_hooks_install(int count_total)
         atomic_store(&tg_gil_fast_key, tg_hook_fast_word(atomic_load(&tg_acct_light_gen)));
     else
         atomic_store(&tg_gil_fast_key, TG_GIL_FAST_OFF);
-    if (tg_installed)  /* still in another allocator's chain since last time */
-        return 0;
     for (i = 0; i < 3; i++) {
         struct tg_hook_domain *d = &tg_domains[i];
+        /* Still in another allocator's chain since last time (tracemalloc
+         * started while we recorded, not stopped yet): kept, and passes
+         * through no more.  A wrapper that tool took out of the chain with
+         * it (tracemalloc started before that run) is put back. */
         d->domain = domains[i];
+        if (tg_installed && tg_hooks_in_chain(d))
+            continue;
         d->table = d->domain == PYMEM_DOMAIN_RAW ? &tg_ptrtable_raw : &tg_ptrtable_gil;
         PyMem_GetAllocator(d->domain, &d->orig);
         d->ours.ctx = d;
@@ -663,7 +727,7 @@ tg_hooks_install(int count_total)
             d->ours.free = plain ? tg_hook_free_gil_plain
                            : fast ? tg_hook_free_gil : tg_hook_free_gil_general;
         }
-        PyMem_SetAllocator(d->domain, &d->ours);
+        tg_hooks_push(d);
     }
     tg_installed = 1;
     return 0;

@@ -32,6 +32,11 @@ extern void (*tg_hooks_watch)(void);
 
 /* Install the wrappers on the three domains.  Returns 0. */
 int tg_hooks_install(int count_total);
+/* Put back on top of their domain's allocator the wrappers that another tool
+ * took out of the chain (tracemalloc.stop() restores the allocators it found
+ * at its start, ours missing if that was before enable); returns how many.  0
+ * when not recording.  GIL held. */
+int tg_hooks_rehook(void);
 /* Remove them (restore the previous allocators if ours are still installed; if
  * another tool wrapped ours since, ours stay but stop tracking).  Then clears the
  * pointer table. */

@@ -11,6 +11,7 @@
 #include "thread_start.h"
 #include "monitor.h"
 #include "alloc_hooks.h"
+#include "tmstop.h"
 #include "names.h"
 #include "ptrtable.h"
 #include "sleepwrap.h"
@@ -243,6 +244,24 @@ tg_profile_watch(void)
     }
     if (t != NULL)
         t->held_by_other = 0;
+}
+
+PyObject *
+tg_recorder_call(PyObject *self, PyObject *args, PyObject *kw)
+{
+    struct tg_recorder_object *a = tg_active;
+    PyThreadState *ts = PyThreadState_Get();
+
+    (void)args;
+    (void)kw;
+    if (ts->c_profileobj != self || ts->c_profilefunc == tg_profile)
+        Py_RETURN_NONE;  /* called by hand, or by a tool that chains: nothing */
+    if ((PyObject *)a == self && a->r.active && a->r.backend == TG_BACKEND_SETPROFILE
+            && !a->r.sampled)
+        ts->c_profilefunc = tg_profile;  /* as spguard.c's put back; this event is lost */
+    else
+        PyEval_SetProfile(NULL, NULL);  /* after disable(): none, as before enable() */
+    Py_RETURN_NONE;
 }
 
 /* Start watching for other tools' profile functions (setprofile backend). */
@@ -1005,6 +1024,9 @@ tg_recorder_enable(struct tg_recorder_object *self)
 #if TG_HAVE_MONITORING
     r->offset_int_size = tg_offset_int_size();
 #endif
+    /* tracemalloc.stop() puts the hooks back (tmstop.h); before they count:
+     * its first import makes objects that are none of the program's calls. */
+    tg_tmstop_install();
     tg_hooks_install(r->memory_mode == TG_MEM_PROCESS);
     tg_sleepwrap_install(r);  /* `with lock:` as a sleep trigger */
     r->active = 1;
@@ -1055,6 +1077,7 @@ tg_recorder_disable(struct tg_recorder_object *self)
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();
     tg_native_uninstall();  /* native=True (native.c); before the table is cleared */
+    tg_tmstop_uninstall();
     tg_hooks_uninstall();
     tg_flusher_stop(r);  /* waits for its write in progress, GIL released */
     {
@@ -1196,6 +1219,7 @@ tg_fork_child_stop(struct tg_recorder_object *self)
     tg_threads_unwrap(self);
     tg_sleepwrap_uninstall();
     tg_native_uninstall();  /* native=True (native.c) */
+    tg_tmstop_uninstall();
     tg_hooks_uninstall();
     me = tg_fork_child_reap(r);
     if (me != NULL)

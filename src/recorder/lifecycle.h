@@ -32,6 +32,15 @@ void tg_profile_all_threads(struct tg_recorder_object *self, int install);
  * 3.8-3.11, setprofile backend, recording; nothing otherwise.  GIL held, not
  * inside an allocation (the install raises the audit event). */
 void tg_profile_reclaim(struct tg_recorder_object *self, int take);
+/* Recorder.__call__: the recorder's object installed as a Python profile
+ * function (sys.setprofile(sys.getprofile()) saved while the recorder held
+ * the thread, given back outside spguard.c's wrapper, e.g. after disable()):
+ * never an error, whatever the arguments.  On the calling thread, the
+ * recording recorder's C function takes the Python trampoline's place (the
+ * event of this call is not recorded); a recorder that no longer records
+ * removes itself, leaving the thread with no profile function, as a program
+ * that saved it before enable() would have.  Returns None.  GIL held. */
+PyObject *tg_recorder_call(PyObject *self, PyObject *args, PyObject *kw);
 /* The number of thread states with a profile function that is not the recorder's
  * (the program's own sys.setprofile): threadgraph attach refuses to replace it.
  * The GIL must be held. */

@@ -846,6 +846,7 @@ static PyTypeObject tg_recorder_type = {
     .tp_name = "threadgraph._recorder.Recorder",
     .tp_basicsize = sizeof(struct tg_recorder_object),
     .tp_dealloc = (destructor)tg_rec_dealloc,
+    .tp_call = tg_recorder_call,  /* what sys.getprofile() returns (lifecycle.h) */
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "The C recording engine behind threadgraph.ProcessProfile.",
     .tp_methods = tg_recorder_methods,

@@ -59,6 +59,27 @@ tg_sp_ours(PyThreadState *ts)
            && a->r.backend == TG_BACKEND_MONITORING;
 }
 
+/* Whether the function sys.setprofile just installed on TS is the recording
+ * recorder's object, given back by a program that saved sys.getprofile() and
+ * restores it (memray.Tracker's exit, any save-and-restore of the profile
+ * function): ours is then put back as it was, the C function in place of the
+ * interpreter's Python trampoline (the object, held by the thread state, is
+ * already ours), and the thread is recorded on, this call's return included,
+ * as if its function had never changed.  The audit hook's watch then finds
+ * ours and counts nothing.  3.12+ with backend="setprofile": the same fields,
+ * read by sys.monitoring's legacy profile callbacks. */
+static int
+tg_sp_put_back(PyThreadState *ts)
+{
+    struct tg_recorder_object *a = tg_active;
+
+    if (a == NULL || !a->r.active || a->r.backend != TG_BACKEND_SETPROFILE
+            || ts->c_profileobj != (PyObject *)a || ts->c_profilefunc == tg_profile)
+        return 0;
+    ts->c_profilefunc = tg_profile;
+    return 1;
+}
+
 /* sys.setprofile's function, wrapped: the real call, then the guard if it put
  * another tool's function in place where the interpreter reports this call's
  * return only because of the recorder (tg_sp_ours). */
@@ -69,6 +90,8 @@ tg_sp_wrapper(PyObject *self, PyObject *arg)
     int ours = tg_sp_ours(ts);
     PyObject *res = tg_sp_orig(self, arg);
 
+    if (res != NULL && tg_sp_put_back(ts))
+        return res;
     if (ours && res != NULL && ts->c_profilefunc != NULL && ts->c_profilefunc != tg_profile
             && ts->c_profilefunc != tg_sp_guard) {
         tg_sp_guarded = ts->c_profilefunc;

@@ -20,6 +20,8 @@
 #define TG_BUSY_WATCH 4   /* this thread's profile function was changed (sys.setprofile
                            * audit event, lifecycle.c): the next allocation with the
                            * GIL calls tg_hooks_watch to see by whom */
+#define TG_BUSY_PROBE 8   /* alloc_hooks.c tg_hooks_in_chain: the wrappers note that
+                           * they were called, and pass the call through */
 
 struct tg_thread;
 struct tg_acct_thread;

@@ -771,3 +771,404 @@ def test_run_with_tool_ids_taken_before_it_says_so(tmp_path):
     assert res.stderr == ("threadgraph run: cannot record: sys.monitoring: tool ids 3 and 4, the "
                           "ones threadgraph may use, are both taken by other tools\n")
     assert not os.path.exists(str(tmp_path / "out2")) or not os.listdir(str(tmp_path / "out2"))
+
+
+# --- tracemalloc inside a profiled program -----------------------------------------
+#
+# tracemalloc wraps the three allocator domains as the recorder does, and its
+# stop() sets each back to what it found at its start: started before the
+# recorder (PYTHONTRACEMALLOC, -X tracemalloc), that drops the recorder's
+# wrappers with it, and the recorder puts them back at once (tmstop.h).  The
+# program's own tracemalloc figures must be right and every thread's deltas
+# exact before and after stop().
+
+TRACEMALLOC_PROGRAM = """
+import os, sys, threading, tracemalloc
+
+START = sys.argv[1]  # "program": start() here; "before": PYTHONTRACEMALLOC did
+
+def grow(n):
+    return bytearray(n)  # the caller drops it: the delta is n and a header
+def worker(i):
+    for _ in range(3):
+        grow(100000 * (i + 1))
+def keep():
+    global kept
+    kept = [bytearray(200000) for _ in range(5)]
+def after():
+    return len(grow(300000))
+def threads(tag):
+    ts = [threading.Thread(target=worker, args=(i,), name="%s%d" % (tag, i)) for i in range(3)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+
+if START == "program":
+    tracemalloc.start()
+print("tracing", tracemalloc.is_tracing())
+threads("during")
+keep()
+stats = tracemalloc.take_snapshot().statistics("filename")
+# by base name: on 3.8 `threadgraph run` compiles the script with its absolute
+# path while __file__ stays as given
+mine = [s for s in stats if os.path.basename(s.traceback[0].filename) == "prog.py"]
+print("kept traced", len(mine) == 1 and mine[0].size >= 1000000)
+tracemalloc.stop()
+print("tracing", tracemalloc.is_tracing())
+print("after", after())
+threads("stopped")
+print("done")
+"""
+
+# A thread's delta of `grow(n)`: n plus the bytearray's header, within a
+# page (an allocator's rounding, never a missed block of n bytes).
+NEAR = 4096
+
+
+def check_grow_deltas(run, bases):
+    for base in bases:
+        m = mem_lines(run, base)
+        i = int(base[-1])
+        assert len(m["grow"]) == 3, (base, m)
+        for d in m["grow"]:
+            assert 100000 * (i + 1) <= d < 100000 * (i + 1) + NEAR, (base, m)
+
+
+@pytest.mark.parametrize("start", ["program", "before"])
+@pytest.mark.parametrize("mode", ["full", "native"])
+def test_tracemalloc_inside_a_profiled_program(tmp_path, start, mode):
+    """tracemalloc started by the program or before it (PYTHONTRACEMALLOC),
+    stopped by the program, with three threads before and after its stop():
+    output and status as without threadgraph, and every delta exact."""
+    prog = write(tmp_path / "prog.py", TRACEMALLOC_PROGRAM)
+    env = dict(os.environ, PYTHONTRACEMALLOC="1" if start == "before" else "0")
+    plain = subprocess.run([sys.executable, prog, start], cwd=str(tmp_path), env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=TIMEOUT)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == ("tracing True\nkept traced True\ntracing False\n"
+                            "after 300000\ndone\n"), plain.stdout
+
+    args = ["run", "--format", "both", "-o", "out"] + (["--native"] if mode == "native" else [])
+    res = tg(args + ["prog.py", start], tmp_path, env=env)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == plain.stdout
+
+    run = only_run_dir(tmp_path / "out")
+    info = runinfo(run)
+    assert info["dropped"] == 0 and info["unwound"] == 0 and info["displaced"] == 0
+    main = mem_lines(run, "MainThread")
+    assert 1000000 <= main["keep"][0] < 1000000 + 4 * NEAR, main
+    # after tracemalloc.stop(): the main thread's and later threads' blocks
+    assert 300000 <= main["grow"][-1] < 300000 + NEAR, main
+    check_grow_deltas(run, ["during0", "during1", "during2",
+                            "stopped0", "stopped1", "stopped2"])
+
+
+def test_tracemalloc_sampled_after_stop(tmp_path):
+    """--sampled: each thread's exact figures (summary.json) after tracemalloc,
+    started before the recorder, stopped."""
+    prog = write(tmp_path / "prog.py", TRACEMALLOC_PROGRAM)
+    env = dict(os.environ, PYTHONTRACEMALLOC="1")
+    res = tg(["run", "--sampled", "-o", "out", "prog.py", "before"], tmp_path, env=env)
+    assert res.returncode == 0, res.stderr
+    assert "after 300000\ndone\n" in res.stdout
+    run = only_run_dir(tmp_path / "out")
+    assert runinfo(run)["dropped"] == 0
+    with open(os.path.join(run, "summary.json")) as f:
+        threads = {t["base"]: t for t in json.load(f)["threads"]}
+    for i in range(3):
+        t = threads["stopped%d" % i]
+        n = 100000 * (i + 1)
+        # grow() holds one block of n bytes at a time, three times
+        assert n <= t["peak_bytes"] < n + 4 * NEAR, t
+        assert 3 * n <= t["total_requested_bytes"] < 3 * n + 4 * NEAR, t
+
+
+# tracemalloc's start and stop on either side of enable() and disable(), in
+# process, with a second profile after them: the recorder's wrappers are in
+# the chain exactly once in each profile (no block missed, none counted twice).
+TRACEMALLOC_INPROCESS = """
+import sys, threading, tracemalloc
+from threadgraph import ProcessProfile
+
+ORDER = sys.argv[1]
+
+def grow(n):
+    return bytearray(n)  # the caller drops it: the delta is n and a header
+def worker(i):
+    for _ in range(3):
+        grow(100000 * (i + 1))
+def threads(tag):
+    ts = [threading.Thread(target=worker, args=(i,), name="%s%d" % (tag, i)) for i in range(3)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+
+def profile(out, tag, start=False, stop=False):
+    p = ProcessProfile(default_log_path=out, format="text")
+    p.enable()
+    if start:
+        tracemalloc.start()
+    threads(tag)
+    if stop:
+        tracemalloc.stop()
+    threads(tag + "x")
+    p.disable()
+
+if ORDER == "start-before-stop-after":
+    tracemalloc.start()
+    profile("out1", "a")
+    tracemalloc.stop()
+elif ORDER == "start-inside-stop-after":
+    profile("out1", "a", start=True)
+    tracemalloc.stop()
+elif ORDER == "start-before-stop-inside":
+    tracemalloc.start()
+    profile("out1", "a", stop=True)
+elif ORDER == "start-inside-stop-next":
+    profile("out1", "a", start=True)
+    tracemalloc.start()
+    p = ProcessProfile(default_log_path="out2", format="text")
+    p.enable()
+    tracemalloc.stop()
+    p.disable()
+profile("out2" if ORDER != "start-inside-stop-next" else "out3", "b")
+print("done", tracemalloc.is_tracing())
+"""
+
+
+@pytest.mark.parametrize("order", ["start-before-stop-after", "start-inside-stop-after",
+                                   "start-before-stop-inside", "start-inside-stop-next"])
+def test_tracemalloc_around_enable_and_disable(tmp_path, order):
+    prog = write(tmp_path / "prog.py", TRACEMALLOC_INPROCESS)
+    res = subprocess.run([sys.executable, prog, order], cwd=str(tmp_path),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, timeout=TIMEOUT)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "done False\n", res.stdout + res.stderr
+    check_grow_deltas(only_run_dir(tmp_path / "out1"), ["a0", "a1", "a2", "ax0", "ax1", "ax2"])
+    last = "out3" if order == "start-inside-stop-next" else "out2"
+    check_grow_deltas(only_run_dir(tmp_path / last), ["b0", "b1", "b2", "bx0", "bx1", "bx2"])
+
+
+# --- memray.Tracker inside a profiled program ----------------------------------------
+#
+# memray.Tracker saves sys.getprofile() at its start and gives it back to
+# sys.setprofile() at its exit: while the recorder holds the thread (its
+# profile function, 3.8-3.11 or backend="setprofile"), that is the recorder's
+# object, which must work as a profile function (spguard.c puts the
+# recorder's C function back; Recorder.__call__ otherwise).
+
+MEMRAY_PROGRAM = """
+import os, sys, threading, memray
+from memray import FileReader
+
+def grow(n):
+    return bytearray(n)  # the caller drops it: the delta is n and a header
+def worker(i):
+    for _ in range(3):
+        grow(100000 * (i + 1))
+def threads(tag):
+    ts = [threading.Thread(target=worker, args=(i,), name="%s%d" % (tag, i)) for i in range(3)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+
+with memray.Tracker("memray.bin", trace_python_allocators=sys.argv[1] == "python-allocators"):
+    threads("during")
+threads("after")
+big = [a for a in FileReader("memray.bin").get_allocation_records() if a.size >= 100000]
+print("memray saw", len(big), sorted({a.size // 100000 for a in big}))
+"""
+
+
+@pytest.mark.parametrize("allocators", ["python-allocators", "malloc"])
+def test_memray_tracker_inside_a_profiled_program(tmp_path, allocators):
+    pytest.importorskip("memray", reason="memray is not installed (no wheel for this Python)")
+    prog = write(tmp_path / "prog.py", MEMRAY_PROGRAM)
+    plain = subprocess.run([sys.executable, prog, allocators], cwd=str(tmp_path),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=TIMEOUT)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == "memray saw 9 [1, 2, 3]\n", plain.stdout
+    os.remove(str(tmp_path / "memray.bin"))
+
+    res = tg(["run", "--format", "both", "-o", "out", "prog.py", allocators], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == plain.stdout  # memray's own results too
+
+    run = only_run_dir(tmp_path / "out")
+    info = runinfo(run)
+    assert info["dropped"] == 0 and info["unwound"] == 0
+    # recorded again once memray stopped, exactly
+    check_grow_deltas(run, ["after0", "after1", "after2"])
+    if MONITORING:
+        assert info["displaced"] == 0
+        check_grow_deltas(run, ["during0", "during1", "during2"])
+    else:
+        # memray's profile function held the threads meanwhile: said
+        assert info["displaced"] >= 1
+        assert "takeovers by another profiler" in res.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("backend", ["setprofile", "auto"])
+def test_profile_function_saved_and_restored(tmp_path, backend):
+    """The save-and-restore pattern by hand, around another profile function
+    and around disable(): sys.getprofile()'s object given back to
+    sys.setprofile() records again (while recording) or leaves no function
+    (after disable()), never an error."""
+    prog = write(tmp_path / "prog.py", """
+        import sys, threading
+        from threadgraph import ProcessProfile
+
+        def before(): return [0] * 10
+        def during(): return [1] * 10
+        def restored(): return [2] * 10
+        def late(): return [3] * 10
+
+        p = ProcessProfile(default_log_path="out", format="text", backend=sys.argv[1])
+        p.enable()
+        before()
+        saved = sys.getprofile()
+        sys.setprofile(lambda *a: None)
+        during()
+        sys.setprofile(saved)
+        restored()
+        saved = sys.getprofile()
+        p.disable()
+        sys.setprofile(saved)
+        late()
+        print("after disable", sys.getprofile() is None)
+        t = threading.Thread(target=late)
+        t.start()
+        t.join()
+        print("ok")
+    """)
+    res = subprocess.run([sys.executable, prog, backend], cwd=str(tmp_path),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, timeout=TIMEOUT)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "after disable True\nok\n", res.stdout + res.stderr
+    run = only_run_dir(tmp_path / "out")
+    m = mem_lines(run, "MainThread")
+    for fn in ("before", "restored"):
+        assert fn in m, (fn, sorted(m))
+    assert "late" not in m
+
+
+# --- pyinstrument, faulthandler and a trace function inside a profiled program -------
+
+PYINSTRUMENT_PROGRAM = """
+import threading
+from pyinstrument import Profiler
+
+def grow(n):
+    return bytearray(n)  # the caller drops it: the delta is n and a header
+def worker(i):
+    for _ in range(3):
+        grow(100000 * (i + 1))
+def threads(tag):
+    ts = [threading.Thread(target=worker, args=(i,), name="%s%d" % (tag, i)) for i in range(3)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+def during():
+    threads("during")
+    return sum(range(200000))
+
+p = Profiler(interval=0.0001)
+p.start()
+during()
+p.stop()
+print("pyinstrument saw during", "during" in p.output_text())
+threads("after")
+print("done")
+"""
+
+
+def test_pyinstrument_inside_a_profiled_program(tmp_path):
+    pytest.importorskip("pyinstrument", reason="pyinstrument is not installed")
+    prog = write(tmp_path / "prog.py", PYINSTRUMENT_PROGRAM)
+    plain = subprocess.run([sys.executable, prog], cwd=str(tmp_path),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=TIMEOUT)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout == "pyinstrument saw during True\ndone\n", plain.stdout
+    res = tg(["run", "--format", "both", "-o", "out", "prog.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == plain.stdout
+    run = only_run_dir(tmp_path / "out")
+    info = runinfo(run)
+    assert info["dropped"] == 0
+    check_grow_deltas(run, ["during0", "during1", "during2", "after0", "after1", "after2"])
+    main = mem_lines(run, "MainThread")
+    assert "threads" in main  # recorded again in the main thread after stop()
+    if MONITORING:
+        assert info["displaced"] == 0 and info["unwound"] == 0 and "during" in main
+    else:
+        # pyinstrument's profile function held the main thread meanwhile: said
+        assert info["displaced"] >= 1 and "during" not in main
+
+
+def test_faulthandler_and_trace_function_inside_a_profiled_program(tmp_path):
+    """faulthandler's watchdog dump of every thread, and a trace function on
+    this thread and later ones (sys.settrace, threading.settrace): the same
+    output as without threadgraph, nothing lost."""
+    prog = write(tmp_path / "prog.py", """
+        import faulthandler, os, select, sys, threading
+
+        def grow(n):
+            return bytearray(n)  # the caller drops it
+        def worker(i, ev):
+            for _ in range(3):
+                grow(100000 * (i + 1))
+            ev.wait()
+        evs = [threading.Event() for _ in range(3)]
+        ts = [threading.Thread(target=worker, args=(i, evs[i]), name="w%d" % i)
+              for i in range(3)]
+        for t in ts: t.start()
+        r, w = os.pipe()
+        faulthandler.dump_traceback_later(0.01, file=w)
+        select.select([r], [], [], 60)  # the watchdog began its dump
+        faulthandler.cancel_dump_traceback_later()  # waits for the dump's end
+        os.close(w)
+        dump = b""
+        while True:
+            chunk = os.read(r, 1 << 16)
+            if not chunk:
+                break
+            dump += chunk
+        dump = dump.decode()
+        print("dump", dump.count("Thread 0x"), dump.count("in worker"))
+        for e in evs: e.set()
+        for t in ts: t.join()
+
+        seen = []
+        def tr(frame, event, arg):
+            if frame.f_code.co_name == "traced":
+                seen.append((event, frame.f_lineno - frame.f_code.co_firstlineno))
+            return tr
+        def traced():
+            a = grow(1000)
+            return len(a)
+        sys.settrace(tr)
+        threading.settrace(tr)
+        traced()
+        t = threading.Thread(target=traced, name="later")
+        t.start()
+        t.join()
+        sys.settrace(None)
+        threading.settrace(None)
+        print("trace", seen)
+    """)
+    plain = subprocess.run([sys.executable, prog], cwd=str(tmp_path),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=TIMEOUT)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.startswith("dump 4 3\ntrace [('call', 0), ('line', 1)"), plain.stdout
+    res = tg(["run", "--format", "both", "-o", "out", "prog.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == plain.stdout
+    run = only_run_dir(tmp_path / "out")
+    info = runinfo(run)
+    assert info["dropped"] == 0 and info["displaced"] == 0 and info["unwound"] == 0
+    check_grow_deltas(run, ["w0", "w1", "w2"])
+    for base in ("MainThread", "later"):
+        assert 1000 <= mem_lines(run, base)["grow"][0] < 1000 + NEAR
