@@ -289,6 +289,7 @@ tg_watch_start(void)
  * and giving ours back to those left without one.
  */
 
+#if !TG_HAVE_SETPROFILE_ALL
 /* A thread state's view for the sweep: its ident and what it has. */
 struct tg_reclaim_ts {
     unsigned long ident;
@@ -329,6 +330,7 @@ tg_reclaim_count(struct tg_thread *t, void *ctx)
     /* still held: counted until it lets go; put back: the next takeover counts */
     t->held_by_other = rc->ts[i].state == 1;
 }
+#endif
 
 void
 tg_profile_reclaim(struct tg_recorder_object *self, int take)
