@@ -782,25 +782,31 @@ def test_run_with_tool_ids_taken_before_it_says_so(tmp_path):
 # program's own tracemalloc figures must be right and every thread's deltas
 # exact before and after stop().
 
-TRACEMALLOC_PROGRAM = """
-import os, sys, threading, tracemalloc
-
-START = sys.argv[1]  # "program": start() here; "before": PYTHONTRACEMALLOC did
-
+# Three threads named TAG0..TAG2 that each grow 3 temporaries of 100000 *
+# (i + 1) bytes (check_grow_deltas reads them); the programs below use it.
+GROW_THREADS = """
 def grow(n):
     return bytearray(n)  # the caller drops it: the delta is n and a header
 def worker(i):
     for _ in range(3):
         grow(100000 * (i + 1))
+def threads(tag):
+    ts = [threading.Thread(target=worker, args=(i,), name="%s%d" % (tag, i)) for i in range(3)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+"""
+
+TRACEMALLOC_PROGRAM = """
+import os, sys, threading, tracemalloc
+
+START = sys.argv[1]  # "program": start() here; "before": PYTHONTRACEMALLOC did
+
+""" + GROW_THREADS + """
 def keep():
     global kept
     kept = [bytearray(200000) for _ in range(5)]
 def after():
     return len(grow(300000))
-def threads(tag):
-    ts = [threading.Thread(target=worker, args=(i,), name="%s%d" % (tag, i)) for i in range(3)]
-    for t in ts: t.start()
-    for t in ts: t.join()
 
 if START == "program":
     tracemalloc.start()
@@ -893,16 +899,7 @@ from threadgraph import ProcessProfile
 
 ORDER = sys.argv[1]
 
-def grow(n):
-    return bytearray(n)  # the caller drops it: the delta is n and a header
-def worker(i):
-    for _ in range(3):
-        grow(100000 * (i + 1))
-def threads(tag):
-    ts = [threading.Thread(target=worker, args=(i,), name="%s%d" % (tag, i)) for i in range(3)]
-    for t in ts: t.start()
-    for t in ts: t.join()
-
+""" + GROW_THREADS + """
 def profile(out, tag, start=False, stop=False):
     p = ProcessProfile(default_log_path=out, format="text")
     p.enable()
@@ -962,16 +959,7 @@ MEMRAY_PROGRAM = """
 import os, sys, threading, memray
 from memray import FileReader
 
-def grow(n):
-    return bytearray(n)  # the caller drops it: the delta is n and a header
-def worker(i):
-    for _ in range(3):
-        grow(100000 * (i + 1))
-def threads(tag):
-    ts = [threading.Thread(target=worker, args=(i,), name="%s%d" % (tag, i)) for i in range(3)]
-    for t in ts: t.start()
-    for t in ts: t.join()
-
+""" + GROW_THREADS + """
 with memray.Tracker("memray.bin", trace_python_allocators=sys.argv[1] == "python-allocators"):
     threads("during")
 threads("after")
@@ -1060,15 +1048,7 @@ PYINSTRUMENT_PROGRAM = """
 import threading
 from pyinstrument import Profiler
 
-def grow(n):
-    return bytearray(n)  # the caller drops it: the delta is n and a header
-def worker(i):
-    for _ in range(3):
-        grow(100000 * (i + 1))
-def threads(tag):
-    ts = [threading.Thread(target=worker, args=(i,), name="%s%d" % (tag, i)) for i in range(3)]
-    for t in ts: t.start()
-    for t in ts: t.join()
+""" + GROW_THREADS + """
 def during():
     threads("during")
     return sum(range(200000))
