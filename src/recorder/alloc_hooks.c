@@ -9,6 +9,7 @@
  * table, and its frees only remove entries.
  */
 #include "alloc_hooks.h"
+#include "arena_hook.h"
 #include "hook_count.h"
 
 #include <pthread.h>
@@ -281,26 +282,14 @@ tg_hook_malloc_gil_record(void *p, size_t size)
     return p;
 }
 
-/* ptrpage.h's first entry of a shadow page, out of the fast paths. */
-__attribute__((noinline)) void *
-tg_hook_gil_fast_busy(void *p)
-{
-    tg_ptrtable_gil_enter_rest((uintptr_t)p, 0, 2);
-    return p;
-}
-
 /* The end of sampled mode's allocations in a GIL domain: block P of SIZE
  * bytes through tg_hook_gil_fast_alloc, or the general path's record; P
  * returned, by tail calls where there is more to do. */
 static inline __attribute__((always_inline)) void *
 tg_hook_gil_fast_done(void *p, size_t size)
 {
-    int r = tg_hook_gil_fast_alloc(p, size);  /* 0 when P is NULL */
-
-    if (__builtin_expect(r == 1, 1))
+    if (__builtin_expect(tg_hook_gil_fast_alloc(p, size), 1))  /* 0 when P is NULL */
         return p;
-    if (r == 2)
-        return tg_hook_gil_fast_busy(p);
     return tg_hook_malloc_gil_record(p, size);
 }
 
@@ -352,13 +341,12 @@ tg_hook_gil_fast_ok(int sampled)
 }
 
 /* The rest of plain mode's malloc of block P when the previous newest block
- * Q (word QW) did not go into the page map by the common case: KIND 2, Q
- * went in as its shadow page's first entry; 0, Q goes wherever it goes.
- * Returns P, for a tail call. */
+ * Q (word QW) did not go into the page map by the common case: Q goes
+ * wherever it goes.  Returns P, for a tail call. */
 static __attribute__((noinline)) void *
-tg_hook_malloc_gil_plain_rest(void *p, uintptr_t q, size_t qw, int kind)
+tg_hook_malloc_gil_plain_rest(void *p, uintptr_t q, size_t qw)
 {
-    tg_ptrtable_gil_enter_rest(q, qw, kind);
+    tg_gil_insert_slow(q, qw);
     return p;
 }
 
@@ -384,7 +372,6 @@ tg_hook_malloc_gil_plain(void *ctx, size_t size)
     uintptr_t q;
     size_t qw;
     void *p;
-    int kind;
 
     if (__builtin_expect(!tg_hook_gil_fast_ok(0), 0))
         return tg_hook_malloc_gil_general(ctx, size);
@@ -406,10 +393,9 @@ tg_hook_malloc_gil_plain(void *ctx, size_t size)
     tg_gil_newest.word = size;
     if (q == 0 || q == (uintptr_t)p)
         return p;
-    kind = tg_ptrtable_gil_enter_fast(q, qw);
-    if (__builtin_expect(kind == 1, 1))
+    if (__builtin_expect(tg_ptrtable_gil_enter_fast(q, qw), 1))
         return p;
-    return tg_hook_malloc_gil_plain_rest(p, q, qw, kind);
+    return tg_hook_malloc_gil_plain_rest(p, q, qw);
 }
 
 static __attribute__((noinline)) void *
@@ -688,6 +674,7 @@ tg_hooks_install(int count_total)
     atomic_store(&tg_plain, !count_total && !atomic_load(&tg_acct_on));
     atomic_store(&tg_plain_key, atomic_load(&tg_plain) ? 0 : -1);
     (void)pthread_once(&tg_hooks_fork_once, tg_hooks_fork_init);
+    tg_arena_hook_install();  /* the map's memory goes back with the arenas */
     /* The key last: what the fast paths read is set.  Accounting's light
      * generation is not that of any state unless sampled mode runs. */
     if (fast && tg_ptrpage_reserve(&tg_ptrpage_gil) == 0 && !tg_ptrtable_gil.unmarked)

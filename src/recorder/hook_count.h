@@ -227,9 +227,7 @@ tg_hook_entry_free(size_t word, int count_thread)
  * GIL table's hash, ptrtable_fast.h), that tg_acct_alloc_light_cur counts:
  * counted on the thread's accounting state (not on tg_tls's counters: see
  * tg_hook_thread_counters) and entered in the page map.  1 when
- * done, 2 when done and the entry was its shadow page's first (the caller
- * then returns through tg_hook_gil_fast_busy); 0 having done nothing (the
- * general path then does everything). */
+ * done; 0 having done nothing (the general path then does everything). */
 static inline __attribute__((always_inline)) int
 tg_hook_gil_fast_alloc(void *p, size_t size)
 {
@@ -246,12 +244,9 @@ tg_hook_gil_fast_alloc(void *p, size_t size)
             || *(e = tg_ptrpage_entry(&tg_ptrpage_gil, g)) != 0
             || !tg_acct_alloc_light_cur(size, &word))
         return 0;
-    return 1 + tg_ptrpage_fill_first(&tg_ptrpage_gil, e, g, (size_t)word);
+    tg_ptrpage_fill(&tg_ptrpage_gil, e, g, (size_t)word);
+    return 1;
 }
-
-/* After tg_hook_gil_fast_alloc's 2 for block P: its shadow page's first
- * entry (ptrpage.h tg_ptrpage_busy).  Returns P, for a tail call. */
-void *tg_hook_gil_fast_busy(void *p);
 
 /* Sampled mode's common free in a GIL domain, by the program (the thread not
  * busy) on a thread that its caller found on the fast paths' key (see

@@ -1,11 +1,12 @@
 /*
- * ptrpage.c - the GIL table's page map (ptrpage.h): its reservation, its
- * shadow pages' lists and trim, and its clearing, out of the hooks' inlined
- * path.
+ * ptrpage.c - the GIL table's page map (ptrpage.h): its reservation, the
+ * memory given back with the heap's, its walk for statistics and its
+ * clearing, out of the hooks' inlined path.
  */
 #include "ptrpage.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -13,19 +14,7 @@
 #include <unistd.h>
 
 struct tg_ptrpage tg_ptrpage_gil;
-
-/* Bytes of the three arrays covering addresses below 2^BITS: the entries,
- * then the counts, then the listed flags, each shadow page's 4 KiB aligned. */
-static size_t
-tg_ptrpage_span(unsigned bits, size_t *neg_at, size_t *listed_at)
-{
-    uint64_t granules = UINT64_C(1) << (bits - 4);
-    uint64_t spages = granules >> TG_PP_SPAGE_SHIFT;
-
-    *neg_at = (size_t)(granules * sizeof(uint16_t));
-    *listed_at = *neg_at + (size_t)(spages * sizeof(uint32_t));
-    return *listed_at + (size_t)spages;
-}
+const char *tg_ptrpage_maps_path = "/proc/self/maps";
 
 /* Whether the kernel charges MAP_NORESERVE mappings against its commit
  * limit (vm.overcommit_memory 2): a reservation would then take the
@@ -54,7 +43,6 @@ tg_ptrpage_reserve(struct tg_ptrpage *m)
         return 0;
     if (m->unmapped)  /* not tried per block */
         return -1;
-    m->keep = sysconf(_SC_PAGESIZE) != (long)TG_PP_SPAGE_BYTES;
     /* Address space or commit the program may need itself is not taken:
      * under vm.overcommit_memory 2 no map at all, under a limit of address
      * space (ulimit -v) only the whole range (which no such limit allows).
@@ -67,7 +55,7 @@ tg_ptrpage_reserve(struct tg_ptrpage *m)
     if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
         min_bits = TG_PP_ADDR_BITS;
     for (bits = TG_PP_ADDR_BITS; bits >= min_bits; bits--) {
-        size_t neg_at, listed_at, span = tg_ptrpage_span(bits, &neg_at, &listed_at);
+        size_t span = (size_t)(UINT64_C(1) << (bits - 4)) * sizeof(uint16_t);
         char *a = mmap(NULL, span, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
@@ -77,12 +65,10 @@ tg_ptrpage_reserve(struct tg_ptrpage *m)
         (void)madvise(a, span, MADV_DONTDUMP);  /* a core without 16 TiB of zeros */
 #endif
         m->word1 = (uint16_t *)a;
-        m->neg = (uint32_t *)(a + neg_at);
-        m->listed = (uint8_t *)(a + listed_at);
         m->span = span;
         m->glimit = UINT64_C(1) << (bits - 4);
         /* No block lies in the first page of the address space: granule 0
-         * holds a mark (not counted), so that the hooks' fast paths take a
+         * holds a mark (not in marks), so that the hooks' fast paths take a
          * NULL from a failed allocation for no free entry without a test of
          * their own. */
         m->word1[0] = TG_PP_MARK;
@@ -108,70 +94,106 @@ tg_ptrpage_set(struct tg_ptrpage *m, uintptr_t p, size_t word)
     return 0;
 }
 
-__attribute__((noinline, cold)) void
-tg_ptrpage_list(struct tg_ptrpage *m, uint64_t sp)
+__attribute__((cold)) void
+tg_ptrpage_forget(struct tg_ptrpage *m, uintptr_t addr, size_t len)
 {
-    if (m->idle > TG_PP_IDLE_MIN && m->idle > m->pages - m->idle && !m->keep)
-        tg_ptrpage_trim(m);  /* SP has an entry already: it stays */
-    if (m->pages == m->touched_cap) {
-        size_t cap = m->touched_cap ? 2 * m->touched_cap : 1024;
-        uint32_t *t = realloc(m->touched, cap * sizeof(*t));
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uint64_t g0 = (uint64_t)addr >> 4, g1;
+    uintptr_t lo, hi;
 
-        if (t == NULL)
-            return;  /* not listed: its memory stays until clear, and the
-                        next page that gets a first entry tries again */
-        m->touched = t;
-        m->touched_cap = cap;
+    if (m->word1 == NULL || len == 0 || g0 >= m->glimit)
+        return;
+    g1 = ((uint64_t)addr + len) >> 4;
+    if (g1 > m->glimit)
+        g1 = m->glimit;
+    /* Only the map's pages that lie wholly inside the range's shadow: an edge
+     * page also shadows the neighbouring blocks. */
+    lo = ((uintptr_t)&m->word1[g0] + page - 1) & ~(page - 1);
+    hi = (uintptr_t)&m->word1[g1] & ~(page - 1);
+    if (hi <= lo)
+        return;
+    if (madvise((void *)lo, hi - lo, MADV_DONTNEED) == 0) {
+        m->forgets++;
+        m->forgot += hi - lo;
     }
-    m->touched[m->pages++] = (uint32_t)sp;
-    m->listed[sp] = 1;
 }
 
-static int
-tg_ptrpage_cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Give back the memory of the idle shadow pages [FIRST, FIRST + N). */
+/* Add to *ENTRIES and *BYTES what M holds in the shadow of [LO, HI), which
+ * M covers, from the map's address *FROM on (the map's pages before it were
+ * counted: a page shadows 32 KiB, so neighbouring mappings may share one);
+ * *FROM moved past them.  mincore says which pages are in memory, and only
+ * those are read (reading the others would fill them). */
 static void
-tg_ptrpage_drop_run(struct tg_ptrpage *m, uint64_t first, uint64_t n)
+tg_ptrpage_walk_range(const struct tg_ptrpage *m, uint64_t lo, uint64_t hi,
+                      uintptr_t page, uintptr_t *from, size_t *entries,
+                      size_t *bytes)
 {
-    (void)madvise((char *)m->word1 + first * TG_PP_SPAGE_BYTES,
-                  (size_t)(n * TG_PP_SPAGE_BYTES), MADV_DONTNEED);
+    enum { CHUNK = 4096 };           /* pages of the map per mincore call */
+    unsigned char vec[CHUNK];
+    uintptr_t a = (uintptr_t)&m->word1[lo >> 4] & ~(page - 1);
+    uintptr_t end = (uintptr_t)&m->word1[(hi + 15) >> 4];
+
+    if (a < *from)
+        a = *from;
+    while (a < end) {
+        size_t n = (end - a + page - 1) / page, i;
+
+        if (n > CHUNK)
+            n = CHUNK;
+        if (mincore((void *)a, n * page, vec) != 0)
+            return;
+        for (i = 0; i < n; i++) {
+            const uint16_t *e = (const uint16_t *)(a + i * page);
+            size_t k;
+
+            if (!(vec[i] & 1))
+                continue;
+            *bytes += page;
+            for (k = 0; k < page / sizeof(*e); k++)
+                *entries += e[k] != 0;
+        }
+        a += n * page;
+        *from = a;
+    }
 }
 
-__attribute__((noinline, cold)) void
-tg_ptrpage_trim(struct tg_ptrpage *m)
+int
+tg_ptrpage_walk(const struct tg_ptrpage *m, size_t *entries, size_t *bytes)
 {
-    size_t i, kept = 0;
-    uint64_t run_first = 0, run_n = 0;
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), from = 0;
+    uint64_t top = m->glimit << 4;
+    char line[512];
+    FILE *f;
 
-    /* In address order, so that neighbouring idle pages go in one call. */
-    qsort(m->touched, m->pages, sizeof(*m->touched), tg_ptrpage_cmp_u32);
-    for (i = 0; i < m->pages; i++) {
-        uint64_t sp = m->touched[i];
+    *entries = *bytes = 0;
+    if (m->word1 == NULL)
+        return 0;
+    f = fopen(tg_ptrpage_maps_path, "re");
+    if (f == NULL)
+        return -1;
+    /* In address order, and so the map's pages. */
+    while (fgets(line, sizeof line, f) != NULL) {
+        unsigned long long lo, hi;
+        size_t len = strlen(line);
 
-        if (m->neg[sp] != 0) {
-            m->touched[kept++] = (uint32_t)sp;
+        if (len > 0 && line[len - 1] != '\n') {  /* a long path: its rest */
+            int c;
+            while ((c = getc(f)) != EOF && c != '\n')
+                ;
+        }
+        if (sscanf(line, "%llx-%llx", &lo, &hi) != 2 || lo >= top
+                || (uintptr_t)lo == (uintptr_t)m->word1)  /* the map: no block */
             continue;
-        }
-        m->listed[sp] = 0;
-        m->idle--;
-        if (run_n != 0 && run_first + run_n == sp) {
-            run_n++;
-        } else {
-            if (run_n != 0)
-                tg_ptrpage_drop_run(m, run_first, run_n);
-            run_first = sp;
-            run_n = 1;
-        }
+        if (hi > top)
+            hi = top;
+        tg_ptrpage_walk_range(m, lo, hi, page, &from, entries, bytes);
     }
-    if (run_n != 0)
-        tg_ptrpage_drop_run(m, run_first, run_n);
-    m->pages = kept;
-    m->trims++;
+    fclose(f);
+    /* granule 0's mark (tg_ptrpage_reserve) is no entry; walked only where
+     * something is mapped at 0 */
+    if (from > (uintptr_t)m->word1 && m->word1[0] == TG_PP_MARK && *entries > 0)
+        (*entries)--;
+    return 0;
 }
 
 void
@@ -179,23 +201,5 @@ tg_ptrpage_clear(struct tg_ptrpage *m)
 {
     if (m->word1 != NULL)
         munmap(m->word1, m->span);
-    free(m->touched);
     memset(m, 0, sizeof(*m));
-}
-
-size_t
-tg_ptrpage_entries(const struct tg_ptrpage *m)
-{
-    size_t i, count = 0;
-
-    for (i = 0; i < m->pages; i++)
-        count += (uint32_t)-m->neg[m->touched[i]];
-    return count;
-}
-
-size_t
-tg_ptrpage_bytes(const struct tg_ptrpage *m)
-{
-    return m->pages * (TG_PP_SPAGE_BYTES + sizeof(uint32_t) + 1)
-           + m->touched_cap * sizeof(*m->touched);
 }

@@ -466,8 +466,11 @@ tg_ptrtable_stats(struct tg_ptrtable *t, struct tg_ptrtable_stats *st)
         tg_gil_newest_flush();  /* counted where it belongs */
     tg_table_stats(t, st);
     if (t == &tg_ptrtable_gil) {
-        st->paged = tg_ptrpage_entries(&tg_ptrpage_gil) - tg_ptrpage_gil.marks;
-        st->bytes += tg_ptrpage_bytes(&tg_ptrpage_gil);
+        size_t entries, bytes;
+
+        if (tg_ptrpage_walk(&tg_ptrpage_gil, &entries, &bytes) == 0 && entries >= tg_ptrpage_gil.marks)
+            st->paged = entries - tg_ptrpage_gil.marks;
+        st->bytes += bytes;
     }
 }
 

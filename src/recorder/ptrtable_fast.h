@@ -316,9 +316,7 @@ struct tg_gil_newest {
 extern struct tg_gil_newest tg_gil_newest;
 
 /* The common case of entering P with WORD (GIL held): 1 when P is entered
- * in the page map and nothing is left to do, 2 when it is and its shadow
- * page got its first entry (tg_ptrpage_busy is due), 0 having done nothing
- * (P goes to tg_gil_insert_slow).  An empty entry that the map covers means
+ * in the page map, 0 having done nothing (P goes to tg_gil_insert_slow).  An empty entry that the map covers means
  * P is in neither the map nor the hash (struct tg_ptrtable's unmarked): no
  * other test.  Apart from tg_ptrtable_gil_enter for a hook
  * that makes the rest a tail call (alloc_hooks.c tg_hook_malloc_gil_plain). */
@@ -330,21 +328,11 @@ tg_ptrtable_gil_enter_fast(uintptr_t p, size_t size)
 
     if (__builtin_expect(size - 1 < TG_PP_WORD_MAX, 1)
             && tg_ptrpage_find(&tg_ptrpage_gil, p, &g)
-            && __builtin_expect(*(e = tg_ptrpage_entry(&tg_ptrpage_gil, g)) == 0, 1))
-        return 1 + tg_ptrpage_fill_first(&tg_ptrpage_gil, e, g, size);
+            && __builtin_expect(*(e = tg_ptrpage_entry(&tg_ptrpage_gil, g)) == 0, 1)) {
+        tg_ptrpage_fill(&tg_ptrpage_gil, e, g, size);
+        return 1;
+    }
     return 0;
-}
-
-/* The rest after tg_ptrtable_gil_enter_fast's KIND (not 1) for P, WORD. */
-static inline void
-tg_ptrtable_gil_enter_rest(uintptr_t p, size_t word, int kind)
-{
-    uint64_t g;
-
-    if (kind == 2 && tg_ptrpage_find(&tg_ptrpage_gil, p, &g))  /* it is there */
-        tg_ptrpage_busy(&tg_ptrpage_gil, g >> TG_PP_SPAGE_SHIFT);
-    else
-        tg_gil_insert_slow(p, word);
 }
 
 /* Enter P with WORD in the page map, or the hash if it does not fit there (GIL
@@ -353,10 +341,8 @@ tg_ptrtable_gil_enter_rest(uintptr_t p, size_t word, int kind)
 static inline __attribute__((always_inline)) void
 tg_ptrtable_gil_enter(uintptr_t p, size_t size)
 {
-    int kind = tg_ptrtable_gil_enter_fast(p, size);
-
-    if (__builtin_expect(kind != 1, 0))
-        tg_ptrtable_gil_enter_rest(p, size, kind);
+    if (__builtin_expect(!tg_ptrtable_gil_enter_fast(p, size), 0))
+        tg_gil_insert_slow(p, size);
 }
 
 /* Move the newest block, if any, into the map or the hash (GIL held): before

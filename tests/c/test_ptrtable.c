@@ -175,7 +175,9 @@ static uint64_t random_address(void)
 		return (rnd() | 1) & (COMPACT_PTR_LIMIT - 1);         /* odd */
 	if (r < 94)
 		return (COMPACT_PTR_LIMIT + (rnd() % 1000) * 16) | ((rnd() & 1) << 63);
-	return (rnd() & (COMPACT_PTR_LIMIT - 1) & ~UINT64_C(15)) | 16;
+	/* any 16-aligned address of a 4 GiB range (mapped for the page map's
+	 * walk: FAKE_MAPS) */
+	return 0x300000000000ull + ((rnd() & 0xFFFFFFFFu) & ~UINT64_C(15));
 }
 
 static size_t random_size(void)
@@ -388,9 +390,11 @@ static void test_pages(void)
 	CHECK_INT(take(t, base + 64), 1);
 	CHECK_INT(take(t, base), -1);
 
-	/* a full shadow page, then two 16 MiB regions: exact, and their memory
-	 * given back once they are empty and a page gets its first entry */
+	/* a full page of entries, then a 32 MiB region: exact, the pages in
+	 * memory counted, and the region's given back when its heap goes
+	 * (tg_ptrpage_forget), none that also shadows a neighbour */
 	tg_ptrtable_clear();
+	CHECK_INT(tg_ptrpage_reserve(&tg_ptrpage_gil), 0);   /* its first page, and no entry */
 	tg_ptrtable_stats(t, &st);
 	empty_bytes = st.bytes;
 	for (i = 0; i < 2048; i++)
@@ -399,8 +403,7 @@ static void test_pages(void)
 		tg_ptrtable_insert(t, P(base + (UINT64_C(1) << 24) + (uint64_t)i * 4096 + 32), 7);
 	tg_ptrtable_stats(t, &st);
 	CHECK_INT(st.paged, 2048 + 2 * 4096);
-	CHECK_INT(tg_ptrpage_gil.pages, 1 + 2 * 4096 / 8);  /* 32 KiB of heap a page */
-	CHECK(st.bytes > empty_bytes + (1 + 2 * 4096 / 8) * 4096);
+	CHECK_INT(st.bytes, empty_bytes + (1 + 2 * 4096 / 8) * 4096);  /* 32 KiB of heap a page */
 	for (i = 2047; i >= 0; i--)
 		if (take(t, base + (uint64_t)i * 16) != i + 1)
 			bad++;
@@ -410,38 +413,51 @@ static void test_pages(void)
 	CHECK_INT(bad, 0);
 	tg_ptrtable_stats(t, &st);
 	CHECK_INT(st.paged, 0);
-	CHECK_INT(tg_ptrpage_gil.idle, 1 + 2 * 4096 / 8);  /* idle, still there */
-	CHECK(st.bytes > empty_bytes + (1 + 2 * 4096 / 8) * 4096);
-	tg_ptrtable_insert(t, P(base + 4096), 9);        /* an idle page reused */
-	tg_ptrtable_insert(t, P(base + 8192), 10);       /* base + 4096 to the map */
-	CHECK_INT(tg_ptrpage_gil.trims, 0);
-	CHECK_INT(take(t, base + 4096), 9);
-	CHECK_INT(take(t, base + 8192), 10);
-	tg_ptrtable_insert(t, P(base + (UINT64_C(3) << 24)), 5);  /* a new page */
-	tg_ptrtable_insert(t, P(base + (UINT64_C(3) << 24) + 32), 6);
+	CHECK_INT(st.bytes, empty_bytes + (1 + 2 * 4096 / 8) * 4096);  /* still there */
+	/* a range that covers no page of the map wholly: nothing goes */
+	tg_ptrpage_forget(&tg_ptrpage_gil, (uintptr_t)base + 4096, 16384);
+	CHECK_INT(tg_ptrpage_gil.forgets, 0);
+	tg_ptrpage_forget(&tg_ptrpage_gil, (uintptr_t)base + (UINT64_C(1) << 24), UINT64_C(1) << 25);
+	CHECK_INT(tg_ptrpage_gil.forgets, 1);
+	CHECK_INT(tg_ptrpage_gil.forgot, 2 * 4096 / 8 * 4096);
 	tg_ptrtable_stats(t, &st);
-	CHECK_INT(st.paged, 2);
-	CHECK_INT(tg_ptrpage_gil.trims, 1);
-	CHECK_INT(tg_ptrpage_gil.pages, 1);
-	CHECK_INT(tg_ptrpage_gil.idle, 0);
-	/* the new page and the list alone, and the idle pages out of memory */
-	CHECK(st.bytes <= empty_bytes + 4096 + 5 + 2048 * sizeof(uint32_t));
+	CHECK_INT(st.bytes, empty_bytes + 4096);   /* base's page alone */
 	for (sp = 0; sp < 2 * 4096 / 8; sp++) {
 		uint64_t g = (base + (UINT64_C(1) << 24)) / 16 + sp * 2048;
 		if (mincore((char *)&tg_ptrpage_gil.word1[g], 4096, &in_core) == 0 && (in_core & 1))
 			resident++;
 	}
 	CHECK_INT(resident, 0);
-	CHECK_INT(take(t, base + (UINT64_C(3) << 24)), 5);
-	CHECK_INT(take(t, base + (UINT64_C(3) << 24) + 32), 6);
+	/* the region's heap used again: entered as before */
+	tg_ptrtable_insert(t, P(base + (UINT64_C(1) << 24) + 32), 5);
+	tg_ptrtable_insert(t, P(base + (UINT64_C(1) << 24) + 64), 6);
+	tg_ptrtable_stats(t, &st);
+	CHECK_INT(st.paged, 2);
+	CHECK_INT(take(t, base + (UINT64_C(1) << 24) + 32), 5);
+	CHECK_INT(take(t, base + (UINT64_C(1) << 24) + 64), 6);
+	/* the edges: the pages that shadow the range's first and last 32 KiB
+	 * go only when the range covers them whole */
+	tg_ptrtable_insert(t, P(base + (UINT64_C(3) << 24) - 16), 9);   /* just below */
+	tg_ptrtable_insert(t, P(base + (UINT64_C(4) << 24)), 10);       /* just above */
+	tg_ptrtable_insert(t, P(base + (UINT64_C(3) << 24) + 48), 11);
+	tg_ptrtable_insert(t, P(base + (UINT64_C(5) << 24)), 12);       /* 11 to the map */
+	tg_ptrpage_forget(&tg_ptrpage_gil, (uintptr_t)base + (UINT64_C(3) << 24), UINT64_C(1) << 24);
+	CHECK_INT(take(t, base + (UINT64_C(3) << 24) - 16), 9);
+	CHECK_INT(take(t, base + (UINT64_C(4) << 24)), 10);
+	CHECK_INT(take(t, base + (UINT64_C(3) << 24) + 48), -1);          /* its heap went */
+	CHECK_INT(take(t, base + (UINT64_C(5) << 24)), 12);
 	tg_ptrtable_clear();
+	CHECK_INT(tg_ptrpage_gil.forgets, 0);
+	tg_ptrpage_forget(&tg_ptrpage_gil, (uintptr_t)base, UINT64_C(1) << 24);  /* no map: nothing */
+	CHECK_INT(tg_ptrpage_gil.forgets, 0);
 }
 
-/* A page that one block keeps emptying and refilling stays listed (idle)
- * instead of going out of memory and back each time. */
+/* A page that one block keeps emptying and refilling: exact each time, and
+ * nothing given back (only a heap that goes takes its shadow with it). */
 static void test_parked(void)
 {
 	struct tg_ptrtable *t = &tg_ptrtable_gil;
+	struct tg_ptrtable_stats st;
 	const uint64_t base = 0x013600000000ull;
 	long i, bad = 0;
 
@@ -457,12 +473,12 @@ static void test_parked(void)
 			bad++;
 	}
 	CHECK_INT(bad, 0);
-	CHECK_INT(tg_ptrpage_gil.pages, 1);
-	CHECK_INT(tg_ptrpage_gil.trims, 0);        /* never given back */
 	CHECK_INT(take(t, base), 1);
 	CHECK_INT(take(t, base + 16), 2);
-	CHECK_INT(tg_ptrpage_gil.pages, 1);        /* idle */
-	CHECK_INT(tg_ptrpage_gil.idle, 1);
+	tg_ptrtable_stats(t, &st);
+	CHECK_INT(st.paged, 0);
+	CHECK(st.bytes >= 4096);                      /* its page stays */
+	CHECK_INT(tg_ptrpage_gil.forgets, 0);
 	CHECK_INT(tg_ptrtable_count(), 0);
 	tg_ptrtable_clear();
 }
@@ -545,8 +561,42 @@ static void test_threads(void)
 	CHECK_INT(take(&tg_ptrtable_raw, 0x1230), 7);
 }
 
+/* The page map's walk (its statistics) reads the entries in the shadow of
+ * mapped ranges only: the made-up addresses above are given as mapped. */
+static const char FAKE_MAPS[] =
+	"0-100000 rw-p 00000000 00:00 0\n"                     /* in address order */
+	"11200000000-11300000000 rw-p 00000000 00:00 0\n"
+	"13400000000-13700000000 rw-p 00000000 00:00 0\n"
+	"55550000000-55560000000 rw-p 00000000 00:00 0\n"
+	"300000000000-300100000000 rw-p 00000000 00:00 0\n"
+	"7f0000000000-7f0001000000 rw-p 00000000 00:00 0 "
+	/* a path longer than the walk's line buffer: its rest is no range */
+	"/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	"/7fff00000000-7fff01000000\n"
+	"7fff00000000-7fff01000000 rw-p 00000000 00:00 0\n"
+	"7ffffff00000-800000001000 rw-p 00000000 00:00 0\n";
+
+static void fake_maps(void)
+{
+	static char path[] = "/tmp/tg_test_maps_XXXXXX";
+	int fd = mkstemp(path);
+
+	if (fd < 0 || write(fd, FAKE_MAPS, sizeof FAKE_MAPS - 1) != (ssize_t)(sizeof FAKE_MAPS - 1)) {
+		perror("fake maps");
+		exit(2);
+	}
+	close(fd);
+	tg_ptrpage_maps_path = path;
+}
+
 int main(void)
 {
+	fake_maps();
 	test_basic(&tg_ptrtable_gil);
 	test_basic(&tg_ptrtable_raw);
 	test_random(&tg_ptrtable_gil, 400000);
@@ -559,5 +609,6 @@ int main(void)
 	test_pages_without_address_space();
 	test_threads();
 	tg_ptrtable_clear();
+	unlink(tg_ptrpage_maps_path);
 	TG_TEST_DONE();
 }
