@@ -163,6 +163,7 @@ tg_ptrpage_walk(const struct tg_ptrpage *m, size_t *entries, size_t *bytes)
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), from = 0;
     uint64_t top = m->glimit << 4;
     char line[512];
+    int first = 0;   /* the map's first page walked: it holds granule 0's mark */
     FILE *f;
 
     *entries = *bytes = 0;
@@ -186,12 +187,13 @@ tg_ptrpage_walk(const struct tg_ptrpage *m, size_t *entries, size_t *bytes)
             continue;
         if (hi > top)
             hi = top;
+        if ((lo >> 4) * sizeof(uint16_t) < page)
+            first = 1;
         tg_ptrpage_walk_range(m, lo, hi, page, &from, entries, bytes);
     }
     fclose(f);
-    /* granule 0's mark (tg_ptrpage_reserve) is no entry; walked only where
-     * something is mapped at 0 */
-    if (from > (uintptr_t)m->word1 && m->word1[0] == TG_PP_MARK && *entries > 0)
+    /* granule 0's mark (tg_ptrpage_reserve) is no entry */
+    if (first && m->word1[0] == TG_PP_MARK && *entries > 0)
         (*entries)--;
     return 0;
 }

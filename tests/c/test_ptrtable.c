@@ -452,6 +452,33 @@ static void test_pages(void)
 	CHECK_INT(tg_ptrpage_gil.forgets, 0);
 }
 
+/* Granule 0's mark is no entry: left out of the walk's count where the map's
+ * first page is walked (something mapped at 0), and nothing taken off where
+ * it is not (a real process: nothing is mapped below mmap_min_addr). */
+static void test_walk_first_page(void)
+{
+	static const char maps[] = "13400000000-13500000000 rw-p 00000000 00:00 0\n";
+	static char path[] = "/tmp/tg_test_maps0_XXXXXX";
+	const char *saved = tg_ptrpage_maps_path;
+	struct tg_ptrtable *t = &tg_ptrtable_gil;
+	struct tg_ptrtable_stats st;
+	int fd = mkstemp(path);
+
+	CHECK(fd >= 0 && write(fd, maps, sizeof maps - 1) == (ssize_t)(sizeof maps - 1));
+	close(fd);
+	tg_ptrtable_clear();
+	tg_ptrtable_insert(t, P(0x013400000000ull), 24);
+	tg_ptrtable_stats(t, &st);                        /* FAKE_MAPS: page 0 walked */
+	CHECK_INT(st.paged, 1);
+	tg_ptrpage_maps_path = path;
+	tg_ptrtable_stats(t, &st);                        /* page 0 not walked */
+	CHECK_INT(st.paged, 1);
+	tg_ptrpage_maps_path = saved;
+	unlink(path);
+	CHECK_INT(take(t, 0x013400000000ull), 24);
+	tg_ptrtable_clear();
+}
+
 /* A page that one block keeps emptying and refilling: exact each time, and
  * nothing given back (only a heap that goes takes its shadow with it). */
 static void test_parked(void)
@@ -606,6 +633,7 @@ int main(void)
 	test_newest();
 	test_pages();
 	test_parked();
+	test_walk_first_page();
 	test_pages_without_address_space();
 	test_threads();
 	tg_ptrtable_clear();
