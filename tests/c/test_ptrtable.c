@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -452,6 +453,20 @@ static void test_pages(void)
 	CHECK_INT(tg_ptrpage_gil.forgets, 0);
 }
 
+/* Write MAPS to a new file made from TEMPLATE (mkstemp's), for the page
+ * map's walk (tg_ptrpage_maps_path). */
+static void write_maps(char *template, const char *maps)
+{
+	int fd = mkstemp(template);
+	ssize_t len = (ssize_t)strlen(maps);
+
+	if (fd < 0 || write(fd, maps, (size_t)len) != len) {
+		perror("fake maps");
+		exit(2);
+	}
+	close(fd);
+}
+
 /* Granule 0's mark is no entry: left out of the walk's count where the map's
  * first page is walked (something mapped at 0), and nothing taken off where
  * it is not (a real process: nothing is mapped below mmap_min_addr). */
@@ -462,10 +477,8 @@ static void test_walk_first_page(void)
 	const char *saved = tg_ptrpage_maps_path;
 	struct tg_ptrtable *t = &tg_ptrtable_gil;
 	struct tg_ptrtable_stats st;
-	int fd = mkstemp(path);
 
-	CHECK(fd >= 0 && write(fd, maps, sizeof maps - 1) == (ssize_t)(sizeof maps - 1));
-	close(fd);
+	write_maps(path, maps);
 	tg_ptrtable_clear();
 	tg_ptrtable_insert(t, P(0x013400000000ull), 24);
 	tg_ptrtable_stats(t, &st);                        /* FAKE_MAPS: page 0 walked */
@@ -611,13 +624,8 @@ static const char FAKE_MAPS[] =
 static void fake_maps(void)
 {
 	static char path[] = "/tmp/tg_test_maps_XXXXXX";
-	int fd = mkstemp(path);
 
-	if (fd < 0 || write(fd, FAKE_MAPS, sizeof FAKE_MAPS - 1) != (ssize_t)(sizeof FAKE_MAPS - 1)) {
-		perror("fake maps");
-		exit(2);
-	}
-	close(fd);
+	write_maps(path, FAKE_MAPS);
 	tg_ptrpage_maps_path = path;
 }
 
