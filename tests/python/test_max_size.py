@@ -25,7 +25,10 @@ from threadgraph._options import MAX_SIZE_MIN, parse_size  # noqa: E402
 LIMIT = MAX_SIZE_MIN  # the smallest limit: the most rotations for the least work
 TIMEOUT = 120  # seconds; only a hang gets near it
 
-# Three workers whose calls (not their times or deltas) are the same on every run.
+# Three workers whose calls (not their times or deltas) are the same on every run:
+# daemon threads, since a thread that is not one counts, as it starts, the other
+# threads' locks still held (threading._maintain_shutdown_locks on 3.9-3.12), a
+# number of calls that depends on which workers are still running.
 BUSY = """
 import sys, threading
 import threadgraph
@@ -46,7 +49,8 @@ def work(n):
 p = threadgraph.ProcessProfile(default_log_path=OUT)
 p.trackStack()
 p.enable()
-ts = [threading.Thread(target=work, args=(ROUNDS,), name="w%d" % k) for k in range(3)]
+ts = [threading.Thread(target=work, args=(ROUNDS,), name="w%d" % k, daemon=True)
+      for k in range(3)]
 for t in ts:
     t.start()
 for t in ts:
