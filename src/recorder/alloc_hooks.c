@@ -36,6 +36,9 @@ struct tg_hook_domain {
 
 /* Installed wrappers; written at install/uninstall with the GIL held. */
 static struct tg_hook_domain tg_domains[3];
+/* The GIL domains' indexes in tg_domains (tg_hooks_install's order). */
+#define TG_DOM_MEM 1
+#define TG_DOM_OBJ 2
 /* Set while any of our wrappers may be in an allocator chain (GIL). */
 static int tg_installed;
 /* Bit 1 << domain: our wrapper of that domain saw a malloc made with
@@ -320,13 +323,22 @@ tg_hook_malloc_gil_miss(void *ctx, size_t size)
     return tg_hook_malloc_gil_general(ctx, size);
 }
 
-static void *
-tg_hook_malloc_gil(void *ctx, size_t size)
+/* Sampled mode's malloc for the domain whose wrapper is tg_domains[I]: one
+ * function per GIL domain, so that the allocator below and its context are
+ * read at fixed addresses (one move fewer than through CTX, which is that
+ * same wrapper). */
+static inline __attribute__((always_inline)) void *
+tg_hook_malloc_gil_of(int i, void *ctx, size_t size)
 {
     if (__builtin_expect(!tg_hook_gil_fast_on(), 0))
         return tg_hook_malloc_gil_miss(ctx, size);
-    return tg_hook_malloc_gil_fast(ctx, size);
+    return tg_hook_malloc_gil_fast(&tg_domains[i], size);
 }
+
+static void *tg_hook_malloc_gil_mem(void *ctx, size_t size)
+{ return tg_hook_malloc_gil_of(TG_DOM_MEM, ctx, size); }
+static void *tg_hook_malloc_gil_obj(void *ctx, size_t size)
+{ return tg_hook_malloc_gil_of(TG_DOM_OBJ, ctx, size); }
 
 /* Whether the fast paths of plain mode (SAMPLED 0) or of sampled mode
  * (SAMPLED 1) may take the calling thread's call in a GIL domain: a thread
@@ -365,10 +377,10 @@ tg_hook_malloc_gil_plain_rest(void *p, uintptr_t q, size_t qw)
  * general path.  Only the thread-local block's address lives in a register
  * across the call down (the size waits in that block): one register saved
  * instead of the general path's six. */
-static TG_NO_SLP void *
-tg_hook_malloc_gil_plain(void *ctx, size_t size)
+static inline __attribute__((always_inline)) void *
+tg_hook_malloc_gil_plain_of(int i, void *ctx, size_t size)
 {
-    struct tg_hook_domain *d = ctx;
+    struct tg_hook_domain *d = &tg_domains[i];  /* CTX, at a fixed address */
     uintptr_t q;
     size_t qw;
     void *p;
@@ -397,6 +409,12 @@ tg_hook_malloc_gil_plain(void *ctx, size_t size)
         return p;
     return tg_hook_malloc_gil_plain_rest(p, q, qw);
 }
+
+/* Plain mode's malloc, a function per GIL domain (see tg_hook_malloc_gil_of). */
+static TG_NO_SLP void *tg_hook_malloc_gil_plain_mem(void *ctx, size_t size)
+{ return tg_hook_malloc_gil_plain_of(TG_DOM_MEM, ctx, size); }
+static TG_NO_SLP void *tg_hook_malloc_gil_plain_obj(void *ctx, size_t size)
+{ return tg_hook_malloc_gil_plain_of(TG_DOM_OBJ, ctx, size); }
 
 static __attribute__((noinline)) void *
 tg_hook_calloc_gil_general(void *ctx, size_t nelem, size_t elsize)
@@ -476,13 +494,13 @@ tg_hook_calloc_gil_sampled(void *ctx, size_t nelem, size_t elsize)
 { return tg_hook_calloc_gil_fast(ctx, nelem, elsize, 1); }
 
 /* Sampled mode's realloc in a GIL domain.  On the fast paths' key (see
- * tg_hook_malloc_gil), the program's realloc of NULL or of a block whose
+ * tg_hook_malloc_gil_of), the program's realloc of NULL or of a block whose
  * plain size word (1 to TG_PP_WORD_MAX: no site) is in the page map or the
  * newest slot (ptrtable_fast.h): the
  * entry is taken before the block can be released (and put back if the
  * allocator fails), the old block counted as freed by the calling thread as
  * tg_hook_gil_fast_free counts it once the new block exists, and the new one
- * counted and entered as tg_hook_malloc_gil's fast path does.  Any other
+ * counted and entered as tg_hook_malloc_gil_of's fast path does.  Any other
  * block (in the hash, from before enable, with a site) goes to
  * the general path untouched.  Through the fast path it shared with plain
  * mode (the
@@ -548,24 +566,26 @@ tg_hook_free_gil_general(void *ctx, void *ptr)
  * already: freed with the busy bit (the allocator may call down into a hooked
  * one).  Apart, so that the common free keeps no register for after a call. */
 static __attribute__((noinline)) void
-tg_hook_free_gil_plain_large(struct tg_hook_domain *d, void *ptr)
+tg_hook_free_gil_plain_large(int i, void *ptr)
 {
+    struct tg_hook_domain *d = &tg_domains[i];
+
     tg_tls.busy = TG_BUSY_HOOK;
     d->orig.free(d->orig.ctx, ptr);
     tg_tls.busy = 0;
 }
 
-/* Plain mode's free for the GIL domains (see tg_hook_malloc_gil_plain): a
+/* Plain mode's free for the GIL domains (see tg_hook_malloc_gil_plain_of): a
  * block the program frees, entered with at most TG_HOOK_SMALL_MAX bytes, is
  * counted and freed by a tail call without the busy bit (as
  * tg_hook_free_gil_fast does), a larger one with it; anything else goes to
  * the general path.  The word taken is the block's size as the plain hooks
  * entered it: no accounting bits to mask (plain mode runs without accounting,
  * and the table is cleared at every uninstall). */
-static void
-tg_hook_free_gil_plain(void *ctx, void *ptr)
+static inline __attribute__((always_inline)) void
+tg_hook_free_gil_plain_of(int i, void *ctx, void *ptr)
 {
-    struct tg_hook_domain *d = ctx;
+    struct tg_hook_domain *d = &tg_domains[i];  /* CTX, at a fixed address */
     size_t w1, size;
 
     if (__builtin_expect(!tg_hook_gil_fast_ok(0), 0) || ptr == NULL
@@ -579,34 +599,43 @@ tg_hook_free_gil_plain(void *ctx, void *ptr)
         d->orig.free(d->orig.ctx, ptr);
         return;
     }
-    tg_hook_free_gil_plain_large(d, ptr);
+    tg_hook_free_gil_plain_large(i, ptr);
 }
+
+/* Plain mode's free, a function per GIL domain (see tg_hook_malloc_gil_of). */
+static void tg_hook_free_gil_plain_mem(void *ctx, void *ptr)
+{ tg_hook_free_gil_plain_of(TG_DOM_MEM, ctx, ptr); }
+static void tg_hook_free_gil_plain_obj(void *ctx, void *ptr)
+{ tg_hook_free_gil_plain_of(TG_DOM_OBJ, ctx, ptr); }
 
 /* The free's fast path is a leaf with tail calls, which saves no register:
  * it shares one function with the test that picks it (no jump between them,
  * one read of the thread-local block's address). */
-static void
-tg_hook_free_gil(void *ctx, void *ptr)
+static inline __attribute__((always_inline)) void
+tg_hook_free_gil_of(int i, void *ctx, void *ptr)
 {
-    struct tg_hook_domain *d = ctx;
-    void (*down)(void *, void *);
+    struct tg_hook_domain *d = &tg_domains[i];  /* CTX, at a fixed address */
 
     if (__builtin_expect(!tg_hook_gil_fast_on(), 0)) {
         tg_hook_fast_refresh();
         tg_hook_free_gil_general(ctx, ptr);
         return;
     }
-    /* Read before the lookup: the tail call then needs no copy of D kept
-     * aside (one move fewer a call). */
-    down = d->orig.free;
     if (tg_hook_gil_fast_free(ptr)) {  /* not when PTR is NULL */
         /* A block pymalloc serves itself (TG_HOOK_SMALL_MAX): no nested
-         * hooked call to keep from counting, so no busy bit, and a tail call. */
-        down(d->orig.ctx, ptr);
+         * hooked call to keep from counting, so no busy bit, and a tail call
+         * through the fixed address. */
+        d->orig.free(d->orig.ctx, ptr);
         return;
     }
     tg_hook_free_gil_general(ctx, ptr);
 }
+
+/* Sampled mode's free, a function per GIL domain (see tg_hook_malloc_gil_of). */
+static void tg_hook_free_gil_mem(void *ctx, void *ptr)
+{ tg_hook_free_gil_of(TG_DOM_MEM, ctx, ptr); }
+static void tg_hook_free_gil_obj(void *ctx, void *ptr)
+{ tg_hook_free_gil_of(TG_DOM_OBJ, ctx, ptr); }
 
 /* Whether D's wrapper is in its domain's allocator chain, on top or wrapped
  * by another tool (tracemalloc started after enable): a one-byte allocation
@@ -705,14 +734,19 @@ tg_hooks_install(int count_total)
              * chain from an earlier run, see above, keep their functions:
              * either kind counts every mode exactly.) */
             int plain = atomic_load(&tg_plain);
-            d->ours.malloc = plain ? tg_hook_malloc_gil_plain
-                             : fast ? tg_hook_malloc_gil : tg_hook_malloc_gil_general;
+            int mem = i == TG_DOM_MEM;
+            d->ours.malloc = plain ? (mem ? tg_hook_malloc_gil_plain_mem
+                                          : tg_hook_malloc_gil_plain_obj)
+                             : fast ? (mem ? tg_hook_malloc_gil_mem : tg_hook_malloc_gil_obj)
+                             : tg_hook_malloc_gil_general;
             d->ours.calloc = plain ? tg_hook_calloc_gil_plain
                              : fast ? tg_hook_calloc_gil_sampled : tg_hook_calloc_gil_general;
             d->ours.realloc = plain ? tg_hook_realloc_gil_plain
                               : fast ? tg_hook_realloc_gil_sampled : tg_hook_realloc_gil_general;
-            d->ours.free = plain ? tg_hook_free_gil_plain
-                           : fast ? tg_hook_free_gil : tg_hook_free_gil_general;
+            d->ours.free = plain ? (mem ? tg_hook_free_gil_plain_mem
+                                        : tg_hook_free_gil_plain_obj)
+                           : fast ? (mem ? tg_hook_free_gil_mem : tg_hook_free_gil_obj)
+                           : tg_hook_free_gil_general;
         }
         tg_hooks_push(d);
     }

@@ -45,6 +45,17 @@ tg_hook_account(int64_t alloc, int64_t freed)
 #define TG_HOOK_HIST_ADD(hist, size) \
     TG_HOOK_OWN_ADD((&(hist)[1])[63 - (size_t)__builtin_clzll((unsigned long long)(size))], 1)
 
+/* The light limit's largest room above the requested bytes: one less than
+ * the largest word a page map entry holds.  So an allocation the one compare
+ * lets through is of at most TG_PP_WORD_MAX - 1 bytes (the requested bytes
+ * only grow from where the limit was set), and the fast paths need no test of
+ * the size's upper bound; one above it goes through
+ * tg_acct_alloc_light_full, which takes no word the map cannot hold (the
+ * general path's larger words go to tg_acct_alloc, counted the same).  The
+ * full tests then run at least once per 64 KiB a thread allocates, a few
+ * instructions a thousand small allocations. */
+#define TG_LIGHT_ROOM_MAX ((int64_t)TG_PP_WORD_MAX - 1)
+
 /* Sampled mode's common case, inline in the hooks (acct_state.h tracer_freed):
  * an allocation of SIZE bytes where no sample point falls and no threshold is
  * due counts on the calling thread's state alone (tg_acct_light_gen: in
@@ -70,7 +81,7 @@ tg_acct_alloc_light_full(struct tg_acct_thread *t, int64_t req, size_t size, uin
     int64_t own, peak, room;
     int64_t left = t->sampler.left - (req - (int64_t)size - t->sampler.synced);
 
-    if (left <= (int64_t)size)
+    if (left <= (int64_t)size || size > TG_PP_WORD_MAX)
         return 0;
     own = req - TG_LOAD(t->freed);
     peak = TG_LOAD(t->peak);
@@ -84,6 +95,8 @@ tg_acct_alloc_light_full(struct tg_acct_thread *t, int64_t req, size_t size, uin
     t->sampler.left = left;
     t->sampler.synced = req;
     room = left - 1 < peak - own ? left - 1 : peak - own;
+    if (room > TG_LIGHT_ROOM_MAX)
+        room = TG_LIGHT_ROOM_MAX;
     t->sampler.light_limit = req + room;
     atomic_store_explicit(&t->requested, req, memory_order_relaxed);
     TG_HOOK_HIST_ADD(t->hist_alloc, size);
@@ -235,11 +248,12 @@ tg_hook_gil_fast_alloc(void *p, size_t size)
     uint16_t *e;
     uint64_t g, word;
 
-    /* One test for the page map's bound and the light path's size 0.  P
+    /* Size 0 is the general path's (its histogram bin); a SIZE too large
+     * for a map entry fails tg_acct_alloc_light_cur (TG_LIGHT_ROOM_MAX).  P
      * may be NULL (a failed allocation): granule 0 holds a mark from the
      * reservation on (tg_ptrpage_reserve), so it is never taken for a free
      * entry. */
-    if (size - 1 >= TG_PP_WORD_MAX
+    if (size == 0
             || !tg_ptrpage_find(&tg_ptrpage_gil, a, &g)
             || *(e = tg_ptrpage_entry(&tg_ptrpage_gil, g)) != 0
             || !tg_acct_alloc_light_cur(size, &word))

@@ -319,7 +319,7 @@ extern struct tg_gil_newest tg_gil_newest;
  * in the page map, 0 having done nothing (P goes to tg_gil_insert_slow).  An
  * empty entry that the map covers means P is in neither the map nor the hash
  * (struct tg_ptrtable's unmarked): no other test.  Apart from tg_ptrtable_gil_enter for a hook
- * that makes the rest a tail call (alloc_hooks.c tg_hook_malloc_gil_plain). */
+ * that makes the rest a tail call (alloc_hooks.c tg_hook_malloc_gil_plain_of). */
 static inline __attribute__((always_inline)) int
 tg_ptrtable_gil_enter_fast(uintptr_t p, size_t size)
 {
