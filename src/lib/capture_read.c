@@ -493,6 +493,7 @@ static int cap_read_state(struct tg_capture *cap, uint32_t stream, const unsigne
 	if (p < end) {  /* MEM by depth (optional: older segments end here) */
 		uint64_t n, v;
 		int64_t sum = 0;
+		int wrapped = 0;  /* a hostile level's sum past int64_t: no match */
 
 		if (tg_cap_get_varint(&p, end, &n) < 0 || n > (uint64_t)(end - p))
 			goto short_open;
@@ -504,9 +505,9 @@ static int cap_read_state(struct tg_capture *cap, uint32_t stream, const unsigne
 			if (tg_cap_get_varint(&p, end, &v) < 0)
 				goto short_open;
 			b.lvl[b.n_lvl] = tg_cap_unzz(v);
-			sum += b.lvl[b.n_lvl];
+			wrapped |= __builtin_add_overflow(sum, b.lvl[b.n_lvl], &sum);
 		}
-		if (sum != b.mem) {
+		if (wrapped || sum != b.mem) {
 			free(b.open);
 			free(b.lvl);
 			return cap_corrupt(cap, d, start, "a state's memory by depth does not add up");
