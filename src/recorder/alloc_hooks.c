@@ -335,11 +335,6 @@ tg_hook_malloc_gil_of(int i, void *ctx, size_t size)
     return tg_hook_malloc_gil_fast(&tg_domains[i], size);
 }
 
-static void *tg_hook_malloc_gil_mem(void *ctx, size_t size)
-{ return tg_hook_malloc_gil_of(TG_DOM_MEM, ctx, size); }
-static void *tg_hook_malloc_gil_obj(void *ctx, size_t size)
-{ return tg_hook_malloc_gil_of(TG_DOM_OBJ, ctx, size); }
-
 /* Whether the fast paths of plain mode (SAMPLED 0) or of sampled mode
  * (SAMPLED 1) may take the calling thread's call in a GIL domain: a thread
  * with no busy bit (the program's own calls) while that mode's hooks count. */
@@ -409,12 +404,6 @@ tg_hook_malloc_gil_plain_of(int i, void *ctx, size_t size)
         return p;
     return tg_hook_malloc_gil_plain_rest(p, q, qw);
 }
-
-/* Plain mode's malloc, a function per GIL domain (see tg_hook_malloc_gil_of). */
-static TG_NO_SLP void *tg_hook_malloc_gil_plain_mem(void *ctx, size_t size)
-{ return tg_hook_malloc_gil_plain_of(TG_DOM_MEM, ctx, size); }
-static TG_NO_SLP void *tg_hook_malloc_gil_plain_obj(void *ctx, size_t size)
-{ return tg_hook_malloc_gil_plain_of(TG_DOM_OBJ, ctx, size); }
 
 static __attribute__((noinline)) void *
 tg_hook_calloc_gil_general(void *ctx, size_t nelem, size_t elsize)
@@ -602,12 +591,6 @@ tg_hook_free_gil_plain_of(int i, void *ctx, void *ptr)
     tg_hook_free_gil_plain_large(i, ptr);
 }
 
-/* Plain mode's free, a function per GIL domain (see tg_hook_malloc_gil_of). */
-static void tg_hook_free_gil_plain_mem(void *ctx, void *ptr)
-{ tg_hook_free_gil_plain_of(TG_DOM_MEM, ctx, ptr); }
-static void tg_hook_free_gil_plain_obj(void *ctx, void *ptr)
-{ tg_hook_free_gil_plain_of(TG_DOM_OBJ, ctx, ptr); }
-
 /* The free's fast path is a leaf with tail calls, which saves no register:
  * it shares one function with the test that picks it (no jump between them,
  * one read of the thread-local block's address). */
@@ -631,11 +614,37 @@ tg_hook_free_gil_of(int i, void *ctx, void *ptr)
     tg_hook_free_gil_general(ctx, ptr);
 }
 
-/* Sampled mode's free, a function per GIL domain (see tg_hook_malloc_gil_of). */
-static void tg_hook_free_gil_mem(void *ctx, void *ptr)
-{ tg_hook_free_gil_of(TG_DOM_MEM, ctx, ptr); }
-static void tg_hook_free_gil_obj(void *ctx, void *ptr)
-{ tg_hook_free_gil_of(TG_DOM_OBJ, ctx, ptr); }
+/* The malloc and free of both modes for the GIL domain whose wrapper is
+ * tg_domains[I], as functions of their own (see tg_hook_malloc_gil_of), and
+ * the table tg_hooks_install picks them from. */
+struct tg_gil_dom_hooks {
+    void *(*sampled_malloc)(void *, size_t);
+    void (*sampled_free)(void *, void *);
+    void *(*plain_malloc)(void *, size_t);
+    void (*plain_free)(void *, void *);
+};
+
+#define TG_GIL_DOM_HOOKS(NAME, I) \
+    static void *tg_hook_malloc_gil_##NAME(void *ctx, size_t size) \
+    { return tg_hook_malloc_gil_of(I, ctx, size); } \
+    static void tg_hook_free_gil_##NAME(void *ctx, void *ptr) \
+    { tg_hook_free_gil_of(I, ctx, ptr); } \
+    static TG_NO_SLP void *tg_hook_malloc_gil_plain_##NAME(void *ctx, size_t size) \
+    { return tg_hook_malloc_gil_plain_of(I, ctx, size); } \
+    static void tg_hook_free_gil_plain_##NAME(void *ctx, void *ptr) \
+    { tg_hook_free_gil_plain_of(I, ctx, ptr); }
+
+TG_GIL_DOM_HOOKS(mem, TG_DOM_MEM)
+TG_GIL_DOM_HOOKS(obj, TG_DOM_OBJ)
+
+#define TG_GIL_DOM_HOOKS_ENTRY(NAME) \
+    { tg_hook_malloc_gil_##NAME, tg_hook_free_gil_##NAME, \
+      tg_hook_malloc_gil_plain_##NAME, tg_hook_free_gil_plain_##NAME }
+
+static const struct tg_gil_dom_hooks tg_gil_dom_hooks[3] = {
+    [TG_DOM_MEM] = TG_GIL_DOM_HOOKS_ENTRY(mem),
+    [TG_DOM_OBJ] = TG_GIL_DOM_HOOKS_ENTRY(obj),
+};
 
 /* Whether D's wrapper is in its domain's allocator chain, on top or wrapped
  * by another tool (tracemalloc started after enable): a one-byte allocation
@@ -734,19 +743,15 @@ tg_hooks_install(int count_total)
              * chain from an earlier run, see above, keep their functions:
              * either kind counts every mode exactly.) */
             int plain = atomic_load(&tg_plain);
-            int mem = i == TG_DOM_MEM;
-            d->ours.malloc = plain ? (mem ? tg_hook_malloc_gil_plain_mem
-                                          : tg_hook_malloc_gil_plain_obj)
-                             : fast ? (mem ? tg_hook_malloc_gil_mem : tg_hook_malloc_gil_obj)
-                             : tg_hook_malloc_gil_general;
+            const struct tg_gil_dom_hooks *h = &tg_gil_dom_hooks[i];
+            d->ours.malloc = plain ? h->plain_malloc
+                             : fast ? h->sampled_malloc : tg_hook_malloc_gil_general;
             d->ours.calloc = plain ? tg_hook_calloc_gil_plain
                              : fast ? tg_hook_calloc_gil_sampled : tg_hook_calloc_gil_general;
             d->ours.realloc = plain ? tg_hook_realloc_gil_plain
                               : fast ? tg_hook_realloc_gil_sampled : tg_hook_realloc_gil_general;
-            d->ours.free = plain ? (mem ? tg_hook_free_gil_plain_mem
-                                        : tg_hook_free_gil_plain_obj)
-                           : fast ? (mem ? tg_hook_free_gil_mem : tg_hook_free_gil_obj)
-                           : tg_hook_free_gil_general;
+            d->ours.free = plain ? h->plain_free
+                           : fast ? h->sampled_free : tg_hook_free_gil_general;
         }
         tg_hooks_push(d);
     }
