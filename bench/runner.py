@@ -110,8 +110,10 @@ class Threadgraph:
 
     # CONFIGS pass these positionally: append new parameters at the end.
     def __init__(self, memory_mode, stack, accounting=False, backend=None, native=False,
-                 fmt="text", compress=False, sample_bytes=0, mode="full", process_every=None):
+                 fmt="text", compress=False, sample_bytes=0, mode="full", process_every=None,
+                 time_resolution=None):
         self.mode = mode
+        self.time_resolution = time_resolution
         self.native = native
         self.process_every = process_every
         self.fmt = fmt
@@ -133,6 +135,8 @@ class Threadgraph:
             kw = {"compress": True} if self.compress else {}
             if self.mode != "full":  # sampled mode (docs/api.md "Sampled mode")
                 kw["mode"] = self.mode
+            if self.time_resolution is not None:  # docs/api.md "Timestamps"
+                kw["time_resolution"] = self.time_resolution
             self.prof = tg.ProcessProfile(default_log_path=outdir, memory=self.memory_mode,
                                           format=self.fmt, **kw)
         except TypeError:  # an API without the keywords (text only): try the setters
@@ -248,6 +252,10 @@ CONFIGS = {
                                   20),
                     "the tutorial's configuration: profile \"both\", trackStack(), "
                     "setProcessMemoryFrequence(20), the default binary capture"),
+    "tg-tutorial-ms": (Threadgraph, ("thread", True, False, None, False, "binary", False, 0,
+                                     "full", 20, "ms"),
+                       "tg-tutorial with time_resolution=\"ms\": the clock read once a "
+                       "millisecond beat per thread"),
     "tg-tutorial-noproc": (Threadgraph, ("thread", True, False, None, False, "binary", False, 0,
                                          "full", 0),
                            "tg-tutorial without process samples (setProcessMemoryFrequence(0))"),

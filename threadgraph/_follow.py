@@ -38,6 +38,7 @@ def settings_of(opts):
         "native": opts.native, "sample_bytes": opts.sample_bytes,
         "mode": opts.mode, "snapshot_when": opts.snapshot_when,
         "max_size": opts.max_size, "aggregate": opts.aggregate,
+        "time_resolution": opts.time_resolution,
     }
 
 
@@ -59,7 +60,8 @@ def _make_profile(base, settings):
     from threadgraph._options import CHOICES
 
     kwargs = {"default_log_path": base}
-    for key in CHOICES:  # profile, memory, backend, format, mode (checked by ProcessProfile)
+    for key in CHOICES:  # profile, memory, backend, format, mode, time_resolution
+                         # (checked by ProcessProfile)
         if settings.get(key):
             kwargs[key] = settings[key]
     if settings.get("native"):

@@ -39,6 +39,16 @@ PLUMBING_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "profil
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _forget_clock() -> None:
+    """The calling thread's next record reads the clock, so that its time is
+    not before the note just taken (time_resolution="ms" keeps a beat's
+    reading: docs/api.md "Timestamps").  Only while recording: the recorder is
+    loaded then, and importing it here otherwise would load it into programs
+    that never record (the pytest plugin's unmarked tests)."""
+    from threadgraph import _recorder
+    _recorder.clock_forget()
+
+
 def hidden(fn: F) -> F:
     """FN with its code's file name set to profiler.py's, which the recorder
     hides with everything it calls (its exclude_file): the notes' own calls
@@ -81,6 +91,7 @@ class phase:
         note = None
         if rec is not None:
             note = ["phase", time.time_ns(), None, rec.thread_index(), self.name]
+            _forget_clock()  # the next record's time is not before it
             records.append(note)
         self._open.append(note)
         window = None
@@ -99,6 +110,7 @@ class phase:
         rec = active
         if note is not None and rec is not None:
             note[2] = time.time_ns()
+            _forget_clock()
         if window is not None and rec is not None:
             try:
                 rec.window_close(window)
@@ -120,6 +132,7 @@ def mark(name: str) -> None:
     rec = active
     if rec is not None:
         records.append(("mark", time.time_ns(), rec.thread_index(), str(name)))
+        _forget_clock()
 
 
 def _escape(text: str) -> str:

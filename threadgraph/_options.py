@@ -12,7 +12,8 @@ from typing import Dict, Optional, Tuple, Union
 
 from threadgraph import _recorder
 
-#: {option: (choice, ...)} for "profile", "memory", "backend", "format" and "mode".
+#: {option: (choice, ...)} for "profile", "memory", "backend", "format", "mode" and
+#: "time_resolution".
 CHOICES: Dict[str, Tuple[str, ...]] = {
     name: tuple(values) for name, values in _recorder.OPTION_CHOICES.items()}
 #: {option: default choice}.  ProcessProfile's None defaults resolve to these

@@ -192,6 +192,15 @@ def build_parser():
         help="--mode sampled",
     )
     parser.add_argument(
+        "--time-resolution",
+        choices=CHOICES["time_resolution"],
+        default=DEFAULTS["time_resolution"],
+        help="us: every timed record reads the clock (default %s); ms: a thread's "
+        "records within one millisecond beat share its first reading, each time at "
+        "most about a millisecond early, at a lower cost a call "
+        "(ProcessProfile(time_resolution=...); docs/run.md)" % DEFAULTS["time_resolution"],
+    )
+    parser.add_argument(
         "--compress",
         action="store_true",
         help="compress the binary capture's chunks with zstd (when threadgraph was "
@@ -371,6 +380,8 @@ def make_profiler(opts, base):
         kwargs["sample_bytes"] = opts.sample_bytes
     if opts.mode != DEFAULTS["mode"]:
         kwargs["mode"] = opts.mode
+    if opts.time_resolution != DEFAULTS["time_resolution"]:
+        kwargs["time_resolution"] = opts.time_resolution
     if opts.max_size:
         kwargs["max_size"] = opts.max_size
     if getattr(opts, "aggregate", False):

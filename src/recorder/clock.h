@@ -155,6 +155,14 @@ tg_clock_now_ns(void)
  * cache never outlives a change of source).
  */
 struct tg_clock_cache {
+    /* A reading kept for the rest of a beat (clock_beat.h): BEAT_US is
+     * tg_clock_beat | 1 as loaded before LAST_US was read (the same for
+     * the ns reading), which the beat equals again only while it runs and
+     * has not moved on; 0, never a beat, makes the next read exact. */
+    uint64_t beat_us;
+    int64_t last_us;
+    uint64_t beat_ns;
+    int64_t last_ns;
     uint32_t seq;               /* tg_clock_pub.seq CONV was read under (even) */
     struct tg_clock_conv conv;
 #if TG_CLOCK_HAVE_TSC
@@ -173,12 +181,33 @@ struct tg_clock_cache {
 /* The slow path of tg_clock_now_ns_cached: refill CC (TSC source) and read. */
 int64_t tg_clock_now_ns_slow(struct tg_clock_cache *cc);
 
+/* The clock's beat (clock_beat.c, which says what its values mean): even
+ * while none runs; relaxed atomic, written by the beat's thread and by its
+ * start and stop (GIL), read by every cached read. */
+extern _Atomic uint64_t tg_clock_beat;
+
+/* Forget CC's kept readings: the caller's next read is exact (after a time
+ * the thread took elsewhere, so that its next record is not before it). */
+static inline void
+tg_clock_cache_forget(struct tg_clock_cache *cc)
+{
+    cc->beat_us = 0;
+    cc->beat_ns = 0;
+}
+
 /* tg_clock_now_us_cached's fast path alone: 1 with the time in *US while CC
- * holds (TSC source), else 0 without a read, for a caller that must not call
- * (the profile function's fast path, recorder.c). */
+ * holds (the beat's kept reading, or the TSC source), else 0 without a read,
+ * for a caller that must not call (the profile function's fast path,
+ * recorder.c). */
 static inline int
 tg_clock_us_if_cached(struct tg_clock_cache *cc, int64_t *us)
 {
+    uint64_t beat = atomic_load_explicit(&tg_clock_beat, memory_order_relaxed);
+
+    if (beat == cc->beat_us) {
+        *us = cc->last_us;
+        return 1;
+    }
 #if TG_CLOCK_HAVE_TSC
     if (__builtin_expect(atomic_load_explicit(&tg_clock_pub.seq, memory_order_acquire)
                          == cc->seq, 1)) {
@@ -190,11 +219,10 @@ tg_clock_us_if_cached(struct tg_clock_cache *cc, int64_t *us)
         int64_t d = (int64_t)(__rdtsc() - cc->conv.base_tsc);
         *us = (int64_t)(((__int128)cc->base_us_fx + (__int128)d * (int64_t)cc->mult_us)
                         >> TG_CLOCK_US_SHIFT);
+        cc->beat_us = beat | 1;
+        cc->last_us = *us;
         return 1;
     }
-#else
-    (void)cc;
-    (void)us;
 #endif
     return 0;
 }
@@ -205,22 +233,37 @@ tg_clock_us_if_cached(struct tg_clock_cache *cc, int64_t *us)
 static inline int64_t
 tg_clock_now_us_cached(struct tg_clock_cache *cc)
 {
+    uint64_t beat;
     int64_t us;
+
     if (tg_clock_us_if_cached(cc, &us))
         return us;
-    return tg_clock_now_ns_slow(cc) / 1000;
+    beat = atomic_load_explicit(&tg_clock_beat, memory_order_relaxed);
+    us = tg_clock_now_ns_slow(cc) / 1000;
+    cc->beat_us = beat | 1;
+    cc->last_us = us;
+    return us;
 }
 
 /* tg_clock_now_ns through the caller's cache CC (same result). */
 static inline int64_t
 tg_clock_now_ns_cached(struct tg_clock_cache *cc)
 {
+    uint64_t beat = atomic_load_explicit(&tg_clock_beat, memory_order_relaxed);
+    int64_t ns;
+
+    if (beat == cc->beat_ns)
+        return cc->last_ns;
 #if TG_CLOCK_HAVE_TSC
     if (__builtin_expect(atomic_load_explicit(&tg_clock_pub.seq, memory_order_acquire)
                          == cc->seq, 1))
-        return tg_clock_conv_ns(&cc->conv, __rdtsc());
+        ns = tg_clock_conv_ns(&cc->conv, __rdtsc());
+    else
 #endif
-    return tg_clock_now_ns_slow(cc);
+        ns = tg_clock_now_ns_slow(cc);
+    cc->beat_ns = beat | 1;
+    cc->last_ns = ns;
+    return ns;
 }
 
 /* tg_clock_now_ns, but never less than *LAST, which it updates: one caller's

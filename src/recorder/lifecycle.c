@@ -22,6 +22,7 @@
 #include "sigkick.h"
 #include "tg_format.h"
 #include "options.h"
+#include "clock_beat.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -753,6 +754,24 @@ tg_flusher_fork_parent(struct tg_recorder *r)
 
 /* --- enable / disable ------------------------------------------------------ */
 
+/* time_resolution="ms": the clock's beat, while R writes timed records
+ * (clock_beat.h).  0, or -1 with OSError. */
+static int
+tg_beat_start_for(struct tg_recorder *r)
+{
+    int e;
+
+    if (!r->time_beat || r->sampled || !(r->time_calls || r->time_returns))
+        return 0;
+    e = tg_clock_beat_start();
+    if (e != 0) {
+        errno = e;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    return 0;
+}
+
 /* Open <outdir>/process.mem if sampling is on.  Returns 0, or -1 with OSError. */
 static int
 tg_open_process_file(struct tg_recorder *r)
@@ -1023,6 +1042,8 @@ tg_recorder_enable(struct tg_recorder_object *self)
         PyErr_SetString(PyExc_OSError, "cannot start the flusher thread");
         goto fail_unwrap;
     }
+    if (tg_beat_start_for(r) < 0)
+        goto fail_flusher;
 #if TG_HAVE_MONITORING
     r->offset_int_size = tg_offset_int_size();
 #endif
@@ -1041,6 +1062,8 @@ tg_recorder_enable(struct tg_recorder_object *self)
         tg_sampled_adopt_install(self);
     return 0;
 
+fail_flusher:
+    tg_flusher_stop(r);
 fail_unwrap:
     tg_threads_unwrap(self);
 fail_thread:
@@ -1082,6 +1105,9 @@ tg_recorder_disable(struct tg_recorder_object *self)
     tg_tmstop_uninstall();
     tg_hooks_uninstall();
     tg_flusher_stop(r);  /* waits for its write in progress, GIL released */
+    Py_BEGIN_ALLOW_THREADS
+    tg_clock_beat_stop();  /* at most one period; nothing records any more */
+    Py_END_ALLOW_THREADS
     {
         /* The last requests, which the flusher had not taken. */
         uint64_t n = tg_process_sample_wanted(r);
@@ -1145,6 +1171,7 @@ tg_atfork_child(void)
     struct tg_recorder_object *a = tg_active;
     tg_ptrtable_unlock_all();
     tg_sigkick_after_fork_child();
+    tg_clock_beat_after_fork_child();  /* exact reads until a restart */
     tg_writer_pool_after_fork_child();  /* before any writer is dropped */
     if (a != NULL) {
         struct tg_thread *lists[3] = { a->r.table.live, a->r.table.ended,
@@ -1304,6 +1331,11 @@ tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir)
     if (tg_flusher_start(r) < 0) {
         tg_fork_child_stop(self);
         PyErr_SetString(PyExc_OSError, "cannot start the flusher thread");
+        return -1;
+    }
+    if (tg_beat_start_for(r) < 0) {
+        tg_flusher_stop(r);
+        tg_fork_child_stop(self);
         return -1;
     }
     return 0;

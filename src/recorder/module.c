@@ -113,7 +113,7 @@ PyDoc_STRVAR(tg_rec_enable_doc,
 "       sample_every=" TG_STR(TG_DEFAULT_SAMPLE_EVERY) ",\n"
 "       stream_factory=None, exclude_file=None, triggers=(), accounting=False,\n"
 "       compress=False, backend='auto', native=False, format='binary', sample_bytes=0,\n"
-"       mode='full', max_size=0, aggregate=False)\n"
+"       mode='full', max_size=0, aggregate=False, time_resolution='us')\n"
 "Start recording into the existing directory OUTDIR.");
 
 static PyObject *
@@ -123,7 +123,7 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
                              "track_stack", "track_sleeps", "timestamps", "sample_every",
                              "stream_factory", "exclude_file", "triggers", "accounting",
                              "compress", "backend", "native", "format", "sample_bytes",
-                             "mode", "max_size", "aggregate", NULL};
+                             "mode", "max_size", "aggregate", "time_resolution", NULL};
     struct tg_recorder *r = &self->r;
     PyObject *outdir_bytes = NULL;  /* os.fsencode(outdir): released on every exit */
     PyObject *res = NULL;
@@ -132,6 +132,7 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     const char *backend = tg_choice_default(&tg_opt_backend);
     const char *format = tg_choice_default(&tg_opt_format);
     const char *mode = tg_choice_default(&tg_opt_mode);
+    const char *time_resolution = tg_choice_default(&tg_opt_time_resolution);
     const struct tg_choice *choice;
     PyObject *filter = Py_None, *factory = Py_None, *exclude = Py_None, *triggers = NULL;
     int track_memory = TG_DEFAULT_TRACK_MEMORY, track_stack = TG_DEFAULT_TRACK_STACK;
@@ -142,13 +143,14 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
     long long sample_bytes = 0, max_size = 0;
     int aggregate = 0;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|$ssOpppplOOOppspsLsLp:enable", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|$ssOpppplOOOppspsLsLps:enable", kwlist,
                                      PyUnicode_FSConverter, &outdir_bytes, &profile,
                                      &memory, &filter, &track_memory,
                                      &track_stack, &track_sleeps, &timestamps,
                                      &sample_every, &factory, &exclude, &triggers,
                                      &accounting, &compress, &backend, &native, &format,
-                                     &sample_bytes, &mode, &max_size, &aggregate))
+                                     &sample_bytes, &mode, &max_size, &aggregate,
+                                     &time_resolution))
         return NULL;
     outdir = PyBytes_AS_STRING(outdir_bytes);
     if (r->active) {
@@ -200,6 +202,11 @@ tg_rec_enable(struct tg_recorder_object *self, PyObject *args, PyObject *kwargs)
         goto release_outdir;
     }
     r->sampled = choice->value == TG_MODE_SAMPLED;
+    if ((choice = tg_choice_find(&tg_opt_time_resolution, time_resolution)) == NULL) {
+        tg_choice_error(&tg_opt_time_resolution, time_resolution);
+        goto release_outdir;
+    }
+    r->time_beat = choice->value == TG_TIME_MS;
     if (r->sampled && (!accounting || sample_bytes <= 0 || r->fmt_binary
                        || factory != Py_None || track_stack)) {
         PyErr_SetString(PyExc_ValueError,
@@ -1117,7 +1124,19 @@ tg_mod_profiled_threads(PyObject *mod, PyObject *unused)
     return PyLong_FromLong(tg_profile_others_count());
 }
 
+static PyObject *
+tg_mod_clock_forget(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    tg_clock_cache_forget(&tg_tls.clock);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef tg_module_methods[] = {
+    {"clock_forget", tg_mod_clock_forget, METH_NOARGS,
+     "The calling thread's next record reads the clock (after a time taken outside "
+     "the recorder, such as a mark's: time_resolution='ms' keeps a beat's reading)."},
     {"safe_basename", tg_mod_safe_basename, METH_O,
      "File base name for a thread name (without the ~N suffix)."},
     {"active", tg_mod_active, METH_NOARGS, "The recording Recorder, or None."},

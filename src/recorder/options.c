@@ -46,9 +46,18 @@ static const struct tg_choice tg_mode_choices[] = {
 };
 const struct tg_option_choices tg_opt_mode = {"mode", tg_mode_choices, 0};
 
+static const struct tg_choice tg_time_resolution_choices[] = {
+    {"us", TG_TIME_US},
+    {"ms", TG_TIME_MS},
+    {NULL, 0}
+};
+const struct tg_option_choices tg_opt_time_resolution = {"time_resolution",
+                                                         tg_time_resolution_choices, 0};
+
 /* Every table, for the export. */
 static const struct tg_option_choices *const tg_option_tables[] = {
-    &tg_opt_profile, &tg_opt_memory, &tg_opt_backend, &tg_opt_format, &tg_opt_mode, NULL
+    &tg_opt_profile, &tg_opt_memory, &tg_opt_backend, &tg_opt_format, &tg_opt_mode,
+    &tg_opt_time_resolution, NULL
 };
 
 const struct tg_choice *

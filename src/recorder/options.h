@@ -41,6 +41,10 @@ struct tg_option_choices {
  * one (sampled.h). */
 #define TG_MODE_FULL 0
 #define TG_MODE_SAMPLED 1
+/* time_resolution: every timed record reads the clock ("us"), or a thread's
+ * records of one clock beat share its first reading ("ms", clock_beat.h). */
+#define TG_TIME_US 0
+#define TG_TIME_MS 1
 
 /* enable()'s numeric and boolean keyword defaults, defined once: enable()'s
  * locals and docstring (module.c), a new Recorder (tg_recorder_init) and
@@ -59,7 +63,7 @@ struct tg_option_choices {
 #define TG_STR(x) TG_STR_(x)
 
 extern const struct tg_option_choices tg_opt_profile, tg_opt_memory, tg_opt_backend,
-    tg_opt_format, tg_opt_mode;
+    tg_opt_format, tg_opt_mode, tg_opt_time_resolution;
 
 /* The choice of O named NAME, or NULL. */
 const struct tg_choice *tg_choice_find(const struct tg_option_choices *o, const char *name);

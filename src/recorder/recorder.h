@@ -49,6 +49,8 @@ struct tg_recorder {
     int track_stack;           /* write .stack */
     int track_sleeps;          /* sleep/lock correction (process, rss modes) */
     int timestamps;            /* TIME# prefixes */
+    int time_beat;             /* time_resolution="ms": the clock's beat
+                                * runs while timed records are written */
     int sampled;               /* mode="sampled": no profile function nor
                                 * sys.monitoring callbacks (sampled.h) */
     int aggregate;             /* aggregate=True: call paths and curves rolled up

@@ -48,7 +48,8 @@ def test_version_is_the_same_everywhere():
 
 def test_choices_come_from_the_recorder_table():
     assert _options.CHOICES == {k: tuple(v) for k, v in _recorder.OPTION_CHOICES.items()}
-    assert set(_options.CHOICES) == {"profile", "memory", "backend", "format", "mode"}
+    assert set(_options.CHOICES) == {"profile", "memory", "backend", "format", "mode",
+                                     "time_resolution"}
     for option, default in _options.DEFAULTS.items():
         assert default in _options.CHOICES[option]
     # ProcessProfile's defaults are the table's.
@@ -85,7 +86,7 @@ def test_docs_name_every_choice():
     for option, choices in _options.CHOICES.items():
         for choice in choices:
             assert '"%s"' % choice in api, "docs/api.md: %s=%r" % (option, choice)
-        listed = "--%s %s" % (option, "|".join(choices))
+        listed = "--%s %s" % (option.replace("_", "-"), "|".join(choices))
         assert listed in run_md, "docs/run.md should list `%s`" % listed
 
 
