@@ -195,6 +195,28 @@ tg_clock_cache_forget(struct tg_clock_cache *cc)
     cc->beat_ns = 0;
 }
 
+/* tg_clock_us_if_cached below without the beat: the TSC read alone, for the
+ * fast paths of a run whose beat is off (time_resolution="us", recorder.c's
+ * TG_FAST_CLOCK), which so pay nothing for it.  Leaves CC's kept reading as
+ * it was: only runs with the beat keep one. */
+static inline int
+tg_clock_us_if_cached_tsc(struct tg_clock_cache *cc, int64_t *us)
+{
+#if TG_CLOCK_HAVE_TSC
+    if (__builtin_expect(atomic_load_explicit(&tg_clock_pub.seq, memory_order_acquire)
+                         == cc->seq, 1)) {
+        int64_t d = (int64_t)(__rdtsc() - cc->conv.base_tsc);
+        *us = (int64_t)(((__int128)cc->base_us_fx + (__int128)d * (int64_t)cc->mult_us)
+                        >> TG_CLOCK_US_SHIFT);
+        return 1;
+    }
+#else
+    (void)cc;
+    (void)us;
+#endif
+    return 0;
+}
+
 /* tg_clock_now_us_cached's fast path alone: 1 with the time in *US while CC
  * holds (the beat's kept reading, or the TSC source), else 0 without a read,
  * for a caller that must not call (the profile function's fast path,

@@ -278,7 +278,7 @@ tg_mon_register(struct tg_recorder_object *self, PyObject *mon, int tool, int in
     if (events == NULL)
         return -1;
     for (i = 0; install && i < TG_MON_N_FUNCS; i++) {
-        cbs[i] = tg_mon_cb_new(self, tg_mon_entries[self->r.default_path != 0][i]);
+        cbs[i] = tg_mon_cb_new(self, tg_mon_entries[self->r.default_path][i]);
         if (cbs[i] == NULL) {
             mask = -1;
             goto done;

@@ -41,10 +41,11 @@ enum {
     TG_MON_N_KINDS
 };
 
-/* The callbacks' vectorcall functions (recorder.c): [1] the copies for the
- * default configuration (r->default_path, fixed at enable before the callbacks
- * are made), [0] the general ones. */
-extern const vectorcallfunc tg_mon_entries[2][TG_MON_N_KINDS];
+/* The callbacks' vectorcall functions (recorder.c), by r->default_path
+ * (fixed at enable before the callbacks are made): the general ones, the
+ * copies for the default configuration, and those copies with the clock's
+ * beat (TG_PATH_*, recorder.h). */
+extern const vectorcallfunc tg_mon_entries[3][TG_MON_N_KINDS];
 
 /* The calling thread's state, cached (monitor.c explains when the cache is
  * used).  tg_mon_ts_epoch: advanced when any cached state is cleared; GIL. */

@@ -537,6 +537,13 @@ tg_write_mem_line(struct tg_recorder *r, struct tg_thread *t,
     tg_count(&t->n_records);
 }
 
+/* The fast paths' clock read: with the beat (BEAT, a constant: the
+ * TG_PATH_DEFAULT_BEAT copies) a beat's kept reading or the TSC, else the
+ * TSC alone (clock.h). */
+#define TG_FAST_CLOCK(us, beat) \
+    ((beat) ? tg_clock_us_if_cached(&tg_tls.clock, (us)) \
+            : tg_clock_us_if_cached_tsc(&tg_tls.clock, (us)))
+
 /* --- capture records (docs/formats.md "Binary capture") ------------------- */
 
 /* A capture record of T could not be written: counted, and marked in the
@@ -1496,11 +1503,14 @@ tg_event(struct tg_recorder *r, struct tg_thread *t, int what, const struct tg_a
 void
 tg_event_path_choose(struct tg_recorder *r)
 {
-    r->default_path = r->memory_mode == TG_MEM_THREAD && r->track_memory && r->track_stack
-                      && r->record_python && r->record_c && r->timestamps
-                      && r->fmt_binary && !r->fmt_text && r->filter == NULL
-                      && r->stream_factory == NULL && !tg_sleep_correction_on(r)
-                      && !atomic_load_explicit(&tg_acct_on, memory_order_relaxed);
+    int dflt = r->memory_mode == TG_MEM_THREAD && r->track_memory && r->track_stack
+               && r->record_python && r->record_c && r->timestamps
+               && r->fmt_binary && !r->fmt_text && r->filter == NULL
+               && r->stream_factory == NULL && !tg_sleep_correction_on(r)
+               && !atomic_load_explicit(&tg_acct_on, memory_order_relaxed);
+
+    r->default_path = !dflt ? TG_PATH_GENERAL
+                      : r->time_beat ? TG_PATH_DEFAULT_BEAT : TG_PATH_DEFAULT;
 }
 
 /* The profile function's body; D as tg_event's. */
@@ -1650,7 +1660,7 @@ tg_fast_done(PyObject *obj)
  * it is not for the fast path (ARG only matters for a C event). */
 static inline __attribute__((always_inline)) int
 tg_fast_return(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg,
-               struct tg_thread *t, size_t len, const int c_bit)
+               struct tg_thread *t, size_t len, const int c_bit, const int beat)
 {
     size_t depth = t->depth;
     struct tg_frame_entry *e;
@@ -1663,7 +1673,7 @@ tg_fast_return(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg,
      * configuration (lines are >= 0), in one instruction fewer */
     if (__builtin_expect(e->key != ((uintptr_t)frame | c_bit) || e->cap_line < 0, 0)
             || (line = tg_fast_line(frame)) <= 0
-            || !tg_clock_us_if_cached(&tg_tls.clock, &us))
+            || !TG_FAST_CLOCK(&us, beat))
         return tg_profile_default(obj, frame, what, arg);
     tg_fast_close(t, e, depth, len, line, us, tg_tls.allocated - tg_tls.freed - e->start);
     return tg_fast_done(obj);
@@ -1675,7 +1685,7 @@ tg_fast_return(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg,
  * generator_heavy.) */
 static inline __attribute__((always_inline)) int
 tg_fast_c_call(PyObject *obj, PyFrameObject *frame, PyObject *arg, struct tg_thread *t,
-               size_t len)
+               size_t len, const int beat)
 {
     struct tg_recorder *r = &((struct tg_recorder_object *)obj)->r;
     PyCFunctionObject *f = (PyCFunctionObject *)arg;
@@ -1688,7 +1698,7 @@ tg_fast_c_call(PyObject *obj, PyFrameObject *frame, PyObject *arg, struct tg_thr
             || (id = tg_cap_idtab_get(&r->cfunc_ids, (uintptr_t)f->m_ml,
                                       (uintptr_t)owner)) == 0
             || (line = tg_fast_line(frame)) <= 0
-            || !tg_clock_us_if_cached(&tg_tls.clock, &us))
+            || !TG_FAST_CLOCK(&us, beat))
         return tg_profile_default(obj, frame, PyTrace_C_CALL, arg);
     tg_fast_open(t, depth, (uintptr_t)frame | 1, line, id, 1, len, us,
                  tg_tls.allocated - tg_tls.freed);
@@ -1696,7 +1706,7 @@ tg_fast_c_call(PyObject *obj, PyFrameObject *frame, PyObject *arg, struct tg_thr
 }
 
 static inline __attribute__((always_inline)) int
-tg_profile_fast(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+tg_profile_fast(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg, const int beat)
 {
     struct tg_recorder *r = &((struct tg_recorder_object *)obj)->r;
     struct tg_thread *t = tg_tls.thread;
@@ -1715,14 +1725,14 @@ tg_profile_fast(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
      * (it reads ARG only for C events, and C_EXCEPTION as C_RETURN): fewer
      * values kept live, fewer registers. */
     if (what == PyTrace_RETURN)
-        return tg_fast_return(obj, frame, PyTrace_RETURN, NULL, t, len, 0);
+        return tg_fast_return(obj, frame, PyTrace_RETURN, NULL, t, len, 0, beat);
     if (what == PyTrace_CALL) {
         struct tg_code_info *info = tg_code_extra_fast(tg_frame_code(frame), tg_code_index);
         depth = t->depth;
         if (__builtin_expect(info == NULL || info->gen != r->gen || info->excluded
                              || info->cap_epoch != r->cap.epoch || info->cap_id == 0
                              || depth == t->frames_cap, 0)
-                || !tg_clock_us_if_cached(&tg_tls.clock, &us))
+                || !TG_FAST_CLOCK(&us, beat))
             return tg_profile_default(obj, frame, PyTrace_CALL, NULL);
         tg_fast_open(t, depth, (uintptr_t)frame, info->firstlineno, info->cap_id, 0, len, us,
                      tg_tls.allocated - tg_tls.freed);
@@ -1731,21 +1741,39 @@ tg_profile_fast(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
     if (arg == NULL || Py_TYPE(arg) != &PyCFunction_Type)
         return tg_profile_default(obj, frame, what, arg);
     if (what == PyTrace_C_CALL)
-        return tg_fast_c_call(obj, frame, arg, t, len);
+        return tg_fast_c_call(obj, frame, arg, t, len, beat);
     if (what == PyTrace_C_RETURN || what == PyTrace_C_EXCEPTION)
-        return tg_fast_return(obj, frame, PyTrace_C_RETURN, arg, t, len, 1);
+        return tg_fast_return(obj, frame, PyTrace_C_RETURN, arg, t, len, 1, beat);
     return tg_profile_default(obj, frame, what, arg);
+}
+
+/* The fast path of the default configuration with the clock's beat
+ * (TG_PATH_DEFAULT_BEAT): out of line, so that the default's copy, inlined
+ * in tg_profile, stays as it was. */
+static __attribute__((noinline)) int
+tg_profile_fast_beat(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
+{
+    return tg_profile_fast(obj, frame, what, arg, 1);
 }
 #endif
 
 int
 tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg)
 {
+    int path = ((struct tg_recorder_object *)obj)->r.default_path;
+
     /* A tail call into the copy for this run's configuration. */
-    if (__builtin_expect(!((struct tg_recorder_object *)obj)->r.default_path, 0))
-        return tg_profile_general(obj, frame, what, arg);
+    if (__builtin_expect(path != TG_PATH_DEFAULT, 0)) {
+        if (path == TG_PATH_GENERAL)
+            return tg_profile_general(obj, frame, what, arg);
 #if TG_PROFILE_FAST
-    return tg_profile_fast(obj, frame, what, arg);
+        return tg_profile_fast_beat(obj, frame, what, arg);
+#else
+        return tg_profile_default(obj, frame, what, arg);
+#endif
+    }
+#if TG_PROFILE_FAST
+    return tg_profile_fast(obj, frame, what, arg, 0);
 #else
     return tg_profile_default(obj, frame, what, arg);
 #endif
@@ -1978,9 +2006,11 @@ tg_mon_fast_line(const struct tg_code_info *info, long lasti)
     return tg_known_line(info->lines[slot].line);
 }
 
-/* PY_START, PY_RESUME, PY_THROW. */
-static PyObject *
-tg_mon_fast_py_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+/* PY_START, PY_RESUME, PY_THROW.  BEAT: the TG_PATH_DEFAULT_BEAT copy
+ * (TG_FAST_CLOCK), as for each fast callback below. */
+static inline __attribute__((always_inline)) PyObject *
+tg_mon_fast_py_call_of(PyObject *self, PyObject *const *args, size_t nargsf,
+                       PyObject *kwnames, const int beat)
 {
     struct tg_recorder *r = &((struct tg_mon_cb *)self)->rec->r;
     struct tg_thread *t = tg_tls.thread;
@@ -2000,7 +2030,7 @@ tg_mon_fast_py_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObje
                                                        tg_code_index)) == NULL
                          || info->fast_gen != r->mon_gen || depth == t->frames_cap, 0)
             || (lasti = tg_mon_fast_offset(args[1])) < 0
-            || !tg_clock_us_if_cached(&tg_tls.clock, &us))
+            || !TG_FAST_CLOCK(&us, beat))
         return tg_mon_py_call_d(self, args, nargsf, kwnames);
     tg_fast_open(t, depth, key, info->firstlineno, info->cap_id, 0, len, us,
                  tg_tls.allocated - tg_tls.freed - tg_mon_fast_bias(r, lasti));
@@ -2011,7 +2041,7 @@ tg_mon_fast_py_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObje
  * SLOW is the default entry of its kind. */
 static inline __attribute__((always_inline)) PyObject *
 tg_mon_fast_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames,
-                   vectorcallfunc slow, const int c_bit)
+                   vectorcallfunc slow, const int c_bit, const int beat)
 {
     struct tg_recorder *r = &((struct tg_mon_cb *)self)->rec->r;
     struct tg_thread *t = tg_tls.thread;
@@ -2046,32 +2076,20 @@ tg_mon_fast_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObjec
                          || e->cap_line < 0, 0)
             || (lasti = tg_mon_fast_offset(args[1])) < 0
             || (line = tg_mon_fast_line(info, lasti)) < 0
-            || !tg_clock_us_if_cached(&tg_tls.clock, &us))
+            || !TG_FAST_CLOCK(&us, beat))
         return slow(self, args, nargsf, kwnames);
     tg_fast_close(t, e, depth, len, line, us,
                   tg_tls.allocated - tg_tls.freed - tg_mon_fast_bias(r, lasti) - e->start);
     return tg_mon_fast_done(r);
 }
 
-/* PY_RETURN, PY_YIELD, PY_UNWIND. */
-static PyObject *
-tg_mon_fast_py_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
-{
-    return tg_mon_fast_return(self, args, nargsf, kwnames, tg_mon_py_return_d, 0);
-}
-
-/* C_RETURN, C_RAISE. */
-static PyObject *
-tg_mon_fast_c_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
-{
-    return tg_mon_fast_return(self, args, nargsf, kwnames, tg_mon_c_return_d, 1);
-}
 
 /* CALL: the Python functions, bound methods and classes left at once, as
  * TG_MON_C_ENTRY does; a builtin or a method descriptor called with its self
  * (tg_mon_cfunc's exact types) on the fast path. */
-static PyObject *
-tg_mon_fast_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+static inline __attribute__((always_inline)) PyObject *
+tg_mon_fast_c_call_of(PyObject *self, PyObject *const *args, size_t nargsf,
+                      PyObject *kwnames, const int beat)
 {
     struct tg_recorder *r = &((struct tg_mon_cb *)self)->rec->r;
     struct tg_thread *t;
@@ -2108,27 +2126,68 @@ tg_mon_fast_c_call(PyObject *self, PyObject *const *args, size_t nargsf, PyObjec
             || (id = tg_cap_idtab_get(&r->cfunc_ids, (uintptr_t)cf.ml,
                                       (uintptr_t)cf.owner)) == 0
             || (key = tg_mon_frame_cached(code)) == 0
-            || !tg_clock_us_if_cached(&tg_tls.clock, &us))
+            || !TG_FAST_CLOCK(&us, beat))
         return tg_mon_c_call_d(self, args, nargsf, kwnames);
     tg_fast_open(t, depth, key | 1, line, id, 1, len, us,
                  tg_tls.allocated - tg_tls.freed - tg_mon_fast_bias(r, lasti));
     return tg_mon_fast_done(r);
 }
+
+/* The fast callbacks, each kind in a copy without the beat (NAME) and one
+ * with it (NAME_beat): PY_START, PY_RESUME, PY_THROW; PY_RETURN, PY_YIELD,
+ * PY_UNWIND; C_RETURN, C_RAISE; CALL (the Python functions, bound methods
+ * and classes left at once, as TG_MON_C_ENTRY does; a builtin or a method
+ * descriptor called with its self, tg_mon_cfunc's exact types, on the fast
+ * path). */
+#define TG_MON_FAST_COPIES(name, call)                                                \
+    static PyObject *                                                                 \
+    name(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)     \
+    {                                                                                 \
+        return call(0);                                                               \
+    }                                                                                 \
+    static PyObject *                                                                 \
+    name##_beat(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) \
+    {                                                                                 \
+        return call(1);                                                               \
+    }
+#define TG_MON_PY_CALL_OF(beat) tg_mon_fast_py_call_of(self, args, nargsf, kwnames, beat)
+#define TG_MON_PY_RETURN_OF(beat) \
+    tg_mon_fast_return(self, args, nargsf, kwnames, tg_mon_py_return_d, 0, beat)
+#define TG_MON_C_RETURN_OF(beat) \
+    tg_mon_fast_return(self, args, nargsf, kwnames, tg_mon_c_return_d, 1, beat)
+#define TG_MON_C_CALL_OF(beat) tg_mon_fast_c_call_of(self, args, nargsf, kwnames, beat)
+TG_MON_FAST_COPIES(tg_mon_fast_py_call, TG_MON_PY_CALL_OF)
+TG_MON_FAST_COPIES(tg_mon_fast_py_return, TG_MON_PY_RETURN_OF)
+TG_MON_FAST_COPIES(tg_mon_fast_c_return, TG_MON_C_RETURN_OF)
+TG_MON_FAST_COPIES(tg_mon_fast_c_call, TG_MON_C_CALL_OF)
 #endif
 
-const vectorcallfunc tg_mon_entries[2][TG_MON_N_KINDS] = {
-    [0] = {
+const vectorcallfunc tg_mon_entries[3][TG_MON_N_KINDS] = {
+    [TG_PATH_GENERAL] = {
         [TG_MON_PY_CALL] = tg_mon_py_call_g,
         [TG_MON_PY_RETURN] = tg_mon_py_return_g,
         [TG_MON_C_CALL] = tg_mon_c_call_g,
         [TG_MON_C_RETURN] = tg_mon_c_return_g,
     },
-    [1] = {
+    [TG_PATH_DEFAULT] = {
 #if TG_MON_FAST
         [TG_MON_PY_CALL] = tg_mon_fast_py_call,
         [TG_MON_PY_RETURN] = tg_mon_fast_py_return,
         [TG_MON_C_CALL] = tg_mon_fast_c_call,
         [TG_MON_C_RETURN] = tg_mon_fast_c_return,
+#else
+        [TG_MON_PY_CALL] = tg_mon_py_call_d,
+        [TG_MON_PY_RETURN] = tg_mon_py_return_d,
+        [TG_MON_C_CALL] = tg_mon_c_call_d,
+        [TG_MON_C_RETURN] = tg_mon_c_return_d,
+#endif
+    },
+    [TG_PATH_DEFAULT_BEAT] = {
+#if TG_MON_FAST
+        [TG_MON_PY_CALL] = tg_mon_fast_py_call_beat,
+        [TG_MON_PY_RETURN] = tg_mon_fast_py_return_beat,
+        [TG_MON_C_CALL] = tg_mon_fast_c_call_beat,
+        [TG_MON_C_RETURN] = tg_mon_fast_c_return_beat,
 #else
         [TG_MON_PY_CALL] = tg_mon_py_call_d,
         [TG_MON_PY_RETURN] = tg_mon_py_return_d,

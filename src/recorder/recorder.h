@@ -34,6 +34,14 @@ enum tg_memory_mode { TG_MEM_THREAD = 0, TG_MEM_PROCESS = 1, TG_MEM_RSS = 2 };
 /* Where events come from (docs/api.md "backend"). */
 enum tg_backend { TG_BACKEND_SETPROFILE = 0, TG_BACKEND_MONITORING = 1 };
 
+/* r->default_path: the general copy of the event path, the default
+ * configuration's, or the default configuration's with the clock's beat
+ * (time_resolution="ms": its fast paths keep a beat's reading, clock.h; the
+ * default's read the TSC with no test of the beat). */
+#define TG_PATH_GENERAL 0
+#define TG_PATH_DEFAULT 1
+#define TG_PATH_DEFAULT_BEAT 2
+
 struct tg_recorder {
     /* --- configuration: written by enable() with the GIL, then read-only --- */
     int active;                /* GIL */
@@ -64,7 +72,7 @@ struct tg_recorder {
     int cap_counts_mem, cap_counts_stack;  /* !fmt_text && track_memory / track_stack:
                                             * capture records count as .mem / .stack
                                             * lines in stats() */
-    int default_path;          /* the default configuration: tg_profile runs its
+    int default_path;          /* TG_PATH_*: the default configuration: tg_profile runs its
                                 * copy without configuration tests (recorder.c,
                                 * tg_event_path_choose); GIL.  Cleared with
                                 * active, so that the fast path (tg_profile_fast)

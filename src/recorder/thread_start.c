@@ -174,6 +174,7 @@ restore:
     return res;
 }
 
+#if !TG_HAVE_SETPROFILE_ALL  /* 3.12+ watch no threading.setprofile */
 /* Wrapper of threading.setprofile; SELF is the original.  A tool that writes
  * every thread's profile function itself calls it as it starts and stops
  * (yappi): the sweep counts what it holds and puts ours back where it let go
@@ -192,6 +193,7 @@ tg_wrap_tsetprofile(PyObject *orig, PyObject *args, PyObject *kwargs)
 static PyMethodDef tg_tsetprofile_def = {
     "setprofile", (PyCFunction)(void (*)(void))tg_wrap_tsetprofile,
     METH_VARARGS | METH_KEYWORDS, "threading.setprofile, watched by threadgraph"};
+#endif
 
 static PyMethodDef tg_wrap_defs[] = {
     {"start_new_thread", (PyCFunction)(void (*)(void))tg_wrap_start,
