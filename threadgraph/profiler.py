@@ -249,8 +249,9 @@ class ProcessProfile:
       clock, times to the microsecond) or ``"ms"`` (a thread's records within one
       millisecond beat of a background thread share its first reading: each time
       at most about a millisecond before its event, durations below that
-      estimates that add up exactly; the tutorial's configuration costs about a
-      third less over the empty profile function; docs/api.md "Timestamps").
+      estimates that add up exactly, memory unchanged; on call-heavy code about
+      half of what the tutorial's configuration costs over an empty profile
+      function is the clock: bench/RESULTS.md; docs/api.md "Timestamps").
     * ``aggregate``: True writes no record per call: each thread's calls rolled
       up per call path (count, total and largest delta, time) and its memory
       curve in buckets, rewritten every second into ``aggregate.tga``, whose
