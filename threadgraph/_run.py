@@ -380,8 +380,9 @@ def make_profiler(opts, base):
         kwargs["sample_bytes"] = opts.sample_bytes
     if opts.mode != DEFAULTS["mode"]:
         kwargs["mode"] = opts.mode
-    if opts.time_resolution != DEFAULTS["time_resolution"]:
-        kwargs["time_resolution"] = opts.time_resolution
+    resolution = getattr(opts, "time_resolution", DEFAULTS["time_resolution"])
+    if resolution != DEFAULTS["time_resolution"]:
+        kwargs["time_resolution"] = resolution
     if opts.max_size:
         kwargs["max_size"] = opts.max_size
     if getattr(opts, "aggregate", False):

@@ -580,17 +580,21 @@ def test_live_pid_attaches_and_detaches_on_q(tmp_path):
 
 
 def test_run_options_apply_to_attach(tmp_path):
-    """--accounting and --stack as with run: the summary of live bytes by
-    thread, the snapshots, and the call stacks of the handlers."""
+    """--accounting, --stack and --time-resolution as with run: the summary
+    of live bytes by thread, the snapshots, the call stacks of the handlers,
+    and the run's clock."""
     server, port = start_server(tmp_path)
     try:
-        attach, _ = start_attach(tmp_path, server.pid, "--accounting", "--stack")
+        attach, _ = start_attach(tmp_path, server.pid, "--accounting", "--stack",
+                                 "--time-resolution", "ms")
         load(port, "o")
         attach.send_signal(signal.SIGINT)
         rest = attach.communicate(timeout=120)[1]
         assert attach.returncode == 0 and "detached" in rest, rest
         files = os.listdir(out_dir(tmp_path, server.pid))
         assert "summary.json" in files and any(f.startswith("snapshot-") for f in files), files
+        with open(os.path.join(out_dir(tmp_path, server.pid), "runinfo.json")) as f:
+            assert json.load(f)["time_resolution"] == "ms"
         exported = tmp_path / "exported"
         subprocess.run(cmd("export", "-q", "-o", str(exported), out_dir(tmp_path, server.pid)),
                        check=True, env=env_with_package(keep_cli=True))
