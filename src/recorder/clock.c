@@ -26,6 +26,7 @@ _Atomic int tg_clock_src = TG_CLOCK_GETTIME;
 /* Defined here so that clock.c alone links (tests/c/test_clock.c); only
  * clock_beat.c changes it. */
 _Atomic uint64_t tg_clock_beat = 2;
+_Atomic int tg_clock_beat_seen;
 
 /* The spin that calibrates the rate when the kernel does not give it. */
 #define TG_CLOCK_CALIBRATE_NS 2000000

@@ -185,6 +185,19 @@ int64_t tg_clock_now_ns_slow(struct tg_clock_cache *cc);
  * while none runs; relaxed atomic, written by the beat's thread and by its
  * start and stop (GIL), read by every cached read. */
 extern _Atomic uint64_t tg_clock_beat;
+/* 1 once a read took a reading rather than reuse one, since the beat's thread
+ * last looked (clock_beat.c: a period without one parks the beat).  Relaxed
+ * atomic; readers store it only when it is 0, so a busy run's threads do not
+ * write its line at every reading. */
+extern _Atomic int tg_clock_beat_seen;
+
+/* Note a reading taken (tg_clock_beat_seen). */
+static inline void
+tg_clock_beat_note(void)
+{
+    if (!atomic_load_explicit(&tg_clock_beat_seen, memory_order_relaxed))
+        atomic_store_explicit(&tg_clock_beat_seen, 1, memory_order_relaxed);
+}
 
 /* Forget CC's kept readings: the caller's next read is exact (after a time
  * the thread took elsewhere, so that its next record is not before it). */
@@ -243,6 +256,7 @@ tg_clock_us_if_cached(struct tg_clock_cache *cc, int64_t *us)
                         >> TG_CLOCK_US_SHIFT);
         cc->beat_us = beat | 1;
         cc->last_us = *us;
+        tg_clock_beat_note();
         return 1;
     }
 #endif
@@ -264,6 +278,7 @@ tg_clock_now_us_cached(struct tg_clock_cache *cc)
     us = tg_clock_now_ns_slow(cc) / 1000;
     cc->beat_us = beat | 1;
     cc->last_us = us;
+    tg_clock_beat_note();
     return us;
 }
 
@@ -285,6 +300,7 @@ tg_clock_now_ns_cached(struct tg_clock_cache *cc)
         ns = tg_clock_now_ns_slow(cc);
     cc->beat_ns = beat | 1;
     cc->last_ns = ns;
+    tg_clock_beat_note();
     return ns;
 }
 
