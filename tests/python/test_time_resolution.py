@@ -67,7 +67,7 @@ p = threadgraph.ProcessProfile(default_log_path="out", format="text",
 p.trackStack()
 p.enable()
 brackets = []
-for i in range(1000):
+for i in range(600):
     a = time.time()
     marker()
     b = time.time()
@@ -104,7 +104,7 @@ def test_times_never_after_the_event_and_shared_within_a_beat(runs):
     calls = runs["ms"]["calls"]
     markers = [c for c in calls if c[0] == "marker"]
     brackets = runs["ms"]["brackets"]
-    assert len(markers) == len(brackets) == 1000
+    assert len(markers) == len(brackets) == 600
     late = [(c[1], b) for c, (a, b) in zip(markers, brackets) if c[1] > b + 0.0002]
     assert not late, late[:5]
     # About a beat early at most: the median of how far before the marker's own
@@ -113,7 +113,7 @@ def test_times_never_after_the_event_and_shared_within_a_beat(runs):
     early = sorted(a - c[1] for c, (a, b) in zip(markers, brackets))
     assert early[len(early) // 2] < 0.002, early[len(early) // 2]
     # The records of one beat share a reading: far fewer times than records,
-    # and the clock still moves with the beats (the loop runs ~0.4 s).
+    # and the clock still moves with the beats (the loop runs ~0.25 s).
     stamps = {t for c in calls for t in c[1:3]}
     assert 20 < len(stamps) < len(calls) / 5, (len(stamps), len(calls))
     us_stamps = {t for c in runs["us"]["calls"] for t in c[1:3]}
@@ -138,7 +138,7 @@ def test_durations_add_up_to_the_time_spent(runs):
     us, ms = totals(runs["us"]["calls"]), totals(runs["ms"]["calls"])
     assert us["slow"] > 0.05 and ms["slow"] > 0.05
     # slow's share of slow + quick as the exact clock's, within the sampling
-    # error of the beats that came (~1000 on a quiet machine: a few percent;
+    # error of the beats that came (~500 on a quiet machine: a few percent;
     # a loaded one delays the beat's thread, fewer beats, a wider bound).
     beats = len({t for c in runs["ms"]["calls"] for t in c[1:3]})
     share_us = us["slow"] / (us["slow"] + us["quick"])
@@ -243,14 +243,13 @@ def test_the_beat_parks_while_nothing_records(tmp_path):
             return None
         def leaf(i):
             return i
-        p = threadgraph.ProcessProfile(default_log_path="out", format="text",
-                                       time_resolution="ms")
+        p = threadgraph.ProcessProfile(default_log_path="out", time_resolution="ms")
         p.trackStack()
         p.enable()
         a = beat_switches()
         time.sleep(0.5)  # no record for half a second
         b = beat_switches()
-        t = time.time() + 0.3
+        t = time.time() + 0.2
         while time.time() < t:  # records all the time
             leaf(0)
         c = beat_switches()
@@ -259,10 +258,9 @@ def test_the_beat_parks_while_nothing_records(tmp_path):
     """)
     a, b, c, run_dir = proc.stdout.split()
     idle, busy = int(b) - int(a), int(c) - int(b)
-    assert idle < 150, (idle, busy)  # ~50 at 10 ms; 500 without parking
-    assert busy > idle / 5 + 30, (idle, busy)  # about 300 at 1 ms
-    stamps = {c[2] for c in calls_of(os.path.join(str(tmp_path), run_dir)) if c[0] == "leaf"}
-    assert len(stamps) > 20
+    assert idle < 150, (idle, busy)  # ~70 (20 at 1 ms, then at 10 ms); 500 without parking
+    assert busy > idle / 5 + 30, (idle, busy)  # about 200 at 1 ms
+    assert load_runinfo(os.path.join(str(tmp_path), run_dir))["time_resolution"] == "ms"
 
 
 def test_a_forked_child_beats_on_its_own(tmp_path):
