@@ -80,20 +80,24 @@ tg_clock_beat_start(void)
     if (tg_beat_on)
         return 0;
     atomic_store(&tg_beat_stop_req, 0);
+    atomic_store(&tg_clock_beat_seen, 0);
+    /* Odd before the thread exists: the thread then only ever sees its own
+     * values (a start after its first period would race its park). */
+    atomic_fetch_add(&tg_clock_beat, 3);
     /* Signals are for Python's main thread, never for the beat. */
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &old);
     e = pthread_create(&tg_beat_thread, NULL, tg_beat_main, NULL);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (e != 0)
+    if (e != 0) {
+        atomic_fetch_add(&tg_clock_beat, 1);  /* even again: every read exact */
         return e;
+    }
 #ifdef __linux__
     /* by its creator, so that it has its name once enable() returns (top -H) */
     pthread_setname_np(tg_beat_thread, "tg-clock-beat");
 #endif
     tg_beat_on = 1;
-    atomic_store(&tg_clock_beat_seen, 0);
-    atomic_fetch_add(&tg_clock_beat, 3);
     return 0;
 }
 
