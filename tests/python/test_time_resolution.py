@@ -7,7 +7,6 @@ collection or a mark lies within the times of the calls around it; memory is
 untouched; the beat's thread lives only while the run records."""
 import json
 import os
-import re
 import subprocess
 import sys
 
