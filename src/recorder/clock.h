@@ -208,16 +208,20 @@ tg_clock_cache_forget(struct tg_clock_cache *cc)
     cc->beat_ns = 0;
 }
 
-/* tg_clock_us_if_cached below without the beat: the TSC read alone, for the
- * fast paths of a run whose beat is off (time_resolution="us", recorder.c's
- * TG_FAST_CLOCK), which so pay nothing for it.  Leaves CC's kept reading as
- * it was: only runs with the beat keep one. */
+/* tg_clock_now_us_cached's fast path alone: 1 with the time in *US while CC
+ * holds (TSC source), else 0 without a read, for a caller that must not call
+ * (the profile function's fast path, recorder.c). */
 static inline int
-tg_clock_us_if_cached_tsc(struct tg_clock_cache *cc, int64_t *us)
+tg_clock_us_if_cached(struct tg_clock_cache *cc, int64_t *us)
 {
 #if TG_CLOCK_HAVE_TSC
     if (__builtin_expect(atomic_load_explicit(&tg_clock_pub.seq, memory_order_acquire)
                          == cc->seq, 1)) {
+        /* Signed: a reading a little before the anchor (another core's rdtsc
+         * ran early) gives a time a little before it rather than the anchor
+         * itself (tg_clock_conv_ns's clamp), two instructions fewer; the
+         * caller's own clamp keeps its times from going back (the capture's
+         * tg_cap_dt_us).  base_us_fx (< 2^93) and mult_us (< 2^45) fit. */
         int64_t d = (int64_t)(__rdtsc() - cc->conv.base_tsc);
         *us = (int64_t)(((__int128)cc->base_us_fx + (__int128)d * (int64_t)cc->mult_us)
                         >> TG_CLOCK_US_SHIFT);
@@ -230,12 +234,39 @@ tg_clock_us_if_cached_tsc(struct tg_clock_cache *cc, int64_t *us)
     return 0;
 }
 
-/* tg_clock_now_us_cached's fast path alone: 1 with the time in *US while CC
- * holds (the beat's kept reading, or the TSC source), else 0 without a read,
- * for a caller that must not call (the profile function's fast path,
- * recorder.c). */
+/* CLOCK_REALTIME in microseconds since the epoch through the caller's cache
+ * CC: tg_clock_now_ns_cached(CC) / 1000 without the division (for a TSC
+ * reading, the same within a microsecond: mult_us is mult rounded down). */
+static inline int64_t
+tg_clock_now_us_cached(struct tg_clock_cache *cc)
+{
+    int64_t us;
+    if (tg_clock_us_if_cached(cc, &us))
+        return us;
+    return tg_clock_now_ns_slow(cc) / 1000;
+}
+
+/* tg_clock_now_ns through the caller's cache CC (same result). */
+static inline int64_t
+tg_clock_now_ns_cached(struct tg_clock_cache *cc)
+{
+#if TG_CLOCK_HAVE_TSC
+    if (__builtin_expect(atomic_load_explicit(&tg_clock_pub.seq, memory_order_acquire)
+                         == cc->seq, 1))
+        return tg_clock_conv_ns(&cc->conv, __rdtsc());
+#endif
+    return tg_clock_now_ns_slow(cc);
+}
+
+/* The readers above with the clock's beat (time_resolution="ms",
+ * clock_beat.c), for the runs that have it (recorder.c picks them by
+ * r->time_beat; the others pay nothing for it): while tg_clock_beat equals
+ * the beat CC's kept reading was taken under, that reading; else a reading
+ * as above, kept with the beat loaded *before* it (so a kept reading is never
+ * older than its beat) and noted (tg_clock_beat_seen).  BEAT | 1 is kept,
+ * which an even (stopped or parked) beat never equals. */
 static inline int
-tg_clock_us_if_cached(struct tg_clock_cache *cc, int64_t *us)
+tg_clock_us_if_cached_beat(struct tg_clock_cache *cc, int64_t *us)
 {
     uint64_t beat = atomic_load_explicit(&tg_clock_beat, memory_order_relaxed);
 
@@ -243,36 +274,21 @@ tg_clock_us_if_cached(struct tg_clock_cache *cc, int64_t *us)
         *us = cc->last_us;
         return 1;
     }
-#if TG_CLOCK_HAVE_TSC
-    if (__builtin_expect(atomic_load_explicit(&tg_clock_pub.seq, memory_order_acquire)
-                         == cc->seq, 1)) {
-        /* Signed: a reading a little before the anchor (another core's rdtsc
-         * ran early) gives a time a little before it rather than the anchor
-         * itself (tg_clock_conv_ns's clamp), two instructions fewer; the
-         * caller's own clamp keeps its times from going back (the capture's
-         * tg_cap_dt_us).  base_us_fx (< 2^93) and mult_us (< 2^45) fit. */
-        int64_t d = (int64_t)(__rdtsc() - cc->conv.base_tsc);
-        *us = (int64_t)(((__int128)cc->base_us_fx + (__int128)d * (int64_t)cc->mult_us)
-                        >> TG_CLOCK_US_SHIFT);
-        cc->beat_us = beat | 1;
-        cc->last_us = *us;
-        tg_clock_beat_note();
-        return 1;
-    }
-#endif
-    return 0;
+    if (!tg_clock_us_if_cached(cc, us))
+        return 0;
+    cc->beat_us = beat | 1;
+    cc->last_us = *us;
+    tg_clock_beat_note();
+    return 1;
 }
 
-/* CLOCK_REALTIME in microseconds since the epoch through the caller's cache
- * CC: tg_clock_now_ns_cached(CC) / 1000 without the division (for a TSC
- * reading, the same within a microsecond: mult_us is mult rounded down). */
 static inline int64_t
-tg_clock_now_us_cached(struct tg_clock_cache *cc)
+tg_clock_now_us_beat(struct tg_clock_cache *cc)
 {
     uint64_t beat;
     int64_t us;
 
-    if (tg_clock_us_if_cached(cc, &us))
+    if (tg_clock_us_if_cached_beat(cc, &us))
         return us;
     beat = atomic_load_explicit(&tg_clock_beat, memory_order_relaxed);
     us = tg_clock_now_ns_slow(cc) / 1000;
@@ -282,22 +298,15 @@ tg_clock_now_us_cached(struct tg_clock_cache *cc)
     return us;
 }
 
-/* tg_clock_now_ns through the caller's cache CC (same result). */
 static inline int64_t
-tg_clock_now_ns_cached(struct tg_clock_cache *cc)
+tg_clock_now_ns_beat(struct tg_clock_cache *cc)
 {
     uint64_t beat = atomic_load_explicit(&tg_clock_beat, memory_order_relaxed);
     int64_t ns;
 
     if (beat == cc->beat_ns)
         return cc->last_ns;
-#if TG_CLOCK_HAVE_TSC
-    if (__builtin_expect(atomic_load_explicit(&tg_clock_pub.seq, memory_order_acquire)
-                         == cc->seq, 1))
-        ns = tg_clock_conv_ns(&cc->conv, __rdtsc());
-    else
-#endif
-        ns = tg_clock_now_ns_slow(cc);
+    ns = tg_clock_now_ns_cached(cc);
     cc->beat_ns = beat | 1;
     cc->last_ns = ns;
     tg_clock_beat_note();

@@ -541,8 +541,8 @@ tg_write_mem_line(struct tg_recorder *r, struct tg_thread *t,
  * TG_PATH_DEFAULT_BEAT copies) a beat's kept reading or the TSC, else the
  * TSC alone (clock.h). */
 #define TG_FAST_CLOCK(us, beat) \
-    ((beat) ? tg_clock_us_if_cached(&tg_tls.clock, (us)) \
-            : tg_clock_us_if_cached_tsc(&tg_tls.clock, (us)))
+    ((beat) ? tg_clock_us_if_cached_beat(&tg_tls.clock, (us)) \
+            : tg_clock_us_if_cached(&tg_tls.clock, (us)))
 
 /* --- capture records (docs/formats.md "Binary capture") ------------------- */
 
@@ -559,11 +559,13 @@ tg_cap_drop(struct tg_thread *t)
 }
 
 /* The time of an event of T in ns: tg_clock_now_ns_mono(&T->clock.last_ns)
- * through the thread's clock cache (tg_tls.clock, clock.h). */
+ * through the thread's clock cache (tg_tls.clock, clock.h), with R's beat if
+ * it has one. */
 static inline int64_t
-tg_event_ns(struct tg_thread *t)
+tg_event_ns(struct tg_recorder *r, struct tg_thread *t)
 {
-    int64_t ns = tg_clock_now_ns_cached(&tg_tls.clock);
+    int64_t ns = r->time_beat ? tg_clock_now_ns_beat(&tg_tls.clock)
+                              : tg_clock_now_ns_cached(&tg_tls.clock);
     if (ns < t->clock.last_ns)
         return t->clock.last_ns;
     t->clock.last_ns = ns;
@@ -581,16 +583,17 @@ tg_sampled_curve_point(struct tg_recorder_object *obj, int64_t bytes)
     if (!r->text_mem || t == NULL || tg_tls.gen != r->gen)
         return;
     tg_write_mem_line(r, t, TG_CURVE_FILE, sizeof(TG_CURVE_FILE) - 1, 0, TG_CURVE_FUNC,
-                      sizeof(TG_CURVE_FUNC) - 1, 0, bytes, r->timestamps ? tg_event_ns(t) : 0);
+                      sizeof(TG_CURVE_FUNC) - 1, 0, bytes, r->timestamps ? tg_event_ns(r, t) : 0);
 }
 
 /* The time of an event in the default configuration (capture only), in
  * microseconds, the capture's unit: no clamp to the thread's last time, since
  * tg_cap_dt_us keeps a stream's times from going back. */
 static inline int64_t
-tg_event_us_capture(void)
+tg_event_us_capture(struct tg_recorder *r)
 {
-    return tg_clock_now_us_cached(&tg_tls.clock);
+    return r->time_beat ? tg_clock_now_us_beat(&tg_tls.clock)
+                        : tg_clock_now_us_cached(&tg_tls.clock);
 }
 
 /* tg_cap_reserve's slow path: the writer's (a full or empty buffer, a
@@ -1070,9 +1073,9 @@ tg_open_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key,
         return;  /* out of memory: neither line is written, pairing holds */
     }
     if (d)
-        ns = tg_event_us_capture();  /* microseconds: only the capture uses it */
+        ns = tg_event_us_capture(r);  /* microseconds: only the capture uses it */
     else if (r->time_calls)
-        ns = tg_event_ns(t);  /* once for both formats */
+        ns = tg_event_ns(r, t);  /* once for both formats */
     if (!d && r->text_stack)
         tg_write_stack_line(r, t, t->depth, file, file_len, line, func, func_len, esc, ns);
     t->frames[t->depth].cap_line = d || r->fmt_binary
@@ -1156,9 +1159,9 @@ tg_write_return(struct tg_recorder *r, struct tg_thread *t, const char *file, si
 {
     int64_t ns = 0;
     if (d)
-        ns = tg_event_us_capture();  /* microseconds: only the capture uses it */
+        ns = tg_event_us_capture(r);  /* microseconds: only the capture uses it */
     else if (r->time_returns)
-        ns = tg_event_ns(t);
+        ns = tg_event_ns(r, t);
     if (!d && r->text_mem)
         tg_write_mem_line(r, t, file, file_len, line, func, func_len, esc, delta, ns);
     if (d || r->fmt_binary)
@@ -2083,7 +2086,6 @@ tg_mon_fast_return(PyObject *self, PyObject *const *args, size_t nargsf, PyObjec
     return tg_mon_fast_done(r);
 }
 
-
 /* CALL: the Python functions, bound methods and classes left at once, as
  * TG_MON_C_ENTRY does; a builtin or a method descriptor called with its self
  * (tg_mon_cfunc's exact types) on the fast path. */
@@ -2162,6 +2164,24 @@ TG_MON_FAST_COPIES(tg_mon_fast_c_return, TG_MON_C_RETURN_OF)
 TG_MON_FAST_COPIES(tg_mon_fast_c_call, TG_MON_C_CALL_OF)
 #endif
 
+/* A row of tg_mon_entries for the default configuration: the fast callbacks
+ * of SUFFIX (empty, or _beat), or the default entries where there are none. */
+#if TG_MON_FAST
+#define TG_MON_DEFAULT_ROW(suffix) {                         \
+        [TG_MON_PY_CALL] = tg_mon_fast_py_call##suffix,     \
+        [TG_MON_PY_RETURN] = tg_mon_fast_py_return##suffix, \
+        [TG_MON_C_CALL] = tg_mon_fast_c_call##suffix,       \
+        [TG_MON_C_RETURN] = tg_mon_fast_c_return##suffix,   \
+    }
+#else
+#define TG_MON_DEFAULT_ROW(suffix) {                 \
+        [TG_MON_PY_CALL] = tg_mon_py_call_d,        \
+        [TG_MON_PY_RETURN] = tg_mon_py_return_d,    \
+        [TG_MON_C_CALL] = tg_mon_c_call_d,          \
+        [TG_MON_C_RETURN] = tg_mon_c_return_d,      \
+    }
+#endif
+
 const vectorcallfunc tg_mon_entries[3][TG_MON_N_KINDS] = {
     [TG_PATH_GENERAL] = {
         [TG_MON_PY_CALL] = tg_mon_py_call_g,
@@ -2169,31 +2189,7 @@ const vectorcallfunc tg_mon_entries[3][TG_MON_N_KINDS] = {
         [TG_MON_C_CALL] = tg_mon_c_call_g,
         [TG_MON_C_RETURN] = tg_mon_c_return_g,
     },
-    [TG_PATH_DEFAULT] = {
-#if TG_MON_FAST
-        [TG_MON_PY_CALL] = tg_mon_fast_py_call,
-        [TG_MON_PY_RETURN] = tg_mon_fast_py_return,
-        [TG_MON_C_CALL] = tg_mon_fast_c_call,
-        [TG_MON_C_RETURN] = tg_mon_fast_c_return,
-#else
-        [TG_MON_PY_CALL] = tg_mon_py_call_d,
-        [TG_MON_PY_RETURN] = tg_mon_py_return_d,
-        [TG_MON_C_CALL] = tg_mon_c_call_d,
-        [TG_MON_C_RETURN] = tg_mon_c_return_d,
-#endif
-    },
-    [TG_PATH_DEFAULT_BEAT] = {
-#if TG_MON_FAST
-        [TG_MON_PY_CALL] = tg_mon_fast_py_call_beat,
-        [TG_MON_PY_RETURN] = tg_mon_fast_py_return_beat,
-        [TG_MON_C_CALL] = tg_mon_fast_c_call_beat,
-        [TG_MON_C_RETURN] = tg_mon_fast_c_return_beat,
-#else
-        [TG_MON_PY_CALL] = tg_mon_py_call_d,
-        [TG_MON_PY_RETURN] = tg_mon_py_return_d,
-        [TG_MON_C_CALL] = tg_mon_c_call_d,
-        [TG_MON_C_RETURN] = tg_mon_c_return_d,
-#endif
-    },
+    [TG_PATH_DEFAULT] = TG_MON_DEFAULT_ROW(),
+    [TG_PATH_DEFAULT_BEAT] = TG_MON_DEFAULT_ROW(_beat),
 };
 #endif
