@@ -772,7 +772,7 @@ def test_detach_line_says_what_the_mode_wrote(tmp_path, mode):
 # records rotate a capture of --max-size 256K: every segment's head repeats
 # their open calls, longer than the limit allows (test_max_size.py's case).
 DEEP_AFTER_ATTACH = r'''
-import select, sys, threading
+import select, sys, threading, time
 
 def wait_for_stdin():
     # a wait with a timeout: gdb needs a thread that releases the GIL
@@ -795,7 +795,8 @@ def down(d):
     go.wait()
 
 def churn(i):
-    return [i] * (i % 5)
+    # sizes that do not repeat: the records compress little
+    return bytearray(i * 2654435761 % 4093)
 
 print("ready", flush=True)
 wait_for_stdin()
@@ -803,8 +804,13 @@ ts = [threading.Thread(target=down, args=(900,), name="d%d" % k) for k in range(
 for t in ts:
     t.start()
 ready.wait()
-for i in range(200000):
+# Long enough that the flusher writes the deep threads' records (every 0.5 s
+# at the latest) and the capture starts new segments after that, each with
+# those stacks in its head: the head passes the limit on any machine.
+i, until = 0, time.monotonic() + 1.5
+while i < 200000 or time.monotonic() < until:
     churn(i)
+    i += 1
 print("churned", flush=True)
 wait_for_stdin()
 go.set()
