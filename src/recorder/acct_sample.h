@@ -41,11 +41,15 @@ struct tg_acct_sampler {
                       * adds to requested alone, so the bytes left are
                       * left - (requested - synced) (tg_acct_sampler_sync) */
     uint64_t rng;    /* xorshift64* state, never 0 */
-    int64_t light_limit;  /* sampled mode's light path (hook_count.h
-                        * tg_acct_alloc_light_nz): while the thread's requested
-                        * bytes stay at most this, no allocation reaches a
-                        * sample point nor passes the thread's peak.  0 (a new
-                        * state's) until that path first sets it */
+    int64_t light_room;  /* sampled mode's light path (hook_count.h
+                        * tg_acct_alloc_light_cur): its light limit less the
+                        * thread's requested bytes.  While the requested bytes
+                        * stay at most that limit (this not below 0), no
+                        * allocation reaches a sample point nor passes the
+                        * thread's peak.  Every allocation counted takes its
+                        * size from it (tg_acct_alloc too), so that it follows
+                        * the requested bytes.  0 (a new state's) until the
+                        * light path first sets it */
 };
 
 /* Seed S for the thread numbered IX from the run's SEED (splitmix64 of both,

@@ -206,6 +206,7 @@ tg_acct_alloc(size_t size)
         if (mean > 0)
             tg_acct_sampler_sync(&t->sampler, TG_LOAD(t->requested));
         TG_OWN_ADD(t->requested, (int64_t)size);
+        t->sampler.light_room -= (int64_t)size;  /* see its comment */
         TG_OWN_ADD(t->hist_alloc[tg_acct_bin(size)], 1);
         own = TG_LOAD(t->requested) - TG_LOAD(t->freed);
         if (own > TG_LOAD(t->peak)) {

@@ -37,6 +37,11 @@ int tg_hooks_install(int count_total);
  * at its start, ours missing if that was before enable); returns how many.  0
  * when not recording.  GIL held. */
 int tg_hooks_rehook(void);
+
+/* Which copy of the GIL domains' malloc and free tg_hooks_install puts in:
+ * "bmi2" (compiled for processors with BMI2, and this one has it) or
+ * "baseline" (THREADGRAPH_NO_BMI2 set, another processor, another build). */
+const char *tg_hooks_gil_copies(void);
 /* Remove them (restore the previous allocators if ours are still installed; if
  * another tool wrapped ours since, ours stay but stop tracking).  Then clears the
  * pointer table. */

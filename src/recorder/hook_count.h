@@ -63,18 +63,24 @@ tg_hook_account(int64_t alloc, int64_t freed)
  * *WORD, or 0 when tg_acct_alloc must take it (any other case, which it counts
  * from the start: nothing is counted here then).
  *
- * The common case of the common case is one compare: the thread's requested
- * bytes against its light limit (struct tg_acct_sampler), set where the full
- * tests last ran to the requested bytes plus the smaller of the bytes left
- * before the next sample point (less one: a point at the allocation's last
- * byte samples it) and the room below the thread's peak.  It holds until the
- * requested bytes pass it, whatever happens meanwhile: every allocation, here
- * or in tg_acct_alloc, adds its size to requested, which takes it from the
- * sampler's countdown (counted from synced: the common case writes requested
- * alone, one store fewer), and raises live bytes by no more than that; a free
- * only lowers them; a sample restarts the countdown only once requested has
- * passed the old point, hence the limit.  So no allocation below the limit
- * reaches a sample point or a new peak, and the thread's figures stay exact. */
+ * The common case of the common case is one subtraction: the size from the
+ * thread's light room (struct tg_acct_sampler), its light limit less its
+ * requested bytes.  The limit is set where the full tests last ran to the
+ * requested bytes plus the smaller of the bytes left before the next sample
+ * point (less one: a point at the allocation's last byte samples it) and the
+ * room below the thread's peak.  It holds until the requested bytes pass it,
+ * whatever happens meanwhile: every allocation, here or in tg_acct_alloc,
+ * adds its size to requested (and takes it from the room), which takes it
+ * from the sampler's countdown (counted from synced: the common case writes
+ * requested alone, one store fewer), and raises live bytes by no more than
+ * that; a free only lowers them; a sample restarts the countdown only once
+ * requested has passed the old point, hence the limit.  So no allocation
+ * below the limit reaches a sample point or a new peak, and the thread's
+ * figures stay exact.
+ *
+ * This is the full tests' part, for an allocation that took the room below 0:
+ * REQ is the requested bytes with SIZE, which the caller has not counted (or
+ * counted and taken back). */
 static inline __attribute__((always_inline)) int
 tg_acct_alloc_light_full(struct tg_acct_thread *t, int64_t req, size_t size, uint64_t *word)
 {
@@ -97,25 +103,42 @@ tg_acct_alloc_light_full(struct tg_acct_thread *t, int64_t req, size_t size, uin
     room = left - 1 < peak - own ? left - 1 : peak - own;
     if (room > TG_LIGHT_ROOM_MAX)
         room = TG_LIGHT_ROOM_MAX;
-    t->sampler.light_limit = req + room;
+    t->sampler.light_room = room;  /* the limit, req + room, less req */
     atomic_store_explicit(&t->requested, req, memory_order_relaxed);
     TG_HOOK_HIST_ADD(t->hist_alloc, size);
     *word = size;
     return 1;
 }
 
+/* Subtract V from X (an int64_t lvalue): whether the result is below 0.  On
+ * x86-64 one subtraction from memory whose sign flag is the answer (GCC
+ * otherwise loads, subtracts, stores and tests).  The owner thread's field
+ * alone: not atomic. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__SANITIZE_THREAD__)
+#define TG_SUB_BELOW_0(x, v) __extension__({ \
+    unsigned char below_; \
+    __asm__("subq %2, %0" : "+m"(x), "=@ccs"(below_) : "er"((int64_t)(v))); \
+    below_; })
+#else
+#define TG_SUB_BELOW_0(x, v) (((x) -= (int64_t)(v)) < 0)
+#endif
+
 /* tg_acct_alloc_light_nz on a thread whose state its caller found current
  * in sampled mode (tg_tls.acct_gen equal to tg_acct_light_gen, or
- * alloc_hooks.c tg_hook_gil_fast_on, which implies it). */
+ * alloc_hooks.c tg_hook_gil_fast_on, which implies it): the size added to
+ * the requested bytes and taken from the light room, one instruction each;
+ * both taken back for the full tests when the room goes below 0. */
 static inline __attribute__((always_inline)) int
 tg_acct_alloc_light_cur(size_t size, uint64_t *word)
 {
     struct tg_acct_thread *t = tg_tls.acct;
-    int64_t req = TG_LOAD(t->requested) + (int64_t)size;  /* one load: they are atomics */
 
-    if (__builtin_expect(req > t->sampler.light_limit, 0))
-        return tg_acct_alloc_light_full(t, req, size, word);
-    atomic_store_explicit(&t->requested, req, memory_order_relaxed);
+    TG_HOOK_OWN_ADD(t->requested, (int64_t)size);
+    if (__builtin_expect(TG_SUB_BELOW_0(t->sampler.light_room, size), 0)) {
+        t->sampler.light_room += (int64_t)size;
+        TG_HOOK_OWN_ADD(t->requested, -(int64_t)size);
+        return tg_acct_alloc_light_full(t, TG_LOAD(t->requested) + (int64_t)size, size, word);
+    }
     TG_HOOK_HIST_ADD(t->hist_alloc, size);
     *word = size;
     return 1;
@@ -285,7 +308,7 @@ tg_hook_gil_fast_free(void *p)
     size = *e;
     if (size - 1 >= TG_HOOK_SMALL_MAX)  /* no entry (0) or a mark too */
         return 0;
-    tg_ptrpage_empty(&tg_ptrpage_gil, e, g);
+    tg_ptrpage_empty_of(&tg_ptrpage_gil, e, g, (unsigned)size);
     TG_HOOK_OWN_ADD(t->freed, (int64_t)size);
     TG_HOOK_HIST_ADD(t->hist_free, size);
     return 1;

@@ -933,6 +933,14 @@ tg_mod_thread_counters(PyObject *mod, PyObject *unused)
 }
 
 static PyObject *
+tg_mod_gil_hooks(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    return PyUnicode_FromString(tg_hooks_gil_copies());
+}
+
+static PyObject *
 tg_mod_native_slots(PyObject *mod, PyObject *unused)
 {
     (void)mod;
@@ -1158,6 +1166,9 @@ static PyMethodDef tg_module_methods[] = {
     {"thread_counters", tg_mod_thread_counters, METH_NOARGS,
      "(allocated, freed) bytes of the calling thread while hooked (in sampled\n"
      "mode, once its accounting state exists, that state's requested and freed)."},
+    {"gil_hooks", tg_mod_gil_hooks, METH_NOARGS,
+     "gil_hooks() -> 'bmi2' or 'baseline': the copy of the Python allocators'\n"
+     "malloc and free hooks that enable() installs (THREADGRAPH_NO_BMI2: baseline)."},
     {"snapshot_condition", tg_mod_snapshot_condition, METH_O,
      "snapshot_condition(cond) -> (kind, limit), or ValueError (acct_when.h)."},
     {"native_slots", tg_mod_native_slots, METH_NOARGS,

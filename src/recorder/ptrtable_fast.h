@@ -401,7 +401,7 @@ tg_ptrtable_gil_take(uintptr_t p, int *marked)
             *marked = w == TG_PP_MARK;
         return 0;
     }
-    tg_ptrpage_empty(&tg_ptrpage_gil, e, g);
+    tg_ptrpage_empty_of(&tg_ptrpage_gil, e, g, w);
     return (size_t)w + 1;  /* the callers' - 1 folds into it */
 }
 

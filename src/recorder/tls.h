@@ -51,6 +51,10 @@ struct tg_tls {
     struct tg_acct_thread *acct;  /* this thread's accounting state (acct_state.c),
                                    * valid iff acct_gen == tg_acct.gen */
     uint64_t acct_gen;
+    void *hook_p;                 /* alloc_hooks.c: sampled mode's malloc in a GIL
+                                   * domain hands the block to its slow path here
+                                   * (tg_hook_malloc_gil_record): the block stays
+                                   * in the register it is returned in */
     size_t hook_size;             /* alloc_hooks.c: sampled and plain mode's malloc
                                    * in a GIL domain keep the request's size here
                                    * across their call down, not in a saved

@@ -459,6 +459,57 @@ def test_thread_peak_exact(tmp_path, rate):
     assert 0 <= peak - top < 1024, (peak, top)
 
 
+STAIR = """
+import gc, threading
+import threadgraph._recorder as R
+from threadgraph import ProcessProfile
+
+def live():
+    a, f = R.thread_counters()
+    return a - f
+
+def stair(out):
+    # Each round: a climb in small blocks (a new peak), some 31 KB given
+    # back, one small block (the light path's full tests run, and leave it
+    # room up to the peak), then a block too large for the light path (the
+    # general path: a new peak, and the room used up) and 17 KB of small
+    # blocks past that peak, less than the room the full tests left.
+    tops = []
+    keep = []
+    for rnd in range(6):
+        for i in range(2000):
+            keep.append(bytes(140))             # 173 bytes requested
+        del keep[-180:]
+        keep.append(bytes(140))
+        keep.append(bytearray(69999))           # 70,000
+        for i in range(100):
+            keep.append(bytes(140))
+        tops.append(live())
+    del keep[:]
+    out.append(max(tops))
+
+gc.disable()
+p = ProcessProfile(default_log_path="out", mode="sampled", sample_bytes=1 << 40)
+p.enable()
+res = []
+t = threading.Thread(target=stair, args=(res,), name="stair")
+t.start(); t.join()
+p.disable()
+print(res[0])
+"""
+
+
+def test_thread_peak_exact_past_a_large_block(tmp_path):
+    """The light path's room (hook_count.h) follows the allocations that the
+    general path counts: small blocks past a peak that a large block made are
+    seen at once, not once they have used up the room the light path had
+    before it (no sample point to hide it: one per TiB)."""
+    proc = run_scenario(tmp_path, STAIR, env=SEED)
+    top = int(proc.stdout.split()[-1])
+    peak = summary_threads(only_dir(tmp_path / "out"))["stair"]["peak_bytes"]
+    assert 0 <= peak - top < 1024, (peak, top)
+
+
 AGAIN = """
 import gc, queue, threading
 from threadgraph import ProcessProfile
