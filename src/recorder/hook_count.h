@@ -26,19 +26,6 @@ tg_hook_account(int64_t alloc, int64_t freed)
         atomic_fetch_add_explicit(&tg_process_total, alloc - freed, memory_order_relaxed);
 }
 
-/* TG_OWN_ADD (acct_state.h: an owner-only update of a counter other threads
- * read) in the hooks' light paths.  On x86-64 one add to memory: not locked,
- * its store is one aligned 8-byte store as TG_OWN_ADD's is, so a relaxed
- * load on another thread sees the old or the new value, never a mix; C's
- * atomics can say this only as a load, an add and a store.  Elsewhere, and
- * under ThreadSanitizer (which does not see into asm), TG_OWN_ADD. */
-#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
-#define TG_HOOK_OWN_ADD(x, v) \
-    __asm__ __volatile__("addq %1, %0" : "+m"(*(int64_t *)&(x)) : "er"((int64_t)(v)))
-#else
-#define TG_HOOK_OWN_ADD(x, v) TG_OWN_ADD(x, v)
-#endif
-
 /* TG_HOOK_OWN_ADD of 1 to HIST[tg_acct_bin_nz(SIZE)] (a histogram of
  * TG_ACCT_BINS bins, SIZE not 0): the bin is the bit scan's result + 1, and
  * the + 1 goes into the address's displacement (one instruction fewer). */

@@ -72,11 +72,14 @@ struct tg_code_info {
     int firstlineno;
     uint64_t cap_epoch; /* capture epoch cap_id belongs to (0: none) */
     uint32_t cap_id;    /* code id in that capture */
-    uint64_t fast_gen;  /* the run generation in which the monitoring fast path
-                         * may open this code's calls (gen current, not
-                         * excluded, cap_id of the run's capture: all fixed for
-                         * a generation once true), else 0; set by the default
-                         * entries' first call of the code (tg_on_py_call) */
+    uint64_t fast_key;  /* where the fast path may open this code's calls in
+                         * one compare (gen current, not excluded, cap_id of
+                         * the run's capture: all fixed for a run's capture
+                         * once true), else 0; set by the default entries'
+                         * first call of the code (tg_on_py_call).  3.12+ (the
+                         * monitoring fast path): that run's generation;
+                         * 3.8-3.11 (tg_profile_fast): that capture's epoch,
+                         * unique to each capture opened, a forked child's too */
     uint64_t agg_epoch; /* aggregate run agg_id belongs to (0: none) */
     uint32_t agg_id;    /* function id in that run (aggregate.h) */
     size_t file_len;
@@ -161,7 +164,7 @@ tg_code_info_build(PyCodeObject *code)
     info->firstlineno = tg_known_line(code->co_firstlineno);
     info->cap_epoch = 0;
     info->cap_id = 0;
-    info->fast_gen = 0;
+    info->fast_key = 0;
     info->agg_epoch = 0;
     info->agg_id = 0;
 #if TG_LINE_CACHE
@@ -464,12 +467,13 @@ tg_memory_reading(struct tg_recorder *r, struct tg_thread *t)
 
 /* --- records ------------------------------------------------------------ */
 
-/* Owner-only addition of N to a counter other threads read. */
+/* Owner-only addition of N to a counter other threads read: one add to
+ * memory on x86-64 (TG_HOOK_OWN_ADD, acct_state.h), where the atomic load and
+ * store took three instructions an event. */
 static inline void
 tg_count_n(_Atomic uint64_t *c, uint64_t n)
 {
-    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
-                          memory_order_relaxed);
+    TG_HOOK_OWN_ADD(*c, n);
 }
 
 /* Owner-only increment of a counter other threads read. */
@@ -1325,12 +1329,15 @@ tg_on_py_call(struct tg_recorder *r, struct tg_thread *t, const struct tg_at *at
                  info->firstlineno, info->func, info->func_len, 0,
                  d || r->fmt_binary ? tg_cap_python_id(r, info)
                  : r->aggregate ? tg_agg_python_id(r, info) : 0, d);
-#if TG_HAVE_MONITORING
-    /* The monitoring fast path's one test of the code (tg_mon_fast_py_call):
-     * info->gen is r->gen here (tg_code_info_get), and excluded codes left
-     * above; a capture id of this run's capture is the last condition. */
+    /* The fast paths' one test of the code (tg_mon_fast_py_call,
+     * tg_profile_fast): info->gen is r->gen here (tg_code_info_get), and
+     * excluded codes left above; a capture id of this run's capture is the
+     * last condition. */
     if (d && info->cap_epoch == r->cap.epoch && info->cap_id != 0)
-        info->fast_gen = r->gen;
+#if TG_HAVE_MONITORING
+        info->fast_key = r->gen;
+#else
+        info->fast_key = r->cap.epoch;
 #endif
 }
 
@@ -1732,8 +1739,7 @@ tg_profile_fast(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg, co
     if (what == PyTrace_CALL) {
         struct tg_code_info *info = tg_code_extra_fast(tg_frame_code(frame), tg_code_index);
         depth = t->depth;
-        if (__builtin_expect(info == NULL || info->gen != r->gen || info->excluded
-                             || info->cap_epoch != r->cap.epoch || info->cap_id == 0
+        if (__builtin_expect(info == NULL || info->fast_key != r->cap.epoch
                              || depth == t->frames_cap, 0)
                 || !TG_FAST_CLOCK(&us, beat))
             return tg_profile_default(obj, frame, PyTrace_CALL, NULL);
@@ -2031,7 +2037,7 @@ tg_mon_fast_py_call_of(PyObject *self, PyObject *const *args, size_t nargsf,
     if (__builtin_expect((key = tg_mon_frame_cached(code)) == 0 || !TG_MON_FAST_IS_CODE(code)
                          || (info = tg_code_extra_fast((PyCodeObject *)code,
                                                        tg_code_index)) == NULL
-                         || info->fast_gen != r->mon_gen || depth == t->frames_cap, 0)
+                         || info->fast_key != r->mon_gen || depth == t->frames_cap, 0)
             || (lasti = tg_mon_fast_offset(args[1])) < 0
             || !TG_FAST_CLOCK(&us, beat))
         return tg_mon_py_call_d(self, args, nargsf, kwnames);
