@@ -290,12 +290,11 @@ tg_hook_malloc_gil_record(void)
 }
 
 /* The end of sampled mode's allocations in a GIL domain: block P of SIZE
- * bytes through tg_hook_gil_fast_alloc, or the
- * general path's record; P returned, by tail calls where there is more to
- * do.  P goes to the record through the thread-local block, not as an
- * argument: it then stays in the register the call down returned it in and
- * the fast path returns it from (an argument took a move there and one back,
- * two instructions an allocation). */
+ * bytes through tg_hook_gil_fast_alloc, or the general path's record; P
+ * returned, by tail calls where there is more to do.  P goes to the record
+ * through the thread-local block, not as an argument: it then stays in the
+ * register the call down returned it in and the fast path returns it from
+ * (as an argument it took a move there and one back on the common path). */
 static inline __attribute__((always_inline)) void *
 tg_hook_gil_fast_done(void *p, size_t size)
 {
@@ -660,8 +659,8 @@ static const struct tg_gil_dom_hooks tg_gil_dom_hooks[3] = {
  * at install when the processor has it (tg_gil_dom_hooks_for): the page
  * map's key, the block's address rotated, is one rorx into another register
  * where the baseline copies the address first and rotates the copy, one
- * instruction in each malloc and free (callgrind, sampled mode: 32 and 21
- * instructions become 31 and 20).  The rest of the module stays baseline
+ * instruction in each malloc and free (sampled mode's common paths: 30 and
+ * 21 instructions become 29 and 20).  The rest of the module stays baseline
  * x86-64. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__BMI2__)
 #define TG_HOOKS_BMI2 1
