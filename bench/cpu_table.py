@@ -50,14 +50,15 @@ NATIVE_REFS = ["tg-tutorial", "memray-native"]
 
 
 def run_one(python, config, workload, scale, env):
-    """(CPU time, minor page faults) of one run, or None."""
+    """(CPU time, minor page faults, voluntary context switches) of one run,
+    or None."""
     p = subprocess.run([python, RUNNER, config, workload, "--scale", str(scale)],
                        capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.stderr.write("%s %s failed: %s\n" % (config, workload, p.stderr[-300:]))
         return None
     res = json.loads(p.stdout.strip().splitlines()[-1])
-    return res["cpu"], res.get("minflt")
+    return res["cpu"], res.get("minflt"), res.get("nvcsw")
 
 
 def default_workloads(python, env):
@@ -196,6 +197,33 @@ def paired_table(configs, workloads, rounds_of, floor, ref):
           "rounds].")
 
 
+def switch_table(configs, workloads, switches):
+    """Print the median voluntary context switches of each configuration, for
+    the workloads with threads (a thread that waits for the GIL or a lock
+    switches): a profiler that slows a threaded program can change how its
+    threads take turns, and that costs CPU time of its own (bench/RESULTS.md
+    "threads_locks: a lock convoy past the switch interval")."""
+    shown = ["none"] + configs
+    rows = []
+    for w in workloads:
+        med = {}
+        for c in shown:
+            xs = [x for x in switches.get((w, c), []) if x is not None]
+            if xs:
+                med[c] = statistics.median(xs)
+        if med.get("none", 0) < 100:
+            continue  # one thread: nothing to see
+        rows.append("| %s | %s |" % (w, " | ".join(
+            "%.0f" % med[c] if c in med else "n/a" for c in shown)))
+    if not rows:
+        return
+    print("\n| workload | " + " | ".join("switches: %s" % c for c in shown) + " |")
+    print("|---|" + "---:|" * len(shown))
+    print("\n".join(rows))
+    print("\nVoluntary context switches of the whole process from start to stop "
+          "(`nvcsw`), medians of the rounds.")
+
+
 def geomean(xs):
     xs = [x for x in xs if x]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
@@ -227,6 +255,7 @@ def main():
                  else default_workloads(a.python, env))
     ratios = {}  # (workload, config) -> [ratio per round]
     faults = {}  # (workload, config) -> [minflt per round], "none" included
+    switches = {}  # (workload, config) -> [nvcsw per round], "none" included
     rounds_of = {}  # workload -> [{config: ratio} per round]
     runs_of = {}  # workload -> {config: [(CPU seconds, minflt) per round]}, "none" included
     for r in range(a.rounds):
@@ -238,8 +267,9 @@ def main():
             for c, v in got.items():
                 if v is not None:
                     faults.setdefault((w, c), []).append(v[1])
+                    switches.setdefault((w, c), []).append(v[2])
                     if v[1] is not None:
-                        runs_of.setdefault(w, {}).setdefault(c, []).append(v)
+                        runs_of.setdefault(w, {}).setdefault(c, []).append(v[:2])
             if not got["none"]:
                 continue
             rd = {}
@@ -275,6 +305,7 @@ def main():
     print("| geomean | %s |" % " | ".join(cells))
     print("\nCPU time over the unprofiled run, medians of %d rounds (in parentheses: "
           "over the floor `%s`)." % (a.rounds, a.floor))
+    switch_table(configs, workloads, switches)
     paired_table(configs, workloads, rounds_of, a.floor, a.ref)
     if NATIVE in configs:
         native_table(configs, workloads, rounds_of, faults)
@@ -285,6 +316,7 @@ def main():
                        "scale": a.scale, "env": a.env,
                        "ratios": {"%s/%s" % k: v for k, v in ratios.items()},
                        "minflt": {"%s/%s" % k: v for k, v in faults.items()},
+                       "nvcsw": {"%s/%s" % k: v for k, v in switches.items()},
                        "runs": runs_of}, f, indent=1)
 
 

@@ -13,6 +13,9 @@ printed on stdout:
     nvcsw, nivcsw, utime, stime
               voluntary and involuntary context switches and user and system CPU
               seconds of the whole process (all threads, getrusage), start to stop
+    switch_interval
+              the GIL's (sys.getswitchinterval()); BENCH_SWITCH_INTERVAL=SECONDS
+              in the environment sets it before the workload, for any CONFIG
     rss0_kb   resident set size just before the profiler started
     out_bytes bytes the profiler wrote to its output directory (then deleted)
     events    threadgraph only: calls + returns recorded (stats(): stack_records +
@@ -337,6 +340,12 @@ def _dir_bytes(path):
 
 
 def measure(config, workload, scale):
+    # The GIL's switch interval (sys.setswitchinterval), for every
+    # configuration alike: BENCH_SWITCH_INTERVAL=0.02 in the environment
+    # (bench/RESULTS.md "threads_locks: a lock convoy past the switch interval").
+    si = os.environ.get("BENCH_SWITCH_INTERVAL")
+    if si:
+        sys.setswitchinterval(float(si))
     fn = prepare_workload(workload, scale)
     cfg = make_config(config)
     outdir = tempfile.mkdtemp(prefix="tgbench-")
@@ -366,7 +375,8 @@ def measure(config, workload, scale):
            "maxrss_kb": maxrss, "rss0_kb": rss0, "minflt": ru.ru_minflt - flt0,
            "out_bytes": out_bytes,
            "nvcsw": ru.ru_nvcsw - ru0.ru_nvcsw, "nivcsw": ru.ru_nivcsw - ru0.ru_nivcsw,
-           "utime": ru.ru_utime - ru0.ru_utime, "stime": ru.ru_stime - ru0.ru_stime}
+           "utime": ru.ru_utime - ru0.ru_utime, "stime": ru.ru_stime - ru0.ru_stime,
+           "switch_interval": sys.getswitchinterval()}
     res.update(extra)
     return res
 
