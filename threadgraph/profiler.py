@@ -474,7 +474,10 @@ class ProcessProfile:
         if active is not None:
             raise RuntimeError("another ProcessProfile is already enabled in this process; "
                                "only one can record at a time: disable() it first")
-        triggers = self._trigger_objects()
+        # Resolved only for the sleep correction, their one use: resolving
+        # imports C modules (select, _socket...), CPU time at every start.
+        correct = self._sleeps and self.memory != "thread" and self.mode != "sampled"
+        triggers = self._trigger_objects() if correct else []
         made: List[str] = []
         outdir = _make_output_dir(self.default_log_path, made)
         self._start_time = time.time()

@@ -4,7 +4,7 @@
  *
  * The TSC rate comes from the kernel's own conversion where it offers one (the
  * time_mult/time_shift of a perf_event mmap page with cap_user_time), else from
- * a short spin against clock_gettime.  Every flusher tick then takes a fresh
+ * two readings of clock_gettime 2 ms apart.  Every flusher tick then takes a fresh
  * (rdtsc, CLOCK_REALTIME) anchor and re-measures the rate over the tick, so the
  * clock follows NTP's frequency corrections and wall-clock steps.
  */
@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #if TG_CLOCK_HAVE_TSC
 #  include <linux/perf_event.h>
@@ -28,7 +29,7 @@ _Atomic int tg_clock_src = TG_CLOCK_GETTIME;
 _Atomic uint64_t tg_clock_beat = 2;
 _Atomic int tg_clock_beat_seen;
 
-/* The spin that calibrates the rate when the kernel does not give it. */
+/* The interval that calibrates the rate when the kernel does not give it. */
 #define TG_CLOCK_CALIBRATE_NS 2000000
 /* A tick's measured rate is used only over at least this interval... */
 #define TG_CLOCK_MIN_INTERVAL_NS 100000000
@@ -99,7 +100,7 @@ tg_clock_mult_from(uint64_t mult, uint32_t shift)
  * only by the flusher's tg_clock_tick, one after the other, so no lock.
  */
 static int tg_clock_cpu_ok = -1;         /* invariant TSC: -1 not checked yet */
-static uint64_t tg_clock_ref_mult;       /* reference rate (kernel or spin); 0 none */
+static uint64_t tg_clock_ref_mult;       /* reference rate (kernel or measured); 0 none */
 static struct tg_clock_conv tg_clock_cur; /* what is published now */
 
 /* 1 if /proc/cpuinfo's first "flags" line has WORD as a whole word. */
@@ -204,7 +205,7 @@ tg_clock_anchor(uint64_t *tsc, int64_t *ns)
     }
 }
 
-/* The reference rate: the kernel's, else a TG_CLOCK_CALIBRATE_NS spin.  Once per
+/* The reference rate: the kernel's, else one measured over TG_CLOCK_CALIBRATE_NS.  Once per
  * process.  Returns 0, or -1 if neither gave a rate. */
 static int
 tg_clock_reference(void)
@@ -216,12 +217,24 @@ tg_clock_reference(void)
         return 0;
     if (tg_clock_kernel_rate(&tg_clock_ref_mult) == 0)
         return 0;
+    /* Two anchors TG_CLOCK_CALIBRATE_NS apart, a sleep between them: the
+     * anchors' brackets alone set the rate's precision, and a sleep costs the
+     * program none of the CPU time a spin took (2 ms at every first enable()
+     * where the kernel gives no rate, as on virtual machines without
+     * cap_user_time). */
     tg_clock_anchor(&t0, &n0);
-    do
+    for (;;) {
+        struct timespec d;
+
         tg_clock_anchor(&t1, &n1);
-    while (n1 - n0 < TG_CLOCK_CALIBRATE_NS && n1 >= n0);
+        if (n1 - n0 >= TG_CLOCK_CALIBRATE_NS || n1 < n0)
+            break;
+        d.tv_sec = 0;
+        d.tv_nsec = (long)(TG_CLOCK_CALIBRATE_NS - (n1 - n0));
+        (void)nanosleep(&d, NULL);  /* a signal: the loop sleeps the rest */
+    }
     if (n1 <= n0)
-        return -1;  /* the wall clock stepped back during the spin */
+        return -1;  /* the wall clock stepped back meanwhile */
     tg_clock_ref_mult = tg_clock_rate_mult((uint64_t)(n1 - n0), t1 - t0);
     return tg_clock_ref_mult != 0 ? 0 : -1;
 }
