@@ -9,6 +9,7 @@ charged; with it off it must be (which shows the case really blocked while B
 allocated).  The order is deterministic: with a huge switch interval a thread
 only gives the GIL away when it blocks.
 """
+import json
 import os
 import subprocess
 import sys
@@ -186,3 +187,38 @@ def test_disable_while_a_thread_waits_in_a_with_statement(tmp_path):
     res = subprocess.run([sys.executable, "s.py"], cwd=str(tmp_path), env=env, check=True,
                          stdout=subprocess.PIPE, universal_newlines=True, timeout=120)
     assert res.stdout.split() == ["[1]"]
+
+
+@pytest.mark.parametrize("kwargs, sleeps, imported", [
+    ('memory="thread"', True, False),        # the default: no correction to make
+    ('mode="sampled"', True, False),         # no profile function at all
+    ('memory="process"', True, True),
+    ('memory="process"', False, False),      # trackSleeps(False)
+])
+def test_the_triggers_modules_are_imported_only_for_the_correction(tmp_path, kwargs, sleeps,
+                                                                   imported):
+    """Resolving the default sleep triggers imports C modules (select, _socket,
+    _queue, _multiprocessing): enable() does it only when the correction uses
+    them, not at every start (CPU time, and modules the program never asked for)."""
+    mods = ["_multiprocessing", "_queue", "select", "_socket"]
+    (tmp_path / "s.py").write_text(textwrap.dedent("""
+        import json, sys
+        from threadgraph import ProcessProfile
+        mods = %r
+        before = [m for m in mods if m in sys.modules]
+        p = ProcessProfile(format="text", default_log_path="out", %s)
+        p.trackSleeps(%r)
+        p.enable()
+        after = [m for m in mods if m in sys.modules]
+        p.disable()
+        print(json.dumps([before, after]))
+    """) % (mods, kwargs, sleeps))
+    env = dict(os.environ, PYTHONPATH=PKG_PARENT)
+    res = subprocess.run([sys.executable, "s.py"], cwd=str(tmp_path), env=env, check=True,
+                         stdout=subprocess.PIPE, universal_newlines=True, timeout=120)
+    before, after = json.loads(res.stdout.strip().splitlines()[-1])
+    assert before == []
+    if imported:
+        assert sorted(after) == sorted(mods), after
+    else:
+        assert after == [], after
