@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -58,18 +59,21 @@ def one(config, iters):
     cfg = runner.make_config(config)
     outdir = tempfile.mkdtemp(prefix="tgbench-convoy-")
     lock, shared, held = threading.Lock(), {}, []
-    ru0 = resource.getrusage(resource.RUSAGE_SELF)
-    c0 = time.process_time()
-    cfg.start(outdir)
-    threads = [threading.Thread(target=_worker, args=(lock, shared, iters, held))
-               for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    cfg.stop()
-    c1 = time.process_time()
-    ru1 = resource.getrusage(resource.RUSAGE_SELF)
+    try:
+        ru0 = resource.getrusage(resource.RUSAGE_SELF)
+        c0 = time.process_time()
+        cfg.start(outdir)
+        threads = [threading.Thread(target=_worker, args=(lock, shared, iters, held))
+                   for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        cfg.stop()
+        c1 = time.process_time()
+        ru1 = resource.getrusage(resource.RUSAGE_SELF)
+    finally:
+        shutil.rmtree(outdir, ignore_errors=True)
     print(json.dumps({"held": sum(held), "nvcsw": ru1.ru_nvcsw - ru0.ru_nvcsw,
                       "cpu": c1 - c0}))
 
