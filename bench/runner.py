@@ -345,7 +345,10 @@ def measure(config, workload, scale):
     # (bench/RESULTS.md "threads_locks: a lock convoy past the switch interval").
     si = os.environ.get("BENCH_SWITCH_INTERVAL")
     if si:
-        sys.setswitchinterval(float(si))
+        try:
+            sys.setswitchinterval(float(si))
+        except ValueError:
+            sys.exit("BENCH_SWITCH_INTERVAL wants a number of seconds above 0, got %r" % si)
     fn = prepare_workload(workload, scale)
     cfg = make_config(config)
     outdir = tempfile.mkdtemp(prefix="tgbench-")
