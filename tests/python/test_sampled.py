@@ -412,15 +412,39 @@ def test_live_bytes_keep_threads_that_exited(tmp_path):
     assert proc_figs["peak_bytes"] >= 20 * block
 
 
-CLIMB = """
-import gc, json, sys, threading
+# A thread that runs FUNC(out) in a sampled run with KWARGS, then prints the
+# highest of the thread's own readings of its counters (live()) that FUNC put
+# in out; BODY defines FUNC.
+PEAK_RUN = """
+import gc, threading
 import threadgraph._recorder as R
 from threadgraph import ProcessProfile
 
 def live():
     a, f = R.thread_counters()
     return a - f
+%(body)s
+gc.disable()
+p = ProcessProfile(default_log_path="out", mode="sampled"%(kwargs)s)
+p.enable()
+res = []
+t = threading.Thread(target=%(func)s, args=(res,), name=%(thread)r)
+t.start(); t.join()
+p.disable()
+print(res[0])
+"""
 
+
+def peak_and_top(tmp_path, body, func, thread, kwargs=""):
+    """(the thread's peak_bytes in summary.json, its highest own reading)."""
+    proc = run_scenario(tmp_path, PEAK_RUN % dict(body=body, func=func, thread=thread,
+                                                  kwargs=kwargs), env=SEED)
+    top = int(proc.stdout.split()[-1])
+    peak = summary_threads(only_dir(tmp_path / "out"))[thread]["peak_bytes"]
+    return peak, top
+
+
+CLIMB = """
 def climb(out):
     # Rounds that each free most of what they built and then climb higher
     # than the last, in small blocks (the GIL domains' fast paths), past
@@ -431,19 +455,10 @@ def climb(out):
     for rnd in range(8):
         del keep[len(keep) // 8:]
         for i in range(3000 + 700 * rnd):
-            keep.append(bytes(40 + i %% 200))
+            keep.append(bytes(40 + i % 200))
         tops.append(live())
     del keep[:]
     out.append(max(tops))
-
-gc.disable()
-p = ProcessProfile(default_log_path="out", %s)
-p.enable()
-res = []
-t = threading.Thread(target=climb, args=(res,), name="climber")
-t.start(); t.join()
-p.disable()
-print(res[0])
 """
 
 
@@ -453,21 +468,11 @@ def test_thread_peak_exact(tmp_path, rate):
     allocation, not only of the sampled ones: it is at least the highest of
     the thread's own readings of its counters, and above it by no more than
     what the reading itself allocates."""
-    proc = run_scenario(tmp_path, CLIMB % ('mode="sampled"' + rate), env=SEED)
-    top = int(proc.stdout.split()[-1])
-    peak = summary_threads(only_dir(tmp_path / "out"))["climber"]["peak_bytes"]
+    peak, top = peak_and_top(tmp_path, CLIMB, "climb", "climber", rate)
     assert 0 <= peak - top < 1024, (peak, top)
 
 
 STAIR = """
-import gc, threading
-import threadgraph._recorder as R
-from threadgraph import ProcessProfile
-
-def live():
-    a, f = R.thread_counters()
-    return a - f
-
 def stair(out):
     # Each round: a climb in small blocks (a new peak), some 31 KB given
     # back, one small block (the light path's full tests run, and leave it
@@ -487,15 +492,6 @@ def stair(out):
         tops.append(live())
     del keep[:]
     out.append(max(tops))
-
-gc.disable()
-p = ProcessProfile(default_log_path="out", mode="sampled", sample_bytes=1 << 40)
-p.enable()
-res = []
-t = threading.Thread(target=stair, args=(res,), name="stair")
-t.start(); t.join()
-p.disable()
-print(res[0])
 """
 
 
@@ -504,9 +500,7 @@ def test_thread_peak_exact_past_a_large_block(tmp_path):
     general path counts: small blocks past a peak that a large block made are
     seen at once, not once they have used up the room the light path had
     before it (no sample point to hide it: one per TiB)."""
-    proc = run_scenario(tmp_path, STAIR, env=SEED)
-    top = int(proc.stdout.split()[-1])
-    peak = summary_threads(only_dir(tmp_path / "out"))["stair"]["peak_bytes"]
+    peak, top = peak_and_top(tmp_path, STAIR, "stair", "stair", ", sample_bytes=1 << 40")
     assert 0 <= peak - top < 1024, (peak, top)
 
 
