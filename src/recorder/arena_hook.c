@@ -5,7 +5,9 @@
  * moment its shadow of some heap can go is the moment the heap goes.
  * pymalloc takes its small blocks from arenas (256 KiB on 3.8-3.9, 1 MiB
  * on 3.10+) and gives an arena back once every block in it is free: every
- * entry of its shadow is 0 again, and those pages of the map can go.
+ * entry of its shadow is 0 again, and those pages of the map can go.  A new
+ * arena's shadow is populated at once (tg_ptrpage_prefault): its blocks'
+ * entries are about to be written.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -18,11 +20,16 @@
 static PyObjectArenaAllocator tg_arena_orig;
 static int tg_arena_installed;  /* GIL */
 
+/* Called by pymalloc inside an allocation, so with the GIL. */
 static void *
 tg_arena_alloc(void *ctx, size_t size)
 {
+    void *p = tg_arena_orig.alloc(tg_arena_orig.ctx, size);
+
     (void)ctx;
-    return tg_arena_orig.alloc(tg_arena_orig.ctx, size);
+    if (p != NULL)
+        tg_ptrpage_prefault(&tg_ptrpage_gil, (uintptr_t)p, size);
+    return p;
 }
 
 /* Called by pymalloc inside a free, so with the GIL, which guards the map. */

@@ -912,13 +912,15 @@ tg_mod_gil_table(PyObject *mod, PyObject *unused)
     tg_ptrtable_stats(&tg_ptrtable_gil, &st);
     if (m->glimit != 0)
         bits = 63 - __builtin_clzll((unsigned long long)m->glimit) + 4;
-    return Py_BuildValue("{s:n,s:n,s:n,s:i,s:i,s:n,s:n}",
+    return Py_BuildValue("{s:n,s:n,s:n,s:i,s:i,s:n,s:n,s:n,s:n}",
                          "paged", (Py_ssize_t)st.paged,
                          "hashed", (Py_ssize_t)(st.compact + st.wide),
                          "bytes", (Py_ssize_t)st.bytes,
                          "map_bits", bits, "map_refused", m->unmapped,
                          "map_forgets", (Py_ssize_t)m->forgets,
-                         "map_forgot", (Py_ssize_t)m->forgot);
+                         "map_forgot", (Py_ssize_t)m->forgot,
+                         "map_prefaults", (Py_ssize_t)m->prefaults,
+                         "map_prefaulted", (Py_ssize_t)m->prefaulted);
 }
 
 static PyObject *
@@ -1161,8 +1163,9 @@ static PyMethodDef tg_module_methods[] = {
      "gil_table() -> dict: the Python allocators' pointer table: entries in the page\n"
      "map (paged) and the hash (hashed), its bytes in memory, and the page map's\n"
      "range (map_bits: addresses below 2**map_bits; 0 none), whether its\n"
-     "reservation was refused, and the arenas given back whose shadow went with\n"
-     "them (map_forgets) and its bytes (map_forgot)."},
+     "reservation was refused, the arenas given back whose shadow went with\n"
+     "them (map_forgets) and its bytes (map_forgot), and the new arenas whose\n"
+     "shadow was populated at once (map_prefaults) and its bytes (map_prefaulted)."},
     {"thread_counters", tg_mod_thread_counters, METH_NOARGS,
      "(allocated, freed) bytes of the calling thread while hooked (in sampled\n"
      "mode, once its accounting state exists, that state's requested and freed)."},

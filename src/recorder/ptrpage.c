@@ -5,6 +5,7 @@
  */
 #include "ptrpage.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,6 +117,36 @@ tg_ptrpage_forget(struct tg_ptrpage *m, uintptr_t addr, size_t len)
         m->forgets++;
         m->forgot += hi - lo;
     }
+}
+
+__attribute__((cold)) void
+tg_ptrpage_prefault(struct tg_ptrpage *m, uintptr_t addr, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uint64_t g0 = (uint64_t)addr >> 4, g1;
+    uintptr_t lo, hi;
+
+    if (m->word1 == NULL || len == 0 || g0 >= m->glimit || m->populate_off)
+        return;
+    g1 = ((uint64_t)addr + len + 15) >> 4;
+    if (g1 > m->glimit)
+        g1 = m->glimit;
+    /* Every page of the range's shadow, the edges too: a neighbour's entries
+     * there are kept (populating leaves a page in memory as it is). */
+    lo = (uintptr_t)&m->word1[g0] & ~(page - 1);
+    hi = ((uintptr_t)&m->word1[g1] + page - 1) & ~(page - 1);
+    if (madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) == 0) {
+        m->prefaults++;
+        m->prefaulted += hi - lo;
+    } else if (errno == EINVAL) {
+        m->populate_off = 1;  /* a kernel before 5.14: not asked again */
+    }
+#else
+    (void)m;
+    (void)addr;
+    (void)len;
+#endif
 }
 
 /* Add to *ENTRIES and *BYTES what M holds in the shadow of [LO, HI), which

@@ -1,8 +1,8 @@
 """The Python allocators' page map (src/recorder/ptrpage.c) in a real process:
 the blocks a program keeps are found there (not in the hash), the map covers
-the whole user address space, its memory goes back with the arenas pymalloc
-gives back (src/recorder/arena_hook.c), and every free stays exact while
-pages come and go.
+the whole user address space, its memory comes with the arenas pymalloc maps
+and goes back with the arenas it gives back (src/recorder/arena_hook.c), and
+every free stays exact while pages come and go.
 
 Where the map cannot be reserved (ulimit -v, vm.overcommit_memory=2) every
 block goes to the hash instead: a child run under ulimit -v checks that the
@@ -68,6 +68,15 @@ print(repr((mid, gone, again, grown, after_free, grown2, after_free2)))
 """
 
 
+def _kernel_populates():
+    """Whether this kernel has madvise(MADV_POPULATE_WRITE) (Linux 5.14)."""
+    try:
+        major, minor = (int(x) for x in os.uname().release.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (5, 14)
+
+
 def _run(tmp_path, kwargs, limit_as=0):
     proc = run_scenario(tmp_path, PROG % (limit_as, kwargs))
     return eval(proc.stdout.strip().splitlines()[-1])
@@ -85,6 +94,15 @@ def test_kept_blocks_are_found_in_the_page_map(tmp_path, kwargs):
     assert mid["paged"] >= 200000             # each bytearray's buffer at least
     assert mid["hashed"] < mid["paged"] // 100
     assert mid["bytes"] >= mid["paged"] * 40 // 8 // 2   # a shadow in memory
+    # The arenas pymalloc mapped for them had their shadow populated at once
+    # (16 MB: at least 16 arenas of 1 MiB, 64 of 256 KiB before 3.10), an
+    # eighth of an arena's bytes and at most a page more at each edge.
+    if _kernel_populates():
+        assert mid["map_prefaults"] >= 16
+        assert mid["map_prefaulted"] >= mid["map_prefaults"] * (256 << 10) // 8
+        assert again["map_prefaults"] >= mid["map_prefaults"] + 16
+    else:
+        assert mid["map_prefaults"] == 0
     # every free counted exactly: what is left is the measuring's own
     assert grown > 200000 * 40
     assert abs(after_free) < 4096
@@ -115,6 +133,7 @@ def test_without_address_space_every_block_goes_to_the_hash(tmp_path):
     assert abs(after_free) < 4096
     assert abs(after_free2) < 8192   # two rounds of the measuring's own
     assert mid["map_forgets"] == gone["map_forgets"] == 0   # no map to give back
+    assert mid["map_prefaults"] == again["map_prefaults"] == 0   # nor to populate
 
 
 ZERO_PROG = """
