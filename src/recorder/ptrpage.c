@@ -14,6 +14,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+/* The kernel's value (Linux 5.14), for C libraries whose headers predate it:
+ * a kernel without it refuses it with EINVAL (tg_ptrpage_prefault). */
+#if defined(__linux__) && !defined(MADV_POPULATE_WRITE)
+#define MADV_POPULATE_WRITE 23
+#endif
+
 struct tg_ptrpage tg_ptrpage_gil;
 const char *tg_ptrpage_maps_path = "/proc/self/maps";
 
