@@ -4,8 +4,8 @@
     python3 bench/runner.py --check CONFIG      (exit 0 if CONFIG can run here)
 
 The workload is imported and prepared, and the profiler's modules imported, first
-(outside the timed section); then the profiler is started, the workload run, the profiler stopped, and one JSON object is
-printed on stdout:
+(outside the timed section); then the profiler is started, the workload run, the
+profiler stopped, and one JSON object is printed on stdout:
 
     wall      seconds from before the profiler starts to after it stops (files flushed)
     run       seconds of the workload alone, profiler running
@@ -108,8 +108,8 @@ def _threadgraph_module():
     # (memray, tracemalloc): threadgraph.ProcessProfile imports it on first use,
     # which put its import (2.5-4 ms of CPU time from an installed package,
     # 15-20 ms compiling a source tree's modules under PYTHONDONTWRITEBYTECODE)
-    # into the measured span of every threadgraph configuration.  A tree without the module (an older API)
-    # imports it in start() as before.
+    # into the measured span of every threadgraph configuration.  A tree
+    # without the module (an older API) imports it in start() as before.
     try:
         import threadgraph.profiler  # noqa: F401
     except ImportError:
