@@ -101,23 +101,40 @@ tg_ptrpage_set(struct tg_ptrpage *m, uintptr_t p, size_t word)
     return 0;
 }
 
-__attribute__((cold)) void
-tg_ptrpage_forget(struct tg_ptrpage *m, uintptr_t addr, size_t len)
+/* The map's pages that shadow the heap's [ADDR, ADDR + LEN), in [*LO, *HI):
+ * those wholly inside the range's shadow (INNER: an edge page also shadows
+ * the neighbouring blocks), or every page that shadows part of it.  0 when
+ * M has no map there or no page qualifies. */
+static int
+tg_ptrpage_shadow_pages(const struct tg_ptrpage *m, uintptr_t addr, size_t len, int inner,
+                        uintptr_t *lo, uintptr_t *hi)
 {
     uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     uint64_t g0 = (uint64_t)addr >> 4, g1;
-    uintptr_t lo, hi;
 
     if (m->word1 == NULL || len == 0 || g0 >= m->glimit)
-        return;
-    g1 = ((uint64_t)addr + len) >> 4;
+        return 0;
+    g1 = ((uint64_t)addr + len + (inner ? 0 : 15)) >> 4;
     if (g1 > m->glimit)
         g1 = m->glimit;
-    /* Only the map's pages that lie wholly inside the range's shadow: an edge
-     * page also shadows the neighbouring blocks. */
-    lo = ((uintptr_t)&m->word1[g0] + page - 1) & ~(page - 1);
-    hi = (uintptr_t)&m->word1[g1] & ~(page - 1);
-    if (hi <= lo)
+    *lo = (uintptr_t)&m->word1[g0];
+    *hi = (uintptr_t)&m->word1[g1];
+    if (inner) {
+        *lo = (*lo + page - 1) & ~(page - 1);
+        *hi &= ~(page - 1);
+    } else {
+        *lo &= ~(page - 1);
+        *hi = (*hi + page - 1) & ~(page - 1);
+    }
+    return *hi > *lo;
+}
+
+__attribute__((cold)) void
+tg_ptrpage_forget(struct tg_ptrpage *m, uintptr_t addr, size_t len)
+{
+    uintptr_t lo, hi;
+
+    if (!tg_ptrpage_shadow_pages(m, addr, len, 1, &lo, &hi))
         return;
     if (madvise((void *)lo, hi - lo, MADV_DONTNEED) == 0) {
         m->forgets++;
@@ -129,19 +146,12 @@ __attribute__((cold)) void
 tg_ptrpage_prefault(struct tg_ptrpage *m, uintptr_t addr, size_t len)
 {
 #ifdef MADV_POPULATE_WRITE
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uint64_t g0 = (uint64_t)addr >> 4, g1;
     uintptr_t lo, hi;
 
-    if (m->word1 == NULL || len == 0 || g0 >= m->glimit || m->populate_off)
-        return;
-    g1 = ((uint64_t)addr + len + 15) >> 4;
-    if (g1 > m->glimit)
-        g1 = m->glimit;
     /* Every page of the range's shadow, the edges too: a neighbour's entries
      * there are kept (populating leaves a page in memory as it is). */
-    lo = (uintptr_t)&m->word1[g0] & ~(page - 1);
-    hi = ((uintptr_t)&m->word1[g1] + page - 1) & ~(page - 1);
+    if (m->populate_off || !tg_ptrpage_shadow_pages(m, addr, len, 0, &lo, &hi))
+        return;
     if (madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE) == 0) {
         m->prefaults++;
         m->prefaulted += hi - lo;
