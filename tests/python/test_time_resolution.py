@@ -276,8 +276,13 @@ def test_a_forked_child_beats_on_its_own(tmp_path):
         p.enable()
         pid = os.fork()
         if pid == 0:
-            for i in range(20000):
+            # At least 20000 calls and 50 ms: the beat's thread must get the
+            # CPU during them, which a loaded machine may delay past a
+            # fixed number of calls.
+            i, end = 0, time.monotonic() + 0.05
+            while i < 20000 or time.monotonic() < end:
                 leaf(i)
+                i += 1
             nap()
             p.disable()
             print(p.output_dir)
