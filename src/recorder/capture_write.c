@@ -419,7 +419,7 @@ tg_cap_apply_end_locked(struct tg_cap *cap, const struct tg_cap_end *en)
     /* out of memory: the stream is left out of the END counters */
     if (cap->n_stats < cap->stats_cap)
         cap->stats[cap->n_stats++] = en->stat;
-    if (stream < cap->n_sh) {  /* ended: its definition is not repeated */
+    if (stream < cap->n_sh && !cap->keep_ended) {  /* ended: its definition is not repeated */
         free(cap->sh[stream].def);
         cap->sh[stream].def = NULL;
         cap->sh[stream].live = 0;
@@ -618,6 +618,7 @@ tg_cap_open_segments(struct tg_cap *cap, const char *dir, uint64_t max_size,
     cap->seg_no = cap->seg_first = 1;
     cap->seg_sizes[0] = cap->seg_head = TG_CAP_HEADER_SIZE;
     cap->over_limit = 0;
+    cap->keep_ended = 0;
     pthread_mutex_unlock(&cap->lock);
     return 0;
 }
@@ -1190,6 +1191,17 @@ tg_cap_close(struct tg_cap *cap)
     cap->dir = NULL;
     cap->max_size = cap->seg_max = 0;
     cap->seg_no = cap->seg_first = 0;
+    cap->keep_ended = 0;
+    pthread_mutex_unlock(&cap->lock);
+}
+
+void
+tg_cap_keep_ended(struct tg_cap *cap)
+{
+    pthread_mutex_lock(&cap->lock);
+    /* the ends queued so far are applied as before: those threads ended */
+    (void)tg_cap_out_locked(cap, 0, 0, NULL, 0);
+    cap->keep_ended = 1;
     pthread_mutex_unlock(&cap->lock);
 }
 

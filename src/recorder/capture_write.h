@@ -28,7 +28,8 @@
  * this order: the CODES, the queued THREAD chunks, then applies the queued
  * ends (the END counters; in
  * a segmented capture the stream is no longer live, so later heads leave its
- * THREAD out), and then its own chunk.  A thread's THREAD is queued before its
+ * THREAD out, except for the ends of disable(): tg_cap_keep_ended), and then
+ * its own chunk.  A thread's THREAD is queued before its
  * first record is appended, so it precedes every chunk of the stream; its end
  * is queued after every other chunk of the stream has been written (by the
  * flusher, which closes an ended thread's stream and then queues its end;
@@ -179,6 +180,8 @@ struct tg_cap {
     size_t seg_sizes_cap;
     uint64_t seg_head;        /* bytes of the current segment's header and head */
     uint64_t segs_deleted;    /* segments dropped so far */
+    int keep_ended;           /* an end keeps its stream in later heads
+                               * (tg_cap_keep_ended) */
     uint64_t over_limit;      /* the most bytes the segments kept passed max_size
                                * by: a head (and one chunk) longer than the limit
                                * allows; 0 when it held.  Kept after close (reset
@@ -262,6 +265,12 @@ int tg_cap_deposit(struct tg_cap *cap, uint32_t stream, uint64_t calls, uint64_t
 /* Write the pending definitions and the END trailer (END_US, the deposited
  * counters), then close.  Returns 0 or an errno (the file is closed anyway). */
 int tg_cap_finish(struct tg_cap *cap, int64_t end_us);
+/* From now on until the capture closes, an end applied keeps its stream live
+ * in the heads of later segments: disable() ends every thread, one after
+ * another, and the last chunk of a thread ended first may lie in a segment that
+ * the writing of the others' last chunks drops; the segments kept must still
+ * carry every thread that ran up to the end of the run.  Takes `lock`. */
+void tg_cap_keep_ended(struct tg_cap *cap);
 /* Close without writing the trailer and free everything; safe twice. */
 void tg_cap_close(struct tg_cap *cap);
 /* Destroy the lock (after the last close). */

@@ -421,9 +421,13 @@ tg_thread_retire_all(struct tg_recorder *r, int release_gil)
      * blocked sink stalls this thread, not the program's others. */
     if (release_gil)
         ts = PyEval_SaveThread();
+    /* The threads that ended before, then the live ones: these ran to the
+     * end, and the segments kept carry them all, the ones whose last chunk a
+     * later one's rotation drops too. */
+    tg_thread_close_ended(r);
+    tg_cap_keep_ended(&r->cap);
     for (t = list; t != NULL; t = t->next)
         tg_thread_finish_nogil(r, t);
-    tg_thread_close_ended(r);
     if (ts != NULL)
         PyEval_RestoreThread(ts);
     for (t = list; t != NULL; t = next) {

@@ -666,6 +666,67 @@ def test_held_memory_starts_where_the_kept_segments_do(tmp_path):
     assert "no thread with held memory to plot" in r.stderr, r.stderr
 
 
+# Workers whose records fit their 64 KiB buffers, all written at disable():
+# together several times the limit, so that writing the last ones drops the
+# segments that hold the first ones.
+TAILS = """
+import threading
+import threadgraph
+
+def chunk(i):
+    return bytearray(i % 3000)
+
+def work(done, go):
+    keep = []
+    for i in range(CALLS):
+        keep.append(chunk(i))
+    done.wait()
+    go.wait()
+
+p = threadgraph.ProcessProfile(default_log_path="run", max_size=LIMIT)
+p.trackStack()
+p.enable()
+done, go = threading.Barrier(THREADS + 1), threading.Event()
+ts = [threading.Thread(target=work, args=(done, go), name="w%d" % k) for k in range(THREADS)]
+for t in ts:
+    t.start()
+done.wait()
+p.disable()
+go.set()
+for t in ts:
+    t.join()
+"""
+
+
+def test_every_thread_running_at_disable_is_kept(tmp_path):
+    """disable() ends the threads one after another: a thread whose last chunk
+    lies in a segment dropped while the others' are written is still carried
+    into the segments kept, with what it held, as it ran to the end."""
+    threads = 8
+    run_scenario(tmp_path, TAILS.replace("CALLS", "3000").replace("THREADS", str(threads))
+                 .replace("LIMIT", str(LIMIT)))
+    run = only_dir(tmp_path / "run")
+    assert "capture-000001.tg" not in capture_files(run)  # it rotated
+    out = tmp_path / "text"
+    r = cli("export", "-o", out, run)
+    assert r.returncode == 0, r.stderr
+    with open(out / "runinfo.json") as f:
+        info = json.load(f)
+    names = sorted(t["name"] for t in info["threads"])
+    assert names == sorted(["MainThread"] + ["w%d" % k for k in range(threads)]), names
+    # the workers whose records were all dropped: carried, with what they held
+    carried = [t for t in info["threads"] if t["name"] != "MainThread" and t["open_at_start"]]
+    assert carried, info["threads"]
+    for t in carried:
+        assert sum(t["held_at_start"]) > 3000 * 1400, t  # 3000 blocks of 1500 B on average
+    r = cli("memg", "--held", "--script-only", "-o", tmp_path / "cap", run)
+    assert r.returncode == 0, r.stderr
+    cap = held_series(tmp_path / "cap")
+    ends = sorted(v[-1][1] for k, v in cap.items() if k[len("held-"):-len(".dat")].isdigit())
+    assert len(ends) == threads + 1, sorted(cap)
+    assert all(v > 3000 * 1400 for v in ends[1:]), ends  # every worker's list, to the end
+
+
 # Workers held deep in a recursion while the main thread writes: every
 # segment's head repeats their open calls (DEPTH each), more than an eighth of
 # the limit.  Each fills its 64 KiB buffer down there (FILL calls), so that its
