@@ -560,9 +560,10 @@ tg_hook_free_gil_general(void *ctx, void *ptr)
     tg_hook_free_body(ctx, ptr, 1);
 }
 
-/* Plain mode's free of a block larger than TG_HOOK_SMALL_MAX, counted
- * already: freed with the busy bit (the allocator may call down into a hooked
- * one).  Apart, so that the common free keeps no register for after a call. */
+/* The free of a block larger than TG_HOOK_SMALL_MAX, counted already (plain
+ * mode's, and sampled mode's fast path): freed with the busy bit (the
+ * allocator may call down into a hooked one).  Apart, so that the common free
+ * keeps no register for after a call. */
 static __attribute__((noinline)) void
 tg_hook_free_gil_plain_large(int i, void *ptr)
 {
@@ -613,14 +614,19 @@ tg_hook_free_gil_of(int i, void *ctx, void *ptr)
         tg_hook_free_gil_general(ctx, ptr);
         return;
     }
-    if (tg_hook_gil_fast_free(ptr)) {  /* not when PTR is NULL */
+    switch (tg_hook_gil_fast_free(ptr)) {  /* 0 when PTR is NULL */
+    case 1:
         /* A block pymalloc serves itself (TG_HOOK_SMALL_MAX): no nested
          * hooked call to keep from counting, so no busy bit, and a tail call
          * through the fixed address. */
         d->orig.free(d->orig.ctx, ptr);
         return;
+    case 2:  /* a larger one: with the busy bit, as plain mode's */
+        tg_hook_free_gil_plain_large(i, ptr);
+        return;
+    default:
+        tg_hook_free_gil_general(ctx, ptr);
     }
-    tg_hook_free_gil_general(ctx, ptr);
 }
 
 /* The malloc and free of both modes for the GIL domain whose wrapper is

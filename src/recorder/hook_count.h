@@ -272,14 +272,25 @@ tg_hook_gil_fast_alloc(void *p, size_t size)
     return 1;
 }
 
+/* Block P's entry E (granule G) of SIZE bytes emptied and counted as freed
+ * by the calling thread T. */
+static inline __attribute__((always_inline)) void
+tg_hook_gil_fast_freed(struct tg_acct_thread *t, uint16_t *e, uint64_t g, size_t size)
+{
+    tg_ptrpage_empty_of(&tg_ptrpage_gil, e, g, (unsigned)size);
+    TG_HOOK_OWN_ADD(t->freed, (int64_t)size);
+    TG_HOOK_HIST_ADD(t->hist_free, size);
+}
+
 /* Sampled mode's common free in a GIL domain, by the program (the thread not
  * busy) on a thread that its caller found on the fast paths' key (see
  * tg_hook_gil_fast_alloc; accounting on, too: a forked
  * child that goes on recording stops it with the hooks installed, and turns
- * the key off): block P in the page map, of 1 to TG_HOOK_SMALL_MAX bytes,
- * removed and counted as freed by the calling thread.  1 when done; 0 having
- * done nothing, as for a NULL P (granule 0 holds a mark: see
- * tg_ptrpage_reserve). */
+ * the key off): block P in the page map with a plain size word, removed and
+ * counted as freed by the calling thread.  1 when done for a block of 1 to
+ * TG_HOOK_SMALL_MAX bytes, which the caller frees without the busy bit; 2 when
+ * done for a larger one, which it frees with it; 0 having done nothing, as for
+ * a NULL P (granule 0 holds a mark: see tg_ptrpage_reserve). */
 static inline __attribute__((always_inline)) int
 tg_hook_gil_fast_free(void *p)
 {
@@ -293,11 +304,13 @@ tg_hook_gil_fast_free(void *p)
         return 0;
     e = tg_ptrpage_entry(&tg_ptrpage_gil, g);
     size = *e;
-    if (size - 1 >= TG_HOOK_SMALL_MAX)  /* no entry (0) or a mark too */
-        return 0;
-    tg_ptrpage_empty_of(&tg_ptrpage_gil, e, g, (unsigned)size);
-    TG_HOOK_OWN_ADD(t->freed, (int64_t)size);
-    TG_HOOK_HIST_ADD(t->hist_free, size);
+    if (__builtin_expect(size - 1 >= TG_HOOK_SMALL_MAX, 0)) {
+        if (size - 1 >= TG_PP_WORD_MAX)  /* no entry (0) or a mark */
+            return 0;
+        tg_hook_gil_fast_freed(t, e, g, size);
+        return 2;
+    }
+    tg_hook_gil_fast_freed(t, e, g, size);
     return 1;
 }
 

@@ -141,11 +141,12 @@ def test_thread_totals_exact_whatever_the_sampling(tmp_path):
     assert s["planter"]["total_requested_bytes"] - s["planter"]["freed_bytes"] > BLOCKS * MIB
 
 
+EDGE_SIZES = (512, 513, 4000, 65533, 65534, 65535, 65536, 70000)
 EDGES = """
 import threading
 from threadgraph import ProcessProfile
 
-SIZES = (65533, 65534, 65535, 65536, 70000)   # requested bytes
+SIZES = EDGE_SIZES   # requested bytes
 
 def edge():
     for size in SIZES:
@@ -163,15 +164,18 @@ p.disable()
 def test_blocks_about_a_map_entrys_largest_size_counted_exactly(tmp_path):
     """The light case lets through blocks of at most 65,533 bytes (its limit's
     room, hook_count.h TG_LIGHT_ROOM_MAX); the page map holds words up to
-    65,534; larger blocks go to the general path.  Blocks on each side of
-    both bounds, allocated and freed by one thread: each counted once, with
-    its size, at its allocation and at its free."""
-    run_scenario(tmp_path, EDGES, env=SEED)
+    65,534; larger blocks go to the general path.  The free's fast path
+    frees blocks of up to 512 bytes (pymalloc's) without the busy bit, larger
+    ones with it.  Blocks on each side of these bounds, allocated and freed by
+    one thread: each counted once, with its size, at its allocation and at its
+    free."""
+    run_scenario(tmp_path, EDGES.replace("EDGE_SIZES", repr(EDGE_SIZES)), env=SEED)
     t = summary_threads(only_dir(tmp_path / "out"))["edge"]
     # bit length 16: 65,533 to 65,535 bytes; 17: 65,536 and 70,000
     assert t["hist_alloc"][16:18] == [150, 100], t["hist_alloc"]
     assert t["hist_free"][16:18] == [150, 100], t["hist_free"]
-    big = 50 * (65533 + 65534 + 65535 + 65536 + 70000)
+    assert t["hist_alloc"][12] == t["hist_free"][12] == 50, t  # 4000 bytes: bit length 12
+    big = 50 * sum(EDGE_SIZES)
     # what else the thread allocates is small: its list, its frames
     assert big <= t["total_requested_bytes"] < big + 65536, t
     # (and it frees a few small objects the starting thread made)
