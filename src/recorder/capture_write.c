@@ -1199,9 +1199,11 @@ void
 tg_cap_keep_ended(struct tg_cap *cap)
 {
     pthread_mutex_lock(&cap->lock);
-    /* the ends queued so far are applied as before: those threads ended */
-    (void)tg_cap_out_locked(cap, 0, 0, NULL, 0);
-    cap->keep_ended = 1;
+    if (cap->max_size) {  /* segments: the only heads */
+        /* the ends queued so far are applied as before: those threads ended */
+        (void)tg_cap_out_locked(cap, 0, 0, NULL, 0);
+        cap->keep_ended = 1;
+    }
     pthread_mutex_unlock(&cap->lock);
 }
 
