@@ -381,7 +381,17 @@ static int held_read_text(const struct tg_dumpfile *df, struct held_emit *e, cha
 		if (held_emit(e, m.time.v, m.time.text.s, m.time.text.len, v, d) < 0)
 			goto release;
 	}
-	if (got < 0 || held_emit_finish(e, d) < 0)
+	if (got < 0)
+		goto release;
+	/* No record at all: a thread carried into the kept segments of a capture
+	 * that returned from nothing there still holds what it held where they
+	 * begin, as held_read_capture draws it (its .stack is not needed). */
+	if (sampled < 0) {
+		if ((ret = held_text_start(df->path, &b, &open, &v, e, why, d)) != 0)
+			goto release;
+		ret = -1;
+	}
+	if (held_emit_finish(e, d) < 0)
 		goto release;
 	ret = 0;
 	/* A curve from dumps that do not pair would be wrong from the first

@@ -725,6 +725,11 @@ def test_every_thread_running_at_disable_is_kept(tmp_path):
     ends = sorted(v[-1][1] for k, v in cap.items() if k[len("held-"):-len(".dat")].isdigit())
     assert len(ends) == threads + 1, sorted(cap)
     assert all(v > 3000 * 1400 for v in ends[1:]), ends  # every worker's list, to the end
+    # the export draws the same curves, the carried workers' (no record kept) too
+    r = cli("memg", "--held", "--script-only", "-o", tmp_path / "txt", out)
+    assert r.returncode == 0, r.stderr
+    assert "not plotted" not in r.stderr, r.stderr
+    assert sorted(held_series(tmp_path / "txt").values()) == sorted(cap.values())
 
 
 # Workers held deep in a recursion while the main thread writes: every
