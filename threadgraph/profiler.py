@@ -691,6 +691,7 @@ class ProcessProfile:
     def _write_runinfo(self) -> None:
         if self._output_dir is None:
             return
+        stats = self._rec.stats()
         info = {
             "format": 1,
             "pid": os.getpid(),
@@ -707,18 +708,18 @@ class ProcessProfile:
             "backend": self._rec.backend,
             "profile": self.profile,
             "timestamps": self._timestamps,
-            "clock": self._rec.stats()["clock"],
+            "clock": stats["clock"],
             "time_resolution": self.time_resolution,
             "stack": self._stack,
             "sleep_correction": self._sleeps,
-            "capture": self._rec.stats()["capture"],
-            "capture_over_limit": self._rec.stats()["capture_over_limit"],
+            "capture": stats["capture"],
+            "capture_over_limit": stats["capture_over_limit"],
             "capture_compression": ("zstd" if self.compress and self.format != "text"
                                     and self._rec.can_compress() else None),
-            "dropped": self._rec.stats()["dropped"],
-            "unwound": self._rec.stats()["unwound"],
-            "displaced": self._rec.stats()["displaced"],
-            "monitoring_tool": self._rec.stats()["monitoring_tool"],
+            "dropped": stats["dropped"],
+            "unwound": stats["unwound"],
+            "displaced": stats["displaced"],
+            "monitoring_tool": stats["monitoring_tool"],
             "threads": self.threads(),
         }
         if self.aggregate:
@@ -730,7 +731,8 @@ class ProcessProfile:
         # that 59-byte str would be freed when a later lookup takes its cache
         # slot, a slot picked by the str's address: in whatever call of the
         # program happens to collide, an exact delta that varies run to run.
-        text = json.dumps(info, indent=2, ensure_ascii=False)
+        # json's C encoder, piece by piece (indent= takes the pure-Python one)
+        text = _accounting.summary_json(info).rstrip("\n")
         # A name that is not UTF-8 (argv, the directory) holds surrogate escapes
         # (os.fsdecode): JSON's \udcXX for those keeps the file UTF-8, and
         # json.load() then gives back the same str.  Only then: compiling the
