@@ -19,9 +19,11 @@ round: over `tg-tutorial` (what native adds) and over `memray-native` (memray's
 `native_traces=True`), with each configuration's median page faults (`minflt`,
 start to stop), which dominate `numpy_heavy`'s CPU time and vary from run to
 run with glibc's heap heuristics (`--env MALLOC_MMAP_THRESHOLD_=131072` fixes
-them: bench/RESULTS.md).  For those workloads a third table gives the same
-runs at equal page faults (CPU time fitted as a per-configuration constant plus a
-shared cost per fault, read at the unprofiled run's median fault count).
+them: bench/RESULTS.md).  For those workloads (whatever the configurations) a
+table gives the same runs at equal page faults (CPU time fitted as a
+per-configuration constant plus a shared cost per fault, read at the unprofiled
+run's median fault count): every configuration over the unprofiled run, and
+native=True over its references when it was measured.
 A last table divides each configuration by the floor and by `--ref` (memray)
 within each round, and gives the median of those quotients with their quartiles:
 the spread a cell really has.
@@ -121,41 +123,45 @@ def fault_fit(runs):
 
 
 def fault_table(configs, workloads, runs_of):
-    """Print native=True beside its references at equal page faults, for the
-    workloads whose CPU time the faults dominate (NATIVE_WORKLOADS)."""
-    refs = [c for c in NATIVE_REFS if c in configs]
-    shown = [c for c in [NATIVE] + refs if c in configs]
+    """Print every configuration at equal page faults, for the workloads whose
+    CPU time the faults dominate (NATIVE_WORKLOADS): over the unprofiled run,
+    and native=True over its references when it was measured."""
+    shown = [c for c in configs if c != "none"]
+    refs = [c for c in NATIVE_REFS if c in configs] if NATIVE in configs else []
     rows = []
     for w in workloads:
         runs = runs_of.get(w, {})
-        if w not in NATIVE_WORKLOADS or "none" not in runs or NATIVE not in runs:
+        if w not in NATIVE_WORKLOADS or "none" not in runs:
             continue
         every = sorted(f for v in runs.values() for _, f in v)
         if every[-1] - every[0] < 0.2 * statistics.median(every):
             continue  # the faults hardly vary (e.g. glibc's thresholds fixed): nothing to fit
         fit = fault_fit(runs)
-        if fit is None or NATIVE not in fit[0] or "none" not in fit[0]:
+        if fit is None or "none" not in fit[0]:
             continue  # too few runs
         a, b, sd = fit
         fref = statistics.median(f for _, f in runs["none"])
         at = {c: a[c] + b * fref for c in a}
         cells = ["%.2f us" % (b * 1e6), "%.3f s" % sd, "%.0f K" % (fref / 1e3)]
         cells += ["%.3f s" % at[c] if c in at else "n/a" for c in ["none"] + shown]
-        cells += ["%.3f" % (at[NATIVE] / at[r]) if r in at else "n/a" for r in refs]
+        cells += ["%.3f" % (at[c] / at["none"]) if c in at else "n/a" for c in shown]
+        cells += ["%.3f" % (at[NATIVE] / at[r]) if r in at and NATIVE in at else "n/a"
+                  for r in refs]
         rows.append("| %s | %s |" % (w, " | ".join(cells)))
     if not rows:
         return
     head = (["CPU per fault", "residual sd", "faults: none (median)"]
             + ["%s at those faults" % c for c in ["none"] + shown]
+            + ["%s / none at equal faults" % c for c in shown]
             + ["%s / %s at equal faults" % (NATIVE, r) for r in refs])
     print("\n| workload | " + " | ".join(head) + " |")
     print("|---|" + "---:|" * len(head))
     print("\n".join(rows))
     print("\nThe same runs fitted as CPU time = a(configuration) + b x page faults "
           "(least squares, b shared), then each configuration's CPU time at the "
-          "unprofiled run's median fault count: what the recorder costs apart from "
-          "how many times glibc's trims of the threads' heaps made the program "
-          "fault its buffers in again (bench/RESULTS.md).")
+          "unprofiled run's median fault count: what the profiler costs apart from "
+          "how many times glibc's trims of the heaps made the program fault its "
+          "buffers in again (bench/RESULTS.md).")
 
 
 def spread(xs):
@@ -309,7 +315,7 @@ def main():
     paired_table(configs, workloads, rounds_of, a.floor, a.ref)
     if NATIVE in configs:
         native_table(configs, workloads, rounds_of, faults)
-        fault_table(configs, workloads, runs_of)
+    fault_table(configs, workloads, runs_of)
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"configs": configs, "workloads": workloads, "rounds": a.rounds,
