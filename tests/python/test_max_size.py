@@ -725,8 +725,9 @@ def test_every_thread_running_at_disable_is_kept(tmp_path):
     r = cli("memg", "--held", "--script-only", "-o", tmp_path / "cap", run)
     assert r.returncode == 0, r.stderr
     cap = held_series(tmp_path / "cap")
-    ends = sorted(v[-1][1] for k, v in cap.items() if k[len("held-"):-len(".dat")].isdigit())
-    assert len(ends) == threads + 1, sorted(cap)
+    curves = {k: v for k, v in cap.items() if k[len("held-"):-len(".dat")].isdigit()}
+    assert len(curves) == threads + 1 and all(curves.values()), sorted(cap)
+    ends = sorted(v[-1][1] for v in curves.values())
     assert all(v > 3000 * 1400 for v in ends[1:]), ends  # every worker's list, to the end
     # the export draws the same curves, the carried workers' (no record kept) too
     r = cli("memg", "--held", "--script-only", "-o", tmp_path / "txt", out)
