@@ -577,7 +577,7 @@ import threading
 import threadgraph
 
 def chunk(i):
-    return bytearray(1000)
+    return bytearray(SIZE)
 
 def grow(done, go):
     keep = []
@@ -589,8 +589,8 @@ def grow(done, go):
 p = threadgraph.ProcessProfile(default_log_path="run", max_size=LIMIT)
 p.trackStack()
 p.enable()
-done, go = threading.Barrier(5), threading.Event()
-ts = [threading.Thread(target=grow, args=(done, go), name="g%d" % k) for k in range(4)]
+done, go = threading.Barrier(THREADS + 1), threading.Event()
+ts = [threading.Thread(target=grow, args=(done, go), name="g%d" % k) for k in range(THREADS)]
 for t in ts:
     t.start()
 done.wait()
@@ -599,6 +599,15 @@ go.set()
 for t in ts:
     t.join()
 """
+
+
+def growers(rounds, threads, size):
+    """GROWERS with ROUNDS blocks of SIZE (a Python expression of i) in each of
+    THREADS threads, at the smallest limit."""
+    return (GROWERS.replace("ROUNDS", str(rounds)).replace("THREADS", str(threads))
+            .replace("SIZE", size).replace("LIMIT", str(LIMIT)))
+
+
 GROW_ROUNDS = 15000  # about 1.3 MB of capture: several times the limit
 
 
@@ -619,8 +628,7 @@ def test_held_memory_starts_where_the_kept_segments_do(tmp_path):
     first kept return: the sum of all threads does not climb while each
     thread's first return comes.  The export's runinfo.json carries the same
     start, so memg --held of the text draws the same curves."""
-    run_scenario(tmp_path, GROWERS.replace("ROUNDS", str(GROW_ROUNDS))
-                 .replace("LIMIT", str(LIMIT)))
+    run_scenario(tmp_path, growers(GROW_ROUNDS, 4, "1000"))
     run = only_dir(tmp_path / "run")
     assert "capture-000001.tg" not in capture_files(run)  # it rotated
     r = cli("memg", "--held", "--script-only", "-o", tmp_path / "cap", run)
@@ -666,45 +674,15 @@ def test_held_memory_starts_where_the_kept_segments_do(tmp_path):
     assert "no thread with held memory to plot" in r.stderr, r.stderr
 
 
-# Workers whose records fit their 64 KiB buffers, all written at disable():
-# together several times the limit, so that writing the last ones drops the
-# segments that hold the first ones.
-TAILS = """
-import threading
-import threadgraph
-
-def chunk(i):
-    return bytearray(i % 3000)
-
-def work(done, go):
-    keep = []
-    for i in range(CALLS):
-        keep.append(chunk(i))
-    done.wait()
-    go.wait()
-
-p = threadgraph.ProcessProfile(default_log_path="run", max_size=LIMIT)
-p.trackStack()
-p.enable()
-done, go = threading.Barrier(THREADS + 1), threading.Event()
-ts = [threading.Thread(target=work, args=(done, go), name="w%d" % k) for k in range(THREADS)]
-for t in ts:
-    t.start()
-done.wait()
-p.disable()
-go.set()
-for t in ts:
-    t.join()
-"""
-
-
 def test_every_thread_running_at_disable_is_kept(tmp_path):
     """disable() ends the threads one after another: a thread whose last chunk
     lies in a segment dropped while the others' are written is still carried
     into the segments kept, with what it held, as it ran to the end."""
+    # Workers whose records fit their 64 KiB buffers (3000 blocks of 1500
+    # bytes on average), all written at disable(): together several times the
+    # limit, so that writing the last ones drops the segments holding the first.
     threads = 8
-    run_scenario(tmp_path, TAILS.replace("CALLS", "3000").replace("THREADS", str(threads))
-                 .replace("LIMIT", str(LIMIT)))
+    run_scenario(tmp_path, growers(3000, threads, "i % 3000"))
     run = only_dir(tmp_path / "run")
     assert "capture-000001.tg" not in capture_files(run)  # it rotated
     out = tmp_path / "text"
@@ -713,7 +691,7 @@ def test_every_thread_running_at_disable_is_kept(tmp_path):
     with open(out / "runinfo.json") as f:
         info = json.load(f)
     names = sorted(t["name"] for t in info["threads"])
-    assert names == sorted(["MainThread"] + ["w%d" % k for k in range(threads)]), names
+    assert names == sorted(["MainThread"] + ["g%d" % k for k in range(threads)]), names
     # carried into the kept segments: the workers with calls open where they
     # begin; those with no record there (an empty .mem: every record in the
     # dropped segments) with all they held, 3000 blocks of 1500 B on average
