@@ -1122,13 +1122,23 @@ def check_options(parser, opts):
         parser.error("--sampled writes text memory curves: it takes --format text only")
     if opts.mode == "sampled" and opts.stack:
         parser.error("--sampled records no calls: --stack needs a full run")
+    if opts.snapshot_when:
+        from threadgraph import _recorder
+        kinds = {}
+        for cond in opts.snapshot_when:
+            kind = _recorder.snapshot_condition(cond)[0]  # checked by argparse already
+            if kind in kinds:
+                parser.error("--snapshot-when: two conditions on %s (%r and %r): give one "
+                             "per kind" % (kind, kinds[kind], cond))
+            kinds[kind] = cond
     if opts.max_size is not None:
         from threadgraph._options import parse_size
         try:
-            parse_size(opts.max_size)
+            # 0 is no limit, as ProcessProfile(max_size=0): then no option to check
+            opts.max_size = parse_size(opts.max_size)
         except ValueError as exc:
             parser.error("--max-size: %s" % str(exc).replace("max_size must", "must"))
-        if opts.format != "binary":
+        if opts.max_size is not None and opts.format != "binary":
             parser.error("--max-size bounds the binary capture: it needs --format binary")
     if opts.aggregate and (opts.mode == "sampled" or opts.max_size is not None
                            or opts.format != "binary"):

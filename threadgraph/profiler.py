@@ -632,8 +632,8 @@ class ProcessProfile:
     def snapshot_when(self, *conditions: str) -> None:
         """Threshold snapshots, as jemalloc's gdump: when a condition is first
         met a heap snapshot by call site of every thread is written, and again
-        at each new high a step (1/16 of the limit, at least 1 MiB) above the
-        last one.  Conditions: ``"thread>500M"`` (a thread's memory),
+        at each new high at least a quarter (and at least 1 MiB) above the
+        last one's figure.  Conditions: ``"thread>500M"`` (a thread's memory),
         ``"live>1G"`` (the process's live bytes), ``"rss>2G"`` (its resident
         set size); sizes in bytes or with K, M, G, T (powers of 1024).  Replaces
         the previous conditions (none: no threshold snapshots); kept for the

@@ -442,7 +442,9 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 		  tty && run_len > run_room ? v->run + run_len - (run_room - 2) : v->run, tail);
 	used++;
 	for (size_t i = 0; i < lv->n_threads; i++)
-		total += lv->threads[i].now;
+		if (__builtin_add_overflow(total, lv->threads[i].now, &total))
+			/* a damaged file's figures: held at the bound, not wrapped */
+			total = lv->threads[i].now < 0 ? INT64_MIN : INT64_MAX;
 	live_bytes(a, sizeof(a), total, 0);
 	if (rss >= 0)
 		live_bytes(b, sizeof(b), rss, 0);

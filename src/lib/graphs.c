@@ -8,6 +8,7 @@
 #include "fmt.h"
 #include "graphs.h"
 #include "recsrc.h"
+#include "tg_format.h"
 
 /* Opens the script NAME.gp in the plot folder and writes the preamble; 0 or -1. */
 static int graph_script(struct tg_aout *script, const struct tg_plot_opts *po,
@@ -58,6 +59,19 @@ static int memh_read(const struct tg_graph_opts *o, const struct tg_dumpfile *df
 			continue;
 		if (tg_src_mem_text(&src, &m, d) < 0)
 			goto release;
+		if (m.file.len == sizeof(TG_CURVE_FILE) - 1 &&
+		    !memcmp(m.file.s, TG_CURVE_FILE, m.file.len) &&
+		    m.func.len == sizeof(TG_CURVE_FUNC) - 1 &&
+		    !memcmp(m.func.s, TG_CURVE_FUNC, m.func.len)) {
+			/* a sampled run's curve: readings of the thread's memory,
+			 * whose sum is no call's delta */
+			tg_error(d, "'%s' is a sampled run's memory curve (each line the thread's "
+				 "memory at a reading, not a call's delta), and memh sums each "
+				 "call's delta by call site: it needs a full run (record it "
+				 "without --sampled); 'threadgraph top' gives a sampled run's "
+				 "call sites", df->path);
+			goto release;
+		}
 		if (tg_memrec_is_wrapper(&m))
 			continue;
 		if (tg_sitetab_add(t, m.site.s, m.site.len, m.delta, d) < 0)

@@ -25,3 +25,23 @@ def test_call_by_call_graphs_refuse_an_aggregate_run(tmp_path, tg, fixtures, com
     # the file named as such is the run too
     r = tg(command, "--script-only", "-o", out, run / "aggregate.tga")
     assert r.returncode == 1 and "is an aggregate run" in r.stderr, r.stderr
+
+
+def test_memh_refuses_a_sampled_runs_curves(tmp_path, tg):
+    """A sampled run's .mem lines are readings of the thread's memory
+    (<thread memory>:0:sampled=>BYTES), not deltas of calls: memh summed them
+    into one site '<thread memory>' of gigabytes, as it once did on an
+    aggregate run. It now says why it cannot, exit 1, and writes no graph."""
+    run = tmp_path / "run"
+    run.mkdir()
+    with open(str(run / "Worker.mem"), "w") as f:
+        for i in range(1, 200):
+            f.write("1700000000.%06d#<thread memory>:0:sampled=>%d\n" % (i, i * 100000))
+    out = tmp_path / "out"
+    for operand in (run, run / "Worker.mem"):
+        r = tg("memh", "--script-only", "-o", out, operand)
+        assert r.returncode == 1, (r.returncode, r.stderr)
+        assert "is a sampled run's memory curve" in r.stderr, r.stderr
+        assert "it needs a full run (record it without --sampled)" in r.stderr, r.stderr
+        assert not os.path.exists(str(out / "memh.txt"))
+

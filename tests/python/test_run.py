@@ -477,6 +477,23 @@ def test_oversized_numbers_are_usage_errors(tmp_path, opts):
     assert not os.path.exists(str(tmp_path / "sz"))
 
 
+@pytest.mark.parametrize("opts,written", [
+    (["--max-size", "0", "--aggregate"], "aggregate.tga"),
+    (["--max-size", "0", "--format", "text"], "process.mem"),
+    (["--max-size", "0"], "capture.tg"),
+])
+def test_max_size_0_is_no_limit(tmp_path, opts, written):
+    """--max-size 0 is no limit, as ProcessProfile(max_size=0): it was taken
+    as a limit by the option checks (--aggregate and --format text refused
+    with it) and as none by the recorder."""
+    write(tmp_path / "ok.py", "print('ran')\n")
+    res = tg(["run", "-o", "z"] + opts + ["ok.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "ran" in res.stdout
+    (run,) = os.listdir(str(tmp_path / "z"))
+    assert written in os.listdir(str(tmp_path / "z" / run))
+
+
 NON_UTF8_PROG = """\
 def alloc_in_odd_file():
     return [0] * 100000

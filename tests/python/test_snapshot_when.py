@@ -167,3 +167,18 @@ def test_enable_that_fails_after_starting_stops_recording(tmp_path):
     assert "raised: runinfo.json: no space left on device" in res.stdout, res.stdout + res.stderr
     assert "active: False False" in res.stdout, res.stdout
     assert "second: ['capture.tg']" in res.stdout, res.stdout
+
+
+def test_run_two_conditions_of_a_kind_a_usage_error(tmp_path):
+    """threadgraph run --snapshot-when given twice for one kind: a usage error
+    (exit 2, one line naming both), not a traceback, and nothing recorded."""
+    prog = tmp_path / "prog.py"
+    prog.write_text("print('ran')\n")
+    cmd = [sys.executable, "-m", "threadgraph", "run", "--snapshot-when", "thread>1M",
+           "--snapshot-when", "thread>2M", "-o", "out", str(prog)]
+    res = subprocess.run(cmd, cwd=str(tmp_path), env=env_with_package(), timeout=120,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    assert res.returncode == 2, res.stderr
+    assert "Traceback" not in res.stderr and "ran" not in res.stdout
+    assert "two conditions on thread ('thread>1M' and 'thread>2M')" in res.stderr
+    assert not (tmp_path / "out").exists()
