@@ -9,6 +9,7 @@
 
 #include "atomic_out.h"
 #include "fold_cli.h"
+#include "runinfo.h"
 
 /* Whether PATH is a capture file itself (not a run directory): it holds the
  * recorded calls, never an accounting snapshot. */
@@ -30,7 +31,7 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 {
 	struct tg_fold_opts o = { 0 };
 	struct tg_capture *cap = NULL;
-	int rc;
+	int rc, sampled = 0, ended = -1;
 
 	o.metric = tg_fold_metric_find(a->metric);
 	if (!o.metric) {
@@ -67,10 +68,20 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 		o.cap = cap;
 	}
 	rc = tg_fold_load(f, &o, d);
-	if (rc < 0 && !a->has_metric && o.metric->from_snapshot && strstr(d->msg, "no snapshot in")) {
-		/* the default metric needs accounting: the recorded calls are the best there is */
-		tg_cli_note_no_accounting(path, 0, "showing --metric delta, each call's "
-					  "recorded memory delta");
+	if (rc < 0 && !a->has_metric && o.metric->from_snapshot && strstr(d->msg, "no snapshot in")
+	    && (ended = tg_run_end_state(path, &sampled), !sampled)) {
+		/* the default metric needs accounting: the recorded calls are the best there
+		 * is (a sampled run has none: its message stands) */
+		if (ended == 0)
+		{
+			fputs("note: no snapshot in '", stderr);
+			tg_cli_put(stderr, path);
+			fputs("' yet: " TG_RUN_UNENDED ": showing --metric delta, each call's "
+			      "recorded memory delta\n", stderr);
+		}
+		else
+			tg_cli_note_no_accounting(path, 0, "showing --metric delta, each call's "
+						  "recorded memory delta");
 		tg_dumpset_free_capture(cap);
 		a->metric = "delta";
 		a->has_metric = 1;

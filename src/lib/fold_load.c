@@ -520,7 +520,15 @@ static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg
 	for (i = 0; i < n; i++)  /* base names: the thread's */
 		bases[i][strlen(bases[i]) - strlen(TG_STACK_SUFFIX)] = '\0';
 	if (!n) {
-		tg_error(d, "no .stack files in '%s': the %s metric pairs each thread's "
+		int sampled = 0;
+		(void)tg_run_end_state(o->path, &sampled);
+		if (sampled)
+			tg_error(d, "'%s' is a sampled run, which records no calls: the %s "
+				 "metric needs a full run (the default metric gives a sampled "
+				 "run's call sites, from its snapshots)", o->path,
+				 o->metric->name);
+		else
+			tg_error(d, "no .stack files in '%s': the %s metric pairs each thread's "
 				 ".stack and .mem dumps, so the run needs stacks (threadgraph run "
 				 "--stack, ProcessProfile.trackStack())", o->path, o->metric->name);
 		goto out;

@@ -476,6 +476,7 @@ int tg_run_threads_read(struct tg_run_threads *t, const char *dir, struct tg_dia
 		} else if (!strcmp(key, "end_time")) {
 			const char *v = r.p;
 			t->ended = r.p < r.end && *r.p != 'n';
+			t->has_end = 1;
 			e = ri_skip(&r);
 			if (e == 0 && t->ended)
 				t->end_us = ri_time_us(v, r.p);
@@ -500,6 +501,22 @@ out:
 	if (e == -2)
 		return tg_error(d, "out of memory");
 	return 0;
+}
+
+int tg_run_end_state(const char *dir, int *sampled)
+{
+	struct tg_run_threads t;
+	struct tg_diag d;
+	int state = -1;
+
+	tg_run_threads_init(&t);
+	memset(&d, 0, sizeof(d));
+	if (tg_run_threads_read(&t, dir, &d) == 0 && t.has_end)
+		state = t.ended;
+	if (sampled)
+		*sampled = t.mode && !strcmp(t.mode, "sampled");
+	tg_run_threads_release(&t);
+	return state;
 }
 
 const struct tg_run_thread *tg_run_threads_find(const struct tg_run_threads *t,

@@ -29,6 +29,7 @@ struct tg_run_threads {
 	/* The run's own keys, for threadgraph live on a text run: */
 	unsigned long long pid;       /* "pid" (0 when not known) */
 	int ended;                    /* "end_time" is a number: the run ended */
+	int has_end;                  /* "end_time" is there (a number or null) */
 	long long end_us;             /* that number in microseconds since the epoch
 					 (0 when not known or not a time) */
 	char *mode;                   /* "mode" ("full", "sampled"; NULL before
@@ -66,6 +67,19 @@ int tg_run_threads_read(struct tg_run_threads *t, const char *dir, struct tg_dia
  */
 int tg_run_threads_id(const struct tg_run_threads *t, const char *base,
 		      unsigned long long *id);
+/*
+ * What DIR/runinfo.json says of the run's end, for the commands that read a
+ * file written at the end (the accounting summary, the final snapshot): 1 the
+ * run ended ("end_time" a time), 0 it has not ("end_time" null: still
+ * running, or killed or crashed), -1 not known (no runinfo.json, one without
+ * the key, or no memory to read it).  *SAMPLED, if SAMPLED is not NULL: its
+ * "mode" is "sampled".
+ */
+int tg_run_end_state(const char *dir, int *sampled);
+/* The words of a message on a run that has not ended (tg_run_end_state 0). */
+#define TG_RUN_UNENDED "the run has not ended (runinfo.json has no end time: it is still " \
+	"running, or was killed or crashed)"
+
 /* The thread whose dump is named BASE, matched as tg_run_threads_id does, or NULL. */
 const struct tg_run_thread *tg_run_threads_find(const struct tg_run_threads *t,
 						const char *base);

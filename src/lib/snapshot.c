@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "linereader.h"
+#include "runinfo.h"
 #include "snapshot.h"
 
 const char *const tg_sum_figures[TG_SUM_NFIG] = TG_SUM_FIGURES_INIT;
@@ -71,7 +72,11 @@ char *tg_acct_file(const char *path, const char *name, struct tg_diag *d)
 	if (is_file(p))
 		return p;
 	free(p);
-	tg_error(d, "no %s in '%s' (was the run made with accounting on?)", name, path);
+	if (tg_run_end_state(path, NULL) == 0)
+		tg_error(d, "no %s in '%s': " TG_RUN_UNENDED ", and a run writes it at its end",
+			 name, path);
+	else
+		tg_error(d, "no %s in '%s' (was the run made with accounting on?)", name, path);
 	return NULL;
 }
 
@@ -160,6 +165,10 @@ char *tg_snapshot_find(const char *dir, enum tg_snap_pick pick, struct tg_diag *
 				 "metric needs a run made with accounting on (threadgraph run "
 				 "--accounting, ProcessProfile(accounting=True)) by a threadgraph "
 				 "that records the peak", dir);
+		else if (tg_run_end_state(dir, NULL) == 0)
+			tg_error(d, "no snapshot in '%s': " TG_RUN_UNENDED ", and a run writes "
+				 "its final snapshot at its end (a threshold snapshot when "
+				 "crossed: none was)", dir);
 		else
 			tg_error(d, "no snapshot in '%s' (was the run made with accounting on?)", dir);
 		goto out;
