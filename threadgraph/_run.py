@@ -1144,6 +1144,9 @@ def check_options(parser, opts):
                            or opts.format != "binary"):
         parser.error("--aggregate writes aggregate.tga instead of the capture: it takes "
                      "no --sampled, --max-size or --format other than binary")
+    if opts.aggregate and opts.stack:
+        parser.error("--aggregate rolls the calls up per call path and writes no .stack: "
+                     "--stack needs a full run")
     if getattr(opts, "live", False) and opts.format == "text" and opts.mode != "sampled":
         parser.error("--live follows the binary capture (or a sampled run's curves) as "
                      "it is written: a full run needs --format binary or both "

@@ -639,6 +639,12 @@ def test_run_option(tmp_path):
                         str(script)], capture_output=True, text=True, env=env,
                        timeout=TIMEOUT)
     assert r.returncode == 2 and "--aggregate" in r.stderr
+    # --stack asks for .stack files, which an aggregate run does not write
+    r = subprocess.run([sys.executable, "-m", "threadgraph", "run", "--aggregate", "--stack",
+                        str(script)], capture_output=True, text=True, env=env,
+                       timeout=TIMEOUT)
+    assert r.returncode == 2 and "writes no .stack: --stack needs a full run" in r.stderr, \
+        r.stderr
 
 
 def test_broken_file_is_refused(runs, tmp_path):
