@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "aggfile.h"
+#include "capture_read.h"
 
 #define AGG_MAGIC "threadgraph-aggregate "  /* then the version, 1 or 2 */
 #define AGG_MAX_BUCKET (1u << 20)           /* a bucket index past this is not ours */
@@ -136,6 +137,11 @@ static const char *agg_line(struct tg_aggfile *a, const char *l, const char *end
 			return "a thread line without its drop count and name";
 		if (!(nt.base = agg_str(p, end, &nul)))
 			return nul ? "a thread name with a NUL byte" : "out of memory";
+		if (!tg_capture_base_ok(nt.base, strlen(nt.base))) {
+			free(nt.base);
+			return "a thread name that is no file base name (the recorder writes "
+			       "'/', control bytes and a leading '.' as %HH)";
+		}
 		if (agg_grow((void **)&a->t, &a->t_alloc, a->nt, sizeof(*a->t)) < 0
 		    || !(nt.nodes = calloc(16, sizeof(*nt.nodes)))) {
 			free(nt.base);

@@ -129,6 +129,14 @@ int tg_capture_segment_name(const char *base, uint32_t *no)
 	}
 	if (!v)
 		return 0;
+	{
+		/* the name the recorder writes, which readers open: capture-1.tg
+		 * or capture-0000001.tg is some other file */
+		char canon[16];
+		int len = snprintf(canon, sizeof(canon), "%0*u", TG_CAP_SEG_DIGITS, (unsigned)v);
+		if (len != (int)(n - pl - sl) || memcmp(canon, base + pl, (size_t)len))
+			return 0;
+	}
 	*no = (uint32_t)v;
 	return 1;
 }
@@ -329,9 +337,7 @@ short_def:
 	return 0;
 }
 
-/* Non-zero when b[0..n) can be a file base name: no '/' or control byte (the
- * recorder writes them %HH), not empty, no leading '.', not the process file's. */
-static int cap_base_ok(const char *b, size_t n)
+int tg_capture_base_ok(const char *b, size_t n)
 {
 	if (!n || memchr(b, '/', n) || cap_has_control(b, n))
 		return 0;
@@ -372,7 +378,7 @@ static int cap_read_thread(struct tg_capture *cap, uint32_t stream, const unsign
 		return cap_corrupt(cap, d, start, "thread definition on a reserved stream");
 	if (tg_cap_idmap_get(&cap->stream_ids, stream))
 		return cap_corrupt(cap, d, start, "thread defined twice");
-	if (!cap_base_ok(base, blen))
+	if (!tg_capture_base_ok(base, blen))
 		return cap_corrupt(cap, d, start, "a thread's file name is not a safe file name");
 	if (cap->n_threads == cap->threads_alloc) {
 		size_t na = cap->threads_alloc ? 2 * cap->threads_alloc : 16;

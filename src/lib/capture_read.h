@@ -190,6 +190,11 @@ int tg_capture_detect(const char *path, char **file);
 /* Non-zero when the file name base (no directory) is a segment's: capture-N.tg;
  * *no gets N. */
 int tg_capture_segment_name(const char *base, uint32_t *no);
+/* Non-zero when B[0..N) can be a thread's file base name, as the recorder writes
+ * them (a capture's thread records, aggregate.tga's thread lines): no '/' or
+ * control byte (written %HH), not empty, no leading '.' ("." and ".." are
+ * written %2E), not the process file's. */
+int tg_capture_base_ok(const char *b, size_t n);
 
 /* The file and offset in it of byte at (in a mapping of cap), for messages;
  * a byte of a decompressed chunk is given its offset from the newest file. */

@@ -526,8 +526,28 @@ static void test_deep_heads_rotate_rarely(void)
 	rm_dir(dir);
 }
 
+/* Segment names: the recorder's own (at least six digits, no more zeros), and
+ * nothing else, since readers open a segment by that name. */
+static void test_segment_names(void)
+{
+	uint32_t no = 0;
+
+	CHECK(tg_capture_segment_name("capture-000001.tg", &no) && no == 1);
+	CHECK(tg_capture_segment_name("capture-000420.tg", &no) && no == 420);
+	CHECK(tg_capture_segment_name("capture-1234567.tg", &no) && no == 1234567);
+	CHECK(tg_capture_segment_name("capture-4294967295.tg", &no) && no == 4294967295u);
+	CHECK(!tg_capture_segment_name("capture-1.tg", &no));
+	CHECK(!tg_capture_segment_name("capture-0000001.tg", &no));
+	CHECK(!tg_capture_segment_name("capture-000000.tg", &no));
+	CHECK(!tg_capture_segment_name("capture-4294967296.tg", &no));
+	CHECK(!tg_capture_segment_name("capture-00001a.tg", &no));
+	CHECK(!tg_capture_segment_name("capture.tg", &no));
+	CHECK(!tg_capture_segment_name("capture-.tg", &no));
+}
+
 int main(void)
 {
+	test_segment_names();
 	test_state();
 	test_deep_heads();
 	test_deep_heads_rotate_rarely();

@@ -45,3 +45,24 @@ def test_memh_refuses_a_sampled_runs_curves(tmp_path, tg):
         assert "it needs a full run (record it without --sampled)" in r.stderr, r.stderr
         assert not os.path.exists(str(out / "memh.txt"))
 
+
+
+def test_aggregate_thread_names_are_file_base_names(tmp_path, tg, fixtures):
+    """aggregate.tga's thread lines follow the capture's rules for a thread's
+    base name (the recorder writes '/', control bytes and a leading '.' as
+    %HH): a hand-made or damaged 't' line with 'a/b' was shown as thread 'b'
+    and gave the peaks a MEMFILE under a directory 'a'."""
+    for bad in ("a/b", "..", ".hidden", "../../x"):
+        run = tmp_path / ("run%d" % len(os.listdir(str(tmp_path))))
+        shutil.copytree(os.path.join(fixtures, "aggregate-v2"), str(run))
+        path = run / "aggregate.tga"
+        lines = path.read_text().split("\n")
+        i = next(k for k, l in enumerate(lines) if l.startswith("t ") and not l.startswith("t 0 "))
+        lines[i] = " ".join(lines[i].split(" ")[:3] + [bad])
+        path.write_text("\n".join(lines))
+        for args in (["peaks"], ["memg", "--script-only", "-o", tmp_path / "out"], ["folded"]):
+            command = args[0]
+            r = tg(*(args + [run]))
+            assert r.returncode == 1, (bad, command, r.stderr)
+            assert "aggregate.tga:%d: a thread name that is no file base name" % (i + 1) \
+                in r.stderr, r.stderr
