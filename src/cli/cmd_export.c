@@ -248,9 +248,13 @@ int cmd_export(int argc, char **argv)
 	ret = tg_dumpset_open_capture(argv[0], &cap, &d);
 	if (ret < 0)
 		return error("%s", d.msg);
-	if (ret == 0)
+	if (ret == 0) {
+		struct stat st;
+		if (stat(argv[0], &st) < 0)  /* as every other command says it */
+			return error("unable to open '%s': %s", argv[0], strerror(errno));
 		return error("'%s' is not a capture (a run directory holding %s, or that file)",
 			     argv[0], TG_CAP_FILENAME);
+	}
 	tg_cli_capture_warnings(cap);
 	if (!outdir) {
 		const char *slash = strrchr(cap->path, '/');

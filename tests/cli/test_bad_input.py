@@ -26,6 +26,11 @@ def test_missing_file(tg, tmp_path):
     r = tg("memg", "-o", tmp_path, tmp_path / "nope.mem")
     assert r.returncode == 1 and "unable to open" in r.stderr
     assert not (tmp_path / "memg.txt").exists()
+    # export too (it said "'...' is not a capture (a run directory holding ...)")
+    r = tg("export", tmp_path / "nope")
+    assert r.returncode == 1
+    assert r.stderr == "error: unable to open '%s': No such file or directory\n" % (
+        tmp_path / "nope")
 
 
 def test_unreadable_file(tg, tmp_path):
