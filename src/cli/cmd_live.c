@@ -288,6 +288,7 @@ static void live_snap_refresh(struct live_view *v)
 	if (st.st_mtim.tv_sec == v->dir_mtime.tv_sec && st.st_mtim.tv_nsec == v->dir_mtime.tv_nsec)
 		return;
 	v->dir_mtime = st.st_mtim;
+	d.probe = 1;  /* none yet is no error here */
 	if (tg_snapshot_read(&s, v->dir, &d) < 0)
 		return;
 	if (tg_snapshot_group(&s, 1, 1, &d) < 0) {

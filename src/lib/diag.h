@@ -18,6 +18,9 @@ struct tg_diag {
 	/* called for each malformed line (may be NULL); path and 1-based line */
 	void (*warn)(void *ctx, const char *path, unsigned long lineno, const char *why);
 	void *warn_ctx;          /* passed to warn */
+	int probe;               /* non-zero: the caller tests whether something is
+				  * there and shows no message, so a failure needs
+				  * no explaining (such as reading runinfo.json) */
 };
 
 /* Sets d->msg from the printf-style format; always returns -1. */

@@ -849,7 +849,7 @@ out:
 /* Whether the run has a live-at-peak snapshot. */
 static int rep_has_peak_snapshot(const char *dir)
 {
-	struct tg_diag scratch = {0};
+	struct tg_diag scratch = { .probe = 1 };
 	char *path = tg_snapshot_find(dir, TG_SNAP_PICK_PEAK, &scratch);
 	int found = path != NULL;
 	free(path);
