@@ -71,6 +71,10 @@ def build_parser(prog=PROG):
     )
     parser.add_argument("pid", metavar="PID", type=int, help="the process to record")
     parser.add_argument(
+        "--sort", metavar="KEY", choices=("now", "change", "peak", "largest", "name", "start"),
+        help="with the live view: the threads' order, as threadgraph live --sort "
+        "(now, change, peak, largest, name, start)")
+    parser.add_argument(
         "--duration", metavar="SECONDS", type=float,
         help="detach after SECONDS (default: at Ctrl-C or threadgraph detach PID)")
     run_parser = _run.build_parser()
@@ -272,6 +276,23 @@ def check_ptrace(pid):
         raise Refused("process %d belongs to %s: attach as that user, or as root" % (pid, owner))
 
 
+def check_not_traced(pid):
+    """Refused when another tracer (a debugger, strace) holds PID: ptrace
+    would fail, and say only "Operation not permitted"."""
+    try:
+        tracer = int(proc_status(pid).get("TracerPid", "0") or 0)
+    except ValueError:
+        return
+    if tracer:
+        try:
+            with open("/proc/%d/comm" % tracer) as f:
+                name = f.read().strip()
+        except OSError:
+            name = "?"
+        raise Refused("process %d is being traced by process %d (%s): a debugger or "
+                      "strace; attach once it has detached" % (pid, tracer, name))
+
+
 NO_CAP_FIX = ("this root has no CAP_SYS_PTRACE (a container's): add it (docker run "
               "--cap-add=SYS_PTRACE; Kubernetes: securityContext.capabilities.add "
               "[SYS_PTRACE], or kubectl debug --profile=general); docs/attach.md")
@@ -355,6 +376,7 @@ def gdb_script(line):
         "  quit 3",
         "end",
         "echo %s\\n" % INJECT_MARK,
+        "set $tg_thread = $_thread",
         "set $tg_sp = (unsigned long)$rsp",
         "set $tg_pc = (unsigned long)$pc",
         # LINE below the red zone (128 bytes), 16-aligned, close enough to the
@@ -375,7 +397,17 @@ def gdb_script(line):
         "set $rdi = $tg_str",
         "set $rsp = $tg_ret",
         "set $pc = (unsigned long)PyRun_SimpleString",
+        # until the call has returned: a SIGINT meanwhile (our timeout or
+        # Ctrl-C in a race with the mark, the attaching command's death) stops
+        # the program elsewhere, possibly in another thread; putting the
+        # registers back then would abort it ("Fatal Python error:
+        # PyEval_SaveThread: ... the GIL is released")
         "continue",
+        'eval "thread %d", $tg_thread',
+        "while $pc != $tg_pc || (unsigned long)$rsp != $tg_ret + 8",
+        "  continue",
+        '  eval "thread %d", $tg_thread',
+        "end",
         "delete breakpoints",
         "print (int)$rax",
         "set $rsp = $tg_sp",
@@ -384,6 +416,27 @@ def gdb_script(line):
     cmds += ["set $%s = $tg_%s" % (r, r) for r in CALL_REGS]
     cmds += ["detach", "quit 0", ""]
     return "\n".join(cmds)
+
+
+def interrupt_when_parent_dies(parent):
+    """A preexec_fn for gdb: SIGINT when this command dies (SIGKILL), as our
+    timeout sends it, so that gdb detaches instead of holding the program
+    traced until some thread reaches a safe point, which may be never (a new
+    attach is then refused: the program is traced already)."""
+    # libc found here, not in the child: between fork and exec a child may
+    # only call what takes no lock (an import could wait on one forever)
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def preexec():
+        prctl(1, int(signal.SIGINT))  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # died before prctl
+            os.kill(os.getpid(), signal.SIGINT)
+    return preexec
 
 
 def inject_gdb(pid, line, ctl_dir, stop):
@@ -402,23 +455,26 @@ def inject_gdb(pid, line, ctl_dir, stop):
             [gdb, "-q", "-batch", "-nx", "-iex", "set auto-load off",
              "-iex", "set debuginfod enabled off", "-p", str(pid), "-x", script],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True)  # a terminal's Ctrl-C is ours to forward
+            start_new_session=True,  # a terminal's Ctrl-C is ours to forward
+            preexec_fn=interrupt_when_parent_dies(os.getpid()))
     deadline = time.monotonic() + GDB_TIMEOUT
-    interrupted = False
+    interrupted = None
     while True:
         try:
             rc = proc.wait(timeout=0.1)
             break
         except subprocess.TimeoutExpired:
             pass
-        if interrupted:
+        # Again every half second: a SIGINT that reaches gdb before its
+        # first `continue` (while it reads the program's symbols) is lost.
+        if interrupted is not None and time.monotonic() < interrupted + 0.5:
             continue
         if stop or time.monotonic() > deadline:
             with open(out_path, "rb") as f:
                 injecting = INJECT_MARK.encode() in f.read()
             if not injecting:  # never in the middle of the call
                 proc.send_signal(signal.SIGINT)
-                interrupted = True
+                interrupted = time.monotonic()
     with open(out_path, "rb") as f:
         text = f.read().decode("utf-8", "replace")
     if rc == 0 and INJECT_MARK in text:
@@ -457,13 +513,55 @@ class _Stop(Exception):
     pass
 
 
-def recv_line(conn, buf, timeout):
-    """(line, rest) from CONN, line None at its end or when TIMEOUT passes."""
+def process_start(pid):
+    """PID's start time (field 22 of /proc/PID/stat, which tells it from a later
+    process of the same pid), or None once it has ended (a zombie too)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2:].split()
+    if len(fields) < 20 or fields[0] in (b"Z", b"X"):
+        return None
+    return fields[19]
+
+
+class Target:
+    """The attached process, to tell whether it still runs: the end of the
+    control connection is not enough, a child it forked may hold the
+    connection open after it has ended."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.start = process_start(pid)
+
+    def running(self):
+        return self.start is not None and process_start(self.pid) == self.start
+
+
+def wait_readable(sock, timeout, target):
+    """True when SOCK is readable, False when TIMEOUT (None: none) passed,
+    None when TARGET ended first."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        wait = 0.5 if deadline is None else min(0.5, max(0.0, deadline - time.monotonic()))
+        ready, _, _ = select.select([sock], [], [], wait)
+        if ready:
+            return True
+        if not target.running():
+            return None
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+
+
+def recv_line(conn, buf, timeout, target):
+    """(line, rest) from CONN, line None at its end, when TIMEOUT passes or
+    when TARGET has ended."""
     deadline = None if timeout is None else time.monotonic() + timeout
     while b"\n" not in buf:
         wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-        ready, _, _ = select.select([conn], [], [], wait)
-        if not ready:
+        if not wait_readable(conn, wait, target):
             return None, buf
         try:
             data = conn.recv(4096)
@@ -477,7 +575,7 @@ def recv_line(conn, buf, timeout):
 
 
 def options_of(opts):
-    values = {k: v for k, v in vars(opts).items() if k not in ("pid", "duration")}
+    values = {k: v for k, v in vars(opts).items() if k not in ("pid", "duration", "sort")}
     values.setdefault("follow_fork", False)
     values.setdefault("process_memory_frequency", None)
     return values
@@ -505,10 +603,12 @@ def attach(opts):
     try:
         if pid <= 0 or pid == os.getpid():
             raise Refused("%d is not a process to attach to" % pid)
+        target = Target(pid)
         exe, env, cwd = target_python(pid)
         check_same_mount_namespace(pid)
         check_not_under_run(pid)
         check_ptrace(pid)
+        check_not_traced(pid)
         version = check_importable(pid, exe, env, cwd)
         lock_fd = lock_state(pid)
         ctl_dir = tempfile.mkdtemp(prefix="tg-attach-")
@@ -541,17 +641,20 @@ def attach(opts):
             raise Refused("no thread of process %d reached a safe point (a thread "
                           "waiting: I/O, sleep, a lock) within %g s: nothing was done"
                           % (pid, GDB_TIMEOUT))
-        ready, _, _ = select.select([listener], [], [], CONNECT_TIMEOUT)
+        ready = wait_readable(listener, CONNECT_TIMEOUT, target)
+        if ready is None:
+            say("process %d ended before recording: nothing was recorded" % pid)
+            return 1
         if not ready:
             say("process %d ran threadgraph's line but did not answer within %g s"
                 % (pid, CONNECT_TIMEOUT))
             return 1
         conn, _ = listener.accept()
         listener.close()
-        reply, buf = recv_line(conn, b"", CONNECT_TIMEOUT)
+        reply, buf = recv_line(conn, b"", CONNECT_TIMEOUT, target)
         while reply is not None and reply.startswith("note "):  # said here, not there
             say(reply[5:])
-            reply, buf = recv_line(conn, buf, CONNECT_TIMEOUT)
+            reply, buf = recv_line(conn, buf, CONNECT_TIMEOUT, target)
         if reply is None or reply.startswith("error "):
             raise Refused(reply[6:] if reply else "process %d ended before recording" % pid)
         out_dir = reply[3:]
@@ -560,30 +663,29 @@ def attach(opts):
             "detach %d to stop)" % (pid, attach_s, display_path(out_dir), pid))
         ended = False
         if opts.live:
-            show_live(out_dir, stop)  # until q (or detach): then detach
+            show_live(out_dir, stop, opts.sort)  # until q (or detach): then detach
             stop.append(0)
         raise_on_signal = True
         try:
             if not stop:
-                ready, _, _ = select.select([conn], [], [], opts.duration)
-                ended = bool(ready)  # the program ended (or the session broke)
+                # the program ended (or the session broke): readable, or
+                # the process gone while a child of its holds the connection
+                ended = wait_readable(conn, opts.duration, target) is not False
         except _Stop:
             pass
         raise_on_signal = False
         if ended:
             # Anything but "done" after "ok" means the program has gone.
-            say("process %d ended while attached; its files are complete in %s/"
-                % (pid, display_path(out_dir)))
+            say_ended(pid, out_dir, "attached", parse_size(opts.max_size))
             return 0
         detach_started = time.monotonic()
         try:
             conn.sendall(b"detach\n")
         except OSError:
             pass
-        reply, buf = recv_line(conn, buf, None)
+        reply, buf = recv_line(conn, buf, None, target)
         if reply is None or not reply.startswith("done"):
-            say("process %d ended while detaching; its files are complete in %s/"
-                % (pid, display_path(out_dir)))
+            say_ended(pid, out_dir, "detaching", parse_size(opts.max_size))
             return 0
         detach_s = time.monotonic() - detach_started
         try:
@@ -620,13 +722,36 @@ def attach(opts):
             os.close(lock_fd)
 
 
-def show_live(out_dir, stop):
+def say_ended(pid, out_dir, when, max_size):
+    """The program ended while WHEN ("attached", "detaching"): its atexit closed
+    the run (runinfo.json has its end_time and the losses, said here as at a
+    detach), or a signal or a crash killed it first (no end_time: the records
+    not yet flushed are lost, docs/attach.md "What it sees")."""
+    from threadgraph._run import say_losses
+
+    try:
+        with open(os.path.join(out_dir, "runinfo.json"), encoding="utf-8") as f:
+            info = json.load(f)
+    except (OSError, ValueError):
+        info = {}
+    if not isinstance(info, dict) or info.get("end_time") is None:
+        say("process %d ended while %s, killed before it could close the run (a "
+            "signal, a crash): %s/ lacks the records of its last half second"
+            % (pid, when, display_path(out_dir)))
+        return
+    say("process %d ended while %s; its files are complete in %s/"
+        % (pid, when, display_path(out_dir)))
+    say_losses(info, max_size)
+
+
+def show_live(out_dir, stop, sort=None):
     """The C live view of OUT_DIR on this terminal, until it is left, or until
     STOP is set (threadgraph detach PID: the view is ended, restoring the
     terminal)."""
     from threadgraph._cli import cli_path
 
-    view = subprocess.Popen([cli_path(), "live", out_dir])
+    view = subprocess.Popen([cli_path(), "live"] + (["--sort", sort] if sort else [])
+                            + [out_dir])
     while True:
         try:
             view.wait(timeout=0.2)
@@ -656,6 +781,10 @@ def main(argv, prog=PROG):
     if opts.duration is not None and opts.duration <= 0:
         parser.error("--duration must be more than 0")
     check_options(parser, opts)  # before the target is touched, as run does
+    if opts.live and not os.isatty(1):
+        parser.error("the live view draws on a terminal, and the standard output is "
+                     "not one: nothing was attached (threadgraph attach PID records "
+                     "without the view)")
     return attach(opts)
 
 

@@ -64,9 +64,31 @@ if msg is not None:
 """
 
 
+# The control connection while attached.  A child the program forks
+# (os.fork, multiprocessing's fork) closes its copy: the attaching command sees
+# the program's end as the end of the connection, which a child that lives on
+# would otherwise keep open.
+_CONN = None
+_FORK_HOOK = False
+
+
+def _close_in_child():
+    global _CONN
+    conn, _CONN = _CONN, None
+    if conn is not None:
+        try:
+            conn.close()
+        except OSError:
+            pass
+
+
 def start(ctl_dir):
     """Start the control thread (called by gdb's line on an interrupted thread:
     return at once).  A daemon: it never keeps the program from ending."""
+    global _FORK_HOOK
+    if not _FORK_HOOK and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_close_in_child)  # inert once detached
+        _FORK_HOOK = True
     t = threading.Thread(target=_control, args=(ctl_dir,), name=THREAD_NAME, daemon=True)
     t.start()
 
@@ -94,15 +116,18 @@ def _wait_for_detach(sock):
 
 
 def _control(ctl_dir):
+    global _CONN
     sock = socket.socket(socket.AF_UNIX)
     try:
         sock.connect(os.path.join(ctl_dir, "sock"))
     except OSError:
         sock.close()
         return  # the attaching command is gone: nothing was done
+    _CONN = sock
     try:
         _attached(sock, ctl_dir)
     finally:
+        _CONN = None
         sock.close()
 
 
@@ -136,16 +161,17 @@ def _attached(sock, ctl_dir):
         # Quiet from before enable(): the control thread's own work is not the
         # program's, and the thread is left out of the run (no empty entry).
         prof._rec.quiet(True)
+        # The losses and the over-limit are the attaching command's to say,
+        # at detach or when the program ends while attached (its atexit
+        # disables the profile): never into the program's stderr.
+        prof._losses_said_by = os.getpid()
         prof.enable()
     except (OSError, RuntimeError, ValueError) as exc:
         _send(sock, "error cannot start recording: %s" % exc)
         return
     _send(sock, "ok %s" % prof.output_dir)
     _wait_for_detach(sock)
-    # The losses and the over-limit go to the attaching command with the
-    # stats, which says them: not into the program's stderr.
-    prof._losses_said_by = os.getpid()
-    prof.disable()
+    prof.disable()  # the losses go to the attaching command with the stats
     if not atexit_before:  # registered by this run: taken away again
         import atexit
 

@@ -889,3 +889,144 @@ def test_another_threadgraph_imported_by_the_program_is_named(tmp_path):
     finally:
         stop(prog)
     assert "must not be imported" not in prog.stderr.read()
+
+
+def test_live_pid_without_a_terminal_is_refused_before_attaching(tmp_path):
+    """live PID (attach --live) draws on a terminal: with stdout not one it is a
+    usage error, and the program is never stopped by gdb (no run directory)."""
+    server, port = start_server(tmp_path)
+    try:
+        r = subprocess.run(cmd("live", "-o", str(tmp_path / "out"), str(server.pid)),
+                           cwd=str(tmp_path), env=env_with_package(keep_cli=True),
+                           stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        assert r.returncode == 2 and "not one: nothing was attached" in r.stderr, r.stderr
+        assert not (tmp_path / "out").exists()
+        r = subprocess.run(cmd("live", "--sort", "bogus", str(server.pid)),
+                           stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        assert r.returncode == 2 and "--sort" in r.stderr, r.stderr
+        assert get(port, "/after")[0] == 200
+    finally:
+        stop(server)
+
+
+def tracer_of(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("TracerPid:"):
+                return int(line.split()[1])
+    return 0
+
+
+def wait_until(cond, timeout=60.0):
+    import time
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+SPIN = "import sys\nprint('ready', flush=True)\nwhile True:\n    pass\n"
+
+
+def test_traced_program_refused_naming_the_tracer(tmp_path):
+    """A program another gdb holds is refused with its tracer named, not with
+    the container fix of a ptrace refusal."""
+    server, port = start_server(tmp_path)
+    gdb = subprocess.Popen(["gdb", "-q", "-batch", "-nx", "-p", str(server.pid),
+                            "-ex", "shell cat >/dev/null"], stdin=subprocess.PIPE,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: tracer_of(server.pid) != 0)
+        r = subprocess.run(cmd("attach", "-o", str(tmp_path / "out"), str(server.pid)),
+                           env=env_with_package(keep_cli=True), stderr=subprocess.PIPE,
+                           universal_newlines=True, timeout=120)
+        assert r.returncode == 1 and "is being traced by process %d (gdb)" % gdb.pid \
+            in r.stderr, r.stderr
+    finally:
+        gdb.stdin.close()
+        gdb.wait(timeout=60)
+        stop(server)
+
+
+def test_attach_killed_before_a_safe_point_leaves_no_gdb(tmp_path):
+    """SIGKILL to attach while gdb waits for a safe point that never comes (one
+    thread computing): gdb detaches at once instead of tracing the program on."""
+    script = tmp_path / "spin.py"
+    script.write_text(SPIN)
+    target = subprocess.Popen([sys.executable, str(script)], env=env_with_package(),
+                              stdout=subprocess.PIPE, universal_newlines=True)
+    try:
+        assert target.stdout.readline() == "ready\n"
+        attach = subprocess.Popen(cmd("attach", "-o", str(tmp_path / "out"), str(target.pid)),
+                                  env=env_with_package(keep_cli=True),
+                                  stderr=subprocess.PIPE, universal_newlines=True)
+        wait_until(lambda: tracer_of(target.pid) != 0 or attach.poll() is not None)
+        assert attach.poll() is None, attach.stderr.read()
+        # gdb waiting in its `continue` (a SIGINT that reaches it while it
+        # still reads the symbols is lost: PR_SET_PDEATHSIG sends only one)
+        import time
+        time.sleep(3)
+        attach.kill()
+        attach.wait()
+        wait_until(lambda: tracer_of(target.pid) == 0, timeout=10)
+        assert target.poll() is None
+    finally:
+        stop(target)
+
+
+FORKER = r"""
+import os, select, sys, time
+print("ready", flush=True)
+while not select.select([sys.stdin], [], [], 0.05)[0]:  # gdb's safe points
+    pass
+if os.fork() == 0:  # a child that outlives its parent, with the fds it inherited
+    print(os.getpid(), flush=True)
+    time.sleep(600)
+    os._exit(0)
+time.sleep(0.2)
+sys.exit(0)
+"""
+
+
+def test_program_ending_with_a_forked_child_alive(tmp_path):
+    """The program forks a child that lives on, then ends while attached: attach
+    says so when the program ends, not when the child does."""
+    script = tmp_path / "forker.py"
+    script.write_text(FORKER)
+    target = subprocess.Popen([sys.executable, str(script)], env=env_with_package(),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              universal_newlines=True)
+    child = None
+    try:
+        assert target.stdout.readline() == "ready\n"
+        attach, _ = start_attach(tmp_path, target.pid)
+        target.stdin.write("go\n")
+        target.stdin.flush()
+        child = int(target.stdout.readline())
+        assert target.wait(timeout=120) == 0
+        rest = attach.communicate(timeout=60)[1]  # the child sleeps on
+        assert attach.returncode == 0 and "ended while attached" in rest, rest
+        os.kill(child, 0)  # still there
+    finally:
+        if child:
+            os.kill(child, signal.SIGKILL)
+        stop(target)
+
+
+def test_program_killed_while_attached_is_not_said_complete(tmp_path):
+    script = tmp_path / "victim.py"
+    script.write_text("import sys, time\nprint('ready', flush=True)\n"
+                      "while True:\n    time.sleep(0.01)\n")
+    target = subprocess.Popen([sys.executable, str(script)], env=env_with_package(),
+                              stdout=subprocess.PIPE, universal_newlines=True)
+    try:
+        assert target.stdout.readline() == "ready\n"
+        attach, _ = start_attach(tmp_path, target.pid)
+        target.kill()
+        target.wait()
+        rest = attach.communicate(timeout=60)[1]
+        assert attach.returncode == 0 and "ended while attached, killed before" in rest, rest
+        assert "complete" not in rest
+    finally:
+        stop(target)
