@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -919,7 +920,6 @@ def tracer_of(pid):
 
 
 def wait_until(cond, timeout=60.0):
-    import time
     deadline = time.monotonic() + timeout
     while not cond():
         assert time.monotonic() < deadline, "timed out"
@@ -958,14 +958,14 @@ def test_attach_killed_before_a_safe_point_leaves_no_gdb(tmp_path):
                               stdout=subprocess.PIPE, universal_newlines=True)
     try:
         assert target.stdout.readline() == "ready\n"
+        # its control directory, which a SIGKILL leaves, under tmp_path
+        env = dict(env_with_package(keep_cli=True), TMPDIR=str(tmp_path))
         attach = subprocess.Popen(cmd("attach", "-o", str(tmp_path / "out"), str(target.pid)),
-                                  env=env_with_package(keep_cli=True),
-                                  stderr=subprocess.PIPE, universal_newlines=True)
+                                  env=env, stderr=subprocess.PIPE, universal_newlines=True)
         wait_until(lambda: tracer_of(target.pid) != 0 or attach.poll() is not None)
         assert attach.poll() is None, attach.stderr.read()
         # gdb waiting in its `continue` (a SIGINT that reaches it while it
         # still reads the symbols is lost: PR_SET_PDEATHSIG sends only one)
-        import time
         time.sleep(3)
         attach.kill()
         attach.wait()
