@@ -101,18 +101,19 @@ def _send(sock, line):
 
 
 def _wait_for_detach(sock):
-    """Block until a ``detach`` line or the end of the connection."""
+    """Block until a ``detach`` line (True) or the end of the connection (False:
+    the attaching command is gone)."""
     buf = b""
     while True:
         try:
             data = sock.recv(4096)
         except OSError:
-            return
+            return False
         if not data:
-            return
+            return False
         buf += data
         if b"detach\n" in buf:
-            return
+            return True
 
 
 def _control(ctl_dir):
@@ -170,7 +171,7 @@ def _attached(sock, ctl_dir):
         _send(sock, "error cannot start recording: %s" % exc)
         return
     _send(sock, "ok %s" % prof.output_dir)
-    _wait_for_detach(sock)
+    asked = _wait_for_detach(sock)
     prof.disable()  # the losses go to the attaching command with the stats
     if not atexit_before:  # registered by this run: taken away again
         import atexit
@@ -178,6 +179,12 @@ def _attached(sock, ctl_dir):
         atexit.unregister(profiler._atexit)
         profiler._HOOKS_INSTALLED = False  # the fork hooks stay (inert)
     _send(sock, "done " + json.dumps(prof.stats()))
+    if not asked:
+        # the attaching command died (SIGKILL) and cannot remove its control
+        # directory (options, socket, gdb's script and output): done here
+        import shutil
+
+        shutil.rmtree(ctl_dir, ignore_errors=True)
 
 
 TAKEN_NOTE = ("sys.monitoring tool ids 3 and 4, the ones threadgraph may use, are both "

@@ -1030,3 +1030,38 @@ def test_program_killed_while_attached_is_not_said_complete(tmp_path):
         assert "complete" not in rest
     finally:
         stop(target)
+
+
+def test_attach_killed_while_recording_leaves_nothing_behind(tmp_path):
+    """SIGKILL to attach while it records: the program detaches by itself, as
+    it was before, with its run closed, and removes the control directory that
+    the attaching command can no longer remove."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    server, port = start_server(tmp_path)
+    try:
+        before_state = json.loads(get(port, "/state")[1])
+        attach = subprocess.Popen(cmd("attach", "-o", str(tmp_path / "out"), str(server.pid)),
+                                  cwd=str(tmp_path),
+                                  env=dict(env_with_package(keep_cli=True), TMPDIR=str(tmp)),
+                                  stderr=subprocess.PIPE, universal_newlines=True)
+        line = attach.stderr.readline()
+        while line.startswith("threadgraph: sys.monitoring"):
+            line = attach.stderr.readline()
+        if "attached to process" not in line:
+            attach.wait(timeout=120)
+            if "ptrace not permitted" in line:
+                pytest.skip("ptrace is not permitted here: " + line.strip())
+            pytest.fail("attach failed: %s%s" % (line, attach.stderr.read()))
+        assert [n for n in os.listdir(str(tmp)) if n.startswith("tg-attach-")]
+        load(port, "p")
+        attach.kill()
+        attach.wait()
+        wait_until(lambda: json.loads(get(port, "/state")[1]) == before_state, timeout=30)
+        wait_until(lambda: not [n for n in os.listdir(str(tmp)) if n.startswith("tg-attach-")],
+                   timeout=30)
+        with open(os.path.join(out_dir(tmp_path, server.pid), "runinfo.json")) as f:
+            assert json.load(f)["end_time"] is not None
+        assert all(status == 200 for status, _ in load(port, "p").values())
+    finally:
+        stop(server)
