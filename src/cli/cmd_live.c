@@ -431,7 +431,8 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 		snprintf(age, sizeof(age), "waiting");
 	}
 	/* The run's path gets what the rest leaves, losing its head (its end names
-	 * the run); PAUSED comes first, where it is never cut. */
+	 * the run) for "..." (not "..": cut before a '/', that read as the parent
+	 * directory); PAUSED comes first, where it is never cut. */
 	snprintf(tail, sizeof(tail), "  pid %u  %s", (unsigned)lv->pid, age);
 	run_len = strlen(v->run);
 	run_room = (size_t)(cols > 0 ? cols : 80) - 1 - strlen("threadgraph live  ") - strlen(tail)
@@ -439,8 +440,8 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 	if ((ssize_t)run_room < 12)
 		run_room = 12;
 	live_line(f, tty ? cols - 1 : 0, eol, "threadgraph live  %s%s%s%s",
-		  v->paused ? "PAUSED  " : "", tty && run_len > run_room ? ".." : "",
-		  tty && run_len > run_room ? v->run + run_len - (run_room - 2) : v->run, tail);
+		  v->paused ? "PAUSED  " : "", tty && run_len > run_room ? "..." : "",
+		  tty && run_len > run_room ? v->run + run_len - (run_room - 3) : v->run, tail);
 	used++;
 	for (size_t i = 0; i < lv->n_threads; i++)
 		if (__builtin_add_overflow(total, lv->threads[i].now, &total))
