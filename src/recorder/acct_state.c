@@ -372,6 +372,23 @@ tg_acct_live_now(void)
     return live;
 }
 
+int
+tg_acct_thread_own(unsigned long ident, int64_t *own)
+{
+    struct tg_acct_thread *t;
+    int rc = -1;
+
+    pthread_mutex_lock(&tg_acct.lock);
+    for (t = tg_acct.running; t != NULL; t = t->run_next)
+        if (t->ident == ident) {
+            *own = TG_LOAD(t->requested) - TG_LOAD(t->freed);
+            rc = 0;
+            break;
+        }
+    pthread_mutex_unlock(&tg_acct.lock);
+    return rc;
+}
+
 /* --- the profile function's calls (GIL) -------------------------------------- */
 
 uint32_t

@@ -337,6 +337,9 @@ void tg_acct_process_figs(struct tg_acct_figs *f);
  * over the threads (see tracer_freed).  Any thread, not under the spin lock
  * (it takes tg_acct.lock). */
 int64_t tg_acct_live_now(void);
+/* The running thread IDENT's own bytes (requested less freed) into *OWN: 0,
+ * or -1 when no running state has that ident.  Takes tg_acct.lock. */
+int tg_acct_thread_own(unsigned long ident, int64_t *own);
 
 /* Sampled mode, at the end of a run (GIL, hooks off): the process's peak is
  * at least its live bytes now (between samples it is not looked for). */

@@ -576,6 +576,16 @@ tg_event_ns(struct tg_recorder *r, struct tg_thread *t)
     return ns;
 }
 
+/* A point of T's memory curve: BYTES now. */
+static void
+tg_curve_write(struct tg_recorder *r, struct tg_thread *t, int64_t bytes)
+{
+    tg_write_mem_line(r, t, TG_CURVE_FILE, sizeof(TG_CURVE_FILE) - 1, 0, TG_CURVE_FUNC,
+                      sizeof(TG_CURVE_FUNC) - 1, 0, bytes, r->timestamps ? tg_event_ns(r, t) : 0);
+    t->curve_points++;
+    t->curve_last = bytes;
+}
+
 void
 tg_sampled_curve_point(struct tg_recorder_object *obj, int64_t bytes)
 {
@@ -586,8 +596,20 @@ tg_sampled_curve_point(struct tg_recorder_object *obj, int64_t bytes)
      * threading): attaching calls Python, which an allocator hook must not. */
     if (!r->text_mem || t == NULL || tg_tls.gen != r->gen)
         return;
-    tg_write_mem_line(r, t, TG_CURVE_FILE, sizeof(TG_CURVE_FILE) - 1, 0, TG_CURVE_FUNC,
-                      sizeof(TG_CURVE_FUNC) - 1, 0, bytes, r->timestamps ? tg_event_ns(r, t) : 0);
+    tg_curve_write(r, t, bytes);
+}
+
+void
+tg_sampled_curve_last(struct tg_recorder *r, struct tg_thread *t)
+{
+    int64_t bytes;
+
+    /* A thread with no point has no curve to end (docs: "no reading on its
+     * curve"); nor does one whose figure did not move since its last point. */
+    if (!r->sampled || !r->text_mem || t->curve_points == 0
+            || tg_acct_thread_own(t->ident, &bytes) < 0 || bytes == t->curve_last)
+        return;
+    tg_curve_write(r, t, bytes);
 }
 
 /* The time of an event in the default configuration (capture only), in

@@ -232,6 +232,11 @@ int tg_code_site(struct tg_recorder *r, PyCodeObject *code, const char **file, s
  * (tg_format.h TG_CURVE_FILE).  GIL held, TG_BUSY_TRACER set; a thread not yet
  * attached writes none. */
 void tg_sampled_curve_point(struct tg_recorder_object *obj, int64_t bytes);
+/* Sampled mode: T's curve ends at its figure now (its requested less freed
+ * bytes), a last point when that moved since its last one, so that a
+ * thread's frees after its last sample show (the thread ending, or
+ * disable() for the threads still running).  GIL held. */
+void tg_sampled_curve_last(struct tg_recorder *r, struct tg_thread *t);
 /* The calling thread's memory reading for R's mode (docs/api.md), T its
  * state: what a call's delta is taken from.  GIL held. */
 int64_t tg_memory_reading(struct tg_recorder *r, struct tg_thread *t);

@@ -128,6 +128,12 @@ struct tg_thread {
                                     * once the files are open */
     unsigned long ident;           /* threading ident; immutable */
     unsigned long native_id;       /* OS thread id; immutable */
+    /* Sampled mode's memory curve (recorder.c tg_sampled_curve_point): the
+     * points written and the last one's figure, so that the thread's end and
+     * disable() add its last figure when it moved.  The GIL (points are
+     * written with it, by the thread or by disable()). */
+    uint64_t curve_points;
+    int64_t curve_last;
     /* Greenlets (greenlet.c): a greenlet that runs in a thread gets a state of
      * its own, its stack and its counters, and the thread's own state lists
      * them.  All owner only (the GIL: its thread's switches, and fork). */

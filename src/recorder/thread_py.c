@@ -274,6 +274,17 @@ tg_thread_attach_as(struct tg_recorder_object *self, const char *name, size_t na
     tg_tls.gen = r->gen;
     if (!glet)
         tg_glet_thread_attached(self, t);
+    /* Sampled mode: the thread's root ("no python frame") now, with the GIL,
+     * which interning needs.  A sample taken without the GIL (a native or
+     * raw-domain block of a C section that released it: numpy.zeros, a ctypes
+     * call, lzma) goes to the thread's root (sampled.c), or, while the thread
+     * has none, to the thread-less <no python frame>: a thread whose first
+     * samples are all such lost them to no thread. */
+    if (r->sampled && atomic_load_explicit(&tg_acct_on, memory_order_relaxed)) {
+        struct tg_acct_thread *at = tg_acct_self();
+        if (at != NULL)
+            (void)tg_acct_root(at);
+    }
     goto done;
 fail:
     tg_thread_free(t);
@@ -401,6 +412,7 @@ tg_thread_detach(struct tg_recorder_object *self)
     tg_tls.gen = r->gen;
     if (t->glet_root != NULL)  /* it ended in a greenlet: a switch went unseen */
         t = t->glet_root;
+    tg_sampled_curve_last(r, t);  /* its frees since its last sample */
     tg_glet_end_all(self, t);  /* its greenlets' states first: they list in it */
     tg_thread_end_state(self, t);
     tg_tls.busy = busy;
@@ -414,6 +426,7 @@ tg_thread_retire_all(struct tg_recorder *r, int release_gil)
     struct tg_thread *list = tg_thread_table_take_live(&r->table), *t, *next;
 
     for (t = list; t != NULL; t = t->next) {
+        tg_sampled_curve_last(r, t);  /* the figure it ends the run at */
         tg_thread_close_owned(r, t);
         tg_thread_table_settle(&r->table, t);  /* final: nothing records any more */
     }

@@ -432,7 +432,7 @@ import threading, time
 def work():
     keep = [bytearray(1 << 20) for _ in range(64)]
     del keep[:]          # frees all it held: no reading is taken at a free
-    time.sleep(0.5)      # nor while it idles
+    time.sleep(0.5)      # nor while it idles; one where it ends
 t = threading.Thread(target=work, name="freer")
 t.start()
 t.join()
@@ -446,10 +446,10 @@ ROW_AGE = re.compile(r"^[ >](\w+)\s+(\S+ \S+)\s+(\S+ \S+)\s+(\S+ \S+)\s+([\d.]+)
 
 def test_live_once_dates_a_sampled_threads_now_from_the_runs_end(tmp_path):
     """A sampled run's NOW is a thread's latest reading, taken at a sampled
-    allocation: a thread that freed everything and idled keeps it (its exact
-    figure at the end is the summary's), and once the run ended LATEST gives
-    its age at the run's end (runinfo.json's end_time), not at the run's
-    newest reading."""
+    allocation or where the thread ended: a thread that freed everything,
+    idled and ended shows what it held at its end, not its last sample's 64
+    MiB; and once the run ended LATEST gives its age at the run's end
+    (runinfo.json's end_time), not at the run's newest reading."""
     prog = tmp_path / "prog.py"
     prog.write_text(FREER_PROGRAM)
     cli("run", "--sampled", "--sample-bytes", "1048576", "-o", str(tmp_path / "out"),
@@ -465,7 +465,9 @@ def test_live_once_dates_a_sampled_threads_now_from_the_runs_end(tmp_path):
     t_last, value = float(last.split("#", 1)[0]), int(last.rsplit("=>", 1)[1])
     with open(os.path.join(run_dir, "runinfo.json")) as f:
         end = json.load(f)["end_time"]
-    assert now == kb(value) and value > 32 << 20, (now, value)  # not what it holds at the end
+    assert now == kb(value) and value < 1 << 20, (now, value)  # what it held at its end
+    with open(os.path.join(run_dir, "freer.mem")) as f:
+        assert max(int(l.rsplit("=>", 1)[1]) for l in f) > 32 << 20
     threads = json.loads(cli("threads", "--json", run_dir))
     assert [t["live_at_end"] for t in threads["threads"] if t["name"] == "freer"] == [0], threads
     assert abs(float(latest) - (end - t_last)) <= 0.051, (latest, end - t_last, once)

@@ -187,13 +187,15 @@ def test_memory_curve_per_thread(tmp_path):
     curve = parse_mem(os.path.join(run_dir, "planter.mem"))
     assert curve, "no curve points"
     # Each point is the thread's memory since the start: it climbs by 1 MiB
-    # blocks to the thread's exact total.
+    # blocks to the thread's exact total, and the last is its figure where it
+    # ended (its teardown may have freed a few bytes since the last sample).
     values = [rec[3] for rec in curve]
     assert all(rec[:3] == ("<thread memory>", 0, "sampled") for rec in curve), curve[0]
-    assert values == sorted(values)
+    assert values[:-1] == sorted(values[:-1])
     total = summary_threads(run_dir)["planter"]
-    assert values[-1] <= total["peak_bytes"]
+    assert max(values) <= total["peak_bytes"]
     assert values[-1] >= (BLOCKS - 8) * MIB
+    assert abs(values[-1] - total["live_bytes"]) < 16 * 1024
     assert not [n for n in os.listdir(run_dir) if n.endswith(".stack") or n == "capture.tg"]
 
 
@@ -633,3 +635,84 @@ def test_a_thread_running_before_enable_is_named_with_its_curve(tmp_path):
     assert curve and curve[-1][3] >= 20 * 256 * 1024, curve[-5:]
     total = summary_threads(run_dir)["early-worker"]
     assert total["total_requested_bytes"] >= 40 * 256 * 1024
+
+
+UNPACK = """
+import lzma, threading
+from threadgraph import ProcessProfile
+
+# An xz stream whose decoder allocates its 8 MiB dictionary inside lzma_code,
+# which _lzma calls with the GIL released (PyMem_RawMalloc, the raw domain).
+F = [{"id": lzma.FILTER_LZMA2, "dict_size": 8 << 20, "preset": 1}]
+BLOB = lzma.compress(b"x" * 1000, filters=F)
+
+def unpack():
+    for _ in range(4):
+        lzma.decompress(BLOB)
+
+p = ProcessProfile(default_log_path="out", mode="sampled")
+p.enable()
+t = threading.Thread(target=unpack, name="unpacker")
+t.start(); t.join()
+p.disable()
+"""
+
+
+def test_a_sample_without_the_gil_stays_with_its_thread(tmp_path):
+    """docs/api.md "Sampled mode", Limits: a sample taken while its thread
+    does not hold the GIL goes to the thread's <no python frame>, also when it
+    is the thread's first sample (its root is made when the thread is named,
+    not at its first sample with the GIL)."""
+    run_scenario(tmp_path, UNPACK, env=SEED)
+    _, sites = snapshot(os.path.join(only_dir(tmp_path / "out"), "snapshot-1-final"))
+    dictionaries = {k: v for k, v in sites.items() if v[1] >= 8 * MIB}
+    assert list(dictionaries) == [("unpacker", "<no python frame>")], sites
+    assert list(dictionaries.values()) == [[0, 4 * (8 * MIB + 1)]]
+
+
+CURVE_ENDS = """
+import threading, time
+import threadgraph
+keep = []
+hold = threading.Event()
+
+def builder():          # builds 24 MiB, keeps 4 of it, ends
+    tmp = [bytearray(256 * 1024) for _ in range(96)]
+    keep.extend(tmp[:16])
+    del tmp
+
+def holder():           # builds 12 MiB, keeps 2, still running at disable()
+    tmp = [bytearray(256 * 1024) for _ in range(48)]
+    keep.extend(tmp[:8])
+    del tmp
+    hold.wait()
+
+p = threadgraph.ProcessProfile(default_log_path="out", mode="sampled")
+p.enable()
+b = threading.Thread(target=builder, name="builder")
+b.start(); b.join()
+h = threading.Thread(target=holder, name="holder")
+h.start()
+time.sleep(0.3)
+p.disable()
+hold.set(); h.join()
+"""
+
+
+def test_a_curve_ends_at_its_threads_last_figure(tmp_path):
+    """A sample comes with allocations, so a thread that frees what it built
+    and allocates no more had its curve stuck at its last sample (24 MiB for a
+    thread that ended holding 4): the thread's end, and disable() for a thread
+    still running, add its figure then."""
+    run_scenario(tmp_path, CURVE_ENDS, env=SEED)
+    run_dir = only_dir(tmp_path / "out")
+    figures = summary_threads(run_dir)
+    for name, kept in (("builder", 16), ("holder", 8)):
+        values = [rec[3] for rec in parse_mem(os.path.join(run_dir, name + ".mem"))]
+        assert max(values) >= 10 * MIB, (name, values[-3:])
+        live = figures[name]["live_bytes"]
+        assert kept * 256 * 1024 <= live < kept * 256 * 1024 + 64 * 1024, (name, live)
+        if name == "holder":  # disable() took both figures at one moment
+            assert values[-1] == live, (values[-3:], live)
+        else:  # the thread's teardown frees a little after its end's point
+            assert abs(values[-1] - live) < 16 * 1024, (values[-3:], live)
