@@ -704,8 +704,11 @@ def attach(opts):
                 what_was_written(stats, out_dir, opts.mode, opts.aggregate, opts.stack),
                 display_path(out_dir), "summary" if opts.aggregate else "memg",
                 display_path(out_dir)))
+        errors = stats.get("output_errors") or []
+        for message in errors:  # disable()'s write errors, not in the program's stderr
+            say("output stopped: %s" % message)
         say_losses(stats, parse_size(opts.max_size))
-        return 0
+        return 1 if errors else 0
     except Refused as exc:
         say("cannot attach: %s" % exc)
         return 1

@@ -172,13 +172,16 @@ def _attached(sock, ctl_dir):
         return
     _send(sock, "ok %s" % prof.output_dir)
     asked = _wait_for_detach(sock)
-    prof.disable()  # the losses go to the attaching command with the stats
+    prof._errors_said_by = os.getpid()
+    prof.disable()  # the losses and write errors go to the attaching command
     if not atexit_before:  # registered by this run: taken away again
         import atexit
 
         atexit.unregister(profiler._atexit)
         profiler._HOOKS_INSTALLED = False  # the fork hooks stay (inert)
-    _send(sock, "done " + json.dumps(prof.stats()))
+    stats = prof.stats()
+    stats["output_errors"] = prof._output_errors
+    _send(sock, "done " + json.dumps(stats))
     if not asked:
         # the attaching command died (SIGKILL) and cannot remove its control
         # directory (options, socket, gdb's script and output): done here

@@ -351,6 +351,11 @@ class ProcessProfile:
         #: reply): disable() leaves its warnings out there, so that they are
         #: said once.  A forked child, another pid, still gets them.
         self._losses_said_by: Optional[int] = None
+        # disable()'s write errors ("output stopped"): kept in _output_errors,
+        # and said by the caller instead of warned when it is this process
+        # (threadgraph attach's control thread: never the program's stderr)
+        self._errors_said_by: Optional[int] = None
+        self._output_errors: List[str] = []
         self._stack = bool(_options.VALUE_DEFAULTS["track_stack"])
         self._memory = bool(_options.VALUE_DEFAULTS["track_memory"])
         self._sleeps = bool(_options.VALUE_DEFAULTS["track_sleeps"])
@@ -571,7 +576,8 @@ class ProcessProfile:
             errors.append("%s: %s" % (os.path.join(self.output_dir, "runinfo.json"), exc))
         if was_active:
             _exit_paths_uninstall()  # last: until here a signal waits for us
-        for message in errors:
+        self._output_errors = list(errors)
+        for message in errors if self._errors_said_by != os.getpid() else ():
             warnings.warn("threadgraph: output stopped: %s" % message, RuntimeWarning,
                           stacklevel=3)
         if self._losses_said_by == os.getpid():

@@ -79,6 +79,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.path == "/state":
             asks.put(None)
             body = json.dumps(answers.get()).encode()
+        elif self.path == "/fsize":  # files of the process end at 1 byte (writes: EFBIG)
+            import resource
+            resource.setrlimit(resource.RLIMIT_FSIZE, (1, resource.RLIM_INFINITY))
+            body = b"ok"
         elif self.path == "/tracemalloc":  # it installs its allocators over the current
             import tracemalloc
             tracemalloc.start()
@@ -1065,3 +1069,25 @@ def test_attach_killed_while_recording_leaves_nothing_behind(tmp_path):
         assert all(status == 200 for status, _ in load(port, "p").values())
     finally:
         stop(server)
+
+
+def test_write_errors_at_detach_said_by_attach_not_in_the_program(tmp_path):
+    """disable()'s write errors at detach (a file size limit: the capture's
+    last chunk and runinfo.json fail with EFBIG) are said by attach, which
+    exits 1, never warned into the program's stderr."""
+    server, port = start_server(tmp_path)
+    try:
+        attach, _ = start_attach(tmp_path, server.pid)
+        load(port, "p")
+        assert get(port, "/fsize") == (200, b"ok")
+        r = subprocess.run(cmd("detach", str(server.pid)), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        rest = attach.communicate(timeout=120)[1]
+        assert attach.returncode == 1, rest
+        assert "detached from process %d" % server.pid in rest, rest
+        assert "threadgraph: output stopped: " in rest and "File too large" in rest, rest
+        assert all(status == 200 for status, _ in load(port, "p").values())
+    finally:
+        stop(server)
+    assert "output stopped" not in server.stderr.read()
