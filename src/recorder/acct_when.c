@@ -54,7 +54,8 @@ tg_acct_when_parse(const char *cond, enum tg_when_kind *kind, int64_t *limit)
 bad:
     PyErr_Format(PyExc_ValueError,
                  "snapshot condition must be thread>SIZE, live>SIZE or rss>SIZE with SIZE "
-                 "a positive number of bytes, or of K, M, G or T (e.g. thread>500M), not '%s'",
+                 "a positive whole number of bytes, or of K, M, G or T, at most 2^62 bytes "
+                 "(e.g. thread>500M), not '%s'",
                  cond);
     return -1;
 }

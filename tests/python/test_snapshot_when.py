@@ -100,6 +100,11 @@ def test_conditions_checked():
     for bad in ("rss<2G", "heap>1G", "rss>", "rss>0", "rss>2X", "rss>-1", "rss>>1"):
         with pytest.raises(ValueError, match="thread>SIZE, live>SIZE or rss>SIZE"):
             _recorder.snapshot_condition(bad)
+    # a fraction (which --max-size takes) and a size past the bound say why
+    for bad in ("thread>1.5M", "thread>99999999999T"):
+        with pytest.raises(ValueError, match="a positive whole number of bytes, or of K, M, G "
+                                             "or T, at most 2\\^62 bytes"):
+            _recorder.snapshot_condition(bad)
     with pytest.raises(RuntimeError, match="accounting is not on"):
         ProcessProfile().snapshot_when("rss>1G")
     p = ProcessProfile(accounting=True)
