@@ -227,6 +227,16 @@ void tg_cli_capture_warnings(const struct tg_capture *cap)
 		tg_cli_capture_kept(cap, kept, sizeof(kept));
 		warning("%s", kept);
 	}
+	if (cap->n_skipped) {
+		char which[32];
+		if (cap->n_skipped == 1)
+			snprintf(which, sizeof(which), "%u", cap->skip_hi);
+		else
+			snprintf(which, sizeof(which), "%u to %u", cap->skip_lo, cap->skip_hi);
+		warning("%zu older segment%s (%s) left out: segment %u is missing, and a "
+			"capture is its newest run of consecutive segments", cap->n_skipped,
+			cap->n_skipped == 1 ? "" : "s", which, cap->skip_hi + 1);
+	}
 	if (cap->orphan_chunks)
 		warning("'%s': %llu chunk%s of threads defined in dropped segments skipped",
 			cap->path, (unsigned long long)cap->orphan_chunks,

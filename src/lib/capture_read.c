@@ -1010,6 +1010,11 @@ static int cap_open_segments(struct tg_capture *cap, const char *dir, size_t dle
 		if (cap_add(cap, &seg, !cap->n_segs, d) < 0)
 			goto out;
 	}
+	if (from > 0) {  /* a gap: the older ones are not part of this capture */
+		cap->skip_lo = nos[0];
+		cap->skip_hi = nos[from - 1];
+		cap->n_skipped = from;
+	}
 	rc = 0;
 out:
 	free(nos);

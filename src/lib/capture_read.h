@@ -144,6 +144,10 @@ struct tg_capture {
 	struct tg_cap_seg *segs; /* the files read, oldest first */
 	size_t n_segs;
 	uint32_t seg_first, seg_last; /* numbers of the oldest and newest read (0: one file) */
+	uint32_t skip_lo, skip_hi;    /* older segments there but left out, as the newest
+				       * run of consecutive numbers is read (one is
+				       * missing after skip_hi); 0 when none */
+	size_t n_skipped;             /* how many */
 	int64_t kept_from_us;   /* segments before seg_first were dropped: when the
 				 * oldest kept began (its head's time; else start_us).
 				 * Its chunks were written later, but a chunk may

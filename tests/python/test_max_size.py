@@ -350,6 +350,27 @@ def test_older_segment_cut_short_is_an_error(runs, tmp_path):
         assert "not the newest segment" in r.stderr
 
 
+def test_segments_before_a_missing_one_are_said_to_be_left_out(runs, tmp_path):
+    """A segment missing in the middle (deleted, not copied): the commands read
+    the newest run of consecutive segments, as docs/formats.md says, and now
+    say that the older ones there were left out, and which one is missing,
+    instead of only "dropped" (by the recorder)."""
+    import shutil
+    _full, bounded = runs
+    copy = tmp_path / "g"
+    shutil.copytree(bounded, copy)
+    files = capture_files(copy)
+    assert len(files) >= 3
+    nos = [int(f[len("capture-"):-len(".tg")]) for f in files]
+    os.remove(str(copy / files[-2]))
+    r = cli("peaks", "--peak=0", copy)
+    assert r.returncode == 0, r.stderr
+    older = len(files) - 2
+    which = "%d" % nos[-3] if older == 1 else "%d to %d" % (nos[0], nos[-3])
+    assert ("%d older segment%s (%s) left out: segment %d is missing"
+            % (older, "" if older == 1 else "s", which, nos[-2])) in r.stderr, r.stderr
+
+
 def test_newest_segment_without_its_header_is_left_out(runs, tmp_path):
     """A recorder killed as it created a segment (before it wrote the header):
     the segments before it are read, and the one left out is named."""
