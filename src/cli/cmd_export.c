@@ -180,6 +180,43 @@ out:
 	return ret;
 }
 
+/* PATH's directory resolved (realpath) and its last name: two spellings of
+ * one file, existing or not, give the same string.  NULL if the directory
+ * does not resolve. */
+static char *export_canonical(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path))
+		: strdup(".");
+	char *real = dir ? realpath(dir, NULL) : NULL;
+	char *out = NULL;
+	const char *name = slash ? slash + 1 : path;
+
+	if (real && (out = malloc(strlen(real) + strlen(name) + 2)))
+		sprintf(out, "%s/%s", real, name);
+	free(real);
+	free(dir);
+	return out;
+}
+
+/* A and B name one file (the same path spelt two ways, or links to one
+ * inode): an output that would replace an input, or the other output. */
+static int export_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+	char *ca, *cb;
+	int same;
+
+	if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+		return S_ISREG(sa.st_mode) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+	ca = export_canonical(a);
+	cb = export_canonical(b);
+	same = ca && cb && !strcmp(ca, cb);
+	free(ca);
+	free(cb);
+	return same;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	struct tg_capture *cap = NULL;
@@ -235,6 +272,13 @@ int cmd_export(int argc, char **argv)
 					   "--pprof or --speedscope");
 		if (has_metric && !speedscope)
 			return usage_error(export_usage, "--metric chooses --speedscope's weights");
+		if (pprof && speedscope && export_same_file(outdir, speedscope))
+			return usage_error(export_usage, "--pprof's -o and --speedscope name the "
+					   "same file '%s': give each its own", speedscope);
+		if (export_same_file(argv[0], pprof ? outdir : speedscope) ||
+		    (speedscope && export_same_file(argv[0], speedscope)))
+			return error("'%s' is the snapshot to read: write the profile to "
+				     "another file", argv[0]);
 		if (!strcmp(metric, "live"))
 			pa.weight = TG_XV_INUSE_SPACE;
 		else if (strcmp(metric, "alloc"))

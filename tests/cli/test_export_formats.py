@@ -105,3 +105,19 @@ def test_usage_errors(tg, tmp_path):
     assert r.returncode == 2 and "--metric chooses --speedscope's weights" in r.stderr
     r = tg("export", "--max-output", "1", "--speedscope", tmp_path / "p.json", ACC)
     assert r.returncode == 2 and "--max-output" in r.stderr
+
+
+def test_an_output_never_replaces_the_input_or_the_other_output(tg, tmp_path):
+    snap = tmp_path / "snapshot-2-final"
+    with open(os.path.join(ACC, "snapshot-2-final"), "rb") as f:
+        before = f.read()
+    snap.write_bytes(before)
+    r = tg("export", "--speedscope", snap, snap)
+    assert r.returncode == 1 and "is the snapshot to read" in r.stderr
+    r = tg("export", "--pprof", "-o", snap, snap)
+    assert r.returncode == 1 and "is the snapshot to read" in r.stderr
+    assert snap.read_bytes() == before
+    out = tmp_path / "p.out"
+    r = tg("export", "--pprof", "-o", out, "--speedscope", str(tmp_path / "." / "p.out"), ACC)
+    assert r.returncode == 2 and "name the same file" in r.stderr
+    assert not out.exists()

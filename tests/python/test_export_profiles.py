@@ -318,6 +318,32 @@ def test_a_link_is_written_through_never_replaced(runs, tmp_path):
         assert sink.stat().st_size > 0, args
         assert not [n for n in os.listdir(str(tmp_path)) if ".tmp." in n], args
 
+def test_a_link_planted_by_another_user_is_replaced_not_followed(runs, tmp_path):
+    # docs/security.md: the CLI never writes through a symlink planted in the
+    # output's directory.  -o FILE wrote through any link (so that the user's
+    # own, and /dev/stdout, work): a link that another user put in a directory
+    # of theirs overwrote the file it named.  Now only the user's own links,
+    # and those in a directory no one else may write, are written through.
+    import pwd
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to make a link of another user's")
+    nobody = pwd.getpwnam("nobody")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chown(str(shared), nobody.pw_uid, nobody.pw_gid)
+    victim = tmp_path / "victim"
+    for args in (["export", "-q", "--pprof", "-o"], ["flamegraph", "-o"], ["report", "-o"]):
+        victim.write_bytes(b"precious")
+        link = shared / ("out-" + args[0])
+        link.symlink_to(victim)
+        os.lchown(str(link), nobody.pw_uid, nobody.pw_gid)
+        r = cli(*(args + [link, runs[True]]))
+        assert r.returncode == 0, (args, r.stderr)
+        assert victim.read_bytes() == b"precious", args
+        assert not link.is_symlink() and link.stat().st_size > 0, args
+        assert not [n for n in os.listdir(str(shared)) if ".tmp." in n], args
+
+
 def test_pprof_values_at_the_edges(tmp_path):
     # int64 values at their limits and negative (a damaged or hostile snapshot: a
     # negative int64 is a ten-byte varint), a call without file or line
