@@ -102,7 +102,7 @@ class ThreadgraphMagics(Magics):
         """The base directory of a run: ``-o`` as given, kept; else a temporary
         directory of this session, removed when the interpreter exits."""
         if output:
-            return output
+            return unquoted(output)
         if self._tmp_base is None:
             self._tmp_base = tempfile.mkdtemp(prefix="threadgraph-ipython-")
             atexit.register(shutil.rmtree, self._tmp_base, True)
@@ -160,13 +160,22 @@ class ThreadgraphMagics(Magics):
         """Show the one-page HTML report (``threadgraph report``) of the last
         ``%%threadgraph`` cell's run, or of RUN_DIR, inline."""
         args = parse_argstring(self.threadgraph_report, line)
-        run_dir = args.run_dir or self.last_run
+        run_dir = unquoted(args.run_dir) if args.run_dir else self.last_run
         if run_dir is None:
             raise UsageError("%threadgraph_report: no run yet: run a %%threadgraph cell "
                              "first, or name a run directory")
         if not os.path.isdir(run_dir):
             raise UsageError("%%threadgraph_report: %s: not a directory" % run_dir)
         display(report_html(run_dir))
+
+
+def unquoted(path: str) -> str:
+    """PATH without one pair of quotes around it: IPython's magic arguments
+    keep them (``-o '/runs/with space'`` gives the quotes too), which made a
+    directory named with them."""
+    if len(path) >= 2 and path[0] == path[-1] and path[0] in "'\"":
+        return path[1:-1]
+    return path
 
 
 @contextlib.contextmanager

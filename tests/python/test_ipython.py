@@ -92,6 +92,20 @@ def test_cell_runs_unchanged_and_shows_its_threads(shell, tmp_path):
     assert "Memory by thread" in page and "Loader-0" in page
 
 
+def test_a_quoted_base_with_a_space(shell, tmp_path):
+    # IPython's magic arguments keep the quotes of -o '/a b': the run went to a
+    # directory named with them, under the current one
+    base = tmp_path / "runs with space"
+    for quote in ("'", '"'):
+        res = shell.run_cell("%%%%threadgraph -o %s%s%s\nx = [0] * 1000\n"
+                             % (quote, base, quote))
+        assert res.success, res.error_in_exec
+    assert len(os.listdir(str(base))) == 2
+    shell.display_pub.outputs.clear()
+    shell.run_line_magic("threadgraph_report", "'%s'" % (base / sorted(os.listdir(str(base)))[0]))
+    assert outputs(shell, "text/html")
+
+
 def test_report_without_a_run_is_a_usage_error(shell, tmp_path):
     with pytest.raises(UsageError, match="no run yet"):
         shell.run_line_magic("threadgraph_report", "")
