@@ -265,6 +265,12 @@ class _Plugin:
         if self.all:
             report.user_properties.append(
                 ("threadgraph", [result.peak, result.leaked, result.threads]))
+        if report.skipped:
+            # A test that skipped itself is not judged, and pytest shows no
+            # section of a skip: its run is not kept either.
+            if result.kept is not None:
+                shutil.rmtree(result.kept, ignore_errors=True)
+            return
         if result.failure is None:
             return
         if report.outcome == "passed":

@@ -357,3 +357,30 @@ def test_imported_before_pytest(tmp_path, how):
     assert "assert [1, 2] == [1, 3]" in proc.stdout  # the values: introspection works
     assert "PytestAssertRewriteWarning" not in proc.stdout, proc.stdout
     assert "warning" not in proc.stdout.lower(), proc.stdout
+
+
+SKIPPING = """
+import pytest
+
+@pytest.mark.limit_memory("1 MB")
+def test_skips_itself_over_its_limit():
+    keep = bytearray(3 << 20)
+    pytest.skip("not today")
+"""
+
+
+def test_a_test_that_skips_itself_is_not_judged_nor_kept(tmp_path):
+    # It was reported SKIPPED with nothing about its limit (pytest shows no
+    # section of a skip), and its run was kept in --threadgraph-dir anyway.
+    (tmp_path / "test_skipping.py").write_text(SKIPPING)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    keep = tmp_path / "kept"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("PYTEST_") and k != "PYTHONWARNINGS"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rA",
+         "test_skipping.py", "--threadgraph", "--threadgraph-dir", str(keep)],
+        cwd=str(tmp_path), env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        universal_newlines=True, timeout=120)
+    assert proc.returncode == 0 and "1 skipped" in proc.stdout, proc.stdout
+    assert not keep.exists() or os.listdir(str(keep)) == [], os.listdir(str(keep))
