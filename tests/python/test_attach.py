@@ -1091,3 +1091,52 @@ def test_write_errors_at_detach_said_by_attach_not_in_the_program(tmp_path):
     finally:
         stop(server)
     assert "output stopped" not in server.stderr.read()
+
+
+SLOW_TARGET = r"""
+import threading, time
+t = threading.Thread(target=lambda: [time.sleep(0.1) for _ in range(40)])
+t.start()
+for i in range(8):
+    time.sleep(0.5)
+    print("main", i, flush=True)
+t.join()
+print("target done", flush=True)
+"""
+
+
+def test_sigint_to_gdb_during_the_injected_call_leaves_the_program_running(tmp_path):
+    """A SIGINT reaching gdb while the injected line runs (attach's timeout or
+    Ctrl-C racing the inject mark, attach's death) stopped the program
+    elsewhere, and the script put the saved registers back mid-call: 'Fatal
+    Python error: PyEval_SaveThread'.  gdb now goes on to the call's return.
+    The line here is a slow one, so that the SIGINT lands inside it."""
+    from threadgraph._attach import INJECT_MARK, gdb_script
+
+    target = subprocess.Popen([sys.executable, "-c", SLOW_TARGET], stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, universal_newlines=True,
+                              start_new_session=True)
+    try:
+        time.sleep(0.3)
+        script = tmp_path / "s.gdb"
+        script.write_text(gdb_script(
+            "import time; time.sleep(2); print('LINE RAN', flush=True)"))
+        out = tmp_path / "gdb.out"
+        with open(str(out), "wb") as f:
+            gdb = subprocess.Popen(["gdb", "-q", "-batch", "-nx", "-iex", "set auto-load off",
+                                    "-p", str(target.pid), "-x", str(script)],
+                                   stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        wait_until(lambda: INJECT_MARK.encode() in out.read_bytes() or gdb.poll() is not None,
+                   timeout=60)
+        if gdb.poll() is not None and b"ptrace: Operation not permitted" in out.read_bytes():
+            pytest.skip("ptrace is not permitted here")
+        time.sleep(0.7)  # inside the line's sleep
+        gdb.send_signal(signal.SIGINT)
+        gdb.wait(timeout=60)
+        text = target.communicate(timeout=60)[0]
+        assert target.returncode == 0, text
+        assert "LINE RAN" in text and "target done" in text, text
+        assert "Fatal Python error" not in text, text
+    finally:
+        stop(target)
