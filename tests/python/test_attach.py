@@ -154,10 +154,12 @@ def cmd(*args):
     return [sys.executable, "-m", "threadgraph"] + list(args)
 
 
-def start_attach(tmp_path, pid, *options):
-    """Popen of threadgraph attach, once it says it records; its first line."""
+def start_attach(tmp_path, pid, *options, env=None):
+    """Popen of threadgraph attach, once it says it records; its first line.
+    ENV: variables added to its environment."""
     proc = subprocess.Popen(cmd("attach", "-o", str(tmp_path / "out"), *options, str(pid)),
-                            cwd=str(tmp_path), env=env_with_package(keep_cli=True),
+                            cwd=str(tmp_path), env=dict(env_with_package(keep_cli=True),
+                                                        **(env or {})),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             universal_newlines=True)
     line = proc.stderr.readline()
@@ -1045,18 +1047,7 @@ def test_attach_killed_while_recording_leaves_nothing_behind(tmp_path):
     server, port = start_server(tmp_path)
     try:
         before_state = json.loads(get(port, "/state")[1])
-        attach = subprocess.Popen(cmd("attach", "-o", str(tmp_path / "out"), str(server.pid)),
-                                  cwd=str(tmp_path),
-                                  env=dict(env_with_package(keep_cli=True), TMPDIR=str(tmp)),
-                                  stderr=subprocess.PIPE, universal_newlines=True)
-        line = attach.stderr.readline()
-        while line.startswith("threadgraph: sys.monitoring"):
-            line = attach.stderr.readline()
-        if "attached to process" not in line:
-            attach.wait(timeout=120)
-            if "ptrace not permitted" in line:
-                pytest.skip("ptrace is not permitted here: " + line.strip())
-            pytest.fail("attach failed: %s%s" % (line, attach.stderr.read()))
+        attach, _ = start_attach(tmp_path, server.pid, env={"TMPDIR": str(tmp)})
         assert [n for n in os.listdir(str(tmp)) if n.startswith("tg-attach-")]
         load(port, "p")
         attach.kill()
