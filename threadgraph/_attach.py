@@ -317,14 +317,27 @@ def state_path(pid):
 def lock_state(pid):
     """Open and lock PID's state file, writing our pid in it; Refused if another
     attach holds it.  The lock lasts as long as this process (the fd)."""
-    fd = os.open(state_path(pid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        other = os.read(fd, 64).decode("ascii", "replace").strip()
+    path = state_path(pid)
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            other = os.read(fd, 64).decode("ascii", "replace").strip()
+            os.close(fd)
+            raise Refused("process %d is already attached (threadgraph attach, pid %s): "
+                          "threadgraph detach %d first" % (pid, other or "?", pid))
+        # The holder unlinks the file before it lets go of the lock: a lock
+        # taken on a file opened just before that unlink is a lock on nothing
+        # (a third attach creates and locks a new file).  Keep it only if the
+        # path still names the locked file.
+        try:
+            same = os.path.samestat(os.fstat(fd), os.stat(path))
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
         os.close(fd)
-        raise Refused("process %d is already attached (threadgraph attach, pid %s): "
-                      "threadgraph detach %d first" % (pid, other or "?", pid))
     os.ftruncate(fd, 0)
     os.write(fd, b"%d\n" % os.getpid())
     return fd
