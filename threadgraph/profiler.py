@@ -424,6 +424,12 @@ class ProcessProfile:
         self._frequence = _options.check_range("the process memory frequency", frequence,
                                                0, _options.SAMPLE_EVERY_MAX)
 
+    def _sleep_correction_applies(self) -> bool:
+        """Whether this configuration corrects for sleeps: asked for, and a
+        memory reading the correction changes (src/recorder/recorder.c
+        tg_sleep_correction_on; sampled mode has no calls to correct)."""
+        return self._sleeps and self.memory != "thread" and self.mode != "sampled"
+
     def addSleepTrigger(self, module: str, name: str) -> None:
         """Add ``module``'s attribute ``name`` (dotted path, e.g. ``"Event.wait"``)
         to the sleep triggers.  Builtin functions, methods of C types and Python
@@ -481,8 +487,7 @@ class ProcessProfile:
                                "only one can record at a time: disable() it first")
         # Resolved only for the sleep correction, their one use: resolving
         # imports C modules (select, _socket...), CPU time at every start.
-        correct = self._sleeps and self.memory != "thread" and self.mode != "sampled"
-        triggers = self._trigger_objects() if correct else []
+        triggers = self._trigger_objects() if self._sleep_correction_applies() else []
         made: List[str] = []
         outdir = _make_output_dir(self.default_log_path, made)
         self._start_time = time.time()
@@ -717,7 +722,7 @@ class ProcessProfile:
             "clock": stats["clock"],
             "time_resolution": self.time_resolution,
             "stack": self._stack,
-            "sleep_correction": self._sleeps,
+            "sleep_correction": self._sleep_correction_applies(),
             "capture": stats["capture"],
             "capture_over_limit": stats["capture_over_limit"],
             "capture_compression": ("zstd" if self.compress and self.format != "text"

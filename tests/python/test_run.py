@@ -640,9 +640,15 @@ def test_option_memory(tmp_path):
 
 
 def test_option_no_sleep_correction(tmp_path):
-    out, _ = run_opts(tmp_path)
+    out, _ = run_opts(tmp_path, "--memory", "process")
     assert runinfo(only_run_dir(out))["sleep_correction"] is True
-    out, _ = run_opts(tmp_path, "--no-sleep-correction")
+    out, _ = run_opts(tmp_path, "--memory", "process", "--no-sleep-correction")
+    assert runinfo(only_run_dir(out))["sleep_correction"] is False
+    # where it would change nothing it is not applied, and not said to be:
+    # a thread's own bytes (the default) and sampled mode (no calls)
+    out, _ = run_opts(tmp_path)
+    assert runinfo(only_run_dir(out))["sleep_correction"] is False
+    out, _ = run_opts(tmp_path, "--memory", "process", "--sampled")
     assert runinfo(only_run_dir(out))["sleep_correction"] is False
 
 
