@@ -372,6 +372,10 @@ class ProcessProfile:
         self._when: List[str] = []
         #: pid of the process this profile records in (fork children get theirs).
         self._pid: Optional[int] = None
+        #: the parent's pid when the run started (runinfo.json "ppid"): a process
+        #: that outlives its parent is re-parented, and os.getppid() at the end
+        #: would name init (or a subreaper) instead.
+        self._ppid: Optional[int] = None
         #: Called with the signal number after a terminating signal finished the
         #: run, just before the process dies of it (threadgraph run's last line).
         self._finish_note: Optional[Callable[[int], None]] = None
@@ -491,6 +495,7 @@ class ProcessProfile:
         made: List[str] = []
         outdir = _make_output_dir(self.default_log_path, made)
         self._start_time = time.time()
+        self._ppid = os.getppid()
         self._end_time = None
         sampled = self.mode == "sampled"
         try:
@@ -706,7 +711,7 @@ class ProcessProfile:
         info = {
             "format": 1,
             "pid": os.getpid(),
-            "ppid": os.getppid(),
+            "ppid": self._ppid if self._ppid is not None else os.getppid(),
             "executable": sys.executable,
             "argv": list(sys.argv),
             "python_version": "%d.%d.%d" % sys.version_info[:3],
@@ -785,6 +790,7 @@ class ProcessProfile:
         self._output_dir = outdir
         self._start_time = time.time()
         self._pid = os.getpid()
+        self._ppid = os.getppid()
         self._rec.fork_child(outdir)
         self._write_runinfo()
         # A multiprocessing child ends with os._exit(), which skips atexit: have

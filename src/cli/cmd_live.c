@@ -303,14 +303,20 @@ static void live_snap_refresh(struct live_view *v)
 	v->snap_mtime = stat(s.path, &st) == 0 ? st.st_mtime : 0;
 }
 
-/* The call sites panel: LIVE_SITES_SHOWN lines and a title, when a snapshot is known. */
-static void live_draw_sites(FILE *f, const struct live_view *v, int cols, int tty, const char *eol)
+/* The call sites panel: LIVE_SITES_SHOWN lines and a title, when a snapshot is
+ * known, in at most MAX lines (the blank line and the title included: none
+ * below 3).  Returns the lines drawn. */
+static int live_draw_sites(FILE *f, const struct live_view *v, int cols, int tty, const char *eol,
+			   int max)
 {
 	const struct tg_snapshot *s = &v->snap;
 	const char *base = strrchr(s->path, '/');
 	char a[32], when[32] = "";
 	struct tm tm;
+	int drawn = 2;
 
+	if (max < 3)
+		return 0;
 	if (v->snap_mtime && localtime_r(&v->snap_mtime, &tm))
 		strftime(when, sizeof(when), ", written %H:%M:%S", &tm);
 	fprintf(f, "%s%s", eol, tty ? "\033[1m" : "");
@@ -319,13 +325,15 @@ static void live_draw_sites(FILE *f, const struct live_view *v, int cols, int tt
 	fprintf(f, "%s%s", tty ? "\033[0m" : "", eol);
 	/* sorted by live bytes: the sites past the last one holding memory (allocated
 	 * and all freed since) say nothing of what is live, and are not listed */
-	for (size_t i = 0; i < s->n && i < LIVE_SITES_SHOWN && s->sites[i].live_bytes > 0; i++) {
+	for (size_t i = 0; i < s->n && i < LIVE_SITES_SHOWN && s->sites[i].live_bytes > 0
+		     && drawn < max; i++, drawn++) {
 		char line[512];
 		live_bytes(a, sizeof(a), s->sites[i].live_bytes, 0);
 		snprintf(line, sizeof(line), "  %12s %8lld  %s", a, (long long)s->sites[i].live_count,
 			 s->sites[i].site);
 		fprintf(f, "%.*s%s", tty ? cols - 1 : (int)sizeof(line), line, eol);
 	}
+	return drawn;
 }
 
 /* One function's line: its bytes, calls, name and FILE:LINE, in WIDTH columns
@@ -391,7 +399,7 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 	const char *eol = tty ? "\033[K\n" : "\n";
 	char a[32], b[32], c[32], d[32];
 	int64_t rss = lv->ended ? -1 : live_rss_now(lv->pid), total = 0;
-	int used = 0, room, w = live_name_width(lv, cols, tty);
+	int used = 0, room, left, w = live_name_width(lv, cols, tty);
 	char age[64] = "", tail[128], name[LIVE_NAME_BUF];
 	size_t run_len, run_room;
 	size_t shown = 0;
@@ -473,6 +481,11 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 	room = lines - used - 4 - LIVE_FUNCS_SHOWN - (v->has_snap ? LIVE_SITES_SHOWN + 2 : 0);
 	if (room < 3)
 		room = 3;
+	/* a small terminal: the threads first, with the "more" line and the keys'
+	 * line, and the panels below get what is left (a frame taller than the
+	 * terminal scrolls its title and header off) */
+	if (room > lines - used - 2)
+		room = lines - used - 2 > 1 ? lines - used - 2 : 1;
 	o = live_ordered(v);
 	for (size_t i = 0; o && i < lv->n_threads && (int)shown < room; i++, shown++) {
 		const struct tg_live_thread *t = o[i];
@@ -490,17 +503,22 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 		live_line(f, tty ? cols - 1 : 0, "", "%c%s %11s %11s %11s %11s %9lu",
 			  sel ? '>' : ' ', name, a, b, c, d, t->returns);
 		fprintf(f, "%s%s", sel && tty ? "\033[0m" : "", eol);
+		used++;
 	}
-	if (o && shown < lv->n_threads)
+	if (o && shown < lv->n_threads) {
 		fprintf(f, " ... %zu more threads (s sorts)%s", lv->n_threads - shown, eol);
+		used++;
+	}
 	free(o);
+	/* the lines left for the panels, the keys' line kept */
+	left = lines - used - (tty ? 1 : 0);
 	if (v->has_snap)
-		live_draw_sites(f, v, cols, tty, eol);
+		left -= live_draw_sites(f, v, cols, tty, eol, left);
 	for (size_t i = 0; i < lv->n_threads; i++)
 		if (lv->threads[i].stream == v->selected)
 			sel_name = lv->threads[i].name;
 	if (lv->curves) {  /* no calls: the sites come from the run's snapshots */
-		if (!v->has_snap) {
+		if (!v->has_snap && left >= 2) {
 			fputs(eol, f);
 			live_line(f, tty ? cols - 1 : 0, eol, "call sites: a sampled run records no "
 				  "calls; its snapshots (--snapshot-when, the final one) give the "
@@ -513,12 +531,14 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 		}
 		return;
 	}
-	fprintf(f, "%s%s", eol, tty ? "\033[1m" : "");
-	live_line(f, tty ? cols - 1 : 0, "", "top functions by net bytes of their calls, %s%s",
-		  sel_name ? "thread " : "all threads", sel_name ? sel_name : "");
-	fprintf(f, "%s%s", tty ? "\033[0m" : "", eol);
-	for (size_t i = 0; i < lv->n_funcs && i < LIVE_FUNCS_SHOWN; i++)
-		live_draw_func(f, &lv->funcs[i], tty ? cols - 1 : 0, eol);
+	if (left >= 3) {
+		fprintf(f, "%s%s", eol, tty ? "\033[1m" : "");
+		live_line(f, tty ? cols - 1 : 0, "", "top functions by net bytes of their calls, %s%s",
+			  sel_name ? "thread " : "all threads", sel_name ? sel_name : "");
+		fprintf(f, "%s%s", tty ? "\033[0m" : "", eol);
+		for (size_t i = 0; i < lv->n_funcs && i < LIVE_FUNCS_SHOWN && (int)i < left - 2; i++)
+			live_draw_func(f, &lv->funcs[i], tty ? cols - 1 : 0, eol);
+	}
 	if (tty) {
 		fputs("\033[J", f);
 		live_line(f, cols - 1, "", "q quit  s sort (%s)  p pause  j/k select a thread  "

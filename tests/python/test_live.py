@@ -613,3 +613,52 @@ def test_live_says_a_capture_of_limited_size_shows_the_records_kept(tmp_path):
                             universal_newlines=True, env=env_with_package(keep_cli=True))
     said = KEPT.search(once)
     assert said and ("warning: " + said.group(0)) in warned.stderr, (once, warned.stderr)
+
+
+SMALL_PROGRAM = r'''
+import threading
+keep = []
+
+def grow(n):
+    return [bytearray(1000) for _ in range(n)]
+
+threads = [threading.Thread(target=lambda n=n: keep.append(grow(n)), name="w%d" % n)
+           for n in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+'''
+
+
+def test_live_fits_a_small_terminal(tmp_path):
+    """Terminals of few lines: the frame is no taller than the terminal, so its
+    title, the process line and the header stay on screen (a frame that was
+    taller scrolled them off) and the keys' line is the last one."""
+    (tmp_path / "prog.py").write_text(SMALL_PROGRAM)
+    subprocess.run([sys.executable, "-m", "threadgraph", "run", "-o", str(tmp_path / "base"),
+                    str(tmp_path / "prog.py")], check=True, cwd=str(tmp_path),
+                   env=env_with_package(keep_cli=True), stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    (run_dir,) = [str(p) for p in (tmp_path / "base").iterdir()]
+    live = " ".join(shlex.quote(a) for a in
+                    [sys.executable, "-m", "threadgraph", "live", run_dir])
+    for width, height in ((40, 12), (100, 8), (60, 16)):
+        term = Tmux.__new__(Tmux)
+        term.sock = str(tmp_path / ("tmux-%dx%d.sock" % (width, height)))
+        term.run("new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height),
+                 "sh -c %s" % shlex.quote(live + "; exec sleep 600"))
+        try:
+            def drawn(t):
+                shown = t.rstrip("\n").splitlines()
+                return bool(shown) and shown[-1].startswith("q quit")
+            text = term.wait_for(drawn)
+            lines = text.rstrip("\n").splitlines()
+            assert len(lines) <= height and max(len(line) for line in lines) < width, text
+            assert lines[0].startswith("threadgraph live  "), text
+            assert lines[1].startswith("process: RSS "), text
+            assert lines[2].startswith(" THREAD "), text
+            assert re.search(r"^ \.\.\. \d+ more threads", text, re.M), text
+            term.run("send-keys", "-t", "t", "q")
+        finally:
+            term.close()
