@@ -197,8 +197,24 @@ tg_audit(const char *event, PyObject *args, void *data)
     (void)args;
     (void)data;
     if (a != NULL && a->r.active && a->r.backend == TG_BACKEND_SETPROFILE && !a->r.sampled
-            && !(tg_tls.busy & TG_BUSY_TRACER) && strcmp(event, "sys.setprofile") == 0)
+            && !(tg_tls.busy & TG_BUSY_TRACER) && strcmp(event, "sys.setprofile") == 0) {
+        PyThreadState *ts = PyThreadState_Get();
+        struct tg_thread *t = tg_tls.gen == a->r.gen ? tg_tls.thread : NULL;
+
         tg_tls.busy |= TG_BUSY_WATCH;
+        /* Ours holds the thread and the innermost recorded call is a C call
+         * made by the running frame: it is the call changing the profile
+         * function (sys.setprofile, cProfile's enable, ...), whose return the
+         * new function gets.  Remembered, to be closed as unwound when ours
+         * is back (tg_unwind_handoff). */
+        if (t != NULL && ts->c_profilefunc == tg_profile && t->depth > 0
+                && (t->frames[t->depth - 1].key & 1)
+                && (t->frames[t->depth - 1].key & ~(uintptr_t)1)
+                   == (uintptr_t)PyEval_GetFrame()) {
+            t->handoff_depth = t->depth;
+            t->handoff_key = t->frames[t->depth - 1].key;
+        }
+    }
     return 0;
 }
 
@@ -236,7 +252,8 @@ tg_profile_watch(void)
     } else {
 #if !TG_HAVE_SETPROFILE_ALL
         tg_tls.busy |= TG_BUSY_TRACER;
-        (void)tg_profile_take_quietly(ts, tg_profile, (PyObject *)a);
+        if (tg_profile_take_quietly(ts, tg_profile, (PyObject *)a) == 0 && t != NULL)
+            tg_unwind_handoff(&a->r, t);
 #endif
         /* 3.12+: profile functions are sys.monitoring's internals, which only
          * PyEval_SetProfile (and its audit event: Python code) reaches; the
@@ -258,8 +275,12 @@ tg_recorder_call(PyObject *self, PyObject *args, PyObject *kw)
     if (ts->c_profileobj != self || ts->c_profilefunc == tg_profile)
         Py_RETURN_NONE;  /* called by hand, or by a tool that chains: nothing */
     if ((PyObject *)a == self && a->r.active && a->r.backend == TG_BACKEND_SETPROFILE
-            && !a->r.sampled)
+            && !a->r.sampled) {
+        struct tg_thread *t = tg_tls.gen == a->r.gen ? tg_tls.thread : NULL;
         ts->c_profilefunc = tg_profile;  /* as spguard.c's put back; this event is lost */
+        if (t != NULL)
+            tg_unwind_handoff(&a->r, t);
+    }
     else
         PyEval_SetProfile(NULL, NULL);  /* after disable(): none, as before enable() */
     Py_RETURN_NONE;

@@ -1131,17 +1131,13 @@ tg_open_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key,
  * and 1 is returned: KEY is now innermost.  0 when KEY is not open at all (a
  * frame running since before enable(), or a filtered one).  Out of line: the
  * event path pays only the compare that brings it here. */
-static __attribute__((noinline, cold)) int
-tg_unwind_to(struct tg_recorder *r, struct tg_thread *t, uintptr_t key, int d)
+/* Close T's calls from depth I up without records, counted as unwound. */
+static void
+tg_unwind_from(struct tg_recorder *r, struct tg_thread *t, size_t i, int d)
 {
-    size_t i = t->depth, j;
+    size_t j;
     uint64_t in_stream = 0;
 
-    while (i > 0 && t->frames[i - 1].key != key)
-        i--;
-    if (i == 0)
-        return 0;
-    tg_glet_unwound(t);  /* a greenlet switch unseen: the hook for the next ones */
     for (j = i; j < t->depth; j++) {
         in_stream += t->frames[j].cap_line != TG_CAP_NOT_WRITTEN;
         if (!d && atomic_load_explicit(&tg_acct_on, memory_order_relaxed))
@@ -1153,7 +1149,30 @@ tg_unwind_to(struct tg_recorder *r, struct tg_thread *t, uintptr_t key, int d)
                           atomic_load_explicit(&t->unwound, memory_order_relaxed)
                           + (t->depth - i), memory_order_relaxed);
     t->depth = i;
+}
+
+static __attribute__((noinline, cold)) int
+tg_unwind_to(struct tg_recorder *r, struct tg_thread *t, uintptr_t key, int d)
+{
+    size_t i = t->depth;
+
+    while (i > 0 && t->frames[i - 1].key != key)
+        i--;
+    if (i == 0)
+        return 0;
+    tg_glet_unwound(t);  /* a greenlet switch unseen: the hook for the next ones */
+    tg_unwind_from(r, t, i, d);
     return 1;
+}
+
+void
+tg_unwind_handoff(struct tg_recorder *r, struct tg_thread *t)
+{
+    size_t hd = t->handoff_depth;
+
+    t->handoff_depth = 0;
+    if (hd != 0 && hd <= t->depth && t->frames[hd - 1].key == t->handoff_key)
+        tg_unwind_from(r, t, hd - 1, 0);
 }
 
 /* Close the recorded call KEY (innermost, or made so by tg_unwind_to); returns

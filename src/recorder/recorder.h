@@ -204,6 +204,11 @@ uint64_t tg_process_sample_wanted(struct tg_recorder *r);
  * producer only (the flusher; or with the flusher stopped), no GIL needed. */
 void tg_process_sample(struct tg_recorder *r, uint64_t n);
 
+/* Our profile function is T's again after another tool's, or none, held it
+ * (lifecycle.c): the C call that handed it over (T->handoff_depth) returned
+ * unseen; close it, and any call above it, as unwound.  T's own thread, GIL. */
+void tg_unwind_handoff(struct tg_recorder *r, struct tg_thread *t);
+
 /* Profile function (PyEval_SetProfile); OBJ is the recorder object. */
 int tg_profile(PyObject *obj, PyFrameObject *frame, int what, PyObject *arg);
 

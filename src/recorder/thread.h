@@ -116,6 +116,13 @@ struct tg_thread {
                                     * thread (counted once in displaced); the GIL
                                     * (its own allocations, and another thread's
                                     * sweep: lifecycle.c tg_profile_reclaim) */
+    size_t handoff_depth;          /* the recorded C call that changed this thread's
+                                    * profile function while ours held it (the
+                                    * entry at handoff_depth - 1, key handoff_key;
+                                    * 0 = none): its return goes to the new
+                                    * function, unseen (lifecycle.c tg_audit,
+                                    * recorder.c tg_unwind_handoff); the GIL */
+    uintptr_t handoff_key;
     int ending;                    /* its function returned under our thread
                                     * wrapper, which removes our profile function
                                     * (thread_start.c): a sweep leaves it alone;
