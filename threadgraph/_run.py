@@ -706,25 +706,43 @@ def innermost(peaks):
     capture's peaks all name its run directory, and its record numbers count per
     thread) whose deltas have the same sign and differ by at most NEAR are taken
     as one, and the one that returned first (the innermost: callees return before
-    their callers) is kept.  Peaks of two threads are never merged: workers that
+    their callers) is kept.  Where the peaks say when their calls began
+    (``call_start``: a binary capture, or text dumps with .stack files), only
+    calls nested in one another are merged: two calls one after the other (a
+    loop calling the same function) are two peaks, and the larger is not hidden
+    behind the smaller.  Peaks of two threads are never merged: workers that
     each keep the same amount are each named.  Order is kept.
     """
     def stream(p):
         return p.get("mem_file"), p.get("thread")
 
+    def nested(a, b):
+        """Whether one of the calls of peaks A and B ran inside the other; True
+        when a call's start is not known (no .stack: nesting cannot be told)."""
+        try:
+            a0, a1 = float(a["call_start"]), float(a["time"])
+            b0, b1 = float(b["call_start"]), float(b["time"])
+        except (KeyError, TypeError, ValueError):
+            return True
+        return (a0 <= b0 and b1 <= a1) or (b0 <= a0 and a1 <= b1)
+
     kept = []
+    anchors = []  # each kept peak's group is compared by its first peak's delta,
+    # so that a chain of calls each near the next does not drift down to a
+    # small innermost call far from the group's delta
     for p in peaks:
         delta = int(p.get("delta", 0))
         for i, q in enumerate(kept):
-            qd = int(q.get("delta", 0))
+            qd = anchors[i]
             near = max(NEAR_BYTES, NEAR_FRACTION * abs(delta))
             if stream(q) == stream(p) and (qd < 0) == (delta < 0) \
-                    and abs(qd - delta) <= near:
+                    and abs(qd - delta) <= near and nested(p, q):
                 if int(p.get("mem_line", 0)) < int(q.get("mem_line", 0)):
                     kept[i] = p
                 break
         else:
             kept.append(p)
+            anchors.append(delta)
     return kept
 
 

@@ -442,6 +442,59 @@ def test_summary_names_every_thread_of_equal_peaks(tmp_path, fmt):
     assert keepers == ["worker-0", "worker-1", "worker-2"], res.stderr
 
 
+# One thread calls keep() twice, one call after the other, the second keeping a
+# little more: two calls of nearly the same delta that are not nested.
+SIBLING_CALLS = """\
+import threading
+kept = []
+def keep(n):
+    kept.append(bytearray(n))
+def work():
+    keep(2000000)
+    keep(2030000)
+t = threading.Thread(target=work, name="worker")
+t.start(); t.join()
+"""
+
+
+@pytest.mark.parametrize("fmt", ["text", "binary"])
+def test_summary_keeps_sibling_calls_of_near_deltas(tmp_path, fmt):
+    """Only calls nested in one another are merged (docs/run.md): the second,
+    larger keep() is not hidden behind the first, smaller one that returned
+    before it, and the largest growth listed is the largest keep()."""
+    write(tmp_path / "sib.py", SIBLING_CALLS)
+    res = tg(["run", "--stack", "--format", fmt, "sib.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    growth = res.stderr.split("growth, largest first:\n", 1)[1].split("(a delta")[0]
+    rows = [l.split() for l in growth.splitlines() if l.endswith(" B")]
+    keeps = [int(r[-2]) for r in rows if r[0] == "worker" and r[1] == "keep"]
+    assert len(keeps) == 2 and keeps[0] >= 2030000 and 2000000 <= keeps[1] < 2030000, \
+        res.stderr
+
+
+def test_innermost_merges_only_nested_calls_near_the_group():
+    """innermost(): calls one after the other are never merged; nested calls are,
+    compared with the group's first (largest) delta, so that a chain of calls
+    each within NEAR of the next does not end at a call far smaller."""
+    from threadgraph import _run
+
+    def peak(delta, line, start, end):
+        return {"thread": "T", "mem_file": "d", "delta": delta, "mem_line": line,
+                "call_start": start, "time": end, "function": "f%d" % line}
+    # A(10000) contains B(7000) contains C(4000) contains D(1000); E is A's sibling
+    a, b, c, d = (peak(10000, 4, 1.0, 9.0), peak(7000, 3, 2.0, 8.0),
+                  peak(4000, 2, 3.0, 7.0), peak(1000, 1, 4.0, 6.0))
+    e = peak(10100, 5, 9.5, 9.9)
+    kept = _run.innermost([e, a, b, c, d])
+    deltas = sorted(int(p["delta"]) for p in kept)
+    assert 10100 in deltas          # the sibling, larger, is not hidden behind A
+    assert max(x for x in deltas if x != 10100) >= 7000, deltas  # no drift to D
+    # without call_start (text dumps without .stack) nesting is not known: merged
+    for p in (a, e):
+        p["call_start"] = None
+    assert [p["delta"] for p in _run.innermost([e, a])] == [10000]
+
+
 @pytest.mark.parametrize("output", ["blocker/sub", "blocker"], ids=["under-a-file", "a-file"])
 def test_output_dir_cannot_be_created(tmp_path, output):
     """A base directory under a file, or that is a file: one line saying so
