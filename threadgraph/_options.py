@@ -65,7 +65,12 @@ def check_range(option: str, value: object, low: int, high: int) -> int:
     the range: the recorder takes C integers, and a value past them must fail
     here, before a run directory is made."""
     try:
+        if isinstance(value, bool):
+            raise TypeError  # True is not a count: sample_bytes=True is not "on"
         number = int(value)  # type: ignore[call-overload]
+        # int() truncates: 0.5 would silently be 0 (off), 1.5 would be 1
+        if not isinstance(value, (int, str)) and number != value:
+            raise ValueError
     except (TypeError, ValueError, OverflowError):
         raise ValueError("%s must be a whole number from %d to %d, not %r"
                          % (option, low, high, value)) from None

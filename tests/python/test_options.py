@@ -168,6 +168,24 @@ def test_oversized_frequency_raises_value_error(tmp_path):
     assert not os.path.exists(str(tmp_path / "out"))
 
 
+@pytest.mark.parametrize("bad", [0.5, 1.5, 1000.7, True])
+def test_fractional_or_bool_counts_raise_value_error(tmp_path, bad):
+    """docs/api.md: invalid values raise ValueError.  int() would truncate them:
+    sample_bytes=0.5 would silently turn sampling (and accounting) off, 1.5 would
+    sample every byte, setProcessMemoryFrequence(0.4) would turn process.mem off."""
+    with pytest.raises(ValueError, match="sample_bytes must be a whole number"):
+        threadgraph.ProcessProfile(default_log_path=str(tmp_path / "out"), sample_bytes=bad)
+    prof = threadgraph.ProcessProfile(default_log_path=str(tmp_path / "out"))
+    with pytest.raises(ValueError, match="process memory frequency must be a whole number"):
+        prof.setProcessMemoryFrequence(bad)
+    # whole numbers given as floats or text still work
+    assert threadgraph.ProcessProfile(default_log_path=str(tmp_path / "out"),
+                                      sample_bytes=4096.0).sample_bytes == 4096
+    prof.setProcessMemoryFrequence("20")
+    assert prof._frequence == 20
+    assert not os.path.exists(str(tmp_path / "out"))
+
+
 def test_largest_numbers_are_what_the_recorder_takes(tmp_path):
     # the limits _options checks are the recorder's own: at them enable() runs
     prof = threadgraph.ProcessProfile(default_log_path=str(tmp_path),
