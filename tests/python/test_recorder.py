@@ -491,6 +491,26 @@ p.disable()
             assert all(STACK_RE.match(l) for l in read_lines(path))
 
 
+@pytest.mark.parametrize("kwargs", ["", "aggregate=True", "format='text', native=True"])
+def test_runinfo_keys_are_documented(tmp_path, kwargs):
+    """Every key a run writes into runinfo.json is in docs/formats.md's example
+    of it, with its meaning in that section."""
+    run_scenario(tmp_path, PRELUDE + """
+p = ProcessProfile(default_log_path="out", %s)
+with p:
+    t = threading.Thread(target=lambda: None, name="helper")
+    t.start(); t.join()
+""" % kwargs)
+    info = load_runinfo(only_dir(tmp_path / "out"))
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                           "..", "..", "docs", "formats.md")) as f:
+        text = f.read()
+    section = text.split("## `runinfo.json`", 1)[1].split("\n## ", 1)[0]
+    for key in list(info) + list(info["threads"][0]):
+        assert '"%s":' % key in section, key       # in the example
+        assert "`%s`" % key in section, key        # and explained
+
+
 def test_runinfo_output_dir_and_errors(tmp_path):
     proc = run_scenario(tmp_path, PRELUDE + """
 import json, warnings
