@@ -74,7 +74,8 @@ int cmd_report(int argc, char **argv)
 		{ "process", 0, TG_OPT_BOOL, &process, NULL, NULL,
 		  "also plot the process memory (process.mem) in the memory graph" },
 		{ "process_rebase", 0, TG_OPT_NUMBER, &o.memg.rebase_kb, &o.memg.has_rebase, "N",
-		  "with --process: subtract N KB from the process memory (default 30000)" },
+		  "with --process: draw the process memory as memg --process_rebase does, KB "
+		  "minus N on the threads' axis (default: absolute MB on a second axis)" },
 		{ "no-stitch", 0, TG_OPT_BOOL, &o.no_stitch, NULL, NULL,
 		  "flame graphs of delta or time: leave pool and asyncio tasks under the thread "
 		  "that ran them (default: under the call that submitted them)" },

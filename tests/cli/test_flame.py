@@ -235,6 +235,27 @@ def test_flamegraph_many_frames_stays_readable(tg, tmp_path):
                                                                 abs=1e-3)
 
 
+@pytest.mark.skipif(not HAVE_GNUPLOT, reason="gnuplot not installed")
+def test_report_process_rebase_default_is_memg_s(tg, tmp_path):
+    """report --process draws the process line as memg does: absolute MB on a
+    second axis unless --process_rebase N is given; --help says so (it claimed
+    a default rebase of 30000 KB, which is not applied)."""
+    def process_titles(*opts):
+        out = tmp_path / "r.html"
+        r = tg("report", "--process", *(list(opts) + [RUN, "-o", out]))
+        assert r.returncode == 0, r.stderr
+        titles = set()
+        for m in re.finditer(r"data:image/svg\+xml;base64,([A-Za-z0-9+/=]+)", out.read_text()):
+            svg = base64.b64decode(m.group(1)).decode("utf-8", "replace")
+            titles |= set(re.findall(r"Process \([^<)]*\)", svg))
+        return titles
+    assert process_titles() == {"Process (MB, right axis)"}
+    assert process_titles("--process_rebase", "30000") == {"Process (KB - 30000)"}
+    helptext = " ".join(tg("report", "--help").stdout.split())
+    assert "(default 30000)" not in helptext
+    assert "default: absolute MB on a second axis" in helptext
+
+
 def test_report_sections(tg, tmp_path):
     out = tmp_path / "report.html"
     r = tg("report", "--peak", "1", "--peak_delta_time", "0", "--peak_delta_value", "0",
