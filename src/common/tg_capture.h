@@ -69,7 +69,9 @@
  * transfers and truncation at the first line, as PNG's signature does. */
 #define TG_CAP_MAGIC "\x89TGCAP\r\n"
 #define TG_CAP_MAGIC_LEN 8
-#define TG_CAP_VERSION 1
+/* 2: thread streams may hold LEVEL events (TG_CAP_EV_LEVEL).  Readers read
+ * every version from 1 to this one. */
+#define TG_CAP_VERSION 2
 
 /*
  * Header, TG_CAP_HEADER_SIZE bytes:
@@ -181,6 +183,12 @@ enum tg_cap_event {
 	TG_CAP_EV_UNWOUND = 2, /* varint n: the n innermost open calls are closed
 				* without RETURN records (their returns were not
 				* seen: a greenlet switch, another profiler) */
+	TG_CAP_EV_LEVEL = 3,   /* varint zz(level), varint n, n x varint
+				* zz(start_k - start_k-1) (start_-1 = 0): the
+				* thread's memory here and when each of the n open
+				* calls was made, outermost first, each what it
+				* allocated less what it freed since its stream
+				* began (memory mode thread; version 2) */
 };
 
 /* --- varints ------------------------------------------------------------- */

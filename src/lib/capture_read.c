@@ -897,9 +897,13 @@ static int cap_add(struct tg_capture *cap, struct tg_cap_seg *seg, int first,
 				"before it to read the ones after it",
 				cap->segs[cap->n_segs - 2].path, cap->segs[cap->n_segs - 2].size,
 				(unsigned long long)cap->cut_at);
-	if (version != TG_CAP_VERSION)
-		return tg_error(d, "'%s': capture version %u, this threadgraph reads version %u",
-				seg->path, version, TG_CAP_VERSION);
+	if (version < 1 || version > TG_CAP_VERSION)
+		return tg_error(d, "'%s': capture version %u, this threadgraph reads versions "
+				"1 to %u%s", seg->path, version, TG_CAP_VERSION,
+				version > TG_CAP_VERSION ? " (made by a later threadgraph: "
+				"read it with that one)" : "");
+	if (!first && version != cap->version)
+		return cap_corrupt(cap, d, h + 8, "a segment of another capture version");
 	if (no != seg->no)
 		return cap_corrupt(cap, d, h + 36, seg->no ? "the segment number is not its "
 				   "file name's" : "a segment's header in capture.tg");
@@ -1133,6 +1137,9 @@ void tg_capcur_release(struct tg_capcur *c)
 {
 	free(c->open);
 	c->open = NULL;
+	free(c->starts);
+	c->starts = NULL;
+	c->n_starts = c->starts_alloc = 0;
 	c->open_alloc = c->depth = 0;
 	if (c->zalloc)
 		c->cap->zb->live -= c->zalloc;
@@ -1455,6 +1462,50 @@ cap_next(struct tg_capcur *c, struct tg_cap_rec_data *r, const unsigned want, st
 			c->depth -= (size_t)v;
 			c->unwound += v;
 			break;
+		case TG_CAP_EV_LEVEL: {
+			uint64_t n, s;
+			int64_t level, at = 0;
+			int ok;
+
+			if (cap_varint(&p, end, &v) < 0 || cap_varint(&p, end, &n) < 0)
+				goto short_rec;
+			level = tg_cap_unzz(v);
+			ok = (want & TG_CAP_WANT_LEVEL) && n == c->depth;
+			if (ok && n > c->starts_alloc) {
+				int64_t *ns = realloc(c->starts, n * sizeof(*ns));
+				if (!ns) {
+					c->p = p;
+					return tg_error(d, "out of memory");
+				}
+				c->starts = ns;
+				c->starts_alloc = n;
+			}
+			for (uint64_t k = 0; k < n; k++) {
+				if (cap_varint(&p, end, &s) < 0)
+					goto short_rec;
+				if (ok && __builtin_add_overflow(at, tg_cap_unzz(s), &at)) {
+					c->p = p;
+					return cap_cur_corrupt(c, d, start,
+							       "memory out of range");
+				}
+				if (ok)
+					c->starts[k] = at;
+			}
+			c->n_starts = ok ? n : 0;
+			v = (uint64_t)level;
+			if (want & TG_CAP_WANT_LEVEL) {
+				c->p = p;
+				r->type = TG_CAP_REC_LEVEL;
+				r->code = NULL;
+				r->line = 0;
+				r->depth = (unsigned)c->depth;
+				r->t_us = c->t_us;
+				r->value = level;
+				r->number = c->returns;
+				return 1;
+			}
+			break;
+		}
 		default:
 			c->p = p;
 			return cap_cur_corrupt(c, d, start, "unknown special event");
@@ -1486,7 +1537,9 @@ int tg_capcur_next_of(struct tg_capcur *c, struct tg_cap_rec_data *r, unsigned w
 		return tg_capcur_next_return(c, r, d);
 	if (want == TG_CAP_WANT_CALL)
 		return tg_capcur_next_call(c, r, d);
-	return cap_next(c, r, TG_CAP_WANT_CALL | TG_CAP_WANT_RETURN, d);
+	if (want == (TG_CAP_WANT_CALL | TG_CAP_WANT_RETURN))
+		return tg_capcur_next(c, r, d);
+	return cap_next(c, r, want, d);
 }
 
 int tg_capcur_next(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d)

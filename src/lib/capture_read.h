@@ -247,6 +247,8 @@ enum tg_cap_rec {
 	TG_CAP_REC_CALL = 1,
 	TG_CAP_REC_RETURN,
 	TG_CAP_REC_SAMPLE,
+	TG_CAP_REC_LEVEL,       /* the thread's memory here (TG_CAP_EV_LEVEL):
+				 * only to a cursor that wants TG_CAP_WANT_LEVEL */
 };
 
 /* One decoded record. */
@@ -256,7 +258,8 @@ struct tg_cap_rec_data {
 	int64_t line;           /* CALL: .stack LINE; RETURN: .mem LINE */
 	unsigned depth;         /* CALL: open calls before it (.stack indent) */
 	int64_t t_us;           /* time (start_us when the capture has no times) */
-	int64_t value;          /* RETURN: DELTA; SAMPLE: BYTES */
+	int64_t value;          /* RETURN: DELTA; SAMPLE: BYTES; LEVEL: the thread's
+				 * memory since its stream began */
 	unsigned long number;   /* CALL: k-th call; RETURN: k-th return; SAMPLE: k-th */
 	unsigned long call_number; /* RETURN: the number of the CALL it closes */
 	int64_t call_t_us;      /* RETURN: that CALL's time, or TG_CAP_T_UNKNOWN */
@@ -281,6 +284,11 @@ struct tg_capcur {
 	int cut;                /* stopped at a record cut short */
 	int no_state;           /* out of memory for the open calls of the stream's
 				 * state (a segment's head): reading it fails */
+	int64_t *starts;        /* the last LEVEL record's open calls' starts (memory
+				 * when each was made, outermost first), n_starts of
+				 * them: c->depth, or 0 when the event gave none that
+				 * match the open calls (owned) */
+	size_t n_starts, starts_alloc;
 	unsigned char *zbuf;    /* the current span's records when it is zstd (owned) */
 	size_t zalloc;          /* bytes of zbuf, counted in the capture's budget */
 	void *zctx;             /* ZSTD_DCtx, made on the first zstd span (owned) */
@@ -304,6 +312,7 @@ int tg_capcur_next(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_dia
  * are decoded and skipped: calls still open, returns still close). */
 #define TG_CAP_WANT_CALL   1u
 #define TG_CAP_WANT_RETURN 2u
+#define TG_CAP_WANT_LEVEL  4u   /* LEVEL events (r->depth: the open calls) */
 int tg_capcur_next_of(struct tg_capcur *c, struct tg_cap_rec_data *r, unsigned want,
 		      struct tg_diag *d);
 /* tg_capcur_next_of() for returns only, and for calls only. */

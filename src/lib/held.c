@@ -155,9 +155,29 @@ static int held_read_capture(const struct tg_dumpfile *df, struct held_emit *e,
 		if (held_base_set(&b, k, t->state.n_lvl ? below : v, d) < 0)
 			goto release;
 	}
-	while ((got = tg_capcur_next(&c, &r, d)) > 0) {
+	while ((got = tg_capcur_next_of(&c, &r, TG_CAP_WANT_CALL | TG_CAP_WANT_RETURN
+					 | TG_CAP_WANT_LEVEL, d)) > 0) {
 		size_t xlen;
 
+		if (r.type == TG_CAP_REC_LEVEL) {
+			/* the thread's memory here, and when each open call
+			 * was made (docs/formats.md): what the returns missed,
+			 * the open calls' own frees and allocations, is put
+			 * right from here on */
+			for (size_t k = 0; k < c.n_starts; k++)  /* the open calls' */
+				if (held_base_set(&b, k, c.starts[k], d) < 0)
+					goto release;
+			if (r.value != v) {
+				v = r.value;
+				if (e->started) {
+					xlen = tg_cap_fmt_time(xs, r.t_us);
+					if (held_emit(e, tg_cap_time_value(r.t_us), xs, xlen, v,
+						      d) < 0)
+						goto release;
+				}
+			}
+			continue;
+		}
 		if (r.type == TG_CAP_REC_CALL) {
 			if (held_base_set(&b, r.depth, v, d) < 0)
 				goto release;

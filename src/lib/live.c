@@ -68,13 +68,12 @@ static int live_thread(const struct tg_capture *cap, const struct tg_cap_thread 
 			top = n_open - 1;
 		}
 	}
-	while ((ret = tg_capcur_next_return(&c, &r, d)) == 1) {
+	while ((ret = tg_capcur_next_of(&c, &r, TG_CAP_WANT_RETURN | TG_CAP_WANT_LEVEL,
+					d)) == 1) {
 		size_t ix = (size_t)(r.code - cap->codes);
 		size_t k = c.depth;  /* open calls around this one: 0 for an outermost call */
+		int64_t miss = 0;
 
-		out->returns++;
-		if (r.value > out->largest)
-			out->largest = r.value;
 		if (k >= n_open) {
 			size_t n = n_open ? n_open : 16;
 			int64_t *grown;
@@ -89,6 +88,40 @@ static int live_thread(const struct tg_capture *cap, const struct tg_cap_thread 
 			open = grown;
 			n_open = n;
 		}
+		if (r.type == TG_CAP_REC_LEVEL) {
+			/* the thread's memory here, and when each open call was
+			 * made (docs/formats.md): the sums by depth are made
+			 * exact again, what the returns missed (the open calls'
+			 * own frees and allocations) put right.  Without the
+			 * starts, the miss goes to the innermost open call's sum. */
+			if (c.n_starts == k) {
+				int64_t below = 0;
+
+				for (size_t j = 0; j < k; j++) {
+					if (__builtin_sub_overflow(c.starts[j], below, &open[j]))
+						goto overflow;
+					below = c.starts[j];
+				}
+				for (size_t j = k + 1; j <= top; j++)
+					open[j] = 0;
+				if (__builtin_sub_overflow(r.value, below, &open[k]))
+					goto overflow;
+				top = k;
+			} else {
+				if (__builtin_sub_overflow(r.value, out->now, &miss) ||
+				    __builtin_add_overflow(open[k], miss, &open[k]))
+					goto overflow;
+				if (k > top)
+					top = k;
+			}
+			out->now = r.value;
+			if (out->now > out->peak)
+				out->peak = out->now;
+			continue;
+		}
+		out->returns++;
+		if (r.value > out->largest)
+			out->largest = r.value;
 		for (size_t j = k + 1; j <= top; j++) {  /* its callees: in r.value */
 			if (__builtin_sub_overflow(out->now, open[j], &out->now))
 				goto overflow;

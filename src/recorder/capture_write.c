@@ -690,6 +690,61 @@ tg_cap_shadow_free(struct tg_cap_shadow *s)
     memset(s, 0, sizeof(*s));
 }
 
+/* Room for one more open call in S's arrays: 0, or -1 (out of memory). */
+static int
+tg_cap_shadow_grow(struct tg_cap_shadow *s)
+{
+    size_t nc = s->open_cap ? 2 * s->open_cap : 32;
+    struct tg_cap_open_call *no = realloc(s->open, nc * sizeof(*no));
+    int64_t *nl;
+    if (no == NULL)
+        return -1;
+    s->open = no;
+    nl = realloc(s->lvl, nc * sizeof(*nl));
+    if (nl == NULL)
+        return -1;
+    memset(nl + s->open_cap, 0, (nc - s->open_cap) * sizeof(*nl));
+    s->lvl = nl;
+    s->open_cap = nc;
+    return 0;
+}
+
+/* A LEVEL event's memory LEVEL and open calls' starts (at *P, moved past
+ * them) in S: its sums by depth become exact, as live.c makes them.  0, or -1
+ * when the event does not decode. */
+static int
+tg_cap_shadow_level(struct tg_cap_shadow *s, int64_t level, const unsigned char **p,
+                    const unsigned char *end)
+{
+    uint64_t n, v;
+    int64_t start = 0;
+    size_t k;
+
+    if (tg_cap_get_varint(p, end, &n) < 0)
+        return -1;
+    if (n != s->depth) {  /* not a mark of these calls: skipped */
+        while (n-- > 0)
+            if (tg_cap_get_varint(p, end, &v) < 0)
+                return -1;
+        return 0;
+    }
+    while (s->depth >= s->open_cap)
+        if (tg_cap_shadow_grow(s) < 0)
+            return -1;
+    for (k = s->depth + 1; k <= s->top; k++)
+        s->lvl[k] = 0;
+    for (k = 0; k < n; k++) {
+        if (tg_cap_get_varint(p, end, &v) < 0)
+            return -1;
+        s->lvl[k] = tg_cap_unzz(v);
+        start += s->lvl[k];
+    }
+    s->lvl[n] = level - start;
+    s->top = n;
+    s->mem = level;
+    return 0;
+}
+
 /* Follow the records of a chunk of STREAM (KIND events or process samples) in
  * its shadow.  A record that does not decode marks the stream broken (its
  * STATE is not written: a reader starting after it refuses the stream rather
@@ -752,20 +807,8 @@ tg_cap_shadow_chunk(struct tg_cap *cap, int kind, uint32_t stream, const unsigne
                     goto broken;
                 line = tg_cap_unzz(v);
             }
-            if (s->depth == s->open_cap) {
-                size_t nc = s->open_cap ? 2 * s->open_cap : 32;
-                struct tg_cap_open_call *no = realloc(s->open, nc * sizeof(*no));
-                int64_t *nl;
-                if (no == NULL)
-                    goto broken;
-                s->open = no;
-                nl = realloc(s->lvl, nc * sizeof(*nl));
-                if (nl == NULL)
-                    goto broken;
-                memset(nl + s->open_cap, 0, (nc - s->open_cap) * sizeof(*nl));
-                s->lvl = nl;
-                s->open_cap = nc;
-            }
+            if (s->depth == s->open_cap && tg_cap_shadow_grow(s) < 0)
+                goto broken;
             s->t_us += (int64_t)dt;
             s->calls++;
             s->open[s->depth].code = (uint32_t)id;
@@ -774,13 +817,17 @@ tg_cap_shadow_chunk(struct tg_cap *cap, int kind, uint32_t stream, const unsigne
             s->depth++;
         } else {  /* SPECIAL */
             int type = p < end ? *p++ : -1;
-            if ((type != TG_CAP_EV_DROPPED && type != TG_CAP_EV_UNWOUND)
+            if ((type != TG_CAP_EV_DROPPED && type != TG_CAP_EV_UNWOUND
+                 && type != TG_CAP_EV_LEVEL)
                     || tg_cap_get_varint(&p, end, &v) < 0)
                 goto broken;
             if (type == TG_CAP_EV_UNWOUND) {  /* closes the V innermost open calls */
                 if (v > s->depth)
                     goto broken;
                 s->depth -= (size_t)v;
+            } else if (type == TG_CAP_EV_LEVEL
+                       && tg_cap_shadow_level(s, tg_cap_unzz(v), &p, end) < 0) {
+                goto broken;
             }
         }
     }

@@ -317,6 +317,15 @@ static inline unsigned char *tg_cap_enc_unwound(unsigned char *p, uint64_t n)
     return tg_cap_put_varint(p, n);
 }
 
+/* SPECIAL "the thread's memory here is LEVEL", TG_CAP_LEVEL_MAX bytes at most. */
+#define TG_CAP_LEVEL_MAX (2 + TG_CAP_VARINT_MAX)
+static inline unsigned char *tg_cap_enc_level(unsigned char *p, int64_t level)
+{
+    *p++ = 0;
+    *p++ = TG_CAP_EV_LEVEL;
+    return tg_cap_put_varint(p, tg_cap_zz(level));
+}
+
 /* CALL of CODE (>= 1); DT_US if TIMED; LINE (zigzag: a frame's line may be -1)
  * for C functions (IS_C). */
 static inline unsigned char *tg_cap_enc_call(unsigned char *p, uint32_t code, int timed,

@@ -225,6 +225,8 @@ tg_glet_new(struct tg_recorder_object *self, struct tg_thread *root, PyObject *g
         return root;  /* NULL, or a run ended by a stream_factory: retired */
     t->glet_root = root;
     t->glet_key = (uintptr_t)g;
+    /* no LEVEL marks: the thread's counters are its greenlets' together */
+    t->cap_level_on = root->cap_level_on = 0;
     t->curve_base = 0;  /* its counters start at 0 (tg_glet_switch) */
     t->glet_out = tg_glet_raw(r, t);
     if (tg_glet_insert(root, t->glet_key, t) < 0) {

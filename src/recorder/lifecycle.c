@@ -414,6 +414,22 @@ done:
 #endif
 }
 
+/* --- the event path's countdown ------------------------------------------------ */
+
+/* The event path's countdown (process.mem requests, LEVEL marks) at a run's
+ * start: it ends at the nearer of the next request (every sample_every
+ * events) and the next mark (every TG_LEVEL_EVENTS); with neither it starts
+ * at 0 and wraps (tg_sample_request). */
+static void
+tg_countdowns_start(struct tg_recorder *r)
+{
+    r->sample_left = r->sample_every > 0 ? (unsigned long)r->sample_every : ULONG_MAX;
+    r->level_left = TG_LEVEL_EVENTS;
+    r->countdown_set = r->sample_countdown
+        = r->level_marks && r->level_left < r->sample_left ? r->level_left
+          : r->sample_every > 0 ? r->sample_left : 0;
+}
+
 /* --- /proc/self/statm --------------------------------------------------------- */
 
 /* Open the RSS source, remembering its identity.  Failure leaves -1 (RSS reads 0). */
@@ -454,6 +470,16 @@ tg_flush_thread_all(struct tg_thread *t, void *ctx)
     tg_writer_flush_nogil(&t->capw);
 }
 
+/* Send T's next capture record to its slow path, which writes a LEVEL mark
+ * before it when T's stream takes them (recorder.c tg_cap_reserve_slow).  Any
+ * thread: lowering lim is allowed to any side (writer.h). */
+static void
+tg_divert_thread_cap(struct tg_thread *t, void *ctx)
+{
+    (void)ctx;
+    tg_writer_divert(&t->capw);
+}
+
 /* The same for the buffers T's writers handed off (see writer.h). */
 static void
 tg_flush_thread_full(struct tg_thread *t, void *ctx)
@@ -485,6 +511,9 @@ tg_flush_all_fd(struct tg_recorder *r)
 }
 
 #define TG_FLUSH_PERIOD_NS 500000000L
+/* LEVEL marks (tg_divert_thread_cap) at most this often, at wakes the flusher
+ * has anyway (process.mem's polls, handoffs), else every flush period. */
+#define TG_LEVEL_PERIOD_NS 100000000L
 /* aggregate.tga is rewritten every this many flusher periods (1 s): a killed
  * run loses at most the last second (docs/api.md "Aggregate mode"). */
 #define TG_AGG_PERIOD_TICKS 2
@@ -605,12 +634,14 @@ tg_flusher_main(void *arg)
     int polling = 0;  /* r->flusher_polling, which only this thread changes */
     int sampling = r->sample_every > 0;  /* configuration: read-only while we run */
     int agg_ticks = 0;
+    struct timespec level_at;
 
     tg_tls.busy |= TG_BUSY_TRACER;  /* native=True: what the flusher allocates is ours */
     clock_gettime(CLOCK_REALTIME, &next);
     now = next;
     poll_at = tg_ts_add(now, poll_ns);
     qpoll_at = now;
+    level_at = tg_ts_add(now, TG_LEVEL_PERIOD_NS);
     pthread_mutex_lock(&r->flusher_lock);
     while (!r->flusher_stop) {
         int tick, woke;
@@ -650,6 +681,14 @@ tg_flusher_main(void *arg)
             tick = !tg_ts_before(&now, &next);
             if (tick)
                 break;
+            if (r->level_marks && woke && !tg_ts_before(&now, &level_at)) {
+                /* awake anyway (a poll or a kick): LEVEL marks every
+                 * TG_LEVEL_PERIOD_NS, not only every flush period */
+                tg_flusher_leave(r);
+                tg_thread_table_each(&r->table, tg_divert_thread_cap, NULL);
+                tg_flusher_back(r);
+                level_at = tg_ts_add(now, TG_LEVEL_PERIOD_NS);
+            }
             if (woke) {
                 /* Kicked, or a poll (TG_QUEUE_POLL_NS): buffers
                  * found keep the polling on; none, it stops, then a last look
@@ -680,6 +719,10 @@ tg_flusher_main(void *arg)
         tg_flusher_leave(r);
         tg_clock_tick();  /* re-anchor the timestamps to CLOCK_REALTIME */
         tg_flush_all_fd(r);
+        if (r->level_marks) {  /* each thread's next record: a LEVEL mark after */
+            tg_thread_table_each(&r->table, tg_divert_thread_cap, NULL);
+            level_at = tg_ts_add(now, TG_LEVEL_PERIOD_NS);
+        }
         if (r->aggregate && ++agg_ticks >= TG_AGG_PERIOD_TICKS) {
             agg_ticks = 0;
             tg_agg_write(&r->agg, r->outdir, tg_clock_gettime_ns() / 1000);
@@ -987,7 +1030,12 @@ tg_recorder_enable(struct tg_recorder_object *self)
     r->time_returns = r->aggregate
                       || (r->timestamps && (r->fmt_binary || r->track_memory));
     tg_event_path_choose(r);
-    r->sample_countdown = r->sample_every;
+    /* THREADGRAPH_NO_LEVEL_MARKS: a capture whose held memory reads as its
+     * text export's (tests compare the two readers; docs/formats.md) */
+    r->level_marks = r->fmt_binary && r->track_memory && r->memory_mode == TG_MEM_THREAD
+                     && !r->sampled && !r->aggregate
+                     && getenv("THREADGRAPH_NO_LEVEL_MARKS") == NULL;
+    tg_countdowns_start(r);
     r->gen = ++tg_gen_counter;
     r->page_size = sysconf(_SC_PAGESIZE);
     tg_statm_open(r);
@@ -1327,7 +1375,7 @@ tg_fork_child_continue(struct tg_recorder_object *self, const char *outdir)
     r->samples_taken = 0;
     atomic_store(&r->sample_requests, 0);
     r->sample_requests_taken = 0;
-    r->sample_countdown = r->sample_every;
+    tg_countdowns_start(r);
     tg_writer_release(&r->process_w);
     tg_writer_release(&r->process_cap);
     tg_cap_close(&r->cap);  /* the parent's: dropped at fork, never written here */

@@ -626,9 +626,41 @@ tg_event_us_capture(struct tg_recorder *r)
  * stopped stream), and the pending "dropped" mark, which diverted the
  * reserve here (tg_cap_drop).  Out of line: the event path keeps only the
  * writer's one compare. */
+/* The LEVEL mark of T at P (docs/formats.md): T's memory now and when each
+ * of its open calls in the stream was made, counted from its stream's start
+ * (cap_level0); at most tg_cap_level_room(T) bytes.  T's own thread. */
+static size_t
+tg_cap_level_room(const struct tg_thread *t)
+{
+    return TG_CAP_LEVEL_MAX + TG_CAP_VARINT_MAX * (t->depth + 1);
+}
+
+static unsigned char *
+tg_cap_enc_level_of(unsigned char *p, const struct tg_thread *t)
+{
+    unsigned char *np;
+    int64_t prev = 0;
+    uint64_t n = 0;
+    size_t k;
+
+    p = tg_cap_enc_level(p, tg_tls.allocated - tg_tls.freed - t->cap_level0);
+    for (k = 0; k < t->depth; k++)
+        n += t->frames[k].cap_line != TG_CAP_NOT_WRITTEN;
+    np = p = tg_cap_put_varint(p, n);
+    for (k = 0; k < t->depth; k++) {
+        int64_t start = t->frames[k].start - t->cap_level0;
+        if (t->frames[k].cap_line == TG_CAP_NOT_WRITTEN)
+            continue;
+        np = tg_cap_put_varint(np, tg_cap_zz(start - prev));
+        prev = start;
+    }
+    return np;
+}
+
 static __attribute__((noinline, cold)) unsigned char *
 tg_cap_reserve_slow(struct tg_thread *t)
 {
+    int mark = t->cap_level_on && tg_tls.thread == t;
     unsigned char *p = (unsigned char *)tg_writer_reserve_slow(&t->capw, TG_CAP_RECORD_MAX);
     if (p == NULL) {
         tg_cap_drop(t);
@@ -642,6 +674,12 @@ tg_cap_reserve_slow(struct tg_thread *t)
             t->cap_unwind_pending = 0;
         }
     }
+    /* Here once a buffer (a full one, or one the flusher wrote out and
+     * diverted: tg_flusher_main), so a LEVEL mark at least every 64 KiB of
+     * records and every flush period of a thread that records: written after
+     * this record (tg_event's end), when the open calls are the stream's
+     * again (a RETURN's call is off T's stack already). */
+    t->level_due |= mark;
     return p;
 }
 
@@ -1226,17 +1264,58 @@ tg_write_return(struct tg_recorder *r, struct tg_thread *t, const char *file, si
  * sample_every.  Without sampling (sample_every 0) the countdown starts at 0
  * and wraps, so it comes back here once in 2^64 events, to be parked again:
  * the event path tests the countdown alone. */
+/* The LEVEL mark of the calling thread (docs/formats.md): its memory since
+ * its stream began, between its stream's last record and its next one.  Only
+ * where it needs no buffer of its own: with no room (or a DROPPED mark
+ * pending, which takes the room away) there is no mark, and nothing lost. */
+static void
+tg_level_mark_of(struct tg_thread *t)
+{
+    size_t len = atomic_load_explicit(&t->capw.len, memory_order_relaxed);
+
+    t->level_due = 0;
+    if (len + tg_cap_level_room(t) > atomic_load_explicit(&t->capw.lim, memory_order_relaxed))
+        return;  /* the next buffer's start has one */
+    tg_cap_commit(t, tg_cap_enc_level_of(tg_cap_at(t, len), t));
+}
+
+static void
+tg_level_mark(struct tg_recorder *r)
+{
+    struct tg_thread *t = tg_tls.thread;
+
+    if (t != NULL && tg_tls.gen == r->gen && t->cap_level_on)
+        tg_level_mark_of(t);
+}
+
 static __attribute__((noinline, cold)) void
 tg_sample_request(struct tg_recorder *r)
 {
+    unsigned long ran = r->countdown_set;  /* the events the countdown counted */
+
+    if (r->level_marks) {
+        if (r->level_left <= ran) {
+            r->level_left = TG_LEVEL_EVENTS;
+            tg_level_mark(r);
+        } else {
+            r->level_left -= ran;
+        }
+    }
     if (r->sample_every <= 0) {
-        r->sample_countdown = ULONG_MAX;
+        r->countdown_set = r->sample_countdown = r->level_marks ? r->level_left : 0;
         return;
     }
-    r->sample_countdown = r->sample_every;
-    atomic_store_explicit(&r->sample_requests,
-                          atomic_load_explicit(&r->sample_requests, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+    if (r->sample_left <= ran) {
+        r->sample_left = (unsigned long)r->sample_every;
+        atomic_store_explicit(&r->sample_requests,
+                              atomic_load_explicit(&r->sample_requests, memory_order_relaxed)
+                              + 1, memory_order_relaxed);
+    } else {
+        r->sample_left -= ran;
+    }
+    /* the nearer of the next request and the next mark */
+    r->countdown_set = r->sample_countdown = r->level_marks && r->level_left < r->sample_left
+                                             ? r->level_left : r->sample_left;
 }
 
 uint64_t
@@ -1547,6 +1626,8 @@ tg_event(struct tg_recorder *r, struct tg_thread *t, int what, const struct tg_a
     default:
         break;
     }
+    if (__builtin_expect(t->level_due, 0))  /* a buffer began: tg_cap_reserve_slow */
+        tg_level_mark_of(t);
     if (!d && r->stream_factory != NULL)
         tg_flush_py_if_old(t);
 }

@@ -144,6 +144,19 @@ struct tg_recorder {
                                         * producer */
     uint64_t sample_requests_taken;    /* the requests already written; the
                                         * sample's producer */
+    /* LEVEL marks (docs/formats.md): the thread whose event ends a countdown
+     * writes its memory into its capture stream every TG_LEVEL_EVENTS
+     * events (the countdown ends at the nearer of a request and a mark), so
+     * that readers of held memory re-anchor there (frees by
+     * the open calls' own code show in no RETURN until those return). */
+#define TG_LEVEL_EVENTS 1000           /* profile events a mark, about */
+    int level_marks;                   /* write them (binary capture, memory
+                                        * thread, full mode); set at enable */
+    unsigned long countdown_set;       /* sample_countdown's last start: the
+                                        * events it counts; GIL */
+    unsigned long sample_left;         /* events to the next process.mem request
+                                        * as of that start; GIL */
+    unsigned long level_left;          /* events to the next mark, likewise; GIL */
 
     /* --- capture.tg (fmt_binary) --- */
     struct tg_cap cap;                 /* the file; see capture_write.h */

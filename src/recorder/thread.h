@@ -77,6 +77,15 @@ struct tg_thread {
                                     * owner only */
     uint64_t cap_calls, cap_returns;  /* capture records written; owner only */
     uint64_t cap_dropped;          /* capture records lost; owner only */
+    int64_t cap_level0;            /* tg_tls.allocated - freed when its stream
+                                    * began: LEVEL marks count from there;
+                                    * owner only */
+    int level_due;                 /* a LEVEL mark is to follow the record being
+                                    * written (tg_cap_reserve_slow); owner only */
+    int cap_level_on;              /* its stream takes LEVEL marks (the run's
+                                    * level_marks, and not a greenlet's state nor a
+                                    * thread with greenlets: they share the
+                                    * thread's counters); owner only */
     uint64_t cap_drop_pending;     /* of those, not yet marked in the stream; owner */
     uint64_t cap_unwind_pending;   /* calls unwound whose UNWOUND event could not be
                                     * written yet (written after the DROPPED mark

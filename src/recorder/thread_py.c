@@ -192,6 +192,8 @@ tg_thread_open_files(struct tg_recorder *r, struct tg_thread *t, size_t idx, uin
         int e;
         t->stream = TG_CAP_STREAM_FIRST + (uint32_t)log->seq;
         t->cap_us = r->cap.start_us;
+        t->cap_level0 = tg_tls.allocated - tg_tls.freed;  /* on T's own thread */
+        t->cap_level_on = r->level_marks && t->glet_root == NULL;
         /* Times never precede the capture's start_us (dt_us is unsigned). */
         if (t->clock.last_ns < r->cap.start_us * 1000)
             t->clock.last_ns = r->cap.start_us * 1000;

@@ -489,7 +489,8 @@ RET = ce.varint(1) + ce.varint(2) + ce.varint(ce.zz(100))
 
 BROKEN = [
     ("bad magic", b"\x89TGCAQ\r\n" + header()[8:], "not a capture"),
-    ("version", header(version=2), "capture version 2"),
+    ("version", header(version=3), "capture version 3, this threadgraph reads versions 1 to 2 "
+     "(made by a later threadgraph"),
     ("huge chunk", header() + struct.pack("<BBHII", 1, 0, 0, 2, 1 << 30), "longer than 16 MB"),
     ("undefined thread", header() + code() + chunk(1, 2, CALL + RET), "undefined thread"),
     ("return without call", header() + thread() + chunk(1, 2, RET), "without an open call"),
@@ -548,6 +549,67 @@ def test_unwound_calls_close_without_a_line(tg, tmp_path):
     assert read(tmp_path / "T.stack") == b"1.000003#a.py:5:f\n 1.000006#a.py:5:f\n"
     r = tg("decorate-stack", tmp_path, "T", "1")
     assert r.returncode == 0 and "Sanitizer" not in r.stderr, r.stderr
+
+
+def level(mem, *starts):
+    """A LEVEL event (version 2): the thread's memory, its open calls' starts."""
+    out = b"\x00\x03" + ce.varint(ce.zz(mem)) + ce.varint(len(starts))
+    prev = 0
+    for s in starts:
+        out += ce.varint(ce.zz(s - prev))
+        prev = s
+    return out
+
+
+def test_level_marks_put_held_memory_right(tg, tmp_path):
+    """A loop (the outer call) whose callees each return 100 bytes, that it
+    frees in its own code before the next: from the RETURNs alone its held
+    memory grows by 100 a call; a LEVEL after each says it is 0 again, and the
+    next callee starts from there (held memory, threads, live; docs/formats.md)."""
+    ret_of = lambda d: ce.varint(1) + ce.varint(2) + ce.varint(ce.zz(d))
+    body = CALL
+    for _ in range(5):
+        body += CALL + ret_of(100) + level(0, 0)  # freed by the loop: 0 held
+    end = chunk(5, 0, struct.pack("<q", 2000000) + ce.varint(0))
+    data = header(version=2) + code() + thread() + chunk(1, 2, body) + end
+    (tmp_path / "capture.tg").write_bytes(data)
+    r = tg("threads", "--json", tmp_path)
+    assert r.returncode == 0, r.stderr
+    (t,) = json.loads(r.stdout)["threads"]
+    assert t["peak"] == 100 and t["live_at_end"] == 0, t
+    r = tg("live", "--once", tmp_path)
+    assert r.returncode == 0, r.stderr
+    row = [l for l in r.stdout.splitlines() if l.split()[:1] == ["T"]][0].split()
+    assert row[1:3] == ["0", "B"] and row[5:7] == ["100", "B"], row  # NOW, PEAK
+    # without the marks (a version 1 capture cannot have them): 500 held
+    data = header() + code() + thread() + chunk(1, 2, body.replace(level(0, 0), b"")) + end
+    (tmp_path / "capture.tg").write_bytes(data)
+    (t,) = json.loads(tg("threads", "--json", tmp_path).stdout)["threads"]
+    assert t["peak"] == 500, t
+    # export: the same records, the marks have no text
+    (tmp_path / "capture.tg").write_bytes(header(version=2) + code() + thread()
+                                           + chunk(1, 2, body) + end)
+    assert export(tg, tmp_path).returncode == 0
+    assert read(tmp_path / "T.mem").count(b"=>100\n") == 5
+
+
+def test_level_mark_of_other_calls_keeps_only_its_memory(tg, tmp_path):
+    """A LEVEL whose starts are not one per open call (a damaged or foreign
+    stream) sets the memory only; one cut short is the capture's cut."""
+    ret_of = lambda d: ce.varint(1) + ce.varint(2) + ce.varint(ce.zz(d))
+    body = CALL + CALL + ret_of(100) + level(0, 0, 0, 0) + CALL + ret_of(100)
+    end = chunk(5, 0, struct.pack("<q", 2000000) + ce.varint(0))
+    (tmp_path / "capture.tg").write_bytes(header(version=2) + code() + thread()
+                                           + chunk(1, 2, body) + end)
+    r = tg("threads", "--json", tmp_path)
+    assert r.returncode == 0, r.stderr
+    (t,) = json.loads(r.stdout)["threads"]
+    assert t["peak"] == 100, t
+    (tmp_path / "capture.tg").write_bytes(header(version=2) + code() + thread()
+                                           + chunk(1, 2, CALL + level(5, 7)[:-1]))
+    r = tg("threads", "--json", tmp_path)
+    assert "Sanitizer" not in r.stderr
+    assert "cut short" in r.stderr or "corrupt" in r.stderr or r.returncode != 0, r.stderr
 
 
 def test_out_of_range_values_are_malformed_as_in_text(tg, tmp_path):

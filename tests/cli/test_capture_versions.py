@@ -8,6 +8,7 @@ command that reads a run must read each fixture cleanly and see what it sees on
 that text; export must give the text back byte for byte.  When the format
 version changes, the new version's fixtures are added beside these.
 """
+import json
 import os
 import re
 import shutil
@@ -91,6 +92,10 @@ def test_export_gives_the_text_back(tmp_path, name):
             assert a.read() == b.read(), f
 
 
+def version(name):
+    return int(re.match(r"capture-v(\d+)-", name).group(1))
+
+
 def outputs(d):
     got = {}
     for root, _, files in os.walk(d):
@@ -139,8 +144,14 @@ def test_every_command_reads_the_fixture(tmp_path, name):
                 cols = [[l.split("\t")[:4] + l.split("\t")[5:] for l in x[0].splitlines()]
                         for x in seen]
                 assert cols[0] == cols[1] and cols[0], (name, cmd, args)
-            if cmd in SAME_TEXT:
+            if cmd in SAME_TEXT and not (cmd == "threads" and version(name) >= 2):
                 assert seen[0] == seen[1], (name, cmd, args)
+            elif cmd == "threads":
+                # from version 2 a capture's LEVEL marks (docs/formats.md) put
+                # held memory right where the text dumps, which have no place
+                # for them, cannot: the same threads, their figures may differ
+                names = [[t["name"] for t in json.loads(x[0])["threads"]] for x in seen]
+                assert names[0] == names[1] and names[0], (name, cmd, args)
             if any("OUT" in a for a in args):
                 assert seen[0][1] and seen[1][1], (name, cmd, args)  # files written
     # decorate-stack: one call's subtree, by record number

@@ -62,6 +62,9 @@ def threadgraph_cmd():
 def tg(args, cwd):
     env = dict(os.environ)
     env.pop("TG_CLI", None)
+    # the capture's held memory as its text export gives it (no LEVEL marks,
+    # docs/formats.md): the report of one is the report of the other
+    env["THREADGRAPH_NO_LEVEL_MARKS"] = "1"
     return subprocess.run(threadgraph_cmd() + [str(a) for a in args], cwd=str(cwd), env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           universal_newlines=True, timeout=TIMEOUT)

@@ -82,6 +82,12 @@ class Tmux:
 ROW = re.compile(r"^[ >](w\d)\s+(\S+ \S+)\s+(\S+ \S+)\s+(\S+ \S+)\s+(\S+ \S+)\s+(\d+)\s*$", re.M)
 
 
+def view_bytes(text):
+    """A byte count the view spelt ("936.6 KB"), to its rounding."""
+    value, unit = text.split()
+    return float(value) * {"B": 1, "KB": 1024, "MB": 1 << 20, "GB": 1 << 30}[unit]
+
+
 def kb(v):
     """The view's spelling of a byte count (live_bytes in cmd_live.c)."""
     a = abs(v)
@@ -145,7 +151,9 @@ def test_live_follows_a_run_and_gives_the_terminal_back(tmp_path):
             assert largest == kb(max(deltas)), (name, largest, deltas)
             with open(str(exported / (name + ".mem"))) as f:
                 assert int(returns) == sum(1 for _ in f)
-            assert now == peak  # the workers only grow
+            # the workers only grow, but for what their thread's end frees
+            # (threading's own code: LEVEL marks, docs/formats.md)
+            assert 0 <= view_bytes(peak) - view_bytes(now) <= 2048, (name, now, peak)
         # The same figures without a terminal, but CHANGE: it is the change over
         # the last second, so it depends on when each view read the capture.
         once = cli("live", "--once", run_dir)

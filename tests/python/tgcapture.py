@@ -133,7 +133,8 @@ class Capture:
 
     def _events(self, buf):
         """Yields ("call", code, dt, line) / ("return", line_off, dt, delta) /
-        ("dropped", n) / ("unwound", n) from a thread stream's bytes."""
+        ("dropped", n) / ("unwound", n) / ("level", memory, starts) from a
+        thread stream's bytes."""
         timed = self.flags & F_TIME
         memory = self.flags & F_MEMORY
         p = 0
@@ -142,7 +143,16 @@ class Capture:
             if head == 0:
                 typ = buf[p]
                 n, p = varint(buf, p + 1)
-                assert typ in (1, 2)
+                assert typ in (1, 2, 3)
+                if typ == 3:  # LEVEL: memory, then the open calls' starts
+                    count, p = varint(buf, p)
+                    starts, at = [], 0
+                    for _ in range(count):
+                        d, p = varint(buf, p)
+                        at += unzz(d)
+                        starts.append(at)
+                    yield ("level", unzz(n), starts)
+                    continue
                 yield ("dropped" if typ == 1 else "unwound", n)
             elif head & 1 == 0:
                 code = head >> 1
@@ -171,6 +181,8 @@ class Capture:
         for ev in self._events(self.streams.get(stream, b"")):
             if ev[0] == "dropped":
                 dropped += ev[1]
+                continue
+            if ev[0] == "level":
                 continue
             if ev[0] == "unwound":  # calls closed without a return record
                 assert ev[1] <= len(open_)
