@@ -357,13 +357,86 @@ tg_agg_fold_tree(struct tg_agg_thread *dst, struct tg_agg_thread *src)
                           memory_order_relaxed) + lost, memory_order_relaxed);
 }
 
-/* Adds SRC's curve to DST's, bucket by bucket at the wider of their widths:
- * with SUM the lowest and highest values are added (memory=thread: what the
- * folded threads held together), otherwise the lowest and highest kept.  SRC's
- * curve is merged in place (it is about to be freed).  Lock held. */
+/* Whether AT's bucket I has a reading. */
+static int
+tg_agg_bucket_has(struct tg_agg_thread *at, uint32_t i)
+{
+    return atomic_load_explicit(&at->bmin[i], memory_order_relaxed)
+           <= atomic_load_explicit(&at->bmax[i], memory_order_relaxed);
+}
+
+/* How far V lies from AT's bucket I's readings (0 inside them). */
+static uint64_t
+tg_agg_bucket_gap(struct tg_agg_thread *at, uint32_t i, int64_t v)
+{
+    int64_t lo = atomic_load_explicit(&at->bmin[i], memory_order_relaxed);
+    int64_t hi = atomic_load_explicit(&at->bmax[i], memory_order_relaxed);
+    if (v < lo)
+        return (uint64_t)lo - (uint64_t)v;
+    return v > hi ? (uint64_t)v - (uint64_t)hi : 0;
+}
+
+/* A walk over a curve's buckets in order, saying what its thread (or entry)
+ * held in each: its readings where it has some; between two of them the level
+ * of the bucket before, its reading nearer the next bucket's, ties the highest
+ * (the level the commands hold there: src/lib/recsrc.c src_agg_high_first);
+ * after its last bucket at->last, which a thread that ended still holds. */
+struct tg_agg_walk {
+    struct tg_agg_thread *at;
+    uint32_t nb;                   /* the curve's buckets */
+    uint32_t next;                 /* its next bucket with a reading (nb: none) */
+    int started;                   /* a reading was passed */
+    int64_t hold;                  /* the level after it */
+};
+
+static void
+tg_agg_walk_init(struct tg_agg_walk *w, struct tg_agg_thread *at)
+{
+    w->at = at;
+    w->nb = atomic_load_explicit(&at->nb, memory_order_relaxed);
+    for (w->next = 0; w->next < w->nb && !tg_agg_bucket_has(at, w->next); w->next++)
+        ;
+    w->started = 0;
+    w->hold = 0;
+}
+
+/* What W's curve held in bucket I (called for I = 0, 1, ...; the bucket read
+ * before the caller changes it): 1, a reading, in *LO and *HI; 0, a level held
+ * since one, in both; -1 nothing before its first reading. */
+static int
+tg_agg_walk_at(struct tg_agg_walk *w, uint32_t i, int64_t *lo, int64_t *hi)
+{
+    struct tg_agg_thread *at = w->at;
+    uint32_t j;
+
+    if (i != w->next || i >= w->nb) {
+        *lo = *hi = w->hold;
+        return w->started ? 0 : -1;
+    }
+    *lo = atomic_load_explicit(&at->bmin[i], memory_order_relaxed);
+    *hi = atomic_load_explicit(&at->bmax[i], memory_order_relaxed);
+    for (j = i + 1; j < w->nb && !tg_agg_bucket_has(at, j); j++)
+        ;
+    w->next = j;
+    if (j < w->nb)
+        w->hold = tg_agg_bucket_gap(at, j, *lo) < tg_agg_bucket_gap(at, j, *hi) ? *lo : *hi;
+    else
+        w->hold = at->last;
+    w->started = 1;
+    return 1;
+}
+
+/* Adds SRC's curve to DST's at the wider of their widths: with SUM
+ * (memory=thread), in each bucket where either has a reading, what each held
+ * there (tg_agg_walk: an ended thread its last level), lowest and highest
+ * added, so that the range holds what the folded threads held together;
+ * buckets where neither has a reading stay without one (the level before them
+ * holds).  Otherwise, where SRC has a reading, the lowest and highest of both.
+ * SRC's curve is merged in place (it is about to be freed).  Lock held. */
 static void
 tg_agg_fold_curve(struct tg_agg_thread *dst, struct tg_agg_thread *src, int sum)
 {
+    struct tg_agg_walk ws, wd;
     uint32_t nb, i;
 
     while (atomic_load_explicit(&src->width_us, memory_order_relaxed)
@@ -373,19 +446,23 @@ tg_agg_fold_curve(struct tg_agg_thread *dst, struct tg_agg_thread *src, int sum)
            < atomic_load_explicit(&src->width_us, memory_order_relaxed))
         tg_agg_curve_merge(dst);
     nb = atomic_load_explicit(&src->nb, memory_order_relaxed);
+    if (sum && atomic_load_explicit(&dst->nb, memory_order_relaxed) > nb)
+        nb = atomic_load_explicit(&dst->nb, memory_order_relaxed);
+    tg_agg_walk_init(&ws, src);
+    tg_agg_walk_init(&wd, dst);
     for (i = 0; i < nb; i++) {
-        int64_t lo = atomic_load_explicit(&src->bmin[i], memory_order_relaxed);
-        int64_t hi = atomic_load_explicit(&src->bmax[i], memory_order_relaxed);
-        int64_t dlo = atomic_load_explicit(&dst->bmin[i], memory_order_relaxed);
-        int64_t dhi = atomic_load_explicit(&dst->bmax[i], memory_order_relaxed);
-        if (lo > hi)
-            continue;  /* no reading */
-        if (dlo > dhi) {
+        int64_t lo, hi, dlo, dhi;
+        int rs = tg_agg_walk_at(&ws, i, &lo, &hi), rd = tg_agg_walk_at(&wd, i, &dlo, &dhi);
+        if (sum) {
+            if (rs < 1 && rd < 1)
+                continue;  /* no reading in either */
+            dlo = (rs < 0 ? 0 : lo) + (rd < 0 ? 0 : dlo);
+            dhi = (rs < 0 ? 0 : hi) + (rd < 0 ? 0 : dhi);
+        } else if (rs < 1) {
+            continue;
+        } else if (rd < 1) {
             dlo = lo;
             dhi = hi;
-        } else if (sum) {
-            dlo += lo;
-            dhi += hi;
         } else {
             dlo = lo < dlo ? lo : dlo;
             dhi = hi > dhi ? hi : dhi;
@@ -393,6 +470,8 @@ tg_agg_fold_curve(struct tg_agg_thread *dst, struct tg_agg_thread *src, int sum)
         atomic_store_explicit(&dst->bmin[i], dlo, memory_order_relaxed);
         atomic_store_explicit(&dst->bmax[i], dhi, memory_order_relaxed);
     }
+    if (sum)
+        dst->last += src->last;  /* what the entry's threads hold after its curve */
     if (nb > atomic_load_explicit(&dst->nb, memory_order_relaxed))
         atomic_store_explicit(&dst->nb, nb, memory_order_relaxed);
 }

@@ -21,7 +21,10 @@
  * and the recorder's memory bounded.  At most TG_AGG_FAMILIES families get an
  * entry of their own; the threads of any other fold into one entry named "*".
  * A folded entry is a tg_agg_thread without an owner: its tree and curve are
- * changed only under the lock, as the flusher reads them.
+ * changed only under the lock, as the flusher reads them.  With memory=thread
+ * its curve is the sum of its threads' memory, an ended thread counting at its
+ * last reading in every bucket after its end (it still holds that), so the
+ * entry's curve has a reading in every bucket from its first thread's start.
  *
  * tg_agg_write writes the whole state to <outdir>/.aggregate.tga.tmp and
  * renames it to aggregate.tga: a reader (or a SIGKILL) sees the previous
@@ -83,6 +86,10 @@ struct tg_agg_thread {
     _Atomic uint32_t nb;           /* buckets in use; as width_us */
     uint32_t cur;                  /* bucket of the last reading; owner */
     int64_t cur_end_us;            /* end of that bucket; owner */
+    int64_t last;                  /* the memory after the curve's last bucket: a
+                                    * thread's last reading (owner stores; read
+                                    * under the lock once it ended), a folded
+                                    * entry's the sum of its threads' (lock) */
     _Atomic int64_t bmin[TG_AGG_BUCKETS]; /* INT64_MAX: empty; owner stores */
     _Atomic int64_t bmax[TG_AGG_BUCKETS];
 };
@@ -208,6 +215,7 @@ static inline void
 tg_agg_curve(struct tg_agg_thread *at, int64_t now_us, int64_t bytes)
 {
     uint32_t c = at->cur;
+    at->last = bytes;  /* what a fold carries past the thread's end */
     if (__builtin_expect(now_us >= at->cur_end_us, 0)) {
         tg_agg_curve_slow(at, now_us, bytes);
         return;

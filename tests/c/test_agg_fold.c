@@ -2,7 +2,8 @@
  * test_agg_fold.c - aggregate=True's ended threads (src/recorder/aggregate.c,
  * plain C): past TG_AGG_KEEP_ENDED the oldest ended thread is folded into its
  * name family's entry, counts, totals and times added per call path and
- * curves added up bucket by bucket at the wider width; past TG_AGG_FAMILIES
+ * curves added up bucket by bucket at the wider width (an ended thread
+ * counting at its last level after its end); past TG_AGG_FAMILIES
  * families, into the one "*"; the list stays bounded however many end.
  */
 #include <stdio.h>
@@ -110,7 +111,37 @@ int main(void)
 	/* bucket 0: thread 1's 100 at 0.5 ms, and thread 2's 100 and 40 */
 	CHECK_INT(atomic_load(&fam->bmin[0]), 100 + 40);
 	CHECK_INT(atomic_load(&fam->bmax[0]), 100 + 100);
-	CHECK_INT(atomic_load(&fam->bmin[299]), 40);
+	/* thread 1 ended in bucket 0 still holding its 100: counted after it */
+	CHECK_INT(atomic_load(&fam->bmin[299]), 40 + 100);
+	CHECK_INT(atomic_load(&fam->bmax[299]), 40 + 100);
+	CHECK_INT(fam->last, 40 + 100);
+	CHECK_INT(atomic_load(&fam->nb), 300);
+	/* the third fold: a thread with gaps in its curve, ending after the
+	 * entry's; its gaps hold its level, the entry's threads count at their
+	 * last level where the entry had no bucket, buckets where neither has a
+	 * reading stay without one, and the entry's level is what they all hold
+	 * at the end */
+	t = entry("Thread-3 (h)");
+	CHECK(t != NULL);
+	tg_agg_curve(t, 1000000 + 700000, 500);   /* bucket 350 at 2 ms */
+	tg_agg_curve(t, 1000000 + 705000, 300);   /* 352 */
+	tg_agg_curve(t, 1000000 + 720000, 1000);  /* 360 */
+	tg_agg_curve(t, 1000000 + 720500, 30);
+	one("Thread-19 (h)", 19, 1000000 + 1900000, 70);
+	CHECK_INT(folded_tag, 3);
+	CHECK_INT(fam->folded, 3);
+	CHECK_INT(atomic_load(&fam->bmin[0]), 140 + 100);
+	CHECK_INT(atomic_load(&fam->bmax[0]), 200 + 100);
+	CHECK_INT(atomic_load(&fam->bmax[100]), 140 + 100);  /* thread 3's gap */
+	CHECK(atomic_load(&fam->bmin[320]) > atomic_load(&fam->bmax[320]));  /* none: */
+	CHECK(atomic_load(&fam->bmin[351]) > atomic_load(&fam->bmax[351]));  /* held */
+	CHECK_INT(atomic_load(&fam->bmin[350]), 140 + 500);  /* after the entry's */
+	CHECK_INT(atomic_load(&fam->bmax[350]), 140 + 500);
+	CHECK_INT(atomic_load(&fam->bmin[352]), 140 + 300);
+	CHECK_INT(atomic_load(&fam->bmin[360]), 140 + 30);
+	CHECK_INT(atomic_load(&fam->bmax[360]), 140 + 1000);
+	CHECK_INT(fam->last, 140 + 30);
+	CHECK_INT(atomic_load(&fam->nb), 361);
 
 	/* other families: one entry each up to TG_AGG_FAMILIES, then "*" */
 	for (i = 0; i < 40; i++) {
@@ -126,7 +157,7 @@ int main(void)
 		uint64_t folded = 0;
 		for (t = a.threads; t != NULL; t = t->next)
 			folded += t->folded;
-		CHECK_INT(folded, 18 + 40 - TG_AGG_KEEP_ENDED);
+		CHECK_INT(folded, 19 + 40 - TG_AGG_KEEP_ENDED);
 		CHECK_INT(atomic_load(&tg_agg_node_at(entry("*"), 2)->count), entry("*")->folded);
 	}
 	/* a thousand more: the list does not grow */
