@@ -12,8 +12,10 @@ The parent sets, for the program it runs:
   the recorder is a compiled extension).
 
 The hook calls start() in the new process, which enables a ProcessProfile with
-those settings; atexit, os._exit and the terminating signals finish it as in any
-profiled process (docs/api.md).
+those settings; atexit, os._exit, os.exec* and the terminating signals finish it
+as in any profiled process (docs/api.md).  A process that execs a Python keeps
+its pid: the new image's run goes to BASE/<pid>-2/ (_make_output_dir skips the
+ended run's directory, which is not empty).
 """
 import json
 import os

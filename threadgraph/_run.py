@@ -485,10 +485,19 @@ def threads_to_wait_for():
 
 
 def report_exception(exc_type, exc, tb):
-    """Print a traceback as python would, without threadgraph's own frames."""
+    """Print a traceback as python would, without threadgraph's own frames: run's
+    below the program, and the wrapper of a failed os.exec* (profiler.py)."""
+    from threadgraph.profiler import OS_EXEC_CODE
+
     own = (os.path.abspath(__file__),)
     while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) in own:
         tb = tb.tb_next
+    entry = tb
+    while entry is not None:
+        # the process is ending: its traceback is ours to trim (tb_next is writable)
+        while entry.tb_next is not None and entry.tb_next.tb_frame.f_code is OS_EXEC_CODE:
+            entry.tb_next = entry.tb_next.tb_next
+        entry = entry.tb_next
     traceback.print_exception(exc_type, exc, tb)
 
 
@@ -1211,6 +1220,7 @@ def main(argv):
     _follow.release()  # started by a --follow-exec parent: this run profiles instead
     prof = make_profiler(opts, base)
     prof._finish_note = lambda signum: say_terminated(prof, signum)
+    prof._exec_note = lambda path: say_execs(prof, path)
     main_pid = os.getpid()
     if opts.follow_exec:  # before enable(): threadgraph's own work, not recorded
         os.environ.update(_follow.environment(base, _follow.settings_of(opts)))
@@ -1349,6 +1359,16 @@ def say_terminated(prof, signum):
         name = "signal %d" % signum
     say("program terminated by %s; its files are complete in %s/"
         % (name, display_path(prof.output_dir)))
+
+
+def say_execs(prof, path):
+    """The last line when the program replaces itself with os.exec* (no summary
+    then: this process image is gone once the exec succeeds)."""
+    try:
+        name = os.fsdecode(path)
+    except TypeError:
+        name = "file descriptor %r" % (path,)  # os.execve(fd, ...)
+    say("program execs %s; its files are complete in %s/" % (name, display_path(prof.output_dir)))
 
 
 def say_followed(base, prof):

@@ -379,6 +379,9 @@ class ProcessProfile:
         #: Called with the signal number after a terminating signal finished the
         #: run, just before the process dies of it (threadgraph run's last line).
         self._finish_note: Optional[Callable[[int], None]] = None
+        #: Called with the program's path after an os.exec* call finished the
+        #: run, just before the image is replaced (threadgraph run's last line).
+        self._exec_note: Optional[Callable[[Any], None]] = None
 
     # -- settings (camelCase as the original, snake_case aliases below) --
 
@@ -772,6 +775,7 @@ class ProcessProfile:
 
     def _after_fork_child_deferred(self) -> None:
         self._finish_note = None  # the parent's to print, not each child's
+        self._exec_note = None
         del _marks.records[:]  # the parent's threads' notes
         if not self._forked:
             _marks.stop()
@@ -915,8 +919,9 @@ def _seconds_to_ms(seconds: Any) -> int:
 # the process ends with the same status as without the profiler.  A program's
 # own handler is left alone (installed before or after enable()): the process
 # goes on or ends as it decides, and os._exit() — the one exit that skips
-# atexit — is wrapped to disable() first.  signal.signal() is wrapped too: a
-# handler put back later (asyncio.run() restoring SIGINT's default_int_handler,
+# atexit — is wrapped to disable() first, as are the os.exec* functions, which
+# replace the process image without atexit (_os_exec).  signal.signal() is
+# wrapped too: a handler put back later (asyncio.run() restoring SIGINT's default_int_handler,
 # signal.signal(s, old)) comes with a new C handler of Python's, which it wraps
 # again for the guard, and SIG_DFL put back (asyncio's loop.close() after
 # add_signal_handler()) is threadgraph's handler again.  The wrapper replaces
@@ -932,6 +937,13 @@ _FINISH_SIGNALS = tuple(getattr(signal, name) for name in (
     "SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGVTALRM", "SIGPROF")
     if hasattr(signal, name))
 _REAL_OS_EXIT = os._exit
+# The os.exec* functions every other one calls (execl -> execv, execle ->
+# execve, execlp -> execvp, execlpe -> execvpe, all looked up in os's globals),
+# to be wrapped by _os_exec; execvp and execvpe so that their PATH search (one
+# execv/execve per directory, all but the last failing) ends the run once, and
+# says a failure only if the whole call fails.
+_REAL_OS_EXECS = {name: getattr(os, name) for name in ("execv", "execve", "execvp", "execvpe")
+                  if hasattr(os, name)}
 _REAL_C_SIGNAL = _c_signal.signal
 # Signals whose handler is ours (installed by enable() over the default action).
 _OUR_SIGNALS: List[int] = []
@@ -1004,6 +1016,48 @@ def _os_exit(status: int) -> None:
     _REAL_OS_EXIT(status)
 
 
+def _os_exec(name: str) -> Callable[..., Any]:
+    """The wrapper of os.<NAME> (an exec function) while a profile is enabled:
+    disable() first, since the new image runs no atexit, then the real call.
+    If that fails (OSError) the program gets the exception exactly as without
+    the profiler and goes on unprofiled: the run stays ended, and one line on
+    stderr says so (not a warning, which -W error would turn into an exception
+    in place of the program's)."""
+    real = _REAL_OS_EXECS[name]
+
+    def os_exec(*args: Any, **kwargs: Any) -> Any:
+        profile = _ACTIVE
+        if profile is None or profile._pid != os.getpid():
+            return real(*args, **kwargs)
+        try:
+            profile.disable()  # unwraps every exec function: a nested call is real
+            if profile._exec_note is not None:
+                profile._exec_note(args[0] if args else kwargs.get("file"))
+        except BaseException:  # the program's exec matters more
+            pass
+        try:
+            return real(*args, **kwargs)
+        except OSError as exc:
+            try:
+                sys.stderr.write("threadgraph: os.%s failed (%s): profiling stopped at it; "
+                                 "the run in %s/ ended there\n"
+                                 % (name, exc, profile.output_dir))
+                sys.stderr.flush()
+            except Exception:  # no stderr (None, closed): the exception still goes
+                pass
+            raise
+
+    os_exec.__name__ = os_exec.__qualname__ = name
+    os_exec.__doc__ = real.__doc__
+    return os_exec
+
+
+_OS_EXEC_WRAPPERS = {name: _os_exec(name) for name in _REAL_OS_EXECS}
+# Their code (one for all), which threadgraph run's report of an uncaught
+# exception leaves out.
+OS_EXEC_CODE = _OS_EXEC_WRAPPERS["execv"].__code__
+
+
 def _signal(signalnum: Any, handler: Any) -> Any:
     """_signal.signal, so signal.signal, while a profile is enabled: the real
     one (Lib/signal.py's signal() gives it ints, and makes enums of what it
@@ -1047,10 +1101,12 @@ def _is_main_thread() -> bool:
 
 
 def _exit_paths_install() -> None:
-    """Wrap os._exit; handle the finishing signals whose action is the default.
-    Signal handlers can only be set from the main thread: elsewhere, signals
-    keep their default action."""
+    """Wrap os._exit and the os.exec* functions; handle the finishing signals
+    whose action is the default.  Signal handlers can only be set from the main
+    thread: elsewhere, signals keep their default action."""
     os._exit = _os_exit
+    for name, wrapper in _OS_EXEC_WRAPPERS.items():
+        setattr(os, name, wrapper)
     if not _is_main_thread():
         return
     _c_signal.signal = _signal
@@ -1088,6 +1144,9 @@ def _exit_paths_uninstall() -> None:
     flusher left to send it again (sigkick.h)."""
     if os._exit is _os_exit:
         os._exit = _REAL_OS_EXIT
+    for name, wrapper in _OS_EXEC_WRAPPERS.items():
+        if getattr(os, name) is wrapper:
+            setattr(os, name, _REAL_OS_EXECS[name])
     if _c_signal.signal is _signal:
         _c_signal.signal = _REAL_C_SIGNAL
     if not _is_main_thread():
