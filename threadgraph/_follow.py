@@ -72,8 +72,12 @@ def _make_profile(base, settings):
         kwargs["accounting"] = True
     if settings.get("sample_bytes"):
         kwargs["sample_bytes"] = settings["sample_bytes"]
-    if settings.get("compress"):
-        kwargs["compress"] = True  # gzip of accounting files, zstd of the capture
+    if settings.get("compress") and (settings.get("format") != "text" or kwargs.get("accounting")
+                                     or settings.get("mode") == "sampled"):
+        # gzip of accounting files, zstd of the capture; a text run that does no
+        # accounting here (run's --snapshot-every is not followed) has nothing
+        # to compress, which ProcessProfile refuses
+        kwargs["compress"] = True
     if settings.get("max_size"):
         kwargs["max_size"] = settings["max_size"]
     if settings.get("aggregate"):

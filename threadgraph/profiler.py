@@ -344,6 +344,7 @@ class ProcessProfile:
             raise ValueError("aggregate=True writes aggregate.tga instead of the capture: "
                              "it needs format='binary' (the default), mode='full', no "
                              "max_size and no stream_factory")
+        self._check_compress()
         self._filter: Optional[str] = None
         self._forked = False
         #: pid of the process whose caller says the losses and the over-limit
@@ -440,7 +441,12 @@ class ProcessProfile:
     def addSleepTrigger(self, module: str, name: str) -> None:
         """Add ``module``'s attribute ``name`` (dotted path, e.g. ``"Event.wait"``)
         to the sleep triggers.  Builtin functions, methods of C types and Python
-        functions are accepted; raises if it cannot be resolved."""
+        functions are accepted; ImportError or AttributeError if it cannot be
+        resolved, TypeError if ``module`` or ``name`` is not a str or names no
+        function."""
+        if not isinstance(module, str) or not isinstance(name, str):
+            raise TypeError("a sleep trigger is a module name and an attribute path, "
+                            "both str: not %r, %r" % (module, name))
         obj = _resolve(module, name)
         if not (callable(obj) or hasattr(obj, "__code__")):
             raise TypeError("%s.%s is not a function" % (module, name))
@@ -488,6 +494,7 @@ class ProcessProfile:
         RuntimeError if another ProcessProfile is enabled."""
         if self._rec.active:
             return
+        self._check_compress()
         active = _recorder.active()
         if active is not None:
             raise RuntimeError("another ProcessProfile is already enabled in this process; "
@@ -606,6 +613,15 @@ class ProcessProfile:
 
     def _accounting_on(self) -> bool:
         return self.accounting or self.sample_bytes > 0 or self.mode == "sampled"
+
+    def _check_compress(self) -> None:
+        """ValueError for compress=True with nothing to compress: format="text"
+        without accounting (as threadgraph run's --compress, _run.py).  At
+        construction and at enable() (the attributes may change between)."""
+        if self.compress and self.format == "text" and not self._accounting_on():
+            raise ValueError("compress=True compresses the binary capture and the "
+                             "accounting outputs: with format='text' it needs "
+                             "accounting=True (or sample_bytes)")
 
     def peak_snapshot(self) -> str:
         """Write ``<output_dir>/snapshot-<N>-peak``: live and total bytes by call

@@ -14,6 +14,7 @@
 #include "fmt.h"
 #include "held.h"
 #include "marks_plot.h"
+#include "markup.h"
 #include "recsrc.h"
 #include "runinfo.h"
 #include "tg_capture.h"
@@ -476,11 +477,6 @@ static int held_peak_init(struct tg_held_peak *p, size_t n, struct tg_diag *d)
 	return 0;
 }
 
-static void held_mb(char *buf, size_t n, int64_t v)
-{
-	snprintf(buf, n, "%.2f MB", (double)v / 1048576.0);
-}
-
 /* Order of the share table: largest level first, then by file order. */
 static const struct tg_held_peak *held_sort_peak;
 static int held_share_cmp(const void *a, const void *b)
@@ -496,12 +492,12 @@ static int held_share_cmp(const void *a, const void *b)
 int tg_held_peak_write(FILE *f, const struct tg_held_peak *p, const struct tg_dumpfile *files)
 {
 	size_t *ix, k = 0;
-	char mb[64];
+	char size[32];
 
 	if (!p->found)
 		return fputs("no thread held memory: no peak\n", f) == EOF ? EOF : 0;
-	held_mb(mb, sizeof(mb), p->total);
-	fprintf(f, "largest peak of all threads' held memory: %s (%lld bytes) at %s\n", mb,
+	tg_fmt_bytes_short(size, p->total);  /* the unit every size printed has */
+	fprintf(f, "largest peak of all threads' held memory: %s (%lld bytes) at %s\n", size,
 		(long long)p->total, p->xs);
 	fputs("thread\theld_bytes\tshare\n", f);
 	if (!(ix = malloc((p->n ? p->n : 1) * sizeof(*ix))))
@@ -874,6 +870,8 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 				goto out;
 			}
 		}
+		/* its last sample holds until the threads' end, as in memg
+		 * (memg.c: a run that did not end through disable()) */
 		if (st.events && t_end > st.x_last) {
 			char m[TG_FMT_MILLI_MAX];
 			tg_fmt_milli(m, st.y_last);
@@ -939,12 +937,12 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 			goto out;
 	}
 	if (p.found) {
-		char mb[64];
+		char size[32];
 
 		if (tg_aout_open(&dat, pf.dir, "held-peak.dat", d) < 0)
 			goto out;
-		held_mb(mb, sizeof(mb), p.total);
-		fprintf(dat.f, "%s %lld \"largest peak: %s\"\n", p.xs, (long long)p.total, mb);
+		tg_fmt_bytes_short(size, p.total);
+		fprintf(dat.f, "%s %lld \"largest peak: %s\"\n", p.xs, (long long)p.total, size);
 		if (tg_aout_commit(&dat, d) < 0) {
 			tg_aout_abort(&dat);
 			goto out;

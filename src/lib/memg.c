@@ -683,8 +683,13 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 			goto out;
 		if (df->kind == TG_DUMP_PROCESS) {
 			rc = tg_memg_read_process(o, df, dat.f, &st[i], &ta, d);
-			/* its last sample holds until the threads' last event (samples
-			 * are taken every N ms: the last one came before the end) */
+			/* its last sample holds until the threads' last event: samples
+			 * are requested every N profile events, not every N ms, so the
+			 * last request can come long before the end.  The recorder writes
+			 * a last reading at disable(), after every event, so this adds
+			 * nothing to a run that ended through it; it draws on a run that
+			 * did not (killed, or recorded before threadgraph wrote that
+			 * reading), whose last sample may be far from the end. */
 			if (rc == 0 && o->has_time && st[i].events && threads_end > st[i].x_last) {
 				char m[TG_FMT_MILLI_MAX];
 				tg_fmt_milli(m, st[i].y_last);

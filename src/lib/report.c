@@ -418,11 +418,27 @@ static void rep_clock(FILE *out, double x, const char *xs, size_t len)
 	}
 }
 
+/* The rest of a row of the held table, after its name: LEVEL at the peak, its
+ * share of TOTAL, its own PEAK and its level at its END (sizes as every size
+ * the report prints: B, KB, MB, GB). */
+static void rep_held_row(FILE *out, int64_t level, int64_t total, int64_t peak, int64_t end)
+{
+	char a[32], b[32], c[32];
+
+	tg_fmt_bytes_short(a, level);
+	tg_fmt_bytes_short(b, peak);
+	tg_fmt_bytes_short(c, end);
+	fprintf(out, "</td><td class=\"num\">%s</td><td class=\"num\">%.1f%%</td>"
+		"<td class=\"num\">%s</td><td class=\"num\">%s</td></tr>\n", a,
+		total ? 100.0 * (double)level / (double)total : 0.0, b, c);
+}
+
 /* The largest peak's shares: who drove it, largest first (REP_HELD_ROWS rows). */
 static void rep_held_table(FILE *out, const struct tg_held_peak *p, const struct rep_files *files)
 {
 	size_t *ix = malloc((p->n ? p->n : 1) * sizeof(*ix)), k = 0;
 	int64_t rest = 0, rest_peak = 0, rest_end = 0;
+	char a[32];
 
 	if (!ix)
 		return;
@@ -431,8 +447,9 @@ static void rep_held_table(FILE *out, const struct tg_held_peak *p, const struct
 			ix[k++] = i;
 	rep_held_sort = p;  /* qsort has no context argument; set just before */
 	qsort(ix, k, sizeof(*ix), rep_held_cmp);
-	fprintf(out, "<p>Largest peak of all threads' held memory: <b>%.2f MB</b> (%lld bytes) at ",
-		(double)p->total / 1048576.0, (long long)p->total);
+	tg_fmt_bytes_short(a, p->total);
+	fprintf(out, "<p>Largest peak of all threads' held memory: <b>%s</b> (%lld bytes) at ",
+		a, (long long)p->total);
 	rep_clock(out, p->x, p->xs, strlen(p->xs));
 	fputs(". Who drove it:</p>\n<table><tr><th>Thread</th><th>Held at the peak</th>"
 	      "<th>Share</th><th>Own peak</th><th>Held at its end</th></tr>\n", out);
@@ -447,19 +464,12 @@ static void rep_held_table(FILE *out, const struct tg_held_peak *p, const struct
 		}
 		fputs("<tr><td>", out);
 		tg_xml_puts(out, files->v[i].thread);
-		fprintf(out, "</td><td class=\"num\">%.2f MB</td><td class=\"num\">%.1f%%</td>"
-			"<td class=\"num\">%.2f MB</td><td class=\"num\">%.2f MB</td></tr>\n",
-			(double)p->level[i] / 1048576.0,
-			p->total ? 100.0 * (double)p->level[i] / (double)p->total : 0.0,
-			(double)p->peak[i] / 1048576.0, (double)p->end[i] / 1048576.0);
+		rep_held_row(out, p->level[i], p->total, p->peak[i], p->end[i]);
 	}
-	if (k > REP_HELD_ROWS)
-		fprintf(out, "<tr><td>%zu other threads (sum)</td><td class=\"num\">%.2f MB</td>"
-			"<td class=\"num\">%.1f%%</td><td class=\"num\">%.2f MB</td>"
-			"<td class=\"num\">%.2f MB</td></tr>\n", k - REP_HELD_ROWS,
-			(double)rest / 1048576.0,
-			p->total ? 100.0 * (double)rest / (double)p->total : 0.0,
-			(double)rest_peak / 1048576.0, (double)rest_end / 1048576.0);
+	if (k > REP_HELD_ROWS) {
+		fprintf(out, "<tr><td>%zu other threads (sum)", k - REP_HELD_ROWS);
+		rep_held_row(out, rest, p->total, rest_peak, rest_end);
+	}
 	fputs("</table>\n", out);
 	free(ix);
 }

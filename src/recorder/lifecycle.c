@@ -1177,11 +1177,14 @@ tg_recorder_disable(struct tg_recorder_object *self)
     Py_BEGIN_ALLOW_THREADS
     tg_clock_beat_stop();  /* at most one period; nothing records any more */
     Py_END_ALLOW_THREADS
-    {
-        /* The last requests, which the flusher had not taken. */
-        uint64_t n = tg_process_sample_wanted(r);
-        if (n > 0)
-            tg_process_sample(r, n);
+    if (r->sample_every > 0) {
+        /* The last requests, which the flusher had not taken, and one line
+         * more: a reading at the run's end.  Requests come every N events, so
+         * the last one can be long before the end (a thread busy in C code makes
+         * no events); without this final line a reader drawing the last
+         * sample on to the end (memg) would draw an early reading as the RSS
+         * of the rest of the run. */
+        tg_process_sample(r, tg_process_sample_wanted(r) + 1);
     }
     /* What is buffered, written as the flusher writes it, without the GIL: a
      * slow or blocked sink stalls this thread, not the program's others

@@ -242,8 +242,11 @@ def test_live_reads_the_runs_runinfo_once(fixtures, tmp_path):
 
 def test_sizes_say_one_unit(tg, tmp_path):
     """Every size printed for people is in KB, MB... of 1024 (the tutorial's
-    KB): 10839170 bytes are 10.3 MB in threads, the report's tables and the
-    flame graph, 10.34 MB in memg-held.txt, never a MiB beside an MB."""
+    KB): 10839170 bytes are 10.3 MB in threads, the report's tables, the held
+    memory's largest peak (memg-held.txt, its graph's label, the report's
+    sentence and table: with the exact bytes beside it where it is a total) and
+    the flame graph, never a MiB beside an MB; 2 GiB held are 2.00 GB, not
+    "2048.02 MB"."""
     (tmp_path / "T.stack").write_text("1764175608.000001#/a/app.py:24:main\n"
                                       " 1764175608.100001#/a/app.py:5:load\n")
     (tmp_path / "T.mem").write_text("1764175608.200000#/a/app.py:9:load=>10839170\n"
@@ -254,12 +257,25 @@ def test_sizes_say_one_unit(tg, tmp_path):
     r = tg("memg", "--held", "--script-only", "-o", tmp_path / "h", tmp_path)
     assert r.returncode == 0, r.stderr
     held = (tmp_path / "h" / "memg-held.txt").read_text()
-    assert "10.34 MB (10839170 bytes)" in held, held
+    assert "held memory: 10.3 MB (10839170 bytes) at " in held, held
     r = tg("report", "--peak", "1", "--peak_delta_time", "0", "--peak_delta_value", "0",
            "-o", tmp_path / "r.html", tmp_path)
     assert r.returncode == 0, r.stderr
     report = (tmp_path / "r.html").read_text()
-    assert "10.3 MB" in report and "10.34 MB" in report
+    assert "10.3 MB" in report and "MB</td>" in report and "10.34" not in report
+    assert "held memory: <b>10.3 MB</b> (10839170 bytes)" in report, report
+    big = tmp_path / "big"
+    big.mkdir()
+    (big / "Big.stack").write_text("1764175608.000001#/a/app.py:24:run\n"
+                                   " 1764175608.100001#/a/app.py:5:touch\n")
+    (big / "Big.mem").write_text("1764175608.200000#/a/app.py:9:touch=>2147504128\n"
+                                 "1764175608.800000#/a/app.py:30:run=>0\n")
+    r = tg("memg", "--held", "--script-only", "-o", tmp_path / "b", big)
+    assert r.returncode == 0, r.stderr
+    held = (tmp_path / "b" / "memg-held.txt").read_text()
+    assert "held memory: 2.00 GB (2147504128 bytes) at " in held, held
+    label = (tmp_path / "b" / "memg-held-plot" / "held-peak.dat").read_text()
+    assert '"largest peak: 2.00 GB"' in label, label
     r = tg("flamegraph", "-o", tmp_path / "fg.svg", tmp_path)
     assert r.returncode == 0, r.stderr
     flame = (tmp_path / "fg.svg").read_text()

@@ -286,7 +286,10 @@ def test_graph_steps_outlier_and_process_to_the_end(tg, tmp_path):
     assert "set yrange [-625:*]\n" in gp
     peaks = (tmp_path / "memg-plot" / "memg-peaks.dat").read_text().splitlines()
     assert peaks[-1] == '101.00 -606.25 "2 (-5000 KB, off scale)" -606.25', peaks
-    # the process line runs on to the threads' last event (its last sample holding)
+    # the process line runs on to the threads' last event (its last sample
+    # holding): process.mem here ends before the threads, as a run's that did
+    # not end through disable() (killed), whose final reading (written after
+    # every event, docs/api.md "process.mem") is missing
     assert dat(tmp_path / "memg-plot" / "memg-2.dat")[-1] == ["101.000000", "11264"]
     # with --cap the user's clipping stands
     r = tg("memg", "--script-only", "--cap", "6000", "-o", tmp_path / "c",

@@ -233,3 +233,50 @@ def test_output_path_that_is_a_file(tmp_path):
     prof = threadgraph.ProcessProfile(default_log_path=str(tmp_path / "afile"))
     with pytest.raises(NotADirectoryError, match="not a directory"):
         prof.enable()
+
+
+def test_wrong_types_raise_type_error(tmp_path):
+    """docs/api.md: a value of the wrong type is a TypeError saying what is
+    expected (addSleepTrigger(5, 6) leaked an AttributeError of str.startswith
+    from the import machinery); one that does not resolve stays an ImportError
+    or AttributeError."""
+    prof = threadgraph.ProcessProfile(default_log_path=str(tmp_path / "out"))
+    with pytest.raises(TypeError, match="the filter prefix must be a str or None"):
+        prof.setFilter(5)
+    for module, name in ((5, 6), ("time", 6), (b"time", "sleep"), ("time", None)):
+        with pytest.raises(TypeError, match="a sleep trigger is a module name and an "
+                                            "attribute path, both str"):
+            prof.addSleepTrigger(module, name)
+    with pytest.raises(AttributeError):
+        prof.addSleepTrigger("time", "no_such_function")
+    with pytest.raises(ImportError):
+        prof.addSleepTrigger("no_such_module_tg", "f")
+    with pytest.raises(TypeError, match="is not a function"):
+        prof.addSleepTrigger("os", "sep")
+    assert prof._triggers == []
+    assert not os.path.exists(str(tmp_path / "out"))
+
+
+def test_compress_without_anything_to_compress_is_refused(tmp_path):
+    """compress=True with format="text" and no accounting compresses nothing:
+    a ValueError, as threadgraph run's --compress --format text is a usage
+    error (it was silently ignored); with accounting, or a capture, it stands."""
+    out = str(tmp_path / "out")
+    for kwargs in ({"format": "text"}, {"stream_factory": lambda kind: None}):
+        with pytest.raises(ValueError, match="with format='text' it needs accounting"):
+            threadgraph.ProcessProfile(default_log_path=out, compress=True, **kwargs)
+    for kwargs in ({"format": "text", "accounting": True},
+                   {"format": "text", "sample_bytes": 4096}, {"mode": "sampled"},
+                   {"format": "both"}, {}):
+        assert threadgraph.ProcessProfile(default_log_path=out, compress=True,
+                                          **kwargs).compress
+    # the attributes are read at enable(): checked there too
+    prof = threadgraph.ProcessProfile(default_log_path=out, format="text")
+    prof.compress = True
+    with pytest.raises(ValueError, match="with format='text' it needs accounting"):
+        prof.enable()
+    assert not os.path.exists(out)
+    script = tmp_path / "prog.py"
+    script.write_text("pass\n")
+    r = run(["run", "--compress", "--format", "text", "-o", out, str(script)])
+    assert r.returncode == 2 and "--compress compresses the binary capture" in r.stderr, r.stderr

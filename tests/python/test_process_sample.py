@@ -13,6 +13,7 @@ lines CA + 1 .. C1 (1-based lines of process.mem) were all read between the two
 readings (the lines CA counted may have been read before LO, but the next read
 comes after CA was counted, which is after C0 was seen), so each lies between LO
 and HI (the recorder's own buffers may grow meanwhile)."""
+import json
 import os
 import sys
 
@@ -80,7 +81,6 @@ def process_lines(run_dir, fmt):
 
 @pytest.mark.parametrize("fmt", ["text", "binary"])
 def test_samples_agree_with_statm(tmp_path, fmt):
-    import json
     # glibc keeps what is freed (no trim): the recorder's writers take and
     # free 64 KiB buffers as records flow, and glibc giving their pages back
     # and taking them again moved RSS by up to 120 pages within a step under
@@ -209,3 +209,45 @@ print(b - a, c - b)
 """ % fmt)
     per_read, loop = map(int, proc.stdout.split())
     assert loop == per_read, (loop, per_read)
+
+
+@pytest.mark.parametrize("fmt", ["text", "binary"])
+def test_last_line_is_read_at_disable(tmp_path, fmt):
+    """The run ends at a real reading: disable() writes one line more, read at
+    disable(), after the pending requests.  Here the requests (one per 1000
+    events) are few and early, then the main thread writes 64 MiB in one
+    operator (no profile event) and sleeps: without the final line process.mem
+    ended before the growth, and memg drew its last, early reading on to the
+    end of the run as if the RSS had stayed there."""
+    proc = run_scenario(tmp_path, """
+import json, os, time
+from threadgraph import ProcessProfile
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+fd = os.open("/proc/self/statm", os.O_RDONLY)
+
+def statm_rss():
+    return int(os.pread(fd, 128, 0).split()[1]) * PAGE
+
+p = ProcessProfile(format=%r, default_log_path="out")
+p.setProcessMemoryFrequence(1000)
+p.enable()
+t0 = time.time()
+block = b"x" * (64 << 20)  # every page written, in one operator: no event
+time.sleep(0.3)
+rss = statm_rss()
+p.disable()
+print(json.dumps({"t0": t0, "rss": rss, "total": p.stats()["process_samples"],
+                  "page": PAGE}))
+""" % fmt, env={"MALLOC_TRIM_THRESHOLD_": str(1 << 30)})
+    out = json.loads(proc.stdout.splitlines()[-1])
+    lines = process_lines(only_dir(tmp_path / "out"), fmt)
+    assert lines and len(lines) == out["total"], (lines, out)
+    when, size = lines[-1].split("#")
+    # read after the sleep that followed the growth (the clocks agree to far
+    # better than the 0.3 s: test_clock.py)
+    assert float(when) >= out["t0"] + 0.25, (lines, out)
+    # the RSS the program read just before disable(), within what the
+    # interpreter and the recorder allocate and give back meanwhile
+    assert abs(int(size) - out["rss"]) <= 256 * out["page"], (lines, out)
+    assert int(size) >= 64 << 20
