@@ -1161,15 +1161,8 @@ tg_open_call(struct tg_recorder *r, struct tg_thread *t, uintptr_t key,
         tg_acct_push(file, file_len, line, func, func_len, esc);
 }
 
-/* A return of KEY that is not the innermost open call's.  If KEY is open
- * further down, the calls above it returned without their return being seen
- * (a greenlet switched away from them, another profiler held the hook, a
- * frame unwound by C code): they are closed without records, counted in
- * T->unwound (and marked in the capture stream so that its pairing holds),
- * and 1 is returned: KEY is now innermost.  0 when KEY is not open at all (a
- * frame running since before enable(), or a filtered one).  Out of line: the
- * event path pays only the compare that brings it here. */
-/* Close T's calls from depth I up without records, counted as unwound. */
+/* Close T's calls from depth I up without records, counted in T->unwound
+ * (and marked in the capture stream so that its pairing holds). */
 static void
 tg_unwind_from(struct tg_recorder *r, struct tg_thread *t, size_t i, int d)
 {
@@ -1189,6 +1182,13 @@ tg_unwind_from(struct tg_recorder *r, struct tg_thread *t, size_t i, int d)
     t->depth = i;
 }
 
+/* A return of KEY that is not the innermost open call's.  If KEY is open
+ * further down, the calls above it returned without their return being seen
+ * (a greenlet switched away from them, another profiler held the hook, a
+ * frame unwound by C code): they are closed as unwound (tg_unwind_from) and
+ * 1 is returned: KEY is now innermost.  0 when KEY is not open at all (a
+ * frame running since before enable(), or a filtered one).  Out of line: the
+ * event path pays only the compare that brings it here. */
 static __attribute__((noinline, cold)) int
 tg_unwind_to(struct tg_recorder *r, struct tg_thread *t, uintptr_t key, int d)
 {
