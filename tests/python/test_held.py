@@ -132,12 +132,13 @@ def test_held_text_same_as_capture(run, tmp_path):
     check_curves(curves)
     check_shares(legend)
     cap = held(tmp_path, "cap", [os.path.join(run, "capture.tg")])[1]
-    # The same peak at the same time, the same threads; A's and B's levels
-    # agree within a thread's start-up: the capture's LEVEL marks
-    # (docs/formats.md) also count what the threads' open calls allocated and
-    # freed themselves (threading's own code around the keeps, and the main
-    # thread's starting them), which the text dumps cannot say.
-    assert legend.split(" at ")[1].split("\n")[0] == cap.split(" at ")[1].split("\n")[0]
+    # The same peak, the same threads; A's and B's levels agree within a
+    # thread's start-up: the capture's LEVEL marks (docs/formats.md) also count
+    # what the threads' open calls allocated and freed themselves (threading's
+    # own code around the keeps, and the main thread's starting them), which
+    # the text dumps cannot say -- and which can move the moment of the
+    # largest sum within the time both threads hold their all (check_shares).
+    check_shares(cap)
     a, b = shares_of(legend), shares_of(cap)
     assert list(a) == list(b)
     assert all(abs(a[k] - b[k]) <= START_UP for k in ("A", "B")), (a, b)
