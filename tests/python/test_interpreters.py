@@ -61,6 +61,33 @@ def test_own_gil_subinterpreter_import_is_refused(tmp_path):
     assert "subinterpreter" in proc.stdout, proc.stdout
 
 
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="own-GIL subinterpreters are 3.12+")
+def test_subinterpreter_import_of_the_package_is_lazy(tmp_path):
+    """docs/api.md "Interpreters": `import threadgraph` loads the recorder
+    lazily, so it succeeds in a subinterpreter; its first ProcessProfile() is
+    what raises the ImportError."""
+    proc = run_scenario(tmp_path, """
+        try:
+            import _interpreters as interp
+        except ImportError:
+            interp = None
+        code = ("import threadgraph\\nprint('imported', flush=True)\\n"
+                "threadgraph.ProcessProfile()")
+        if interp is not None:
+            res = interp.run_string(interp.create(), code)
+            print("refused" if res is not None and res.type.__name__ == "ImportError"
+                  else "loaded")
+        else:
+            import _xxsubinterpreters as interp
+            try:
+                interp.run_string(interp.create(isolated=True), code)
+                print("loaded")
+            except interp.RunFailedError:
+                print("refused")
+    """)
+    assert proc.stdout.split() == ["imported", "refused"], (proc.stdout, proc.stderr)
+
+
 def test_free_threaded_build_is_refused(tmp_path):
     """setup.py stops with a plain message when the Python it builds for has no
     GIL (Py_GIL_DISABLED, 3.13t).  No free-threaded Python is installed here:
