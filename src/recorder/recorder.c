@@ -622,10 +622,6 @@ tg_event_us_capture(struct tg_recorder *r)
                         : tg_clock_now_us_cached(&tg_tls.clock);
 }
 
-/* tg_cap_reserve's slow path: the writer's (a full or empty buffer, a
- * stopped stream), and the pending "dropped" mark, which diverted the
- * reserve here (tg_cap_drop).  Out of line: the event path keeps only the
- * writer's one compare. */
 /* The LEVEL mark of T at P (docs/formats.md): T's memory now and when each
  * of its open calls in the stream was made, counted from its stream's start
  * (cap_level0); at most tg_cap_level_room(T) bytes.  T's own thread. */
@@ -657,6 +653,10 @@ tg_cap_enc_level_of(unsigned char *p, const struct tg_thread *t)
     return np;
 }
 
+/* tg_cap_reserve's slow path: the writer's (a full or empty buffer, a
+ * stopped stream), and the pending "dropped" mark, which diverted the
+ * reserve here (tg_cap_drop).  Out of line: the event path keeps only the
+ * writer's one compare. */
 static __attribute__((noinline, cold)) unsigned char *
 tg_cap_reserve_slow(struct tg_thread *t)
 {
@@ -1257,13 +1257,6 @@ tg_write_return(struct tg_recorder *r, struct tg_thread *t, const char *file, si
     }
 }
 
-/* The countdown reached 0: ask the flusher for a process.mem sample (it reads
- * /proc/self/statm and writes one line per request: tg_process_sample) and
- * restart the countdown.  No system call: a relaxed load and store of the
- * request count (every event holds the GIL).  Out of line: one event in
- * sample_every.  Without sampling (sample_every 0) the countdown starts at 0
- * and wraps, so it comes back here once in 2^64 events, to be parked again:
- * the event path tests the countdown alone. */
 /* The LEVEL mark of the calling thread (docs/formats.md): its memory since
  * its stream began, between its stream's last record and its next one.  Only
  * where it needs no buffer of its own: with no room (or a DROPPED mark
@@ -1288,6 +1281,16 @@ tg_level_mark(struct tg_recorder *r)
         tg_level_mark_of(t);
 }
 
+/* The countdown reached 0, at the nearer of a process.mem request and a
+ * LEVEL mark (tg_countdowns_start): ask the flusher for a sample when one is
+ * due (it reads /proc/self/statm and writes one line per request:
+ * tg_process_sample), write the calling thread's mark when one is due, and
+ * restart the countdown at the next of the two.  No system call: a relaxed
+ * load and store of the request count (every event holds the GIL).  Out of
+ * line: one event in min(sample_every, TG_LEVEL_EVENTS).  With neither (no
+ * sampling, no marks) the countdown starts at 0 and wraps, so it comes back
+ * here once in 2^64 events, to be parked again: the event path tests the
+ * countdown alone. */
 static __attribute__((noinline, cold)) void
 tg_sample_request(struct tg_recorder *r)
 {
