@@ -1492,7 +1492,6 @@ cap_next(struct tg_capcur *c, struct tg_cap_rec_data *r, const unsigned want, st
 					c->starts[k] = at;
 			}
 			c->n_starts = ok ? n : 0;
-			v = (uint64_t)level;
 			if (want & TG_CAP_WANT_LEVEL) {
 				c->p = p;
 				r->type = TG_CAP_REC_LEVEL;

@@ -722,15 +722,20 @@ tg_cap_shadow_level(struct tg_cap_shadow *s, int64_t level, const unsigned char 
 
     if (tg_cap_get_varint(p, end, &n) < 0)
         return -1;
-    if (n != s->depth) {  /* not a mark of these calls: skipped */
-        while (n-- > 0)
-            if (tg_cap_get_varint(p, end, &v) < 0)
-                return -1;
-        return 0;
-    }
     while (s->depth >= s->open_cap)
         if (tg_cap_shadow_grow(s) < 0)
             return -1;
+    if (n != s->depth) {
+        /* starts not of these calls: the memory alone, what the sums missed
+         * put at the innermost open call's depth (live.c's rule) */
+        while (n-- > 0)
+            if (tg_cap_get_varint(p, end, &v) < 0)
+                return -1;
+        s->lvl[s->depth] += level - s->mem;
+        s->top = s->top > s->depth ? s->top : s->depth;
+        s->mem = level;
+        return 0;
+    }
     for (k = s->depth + 1; k <= s->top; k++)
         s->lvl[k] = 0;
     for (k = 0; k < n; k++) {

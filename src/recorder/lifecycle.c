@@ -601,6 +601,16 @@ tg_ts_add(struct timespec t, long ns)
     return t;
 }
 
+/* Every thread's next capture record through its slow path, which writes a
+ * LEVEL mark after it (tg_divert_thread_cap); the time of the next, from NOW.
+ * The flusher, with level_marks. */
+static struct timespec
+tg_divert_all_caps(struct tg_recorder *r, struct timespec now)
+{
+    tg_thread_table_each(&r->table, tg_divert_thread_cap, NULL);
+    return tg_ts_add(now, TG_LEVEL_PERIOD_NS);
+}
+
 /* The flusher lets go of flusher_lock to work (write, sample): busy while it
  * works.  flusher_lock held. */
 static void
@@ -685,9 +695,8 @@ tg_flusher_main(void *arg)
                 /* awake anyway (a poll or a kick): LEVEL marks every
                  * TG_LEVEL_PERIOD_NS, not only every flush period */
                 tg_flusher_leave(r);
-                tg_thread_table_each(&r->table, tg_divert_thread_cap, NULL);
+                level_at = tg_divert_all_caps(r, now);
                 tg_flusher_back(r);
-                level_at = tg_ts_add(now, TG_LEVEL_PERIOD_NS);
             }
             if (woke) {
                 /* Kicked, or a poll (TG_QUEUE_POLL_NS): buffers
@@ -719,10 +728,8 @@ tg_flusher_main(void *arg)
         tg_flusher_leave(r);
         tg_clock_tick();  /* re-anchor the timestamps to CLOCK_REALTIME */
         tg_flush_all_fd(r);
-        if (r->level_marks) {  /* each thread's next record: a LEVEL mark after */
-            tg_thread_table_each(&r->table, tg_divert_thread_cap, NULL);
-            level_at = tg_ts_add(now, TG_LEVEL_PERIOD_NS);
-        }
+        if (r->level_marks)
+            level_at = tg_divert_all_caps(r, now);
         if (r->aggregate && ++agg_ticks >= TG_AGG_PERIOD_TICKS) {
             agg_ticks = 0;
             tg_agg_write(&r->agg, r->outdir, tg_clock_gettime_ns() / 1000);
