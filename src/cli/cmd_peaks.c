@@ -79,6 +79,9 @@ int cmd_peaks(int argc, char **argv)
 	if ((ret = tg_cli_dumpset(&files, argv, nargs, TG_VIEW_MEM)))
 		goto out;
 	o.has_time = tg_cli_has_time(&files, &c);
+	/* as memg's: the peaks' spacing goes by its graph's span (tg_memg_xspan) */
+	o.has_origin = tg_cli_time_origin(files.cap, &o.origin) ||
+		       tg_cli_text_origin(&files, &o.origin);
 	if ((ret = tg_cli_peak_opts(&p, &o, peaks_usage)))
 		goto out;
 	if (tg_marks_read_near(&marks, files.v, files.n, &d) < 0) {

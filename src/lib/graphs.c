@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "fmt.h"
+#include "gptitle.h"
 #include "graphs.h"
 #include "recsrc.h"
 #include "tg_format.h"
@@ -193,7 +194,7 @@ int tg_nesting_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 	size_t plotted = 0, shown = 0, k = 0;
 	const char *sep = "plot ";
 	int ret = -1;
-	char name[64];
+	char name[64], **titles = NULL;
 
 	tg_timeaxis_init(&ta, !o->has_time ? TG_TIME_NONE :
 			 o->clock ? TG_TIME_CLOCK : TG_TIME_ELAPSED);
@@ -233,6 +234,10 @@ int tg_nesting_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 	}
 	/* as memg: the threads with the most calls in colour, the rest in grey */
 	tg_gp_pick_top(act, n, TG_MEMG_TOP_THREADS, show);
+	if (!(titles = tg_gp_thread_titles(files, n, show))) {
+		tg_error(d, "out of memory");
+		goto out;
+	}
 	if (graph_script(&script, po, &pf, "nesting", d) < 0)
 		goto out;
 	/* offsets: the deepest and the outermost calls are not drawn on the frame */
@@ -260,7 +265,7 @@ int tg_nesting_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 			continue;
 		fprintf(script.f, "%s'nesting-%zu.dat' using (tx($1)):2 with points lt %zu "
 			"ps nps title ", sep, i, k++ % TG_GP_STYLES + 1);
-		tg_gp_quote(script.f, files[i].thread, strlen(files[i].thread));
+		tg_gp_quote(script.f, titles[i], strlen(titles[i]));
 		sep = ", \\\n     ";
 	}
 	if (shown < plotted)
@@ -272,6 +277,7 @@ int tg_nesting_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 	ret = tg_plot_finish(po, &pf, "nesting", &script, NULL, d);
 out:
 	tg_plot_files_release(&pf);
+	free(titles);
 	free(events);
 	free(act);
 	free(show);
@@ -334,6 +340,8 @@ int tg_interleave_run(const struct tg_graph_opts *o, const struct tg_plot_opts *
 	char first[48], last[48];
 	size_t flen = 0, llen = 0;
 	unsigned long segments = 0;
+	const char *names[40];  /* the tic labels' threads (40 at most) */
+	char **titles = NULL;
 
 	tg_timeaxis_init(&ta, o->clock ? TG_TIME_CLOCK : TG_TIME_ELAPSED);
 	if (o->has_origin)
@@ -422,11 +430,20 @@ int tg_interleave_run(const struct tg_graph_opts *o, const struct tg_plot_opts *
 		"set ylabel 'Thread'\nset grid\nset ytics %zu\nset yrange [-1:%zu]\n",
 		k > 40 ? (k + 19) / 20 : 1, k);
 	if (k <= 40) {  /* the threads by name; more would not fit: numbers, as the legend */
+		for (i = 0; i < k; i++)
+			names[i] = in[i].df->thread;
+		if (!(titles = tg_gp_titles(names, k))) {
+			tg_error(d, "out of memory");
+			tg_aout_abort(&script);
+			tg_aout_abort(&legend);
+			goto out;
+		}
 		fputs("set ytics (", script.f);
 		for (i = 0; i < k; i++) {
 			if (i)
 				fputs(", ", script.f);
-			tg_gp_quote_label(script.f, in[i].df->thread, strlen(in[i].df->thread), 30);
+			tg_gp_quote_label(script.f, titles[i], strlen(titles[i]),
+					  strlen(titles[i]));
 			fprintf(script.f, " %u", in[i].index);
 		}
 		fputs(")\n", script.f);
@@ -439,6 +456,7 @@ int tg_interleave_run(const struct tg_graph_opts *o, const struct tg_plot_opts *
 	ret = tg_plot_finish(po, &pf, "interleave", &script, &legend, d);
 out:
 	tg_plot_files_release(&pf);
+	free(titles);
 	if (dat_open)
 		tg_aout_abort(&dat);
 	for (i = 0; i < n; i++)

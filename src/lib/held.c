@@ -12,6 +12,7 @@
 #include "aggfile.h"
 #include "capture_read.h"
 #include "fmt.h"
+#include "gptitle.h"
 #include "held.h"
 #include "marks_plot.h"
 #include "markup.h"
@@ -722,9 +723,11 @@ static int held_level_at(const char *dir, const char *name, const struct tg_held
 	return 0;
 }
 
-static void held_script(FILE *f, const struct tg_memg_opts *o, const struct tg_dumpfile *files,
-			size_t n, const unsigned char *series, const unsigned char *show,
-			size_t shown, size_t nseries, int has_others, int process,
+/* titles[i]: the key title of file i's series (gptitle.h) */
+static void held_script(FILE *f, const struct tg_memg_opts *o, size_t n,
+			const unsigned char *series, const unsigned char *show,
+			char *const *titles, size_t shown, size_t nseries, int has_others,
+			int process,
 			const struct tg_timeaxis *ta, const struct tg_held_peak *p,
 			const struct tg_marks *m)
 {
@@ -754,7 +757,7 @@ static void held_script(FILE *f, const struct tg_memg_opts *o, const struct tg_d
 			continue;
 		fprintf(f, "%s'held-%zu.dat' using (tx($1)):($2/1048576) with steps lt %zu lw 2 "
 			"title ", sep, i, k++ % TG_GP_STYLES + 1);
-		tg_gp_quote(f, files[i].thread, strlen(files[i].thread));
+		tg_gp_quote(f, titles[i], strlen(titles[i]));
 		sep = ", \\\n     ";
 	}
 	fprintf(f, "%s'held-all.dat' using (tx($1)):($2/1048576) with steps lt %d lw 1 dt 2 "
@@ -787,6 +790,7 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	double *act = calloc(n ? n : 1, sizeof(*act));
 	size_t top = o->top_threads ? (size_t)o->top_threads : TG_MEMG_TOP_THREADS;
 	size_t nseries = 0, shown = 0;
+	char **titles = NULL;
 	int ret = -1, has_others = 0, process = 0, have_end = 0;
 	double t_end = 0;
 	char name[64], end[64] = "";
@@ -851,8 +855,10 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		goto out;
 	}
 	tg_gp_pick_top(act, n, top, show);
-	for (size_t i = 0; i < n; i++)
-		shown += series[i] && show[i];
+	for (size_t i = 0; i < n; i++) {
+		show[i] = series[i] && show[i];  /* act is 0, not < 0, for the others */
+		shown += show[i];
+	}
 	for (size_t i = 0; i < n && !o->no_process; i++) {
 		struct tg_memg_stats st;
 
@@ -962,8 +968,14 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		tg_aout_abort(&legend);
 		goto out;
 	}
-	held_script(script.f, o, files, n, series, show, shown, nseries, has_others, process,
-		    &ta, &p, &marks);
+	if (!(titles = tg_gp_thread_titles(files, n, show))) {
+		tg_error(d, "out of memory");
+		tg_aout_abort(&script);
+		tg_aout_abort(&legend);
+		goto out;
+	}
+	held_script(script.f, o, n, series, show, titles, shown, nseries, has_others,
+		    process, &ta, &p, &marks);
 	if (r && r->plotting && tg_plot_draws(po))
 		r->plotting(r->ctx);
 	ret = tg_plot_finish(po, &pf, "memg-held", &script, &legend, d);
@@ -975,6 +987,7 @@ out:
 	tg_plot_files_release(&pf);
 	tg_held_peak_release(&p);
 	tg_marks_release(&marks);
+	free(titles);
 	free(hs);
 	free(series);
 	free(show);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "fmt.h"
+#include "gptitle.h"
 #include "marks.h"
 #include "marks_plot.h"
 #include "memg.h"
@@ -108,6 +109,8 @@ static void memg_series_add(struct memg_series *s, const char *x, size_t xlen,
 /* Counts a plotted value (thousandths of KB) at x into st's extremes and last point. */
 static void memg_stats_see(struct tg_memg_stats *st, double x, long long y)
 {
+	if (st->events == 1)
+		st->x_first = x;
 	st->x_last = x;
 	st->y_last = y;
 	if (y > st->hi[0]) {
@@ -277,10 +280,38 @@ release:
 	return ret;
 }
 
+void tg_memg_extent_see(struct tg_memg_extent *e, const struct tg_memg_stats *st)
+{
+	if (!st->events)
+		return;
+	if (!e->seen || st->x_first < e->first)
+		e->first = st->x_first;
+	if (!e->seen || st->x_last > e->last)
+		e->last = st->x_last;
+	e->seen = 1;
+}
+
+double tg_memg_xspan(const struct tg_memg_opts *o, const struct tg_memg_extent *e,
+		     double *lo, double *hi)
+{
+	*lo = e->seen ? e->first : 0;
+	*hi = e->seen ? e->last : 0;
+	if (o->has_time && o->has_origin && e->seen && o->origin < *lo)
+		*lo = o->origin;
+	if (o->has_from)
+		*lo = o->from;
+	if (o->has_to)
+		*hi = o->to;
+	return *hi > *lo ? *hi - *lo : 0;
+}
+
 int tg_peaks_collect(const struct tg_memg_opts *o, const struct tg_dumpfile *files,
 		     size_t n, struct tg_peaks *peaks, const struct tg_memg_report *r,
 		     struct tg_diag *d)
 {
+	struct tg_memg_extent ext = { 0 };
+	double lo, hi;
+
 	for (size_t i = 0; i < n; i++) {
 		struct tg_memg_stats st;
 
@@ -296,8 +327,9 @@ int tg_peaks_collect(const struct tg_memg_opts *o, const struct tg_dumpfile *fil
 			return -1;
 		if (!st.events && r && r->skip)
 			r->skip(r->ctx, &files[i], "no events");
+		tg_memg_extent_see(&ext, &st);
 	}
-	tg_peaks_select(peaks, &o->peak);
+	tg_peaks_select(peaks, &o->peak, tg_memg_xspan(o, &ext, &lo, &hi));
 	if (o->has_time && tg_peaks_call_starts(peaks, files, n, d) < 0)
 		return -1;
 	return 0;
@@ -311,12 +343,14 @@ int tg_peak_write_legend(FILE *f, const struct tg_peaks *p, const struct tg_peak
 	return putc('\n', f) == EOF ? EOF : 0;
 }
 
-/* Writes the plot command's series: threads (top ones styled, the rest grey),
- * process, peaks, and the phases' key entries. */
+/* Writes the plot command's series: threads (top ones styled, the rest grey;
+ * titles[i]: file i's key title, gptitle.h), process, peaks, and the phases'
+ * key entries. */
 static void memg_plot_lines(FILE *f, const struct tg_memg_opts *o,
 			    const struct tg_dumpfile *files, size_t n,
 			    const struct tg_memg_stats *st, const unsigned char *show,
-			    size_t others, int peaks, const struct tg_marks *m)
+			    char *const *titles, size_t others, int peaks,
+			    const struct tg_marks *m)
 {
 	const char *sep = "plot ";
 	size_t i, k = 0;
@@ -334,7 +368,7 @@ static void memg_plot_lines(FILE *f, const struct tg_memg_opts *o,
 			continue;
 		fprintf(f, "%s'memg-%zu.dat' using (tx($1)):2 with steps lt %zu title ", sep, i,
 			k++ % TG_GP_STYLES + 1);
-		tg_gp_quote(f, files[i].thread, strlen(files[i].thread));
+		tg_gp_quote(f, titles[i], strlen(titles[i]));
 		sep = ", \\\n     ";
 	}
 	if (others)
@@ -370,7 +404,8 @@ static void memg_plot_lines(FILE *f, const struct tg_memg_opts *o,
  * before.  The graph's geometry is estimated (plot area about 70% of the width,
  * the key being outside, and 85% of the height; a digit 7 px wide, a line 16
  * px), which is enough to tell labels apart.  label_y[i] gets peak i's label
- * height in KB; x0..x1 and y0..y1 are the data ranges.
+ * height in KB; x0..x1 is the graph's x extent (tg_memg_xspan), y0..y1 the
+ * data's range.
  */
 #define MEMG_CHAR_PX 7.0
 #define MEMG_LINE_PX 16.0
@@ -574,7 +609,8 @@ done:
 static void memg_script(FILE *f, const struct tg_memg_opts *o,
 			const struct tg_dumpfile *files, size_t n,
 			const struct tg_memg_stats *st, const unsigned char *show,
-			const struct tg_timeaxis *ta, int peaks, long long clip_lo,
+			char *const *titles, const struct tg_timeaxis *ta, int peaks,
+			long long clip_lo,
 			long long clip_hi, const struct tg_marks *mk)
 {
 	char m[TG_FMT_MILLI_MAX];
@@ -623,7 +659,7 @@ static void memg_script(FILE *f, const struct tg_memg_opts *o,
 	if (o->has_time)
 		tg_marks_plot_objects(f, mk, ta, o->has_from ? o->from : -INFINITY,
 				      o->has_to ? o->to : INFINITY);
-	memg_plot_lines(f, o, files, n, st, show, threads - shown, peaks, mk);
+	memg_plot_lines(f, o, files, n, st, show, titles, threads - shown, peaks, mk);
 }
 
 int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
@@ -642,8 +678,10 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		TG_MEMG_TOP_THREADS;
 	int ret = -1, have_end = 0;
 	char name[64];
-	double threads_end = 0;
+	double threads_end = 0, x0, x1;
 	long long clip_lo = 0, clip_hi = 0;
+	struct tg_memg_extent ext = { 0 };
+	char **titles = NULL;
 
 	tg_peaks_init(&peaks);
 	tg_marks_init(&marks);
@@ -722,7 +760,11 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		goto out;
 	}
 	tg_gp_pick_top(act, n, top, show);
-	tg_peaks_select(&peaks, &o->peak);
+	for (i = 0; i < n; i++)
+		if (files[i].kind == TG_DUMP_MEM)
+			tg_memg_extent_see(&ext, &st[i]);
+	/* the span `peaks` takes too (tg_peaks_collect): its numbers are our labels */
+	tg_peaks_select(&peaks, &o->peak, tg_memg_xspan(o, &ext, &x0, &x1));
 	if (ta.seen && ta.t1 > ta.t0) {
 		size_t series = 0, columns;
 		for (i = 0; i < n; i++)
@@ -752,7 +794,7 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		char m[TG_FMT_MILLI_MAX], ml[TG_FMT_MILLI_MAX], text[96];
 		double *py = malloc(peaks.n * sizeof(*py)), *ly = malloc(peaks.n * sizeof(*ly));
 		int *len = malloc(peaks.n * sizeof(*len));
-		double x0 = ta.seen ? ta.t0 : 0, x1 = ta.seen ? ta.t1 : 0, y0 = 0, y1 = 0;
+		double y0 = 0, y1 = 0;
 
 		if (!py || !ly || !len) {
 			free(py);
@@ -766,8 +808,6 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 				continue;
 			y0 = fmin(y0, st[i].lo[0] / 1000.0);
 			y1 = fmax(y1, st[i].hi[0] / 1000.0);
-			if (!ta.seen)
-				x1 = fmax(x1, st[i].x_last);
 		}
 		if (clip_lo)
 			y0 = clip_lo / 1000.0;
@@ -820,11 +860,15 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		tg_aout_release(&dat);
 	}
 
+	if (!(titles = tg_gp_thread_titles(files, n, show))) {
+		tg_error(d, "out of memory");
+		goto out_legend;
+	}
 	if (tg_aout_open(&script, pf.dir, "memg.gp", d) < 0)
 		goto out_legend;
 	tg_gp_preamble(script.f, po, "memg");
-	memg_script(script.f, o, files, n, st, show, &ta, peaks.n != 0, clip_lo, clip_hi,
-		    &marks);
+	memg_script(script.f, o, files, n, st, show, titles, &ta, peaks.n != 0, clip_lo,
+		    clip_hi, &marks);
 	if (r && r->plotting && tg_plot_draws(po))
 		r->plotting(r->ctx);
 	ret = tg_plot_finish(po, &pf, "memg", &script, &legend, d);
@@ -836,6 +880,7 @@ out:
 	tg_plot_files_release(&pf);
 	tg_peaks_release(&peaks);
 	tg_marks_release(&marks);
+	free(titles);
 	free(st);
 	free(act);
 	free(show);

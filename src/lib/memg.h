@@ -54,6 +54,7 @@ struct tg_memg_report {
 /* What reading one file found. */
 struct tg_memg_stats {
 	unsigned long events;    /* events in range */
+	double x_first;          /* x of the first event in range (with events) */
 	double moved_kb;         /* sum of |DELTA| in range (KB): a thread's activity */
 	double x_last;           /* x of the last event in range (with events) */
 	long long y_last;        /* its plotted value, thousandths of KB */
@@ -79,6 +80,27 @@ int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *
 int tg_memg_read_process(const struct tg_memg_opts *o, const struct tg_dumpfile *df,
 			 FILE *out, struct tg_memg_stats *st, struct tg_timeaxis *ta,
 			 struct tg_diag *d);
+
+/* The extent of the thread events in range, file by file (tg_memg_xspan). */
+struct tg_memg_extent {
+	int seen;                /* a thread file had events in range */
+	double first, last;      /* x of the first and the last of them */
+};
+
+/* Widens e by the thread file whose reading gave *st (no events: no change). */
+void tg_memg_extent_see(struct tg_memg_extent *e, const struct tg_memg_stats *st);
+
+/*
+ * The x extent of memg's graph (seconds, or event indexes without times), by
+ * which peaks are spaced (peaks.h tg_peaks_select) and their labels placed:
+ * from --time_from, else from the run's start when known and earlier than the
+ * first thread event (the elapsed axis's zero), else from that event; to
+ * --time_to, else to the last thread event (e: those in range).  The process
+ * line is left out: `peaks` does not read it, and its numbers must be memg's
+ * labels.  Sets *lo and *hi; returns hi - lo, or 0 when that is not positive.
+ */
+double tg_memg_xspan(const struct tg_memg_opts *o, const struct tg_memg_extent *e,
+		     double *lo, double *hi);
 
 /*
  * Collects and selects the peaks of the thread files among files[0..n) (stack

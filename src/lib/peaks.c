@@ -98,17 +98,14 @@ static int peaks_cmp_id(const void *a, const void *b)
 }
 
 /* Scaled spacing: largest first (the wrappers last), none within span /
- * TG_PEAKS_SCALED_SHARE of another kept one; then back in time order. */
-static void peaks_select_scaled(struct tg_peaks *p)
+ * TG_PEAKS_SCALED_SHARE of another kept one; then back in time order.  The
+ * span is the graph's, not the candidates': candidates all in one burst of a
+ * few ms were otherwise all kept, their labels piled in one column. */
+static void peaks_select_scaled(struct tg_peaks *p, double span)
 {
-	double lo = p->v[0].x, hi = p->v[0].x, gap;
+	double gap = span > 0 ? span / TG_PEAKS_SCALED_SHARE : 0;
 	size_t i, j, kept = 0;
 
-	for (i = 1; i < p->n; i++) {
-		lo = fmin(lo, p->v[i].x);
-		hi = fmax(hi, p->v[i].x);
-	}
-	gap = (hi - lo) / TG_PEAKS_SCALED_SHARE;
 	/* peaks_cmp_size breaks ties by id: time order */
 	qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_time);
 	for (i = 0; i < p->n; i++)
@@ -128,14 +125,14 @@ static void peaks_select_scaled(struct tg_peaks *p)
 		p->v[i].id = i;
 }
 
-void tg_peaks_select(struct tg_peaks *p, const struct tg_peak_opts *o)
+void tg_peaks_select(struct tg_peaks *p, const struct tg_peak_opts *o, double span)
 {
 	size_t i, kept = 0;
 
 	if (!p->n)
 		return; /* p->v may be NULL: qsort must not see it */
 	if (o->scaled) {
-		peaks_select_scaled(p);
+		peaks_select_scaled(p, span);
 		return;
 	}
 	qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_time);

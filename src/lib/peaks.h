@@ -8,10 +8,13 @@
  * line kept for the legend.
  *
  * With `scaled` (no --peak_delta_time or --peak_delta_value given) the spacing
- * scales with the run instead: the candidates are taken largest |delta| first,
- * each kept when no kept peak lies within a TG_PEAKS_SCALED_SHARE-th of the
- * candidates' time span of it; the original's 60 s, meant for long runs, kept
- * one peak of a run shorter than a second, and not its largest.
+ * scales with the graph instead: the candidates are taken largest |delta|
+ * first, each kept when no kept peak lies within a TG_PEAKS_SCALED_SHARE-th of
+ * the graph's time span (memg.h tg_memg_xspan) of it, so at most about that
+ * many labels stand across the graph's width however the candidates cluster;
+ * the original's 60 s, meant for long runs, kept one peak of a run shorter than
+ * a second, and not its largest.  (The candidates' own span, used before, let
+ * a burst of returns within a few ms keep every one, labels piled up.)
  */
 #ifndef TG_PEAKS_H
 #define TG_PEAKS_H
@@ -30,7 +33,8 @@ struct tg_peak_opts {
 				  delta_time and delta_value_kb unused */
 };
 
-/* With scaled spacing, kept peaks are at least this fraction of the span apart. */
+/* With scaled spacing, kept peaks are more than this fraction of the graph's
+ * span apart. */
 #define TG_PEAKS_SCALED_SHARE 40
 
 struct tg_peak {
@@ -78,8 +82,10 @@ int tg_peaks_add(struct tg_peaks *p, const struct tg_peak *c, const char *time_t
 		 size_t time_len, const char *rest, size_t rest_len, struct tg_diag *d);
 
 /* Keeps the peaks among the candidates (as described above), in time order
- * (then thread, then line), numbered from 0. */
-void tg_peaks_select(struct tg_peaks *p, const struct tg_peak_opts *o);
+ * (then thread, then line), numbered from 0.  span: the x extent of the graph
+ * the peaks label (seconds, or event indexes without times; memg.h
+ * tg_memg_xspan), which the scaled spacing divides; unused otherwise. */
+void tg_peaks_select(struct tg_peaks *p, const struct tg_peak_opts *o, double span);
 
 /*
  * Fills the call_start of the peaks of text dumps (files[0..n)) from the .stack

@@ -32,7 +32,7 @@ int main(void)
 	add(&p, 170.0, -300 * 1024, 1, 8);  /* 9 s but 620 KB from 161: kept */
 	add(&p, 171.0, 100 * 1024, 1, 10);  /* 1 s, 400 KB: dropped */
 	add(&p, 50.0, 900 * 1024, 2, 1);    /* earliest: kept first */
-	tg_peaks_select(&p, &o);
+	tg_peaks_select(&p, &o, 200);
 	CHECK_INT(p.n, 4);
 	CHECK(p.v[0].x == 50.0 && p.v[0].id == 0);
 	/* 100 is 50 s after 50 but 600 KB away in value: kept */
@@ -57,9 +57,32 @@ int main(void)
 		add(&p, 1.0, 4096, 0, 2);
 		add(&p, 1.0, 8192, 0, 3);
 		add(&p, 2.0, 8192, 0, 4);
-		tg_peaks_select(&p, &z);
+		tg_peaks_select(&p, &z, 1);
 		CHECK_INT(p.n, 3);
 		CHECK_INT(p.v[1].lineno, 3);
+		tg_peaks_release(&p);
+	}
+	/* scaled: a burst of 18 candidates within 12 ms of a 1 s graph keeps only
+	 * those more than 1/40 of the graph (25 ms) apart, the largest first; the
+	 * burst's own span (12 ms) kept all 18 */
+	{
+		struct tg_peak_opts sc = { .peak_kb = 200, .scaled = 1 };
+		tg_peaks_init(&p);
+		for (unsigned i = 0; i < 18; i++)
+			add(&p, 1.0 + i * 0.0007, (300 + (i == 9) * 100) * 1024, i, 1);
+		add(&p, 0.5, 250 * 1024, 0, 2);  /* alone: kept */
+		tg_peaks_select(&p, &sc, 1.02);
+		CHECK_INT(p.n, 2);
+		CHECK(p.v[0].x == 0.5 && p.v[0].id == 0);
+		CHECK(p.v[1].thread == 9 && p.v[1].id == 1);  /* the burst's largest */
+		tg_peaks_release(&p);
+
+		/* the candidates' span alone (the graph no wider): 1 of 40 apart */
+		tg_peaks_init(&p);
+		for (unsigned i = 0; i < 18; i++)
+			add(&p, 1.0 + i * 0.0007, 300 * 1024, i, 1);
+		tg_peaks_select(&p, &sc, 17 * 0.0007);
+		CHECK_INT(p.n, 18);
 		tg_peaks_release(&p);
 	}
 	TG_TEST_DONE();
