@@ -337,15 +337,44 @@ def enable_saying_warnings(prof):
     for w in caught:
         text = str(w.message)
         if text.startswith("threadgraph: "):
-            sys.stderr.write(term_safe(text) + "\n")
-            sys.stderr.flush()
+            err.write(term_safe(text) + "\n")
+            err.flush()
         else:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
 
 
+class OwnStderr:
+    """Where threadgraph's own lines go: the program's sys.stderr, best effort.
+    Nothing when the program has no stderr (started with it closed, python sets
+    sys.stderr to None), and nothing more once a write failed (a pipe whose
+    reader has gone, as `2>&1 | head -1`): as python's own messages, they never
+    change whether the program runs or its exit status."""
+
+    def __init__(self):
+        self.broken = False
+
+    def write(self, text):
+        self._do("write", text)
+
+    def flush(self):
+        self._do("flush")
+
+    def _do(self, what, *args):
+        stream = sys.stderr
+        if self.broken or stream is None:
+            return
+        try:
+            getattr(stream, what)(*args)
+        except (OSError, ValueError):
+            self.broken = True
+
+
+err = OwnStderr()
+
+
 def say(msg):
-    sys.stderr.write("threadgraph: %s\n" % term_safe(msg))
-    sys.stderr.flush()
+    err.write("threadgraph: %s\n" % term_safe(msg))
+    err.flush()
 
 
 # What must not reach a terminal raw (the C side's tg_unsafe_seq): C0 controls
@@ -484,6 +513,18 @@ def threads_to_wait_for():
     return [t for t in threading.enumerate() if t is not me and not t.daemon and t.is_alive()]
 
 
+def take_threading_atexits():
+    """The functions registered with threading._register_atexit (3.9+), last
+    registered first (the order threading._shutdown calls them in), taken off
+    its list so that they are called once."""
+    atexits = getattr(threading, "_threading_atexits", None)
+    if not atexits:
+        return []
+    calls = list(reversed(atexits))
+    del atexits[:]
+    return calls
+
+
 def report_exception(exc_type, exc, tb):
     """Print a traceback as python would, without threadgraph's own frames: run's
     below the program, and the wrapper of a failed os.exec* (profiler.py)."""
@@ -498,7 +539,43 @@ def report_exception(exc_type, exc, tb):
         while entry.tb_next is not None and entry.tb_next.tb_frame.f_code is OS_EXEC_CODE:
             entry.tb_next = entry.tb_next.tb_next
         entry = entry.tb_next
-    traceback.print_exception(exc_type, exc, tb)
+    traceback.print_exception(exc_type, exc, tb, file=err)
+
+
+def report_failure(failure):
+    """Print how the program failed, as python does at its end: the uncaught
+    exception's traceback, or the message of sys.exit("message")."""
+    if failure[0] == "exception":
+        report_exception(*failure[1])
+    else:
+        err.write("%s\n" % (failure[1],))
+        err.flush()
+
+
+def run_program_atexits(quiet):
+    """Call the program's atexit functions now, last registered first, while
+    the profile records them: python calls them after the joins, and they are
+    the program's code (a final save, a pool's shutdown, threads they start).
+    Called quiet (this function is ours); what records is atexit's
+    _run_exitfuncs, the CPython function that calls them, and their calls.
+    threadgraph's own (profiler._atexit, registered at enable(), before any of
+    the program's) is taken off for them and put back after, for the
+    interpreter's end.  An exception in one is printed by atexit as at exit;
+    3.8 and 3.9 raise the last one again here, which python ignores at its
+    end, as this does.  Emptied, the list calls nothing twice."""
+    import atexit
+    from threadgraph import profiler
+
+    atexit.unregister(profiler._atexit)
+    quiet(False)
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:  # printed already, as python's end does
+        pass
+    finally:
+        quiet(True)
+    if profiler._HOOKS_INSTALLED:
+        atexit.register(profiler._atexit)
 
 
 def exit_message_of(exc):
@@ -774,12 +851,12 @@ def _print_next_aggregate(shown, opts):
     no_time = "--no_time " if opts.no_timestamps else ""
     q = shell_quote(shown)
     say("next (aggregate run: call paths and memory curves in aggregate.tga):")
-    sys.stderr.write("    threadgraph summary %s\n" % q)
-    sys.stderr.write("    threadgraph folded --metric delta %s\n" % q)
-    sys.stderr.write("    threadgraph %smemg %s\n" % (no_time, q))
-    sys.stderr.write("    threadgraph %sreport %s -o %s\n" % (
+    err.write("    threadgraph summary %s\n" % q)
+    err.write("    threadgraph folded --metric delta %s\n" % q)
+    err.write("    threadgraph %smemg %s\n" % (no_time, q))
+    err.write("    threadgraph %sreport %s -o %s\n" % (
         no_time, q, shell_quote(os.path.join(shown, "report.html"))))
-    sys.stderr.flush()
+    err.flush()
 
 
 def _open_text(path):
@@ -932,10 +1009,10 @@ def _print_next_sampled(out_dir, shown, opts):
             else:  # the peak fell between two readings
                 when = "highest reading %d B%s" % (
                     top[0], (" at " + clock_time(top[1], start)) if top[1] is not None else "")
-            sys.stderr.write(("    %-*s  %d B  %s" % (width, term_safe(name), peak, when)).rstrip()
+            err.write(("    %-*s  %d B  %s" % (width, term_safe(name), peak, when)).rstrip()
                              + "\n")
         if len(ranked) > TOP_PEAKS:
-            sys.stderr.write("    ... and %d more thread%s (threadgraph summary)\n"
+            err.write("    ... and %d more thread%s (threadgraph summary)\n"
                              % (len(ranked) - TOP_PEAKS, "" if len(ranked) == TOP_PEAKS + 1 else "s"))
     snap = latest_snapshot(out_dir, "peak")
     got = read_snapshot_sites(snap) if snap else None
@@ -950,26 +1027,26 @@ def _print_next_sampled(out_dir, shown, opts):
             "samples (%s):" % (header.get("process_peak_bytes", "?"), when,
                                display_path(snap)))
         if not live:
-            sys.stderr.write("    none sampled\n")
+            err.write("    none sampled\n")
         width = max([len(term_safe(k[0])) for _, k in live[:TOP_PEAKS]] or [0])
         for value, (thread, call) in live[:TOP_PEAKS]:
             path, sep, rest = call.rpartition(":")
             path, sep2, line = path.rpartition(":")
             site = ("%s:%s %s" % (os.path.basename(path), line, rest)
                     if sep and sep2 else call)
-            sys.stderr.write("    %-*s  %s  ~%d B\n" % (width, term_safe(thread),
+            err.write("    %-*s  %s  ~%d B\n" % (width, term_safe(thread),
                                                        term_safe(site), value))
     no_time = "--no_time " if opts.no_timestamps else ""
     q = shell_quote(shown)
     say("next:")
-    sys.stderr.write("    threadgraph summary %s\n" % q)
+    err.write("    threadgraph summary %s\n" % q)
     if got:
-        sys.stderr.write("    threadgraph top %s\n" % shell_quote(display_path(snap)))
+        err.write("    threadgraph top %s\n" % shell_quote(display_path(snap)))
     # the glob stays outside the quotes, for the shell to expand
-    sys.stderr.write("    threadgraph %smemg %s/*.mem\n" % (no_time, q))
-    sys.stderr.write("    threadgraph %sreport %s -o %s\n" % (
+    err.write("    threadgraph %smemg %s/*.mem\n" % (no_time, q))
+    err.write("    threadgraph %sreport %s -o %s\n" % (
         no_time, q, shell_quote(os.path.join(shown, "report.html"))))
-    sys.stderr.flush()
+    err.flush()
 
 
 def aggregate_totals(path):
@@ -1061,7 +1138,7 @@ def _print_next(out_dir, shown, opts):
         if kept:
             # the older segments were dropped: these are the peaks of the rest
             say("top peaks of the part of the run kept (thread, function, delta):")
-            sys.stderr.write("  (%s)\n" % term_safe(kept))
+            err.write("  (%s)\n" % term_safe(kept))
         else:
             say("top peaks (thread, function, delta):")
         gc_names, gc_runs = read_gc_runs(out_dir)
@@ -1075,24 +1152,24 @@ def _print_next(out_dir, shown, opts):
                 label = ("  released, largest first (what a thread freed, "
                          "wherever it was allocated):\n")
             if label != heading:
-                sys.stderr.write(label)
+                err.write(label)
                 heading = label
             site = "%s:%s" % (os.path.basename(str(p.get("file", ""))), p.get("line", ""))
             mark = gc_mark(*gc_in_call(gc_names, gc_runs, p))
             marked += bool(mark)
-            sys.stderr.write(
+            err.write(
                 "    %-*s  %s (%s)  %+d B%s\n"
                 % (width, term_safe(p.get("thread", "")), term_safe(p.get("function", "")),
                    term_safe(site), int(p.get("delta", 0)), mark)
             )
-        sys.stderr.write(PEAK_HINT)
-        sys.stderr.write(gc_hint(gc_names, gc_runs, peaks, marked))
+        err.write(PEAK_HINT)
+        err.write(gc_hint(gc_names, gc_runs, peaks, marked))
     no_time = "--no_time " if opts.no_timestamps else ""
     q = shell_quote(shown)
     say("next:")
     if binary:
-        sys.stderr.write("    threadgraph %smemg %s\n" % (no_time, q))
-        sys.stderr.write("    threadgraph %speaks %s\n" % (no_time, q))
+        err.write("    threadgraph %smemg %s\n" % (no_time, q))
+        err.write("    threadgraph %speaks %s\n" % (no_time, q))
         # a capture holds every call, --stack or not; decorate-stack prints
         # each call's time, which a run without timestamps has not
         if peaks and not opts.no_timestamps:
@@ -1103,32 +1180,32 @@ def _print_next(out_dir, shown, opts):
             thread = top.get("thread") or os.path.basename(str(top.get("mem_file", "")))
             if thread.endswith(".mem"):
                 thread = thread[:-4]
-            sys.stderr.write("    threadgraph %sdecorate-stack %s %s %s\n"
+            err.write("    threadgraph %sdecorate-stack %s %s %s\n"
                              % (no_time, q, shell_quote(thread),
                                 shell_quote(top.get("mem_line", ""))))
-        sys.stderr.write("    threadgraph %sexport %s\n" % (no_time, q))
+        err.write("    threadgraph %sexport %s\n" % (no_time, q))
         # report (and folded, flamegraph) read the capture as they read text dumps
-        sys.stderr.write("    threadgraph %sreport %s -o %s\n" % (
+        err.write("    threadgraph %sreport %s -o %s\n" % (
             no_time, q, shell_quote(os.path.join(shown, "report.html"))))
-        sys.stderr.flush()
+        err.flush()
         return
     # the glob stays outside the quotes, for the shell to expand
-    sys.stderr.write("    threadgraph %smemg %s/*.mem\n" % (no_time, q))
-    sys.stderr.write("    threadgraph %speaks %s/*.mem\n" % (no_time, q))
+    err.write("    threadgraph %smemg %s/*.mem\n" % (no_time, q))
+    err.write("    threadgraph %speaks %s/*.mem\n" % (no_time, q))
     # the whole run on one page: graph, peaks and their subtrees, flame graphs
-    sys.stderr.write("    threadgraph %sreport %s -o %s\n" % (
+    err.write("    threadgraph %sreport %s -o %s\n" % (
         no_time, q, shell_quote(os.path.join(shown, "report.html"))))
     if opts.stack and peaks and not opts.no_timestamps:
         # The whole program's <module> is rarely the call worth decorating first.
         top = next((p for p in peaks if p.get("function") != "<module>"), peaks[0])
         mem = display_path(str(top.get("mem_file", "")))
         if mem.endswith(".mem"):
-            sys.stderr.write(
+            err.write(
                 "    threadgraph %sdecorate-stack %s %s %s\n"
                 % (no_time, shell_quote(mem), shell_quote(mem[:-4] + ".stack"),
                    shell_quote(top.get("mem_line", "")))
             )
-    sys.stderr.flush()
+    err.flush()
 
 
 # --- main -------------------------------------------------------------------------
@@ -1202,7 +1279,7 @@ def main(argv):
         else:
             code, module = prepare_module(name, prog_args)
     except OSError as exc:
-        sys.stderr.write(
+        err.write(
             "%s: can't open file %r: [Errno %d] %s\n"
             % (PROG, os.path.abspath(name), exc.errno or 0, exc.strerror or exc)
         )
@@ -1211,7 +1288,7 @@ def main(argv):
         traceback.print_exc(limit=0)
         return 1
     except ImportError as exc:
-        sys.stderr.write("%s: %s\n" % (PROG, exc))
+        err.write("%s: %s\n" % (PROG, exc))
         return 1
 
     base = os.path.abspath(opts.output or default_base(target))
@@ -1224,16 +1301,21 @@ def main(argv):
     main_pid = os.getpid()
     if opts.follow_exec:  # before enable(): threadgraph's own work, not recorded
         os.environ.update(_follow.environment(base, _follow.settings_of(opts)))
+    quiet = prof._rec.quiet  # a Recorder method: its calls are never recorded
+    # threadgraph's own work, not the program's, from before enable(): the end of
+    # enable_saying_warnings' catch_warnings() (its __exit__ and _filters_mutated)
+    # runs with the profiler on.
+    was = quiet(True)
     try:
         enable_saying_warnings(prof)
     except OSError as exc:
-        sys.stderr.write("%s: cannot write the profile under %s: %s\n" % (PROG, base, exc))
+        quiet(was)
+        err.write("%s: cannot write the profile under %s: %s\n" % (PROG, base, exc))
         return 1
     except RuntimeError as exc:  # no sys.monitoring tool id free (--backend monitoring)
-        sys.stderr.write("%s: cannot record: %s\n" % (PROG, exc))
+        quiet(was)
+        err.write("%s: cannot record: %s\n" % (PROG, exc))
         return 1
-    quiet = prof._rec.quiet  # a Recorder method: its calls are never recorded
-    was = quiet(True)  # threadgraph's own work, not the program's
     try:
         say("profiling %s; writing to %s/" % (name, display_path(prof.output_dir)))
         viewer = start_live_view(prof.output_dir) if opts.live else None
@@ -1241,7 +1323,7 @@ def main(argv):
         quiet(was)
 
     status = 0
-    failure = None  # the program's uncaught exception, reported once profiling stops
+    failure = None  # how the program failed (report_failure), printed as python does
     interrupted = False  # ended by an uncaught KeyboardInterrupt
     try:
         try:
@@ -1268,36 +1350,70 @@ def main(argv):
             was = quiet(True)
             status, failure = 1, ("exception", sys.exc_info())
             quiet(was)
-        # The interpreter's end of a program, recorded as such: the joins (a signal
-        # handler or a __del__ of the program may run in them), and the flush of
-        # its stdout (the program's own object, maybe).  Listing the threads is ours.
+        # The interpreter's end of a program, in python's order and recorded as
+        # such (the program's code runs in it: a signal handler, a __del__, its
+        # exit functions).  First, at once, the uncaught exception's traceback
+        # or sys.exit's message (printing them is ours, not recorded; with
+        # --live they wait for the view to close, to be seen).
+        if failure is not None and viewer is None:
+            was = quiet(True)
+            try:
+                report_failure(failure)
+            finally:
+                quiet(was)
+            failure = None
+        # Then what threading._shutdown does: it calls what was registered with
+        # threading._register_atexit (concurrent.futures' executors: they tell
+        # their worker threads to end; without it a program that leaves an
+        # executor running would be waited for for ever), then joins the
+        # threads.  The calls are the program's; taking them off the list (so
+        # that the interpreter's own _shutdown finds none left) and listing the
+        # threads are ours.
         was = quiet(True)
         try:
-            waiting = threads_to_wait_for()
+            calls = take_threading_atexits()
         finally:
             quiet(was)
         try:
+            for call in calls:
+                try:
+                    call()
+                except Exception:
+                    was = quiet(True)
+                    traceback.print_exc(file=err)
+                    quiet(was)
+            was = quiet(True)
+            try:
+                waiting = threads_to_wait_for()
+            finally:
+                quiet(was)
             for t in waiting:
                 t.join()
         except KeyboardInterrupt:
             status, interrupted = 130, True
+        # Then the program's atexit functions, and the flush of its stdout (the
+        # program's own object, maybe).
+        was = quiet(True)
+        try:
+            run_program_atexits(quiet)
+        finally:
+            quiet(was)
         try:
             sys.stdout.flush()
         except (OSError, ValueError):
             pass  # the program closed or broke its stdout; not ours to report
     finally:
-        # Stop recording before printing anything: formatting a traceback allocates,
-        # and that is threadgraph's work, not the program's.  The losses and the
-        # over-limit are said by the summary's last lines (in this process).
+        # Stop recording before printing anything more: that is threadgraph's
+        # work, not the program's.  The losses and the over-limit are said by the
+        # summary's last lines (in this process).
+        quiet(True)  # os.getpid() is ours too
         if os.getpid() == main_pid:
             prof._losses_said_by = main_pid
         prof.disable()
         if viewer is not None:
             end_live_view(viewer)
-    if failure is not None and failure[0] == "exception":
-        report_exception(*failure[1])
-    elif failure is not None:
-        sys.stderr.write("%s\n" % (failure[1],))
+    if failure is not None:
+        report_failure(failure)
     failure = None
     if os.getpid() == main_pid:
         print_summary(prof, opts, status)
@@ -1316,7 +1432,7 @@ def start_live_view(out_dir):
 
     output = os.path.join(out_dir, "output.txt")
     sys.stdout.flush()
-    sys.stderr.flush()
+    err.flush()
     saved = (os.dup(1), os.dup(2))
     viewer = subprocess.Popen([cli_path(), "live", out_dir], stdin=0, stdout=saved[0],
                               stderr=saved[1])
@@ -1333,7 +1449,7 @@ def end_live_view(state):
     viewer, saved, output = state
     try:
         sys.stdout.flush()
-        sys.stderr.flush()
+        err.flush()
     except (OSError, ValueError):
         pass
     while True:

@@ -255,6 +255,122 @@ def test_non_daemon_threads_finish_before_the_profile_closes(tmp_path):
     assert "slow" in functions_in(os.path.join(run_dir, "late.mem"))
 
 
+@pytest.mark.skipif(sys.version_info < (3, 9), reason="executor workers are daemon threads before 3.9")
+@pytest.mark.parametrize("executor", ["ThreadPoolExecutor", "ProcessPoolExecutor"])
+def test_executor_left_running_ends_as_without_the_profiler(tmp_path, executor):
+    # A program that never shuts its executor down ends at once under python:
+    # threading._shutdown first calls concurrent.futures' exit hook (registered
+    # with threading._register_atexit), which tells the workers to end, and then
+    # joins them.  run's own wait for the non-daemon threads must do the same,
+    # not join workers that nobody told to end (it waited for ever).
+    write(
+        tmp_path / "prog.py",
+        """\
+        import concurrent.futures
+        def job(n):
+            return len(bytearray(1000 * n))
+        if __name__ == "__main__":
+            ex = concurrent.futures.%s(2)
+            print(sorted(ex.map(job, range(4))))
+        """ % executor,
+    )
+    res = subprocess.run(threadgraph_cmd() + ["run", "-o", "out", "prog.py"], cwd=str(tmp_path),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "[0, 1000, 2000, 3000]\n"
+    run_dir = only_run_dir(tmp_path / "out")
+    assert runinfo(run_dir)["end_time"] is not None
+    assert "program exited with status 0" in res.stderr
+
+
+ATEXIT_PROG = """\
+import atexit, sys, threading, time
+def save_state():
+    blob = bytearray(5000000)
+    t = threading.Thread(target=lambda: bytearray(3000000), name="Saver")
+    t.start()
+    t.join()
+    print("saved", len(blob), flush=True)
+def late():
+    time.sleep(0.3)
+    print("late", flush=True)
+atexit.register(save_state)
+threading.Thread(target=late, name="late").start()
+print("main", flush=True)
+END
+"""
+
+
+@pytest.mark.parametrize("end", ["pass", "raise ValueError('boom')", "sys.exit('bye')"])
+def test_atexit_functions_are_recorded_in_pythons_order(tmp_path, end):
+    # python's end of a program: the traceback (or sys.exit's message) at once,
+    # then the joins, then the atexit functions; under run the exit functions
+    # are the program's code and are recorded, threads they start included.
+    write(tmp_path / "prog.py", ATEXIT_PROG.replace("END", end))
+    plain = subprocess.run([sys.executable, "prog.py"], cwd=str(tmp_path),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           universal_newlines=True, timeout=TIMEOUT)
+    res = tg(["run", "--format", "text", "-o", "out", "prog.py"], tmp_path)
+    assert res.returncode == plain.returncode, res.stderr
+    assert res.stdout == "main\nlate\nsaved 5000000\n"
+    run_dir = only_run_dir(tmp_path / "out")
+    assert "save_state" in functions_in(os.path.join(run_dir, "MainThread.mem"))
+    assert "Saver" in [t["name"] for t in runinfo(run_dir)["threads"]]
+    assert functions_in(os.path.join(run_dir, "Saver.mem"))
+    if end != "pass":
+        # the failure is printed before the exit functions run, as python prints
+        # it (here before "late" and "saved" in plain's combined output)
+        told = "boom" if "boom" in end else "bye"
+        assert plain.stdout.index(told) < plain.stdout.index("saved")
+        own = [line for line in res.stderr.splitlines() if not line.startswith("threadgraph:")]
+        assert told in "\n".join(own)
+
+
+def test_atexit_functions_run_once_and_profile_ends(tmp_path):
+    # the exit functions are called once (not again at the interpreter's end),
+    # and an exception in one is printed as python prints it, the status kept
+    write(tmp_path / "prog.py", """\
+        import atexit
+        atexit.register(print, "second", flush=True)
+        def bad():
+            raise RuntimeError("in exit function")
+        atexit.register(bad)
+        atexit.register(print, "first", flush=True)
+        """)
+    res = tg(["run", "-o", "out", "prog.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "first\nsecond\n"
+    assert res.stderr.count("RuntimeError: in exit function") == 1, res.stderr
+    assert runinfo(only_run_dir(tmp_path / "out"))["end_time"] is not None
+
+
+def test_without_a_stderr_the_program_runs_and_keeps_its_status(tmp_path):
+    # python runs a program whose stderr is closed (sys.stderr is None) or a
+    # pipe whose reader left; threadgraph's own lines are best effort and never
+    # stop the program or change its status
+    write(tmp_path / "prog.py", """\
+        import sys
+        print("hello", flush=True)
+        sys.exit(3)
+        """)
+    closed = subprocess.run(threadgraph_cmd() + ["run", "-o", "out", "prog.py"],
+                            cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            universal_newlines=True, timeout=TIMEOUT,
+                            preexec_fn=lambda: os.close(2))
+    assert (closed.returncode, closed.stdout) == (3, "hello\n")
+    assert runinfo(only_run_dir(tmp_path / "out"))["end_time"] is not None
+    r, w = os.pipe()
+    os.close(r)  # a reader that has gone: every write to the pipe fails
+    try:
+        broken = subprocess.run(threadgraph_cmd() + ["run", "-o", "out2", "prog.py"],
+                                cwd=str(tmp_path), stdout=subprocess.PIPE, stderr=w,
+                                universal_newlines=True, timeout=TIMEOUT)
+    finally:
+        os.close(w)
+    assert (broken.returncode, broken.stdout) == (3, "hello\n")
+
+
 @pytest.mark.parametrize("end", ["sys.exit(3)", "sys.exit('bye')", "raise ValueError('x')", "pass"])
 def test_only_the_program_is_recorded(tmp_path, end):
     # threadgraph run's own work while the profiler runs (its "profiling" line,
@@ -280,6 +396,10 @@ def test_only_the_program_is_recorded(tmp_path, end):
     assert not [site for site in sites if site.startswith(package)], (res.stderr, sites)
     assert not [site for site in sites if site.endswith((":enumerate", ":is_alive",
                                                          ":isinstance", ":exc_info"))], sites
+    # ... nor the end of enable()'s catch_warnings() before the program's first
+    # line, nor the os.getpid() after its last (the old code recorded them).
+    assert not [site for site in sites if site.endswith((":_filters_mutated", ":getpid"))
+                or re.search(r"warnings\.py:\d+:__exit__$", site)], sites
     prog = os.path.join(str(tmp_path), "prog.py") + ":"
     assert [site for site in sites if site.startswith(prog) and site.endswith(":<module>")]
 
