@@ -132,6 +132,11 @@ static int cli_mkdirs(const char *dir)
 
 	if (!path)
 		return -1;
+	if (!*path) {
+		free(path);
+		errno = ENOENT;
+		return -1;
+	}
 	for (p = path + 1; *p && ret == 0; p++) {
 		if (*p != '/')
 			continue;

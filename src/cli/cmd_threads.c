@@ -2,8 +2,10 @@
  * cmd_threads.c - threadgraph threads: each thread's figures and the
  * cross-thread frees of a run (threads.h).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "snapshot.h"
@@ -60,6 +62,12 @@ int cmd_threads(int argc, char **argv)
 	if (nargs != 1)
 		return usage_error(threads_usage, "expected one run directory");
 	tg_cli_diag_init(&d, &c);
+	{
+		/* a path that is not there: say so, not that the run lacks accounting */
+		struct stat st;
+		if (stat(argv[0], &st) < 0)
+			return error("unable to open '%s': %s", argv[0], strerror(errno));
+	}
 	if ((ret = tg_threads_load_summary(&t, argv[0], &d)) < 0)
 		return error("%s", d.msg);
 	if (ret == 0 && (sampled = threads_sampled(argv[0])))

@@ -41,6 +41,13 @@ static int po_set(const struct tg_option *o, const char *arg)
 
 	switch (o->type) {
 	case TG_OPT_STRING:
+		/* an empty path names nothing: refuse it here rather than let it reach
+		 * mkdir -p or a rename with a message about a temporary file */
+		if (!*arg && o->argh && (!strcmp(o->argh, "DIR") || !strcmp(o->argh, "FILE"))) {
+			fprintf(stderr, "error: option '--%s' expects a %s, got an empty string\n",
+				o->long_name, o->argh);
+			return 2;
+		}
 		*(const char **)o->value = arg;
 		return 0;
 	case TG_OPT_NUMBER: {

@@ -11,11 +11,13 @@
  * parent is read rather than its last worker.  A note on stderr says which.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -76,9 +78,13 @@ static void rd_read_info(struct rd_run *r)
 {
 	enum { CAP = 1 << 20 };
 	char *p = rd_join(r->path, "runinfo.json"), *buf = malloc(CAP + 1);
-	FILE *f = p && buf ? fopen(p, "r") : NULL;
+	int fd = p && buf ? open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK) : -1;  /* no FIFO wait */
+	struct stat st;
+	FILE *f = NULL;
 	size_t n;
 
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !(f = fdopen(fd, "r"))))
+		close(fd);
 	free(p);
 	if (!f) {
 		free(buf);

@@ -3,10 +3,12 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "aggfile.h"
 #include "capture_read.h"
@@ -323,7 +325,13 @@ int tg_aggfile_load(struct tg_aggfile *a, const char *path, struct tg_diag *d)
 	} else if (!(file = strdup(path))) {
 		return tg_error(d, "out of memory");
 	}
-	if (!(f = fopen(file, "rb")) || fstat(fileno(f), &st) < 0) {
+	{
+		/* O_NONBLOCK: a FIFO is refused below, not waited on */
+		int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd >= 0 && !(f = fdopen(fd, "rb")))
+			close(fd);
+	}
+	if (!f || fstat(fileno(f), &st) < 0) {
 		tg_error(d, "%s: %s", file, strerror(errno));
 		goto out;
 	}

@@ -826,7 +826,7 @@ static int cap_map_seg(struct tg_cap_seg *seg, const char *path, int *gone, int 
 	int fd;
 
 	memset(seg, 0, sizeof(*seg));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);  /* a FIFO: refused below, not waited on */
 	if (fd < 0) {
 		if (gone)
 			*gone = errno == ENOENT;

@@ -57,6 +57,10 @@ static int exp_mkdirs(const char *dir, struct tg_diag *d)
 
 	if (!p)
 		return tg_error(d, "out of memory");
+	if (!*p) {
+		free(p);
+		return tg_error(d, "unable to create directory '': %s", strerror(ENOENT));
+	}
 	for (char *s = p + 1; ; s++) {
 		if (*s == '/' || !*s) {
 			char c = *s;

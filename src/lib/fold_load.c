@@ -501,6 +501,28 @@ out_stack:
 	return ret;
 }
 
+/* DIR/BASE SUFFIX, or DIR/BASE SUFFIX.gz when only that one is there (a run's
+ * dumps are read plain or gzip'd, docs/cli.md); NULL when out of memory. */
+static char *fl_dump_path(const char *dir, const char *base, const char *suffix)
+{
+	struct stat st;
+	char *p;
+
+	if (asprintf(&p, "%s/%s%s", dir, base, suffix) < 0)
+		return NULL;
+	if (stat(p, &st) < 0 && errno == ENOENT) {
+		char *gz;
+		if (asprintf(&gz, "%s.gz", p) < 0)
+			return p;
+		if (stat(gz, &st) == 0) {
+			free(p);
+			return gz;
+		}
+		free(gz);
+	}
+	return p;
+}
+
 static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg_diag *d)
 {
 	char **bases = NULL, *stack = NULL, *mem = NULL;
@@ -515,10 +537,25 @@ static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg
 				"--no_time)");
 	if (!(f->source = strdup(o->path)))
 		return tg_error(d, "out of memory");
-	if (tg_dir_names(o->path, TG_STACK_SUFFIX, 0, &bases, &n, d) < 0)
+	if (tg_dir_names(o->path, TG_STACK_SUFFIX, 1, &bases, &n, d) < 0)
 		return -1;
-	for (i = 0; i < n; i++)  /* base names: the thread's */
-		bases[i][strlen(bases[i]) - strlen(TG_STACK_SUFFIX)] = '\0';
+	for (i = 0; i < n; i++) {  /* base names: the thread's (X.stack or X.stack.gz) */
+		size_t len = strlen(bases[i]);
+		if (len > 3 && !strcmp(bases[i] + len - 3, ".gz"))
+			len -= 3;
+		bases[i][len - strlen(TG_STACK_SUFFIX)] = '\0';
+	}
+	{  /* X.stack and X.stack.gz: one thread, read once (the plain file) */
+		size_t k = 0;
+		for (i = 0; i < n; i++) {
+			if (k && !strcmp(bases[k - 1], bases[i])) {
+				free(bases[i]);
+				continue;
+			}
+			bases[k++] = bases[i];
+		}
+		n = k;
+	}
 	if (!n) {
 		int sampled = 0;
 		(void)tg_run_end_state(o->path, &sampled);
@@ -537,10 +574,8 @@ static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg
 		goto out;
 	for (i = 0; o->stitch && i < n; i++) {  /* the task links' first pass */
 		free(stack);
-		if (asprintf(&stack, "%s/%s.stack", o->path, bases[i]) < 0) {
-			stack = NULL;
+		if (!(stack = fl_dump_path(o->path, bases[i], TG_STACK_SUFFIX)))
 			goto oom;
-		}
 		{
 			struct tg_dumpfile sdf = { stack, bases[i], TG_DUMP_STACK, NULL, NULL };
 			if (tg_stitch_scan(o->stitch, bases[i], &sdf, o->has_time, d) < 0)
@@ -554,14 +589,10 @@ static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg
 		free(stack);
 		free(mem);
 		mem = NULL;
-		if (asprintf(&stack, "%s/%s.stack", o->path, bases[i]) < 0) {
-			stack = NULL;
+		if (!(stack = fl_dump_path(o->path, bases[i], TG_STACK_SUFFIX)))
 			goto oom;
-		}
-		if (asprintf(&mem, "%s/%s.mem", o->path, bases[i]) < 0) {
-			mem = NULL;
+		if (!(mem = fl_dump_path(o->path, bases[i], TG_MEM_SUFFIX)))
 			goto oom;
-		}
 		{
 			struct tg_dumpfile sdf = { stack, bases[i], TG_DUMP_STACK, NULL, NULL };
 			struct tg_dumpfile mdf = { mem, NULL, TG_DUMP_MEM, NULL, NULL };

@@ -2,9 +2,12 @@
  * gcruns.c - gc.txt read, and the runs within a call (gcruns.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "gcruns.h"
 #include "records.h"
@@ -71,12 +74,27 @@ int tg_gc_runs_read(struct tg_gc_runs *g, const char *dir, struct tg_diag *d)
 	if (!path)
 		return tg_error(d, "out of memory");
 	snprintf(path, plen, "%s/gc.txt", dir);
-	if (!(f = fopen(path, "r"))) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			ret = 0;
-		else
+	{
+		/* O_NONBLOCK: a FIFO planted as gc.txt must not make us wait */
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		struct stat st;
+		if (fd < 0) {
+			if (errno == ENOENT || errno == ENOTDIR)
+				ret = 0;
+			else
+				tg_error(d, "cannot open '%s': %s", path, strerror(errno));
+			goto free_path;
+		}
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			close(fd);
+			tg_error(d, "cannot read '%s': not a regular file", path);
+			goto free_path;
+		}
+		if (!(f = fdopen(fd, "r"))) {
+			close(fd);
 			tg_error(d, "cannot open '%s': %s", path, strerror(errno));
-		goto free_path;
+			goto free_path;
+		}
 	}
 	while (fgets(line, sizeof(line), f)) {
 		size_t len = strlen(line);
@@ -85,9 +103,11 @@ int tg_gc_runs_read(struct tg_gc_runs *g, const char *dir, struct tg_diag *d)
 		size_t fam_off, fam_len;
 
 		lineno++;
-		if (len && line[len - 1] == '\n')
+		if (len && line[len - 1] == '\n') {
 			line[--len] = '\0';
-		else if (!feof(f)) {  /* longer than any line the recorder writes */
+			if (len && line[len - 1] == '\r')  /* lines may end with \r\n */
+				line[--len] = '\0';
+		} else if (!feof(f)) {  /* longer than any line the recorder writes */
 			int c;
 			while ((c = getc(f)) != EOF && c != '\n')
 				;

@@ -99,9 +99,18 @@ int tg_lr_open(struct tg_lr *lr, const char *path, size_t bufsize, struct tg_dia
 	lr->nul_at = SIZE_MAX;
 	lr->cr_at = SIZE_MAX;
 	lr->path = path;
-	lr->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: opening a FIFO that has no writer (one planted in a run
+	 * directory) must not wait for one; reads block again as usual, so a pipe
+	 * (threadgraph peaks <(zcat ...)) is read to its end and a FIFO without a
+	 * writer reads as an empty file */
+	lr->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (lr->fd < 0)
 		return tg_error(d, "unable to open '%s': %s", path, strerror(errno));
+	{
+		int fl = fcntl(lr->fd, F_GETFL);
+		if (fl >= 0)
+			(void)fcntl(lr->fd, F_SETFL, fl & ~O_NONBLOCK);
+	}
 	if (fstat(lr->fd, &st) == 0 && S_ISDIR(st.st_mode)) {
 		tg_error(d, "unable to read '%s': is a directory", path);
 		goto fail_fd;

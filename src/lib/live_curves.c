@@ -150,7 +150,11 @@ static int curve_line(struct tg_live_curve *cv, const char *s, size_t len, int h
 		      struct tg_diag *d)
 {
 	struct tg_memrec r;
-	const char *why = tg_memrec_parse(&r, s, len, has_time);
+	const char *why;
+
+	if (len && s[len - 1] == '\r')  /* lines may end with \r\n, as the other readers take them */
+		len--;
+	why = tg_memrec_parse(&r, s, len, has_time);
 
 	if (why)
 		return tg_error(d, "%s:%lu: %s", cv->path, cv->lineno + 1, why);
@@ -171,7 +175,7 @@ static int curve_line(struct tg_live_curve *cv, const char *s, size_t len, int h
  * anew) is read from its start; one that is gone keeps its figures.  0 or -1. */
 static int curve_read(struct tg_live_curve *cv, char *buf, int has_time, struct tg_diag *d)
 {
-	int fd = open(cv->path, O_RDONLY | O_CLOEXEC);
+	int fd = open(cv->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	struct stat st;
 	int ret = -1;
 

@@ -293,8 +293,12 @@ int tg_marks_copy(const char *srcdir, const char *dstdir, struct tg_diag *d)
 		dst = NULL;
 		goto oom;
 	}
-	if ((in = open(src, O_RDONLY | O_CLOEXEC)) < 0) {
+	if ((in = open(src, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0) {
 		ret = errno == ENOENT ? 0 : tg_error(d, "cannot read '%s': %s", src, strerror(errno));
+		goto out;
+	}
+	if (fstat(in, &ss) < 0 || !S_ISREG(ss.st_mode)) {
+		ret = tg_error(d, "cannot read '%s': not a regular file", src);
 		goto out;
 	}
 	if ((out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644)) < 0) {

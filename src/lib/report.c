@@ -94,11 +94,19 @@ static int rep_files_list(struct rep_files *r, const char *dir, struct tg_diag *
 	int process = 0, ret = -1;
 
 	memset(r, 0, sizeof(*r));
-	if (tg_dir_names(dir, TG_MEM_SUFFIX, 0, &names, &n, d) < 0)
+	if (tg_dir_names(dir, TG_MEM_SUFFIX, 1, &names, &n, d) < 0)
 		return -1;
 	for (i = k = 0; i < n; i++) {  /* the process file apart, last */
-		if (!strcmp(names[i], TG_PROCESS_BASENAME TG_MEM_SUFFIX)) {
-			process = 1;
+		size_t len = strlen(names[i]);
+		if (len > 3 && !strcmp(names[i] + len - 3, ".gz") && k &&
+		    strlen(names[k - 1]) == len - 3 && !strncmp(names[k - 1], names[i], len - 3)) {
+			free(names[i]);  /* X.mem and X.mem.gz: one thread, the plain file */
+			continue;
+		}
+		if (!strcmp(names[i], TG_PROCESS_BASENAME TG_MEM_SUFFIX) ||
+		    !strcmp(names[i], TG_PROCESS_BASENAME TG_MEM_SUFFIX ".gz")) {
+			if (!process)
+				process = names[i][len - 1] == 'z' ? 2 : 1;
 			free(names[i]);
 		} else {
 			names[k++] = names[i];
@@ -112,7 +120,8 @@ static int rep_files_list(struct rep_files *r, const char *dir, struct tg_diag *
 		if (i == n && !process)
 			break;
 		if (asprintf(&r->paths[i], "%s/%s", dir,
-			     i < n ? names[i] : TG_PROCESS_BASENAME TG_MEM_SUFFIX) < 0) {
+			     i < n ? names[i] : process == 2 ? TG_PROCESS_BASENAME TG_MEM_SUFFIX ".gz"
+							      : TG_PROCESS_BASENAME TG_MEM_SUFFIX) < 0) {
 			r->paths[i] = NULL;
 			goto oom;
 		}
@@ -124,11 +133,24 @@ static int rep_files_list(struct rep_files *r, const char *dir, struct tg_diag *
 		if (i == n)
 			break;
 		r->threads++;
-		if (asprintf(&stack, "%s/%.*s%s", dir, (int)(strlen(names[i]) - 4), names[i],
-			     TG_STACK_SUFFIX) < 0)
-			goto oom;
-		r->has_stack |= rep_exists(stack);
-		free(stack);
+		{
+			size_t blen = strlen(names[i]);  /* X.mem or X.mem.gz: X */
+			if (blen > 3 && !strcmp(names[i] + blen - 3, ".gz"))
+				blen -= 3;
+			blen -= strlen(TG_MEM_SUFFIX);
+			if (asprintf(&stack, "%s/%.*s%s", dir, (int)blen, names[i],
+				     TG_STACK_SUFFIX) < 0)
+				goto oom;
+			r->has_stack |= rep_exists(stack);
+			free(stack);
+			if (!r->has_stack) {
+				if (asprintf(&stack, "%s/%.*s%s.gz", dir, (int)blen, names[i],
+					     TG_STACK_SUFFIX) < 0)
+					goto oom;
+				r->has_stack |= rep_exists(stack);
+				free(stack);
+			}
+		}
 	}
 	ret = 0;
 	goto out;

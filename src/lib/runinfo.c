@@ -2,10 +2,13 @@
  * runinfo.c - runinfo.json's threads and the run's pid, end and mode (runinfo.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "runinfo.h"
 
@@ -411,8 +414,17 @@ int tg_run_threads_read(struct tg_run_threads *t, const char *dir, struct tg_dia
 	if (!path)
 		return tg_error(d, "out of memory");
 	snprintf(path, plen, "%s/runinfo.json", dir);
-	if (!(f = fopen(path, "r")))
-		goto out;
+	{
+		/* never wait on a FIFO (or read a device) planted as runinfo.json */
+		int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		struct stat st;
+		if (fd < 0)
+			goto out;
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !(f = fdopen(fd, "r"))) {
+			close(fd);
+			goto out;
+		}
+	}
 	if (!(buf = malloc(TG_RUNINFO_MAX))) {
 		e = -2;
 		goto out;

@@ -321,8 +321,13 @@ tg_cap_raw_out_locked(struct tg_cap *cap, int kind, uint32_t stream, const void 
 #endif
         tg_cap_chunk_header(ch, kind, flags, stream, len);
     }
+    /* every chunk of a segment's body counts: THREAD chunks (a thread per
+     * request writes one each) and disable()'s END (an entry per thread the
+     * run saw) can be the bulk of a segment, and the END, written last, would
+     * otherwise leave the files past the limit for good */
     if (cap->max_size && buf != NULL
-            && (kind == TG_CAP_CHUNK_EVENTS || kind == TG_CAP_CHUNK_PROCESS)) {
+            && (kind == TG_CAP_CHUNK_EVENTS || kind == TG_CAP_CHUNK_PROCESS
+                || kind == TG_CAP_CHUNK_THREAD || kind == TG_CAP_CHUNK_END)) {
         uint64_t cur = cap->seg_sizes[cap->seg_no - cap->seg_first];
         uint64_t need = sizeof(ch) + len + cap->wq.defs.len
                         + (cap->wq.defs.len / TG_CAP_DEFS_MAX + 1) * sizeof(dh);

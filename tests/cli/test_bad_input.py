@@ -227,3 +227,12 @@ def test_cut_aggregate_file_is_an_error_and_frees_what_it_read(tmp_path, fixture
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "cut short (an aggregate file ends with 'end')" in r.stderr, r.stderr
     assert "LeakSanitizer" not in r.stderr, r.stderr
+
+
+def test_threads_of_a_missing_run_says_so_only(tg, tmp_path):
+    """threads on a path that is not there: one error naming it, not first a
+    warning that the run has no accounting and a fallback that cannot run."""
+    r = tg("threads", tmp_path / "nope")
+    assert r.returncode == 1
+    assert r.stderr == "error: unable to open '%s': No such file or directory\n" % (
+        tmp_path / "nope")

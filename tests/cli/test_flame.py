@@ -416,3 +416,48 @@ def test_report_reads_gc_runs_with_a_family_silently(tg, tmp_path):
     r = tg("report", tmp_path, "-o", tmp_path / "r.html", env=env)
     assert r.returncode == 0 and "gc.txt:1: " in r.stderr and "empty FAMILY" in r.stderr, \
         r.stderr
+
+
+def test_report_reads_gc_runs_with_crlf_line_ends(tg, tmp_path):
+    """Lines may end with \\r\\n (docs/cli.md "Malformed lines"): gc.txt's did
+    not, each line was 'malformed line skipped (bad COLLECTED)' and the peaks
+    lost their "ran the garbage collector" mark."""
+    for name in os.listdir(RUN):
+        shutil.copy(os.path.join(RUN, name), str(tmp_path))
+    gc = tmp_path / "gc.txt"
+    gc.write_bytes(b"42 1700000000.000100 1700000000.000200 7\r\n"
+                   b"43 1700000000.000300 1700000000.000350 12 Thread-* (handler)\r\n")
+    env = {"GNUPLOT": str(tmp_path / "no-gnuplot")}
+    r = tg("report", tmp_path, "-o", tmp_path / "r.html", "--strict", env=env)
+    assert r.returncode == 0 and "gc.txt" not in r.stderr, r.stderr
+
+
+def test_a_gzipped_text_run_is_read_by_folded_flamegraph_and_report(tg, tmp_path):
+    """A run directory stands for its text dumps 'plain or .gz' (docs/cli.md):
+    folded and flamegraph said 'no .stack files ... the run needs stacks' and
+    report 'holds no thread dumps ...: not a run directory' for a run whose
+    dumps are gzip'd, which peaks, nesting and decorate-stack read."""
+    import gzip
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in os.listdir(RUN):
+        src = os.path.join(RUN, name)
+        if name.endswith((".mem", ".stack")):
+            with open(src, "rb") as f, gzip.open(str(run / (name + ".gz")), "wb") as g:
+                g.write(f.read())
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for name in os.listdir(RUN):
+        if name.endswith((".mem", ".stack")):
+            shutil.copy(os.path.join(RUN, name), str(plain))
+    want = tg("folded", plain)
+    assert want.returncode == 0 and want.stdout, want.stderr
+    r = tg("folded", run)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == want.stdout
+    r = tg("flamegraph", "-o", tmp_path / "f.svg", run)
+    assert r.returncode == 0, r.stderr
+    env = {"GNUPLOT": str(tmp_path / "no-gnuplot")}
+    r = tg("report", "-o", tmp_path / "r.html", run, env=env)
+    assert r.returncode == 0, r.stderr
+    assert "stacks recorded" in (tmp_path / "r.html").read_text()

@@ -403,3 +403,92 @@ def test_open_at_start_of_any_size_ends(tmp_path):
     for args in (("memg", "--held", "--script-only", "-o", tmp_path / "h", tmp_path),
                  ("threads", tmp_path)):
         assert_exit_ok_or_error(run(*args))
+
+
+@pytest.mark.parametrize("args", [
+    ["memg", "-o", "", "--script-only"], ["memh", "-o", "", "--script-only"],
+    ["nesting", "-o", "", "--script-only"], ["interleave", "-o", "", "--script-only"],
+    ["export", "-o", ""], ["report", "-o", ""], ["flamegraph", "-o", ""],
+])
+def test_empty_output_path_is_a_usage_error(tmp_path, args):
+    """An empty -o names nothing: a usage error naming the option, before the
+    mkdir -p helpers read past the end of the empty string (an ASan
+    heap-buffer-overflow) or a rename reports a temporary file."""
+    run_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures",
+                           "capture-v2-plain")
+    r = run(*(args + [run_dir]), cwd=tmp_path)
+    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    assert b"option '--output' expects a " in r.stderr, r.stderr[-2000:]
+    assert b"got an empty string" in r.stderr
+    assert b"AddressSanitizer" not in r.stderr and b"runtime error" not in r.stderr
+    assert b".tmp." not in r.stderr
+    assert os.listdir(tmp_path) == []
+
+
+def test_empty_speedscope_path_is_a_usage_error(tmp_path):
+    acct = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "accounting")
+    r = run("export", "--speedscope", "", acct, cwd=tmp_path)
+    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    assert b"option '--speedscope' expects a FILE, got an empty string" in r.stderr
+    assert os.listdir(tmp_path) == []
+
+
+def _plant_fifo(tmp_path, fixture, name):
+    """A copy of FIXTURE (a run directory) with a FIFO, that nothing writes to,
+    in place of (or beside) NAME."""
+    import shutil
+    d = tmp_path / "run"
+    shutil.copytree(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", fixture), d)
+    p = d / name
+    if p.exists():
+        p.unlink()
+    os.mkfifo(p)
+    return d
+
+
+@pytest.mark.parametrize("fixture,name,commands", [
+    ("capture-v2-plain", "runinfo.json", [["peaks"], ["folded"], ["threads"], ["live", "--once"],
+                                          ["memg", "--script-only", "-o", "out"]]),
+    ("capture-v2-plain", "marks.txt", [["peaks"], ["folded"], ["memg", "--script-only", "-o", "out"]]),
+    ("capture-v2-plain", "gc.txt", [["report", "-o", "r.html"]]),
+    ("capture-v2-plain", "capture.tg", [["live", "--once"]]),
+    ("flamerun", "worker 1.mem", [["peaks"], ["memg", "--script-only", "-o", "out"]]),
+    ("flamerun", "worker 1.stack", [["folded", "--metric", "delta"],
+                                    ["nesting", "--script-only", "-o", "out"]]),
+    ("flamerun", "process.mem", [["memg", "--script-only", "-o", "out"]]),
+    ("flamerun", "snapshot-1-final", [["folded"]]),
+    ("aggregate-v2", "aggregate.tga", [["live", "--once"], ["folded"]]),
+    ("aggregate-v2", "runinfo.json", [["live", "--once"], ["folded"], ["summary"],
+                                      ["report", "-o", "r.html"]]),
+    ("capture-v2-plain", "marks.txt", [["export", "-o", "exp"]]),
+])
+def test_fifo_in_a_run_directory_never_hangs(tmp_path, fixture, name, commands):
+    """A FIFO found in a run directory (a dump, runinfo.json, marks.txt, gc.txt,
+    a snapshot, the capture) is not waited on: opening it must not block until
+    someone writes, the command ends with a result or an error."""
+    d = _plant_fifo(tmp_path, fixture, name)
+    for cmd in commands:
+        try:
+            r = subprocess.run([CLI] + cmd + [str(d)], cwd=tmp_path, capture_output=True,
+                               timeout=20, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            pytest.fail("%s hangs on a FIFO as %s/%s" % (" ".join(cmd), fixture, name))
+        assert_exit_ok_or_error(r)
+
+
+def test_fifo_as_runinfo_of_a_run_in_a_base_never_hangs(tmp_path):
+    """A base of runs (BASE/<pid>/) is resolved to its latest run by reading
+    each run's runinfo.json: a FIFO there must not be waited on."""
+    import shutil
+    fx = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "capture-v2-plain")
+    base = tmp_path / "base"
+    shutil.copytree(fx, base / "100")
+    shutil.copytree(fx, base / "200")
+    os.unlink(base / "200" / "runinfo.json")
+    os.mkfifo(base / "200" / "runinfo.json")
+    try:
+        r = subprocess.run([CLI, "peaks", str(base)], capture_output=True, timeout=20,
+                           stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        pytest.fail("peaks BASE hangs on a FIFO as a run's runinfo.json")
+    assert_exit_ok_or_error(r)

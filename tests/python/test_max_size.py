@@ -943,3 +943,38 @@ def test_decorate_of_the_export_agrees_with_the_capture(tmp_path):
             else:
                 decorated += 1
     assert errors and decorated
+
+
+# A thread per request: each thread started writes a THREAD chunk, and the END
+# chunk disable() writes last holds an entry per thread the run saw (about
+# 5 bytes each, 50 KB here), neither of them events: the run must still end
+# within the limit, or say by how much it passed it.
+CHURN = """
+import threading
+import threadgraph
+
+def leaf(i):
+    return [i] * (i % 7)
+
+p = threadgraph.ProcessProfile(default_log_path="run", max_size=LIMIT)
+p.enable()
+for i in range(10000):
+    t = threading.Thread(target=leaf, args=(i,), daemon=True)
+    t.start()
+    t.join()
+p.disable()
+"""
+
+
+def test_many_threads_end_within_the_limit(tmp_path):
+    run_scenario(tmp_path, CHURN.replace("LIMIT", str(LIMIT)))
+    run = only_dir(tmp_path / "run")
+    files = capture_files(run)
+    total = sum(os.path.getsize(os.path.join(run, f)) for f in files)
+    with open(os.path.join(run, "runinfo.json")) as f:
+        info = json.load(f)
+    assert "capture-000001.tg" not in files  # it rotated
+    assert total <= LIMIT + info["capture_over_limit"], (files, total, info["capture_over_limit"])
+    res = cli("peaks", run)
+    assert res.returncode == 0, res.stderr
+    assert "segments" in res.stderr and "no end chunk" not in res.stderr, res.stderr
