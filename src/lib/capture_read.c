@@ -196,7 +196,11 @@ int tg_capture_detect(const char *path, char **file)
 		f = cap_join(path, n, TG_CAP_FILENAME);
 		if (!f)
 			return 0;
-		if (stat(f, &st) == 0 && S_ISREG(st.st_mode)) {
+		/* whatever is named capture.tg (a directory, a dangling link, an
+		 * unreadable file) is the run's capture: reading it then says what is
+		 * wrong with it, rather than "no capture.tg" and the text dumps; a FIFO
+		 * is left alone (opening it would wait for a writer) */
+		if (stat(f, &st) == 0 ? !S_ISFIFO(st.st_mode) : lstat(f, &st) == 0) {
 			*file = f;
 			return 1;
 		}

@@ -492,3 +492,26 @@ def test_fifo_as_runinfo_of_a_run_in_a_base_never_hangs(tmp_path):
     except subprocess.TimeoutExpired:
         pytest.fail("peaks BASE hangs on a FIFO as a run's runinfo.json")
     assert_exit_ok_or_error(r)
+
+@pytest.mark.parametrize("kind", ["directory", "dangling link"])
+@pytest.mark.parametrize("cmd", [["peaks"], ["folded"], ["report", "-o", "r.html"], ["export", "-o", "exp"],
+                                 ["memg", "--script-only", "-o", "out"]])
+def test_a_broken_capture_tg_is_named_not_denied(tmp_path, kind, cmd):
+    """A run directory whose capture.tg is a directory or a dangling symbolic
+    link: the error names DIR/capture.tg and what is wrong with it, rather than
+    saying there is no capture.tg (and no .mem, no .stack files: 'the run needs
+    stacks (threadgraph run --stack ...)', 'not a run directory')."""
+    import shutil
+    d = tmp_path / "run"
+    shutil.copytree(os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures",
+                                 "capture-v2-plain"), d)
+    os.unlink(d / "capture.tg")
+    if kind == "directory":
+        os.mkdir(d / "capture.tg")
+    else:
+        os.symlink(tmp_path / "gone" / "capture.tg", d / "capture.tg")
+    r = run(*(cmd + [d]), cwd=tmp_path)
+    assert r.returncode == 1, (r.returncode, r.stderr[-2000:])
+    assert ("'%s'" % (d / "capture.tg")).encode() in r.stderr, r.stderr[-2000:]
+    assert b"no capture.tg" not in r.stderr and b"--stack" not in r.stderr
+    assert b"not a run directory" not in r.stderr
