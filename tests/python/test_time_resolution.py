@@ -133,9 +133,14 @@ def test_durations_add_up_to_the_time_spent(runs):
     coarse, but summed they give each function's share as the exact clock
     does (the beats land on the calls running when they come)."""
     def totals(calls):
+        # a call of quick or slow longer than 3 ms was preempted (a beat that
+        # lands on a call gives it a millisecond or so): left out of both runs'
+        # sums, so that a loaded machine's preemptions, which fall on either
+        # function at random in either run, do not pass for the beats' error
         by = {}
         for f, t0, t1, _d in calls:
-            by[f] = by.get(f, 0.0) + (t1 - t0)
+            if t1 - t0 <= 0.003 or f not in ("quick", "slow"):
+                by[f] = by.get(f, 0.0) + (t1 - t0)
         return by
     us, ms = totals(runs["us"]["calls"]), totals(runs["ms"]["calls"])
     assert us["slow"] > 0.05 and ms["slow"] > 0.05
