@@ -247,6 +247,24 @@ static int64_t live_rss_now(uint32_t pid)
 	return (int64_t)resident * sysconf(_SC_PAGESIZE);
 }
 
+/* The process's threads now (/proc/PID/status "Threads:"), or -1 when it is
+ * gone or the line is not there. */
+static long live_threads_now(uint32_t pid)
+{
+	char path[64], line[256];
+	long n = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", (unsigned)pid);
+	if (!(f = fopen(path, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Threads: %ld", &n) == 1)
+			break;
+	fclose(f);
+	return n;
+}
+
 /* The threads in the view's order: an array of pointers (owned by the caller). */
 static const struct tg_live_thread **live_ordered(const struct live_view *v)
 {
@@ -399,6 +417,7 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 	const char *eol = tty ? "\033[K\n" : "\n";
 	char a[32], b[32], c[32], d[32];
 	int64_t rss = lv->ended ? -1 : live_rss_now(lv->pid), total = 0;
+	long running;
 	int used = 0, room, left, w = live_name_width(lv, cols, tty);
 	char age[64] = "", tail[128], name[LIVE_NAME_BUF];
 	size_t run_len, run_room;
@@ -462,11 +481,21 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 		live_bytes(b, sizeof(b), lv->process_bytes, 0);
 	else
 		snprintf(b, sizeof(b), "-");
+	/* The threads the process runs now (from /proc, beside its RSS), and the
+	 * rows the figures have: every thread the run has seen, the ended ones
+	 * too (an aggregate run's rows fold families of ended threads), which
+	 * a thread per request makes grow without bound: not to be read as a
+	 * thread leak. */
+	running = rss >= 0 ? live_threads_now(lv->pid) : -1;
+	if (running >= 0)
+		snprintf(c, sizeof(c), "%ld running, ", running);
+	else
+		c[0] = '\0';
 	/* a sampled run's NOW is each thread's latest reading, which LATEST dates */
 	live_line(f, tty ? cols - 1 : 0, eol,
-		  "process: RSS %s%s  threads %zu  their memory %s %s", b,
-		  rss < 0 && lv->has_process ? " (last sample)" : "", lv->n_threads,
-		  lv->curves ? "at their latest readings" : "now", a);
+		  "process: RSS %s%s  threads %s%zu %s  their memory %s %s", b,
+		  rss < 0 && lv->has_process ? " (last sample)" : "", c, lv->n_threads,
+		  v->agg ? "rows" : "seen", lv->curves ? "at their latest readings" : "now", a);
 	used++;
 	if (v->status[0]) {
 		live_line(f, tty ? cols - 1 : 0, eol, "%s", v->status);

@@ -670,3 +670,71 @@ def test_live_fits_a_small_terminal(tmp_path):
             term.run("send-keys", "-t", "t", "q")
         finally:
             term.close()
+
+
+REQUESTS = r'''
+import sys, threading
+hold = threading.Event()
+
+def request(i):
+    return bytearray(100 * i)
+
+for i in range(40):  # a thread per request, each ended
+    t = threading.Thread(target=request, args=(i,), name="req-%d" % i)
+    t.start()
+    t.join()
+pool = [threading.Thread(target=hold.wait, name="pool-%d" % i) for i in range(2)]
+for t in pool:
+    t.start()
+print("ready", flush=True)
+with open(sys.argv[1]) as gate:  # until the test has read the view
+    gate.read()
+hold.set()
+for t in pool:
+    t.join()
+'''
+
+
+def _proc_threads(pid):
+    with open("/proc/%d/status" % pid) as f:
+        return int(next(l for l in f if l.startswith("Threads:")).split()[1])
+
+
+def test_live_process_line_tells_threads_running_from_threads_seen(tmp_path):
+    """The process line's thread count: the threads the process runs now
+    (/proc), beside the threads the run has seen, the ended ones included (a
+    thread per request makes those grow without bound: not a thread leak)."""
+    (tmp_path / "prog.py").write_text(REQUESTS)
+    gate = str(tmp_path / "gate")
+    os.mkfifo(gate)
+    run = subprocess.Popen([sys.executable, "-m", "threadgraph", "run", "-o",
+                            str(tmp_path / "base"), str(tmp_path / "prog.py"), gate],
+                           cwd=str(tmp_path), env=env_with_package(keep_cli=True),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True)
+    run_dir = str(tmp_path / "base" / str(run.pid))
+    try:
+        assert run.stdout.readline() == "ready\n"
+        seen = 1 + 40 + 2  # MainThread, the requests, the pool
+        deadline = time.monotonic() + PANE_WAIT
+        while True:  # until the flusher has handed the pool's records over
+            text = cli("live", "--once", run_dir)
+            m = re.search(r"^process: RSS .*  threads (\d+) running, (\d+) seen  ", text, re.M)
+            if m and int(m.group(2)) == seen or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        running = _proc_threads(run.pid)
+        assert m and int(m.group(1)) == running < seen, text
+        assert int(m.group(2)) == seen, text
+        with open(gate, "w") as f:
+            f.write("end\n")
+        assert run.wait(timeout=120) == 0
+    finally:
+        if run.poll() is None:
+            run.kill()
+        run.wait()
+    # ended: no process to count, the threads seen only
+    text = cli("live", "--once", run_dir)
+    assert re.search(r"^process: RSS .*  threads %d seen  their memory now " % seen,
+                     text, re.M), text
+    assert "running" not in text.splitlines()[1], text
