@@ -105,6 +105,10 @@ struct live_view {
 	int sampled;            /* a sampled run: figures from its curves, in dir */
 	int agg;                /* an aggregate run: from dir's aggregate.tga */
 	struct tg_live_curves curves; /* how far they were read (sampled) */
+	struct timespec read_at; /* when the figures' reading began (CLOCK_MONOTONIC) */
+	double interval;        /* seconds from the reading before it to that one
+				 * (0: one reading): CHANGE is per second of it, the
+				 * period growing with the time a reading takes */
 };
 
 /* Set by the finishing signals and SIGWINCH (the main loop acts on them). */
@@ -135,6 +139,19 @@ static void live_bytes(char *buf, size_t n, int64_t v, int sign)
 		snprintf(buf, n, "%s%.2f MB", s, a / (1024.0 * 1024));
 	else
 		snprintf(buf, n, "%s%.2f GB", s, a / (1024.0 * 1024 * 1024));
+}
+
+/* BYTES changed over SECONDS (0: no interval yet) as a change per second,
+ * held at the int64 bounds. */
+static int64_t live_per_second(int64_t bytes, double seconds)
+{
+	double r = seconds > 0 ? (double)bytes / seconds : 0;
+
+	if (r >= 9.2e18)
+		return INT64_MAX;
+	if (r <= -9.2e18)
+		return INT64_MIN;
+	return (int64_t)(r < 0 ? r - 0.5 : r + 0.5);
 }
 
 /* Code points of the UTF-8 text S[0, N) (a terminal column each, as near as
@@ -503,7 +520,7 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 	}
 	fputs(tty ? "\033[1m" : "", f);
 	live_line(f, tty ? cols - 1 : 0, "", " %-*s %11s %11s %11s %11s %9s", w, "THREAD",
-		  "NOW", "CHANGE", "PEAK", lv->curves ? "LATEST" : "LARGEST",
+		  "NOW", "CHANGE/s", "PEAK", lv->curves ? "LATEST" : "LARGEST",
 		  lv->curves ? "READINGS" : "RETURNS");
 	fprintf(f, "%s%s", tty ? "\033[0m" : "", eol);
 	used++;
@@ -521,7 +538,7 @@ static void live_draw(FILE *f, const struct live_view *v, int lines, int cols, i
 		int sel = v->selected == t->stream;
 
 		live_bytes(a, sizeof(a), t->now, 0);
-		live_bytes(b, sizeof(b), t->change, 1);
+		live_bytes(b, sizeof(b), live_per_second(t->change, v->interval), 1);
 		live_bytes(c, sizeof(c), t->peak, 0);
 		if (lv->curves)
 			live_age(d, sizeof(d), lv, t->last_us);
@@ -616,10 +633,21 @@ static void live_status_kept(struct live_view *v)
 				 lv->ended ? lv->end_us - lv->start_us : -1);
 }
 
+/* After a reading that succeeded, begun at T0 (BEFORE: the readings until
+ * then): the seconds since the reading the changes are against. */
+static void live_timed(struct live_view *v, const struct timespec *t0, unsigned long before)
+{
+	v->interval = before ? (double)(t0->tv_sec - v->read_at.tv_sec)
+			       + (double)(t0->tv_nsec - v->read_at.tv_nsec) / 1e9 : 0;
+	v->read_at = *t0;
+}
+
 /* Reads the capture unless paused; keeps the last figures on failure. */
 static void live_refresh(struct live_view *v)
 {
 	struct tg_diag d = { 0 };
+	struct timespec t0;
+	unsigned long before = v->lv.readings;
 
 	if (v->paused)
 		return;
@@ -634,10 +662,14 @@ static void live_refresh(struct live_view *v)
 	}
 	v->lv.focus = v->selected;
 	live_snap_refresh(v);
+	/* what is read is the files as they are when the reading begins */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (v->sampled || v->agg) {
 		if ((v->sampled ? tg_live_curves_read(&v->lv, &v->curves, v->dir, &d)
-				: tg_live_agg_read(&v->lv, v->dir, &d)) == 0)
+				: tg_live_agg_read(&v->lv, v->dir, &d)) == 0) {
 			v->status[0] = '\0';
+			live_timed(v, &t0, before);
+		}
 		else if (v->agg && !v->lv.readings && !tg_aggfile_is_run(v->dir))
 			snprintf(v->status, sizeof(v->status), "waiting for %s/" TG_AGG_FILE
 				 " (written every second)", v->dir);
@@ -652,6 +684,7 @@ static void live_refresh(struct live_view *v)
 			snprintf(v->status, sizeof(v->status), "cannot read: %.200s", d.msg);
 		return;
 	}
+	live_timed(v, &t0, before);
 	live_status_kept(v);
 }
 
@@ -740,13 +773,20 @@ static void live_frame(const struct live_view *v)
 	free(buf);
 }
 
+/* Milliseconds from B to A (negative: A is before B). */
+static long live_ms_since(const struct timespec *a, const struct timespec *b)
+{
+	return (long)(a->tv_sec - b->tv_sec) * 1000 + (a->tv_nsec - b->tv_nsec) / 1000000;
+}
+
 /* The interactive loop on a terminal: returns the exit code. */
 static int live_interactive(struct live_view *v)
 {
 	struct termios saved, raw;
 	struct sigaction sa = { 0 }, old[5];
 	const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-	int have_tty = tcgetattr(0, &saved) == 0;
+	int have_tty = tcgetattr(0, &saved) == 0, reread = 0;
+	struct timespec next = { 0 };  /* when the next reading is due */
 
 	if (have_tty) {
 		raw = saved;
@@ -762,20 +802,40 @@ static int live_interactive(struct live_view *v)
 	sigaction(SIGWINCH, &sa, &old[4]);
 	fputs("\033[?1049h\033[?25l\033[2J", stdout);  /* alternate screen, no cursor */
 	fflush(stdout);
+	/* A reading every LIVE_REFRESH_MS after the previous one ended, or at
+	 * once for a new selection; a key or a resize only draws again, so that
+	 * CHANGE/s keeps a second's worth of records (a reading just after
+	 * another may hold a flush that took half a second, over a few ms). */
 	while (!v->done && !live_signal) {
 		struct pollfd p = { .fd = 0, .events = POLLIN };
+		struct timespec now;
 		char buf[64];
-		int r;
+		int r, wait_ms;
 
-		live_refresh(v);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (reread || !v->lv.readings || live_ms_since(&now, &next) >= 0) {
+			live_refresh(v);
+			clock_gettime(CLOCK_MONOTONIC, &next);
+			next.tv_sec += LIVE_REFRESH_MS / 1000;
+			next.tv_nsec += (LIVE_REFRESH_MS % 1000) * 1000000L;
+			if (next.tv_nsec >= 1000000000L) {
+				next.tv_sec++;
+				next.tv_nsec -= 1000000000L;
+			}
+			reread = 0;
+			clock_gettime(CLOCK_MONOTONIC, &now);
+		}
 		live_frame(v);
-		r = poll(&p, 1, LIVE_REFRESH_MS);
+		wait_ms = -live_ms_since(&now, &next);
+		r = poll(&p, 1, wait_ms > 0 ? wait_ms : 0);
 		if (r > 0) {
 			ssize_t n = read(0, buf, sizeof(buf));
-			if (n <= 0)
+			if (n <= 0) {
 				v->done = 1;  /* end of input */
-			else if (live_keys(v, buf, n) && v->paused)
+			} else if (live_keys(v, buf, n)) {
+				reread = 1;
 				v->paused = 0;  /* a new selection is shown even when paused */
+			}
 		}
 		live_resized = 0;
 	}
@@ -808,7 +868,7 @@ int cmd_live(int argc, char **argv)
 
 	ret = tg_parse_options(argc, argv, opts, live_usage,
 			       "A view of each thread's memory, refreshed every second, of a run being "
-			       "written\n(or ended): its memory now, its change over the last second, "
+			       "written\n(or ended): its memory now, its change per second, "
 			       "its peak, its\nlargest call, the process RSS and the top functions. Keys: "
 			       "q quits, s sorts,\np pauses, j/k select a thread (its functions), a all "
 			       "threads. With a PID\n(threadgraph live PID, the Python command) it "

@@ -154,8 +154,9 @@ def test_live_follows_a_run_and_gives_the_terminal_back(tmp_path):
             # the workers only grow, but for what their thread's end frees
             # (threading's own code: LEVEL marks, docs/formats.md)
             assert 0 <= view_bytes(peak) - view_bytes(now) <= 2048, (name, now, peak)
-        # The same figures without a terminal, but CHANGE: it is the change over
-        # the last second, so it depends on when each view read the capture.
+        # The same figures without a terminal, but CHANGE/s: it is the change
+        # since the previous reading, so it depends on when each view read the
+        # capture.
         once = cli("live", "--once", run_dir)
         assert ({m[0]: m[1:2] + m[3:] for m in ROW.findall(once)}
                 == {name: r[:1] + r[2:] for name, r in rows.items()})
@@ -359,7 +360,7 @@ def test_live_follows_a_sampled_run(tmp_path):
                             * 0.98 for i in range(3)))
         text = term.wait_for(done)
         assert re.search(r"recording, latest reading \d+\.\d s ago$", text, re.M), text
-        assert " NOW      CHANGE        PEAK      LATEST  READINGS" in text, text
+        assert " NOW    CHANGE/s        PEAK      LATEST  READINGS" in text, text
         (run_dir,) = [str(p) for p in (tmp_path / "base").iterdir() if p.is_dir()]
         rows = {m[0]: m[1:] for m in ROW.findall(text)}
         for name, (now, change, peak, latest, readings) in rows.items():
@@ -738,3 +739,82 @@ def test_live_process_line_tells_threads_running_from_threads_seen(tmp_path):
     assert re.search(r"^process: RSS .*  threads %d seen  their memory now " % seen,
                      text, re.M), text
     assert "running" not in text.splitlines()[1], text
+
+
+LEAKER = r'''
+import sys, threading, time
+CHUNK, PERIOD = 8192, 0.05
+kept = []
+stop = threading.Event()
+
+def leak_one():
+    kept.append(bytearray(CHUNK))
+
+def leaker():
+    while not stop.is_set():
+        leak_one()
+        time.sleep(PERIOD)
+
+t = threading.Thread(target=leaker, name="w9")
+t.start()
+with open(sys.argv[1]) as gate:  # until the test has seen the view
+    gate.read()
+stop.set()
+t.join()
+'''
+LEAK_RATE = 8192 / 0.05  # the leaker's bytes per second, at most (its sleeps add time)
+# A reading sees the records up to the recorder's last flush (every 0.5 s):
+# over a period of about a second one flush more or less changes the rate by
+# half; twice the rate is never reached by a rate, always by the change over
+# the pause below (seven seconds' worth)
+RATE_SLACK = 2.0
+PAUSE = 6.0
+
+
+def test_live_change_is_per_second_whatever_the_period(tmp_path):
+    """CHANGE/s is NOW's change divided by the seconds between the two
+    readings: after a pause (a period of seven seconds, as a long capture's
+    slow readings make it) a steady leaker shows its rate, not seven seconds'
+    growth."""
+    (tmp_path / "prog.py").write_text(LEAKER)
+    gate = str(tmp_path / "gate")
+    os.mkfifo(gate)
+    run = subprocess.Popen([sys.executable, "-m", "threadgraph", "run", "-o",
+                            str(tmp_path / "base"), str(tmp_path / "prog.py"), gate],
+                           cwd=str(tmp_path), env=env_with_package(keep_cli=True),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    run_dir = str(tmp_path / "base" / str(run.pid))
+    live = " ".join(shlex.quote(a) for a in
+                    [sys.executable, "-m", "threadgraph", "live", run_dir])
+    term = Tmux(tmp_path, "sh -c %s" % shlex.quote(live + "; exec sleep 600"))
+
+    def change(t):
+        rows = {m[0]: m[1:] for m in ROW.findall(t)}
+        return view_bytes(rows["w9"][1]) if "w9" in rows else None
+
+    try:
+        text = term.wait_for(lambda t: (change(t) or 0) > 0 and "recording" in t)
+        assert " NOW    CHANGE/s        PEAK     LARGEST   RETURNS" in text, text
+        term.run("send-keys", "-t", "t", "p")
+        term.wait_for(lambda t: "PAUSED" in t)
+        time.sleep(PAUSE)
+        term.run("send-keys", "-t", "t", "p")
+        # every frame of the next seconds: the first reading after the pause
+        # (against the one before it) and those after it
+        seen = []
+        deadline = time.monotonic() + 4.0
+        while time.monotonic() < deadline:
+            text = term.pane()
+            if "PAUSED" not in text and change(text) is not None:
+                seen.append(change(text))
+            time.sleep(0.05)
+        assert seen and max(seen) > 0, seen
+        assert max(seen) <= LEAK_RATE * RATE_SLACK, (seen, LEAK_RATE)
+        with open(gate, "w") as f:
+            f.write("end\n")
+        assert run.wait(timeout=120) == 0
+    finally:
+        term.close()
+        if run.poll() is None:
+            run.kill()
+        run.wait()
