@@ -377,6 +377,10 @@ class ProcessProfile:
         #: that outlives its parent is re-parented, and os.getppid() at the end
         #: would name init (or a subreaper) instead.
         self._ppid: Optional[int] = None
+        #: a forked child of a run with accounting: the pid of the process whose
+        #: run does it (its parent's, or the one its parent inherited), which the
+        #: child's run does not (runinfo.json "accounting_in"); None otherwise.
+        self._accounting_in: Optional[int] = None
         #: Called with the signal number after a terminating signal finished the
         #: run, just before the process dies of it (threadgraph run's last line).
         self._finish_note: Optional[Callable[[int], None]] = None
@@ -506,6 +510,7 @@ class ProcessProfile:
         outdir = _make_output_dir(self.default_log_path, made)
         self._start_time = time.time()
         self._ppid = os.getppid()
+        self._accounting_in = None  # a run enabled here does its own
         self._end_time = None
         sampled = self.mode == "sampled"
         try:
@@ -738,6 +743,8 @@ class ProcessProfile:
             "end_time": self._end_time,
             "mode": self.mode,
             "aggregate": self.aggregate,
+            "accounting": self._accounting_on() and self._accounting_in is None,
+            "accounting_in": self._accounting_in,
             "memory_mode": self.memory,
             "native": self.native,
             "backend": self._rec.backend,
@@ -809,6 +816,10 @@ class ProcessProfile:
             return
         self._output_dir = outdir
         self._start_time = time.time()
+        if self._accounting_on() and self._accounting_in is None:
+            # accounting stays with the process that enabled it (docs/api.md
+            # "Forks"): a grandchild's is still that process's
+            self._accounting_in = self._pid
         self._pid = os.getpid()
         self._ppid = os.getppid()
         self._rec.fork_child(outdir)

@@ -89,7 +89,9 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 	tg_dumpset_free_capture(cap);
 	if (rc < 0) {
 		tg_fold_release(f);
-		if (o.metric->from_snapshot && strstr(d->msg, "accounting on?"))
+		if (o.metric->from_snapshot && (strstr(d->msg, "accounting on?")
+						|| strstr(d->msg, "does no accounting")
+						|| strstr(d->msg, "without accounting")))
 			return error("%s; --metric delta or --metric time need no accounting "
 				     "(the recorded calls)", d->msg);
 		return error("%s", d->msg);

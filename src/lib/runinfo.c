@@ -1,6 +1,7 @@
 /*
  * runinfo.c - runinfo.json's threads and the run's pid, end and mode (runinfo.h).
  */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -352,6 +353,7 @@ static int ri_thread(struct ri *r, struct tg_run_thread *t)
 void tg_run_threads_init(struct tg_run_threads *t)
 {
 	memset(t, 0, sizeof(*t));
+	t->accounting = -1;
 }
 
 void tg_run_threads_release(struct tg_run_threads *t)
@@ -432,6 +434,7 @@ int tg_run_threads_read(struct tg_run_threads *t, const char *dir, struct tg_dia
 	len = fread(buf, 1, TG_RUNINFO_MAX, f);
 	if (ferror(f) || len == TG_RUNINFO_MAX)
 		goto out;
+	buf[len] = '\0';  /* strtoull stops there at the latest */
 	r.p = buf;
 	r.end = buf + len;
 	r.depth = 1;
@@ -470,6 +473,17 @@ int tg_run_threads_read(struct tg_run_threads *t, const char *dir, struct tg_dia
 		} else if (!strcmp(key, "aggregate")) {
 			t->aggregate = r.p < r.end && *r.p == 't';
 			e = ri_skip(&r);
+		} else if (!strcmp(key, "accounting") && r.p < r.end && (*r.p == 't' || *r.p == 'f')) {
+			t->accounting = *r.p == 't';
+			e = ri_skip(&r);
+		} else if (!strcmp(key, "accounting_in") && r.p < r.end && *r.p >= '0' && *r.p <= '9') {
+			char *num_end;
+			errno = 0;
+			t->accounting_in = strtoull(r.p, &num_end, 10);
+			if (errno || num_end > r.end)
+				e = -1;
+			else
+				r.p = num_end;
 		} else if (!strcmp(key, "capture")) {
 			t->has_capture = r.p < r.end && *r.p == '"';
 			e = ri_skip(&r);
@@ -561,4 +575,50 @@ int tg_run_threads_id(const struct tg_run_threads *t, const char *base,
 	if (r)
 		*id = r->native_id;
 	return r != NULL;
+}
+
+int tg_run_no_accounting(const char *dir, const char *name, struct tg_diag *d)
+{
+	struct tg_run_threads t, sib;
+	struct tg_diag md = { 0 };
+	size_t n = strlen(dir), at;
+	char *parent = NULL;
+	int said = 0;
+
+	tg_run_threads_init(&t);
+	tg_run_threads_init(&sib);
+	if (tg_run_threads_read(&t, dir, &md) < 0)
+		goto out;
+	if (t.accounting_in) {
+		/* its run is DIR's sibling when the runs share a base (run
+		 * --follow-fork, ProcessProfile's default_log_path) */
+		while (n > 1 && dir[n - 1] == '/')
+			n--;
+		for (at = n; at > 0 && dir[at - 1] != '/'; at--)
+			;
+		if (asprintf(&parent, "%.*s%llu", (int)at, dir, t.accounting_in) < 0)
+			parent = NULL;
+		if (parent && tg_run_threads_read(&sib, parent, &md) == 0
+		    && sib.pid == t.accounting_in && sib.accounting == 1)
+			tg_error(d, "no %s in '%s': a forked child does no accounting, which "
+				 "stays with the process that enabled it (docs/accounting.md): "
+				 "process %llu, whose run '%s' has it", name, dir,
+				 t.accounting_in, parent);
+		else
+			tg_error(d, "no %s in '%s': a forked child does no accounting, which "
+				 "stays with the process that enabled it (docs/accounting.md): "
+				 "process %llu (its run is not beside this one)", name, dir,
+				 t.accounting_in);
+		said = 1;
+	} else if (t.accounting == 0) {
+		tg_error(d, "no %s in '%s': the run was made without accounting (runinfo.json; "
+			 "threadgraph run --accounting, ProcessProfile(accounting=True))",
+			 name, dir);
+		said = 1;
+	}
+out:
+	free(parent);
+	tg_run_threads_release(&sib);
+	tg_run_threads_release(&t);
+	return said;
 }

@@ -45,6 +45,13 @@ struct tg_run_threads {
 	unsigned seg_first, seg_last; /* "segments_kept": [FIRST, LAST], the segments
 				       * an export of a capture of limited size was
 				       * written from; 0 when not given */
+	int accounting;               /* "accounting": 1 true (the run counted
+				       * allocations), 0 false, -1 not given (a file
+				       * written before the key) */
+	unsigned long long accounting_in; /* "accounting_in": a forked child of a
+				       * run with accounting, the pid whose run does
+				       * it (the child's does none); 0 when null or
+				       * not given */
 };
 
 /* runinfo.json is read up to this size (a larger one names a huge argv). */
@@ -76,6 +83,16 @@ int tg_run_threads_id(const struct tg_run_threads *t, const char *base,
  * "mode" is "sampled".
  */
 int tg_run_end_state(const char *dir, int *sampled);
+/*
+ * Why DIR has no NAME (an accounting file: "summary.txt", "snapshot") when its
+ * runinfo.json says: a forked child of a run with accounting ("accounting_in":
+ * the message names the process that has it, and its run when it is DIR's
+ * sibling), or a run made without accounting ("accounting": false).  Returns 1
+ * with d->msg set, or 0 when runinfo.json says neither (the caller's message
+ * stands).
+ */
+int tg_run_no_accounting(const char *dir, const char *name, struct tg_diag *d);
+
 /* The words of a message on a run that has not ended (tg_run_end_state 0). */
 #define TG_RUN_UNENDED "the run has not ended (runinfo.json has no end time: it is still " \
 	"running, or was killed or crashed)"

@@ -354,6 +354,70 @@ def test_forked_child_does_no_accounting(tmp_path):
     assert [r for r in rows if r[4].split("<-")[0].endswith(":leak_it") and r[0] >= LEAK]
 
 
+def test_forked_childs_missing_accounting_is_told_apart(tmp_path):
+    """A forked child of a run with accounting (and its own child) has no
+    summary and no snapshot, as documented: its runinfo.json says accounting
+    stays with the process that enabled it ("accounting_in"), and summary,
+    hist and top say so and name that process's run, instead of asking
+    whether the run was made with accounting on.  A run without accounting
+    says it was made without."""
+    proc = run_scenario(tmp_path, """
+        import os
+        from threadgraph import ProcessProfile
+        KEEP = []
+        def work():
+            KEEP.append(bytearray(100_000))
+        p = ProcessProfile(default_log_path="out", accounting=True)
+        p.enableForkedProfile()
+        p.enable()
+        work()
+        pid = os.fork()
+        if pid == 0:
+            work()
+            grand = os.fork()
+            if grand == 0:
+                work()
+                print("GRANDCHILD", os.getpid(), p.output_dir, flush=True)
+                os._exit(0)
+            os.waitpid(grand, 0)
+            print("CHILD", os.getpid(), p.output_dir, flush=True)
+            os._exit(3)
+        os.waitpid(pid, 0)
+        p.disable()
+        print("PARENT", os.getpid(), p.output_dir, flush=True)
+        q = ProcessProfile(default_log_path="plain")
+        with q:
+            work()
+        print("PLAIN", os.getpid(), q.output_dir, flush=True)
+    """)
+    runs = {role: (int(pid), path) for role, pid, path in
+            (l.split(" ", 2) for l in proc.stdout.splitlines())}
+    parent_pid, parent_dir = runs["PARENT"]
+    info = {role: json.load(open(os.path.join(path, "runinfo.json")))
+            for role, (pid, path) in runs.items()}
+    assert info["PARENT"]["accounting"] is True and info["PARENT"]["accounting_in"] is None
+    assert info["PLAIN"]["accounting"] is False and info["PLAIN"]["accounting_in"] is None
+    for role in ("CHILD", "GRANDCHILD"):
+        # both ended by os._exit: complete, and without accounting
+        assert info[role]["end_time"] is not None, role
+        assert info[role]["accounting"] is False, role
+        assert info[role]["accounting_in"] == parent_pid, role  # not the child's
+        run_dir = runs[role][1]
+        for command in ("summary", "hist", "top"):
+            r = cli(command, run_dir)
+            assert r.returncode == 1, (command, r.stderr)
+            assert "a forked child does no accounting" in r.stderr, (command, r.stderr)
+            assert "process %d, whose run '%s' has it" % (parent_pid, parent_dir) \
+                in r.stderr, (command, r.stderr)
+            assert "accounting on?" not in r.stderr, (command, r.stderr)
+    for command in ("summary", "hist", "top"):
+        r = cli(command, parent_dir)
+        assert r.returncode == 0, (command, r.stderr)
+        r = cli(command, runs["PLAIN"][1])
+        assert r.returncode == 1 and "the run was made without accounting" in r.stderr, \
+            (command, r.stderr)
+
+
 def test_threads_racing_stay_consistent(tmp_path):
     """Eight threads allocate and free, half of their blocks freed by another
     thread: the process figures, the sums over threads and the sums over sites
