@@ -112,7 +112,7 @@ static int hist_plot_in(const struct tg_sum_entity *e, const struct tg_plot_opts
 	if (hi < 0)
 		return tg_error(d, "%s has no allocations to plot",
 				e->name ? "this thread" : "the summary");
-	if (tg_aout_open(&dat, pf->dir, "hist.dat", d) < 0)
+	if (tg_plot_files_out(pf, &dat, "hist.dat", d) < 0)
 		return -1;
 	for (int b = lo; b <= hi; b++) {
 		char name[48];
@@ -133,7 +133,7 @@ static int hist_plot_in(const struct tg_sum_entity *e, const struct tg_plot_opts
 		return -1;
 	}
 	tg_aout_release(&dat);
-	if (tg_aout_open(&script, pf->dir, "hist.gp", d) < 0)
+	if (tg_plot_files_out(pf, &script, "hist.gp", d) < 0)
 		return -1;
 	tg_gp_preamble(script.f, o, "hist");
 	/* A thread's name comes from the run: only ever inside a quoted string. */

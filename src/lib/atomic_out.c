@@ -24,21 +24,61 @@ int tg_aout_names(struct tg_aout *a, const char *dir, const char *name, struct t
 		tg_aout_release(a);
 		return tg_error(d, "out of memory");
 	}
-	snprintf(a->final, n, "%s/%s", dir, name);
+	/* "NAME", not "./NAME": the name as the user gave it (-o NAME) */
+	if (!strcmp(dir, "."))
+		snprintf(a->final, n, "%s", name);
+	else
+		snprintf(a->final, n, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+			 name);
 	snprintf(a->tmp, n, "%s/.%s.tmp.%ld", dir, name, (long)getpid());
 	return 0;
 }
 
-int tg_aout_open(struct tg_aout *a, const char *dir, const char *name, struct tg_diag *d)
+/*
+ * Sets d to "unable to write 'FILE': ERR", FILE the file asked for (the
+ * temporary name, which differs on every run, is an implementation detail):
+ * when the temporary file could not be made (CREATING), why its folder matters.
+ * Returns -1.
+ */
+static int aout_error(const struct tg_aout *a, int err, int creating, struct tg_diag *d)
+{
+	const char *slash = strrchr(a->final, '/');
+	const char *base = slash ? slash + 1 : a->final;
+	char shown[4200], dir[4200];
+
+	if (a->shown_dir)
+		snprintf(shown, sizeof(shown), "%s/%s", a->shown_dir, base);
+	else
+		snprintf(shown, sizeof(shown), "%s", a->final);
+	if (a->shown_dir)
+		snprintf(dir, sizeof(dir), "%s", a->shown_dir);
+	else if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", slash == a->final ? 1 : (int)(slash - a->final),
+			 a->final);
+	if (creating && err == ENOENT)
+		return tg_error(d, "unable to write '%s': %s (its directory '%s' does not exist)",
+				shown, strerror(err), dir);
+	if (creating && (err == EACCES || err == EPERM))
+		return tg_error(d, "unable to write '%s': %s (its directory '%s' is not "
+				"writable: the file is replaced whole, through a new file there)",
+				shown, strerror(err), dir);
+	return tg_error(d, "unable to write '%s': %s", shown, strerror(err));
+}
+
+static int aout_open(struct tg_aout *a, const char *dir, const char *shown, const char *name,
+		     struct tg_diag *d)
 {
 	int fd;
 
 	if (tg_aout_names(a, dir, name, d) < 0)
 		return -1;
+	a->shown_dir = shown;
 	unlink(a->tmp); /* a leftover of a killed run with our pid */
 	fd = open(a->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0) {
-		tg_error(d, "unable to create '%s': %s", a->tmp, strerror(errno));
+		aout_error(a, errno, 1, d);
 		tg_aout_release(a);
 		return -1;
 	}
@@ -50,6 +90,17 @@ int tg_aout_open(struct tg_aout *a, const char *dir, const char *name, struct tg
 	}
 	setvbuf(a->f, NULL, _IOFBF, TG_AOUT_BUF);
 	return 0;
+}
+
+int tg_aout_open(struct tg_aout *a, const char *dir, const char *name, struct tg_diag *d)
+{
+	return aout_open(a, dir, NULL, name, d);
+}
+
+int tg_aout_open_in(struct tg_aout *a, const char *dir, const char *shown,
+		    const char *name, struct tg_diag *d)
+{
+	return aout_open(a, dir, shown, name, d);
 }
 
 /*
@@ -124,16 +175,14 @@ int tg_aout_commit(struct tg_aout *a, struct tg_diag *d)
 			bad = 1;
 		a->f = NULL;
 		if (bad) {
-			tg_error(d, "unable to write '%s': %s", a->tmp ? a->tmp : a->final,
-				 strerror(errno));
+			aout_error(a, errno, 0, d);
 			goto fail;
 		}
 	}
 	if (!a->tmp)
 		return 0;  /* written directly (tg_aout_open_path) */
 	if (rename(a->tmp, a->final) < 0) {
-		tg_error(d, "unable to rename '%s' to '%s': %s", a->tmp, a->final,
-			 strerror(errno));
+		aout_error(a, errno, 0, d);
 		goto fail;
 	}
 	return 0;
@@ -159,4 +208,5 @@ void tg_aout_release(struct tg_aout *a)
 	free(a->final);
 	free(a->tmp);
 	a->final = a->tmp = NULL;
+	a->shown_dir = NULL;
 }

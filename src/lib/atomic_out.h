@@ -18,15 +18,27 @@
 #include "diag.h"
 
 struct tg_aout {
-	char *final;  /* DIR/NAME (owned) */
+	char *final;  /* DIR/NAME (owned); NAME alone when DIR is "." */
 	char *tmp;    /* DIR/.NAME.tmp.PID (owned); NULL when written directly */
+	const char *shown_dir; /* the folder messages name instead of DIR (not
+				  owned: tg_aout_open_in); NULL: DIR itself */
 	FILE *f;      /* open on tmp until commit/abort; NULL after */
 };
 
 /* Builds DIR/NAME and its temporary name without opening anything; 0 or -1. */
 int tg_aout_names(struct tg_aout *a, const char *dir, const char *name, struct tg_diag *d);
-/* tg_aout_names() and opens the temporary file for writing; 0 or -1. */
+/*
+ * tg_aout_names() and opens the temporary file for writing; 0 or -1.  Every
+ * message names DIR/NAME, the file asked for, never the temporary file (its
+ * name differs on every run).
+ */
 int tg_aout_open(struct tg_aout *a, const char *dir, const char *name, struct tg_diag *d);
+/*
+ * tg_aout_open() for a file made in a private folder DIR whose messages name
+ * SHOWN/NAME instead (SHOWN, where the folder is put in place, must outlive a).
+ */
+int tg_aout_open_in(struct tg_aout *a, const char *dir, const char *shown,
+		    const char *name, struct tg_diag *d);
 /*
  * Opens PATH, a file named by the user: a symbolic link, a device or a pipe
  * that exists is opened and written directly (commit closes it, abort leaves

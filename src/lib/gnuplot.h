@@ -71,6 +71,13 @@ struct tg_plot_files {
  */
 int tg_plot_files_open(struct tg_plot_files *pf, const struct tg_plot_opts *o,
 		       const char *name, struct tg_diag *d);
+/*
+ * Opens file NAME in the private folder (tg_aout_open); its messages name it
+ * as NAME in DIR/NAME-plot, where the folder is kept, never by the private
+ * folder's random name.  0 or -1.
+ */
+int tg_plot_files_out(struct tg_plot_files *pf, struct tg_aout *a, const char *name,
+		      struct tg_diag *d);
 /* Removes the private folder and its files (unless it was put in place) and
  * closes the descriptors.  Safe on TG_PLOT_FILES_INIT and after a failed open. */
 void tg_plot_files_release(struct tg_plot_files *pf);

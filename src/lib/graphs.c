@@ -18,7 +18,7 @@ static int graph_script(struct tg_aout *script, const struct tg_plot_opts *po,
 	char file[64];
 
 	snprintf(file, sizeof(file), "%s.gp", name);
-	if (tg_aout_open(script, pf->dir, file, d) < 0)
+	if (tg_plot_files_out(pf, script, file, d) < 0)
 		return -1;
 	tg_gp_preamble(script->f, po, name);
 	return 0;
@@ -116,7 +116,7 @@ int tg_memh_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 	}
 	if (tg_plot_files_open(&pf, po, "memh", d) < 0)
 		goto out;
-	if (tg_aout_open(&dat, pf.dir, "memh.dat", d) < 0)
+	if (tg_plot_files_out(&pf, &dat, "memh.dat", d) < 0)
 		goto out;
 	for (long i = 0; i < k; i++) {
 		char m[TG_FMT_MILLI_MAX];
@@ -214,7 +214,7 @@ int tg_nesting_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 		}
 		graph_report_start(r, &files[i]);
 		snprintf(name, sizeof(name), "nesting-%zu.dat", i);
-		if (tg_aout_open(&dat, pf.dir, name, d) < 0)
+		if (tg_plot_files_out(&pf, &dat, name, d) < 0)
 			goto out;
 		if (nesting_read(o, &files[i], dat.f, &events[i], &ta, d) < 0 ||
 		    tg_aout_commit(&dat, d) < 0) {
@@ -374,7 +374,7 @@ int tg_interleave_run(const struct tg_graph_opts *o, const struct tg_plot_opts *
 	}
 	if (tg_plot_files_open(&pf, po, "interleave", d) < 0)
 		goto out;
-	if (tg_aout_open(&dat, pf.dir, "interleave.dat", d) < 0)
+	if (tg_plot_files_out(&pf, &dat, "interleave.dat", d) < 0)
 		goto out;
 	dat_open = 1;
 	for (;;) {

@@ -598,7 +598,7 @@ static void held_heap_down(struct held_in **h, size_t n, size_t i)
  * (held-all.dat) and of the threads not shown (held-others.dat, when any), and
  * finds the largest value of the sum.  Changes at one time are applied together.
  */
-static int held_merge(const char *dir, size_t n,
+static int held_merge(struct tg_plot_files *pf, size_t n,
 		      const unsigned char *series, const unsigned char *show,
 		      struct tg_held_peak *p, int *has_others, struct tg_diag *d)
 {
@@ -609,6 +609,7 @@ static int held_merge(const char *dir, size_t n,
 	size_t nh = 0;
 	int64_t sum = 0, others = 0;
 	int ret = -1, any = 0;
+	const char *dir = pf->dir;
 	char path[4200];
 
 	*has_others = 0;
@@ -632,9 +633,9 @@ static int held_merge(const char *dir, size_t n,
 	}
 	for (size_t i = nh / 2; i-- > 0;)
 		held_heap_down(h, nh, i);
-	if (tg_aout_open(&all, dir, "held-all.dat", d) < 0)
+	if (tg_plot_files_out(pf, &all, "held-all.dat", d) < 0)
 		goto out;
-	if (*has_others && tg_aout_open(&oth, dir, "held-others.dat", d) < 0)
+	if (*has_others && tg_plot_files_out(pf, &oth, "held-others.dat", d) < 0)
 		goto out;
 	while (nh) {
 		double x = h[0]->x;
@@ -823,7 +824,7 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		if (r && r->start)
 			r->start(r->ctx, &files[i]);
 		snprintf(name, sizeof(name), "held-%zu.dat", i);
-		if (tg_aout_open(&dat, pf.dir, name, d) < 0)
+		if (tg_plot_files_out(&pf, &dat, name, d) < 0)
 			goto out;
 		hs[i].f = dat.f;
 		rc = tg_held_read(&files[i], held_series_step, &hs[i], why, d);
@@ -866,7 +867,7 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 			continue;
 		if (r && r->start)
 			r->start(r->ctx, &files[i]);
-		if (tg_aout_open(&dat, pf.dir, "held-process.dat", d) < 0)
+		if (tg_plot_files_out(&pf, &dat, "held-process.dat", d) < 0)
 			goto out;
 		{
 			struct tg_memg_opts po2 = *o;
@@ -891,7 +892,7 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		process = st.events != 0;
 		break;
 	}
-	if (held_merge(pf.dir, n, series, show, &p, &has_others, d) < 0)
+	if (held_merge(&pf, n, series, show, &p, &has_others, d) < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		if (!series[i])
@@ -945,7 +946,7 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	if (p.found) {
 		char size[32];
 
-		if (tg_aout_open(&dat, pf.dir, "held-peak.dat", d) < 0)
+		if (tg_plot_files_out(&pf, &dat, "held-peak.dat", d) < 0)
 			goto out;
 		tg_fmt_bytes_short(size, p.total);
 		fprintf(dat.f, "%s %lld \"largest peak: %s\"\n", p.xs, (long long)p.total, size);
@@ -958,7 +959,7 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	if (tg_aout_open(&legend, po->dir, "memg-held.txt", d) < 0)
 		goto out;
 	tg_held_peak_write(legend.f, &p, files);
-	if (tg_aout_open(&script, pf.dir, "memg-held.gp", d) < 0) {
+	if (tg_plot_files_out(&pf, &script, "memg-held.gp", d) < 0) {
 		tg_aout_abort(&legend);
 		goto out;
 	}

@@ -717,7 +717,7 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		if (r && r->start)
 			r->start(r->ctx, df);
 		snprintf(name, sizeof(name), "memg-%zu.dat", i);
-		if (tg_aout_open(&dat, pf.dir, name, d) < 0)
+		if (tg_plot_files_out(&pf, &dat, name, d) < 0)
 			goto out;
 		if (df->kind == TG_DUMP_PROCESS) {
 			rc = tg_memg_read_process(o, df, dat.f, &st[i], &ta, d);
@@ -827,7 +827,7 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 				len[i] = snprintf(text, sizeof(text), "%zu", k->id);
 		}
 		memg_place_labels(&peaks, po, x0, x1, y0, y1, py, len, ly);
-		if (tg_aout_open(&dat, pf.dir, "memg-peaks.dat", d) < 0) {
+		if (tg_plot_files_out(&pf, &dat, "memg-peaks.dat", d) < 0) {
 			free(py);
 			free(ly);
 			free(len);
@@ -864,7 +864,7 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		tg_error(d, "out of memory");
 		goto out_legend;
 	}
-	if (tg_aout_open(&script, pf.dir, "memg.gp", d) < 0)
+	if (tg_plot_files_out(&pf, &script, "memg.gp", d) < 0)
 		goto out_legend;
 	tg_gp_preamble(script.f, po, "memg");
 	memg_script(script.f, o, files, n, st, show, titles, &ta, peaks.n != 0, clip_lo,

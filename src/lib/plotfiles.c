@@ -52,13 +52,14 @@ int tg_plot_files_open(struct tg_plot_files *pf, const struct tg_plot_opts *o,
 	pf->outfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (pf->outfd < 0)
 		return tg_error(d, "unable to use '%s': %s", o->dir, strerror(errno));
+	/* the messages name DIR: the private folder's name is random */
 	if (!mkdtemp(pf->dir)) {
-		tg_error(d, "unable to create '%s': %s", pf->dir, strerror(errno));
+		tg_error(d, "unable to write the graph into '%s': %s", o->dir, strerror(errno));
 		goto fail;
 	}
 	pf->fd = open(pf->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (pf->fd < 0) {
-		tg_error(d, "unable to use '%s': %s", pf->dir, strerror(errno));
+		tg_error(d, "unable to write the graph into '%s': %s", o->dir, strerror(errno));
 		rmdir(pf->dir);
 		goto fail;
 	}
@@ -68,6 +69,12 @@ fail:
 	close(pf->outfd);
 	pf->outfd = -1;
 	return -1;
+}
+
+int tg_plot_files_out(struct tg_plot_files *pf, struct tg_aout *a, const char *name,
+		      struct tg_diag *d)
+{
+	return tg_aout_open_in(a, pf->dir, pf->kept_dir, name, d);
 }
 
 /* Removes the files in folder fd (one level: ours hold no folder) and closes it. */
@@ -256,7 +263,8 @@ static int pf_publish_folder(struct tg_plot_files *pf, struct tg_diag *d)
 		/* rename(2) onto an empty folder of ours replaces it */
 		snprintf(old, sizeof(old), "%s-old-XXXXXX", pf->dir);
 		if (!mkdtemp(old))
-			return tg_error(d, "unable to create '%s': %s", old, strerror(errno));
+			return tg_error(d, "unable to replace '%s': %s", pf->kept_dir,
+					strerror(errno));
 		if (renameat(pf->outfd, kept, pf->outfd, strrchr(old, '/') + 1) < 0) {
 			tg_error(d, "unable to replace '%s': %s", pf->kept_dir, strerror(errno));
 			rmdir(old);
@@ -270,8 +278,7 @@ static int pf_publish_folder(struct tg_plot_files *pf, struct tg_diag *d)
 	}
 	fchmod(pf->fd, 0777 & ~pf_umask());
 	if (renameat(pf->outfd, priv, pf->outfd, kept) < 0)
-		return tg_error(d, "unable to rename '%s' to '%s': %s", pf->dir, pf->kept_dir,
-				strerror(errno));
+		return tg_error(d, "unable to write '%s': %s", pf->kept_dir, strerror(errno));
 	pf->made = 0;  /* it is the kept folder now */
 	return 0;
 }

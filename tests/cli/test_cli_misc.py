@@ -4,6 +4,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -204,6 +205,64 @@ def test_output_on_a_full_device_names_the_file_and_why(fixtures, args):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 1, r.stderr
     assert "error: unable to write '/dev/full': No space left on device" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ["flamegraph", "-o", "nodir/f.svg", "flamerun"],
+    ["report", "-o", "nodir/r.html", "flamerun"],
+    ["export", "--pprof", "-o", "nodir/p.pb.gz", "accounting"],
+    ["export", "--speedscope", "nodir/s.json", "accounting"],
+], ids=["flamegraph", "report", "export-pprof", "export-speedscope"])
+def test_output_errors_name_the_file_asked_for(fixtures, tmp_path, args):
+    """A missing directory is named with the file asked for, never the temporary
+    DIR/.NAME.tmp.PID (a name of its own on every run)."""
+    path = args[-2]
+    args = args[:-1] + [os.path.join(fixtures, args[-1])]
+    r = subprocess.run([CLI] + args, cwd=str(tmp_path), capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert ("error: unable to write '%s': No such file or directory (its directory "
+            "'nodir' does not exist)" % path) in r.stderr, r.stderr
+    assert ".tmp." not in r.stderr
+
+
+def _as_nobody():
+    """The command prefix that runs as user nobody, or None (not root, no setpriv,
+    or the CLI out of nobody's reach)."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return None
+    pre = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    if subprocess.run(pre + [CLI, "--version"], capture_output=True).returncode != 0:
+        return None
+    return pre
+
+
+def test_output_errors_in_an_unwritable_dir_name_the_output(fixtures, tmp_path):
+    """As a user who may not write DIR: the graph's DIR or the file asked for, never
+    the private DIR/.NAME-plot-XXXXXX or DIR/.NAME.tmp.PID."""
+    pre = _as_nobody()
+    if pre is None:
+        pytest.skip("needs root (to run as nobody) and setpriv")
+    ro = tempfile.mkdtemp(prefix="tg-ro-")  # pytest's tmp_path is root's alone
+    try:
+        os.chmod(ro, 0o755)
+        run = os.path.join(fixtures, "flamerun")
+        r = subprocess.run(pre + [CLI, "memg", "-o", ro, run], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 1, r.stderr
+        assert "error: unable to write the graph into '%s': Permission denied" % ro \
+            in r.stderr, r.stderr
+        assert "-plot-" not in r.stderr, r.stderr
+        for cmd, name in [("report", "r.html"), ("flamegraph", "f.svg")]:
+            out = os.path.join(ro, name)
+            r = subprocess.run(pre + [CLI, cmd, "-o", out, run],
+                               capture_output=True, text=True, timeout=60)
+            assert r.returncode == 1, r.stderr
+            assert ("error: unable to write '%s': Permission denied (its directory '%s' "
+                    "is not writable" % (out, ro)) in r.stderr, r.stderr
+            assert ".tmp." not in r.stderr, r.stderr
+    finally:
+        shutil.rmtree(ro)
 
 
 def _runinfo_opens(tmp_path, *args):
