@@ -96,6 +96,15 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 				     "(the recorded calls)", d->msg);
 		return error("%s", d->msg);
 	}
+	if (f->no_stack == 1)
+		warning("thread '%s' left out: no .stack file beside '%s' (the %s metric pairs "
+			"each thread's .stack and .mem)", f->no_stack_thread, f->no_stack_mem,
+			o.metric->name);
+	else if (f->no_stack)
+		warning("%lu threads left out: no .stack file beside their .mem ('%s' and %lu "
+			"other%s; the %s metric pairs each thread's .stack and .mem)",
+			f->no_stack, f->no_stack_mem, f->no_stack - 1,
+			f->no_stack == 2 ? "" : "s", o.metric->name);
 	if (f->unpaired)
 		warning("%lu call%s had no return record (still running when the run ended): "
 			"counted 0 for themselves", f->unpaired, f->unpaired == 1 ? "" : "s");

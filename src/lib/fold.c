@@ -69,6 +69,8 @@ void tg_fold_release(struct tg_fold *f)
 	free(f->names);
 	free(f->kids);
 	free(f->source);
+	free(f->no_stack_thread);
+	free(f->no_stack_mem);
 	memset(f, 0, sizeof(*f));
 }
 

@@ -88,6 +88,10 @@ struct tg_fold {
 	unsigned long deep;      /* calls deeper than max_depth, charged to their ancestor */
 	unsigned long threads;   /* threads read */
 	unsigned long stitched;  /* task runs grafted under their submitter (fold_stitch.h) */
+	unsigned long no_stack;  /* delta, time: threads with a .mem and no .stack, left
+				  * out (the metrics pair the two) */
+	char *no_stack_thread;   /* the first such thread (owned), or NULL */
+	char *no_stack_mem;      /* its .mem's path (owned), or NULL */
 	char *source;            /* the snapshot read, or the run directory (owned) */
 };
 

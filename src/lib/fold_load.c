@@ -523,6 +523,72 @@ static char *fl_dump_path(const char *dir, const char *base, const char *suffix)
 	return p;
 }
 
+/*
+ * Base names (SUFFIX and a trailing ".gz" cut) of DIR's files ending in SUFFIX
+ * or SUFFIX.gz, each once, as *BASES and *N (tg_dir_names_free).  0 or -1.
+ */
+static int fl_dump_bases(const char *dir, const char *suffix, char ***bases, size_t *n,
+			 struct tg_diag *d)
+{
+	size_t i, k = 0;
+
+	if (tg_dir_names(dir, suffix, 1, bases, n, d) < 0)
+		return -1;
+	for (i = 0; i < *n; i++) {
+		char *b = (*bases)[i];
+		size_t len = strlen(b);
+		if (len > 3 && !strcmp(b + len - 3, ".gz"))
+			len -= 3;
+		b[len - strlen(suffix)] = '\0';
+	}
+	/* X.SUFFIX and X.SUFFIX.gz: one thread, read once (the plain file) */
+	for (i = 0; i < *n; i++) {
+		if (k && !strcmp((*bases)[k - 1], (*bases)[i])) {
+			free((*bases)[i]);
+			continue;
+		}
+		(*bases)[k++] = (*bases)[i];
+	}
+	*n = k;
+	return 0;
+}
+
+/*
+ * Counts into f->no_stack the threads of o->path with a .mem and no .stack
+ * (STACKS, N: the bases that have one), which the delta and time metrics
+ * cannot read: each call's values come from pairing the two.  The first
+ * one's name and .mem path go to f->no_stack_thread and f->no_stack_mem.
+ * 0 or -1.
+ */
+static int load_count_no_stack(struct tg_fold *f, const struct tg_fold_opts *o,
+			       char **stacks, size_t n, struct tg_diag *d)
+{
+	char **mems = NULL;
+	size_t nm = 0, i, j;
+	int ret = -1;
+
+	if (fl_dump_bases(o->path, TG_MEM_SUFFIX, &mems, &nm, d) < 0)
+		return -1;
+	for (i = 0; i < nm; i++) {
+		if (!strcmp(mems[i], "process"))
+			continue;
+		for (j = 0; j < n && strcmp(stacks[j], mems[i]); j++)
+			;
+		if (j < n)
+			continue;
+		if (!f->no_stack++ &&
+		    (!(f->no_stack_thread = strdup(mems[i])) ||
+		     !(f->no_stack_mem = fl_dump_path(o->path, mems[i], TG_MEM_SUFFIX)))) {
+			tg_error(d, "out of memory");
+			goto out;
+		}
+	}
+	ret = 0;
+out:
+	tg_dir_names_free(mems, nm);
+	return ret;
+}
+
 static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg_diag *d)
 {
 	char **bases = NULL, *stack = NULL, *mem = NULL;
@@ -537,25 +603,8 @@ static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg
 				"--no_time)");
 	if (!(f->source = strdup(o->path)))
 		return tg_error(d, "out of memory");
-	if (tg_dir_names(o->path, TG_STACK_SUFFIX, 1, &bases, &n, d) < 0)
+	if (fl_dump_bases(o->path, TG_STACK_SUFFIX, &bases, &n, d) < 0)
 		return -1;
-	for (i = 0; i < n; i++) {  /* base names: the thread's (X.stack or X.stack.gz) */
-		size_t len = strlen(bases[i]);
-		if (len > 3 && !strcmp(bases[i] + len - 3, ".gz"))
-			len -= 3;
-		bases[i][len - strlen(TG_STACK_SUFFIX)] = '\0';
-	}
-	{  /* X.stack and X.stack.gz: one thread, read once (the plain file) */
-		size_t k = 0;
-		for (i = 0; i < n; i++) {
-			if (k && !strcmp(bases[k - 1], bases[i])) {
-				free(bases[i]);
-				continue;
-			}
-			bases[k++] = bases[i];
-		}
-		n = k;
-	}
 	if (!n) {
 		int sampled = 0;
 		(void)tg_run_end_state(o->path, &sampled);
@@ -570,6 +619,8 @@ static int load_dumps(struct tg_fold *f, const struct tg_fold_opts *o, struct tg
 				 "--stack, ProcessProfile.trackStack())", o->path, o->metric->name);
 		goto out;
 	}
+	if (!o->thread && load_count_no_stack(f, o, bases, n, d) < 0)
+		goto out;
 	if (tg_run_threads_read(&info, o->path, d) < 0)
 		goto out;
 	for (i = 0; o->stitch && i < n; i++) {  /* the task links' first pass */

@@ -921,6 +921,15 @@ static int rep_flame(FILE *out, const struct tg_report_opts *o,
 	if (f.sampled)
 		rep_missing(out, cb, "sampled run (one sample per %lld bytes on average): the %s "
 			    "values are estimates", (long long)f.sampled, m->name);
+	if (f.no_stack == 1)
+		rep_missing(out, cb, "thread '%s' left out of the %s flame graph: no .stack file "
+			    "beside '%s' (the metric pairs each thread's .stack and .mem)",
+			    f.no_stack_thread, m->name, f.no_stack_mem);
+	else if (f.no_stack)
+		rep_missing(out, cb, "%lu threads left out of the %s flame graph: no .stack file "
+			    "beside their .mem ('%s' and %lu other%s; the metric pairs each "
+			    "thread's .stack and .mem)", f.no_stack, m->name, f.no_stack_mem,
+			    f.no_stack - 1, f.no_stack == 2 ? "" : "s");
 	if (f.deep)
 		rep_missing(out, cb, "%lu call%s nested deeper than %d: part of their ancestor's "
 			    "own %s value in the flame graph (threadgraph flamegraph --max-depth N "

@@ -6,6 +6,7 @@ snapshot, an accounting summary), whose values were worked out by hand:
   worker 1:   run (1000) > step;odd (1000); never (no return: still running)
 """
 import base64
+import gzip
 import os
 import re
 import shutil
@@ -109,6 +110,47 @@ def test_folded_says_what_the_run_lacks(tg, tmp_path):
     assert r.returncode == 1 and "timestamps" in r.stderr
     r = tg("folded", RUN, RUN)
     assert r.returncode == 2
+
+
+def test_a_thread_without_its_stack_file_is_left_out_with_a_warning(tg, tmp_path):
+    """The delta and time metrics pair each thread's .stack and .mem: a .mem
+    without its .stack is left out, and folded, flamegraph and the report say so
+    (they used to drop the thread silently, exit 0)."""
+    run = tmp_path / "run"
+    shutil.copytree(RUN, str(run))
+    os.remove(str(run / "worker 1.stack"))
+    for metric in ("delta", "time"):
+        r = tg("folded", "--metric", metric, run)
+        assert r.returncode == 0, r.stderr
+        assert "worker 1" not in r.stdout
+        assert ("warning: thread 'worker 1' left out: no .stack file beside '%s' (the %s "
+                "metric pairs each thread's .stack and .mem)" % (run / "worker 1.mem", metric)
+                ) in r.stderr, r.stderr
+    r = tg("flamegraph", "--metric", "delta", "-o", tmp_path / "f.svg", run)
+    assert r.returncode == 0 and "thread 'worker 1' left out" in r.stderr, r.stderr
+    # --thread names one thread: the others' files are not looked at
+    r = tg("folded", "--metric", "delta", "--thread", "MainThread", run)
+    assert r.returncode == 0 and "left out" not in r.stderr, r.stderr
+    # several: counted, the first named; process.mem is no thread; a .mem.gz counts
+    shutil.copy(str(run / "MainThread.mem"), str(run / "W2.mem"))
+    with open(str(run / "MainThread.mem"), "rb") as f, \
+            gzip.open(str(run / "W3.mem.gz"), "wb") as g:
+        g.write(f.read())
+    r = tg("folded", "--metric", "delta", run)
+    assert r.returncode == 0, r.stderr
+    assert ("warning: 3 threads left out: no .stack file beside their .mem ('%s' and 2 "
+            "others;" % (run / "W2.mem")) in r.stderr, r.stderr
+    # the report (no accounting: a delta flame graph) notes it in its flame graph
+    for name in os.listdir(str(run)):
+        if name.startswith(("snapshot-", "summary")) or name in ("W2.mem", "W3.mem.gz"):
+            os.remove(str(run / name))
+    r = tg("report", "-o", tmp_path / "r.html", run)
+    assert r.returncode == 0, r.stderr
+    assert "thread 'worker 1' left out of the delta flame graph: no .stack file" in r.stderr
+    assert "left out of the delta flame graph" in (tmp_path / "r.html").read_text()
+    # intact: no such warning
+    r = tg("folded", "--metric", "delta", RUN)
+    assert r.returncode == 0 and "left out" not in r.stderr, r.stderr
 
 
 def test_folded_delta_without_timestamps(tg, tmp_path):
