@@ -109,11 +109,40 @@ static void cli_warn_malformed(void *ctx, const char *path, unsigned long lineno
 		fputs("warning: further malformed lines are only counted\n", stderr);
 }
 
+/*
+ * The files whose kept-but-doubtful line (a time that goes back) was told: the
+ * library tells it once each time it reads a file, and a command may read one
+ * several times (report: each section), so the CLI tells it once a file.  The
+ * CLI runs one command on one thread; the names live until it exits.
+ */
+static char *cli_kept_told[TG_CLI_MAX_WARNINGS];
+static size_t cli_kept_n;
+static int cli_kept_more;  /* a file beyond those was not named */
+
+static void cli_warn_kept(void *ctx, const char *path, unsigned long lineno, const char *why)
+{
+	(void)ctx;
+	for (size_t i = 0; i < cli_kept_n; i++)
+		if (!strcmp(cli_kept_told[i], path))
+			return;
+	if (cli_kept_n == TG_CLI_MAX_WARNINGS) {
+		cli_kept_more = 1;  /* told in tg_cli_diag_summary */
+		return;
+	}
+	if (!(cli_kept_told[cli_kept_n] = strdup(path)))
+		return;
+	cli_kept_n++;
+	fputs("warning: ", stderr);
+	tg_cli_put(stderr, path);
+	fprintf(stderr, ":%lu: %s\n", lineno, why);
+}
+
 void tg_cli_diag_init(struct tg_diag *d, const struct tg_common_args *c)
 {
 	memset(d, 0, sizeof(*d));
 	d->strict = c->strict;
 	d->warn = cli_warn_malformed;
+	d->warn_kept = cli_warn_kept;
 	d->warn_ctx = d;
 }
 
@@ -122,6 +151,9 @@ void tg_cli_diag_summary(const struct tg_diag *d)
 	if (d->malformed && !d->strict)
 		warning("%lu malformed line%s skipped", d->malformed,
 			d->malformed == 1 ? "" : "s");
+	if (cli_kept_more && !d->strict)
+		warning("more files have times that go back: only the first %d are named",
+			TG_CLI_MAX_WARNINGS);
 }
 
 /* mkdir -p: creates dir and its missing parents; 0 or -1 (errno set). */

@@ -201,6 +201,7 @@ static int dec_scan_stack(struct dec_state *s, const char *path, const struct tg
 			  struct tg_diag *d)
 {
 	struct tg_lr lr;
+	struct tg_time_order order = { 0 };
 	struct tg_stackrec r;
 	const char *line, *why;
 	size_t len;
@@ -215,6 +216,8 @@ static int dec_scan_stack(struct dec_state *s, const char *path, const struct tg
 				goto release;
 			continue;
 		}
+		if (tg_time_order_check(&order, r.time.v, path, lr.lineno, d) < 0)
+			goto release;
 		if (at_line ? lr.lineno > at_line && !open_tree
 			    : r.time.v > t && tg_time_exact(&r.time.text) > t)
 			break;
@@ -397,6 +400,7 @@ static int dec_read_ring(struct dec_state *s, const char *path, unsigned long li
 			 size_t *start, struct tg_diag *d)
 {
 	struct tg_lr lr;
+	struct tg_time_order order = { 0 };
 	struct tg_memrec r;
 	const char *line, *why;
 	size_t len, k = s->n, next = 0, have = 0;
@@ -416,6 +420,8 @@ static int dec_read_ring(struct dec_state *s, const char *path, unsigned long li
 				goto release;
 			continue;
 		}
+		if (tg_time_order_check(&order, r.time.v, path, lr.lineno, d) < 0)
+			goto release;
 		if (sl->cap < len) {
 			char *nb = realloc(sl->buf, len);
 			if (!nb) {

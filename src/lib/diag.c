@@ -27,3 +27,13 @@ int tg_malformed(struct tg_diag *d, const char *path, unsigned long lineno, cons
 		d->warn(d->warn_ctx, path, lineno, why);
 	return 0;
 }
+
+int tg_doubtful(struct tg_diag *d, const char *path, unsigned long lineno, const char *why)
+{
+	d->doubtful++;
+	if (d->strict)
+		return tg_error(d, "%s:%lu: %s", path, lineno, why);
+	if (d->warn_kept)
+		d->warn_kept(d->warn_ctx, path, lineno, why);
+	return 0;
+}

@@ -17,7 +17,11 @@ struct tg_diag {
 	int strict;              /* non-zero: a malformed line is an error */
 	/* called for each malformed line (may be NULL); path and 1-based line */
 	void (*warn)(void *ctx, const char *path, unsigned long lineno, const char *why);
-	void *warn_ctx;          /* passed to warn */
+	void *warn_ctx;          /* passed to warn and warn_kept */
+	unsigned long doubtful;  /* lines read and kept that break a rule of their
+				  * format (a time that goes back), all files */
+	/* called for each such line (may be NULL); path, 1-based line, why */
+	void (*warn_kept)(void *ctx, const char *path, unsigned long lineno, const char *why);
 	int probe;               /* non-zero: the caller tests whether something is
 				  * there and shows no message, so a failure needs
 				  * no explaining (such as reading runinfo.json) */
@@ -32,5 +36,13 @@ int tg_error(struct tg_diag *d, const char *fmt, ...)
  * caller should skip the line and go on, or -1 (with d->msg set) in strict mode.
  */
 int tg_malformed(struct tg_diag *d, const char *path, unsigned long lineno, const char *why);
+
+/*
+ * Reports a line that is read and kept although it breaks a rule of its format
+ * (a TIME earlier than the file's last one): counts it and calls d->warn_kept.
+ * Returns 0 when the caller should keep the line and go on, or -1 (with d->msg
+ * set) in strict mode.
+ */
+int tg_doubtful(struct tg_diag *d, const char *path, unsigned long lineno, const char *why);
 
 #endif

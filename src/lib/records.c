@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef __SSE2__
@@ -474,4 +475,16 @@ const char *tg_procrec_parse(struct tg_procrec *r, const char *s, size_t len, in
 	if (r->bytes > TG_DELTA_MAX || r->bytes < -TG_DELTA_MAX)
 		return "memory size out of range";
 	return NULL;
+}
+
+int tg_time_order_back(struct tg_time_order *o, double t, const char *path,
+		       unsigned long lineno, struct tg_diag *d)
+{
+	char why[200];
+
+	o->told = 1;
+	snprintf(why, sizeof(why), "time goes back %.6f s (a dump's times never decrease)%s",
+		 o->last - t, d->strict ? "" : ": the line is kept, but a time axis or "
+		 "duration across it is not the run's");
+	return tg_doubtful(d, path, lineno, why);
 }

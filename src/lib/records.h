@@ -12,6 +12,8 @@
 
 #include <stddef.h>
 
+#include "diag.h"
+
 /* A piece of a line: not NUL-terminated. */
 struct tg_str {
 	const char *s;
@@ -92,6 +94,35 @@ int tg_memrec_is_wrapper(const struct tg_memrec *m);
  */
 int tg_time_parse(const char *s, size_t len, double *v);
 double tg_time_exact(const struct tg_str *text);
+
+/*
+ * The order of one file's TIMEs (docs/formats.md "TIME": within one file TIME
+ * never decreases).  A line whose TIME goes back is kept, not skipped (skipping
+ * a .mem line would shift the pairing of returns with calls; the original
+ * ThreadGraph's time.time() could step back), but told: the first of each file,
+ * through tg_doubtful.  Zero-initialised for each file read.
+ */
+struct tg_time_order {
+	double last;  /* the latest TIME read so far */
+	int told;     /* a TIME earlier than last was told */
+};
+
+/* Tells that line LINENO of PATH has a TIME, t, earlier than o->last.  0, or -1
+ * in strict mode (d->msg set). */
+int tg_time_order_back(struct tg_time_order *o, double t, const char *path,
+		       unsigned long lineno, struct tg_diag *d);
+
+/* Checks line LINENO's TIME t against the file's latest: 0, or -1 in strict
+ * mode when it goes back. */
+static inline int tg_time_order_check(struct tg_time_order *o, double t, const char *path,
+				      unsigned long lineno, struct tg_diag *d)
+{
+	if (t >= o->last) {
+		o->last = t;
+		return 0;
+	}
+	return o->told ? 0 : tg_time_order_back(o, t, path, lineno, d);
+}
 
 /* Parses an optionally signed decimal integer filling all len bytes; 0 or -1. */
 int tg_int_parse(const char *s, size_t len, long long *v);

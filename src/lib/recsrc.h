@@ -42,6 +42,7 @@ struct tg_src {
 	int64_t sec;             /* capture: the second tbuf's prefix holds (-1: none) */
 	size_t sec_len;          /* length of "SECONDS." in tbuf */
 	char tbuf[TG_CAP_TIME_MAX]; /* capture: the last record's TIME text */
+	struct tg_time_order order; /* text: its TIMEs' order (records.h) */
 	char *text;              /* the last record's site and rest when formatted
 				  * (a capture's; a text line's LINE of -1) */
 	size_t text_alloc;
@@ -70,7 +71,9 @@ int tg_src_stack_line_minus1(struct tg_src *s, struct tg_stackrec *r, struct tg_
 /*
  * Each returns 1 with the next record in *r (texts valid until the next call),
  * 0 at the end, or -1 with d->msg set (a read error, a malformed line in strict
- * mode, a corrupt capture).  Malformed text lines are reported and skipped.
+ * mode, a corrupt capture).  Malformed text lines are reported and skipped; a
+ * text line whose TIME goes back is kept, the first of each file reported
+ * (tg_time_order_check).
  */
 static inline int tg_src_next_mem(struct tg_src *s, struct tg_memrec *r, struct tg_diag *d)
 {
@@ -87,6 +90,9 @@ static inline int tg_src_next_mem(struct tg_src *s, struct tg_memrec *r, struct 
 		if (!why) {
 			s->lineno = s->lr.lineno;
 			if (r->line_minus1 && tg_src_mem_line_minus1(s, r, d) < 0)
+				return -1;
+			if (s->has_time &&
+			    tg_time_order_check(&s->order, r->time.v, s->df->path, s->lineno, d) < 0)
 				return -1;
 			return 1;
 		}
@@ -112,6 +118,9 @@ static inline int tg_src_next_stack(struct tg_src *s, struct tg_stackrec *r, str
 			s->lineno = s->lr.lineno;
 			if (r->line_minus1 && tg_src_stack_line_minus1(s, r, d) < 0)
 				return -1;
+			if (s->has_time &&
+			    tg_time_order_check(&s->order, r->time.v, s->df->path, s->lineno, d) < 0)
+				return -1;
 			return 1;
 		}
 		if (tg_malformed(d, s->df->path, s->lr.lineno, why) < 0)
@@ -134,6 +143,9 @@ static inline int tg_src_next_proc(struct tg_src *s, struct tg_procrec *r, struc
 			why = tg_procrec_parse(r, line, len, s->has_time);
 		if (!why) {
 			s->lineno = s->lr.lineno;
+			if (s->has_time &&
+			    tg_time_order_check(&s->order, r->time.v, s->df->path, s->lineno, d) < 0)
+				return -1;
 			return 1;
 		}
 		if (tg_malformed(d, s->df->path, s->lr.lineno, why) < 0)

@@ -236,3 +236,50 @@ def test_threads_of_a_missing_run_says_so_only(tg, tmp_path):
     assert r.returncode == 1
     assert r.stderr == "error: unable to open '%s': No such file or directory\n" % (
         tmp_path / "nope")
+
+
+def test_time_that_goes_back_is_told_once_a_file_and_kept(tg, tmp_path):
+    """docs/formats.md: within one file TIME never decreases.  A line that breaks
+    it is kept (skipping a .mem line would shift the pairing of records with
+    calls) but told, with its file and line, once a file and a command -- the
+    commands used to draw a time axis (or a negative duration) silently."""
+    run = tmp_path / "run"
+    run.mkdir()
+    write(run / "T.stack", "0.1#/a.py:1:main\n 0.2#/a.py:2:f\n  0.15#/a.py:3:g\n")
+    write(run / "T.mem", "0.3#/a.py:3:g=>100\n0.05#/a.py:2:f=>200\n0.25#/a.py:1:main=>300\n")
+    write(run / "U.mem", "0.1#/a.py:1:h=>10\n0.2#/a.py:1:h=>20\n")  # in order: nothing
+    back_mem = ("warning: %s:2: time goes back 0.250000 s (a dump's times never "
+                "decrease): the line is kept, but a time axis or duration across it is "
+                "not the run's\n" % (run / "T.mem"))
+    back_stack = "warning: %s:3: time goes back 0.050000 s" % (run / "T.stack")
+    r = tg("folded", "--metric", "time", run)
+    assert r.returncode == 0, r.stderr
+    assert back_mem in r.stderr and back_stack in r.stderr, r.stderr
+    assert r.stderr.count("time goes back") == 2, r.stderr
+    assert "U.mem:" not in r.stderr
+    r = tg("memg", "--script-only", "-o", tmp_path / "o", run / "T.mem", run / "U.mem")
+    assert r.returncode == 0 and back_mem in r.stderr, r.stderr
+    assert r.stderr.count("time goes back") == 1, r.stderr
+    # kept: all three returns are in the data
+    dat = [l.split()[0] for l in
+           (tmp_path / "o" / "memg-plot" / "memg-0.dat").read_text().splitlines()
+           if l and not l.startswith("#")]
+    assert dat == ["0.3", "0.05", "0.25"], dat
+    r = tg("interleave", "--script-only", "-o", tmp_path / "i", run / "T.mem", run / "U.mem")
+    assert r.returncode == 0 and r.stderr.count("time goes back") == 1, r.stderr
+    r = tg("decorate-stack", run / "T.mem", run / "T.stack", "3")
+    assert r.returncode == 0 and back_mem in r.stderr and back_stack in r.stderr, r.stderr
+    # the report reads each file in several sections: still told once a file
+    r = tg("report", "-o", tmp_path / "r.html", run)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("time goes back") == 2, r.stderr
+    # process.mem too
+    write(run / "process.mem", "0.1#1000\n0.3#2000\n0.2#3000\n")
+    r = tg("memg", "--script-only", "-o", tmp_path / "p", run / "process.mem")
+    assert r.returncode == 0, r.stderr
+    assert "%s:3: time goes back 0.100000 s" % (run / "process.mem") in r.stderr, r.stderr
+    # --strict: an error
+    r = tg("folded", "--strict", "--metric", "time", run)
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.startswith("error: %s:3: time goes back 0.050000 s (a dump's times "
+                               "never decrease)\n" % (run / "T.stack")), r.stderr
