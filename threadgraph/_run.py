@@ -552,32 +552,6 @@ def report_failure(failure):
         err.flush()
 
 
-def run_program_atexits(quiet):
-    """Call the program's atexit functions now, last registered first, while
-    the profile records them: python calls them after the joins, and they are
-    the program's code (a final save, a pool's shutdown, threads they start).
-    Called quiet (this function is ours); what records is atexit's
-    _run_exitfuncs, the CPython function that calls them, and their calls.
-    threadgraph's own (profiler._atexit, registered at enable(), before any of
-    the program's) is taken off for them and put back after, for the
-    interpreter's end.  An exception in one is printed by atexit as at exit;
-    3.8 and 3.9 raise the last one again here, which python ignores at its
-    end, as this does.  Emptied, the list calls nothing twice."""
-    import atexit
-    from threadgraph import profiler
-
-    atexit.unregister(profiler._atexit)
-    quiet(False)
-    try:
-        atexit._run_exitfuncs()
-    except BaseException:  # printed already, as python's end does
-        pass
-    finally:
-        quiet(True)
-    if profiler._HOOKS_INSTALLED:
-        atexit.register(profiler._atexit)
-
-
 def exit_message_of(exc):
     """("message", exc.code) for sys.exit("message"), which python prints; else None."""
     if isinstance(exc.code, (int, type(None))):
@@ -1391,13 +1365,10 @@ def main(argv):
                 t.join()
         except KeyboardInterrupt:
             status, interrupted = 130, True
-        # Then the program's atexit functions, and the flush of its stdout (the
-        # program's own object, maybe).
-        was = quiet(True)
-        try:
-            run_program_atexits(quiet)
-        finally:
-            quiet(was)
+        # Then the flush of its stdout (the program's own object, maybe).  Its
+        # atexit functions are left to the interpreter's end, after the profile
+        # has ended: there the interpreter is finalizing (sys.is_finalizing();
+        # 3.12+ refuses new threads), which a call made here could not be.
         try:
             sys.stdout.flush()
         except (OSError, ValueError):
