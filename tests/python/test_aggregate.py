@@ -348,6 +348,351 @@ p.disable()""").replace("OUT", "'a', aggregate=True")
 
 # Two runs in one process, N and 4N threads per request (one at a time, so
 # deterministic); in the second, the heap in use (every malloc arena, glibc's
+# mallinfo2) after N threads and after 4N.
+MANY = """
+import ctypes, gc, json, os, re, threading, time
+import threadgraph
+
+libc = ctypes.CDLL(None)
+def heap_in_use():
+    # the least of a few readings: a buffer the flusher holds for a moment
+    # (a capture being rolled up, a file being written) is not what the
+    # recorder keeps; one reading alone strayed by up to 180 KB on a loaded host
+    readings = []
+    for _ in range(5):
+        readings.append(heap_reading())
+        time.sleep(0.05)
+    return min(readings)
+
+def heap_reading():
+    # mallinfo2 over every arena: the bytes of the chunks in use, plus the
+    # mmapped ones; not the top chunks (a new arena's first 132 KB, made when
+    # two threads contend, is no memory of the recorder's)
+    class Mallinfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in (
+            "arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks",
+            "uordblks", "fordblks", "keepcost")]
+    libc.mallinfo2.restype = Mallinfo2
+    info = libc.mallinfo2()
+    return info.uordblks + info.hblkhd
+
+def leaf(i):
+    return [i] * (i % 7)
+
+def mid(i):
+    return leaf(i)
+
+def work(n):
+    keep = []
+    for i in range(n):
+        keep.append(mid(i))
+        if len(keep) > 100:
+            keep.clear()
+
+p = threadgraph.ProcessProfile(default_log_path=OUT)
+p.trackStack()
+p.enable()
+ts = [threading.Thread(target=work, args=(ROUNDS,), name="w%d" % k) for k in range(THREADS)]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+p.disable()
+"""
+
+
+def cli(*args):
+    return subprocess.run([CLI] + [str(a) for a in args], capture_output=True, text=True,
+                          errors="replace", timeout=TIMEOUT)
+
+
+def read_aggregate(run):
+    """{thread: {path: (count, total)}} of RUN's aggregate.tga, a path being the
+    tuple of (file, line, function) from the outermost call."""
+    funcs, threads, nodes = {}, {}, None
+    with open(os.path.join(run, "aggregate.tga"), encoding="utf-8",
+              errors="surrogateescape") as f:
+        lines = f.read().split("\n")
+    assert lines[0] == "threadgraph-aggregate 2" and lines[-2] == "end"
+    raw = []
+    for line in lines[1:-2]:
+        kind, _, rest = line.partition(" ")
+        if kind == "t":
+            nodes = [()]
+            raw.append((rest.split(" ", 2)[2], nodes, []))
+        elif kind == "n":
+            raw[-1][2].append([int(x) for x in rest.split(" ")])
+        elif kind == "f":
+            fid, _kind, names = rest.split(" ", 2)
+            funcs[int(fid)] = names.split("\t")
+    for name, paths, rows in raw:
+        by_path = threads.setdefault(name, {})
+        for parent, func, line, count, total, _max, _time in rows:
+            path = paths[parent] + ((funcs[func][0], line, funcs[func][1]),)
+            paths.append(path)
+            c, t = by_path.get(path, (0, 0))
+            by_path[path] = (c + count, t + total)
+    return threads
+
+
+def read_capture(run):
+    """The same from RUN's full capture.tg: each call paired with its return."""
+    cap = tgcapture.load(os.path.join(run, "capture.tg"))
+    out = {}
+    for stream in cap.order:
+        name = cap.threads[stream]["base"]
+        if isinstance(name, bytes):
+            name = name.decode("utf-8", "surrogateescape")
+        by_path = defaultdict(lambda: (0, 0))
+        stack = []  # the open calls' paths
+        for ev in cap._events(cap.streams.get(stream, b"")):
+            if ev[0] == "call":
+                kind, first, f, fn = cap.codes[ev[1]]
+                line = ev[3] if kind == 1 else first
+                f = f.decode("utf-8", "surrogateescape") if isinstance(f, bytes) else f
+                fn = fn.decode("utf-8", "surrogateescape") if isinstance(fn, bytes) else fn
+                stack.append((stack[-1] if stack else ()) + ((f, line, fn),))
+            elif ev[0] == "return":
+                c, t = by_path[stack[-1]]
+                by_path[stack.pop()] = (c + 1, t + ev[3])
+            elif ev[0] == "unwound":
+                del stack[len(stack) - ev[1]:]
+        out[name] = dict(by_path)
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("aggregate")
+    code = BUSY.replace("ROUNDS", "3000")
+    out = []
+    for threads in (1, 3):
+        d = tmp / str(threads)
+        d.mkdir()
+        run_scenario(d, code.replace("THREADS", str(threads)).replace("OUT", "'full'"))
+        run_scenario(d, code.replace("THREADS", str(threads)).replace(
+            "OUT", "'agg', aggregate=True"))
+        out.append((only_dir(d / "full"), only_dir(d / "agg")))
+    return out
+
+
+def work_paths(paths):
+    return {p: v for p, v in paths.items() if any(fr[2] == "work" for fr in p)}
+
+
+def test_totals_equal_the_full_capture(runs):
+    """One worker: its deltas are the same on every run, so the totals are equal;
+    three workers: what one thread allocates depends on how they interleave
+    (CPython's own allocations), so the counts alone."""
+    (full, agg), (full3, agg3) = runs
+    assert not os.path.exists(os.path.join(agg, "capture.tg"))
+    want, got = read_capture(full), read_aggregate(agg)
+    work = work_paths(want["w0"])
+    assert len(work) >= 4  # work, mid, leaf, list.append, list.clear
+    assert {p: got["w0"].get(p) for p in work} == work
+    want, got = read_capture(full3), read_aggregate(agg3)
+    for w in ("w0", "w1", "w2"):
+        work = work_paths(want[w])
+        assert {p: got[w].get(p, (0,))[0] for p in work} == {p: v[0] for p, v in work.items()}
+
+
+def test_commands_read_it(runs, tmp_path):
+    agg = runs[1][1]
+    for args in (("folded", "--metric", "delta", agg),
+                 ("folded", "--metric", "time", agg),
+                 ("flamegraph", "--metric", "delta", "-o", tmp_path / "f.svg", agg),
+                 ("peaks", "--peak=0", agg),
+                 ("memg", "-o", tmp_path / "memg", agg),
+                 ("summary", agg),
+                 ("report", "-o", tmp_path / "r.html", agg)):
+        r = cli(*args)
+        assert r.returncode == 0, (args, r.stderr)
+        if args[0] == "folded":
+            assert "w1;_bootstrap" in r.stdout and "leaf (" in r.stdout
+    r = cli("decorate-stack", agg)
+    assert r.returncode != 0
+    assert "aggregate" in r.stderr and "full capture" in r.stderr, r.stderr
+
+
+def test_report_says_readings_not_calls(runs, tmp_path):
+    """An aggregate run's memg series are readings of each thread's curve (a
+    bucket's lowest and highest), not calls' returns: the report says so, as
+    it does of a sampled run, and asks for no --stack, which would not give
+    an aggregate run call subtrees."""
+    agg = runs[1][1]
+    r = cli("report", "--peak=0", "-o", tmp_path / "r.html", agg)
+    assert r.returncode == 0, r.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert "An aggregate run keeps no record per call: these are readings of a " \
+        "thread's memory" in page
+    assert "reading (FILE:LINE:FUNCTION=&gt;BYTES)</th><th>memory" in page
+    assert "at each reading of its curve" in page
+    for wrong in ("A delta is what", "Returns whose delta", "per recorded return",
+                  "peaks' calls"):
+        assert wrong not in page, wrong
+    assert "--stack" not in page and "--stack" not in r.stderr, r.stderr
+
+
+# One worker (no other thread to interleave with), with 300 call paths more
+# than BUSY: the paths are what the size is made of, the curve is bounded.
+ONE = BUSY.replace("THREADS", "1").replace("""def work(n):
+    keep = []""", """def rec(k):
+    return rec(k - 1) if k else 0
+
+def work(n):
+    rec(300)
+    keep = []""")
+
+
+def test_twice_as_long_is_not_twice_as_big(tmp_path):
+    # A curve holds 256 to 512 buckets once it has merged (docs/formats.md,
+    # "Size"): where between the two a run stops depends on its timing, so the
+    # curves are held to their bound and the rest of the file (the call paths,
+    # the threads, the functions) must not grow with the run's length at all.
+    rest, curves = [], []
+    for rounds in (20000, 40000):
+        d = tmp_path / str(rounds)
+        d.mkdir()
+        # 10 us buckets: the curve reaches its bound early in a short test run
+        run_scenario(d, ONE.replace("ROUNDS", str(rounds)).replace(
+            "OUT", "'agg', aggregate=True"), env={"THREADGRAPH_AGG_BUCKET_US": "10"})
+        with open(os.path.join(only_dir(d / "agg"), "aggregate.tga"), "rb") as f:
+            lines = f.read().splitlines(keepends=True)
+        per_thread = []
+        for line in lines:
+            if line.startswith(b"t "):
+                per_thread.append(0)
+            elif line.startswith(b"b "):
+                per_thread[-1] += 1
+                assert len(line) <= 48, line
+        assert per_thread and max(per_thread) <= 512, per_thread
+        rest.append(sum(len(l) for l in lines if not l.startswith(b"b ")))
+        curves.append(per_thread)
+    # the worker's 300-deep recursion: its paths are what the rest is made of
+    assert rest[0] > 300 * 20, rest
+    # a count's or a time's digits may grow, a path may not be added
+    assert rest[1] <= 1.05 * rest[0], (rest, curves)
+
+
+# A thread per request, each started after the last ended (deterministic):
+# two name families, "req-N" and threading's "Thread-N (handler)".
+PER_REQUEST = """
+import gc, threading
+import threadgraph
+
+def leaf(i):
+    return [i] * (i % 7)
+
+def handler(n):
+    keep = []
+    for i in range(n):
+        keep.append(leaf(i))
+    return len(keep)
+
+gc.disable()
+p = threadgraph.ProcessProfile(default_log_path=OUT)
+p.trackStack()
+p.enable()
+for k in range(THREADS):
+    t = threading.Thread(target=handler, args=(20,), name="req-%d" % k if k % 3 == 0 else None)
+    t.start()
+    t.join()
+p.disable()
+"""
+KEPT_ENDED = 16  # aggregate.h TG_AGG_KEEP_ENDED
+
+
+def entries(run):
+    """[(base, folded)] of RUN's aggregate.tga, in its order."""
+    out = []
+    with open(os.path.join(run, "aggregate.tga"), encoding="utf-8",
+              errors="surrogateescape") as f:
+        for line in f:
+            if line.startswith("t "):
+                out.append([line[:-1].split(" ", 3)[3], 0])
+            elif line.startswith("m "):
+                out[-1][1] = int(line[2:])
+    return out
+
+
+def handler_totals(threads):
+    """{path from handler down: (count, total)} added up over every thread."""
+    out = defaultdict(lambda: (0, 0))
+    for paths in threads.values():
+        for path, (c, t) in paths.items():
+            at = [i for i, fr in enumerate(path) if fr[2] == "handler"]
+            if at:
+                key = path[at[0]:]
+                out[key] = (out[key][0] + c, out[key][1] + t)
+    return dict(out)
+
+
+def test_thread_per_request_is_folded(tmp_path):
+    sizes, rest, runs = {}, {}, {}
+    for threads, kinds in ((150, ("agg",)), (300, ("agg", "full"))):
+        d = tmp_path / str(threads)
+        d.mkdir()
+        for kind in kinds:
+            out = "'agg', aggregate=True" if kind == "agg" else "'full'"
+            run_scenario(d, PER_REQUEST.replace("THREADS", str(threads)).replace("OUT", out))
+            runs[threads, kind] = only_dir(d / kind)
+        with open(os.path.join(runs[threads, "agg"], "aggregate.tga"), "rb") as f:
+            lines = f.read().split(b"\n")
+        sizes[threads] = sum(len(l) + 1 for l in lines) - 1
+        rest[threads] = sum(len(l) + 1 for l in lines if not l.startswith(b"b "))
+    # twice the threads: the curves are held to their bound below (how many
+    # of their buckets have a reading depends on the run's timing: a folded
+    # entry's has about one a thread until the buckets widen), and the rest,
+    # the entries, call paths and functions, must not grow
+    assert rest[300] <= 1.05 * rest[150], (rest, sizes)
+    # the bound docs/formats.md "Size" states: per entry 24 KiB of curve, 110
+    # bytes and its name, 119 bytes a call path; then the functions
+    bound = 200 + sum(len(l) + 1 for l in lines if l.startswith(b"f "))
+    bound += sum(24576 + 110 + len(l) for l in lines if l.startswith(b"t "))
+    bound += 119 * sum(1 for l in lines if l.startswith(b"n "))
+    assert sizes[300] <= bound, (sizes, bound)
+    got = entries(runs[300, "agg"])
+    folded = {b: n for b, n in got if n}
+    # the main thread, the most recent ended threads whole, one entry a family
+    assert len(got) == 1 + KEPT_ENDED + 2, got
+    assert set(folded) == {"req-*", "Thread-* (handler)" if sys.version_info >= (3, 10)
+                           else "Thread-*"}, got
+    assert sum(folded.values()) == 300 - KEPT_ENDED
+    # every call is still counted, folded or not: the totals over all threads
+    # are the full capture's
+    want = handler_totals(read_capture(runs[300, "full"]))
+    assert sum(c for c, _ in want.values()) == 300 * 42  # handler, 20 leaf, 20 append, len
+    assert handler_totals(read_aggregate(runs[300, "agg"])) == want
+    r = cli("summary", runs[300, "agg"])
+    assert r.returncode == 0, r.stderr
+    assert "301 threads (%d ended, folded into 2 entries by name)" % (300 - KEPT_ENDED) \
+        in r.stdout, r.stdout
+    kept_req = sum(1 for k in range(300 - KEPT_ENDED, 300) if k % 3 == 0)
+    assert "req-*: %d ended threads folded, " % (100 - kept_req) in r.stdout, r.stdout
+    r = cli("folded", "--metric", "delta", runs[300, "agg"])
+    assert r.returncode == 0 and "\nreq-*;_bootstrap" in r.stdout, r.stderr
+
+
+def test_each_run_folds_its_own_threads(tmp_path):
+    """A second run in the same process starts its count of ended threads anew."""
+    code = PER_REQUEST.replace("THREADS", "20").replace("p.disable()", """p.disable()
+p = threadgraph.ProcessProfile(default_log_path='b', aggregate=True)
+p.enable()
+for k in range(20):
+    t = threading.Thread(target=handler, args=(20,), name="h")
+    t.start()
+    t.join()
+p.disable()""").replace("OUT", "'a', aggregate=True")
+    run_scenario(tmp_path, code)
+    for d, family in (("a", "req-*"), ("b", "h~*")):
+        got = entries(only_dir(tmp_path / d))
+        assert len([n for _, n in got if not n]) == 1 + KEPT_ENDED, (d, got)
+        assert sum(n for _, n in got) == 20 - KEPT_ENDED, (d, got)
+    assert dict(got)["h~*"] == 20 - KEPT_ENDED
+
+
+# Two runs in one process, N and 4N threads per request (one at a time, so
+# deterministic); in the second, the heap in use (every malloc arena, glibc's
 # malloc_info) after N threads and after 4N.
 MANY = """
 import ctypes, gc, json, os, re, threading, time

@@ -35,8 +35,8 @@ def plant():
 keep = plant()
 print("before exec", os.getpid(), flush=True)
 os.execl(sys.executable, sys.executable, "-c",
-         "import os\\ndef child_work():\\n    return bytearray(%d)\\n"
-         "x = child_work()\\nprint('after exec', os.getpid())")
+         "import os, time\\ndef child_work():\\n    return bytearray(%d)\\n"
+         "x = child_work()\\nprint('after exec', os.getpid())\\ntime.sleep(0.3)")
 """ % (PLANTED, PLANTED)
 
 # Each failing call, then what the program saw of its exception; the program
@@ -83,7 +83,9 @@ def write(tmp_path, name, text):
 
 
 def planted_peak(run_dir, cwd, func="plant"):
-    """Whether `peaks` sees FUNC's return of PLANTED bytes in RUN_DIR."""
+    """Whether `peaks` sees FUNC's return of PLANTED bytes in RUN_DIR (its
+    caller's return, as large, must come a 40th of the run's span later or
+    more: peaks closer than that are one, the larger; docs/cli.md)."""
     res = tg(["peaks", "--peak", "100", run_dir], cwd)
     assert res.returncode == 0, res.stderr
     assert "no end chunk" not in res.stderr
