@@ -320,19 +320,21 @@ int cmd_export(int argc, char **argv)
 		goto out;
 	}
 	{
-		/* the run's phases and task links go with its dumps (docs/formats.md) */
+		/* the run's phases and task links, and its collector's runs (gc.txt:
+		 * report's marks), go with its dumps (docs/formats.md) */
 		const char *slash = strrchr(cap->path, '/');
 		char *capdir = slash ? strndup(cap->path, slash == cap->path ? 1 :
 					       (size_t)(slash - cap->path)) : strdup(".");
 		int rc = capdir ? tg_marks_copy(capdir, outdir, &d) : tg_error(&d, "out of memory");
+		int gc = rc < 0 ? 0 : tg_run_file_copy(capdir, outdir, "gc.txt", &d);
 		free(capdir);
-		if (rc < 0) {
+		if (rc < 0 || gc < 0) {
 			ret = error("%s", d.msg);
 			goto out;
 		}
-		st.files += rc;
+		st.files += rc + gc;
 	}
-	if (st.runinfo_kept && !export_same_dir(cap->path, outdir))
+	if (st.runinfo_kept && cap->seg_first > 1 && !export_same_dir(cap->path, outdir))
 		warning("'%s/%s' exists and was left as it is: a fold of these files cannot "
 			"tell which returns close the calls open where the segments kept "
 			"begin (fold the capture, or export into an empty directory)",

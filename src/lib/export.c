@@ -192,11 +192,13 @@ out:
 	return ret;
 }
 
-/* Writes dir/runinfo.json for an export of a capture's kept segments: where
- * they begin, each thread's files, the calls open where they begin (its
+/* Writes dir/runinfo.json for an export: each thread's files and native id
+ * (the collector's runs of gc.txt name threads by it: report's marks), and, of
+ * a capture's kept segments, where they begin, the calls open there (its
  * head's), that a fold of the text pairs them as a fold of the capture does
  * (the returns of those calls, some before the first .stack line, are in the
- * .mem), and the memory it held there.  One
+ * .mem), and the memory it held there.  Of a whole capture it has none of
+ * the segments' keys, so that the text is read as it was without it.  One
  * already there (the run's own, beside the capture) is left as it is
  * (st->runinfo_kept).  0 or -1. */
 static int exp_runinfo(struct exp_state *x, const struct tg_capture *cap, const char *dir,
@@ -205,6 +207,7 @@ static int exp_runinfo(struct exp_state *x, const struct tg_capture *cap, const 
 {
 	struct exp_out o = { NULL, -1, 0, NULL, NULL, 0 };
 	char *text = NULL, *name = NULL, kept[TG_CAP_TIME_MAX];
+	const int segs = cap->seg_first > 1;
 	size_t len = 0, klen;
 	struct stat sb;
 	FILE *f;
@@ -221,19 +224,21 @@ static int exp_runinfo(struct exp_state *x, const struct tg_capture *cap, const 
 		free(o.path);
 		return tg_error(d, "out of memory");
 	}
-	klen = tg_cap_fmt_time(kept, cap->kept_from_us);
-	fprintf(f, "{\n  \"format\": 1,\n  \"pid\": %u,\n  \"kept_from\": %.*s,\n",
-		(unsigned)cap->pid, (int)klen, kept);
-	/* what the commands reading the text say of it, as they do of the capture:
-	 * the segments kept, the run's start (their time axis) and end */
-	klen = tg_cap_fmt_time(kept, cap->start_us);
-	fprintf(f, "  \"segments_kept\": [%u, %u],\n  \"start_time\": %.*s,\n",
-		cap->seg_first, cap->seg_last, (int)klen, kept);
-	if (cap->has_end) {
-		klen = tg_cap_fmt_time(kept, cap->end_us);
-		fprintf(f, "  \"end_time\": %.*s,\n", (int)klen, kept);
-	} else {
-		fputs("  \"end_time\": null,\n", f);
+	fprintf(f, "{\n  \"format\": 1,\n  \"pid\": %u,\n", (unsigned)cap->pid);
+	if (segs) {
+		klen = tg_cap_fmt_time(kept, cap->kept_from_us);
+		fprintf(f, "  \"kept_from\": %.*s,\n", (int)klen, kept);
+		/* what the commands reading the text say of it, as they do of the
+		 * capture: the segments kept, the run's start (their time axis) and end */
+		klen = tg_cap_fmt_time(kept, cap->start_us);
+		fprintf(f, "  \"segments_kept\": [%u, %u],\n  \"start_time\": %.*s,\n",
+			cap->seg_first, cap->seg_last, (int)klen, kept);
+		if (cap->has_end) {
+			klen = tg_cap_fmt_time(kept, cap->end_us);
+			fprintf(f, "  \"end_time\": %.*s,\n", (int)klen, kept);
+		} else {
+			fputs("  \"end_time\": null,\n", f);
+		}
 	}
 	fputs("  \"threads\": [", f);
 	for (size_t i = 0; i < cap->n_threads; i++) {
@@ -251,6 +256,10 @@ static int exp_runinfo(struct exp_state *x, const struct tg_capture *cap, const 
 			} else if ((name = exp_path(".", t->base, k ? TG_STACK_SUFFIX : TG_MEM_SUFFIX))) {
 				tg_json_string(f, name + 2, strlen(name + 2));
 			}
+		}
+		if (!segs) {
+			fputs("}", f);
+			continue;
 		}
 		fprintf(f, ", \"open_at_start\": %llu",
 			(unsigned long long)(t->has_state ? t->state.depth : 0));
@@ -372,8 +381,7 @@ int tg_export_run(const struct tg_capture *cap, const char *dir, uint64_t max_by
 			goto out;
 		st->files++;
 	}
-	if (cap->seg_first > 1 &&
-	    exp_runinfo(&x, cap, dir, want_mem, want_stack, st, d) < 0)
+	if (exp_runinfo(&x, cap, dir, want_mem, want_stack, st, d) < 0)
 		goto out;
 	ret = 0;
 out:

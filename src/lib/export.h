@@ -21,9 +21,9 @@ struct tg_export_stats {
 	unsigned long files;     /* files written */
 	uint64_t records;        /* lines written, all files */
 	uint64_t dropped;        /* records the recorder reported lost (in the streams) */
-	int runinfo_kept;        /* a capture of kept segments, whose runinfo.json
-				  * (the calls open where each thread begins) was
-				  * not written: dir had one */
+	int runinfo_kept;        /* the export's runinfo.json (threads' ids and,
+				  * of kept segments, the calls open where each
+				  * thread begins) was not written: dir had one */
 };
 
 /*

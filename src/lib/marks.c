@@ -275,7 +275,8 @@ void tg_marks_keep_peaks(struct tg_peaks *p, const struct tg_marks *m, const cha
 	p->n = k;
 }
 
-int tg_marks_copy(const char *srcdir, const char *dstdir, struct tg_diag *d)
+int tg_run_file_copy(const char *srcdir, const char *dstdir, const char *name,
+		      struct tg_diag *d)
 {
 	struct stat ss, ds;
 	char *src = NULL, *dst = NULL, buf[65536];
@@ -285,11 +286,11 @@ int tg_marks_copy(const char *srcdir, const char *dstdir, struct tg_diag *d)
 	if (stat(srcdir, &ss) == 0 && stat(dstdir, &ds) == 0 && ss.st_dev == ds.st_dev &&
 	    ss.st_ino == ds.st_ino)
 		return 0;
-	if (asprintf(&src, "%s/%s", srcdir, TG_MARKS_FILENAME) < 0) {
+	if (asprintf(&src, "%s/%s", srcdir, name) < 0) {
 		src = NULL;
 		goto oom;
 	}
-	if (asprintf(&dst, "%s/%s", dstdir, TG_MARKS_FILENAME) < 0) {
+	if (asprintf(&dst, "%s/%s", dstdir, name) < 0) {
 		dst = NULL;
 		goto oom;
 	}
@@ -343,4 +344,9 @@ out:
 	free(src);
 	free(dst);
 	return ret;
+}
+
+int tg_marks_copy(const char *srcdir, const char *dstdir, struct tg_diag *d)
+{
+	return tg_run_file_copy(srcdir, dstdir, TG_MARKS_FILENAME, d);
 }

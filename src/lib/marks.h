@@ -84,10 +84,12 @@ const struct tg_phase *tg_marks_phase_at(const struct tg_marks *m, double t);
 int tg_marks_has_phase(const struct tg_marks *m, const char *name);
 
 /*
- * Copies SRCDIR/marks.txt to DSTDIR (threadgraph export -o): 1 copied, 0 not
- * (SRCDIR has none, DSTDIR is SRCDIR, or DSTDIR has one already: never
- * overwritten), or -1 with d->msg set.
+ * Copies SRCDIR/NAME, a run's file, to DSTDIR (threadgraph export -o): 1
+ * copied, 0 not (SRCDIR has none, DSTDIR is SRCDIR, or DSTDIR has one already:
+ * never overwritten), or -1 with d->msg set.  tg_marks_copy: NAME marks.txt.
  */
+int tg_run_file_copy(const char *srcdir, const char *dstdir, const char *name,
+		     struct tg_diag *d);
 int tg_marks_copy(const char *srcdir, const char *dstdir, struct tg_diag *d);
 
 /* Keeps the peaks of P whose innermost phase (at the peak's time: the return

@@ -142,7 +142,8 @@ def check_export_equal(tg, text, run, out):
     assert r.returncode == 0, r.stderr
     want = sorted(f for f in os.listdir(text) if f.endswith(".mem") or f.endswith(".stack"))
     got = sorted(os.listdir(out))
-    assert got == want
+    # the dumps, and runinfo.json: the threads' native ids (report's gc marks)
+    assert got == sorted(want + ["runinfo.json"])
     for f in want:
         assert read(os.path.join(out, f)) == read(os.path.join(text, f)), f
 
@@ -171,14 +172,14 @@ def test_export_memory_only_and_stack_only(tg, tmp_path):
     (tmp_path / "m" / "capture.tg").write_bytes(ce.encode([str(text / f) for f in mems]))
     r = export(tg, tmp_path / "m", tmp_path / "mo")
     assert r.returncode == 0, r.stderr
-    assert sorted(os.listdir(tmp_path / "mo")) == mems
+    assert sorted(os.listdir(tmp_path / "mo")) == sorted(mems + ["runinfo.json"])
     for f in mems:
         assert read(tmp_path / "mo" / f) == read(text / f)
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "capture.tg").write_bytes(ce.encode([str(text / "Thread-7.stack")]))
     r = export(tg, tmp_path / "s", tmp_path / "so")
     assert r.returncode == 0, r.stderr
-    assert os.listdir(tmp_path / "so") == ["Thread-7.stack"]
+    assert sorted(os.listdir(tmp_path / "so")) == ["Thread-7.stack", "runinfo.json"]
     assert read(tmp_path / "so" / "Thread-7.stack") == read(text / "Thread-7.stack")
 
 
@@ -191,7 +192,7 @@ def test_export_without_timestamps(tg, tmp_path):
         [os.path.join(nt, f) for f in ("Worker.mem", "process.mem")], timed=False, chunk=40))
     r = export(tg, d)
     assert r.returncode == 0, r.stderr
-    assert sorted(os.listdir(d)) == ["Worker.mem", "capture.tg", "process.mem"]
+    assert sorted(os.listdir(d)) == ["Worker.mem", "capture.tg", "process.mem", "runinfo.json"]
     for f in ("Worker.mem", "process.mem"):
         assert read(d / f) == read(os.path.join(nt, f))
     a = tg("--no_time", "peaks", "--peak=1", *[str(d / f) for f in ("Worker.mem", "process.mem")])
@@ -416,6 +417,8 @@ def test_every_truncation_reads_up_to_the_cut(tg, tut_run, tmp_path):
         assert r.returncode == 0, (n, r.stderr)
         assert "cut short" in r.stderr or "no end chunk" in r.stderr, r.stderr
         for f in os.listdir(d / "out"):
+            if f == "runinfo.json":
+                continue
             part = read(d / "out" / f)
             assert line_prefix(part, full[f]), (n, f)
             seen_partial |= 0 < len(part) < len(full[f])

@@ -86,7 +86,7 @@ def test_export_gives_the_text_back(tmp_path, name):
     out = tmp_path / "out"
     r = cli("export", cap, "-o", out)
     assert r.returncode == 0 and "warning" not in r.stderr, r.stderr
-    assert sorted(os.listdir(out)) == sorted(os.listdir(text))
+    assert sorted(os.listdir(out)) == sorted(os.listdir(text) + ["runinfo.json"])
     for f in os.listdir(text):
         with open(os.path.join(out, f), "rb") as a, open(os.path.join(text, f), "rb") as b:
             assert a.read() == b.read(), f

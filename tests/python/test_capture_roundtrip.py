@@ -88,7 +88,8 @@ def test_export_is_the_recorders_text(real_run, tmp_path):
     text, dumps, cap = real_run
     r = cli("export", "-o", tmp_path / "x", cap)
     assert r.returncode == 0, r.stderr
-    assert sorted(os.listdir(tmp_path / "x")) == dumps
+    # and runinfo.json: the threads' files and native ids (report's collector marks)
+    assert sorted(os.listdir(tmp_path / "x")) == sorted(dumps + ["runinfo.json"])
     for f in dumps:
         with open(os.path.join(text, f), "rb") as a, open(tmp_path / "x" / f, "rb") as b:
             assert a.read() == b.read(), f

@@ -200,6 +200,53 @@ def test_peak_whose_call_ran_the_collector_is_marked(tmp_path, fmt):
         assert ('<span class="gc">ran the garbage collector (1 run, ' in r) == (":churn=&gt;" in r), r
 
 
+
+def test_export_keeps_the_collector_marks(tmp_path):
+    """A capture's text export into another directory takes gc.txt and a
+    runinfo.json with the threads' native ids along, so that its report marks
+    the same peaks as the capture's: churn()'s, not big()'s."""
+    from test_reliability import find_cli
+    cli = find_cli()
+    if cli is None:
+        pytest.skip("no threadgraph command-line processor")
+    prog = tmp_path / "prog.py"
+    prog.write_text(MARK_PROGRAM)
+    proc = subprocess.run([sys.executable, "-m", "threadgraph", "run", "--stack",
+                           "-o", str(tmp_path / "out"), str(prog)],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    (run,) = [str(p) for p in (tmp_path / "out").iterdir()]
+    ex = str(tmp_path / "ex")
+    res = subprocess.run([cli, "export", "-q", "-o", ex, run],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    assert res.returncode == 0, res.stderr
+    with open(os.path.join(run, "gc.txt")) as a, open(os.path.join(ex, "gc.txt")) as b:
+        assert a.read() == b.read()
+    with open(os.path.join(run, "runinfo.json")) as f:
+        ids = {t["name"]: t["native_id"] for t in json.load(f)["threads"]}
+    with open(os.path.join(ex, "runinfo.json")) as f:
+        info = json.load(f)
+    # a whole capture's export: threads and ids, none of the segments' keys
+    assert {t["name"]: t["native_id"] for t in info["threads"]} == ids
+    assert not {"kept_from", "segments_kept", "start_time"} & set(info)
+    assert all("open_at_start" not in t for t in info["threads"])
+    every = ["--peak", "100", "--peak_delta_time", "0", "--peak_delta_value", "0"]
+    marked = {}
+    for d in (run, ex):
+        html = tmp_path / (os.path.basename(d) + ".html")
+        res = subprocess.run([cli, "report"] + every + [d, "-o", str(html)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             universal_newlines=True)
+        assert res.returncode == 0, res.stderr
+        rows = [r for r in html.read_text().split("<tr>") if ":churn=&gt;" in r or ":big=&gt;" in r]
+        assert rows
+        marked[d] = sorted(('<span class="gc">ran the garbage collector (1 run, ' in r,
+                            ":churn=&gt;" in r) for r in rows)
+        assert all(m == c for m, c in marked[d]), rows
+    assert marked[run] == marked[ex]
+
+
 EMPTY_PROGRAM = textwrap.dedent("""
     import gc
     gc.disable()
