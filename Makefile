@@ -206,6 +206,18 @@ $(B)/asan/ctest/test_capture_segments: $(SEGMENTS_DEPS) $(ASAN_LIB_OBJ)
 	@mkdir -p $(B)/asan/ctest
 	$(CC) $(WARN) -O1 -g $(SAN) $(INC) -Itests/c -o $@ $< src/recorder/capture_write.c $(ASAN_LIB_OBJ) -pthread $(LIBS)
 
+# live's readings of a capture growing under them: the writer and the library.
+LIVE_DEPS := tests/c/test_live.c tests/c/tg_test.h src/recorder/capture_write.c \
+	     src/recorder/capture_write.h $(HDRS)
+
+$(B)/ctest/test_live: $(LIVE_DEPS) $(LIB_OBJ)
+	@mkdir -p $(B)/ctest
+	$(CC) $(WARN) $(CFLAGS) $(INC) -Itests/c -o $@ $< src/recorder/capture_write.c $(LIB_OBJ) -pthread $(LIBS)
+
+$(B)/asan/ctest/test_live: $(LIVE_DEPS) $(ASAN_LIB_OBJ)
+	@mkdir -p $(B)/asan/ctest
+	$(CC) $(WARN) -O1 -g $(SAN) $(INC) -Itests/c -o $@ $< src/recorder/capture_write.c $(ASAN_LIB_OBJ) -pthread $(LIBS)
+
 # Accounting's sampler is pure C: its test links acct_sample.c alone.
 SAMPLE_DEPS := tests/c/test_acct_sample.c tests/c/tg_test.h src/recorder/acct_sample.c \
 	       src/recorder/acct_sample.h

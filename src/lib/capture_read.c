@@ -1209,7 +1209,11 @@ static inline int cap_add_time(struct tg_capcur *c, uint64_t dt)
 static int cap_cur_short(struct tg_capcur *c, struct tg_diag *d, const unsigned char *at)
 {
 	if (c->partial) {
+		const struct tg_cap_span *sp = &c->spans[c->si];
+
 		c->cut = 1;
+		c->cut_si = c->si;
+		c->cut_pos = (size_t)(at - (sp->zsize ? c->zbuf : sp->p));
 		c->p = c->end;
 		c->si = c->n_spans;
 		return 0;
@@ -1548,6 +1552,165 @@ int tg_capcur_next_of(struct tg_capcur *c, struct tg_cap_rec_data *r, unsigned w
 int tg_capcur_next(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d)
 {
 	return cap_next(c, r, TG_CAP_WANT_CALL | TG_CAP_WANT_RETURN, d);
+}
+
+/* --- marks --------------------------------------------------------------- */
+
+void tg_capcur_mark_init(struct tg_capcur_mark *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->at_start = 1;
+}
+
+void tg_capcur_mark_release(struct tg_capcur_mark *m)
+{
+	free(m->open);
+	tg_capcur_mark_init(m);
+}
+
+/* The segment number and file offset of the mapped byte P. */
+static void cap_where(const struct tg_capture *cap, const unsigned char *p, uint32_t *no,
+		      uint64_t *off)
+{
+	*no = 0;
+	*off = 0;
+	for (size_t i = 0; i < cap->n_segs; i++)
+		if (p >= cap->segs[i].map && p < cap->segs[i].map + cap->segs[i].size) {
+			*no = cap->segs[i].no;
+			*off = (uint64_t)(p - cap->segs[i].map);
+			return;
+		}
+}
+
+int tg_capcur_mark_take(const struct tg_capcur *c, struct tg_capcur_mark *m,
+			struct tg_diag *d)
+{
+	const struct tg_cap_span *sp;
+	size_t si, pos;
+
+	if (c->depth > m->alloc) {
+		struct tg_cap_mark_open *nv = realloc(m->open, c->depth * sizeof(*nv));
+		if (!nv)
+			return tg_error(d, "out of memory");
+		m->open = nv;
+		m->alloc = c->depth;
+	}
+	if (c->cut) {
+		si = c->cut_si;
+		pos = c->cut_pos;
+	} else if (c->n_spans) {  /* the end of the stream: of its last span */
+		si = c->n_spans - 1;
+		sp = &c->spans[si];
+		pos = sp->zsize ? (size_t)(c->end - c->zbuf) : sp->len;
+	} else {
+		si = (size_t)-1;
+		pos = 0;
+	}
+	m->at_start = si == (size_t)-1;
+	m->seg = 0;
+	m->off = 0;
+	m->pos = pos;
+	if (!m->at_start)
+		cap_where(c->cap, c->spans[si].p, &m->seg, &m->off);
+	m->t_us = c->t_us;
+	m->bytes = c->bytes;
+	m->calls = c->calls;
+	m->returns = c->returns;
+	m->samples = c->samples;
+	m->dropped = c->dropped;
+	m->unwound = c->unwound;
+	for (size_t i = 0; i < c->depth; i++) {
+		m->open[i].code_ix = (uint32_t)(c->open[i].code - c->cap->codes);
+		m->open[i].ref = c->open[i].ref;
+		m->open[i].t_us = c->open[i].t_us;
+		m->open[i].number = c->open[i].number;
+	}
+	m->depth = c->depth;
+	return 0;
+}
+
+/* Puts M's state (not its place) into C, which tg_capcur_init() started; 1, 0
+ * (a code index this opening does not have) or -1. */
+static int cap_mark_state(struct tg_capcur *c, const struct tg_capcur_mark *m,
+			  struct tg_diag *d)
+{
+	c->depth = 0;
+	while (c->open_alloc < m->depth)
+		if (cap_grow(c, d) < 0)
+			return -1;
+	for (size_t i = 0; i < m->depth; i++) {
+		if (m->open[i].code_ix >= c->cap->n_codes)
+			return 0;
+		c->open[i].code = &c->cap->codes[m->open[i].code_ix];
+		c->open[i].ref = m->open[i].ref;
+		c->open[i].t_us = m->open[i].t_us;
+		c->open[i].number = m->open[i].number;
+	}
+	c->depth = m->depth;
+	c->t_us = m->t_us;
+	c->bytes = m->bytes;
+	c->calls = m->calls;
+	c->returns = m->returns;
+	c->samples = m->samples;
+	c->dropped = m->dropped;
+	c->unwound = m->unwound;
+	return 1;
+}
+
+int tg_capcur_resume(struct tg_capcur *c, const struct tg_capture *cap,
+		     const struct tg_cap_thread *t, const struct tg_capcur_mark *m,
+		     struct tg_diag *d)
+{
+	const struct tg_cap_span *sp;
+	size_t lo = 0, hi;
+	uint32_t no;
+	uint64_t off;
+
+	tg_capcur_init(c, cap, t);
+	if (c->no_state)
+		return tg_error(d, "out of memory");
+	hi = c->n_spans;
+	if (!m->at_start) {
+		while (lo < hi) {  /* spans are in file order: (segment, offset) grows */
+			size_t mid = lo + (hi - lo) / 2;
+			cap_where(cap, c->spans[mid].p, &no, &off);
+			if (no < m->seg || (no == m->seg && off < m->off))
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < c->n_spans) {
+			cap_where(cap, c->spans[lo].p, &no, &off);
+			if (no == m->seg && off == m->off) {  /* the span it stopped in */
+				sp = &c->spans[lo];
+				if (sp->zsize) {
+					if (cap_load_zstd(c, sp, d) < 0)
+						return -1;
+				} else {
+					c->p = sp->p;
+					c->end = sp->p + sp->len;
+				}
+				if (m->pos > (size_t)(c->end - c->p))
+					return 0;  /* shorter than read: another chunk */
+				c->p += m->pos;
+				c->si = lo;
+				c->partial = (int)sp->partial;
+				return cap_mark_state(c, m, d);
+			}
+		}
+		if (!m->seg || m->seg >= cap->seg_first)
+			return 0;  /* not in this opening, yet not dropped */
+	}
+	/* M is before every span of this opening: at the stream's start, or in a
+	 * segment dropped since.  It goes on from the segments kept only when
+	 * nothing was written between (their head's state is M's). */
+	if (t ? c->calls != m->calls || c->returns != m->returns || c->depth != m->depth
+	      : c->samples != m->samples)
+		return 0;
+	for (size_t i = 0; i < c->depth; i++)
+		if (c->open[i].number != m->open[i].number)
+			return 0;
+	return cap_mark_state(c, m, d);
 }
 
 size_t tg_cap_fmt_time(char *buf, int64_t t_us)

@@ -282,6 +282,8 @@ struct tg_capcur {
 	uint64_t dropped;       /* records the recorder reported lost (SPECIAL) */
 	uint64_t unwound;       /* calls closed without a RETURN (SPECIAL) */
 	int cut;                /* stopped at a record cut short */
+	size_t cut_si, cut_pos; /* (cut) where that record begins: its span, and its
+				 * byte in the span's records (a mark resumes there) */
 	int no_state;           /* out of memory for the open calls of the stream's
 				 * state (a segment's head): reading it fails */
 	int64_t *starts;        /* the last LEVEL record's open calls' starts (memory
@@ -318,6 +320,60 @@ int tg_capcur_next_of(struct tg_capcur *c, struct tg_cap_rec_data *r, unsigned w
 /* tg_capcur_next_of() for returns only, and for calls only. */
 int tg_capcur_next_return(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d);
 int tg_capcur_next_call(struct tg_capcur *c, struct tg_cap_rec_data *r, struct tg_diag *d);
+
+/* --- marks: a cursor continued in a later opening ------------------------ */
+
+/* An open call as a mark keeps it: its code by index into the capture's codes,
+ * which are in definition order, the same in every opening of one run's capture
+ * (a segment's head repeats them as first written). */
+struct tg_cap_mark_open {
+	uint32_t code_ix;
+	int64_t ref, t_us;
+	unsigned long number;
+};
+
+/*
+ * Where a cursor that reached the end of its stream stopped, and its state
+ * there, in terms that do not depend on one opening of the capture: a later
+ * tg_capture_open() of the same capture, grown since (or its oldest segments
+ * dropped), continues the stream from there with tg_capcur_resume().  A span
+ * is named by its segment and offset, which appending does not move; a chunk
+ * cut short at the mark is resumed at its record cut short, re-read whole.
+ */
+struct tg_capcur_mark {
+	int at_start;           /* the stream had no records yet: none below is a place */
+	uint32_t seg;           /* the segment of the span it stopped in (0: capture.tg) */
+	uint64_t off;           /* that span's payload offset in its file */
+	size_t pos;             /* bytes of the span's records decoded (zstd: decompressed) */
+	int64_t t_us, bytes;    /* the cursor's time; process: the last BYTES */
+	unsigned long calls, returns, samples;
+	uint64_t dropped, unwound;
+	struct tg_cap_mark_open *open; /* its open calls, outermost first (owned) */
+	size_t depth, alloc;
+};
+
+void tg_capcur_mark_init(struct tg_capcur_mark *m);
+void tg_capcur_mark_release(struct tg_capcur_mark *m);
+/*
+ * Takes into M where C, whose last tg_capcur_next*() returned 0 (the end of its
+ * stream, or its cut), stopped.  0, or -1 out of memory (M unchanged but for
+ * its stack's room).
+ */
+int tg_capcur_mark_take(const struct tg_capcur *c, struct tg_capcur_mark *m,
+			struct tg_diag *d);
+/*
+ * Starts C over thread T's stream of CAP (T NULL: the process stream) where M
+ * was taken, in an earlier opening of the same capture.  Returns 1 (C goes on
+ * from there: its next record is the first one after M), 0 when the stream
+ * cannot go on from M in this opening (its span is gone or is another chunk,
+ * records between M and the segments kept were dropped unread, a code index
+ * out of range: the caller reads the stream from its start instead), or -1
+ * with d->msg (a zstd chunk that does not decompress, out of memory).  C needs
+ * tg_capcur_release() whatever it returns.
+ */
+int tg_capcur_resume(struct tg_capcur *c, const struct tg_capture *cap,
+		     const struct tg_cap_thread *t, const struct tg_capcur_mark *m,
+		     struct tg_diag *d);
 
 /*
  * Writes t_us as "SECONDS.MICROS" (six decimals, the text formats' TIME) into

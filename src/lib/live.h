@@ -5,8 +5,25 @@
  * from a binary capture that may still be written (docs/attach.md).
  *
  * A reading (tg_live_read) opens the capture as it is on disk now (its last
- * chunk may be cut short: used up to its last complete record) and decodes every
- * stream from the start; the previous reading's figures give the changes.
+ * chunk may be cut short: used up to its last complete record) and decodes only
+ * what it gained since the previous reading: LV keeps, between readings, where
+ * each stream's decoding stopped and its state there (open calls, the running
+ * sums, peak, largest, returns, each function's net and calls), and a chunk
+ * cut short at the previous reading is read again from its record cut short.
+ * A reading therefore costs the records appended since the previous one, plus
+ * the walk of the capture's chunk headers and definitions that opening it
+ * takes (about 1/3000 of its bytes); the figures are those a first reading of
+ * the same bytes gives.  What cannot go on (another run in the file, a file
+ * replaced or shorter than read, a function index that moved, records dropped
+ * with their segments before any reading decoded them) is read from the start
+ * instead, for that reading (tg_live.restarts counts them): never a wrong
+ * figure.  Of a capture of limited size whose segments are dropped as it
+ * grows, the records a reading decoded stay counted when their segment is
+ * dropped: peak, largest, returns and the functions are of everything the
+ * readings decoded since the first one (which began at the segments then kept),
+ * and "now" is the same either way; a thread that ended in a dropped segment
+ * leaves the view, as it leaves the segments kept.
+ * The previous reading's figures give the changes.
  * The view that draws them is the CLI's (src/cli/cmd_live.c): nothing here
  * knows a terminal.
  *
@@ -50,6 +67,8 @@ struct tg_live_func {
 	uint64_t line;          /* its first line (Python: co_firstlineno; C: 0) */
 };
 
+struct tg_live_state;
+
 struct tg_live {
 	struct tg_live_thread *threads;  /* in attach order */
 	size_t n_threads;
@@ -77,6 +96,10 @@ struct tg_live {
 	unsigned long readings;          /* tg_live_read calls that succeeded */
 	uint32_t focus;                  /* set by the caller: funcs of this stream's
 					  * thread only (0: of all threads) */
+	unsigned long restarts;          /* readings of a capture that could not go on
+					  * from the readings before (read from its start) */
+	struct tg_live_state *state;     /* the decoding state between readings of a
+					  * capture (live.c; owned) */
 };
 
 /* Functions kept per reading (the view shows fewer). */
@@ -101,10 +124,12 @@ int tg_live_keep_funcs(struct tg_live *lv, struct tg_live_func *all, size_t n,
 void tg_live_init(struct tg_live *lv);
 void tg_live_release(struct tg_live *lv);
 /*
- * Reads the capture file at PATH as it is now into LV, computing each thread's
- * change against LV's previous reading.  Returns 0, or -1 with d->msg set (the
- * file is not a capture yet, unreadable, corrupt); LV keeps its previous figures
- * on failure.
+ * Reads the capture file at PATH as it is now into LV, decoding what it gained
+ * since LV's previous reading (of the same capture; all of it the first time),
+ * computing each thread's change against that reading.  Returns 0, or -1 with
+ * d->msg set (the file is not a capture yet, unreadable, corrupt); LV keeps its
+ * previous figures on failure, and its next reading decodes the capture from
+ * its start.
  */
 int tg_live_read(struct tg_live *lv, const char *path, struct tg_diag *d);
 
