@@ -9,6 +9,7 @@
 #include "greenlet.h"
 #include "lifecycle.h"
 #include "thread_start.h"
+#include "thread_py.h"
 #include "tls.h"
 #include "accounting.h"
 #include "ptrtable.h"
@@ -726,13 +727,19 @@ tg_rec_quiet(struct tg_recorder_object *self, PyObject *arg)
 {
     int on = PyObject_IsTrue(arg), was = (tg_tls.busy & TG_BUSY_TRACER) != 0;
 
-    (void)self;
     if (on < 0)
         return NULL;
     if (on)
         tg_tls.busy |= TG_BUSY_TRACER;
     else
         tg_tls.busy &= ~TG_BUSY_TRACER;
+    /* A sampled run has no profile function to attach a thread that was quiet
+     * at enable() (threadgraph run's main thread) at its first call: attach it
+     * now, or its bytes would go to "native-<tid>", without a curve.  As
+     * the adopting profile function (sampled_adopt.c), a failure raises
+     * nothing: the thread's bytes then go to "native-<tid>". */
+    if (!on && was && self->r.active && self->r.sampled && tg_tls.gen != self->r.gen)
+        (void)tg_thread_attach(self, NULL, 0);
     return PyBool_FromLong(was);
 }
 
