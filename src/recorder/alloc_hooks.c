@@ -754,6 +754,24 @@ tg_hooks_push(struct tg_hook_domain *d)
 }
 
 int
+tg_hooks_lift(void)
+{
+    int i;
+
+    if (!tg_installed || !atomic_load(&tg_tracking))
+        return 0;
+    for (i = 0; i < 3; i++) {
+        PyMemAllocatorEx cur;
+        PyMem_GetAllocator(tg_domains[i].domain, &cur);
+        if (cur.malloc != tg_domains[i].ours.malloc || cur.ctx != &tg_domains[i])
+            return 0;
+    }
+    for (i = 0; i < 3; i++)
+        PyMem_SetAllocator(tg_domains[i].domain, &tg_domains[i].orig);
+    return 1;
+}
+
+int
 tg_hooks_rehook(void)
 {
     int i, n = 0;

@@ -37,6 +37,11 @@ int tg_hooks_install(int count_total);
  * at its start, ours missing if that was before enable); returns how many.  0
  * when not recording.  GIL held. */
 int tg_hooks_rehook(void);
+/* Take the wrappers out of the chain, each domain's allocator set back to the
+ * one it wraps, when all three are on top (else nothing): 1 if taken out.
+ * Only for tracemalloc.start() (tmstop.h), which tg_hooks_rehook follows at
+ * once.  0 when not recording.  GIL held. */
+int tg_hooks_lift(void);
 
 /* Which copy of the GIL domains' malloc and free tg_hooks_install puts in:
  * "bmi2" (compiled for processors with BMI2, and this one has it) or

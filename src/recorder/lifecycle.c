@@ -1123,8 +1123,9 @@ tg_recorder_enable(struct tg_recorder_object *self)
 #if TG_HAVE_MONITORING
     r->offset_int_size = tg_offset_int_size();
 #endif
-    /* tracemalloc.stop() puts the hooks back (tmstop.h); before they count:
-     * its first import makes objects that are none of the program's calls. */
+    /* tracemalloc.start() and stop() keep the hooks on top (tmstop.h); before
+     * they count: _tracemalloc's import makes objects that are none of the
+     * program's calls. */
     tg_tmstop_install();
     tg_hooks_install(r->memory_mode == TG_MEM_PROCESS);
     tg_sleepwrap_install(r);  /* `with lock:` as a sleep trigger */
