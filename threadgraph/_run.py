@@ -616,9 +616,10 @@ def top_peaks(out_dir, mem_files, timestamps):
     if not timestamps:
         cmd.append("--no_time")
     # Every return is a candidate (--peak 0) and none is hidden by its neighbours in
-    # time or value: the summary wants the largest deltas, whatever their spacing.
+    # time or value (--every): the summary wants the largest deltas, whatever their
+    # spacing; with --top, peaks holds no more of them than that, however long the run.
     cmd += ["peaks", "--json", "--top", str(CANDIDATE_PEAKS), "--sort", "size", "--peak", "0",
-            "--peak_delta_time", "0", "--peak_delta_value", "0"] + inputs
+            "--every"] + inputs
     try:
         proc = subprocess.run(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True
@@ -1093,6 +1094,25 @@ def print_summary(prof, opts, status):
     say_losses(stats, prof.max_size)
 
 
+LONG_READ_BYTES = 256 << 20  # dumps at least this large: the summary says it reads them
+
+
+def _dumps_size(out_dir, mem_files):
+    """Bytes of what the summary's peaks read: MEM_FILES, else the capture's files."""
+    try:
+        names = mem_files or [os.path.join(out_dir, n) for n in os.listdir(out_dir)
+                              if n.startswith("capture") and n.endswith(".tg")]
+    except OSError:
+        return 0
+    total = 0
+    for name in names:
+        try:
+            total += os.stat(name).st_size
+        except OSError:
+            pass
+    return total
+
+
 def _print_next(out_dir, shown, opts):
     """The top peaks and the next commands to run on OUT_DIR."""
     if os.path.exists(os.path.join(out_dir, "aggregate.tga")):
@@ -1103,6 +1123,9 @@ def _print_next(out_dir, shown, opts):
         return
     mem_files = thread_mem_files(out_dir)
     binary = capture_path(out_dir) is not None and not mem_files
+    size = _dumps_size(out_dir, mem_files)
+    if size >= LONG_READ_BYTES:  # about a second a 150 MB: say why nothing shows
+        say("reading the run's %d MB for its top peaks..." % (size >> 20))
     peaks, why, kept = top_peaks(out_dir, mem_files, not opts.no_timestamps)
     if peaks is None:
         say("top peaks: unavailable (%s)" % why)

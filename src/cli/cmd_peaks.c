@@ -40,13 +40,17 @@ int cmd_peaks(int argc, char **argv)
 	const char *sort = "time", *phase = NULL;
 	struct tg_marks marks;
 	unsigned long top = 0;
-	int nargs, ret, json = 0, has_top = 0;
+	int nargs, ret, json = 0, has_top = 0, every = 0;
 	size_t s;
 	const struct tg_option opts[] = {
 		TG_PEAK_OPTIONS(&p),
 		{ "json", 0, TG_OPT_BOOL, &json, NULL, NULL, "print a JSON array of objects" },
 		{ "top", 0, TG_OPT_COUNT, &top, &has_top, "N",
 		  "keep only the N peaks of largest |delta|" },
+		{ "every", 0, TG_OPT_BOOL, &every, NULL, NULL,
+		  "every return whose |delta| exceeds --peak is a peak: no spacing "
+		  "(--peak_delta_* unused), labels N in time order; with --top N the "
+		  "memory held does not grow with the run" },
 		{ "sort", 0, TG_OPT_STRING, &sort, NULL, "KEY",
 		  "order: time (default) or size (largest |delta| first)" },
 		{ "phase", 0, TG_OPT_STRING, &phase, NULL, "NAME",
@@ -84,6 +88,11 @@ int cmd_peaks(int argc, char **argv)
 		       tg_cli_text_origin(&files, &o.origin);
 	if ((ret = tg_cli_peak_opts(&p, &o, peaks_usage)))
 		goto out;
+	o.peak.every = every;
+	/* the top N of every candidate: the others dropped as they come (a phase
+	 * filter comes after the collection, so it needs them all) */
+	if (every && has_top && top && !phase)
+		peaks.bound = top;
 	if (tg_marks_read_near(&marks, files.v, files.n, &d) < 0) {
 		ret = error("%s", d.msg);
 		goto out;
@@ -105,6 +114,9 @@ int cmd_peaks(int argc, char **argv)
 		tg_marks_keep_peaks(&peaks, &marks, phase);
 	if (has_top)
 		tg_peaks_top(&peaks, top);
+	if (every)  /* numbered among those listed, whether or not a bound cut them */
+		for (size_t i = 0; i < peaks.n; i++)
+			peaks.v[i].id = i;
 	if (peaks_sorts[s].sort)
 		peaks_sorts[s].sort(&peaks);
 	if (!peaks.n)  /* an empty list alone reads as a failure, or as "no growth" */

@@ -19,10 +19,15 @@ void tg_peaks_release(struct tg_peaks *p)
 	tg_peaks_init(p);
 }
 
+static int peaks_prune(struct tg_peaks *p, struct tg_diag *d);
+
 int tg_peaks_add(struct tg_peaks *p, const struct tg_peak *c, const char *time_text,
 		 size_t time_len, const char *rest, size_t rest_len, struct tg_diag *d)
 {
 	size_t need = time_len + rest_len;
+
+	if (p->bound && p->n >= TG_PEAKS_BOUND_ROOM(p->bound) && peaks_prune(p, d) < 0)
+		return -1;
 
 	if (p->n == p->alloc) {
 		size_t na = p->alloc ? 2 * p->alloc : 256;
@@ -90,6 +95,50 @@ static int peaks_cmp_scaled(const void *a, const void *b)
 	return peaks_cmp_size(a, b);
 }
 
+/* tg_peaks_top's order before the ids are given: peaks_cmp_scaled with time
+ * order (peaks_cmp_time) for the ids, which select gives in that order. */
+static int peaks_cmp_top(const void *a, const void *b)
+{
+	const struct tg_peak *x = a, *y = b;
+	long long ax = llabs(x->delta), ay = llabs(y->delta);
+
+	if (x->wrapper != y->wrapper)
+		return x->wrapper ? 1 : -1;
+	if (ax != ay)
+		return ax > ay ? -1 : 1;
+	return peaks_cmp_time(a, b);
+}
+
+/* Keeps the p->bound candidates first by peaks_cmp_top (a total order, so
+ * the bound first of all candidates are the bound first of those kept at each
+ * cut and those that came after it), their texts moved into an arena of
+ * their own. */
+static int peaks_prune(struct tg_peaks *p, struct tg_diag *d)
+{
+	size_t len = 0;
+	char *arena;
+
+	qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_top);
+	if (p->n > p->bound)
+		p->n = p->bound;
+	for (size_t i = 0; i < p->n; i++)
+		len += p->v[i].time_len + p->v[i].rest_len;
+	if (!(arena = malloc(len ? len : 1)))
+		return tg_error(d, "out of memory (%zu peak candidates)", p->n);
+	len = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		size_t k = p->v[i].time_len + p->v[i].rest_len;
+		memcpy(arena + len, p->arena + p->v[i].text_off, k);
+		p->v[i].text_off = len;
+		len += k;
+	}
+	free(p->arena);
+	p->arena = arena;
+	p->arena_len = len;
+	p->arena_alloc = len ? len : 1;
+	return 0;
+}
+
 static int peaks_cmp_id(const void *a, const void *b)
 {
 	const struct tg_peak *x = a, *y = b;
@@ -131,6 +180,12 @@ void tg_peaks_select(struct tg_peaks *p, const struct tg_peak_opts *o, double sp
 
 	if (!p->n)
 		return; /* p->v may be NULL: qsort must not see it */
+	if (o->every) {
+		qsort(p->v, p->n, sizeof(*p->v), peaks_cmp_time);
+		for (i = 0; i < p->n; i++)
+			p->v[i].id = i;
+		return;
+	}
 	if (o->scaled) {
 		peaks_select_scaled(p, span);
 		return;

@@ -31,6 +31,9 @@ struct tg_peak_opts {
 	double delta_value_kb; /* KB */
 	int scaled;            /* spacing from the run, largest first (see above):
 				  delta_time and delta_value_kb unused */
+	int every;             /* every candidate is a peak (`peaks --every`): no
+				  spacing, none merged with an equal neighbour;
+				  scaled and the deltas unused */
 };
 
 /* With scaled spacing, kept peaks are more than this fraction of the graph's
@@ -62,7 +65,17 @@ struct tg_peaks {
 	size_t n, alloc;
 	char *arena;           /* line texts */
 	size_t arena_len, arena_alloc;
+	size_t bound;          /* set by the caller before the candidates come,
+				  for a selection that keeps every candidate and
+				  then the `bound` first by tg_peaks_top's order
+				  (`peaks --every --top N`): candidates that cannot
+				  be among them are dropped as they come, so that
+				  at most TG_PEAKS_BOUND_ROOM(bound) are held
+				  whatever the run's length; 0: all are held */
 };
+
+/* Candidates held at most under a bound B: where they are cut back to B. */
+#define TG_PEAKS_BOUND_ROOM(b) ((b) < 16384 ? 65536 : 4 * (b))
 
 void tg_peaks_init(struct tg_peaks *p);
 void tg_peaks_release(struct tg_peaks *p);

@@ -165,3 +165,37 @@ def test_no_peak_is_said(tg):
         assert r.stderr == ("note: no peaks: no record's |DELTA| exceeds 100000 KB (--peak); "
                             "memory kept a little at a time, across many calls, shows in "
                             "what each thread holds over time: threadgraph memg --held\n")
+
+
+def test_every_top_is_bounded_and_exact(tg, tmp_path):
+    """`peaks --every --top N` (threadgraph run's summary): every return a peak, the
+    N largest kept as they come (candidates cut back past 65,536), exactly the N
+    first of the whole list by size, ties in time order (then thread, then line)."""
+    import random
+    rnd = random.Random(7)
+    files = []
+    for k, name in enumerate(("A", "B")):
+        path = tmp_path / (name + ".mem")
+        lines = []
+        t = 1700000000.0
+        for i in range(40000):
+            t += rnd.choice((0.0, 0.000001, 0.00002))  # many equal times
+            delta = rnd.choice((-1, 1)) * rnd.choice((2048, 4096, 4096, 9000, 70000,
+                                                      rnd.randrange(1025, 10 ** 6)))
+            lines.append("%.6f#app.py:%d:f%d=>%d" % (t, 10 + i % 50, i % 7, delta))
+        path.write_text("\n".join(lines) + "\n")
+        files.append(str(path))
+    every = tg("peaks", "--json", "--every", "--peak", "1", *files)
+    assert every.returncode == 0, every.stderr
+    allp = json.loads(every.stdout)
+    assert len(allp) == 80000
+    order = {f: i for i, f in enumerate(files)}
+    want = sorted(allp, key=lambda p: (-abs(p["delta"]), p["time"], order[p["mem_file"]],
+                                       p["mem_line"]))[:300]
+    want.sort(key=lambda p: (p["time"], order[p["mem_file"]], p["mem_line"]))
+    top = tg("peaks", "--json", "--every", "--peak", "1", "--top", "300", *files)
+    assert top.returncode == 0, top.stderr
+    got = json.loads(top.stdout)
+    key = lambda p: (p["mem_file"], p["mem_line"], p["delta"], p["function"])
+    assert [key(p) for p in got] == [key(p) for p in want]
+    assert [p["index"] for p in got] == list(range(300))
