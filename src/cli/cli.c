@@ -16,7 +16,6 @@
 #include "timeparse.h"
 
 /* Warnings printed one by one before the rest are only counted. */
-#define TG_CLI_MAX_WARNINGS 20
 
 int tg_global_no_time;
 
@@ -291,10 +290,53 @@ int tg_cli_dumpset(struct tg_dumpset *s, char **paths, int n, enum tg_dumpset_vi
 		tg_cli_capture_warnings(s->cap);
 	} else {
 		char kept[256];
+		const char *said = NULL;  /* the directory last read, in s->v's order */
+		size_t said_len = 0;
+
 		if (tg_cli_text_kept(s, kept, sizeof(kept), NULL))
 			warning("%s (the dumps are its export)", kept);
+		for (size_t i = 0; i < s->n; i++) {
+			const char *p = s->v[i].path, *slash = strrchr(p, '/');
+			size_t len = slash ? (size_t)(slash - p) : 0;
+
+			if (s->v[i].agg || s->v[i].cap)
+				continue;
+			if (said && len == said_len && !strncmp(p, said, len)) {
+				s->v[i].run_dropped = s->v[i - 1].run_dropped;
+				continue;
+			}
+			said = p;
+			said_len = len;
+			s->v[i].run_dropped = tg_cli_text_dropped(p);
+		}
 	}
 	return 0;
+}
+
+unsigned long long tg_cli_text_dropped(const char *path)
+{
+	struct stat st;
+	const char *slash;
+	char *dir;
+	unsigned long long n;
+
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		dir = strdup(path);
+	} else {
+		slash = strrchr(path, '/');
+		dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+	}
+	if (!dir)
+		return 0;
+	n = tg_run_dropped(*dir ? dir : "/");
+	if (n) {
+		fputs("warning: '", stderr);
+		tg_cli_put(stderr, *dir ? dir : "/");
+		fprintf(stderr, "': the recorder dropped %llu record%s it could not write "
+			"(runinfo.json): %s\n", n, n == 1 ? "" : "s", TG_RUN_DROPPED_PAIRING);
+	}
+	free(dir);
+	return n;
 }
 
 int tg_cli_text_kept(const struct tg_dumpset *s, char *buf, size_t n, double *origin)

@@ -166,6 +166,16 @@ int tg_cli_graph_opts(struct tg_graph_args *g, struct tg_plot_opts *po,
  * needs tg_dumpset_release() either way.
  */
 int tg_cli_dumpset(struct tg_dumpset *s, char **paths, int n, enum tg_dumpset_view view);
+/*
+ * The records the recorder dropped in the text run of PATH (a run directory,
+ * or a dump file in one: its runinfo.json, tg_run_dropped); when some were,
+ * warns once that lines are missing and the .mem and .stack lines may not pair.
+ * Returns their number (0: none, or not known).
+ */
+unsigned long long tg_cli_text_dropped(const char *path);
+/* Warnings per kind of repeated message (a decorate-stack pairing, a file whose
+ * times go back) before the rest are counted. */
+#define TG_CLI_MAX_WARNINGS 20
 /* Prints the warnings about a capture cut short or missing records. */
 void tg_cli_capture_warnings(const struct tg_capture *cap);
 /* The sentence saying which part of a run a capture of limited size covers

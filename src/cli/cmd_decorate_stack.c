@@ -18,15 +18,40 @@ static void decorate_step(void *ctx, const char *msg)
 	fprintf(stderr, "%s\n", msg);
 }
 
+/* The pairings warned of: the first TG_CLI_MAX_WARNINGS named, the rest counted
+ * (a text run that dropped records mis-pairs every call after the drop). */
+struct decorate_warned {
+	char **paths;            /* MEM STACK (the command's operands) */
+	unsigned long mismatched; /* calls paired with a return of another function */
+};
+
 static void decorate_mismatch(void *ctx, unsigned long stack_line, unsigned long mem_line)
 {
-	const char *const *paths = ctx;
+	struct decorate_warned *w = ctx;
 
+	if (w->mismatched++ >= TG_CLI_MAX_WARNINGS)
+		return;
 	fputs("warning: call at ", stderr);
-	tg_cli_put(stderr, paths[1]);
+	tg_cli_put(stderr, w->paths[1]);
 	fprintf(stderr, ":%lu paired with a return of another function at ", stack_line);
-	tg_cli_put(stderr, paths[0]);
+	tg_cli_put(stderr, w->paths[0]);
 	fprintf(stderr, ":%lu\n", mem_line);
+}
+
+/* Counts the pairings not named; says why they may be off when the run dropped
+ * records (DROPPED, runinfo.json). */
+static void decorate_mismatch_summary(const struct decorate_warned *w,
+				      unsigned long long dropped)
+{
+	char more[64] = "";
+
+	if (w->mismatched > TG_CLI_MAX_WARNINGS)
+		snprintf(more, sizeof(more), ", %lu more than named above",
+			 w->mismatched - TG_CLI_MAX_WARNINGS);
+	if (w->mismatched)
+		warning("%lu call%s of the subtree paired with a return of another function%s "
+			"(%s)", w->mismatched, w->mismatched == 1 ? "" : "s", more,
+			dropped ? "the recorder dropped records: see above" : "damaged dumps?");
 }
 
 int cmd_decorate_stack(int argc, char **argv)
@@ -35,6 +60,8 @@ int cmd_decorate_stack(int argc, char **argv)
 	struct tg_decorate_opts o = { NULL, " " };
 	struct tg_decorate_report r = { decorate_step, decorate_mismatch, NULL };
 	struct tg_capture *cap = NULL;
+	struct decorate_warned w = { NULL, 0 };
+	unsigned long long dropped;
 	struct tg_diag d;
 	int nargs, ret;
 	const struct tg_option opts[] = {
@@ -67,7 +94,8 @@ int cmd_decorate_stack(int argc, char **argv)
 	if (c.no_time)
 		return error("decorate-stack needs timestamps: dumps written without them "
 			     "(--no_time) cannot be paired");
-	r.ctx = argv;
+	w.paths = argv;
+	r.ctx = &w;
 	tg_cli_diag_init(&d, &c);
 	ret = tg_dumpset_open_capture(argv[0], &cap, &d);
 	if (ret < 0)
@@ -76,6 +104,7 @@ int cmd_decorate_stack(int argc, char **argv)
 		tg_cli_capture_warnings(cap);
 		ret = tg_decorate_capture_run(cap, argv[1], argv[2], &o, stdout, &r, &d) < 0 ?
 			error("%s", d.msg) : 0;
+		decorate_mismatch_summary(&w, 0);
 		tg_dumpset_free_capture(cap);
 		return ret;
 	}
@@ -85,8 +114,10 @@ int cmd_decorate_stack(int argc, char **argv)
 			return error("'%s' holds no capture.tg: for a text run, give its dumps "
 				     "DIR/THREAD.mem DIR/THREAD.stack EVENT", argv[0]);
 	}
+	dropped = tg_cli_text_dropped(argv[0]);  /* said before the pairings it explains */
 	ret = tg_decorate_run(argv[0], argv[1], argv[2], &o, stdout, &r, &d) < 0 ?
 		error("%s", d.msg) : 0;
+	decorate_mismatch_summary(&w, dropped);
 	tg_cli_diag_summary(&d);
 	return ret;
 }

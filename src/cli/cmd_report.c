@@ -14,7 +14,7 @@
 #include "report.h"
 
 static const char report_usage[] =
-	"threadgraph report [-o FILE] [--metric M] [--max-lines N] [--no-stitch] [--process] "
+	"threadgraph report [-o FILE] [-q] [--metric M] [--max-lines N] [--no-stitch] [--process] "
 	"[--process_rebase N] [--peak N] [--peak_delta_time S] [--peak_delta_value N] "
 	"[--time_from TIME] [--time_to TIME] [--no_time] [--strict] RUN_DIR";
 
@@ -22,6 +22,16 @@ static void report_note(void *ctx, const char *msg)
 {
 	(void)ctx;
 	warning("%s", msg);
+}
+
+/* A stage of the report begins: one line on stderr (the stages take minutes on a
+ * large run), as memg's "Processing data for thread NAME". */
+static void report_step(void *ctx, const char *what)
+{
+	(void)ctx;
+	fputs("report: ", stderr);
+	tg_cli_put(stderr, what);
+	fputs("...\n", stderr);
 }
 
 /* Removes DIR's files and DIR (the scratch directory this command made); DEPTH
@@ -52,8 +62,8 @@ int cmd_report(int argc, char **argv)
 	struct tg_common_args c = { .no_time = tg_global_no_time };
 	struct tg_peak_args p = TG_PEAK_ARGS_DEFAULT;
 	struct tg_report_opts o = { .memg = { .rebase_kb = 30000, .no_process = 1 } };
-	int process = 0;
-	struct tg_report_cb cb = { report_note, NULL };
+	int process = 0, quiet = 0;
+	struct tg_report_cb cb = { report_note, report_step, NULL };
 	const char *output = "report.html", *tmpdir = getenv("TMPDIR");
 	unsigned long max_lines = 300;
 	struct tg_aout out = { 0 };
@@ -79,6 +89,8 @@ int cmd_report(int argc, char **argv)
 		{ "no-stitch", 0, TG_OPT_BOOL, &o.no_stitch, NULL, NULL,
 		  "flame graphs of delta or time: leave pool and asyncio tasks under the thread "
 		  "that ran them (default: under the call that submitted them)" },
+		{ "quiet", 'q', TG_OPT_BOOL, &quiet, NULL, NULL,
+		  "print no progress lines (\"report: STAGE...\"; warnings still)" },
 		TG_PEAK_OPTIONS(&p),
 		TG_COMMON_OPTIONS(&c),
 		TG_OPT_END_ROW,
@@ -104,6 +116,8 @@ int cmd_report(int argc, char **argv)
 	o.memg.no_process = !process;  /* RSS in MB flattens the threads' KB deltas */
 	if ((ret = tg_cli_peak_opts(&p, &o.memg, report_usage)))
 		return ret;
+	if (quiet)
+		cb.step = NULL;
 	o.run_dir = argv[0];
 	o.max_lines = max_lines ? max_lines : (size_t)-1;
 	tg_cli_diag_init(&d, &c);

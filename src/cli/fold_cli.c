@@ -32,6 +32,7 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 	struct tg_fold_opts o = { 0 };
 	struct tg_capture *cap = NULL;
 	int rc, sampled = 0, ended = -1;
+	unsigned long long dropped = 0;
 
 	o.metric = tg_fold_metric_find(a->metric);
 	if (!o.metric) {
@@ -67,6 +68,9 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 			tg_cli_capture_warnings(cap);
 		o.cap = cap;
 	}
+	/* delta and time pair each call with its return: a text run's drops, up front */
+	if (!o.metric->from_snapshot && !cap)
+		dropped = tg_cli_text_dropped(path);
 	rc = tg_fold_load(f, &o, d);
 	if (rc < 0 && !a->has_metric && o.metric->from_snapshot && strstr(d->msg, "no snapshot in")
 	    && (ended = tg_run_end_state(path, &sampled), !sampled)) {
@@ -113,11 +117,13 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 			"(--max-depth N to go further, 0: no limit)", f->deep,
 			f->deep == 1 ? "" : "s", a->max_depth);
 	if (f->mismatched)
-		warning("%lu call%s paired with a return of another function (damaged dumps?)",
-			f->mismatched, f->mismatched == 1 ? "" : "s");
+		warning("%lu call%s paired with a return of another function (%s)",
+			f->mismatched, f->mismatched == 1 ? "" : "s",
+			dropped ? "the recorder dropped records: see above" : "damaged dumps?");
 	if (f->extra)
-		warning("%lu return record%s left over after the last call", f->extra,
-			f->extra == 1 ? "" : "s");
+		warning("%lu return record%s left over after the last call%s", f->extra,
+			f->extra == 1 ? "" : "s",
+			dropped ? " (the recorder dropped records: see above)" : "");
 	{
 		/* tg_fold_add saturates: say so rather than show a cap as a value */
 		size_t capped = 0;

@@ -23,6 +23,7 @@ int tg_dumpfile_init(struct tg_dumpfile *df, const char *path)
 	df->cap_thread = NULL;
 	df->agg = NULL;
 	df->agg_thread = NULL;
+	df->run_dropped = 0;
 	dot = NULL;
 	for (size_t i = 0; i < len; i++)
 		if (base[i] == '.')

@@ -30,6 +30,10 @@ struct tg_dumpfile {
 	 * read as .mem records, path the .mem file it stands for; NULL otherwise */
 	const struct tg_aggfile *agg;
 	const struct tg_agg_rthread *agg_thread;
+	/* records the recorder dropped in this text dump's run (its runinfo.json,
+	 * tg_run_dropped), set by the caller; 0: none known.  A .stack that does not
+	 * pair with the .mem is then said to be the drops', not damage */
+	unsigned long long run_dropped;
 };
 
 /* Fills df from path (a text dump: cap NULL); returns 0, or -1 when out of memory. */

@@ -419,7 +419,9 @@ static int held_read_text(const struct tg_dumpfile *df, struct held_emit *e, cha
 	/* A curve from dumps that do not pair would be wrong from the first
 	 * mismatch on, without a sign of it: the thread is left out instead. */
 	if (extra || deeper) {
-		snprintf(why, TG_HELD_WHY_MAX, "its .stack does not pair with it (damaged dumps?): ");
+		snprintf(why, TG_HELD_WHY_MAX, "its .stack does not pair with it (%s): ",
+			 df->run_dropped ? "the recorder dropped records of the run" :
+			 "damaged dumps?");
 		if (extra)
 			snprintf(why + strlen(why), TG_HELD_WHY_MAX - strlen(why),
 				 "%lu return record%s left over after the last call%s", extra,

@@ -52,12 +52,30 @@ struct rep_files {
 				    thread's memory, not a call's return (rep_sampled) */
 	int aggregate;           /* an aggregate run: its series are readings of
 				    each thread's curve too, no record per call */
+	unsigned long long dropped; /* records the recorder dropped in a text run
+				       (runinfo.json): .mem and .stack may not pair */
 };
 
 static void rep_note(const struct tg_report_cb *cb, const char *msg)
 {
 	if (cb && cb->note)
 		cb->note(cb->ctx, msg);
+}
+
+/* A stage begins: said to the caller (the sections take minutes on a large run). */
+static void rep_step(const struct tg_report_cb *cb, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void rep_step(const struct tg_report_cb *cb, const char *fmt, ...)
+{
+	char what[256];
+	va_list ap;
+
+	if (!cb || !cb->step)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	cb->step(cb->ctx, what);
 }
 
 static void rep_files_release(struct rep_files *r)
@@ -391,6 +409,7 @@ static void rep_memg(FILE *out, const struct tg_report_opts *o, const struct rep
 			    "needs gnuplot; the rest of the report does not)");
 		return;
 	}
+	rep_step(cb, "memory graph");
 	if (tg_memg_run(&o->memg, &po, files->v, files->n, NULL, &sub) < 0) {
 		rep_missing(out, cb, "memory graph left out: %s%s", sub.msg,
 			    strstr(sub.msg, "gnuplot") ? " (the graph needs gnuplot; the rest of "
@@ -609,6 +628,7 @@ static void rep_held(FILE *out, const struct tg_report_opts *o, const struct rep
 	}
 	fputs("<p>What each thread holds over time: allocated by it and not freed by it, "
 	      "MB (as <code>threadgraph memg --held</code> draws it).</p>\n", out);
+	rep_step(cb, "held memory");
 	memset(&p, 0, sizeof(p));
 	memset(&skips, 0, sizeof(skips));
 	rc = tg_held_run(&mo, &po, files->v, files->n, &sr, &p, &sub);
@@ -721,6 +741,7 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 		rep_missing(out, cb, "no thread .mem files in the run: no peaks");
 		return 0;
 	}
+	rep_step(cb, "peaks");
 	if (tg_marks_read_near(&marks, files->v, files->n, d) < 0 ||
 	    tg_peaks_collect(&o->memg, files->v, files->n, &peaks, NULL, d) < 0)
 		goto out;
@@ -821,6 +842,9 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 	if (files->has_stack && o->memg.has_time && peaks.n > max_peaks)
 		rep_missing(out, cb, "only the first %zu peaks have their subtree here; run "
 			    "threadgraph decorate-stack for the others", max_peaks);
+	if (files->has_stack && o->memg.has_time)
+		rep_step(cb, "peaks' call subtrees (%zu, decorate-stack)",
+			 peaks.n < max_peaks ? peaks.n : max_peaks);
 	for (size_t i = 0; files->has_stack && o->memg.has_time && i < peaks.n && i < max_peaks;
 	     i++) {
 		const struct tg_peak *k = &peaks.v[i];
@@ -889,7 +913,7 @@ static int rep_has_peak_snapshot(const char *dir)
 }
 
 /* One flame graph, in its section.  Soft failures become notes. */
-static int rep_flame(FILE *out, const struct tg_report_opts *o,
+static int rep_flame(FILE *out, const struct tg_report_opts *o, const struct rep_files *files,
 		     const struct tg_fold_metric_info *m, const struct tg_report_cb *cb,
 		     struct tg_diag *d)
 {
@@ -905,6 +929,7 @@ static int rep_flame(FILE *out, const struct tg_report_opts *o,
 	so.id = id;
 	/* the heading's id is not the graph's: the graph's script finds itself by id */
 	fprintf(out, "<h2 id=\"flamegraph-%s\">Flame graph: %s</h2>\n", m->name, m->what);
+	rep_step(cb, "flame graph (%s)", m->name);
 	tg_fold_init(&f);
 	if (tg_fold_load(&f, &fo, &sub) < 0) {
 		rep_missing(out, cb, "flame graph (%s) left out: %s", m->name, sub.msg);
@@ -935,15 +960,18 @@ static int rep_flame(FILE *out, const struct tg_report_opts *o,
 			    "own %s value in the flame graph (threadgraph flamegraph --max-depth N "
 			    "goes further)", f.deep, f.deep == 1 ? "" : "s", TG_FOLD_MAX_DEPTH,
 			    m->name);
-	/* what folded warns of damaged dumps: the graph is drawn, but not silently */
+	/* what folded warns of damaged dumps, or of a run's drops (said at the top):
+	 * the graph is drawn, but not silently */
 	if (f.mismatched)
 		rep_missing(out, cb, "%lu call%s paired with a return of another function "
-			    "(damaged dumps?): their %s values in the flame graph may be wrong",
-			    f.mismatched, f.mismatched == 1 ? "" : "s", m->name);
+			    "(%s): their %s values in the flame graph may be wrong",
+			    f.mismatched, f.mismatched == 1 ? "" : "s", files->dropped ?
+			    "the recorder dropped records of the run" : "damaged dumps?", m->name);
 	if (f.extra)
 		rep_missing(out, cb, "%lu return record%s left over after the last call "
-			    "(damaged dumps?): left out of the %s flame graph", f.extra,
-			    f.extra == 1 ? "" : "s", m->name);
+			    "(%s): left out of the %s flame graph", f.extra,
+			    f.extra == 1 ? "" : "s", files->dropped ?
+			    "the recorder dropped records of the run" : "damaged dumps?", m->name);
 	if (tg_flamesvg_write(out, &f, &so, NULL, d) < 0) {
 		if (ferror(out))  /* the page's own stream failed, not the flame graph */
 			tg_error(d, "unable to write the report");
@@ -1019,6 +1047,8 @@ static int rep_accounting(FILE *out, const struct tg_report_opts *o, int account
 	char *path;
 
 	fputs("<h2 id=\"accounting\">Allocation accounting</h2>\n", out);
+	if (accounting)
+		rep_step(cb, "accounting");
 	if (!accounting) {
 		rep_note_html(out, "this run was recorded without allocation accounting (no "
 			      "summary.txt); allocation accounting is turned on with threadgraph "
@@ -1076,6 +1106,7 @@ int tg_report_write(const struct tg_report_opts *opts, FILE *out,
 	char *summary = NULL, *run_dir = NULL;
 
 	memset(&files, 0, sizeof(files));
+	rep_step(cb, "reading %s", o->run_dir);
 	if (!o->cap) {
 		if ((rc = tg_dumpset_open_capture(o->run_dir, &files.own_cap, d)) < 0)
 			return -1;
@@ -1105,6 +1136,9 @@ int tg_report_write(const struct tg_report_opts *opts, FILE *out,
 		return -1;
 	}
 	files.sampled = rep_sampled(&files, o->memg.has_time);
+	if (!o->cap && !files.aggregate && (files.dropped = tg_run_dropped(o->run_dir)))
+		for (size_t i = 0; i < files.n; i++)
+			files.v[i].run_dropped = files.dropped;
 	if (asprintf(&summary, "%s/summary.txt", o->run_dir) < 0) {
 		summary = NULL;
 		tg_error(d, "out of memory");
@@ -1163,13 +1197,17 @@ int tg_report_write(const struct tg_report_opts *opts, FILE *out,
 		fprintf(out, "<a href=\"#flamegraph-%s\">flame graph (%s)</a>", metrics[i]->name,
 			metrics[i]->name);
 	fputs("<a href=\"#accounting\">accounting</a></nav>\n", out);
+	if (files.dropped)  /* up front: every section that pairs .mem and .stack */
+		rep_missing(out, cb, "the recorder dropped %llu record%s it could not write "
+			    "(runinfo.json): " TG_RUN_DROPPED_PAIRING, files.dropped,
+			    files.dropped == 1 ? "" : "s");
 
 	rep_held(out, o, &files, cb, d);
 	rep_memg(out, o, &files, cb, d);
 	if (rep_peaks(out, o, &files, cb, d) < 0)
 		goto out;
 	for (size_t i = 0; i < nm; i++)
-		if (rep_flame(out, o, metrics[i], cb, d) < 0)
+		if (rep_flame(out, o, &files, metrics[i], cb, d) < 0)
 			goto out;
 	if (rep_accounting(out, o, accounting, cb, d) < 0)
 		goto out;

@@ -42,9 +42,13 @@ struct tg_report_opts {
 				      * NULL: all of it */
 };
 
-/* What the caller may tell the user: a section left out or incomplete. */
+/* What the caller may tell the user: a section left out or incomplete, and
+ * progress (the report reads the whole run several times: minutes on a large
+ * one). */
 struct tg_report_cb {
 	void (*note)(void *ctx, const char *msg);
+	/* a stage begins ("memory graph", "peaks (12 subtrees)", ...); may be NULL */
+	void (*step)(void *ctx, const char *what);
 	void *ctx;
 };
 

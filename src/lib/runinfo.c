@@ -484,6 +484,14 @@ int tg_run_threads_read(struct tg_run_threads *t, const char *dir, struct tg_dia
 				e = -1;
 			else
 				r.p = num_end;
+		} else if (!strcmp(key, "dropped") && r.p < r.end && *r.p >= '0' && *r.p <= '9') {
+			char *num_end;
+			errno = 0;
+			t->dropped = strtoull(r.p, &num_end, 10);
+			if (errno || num_end > r.end)
+				e = -1;
+			else
+				r.p = num_end;
 		} else if (!strcmp(key, "capture")) {
 			t->has_capture = r.p < r.end && *r.p == '"';
 			e = ri_skip(&r);
@@ -543,6 +551,19 @@ int tg_run_end_state(const char *dir, int *sampled)
 		*sampled = t.mode && !strcmp(t.mode, "sampled");
 	tg_run_threads_release(&t);
 	return state;
+}
+
+unsigned long long tg_run_dropped(const char *dir)
+{
+	struct tg_run_threads t;
+	struct tg_diag d = { .probe = 1 };
+	unsigned long long n = 0;
+
+	tg_run_threads_init(&t);
+	if (tg_run_threads_read(&t, dir, &d) == 0)
+		n = t.dropped;
+	tg_run_threads_release(&t);
+	return n;
 }
 
 const struct tg_run_thread *tg_run_threads_find(const struct tg_run_threads *t,

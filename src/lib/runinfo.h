@@ -52,6 +52,8 @@ struct tg_run_threads {
 				       * run with accounting, the pid whose run does
 				       * it (the child's does none); 0 when null or
 				       * not given */
+	unsigned long long dropped;   /* "dropped": records the recorder could not
+				       * write (0: none, or not given) */
 };
 
 /* runinfo.json is read up to this size (a larger one names a huge argv). */
@@ -92,6 +94,21 @@ int tg_run_end_state(const char *dir, int *sampled);
  * stands).
  */
 int tg_run_no_accounting(const char *dir, const char *name, struct tg_diag *d);
+
+/*
+ * DIR/runinfo.json's "dropped": the records the recorder could not write (a
+ * sink 64 MiB behind, a write error, out of memory); 0 when none, or not known.
+ * In a text run each .mem and .stack line is dropped on its own, so past a
+ * thread's first drop its k-th .mem line need not be the return of the k-th
+ * call to close: what pairs them is then off (TG_RUN_DROPPED_PAIRING).
+ */
+unsigned long long tg_run_dropped(const char *dir);
+
+/* What a run's dropped records do to text dumps, said by the commands that
+ * read them (after "the recorder dropped N records ...: "). */
+#define TG_RUN_DROPPED_PAIRING "lines are missing from its text dumps, and past a " \
+	"thread's first drop its .mem and .stack lines may not pair (a call paired with " \
+	"the return of another)"
 
 /* The words of a message on a run that has not ended (tg_run_end_state 0). */
 #define TG_RUN_UNENDED "the run has not ended (runinfo.json has no end time: it is still " \

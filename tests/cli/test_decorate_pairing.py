@@ -87,3 +87,38 @@ def test_open_at_start_of_any_size_is_read_quickly(tg, tmp_path):
     for event in ("1", "2", "4"):
         r = tg("decorate-stack", tmp_path / "T.mem", tmp_path / "T.stack", event)
         assert r.returncode == 1 and "began before the first record of" in r.stderr, r.stderr
+
+
+def test_mismatch_warnings_are_capped(tg, tmp_path):
+    """A subtree whose calls all pair with returns of another function (a text
+    run that dropped lines mis-pairs every call after the drop: ~492,000
+    warning lines on a real one) names the first 20 and counts the rest."""
+    n = 30
+    stack = "1.0#a.py:1:f\n" + "".join(" 1.%03d#a.py:5:g\n" % (i + 1) for i in range(n))
+    mem = "".join("1.%03d#a.py:9:h=>1\n" % (i + 2) for i in range(n)) + "2.0#a.py:3:f=>8\n"
+    (tmp_path / "T.mem").write_text(mem)
+    (tmp_path / "T.stack").write_text(stack)
+    r = tg("decorate-stack", tmp_path / "T.mem", tmp_path / "T.stack", str(n + 1))
+    assert r.returncode == 0, r.stderr
+    assert len(r.stdout.splitlines()) == n + 1
+    named = [l for l in r.stderr.splitlines() if l.startswith("warning: call at ")]
+    assert len(named) == 20, r.stderr
+    assert ("warning: %d calls of the subtree paired with a return of another function, "
+            "%d more than named above (damaged dumps?)\n" % (n, n - 20)) in r.stderr
+
+
+def test_dropped_records_are_said_up_front(tg, tmp_path):
+    """A text run whose runinfo.json counts dropped records: the mis-pairings are
+    put down to the drops, said once before them, not to damaged dumps."""
+    (tmp_path / "T.stack").write_text("1.0#a.py:1:f\n 1.5#a.py:5:g\n")
+    (tmp_path / "T.mem").write_text("1.6#a.py:9:h=>4096\n2.0#a.py:3:f=>8192\n")
+    (tmp_path / "runinfo.json").write_text('{"pid": 1, "dropped": 7, "threads": []}\n')
+    r = tg("decorate-stack", tmp_path / "T.mem", tmp_path / "T.stack", "2")
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    first = ("warning: '%s': the recorder dropped 7 records it could not write "
+             "(runinfo.json): " % tmp_path)
+    assert lines[0].startswith(first), r.stderr
+    assert ("warning: 1 call of the subtree paired with a return of another function "
+            "(the recorder dropped records: see above)") in lines
+    assert "damaged" not in r.stderr
