@@ -36,6 +36,22 @@ tg_tmstart_wrapper(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return res;
 }
 
+/* Whether tracemalloc traces now, asked without importing it (-X tracemalloc
+ * and PYTHONTRACEMALLOC start it with no module imported): its public C API
+ * refuses a trace with -2 only when it does not.  The trace, of a domain of
+ * our own, is removed at once. */
+static int
+tg_tmstop_tracing(void)
+{
+    static const char tg_tmstop_key = 0;
+    const unsigned int domain = 0x74670000u;  /* "tg": no other tool's */
+
+    if (PyTraceMalloc_Track(domain, (uintptr_t)&tg_tmstop_key, 1) == -2)
+        return 0;
+    (void)PyTraceMalloc_Untrack(domain, (uintptr_t)&tg_tmstop_key);
+    return 1;
+}
+
 /* The entry NAME of module MOD when it is a builtin of FLAGS: swapped for
  * WRAPPER, its real function in *ORIG, the entry in *ML.  Nothing otherwise. */
 static void
@@ -67,11 +83,17 @@ tg_tmstop_install(void)
 
     if (tg_tmstop_ml != NULL || tg_tmstart_ml != NULL)
         return;
-    /* Imported now if the program has not: a start after enable() must find
-     * the wrapper (tmstop.h). */
+    /* Imported with the package (profiler.py), so that a start after
+     * enable() finds the wrapper (tmstop.h), as a program's own import is
+     * (made here, in the middle of enable(), it changed what later calls of
+     * the program allocated: 56 bytes of one call in 300, a list taken from
+     * or left out of CPython's free list).  Without it (the recorder module
+     * used on its own), it is imported only when tracemalloc traces. */
     if (tg_tmstop_modname == NULL)
         tg_tmstop_modname = PyUnicode_InternFromString("_tracemalloc");
-    mod = tg_tmstop_modname != NULL ? PyImport_Import(tg_tmstop_modname) : NULL;
+    mod = tg_tmstop_modname != NULL ? PyImport_GetModule(tg_tmstop_modname) : NULL;
+    if (mod == NULL && !PyErr_Occurred() && tg_tmstop_tracing())
+        mod = PyImport_ImportModule("_tracemalloc");
     if (mod == NULL) {
         PyErr_Clear();  /* a build without it: nothing to wrap */
         return;

@@ -24,8 +24,8 @@
  * instant of the swap, as with tracemalloc's own start, passes uncounted).
  * Every way of calling them (tracemalloc.start, a reference kept from before)
  * goes through the entries.  So that a start after enable() is caught,
- * enable() imports _tracemalloc (a built-in module: some 28 small blocks)
- * when the program has not.
+ * the package imports _tracemalloc (a built-in module: some 28 small
+ * blocks) with itself (threadgraph/profiler.py).
  */
 #ifndef TG_TMSTOP_H
 #define TG_TMSTOP_H
@@ -34,9 +34,9 @@
 
 #pragma GCC visibility push(hidden)
 
-/* Wrap _tracemalloc.start and stop (importing _tracemalloc if need be;
- * nothing if the module or an entry is not as expected).  GIL held, before
- * the hooks count. */
+/* Wrap _tracemalloc.start and stop if the module is imported, or tracemalloc
+ * traces (then imported; nothing if the module or an entry is not as
+ * expected).  GIL held, before the hooks count. */
 void tg_tmstop_install(void);
 /* Put the real functions back.  GIL held. */
 void tg_tmstop_uninstall(void);
