@@ -642,6 +642,12 @@ def top_peaks(out_dir, mem_files, timestamps):
     return growth_first(innermost(peaks)), None, kept
 
 
+# The bound of the decorate-stack command the summary suggests: its peak can be
+# a long-running thread's own run(), whose subtree is every call the thread
+# made (millions of lines); these print its first levels and the count of the
+# rest (docs/run.md).
+DECORATE_BOUND = "--depth 3 --max-lines 300 "
+
 # How to read a delta that looks wrong, said under the peaks (and in the report).
 PEAK_HINT = ("  (a delta is what the thread held more, or less, when the call returned:\n"
              "   a temporary the caller frees right after counts as the call's growth, and a\n"
@@ -1177,8 +1183,8 @@ def _print_next(out_dir, shown, opts):
             thread = top.get("thread") or os.path.basename(str(top.get("mem_file", "")))
             if thread.endswith(".mem"):
                 thread = thread[:-4]
-            err.write("    threadgraph %sdecorate-stack %s %s %s\n"
-                             % (no_time, q, shell_quote(thread),
+            err.write("    threadgraph %sdecorate-stack %s%s %s %s\n"
+                             % (no_time, DECORATE_BOUND, q, shell_quote(thread),
                                 shell_quote(top.get("mem_line", ""))))
         err.write("    threadgraph %sexport %s\n" % (no_time, q))
         # report (and folded, flamegraph) read the capture as they read text dumps
@@ -1198,8 +1204,8 @@ def _print_next(out_dir, shown, opts):
         mem = display_path(str(top.get("mem_file", "")))
         if mem.endswith(".mem"):
             err.write(
-                "    threadgraph %sdecorate-stack %s %s %s\n"
-                % (no_time, shell_quote(mem), shell_quote(mem[:-4] + ".stack"),
+                "    threadgraph %sdecorate-stack %s%s %s %s\n"
+                % (no_time, DECORATE_BOUND, shell_quote(mem), shell_quote(mem[:-4] + ".stack"),
                    shell_quote(top.get("mem_line", "")))
             )
     err.flush()

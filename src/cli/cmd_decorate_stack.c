@@ -58,6 +58,7 @@ int cmd_decorate_stack(int argc, char **argv)
 {
 	struct tg_common_args c = { .no_time = tg_global_no_time };
 	struct tg_decorate_opts o = { NULL, " " };
+	unsigned long max_lines = 0;
 	struct tg_decorate_report r = { decorate_step, decorate_mismatch, NULL };
 	struct tg_capture *cap = NULL;
 	struct decorate_warned w = { NULL, 0 };
@@ -69,6 +70,12 @@ int cmd_decorate_stack(int argc, char **argv)
 		  "strip P from file names that start with it" },
 		{ "indent", 0, TG_OPT_STRING, &o.indent, NULL, "S",
 		  "indent each nesting level with S (default one space)" },
+		{ "depth", 0, TG_OPT_COUNT, &o.depth, &o.has_depth, "N",
+		  "print only the calls at most N levels below the event's (0: the call "
+		  "alone; default: all)" },
+		{ "max-lines", 0, TG_OPT_COUNT, &max_lines, NULL, "N",
+		  "print at most N calls, then a line counting those left out (default 0: "
+		  "all)" },
 		TG_COMMON_OPTIONS(&c),
 		TG_OPT_END_ROW,
 	};
@@ -79,9 +86,13 @@ int cmd_decorate_stack(int argc, char **argv)
 			       "FUNCTION@FILE:START-END, Time: SECONDS s, Memory: DELTA B\n"
 			       "On a binary capture (RUN_DIR or its capture.tg), THREAD is the "
 			       "thread's file base name\nand EVENT its record number (line EVENT of "
-			       "the exported THREAD.mem) or a line's text.", &nargs);
+			       "the exported THREAD.mem) or a line's text.\n"
+			       "--depth and --max-lines bound the output, and the memory used, of "
+			       "a large subtree\n(a long-running thread's run()): a last line "
+			       "counts the calls left out.", &nargs);
 	if (ret)
 		return ret == 1 ? TG_EXIT_OK : TG_EXIT_USAGE;
+	o.max_lines = max_lines;
 	tg_resolve_run_bases(argv, nargs > 0);  /* RUN_DIR: a base of runs reads its latest */
 	if (nargs >= 1 && tg_aggfile_is_run(argv[0]))
 		return error("'%s' is an aggregate run (aggregate.tga): it keeps each call path's "

@@ -32,27 +32,43 @@ struct dec_node {
 	double t_call;              /* call time */
 	size_t file_off, file_len;  /* FILE in the arena */
 	size_t func_off, func_len;  /* FUNCTION in the arena */
+	size_t post_rank;           /* the subtree's calls that close before it */
 	/* from the paired .mem record: */
 	unsigned long end_line;     /* LINE at the return */
 	unsigned long mem_lineno;   /* line in the .mem file */
 	long long delta;            /* DELTA */
 	double t_ret;               /* return time */
+	int mismatched;             /* the record names another FILE or FUNCTION */
 };
 
-/* A copy of one .mem line, reused across the ring. */
-struct dec_slot {
-	char *buf;
-	size_t cap, len;
-	unsigned long lineno;
+/* dec_open.node of a call left out by the options' bound */
+#define DEC_LEFT_OUT ((size_t)-1)
+
+/* A call of the subtree not closed yet where it is read. */
+struct dec_open {
+	unsigned depth;             /* indentation in the .stack file */
+	size_t node;                /* index in nodes, or DEC_LEFT_OUT */
 };
 
+/*
+ * The subtree being read.  Only the calls printed are held (nodes), with the
+ * calls still open (the nesting, not the subtree's size): a bounded output is
+ * read in bounded memory however large the subtree.
+ */
 struct dec_state {
-	struct dec_node *nodes;     /* the subtree in pre-order */
+	const struct tg_decorate_opts *o;  /* the bound: has_depth, depth, max_lines */
+	struct dec_node *nodes;     /* the calls printed, in pre-order */
 	size_t n, alloc;
 	char *arena;                /* FILE and FUNCTION texts of the nodes */
 	size_t arena_len, arena_alloc;
-	size_t *post;               /* node indices in post-order */
-	struct dec_slot *ring;      /* the K .mem records ending with the event */
+	size_t *post;               /* node indices in post-order (the order they close) */
+	size_t n_post;              /* entries of post; its size is alloc */
+	struct dec_open *open;      /* the calls open, outermost first */
+	size_t top, open_alloc;
+	size_t total;               /* calls of the subtree read, printed or not */
+	size_t closed;              /* of them, the calls closed */
+	size_t deep;                /* left out: deeper than o->depth */
+	size_t past;                /* left out: past the first o->max_lines */
 };
 
 static int dec_is_number(const char *s)
@@ -171,9 +187,13 @@ static int dec_node_add(struct dec_state *s, const struct tg_stackrec *r,
 	if (s->n == s->alloc) {
 		size_t na = s->alloc ? s->alloc * 2 : 64;
 		struct dec_node *nv = realloc(s->nodes, na * sizeof(*nv));
+		size_t *pv;
 		if (!nv)
 			return tg_error(d, "out of memory");
 		s->nodes = nv;
+		if (!(pv = realloc(s->post, na * sizeof(*pv))))
+			return tg_error(d, "out of memory");
+		s->post = pv;
 		s->alloc = na;
 	}
 	n = &s->nodes[s->n];
@@ -189,6 +209,84 @@ static int dec_node_add(struct dec_state *s, const struct tg_stackrec *r,
 		return -1;
 	s->n++;
 	return 0;
+}
+
+/* Forgets the subtree read so far (the bound's counts too). */
+static void dec_state_reset(struct dec_state *s)
+{
+	s->n = s->n_post = s->top = 0;
+	s->arena_len = 0;
+	s->total = s->closed = s->deep = s->past = 0;
+}
+
+/*
+ * Counts a call of the subtree at depth `depth` (the first is its root) and
+ * says whether the options' bound prints it: 1 if so, else 0 (counted in
+ * s->deep or s->past).  The root is always printed.
+ */
+static int dec_keeps(struct dec_state *s, unsigned depth)
+{
+	const struct tg_decorate_opts *o = s->o;
+
+	s->total++;
+	if (!s->n)
+		return 1;
+	if (o && o->has_depth && depth - s->nodes[0].depth > o->depth) {
+		s->deep++;
+		return 0;
+	}
+	if (o && o->max_lines && s->n >= o->max_lines) {
+		s->past++;
+		return 0;
+	}
+	return 1;
+}
+
+/* Pushes a call on the open calls: node is its index, or DEC_LEFT_OUT. */
+static int dec_open_push(struct dec_state *s, unsigned depth, size_t node, struct tg_diag *d)
+{
+	if (s->top == s->open_alloc) {
+		size_t na = s->open_alloc ? s->open_alloc * 2 : 64;
+		struct dec_open *nv = realloc(s->open, na * sizeof(*nv));
+		if (!nv)
+			return tg_error(d, "out of memory");
+		s->open = nv;
+		s->open_alloc = na;
+	}
+	s->open[s->top].depth = depth;
+	s->open[s->top].node = node;
+	s->top++;
+	return 0;
+}
+
+/* Closes the open calls at depth `depth` or deeper, deepest first: the post-order. */
+static void dec_close_to(struct dec_state *s, unsigned depth)
+{
+	while (s->top && s->open[s->top - 1].depth >= depth) {
+		size_t node = s->open[--s->top].node;
+
+		if (node != DEC_LEFT_OUT) {
+			s->nodes[node].post_rank = s->closed;
+			s->post[s->n_post++] = node;
+		}
+		s->closed++;
+	}
+}
+
+/* Reads line r (number lineno) of the subtree: closes the calls it follows,
+ * and holds it if the bound prints it.  Returns 0 or -1. */
+static int dec_enter(struct dec_state *s, const struct tg_stackrec *r, unsigned long lineno,
+		     struct tg_diag *d)
+{
+	size_t node = DEC_LEFT_OUT;
+
+	dec_close_to(s, r->depth);
+	if (dec_keeps(s, r->depth)) {
+		if (dec_node_add(s, r, lineno, d) < 0)
+			return -1;
+		node = s->n - 1;
+	}
+	return dec_open_push(s, r->depth, node, d);
 }
 
 /*
@@ -224,17 +322,18 @@ static int dec_scan_stack(struct dec_state *s, const char *path, const struct tg
 		if ((!at_line || lr.lineno == at_line) &&
 		    r.file.len == file->len && r.func.len == func->len &&
 		    !memcmp(r.file.s, file->s, file->len) && !memcmp(r.func.s, func->s, func->len)) {
-			s->n = 0; /* a later call: forget the earlier subtree */
-			s->arena_len = 0;
+			dec_state_reset(s); /* a later call: forget the earlier subtree */
 			open_tree = 1;
 		} else if (open_tree && r.depth <= s->nodes[0].depth) {
 			open_tree = 0;
+			dec_close_to(s, 0);
 		}
-		if (open_tree && dec_node_add(s, &r, lr.lineno, d) < 0)
+		if (open_tree && dec_enter(s, &r, lr.lineno, d) < 0)
 			goto release;
 	}
 	if (got < 0)
 		goto release;
+	dec_close_to(s, 0); /* the end of the file closes the rest */
 	ret = 0;
 release:
 	tg_lr_release(&lr);
@@ -395,24 +494,27 @@ out:
 	return ret;
 }
 
-/* Reads the K = s->n valid .mem records ending at line `lineno` into the ring. */
-static int dec_read_ring(struct dec_state *s, const char *path, unsigned long lineno,
-			 size_t *start, struct tg_diag *d)
+/*
+ * Pairs the calls held with their returns: of the k valid .mem records up to
+ * line lineno (the event the k-th), the last s->total are the subtree's returns
+ * in post-order (children first), the i-th closing the call with post_rank i.
+ * Only those of the calls held are kept.  Returns 0 or -1.
+ */
+static int dec_read_returns(struct dec_state *s, const char *path, unsigned long lineno,
+			    unsigned long k, struct tg_diag *d)
 {
 	struct tg_lr lr;
 	struct tg_time_order order = { 0 };
 	struct tg_memrec r;
 	const char *line, *why;
-	size_t len, k = s->n, next = 0, have = 0;
+	size_t len, next = 0;
+	unsigned long have = 0;
 	int got, ret = -1;
 
-	s->ring = calloc(k, sizeof(*s->ring));
-	if (!s->ring)
-		return tg_error(d, "out of memory");
 	if (tg_lr_open(&lr, path, 0, d) < 0)
 		return -1;
 	while ((got = tg_lr_next(&lr, &line, &len, d)) > 0 && lr.lineno <= lineno) {
-		struct dec_slot *sl = &s->ring[next];
+		struct dec_node *n;
 
 		why = tg_lr_bad(&lr) ?: tg_memrec_parse(&r, line, len, 1);
 		if (why) {
@@ -422,54 +524,32 @@ static int dec_read_ring(struct dec_state *s, const char *path, unsigned long li
 		}
 		if (tg_time_order_check(&order, r.time.v, path, lr.lineno, d) < 0)
 			goto release;
-		if (sl->cap < len) {
-			char *nb = realloc(sl->buf, len);
-			if (!nb) {
-				tg_error(d, "out of memory");
-				goto release;
-			}
-			sl->buf = nb;
-			sl->cap = len;
-		}
-		memcpy(sl->buf, line, len);
-		sl->len = len;
-		sl->lineno = lr.lineno;
-		next = (next + 1) % k;
 		have++;
+		/* record `have` is the (have - (k - total) - 1)-th return of the subtree */
+		if (have + s->total <= k || next == s->n_post ||
+		    s->nodes[s->post[next]].post_rank != have + s->total - k - 1)
+			continue;
+		n = &s->nodes[s->post[next++]];
+		n->end_line = r.line;
+		n->delta = r.delta;
+		n->t_ret = tg_time_exact(&r.time.text);
+		n->mem_lineno = lr.lineno;
+		n->mismatched = r.func.len != n->func_len ||
+				memcmp(r.func.s, s->arena + n->func_off, r.func.len) ||
+				r.file.len != n->file_len ||
+				memcmp(r.file.s, s->arena + n->file_off, r.file.len);
 	}
 	if (got < 0)
 		goto release;
-	if (have < k) {
-		tg_error(d, "the call has %zu calls in its subtree but only %zu memory events "
-			 "end at line %lu of '%s'", k, have, lineno, path);
+	if (have < s->total) {
+		tg_error(d, "the call has %zu calls in its subtree but only %lu memory events "
+			 "end at line %lu of '%s'", s->total, have, lineno, path);
 		goto release;
 	}
-	*start = next; /* the oldest of the K records */
 	ret = 0;
 release:
 	tg_lr_release(&lr);
 	return ret;
-}
-
-/* Fills s->post with the nodes in post-order (children before parent). */
-static int dec_post_order(struct dec_state *s, struct tg_diag *d)
-{
-	size_t *open = malloc(s->n * sizeof(*open)), top = 0, out = 0;
-
-	s->post = malloc(s->n * sizeof(*s->post));
-	if (!open || !s->post) {
-		free(open);
-		return tg_error(d, "out of memory");
-	}
-	for (size_t i = 0; i < s->n; i++) {
-		while (top && s->nodes[open[top - 1]].depth >= s->nodes[i].depth)
-			s->post[out++] = open[--top];
-		open[top++] = i;
-	}
-	while (top)
-		s->post[out++] = open[--top];
-	free(open);
-	return 0;
 }
 
 static void dec_step(const struct tg_decorate_report *r, const char *msg)
@@ -480,10 +560,7 @@ static void dec_step(const struct tg_decorate_report *r, const char *msg)
 
 static void dec_state_release(struct dec_state *s)
 {
-	if (s->ring)
-		for (size_t i = 0; i < s->n; i++)
-			free(s->ring[i].buf);
-	free(s->ring);
+	free(s->open);
 	free(s->nodes);
 	free(s->arena);
 	free(s->post);
@@ -559,6 +636,17 @@ static void dec_print(const struct dec_state *s, const struct tg_decorate_opts *
 		fprintf(out, ":%lu-%lu, Time: %s s, Memory: %lld B\n", n->first_line, n->end_line,
 			secs, n->delta);
 	}
+	if (s->deep || s->past) {
+		/* the calls the bound left out, said where the output ends */
+		fprintf(out, "... %zu more call%s not shown (", s->deep + s->past,
+			s->deep + s->past == 1 ? "" : "s");
+		if (s->deep)
+			fprintf(out, "%zu deeper than --depth %lu%s", s->deep, o->depth,
+				s->past ? ", " : "");
+		if (s->past)
+			fprintf(out, "%zu past --max-lines %zu", s->past, o->max_lines);
+		fputs(")\n", out);
+	}
 }
 
 int tg_decorate_run(const char *mem_path, const char *stack_path, const char *event,
@@ -571,10 +659,10 @@ int tg_decorate_run(const char *mem_path, const char *stack_path, const char *ev
 	unsigned long lineno, k, call_line = 0;
 	long long before;
 	int found;
-	size_t start = 0, i;
 	int ret = -1;
 
 	memset(&s, 0, sizeof(s));
+	s.o = o;
 	dec_step(r, "Scanning memory file looking for the event.");
 	if (tg_decorate_find_event(mem_path, event, &lineno, d) < 0 ||
 	    dec_read_event(mem_path, lineno, &ev, &evcopy, d) < 0)
@@ -605,29 +693,16 @@ int tg_decorate_run(const char *mem_path, const char *stack_path, const char *ev
 		goto out;
 	}
 	dec_step(r, "Reversing memory events of interest.");
-	if (dec_read_ring(&s, mem_path, lineno, &start, d) < 0)
+	if (dec_read_returns(&s, mem_path, lineno, k, d) < 0)
 		goto out;
+	/* the tree was built as the stack was read (dec_enter): the original's
+	 * steps are kept for their messages */
 	dec_step(r, "Parsing stack trace into a tree.");
-	if (dec_post_order(&s, d) < 0)
-		goto out;
 	dec_step(r, "Reconciling trace and memory.");
-	for (i = 0; i < s.n; i++) {
-		struct dec_slot *sl = &s.ring[(start + i) % s.n];
-		struct dec_node *n = &s.nodes[s.post[i]];
-		struct tg_memrec m;
-		const char *why = tg_memrec_parse(&m, sl->buf, sl->len, 1);
+	for (size_t i = 0; i < s.n_post; i++) {
+		const struct dec_node *n = &s.nodes[s.post[i]];
 
-		if (why) { /* cannot happen: checked when read */
-			tg_error(d, "line %lu of '%s': %s", sl->lineno, mem_path, why);
-			goto out;
-		}
-		n->end_line = m.line;
-		n->delta = m.delta;
-		n->t_ret = tg_time_exact(&m.time.text);
-		n->mem_lineno = sl->lineno;
-		if ((m.func.len != n->func_len || memcmp(m.func.s, s.arena + n->func_off, m.func.len) ||
-		     m.file.len != n->file_len || memcmp(m.file.s, s.arena + n->file_off, m.file.len)) &&
-		    r && r->mismatch)
+		if (n->mismatched && r && r->mismatch)
 			r->mismatch(r->ctx, n->stack_lineno, n->mem_lineno);
 	}
 	dec_step(r, "Decorating trace.");
@@ -744,10 +819,10 @@ int tg_decorate_capture_run(const struct tg_capture *cap, const char *thread, co
 	struct tg_capcur c;
 	struct tg_cap_rec_data rec;
 	unsigned long number = 0, root = 0;
-	size_t *open = NULL, top = 0;
 	int got, ret = -1;
 
 	memset(&s, 0, sizeof(s));
+	s.o = o;
 	for (size_t i = 0; i < cap->n_threads; i++)
 		if (!strcmp(cap->threads[i].base, thread))
 			t = &cap->threads[i];
@@ -772,7 +847,7 @@ int tg_decorate_capture_run(const struct tg_capture *cap, const char *thread, co
 	dec_step(r, "Scanning stack file looking for a matching event.");
 	tg_capcur_init(&c, cap, t);
 	while ((got = tg_capcur_next(&c, &rec, d)) > 0) {
-		if (!s.n && ((rec.type == TG_CAP_REC_CALL && rec.number > root) ||
+		if (!s.total && ((rec.type == TG_CAP_REC_CALL && rec.number > root) ||
 			     (rec.type == TG_CAP_REC_RETURN && rec.call_number >= root))) {
 			/* the first record of the subtree is not its call: the call
 			 * began in a segment no longer kept */
@@ -785,7 +860,13 @@ int tg_decorate_capture_run(const struct tg_capture *cap, const char *thread, co
 		}
 		if (rec.type == TG_CAP_REC_CALL && rec.number >= root) {
 			struct tg_stackrec sr;
-			struct dec_node *n;
+			size_t node = DEC_LEFT_OUT;
+
+			if (!dec_keeps(&s, rec.depth)) {
+				if (dec_open_push(&s, rec.depth, node, d) < 0)
+					goto out;
+				continue;
+			}
 			sr.depth = rec.depth;
 			sr.line = (unsigned long)rec.line;
 			sr.file.s = rec.code->file;
@@ -796,24 +877,21 @@ int tg_decorate_capture_run(const struct tg_capture *cap, const char *thread, co
 			sr.time.text.len = 0;
 			if (dec_node_add(&s, &sr, rec.number, d) < 0)
 				goto out;
-			n = &s.nodes[s.n - 1];
-			n->t_call = dec_cap_time(rec.t_us);
-			if (top == 0 || (top & (top - 1)) == 0) {
-				size_t *nv = realloc(open, (top ? 2 * top : 1) * sizeof(*nv));
-				if (!nv) {
-					tg_error(d, "out of memory");
-					goto out;
-				}
-				open = nv;
-			}
-			open[top++] = s.n - 1;
+			node = s.n - 1;
+			s.nodes[node].t_call = dec_cap_time(rec.t_us);
+			if (dec_open_push(&s, rec.depth, node, d) < 0)
+				goto out;
 		} else if (rec.type == TG_CAP_REC_RETURN && rec.call_number >= root) {
 			struct dec_node *n;
-			if (!top) { /* cannot happen: the root closes last */
+			size_t node;
+			if (!s.top) { /* cannot happen: the root closes last */
 				tg_error(d, "'%s': unpaired return %lu", cap->path, rec.number);
 				goto out;
 			}
-			n = &s.nodes[open[--top]];
+			node = s.open[--s.top].node;
+			if (node == DEC_LEFT_OUT)
+				continue; /* not the event's: its call, the root, is held */
+			n = &s.nodes[node];
 			n->end_line = (unsigned long)rec.line;
 			n->delta = rec.value;
 			n->t_ret = dec_cap_time(rec.t_us);
@@ -833,7 +911,6 @@ int tg_decorate_capture_run(const struct tg_capture *cap, const char *thread, co
 	ret = 0;
 out:
 	tg_capcur_release(&c);
-	free(open);
 	dec_state_release(&s);
 	return ret;
 }

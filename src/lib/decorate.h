@@ -12,7 +12,8 @@
  * original's choice: the last .stack line of that FILE and FUNCTION with time
  * <= the event's.  Its subtree is that line and the following deeper lines.  Its K calls, in post-order, pair with the K
  * .mem records that end with the event (returns come children first).  Only the
- * subtree and those K records are held in memory.
+ * calls printed (all of the subtree, or those a bound in the options leaves) and
+ * the nesting of the subtree are held in memory.
  */
 #ifndef TG_DECORATE_H
 #define TG_DECORATE_H
@@ -26,6 +27,9 @@ struct tg_decorate_opts {
 	const char *indent;  /* one nesting level of output (default " ") */
 	int human;           /* Time as a duration for people ("48.9 ms", the report),
 				not the original's seconds as repr(float) */
+	int has_depth;       /* print only calls at most `depth` levels below the event's */
+	unsigned long depth; /* ... (0: the call alone); read only with has_depth */
+	size_t max_lines;    /* print at most this many calls (0: all) */
 };
 
 struct tg_decorate_report {
@@ -50,7 +54,11 @@ int tg_decorate_find_event(const char *mem_path, const char *event, unsigned lon
  * to out, one line per call in pre-order:
  *   INDENT*depth FUNCTION@FILE:START-END, Time: SECONDS s, Memory: DELTA B
  * SECONDS is printed as Python's repr(float).  Needs timestamped dumps.  Reads
- * the runinfo.json of the directory holding both files, if any.
+ * the runinfo.json of the directory holding both files, if any.  With a bound
+ * (o->has_depth, o->max_lines), the calls deeper than o->depth below the event's,
+ * then those past the first o->max_lines in pre-order, are left out and a last
+ * line counts them:
+ *   ... N more calls not shown (D deeper than --depth X, L past --max-lines Y)
  * Returns 0 or -1 (d->msg set).
  */
 int tg_decorate_run(const char *mem_path, const char *stack_path, const char *event,

@@ -284,26 +284,17 @@ static int rep_sampled(const struct rep_files *r, int has_time)
 	return 0;
 }
 
-/* Copies the first MAX lines (0: all) of TMP into OUT, escaped; says how many
- * were left out.  Rewinds TMP first. */
-static void rep_copy_escaped(FILE *out, FILE *tmp, size_t max)
+/* Copies TMP into OUT, escaped.  Rewinds TMP first. */
+static void rep_copy_escaped(FILE *out, FILE *tmp)
 {
 	char *line = NULL;
-	size_t cap = 0, lines = 0, more = 0;
+	size_t cap = 0;
 	ssize_t len;
 
 	rewind(tmp);
-	while ((len = getline(&line, &cap, tmp)) >= 0) {
-		if (max && lines >= max) {
-			more++;
-			continue;
-		}
+	while ((len = getline(&line, &cap, tmp)) >= 0)
 		tg_xml_text(out, line, (size_t)len);
-		lines++;
-	}
 	free(line);
-	if (more)
-		fprintf(out, "\n\xe2\x80\xa6 %zu more line%s not shown\n", more, more == 1 ? "" : "s");
 }
 
 /* Writes PATH's bytes as an <img> data: URI of type svg.  0 or -1. */
@@ -849,7 +840,8 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 	     i++) {
 		const struct tg_peak *k = &peaks.v[i];
 		const char *mem = files->v[k->thread].path;
-		struct tg_decorate_opts dopts = { NULL, "  ", 1 };
+		/* bounded where it is read: a thread's whole run() is millions of calls */
+		struct tg_decorate_opts dopts = { NULL, "  ", 1, 0, 0, max_lines };
 		struct tg_diag sub = *d;
 		char *stack = NULL, event[32];
 		FILE *tmp;
@@ -885,7 +877,7 @@ static int rep_peaks(FILE *out, const struct tg_report_opts *o, const struct rep
 			rep_note_html(out, sub.msg);
 		} else {
 			fputs("<pre>", out);
-			rep_copy_escaped(out, tmp, max_lines);
+			rep_copy_escaped(out, tmp); /* its last line counts what it left out */
 			fputs("</pre>\n", out);
 		}
 		d->malformed = sub.malformed;
@@ -1067,7 +1059,7 @@ static int rep_accounting(FILE *out, const struct tg_report_opts *o, int account
 	}
 	tg_summary_print(tmp, &s);
 	fputs("<h3>Summary</h3>\n<pre>", out);
-	rep_copy_escaped(out, tmp, 0);
+	rep_copy_escaped(out, tmp);
 	fputs("</pre>\n", out);
 	rep_freed_by(out, &s, cb);
 	fputs("<h3>Allocation sizes</h3>\n", out);
@@ -1088,7 +1080,7 @@ static int rep_accounting(FILE *out, const struct tg_report_opts *o, int account
 	}
 	tg_hist_print(tmp, &s);
 	fputs("<pre>", out);
-	rep_copy_escaped(out, tmp, 0);
+	rep_copy_escaped(out, tmp);
 	fputs("</pre>\n", out);
 	fclose(tmp);
 	tg_summary_release(&s);

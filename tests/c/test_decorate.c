@@ -39,6 +39,26 @@ static char *run(const char *mem, const char *stack, const char *event,
 	return buf;
 }
 
+/* Runs decorate with a bound (has_depth, depth, max_lines); output as run's. */
+static char *run_bounded(const char *mem, const char *stack, const char *event,
+			 int has_depth, unsigned long depth, size_t max_lines)
+{
+	struct tg_decorate_opts o = { "/src/", NULL, 0, has_depth, depth, max_lines };
+	struct tg_diag d = { 0 };
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+	int rc = tg_decorate_run(mem, stack, event, &o, f, NULL, &d);
+
+	fclose(f);
+	if (rc < 0) {
+		free(buf);
+		buf = malloc(strlen(d.msg) + 8);
+		sprintf(buf, "ERROR: %s", d.msg);
+	}
+	return buf;
+}
+
 int main(void)
 {
 	char *mem, *stack, *out;
@@ -63,6 +83,32 @@ int main(void)
 		  "4.0#/src/a.py:15:f=>167936\n"
 		  "9.5#/src/a.py:15:f=>0\n");
 	out = run(mem, stack, "5", "/src/", NULL);
+	CHECK_STR(out, "f@a.py:10-15, Time: 2.0 s, Memory: 167936 B\n"
+		       " g@a.py:20-22, Time: 0.5 s, Memory: -4096 B\n"
+		       "  h@None:0-0, Time: 0.0 s, Memory: 0 B\n"
+		       " g@a.py:20-22, Time: 0.25 s, Memory: 8192 B\n");
+	free(out);
+	/* bounded: the calls below --depth, then past --max-lines, counted */
+	out = run_bounded(mem, stack, "5", 1, 1, 0);
+	CHECK_STR(out, "f@a.py:10-15, Time: 2.0 s, Memory: 167936 B\n"
+		       " g@a.py:20-22, Time: 0.5 s, Memory: -4096 B\n"
+		       " g@a.py:20-22, Time: 0.25 s, Memory: 8192 B\n"
+		       "... 1 more call not shown (1 deeper than --depth 1)\n");
+	free(out);
+	out = run_bounded(mem, stack, "5", 0, 0, 2);
+	CHECK_STR(out, "f@a.py:10-15, Time: 2.0 s, Memory: 167936 B\n"
+		       " g@a.py:20-22, Time: 0.5 s, Memory: -4096 B\n"
+		       "... 2 more calls not shown (2 past --max-lines 2)\n");
+	free(out);
+	out = run_bounded(mem, stack, "5", 1, 0, 1);
+	CHECK_STR(out, "f@a.py:10-15, Time: 2.0 s, Memory: 167936 B\n"
+		       "... 3 more calls not shown (3 deeper than --depth 0)\n");
+	free(out);
+	out = run_bounded(mem, stack, "5", 1, 1, 1);
+	CHECK_STR(out, "f@a.py:10-15, Time: 2.0 s, Memory: 167936 B\n"
+		       "... 3 more calls not shown (1 deeper than --depth 1, 2 past --max-lines 1)\n");
+	free(out);
+	out = run_bounded(mem, stack, "5", 1, 2, 4);  /* a bound that leaves nothing out */
 	CHECK_STR(out, "f@a.py:10-15, Time: 2.0 s, Memory: 167936 B\n"
 		       " g@a.py:20-22, Time: 0.5 s, Memory: -4096 B\n"
 		       "  h@None:0-0, Time: 0.0 s, Memory: 0 B\n"

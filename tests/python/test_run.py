@@ -530,6 +530,46 @@ def test_binary_run_without_stack_still_has_subtrees(tmp_path):
     assert "with --format text, also write a .stack file per thread" in helptext
 
 
+# A thread whose own run() is its largest peak (what it keeps at its end) and
+# encloses thousands of calls: the whole thread's subtree.
+LONG_RUN = """\
+import threading
+def piece(i):
+    return bytearray(300 + i % 7)
+class Worker(threading.Thread):
+    def run(self):
+        self.keep = []
+        for i in range(4000):
+            self.keep.append(piece(i))
+w = Worker(name="worker")
+w.start()
+w.join()
+"""
+
+# What decorate-stack prints when it leaves calls out (docs/cli.md)
+LEFT_OUT = re.compile(r"^\.\.\. ([0-9]+) more calls not shown \(.*--max-lines 300\)$")
+
+
+@pytest.mark.parametrize("opts", [[], ["--format", "text", "--stack"]], ids=["binary", "text"])
+def test_suggested_decorate_stack_is_bounded(tmp_path, opts):
+    """The peak the summary suggests decorating can be a thread's whole run():
+    the command it prints carries a bound, and following it prints the call's
+    first lines and a line counting the rest, not every call of the thread."""
+    write(tmp_path / "prog.py", LONG_RUN)
+    res = tg(["run"] + opts + ["prog.py"], tmp_path)
+    assert res.returncode == 0, res.stderr
+    peaks = res.stderr.split("growth, largest first:\n", 1)[1].splitlines()
+    assert peaks[0].split()[:2] == ["worker", "run"], res.stderr
+    deco = [l for l in res.stderr.splitlines() if "threadgraph decorate-stack " in l]
+    assert len(deco) == 1 and " --depth 3 --max-lines 300 " in deco[0], res.stderr
+    res2 = tg(deco[0].split()[1:], tmp_path)
+    assert res2.returncode == 0, res2.stderr
+    lines = res2.stdout.splitlines()
+    assert lines[0].startswith("run@") and len(lines) == 301, lines[:3] + lines[-3:]
+    m = LEFT_OUT.match(lines[-1])
+    assert m and int(m.group(1)) + 300 >= 4001, lines[-1]
+
+
 # Three workers that each keep the same amount: peaks of equal size in three threads.
 SAME_SIZE_WORKERS = """\
 import threading
