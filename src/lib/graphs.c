@@ -8,6 +8,7 @@
 #include "fmt.h"
 #include "gptitle.h"
 #include "graphs.h"
+#include "nesting_pts.h"
 #include "recsrc.h"
 #include "tg_format.h"
 
@@ -156,28 +157,119 @@ out:
 
 /* ---- nesting ---- */
 
+/*
+ * The points are bounded (nesting_pts.h): a thread with more calls than
+ * NESTING_RAW_PER_COLUMN per column of the graph keeps, per slice of x no wider
+ * than a column and per depth, the first and last call (during the reading), and
+ * then, once the graph's x span is known, the first and last per column and
+ * depth (tg_npts_thin_file); a thread with fewer keeps every call, as written
+ * (unless their times' texts exceed NESTING_RAW_MAX_BYTES: a hostile dump's).  The
+ * columns are the graph's width, fewer when many threads share
+ * NESTING_COLUMN_BUDGET (each column holds a point per depth reached).
+ */
+#define NESTING_RAW_PER_COLUMN 4
+#define NESTING_COLUMN_BUDGET (20 * 1920)
+#define NESTING_MIN_COLUMNS 16
+#define NESTING_RAW_MAX_BYTES (4 << 20)
+/* entries of a thread's point set before its slices widen beyond a column (a
+ * memory bound, reached only when columns hold hundreds of depths: 16 MB) */
+#define NESTING_MAX_ENTRIES (1 << 18)
+
+/* What reading one .stack file found. */
+struct nesting_stats {
+	unsigned long events;    /* calls */
+	int thinned;             /* its point set written, not every call */
+	double x_first, x_last;  /* the lowest and highest x of them (with events) */
+};
+
+/* A thread's calls as written: kept in memory until there are too many. */
+struct nesting_raw {
+	char *buf;
+	size_t len, alloc;
+};
+
+/* Appends "X DEPTH\n"; 0 or -1 (out of memory). */
+static int nesting_raw_add(struct nesting_raw *w, const char *x, size_t xlen, unsigned depth)
+{
+	if (w->len + xlen + 16 > w->alloc) {
+		size_t alloc = (w->len + xlen + 16) * 2;
+		char *buf = realloc(w->buf, alloc);
+		if (!buf)
+			return -1;
+		w->buf = buf;
+		w->alloc = alloc;
+	}
+	memcpy(w->buf + w->len, x, xlen);
+	w->len += xlen;
+	w->len += (size_t)sprintf(w->buf + w->len, " %u\n", depth);
+	return 0;
+}
+
+/*
+ * Reads one .stack file into out: every call when there are at most raw_max
+ * (their lines within NESTING_RAW_MAX_BYTES), else its point set, st->thinned
+ * set (slices no wider than 1/slices of its span).  Returns 0 or -1 (d->msg
+ * set).
+ */
 static int nesting_read(const struct tg_graph_opts *o, const struct tg_dumpfile *df,
-			FILE *out, unsigned long *events, struct tg_timeaxis *ta,
-			struct tg_diag *d)
+			FILE *out, size_t raw_max, size_t slices, struct nesting_stats *st,
+			struct tg_timeaxis *ta, struct tg_diag *d)
 {
 	struct tg_src src;
 	struct tg_stackrec s;
-	int got, ret;
+	struct tg_npts pts;
+	struct nesting_raw raw = { 0 };
+	char ibuf[32];
+	int got, ret = -1;
 
-	*events = 0;
+	memset(st, 0, sizeof(*st));
+	st->thinned = raw_max == 0;
+	/* the finest step: a microsecond (the capture's), or one call */
+	tg_npts_init(&pts, o->has_time ? 1e-6 : 1, slices, NESTING_MAX_ENTRIES);
 	if (tg_src_open(&src, df, o->has_time, 0, d) < 0)
 		return -1;
 	while ((got = tg_src_next_stack(&src, &s, d)) > 0) {
-		if (o->has_time) {
-			tg_timeaxis_see(ta, s.time.v);
-			fwrite_unlocked(s.time.text.s, 1, s.time.text.len, out);
-		} else
-			fprintf(out, "%lu", *events);
-		fprintf(out, " %u\n", s.depth);
-		(*events)++;
+		double x = o->has_time ? s.time.v : (double)st->events;
+
+		if (o->has_time)
+			tg_timeaxis_see(ta, x);
+		if (!st->events || x < st->x_first)
+			st->x_first = x;
+		if (!st->events || x > st->x_last)
+			st->x_last = x;
+		if (st->events >= raw_max || raw.len > NESTING_RAW_MAX_BYTES)
+			st->thinned = 1;
+		if (!st->thinned) {
+			const char *xs = s.time.text.s;
+			size_t xlen = s.time.text.len;
+			if (!o->has_time) {
+				xlen = (size_t)sprintf(ibuf, "%lu", st->events);
+				xs = ibuf;
+			}
+			if (nesting_raw_add(&raw, xs, xlen, s.depth) < 0) {
+				tg_error(d, "out of memory");
+				goto release;
+			}
+		} else if (raw.buf) {
+			free(raw.buf);  /* too many: the point set from now on */
+			raw.buf = NULL;
+		}
+		if (tg_npts_add(&pts, x, s.depth, d) < 0)
+			goto release;
+		st->events++;
 	}
-	ret = got < 0 ? -1 : 0;
+	if (got < 0)
+		goto release;
+	if (!st->thinned) {
+		if (raw.len)
+			fwrite(raw.buf, 1, raw.len, out);
+	} else if (tg_npts_write(&pts, out, o->has_time ? 6 : 0, 1, d) < 0)
+		goto release;
+	ret = 0;
+release:
 	tg_src_release(&src);
+	tg_npts_release(&pts);
+	free(raw.buf);
 	return ret;
 }
 
@@ -185,13 +277,14 @@ int tg_nesting_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 		   const struct tg_dumpfile *files, size_t n, const struct tg_memg_report *r,
 		   struct tg_diag *d)
 {
-	unsigned long *events = calloc(n ? n : 1, sizeof(*events));
+	struct nesting_stats *st = calloc(n ? n : 1, sizeof(*st));
 	double *act = calloc(n ? n : 1, sizeof(*act));
 	unsigned char *show = calloc(n ? n : 1, 1);
 	struct tg_aout dat, script;
 	struct tg_plot_files pf = TG_PLOT_FILES_INIT;
 	struct tg_timeaxis ta;
-	size_t plotted = 0, shown = 0, k = 0;
+	size_t plotted = 0, shown = 0, k = 0, stacks = 0, columns;
+	double x0 = 0, x1 = 0;
 	const char *sep = "plot ";
 	int ret = -1;
 	char name[64], **titles = NULL;
@@ -200,12 +293,19 @@ int tg_nesting_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 			 o->clock ? TG_TIME_CLOCK : TG_TIME_ELAPSED);
 	if (o->has_origin)
 		tg_timeaxis_origin(&ta, o->origin);
-	if (!events || !act || !show) {
+	if (!st || !act || !show) {
 		tg_error(d, "out of memory");
 		goto out;
 	}
 	if (tg_plot_files_open(&pf, po, "nesting", d) < 0)
 		goto out;
+	for (size_t i = 0; i < n; i++)
+		stacks += files[i].kind == TG_DUMP_STACK;
+	columns = NESTING_COLUMN_BUDGET / (stacks ? stacks : 1);
+	if (columns > (size_t)po->width)
+		columns = (size_t)po->width;
+	if (columns < NESTING_MIN_COLUMNS)
+		columns = NESTING_MIN_COLUMNS;
 	for (size_t i = 0; i < n; i++) {
 		act[i] = -1;
 		if (files[i].kind != TG_DUMP_STACK) {
@@ -216,21 +316,36 @@ int tg_nesting_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 		snprintf(name, sizeof(name), "nesting-%zu.dat", i);
 		if (tg_plot_files_out(&pf, &dat, name, d) < 0)
 			goto out;
-		if (nesting_read(o, &files[i], dat.f, &events[i], &ta, d) < 0 ||
+		/* slices of half a column at most: a thread spans the graph at most */
+		if (nesting_read(o, &files[i], dat.f, NESTING_RAW_PER_COLUMN * columns,
+				 2 * columns, &st[i], &ta, d) < 0 ||
 		    tg_aout_commit(&dat, d) < 0) {
 			tg_aout_abort(&dat);
 			goto out;
 		}
 		tg_aout_release(&dat);
-		if (!events[i])
+		if (!st[i].events) {
 			graph_report_skip(r, &files[i], "no events");
-		else
-			act[i] = (double)events[i];
-		plotted += events[i] != 0;
+			continue;
+		}
+		act[i] = (double)st[i].events;
+		if (!plotted || st[i].x_first < x0)
+			x0 = st[i].x_first;
+		if (!plotted || st[i].x_last > x1)
+			x1 = st[i].x_last;
+		plotted++;
 	}
 	if (!plotted) {
 		tg_error(d, "no calls to plot");
 		goto out;
+	}
+	/* the graph's span known: the first and last per column and depth */
+	for (size_t i = 0; i < n; i++) {
+		if (!st[i].events || !st[i].thinned)
+			continue;
+		snprintf(name, sizeof(name), "nesting-%zu.dat", i);
+		if (tg_npts_thin_file(pf.dir, name, x0, x1, columns, o->has_time ? 6 : 0, d) < 0)
+			goto out;
 	}
 	/* as memg: the threads with the most calls in colour, the rest in grey */
 	tg_gp_pick_top(act, n, TG_MEMG_TOP_THREADS, show);
@@ -254,14 +369,14 @@ int tg_nesting_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 			plotted);
 	tg_timeaxis_write(script.f, &ta, NULL, "Call");
 	for (size_t i = 0; i < n; i++) {
-		if (!events[i] || show[i])
+		if (!st[i].events || show[i])
 			continue;
 		fprintf(script.f, "%s'nesting-%zu.dat' using (tx($1)):2 with points lt %d "
 			"ps nps notitle", sep, i, TG_GP_LT_OTHER);
 		sep = ", \\\n     ";
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (!events[i] || !show[i])
+		if (!st[i].events || !show[i])
 			continue;
 		fprintf(script.f, "%s'nesting-%zu.dat' using (tx($1)):2 with points lt %zu "
 			"ps nps title ", sep, i, k++ % TG_GP_STYLES + 1);
@@ -278,7 +393,7 @@ int tg_nesting_run(const struct tg_graph_opts *o, const struct tg_plot_opts *po,
 out:
 	tg_plot_files_release(&pf);
 	free(titles);
-	free(events);
+	free(st);
 	free(act);
 	free(show);
 	return ret;

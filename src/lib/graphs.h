@@ -5,14 +5,16 @@
  *              30 most negative and 30 most positive sums as numbered boxes
  *              (memh.<ext>), legend memh.txt "N: FILE:LINE:FUNCTION".
  *   nesting    each .stack call's depth against its time, one series per thread
- *              (nesting.<ext>).
+ *              (nesting.<ext>); a thread of many calls keeps the first and last
+ *              call of each depth in each screen column (nesting_pts.h).
  *   interleave which thread ran when: the .mem events of all threads merged in time
  *              order, runs of one thread folded to their first and last event,
  *              plotted as thread index against time (interleave.<ext>); legend
  *              interleave.txt "INDEX: THREAD".
  *
  * All read their dumps streaming: memh holds one entry per distinct call site,
- * nesting nothing, interleave one line per thread file (a k-way merge).
+ * nesting a bounded point set per thread, interleave one line per thread file (a
+ * k-way merge).
  */
 #ifndef TG_GRAPHS_H
 #define TG_GRAPHS_H

@@ -113,3 +113,44 @@ def test_graphs_real_gnuplot(tg, tmp_path, tutorial):
     assert ">7<" in svg
     with open(tmp_path / "nesting.png", "rb") as f:
         assert f.read(4) == b"\x89PNG"
+
+
+def _columns(points, x0, x1, columns=1920):
+    return {(min(columns - 1, int((float(x) - x0) / (x1 - x0) * columns)), int(depth))
+            for x, depth in points}
+
+
+def test_nesting_points_are_bounded(tg, tmp_path):
+    """nesting gave gnuplot a point per call: 130 M calls took gnuplot 8 GB and
+    more than 10 min.  A thread with many calls now keeps one point (two at most)
+    per column of the graph and depth, and still every (column, depth) its calls
+    reach, a lone deep call included; the x axis is the same."""
+    stack = tmp_path / "Worker.stack"
+    t0, calls = 1700000000.0, 300000
+    with open(stack, "w") as f:
+        for i in range(calls):
+            depth = 40 if i == 123457 else (i * 7 + i // 1000) % 6
+            f.write("%s%.6f#a.py:%d:f\n" % (" " * depth, t0 + i * 3e-5, depth))
+    lines = [l.split("#")[0] for l in stack.read_text().splitlines()]
+    calls_at = [(l.strip(), len(l) - len(l.lstrip())) for l in lines]
+    x1 = t0 + (calls - 1) * 3e-5
+    for args, xs in (((), calls_at), (("--no_time",), [(str(i), d) for i, (_, d) in
+                                                       enumerate(calls_at)])):
+        out = tmp_path / ("out" + "".join(args))
+        r = tg("nesting", *args, "--script-only", "-o", out, stack)
+        assert r.returncode == 0, r.stderr
+        d = dat(out / "nesting-plot" / "nesting-0.dat")
+        assert len(d) <= 2 * 1920 * 7, len(d)  # was one line per call
+        lo, hi = (t0, x1) if not args else (0, calls - 1)
+        want = _columns(xs, lo, hi)
+        assert _columns(d, lo, hi) == want
+        assert (len(want) > 1920 * 6) and any(p[1] == "40" for p in d)
+        xv = [float(p[0]) for p in d]
+        assert min(xv) == lo and abs(max(xv) - hi) < 1e-6
+    # a series of few calls is written whole, as the dump has it
+    small = tmp_path / "Small.stack"
+    small.write_text("".join("%s%.1f#a.py:1:f\n" % (" " * (i % 2), t0 + i) for i in range(100)))
+    r = tg("nesting", "--script-only", "-o", tmp_path / "s", small)
+    assert r.returncode == 0, r.stderr
+    assert dat(tmp_path / "s" / "nesting-plot" / "nesting-0.dat") == [
+        ["%.1f" % (t0 + i), str(i % 2)] for i in range(100)]
