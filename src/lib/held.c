@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,8 +17,11 @@
 #include "held.h"
 #include "marks_plot.h"
 #include "markup.h"
+#include "numparse.h"
+#include "ptfile.h"
 #include "recsrc.h"
 #include "runinfo.h"
+#include "thin.h"
 #include "tg_capture.h"
 
 /* The held memory of the calls open in a thread, by depth: what the thread held
@@ -74,35 +78,35 @@ struct held_emit {
 	int64_t last;
 	int has_from;               /* the curve starts at from */
 	double from_x;
-	char from_xs[TG_CAP_TIME_MAX];  /* from's TIME text (not NUL-terminated) */
-	size_t from_len;
+	int64_t from_us;            /* from, Unix microseconds */
 	int64_t pend;               /* the level at from, until it is emitted */
 };
 
+/* xs NULL: the step's time is us (a capture's, or from), its text not made */
 static int held_emit_call(struct held_emit *e, double x, const char *xs, size_t xlen,
-			  int64_t v, struct tg_diag *d)
+			  int64_t us, int64_t v, struct tg_diag *d)
 {
 	e->started = 1;
 	e->last = v;
-	if (e->step(e->ctx, x, xs, xlen, v))
+	if (e->step(e->ctx, x, xs, xlen, us, v))
 		return d->msg[0] ? -1 : tg_error(d, "out of memory");
 	return 0;
 }
 
-static int held_emit(struct held_emit *e, double x, const char *xs, size_t xlen, int64_t v,
-		     struct tg_diag *d)
+static int held_emit(struct held_emit *e, double x, const char *xs, size_t xlen, int64_t us,
+		     int64_t v, struct tg_diag *d)
 {
 	if (e->has_from && !e->started) {
 		if (x <= e->from_x) {  /* before the kept range: part of its first level */
 			e->pend = v;
 			return 0;
 		}
-		if (held_emit_call(e, e->from_x, e->from_xs, e->from_len, e->pend, d) < 0)
+		if (held_emit_call(e, e->from_x, NULL, 0, e->from_us, e->pend, d) < 0)
 			return -1;
 	}
 	if (e->started && v == e->last)
 		return 0;
-	return held_emit_call(e, x, xs, xlen, v, d);
+	return held_emit_call(e, x, xs, xlen, us, v, d);
 }
 
 /* The end of a thread's records: a curve starting at `from` that no later step
@@ -110,7 +114,7 @@ static int held_emit(struct held_emit *e, double x, const char *xs, size_t xlen,
 static int held_emit_finish(struct held_emit *e, struct tg_diag *d)
 {
 	if (e->has_from && !e->started)
-		return held_emit_call(e, e->from_x, e->from_xs, e->from_len, e->pend, d);
+		return held_emit_call(e, e->from_x, NULL, 0, e->from_us, e->pend, d);
 	return 0;
 }
 
@@ -118,7 +122,7 @@ static int held_emit_finish(struct held_emit *e, struct tg_diag *d)
 static void held_emit_from(struct held_emit *e, int64_t from_us, int64_t v)
 {
 	e->has_from = 1;
-	e->from_len = tg_cap_fmt_time(e->from_xs, from_us);
+	e->from_us = from_us;
 	e->from_x = tg_cap_time_value(from_us);
 	e->pend = v;
 }
@@ -139,7 +143,6 @@ static int held_read_capture(const struct tg_dumpfile *df, struct held_emit *e,
 	struct held_bases b = { 0 };
 	struct tg_capcur c;
 	struct tg_cap_rec_data r;
-	char xs[TG_CAP_TIME_MAX];
 	int64_t v = t->has_state ? t->state.mem : 0, below = 0;
 	int got, ret = -1;
 
@@ -159,8 +162,6 @@ static int held_read_capture(const struct tg_dumpfile *df, struct held_emit *e,
 	}
 	while ((got = tg_capcur_next_of(&c, &r, TG_CAP_WANT_CALL | TG_CAP_WANT_RETURN
 					 | TG_CAP_WANT_LEVEL, d)) > 0) {
-		size_t xlen;
-
 		if (r.type == TG_CAP_REC_LEVEL) {
 			/* the thread's memory here, and when each open call
 			 * was made (docs/formats.md): what the returns missed,
@@ -171,12 +172,9 @@ static int held_read_capture(const struct tg_dumpfile *df, struct held_emit *e,
 					goto release;
 			if (r.value != v) {
 				v = r.value;
-				if (e->started) {
-					xlen = tg_cap_fmt_time(xs, r.t_us);
-					if (held_emit(e, tg_cap_time_value(r.t_us), xs, xlen, v,
-						      d) < 0)
-						goto release;
-				}
+				if (e->started && held_emit(e, tg_cap_time_value(r.t_us), NULL,
+							    0, r.t_us, v, d) < 0)
+					goto release;
 			}
 			continue;
 		}
@@ -187,17 +185,17 @@ static int held_read_capture(const struct tg_dumpfile *df, struct held_emit *e,
 		}
 		if (r.type != TG_CAP_REC_RETURN)
 			continue;
-		xlen = tg_cap_fmt_time(xs, r.t_us);
 		/* the curve starts at the first return (or at the kept range's
 		 * start), as from the exported .mem */
-		if (!e->started && held_emit(e, tg_cap_time_value(r.t_us), xs, xlen, v, d) < 0)
+		if (!e->started &&
+		    held_emit(e, tg_cap_time_value(r.t_us), NULL, 0, r.t_us, v, d) < 0)
 			goto release;
 		/* c.depth: the call's own depth */
 		if (__builtin_add_overflow(held_base_get(&b, c.depth), r.value, &v)) {
 			held_overflow(d, df->path, r.number);
 			goto release;
 		}
-		if (held_emit(e, tg_cap_time_value(r.t_us), xs, xlen, v, d) < 0)
+		if (held_emit(e, tg_cap_time_value(r.t_us), NULL, 0, r.t_us, v, d) < 0)
 			goto release;
 	}
 	if (got < 0 || held_emit_finish(e, d) < 0)
@@ -372,7 +370,7 @@ static int held_read_text(const struct tg_dumpfile *df, struct held_emit *e, cha
 				if (sgot < 0)
 					goto release;
 			}
-			if (held_emit(e, m.time.v, m.time.text.s, m.time.text.len, v, d) < 0)
+			if (held_emit(e, m.time.v, m.time.text.s, m.time.text.len, 0, v, d) < 0)
 				goto release;
 		}
 		if (sampled) {
@@ -400,7 +398,7 @@ static int held_read_text(const struct tg_dumpfile *df, struct held_emit *e, cha
 				goto release;
 			}
 		}
-		if (held_emit(e, m.time.v, m.time.text.s, m.time.text.len, v, d) < 0)
+		if (held_emit(e, m.time.v, m.time.text.s, m.time.text.len, 0, v, d) < 0)
 			goto release;
 	}
 	if (got < 0)
@@ -521,19 +519,39 @@ int tg_held_peak_write(FILE *f, const struct tg_held_peak *p, const struct tg_du
 
 /* --- the graph ------------------------------------------------------------- */
 
-/* A thread series being written: "TIME BYTES" lines, and its extremes. */
+/*
+ * A thread's series is kept aside in binary (ptfile.h) while the threads are
+ * read, then read back twice: for the sum of all threads and the peak, then for
+ * its own data file, thinned as it is written.  Its x is what strtod gives for
+ * its TIME text (numparse.h), as when the series was text read back: the
+ * merge's order and the thinning's slices stay those of that text.
+ */
 struct held_series {
-	FILE *f;
+	struct tg_ptfile pf;
+	struct tg_diag *d;
 	int64_t peak, low, last;
-	double x_last;
+	double x_last;          /* the last step's time, as the dumps give it */
+	double x_first;         /* the first step's x (its text's value) */
 	unsigned long points;
 };
 
-static int held_series_step(void *ctx, double x, const char *xs, size_t xlen, int64_t v)
+static int held_series_step(void *ctx, double x, const char *xs, size_t xlen, int64_t us,
+			    int64_t v)
 {
 	struct held_series *s = ctx;
+	size_t used;
+	double xv;
 
-	fprintf(s->f, "%.*s %lld\n", (int)xlen, xs, (long long)v);
+	if (!xs) {
+		if (tg_ptfile_put_us(&s->pf, us, v, &xv, s->d) < 0)
+			return -1;
+	} else {
+		xv = tg_parse_double(xs, xlen, &used);
+		if (tg_ptfile_put(&s->pf, xv, v, xs, xlen, s->d) < 0)
+			return -1;
+	}
+	if (!s->points)
+		s->x_first = xv;
 	if (!s->points || v > s->peak)
 		s->peak = v;
 	if (!s->points || v < s->low)
@@ -544,36 +562,91 @@ static int held_series_step(void *ctx, double x, const char *xs, size_t xlen, in
 	return 0;
 }
 
-/* One input of the merge: a thread's series file. */
-struct held_in {
-	FILE *f;
-	size_t file;          /* index in files[] */
-	double x;
-	char xs[64];
+/* A point of a data file as the thinning keeps it (the first len bytes of xs
+ * used): its line is made only when it is written. */
+struct held_line {
 	int64_t v;
-	int ok;               /* x, v hold the next point */
+	int64_t us;            /* has_us: the time */
+	unsigned char has_us;
+	unsigned char len;     /* else its text */
+	char xs[TG_PT_TEXT_MAX + 1];
 };
 
-static void held_in_next(struct held_in *in)
+/* The tg_thin_write_fn of the data files: "TIME BYTES\n" to the FILE * ctx. */
+static void held_line_write(void *ctx, const void *data, size_t size)
 {
-	char line[160];
-	long long v;
+	const struct held_line *l = data;
+	char buf[TG_PT_TEXT_MAX + 32], tmp[24];
+	uint64_t u = l->v < 0 ? -(uint64_t)l->v : (uint64_t)l->v;
+	size_t n = 0, len;
 
-	in->ok = 0;
-	while (fgets(line, sizeof(line), in->f)) {
-		if (sscanf(line, "%63s %lld", in->xs, &v) == 2) {
-			in->x = strtod(in->xs, NULL);
-			in->v = v;
-			in->ok = 1;
-			return;
-		}
+	(void)size;
+	if (l->has_us) {
+		len = tg_cap_fmt_time(buf, l->us);
+	} else {
+		memcpy(buf, l->xs, l->len);
+		len = l->len;
 	}
+	buf[len++] = ' ';
+	do {
+		tmp[n++] = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (l->v < 0)
+		buf[len++] = '-';
+	while (n)
+		buf[len++] = tmp[--n];
+	buf[len++] = '\n';
+	fwrite(buf, 1, len, ctx);
+}
+
+/* One point of a data file, through t: at the time of p, level v. */
+static void held_put(struct tg_thin *t, const struct tg_pt *p, int64_t v)
+{
+	struct held_line l;
+
+	l.v = v;
+	l.has_us = (unsigned char)p->has_us;
+	l.us = p->us;
+	l.len = (unsigned char)(p->has_us ? 0 : p->len);
+	memcpy(l.xs, p->xs, l.len);
+	tg_thin_point(t, p->x, (double)v, &l, offsetof(struct held_line, xs) + l.len);
+}
+
+/* The last point of a data file: its level carried on to the graph's end. */
+static void held_put_end(struct tg_thin *t, const char *end, int64_t v)
+{
+	struct tg_pt p;
+	size_t used;
+
+	p.has_us = 0;
+	p.us = 0;
+	p.len = strlen(end);
+	memcpy(p.xs, end, p.len + 1);
+	p.x = tg_parse_double(end, p.len, &used);
+	held_put(t, &p, v);
+}
+
+/* One input of the merge: a thread's series. */
+struct held_in {
+	struct tg_ptfile *pf;
+	size_t file;          /* index in files[] */
+	struct tg_pt pt;      /* the next point, when ok */
+	int ok;
+};
+
+static int held_in_next(struct held_in *in, struct tg_diag *d)
+{
+	int got = tg_ptfile_get(in->pf, &in->pt, d);
+
+	in->ok = got > 0;
+	return got < 0 ? -1 : 0;
 }
 
 /* Heap of inputs by (x, file). */
 static int held_in_less(const struct held_in *a, const struct held_in *b)
 {
-	return a->x < b->x || (a->x == b->x && a->file < b->file);
+	return a->pt.x < b->pt.x || (a->pt.x == b->pt.x && a->file < b->file);
 }
 
 static void held_heap_down(struct held_in **h, size_t n, size_t i)
@@ -595,24 +668,32 @@ static void held_heap_down(struct held_in **h, size_t n, size_t i)
 	}
 }
 
+/* How the data files are thinned: columns 0 keeps every point. */
+struct held_thin {
+	double x0, x1;
+	size_t columns;
+	const char *end;      /* the graph's end (TIME text): each file's last point */
+};
+
 /*
  * Merges the thread series in time: writes the sum of all threads
- * (held-all.dat) and of the threads not shown (held-others.dat, when any), and
- * finds the largest value of the sum.  Changes at one time are applied together.
+ * (held-all.dat) and of the threads not shown (held-others.dat, when any),
+ * thinned, and finds the largest value of the sum.  Changes at one time are
+ * applied together.
  */
-static int held_merge(struct tg_plot_files *pf, size_t n,
+static int held_merge(struct tg_plot_files *pf, struct held_series *hs, size_t n,
 		      const unsigned char *series, const unsigned char *show,
-		      struct tg_held_peak *p, int *has_others, struct tg_diag *d)
+		      const struct held_thin *th, struct tg_held_peak *p, int *has_others,
+		      struct tg_diag *d)
 {
 	struct held_in *in = calloc(n ? n : 1, sizeof(*in));
 	struct held_in **h = calloc(n ? n : 1, sizeof(*h));
 	int64_t *level = calloc(n ? n : 1, sizeof(*level));
 	struct tg_aout all = { 0 }, oth = { 0 };
+	struct tg_thin all_t, oth_t;
 	size_t nh = 0;
 	int64_t sum = 0, others = 0;
 	int ret = -1, any = 0;
-	const char *dir = pf->dir;
-	char path[4200];
 
 	*has_others = 0;
 	if (!in || !h || !level) {
@@ -623,13 +704,10 @@ static int held_merge(struct tg_plot_files *pf, size_t n,
 		if (!series[i])
 			continue;
 		*has_others |= !show[i];
-		snprintf(path, sizeof(path), "%s/held-%zu.dat", dir, i);
-		if (!(in[i].f = fopen(path, "r"))) {
-			tg_error(d, "unable to read '%s': %s", path, strerror(errno));
-			goto out;
-		}
+		in[i].pf = &hs[i].pf;
 		in[i].file = i;
-		held_in_next(&in[i]);
+		if (tg_ptfile_rewind(in[i].pf, d) < 0 || held_in_next(&in[i], d) < 0)
+			goto out;
 		if (in[i].ok)
 			h[nh++] = &in[i];
 	}
@@ -639,43 +717,58 @@ static int held_merge(struct tg_plot_files *pf, size_t n,
 		goto out;
 	if (*has_others && tg_plot_files_out(pf, &oth, "held-others.dat", d) < 0)
 		goto out;
+	tg_thin_init(&all_t, held_line_write, all.f, th->x0, th->x1, th->columns);
+	if (*has_others)
+		tg_thin_init(&oth_t, held_line_write, oth.f, th->x0, th->x1, th->columns);
 	while (nh) {
-		double x = h[0]->x;
-		char xs[64];
+		struct tg_pt at = h[0]->pt;  /* the time of every change at it */
+		char xs[TG_PT_TEXT_MAX + 1];
 
-		memcpy(xs, h[0]->xs, sizeof(xs));
-		while (nh && h[0]->x == x) {  /* every change at this time */
+		while (nh && h[0]->pt.x == at.x) {
 			struct held_in *t = h[0];
 			size_t i = t->file;
-
 			int64_t step;
 
 			/* each level is in int64, their sum may not be: an error, as in
 			 * held_overflow, rather than a wrapped curve */
-			if (__builtin_sub_overflow(t->v, level[i], &step) ||
+			if (__builtin_sub_overflow(t->pt.v, level[i], &step) ||
 			    __builtin_add_overflow(sum, step, &sum) ||
 			    (!show[i] && __builtin_add_overflow(others, step, &others))) {
+				xs[tg_pt_text(&at, xs)] = '\0';
 				tg_error(d, "the threads' held memory sums beyond 2^63 bytes at %s "
 					 "(damaged dumps?)", xs);
 				goto out;
 			}
-			level[i] = t->v;
-			held_in_next(t);
+			level[i] = t->pt.v;
+			if (held_in_next(t, d) < 0)
+				goto out;
 			if (!t->ok)
 				h[0] = h[--nh];
 			held_heap_down(h, nh, 0);
 		}
-		fprintf(all.f, "%s %lld\n", xs, (long long)sum);
+		held_put(&all_t, &at, sum);
 		if (*has_others)
-			fprintf(oth.f, "%s %lld\n", xs, (long long)others);
+			held_put(&oth_t, &at, others);
 		if (!any || sum > p->total) {
+			size_t len = tg_pt_text(&at, xs);
+
 			any = 1;
 			p->total = sum;
-			p->x = x;
-			snprintf(p->xs, sizeof(p->xs), "%s", xs);
+			p->x = at.x;
+			/* as a text read back with "%63s" took it */
+			if (len >= sizeof(p->xs))
+				len = sizeof(p->xs) - 1;
+			memcpy(p->xs, xs, len);
+			p->xs[len] = '\0';
 		}
 	}
 	p->found = any;
+	held_put_end(&all_t, th->end, sum);
+	tg_thin_finish(&all_t);
+	if (*has_others) {
+		held_put_end(&oth_t, th->end, others);
+		tg_thin_finish(&oth_t);
+	}
 	if (tg_aout_commit(&all, d) < 0 || (*has_others && tg_aout_commit(&oth, d) < 0))
 		goto out;
 	ret = 0;
@@ -688,41 +781,47 @@ out:
 		tg_aout_abort(&oth);
 	else
 		tg_aout_release(&oth);
-	for (size_t i = 0; in && i < n; i++)
-		if (in[i].f)
-			fclose(in[i].f);
 	free(in);
 	free(h);
 	free(level);
 	return ret;
 }
 
-/* File i's level at the peak (its last point at or before p->x), and its series
- * carried on to END (text) so that its last step reaches the graph's end. */
-static int held_level_at(const char *dir, const char *name, const struct tg_held_peak *p,
-			 int64_t *level, const char *end, struct tg_diag *d)
+/*
+ * Writes thread i's data file NAME from its series s, thinned by th when it has
+ * more points than the graph shows (thin), its last level carried on to th->end
+ * so that its last step reaches the graph's end (end NULL: the steps alone), and
+ * sets *level to its level at the peak (its last point at or before p->x).
+ */
+static int held_write_series(struct tg_plot_files *pf, const char *name,
+			     struct held_series *s, const struct tg_held_peak *p,
+			     const struct held_thin *th, int thin, const char *end,
+			     int64_t *level, struct tg_diag *d)
 {
-	char path[4200], line[160], xs[64];
-	long long v, last = 0;
-	FILE *f;
+	struct tg_aout out = { 0 };
+	struct tg_thin t;
+	struct tg_pt pt;
+	int64_t last = 0;
+	int got;
 
 	*level = 0;
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (!(f = fopen(path, "r+")))
-		return tg_error(d, "unable to read '%s': %s", path, strerror(errno));
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%63s %lld", xs, &v) != 2)
-			continue;
-		if (p->found && strtod(xs, NULL) <= p->x)
-			*level = v;
-		last = v;
+	if (tg_ptfile_rewind(&s->pf, d) < 0 || tg_plot_files_out(pf, &out, name, d) < 0)
+		return -1;
+	tg_thin_init(&t, held_line_write, out.f, th->x0, th->x1, thin ? th->columns : 0);
+	while ((got = tg_ptfile_get(&s->pf, &pt, d)) > 0) {
+		if (p && p->found && pt.x <= p->x)
+			*level = pt.v;
+		last = pt.v;
+		held_put(&t, &pt, pt.v);
 	}
-	if (end && fprintf(f, "%s %lld\n", end, last) < 0) {
-		fclose(f);
-		return tg_error(d, "unable to write '%s'", path);
+	if (got == 0 && end)
+		held_put_end(&t, end, last);
+	tg_thin_finish(&t);
+	if (got < 0 || tg_aout_commit(&out, d) < 0) {
+		tg_aout_abort(&out);
+		return -1;
 	}
-	if (fclose(f) != 0)
-		return tg_error(d, "unable to write '%s'", path);
+	tg_aout_release(&out);
 	return 0;
 }
 
@@ -797,6 +896,7 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	int ret = -1, has_others = 0, process = 0, have_end = 0;
 	double t_end = 0;
 	char name[64], end[64] = "";
+	struct held_thin th = { 0, 0, 0, NULL };
 
 	memset(&p, 0, sizeof(p));
 	tg_marks_init(&marks);
@@ -807,6 +907,8 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		tg_error(d, "out of memory");
 		goto out;
 	}
+	for (size_t i = 0; i < n; i++)
+		hs[i].pf.fd = -1;  /* not open (tg_ptfile_release) */
 	if (!o->has_time) {
 		tg_error(d, "held memory needs timestamped dumps (not --no_time)");
 		goto out;
@@ -825,18 +927,22 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		}
 		if (r && r->start)
 			r->start(r->ctx, &files[i]);
-		snprintf(name, sizeof(name), "held-%zu.dat", i);
-		if (tg_plot_files_out(&pf, &dat, name, d) < 0)
+		snprintf(name, sizeof(name), ".held-%zu.bin", i);
+		hs[i].d = d;
+		if (tg_ptfile_open(&hs[i].pf, pf.dir, name, d) < 0)
 			goto out;
-		hs[i].f = dat.f;
 		rc = tg_held_read(&files[i], held_series_step, &hs[i], why, d);
-		if (rc < 0 || tg_aout_commit(&dat, d) < 0) {
-			tg_aout_abort(&dat);
+		if (rc < 0)
 			goto out;
-		}
-		tg_aout_release(&dat);
-		hs[i].f = NULL;
 		if (rc == 1 || !hs[i].points) {
+			int64_t ignore;
+
+			/* its data file holds the steps given before it was left out */
+			snprintf(name, sizeof(name), "held-%zu.dat", i);
+			if (held_write_series(&pf, name, &hs[i], NULL, &th, 0, NULL, &ignore,
+					      d) < 0)
+				goto out;
+			tg_ptfile_release(&hs[i].pf);
 			if (r && r->skip)
 				r->skip(r->ctx, &files[i], rc == 1 ? why : "no events");
 			continue;
@@ -894,56 +1000,33 @@ int tg_held_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		process = st.events != 0;
 		break;
 	}
-	if (held_merge(&pf, n, series, show, &p, &has_others, d) < 0)
+	/* the time axis: every thread's first and last step */
+	for (size_t i = 0; i < n; i++) {
+		if (!series[i])
+			continue;
+		tg_timeaxis_see(&ta, hs[i].x_first);
+		tg_timeaxis_see(&ta, t_end);
+	}
+	th.end = end;
+	if (ta.seen && ta.t1 > ta.t0) {  /* as memg: a bounded graph */
+		th.x0 = ta.t0;
+		th.x1 = ta.t1;
+		th.columns = TG_MEMG_POINTS_BUDGET / 4 / (nseries + 2);
+		if (th.columns > (size_t)po->width)
+			th.columns = (size_t)po->width;
+		if (th.columns < 16)
+			th.columns = 16;
+	}
+	if (held_merge(&pf, hs, n, series, show, &th, &p, &has_others, d) < 0)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		if (!series[i])
 			continue;
 		snprintf(name, sizeof(name), "held-%zu.dat", i);
-		if (held_level_at(pf.dir, name, &p, &p.level[i], end, d) < 0)
+		if (held_write_series(&pf, name, &hs[i], &p, &th,
+				      hs[i].points > 4 * th.columns, end, &p.level[i], d) < 0)
 			goto out;
-	}
-	{
-		int64_t ignore;
-		if (held_level_at(pf.dir, "held-all.dat", &p, &ignore, end, d) < 0 ||
-		    (has_others && held_level_at(pf.dir, "held-others.dat", &p, &ignore, end, d) < 0))
-			goto out;
-	}
-	/* the time axis: every thread's first and last step */
-	for (size_t i = 0; i < n; i++) {
-		char line[160], xs[64];
-		long long v;
-		FILE *f;
-		char path[4200];
-
-		if (!series[i])
-			continue;
-		snprintf(path, sizeof(path), "%s/held-%zu.dat", pf.dir, i);
-		if (!(f = fopen(path, "r")))
-			continue;
-		if (fgets(line, sizeof(line), f) && sscanf(line, "%63s %lld", xs, &v) == 2)
-			tg_timeaxis_see(&ta, strtod(xs, NULL));
-		fclose(f);
-		tg_timeaxis_see(&ta, t_end);
-	}
-	if (ta.seen && ta.t1 > ta.t0) {  /* as memg: a bounded graph */
-		size_t columns = TG_MEMG_POINTS_BUDGET / 4 / (nseries + 2);
-
-		if (columns > (size_t)po->width)
-			columns = (size_t)po->width;
-		if (columns < 16)
-			columns = 16;
-		for (size_t i = 0; i < n; i++) {
-			if (!series[i] || hs[i].points <= 4 * columns)
-				continue;
-			snprintf(name, sizeof(name), "held-%zu.dat", i);
-			if (tg_memg_thin(pf.dir, name, ta.t0, ta.t1, columns, d) < 0)
-				goto out;
-		}
-		if (tg_memg_thin(pf.dir, "held-all.dat", ta.t0, ta.t1, columns, d) < 0 ||
-		    (has_others && tg_memg_thin(pf.dir, "held-others.dat", ta.t0, ta.t1, columns,
-						d) < 0))
-			goto out;
+		tg_ptfile_release(&hs[i].pf);
 	}
 	if (p.found) {
 		char size[32];
@@ -991,6 +1074,8 @@ out:
 	tg_held_peak_release(&p);
 	tg_marks_release(&marks);
 	free(titles);
+	for (size_t i = 0; hs && i < n; i++)
+		tg_ptfile_release(&hs[i].pf);
 	free(hs);
 	free(series);
 	free(show);

@@ -39,8 +39,14 @@
 #include "gnuplot.h"
 #include "memg.h"
 
-/* A step: from time x (text xs, the dump's TIME) on, the thread holds v bytes. */
-typedef int (*tg_held_step_fn)(void *ctx, double x, const char *xs, size_t xlen, int64_t v);
+/*
+ * A step: from time x on, the thread holds v bytes.  The time's TIME text is
+ * xs[0..xlen) (a text dump's own), or, xs NULL, tg_cap_fmt_time(us): a capture's
+ * time, us Unix microseconds, whose text is not made (most steps of a long run
+ * are never printed, and formatting each was a quarter of memg --held's time).
+ */
+typedef int (*tg_held_step_fn)(void *ctx, double x, const char *xs, size_t xlen, int64_t us,
+			       int64_t v);
 
 /* Size of the reason tg_held_read gives for leaving a file out. */
 #define TG_HELD_WHY_MAX 256

@@ -13,7 +13,9 @@
 #include "marks.h"
 #include "marks_plot.h"
 #include "memg.h"
+#include "numparse.h"
 #include "recsrc.h"
+#include "thin.h"
 
 /* A thread series being written: collapses runs of zero deltas. */
 struct memg_series {
@@ -486,43 +488,20 @@ static void memg_yclip(const struct tg_memg_opts *o, const struct tg_dumpfile *f
  * The graph's size is bounded: a thread series with more points than the graph
  * can show is thinned, once the run's time span is known, to the first, lowest,
  * highest and last point of each of `columns` slices of the span (what a
- * screen column shows), in their order.  The threads together keep about
- * TG_MEMG_POINTS_BUDGET points: 510 threads made a 5 MB memg.svg and report.
+ * screen column shows), in their order (thin.h).  The threads together keep
+ * about TG_MEMG_POINTS_BUDGET points: 510 threads made a 5 MB memg.svg and
+ * report.  The numbers are read back by hand (numparse.h): sscanf and strtod
+ * were most of the time of a long series.  0, or -1 with d set (the file left
+ * whole).
  */
-struct memg_thin_pt {
-	char line[160];    /* the data line as written ("X Y\n": X is at most 64 bytes) */
-	double y;
-	size_t order;      /* its place in the file */
-};
-
-static int memg_thin_cmp(const void *a, const void *b)
-{
-	const struct memg_thin_pt *x = a, *y = b;
-
-	return x->order < y->order ? -1 : x->order > y->order;
-}
-
-static void memg_thin_set(struct memg_thin_pt *p, const char *line, size_t len, double y,
-			  size_t order)
-{
-	if (len >= sizeof(p->line))
-		len = sizeof(p->line) - 1;
-	memcpy(p->line, line, len);
-	p->line[len] = '\0';
-	p->y = y;
-	p->order = order;
-}
-
-/* Thins DIR/NAME as said above; 0, or -1 with d set (the file left whole).  No
- * allocation per line: a long series streams through four fixed slots. */
 int tg_memg_thin(const char *dir, const char *name, double x0, double x1,
 		 size_t columns, struct tg_diag *d)
 {
 	char *path = NULL, *tmp = NULL, *line = NULL;
-	size_t cap = 0, order = 0;
-	long col = -1;
-	struct memg_thin_pt keep[4];   /* first, lowest, highest, last of the slice */
+	size_t cap = 0;
+	struct tg_thin t;
 	FILE *in = NULL, *out = NULL;
+	ssize_t len;
 	int ret = -1;
 
 	if (asprintf(&path, "%s/%s", dir, name) < 0) {
@@ -539,48 +518,25 @@ int tg_memg_thin(const char *dir, const char *name, double x0, double x1,
 		tg_error(d, "unable to thin '%s': %s", path, strerror(errno));
 		goto done;
 	}
-	for (;;) {
-		ssize_t len = getline(&line, &cap, in);
-		double x = 0, y = 0;
-		long c;
+	tg_thin_init(&t, tg_thin_fwrite, out, x0, x1, columns);
+	while ((len = getline(&line, &cap, in)) >= 0) {
+		size_t used, at;
+		double x, y;
 
-		if (len >= 0 && sscanf(line, "%lf %lf", &x, &y) != 2)
+		/* "X Y" (what sscanf("%lf %lf") took; other lines are left out) */
+		x = tg_parse_double(line, (size_t)len, &used);
+		if (!used)
 			continue;
-		c = len < 0 ? -2 : x1 > x0 ? (long)((x - x0) / (x1 - x0) * (double)columns) : 0;
-		if (c != col && col != -1) {  /* a slice ends: its points, in order */
-			struct memg_thin_pt *v[4];
-			size_t k = 0;
-			for (int i = 0; i < 4; i++) {
-				int dup = 0;
-				for (size_t j = 0; j < k; j++)
-					dup |= v[j]->order == keep[i].order;
-				if (!dup)
-					v[k++] = &keep[i];
-			}
-			for (size_t i = 1; i < k; i++)  /* insertion sort by order: k <= 4 */
-				for (size_t j = i; j > 0 && memg_thin_cmp(v[j - 1], v[j]) > 0; j--) {
-					struct memg_thin_pt *t = v[j];
-					v[j] = v[j - 1];
-					v[j - 1] = t;
-				}
-			for (size_t j = 0; j < k; j++)
-				fputs(v[j]->line, out);
-		}
-		if (len < 0)
-			break;
-		if (c != col) {
-			col = c;
-			for (int i = 0; i < 4; i++)
-				memg_thin_set(&keep[i], line, (size_t)len, y, order);
-		} else {
-			if (y < keep[1].y)
-				memg_thin_set(&keep[1], line, (size_t)len, y, order);
-			if (y > keep[2].y)
-				memg_thin_set(&keep[2], line, (size_t)len, y, order);
-			memg_thin_set(&keep[3], line, (size_t)len, y, order);
-		}
-		order++;
+		at = used;
+		while (at < (size_t)len && (line[at] == ' ' || line[at] == '\t'))
+			at++;
+		y = tg_parse_double(line + at, (size_t)len - at, &used);
+		if (!used)
+			continue;
+		/* a line is kept whole up to 159 bytes, as it always was */
+		tg_thin_point(&t, x, y, line, (size_t)len < 160 ? (size_t)len : 159);
 	}
+	tg_thin_finish(&t);
 	if (ferror(in) || fclose(out) != 0) {
 		out = NULL;
 		tg_error(d, "unable to thin '%s'", path);

@@ -46,13 +46,15 @@ struct threads_held {
 	int64_t peak, last;
 };
 
-static int threads_held_step(void *ctx, double x, const char *xs, size_t xlen, int64_t v)
+static int threads_held_step(void *ctx, double x, const char *xs, size_t xlen, int64_t us,
+			     int64_t v)
 {
 	struct threads_held *h = ctx;
 
 	(void)x;
 	(void)xs;
 	(void)xlen;
+	(void)us;
 	if (!h->seen || v > h->peak)
 		h->peak = v;
 	h->last = v;
