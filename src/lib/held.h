@@ -86,13 +86,6 @@ void tg_held_peak_release(struct tg_held_peak *p);
 int tg_held_peak_write(FILE *f, const struct tg_held_peak *p, const struct tg_dumpfile *files);
 
 /*
- * Computes p over the thread files of files[0..n) without drawing anything.
- * Returns 0 or -1 (d->msg set); threads without nesting are reported through r.
- */
-int tg_held_collect(const struct tg_dumpfile *files, size_t n, struct tg_held_peak *p,
-		    const struct tg_memg_report *r, struct tg_diag *d);
-
-/*
  * The memg --held graph: each thread's held memory as step lines (the
  * o->top_threads largest by peak in styles of their own, the rest summed as one
  * "others" line), the sum of all threads and the process's resident size
