@@ -438,7 +438,12 @@ def test_many_threads_keep_files_and_memory_bounded(tmp_path):
     # would pass the slack (the thread log alone took about 250 bytes a thread),
     # besides the aggregate file that the flusher may be making in memory at
     # either reading (open_memstream's buffer: up to twice the file)
-    slack = 24 * 3 * N_MANY + 2 * os.path.getsize(os.path.join(large, "aggregate.tga"))
+    # and 64 KB of the allocator's own state: on a loaded host (two CPU hogs
+    # beside it) the heap in use moved by 18-68 KB between the readings, as
+    # much with 4x the threads (so none of it a thread's), by 10 KB on a
+    # quiet one
+    slack = 24 * 3 * N_MANY + 2 * os.path.getsize(os.path.join(large, "aggregate.tga")) \
+        + (64 << 10)
     assert heap[3] - heap[2] < slack, (heap, slack)
     # every call counted: the handler's calls over all entries
     want = 4 * N_MANY * 42  # handler, 20 leaf, 20 append, len
