@@ -6,9 +6,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "nesting_pts.h"
+#include "atomic_out.h"
 
 /* Slices are kept within +-2^62, so that hi - lo + 1 fits an uint64_t (a
  * hostile dump's time of 1e300 is a slice, not an overflow). */
@@ -201,25 +201,19 @@ long tg_npts_write(const struct tg_npts *p, FILE *f, int decimals, int both,
 int tg_npts_thin_file(const char *dir, const char *name, double x0, double x1,
 		      size_t columns, int decimals, struct tg_diag *d)
 {
-	char *path = NULL, *tmp = NULL, *line = NULL;
+	char *line = NULL;
 	size_t cap = 0;
 	struct tg_npts p;
-	FILE *in = NULL, *out = NULL;
+	struct tg_aout out = { 0 };
+	FILE *in = NULL;
 	int ret = -1;
 
 	tg_npts_init(&p, 1, 0, 0);
-	if (asprintf(&path, "%s/%s", dir, name) < 0) {
-		path = NULL;
-		tg_error(d, "out of memory");
+	/* written beside it and renamed over it (atomic_out.h) */
+	if (tg_aout_open(&out, dir, name, d) < 0)
 		goto done;
-	}
-	if (asprintf(&tmp, "%s/.%s.thin", dir, name) < 0) {
-		tmp = NULL;
-		tg_error(d, "out of memory");
-		goto done;
-	}
-	if (!(in = fopen(path, "r"))) {
-		tg_error(d, "unable to thin '%s': %s", path, strerror(errno));
+	if (!(in = fopen(out.final, "r"))) {
+		tg_error(d, "unable to thin '%s': %s", out.final, strerror(errno));
 		goto done;
 	}
 	while (getline(&line, &cap, in) >= 0) {
@@ -238,36 +232,20 @@ int tg_npts_thin_file(const char *dir, const char *name, double x0, double x1,
 			goto done;
 	}
 	if (ferror(in)) {
-		tg_error(d, "unable to thin '%s': %s", path, strerror(errno));
+		tg_error(d, "unable to thin '%s': %s", out.final, strerror(errno));
 		goto done;
 	}
-	if (!(out = fopen(tmp, "w"))) {
-		tg_error(d, "unable to thin '%s': %s", path, strerror(errno));
+	if (tg_npts_write(&p, out.f, decimals, 1, d) < 0 || tg_aout_commit(&out, d) < 0)
 		goto done;
-	}
-	if (tg_npts_write(&p, out, decimals, 1, d) < 0)
-		goto done;
-	if (fclose(out) != 0) {
-		out = NULL;
-		tg_error(d, "unable to thin '%s'", path);
-		goto done;
-	}
-	out = NULL;
-	if (rename(tmp, path) < 0) {
-		tg_error(d, "unable to thin '%s': %s", path, strerror(errno));
-		goto done;
-	}
 	ret = 0;
 done:
 	if (in)
 		fclose(in);
-	if (out)
-		fclose(out);
-	if (ret < 0 && tmp)
-		unlink(tmp);
+	if (ret < 0)
+		tg_aout_abort(&out);
+	else
+		tg_aout_release(&out);
 	tg_npts_release(&p);
 	free(line);
-	free(path);
-	free(tmp);
 	return ret;
 }
