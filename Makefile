@@ -232,15 +232,15 @@ $(B)/asan/ctest/test_acct_sample: $(SAMPLE_DEPS)
 
 # Accounting's site interning is pure C: its test links acct_sites.c alone.
 SITES_DEPS := tests/c/test_acct_sites.c tests/c/tg_test.h src/recorder/acct_sites.c \
-	      src/recorder/acct_sites.h
+	      src/recorder/acct_sites.h src/common/tg_fnv.h
 
 $(B)/ctest/test_acct_sites: $(SITES_DEPS)
 	@mkdir -p $(B)/ctest
-	$(CC) $(WARN) $(CFLAGS) -Isrc/recorder -Itests/c -o $@ $< src/recorder/acct_sites.c
+	$(CC) $(WARN) $(CFLAGS) -Isrc/common -Isrc/recorder -Itests/c -o $@ $< src/recorder/acct_sites.c
 
 $(B)/asan/ctest/test_acct_sites: $(SITES_DEPS)
 	@mkdir -p $(B)/asan/ctest
-	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/recorder -Itests/c -o $@ $< src/recorder/acct_sites.c
+	$(CC) $(WARN) -O1 -g $(SAN) -Isrc/common -Isrc/recorder -Itests/c -o $@ $< src/recorder/acct_sites.c
 
 # The recorder's writer is pure C (sinks and the flush request are callbacks):
 # its test links writer.c alone.
@@ -258,7 +258,7 @@ $(B)/asan/ctest/test_writer: $(WRITER_DEPS)
 # The recorder's text formatting is pure C (inline, recfmt.h): its test links
 # the escaping (names.c) only.
 RECFMT_DEPS := tests/c/test_recfmt.c tests/c/tg_test.h src/recorder/recfmt.h \
-	       src/recorder/names.c src/recorder/names.h src/common/tg_format.h
+	       src/recorder/names.c src/recorder/names.h src/common/tg_format.h src/common/tg_fnv.h
 
 $(B)/ctest/test_recfmt: $(RECFMT_DEPS)
 	@mkdir -p $(B)/ctest
@@ -275,7 +275,7 @@ THREAD_SRC  := src/recorder/thread.c src/recorder/thread_fold.c src/recorder/thr
 	       src/recorder/names.c
 THREAD_DEPS := tests/c/test_thread_table.c tests/c/tg_test.h $(THREAD_SRC) \
 	       src/recorder/thread.h src/recorder/writer.h src/recorder/names.h \
-	       src/recorder/recfmt.h
+	       src/recorder/recfmt.h src/common/tg_fnv.h
 
 $(B)/ctest/test_thread_table: $(THREAD_DEPS)
 	@mkdir -p $(B)/ctest
@@ -402,7 +402,7 @@ CI_FUZZ_SECONDS ?= 8
 
 # The thread-name mapping is recorder code but pure C: built alone, no Python.
 $(B)/fuzz/fuzz_names: tests/fuzz/fuzz_names.c tests/fuzz/fuzz_util.h src/recorder/names.c \
-		      src/recorder/names.h src/common/tg_format.h
+		      src/recorder/names.h src/common/tg_format.h src/common/tg_fnv.h
 	@mkdir -p $(B)/fuzz
 	$(FUZZ_CC) $(WARN) $(FUZZ_FLAGS) -Isrc/common -Isrc/recorder -o $@ $< src/recorder/names.c
 

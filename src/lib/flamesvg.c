@@ -14,6 +14,7 @@
 
 #include "flamesvg.h"
 #include "markup.h"
+#include "tg_fnv.h"
 
 #define FS_PAD 10          /* left and right margin, px */
 #define FS_FRAME_H 17      /* row height, px */
@@ -105,7 +106,8 @@ static void fs_label(FILE *out, const char *name, long n)
 static void fs_fill(FILE *out, const struct tg_fold *f, size_t node)
 {
 	const char *name = node == TG_FOLD_NONE ? "" : tg_fold_name(f, node);
-	uint64_t h = 0xcbf29ce484222325ULL;
+	uint64_t h;
+	const char *paren;
 	double v1, v2, v3;
 
 	if (node == TG_FOLD_NONE) {
@@ -126,8 +128,8 @@ static void fs_fill(FILE *out, const struct tg_fold *f, size_t node)
 		return;
 	}
 	/* the function name only: one function keeps its colour in every context */
-	for (const char *p = name; *p && strncmp(p, " (", 2); p++)
-		h = (h ^ (unsigned char)*p) * 0x100000001b3ULL;
+	paren = strstr(name, " (");
+	h = tg_fnv1a(TG_FNV_BASIS, name, paren ? (size_t)(paren - name) : strlen(name));
 	v1 = (double)(h & 0xff) / 255.0;
 	v2 = (double)((h >> 8) & 0xff) / 255.0;
 	v3 = (double)((h >> 16) & 0xff) / 255.0;

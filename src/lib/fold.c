@@ -11,6 +11,7 @@
 
 #include "fold.h"
 #include "tg_format.h"
+#include "tg_fnv.h"
 
 const struct tg_fold_metric_info tg_fold_metrics[] = {
 	{ "alloc", TG_FOLD_ALLOC, "B", "bytes allocated over the run", 1 },
@@ -40,14 +41,6 @@ void tg_fold_metric_names(char *buf, size_t n)
 					tg_fold_metrics[i].name);
 }
 
-static uint64_t fold_hash(const char *s, size_t len, uint64_t h)
-{
-	for (size_t i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
 
 static uint64_t fold_mix(uint64_t x)
 {
@@ -89,7 +82,7 @@ static int fold_names_grow(struct tg_fold *f)
 		if (!off)
 			continue;
 		s = f->arena + off - 1;
-		j = (size_t)fold_hash(s, strlen(s), 0xcbf29ce484222325ULL) & (cap - 1);
+		j = (size_t)tg_fnv1a(TG_FNV_BASIS, s, strlen(s)) & (cap - 1);
 		while (t[j])
 			j = (j + 1) & (cap - 1);
 		t[j] = off;
@@ -107,7 +100,7 @@ static int fold_intern(struct tg_fold *f, const char *text, size_t len, size_t *
 
 	if ((f->names_n + 1) * 2 > f->names_cap && fold_names_grow(f) < 0)
 		return -1;
-	j = (size_t)fold_hash(text, len, 0xcbf29ce484222325ULL) & (f->names_cap - 1);
+	j = (size_t)tg_fnv1a(TG_FNV_BASIS, text, len) & (f->names_cap - 1);
 	for (; f->names[j]; j = (j + 1) & (f->names_cap - 1)) {
 		const char *s = f->arena + f->names[j] - 1;
 		if (!strncmp(s, text, len) && s[len] == '\0') {

@@ -28,6 +28,7 @@
 #include "runinfo.h"
 #include "snapshot.h"
 #include "tg_format.h"
+#include "tg_fnv.h"
 
 static int load_is_dir(const char *path)
 {
@@ -263,13 +264,7 @@ static int load_close_deep(struct load_thread *t, struct tg_diag *d)
 
 static uint64_t load_site_hash(const struct tg_str *file, const struct tg_str *func)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-	for (size_t i = 0; i < file->len; i++)
-		h = (h ^ (unsigned char)file->s[i]) * 0x100000001b3ULL;
-	h = (h ^ 0xff) * 0x100000001b3ULL;
-	for (size_t i = 0; i < func->len; i++)
-		h = (h ^ (unsigned char)func->s[i]) * 0x100000001b3ULL;
-	return h;
+	return tg_fnv1a_pair(TG_FNV_BASIS, file->s, file->len, func->s, func->len);
 }
 
 /* Closes the innermost call open before the first .stack record: its .mem

@@ -7,6 +7,7 @@
 
 #include "capture_read.h"
 #include "live.h"
+#include "tg_fnv.h"
 
 void tg_live_init(struct tg_live *lv)
 {
@@ -374,14 +375,8 @@ static int live_funcs(struct tg_live *lv, const struct tg_capture *cap,
 /* A code's fingerprint: its texts, kind and line. */
 static uint64_t live_code_fp(const struct tg_cap_code *c)
 {
-	uint64_t h = 1469598103934665603ULL ^ c->first_line ^ (uint64_t)c->kind << 60;
-
-	for (uint32_t i = 0; i < c->file_len; i++)
-		h = (h ^ (unsigned char)c->file[i]) * 1099511628211ULL;
-	h = (h ^ 0xff) * 1099511628211ULL;
-	for (uint32_t i = 0; i < c->func_len; i++)
-		h = (h ^ (unsigned char)c->func[i]) * 1099511628211ULL;
-	return h;
+	return tg_fnv1a_pair(TG_FNV_BASIS ^ c->first_line ^ (uint64_t)c->kind << 60,
+			     c->file, c->file_len, c->func, c->func_len);
 }
 
 /* Whether ST, from the previous readings, goes on in CAP: the same run (its

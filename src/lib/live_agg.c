@@ -10,16 +10,16 @@
 #include "aggfile.h"
 #include "live_agg.h"
 #include "runinfo.h"
+#include "tg_fnv.h"
 
 /* A thread's stream number for the view: its entry's name, hashed (FNV-1a),
  * so that it stays the same across readings whatever the order (entries of
  * ended threads leave the file, folded ones appear).  Never 0 (no thread). */
 static uint32_t agg_stream(const char *base)
 {
-	uint32_t h = 2166136261u;
+	uint64_t w = tg_fnv1a(TG_FNV_BASIS, base, strlen(base));
+	uint32_t h = (uint32_t)(w ^ w >> 32);
 
-	for (const unsigned char *p = (const unsigned char *)base; *p; p++)
-		h = (h ^ *p) * 16777619u;
 	return h ? h : 1;
 }
 

@@ -12,17 +12,12 @@
 #include "peaks.h"
 #include "records.h"
 #include "tg_format.h"
+#include "tg_fnv.h"
 
 /* FNV-1a of FILE, a separator, FUNCTION: what a call and its return share. */
 static uint64_t pc_hash(const struct tg_str *file, const struct tg_str *func)
 {
-	uint64_t h = UINT64_C(14695981039346656037);
-	for (size_t i = 0; i < file->len; i++)
-		h = (h ^ (unsigned char)file->s[i]) * UINT64_C(1099511628211);
-	h = (h ^ 0x100) * UINT64_C(1099511628211);
-	for (size_t i = 0; i < func->len; i++)
-		h = (h ^ (unsigned char)func->s[i]) * UINT64_C(1099511628211);
-	return h;
+	return tg_fnv1a_pair(TG_FNV_BASIS, file->s, file->len, func->s, func->len);
 }
 
 /* An open call of the .stack scan. */

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "graphs.h"
+#include "tg_fnv.h"
 
 void tg_sitetab_init(struct tg_sitetab *t)
 {
@@ -20,11 +21,7 @@ void tg_sitetab_release(struct tg_sitetab *t)
 
 static size_t site_hash(const char *s, size_t len)
 {
-	size_t h = 1469598103934665603ULL;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
-	return h;
+	return (size_t)tg_fnv1a(TG_FNV_BASIS, s, len);
 }
 
 static int site_grow(struct tg_sitetab *t, struct tg_diag *d)

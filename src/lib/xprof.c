@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "xprof.h"
+#include "tg_fnv.h"
 
 const char *const tg_xval_names[TG_XV_N] = {
 	"alloc_objects", "alloc_space", "inuse_objects", "inuse_space",
@@ -38,14 +39,6 @@ void tg_xprof_release(struct tg_xprof *x)
 	memset(x, 0, sizeof(*x));
 }
 
-static uint64_t xp_hash(const void *p, size_t len, uint64_t h)
-{
-	const unsigned char *s = p;
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ s[i]) * 0x100000001b3ULL;
-	return h;
-}
-#define XP_SEED 0xcbf29ce484222325ULL
 
 /* Makes room for one more element in *V (n used, *cap allocated); 0 or -1. */
 static int xp_grow(void **v, size_t n, size_t *cap, size_t size)
@@ -91,19 +84,19 @@ static int xp_tab_fit(size_t **tab, size_t *cap, size_t n,
 
 static uint64_t xp_str_hash(const struct tg_xprof *x, size_t id)
 {
-	return xp_hash(x->strs[id], strlen(x->strs[id]), XP_SEED);
+	return tg_fnv1a(TG_FNV_BASIS, x->strs[id], strlen(x->strs[id]));
 }
 
 static uint64_t xp_func_hash(const struct tg_xprof *x, size_t id)
 {
 	size_t k[2] = { x->funcs[id].name, x->funcs[id].file };
-	return xp_hash(k, sizeof(k), XP_SEED);
+	return tg_fnv1a(TG_FNV_BASIS, k, sizeof(k));
 }
 
 static uint64_t xp_frame_hash(const struct tg_xprof *x, size_t id)
 {
 	struct { size_t func; int64_t line; } k = { x->frames[id].func, x->frames[id].line };
-	return xp_hash(&k, sizeof(k), XP_SEED);
+	return tg_fnv1a(TG_FNV_BASIS, &k, sizeof(k));
 }
 
 /* The id of the string S (LEN bytes), added if new; XP_NONE when out of memory. */
@@ -123,7 +116,7 @@ static size_t xp_str(struct tg_xprof *x, const char *s, size_t len)
 	}
 	if (xp_tab_fit(&x->str_tab, &x->str_tab_cap, x->n_strs, xp_str_hash, x) < 0)
 		return XP_NONE;
-	for (j = xp_hash(s, len, XP_SEED) & (x->str_tab_cap - 1); x->str_tab[j];
+	for (j = tg_fnv1a(TG_FNV_BASIS, s, len) & (x->str_tab_cap - 1); x->str_tab[j];
 	     j = (j + 1) & (x->str_tab_cap - 1)) {
 		const char *t = x->strs[x->str_tab[j] - 1];
 		if (!strncmp(t, s, len) && !t[len])
@@ -151,7 +144,7 @@ static size_t xp_frame(struct tg_xprof *x, const char *func, size_t fnlen, const
 	fk[1] = fil;
 	if (xp_tab_fit(&x->func_tab, &x->func_tab_cap, x->n_funcs, xp_func_hash, x) < 0)
 		return XP_NONE;
-	for (j = xp_hash(fk, sizeof(fk), XP_SEED) & (x->func_tab_cap - 1); x->func_tab[j];
+	for (j = tg_fnv1a(TG_FNV_BASIS, fk, sizeof(fk)) & (x->func_tab_cap - 1); x->func_tab[j];
 	     j = (j + 1) & (x->func_tab_cap - 1)) {
 		const struct tg_xfunc *f = &x->funcs[x->func_tab[j] - 1];
 		if (f->name == name && f->file == fil)
@@ -171,7 +164,7 @@ static size_t xp_frame(struct tg_xprof *x, const char *func, size_t fnlen, const
 	k.line = line;
 	if (xp_tab_fit(&x->frame_tab, &x->frame_tab_cap, x->n_frames, xp_frame_hash, x) < 0)
 		return XP_NONE;
-	for (j = xp_hash(&k, sizeof(k), XP_SEED) & (x->frame_tab_cap - 1); x->frame_tab[j];
+	for (j = tg_fnv1a(TG_FNV_BASIS, &k, sizeof(k)) & (x->frame_tab_cap - 1); x->frame_tab[j];
 	     j = (j + 1) & (x->frame_tab_cap - 1)) {
 		const struct tg_xframe *f = &x->frames[x->frame_tab[j] - 1];
 		if (f->func == fn && f->line == line)

@@ -3,17 +3,9 @@
  * chunks (see acct_sites.h).  Pure C.
  */
 #include "acct_sites.h"
+#include "tg_fnv.h"
 
 #include <stdlib.h>
-
-static uint64_t
-tg_sites_hash(const char *s, size_t n, uint64_t h)
-{
-    size_t i;
-    for (i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    return h;
-}
 
 int
 tg_sites_chunk_ensure(struct tg_acct_sites *s, uint32_t sid)
@@ -74,12 +66,12 @@ uint32_t
 tg_sites_func_intern_slow(struct tg_acct_sites *s, const char *file, size_t file_len, long line,
                           const char *func, size_t func_len, int esc)
 {
-    uint64_t h = tg_sites_hash(file, file_len, 0xcbf29ce484222325ull ^ (uint64_t)line);
+    uint64_t h = tg_fnv1a(TG_FNV_BASIS ^ (uint64_t)line, file, file_len);
     struct tg_acct_func *f;
     size_t j;
     char *mem;
 
-    h = tg_sites_hash(func, func_len, h * 31 + (uint64_t)esc);
+    h = tg_fnv1a(h * 31 + (uint64_t)esc, func, func_len);
     if (s->func_hash != NULL) {
         for (j = h & s->func_hash_mask; s->func_hash[j]; j = (j + 1) & s->func_hash_mask) {
             f = &s->funcs[s->func_hash[j]];

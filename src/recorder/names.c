@@ -7,6 +7,7 @@
  */
 #include "names.h"
 #include "tg_format.h"
+#include "tg_fnv.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -103,10 +104,7 @@ struct tg_nameset {
 static uint64_t
 tg_name_hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;  /* FNV-1a */
-    while (*s)
-        h = (h ^ (unsigned char)*s++) * 1099511628211ull;
-    return h;
+    return tg_fnv1a(TG_FNV_BASIS, s, strlen(s));
 }
 
 /* The slot holding NAME, or the empty slot where it would go. */
@@ -242,10 +240,7 @@ tg_escaped_len_all(const char *src, size_t len)
 static uint64_t
 tg_text_hash(const char *src, size_t len)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)src[i]) * 0x100000001b3ull;
-    return h;
+    return tg_fnv1a(TG_FNV_BASIS, src, len);
 }
 
 /* Bytes of SRC kept by a cut: the longest prefix that ends on a UTF-8
