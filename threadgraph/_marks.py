@@ -17,17 +17,38 @@ from __future__ import annotations
 
 import functools
 import os
+import array
 import time
-from typing import Any, Callable, List, Optional, TypeVar
+from typing import Any, Callable, Dict, List, Optional, TypeVar
 
 #: the notes of the current (or last) run, in the order taken:
 #: ["phase", start_ns, stop_ns or None while open, thread index or None, name],
-#: ("mark", time_ns, thread index or None, name),
-#: ("task", id, (index, calls, depth), label), ("run", id, (index, calls, depth))
+#: ("mark", time_ns, thread index or None, name)
 records: List[Any] = []
+
+#: the pool and asyncio task notes of the current (or last) run, in the order
+#: taken, packed TASK_FIELDS integers each: kind (TASK or RUN), id, thread
+#: index, calls, depth, label (an index into task_labels; -1 for a run).  One
+#: is taken per submitted task and per asyncio step, for the whole run: they
+#: keep no Python object of their own (a tuple per note would take the
+#: program's free-list tuples, and hold the task's name), and are taken with
+#: the recorder quiet (note_task, note_run), so that what they cost is never
+#: charged to the program's threads (docs/api.md "Pool work").
+tasks = array.array("q")
+TASK_FIELDS = 6
+TASK, RUN = 1, 2
+#: the labels of the task notes, as UTF-8 bytes (copies: the program's str
+#: stays its own), and their indexes
+task_labels: List[bytes] = []
+_label_index: Dict[bytes, int] = {}
 
 #: the recording Recorder, or None (set by ProcessProfile.enable()/disable())
 active: Any = None
+#: the Recorder's quiet() of the last run, bound once at start(): a call
+#: through the instance (rec.quiet(True)) makes 3.11's profile hook build a
+#: bound method object for the call event, counted as the thread's, and free it
+#: once quiet, uncounted: 72 bytes charged to the program per call
+quiet: Any = None
 #: the run has allocation accounting: a phase is also an accounting window
 #: ("phase NAME" in summary.json and `threadgraph summary`)
 accounting = False
@@ -58,11 +79,37 @@ def hidden(fn: F) -> F:
     return fn
 
 
+def clear() -> None:
+    """Forget every note taken."""
+    del records[:]
+    del tasks[:]
+    del task_labels[:]
+    _label_index.clear()
+
+
+def note_task(tid: int, pos: Any, label: str) -> None:
+    """Notes the submission of task TID at POS (a position()) with LABEL.  The
+    caller makes the recorder quiet around this call (quiet(True))."""
+    key = label.encode("utf-8", "surrogateescape")
+    lab = _label_index.get(key)
+    if lab is None:
+        lab = _label_index[key] = len(task_labels)
+        task_labels.append(key)
+    tasks.extend((TASK, tid, pos[0], pos[1], pos[2], lab))
+
+
+def note_run(tid: int, pos: Any) -> None:
+    """Notes a run (a step) of task TID at POS.  The caller makes the recorder
+    quiet around this call."""
+    tasks.extend((RUN, tid, pos[0], pos[1], pos[2], -1))
+
+
 def start(rec: Any, with_accounting: bool = False) -> None:
     """A new run: forget the last run's notes and note for REC (WITH_ACCOUNTING:
     phases open accounting windows too)."""
-    global active, accounting
-    del records[:]
+    global active, accounting, quiet
+    clear()
+    quiet = rec.quiet
     active = rec
     accounting = with_accounting
 
@@ -150,7 +197,7 @@ def write(outdir: str, threads: List[dict],
     recorder's threads() (index -> base), FAMILIES its families() (the entry an
     aggregate run folded a thread into: its phases and marks go by that name).
     No file when there are none."""
-    if not records:
+    if not records and not tasks:
         return
     bases = {t["index"]: t["base"] for t in threads}
     if families is not None:
@@ -174,11 +221,17 @@ def write(outdir: str, threads: List[dict],
                                                       _escape(r[4])))
         elif kind == "mark":
             lines.append("mark\t%s\t%s\t%s\n" % (_time(r[1]), base(r[2]), _escape(r[3])))
-        elif kind == "task" and r[2][0] in bases:
-            lines.append("task\t%d\t%s\t%d\t%d\t%s\n" % (r[1], bases[r[2][0]], r[2][1], r[2][2],
-                                                       _escape(r[3])))
-        elif kind == "run" and r[2][0] in bases:
-            lines.append("run\t%d\t%s\t%d\t%d\n" % (r[1], bases[r[2][0]], r[2][1], r[2][2]))
+    notes = tasks.tolist()
+    for i in range(0, len(notes) - TASK_FIELDS + 1, TASK_FIELDS):
+        kind, tid, idx, calls, depth, lab = notes[i:i + TASK_FIELDS]
+        if idx not in bases:
+            continue
+        if kind == TASK:
+            label = task_labels[lab].decode("utf-8", "surrogateescape")
+            lines.append("task\t%d\t%s\t%d\t%d\t%s\n" % (tid, bases[idx], calls, depth,
+                                                       _escape(label)))
+        elif kind == RUN:
+            lines.append("run\t%d\t%s\t%d\t%d\n" % (tid, bases[idx], calls, depth))
     fd = os.open(os.path.join(outdir, "marks.txt"),
                  os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
     with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:

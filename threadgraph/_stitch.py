@@ -47,7 +47,11 @@ def run_task(tid: int, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> 
     if rec is not None:
         pos = rec.position(True)
         if pos is not None:
-            _marks.records.append(("run", tid, pos))
+            was = _marks.quiet(True)  # the note is threadgraph's, not the program's
+            try:
+                _marks.note_run(tid, pos)
+            finally:
+                _marks.quiet(was)
     try:
         return fn(*args, **kwargs)
     except BaseException as exc:
@@ -83,7 +87,11 @@ class TaskCoro(collections.abc.Coroutine):
         if rec is not None:
             pos = rec.position(True)
             if pos is not None:
-                _marks.records.append(("run", self._tg_id, pos))
+                was = _marks.quiet(True)  # the note is threadgraph's, not the program's
+                try:
+                    _marks.note_run(self._tg_id, pos)
+                finally:
+                    _marks.quiet(was)
         try:
             return self._coro.send(value)
         except BaseException as exc:
@@ -95,7 +103,11 @@ class TaskCoro(collections.abc.Coroutine):
         if rec is not None:
             pos = rec.position(True)
             if pos is not None:
-                _marks.records.append(("run", self._tg_id, pos))
+                was = _marks.quiet(True)  # the note is threadgraph's, not the program's
+                try:
+                    _marks.note_run(self._tg_id, pos)
+                finally:
+                    _marks.quiet(was)
         try:
             return self._coro.throw(*args)
         except BaseException as exc:
@@ -122,11 +134,17 @@ def _submission(label: str) -> Any:
     rec = _marks.active
     if rec is None:
         return None
-    pos = rec.position(False)
-    if pos is None:
-        return None
-    tid = next(_ids)
-    _marks.records.append(("task", tid, pos, label))
+    # the note, and the id the pool's work item keeps, are threadgraph's: not
+    # counted as the program's memory (docs/api.md "Pool work")
+    was = _marks.quiet(True)
+    try:
+        pos = rec.position(False)
+        if pos is None:
+            return None
+        tid = next(_ids)
+        _marks.note_task(tid, pos, label)
+    finally:
+        _marks.quiet(was)
     return tid
 
 
@@ -157,7 +175,12 @@ def _wrap_create_task(orig: Callable[..., Any]) -> Callable[..., Any]:
         tid = next(_ids)
         task = orig(self, TaskCoro(tid, coro), *args, **kwargs)
         name = getattr(task, "get_name", None)
-        _marks.records.append(("task", tid, pos, name() if name else "asyncio task"))
+        label = str(name()) if name else "asyncio task"
+        was = _marks.quiet(True)  # the note is threadgraph's, not the program's
+        try:
+            _marks.note_task(tid, pos, label)
+        finally:
+            _marks.quiet(was)
         return task
     create_task.__doc__ = orig.__doc__
     create_task.__wrapped__ = orig  # type: ignore[attr-defined]

@@ -805,7 +805,7 @@ class ProcessProfile:
     def _after_fork_child_deferred(self) -> None:
         self._finish_note = None  # the parent's to print, not each child's
         self._exec_note = None
-        del _marks.records[:]  # the parent's threads' notes
+        _marks.clear()  # the parent's threads' notes
         if not self._forked:
             _marks.stop()
             # the child records nothing and its disable() returns at once (the
