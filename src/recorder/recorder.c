@@ -604,9 +604,11 @@ tg_sampled_curve_last(struct tg_recorder *r, struct tg_thread *t)
 {
     int64_t bytes;
 
-    /* A thread with no point has no curve to end (docs: "no reading on its
-     * curve"); nor does one whose figure did not move since its last point. */
-    if (!r->sampled || !r->text_mem || t->curve_points == 0
+    /* Not when its figure did not move since its last point (0 before the
+     * first).  A thread without a sample gets its one point here: a consumer
+     * that frees what others made (and allocates too little to be sampled)
+     * ends below 0, and the sum of the curves must see it. */
+    if (!r->sampled || !r->text_mem
             || tg_acct_thread_own(t->ident, &bytes) < 0 || bytes == t->curve_last)
         return;
     tg_curve_write(r, t, bytes);

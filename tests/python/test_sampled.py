@@ -567,15 +567,20 @@ p.disable()
 
 
 def test_a_thread_without_a_sample(tmp_path):
-    """A thread that allocated too little to be sampled has an empty .mem (no
-    reading of its curve was taken): memg and peaks leave it out with a warning
-    that names it, never a flat or made-up curve; its exact totals are in the
-    summary."""
+    """A thread that allocated too little to be sampled has one reading, where
+    it ends (its exact figure then, as the summary's); a .mem without a reading
+    (a thread whose figure never moved) is left out by memg and peaks with a
+    warning that names it, never a flat or made-up curve."""
     run_scenario(tmp_path, IDLE, env=SEED)
     run_dir = only_dir(tmp_path / "out")
     idle, busy = (os.path.join(run_dir, n + ".mem") for n in ("idle", "busy"))
-    assert os.path.getsize(idle) == 0 and parse_mem(busy)
-    assert "idle" in summary_threads(run_dir)
+    assert parse_mem(busy)
+    ((site, _, _, last),) = parse_mem(idle)
+    assert site == "<thread memory>"
+    live = summary_threads(run_dir)["idle"]["live_bytes"]
+    assert abs(last - live) < 4096, (last, live)  # the teardown frees a little after
+    empty = os.path.join(str(tmp_path), "never.mem")
+    open(empty, "w").close()
 
     def cli(*args):
         return subprocess.run([sys.executable, "-m", "threadgraph"] + list(args),
@@ -583,14 +588,58 @@ def test_a_thread_without_a_sample(tmp_path):
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               universal_newlines=True)
 
-    res = cli("peaks", idle, busy)
-    assert res.returncode == 0 and "busy" in res.stdout and "idle" not in res.stdout
-    assert "'%s' skipped: no events" % idle in res.stderr, res.stderr
-    res = cli("memg", "--script-only", "-o", str(tmp_path / "g"), idle, busy)
+    res = cli("peaks", empty, idle, busy)
+    assert res.returncode == 0 and "busy" in res.stdout and "never" not in res.stdout
+    assert "'%s' skipped: no events" % empty in res.stderr, res.stderr
+    res = cli("memg", "--script-only", "-o", str(tmp_path / "g"), empty, idle, busy)
     assert res.returncode == 0, res.stderr
-    assert "'%s' not plotted: no events" % idle in res.stderr, res.stderr
-    res = cli("memg", "--script-only", "-o", str(tmp_path / "g"), idle)
+    assert "'%s' not plotted: no events" % empty in res.stderr, res.stderr
+    res = cli("memg", "--script-only", "-o", str(tmp_path / "g"), empty)
     assert res.returncode == 1 and "error: no events to plot" in res.stderr, res.stderr
+
+
+CONSUMER = """
+import queue, threading
+from threadgraph import ProcessProfile
+
+q = queue.Queue(maxsize=5)
+
+def produce():
+    for i in range(40):
+        q.put(bytearray(1000000 + i))
+    q.put(None)
+
+def consume():
+    while q.get() is not None:
+        pass
+
+p = ProcessProfile(default_log_path="out", mode="sampled")
+p.enable()
+ts = [threading.Thread(target=produce, name="producer"),
+      threading.Thread(target=consume, name="consumer")]
+for t in ts:
+    t.start()
+for t in ts:
+    t.join()
+p.disable()
+"""
+
+
+def test_a_consumer_without_a_sample_ends_below_zero(tmp_path):
+    """A thread that frees 40 MB others made and allocates too little to be
+    sampled: its one reading, at its end, is its figure (about -40 MB), so
+    that the sum of the threads' curves (memg --held) ends near what the
+    process holds, not at the producer's 40 MB."""
+    run_scenario(tmp_path, CONSUMER, env=SEED)
+    run_dir = only_dir(tmp_path / "out")
+    figures = summary_threads(run_dir)
+    curve = parse_mem(os.path.join(run_dir, "consumer.mem"))
+    assert curve, "no reading on the consumer's curve"
+    assert curve[-1][3] < -39 * 1000000, curve
+    assert abs(curve[-1][3] - figures["consumer"]["live_bytes"]) < 4096, (curve, figures)
+    ends = sum(parse_mem(os.path.join(run_dir, n + ".mem"))[-1][3]
+               for n in ("producer", "consumer"))
+    assert abs(ends) < 1000000, ends
 
 
 EARLY = """
