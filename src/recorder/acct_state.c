@@ -249,6 +249,8 @@ tg_acct_alloc(size_t size)
         atomic_store_explicit(&tg_acct.win_peak, live, TG_RELAXED);
     tg_acct_spin_unlock();
 out:
+    if (t != NULL && __builtin_expect(t->when_pending != 0, 0))
+        when |= t->when_pending;  /* acct_when.h: due at an allocation without the GIL */
     if (__builtin_expect(when != 0, 0))
         tg_acct_when_fire(t, own, when);
     if (light && sid != TG_SITE_NONE)

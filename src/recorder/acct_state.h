@@ -148,6 +148,9 @@ struct tg_acct_thread {
     int in_ended;
     int64_t when_next;                 /* thread>SIZE: next level due a snapshot
                                         * (0: the limit; acct_when.h); owner only */
+    int when_pending;                  /* live, rss: due when this thread could
+                                        * not write them (no GIL): tried again at
+                                        * its next allocation; owner only */
 };
 
 /* Cross-thread frees: the bytes and blocks allocated in one thread and freed

@@ -31,7 +31,7 @@ tg_acct_when_parse(const char *cond, enum tg_when_kind *kind, int64_t *limit)
     if (gt == NULL || k == TG_WHEN_KINDS)
         goto bad;
     for (p = gt + 1; isdigit((unsigned char)*p); p++, digits++) {
-        if (v > (UINT64_C(1) << 50))
+        if (v > (UINT64_C(1) << 60))  /* v * 10 + 9 fits; 2^62 is checked below */
             goto bad;
         v = v * 10 + (unsigned)(*p - '0');
     }
@@ -201,8 +201,30 @@ tg_acct_when_fire(struct tg_acct_thread *t, int64_t own, int mask)
     /* Snapshots need the GIL (the site tables); without it the level stays,
      * and the next new high made with it writes the snapshot. */
     if ((busy & TG_BUSY_TRACER) || !atomic_load_explicit(&tg_acct_on, TG_RELAXED)
-            || tg_tstate_if_gil() == NULL)
+            || tg_tstate_if_gil() == NULL) {
+        int process = mask & ((1 << TG_WHEN_LIVE) | (1 << TG_WHEN_RSS));
+        if ((mask & (1 << TG_WHEN_RSS)) && !(t != NULL && (t->when_pending & (1 << TG_WHEN_RSS)))) {
+            /* The rss read was due at this peak (tg_acct_when_peak_locked
+             * moved rss_read_at past it): not done, so the next new peak,
+             * which may hold the GIL, reads it instead. */
+            tg_acct_spin_lock();
+            tg_acct.when.rss_read_at = 0;
+            tg_acct_spin_unlock();
+        }
+        /* live and rss are also tried again at this thread's next allocation
+         * (if it is a Python thread, which takes the GIL again): a sampled
+         * run sees the process's new peaks only at its samples, so the next
+         * new high made with the GIL may never be seen.  Its light path
+         * (hook_count.h) hands that allocation to tg_acct_alloc. */
+        if (process && t != NULL && !(busy & TG_BUSY_TRACER)
+                && PyGILState_GetThisThreadState() != NULL) {
+            t->when_pending |= process;
+            t->sampler.light_room = 0;
+        }
         return;
+    }
+    if (t != NULL)
+        t->when_pending = 0;
     tg_tls.busy |= TG_BUSY_TRACER;
     tg_exc_save(&saved);
     if (mask & (1 << TG_WHEN_THREAD)) {
@@ -213,10 +235,16 @@ tg_acct_when_fire(struct tg_acct_thread *t, int64_t own, int mask)
         tg_acct_snapshot_noted("threshold", label);
     }
     if (mask & (1 << TG_WHEN_LIVE)) {
+        /* checked again: a retry (when_pending) comes at any allocation */
+        int64_t next = TG_LOAD(tg_acct.when.live_next);
+        lim = TG_LOAD(tg_acct.when.limit[TG_WHEN_LIVE]);
         v = tg_acct_live_now();
-        snprintf(label, sizeof(label), "%s-at-%lld", tg_acct.when.text[TG_WHEN_LIVE], (long long)v);
-        atomic_store_explicit(&tg_acct.when.live_next, tg_when_next(v), TG_RELAXED);
-        tg_acct_snapshot_noted("threshold", label);
+        if (lim != 0 && v > lim && v > next) {
+            snprintf(label, sizeof(label), "%s-at-%lld", tg_acct.when.text[TG_WHEN_LIVE],
+                     (long long)v);
+            atomic_store_explicit(&tg_acct.when.live_next, tg_when_next(v), TG_RELAXED);
+            tg_acct_snapshot_noted("threshold", label);
+        }
     }
     if (mask & (1 << TG_WHEN_RSS)) {
         lim = TG_LOAD(tg_acct.when.limit[TG_WHEN_RSS]);

@@ -74,7 +74,7 @@ tg_acct_alloc_light_full(struct tg_acct_thread *t, int64_t req, size_t size, uin
     int64_t own, peak, room;
     int64_t left = t->sampler.left - (req - (int64_t)size - t->sampler.synced);
 
-    if (left <= (int64_t)size || size > TG_PP_WORD_MAX)
+    if (left <= (int64_t)size || size > TG_PP_WORD_MAX || t->when_pending)
         return 0;
     own = req - TG_LOAD(t->freed);
     peak = TG_LOAD(t->peak);

@@ -113,6 +113,18 @@ def test_conditions_checked():
     p.snapshot_when("rss>1G", "thread>1M")
 
 
+def test_conditions_up_to_the_bound_in_plain_bytes():
+    """The message says "at most 2^62 bytes": a SIZE in plain bytes is taken
+    up to that bound, as the same size with a unit is."""
+    from threadgraph import _recorder
+    assert _recorder.snapshot_condition("live>%d" % (1 << 62)) == ("live", 1 << 62)
+    assert _recorder.snapshot_condition("live>4194304T") == ("live", 1 << 62)
+    assert _recorder.snapshot_condition("rss>20000000000000000") == ("rss", 20000000000000000)
+    for bad in ("live>%d" % ((1 << 62) + 1), "live>4194305T", "live>" + "9" * 30):
+        with pytest.raises(ValueError, match="at most 2\\^62 bytes"):
+            _recorder.snapshot_condition(bad)
+
+
 def test_run_option(tmp_path):
     prog = tmp_path / "prog.py"
     prog.write_text("KEEP = [bytearray(1 << 20) for _ in range(8)]\nprint('ok')\n")
@@ -187,3 +199,78 @@ def test_run_two_conditions_of_a_kind_a_usage_error(tmp_path):
     assert "Traceback" not in res.stderr and "ran" not in res.stdout
     assert "two conditions on thread ('thread>1M' and 'thread>2M')" in res.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or os.uname().machine != "x86_64",
+                    reason="native=True; ctypes.CDLL(None).malloc is counted on x86-64 "
+                           "(docs/api.md \"Native memory\")")
+def test_rss_condition_met_by_growth_made_without_the_gil(tmp_path):
+    """rss>SIZE when the memory comes from native allocations made without the
+    GIL (ctypes CDLL calls release it): such an allocation leaves the condition
+    for the next new high made with the GIL (docs/accounting.md), here the int
+    that holds each pointer; the rss read due at the GIL-less one is not lost."""
+    res = run_scenario(tmp_path, """
+        import ctypes, os, threading
+        from threadgraph import ProcessProfile
+        def rss():
+            return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        limit = rss() + (16 << 20)
+        p = ProcessProfile(default_log_path="out", native=True, accounting=True, format="text")
+        p.snapshot_when("rss>%d" % limit)
+        KEEP = []
+        def grow():
+            for _ in range(48):
+                b = libc.malloc(1 << 20)          # without the GIL
+                ctypes.memset(b, 1, 1 << 20)      # resident
+                KEEP.append(b)                    # its int: with the GIL
+        p.enable()
+        libc = ctypes.CDLL(None)                  # taken after enable(): the hook
+        libc.malloc.argtypes = [ctypes.c_size_t]
+        libc.malloc.restype = ctypes.c_void_p
+        t = threading.Thread(target=grow, name="grower"); t.start(); t.join()
+        p.disable()
+        print("over", rss() - limit)
+    """)
+    over = int(res.stdout.split()[-1])
+    assert over > 8 * MIB, res.stdout              # RSS did go well above the limit
+    snaps = threshold_snapshots(only_dir(tmp_path / "out"))
+    assert snaps and snaps[0][1].startswith("rss-over-"), snaps
+    thread, call, _ = top_site(os.path.join(only_dir(tmp_path / "out"),
+                                            "snapshot-%d-%s" % snaps[0]))
+    assert (thread, call.rsplit(":", 1)[1]) == ("grower", "grow")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or os.uname().machine != "x86_64",
+                    reason="native=True; ctypes.CDLL(None).malloc is counted on x86-64 "
+                           "(docs/api.md \"Native memory\")")
+@pytest.mark.parametrize("kind", ["live", "rss"])
+def test_sampled_process_condition_met_by_growth_made_without_the_gil(tmp_path, kind):
+    """A sampled run sees the process's new peaks only at its samples: growth
+    made without the GIL (each 1 MiB block sampled, none with the GIL) still
+    writes the live and rss snapshots, at the thread's next allocation with it."""
+    res = run_scenario(tmp_path, """
+        import ctypes, os, threading
+        from threadgraph import ProcessProfile
+        def rss():
+            return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        p = ProcessProfile(default_log_path="out", native=True, mode="sampled")
+        p.snapshot_when("%(kind)s>%%d" %% ((rss() if "%(kind)s" == "rss" else 0) + (16 << 20)))
+        KEEP = []
+        def grow():
+            for _ in range(48):
+                b = libc.malloc(1 << 20)          # without the GIL
+                ctypes.memset(b, 1, 1 << 20)
+                KEEP.append(b)
+        p.enable()
+        libc = ctypes.CDLL(None)
+        libc.malloc.argtypes = [ctypes.c_size_t]
+        libc.malloc.restype = ctypes.c_void_p
+        t = threading.Thread(target=grow, name="grower"); t.start(); t.join()
+        p.disable()
+    """ % {"kind": kind}, env={"THREADGRAPH_SAMPLE_SEED": "3"})
+    snaps = threshold_snapshots(only_dir(tmp_path / "out"))
+    assert snaps and all(label.startswith(kind + "-over-") for _, label in snaps), snaps
+    # (its samples came without the GIL: its "<no python frame>", docs/api.md)
+    thread, call, _ = top_site(os.path.join(only_dir(tmp_path / "out"),
+                                            "snapshot-%d-%s" % snaps[0]))
+    assert (thread, call) == ("grower", "<no python frame>")
