@@ -49,7 +49,7 @@ tg_acct_sched_fire(long count)
         snprintf(label + n, sizeof(label) - (size_t)n, "s");
     }
     tg_exc_save(&saved);
-    tg_acct_snapshot_noted("periodic", label);
+    tg_acct_snapshot_noted("periodic", label, 0);
     tg_exc_restore(&saved);
     tg_acct.sched.next += tg_acct.sched.every;
     if (tg_acct.sched.stop >= 0 && tg_acct.sched.next > tg_acct.sched.stop)

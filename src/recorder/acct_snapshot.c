@@ -487,9 +487,11 @@ out_free:
     return ret;
 }
 
-/* snapshot-<N>-<LABEL>[.gz]: now, or AT_PEAK at the process peak. */
+/* snapshot-<N>-<LABEL>[.gz]: now, or AT_PEAK at the process peak.  LABEL is
+ * made safe for a file name (names.h), unless SAFE says it is already (made of
+ * safe parts: a thread's base name is escaped once, not twice) and it fits. */
 static PyObject *
-tg_acct_snapshot_write(const char *label, int at_peak)
+tg_acct_snapshot_write(const char *label, int at_peak, int safe)
 {
     char base[TG_BASENAME_CAP];
     char *path;
@@ -502,7 +504,10 @@ tg_acct_snapshot_write(const char *label, int at_peak)
         return NULL;
     }
     tg_tls.busy |= TG_BUSY_TRACER;  /* our own buffers are not the program's */
-    tg_safe_basename(label, strlen(label), base);
+    if (safe && strlen(label) <= TG_NAME_MAX)
+        strcpy(base, label);
+    else
+        tg_safe_basename(label, strlen(label), base);
     n = strlen(tg_acct.outdir) + strlen(base) + 40 + TG_LIT_LEN(TG_SNAP_FILE_PREFIX);
     path = malloc(n);
     if (path == NULL) {
@@ -527,13 +532,13 @@ tg_acct_snapshot_write(const char *label, int at_peak)
 PyObject *
 tg_acct_snapshot(const char *label)
 {
-    return tg_acct_snapshot_write(label, 0);
+    return tg_acct_snapshot_write(label, 0, 0);
 }
 
 void
-tg_acct_snapshot_noted(const char *what, const char *label)
+tg_acct_snapshot_noted(const char *what, const char *label, int safe)
 {
-    PyObject *p = tg_acct_snapshot(label);
+    PyObject *p = tg_acct_snapshot_write(label, 0, safe);
 
     if (p == NULL && tg_acct.sched_err[0] == '\0') {
         PyObject *t, *v, *tb, *msg;
@@ -553,6 +558,6 @@ tg_acct_snapshot_noted(const char *what, const char *label)
 PyObject *
 tg_acct_snapshot_peak(void)
 {
-    return tg_acct_snapshot_write(TG_SNAP_PEAK_LABEL, 1);
+    return tg_acct_snapshot_write(TG_SNAP_PEAK_LABEL, 1, 0);
 }
 

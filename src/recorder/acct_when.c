@@ -232,7 +232,7 @@ tg_acct_when_fire(struct tg_acct_thread *t, int64_t own, int mask)
         snprintf(label, sizeof(label), "%s-%s-at-%lld", tg_acct.when.text[TG_WHEN_THREAD], base,
                  (long long)own);
         t->when_next = tg_when_next(own);
-        tg_acct_snapshot_noted("threshold", label);
+        tg_acct_snapshot_noted("threshold", label, 1);  /* its base name is escaped */
     }
     if (mask & (1 << TG_WHEN_LIVE)) {
         /* checked again: a retry (when_pending) comes at any allocation */
@@ -243,7 +243,7 @@ tg_acct_when_fire(struct tg_acct_thread *t, int64_t own, int mask)
             snprintf(label, sizeof(label), "%s-at-%lld", tg_acct.when.text[TG_WHEN_LIVE],
                      (long long)v);
             atomic_store_explicit(&tg_acct.when.live_next, tg_when_next(v), TG_RELAXED);
-            tg_acct_snapshot_noted("threshold", label);
+            tg_acct_snapshot_noted("threshold", label, 0);
         }
     }
     if (mask & (1 << TG_WHEN_RSS)) {
@@ -253,7 +253,7 @@ tg_acct_when_fire(struct tg_acct_thread *t, int64_t own, int mask)
             snprintf(label, sizeof(label), "%s-at-%lld", tg_acct.when.text[TG_WHEN_RSS],
                      (long long)v);
             atomic_store_explicit(&tg_acct.when.rss_next, tg_when_next(v), TG_RELAXED);
-            tg_acct_snapshot_noted("threshold", label);
+            tg_acct_snapshot_noted("threshold", label, 0);
         }
     }
     tg_exc_restore(&saved);

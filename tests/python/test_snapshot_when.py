@@ -85,6 +85,20 @@ def test_thread_crossing_the_limit_writes_a_snapshot_of_the_site_that_grew(tmp_p
     assert levels[-1] <= BLOCKS * MIB + MIB
 
 
+def test_snapshot_names_the_thread_by_its_base_name(tmp_path):
+    """A thread whose name needs escaping in file names ("a/b%c" is the base
+    "a%2Fb%25c", its .mem's) is named so in its snapshots' file names too, not
+    escaped a second time ("a%252Fb%2525c")."""
+    prog = PROGRAM.replace('name="grower"', 'name="a/b%%c"')
+    run_scenario(tmp_path, prog % {"blocks": 20, "limit": 8,
+                                   "kwargs": 'accounting=True, format="text"'})
+    run_dir = only_dir(tmp_path / "out")
+    assert os.path.exists(os.path.join(run_dir, "a%2Fb%25c.mem")), os.listdir(run_dir)
+    snaps = threshold_snapshots(run_dir)
+    assert snaps and all(label.startswith("thread-over-8M-a%2Fb%25c-at-")
+                         for _, label in snaps), snaps
+
+
 def test_below_the_limit_no_snapshot(tmp_path):
     run_scenario(tmp_path, PROGRAM % {"blocks": 4, "limit": LIMIT_MIB,
                                       "kwargs": 'accounting=True, format="text"'})
