@@ -50,7 +50,9 @@ def summary_lines(figures: Dict[str, Any]) -> List[str]:
         # cross-thread frees were counted (the line says so even with no pair)
         out.append("process\tfreed_by_lost_bytes\t%d" % figures.get("freed_by_lost_bytes", 0))
         for t in figures["threads"]:
-            out.append("thread\tlive_at_end_bytes\t%d\t%s" % (t.get("live_at_end_bytes", 0),
+            if t.get("live_at_end_bytes") is None:
+                continue  # a thread that ran no Python code: unknown (no line)
+            out.append("thread\tlive_at_end_bytes\t%d\t%s" % (t["live_at_end_bytes"],
                                                               _clean(t["name"])))
         for p in figures["freed_by"]:
             out.append("freed_by\t%d\t%d\t%s\t%s" % (p["bytes"], p["blocks"],

@@ -56,17 +56,21 @@ tg_figs_dict(const struct tg_acct_figs *f, int64_t peak)
 
 /* Name of thread T from the log of the recorder's thread table TAB (new str), or "native-<id>"; an
  * aggregate run's folded thread goes by its family's name (its base, thread.h),
- * and *FOLDED (may be NULL) says so.  MAP: TAB's log by thread, built for the
+ * and *FOLDED (may be NULL) says so; *LOGGED (may be NULL): whether the log
+ * has it (not: a thread that never ran Python code, whose blocks go to the
+ * thread-less sites).  MAP: TAB's log by thread, built for the
  * pass (thread.h tg_thread_logmap; a walk of the log per thread made the
  * summary of a run of many threads quadratic). */
 static PyObject *
 tg_thread_name(struct tg_thread_table *tab, const struct tg_thread_logmap *map,
-               struct tg_acct_thread *t, PyObject **base, int *folded)
+               struct tg_acct_thread *t, PyObject **base, int *folded, int *logged)
 {
     const struct tg_thread_log *e;
     *base = NULL;
     if (folded != NULL)
         *folded = 0;
+    if (logged != NULL)
+        *logged = 0;
     if (tab != NULL) {
         pthread_mutex_lock(&tab->lock);
         e = tg_thread_logmap_find(map, tab, t->ident, t->native_id);
@@ -76,6 +80,8 @@ tg_thread_name(struct tg_thread_table *tab, const struct tg_thread_logmap *map,
                 : PyUnicode_DecodeUTF8(e->name, (Py_ssize_t)e->name_len, "surrogateescape");
             if (folded != NULL)
                 *folded = e->folded;
+            if (logged != NULL)
+                *logged = 1;
             *base = PyUnicode_FromString(e->base);
             pthread_mutex_unlock(&tab->lock);
             return n;
@@ -260,7 +266,7 @@ tg_acct_figures_impl(struct tg_thread_table *tab)
     struct tg_acct_family *fams = NULL;
     size_t nfams = 0;
     uint32_t nthreads;
-    int i, folded;
+    int i, folded, logged;
     struct tg_thread_logmap map = {NULL, 0, 0};
 
     memset(pha, 0, sizeof(pha));
@@ -293,7 +299,7 @@ tg_acct_figures_impl(struct tg_thread_table *tab)
         PyObject *d, *name, *base, *a, *b;
         tg_acct_thread_figs(t, &f);
         if (t->ix < nthreads) {
-            PyObject *nm = tg_thread_name(tab, &map, t, &base, NULL);
+            PyObject *nm = tg_thread_name(tab, &map, t, &base, NULL, NULL);
             Py_XDECREF(base);
             if (nm == NULL)
                 goto done;
@@ -305,7 +311,7 @@ tg_acct_figures_impl(struct tg_thread_table *tab)
         }
         if (f.alloc_calls == 0 && f.free_calls == 0)
             continue;
-        name = tg_thread_name(tab, &map, t, &base, &folded);
+        name = tg_thread_name(tab, &map, t, &base, &folded, &logged);
         if (name != NULL && folded) {
             Py_XDECREF(base);
             i = tg_acct_family_add(&fams, &nfams, name, t, &f,
@@ -324,8 +330,10 @@ tg_acct_figures_impl(struct tg_thread_table *tab)
                 || tg_dict_set_steal(d, "native_id", PyLong_FromUnsignedLong(t->native_id)) < 0
                 || PyDict_SetItemString(d, "hist_alloc", a) < 0
                 || PyDict_SetItemString(d, "hist_free", b) < 0
-                || tg_dict_set_steal(d, "live_at_end_bytes", PyLong_FromLongLong(
-                       (long long)(t->ix < nthreads ? own[t->ix] : 0))) < 0
+                /* unknown (None) for a thread outside the log: it has no
+                 * sites of its own to sum (docs/accounting.md) */
+                || tg_dict_set_steal(d, "live_at_end_bytes", !logged ? (Py_INCREF(Py_None), Py_None)
+                       : PyLong_FromLongLong((long long)(t->ix < nthreads ? own[t->ix] : 0))) < 0
                 || PyList_Append(threads, d) < 0) {
             Py_XDECREF(d);
             Py_XDECREF(name);

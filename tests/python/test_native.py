@@ -287,6 +287,13 @@ def test_pthread_counted_under_native_name(exact):
     r = cli("summary", exact["dir"])
     assert r.returncode == 0, r.stderr
     assert name in r.stdout
+    # no site of its own (its block went to the thread-less <no python frame>):
+    # what it made that is still live is unknown, not 0 (docs/accounting.md)
+    assert t["live_at_end_bytes"] is None
+    r = cli("threads", "--json", exact["dir"])
+    assert r.returncode == 0, r.stderr
+    (row,) = [x for x in json.loads(r.stdout)["threads"] if x["name"] == name]
+    assert row["live_at_end"] is None and row["allocated"] == 5000000, row
 
 
 def test_summary_totals_and_peak_include_native(exact):
