@@ -1094,8 +1094,9 @@ int tg_report_write(const struct tg_report_opts *opts, FILE *out,
 	struct rep_files files;
 	const struct tg_fold_metric_info *metrics[3];
 	size_t nm = 0;
-	int accounting, ret = -1, rc;
+	int accounting, native, ret = -1, rc;
 	char *summary = NULL, *run_dir = NULL;
+	struct tg_run_threads info;
 
 	memset(&files, 0, sizeof(files));
 	rep_step(cb, "reading %s", o->run_dir);
@@ -1142,6 +1143,13 @@ int tg_report_write(const struct tg_report_opts *opts, FILE *out,
 		accounting = rep_exists(summary);
 		free(summary);
 	}
+	/* whether native memory was counted: two reports of one program differ
+	 * by what native code took, and the page says which it is */
+	tg_run_threads_init(&info);
+	if (tg_run_threads_read(&info, o->run_dir, d) < 0)
+		goto out;
+	native = info.native;
+	tg_run_threads_release(&info);
 	if (o->metric) {
 		if (!(metrics[nm++] = tg_fold_metric_find(o->metric))) {
 			tg_error(d, "unknown metric '%s'", o->metric);
@@ -1175,8 +1183,10 @@ int tg_report_write(const struct tg_report_opts *opts, FILE *out,
 	}
 	if (files.threads > REP_HEADER_THREADS)
 		fprintf(out, " and %zu more", files.threads - REP_HEADER_THREADS);
-	fprintf(out, "%s; stacks %s; accounting %s.</p>\n", files.threads ? ")" : "",
-		files.has_stack ? "recorded" : "not recorded", accounting ? "on" : "off");
+	fprintf(out, "%s; stacks %s; accounting %s%s.</p>\n", files.threads ? ")" : "",
+		files.has_stack ? "recorded" : "not recorded", accounting ? "on" : "off",
+		native < 0 ? "" : native ? "; native memory counted"
+		: "; Python's allocators only (no native memory)");
 	if (o->covers) {
 		fputs("<p class=\"note\">Part of the run only: ", out);
 		tg_xml_puts(out, o->covers);

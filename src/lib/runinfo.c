@@ -354,6 +354,7 @@ void tg_run_threads_init(struct tg_run_threads *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->accounting = -1;
+	t->native = -1;
 }
 
 void tg_run_threads_release(struct tg_run_threads *t)
@@ -472,6 +473,9 @@ int tg_run_threads_read(struct tg_run_threads *t, const char *dir, struct tg_dia
 			e = ri_skip(&r);
 		} else if (!strcmp(key, "aggregate")) {
 			t->aggregate = r.p < r.end && *r.p == 't';
+			e = ri_skip(&r);
+		} else if (!strcmp(key, "native") && r.p < r.end && (*r.p == 't' || *r.p == 'f')) {
+			t->native = *r.p == 't';
 			e = ri_skip(&r);
 		} else if (!strcmp(key, "accounting") && r.p < r.end && (*r.p == 't' || *r.p == 'f')) {
 			t->accounting = *r.p == 't';

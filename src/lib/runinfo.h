@@ -54,6 +54,8 @@ struct tg_run_threads {
 				       * not given */
 	unsigned long long dropped;   /* "dropped": records the recorder could not
 				       * write (0: none, or not given) */
+	int native;                   /* "native": 1 true (native memory counted),
+				       * 0 false, -1 not given */
 };
 
 /* runinfo.json is read up to this size (a larger one names a huge argv). */

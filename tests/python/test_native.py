@@ -535,3 +535,23 @@ def test_sampled_mode_samples_native_blocks_with_their_python_stack(tmp_path, na
     p = 1 - math.exp(-mib / n)
     sd = math.sqrt(48 * mib * mib * (1 - p) / p)  # the estimate's standard deviation
     assert abs(live - 48 * mib) <= 4.5 * sd, live
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_report_says_whether_native_memory_was_counted(tmp_path, native):
+    """Two reports of one program differ by what native code took: the page's
+    first lines say which kind of run it is (runinfo.json "native")."""
+    run_scenario(tmp_path, """
+        import threadgraph
+        p = threadgraph.ProcessProfile(default_log_path="out", native=%r)
+        p.enable()
+        KEEP = bytearray(1 << 20)
+        p.disable()
+    """ % native)
+    out = str(tmp_path / "r.html")
+    r = cli("report", "-q", "-o", out, str(only_dir(tmp_path / "out")))
+    assert r.returncode == 0, r.stderr
+    with open(out, encoding="utf-8") as f:
+        head = f.read().split("<nav>", 1)[0]
+    said = "native memory counted" if native else "Python's allocators only (no native memory)"
+    assert said in head, head[-400:]
