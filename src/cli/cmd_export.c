@@ -144,16 +144,28 @@ static int export_one(const char *file, const struct tg_xprof *x, const struct e
 	}
 	tg_aout_release(&out);
 	if (!a->quiet) {
-		/* "<no thread>" holds the snapshot's nodes without a thread: not one */
+		/* "<no thread>" holds the snapshot's nodes without a thread: not one
+		 * (xp_no_thread_last puts it last) */
 		size_t nt = x->n_threads - (x->no_thread_samples ? 1 : 0);
+		size_t ns = x->n_samples, nn = x->no_thread_samples, i;
 
+		if (!pprof) {
+			/* speedscope leaves out the samples of no weight (--metric live:
+			 * what was all freed): count those written */
+			size_t none = x->no_thread_samples ? x->threads[x->n_threads - 1] : (size_t)-1;
+
+			for (ns = nn = i = 0; i < x->n_samples; i++)
+				if (x->samples[i].v[a->weight] > 0) {
+					ns++;
+					nn += x->samples[i].thread == none;
+				}
+		}
 		fprintf(stderr, "wrote %s profile of %zu sample%s (%zu thread%s",
-			pprof ? "a pprof" : "a speedscope", x->n_samples,
-			x->n_samples == 1 ? "" : "s", nt, nt == 1 ? "" : "s");
-		if (x->no_thread_samples)
+			pprof ? "a pprof" : "a speedscope", ns,
+			ns == 1 ? "" : "s", nt, nt == 1 ? "" : "s");
+		if (nn)
 			fprintf(stderr, ", and %zu sample%s with no thread, labelled "
-				"'<no thread>'", x->no_thread_samples,
-				x->no_thread_samples == 1 ? "" : "s");
+				"'<no thread>'", nn, nn == 1 ? "" : "s");
 		fputs(") to ", stderr);
 		tg_cli_put(stderr, file);
 		fputc('\n', stderr);
@@ -217,12 +229,52 @@ static int export_same_file(const char *a, const char *b)
 	return same;
 }
 
+/* Whether OUT would replace a file that export reads from IN: IN itself (a
+ * snapshot or capture file), or, IN being a run directory, the snapshot it
+ * stands for (its final one), its capture.tg, or one of its text dumps (a
+ * .mem or .stack file in it).  Returns the file's description or NULL. */
+static const char *export_input_clash(const char *in, const char *out)
+{
+	struct tg_diag probe = { .probe = 1 };
+	struct stat st, so, sd;
+	const char *what = NULL, *slash, *name;
+	char *p = NULL, *odir;
+	size_t n;
+
+	if (export_same_file(in, out))
+		return "the snapshot to read";
+	if (stat(in, &st) != 0 || !S_ISDIR(st.st_mode))
+		return NULL;
+	if ((p = tg_snapshot_find(in, TG_SNAP_PICK_LAST, &probe)) && export_same_file(p, out))
+		what = "the run's snapshot, which export reads";
+	free(p);
+	p = NULL;
+	if (!what && asprintf(&p, "%s/capture.tg", in) >= 0 && export_same_file(p, out))
+		what = "the run's capture, which export reads";
+	free(p);
+	if (what)
+		return what;
+	/* a text dump of the run: OUT in IN, named *.mem or *.stack */
+	slash = strrchr(out, '/');
+	name = slash ? slash + 1 : out;
+	n = strlen(name);
+	if (!((n > 4 && !strcmp(name + n - 4, ".mem")) || (n > 6 && !strcmp(name + n - 6, ".stack"))))
+		return NULL;
+	odir = slash ? strndup(out, slash == out ? 1 : (size_t)(slash - out)) : strdup(".");
+	if (odir && stat(odir, &sd) == 0 && sd.st_dev == st.st_dev && sd.st_ino == st.st_ino &&
+	    (stat(out, &so) != 0 || S_ISREG(so.st_mode)))
+		what = "a dump of the run, which export reads";
+	free(odir);
+	return what;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	struct tg_capture *cap = NULL;
 	struct tg_export_stats st;
 	struct tg_diag d = { 0 };
 	const char *outdir = NULL, *speedscope = NULL, *metric = "alloc";
+	const char *clash, *clashing;
 	char *dir = NULL;
 	int nargs, ret, quiet = 0, pprof = 0, has_metric = 0, has_max = 0;
 	unsigned long max_mib = ULONG_MAX;  /* unset: tg_export_default_max */
@@ -275,10 +327,12 @@ int cmd_export(int argc, char **argv)
 		if (pprof && speedscope && export_same_file(outdir, speedscope))
 			return usage_error(export_usage, "--pprof's -o and --speedscope name the "
 					   "same file '%s': give each its own", speedscope);
-		if (export_same_file(argv[0], pprof ? outdir : speedscope) ||
-		    (speedscope && export_same_file(argv[0], speedscope)))
-			return error("'%s' is the snapshot to read: write the profile to "
-				     "another file", argv[0]);
+		clashing = pprof ? outdir : speedscope;
+		if (!(clash = export_input_clash(argv[0], clashing)) && speedscope)
+			clash = export_input_clash(argv[0], clashing = speedscope);
+		if (clash)
+			return error("'%s' is %s: write the profile to another file",
+				     clashing, clash);
 		if (!strcmp(metric, "live"))
 			pa.weight = TG_XV_INUSE_SPACE;
 		else if (strcmp(metric, "alloc"))

@@ -121,3 +121,59 @@ def test_an_output_never_replaces_the_input_or_the_other_output(tg, tmp_path):
     r = tg("export", "--pprof", "-o", out, "--speedscope", str(tmp_path / "." / "p.out"), ACC)
     assert r.returncode == 2 and "name the same file" in r.stderr
     assert not out.exists()
+
+
+def test_an_output_never_replaces_what_a_run_directory_stands_for(tg, tmp_path):
+    # a run directory given as the input stands for its final snapshot (or,
+    # without accounting, its capture or text dumps): those are inputs too
+    import shutil
+    runs = {}
+    for name in ("accounting", "capture-v2-plain", "tutorial"):
+        runs[name] = tmp_path / name
+        shutil.copytree(os.path.join(FIXTURES, name), str(runs[name]))
+    victims = [(runs["accounting"], "snapshot-2-final", "the run's snapshot"),
+               (runs["capture-v2-plain"], "capture.tg", "the run's capture"),
+               (runs["tutorial"], "Thread-7.mem", "a dump of the run"),
+               (runs["tutorial"], "Thread-7.stack", "a dump of the run")]
+    for run, name, what in victims:
+        victim = run / name
+        before = victim.read_bytes()
+        for args in (["--pprof", "-o", victim], ["--speedscope", victim],
+                     ["--pprof", "-o", tmp_path / "ok.pb.gz", "--speedscope", victim],
+                     ["--speedscope", str(run / "." / name)]):
+            r = tg("export", *(args + [run]))
+            assert r.returncode == 1, (args, r.stderr)
+            assert what in r.stderr and "write the profile to another file" in r.stderr
+            assert victim.read_bytes() == before, args
+            assert not (tmp_path / "ok.pb.gz").exists()
+    # a new file in the run directory is fine
+    r = tg("export", "--pprof", "-o", runs["accounting"] / "mem.pb.gz", runs["accounting"])
+    assert r.returncode == 0, r.stderr
+
+
+def test_speedscope_counts_the_samples_it_writes(tg, tmp_path):
+    # --metric live leaves out the samples of no live bytes (all freed): the
+    # line on stderr counts what the file holds, not the pprof profile's samples
+    snap = tmp_path / "snapshot-1-final"
+    snap.write_text("# threadgraph snapshot 2\n# thread: 0 MainThread\n# thread: 1 Loader\n"
+                    "# columns: ID PARENT THREAD LIVE_BYTES LIVE_COUNT TOTAL_BYTES "
+                    "TOTAL_COUNT CALL\n"
+                    "0 - - 0 0 622 4 <no python frame>\n"
+                    "1 - 0 100 1 200 2 /m.py:1:main\n"
+                    "2 - 1 300 1 300 1 /l.py:1:load\n"
+                    "3 2 1 0 0 50 1 /l.py:5:parse\n")
+    out = tmp_path / "p.json"
+    r = tg("export", "--pprof", "-o", tmp_path / "p.pb.gz", "--speedscope", out,
+           "--metric", "live", snap)
+    assert r.returncode == 0, r.stderr
+    with open(str(out)) as f:
+        doc = json.load(f)
+    written = sum(len(p["samples"]) for p in doc["profiles"])
+    assert written == 2
+    assert ("wrote a pprof profile of 4 samples (2 threads, and 1 sample with no thread, "
+            "labelled '<no thread>')") in r.stderr, r.stderr
+    assert "wrote a speedscope profile of 2 samples (2 threads) to" in r.stderr, r.stderr
+    r = tg("export", "--speedscope", out, snap)
+    assert r.returncode == 0, r.stderr
+    assert ("wrote a speedscope profile of 4 samples (2 threads, and 1 sample with no "
+            "thread, labelled '<no thread>')") in r.stderr, r.stderr
