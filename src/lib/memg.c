@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,16 +15,31 @@
 #include "marks_plot.h"
 #include "memg.h"
 #include "numparse.h"
+#include "ptfile.h"
+#include "capture_read.h"
 #include "recsrc.h"
 #include "thin.h"
 
-/* A thread series being written: collapses runs of zero deltas. */
+/* Where a point of a thread series is: its x (the time's value as the readers
+ * compute it, or the event index) and its TIME text, or a capture's time in
+ * microseconds (text made only for the points printed). */
+struct memg_at {
+	double x;
+	int has_us;
+	int64_t us;
+	size_t len;
+	char xs[64];        /* the text, cut at 64 bytes as the lines always were */
+};
+
+/* A thread series being written to the run's temporary series file (ptfile.h),
+ * in binary: collapses runs of zero deltas. */
 struct memg_series {
-	struct memg_out *out; /* data file, or NULL when only peaks are wanted */
+	struct tg_ptfile *pf; /* NULL when only peaks are wanted */
+	struct tg_diag *d;
+	int err;            /* a write failed (d set) */
 	int in_zero;        /* the last event had a zero delta */
 	int pending;        /* px holds the latest zero of the run, not yet written */
-	char px[48];        /* its x text */
-	size_t pxlen;
+	struct memg_at px;  /* its place (its text cut at 48 bytes) */
 	long long cap_milli; /* clip |y| to this (thousandths of KB); <0: no cap */
 };
 
@@ -82,30 +98,39 @@ static void memg_point(struct memg_out *o, const char *x, size_t xlen, long long
 	o->n = (size_t)(p - o->buf);
 }
 
-static void memg_series_add(struct memg_series *s, const char *x, size_t xlen,
-			    long long delta)
+/* A point of s at AT, of value MILLI (thousandths of KB). */
+static void memg_series_put(struct memg_series *s, const struct memg_at *at, long long milli)
 {
-	if (!s->out)
+	double x;
+
+	if (s->err)
+		return;
+	if (at->has_us ? tg_ptfile_put_us(s->pf, at->us, milli, &x, s->d)
+	    : tg_ptfile_put(s->pf, at->x, milli, at->xs, at->len, s->d))
+		s->err = 1;
+}
+
+static void memg_series_add(struct memg_series *s, const struct memg_at *at, long long delta)
+{
+	if (!s->pf)
 		return;
 	if (delta == 0) {
 		if (!s->in_zero) {
-			memg_point(s->out, x, xlen, 0);
+			memg_series_put(s, at, 0);
 			s->in_zero = 1;
 		} else {
-			if (xlen > sizeof(s->px))
-				xlen = sizeof(s->px);
-			memcpy(s->px, x, xlen);
-			s->pxlen = xlen;
+			s->px = *at;
+			if (s->px.len > 48)
+				s->px.len = 48;
 			s->pending = 1;
 		}
 		return;
 	}
 	if (s->pending)
-		memg_point(s->out, s->px, s->pxlen, 0);
+		memg_series_put(s, &s->px, 0);
 	s->pending = 0;
 	s->in_zero = 0;
-	memg_point(s->out, x, xlen,
-		   memg_cap(tg_bytes_to_milli_kb(delta), s->cap_milli));
+	memg_series_put(s, at, memg_cap(tg_bytes_to_milli_kb(delta), s->cap_milli));
 }
 
 /* Counts a plotted value (thousandths of KB) at x into st's extremes and last point. */
@@ -131,11 +156,9 @@ static void memg_stats_see(struct tg_memg_stats *st, double x, long long y)
 
 static void memg_series_end(struct memg_series *s)
 {
-	if (s->out && s->pending)
-		memg_point(s->out, s->px, s->pxlen, 0);
+	if (s->pf && s->pending)
+		memg_series_put(s, &s->px, 0);
 	s->pending = 0;
-	if (s->out)
-		memg_out_flush(s->out);
 }
 
 /* Non-zero when an event at x is outside the --time_from/--time_to range. */
@@ -167,13 +190,13 @@ static double memg_x(const struct tg_memg_opts *o, const struct tg_time *t,
 #define MEMG_SAMPLED_SITE "<thread memory>:0:sampled"
 
 int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *df,
-			unsigned thread, FILE *out, struct tg_peaks *peaks,
+			unsigned thread, struct tg_ptfile *pf, struct tg_peaks *peaks,
 			struct tg_memg_stats *st, struct tg_timeaxis *ta, struct tg_diag *d)
 {
-	struct memg_out *buf = out ? malloc(sizeof(*buf)) : NULL;
-	struct memg_series s = { .out = buf, .cap_milli = memg_cap_milli(o) };
+	struct memg_series s = { .pf = pf, .d = d, .cap_milli = memg_cap_milli(o) };
 	struct tg_src src;
 	struct tg_memrec r;
+	struct memg_at at;
 	const char *xs;
 	size_t xlen;
 	unsigned long index = 0;
@@ -181,17 +204,9 @@ int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *
 	int ret = -1, got;
 
 	memset(st, 0, sizeof(*st));
-	if (out && !buf)
-		return tg_error(d, "out of memory");
-	if (buf) {
-		buf->f = out;
-		buf->n = 0;
-	}
-	if (tg_src_open(&src, df, o->has_time, 0, d) < 0) {
-		free(buf);
+	if (tg_src_open(&src, df, o->has_time, 0, d) < 0)
 		return -1;
-	}
-	src.lazy_time = !out; /* peaks only: the time text of candidates alone */
+	src.lazy_time = !pf; /* peaks only: the time text of candidates alone */
 	while ((got = tg_src_next_mem(&src, &r, d)) > 0) {
 		double x;
 
@@ -205,7 +220,18 @@ int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *
 				&& !memcmp(r.site.s, MEMG_SAMPLED_SITE, r.site.len));
 		st->moved_kb += fabs((double)r.delta) / 1024.0;
 		memg_stats_see(st, x, memg_cap(tg_bytes_to_milli_kb(r.delta), s.cap_milli));
-		memg_series_add(&s, xs, xlen, r.delta);
+		if (pf) {
+			at.x = x;
+			/* a capture's time as microseconds: its text is the one
+			 * tg_cap_fmt_time makes of them, as the reader's */
+			at.has_us = src.is_cap && o->has_time && TG_PT_US_EXACT(src.rec.t_us);
+			at.us = src.rec.t_us;
+			at.len = at.has_us ? 0 : xlen > sizeof(at.xs) ? sizeof(at.xs) : xlen;
+			memcpy(at.xs, xs, at.len);
+			memg_series_add(&s, &at, r.delta);
+			if (s.err)
+				goto release;
+		}
 		if (peaks && tg_peak_is_candidate(&o->peak, r.delta)) {
 			struct tg_peak c = {
 				.x = x,
@@ -228,10 +254,9 @@ int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *
 	if (got < 0)
 		goto release;
 	memg_series_end(&s);
-	ret = 0;
+	ret = s.err ? -1 : 0;
 release:
 	tg_src_release(&src);
-	free(buf);
 	return ret;
 }
 
@@ -484,81 +509,79 @@ static void memg_yclip(const struct tg_memg_opts *o, const struct tg_dumpfile *f
 		*clip_hi = rest + rest / 4;
 }
 
-/*
- * The graph's size is bounded: a thread series with more points than the graph
- * can show is thinned, once the run's time span is known, to the first, lowest,
- * highest and last point of each of `columns` slices of the span (what a
- * screen column shows), in their order (thin.h).  The threads together keep
- * about TG_MEMG_POINTS_BUDGET points: 510 threads made a 5 MB memg.svg and
- * report.  The numbers are read back by hand (numparse.h): sscanf and strtod
- * were most of the time of a long series.  0, or -1 with d set (the file left
- * whole).
- */
-int tg_memg_thin(const char *dir, const char *name, double x0, double x1,
-		 size_t columns, struct tg_diag *d)
+/* A point of a thread's data file as the thinning keeps it: its line "X Y"
+ * made only when it is written. */
+struct memg_line {
+	int64_t milli;
+	int64_t us;
+	unsigned char has_us;
+	unsigned char len;
+	char xs[64];
+};
+
+/* The tg_thin_write_fn of the thread data files: "X Y\n" to the FILE * ctx. */
+static void memg_line_write(void *ctx, const void *data, size_t size)
 {
-	char *path = NULL, *tmp = NULL, *line = NULL;
-	size_t cap = 0;
+	const struct memg_line *l = data;
+	char buf[sizeof(l->xs) + TG_CAP_TIME_MAX + TG_FMT_MILLI_MAX + 2];
+	size_t len;
+
+	(void)size;
+	if (l->has_us) {
+		len = tg_cap_fmt_time(buf, l->us);
+	} else {
+		memcpy(buf, l->xs, l->len);
+		len = l->len;
+	}
+	buf[len++] = ' ';
+	len += tg_fmt_milli(buf + len, l->milli);
+	buf[len++] = '\n';
+	fwrite(buf, 1, len, ctx);
+}
+
+/*
+ * Writes the next COUNT points of SERIES (one thread's, in the order read) to
+ * OUT as "X Y" lines.  With COLUMNS, a series with more points than a graph
+ * shows is thinned to the first, lowest, highest and last point of each of
+ * COLUMNS slices of x0..x1, in their order (thin.h); the series together keep
+ * about TG_MEMG_POINTS_BUDGET points: 510 threads made a 5 MB memg.svg and
+ * report.  A point's x there is what strtod gives for its TIME text
+ * (numparse.h; a capture's microseconds give it exactly), so that the slices
+ * are those of the text series this replaced.  0, or -1 with d set.
+ */
+static int memg_write_series(struct tg_ptfile *series, unsigned long long count, FILE *out,
+			     int has_time, double x0, double x1, size_t columns,
+			     struct tg_diag *d)
+{
 	struct tg_thin t;
-	FILE *in = NULL, *out = NULL;
-	ssize_t len;
-	int ret = -1;
+	struct tg_pt p;
+	struct memg_line l;
+	int got = 1;
 
-	if (asprintf(&path, "%s/%s", dir, name) < 0) {
-		path = NULL;
-		tg_error(d, "out of memory");
-		goto done;
-	}
-	if (asprintf(&tmp, "%s/.%s.thin", dir, name) < 0) {
-		tmp = NULL;
-		tg_error(d, "out of memory");
-		goto done;
-	}
-	if (!(in = fopen(path, "r")) || !(out = fopen(tmp, "w"))) {
-		tg_error(d, "unable to thin '%s': %s", path, strerror(errno));
-		goto done;
-	}
-	tg_thin_init(&t, tg_thin_fwrite, out, x0, x1, columns);
-	while ((len = getline(&line, &cap, in)) >= 0) {
-		size_t used, at;
-		double x, y;
+	tg_thin_init(&t, memg_line_write, out, x0, x1, columns);
+	for (; count && (got = tg_ptfile_get(series, &p, d)) > 0; count--) {
+		double x = p.x;
 
-		/* "X Y" (what sscanf("%lf %lf") took; other lines are left out) */
-		x = tg_parse_double(line, (size_t)len, &used);
-		if (!used)
-			continue;
-		at = used;
-		while (at < (size_t)len && (line[at] == ' ' || line[at] == '\t'))
-			at++;
-		y = tg_parse_double(line + at, (size_t)len - at, &used);
-		if (!used)
-			continue;
-		/* a line is kept whole up to 159 bytes, as it always was */
-		tg_thin_point(&t, x, y, line, (size_t)len < 160 ? (size_t)len : 159);
+		if (columns && has_time && !p.has_us) {
+			size_t used;
+
+			x = tg_parse_double(p.xs, p.len, &used);
+			if (!used)
+				continue;  /* no number: what the text's thinning left out */
+		}
+		l.milli = p.v;
+		l.us = p.us;
+		l.has_us = (unsigned char)p.has_us;
+		l.len = (unsigned char)(p.has_us ? 0 : p.len);
+		memcpy(l.xs, p.xs, l.len);
+		tg_thin_point(&t, x, (double)p.v, &l, offsetof(struct memg_line, xs) + l.len);
 	}
 	tg_thin_finish(&t);
-	if (ferror(in) || fclose(out) != 0) {
-		out = NULL;
-		tg_error(d, "unable to thin '%s'", path);
-		goto done;
-	}
-	out = NULL;
-	if (rename(tmp, path) < 0) {
-		tg_error(d, "unable to thin '%s': %s", path, strerror(errno));
-		goto done;
-	}
-	ret = 0;
-done:
-	if (in)
-		fclose(in);
-	if (out)
-		fclose(out);
-	if (ret < 0 && tmp)
-		unlink(tmp);
-	free(line);
-	free(path);
-	free(tmp);
-	return ret;
+	if (got < 0)
+		return -1;
+	if (count)
+		return tg_error(d, "a temporary series ended early");
+	return 0;
 }
 
 /* Writes memg.gp's settings and plot command. */
@@ -638,6 +661,12 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	long long clip_lo = 0, clip_hi = 0;
 	struct tg_memg_extent ext = { 0 };
 	char **titles = NULL;
+	/* the threads' series, in binary until the graph's span is known (each
+	 * thread's points in turn: npts[i] of file i, -1 for a file not read as a
+	 * thread's) */
+	struct tg_ptfile series = TG_PTFILE_INIT;
+	long long *npts = malloc((n ? n : 1) * sizeof(*npts));
+	size_t columns = 0;
 
 	tg_peaks_init(&peaks);
 	tg_marks_init(&marks);
@@ -647,13 +676,14 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		tg_timeaxis_origin(&ta, o->origin);
 	memset(&script, 0, sizeof(script));
 	memset(&legend, 0, sizeof(legend));
-	if (!st || !act || !show) {
+	if (!st || !act || !show || !npts) {
 		tg_error(d, "out of memory");
 		goto out;
 	}
 	if (tg_marks_read_near(&marks, files, n, d) < 0)
 		goto out;
-	if (tg_plot_files_open(&pf, po, "memg", d) < 0)
+	if (tg_plot_files_open(&pf, po, "memg", d) < 0 ||
+	    tg_ptfile_open(&series, pf.dir, "memg-series", d) < 0)
 		goto out;
 	/* the threads first: the process line is drawn on to where they end */
 	for (int pass = 0; pass < 2; pass++)
@@ -664,6 +694,7 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		if ((df->kind == TG_DUMP_PROCESS) != pass)
 			continue;
 		act[i] = -1;
+		npts[i] = -1;
 		if (df->kind == TG_DUMP_STACK ||
 		    (df->kind == TG_DUMP_PROCESS && o->no_process)) {
 			if (df->kind == TG_DUMP_STACK && r && r->skip)
@@ -672,10 +703,10 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		}
 		if (r && r->start)
 			r->start(r->ctx, df);
-		snprintf(name, sizeof(name), "memg-%zu.dat", i);
-		if (tg_plot_files_out(&pf, &dat, name, d) < 0)
-			goto out;
 		if (df->kind == TG_DUMP_PROCESS) {
+			snprintf(name, sizeof(name), "memg-%zu.dat", i);
+			if (tg_plot_files_out(&pf, &dat, name, d) < 0)
+				goto out;
 			rc = tg_memg_read_process(o, df, dat.f, &st[i], &ta, d);
 			/* its last sample holds until the threads' last event: samples
 			 * are requested every N profile events, not every N ms, so the
@@ -689,22 +720,23 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 				tg_fmt_milli(m, st[i].y_last);
 				fprintf(dat.f, "%.6f %s\n", threads_end, m);
 			}
+			if (rc < 0 || tg_aout_commit(&dat, d) < 0) {
+				tg_aout_abort(&dat);
+				goto out;
+			}
+			tg_aout_release(&dat);
 		} else {
-			rc = tg_memg_read_thread(o, df, (unsigned)i, dat.f, &peaks, &st[i], &ta, d);
-			if (rc == 0 && st[i].events && (!have_end || st[i].x_last > threads_end)) {
+			unsigned long long before = series.points;
+
+			rc = tg_memg_read_thread(o, df, (unsigned)i, &series, &peaks, &st[i], &ta, d);
+			if (rc < 0)
+				goto out;
+			npts[i] = (long long)(series.points - before);
+			if (st[i].events && (!have_end || st[i].x_last > threads_end)) {
 				threads_end = st[i].x_last;
 				have_end = 1;
 			}
 		}
-		if (rc < 0) {
-			tg_aout_abort(&dat);
-			goto out;
-		}
-		if (tg_aout_commit(&dat, d) < 0) {
-			tg_aout_abort(&dat);
-			goto out;
-		}
-		tg_aout_release(&dat);
 		if (!st[i].events && r && r->skip)
 			r->skip(r->ctx, df, "no events");
 		if (st[i].events && df->kind == TG_DUMP_MEM)
@@ -722,22 +754,35 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	/* the span `peaks` takes too (tg_peaks_collect): its numbers are our labels */
 	tg_peaks_select(&peaks, &o->peak, tg_memg_xspan(o, &ext, &x0, &x1));
 	if (ta.seen && ta.t1 > ta.t0) {
-		size_t series = 0, columns;
+		size_t curves = 0;
 		for (i = 0; i < n; i++)
-			series += st[i].events && files[i].kind == TG_DUMP_MEM;
-		columns = TG_MEMG_POINTS_BUDGET / 4 / (series ? series : 1);
+			curves += st[i].events && files[i].kind == TG_DUMP_MEM;
+		columns = TG_MEMG_POINTS_BUDGET / 4 / (curves ? curves : 1);
 		if (columns > (size_t)po->width)
 			columns = (size_t)po->width;
 		if (columns < 16)
 			columns = 16;
-		for (i = 0; i < n; i++) {
-			if (!st[i].events || files[i].kind != TG_DUMP_MEM ||
-			    st[i].events <= 4 * columns)
-				continue;
-			snprintf(name, sizeof(name), "memg-%zu.dat", i);
-			if (tg_memg_thin(pf.dir, name, ta.t0, ta.t1, columns, d) < 0)
-				goto out;
+	}
+	/* the threads' data files, from the series read back in their order:
+	 * thinned when they have more points than the graph shows */
+	if (tg_ptfile_rewind(&series, d) < 0)
+		goto out;
+	for (i = 0; i < n; i++) {
+		int thin = columns && st[i].events && files[i].kind == TG_DUMP_MEM &&
+			st[i].events > 4 * columns;
+
+		if (npts[i] < 0)
+			continue;
+		snprintf(name, sizeof(name), "memg-%zu.dat", i);
+		if (tg_plot_files_out(&pf, &dat, name, d) < 0)
+			goto out;
+		if (memg_write_series(&series, (unsigned long long)npts[i], dat.f, o->has_time,
+				      ta.t0, ta.t1, thin ? columns : 0, d) < 0 ||
+		    tg_aout_commit(&dat, d) < 0) {
+			tg_aout_abort(&dat);
+			goto out;
 		}
+		tg_aout_release(&dat);
 	}
 	memg_yclip(o, files, n, st, &clip_lo, &clip_hi);
 
@@ -833,6 +878,8 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 out_legend:
 	tg_aout_abort(&legend);
 out:
+	tg_ptfile_release(&series);
+	free(npts);
 	tg_plot_files_release(&pf);
 	tg_peaks_release(&peaks);
 	tg_marks_release(&marks);

@@ -68,12 +68,14 @@ struct tg_memg_stats {
 
 /*
  * Reads one thread .mem file.  Candidates go into peaks (thread is the file's
- * index, kept in each peak); series points are written to out unless it is
- * NULL.  *st counts what was in range; every event's time widens ta (may be
- * NULL).  Returns 0 or -1 (d->msg set).
+ * index, kept in each peak); series points are appended to pf (ptfile.h:
+ * its x, its value in thousandths of KB, its TIME) unless it is NULL.  *st
+ * counts what was in range; every event's time widens ta (may be NULL).
+ * Returns 0 or -1 (d->msg set).
  */
+struct tg_ptfile;
 int tg_memg_read_thread(const struct tg_memg_opts *o, const struct tg_dumpfile *df,
-			unsigned thread, FILE *out, struct tg_peaks *peaks,
+			unsigned thread, struct tg_ptfile *pf, struct tg_peaks *peaks,
 			struct tg_memg_stats *st, struct tg_timeaxis *ta, struct tg_diag *d);
 
 /* Reads a process file, writing its series to out; as above. */
@@ -120,16 +122,9 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		const struct tg_dumpfile *files, size_t n, const struct tg_memg_report *r,
 		struct tg_diag *d);
 
-/*
- * A series file DIR/NAME ("X Y" lines in time order) with more points than a
- * graph shows is thinned to the first, lowest, highest and last point of each
- * of `columns` slices of the span x0..x1, in their order; the series together
- * keep about TG_MEMG_POINTS_BUDGET points (510 threads made a 5 MB memg.svg).
- * Returns 0, or -1 with d set (the file left whole).
- */
+/* The points the threads' series of a graph keep together, about (memg.c
+ * memg_write_series; held.c): 510 threads made a 5 MB memg.svg. */
 #define TG_MEMG_POINTS_BUDGET 60000
-int tg_memg_thin(const char *dir, const char *name, double x0, double x1, size_t columns,
-		 struct tg_diag *d);
 
 /* Writes the legend line "N: THREAD>REST" of a peak; returns 0 or EOF. */
 int tg_peak_write_legend(FILE *f, const struct tg_peaks *p, const struct tg_peak *k,

@@ -16,9 +16,6 @@
 #define TG_PTFILE_BUF (1 << 15)
 #define PT_HEAD (1 + 2 * sizeof(int64_t))  /* the tag, x or us, v */
 
-/* A time of microseconds exactly a double (below 2^53) whose value is
- * us / 1e6 rounded once: strtod's of its "S.UUUUUU" text. */
-#define PT_US_EXACT(us) ((us) >= 0 && (us) < ((int64_t)1 << 53))
 
 size_t tg_pt_text(const struct tg_pt *p, char *buf)
 {
@@ -91,7 +88,7 @@ int tg_ptfile_put_us(struct tg_ptfile *f, int64_t us, int64_t v, double *x,
 {
 	char *r;
 
-	if (!PT_US_EXACT(us)) {  /* no capture's: kept as text */
+	if (!TG_PT_US_EXACT(us)) {  /* no capture's: kept as text */
 		char xs[TG_CAP_TIME_MAX];
 		size_t len = tg_cap_fmt_time(xs, us), used;
 

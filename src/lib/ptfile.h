@@ -17,6 +17,11 @@
 
 #include "diag.h"
 
+/* A time of microseconds that tg_ptfile_put_us keeps as such (below 2^53, so
+ * exactly a double, whose value us / 1e6 rounded once is strtod's of its
+ * "S.UUUUUU" text); others are kept as their text. */
+#define TG_PT_US_EXACT(us) ((us) >= 0 && (us) < ((int64_t)1 << 53))
+
 /* Longest TIME text kept with a point (a dump's TIME is far shorter). */
 #define TG_PT_TEXT_MAX 127
 #define TG_PT_TAG_US 255
