@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "aggfile.h"
 #include "cli.h"
@@ -241,6 +242,46 @@ int tg_cli_time_origin(const struct tg_capture *cap, double *origin)
 	return 1;
 }
 
+/* Whether the process that writes a capture (its header's pid) still runs: a
+ * process of that pid whose start (/proc/PID/stat, field 22, after the boot time
+ * of /proc/stat) is not later than the capture's start, so that a pid used again
+ * by a newer process is not taken for the recorder. */
+static int capture_process_running(uint32_t pid, int64_t start_us)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ticks = 0, btime = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+	size_t n;
+	FILE *f;
+	int i;
+
+	if (!pid || hz <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%u/stat", (unsigned)pid);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	if (!(p = strrchr(buf, ')')))
+		return 0;
+	/* after the comm: field 3 (state) on; starttime is field 22 */
+	for (i = 3, p++; i < 22 && p; i++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %llu", &ticks) != 1)
+		return 0;
+	if (!(f = fopen("/proc/stat", "r")))
+		return 0;
+	while (fgets(buf, sizeof(buf), f))
+		if (sscanf(buf, "btime %llu", &btime) == 1)
+			break;
+	fclose(f);
+	if (!btime)
+		return 0;
+	/* a second of slack: the boot time and the ticks are rounded */
+	return (double)btime + (double)ticks / hz <= (double)start_us / 1e6 + 1.0;
+}
+
 void tg_cli_capture_warnings(const struct tg_capture *cap)
 {
 	uint64_t dropped = tg_capture_dropped(cap);
@@ -252,6 +293,10 @@ void tg_cli_capture_warnings(const struct tg_capture *cap)
 		warning("'%s' is cut short at byte %llu (the recorder was stopped while "
 			"writing?): the records before the cut are used", cap->path,
 			(unsigned long long)cap->cut_at);
+	else if (!cap->has_end && capture_process_running(cap->pid, cap->start_us))
+		warning("'%s' has no end chunk yet: process %u, which writes it, is still "
+			"running; the records it has flushed so far are used", cap->path,
+			(unsigned)cap->pid);
 	else if (!cap->has_end)
 		warning("'%s' has no end chunk: the run did not end cleanly (the process was "
 			"killed?); all its records are used", cap->path);
