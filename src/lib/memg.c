@@ -667,6 +667,7 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 	struct tg_ptfile series = TG_PTFILE_INIT;
 	long long *npts = malloc((n ? n : 1) * sizeof(*npts));
 	size_t columns = 0;
+	double span0, span1;
 
 	tg_peaks_init(&peaks);
 	tg_marks_init(&marks);
@@ -753,7 +754,15 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 			tg_memg_extent_see(&ext, &st[i]);
 	/* the span `peaks` takes too (tg_peaks_collect): its numbers are our labels */
 	tg_peaks_select(&peaks, &o->peak, tg_memg_xspan(o, &ext, &x0, &x1));
-	if (ta.seen && ta.t1 > ta.t0) {
+	/* the span the columns divide: the time axis's, or without times the
+	 * event indexes' (from 0: each thread's own count) */
+	span0 = ta.t0;
+	span1 = ta.t1;
+	if (!o->has_time) {
+		span0 = 0;
+		span1 = ext.seen ? ext.last : 0;
+	}
+	if ((o->has_time ? ta.seen : ext.seen) && span1 > span0) {
 		size_t curves = 0;
 		for (i = 0; i < n; i++)
 			curves += st[i].events && files[i].kind == TG_DUMP_MEM;
@@ -777,7 +786,7 @@ int tg_memg_run(const struct tg_memg_opts *o, const struct tg_plot_opts *po,
 		if (tg_plot_files_out(&pf, &dat, name, d) < 0)
 			goto out;
 		if (memg_write_series(&series, (unsigned long long)npts[i], dat.f, o->has_time,
-				      ta.t0, ta.t1, thin ? columns : 0, d) < 0 ||
+				      span0, span1, thin ? columns : 0, d) < 0 ||
 		    tg_aout_commit(&dat, d) < 0) {
 			tg_aout_abort(&dat);
 			goto out;
