@@ -1301,6 +1301,7 @@ def main(argv):
     prof = make_profiler(opts, base)
     prof._finish_note = lambda signum: say_terminated(prof, signum)
     prof._exec_note = lambda path: say_execs(prof, path)
+    prof._exit_note = lambda status: say_os_exit(prof, status)
     main_pid = os.getpid()
     if opts.follow_exec:  # before enable(): threadgraph's own work, not recorded
         os.environ.update(_follow.environment(base, _follow.settings_of(opts)))
@@ -1485,6 +1486,13 @@ def say_execs(prof, path):
     except TypeError:
         name = "file descriptor %r" % (path,)  # os.execve(fd, ...)
     say("program execs %s; its files are complete in %s/" % (name, display_path(prof.output_dir)))
+
+
+def say_os_exit(prof, status):
+    """The last line when the program ends with os._exit() (no summary then:
+    the process ends at once, as it asked)."""
+    say("program ended with os._exit(%s); its files are complete in %s/"
+        % (status, display_path(prof.output_dir)))
 
 
 def say_followed(base, prof):

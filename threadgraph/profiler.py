@@ -393,6 +393,9 @@ class ProcessProfile:
         #: Called with the program's path after an os.exec* call finished the
         #: run, just before the image is replaced (threadgraph run's last line).
         self._exec_note: Optional[Callable[[Any], None]] = None
+        #: Called with the status after an os._exit() call finished the run, just
+        #: before the process ends (threadgraph run's last line).
+        self._exit_note: Optional[Callable[[Any], None]] = None
 
     # -- settings (camelCase as the original, snake_case aliases below) --
 
@@ -805,9 +808,12 @@ class ProcessProfile:
     def _after_fork_child_deferred(self) -> None:
         self._finish_note = None  # the parent's to print, not each child's
         self._exec_note = None
+        self._exit_note = None
         _marks.clear()  # the parent's threads' notes
+        _recorder.gc_runs()  # the parent's collections: its gc.txt has them
         if not self._forked:
             _marks.stop()
+            _gc_callback_remove()  # nothing records here: no runs to keep
             # the child records nothing and its disable() returns at once (the
             # recorder is off): the pools' and asyncio's wrappers and the import
             # finder go now, or they would stay for the child's whole life
@@ -1044,6 +1050,8 @@ def _os_exit(status: int) -> None:
     if profile is not None and profile._pid == os.getpid():
         try:
             profile.disable()
+            if profile._exit_note is not None:
+                profile._exit_note(status)
         except BaseException:
             pass
     _REAL_OS_EXIT(status)

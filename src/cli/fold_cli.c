@@ -76,7 +76,8 @@ int tg_cli_fold_load(struct tg_fold_args *a, const char *path, const char *usage
 	    && (ended = tg_run_end_state(path, &sampled), !sampled)) {
 		/* the default metric needs accounting: the recorded calls are the best there
 		 * is (a sampled run has none: its message stands) */
-		if (ended == 0) {
+		if (ended == 0 && !strstr(d->msg, "without accounting")
+		    && !strstr(d->msg, "does no accounting")) {
 			fputs("note: no snapshot in '", stderr);
 			tg_cli_put(stderr, path);
 			fputs("' yet: " TG_RUN_UNENDED ": showing --metric delta, each call's "

@@ -72,11 +72,12 @@ char *tg_acct_file(const char *path, const char *name, struct tg_diag *d)
 	if (is_file(p))
 		return p;
 	free(p);
-	if (!d->probe && tg_run_end_state(path, NULL) == 0)
+	/* a run without accounting (or a forked child's) never writes it, ended or not */
+	if (!d->probe && tg_run_no_accounting(path, name, d))
+		;  /* a forked child's, or a run without accounting: said */
+	else if (!d->probe && tg_run_end_state(path, NULL) == 0)
 		tg_error(d, "no %s in '%s': " TG_RUN_UNENDED ", and a run writes it at its end",
 			 name, path);
-	else if (!d->probe && tg_run_no_accounting(path, name, d))
-		;  /* a forked child's, or a run without accounting: said */
 	else
 		tg_error(d, "no %s in '%s' (was the run made with accounting on?)", name, path);
 	return NULL;
@@ -167,12 +168,12 @@ char *tg_snapshot_find(const char *dir, enum tg_snap_pick pick, struct tg_diag *
 				 "metric needs a run made with accounting on (threadgraph run "
 				 "--accounting, ProcessProfile(accounting=True)) by a threadgraph "
 				 "that records the peak", dir);
+		else if (!d->probe && tg_run_no_accounting(dir, "snapshot", d))
+			;  /* a forked child's, or a run without accounting: said */
 		else if (!d->probe && tg_run_end_state(dir, NULL) == 0)
 			tg_error(d, "no snapshot in '%s': " TG_RUN_UNENDED ", and a run writes "
 				 "its final snapshot at its end (a threshold snapshot when "
 				 "crossed: none was)", dir);
-		else if (!d->probe && tg_run_no_accounting(dir, "snapshot", d))
-			;  /* a forked child's, or a run without accounting: said */
 		else
 			tg_error(d, "no snapshot in '%s' (was the run made with accounting on?)", dir);
 		goto out;

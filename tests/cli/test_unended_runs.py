@@ -12,7 +12,7 @@ import os
 import shutil
 
 
-def _run_dir(tmp_path, fixtures, mode, ended):
+def _run_dir(tmp_path, fixtures, mode, ended, accounting=None):
     """A copy of the flamerun fixture's dumps (calls with stacks) without its
     accounting files, or a sampled run's curves, with a runinfo.json."""
     run = tmp_path / "run"
@@ -28,6 +28,8 @@ def _run_dir(tmp_path, fixtures, mode, ended):
                 os.remove(str(run / name))
     info = {"pid": 4242, "mode": mode, "start_time": 1700000000.0,
             "end_time": 1700000001.0 if ended else None, "threads": []}
+    if accounting is not None:
+        info["accounting"] = accounting
     (run / "runinfo.json").write_text(json.dumps(info))
     return run
 
@@ -75,3 +77,18 @@ def test_a_sampled_runs_call_metrics_name_the_mode(tmp_path, tg, fixtures):
             assert ("is a sampled run, which records no calls: the %s metric needs a full run"
                     % metric) in r.stderr, r.stderr
             assert "--stack" not in r.stderr, r.stderr
+
+
+def test_a_killed_run_without_accounting_does_not_wait_for_its_end(tmp_path, tg, fixtures):
+    # SIGKILL of `threadgraph run prog.py` (no --accounting): its summary and
+    # snapshots were never to be written, at the end or ever
+    run = _run_dir(tmp_path, fixtures, "full", ended=False, accounting=False)
+    for command in ("summary", "hist", "top"):
+        r = tg(command, run)
+        assert r.returncode == 1, (command, r.stderr)
+        assert "the run was made without accounting" in r.stderr, (command, r.stderr)
+        assert "has not ended" not in r.stderr, (command, r.stderr)
+    r = tg("folded", run)
+    assert r.returncode == 0, r.stderr
+    assert "has no allocation accounting" in r.stderr, r.stderr
+    assert "has not ended" not in r.stderr, r.stderr
