@@ -562,31 +562,16 @@ static int held_series_step(void *ctx, double x, const char *xs, size_t xlen, in
 	return 0;
 }
 
-/* A point of a data file as the thinning keeps it (the first len bytes of xs
- * used): its line is made only when it is written. */
-struct held_line {
-	int64_t v;
-	int64_t us;            /* has_us: the time */
-	unsigned char has_us;
-	unsigned char len;     /* else its text */
-	char xs[TG_PT_TEXT_MAX + 1];
-};
-
 /* The tg_thin_write_fn of the data files: "TIME BYTES\n" to the FILE * ctx. */
 static void held_line_write(void *ctx, const void *data, size_t size)
 {
-	const struct held_line *l = data;
+	const struct tg_pt_line *l = data;
 	char buf[TG_PT_TEXT_MAX + 32], tmp[24];
 	uint64_t u = l->v < 0 ? -(uint64_t)l->v : (uint64_t)l->v;
 	size_t n = 0, len;
 
 	(void)size;
-	if (l->has_us) {
-		len = tg_cap_fmt_time(buf, l->us);
-	} else {
-		memcpy(buf, l->xs, l->len);
-		len = l->len;
-	}
+	len = tg_pt_line_time(l, buf);
 	buf[len++] = ' ';
 	do {
 		tmp[n++] = (char)('0' + u % 10);
@@ -603,14 +588,10 @@ static void held_line_write(void *ctx, const void *data, size_t size)
 /* One point of a data file, through t: at the time of p, level v. */
 static void held_put(struct tg_thin *t, const struct tg_pt *p, int64_t v)
 {
-	struct held_line l;
+	struct tg_pt_line l;
+	size_t n = tg_pt_line_of(&l, p, v);
 
-	l.v = v;
-	l.has_us = (unsigned char)p->has_us;
-	l.us = p->us;
-	l.len = (unsigned char)(p->has_us ? 0 : p->len);
-	memcpy(l.xs, p->xs, l.len);
-	tg_thin_point(t, p->x, (double)v, &l, offsetof(struct held_line, xs) + l.len);
+	tg_thin_point(t, p->x, (double)v, &l, n);
 }
 
 /* The last point of a data file: its level carried on to the graph's end. */

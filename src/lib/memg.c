@@ -4,7 +4,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
-#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,7 +15,6 @@
 #include "memg.h"
 #include "numparse.h"
 #include "ptfile.h"
-#include "capture_read.h"
 #include "recsrc.h"
 #include "thin.h"
 
@@ -509,32 +507,17 @@ static void memg_yclip(const struct tg_memg_opts *o, const struct tg_dumpfile *f
 		*clip_hi = rest + rest / 4;
 }
 
-/* A point of a thread's data file as the thinning keeps it: its line "X Y"
- * made only when it is written. */
-struct memg_line {
-	int64_t milli;
-	int64_t us;
-	unsigned char has_us;
-	unsigned char len;
-	char xs[64];
-};
-
 /* The tg_thin_write_fn of the thread data files: "X Y\n" to the FILE * ctx. */
 static void memg_line_write(void *ctx, const void *data, size_t size)
 {
-	const struct memg_line *l = data;
-	char buf[sizeof(l->xs) + TG_CAP_TIME_MAX + TG_FMT_MILLI_MAX + 2];
+	const struct tg_pt_line *l = data;
+	char buf[TG_PT_TEXT_MAX + 1 + TG_FMT_MILLI_MAX + 2];
 	size_t len;
 
 	(void)size;
-	if (l->has_us) {
-		len = tg_cap_fmt_time(buf, l->us);
-	} else {
-		memcpy(buf, l->xs, l->len);
-		len = l->len;
-	}
+	len = tg_pt_line_time(l, buf);
 	buf[len++] = ' ';
-	len += tg_fmt_milli(buf + len, l->milli);
+	len += tg_fmt_milli(buf + len, l->v);
 	buf[len++] = '\n';
 	fwrite(buf, 1, len, ctx);
 }
@@ -555,7 +538,7 @@ static int memg_write_series(struct tg_ptfile *series, unsigned long long count,
 {
 	struct tg_thin t;
 	struct tg_pt p;
-	struct memg_line l;
+	struct tg_pt_line l;
 	int got = 1;
 
 	tg_thin_init(&t, memg_line_write, out, x0, x1, columns);
@@ -569,12 +552,7 @@ static int memg_write_series(struct tg_ptfile *series, unsigned long long count,
 			if (!used)
 				continue;  /* no number: what the text's thinning left out */
 		}
-		l.milli = p.v;
-		l.us = p.us;
-		l.has_us = (unsigned char)p.has_us;
-		l.len = (unsigned char)(p.has_us ? 0 : p.len);
-		memcpy(l.xs, p.xs, l.len);
-		tg_thin_point(&t, x, (double)p.v, &l, offsetof(struct memg_line, xs) + l.len);
+		tg_thin_point(&t, x, (double)p.v, &l, tg_pt_line_of(&l, &p, p.v));
 	}
 	tg_thin_finish(&t);
 	if (got < 0)

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,24 @@ size_t tg_pt_text(const struct tg_pt *p, char *buf)
 		return tg_cap_fmt_time(buf, p->us);
 	memcpy(buf, p->xs, p->len);
 	return p->len;
+}
+
+size_t tg_pt_line_of(struct tg_pt_line *l, const struct tg_pt *p, int64_t v)
+{
+	l->v = v;
+	l->us = p->us;
+	l->has_us = (unsigned char)p->has_us;
+	l->len = (unsigned char)(p->has_us ? 0 : p->len);
+	memcpy(l->xs, p->xs, l->len);
+	return offsetof(struct tg_pt_line, xs) + l->len;
+}
+
+size_t tg_pt_line_time(const struct tg_pt_line *l, char *buf)
+{
+	if (l->has_us)
+		return tg_cap_fmt_time(buf, l->us);
+	memcpy(buf, l->xs, l->len);
+	return l->len;
 }
 
 int tg_ptfile_open(struct tg_ptfile *f, const char *dir, const char *name, struct tg_diag *d)

@@ -39,6 +39,24 @@ struct tg_pt {
  * returns its length. */
 size_t tg_pt_text(const struct tg_pt *p, char *buf);
 
+/* A point of a data file as the thinning (thin.h) keeps it until it is
+ * written, its first tg_pt_line_of() bytes used: its time and a value, the
+ * line made only for the points written (memg's and memg --held's files). */
+struct tg_pt_line {
+	int64_t v;
+	int64_t us;            /* has_us: the time */
+	unsigned char has_us;
+	unsigned char len;     /* else its text, xs[0..len) */
+	char xs[TG_PT_TEXT_MAX + 1];
+};
+
+/* Fills l with p's time and the value v; returns the bytes of l to keep. */
+size_t tg_pt_line_of(struct tg_pt_line *l, const struct tg_pt *p, int64_t v);
+
+/* Writes l's TIME text into buf (TG_PT_TEXT_MAX + 1 bytes; not NUL-terminated);
+ * returns its length. */
+size_t tg_pt_line_time(const struct tg_pt_line *l, char *buf);
+
 struct tg_ptfile {
 	int fd;              /* -1: not open */
 	char *buf;           /* TG_PTFILE_BUF bytes: writes gathered, reads ahead */
