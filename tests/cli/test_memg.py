@@ -312,15 +312,21 @@ def test_peak_labels_do_not_overlap(tg, tmp_path):
     assert "'memg-peaks.dat' using (tx($1)):4:3 with labels" in gp
 
 
+def long_series(path, time):
+    """20000 returns of one thread into PATH (TIME(i): the i-th's "TIME#" or
+    ""), a spike of 300 KB at 12345 and a dip of -90 KB at 777; the lines."""
+    rows = ["%sa.py:1:f=>%d" % (time(i), ((i * 7919) % 97 - 48) * 1024) for i in range(20000)]
+    rows[12345] = "%sa.py:2:spike=>%d" % (time(12345), 300 * 1024)
+    rows[777] = "%sa.py:3:dip=>%d" % (time(777), -90 * 1024)
+    path.write_text("\n".join(rows) + "\n")
+    return rows
+
+
 def test_long_series_thinned_to_what_the_graph_shows(tg, tmp_path):
     # 20000 returns in one thread: kept are each screen column's first, lowest,
     # highest and last point, so the spikes stay and the graph's size is bounded
-    rows = ["%.4f#a.py:1:f=>%d" % (1000 + i * 0.0005, ((i * 7919) % 97 - 48) * 1024)
-            for i in range(20000)]
-    rows[12345] = "%.4f#a.py:2:spike=>%d" % (1000 + 12345 * 0.0005, 300 * 1024)
-    rows[777] = "%.4f#a.py:3:dip=>%d" % (1000 + 777 * 0.0005, -90 * 1024)
+    rows = long_series(tmp_path / "T.mem", lambda i: "%.4f#" % (1000 + i * 0.0005))
     mem = tmp_path / "T.mem"
-    mem.write_text("\n".join(rows) + "\n")
     r = tg("memg", "--script-only", "-o", tmp_path, mem)
     assert r.returncode == 0, r.stderr
     pts = dat(tmp_path / "memg-plot" / "memg-0.dat")
@@ -335,11 +341,8 @@ def test_long_series_without_times_thinned_too(tg, tmp_path):
     # dumps without timestamps: x is the event index, and the columns divide
     # the indexes (0 to the longest thread's last); before, such a series was
     # plotted whole (a 21 MB memg.svg of three threads' 450,000 returns)
-    rows = ["a.py:1:f=>%d" % (((i * 7919) % 97 - 48) * 1024) for i in range(20000)]
-    rows[12345] = "a.py:2:spike=>%d" % (300 * 1024)
-    rows[777] = "a.py:3:dip=>%d" % (-90 * 1024)
+    long_series(tmp_path / "T.mem", lambda i: "")
     mem = tmp_path / "T.mem"
-    mem.write_text("\n".join(rows) + "\n")
     short = tmp_path / "S.mem"
     short.write_text("a.py:1:f=>1024\na.py:1:f=>-1024\n")
     r = tg("memg", "--no_time", "--script-only", "-o", tmp_path, mem, short)
